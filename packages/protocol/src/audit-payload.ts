@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+export const AUDIT_EVENT = 'llm.request.completed';
+
+/**
+ * The audit webhook payload (spec §2.5). `test` is present (and true) only on test deliveries.
+ *
+ * @example
+ * const payload = AuditPayloadSchema.parse(JSON.parse(rawBody));
+ */
+export const AuditPayloadSchema = z.object({
+  event: z.literal(AUDIT_EVENT),
+  test: z.literal(true).optional(),
+  request_id: z.string().min(1),
+  timestamp: z.iso.datetime({ offset: false }),
+  user_id: z.uuid(),
+  model: z.string(),
+  input_tokens: z.int().min(0),
+  output_tokens: z.int().min(0),
+  total_tokens: z.int().min(0),
+  latency_ms: z.int().min(0),
+  status_code: z.int().min(100).max(599),
+  streaming: z.boolean(),
+  prompt: z.string(),
+  response_text: z.string(),
+  grounded: z.boolean(),
+  hallucination_score: z.number().min(0).max(1),
+});
+export type AuditPayload = z.infer<typeof AuditPayloadSchema>;

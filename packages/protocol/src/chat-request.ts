@@ -1,0 +1,155 @@
+import { z } from 'zod';
+
+/** The only public model name; it maps onto the configured upstream model. */
+export const SVC_MODEL = 'svc01';
+
+export const TextPartSchema = z.looseObject({ type: z.literal('text'), text: z.string() });
+export const ImagePartSchema = z.looseObject({
+  type: z.literal('image_url'),
+  image_url: z.looseObject({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).optional() }),
+});
+export const AudioPartSchema = z.looseObject({
+  type: z.literal('input_audio'),
+  input_audio: z.looseObject({ data: z.string(), format: z.string() }),
+});
+export const FilePartSchema = z.looseObject({
+  type: z.literal('file'),
+  file: z.looseObject({ file_data: z.string().optional(), file_id: z.string().optional(), filename: z.string().optional() }),
+});
+export const RefusalPartSchema = z.looseObject({ type: z.literal('refusal'), refusal: z.string() });
+
+const textContent = z.union([z.string(), z.array(TextPartSchema)]);
+const userContent = z.union([
+  z.string(),
+  z.array(z.discriminatedUnion('type', [TextPartSchema, ImagePartSchema, AudioPartSchema, FilePartSchema])),
+]);
+
+export const ToolCallSchema = z.looseObject({
+  id: z.string(),
+  type: z.literal('function'),
+  function: z.looseObject({ name: z.string(), arguments: z.string() }),
+});
+export type ToolCall = z.infer<typeof ToolCallSchema>;
+
+export const SystemMessageSchema = z.looseObject({ role: z.literal('system'), content: textContent, name: z.string().optional() });
+export const DeveloperMessageSchema = z.looseObject({ role: z.literal('developer'), content: textContent, name: z.string().optional() });
+export const UserMessageSchema = z.looseObject({ role: z.literal('user'), content: userContent, name: z.string().optional() });
+export const AssistantMessageSchema = z.looseObject({
+  role: z.literal('assistant'),
+  content: z.union([z.string(), z.array(z.union([TextPartSchema, RefusalPartSchema]))]).nullable().optional(),
+  name: z.string().optional(),
+  refusal: z.string().nullable().optional(),
+  tool_calls: z.array(ToolCallSchema).optional(),
+  function_call: z.looseObject({ name: z.string(), arguments: z.string() }).nullable().optional(),
+  reasoning_content: z.string().nullable().optional(),
+});
+export const ToolMessageSchema = z.looseObject({ role: z.literal('tool'), content: textContent, tool_call_id: z.string() });
+export const FunctionMessageSchema = z.looseObject({ role: z.literal('function'), content: z.string().nullable(), name: z.string() });
+
+export const ChatMessageSchema = z.discriminatedUnion('role', [
+  SystemMessageSchema,
+  DeveloperMessageSchema,
+  UserMessageSchema,
+  AssistantMessageSchema,
+  ToolMessageSchema,
+  FunctionMessageSchema,
+]);
+export type ChatMessage = z.infer<typeof ChatMessageSchema>;
+
+/** JSON Schema object, kept as an open record. */
+export const JsonSchemaObject = z.record(z.string(), z.unknown());
+
+export const FunctionToolSchema = z.looseObject({
+  type: z.literal('function'),
+  function: z.looseObject({
+    name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, A-Z, 0-9, _ or -'),
+    description: z.string().optional(),
+    parameters: JsonSchemaObject.optional(),
+    strict: z.boolean().nullable().optional(),
+  }),
+});
+export type FunctionTool = z.infer<typeof FunctionToolSchema>;
+
+export const ToolChoiceSchema = z.union([
+  z.enum(['none', 'auto', 'required']),
+  z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string() }) }),
+]);
+export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
+
+export const ResponseFormatSchema = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('text') }),
+  z.looseObject({ type: z.literal('json_object') }),
+  z.looseObject({
+    type: z.literal('json_schema'),
+    json_schema: z.looseObject({
+      name: z.string(),
+      description: z.string().optional(),
+      schema: JsonSchemaObject.optional(),
+      strict: z.boolean().nullable().optional(),
+    }),
+  }),
+]);
+
+/** The service-specific request config (spec §2.2). */
+export const SvcRequestConfigSchema = z.strictObject({
+  thinking: z.boolean().optional(),
+  dehallucinate: z.boolean().optional(),
+});
+export type SvcRequestConfig = z.infer<typeof SvcRequestConfigSchema>;
+
+/**
+ * The chat-completions request body: every standard field typed, unknown fields passed through.
+ *
+ * @example
+ * ChatCompletionRequestSchema.parse({ model: 'svc01', messages: [{ role: 'user', content: 'Hi' }] })
+ */
+export const ChatCompletionRequestSchema = z.looseObject({
+  model: z.string(),
+  messages: z.array(ChatMessageSchema).min(1),
+  max_tokens: z.int().min(1).nullable().optional(),
+  max_completion_tokens: z.int().min(1).nullable().optional(),
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  n: z.int().min(1).max(128).nullable().optional(),
+  stream: z.boolean().nullable().optional(),
+  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullable().optional(),
+  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
+  presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+  frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+  logit_bias: z.record(z.string(), z.number().min(-100).max(100)).nullable().optional(),
+  logprobs: z.boolean().nullable().optional(),
+  top_logprobs: z.int().min(0).max(20).nullable().optional(),
+  user: z.string().optional(),
+  seed: z.int().nullable().optional(),
+  tools: z.array(FunctionToolSchema).max(128).optional(),
+  tool_choice: ToolChoiceSchema.optional(),
+  parallel_tool_calls: z.boolean().optional(),
+  response_format: ResponseFormatSchema.optional(),
+  reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullable().optional(),
+  metadata: z.record(z.string(), z.string()).nullable().optional(),
+  store: z.boolean().nullable().optional(),
+  service_tier: z.string().nullable().optional(),
+  modalities: z.array(z.string()).nullable().optional(),
+  prediction: z.looseObject({ type: z.string() }).nullable().optional(),
+  svc: SvcRequestConfigSchema.optional(),
+});
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
+
+/** Spec defaults (spec §2.1, §8). */
+export const DEFAULT_MAX_TOKENS = 4096;
+export const DEFAULT_TEMPERATURE = 0.1;
+export const THINKING_TEMPERATURE = 1.0;
+
+/** Text of a message's content (text parts only, joined by newlines). */
+export function messageText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  const parts: string[] = [];
+  for (const part of content) {
+    if (part && typeof part === 'object' && (part as { type?: unknown }).type === 'text') {
+      const text = (part as { text?: unknown }).text;
+      if (typeof text === 'string') parts.push(text);
+    }
+  }
+  return parts.join('\n');
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { ToolCallSchema } from './chat-request.js';
+
+/** A span of the answer that the grounding check could not support. UTF-16 offsets into the content. */
+export const FlaggedSpanSchema = z.object({
+  start: z.int().min(0),
+  end: z.int().min(0),
+  text: z.string(),
+  reason: z.string(),
+  score: z.number().min(0).max(1),
+});
+export type FlaggedSpan = z.infer<typeof FlaggedSpanSchema>;
+
+/** The `svc` object of a response (spec §2.4, design §3). */
+export const SvcResultSchema = z.object({
+  dehallucinate_requested: z.boolean(),
+  grounded: z.boolean(),
+  score: z.number().min(0).max(1),
+  flagged_spans: z.array(FlaggedSpanSchema),
+  checked: z.boolean(),
+});
+export type SvcResult = z.infer<typeof SvcResultSchema>;
+
+export const UsageSchema = z.looseObject({
+  prompt_tokens: z.int().min(0),
+  completion_tokens: z.int().min(0),
+  total_tokens: z.int().min(0),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+export const FinishReasonSchema = z.enum(['stop', 'length', 'tool_calls', 'content_filter', 'function_call']);
+export type FinishReason = z.infer<typeof FinishReasonSchema>;
+
+export const ResponseMessageSchema = z.looseObject({
+  role: z.literal('assistant'),
+  content: z.string().nullable(),
+  refusal: z.string().nullable().optional(),
+  tool_calls: z.array(ToolCallSchema).optional(),
+  reasoning_content: z.string().optional(),
+});
+export type ResponseMessage = z.infer<typeof ResponseMessageSchema>;
+
+export const ChoiceSchema = z.looseObject({
+  index: z.int().min(0),
+  message: ResponseMessageSchema,
+  finish_reason: FinishReasonSchema.nullable(),
+  logprobs: z.unknown().nullable().optional(),
+});
+export type Choice = z.infer<typeof ChoiceSchema>;
+
+/** Non-streamed chat completion (spec §2.3). */
+export const ChatCompletionSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('chat.completion'),
+  created: z.int(),
+  model: z.string(),
+  choices: z.array(ChoiceSchema),
+  usage: UsageSchema,
+  system_fingerprint: z.string().nullable().optional(),
+  svc: SvcResultSchema,
+});
+export type ChatCompletion = z.infer<typeof ChatCompletionSchema>;
+
+export const ToolCallDeltaSchema = z.looseObject({
+  index: z.int().min(0),
+  id: z.string().optional(),
+  type: z.literal('function').optional(),
+  function: z.looseObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+});
+export type ToolCallDelta = z.infer<typeof ToolCallDeltaSchema>;
+
+export const ChunkChoiceSchema = z.looseObject({
+  index: z.int().min(0),
+  delta: z.looseObject({
+    role: z.literal('assistant').optional(),
+    content: z.string().nullable().optional(),
+    reasoning_content: z.string().optional(),
+    refusal: z.string().nullable().optional(),
+    tool_calls: z.array(ToolCallDeltaSchema).optional(),
+  }),
+  finish_reason: FinishReasonSchema.nullable(),
+  logprobs: z.unknown().nullable().optional(),
+});
+export type ChunkChoice = z.infer<typeof ChunkChoiceSchema>;
+
+/** One streamed frame (`data: <chunk>`); the frame with `finish_reason` also carries `svc`. */
+export const ChatCompletionChunkSchema = z.looseObject({
+  id: z.string(),
+  object: z.literal('chat.completion.chunk'),
+  created: z.int(),
+  model: z.string(),
+  choices: z.array(ChunkChoiceSchema),
+  usage: UsageSchema.nullable().optional(),
+  system_fingerprint: z.string().nullable().optional(),
+  svc: SvcResultSchema.optional(),
+});
+export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunkSchema>;
+
+export const ModelListSchema = z.object({
+  object: z.literal('list'),
+  data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.int(), owned_by: z.string() })),
+});
+export type ModelList = z.infer<typeof ModelListSchema>;

@@ -1,0 +1,5 @@
+export * from './chat-request.js';
+export * from './chat-response.js';
+export * from './audit-payload.js';
+export * from './errors.js';
+export * from './webhooks.js';
