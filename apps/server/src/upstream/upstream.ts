@@ -1,0 +1,65 @@
+import type { ChatCompletionChunk, FinishReason, ToolCall, Usage } from '@svc/protocol';
+import { ApiError } from '../http/errors.js';
+
+/**
+ * What the gateway sends upstream: the client's body with defaults applied, `model` already mapped to the
+ * upstream model, `svc` removed, and `stream` / `stream_options` set by the gateway.
+ */
+export type UpstreamBody = Record<string, unknown> & {
+  model: string;
+  messages: unknown[];
+  max_tokens?: number;
+  temperature?: number;
+};
+
+/** A non-streamed upstream answer, normalised. `usage` is null when upstream gave none. */
+export interface UpstreamCompletion {
+  id?: string;
+  created?: number;
+  choices: Array<{
+    index: number;
+    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[]; reasoning_content?: string; refusal?: string | null };
+    finish_reason: FinishReason | null;
+    logprobs?: unknown;
+  }>;
+  usage: Usage | null;
+  system_fingerprint?: string | null;
+}
+
+export interface UpstreamRequest {
+  body: UpstreamBody;
+  /** Aborted when the client goes away or the gateway gives up. */
+  signal: AbortSignal;
+}
+
+/**
+ * An OpenAI-compatible model. Both methods reject with `UpstreamError` before anything was produced;
+ * `stream` resolves once upstream accepted the request (status 200 received), so a failure before the first
+ * byte becomes a plain 502 and a failure while iterating becomes an SSE error event.
+ * Streamed chunks carry `reasoning_content` (never `reasoning`) and may carry `usage` on a final chunk.
+ */
+export interface Upstream {
+  complete(request: UpstreamRequest): Promise<UpstreamCompletion>;
+  stream(request: UpstreamRequest): Promise<AsyncIterable<ChatCompletionChunk>>;
+  close(): Promise<void>;
+}
+
+export type UpstreamErrorCode = 'upstream_error' | 'upstream_timeout' | 'upstream_unavailable' | 'upstream_invalid_response';
+
+/** An upstream failure, mapped to one of the 502 codes of design §4. */
+export class UpstreamError extends ApiError {
+  readonly upstreamStatus: number | null;
+
+  constructor(
+    code: UpstreamErrorCode,
+    message: string,
+    options: { upstreamStatus?: number | null; retryAfter?: string | null; cause?: unknown } = {},
+  ) {
+    super(code, message, {
+      cause: options.cause,
+      headers: options.retryAfter ? { 'retry-after': options.retryAfter } : {},
+    });
+    this.name = 'UpstreamError';
+    this.upstreamStatus = options.upstreamStatus ?? null;
+  }
+}

@@ -1,0 +1,72 @@
+// Small closed word lists. They describe English function words and summary boilerplate, not any data set.
+
+const words = (s: string): Set<string> => new Set(s.trim().split(/\s+/));
+
+/** Function words: carry no claim of their own, never flagged and never evidence. */
+export const STOPWORDS = words(`
+a an the and or but nor so yet if then than that this these those there here where when while what which who
+one whom whose why how of in on at by for from to into onto with without within about above below over under
+between among through during before after since until upon across along around against toward towards via
+per as is are was were be been being am do does did done doing have has had having will would shall should
+can could may might must it its it's itself he him his himself she her hers herself they them their theirs
+themselves we us our ours ourselves you your yours yourself i me my mine myself also too very just such
+both each either neither other another any some all most more many much few several own same one's s
+up down out off again further once here's there's what's who's let's whereas although though however
+thus therefore hence moreover furthermore additionally meanwhile overall instead rather indeed namely
+including include includes included like e.g i.e etc
+`);
+
+/**
+ * Words a summariser uses to talk about the text itself ("the passage states..."). They are not
+ * claims about the world, so their absence from the sources is not a hallucination.
+ */
+export const META_WORDS = words(`
+passage passages text texts article articles document documents source sources summary summaries summarize
+summarise summarizes summarises summarized summarised summarizing concise concisely key information info
+mention mentions mentioned mentioning state states stated stating discuss discusses discussed discussing
+describe describes described describing provide provides provided providing highlight highlights
+highlighted highlighting note notes noted noting report reports reported explain explains explained
+detail details detailed outline outlines outlined cover covers covered covering core piece pieces point
+points main following below above here brief briefly overview present presents presented indicate
+indicates indicated according refer refers referred regarding related given write written author
+`);
+
+/** Negation cues; a claim that adds or drops one can flip the meaning. */
+export const NEGATIONS = words(`not no never none nobody nothing neither nor without cannot n't nowhere`);
+
+/** Quantifiers that make a claim stronger or weaker than its source. */
+export const QUANTIFIERS = words(`all every always only entire entirely whole never none most majority
+minority many few several some sole solely exclusively completely fully totally`);
+
+export const MONTHS: ReadonlyMap<string, number> = new Map([
+  ['january', 1], ['jan', 1], ['february', 2], ['feb', 2], ['march', 3], ['mar', 3], ['april', 4],
+  ['apr', 4], ['may', 5], ['june', 6], ['jun', 6], ['july', 7], ['jul', 7], ['august', 8], ['aug', 8],
+  ['september', 9], ['sep', 9], ['sept', 9], ['october', 10], ['oct', 10], ['november', 11], ['nov', 11],
+  ['december', 12], ['dec', 12],
+]);
+
+export const NUMBER_WORDS: ReadonlyMap<string, number> = new Map([
+  ['zero', 0], ['one', 1], ['two', 2], ['three', 3], ['four', 4], ['five', 5], ['six', 6], ['seven', 7],
+  ['eight', 8], ['nine', 9], ['ten', 10], ['eleven', 11], ['twelve', 12], ['thirteen', 13],
+  ['fourteen', 14], ['fifteen', 15], ['sixteen', 16], ['seventeen', 17], ['eighteen', 18],
+  ['nineteen', 19], ['twenty', 20], ['thirty', 30], ['forty', 40], ['fifty', 50], ['sixty', 60],
+  ['seventy', 70], ['eighty', 80], ['ninety', 90], ['dozen', 12], ['hundred', 100],
+  ['single', 1], ['pair', 2], ['twice', 2], ['half', 0.5], ['double', 2], ['triple', 3],
+]);
+
+export const SCALE_WORDS: ReadonlyMap<string, number> = new Map([
+  ['hundred', 1e2], ['thousand', 1e3], ['k', 1e3], ['million', 1e6], ['m', 1e6], ['mn', 1e6],
+  ['billion', 1e9], ['bn', 1e9], ['b', 1e9], ['trillion', 1e12], ['dozen', 12],
+]);
+
+/** Equivalent surface forms, mapped to one canonical stem on both sides. */
+export const SYNONYMS: ReadonlyMap<string, string> = new Map([
+  ['usa', 'us'], ['u.s', 'us'], ['u.s.a', 'us'], ['america', 'us'], ['american', 'us'],
+  ['uk', 'gb'], ['u.k', 'gb'], ['britain', 'gb'], ['british', 'gb'],
+  ['percent', '%'], ['per cent', '%'], ['pct', '%'],
+  ['approximately', 'about'], ['roughly', 'about'], ['around', 'about'], ['nearly', 'about'],
+  ['almost', 'about'], ['circa', 'about'],
+  ['kill', 'die'], ['dead', 'die'], ['death', 'die'],
+  ['film', 'movie'], ['begin', 'start'], ['commence', 'start'], ['purchase', 'buy'],
+  ['large', 'big'], ['huge', 'big'], ['small', 'little'], ['receive', 'get'], ['obtain', 'get'],
+]);
