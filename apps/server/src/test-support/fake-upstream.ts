@@ -1,0 +1,351 @@
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** A tool call the fake answers with; `arguments` objects are JSON-encoded. */
+export interface FakeToolCall {
+  name: string;
+  arguments: string | Record<string, unknown>;
+  id?: string;
+}
+
+/**
+ * How the fake answers one request. Success fields shape a normal answer; the failure flags replace it.
+ * Flags that only make sense for streams (`resetMidStream`, `hangMidStream`, `truncated`, `trickle`,
+ * `errorEvent`) are ignored for non-streamed requests, which then get a normal answer.
+ */
+export interface FakeUpstreamBehavior {
+  /** Answer text, or a function of the parsed request body. Default "Hello from the fake upstream." */
+  answer?: string | ((body: Record<string, unknown>) => string);
+  /** Reasoning text to emit before the answer. */
+  reasoning?: string;
+  /** Field the reasoning goes in: OpenAI-compatible servers use either. Default `reasoning_content`. */
+  reasoningField?: 'reasoning_content' | 'reasoning';
+  /** Answer with these (parallel) tool calls and `finish_reason: "tool_calls"`. */
+  toolCalls?: FakeToolCall[];
+  /** `false` omits usage (non-stream body and the include_usage chunk). Default true. */
+  usage?: boolean;
+  /** finish_reason of a text answer. Default "stop". */
+  finishReason?: string;
+  /** Respond with this non-2xx status and an OpenAI error body. */
+  status?: number;
+  /** Message of the error body for `status` / `errorEvent`. */
+  errorMessage?: string;
+  /** `retry-after` header sent with `status`. */
+  retryAfter?: string;
+  /** 200 with a non-JSON HTML body. */
+  garbage?: boolean;
+  /** 200 with exactly this JSON body (e.g. a schema-invalid completion), streamed or not. */
+  rawJson?: unknown;
+  /** Destroy the socket as soon as the request arrived, before any header. */
+  resetBeforeHeaders?: boolean;
+  /** Destroy the socket after this many SSE frames (true = 2). */
+  resetMidStream?: boolean | number;
+  /** Never respond. */
+  hang?: boolean;
+  /** Send headers and the first frames, then nothing more. */
+  hangMidStream?: boolean;
+  /** End the SSE body after the content frames, with no finish_reason frame and no [DONE]. */
+  truncated?: boolean;
+  /** Send SSE frames `intervalMs` apart (true = 50 ms). */
+  trickle?: boolean | { intervalMs?: number };
+  /** Send `data: {"error":{...}}` after the first content frame, then end the stream. */
+  errorEvent?: boolean;
+  /** Wait this long before sending headers. */
+  delayMs?: number;
+  /** Write SSE frames with `\r\n` line ends. */
+  crlf?: boolean;
+  /** Put `: keep-alive` comment lines between frames. */
+  comments?: boolean;
+  /** Write the SSE body in pieces of this many bytes, each flushed separately (tests split frames). */
+  splitBytes?: number;
+  /** Spread each frame's JSON over several `data:` lines (pretty-printed JSON). */
+  multiLineData?: boolean;
+  /** Send exactly these SSE body pieces (after 200 + event-stream headers), each flushed separately. */
+  rawSse?: string[];
+  /** Extra response headers. */
+  headers?: Record<string, string>;
+}
+
+export interface FakeUpstreamRequest {
+  method: string;
+  url: string;
+  /** Parsed JSON body (the raw string when it was not JSON). */
+  body: Record<string, unknown>;
+  headers: IncomingHttpHeaders;
+  /** The client went away before the response ended. */
+  aborted: boolean;
+}
+
+export interface FakeUpstream {
+  /** Base URL ending in `/v1`, e.g. `http://127.0.0.1:41234/v1`. */
+  url: string;
+  requests: FakeUpstreamRequest[];
+  /** Behaviour for every following request (not taken from the queue). */
+  setBehavior(behavior: FakeUpstreamBehavior): void;
+  /** Queue a behaviour for the next request only; queued behaviours are used in order. */
+  nextBehavior(behavior: FakeUpstreamBehavior): void;
+  /** Resolves with the first request the client aborted (already aborted or future); rejects after `timeoutMs`. */
+  waitForAbort(timeoutMs?: number): Promise<FakeUpstreamRequest>;
+  /** Destroys every socket and stops listening. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_ANSWER = 'Hello from the fake upstream.';
+
+/**
+ * Starts a real OpenAI-compatible HTTP server on 127.0.0.1 (random port) that answers
+ * `POST /v1/chat/completions` like OpenAI does, or fails in a chosen way.
+ *
+ * @example
+ * const upstream = await startFakeUpstream({ answer: 'Paris.' });
+ * try {
+ *   upstream.nextBehavior({ status: 429, retryAfter: '7' });
+ *   // ... point the server at upstream.url ...
+ * } finally {
+ *   await upstream.close();
+ * }
+ */
+export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Promise<FakeUpstream> {
+  let behavior: FakeUpstreamBehavior = options;
+  const queue: FakeUpstreamBehavior[] = [];
+  const requests: FakeUpstreamRequest[] = [];
+  const sockets = new Set<Socket>();
+  const abortWaiters = new Set<(request: FakeUpstreamRequest) => void>();
+  let closed = false;
+
+  const server = createServer((req, res) => {
+    void handle(req, res);
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      body = { raw } as Record<string, unknown>;
+    }
+    const record: FakeUpstreamRequest = { method: req.method ?? '', url: req.url ?? '', body, headers: req.headers, aborted: false };
+    requests.push(record);
+    const current = queue.shift() ?? behavior;
+    let destroyedByUs = false;
+    res.on('close', () => {
+      if (!res.writableFinished && !destroyedByUs) {
+        record.aborted = true;
+        for (const waiter of abortWaiters) waiter(record);
+      }
+    });
+    const reset = (): void => {
+      destroyedByUs = true;
+      res.socket?.destroy();
+    };
+
+    if (req.method !== 'POST' || !(req.url ?? '').startsWith('/v1/chat/completions')) {
+      sendJson(res, 404, { error: { message: `Unknown route ${req.method} ${req.url}`, type: 'invalid_request_error', code: 'not_found', param: null } });
+      return;
+    }
+    if (current.resetBeforeHeaders) return reset();
+    if (current.hang) return;
+    if (current.delayMs) await delay(current.delayMs);
+    if (res.destroyed) return;
+    if (current.status && current.status >= 300) {
+      const headers: Record<string, string> = { ...current.headers };
+      if (current.retryAfter) headers['retry-after'] = current.retryAfter;
+      const type = current.status === 429 ? 'rate_limit_error' : current.status >= 500 ? 'server_error' : 'invalid_request_error';
+      sendJson(res, current.status, { error: { message: current.errorMessage ?? `Fake upstream failure ${current.status}`, type, code: null, param: null } }, headers);
+      return;
+    }
+    if (current.rawJson !== undefined) {
+      sendJson(res, 200, current.rawJson, current.headers);
+      return;
+    }
+    if (current.garbage) {
+      res.writeHead(200, { 'content-type': 'text/html', ...current.headers });
+      res.end('<html><body>502 Bad Gateway (not JSON)</body></html>');
+      return;
+    }
+
+    const id = `chatcmpl-fake${requests.length}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = typeof body.model === 'string' ? body.model : 'fake-model';
+    const answer = typeof current.answer === 'function' ? current.answer(body) : (current.answer ?? DEFAULT_ANSWER);
+    const reasoningField = current.reasoningField ?? 'reasoning_content';
+    const toolCalls = (current.toolCalls ?? []).map((call, i) => ({
+      id: call.id ?? `call_fake${i}`,
+      type: 'function' as const,
+      function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
+    }));
+    const contentPieces = toolCalls.length > 0 ? [] : splitAnswer(answer);
+    const usage = {
+      prompt_tokens: countWords(JSON.stringify(body.messages ?? '')),
+      completion_tokens: Math.max(1, contentPieces.length + toolCalls.length * 3 + (current.reasoning ? countWords(current.reasoning) : 0)),
+      total_tokens: 0,
+    };
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    const finishReason = toolCalls.length > 0 ? 'tool_calls' : (current.finishReason ?? 'stop');
+
+    if (body.stream !== true) {
+      const message: Record<string, unknown> = { role: 'assistant', content: toolCalls.length > 0 ? null : answer, refusal: null };
+      if (current.reasoning) message[reasoningField] = current.reasoning;
+      if (toolCalls.length > 0) message.tool_calls = toolCalls;
+      const completion: Record<string, unknown> = {
+        id,
+        object: 'chat.completion',
+        created,
+        model,
+        choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+        system_fingerprint: 'fp_fake',
+      };
+      if (current.usage !== false) completion.usage = usage;
+      sendJson(res, 200, completion, current.headers);
+      return;
+    }
+
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...current.headers });
+    res.flushHeaders();
+    const eol = current.crlf ? '\r\n' : '\n';
+    const write = async (text: string): Promise<void> => {
+      if (res.destroyed) return;
+      if (!current.splitBytes) {
+        res.write(text);
+        await delay(1);
+        return;
+      }
+      const bytes = Buffer.from(text);
+      for (let i = 0; i < bytes.length && !res.destroyed; i += current.splitBytes) {
+        res.write(bytes.subarray(i, i + current.splitBytes));
+        await delay(2);
+      }
+    };
+
+    if (current.rawSse) {
+      for (const piece of current.rawSse) await write(piece);
+      res.end();
+      return;
+    }
+
+    const frame = (payload: unknown): string => {
+      const json = current.multiLineData ? JSON.stringify(payload, null, 2) : JSON.stringify(payload);
+      const data = json.split('\n').map((line) => `data: ${line}`).join(eol);
+      return `${current.comments ? `: keep-alive${eol}` : ''}${data}${eol}${eol}`;
+    };
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null): Record<string, unknown> => ({
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      system_fingerprint: 'fp_fake',
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    });
+
+    const frames: string[] = [frame(chunk({ role: 'assistant', content: '', refusal: null }))];
+    if (current.reasoning) for (const piece of splitAnswer(current.reasoning)) frames.push(frame(chunk({ [reasoningField]: piece })));
+    for (const piece of contentPieces) frames.push(frame(chunk({ content: piece })));
+    toolCalls.forEach((call, index) => {
+      frames.push(frame(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] })));
+      for (const fragment of splitArguments(call.function.arguments)) {
+        frames.push(frame(chunk({ tool_calls: [{ index, function: { arguments: fragment } }] })));
+      }
+    });
+    const contentFrameCount = frames.length;
+    frames.push(frame(chunk({}, finishReason)));
+    const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+    if (includeUsage && current.usage !== false) {
+      frames.push(frame({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_fake', choices: [], usage }));
+    }
+    frames.push(`data: [DONE]${eol}${eol}`);
+
+    const intervalMs = current.trickle ? (typeof current.trickle === 'object' ? (current.trickle.intervalMs ?? 50) : 50) : 0;
+    const resetAfter = current.resetMidStream === true ? 2 : typeof current.resetMidStream === 'number' ? current.resetMidStream : -1;
+    for (let i = 0; i < frames.length; i++) {
+      if (res.destroyed || closed) return;
+      if (i === resetAfter) return reset();
+      if (current.hangMidStream && i === 2) return;
+      if (current.truncated && i === contentFrameCount) {
+        res.end();
+        return;
+      }
+      if (current.errorEvent && i === 2) {
+        await write(frame({ error: { message: current.errorMessage ?? 'The fake upstream failed mid-stream.', type: 'server_error', code: 'internal_error', param: null } }));
+        res.end();
+        return;
+      }
+      await write(frames[i]!);
+      if (intervalMs) await delay(intervalMs);
+    }
+    res.end();
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    setBehavior(next) {
+      behavior = next;
+    },
+    nextBehavior(next) {
+      queue.push(next);
+    },
+    waitForAbort(timeoutMs = 5000) {
+      const already = requests.find((r) => r.aborted);
+      if (already) return Promise.resolve(already);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          abortWaiters.delete(waiter);
+          reject(new Error(`fake upstream: no aborted request within ${timeoutMs} ms`));
+        }, timeoutMs);
+        const waiter = (request: FakeUpstreamRequest): void => {
+          clearTimeout(timer);
+          abortWaiters.delete(waiter);
+          resolve(request);
+        };
+        abortWaiters.add(waiter);
+      });
+    },
+    async close() {
+      closed = true;
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    req.on('data', (part: Buffer) => parts.push(part));
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('error', () => resolve(Buffer.concat(parts).toString('utf8')));
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(payload);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** Word-sized pieces that keep their leading whitespace, like tokens do. */
+function splitAnswer(text: string): string[] {
+  return text.match(/\s*\S+|\s+$/g) ?? (text ? [text] : []);
+}
+
+function splitArguments(args: string): string[] {
+  if (args.length < 3) return [args];
+  const third = Math.ceil(args.length / 3);
+  return [args.slice(0, third), args.slice(third, 2 * third), args.slice(2 * third)].filter((s) => s.length > 0);
+}
+
+function countWords(text: string): number {
+  return text.split(/\s+/).filter(Boolean).length;
+}

@@ -1,0 +1,497 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
+import {
+  ChatCompletionChunkSchema,
+  ChoiceSchema,
+  FinishReasonSchema,
+  messageText,
+  type ChatCompletionChunk,
+  type FinishReason,
+  type Usage,
+} from '@svc/protocol';
+import { SseParser, type SseEvent } from './sse.js';
+import { UpstreamError, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
+
+export interface OpenAICompatibleUpstreamOptions {
+  /** Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`; requests go to `{baseUrl}/chat/completions`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>` when set; never appears in error messages. */
+  apiKey?: string;
+  /** Whole request, streamed body included (SVC_UPSTREAM_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Until the response headers arrive. Default 60 000 (capped at `timeoutMs`). */
+  firstByteTimeoutMs?: number;
+  /** Dispatcher to send through (a `MockAgent`, an `Agent`); default: an own keep-alive `Pool`. */
+  dispatcher?: Dispatcher;
+  /** Connections of the own pool. Default 128. */
+  connections?: number;
+}
+
+/** Bytes of a non-2xx body read for its error message. */
+const ERROR_BODY_LIMIT = 64 * 1024;
+/** How long `close()` waits for in-flight requests before destroying the pool. */
+const CLOSE_GRACE_MS = 5_000;
+const CONNECT_FAILURE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'EPIPE',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+]);
+
+/**
+ * An `Upstream` for any OpenAI-compatible chat-completions API (OpenAI, vLLM, Ollama, llama.cpp server, …).
+ *
+ * Failures become `UpstreamError`s with the 502 codes of design §4:
+ * - no connection (refused, DNS, reset before headers) → `upstream_unavailable`;
+ * - no headers within `firstByteTimeoutMs`, or the whole exchange over `timeoutMs` → `upstream_timeout`;
+ * - non-2xx → `upstream_error` with upstream's status and message (upstream 429/503 `retry-after` carried);
+ * - a 2xx body that is not JSON / not a completion → `upstream_invalid_response`.
+ * While iterating a stream: an `{"error":…}` frame → `upstream_error`; a reset → `upstream_unavailable`; a
+ * non-JSON or malformed frame, or an end without `[DONE]` before every choice finished → `upstream_invalid_response`;
+ * the total timeout → `upstream_timeout`. When the caller's `signal` aborts, the upstream request is
+ * closed at once and the pending call rejects with `signal.reason`, like `fetch` does.
+ *
+ * @example
+ * const upstream = createOpenAICompatibleUpstream({ baseUrl: 'https://api.openai.com/v1', apiKey, timeoutMs: 120_000 });
+ * const completion = await upstream.complete({ body: { model: 'gpt-4o-mini', messages }, signal, thinking: false });
+ */
+export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstreamOptions): Upstream {
+  const url = parseBaseUrl(options.baseUrl);
+  if (!(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) throw new TypeError('timeoutMs must be a positive number');
+  const timeoutMs = options.timeoutMs;
+  const firstByteTimeoutMs = Math.min(options.firstByteTimeoutMs ?? 60_000, timeoutMs);
+  const origin = url.origin;
+  const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
+  const ownPool = options.dispatcher
+    ? null
+    : new Pool(origin, {
+        connections: options.connections ?? 128,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 600_000,
+        connect: { timeout: Math.min(10_000, firstByteTimeoutMs) },
+      });
+  const dispatcher: Dispatcher = options.dispatcher ?? ownPool!;
+  let closing: Promise<void> | null = null;
+  const redact = (text: string): string => (options.apiKey ? text.split(options.apiKey).join('[redacted]') : text);
+
+  async function send(body: Record<string, unknown>, stream: boolean, signal: AbortSignal): Promise<{ response: Dispatcher.ResponseData; exchange: Exchange }> {
+    const exchange = new Exchange(signal, timeoutMs, firstByteTimeoutMs);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: stream ? 'text/event-stream' : 'application/json',
+      'user-agent': 'svc-server',
+    };
+    if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+    try {
+      const response = await dispatcher.request({
+        origin,
+        path,
+        method: 'POST',
+        headers,
+        body: JSON.stringify(body),
+        signal: exchange.controller.signal,
+        headersTimeout: firstByteTimeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      exchange.headersReceived();
+      if (response.statusCode < 200 || response.statusCode >= 300) {
+        const text = await readText(response.body, ERROR_BODY_LIMIT);
+        throw httpError(response.statusCode, response.headers, text, redact);
+      }
+      return { response, exchange };
+    } catch (error) {
+      exchange.release();
+      throw exchange.fail(error);
+    }
+  }
+
+  return {
+    async complete({ body, signal }: UpstreamRequest): Promise<UpstreamCompletion> {
+      signal.throwIfAborted();
+      const { stream: _stream, stream_options: _streamOptions, ...rest } = body;
+      const { response, exchange } = await send(rest, false, signal);
+      try {
+        const text = await readText(response.body, Infinity);
+        return parseCompletion(text, redact);
+      } catch (error) {
+        throw exchange.fail(error);
+      } finally {
+        exchange.release();
+      }
+    },
+
+    async stream({ body, signal }: UpstreamRequest): Promise<AsyncIterable<ChatCompletionChunk>> {
+      signal.throwIfAborted();
+      const { response, exchange } = await send({ ...body, stream: true }, true, signal);
+      const contentType = String(response.headers['content-type'] ?? '');
+      if (contentType && !contentType.includes('text/event-stream')) {
+        // A server that ignored `stream: true` or put an error in a 200: still before the first byte, so a plain 502.
+        try {
+          const text = await readText(response.body, ERROR_BODY_LIMIT);
+          const error = embeddedError(tryJson(text));
+          if (error !== null) throw new UpstreamError('upstream_error', `Upstream failed: ${redact(error)}`, { upstreamStatus: response.statusCode });
+          throw new UpstreamError('upstream_invalid_response', `Upstream answered a streamed request with content-type ${contentType.split(';')[0]}, not text/event-stream.`, { upstreamStatus: response.statusCode });
+        } catch (error) {
+          throw exchange.fail(error);
+        } finally {
+          exchange.release();
+        }
+      }
+      return chunkIterable(response.body, exchange, body, redact);
+    },
+
+    close(): Promise<void> {
+      closing ??= closePool(ownPool);
+      return closing;
+    },
+  };
+}
+
+async function closePool(pool: Pool | null): Promise<void> {
+  if (!pool) return;
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), CLOSE_GRACE_MS);
+  });
+  try {
+    if ((await Promise.race([pool.close(), grace])) === 'timeout') await pool.destroy();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * One upstream exchange's lifetime: the caller's signal and the total timer both abort `controller`,
+ * which closes the upstream request (socket) wherever it is; `release()` frees the timer and the listener.
+ */
+class Exchange {
+  readonly controller = new AbortController();
+  private timedOut: 'first-byte' | 'total' | null = null;
+  private readonly timer: NodeJS.Timeout;
+  /** undici's own headersTimeout ticks coarsely (fast timers); this one fires on time. */
+  private firstByteTimer: NodeJS.Timeout | undefined;
+  private readonly onAbort = (): void => {
+    this.release();
+    this.controller.abort(this.signal.reason);
+  };
+
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly timeoutMs: number,
+    private readonly firstByteTimeoutMs: number,
+  ) {
+    this.timer = setTimeout(() => this.timeOut('total'), timeoutMs);
+    if (firstByteTimeoutMs < timeoutMs) this.firstByteTimer = setTimeout(() => this.timeOut('first-byte'), firstByteTimeoutMs);
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  /** Response headers arrived: only the total timeout applies from now on. */
+  headersReceived(): void {
+    clearTimeout(this.firstByteTimer);
+  }
+
+  release(): void {
+    clearTimeout(this.timer);
+    clearTimeout(this.firstByteTimer);
+    this.signal.removeEventListener('abort', this.onAbort);
+  }
+
+  private timeOut(which: 'first-byte' | 'total'): void {
+    this.timedOut = which;
+    this.release();
+    this.controller.abort(this.timeoutError());
+  }
+
+  private timeoutError(cause?: unknown): UpstreamError {
+    return this.timedOut === 'first-byte'
+      ? new UpstreamError('upstream_timeout', `Upstream sent no response within ${this.firstByteTimeoutMs} ms.`, { cause })
+      : new UpstreamError('upstream_timeout', `Upstream did not complete within ${this.timeoutMs} ms.`, { cause });
+  }
+
+  /** Maps whatever broke the exchange onto an `UpstreamError`, or the caller's abort reason when the caller aborted. */
+  fail(error: unknown): unknown {
+    if (this.signal.aborted) return this.signal.reason ?? error;
+    if (this.timedOut) return this.timeoutError(error);
+    if (error instanceof UpstreamError) return error;
+    const code = errorCode(error);
+    if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+      this.timedOut = code === 'UND_ERR_HEADERS_TIMEOUT' ? 'first-byte' : 'total';
+      return this.timeoutError(error);
+    }
+    if (code?.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
+      return new UpstreamError('upstream_invalid_response', 'Upstream sent a malformed HTTP response.', { cause: error });
+    }
+    const detail = code && CONNECT_FAILURE_CODES.has(code) ? ` (${code})` : '';
+    return new UpstreamError('upstream_unavailable', `Could not reach the upstream or the connection was lost${detail}.`, { cause: error });
+  }
+}
+
+function chunkIterable(
+  body: Dispatcher.ResponseData['body'],
+  exchange: Exchange,
+  request: UpstreamBody,
+  redact: (text: string) => string,
+): AsyncIterable<ChatCompletionChunk> {
+  const generator = readChunks(body, exchange, request, redact);
+  let started = false;
+  const iterator: AsyncIterableIterator<ChatCompletionChunk> = {
+    next() {
+      started = true;
+      return generator.next();
+    },
+    async return(value?: unknown) {
+      // An async generator that never started skips its `finally`: free the exchange here.
+      if (!started) {
+        exchange.release();
+        body.destroy();
+      }
+      return generator.return(value as undefined);
+    },
+    throw(error?: unknown) {
+      return generator.throw(error);
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator;
+}
+
+async function* readChunks(
+  body: Dispatcher.ResponseData['body'],
+  exchange: Exchange,
+  request: UpstreamBody,
+  redact: (text: string) => string,
+): AsyncGenerator<ChatCompletionChunk> {
+  const parser = new SseParser();
+  const decoder = new TextDecoder();
+  const started = new Set<number>();
+  const finished = new Set<number>();
+  const fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
+  let done = false;
+  const handle = (event: SseEvent): ChatCompletionChunk | null => {
+    if (event.data.trim() === '[DONE]') {
+      done = true;
+      return null;
+    }
+    if (event.data.trim() === '') return null;
+    const json = tryJson(event.data);
+    if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
+    const error = embeddedError(json);
+    if (error !== null || event.event === 'error') {
+      throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${redact(error ?? 'unknown error')}`);
+    }
+    const chunk = normalizeChunk(json, fallback);
+    for (const choice of chunk.choices) {
+      started.add(choice.index);
+      if (choice.finish_reason) finished.add(choice.index);
+    }
+    return chunk;
+  };
+  try {
+    for await (const part of body as AsyncIterable<Buffer>) {
+      for (const event of parser.push(decoder.decode(part, { stream: true }))) {
+        const chunk = handle(event);
+        if (done) break;
+        if (chunk) yield chunk;
+      }
+      if (done) break;
+    }
+    if (!done) {
+      for (const event of [...parser.push(decoder.decode()), ...parser.end()]) {
+        const chunk = handle(event);
+        if (done) break;
+        if (chunk) yield chunk;
+      }
+    }
+    // Some servers omit [DONE]; an end after every choice finished is still a complete answer.
+    if (!done && (started.size === 0 || finished.size < started.size)) {
+      throw new UpstreamError('upstream_invalid_response', 'The upstream stream ended before it was complete (no [DONE]).');
+    }
+  } catch (error) {
+    throw exchange.fail(error);
+  } finally {
+    exchange.release();
+    if (!body.readableEnded) body.destroy();
+  }
+}
+
+function parseCompletion(text: string, redact: (text: string) => string): UpstreamCompletion {
+  const json = tryJson(text);
+  if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream answered with a body that is not JSON.', { upstreamStatus: 200 });
+  if (!isRecord(json) || !Array.isArray(json.choices)) {
+    const error = embeddedError(json);
+    if (error !== null) throw new UpstreamError('upstream_error', `Upstream failed: ${redact(error)}`, { upstreamStatus: 200 });
+    throw invalid('the body has no choices array');
+  }
+  const choices = json.choices.map((raw, position): UpstreamCompletion['choices'][number] => {
+    if (!isRecord(raw) || !isRecord(raw.message)) throw invalid(`choices[${position}] has no message`);
+    const message: Record<string, unknown> = { ...raw.message, role: 'assistant' };
+    if (Array.isArray(message.content)) message.content = messageText(message.content);
+    if (message.content === undefined) message.content = null;
+    if (message.tool_calls === null) delete message.tool_calls;
+    normalizeReasoning(message);
+    const parsed = ChoiceSchema.safeParse({
+      ...raw,
+      index: typeof raw.index === 'number' ? raw.index : position,
+      message,
+      finish_reason: normalizeFinishReason(raw.finish_reason),
+    });
+    if (!parsed.success) throw invalid(`choices[${position}]: ${firstIssue(parsed.error)}`);
+    const { index, message: m, finish_reason, logprobs } = parsed.data;
+    const out: UpstreamCompletion['choices'][number]['message'] = { role: 'assistant', content: m.content };
+    if (m.tool_calls && m.tool_calls.length > 0) out.tool_calls = m.tool_calls;
+    if (m.reasoning_content !== undefined) out.reasoning_content = m.reasoning_content;
+    if (m.refusal !== undefined) out.refusal = m.refusal;
+    return { index, message: out, finish_reason, ...(logprobs !== undefined ? { logprobs } : {}) };
+  });
+  const completion: UpstreamCompletion = { choices, usage: normalizeUsage(json.usage) };
+  if (typeof json.id === 'string') completion.id = json.id;
+  if (typeof json.created === 'number') completion.created = json.created;
+  if (typeof json.system_fingerprint === 'string' || json.system_fingerprint === null) completion.system_fingerprint = json.system_fingerprint;
+  return completion;
+}
+
+function normalizeChunk(json: unknown, fallback: { id: string; created: number; model: string }): ChatCompletionChunk {
+  if (!isRecord(json) || !Array.isArray(json.choices)) throw invalid('a stream frame has no choices array');
+  const choices = json.choices.map((raw, position) => {
+    if (!isRecord(raw)) throw invalid(`a stream frame's choices[${position}] is not an object`);
+    const delta: Record<string, unknown> = isRecord(raw.delta) ? { ...raw.delta } : {};
+    if (delta.role !== undefined && delta.role !== 'assistant') delete delta.role;
+    if (delta.tool_calls === null) delete delta.tool_calls;
+    if (Array.isArray(delta.tool_calls)) {
+      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) =>
+        isRecord(call) ? { ...call, index: typeof call.index === 'number' ? call.index : i } : call,
+      );
+    }
+    normalizeReasoning(delta);
+    return { ...raw, index: typeof raw.index === 'number' ? raw.index : position, delta, finish_reason: normalizeFinishReason(raw.finish_reason) };
+  });
+  const chunk: Record<string, unknown> = {
+    ...json,
+    id: typeof json.id === 'string' ? json.id : fallback.id,
+    object: 'chat.completion.chunk',
+    created: Number.isInteger(json.created) ? json.created : fallback.created,
+    model: typeof json.model === 'string' ? json.model : fallback.model,
+    choices,
+  };
+  if (json.usage !== undefined) chunk.usage = normalizeUsage(json.usage);
+  delete chunk.svc;
+  const parsed = ChatCompletionChunkSchema.safeParse(chunk);
+  if (!parsed.success) throw invalid(`a stream frame: ${firstIssue(parsed.error)}`);
+  return parsed.data;
+}
+
+/** `reasoning` (vLLM, Ollama, OpenRouter) → `reasoning_content`; nulls dropped. */
+function normalizeReasoning(target: Record<string, unknown>): void {
+  if (typeof target.reasoning_content !== 'string') {
+    delete target.reasoning_content;
+    if (typeof target.reasoning === 'string') target.reasoning_content = target.reasoning;
+  }
+  delete target.reasoning;
+}
+
+const FINISH_REASON_ALIASES: Record<string, FinishReason> = {
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  eos: 'stop',
+};
+
+function normalizeFinishReason(value: unknown): FinishReason | null {
+  if (typeof value !== 'string' || value === '') return null;
+  const known = FinishReasonSchema.safeParse(value);
+  return known.success ? known.data : (FINISH_REASON_ALIASES[value] ?? 'stop');
+}
+
+function normalizeUsage(value: unknown): Usage | null {
+  if (!isRecord(value)) return null;
+  const prompt = value.prompt_tokens;
+  const completion = value.completion_tokens;
+  if (!Number.isInteger(prompt) || !Number.isInteger(completion)) return null;
+  const total = Number.isInteger(value.total_tokens) ? (value.total_tokens as number) : (prompt as number) + (completion as number);
+  return { ...value, prompt_tokens: prompt as number, completion_tokens: completion as number, total_tokens: total };
+}
+
+function httpError(status: number, headers: IncomingHttpHeaders, text: string, redact: (text: string) => string): UpstreamError {
+  const detail = embeddedError(tryJson(text));
+  const retryAfter = headers['retry-after'];
+  return new UpstreamError('upstream_error', `Upstream responded with HTTP ${status}${detail ? `: ${redact(detail)}` : '.'}`, {
+    upstreamStatus: status,
+    retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
+  });
+}
+
+/** The message of an OpenAI-style error body (`{"error":{"message"}}`, `{"error":"…"}`), shortened; null when none. */
+function embeddedError(json: unknown): string | null {
+  if (!isRecord(json) || json.error === undefined || json.error === null) return null;
+  const error = json.error;
+  const message = typeof error === 'string' ? error : isRecord(error) && typeof error.message === 'string' ? error.message : 'unknown error';
+  const oneLine = message.replace(/\s+/g, ' ').trim();
+  return oneLine.length > 500 ? `${oneLine.slice(0, 500)}…` : oneLine;
+}
+
+async function readText(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const part of body as AsyncIterable<Buffer>) {
+    parts.push(part);
+    size += part.length;
+    if (size >= limit) break;
+  }
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function invalid(detail: string): UpstreamError {
+  return new UpstreamError('upstream_invalid_response', `Upstream sent an invalid completion: ${detail}.`);
+}
+
+function firstIssue(error: { issues: Array<{ path: PropertyKey[]; message: string }> }): string {
+  const issue = error.issues[0];
+  return issue ? `${issue.path.map(String).join('.') || 'body'}: ${issue.message}` : 'invalid';
+}
+
+function errorCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current && depth < 5; depth++) {
+    if (typeof current !== 'object') return undefined;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    const nested = (current as { errors?: unknown }).errors;
+    if (Array.isArray(nested) && nested.length > 0) current = nested[0];
+    else current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function parseBaseUrl(baseUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new TypeError(`baseUrl is not a URL: ${baseUrl}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('baseUrl must be http(s)');
+  return url;
+}

@@ -1,0 +1,94 @@
+/** One server-sent event: its `event` name (default "message") and its joined `data` lines. */
+export interface SseEvent {
+  event: string;
+  data: string;
+}
+
+/**
+ * Incremental parser for `text/event-stream` (WHATWG HTML §9.2): feed it decoded text in any pieces —
+ * frames may be split anywhere, even inside a `\r\n` — and it returns the events completed so far.
+ * Comment lines (`:`), `id:` and `retry:` are ignored; several `data:` lines join with `\n`.
+ *
+ * @example
+ * const parser = new SseParser();
+ * parser.push('data: {"a"'); // []
+ * parser.push(':1}\n\n');     // [{ event: 'message', data: '{"a":1}' }]
+ */
+export class SseParser {
+  private buffer = '';
+  private data: string[] = [];
+  private event = '';
+  /** The previous piece ended in `\r`: a `\n` starting the next piece belongs to that line end. */
+  private pendingCr = false;
+
+  push(text: string): SseEvent[] {
+    if (this.pendingCr && text.startsWith('\n')) text = text.slice(1);
+    this.pendingCr = false;
+    this.buffer += text;
+    const events: SseEvent[] = [];
+    let start = 0;
+    for (;;) {
+      const cr = this.buffer.indexOf('\r', start);
+      const lf = this.buffer.indexOf('\n', start);
+      if (cr === -1 && lf === -1) break;
+      let end: number;
+      let next: number;
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        end = cr;
+        if (cr + 1 === this.buffer.length) {
+          // A lone `\r` at the end: the line is complete, but a `\n` may follow in the next piece.
+          this.pendingCr = true;
+          next = cr + 1;
+        } else {
+          next = this.buffer[cr + 1] === '\n' ? cr + 2 : cr + 1;
+        }
+      } else {
+        end = lf;
+        next = lf + 1;
+      }
+      const event = this.line(this.buffer.slice(start, end));
+      if (event) events.push(event);
+      start = next;
+    }
+    this.buffer = this.buffer.slice(start);
+    return events;
+  }
+
+  /**
+   * End of input: the last line and event are dispatched even without their line break and blank line
+   * (the standard drops them, but some servers end with `data: [DONE]\n`; a cut-off JSON frame still
+   * fails to parse downstream).
+   */
+  end(): SseEvent[] {
+    const events: SseEvent[] = [];
+    if (this.buffer !== '') {
+      const event = this.line(this.buffer);
+      if (event) events.push(event);
+      this.buffer = '';
+    }
+    const last = this.line('');
+    if (last) events.push(last);
+    return events;
+  }
+
+  private line(line: string): SseEvent | null {
+    if (line === '') {
+      if (this.data.length === 0) {
+        this.event = '';
+        return null;
+      }
+      const event = { event: this.event || 'message', data: this.data.join('\n') };
+      this.data = [];
+      this.event = '';
+      return event;
+    }
+    if (line.startsWith(':')) return null;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'data') this.data.push(value);
+    else if (field === 'event') this.event = value;
+    return null;
+  }
+}
