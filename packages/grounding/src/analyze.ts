@@ -29,10 +29,17 @@ export const FEATURE_NAMES = [
   'logContentWords',
   'localMiss',
   'droppedNegations',
+  'bigramMisses',
+  'sourceCoverage',
+  'lengthRatio',
+  'unsupportedLongWords',
+  'logSourceWords',
 ] as const;
 
 export interface Analysis {
   features: number[];
+  /** Content words of the answer that were scored (the question's own words excluded). */
+  contentWords: number;
   spans: FlaggedSpan[];
 }
 
@@ -74,8 +81,11 @@ export function analyze(sources: readonly string[], answer: string, question?: s
 
   for (let i = 0; i < tokens.length; ) {
     const t = tokens[i]!;
-    const num = readNumber(tokens, i);
-    if (num) {
+    const num = isListMarker(answer, t) ? undefined : readNumber(tokens, i);
+    if (num && t.value === undefined && num.values.length === 1 && num.values[0]! < 10) {
+      // "two separate entities": small spelled-out counts are usually the writer's own count; they are
+      // scored as ordinary words instead of hard number signals.
+    } else if (num) {
       const ok = num.values.some((v) => hasNumber(index, v) || asked.numbers.has(v));
       if (!ok) {
         badNumbers++;
@@ -89,7 +99,7 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       i = num.next;
       continue;
     }
-    if (isContent(t)) support[i] = asked.stems.has(t.stem) && !inSources(index, t) ? NaN : tokenSupport(index, t);
+    if (isContent(t) || num) support[i] = asked.stems.has(t.stem) && !inSources(index, t) ? NaN : tokenSupport(index, t);
     i++;
   }
 
@@ -138,7 +148,9 @@ export function analyze(sources: readonly string[], answer: string, question?: s
 
   // Unsupported words, grouped into the smallest phrases; low-coverage claims as a whole.
   let unsupportedWords = 0;
+  let unsupportedLongWords = 0;
   let contentWords = 0;
+  const usedStems = new Set<string>();
   for (const claim of claims) {
     const coverage = claim.content > 0 ? claim.support / claim.content : 1;
     const lowClaim = claim.content >= 3 && coverage < LOW_CLAIM_COVERAGE;
@@ -151,7 +163,7 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       if (runStart < 0) return;
       const a = tokens[runStart]!;
       const b = tokens[runEnd]!;
-      const entity = isEntity(a, tokens[runStart + 1]);
+      const entity = isEntity(a, tokens[runStart + 1], claim.content);
       if (entity) badEntities += runEnd - runStart + 1;
       if (entity || !lowClaim) flag(a, b, `'${answer.slice(a.start, b.end)}' is not in the sources`, 0);
       runStart = -1;
@@ -164,6 +176,8 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       }
       contentWords++;
       unsupportedWords += 1 - s;
+      if (s === 0 && tokens[i]!.norm.length >= 7) unsupportedLongWords++;
+      if (s > 0) usedStems.add(tokens[i]!.stem);
       if (s === 0) {
         const prev = tokens[runEnd];
         const joinable = runStart >= 0 && prev && prev.cap === tokens[i]!.cap && /^[\s\-–]*$/.test(answer.slice(prev.end, tokens[i]!.start));
@@ -204,9 +218,28 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       Math.log1p(contentWords),
       localClaims > 0 ? localMissSum / localClaims : 0,
       droppedNegations,
+      bigramMisses,
+      index.postings.size > 0 ? countIn(usedStems, index.postings) / index.postings.size : 0,
+      Math.log((contentWords + 1) / (index.contentWords + 1)),
+      unsupportedLongWords,
+      Math.log1p(index.contentWords),
     ],
+    contentWords,
     spans,
   };
+}
+
+/** "1." or "2)" opening a line numbers a list item; it is not a claim. */
+function isListMarker(text: string, t: Token): boolean {
+  if (t.value === undefined || !/^[.)]/.test(text.slice(t.end, t.end + 1))) return false;
+  const lineStart = text.lastIndexOf('\n', t.start - 1) + 1;
+  return /^[\s*#-]*$/.test(text.slice(lineStart, t.start));
+}
+
+function countIn(stems: ReadonlySet<string>, map: ReadonlyMap<string, unknown>): number {
+  let n = 0;
+  for (const s of stems) if (map.has(s)) n++;
+  return n;
 }
 
 function round2(x: number): number {
@@ -226,9 +259,10 @@ function tokenSupport(index: SourceIndex, t: Token): number {
 }
 
 /** A run of unsupported words is an entity when capitalised and not merely sentence-initial. */
-function isEntity(t: Token, next: Token | undefined): boolean {
+function isEntity(t: Token, next: Token | undefined, claimWords: number): boolean {
   if (!t.cap) return false;
-  return !t.sentenceStart || (next !== undefined && next.cap && next.sentence === t.sentence);
+  // A capitalised sentence opener is a name when the sentence is short ("Lutheran.") or the name goes on.
+  return !t.sentenceStart || claimWords <= 3 || (next !== undefined && next.cap && next.sentence === t.sentence);
 }
 
 function scoreClaim(index: SourceIndex, tokens: readonly Token[], support: Float64Array, first: number, last: number): Claim {

@@ -48,7 +48,7 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
   const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
   const analysis = analyze(input.sources, input.answer, input.question ?? undefined);
   if (!analysis) return { checked: false, grounded: true, score: 1, flaggedSpans: [] };
-  const score = 1 - predict(options.model ?? DEFAULT_MODEL, analysis.features);
+  const score = 1 - predict(options.model ?? DEFAULT_MODEL, analysis.features, analysis.contentWords);
   const rounded = Math.round(score * 1000) / 1000;
   return { checked: true, grounded: rounded >= threshold, score: rounded, flaggedSpans: analysis.spans };
 }

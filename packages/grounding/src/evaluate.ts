@@ -1,4 +1,4 @@
-import { analyze, type FlaggedSpan } from './analyze.js';
+import { analyze, FEATURE_NAMES, type FlaggedSpan } from './analyze.js';
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './check.js';
 import { fitLogistic, type Sample } from './fit.js';
 import { binaryMetrics, charCounts, f1FromCounts, percentile, type BinaryMetrics } from './metrics.js';
@@ -116,15 +116,19 @@ export function toInput(r: EvalRow): { sources: string[]; answer: string; questi
  * Training samples: each dataset weighs the same, and within it both classes weigh the same, so the
  * fit targets balanced accuracy on every kind of data rather than the majority of rows.
  */
-export function toSamples(rows: readonly EvalRow[]): Sample[] {
+export function toSamples(rows: readonly EvalRow[]): Array<Sample & { contentWords: number }> {
   const counts = new Map<string, number>();
   for (const r of rows) counts.set(`${r.dataset}/${r.hallucinated}`, (counts.get(`${r.dataset}/${r.hallucinated}`) ?? 0) + 1);
   const cells = counts.size;
-  return rows.map((r) => ({
-    features: analyze(r.context, r.answer, r.question ?? undefined)?.features ?? [],
-    label: r.hallucinated,
-    weight: rows.length / cells / counts.get(`${r.dataset}/${r.hallucinated}`)!,
-  }));
+  return rows.map((r) => {
+    const a = analyze(r.context, r.answer, r.question ?? undefined);
+    return {
+      features: a?.features ?? [],
+      contentWords: a?.contentWords ?? 0,
+      label: r.hallucinated,
+      weight: rows.length / cells / counts.get(`${r.dataset}/${r.hallucinated}`)!,
+    };
+  });
 }
 
 /** Rows that share sources and question belong to one fold, so no fold tests on sources it trained on. */
@@ -133,18 +137,17 @@ export function groupKey(r: EvalRow): string {
 }
 
 /** Grouped k-fold cross-validation of the fitted model at the given threshold. */
-export function crossValidate(rows: readonly EvalRow[], folds = 5, lambda = 1, threshold = DEFAULT_GROUNDING_THRESHOLD): CrossValidation {
+export function crossValidate(rows: readonly EvalRow[], folds = 5, lambda = 0.1, threshold = DEFAULT_GROUNDING_THRESHOLD): CrossValidation {
   const samples = toSamples(rows);
   const groups = [...new Set(rows.map(groupKey))].sort((a, b) => hash(a) - hash(b));
   const foldOf = new Map(groups.map((g, i) => [g, i % folds]));
   const predicted = new Array<boolean>(rows.length);
   for (let f = 0; f < folds; f++) {
-    const train = samples.filter((_, i) => foldOf.get(groupKey(rows[i]!)) !== f && samples[i]!.features.length > 0);
-    const model = fitLogistic(train, lambda);
+    const model = fitModel(samples.filter((_, i) => foldOf.get(groupKey(rows[i]!)) !== f), lambda);
     rows.forEach((r, i) => {
       if (foldOf.get(groupKey(r)) !== f) return;
-      const feats = samples[i]!.features;
-      predicted[i] = feats.length > 0 && 1 - predict(model, feats) < threshold;
+      const s = samples[i]!;
+      predicted[i] = s.features.length > 0 && 1 - predict(model, s.features, s.contentWords) < threshold;
     });
   }
   const perDataset: Record<string, BinaryMetrics> = {};
@@ -155,9 +158,28 @@ export function crossValidate(rows: readonly EvalRow[], folds = 5, lambda = 1, t
   return { folds, perDataset };
 }
 
+/**
+ * An unsupported number, name, negation or quantifier is evidence of hallucination on any data; the
+ * fit may ignore one of these signals but never learn that it makes an answer more grounded.
+ */
+const HARD_SIGNALS: ReadonlySet<number> = new Set(
+  (['badNumbers', 'badEntities', 'badNegations', 'badQuantifiers', 'unsupportedWords', 'unsupportedLongWords', 'bigramMiss', 'bigramMisses'] as const).map((n) =>
+    FEATURE_NAMES.indexOf(n),
+  ),
+);
+
 /** Fits the model on all rows (what DEFAULT_MODEL holds). */
-export function fitAll(rows: readonly EvalRow[], lambda = 1): Model {
-  return fitLogistic(toSamples(rows).filter((s) => s.features.length > 0), lambda);
+export function fitAll(rows: readonly EvalRow[], lambda = 0.1): Model {
+  return fitModel(toSamples(rows), lambda);
+}
+
+function fitModel(samples: ReadonlyArray<Sample & { contentWords: number }>, lambda: number, shortMaxWords = DEFAULT_MODEL.shortMaxWords): Model {
+  const usable = samples.filter((s) => s.features.length > 0);
+  return {
+    shortMaxWords,
+    short: fitLogistic(usable.filter((s) => s.contentWords <= shortMaxWords), lambda, HARD_SIGNALS),
+    long: fitLogistic(usable.filter((s) => s.contentWords > shortMaxWords), lambda, HARD_SIGNALS),
+  };
 }
 
 function hash(s: string): number {

@@ -1,4 +1,4 @@
-import type { Model } from './model.js';
+import type { Logistic } from './model.js';
 
 export interface Sample {
   features: readonly number[];
@@ -10,7 +10,18 @@ export interface Sample {
  * L2-regularised logistic regression by Newton's method. Features are standardised for the fit and
  * the returned model is expressed on the raw features, so `predict` needs no scaler.
  */
-export function fitLogistic(samples: readonly Sample[], lambda = 1): Model {
+export function fitLogistic(samples: readonly Sample[], lambda = 1, nonNegative: ReadonlySet<number> = new Set()): Logistic {
+  // Constrained weights that come out negative are pinned to 0 and the rest refitted.
+  const pinned = new Set<number>();
+  for (;;) {
+    const model = fitFree(samples, lambda, pinned);
+    const wrong = [...nonNegative].filter((j) => !pinned.has(j) && (model.weights[j] ?? 0) < 0);
+    if (wrong.length === 0) return model;
+    for (const j of wrong) pinned.add(j);
+  }
+}
+
+function fitFree(samples: readonly Sample[], lambda: number, pinned: ReadonlySet<number>): Logistic {
   const d = samples[0]?.features.length ?? 0;
   const mean = new Array<number>(d).fill(0);
   const sd = new Array<number>(d).fill(0);
@@ -22,7 +33,7 @@ export function fitLogistic(samples: readonly Sample[], lambda = 1): Model {
   for (let j = 0; j < d; j++) mean[j]! /= wsum;
   for (const s of samples) for (let j = 0; j < d; j++) sd[j]! += s.weight * (s.features[j]! - mean[j]!) ** 2;
   for (let j = 0; j < d; j++) sd[j] = Math.sqrt(sd[j]! / wsum) || 1;
-  const x = samples.map((s) => [1, ...s.features.map((v, j) => (v - mean[j]!) / sd[j]!)]);
+  const x = samples.map((s) => [1, ...s.features.map((v, j) => (pinned.has(j) ? 0 : (v - mean[j]!) / sd[j]!))]);
   const beta = new Array<number>(d + 1).fill(0);
   for (let iter = 0; iter < 50; iter++) {
     const grad = new Array<number>(d + 1).fill(0);

@@ -18,6 +18,8 @@ export interface SourceIndex {
   /** Content stem → sentences containing it. */
   postings: Map<string, number[]>;
   negatedSentences: Set<number>;
+  /** Number of content-word tokens in all sources. */
+  contentWords: number;
   empty: boolean;
 }
 
@@ -48,6 +50,7 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
     sentences: [],
     postings: new Map(),
     negatedSentences: new Set(),
+    contentWords: 0,
     empty: true,
   };
   for (const source of sources) {
@@ -68,6 +71,7 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
         index.sentences[sid]!.add(t.norm);
       }
       if (isContent(t)) {
+        index.contentWords++;
         const sentence = index.sentences[sid]!;
         if (!sentence.has(t.stem)) {
           sentence.add(t.stem);
@@ -105,11 +109,14 @@ export function hasNumber(index: SourceIndex, v: number): boolean {
   let hi = list.length;
   while (lo < hi) {
     const mid = (lo + hi) >> 1;
-    if (list[mid]! < v - tol) lo = mid + 1;
+    if (list[mid]! < v) lo = mid + 1;
     else hi = mid;
   }
-  const near = list[lo];
-  return near !== undefined && Math.abs(near - v) <= tol && significantDigits(near) > digits;
+    // Written to fewer digits: rounded ("181.7 million") or truncated ("181 million") from 181,674,817.
+  for (const n of [list[lo - 1], list[lo], list[lo + 1]]) {
+    if (n !== undefined && Math.abs(n - v) < 2 * tol && significantDigits(n) > digits) return true;
+  }
+  return false;
 }
 
 function significantDigits(v: number): number {
