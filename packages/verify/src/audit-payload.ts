@@ -1,0 +1,72 @@
+import { WebhookVerificationError } from './webhook-verification-error.js';
+
+/** The audit webhook payload (spec §2.5), sent after every completed chat-completion request. */
+export interface AuditPayload {
+  event: 'llm.request.completed';
+  /** Present and true only on deliveries sent with "Send test" / `POST /v1/webhooks/test`. */
+  test?: boolean;
+  /** The request's id; `test-<id>` on test deliveries. */
+  request_id: string;
+  /** ISO 8601 UTC, e.g. `2026-01-02T03:04:05.678Z`. */
+  timestamp: string;
+  /** UUID of the API key's owner. */
+  user_id: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  latency_ms: number;
+  /** HTTP status the original request was answered with. */
+  status_code: number;
+  streaming: boolean;
+  prompt: string;
+  response_text: string;
+  grounded: boolean;
+  hallucination_score: number;
+}
+
+type FieldCheck = (value: unknown) => boolean;
+
+const isString: FieldCheck = (v) => typeof v === 'string';
+const isBoolean: FieldCheck = (v) => typeof v === 'boolean';
+const isCount: FieldCheck = (v) => Number.isSafeInteger(v) && (v as number) >= 0;
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const FIELDS: ReadonlyArray<readonly [keyof AuditPayload, FieldCheck, string]> = [
+  ['event', (v) => v === 'llm.request.completed', "'llm.request.completed'"],
+  ['request_id', (v) => typeof v === 'string' && v !== '', 'a non-empty string'],
+  ['timestamp', (v) => typeof v === 'string' && ISO_UTC.test(v) && !Number.isNaN(Date.parse(v)), 'an ISO 8601 UTC time'],
+  ['user_id', (v) => typeof v === 'string' && UUID.test(v), 'a UUID'],
+  ['model', isString, 'a string'],
+  ['input_tokens', isCount, 'a non-negative integer'],
+  ['output_tokens', isCount, 'a non-negative integer'],
+  ['total_tokens', isCount, 'a non-negative integer'],
+  ['latency_ms', isCount, 'a non-negative integer'],
+  ['status_code', (v) => Number.isInteger(v) && (v as number) >= 100 && (v as number) <= 599, 'an HTTP status (integer 100-599)'],
+  ['streaming', isBoolean, 'a boolean'],
+  ['prompt', isString, 'a string'],
+  ['response_text', isString, 'a string'],
+  ['grounded', isBoolean, 'a boolean'],
+  ['hallucination_score', (v) => typeof v === 'number' && v >= 0 && v <= 1, 'a number between 0 and 1'],
+];
+
+/**
+ * Checks a parsed payload field by field; the first wrong field is named in the error. Unknown fields
+ * are kept, so a receiver keeps working when svc adds one.
+ */
+export function parseAuditPayload(value: unknown): AuditPayload {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new WebhookVerificationError('invalid_payload', 'Payload is not a JSON object.');
+  }
+  const record = value as Record<string, unknown>;
+  for (const [field, check, expected] of FIELDS) {
+    if (!check(record[field])) throw invalidField(field, expected);
+  }
+  if (record.test !== undefined && !isBoolean(record.test)) throw invalidField('test', 'a boolean when present');
+  return value as AuditPayload;
+}
+
+function invalidField(field: string, expected: string): WebhookVerificationError {
+  return new WebhookVerificationError('invalid_payload', `Payload field "${field}" must be ${expected}.`);
+}

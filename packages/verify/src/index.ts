@@ -1,0 +1,13 @@
+export { verifySignature } from './node/verify-signature.js';
+export { sign } from './node/sign.js';
+export { constructEvent } from './node/construct-event.js';
+export type { ConstructEventOptions } from './construct-event.js';
+export type { AuditPayload } from './audit-payload.js';
+export type { RawBody } from './raw-body.js';
+export type { Secret } from './secrets.js';
+export {
+  WebhookVerificationError,
+  errorBody,
+  type WebhookVerificationErrorCode,
+  type WebhookErrorBody,
+} from './webhook-verification-error.js';

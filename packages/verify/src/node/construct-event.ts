@@ -1,0 +1,28 @@
+import type { AuditPayload } from '../audit-payload.js';
+import { assertOptions, decodeEvent, expectedDigest, signatureMismatch, type ConstructEventOptions } from '../construct-event.js';
+import { assertRawBody, type RawBody } from '../raw-body.js';
+import { toSecretList, type Secret } from '../secrets.js';
+import { matchesAnySecret } from './verify-signature.js';
+
+/**
+ * Verifies a delivery and returns its typed, validated payload. Throws `WebhookVerificationError`
+ * (with `code` and `status`) for a delivery that must not be trusted, TypeError for misuse.
+ *
+ * @example
+ * const event = constructEvent(req.body, req.get('x-svc-signature'), secret, { toleranceSeconds: 86_400 });
+ * if (event.test) return res.sendStatus(204);
+ * await db.insert(event);
+ */
+export function constructEvent(
+  rawBody: RawBody,
+  header: string | null | undefined,
+  secret: Secret,
+  options: ConstructEventOptions = {},
+): AuditPayload {
+  assertRawBody(rawBody);
+  const secrets = toSecretList(secret);
+  assertOptions(options);
+  const expected = expectedDigest(header);
+  if (!matchesAnySecret(rawBody, expected, secrets)) throw signatureMismatch();
+  return decodeEvent(rawBody instanceof ArrayBuffer ? new Uint8Array(rawBody) : rawBody, options);
+}
