@@ -65,8 +65,9 @@ export function analyze(sources: readonly string[], answer: string, question?: s
   const tokens = tokenize(answer);
   const asked = questionTerms(question);
   const spans: FlaggedSpan[] = [];
-  const flag = (first: Token, last: Token, reason: string, score: number): void => {
-    spans.push({ start: first.start, end: last.end, text: answer.slice(first.start, last.end), reason, score });
+  const flag = (first: Token, last: Token, reason: string, score: number, inClause = false): void => {
+    const span = { start: first.start, end: last.end, text: '', reason, score };
+    spans.push(inClause ? widen(answer, span) : span);
   };
 
   // Support of each content token: 1 in the sources, RELATED_SUPPORT for a related form, 0 otherwise;
@@ -165,7 +166,8 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       const b = tokens[runEnd]!;
       const entity = isEntity(a, tokens[runStart + 1], claim.content);
       if (entity) badEntities += runEnd - runStart + 1;
-      if (entity || !lowClaim) flag(a, b, `'${answer.slice(a.start, b.end)}' is not in the sources`, 0);
+      // Names are exact; other unsupported words are shown with their clause, where the claim is.
+      if (entity || !lowClaim) flag(a, b, `'${answer.slice(a.start, b.end)}' is not in the sources`, 0, !entity);
       runStart = -1;
     };
     for (let i = claim.first; i <= claim.last; i++) {
@@ -204,7 +206,7 @@ export function analyze(sources: readonly string[], answer: string, question?: s
     if (claim.content >= 2) worstClaimGap = Math.max(worstClaimGap, 1 - claim.support / claim.content);
   }
 
-  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  const finalSpans = mergeSpans(answer, spans);
   return {
     features: [
       unsupportedWords,
@@ -225,8 +227,35 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       Math.log1p(index.contentWords),
     ],
     contentWords,
-    spans,
+    spans: finalSpans,
   };
+}
+
+const CLAUSE_BREAK = /[,;:.!?()\n"“”]/;
+
+/** The clause around a span: what a reader needs to see the unsupported words in context. */
+function widen(answer: string, span: FlaggedSpan): FlaggedSpan {
+  let start = span.start;
+  while (start > 0 && !CLAUSE_BREAK.test(answer[start - 1]!)) start--;
+  let end = span.end;
+  while (end < answer.length && !CLAUSE_BREAK.test(answer[end]!)) end++;
+  while (start < end && /\s/.test(answer[start]!)) start++;
+  while (end > start && /\s/.test(answer[end - 1]!)) end--;
+  return { ...span, start, end, text: answer.slice(start, end) };
+}
+
+/** One span per range; reasons of spans on the same range are joined. */
+function mergeSpans(answer: string, spans: FlaggedSpan[]): FlaggedSpan[] {
+  spans.sort((a, b) => a.start - b.start || b.end - a.end);
+  const out: FlaggedSpan[] = [];
+  for (const s of spans) {
+    const prev = out[out.length - 1];
+    if (prev && prev.start === s.start && prev.end === s.end) {
+      if (!prev.reason.includes(s.reason)) prev.reason += '; ' + s.reason;
+      prev.score = Math.min(prev.score, s.score);
+    } else out.push({ ...s, text: answer.slice(s.start, s.end) });
+  }
+  return out;
 }
 
 /** "1." or "2)" opening a line numbers a list item; it is not a claim. */

@@ -1,5 +1,5 @@
-import { META_WORDS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
-import { isStopword, readNumber, tokenize, type Token } from './tokenize.js';
+import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
+import { readNumber, tokenize, type Token } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -24,7 +24,7 @@ export interface SourceIndex {
 }
 
 export function isContent(t: Token): boolean {
-  return t.value === undefined && !isStopword(t) && !META_WORDS.has(t.norm) && /\p{L}/u.test(t.norm);
+  return t.content;
 }
 
 /** Bigram keys of consecutive content words, skipping function words in between. */

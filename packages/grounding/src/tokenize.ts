@@ -1,4 +1,4 @@
-import { MONTHS, NUMBER_WORDS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
+import { META_WORDS, MONTHS, NUMBER_WORDS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
 export interface Token {
@@ -16,11 +16,12 @@ export interface Token {
   sentence: number;
   /** Numeric value when the token is written with digits. */
   value: number | undefined;
+  /** A content word: has letters, not a function word, not summary boilerplate. */
+  content: boolean;
 }
 
 // Numbers keep their inner separators ("181,674,817", "5.68"); words keep inner apostrophes ("Omura's").
 const TOKEN_RE = /\p{N}+(?:[.,]\p{N}+)*(?:st|nd|rd|th|s)?|[\p{L}\p{M}]+(?:['’][\p{L}\p{M}]+)*|[$€£¥%]/gu;
-const SENTENCE_END_RE = /[.!?]["'”’)\]]*$/;
 const DIACRITICS_RE = /\p{M}+/gu;
 const UPPER_RE = /^\p{Lu}/u;
 
@@ -60,7 +61,8 @@ function undouble(w: string): string {
 
 /** Lower-case, strip accents and a trailing possessive. */
 export function normalize(raw: string): string {
-  let w = raw.normalize('NFD').replace(DIACRITICS_RE, '').toLowerCase().replace(/’/g, "'");
+  // eslint-disable-next-line no-control-regex
+  let w = /^[\x00-\x7f]*$/.test(raw) ? raw.toLowerCase() : raw.normalize('NFD').replace(DIACRITICS_RE, '').toLowerCase().replace(/’/g, "'");
   if (w.endsWith("'s")) w = w.slice(0, -2);
   else if (w.endsWith("n't")) w = "n't";
   return w;
@@ -83,30 +85,53 @@ export function tokenize(text: string): Token[] {
   let sentence = 0;
   let sentenceStart = true;
   let prevEnd = 0;
-  for (const m of text.matchAll(TOKEN_RE)) {
+  TOKEN_RE.lastIndex = 0;
+  for (let m = TOKEN_RE.exec(text); m !== null; m = TOKEN_RE.exec(text)) {
     const raw = m[0];
     const start = m.index;
-    const gap = text.slice(prevEnd, start);
-    if (out.length > 0 && (/\n/.test(gap) || (SENTENCE_END_RE.test(gap.trimEnd()) && /\s/.test(gap)))) {
+    if (out.length > 0 && sentenceBreak(text, prevEnd, start)) {
       sentence++;
       sentenceStart = true;
     }
     const norm = normalize(raw);
-    const value = /^\p{N}/u.test(raw) ? parseDigits(raw) : undefined;
+    const c = raw.charCodeAt(0);
+    const digit = (c >= 48 && c <= 57) || (c > 127 && /^\p{N}/u.test(raw));
+    const value = digit ? parseDigits(raw) : undefined;
+    const cap = c < 128 ? c >= 65 && c <= 90 : UPPER_RE.test(raw);
     out.push({
       start,
       end: start + raw.length,
       norm,
       stem: value !== undefined ? String(value) : stem(norm),
-      cap: UPPER_RE.test(raw),
+      cap,
       sentenceStart,
       sentence,
       value,
+      content: value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !SYMBOLS.has(norm),
     });
     sentenceStart = false;
     prevEnd = start + raw.length;
   }
   return out;
+}
+
+const SYMBOLS = new Set(['$', '€', '£', '¥', '%']);
+
+/**
+ * Does the gap between two tokens end a sentence? A line break does; so does [.!?] (optionally
+ * followed by closing quotes or brackets) followed by whitespace.
+ */
+function sentenceBreak(text: string, from: number, to: number): boolean {
+  let sawEnd = false;
+  for (let i = from; i < to; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === 10) return true;
+    if (ch === 46 || ch === 33 || ch === 63) sawEnd = true;
+    else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
+      if (sawEnd) return true;
+    } else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019)) sawEnd = false;
+  }
+  return false;
 }
 
 export function isStopword(t: Token): boolean {
