@@ -167,7 +167,7 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       const entity = isEntity(a, tokens[runStart + 1], claim.content);
       if (entity) badEntities += runEnd - runStart + 1;
       // Names are exact; other unsupported words are shown with their clause, where the claim is.
-      if (entity || !lowClaim) flag(a, b, `'${answer.slice(a.start, b.end)}' is not in the sources`, 0, !entity);
+      if (a.cap || !lowClaim) flag(a, b, `'${answer.slice(a.start, b.end)}' is not in the sources`, 0, !a.cap);
       runStart = -1;
     };
     for (let i = claim.first; i <= claim.last; i++) {
@@ -193,10 +193,11 @@ export function analyze(sources: readonly string[], answer: string, question?: s
     closeRun();
   }
 
+  const questionOnly = (i: number): boolean => i >= 0 && Number.isNaN(support[i]!) && tokens[i]!.value === undefined;
   let bigrams = 0;
   let bigramMisses = 0;
   contentBigrams(tokens, (key, second) => {
-    if (Number.isNaN(support[second]!) && tokens[second]!.value === undefined) return;
+    if (questionOnly(second)) return;
     bigrams++;
     if (!index.bigrams.has(key) && !asked.bigrams.has(key)) bigramMisses++;
   });
@@ -281,7 +282,7 @@ function inSources(index: SourceIndex, t: Token): boolean {
 
 function tokenSupport(index: SourceIndex, t: Token): number {
   if (inSources(index, t)) return 1;
-  if (t.norm.length >= 2 && t.norm.length <= 6 && index.acronyms.has(t.norm)) return 1;
+  if (t.norm.length >= 2 && t.norm.length <= 6 && (index.acronyms.has(t.norm) || index.acronyms.has(t.stem))) return 1;
   // A compound like "Australian-British" is split by the tokenizer; a word glued from source words counts.
   if (t.stem.length >= PREFIX_LEN && index.prefixes.has(t.stem.slice(0, PREFIX_LEN))) return RELATED_SUPPORT;
   return 0;

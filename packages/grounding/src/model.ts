@@ -21,8 +21,8 @@ export interface Model {
 export const DEFAULT_MODEL: Model = {
   shortMaxWords: 15,
   // Weights follow FEATURE_NAMES in analyze.ts.
-  short: { bias: -8.803, weights: [0, 1.4693, -9.1296, 5.6935, 5.545, 0, 3.6069, 8.2174, 3.1385, 3.3294, -0.5954, 0, -7.2837, 0.9387, 0, 1.585] },
-  long: { bias: 3.817, weights: [0.0631, -8.4247, 0.5553, 0, 0, 0.0507, 0.83, 1.1003, -0.1456, 1.6042, 0.0597, 0.0166, -3.6466, 0.8292, 0.1484, -0.4526] },
+  short: { bias: -8.5265, weights: [0, 2.147, -12.2067, 5.8028, 5.1291, 2.8041, 2.6447, 7.6864, 3.2731, 6.4509, -1.2885, 0, -7.4531, 1.0511, 0, 1.532] },
+  long: { bias: 3.974, weights: [0.0543, -8.8448, 0.6247, 0, 0, 0.0459, 0.8231, 1.2082, -0.1729, 1.6277, 0.2064, 0.0164, -3.6564, 0.8504, 0.1641, -0.4676] },
 };
 
 /** P(hallucinated) for a feature vector with `contentWords` content words in the answer. */

@@ -83,7 +83,12 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
       const num = readNumber(tokens, i);
       if (num) for (const v of num.values) index.numbers.add(v);
       // Acronyms from runs of capitalised words: "United States" → "us", "Department of Parks" → "dp".
-      if (t.cap && isContent(t)) run += t.norm[0];
+      const prev = tokens[i - 1];
+      if (run && prev && /[^\s]/.test(source.slice(prev.end, t.start))) {
+        if (run.length >= 2) index.acronyms.add(run);
+        run = '';
+      }
+      if (t.cap && t.value === undefined) run += t.norm[0];
       else if (!(run && (t.norm === 'of' || t.norm === 'and' || t.norm === 'the'))) {
         if (run.length >= 2) index.acronyms.add(run);
         run = '';

@@ -1,4 +1,4 @@
-import { META_WORDS, MONTHS, NUMBER_WORDS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
+import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
 export interface Token {
@@ -107,7 +107,7 @@ export function tokenize(text: string): Token[] {
       sentenceStart,
       sentence,
       value,
-      content: value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !SYMBOLS.has(norm),
+      content: value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm),
     });
     sentenceStart = false;
     prevEnd = start + raw.length;
