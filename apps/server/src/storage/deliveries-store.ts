@@ -1,0 +1,279 @@
+import { randomUUID } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from './database.js';
+import type { Database, WebhookAttemptsTable, WebhookDeliveriesTable } from './schema.js';
+
+export type DeliveryRow = WebhookDeliveriesTable;
+export type AttemptRow = WebhookAttemptsTable;
+export type DeliveryRowStatus = DeliveryRow['status'];
+
+export interface NewDelivery {
+  id: string;
+  keyId: string;
+  userId: string;
+  event: string;
+  requestId: string;
+  url: string;
+  /** The exact serialised payload; every attempt sends and signs these bytes. */
+  payload: string;
+  now: number;
+  /** Defaults to `now` (due at once). */
+  nextAttemptAt?: number;
+}
+
+export interface AttemptResult {
+  attemptedAt: number;
+  statusCode: number | null;
+  durationMs: number;
+  outcome: 'success' | 'failure';
+  error: string | null;
+  responseBody: string | null;
+}
+
+/** What the delivery becomes after an attempt. */
+export type AttemptNext = { status: 'delivered' } | { status: 'failed' } | { status: 'pending'; nextAttemptAt: number };
+
+export interface ListOptions {
+  limit: number;
+  status?: DeliveryRowStatus;
+  /** A delivery id: return deliveries older than it (newest first). */
+  before?: string;
+}
+
+export interface Backlog {
+  /** Not yet delivered nor given up on. */
+  pending: number;
+  /** Pending and due now (includes ones leased and in flight). */
+  due: number;
+  failed: number;
+}
+
+/** A fresh delivery id: `whd_` + 32 hex characters. */
+export function newDeliveryId(): string {
+  return `whd_${randomUUID().replaceAll('-', '')}`;
+}
+
+/**
+ * The webhook outbox: every SQL statement about deliveries and their attempts. Works on SQLite (single writer:
+ * one UPDATE … RETURNING claims rows atomically) and Postgres (FOR UPDATE SKIP LOCKED, so several instances can
+ * run workers on one database). A claim is a lease: a worker that dies mid-attempt loses it when it expires
+ * and the row becomes due again (at-least-once).
+ *
+ * @example
+ * const [row] = await store.deliveries.claimDue(Date.now(), 16, 60_000, 'worker-1');
+ */
+export class DeliveriesStore {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: Dialect,
+  ) {}
+
+  async insert(delivery: NewDelivery): Promise<void> {
+    await this.insertMany([delivery]);
+  }
+
+  /** Inserts several deliveries in one statement (one transaction). */
+  async insertMany(deliveries: NewDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await this.db
+      .insertInto('webhook_deliveries')
+      .values(
+        deliveries.map((d) => ({
+          id: d.id,
+          key_id: d.keyId,
+          user_id: d.userId,
+          event: d.event,
+          request_id: d.requestId,
+          url: d.url,
+          payload: d.payload,
+          status: 'pending' as const,
+          attempts: 0,
+          next_attempt_at: d.nextAttemptAt ?? d.now,
+          lease_until: null,
+          leased_by: null,
+          last_status_code: null,
+          last_error: null,
+          created_at: d.now,
+          updated_at: d.now,
+          delivered_at: null,
+        })),
+      )
+      .execute();
+  }
+
+  /**
+   * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
+   * `now + leaseMs`, oldest due first, and returns them.
+   */
+  async claimDue(now: number, limit: number, leaseMs: number, workerId: string): Promise<DeliveryRow[]> {
+    if (limit <= 0) return [];
+    let candidates = this.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('status', '=', 'pending')
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+      .orderBy('next_attempt_at', 'asc')
+      .limit(limit);
+    if (this.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+    return this.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_until: now + leaseMs, leased_by: workerId, updated_at: now })
+      .where('id', 'in', candidates)
+      // Re-checked on the row itself: on Postgres a row may have changed between the sub-select and the update.
+      .where('status', '=', 'pending')
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
+      .returningAll()
+      .execute();
+  }
+
+  /**
+   * Stores one attempt and moves the delivery on (delivered / failed / pending with its next time), releasing
+   * the lease, in one transaction. Returns the attempt number.
+   */
+  async recordAttempt(deliveryId: string, result: AttemptResult, next: AttemptNext): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable('webhook_deliveries')
+        .set((eb) => ({
+          attempts: eb('attempts', '+', 1),
+          status: next.status,
+          next_attempt_at: next.status === 'pending' ? next.nextAttemptAt : null,
+          lease_until: null,
+          leased_by: null,
+          last_status_code: result.statusCode,
+          last_error: result.error,
+          updated_at: result.attemptedAt,
+          ...(next.status === 'delivered' ? { delivered_at: result.attemptedAt } : {}),
+        }))
+        .where('id', '=', deliveryId)
+        .returning('attempts')
+        .executeTakeFirst();
+      if (!updated) throw new Error(`delivery ${deliveryId} does not exist`);
+      await trx
+        .insertInto('webhook_attempts')
+        .values({
+          id: `wha_${randomUUID().replaceAll('-', '')}`,
+          delivery_id: deliveryId,
+          attempt: Number(updated.attempts),
+          attempted_at: result.attemptedAt,
+          status_code: result.statusCode,
+          duration_ms: Math.max(0, Math.round(result.durationMs)),
+          outcome: result.outcome,
+          error: result.error,
+          response_body: result.responseBody,
+        })
+        .execute();
+      return Number(updated.attempts);
+    });
+  }
+
+  /** Deliveries of one key, newest first; `before` is the id of the last delivery of the previous page. */
+  async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
+    let query = this.db.selectFrom('webhook_deliveries').selectAll().where('key_id', '=', keyId);
+    if (options.status) query = query.where('status', '=', options.status);
+    if (options.before !== undefined) {
+      const cursor = await this.db
+        .selectFrom('webhook_deliveries')
+        .select(['created_at', 'id'])
+        .where('key_id', '=', keyId)
+        .where('id', '=', options.before)
+        .executeTakeFirst();
+      if (!cursor) return { rows: [], hasMore: false };
+      query = query.where((eb) =>
+        eb.or([
+          eb('created_at', '<', cursor.created_at),
+          eb.and([eb('created_at', '=', cursor.created_at), eb('id', '<', cursor.id)]),
+        ]),
+      );
+    }
+    const rows = await query
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(options.limit + 1)
+      .execute();
+    const hasMore = rows.length > options.limit;
+    return { rows: rows.slice(0, options.limit), hasMore };
+  }
+
+  /** One delivery of one key with its attempts (oldest first); undefined for another key's id. */
+  async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
+    const delivery = await this.db
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .executeTakeFirst();
+    if (!delivery) return undefined;
+    const attempts = await this.db
+      .selectFrom('webhook_attempts')
+      .selectAll()
+      .where('delivery_id', '=', id)
+      .orderBy('attempt', 'asc')
+      .execute();
+    return { delivery, attempts };
+  }
+
+  /** Any delivery by id (worker use). */
+  async byId(id: string): Promise<DeliveryRow | undefined> {
+    const row = await this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+    return row;
+  }
+
+  /**
+   * Makes a delivery of this key due now again (same id, same bytes). A delivery leased by a worker keeps its
+   * lease: it becomes due again once that attempt is recorded or the lease lapses. Returns the row, or
+   * undefined when the key has no such delivery.
+   */
+  async redeliver(keyId: string, id: string, now: number): Promise<DeliveryRow | undefined> {
+    const row = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .returningAll()
+      .executeTakeFirst();
+    return row;
+  }
+
+  /** The earliest time a pending delivery becomes claimable (its next attempt, or its lease's end), if any. */
+  async nextDueAt(): Promise<number | undefined> {
+    const row = await this.db
+      .selectFrom('webhook_deliveries')
+      .select(sql<number | null>`min(case when lease_until is not null and lease_until > next_attempt_at then lease_until else next_attempt_at end)`.as('due'))
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return row?.due == null ? undefined : Number(row.due);
+  }
+
+  /** Deletes deliveries (and their attempts) created before `ts`, except pending ones. Returns how many. */
+  async purgeOlderThan(ts: number): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      const old = trx
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('created_at', '<', ts)
+        .where('status', '!=', 'pending');
+      await trx.deleteFrom('webhook_attempts').where('delivery_id', 'in', old).execute();
+      const result = await trx
+        .deleteFrom('webhook_deliveries')
+        .where('created_at', '<', ts)
+        .where('status', '!=', 'pending')
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    });
+  }
+
+  /** Backlog counts for metrics and tests. */
+  async backlog(now: number): Promise<Backlog> {
+    const row = await this.db
+      .selectFrom('webhook_deliveries')
+      .select([
+        sql<number>`sum(case when status = 'pending' then 1 else 0 end)`.as('pending'),
+        sql<number>`sum(case when status = 'pending' and next_attempt_at <= ${now} then 1 else 0 end)`.as('due'),
+        sql<number>`sum(case when status = 'failed' then 1 else 0 end)`.as('failed'),
+      ])
+      .executeTakeFirst();
+    return { pending: Number(row?.pending ?? 0), due: Number(row?.due ?? 0), failed: Number(row?.failed ?? 0) };
+  }
+}
