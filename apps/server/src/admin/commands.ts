@@ -1,0 +1,205 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { loadConfig, ConfigError, type Config } from '../config.js';
+import { openStore, type Store } from '../storage/store.js';
+import { migrate } from '../storage/migrations.js';
+import { generateApiKey } from '../auth/api-keys.js';
+import { hashPassword } from '../auth/passwords.js';
+import { SecretBox } from '../crypto/secret-box.js';
+import { resolveSecretKey } from '../crypto/embedded-key.js';
+import { validateWebhookUrl } from '../webhooks/index.js';
+import { startServer } from '../server.js';
+import type { ApiKeyRecord } from '../storage/keys-store.js';
+
+export interface CommandIO {
+  env: Record<string, string | undefined>;
+  stdout: (line: string) => void;
+  stderr: (line: string) => void;
+  /** Resolves when the process is asked to stop (SIGTERM/SIGINT). */
+  stopSignal: () => Promise<string>;
+}
+
+/** A user-facing failure: printed as one line, exit 1, no stack trace. */
+export class CommandError extends Error {}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
+  return n;
+}
+
+async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(config.databaseUrl);
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function keyView(key: ApiKeyRecord) {
+  return {
+    id: key.id,
+    user_id: key.user_id,
+    name: key.name,
+    prefix: key.prefix,
+    created_at: new Date(key.created_at).toISOString(),
+    last_used_at: key.last_used_at ? new Date(key.last_used_at).toISOString() : null,
+    revoked: key.revoked_at !== null,
+    rate_limit_rpm: key.rate_limit_rpm,
+    webhook_url: key.webhook_url,
+    signing_secret: key.signing_secret_last4 ? `…${key.signing_secret_last4}` : null,
+  };
+}
+
+/**
+ * `svc-server` and its admin commands (design §2).
+ *
+ * @example
+ * await makeProgram(io).parseAsync(['node', 'svc-server', 'keys', 'create', '--email', 'a@b.c']);
+ */
+export function makeProgram(io: CommandIO): Command {
+  const config = () => {
+    try {
+      return loadConfig(io.env);
+    } catch (err) {
+      if (err instanceof ConfigError) throw new CommandError(err.message);
+      throw err;
+    }
+  };
+  const program = new Command('svc-server')
+    .description('svc: an OpenAI-compatible LLM gateway with grounding checks and signed audit webhooks')
+    .showHelpAfterError();
+
+  program
+    .command('start')
+    .description('run the HTTP API and the webhook delivery worker (configured by SVC_* environment variables)')
+    .action(async () => {
+      const cfg = config();
+      const running = await startServer(cfg);
+      io.stderr(`svc listening on ${running.url}  (dashboard: ${running.url}/dashboard)`);
+      if (running.firstRun) {
+        io.stdout('');
+        io.stdout('First start: created a local user and an API key. They are shown only this once.');
+        io.stdout(`  API key:    ${running.firstRun.apiKey}`);
+        io.stdout(`  Dashboard:  ${running.url}/dashboard  (email ${running.firstRun.email}, password ${running.firstRun.password})`);
+        io.stdout(`  Try it:     curl ${running.url}/v1/chat/completions -H "Authorization: Bearer ${running.firstRun.apiKey}" -d '{"model":"svc01","messages":[{"role":"user","content":"Hello"}]}'`);
+        io.stdout('');
+      }
+      const signal = await io.stopSignal();
+      io.stderr(`${signal} received: finishing in-flight requests and deliveries…`);
+      await running.close();
+    });
+
+  program
+    .command('migrate')
+    .description('bring the database schema up to date and exit')
+    .action(async () => {
+      const cfg = config();
+      await withStore(cfg, async (store) => {
+        const applied = await migrate(store.handle.db, store.handle.dialect);
+        io.stderr(applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date');
+      });
+    });
+
+  const users = program.command('users').description('manage dashboard users');
+  users
+    .command('create')
+    .description('create a user who can sign in to the dashboard')
+    .requiredOption('--email <email>', 'sign-in email')
+    .requiredOption('--password <password>', 'sign-in password (at least 8 characters)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { email: string; password: string; json?: boolean }) => {
+      if (!/^[^\s@]+@[^\s@]+$/.test(opts.email)) throw new CommandError(`"${opts.email}" is not an email address`);
+      if (opts.password.length < 8) throw new CommandError('the password must have at least 8 characters');
+      await withStore(config(), async (store) => {
+        if (await store.users.byEmail(opts.email)) throw new CommandError(`a user with email ${opts.email} already exists`);
+        const user = await store.users.create({ email: opts.email, passwordHash: await hashPassword(opts.password), now: Date.now() });
+        io.stdout(opts.json ? JSON.stringify({ id: user.id, email: user.email }) : `created user ${user.email} (${user.id})`);
+      });
+    });
+
+  const keys = program.command('keys').description('manage API keys');
+  keys
+    .command('create')
+    .description('create an API key (printed once)')
+    .option('--user-id <uuid>', 'owner by id')
+    .option('--email <email>', 'owner by email (default: the only user, if there is exactly one)')
+    .option('--name <name>', 'a name to recognise the key by', 'default')
+    .option('--webhook-url <url>', 'audit webhook URL')
+    .option('--signing-secret <secret>', 'webhook signing secret (stored encrypted)')
+    .option('--rate-limit-rpm <n>', 'requests per minute for this key', positiveInt)
+    .option('--json', 'print {"id","key","user_id","name",…} as JSON')
+    .action(
+      async (opts: { userId?: string; email?: string; name: string; webhookUrl?: string; signingSecret?: string; rateLimitRpm?: number; json?: boolean }) => {
+        const cfg = config();
+        await withStore(cfg, async (store) => {
+          let user = opts.userId ? await store.users.byId(opts.userId) : opts.email ? await store.users.byEmail(opts.email) : undefined;
+          if (!opts.userId && !opts.email) {
+            if ((await store.users.count()) !== 1) throw new CommandError('say whose key it is: --email E or --user-id UUID');
+            const first = (await store.handle.db.selectFrom('users').selectAll().limit(1).execute())[0];
+            user = first;
+          }
+          if (!user) throw new CommandError(`no such user: ${opts.userId ?? opts.email}`);
+          let webhookUrl: string | null = null;
+          if (opts.webhookUrl !== undefined) {
+            try {
+              webhookUrl = await validateWebhookUrl(opts.webhookUrl, { allowPrivate: cfg.webhooks.allowPrivate });
+            } catch (err) {
+              throw new CommandError(`--webhook-url: ${(err as Error).message}`);
+            }
+          }
+          let secretEnc: string | null = null;
+          if (opts.signingSecret !== undefined) {
+            if (opts.signingSecret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
+            secretEnc = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(opts.signingSecret);
+          }
+          const generated = generateApiKey();
+          const key = await store.keys.create({
+            userId: user.id,
+            name: opts.name,
+            prefix: generated.prefix,
+            keyHash: generated.hash,
+            now: Date.now(),
+            rateLimitRpm: opts.rateLimitRpm ?? null,
+            webhookUrl,
+            signingSecretEnc: secretEnc,
+            signingSecretLast4: opts.signingSecret ? opts.signingSecret.slice(-4) : null,
+          });
+          if (opts.json) io.stdout(JSON.stringify({ ...keyView(key), key: generated.token }));
+          else {
+            io.stdout(generated.token);
+            io.stderr(`created key ${key.id} (${key.name}) for ${user.email}; it is shown only this once`);
+          }
+        });
+      },
+    );
+  keys
+    .command('list')
+    .description('list API keys (never the keys themselves)')
+    .option('--email <email>', 'only this user’s keys')
+    .option('--json', 'print JSON')
+    .action(async (opts: { email?: string; json?: boolean }) => {
+      await withStore(config(), async (store) => {
+        const user = opts.email ? await store.users.byEmail(opts.email) : undefined;
+        if (opts.email && !user) throw new CommandError(`no such user: ${opts.email}`);
+        const list = (await store.keys.list(user?.id)).map(keyView);
+        if (opts.json) io.stdout(JSON.stringify(list));
+        else
+          for (const k of list)
+            io.stdout(`${k.id}  ${k.prefix}  ${k.name}  ${k.revoked ? 'revoked' : 'active'}  ${k.webhook_url ?? '-'}`);
+      });
+    });
+  keys
+    .command('revoke')
+    .description('revoke an API key: it is refused from then on')
+    .argument('<id>', 'key id (key_…)')
+    .action(async (id: string) => {
+      await withStore(config(), async (store) => {
+        const key = await store.keys.byId(id);
+        if (!key) throw new CommandError(`no such key: ${id}`);
+        if (!(await store.keys.revoke(id, Date.now()))) throw new CommandError(`key ${id} was already revoked`);
+        io.stderr(`revoked ${id}`);
+      });
+    });
+  return program;
+}

@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import express, { type Express, type NextFunction, type Request, type Response, type Router } from 'express';
+import type { Logger } from 'pino';
+import { SVC_MODEL } from '@svc/protocol';
+import type { Config } from './config.js';
+import type { Store } from './storage/store.js';
+import type { Upstream } from './upstream/upstream.js';
+import type { AuditSink } from './chat/audit.js';
+import type { RateLimiter } from './rate-limit/rate-limiter.js';
+import type { KeyCache } from './auth/key-cache.js';
+import { bearerAuth } from './auth/bearer-auth.js';
+import { rateLimit } from './rate-limit/rate-limit-middleware.js';
+import { ApiError } from './http/errors.js';
+import { errorHandler } from './http/error-handler.js';
+import { chatCompletionsHandler } from './chat/chat-completions.js';
+import type { Grounder } from './chat/grounder.js';
+
+export interface AppDeps {
+  config: Config;
+  store: Store;
+  upstream: Upstream;
+  logger: Logger;
+  clock: () => number;
+  rateLimiter: RateLimiter;
+  keyCache: KeyCache;
+  audit: AuditSink;
+  grounder: Grounder;
+  /** Mounted at /v1/webhooks, behind auth and rate limiting. */
+  webhooksRouter?: Router;
+  /** Mounted at /dashboard (static SPA + /dashboard/api). */
+  dashboardRouter?: Router;
+  /** Extra public routes mounted before auth (e.g. /v1/openapi.json, /metrics). */
+  publicRouter?: Router;
+}
+
+/** `chatcmpl-` + 24 random base62-ish characters. */
+export function newRequestId(): string {
+  return `chatcmpl-${randomBytes(18).toString('base64url')}`;
+}
+
+/**
+ * The HTTP application; `listen` lives elsewhere so tests can mount it on port 0.
+ *
+ * @example
+ * const app = createApp(deps); const server = app.listen(0, '127.0.0.1');
+ */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    res.locals.startedAt = deps.clock();
+    res.locals.requestId = newRequestId();
+    res.setHeader('x-request-id', res.locals.requestId);
+    next();
+  });
+  app.use(requestLog(deps.logger, deps.clock));
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ok = await deps.store.ping();
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'database unreachable' });
+  });
+  if (deps.publicRouter) app.use(deps.publicRouter);
+  if (deps.dashboardRouter) app.use('/dashboard', deps.dashboardRouter);
+
+  const v1 = express.Router();
+  v1.use(
+    bearerAuth({
+      keyCache: deps.keyCache,
+      clock: deps.clock,
+      touchLastUsed: (id, at) => deps.store.keys.touchLastUsed(id, at),
+    }),
+  );
+  v1.use(rateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm }));
+  v1.post(
+    '/chat/completions',
+    // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
+    express.json({ limit: '10mb', type: () => true, strict: false }),
+    chatCompletionsHandler(deps),
+  );
+  v1.get('/models', (_req, res) => {
+    res.json({ object: 'list', data: [{ id: SVC_MODEL, object: 'model', created: 1_735_689_600, owned_by: 'svc' }] });
+  });
+  if (deps.webhooksRouter) v1.use('/webhooks', deps.webhooksRouter);
+  app.use('/v1', v1);
+
+  app.use((req: Request) => {
+    throw new ApiError('not_found', `Unknown request URL: ${req.method} ${req.path}. Please check the URL and method.`);
+  });
+  app.use(errorHandler(deps.logger));
+  return app;
+}
+
+/** One log line per request: id, key prefix, status, latency. Never keys, prompts or answers. */
+function requestLog(logger: Logger, clock: () => number) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    res.on('finish', () => {
+      const key = res.locals.apiKey as { prefix?: string } | undefined;
+      logger.info(
+        {
+          request_id: res.locals.requestId,
+          method: req.method,
+          path: req.path,
+          status: res.statusCode,
+          latency_ms: clock() - (res.locals.startedAt as number),
+          key_prefix: key?.prefix,
+          ...(res.locals.logFields as Record<string, unknown> | undefined),
+        },
+        'request',
+      );
+    });
+    next();
+  };
+}

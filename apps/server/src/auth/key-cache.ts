@@ -1,0 +1,35 @@
+import type { ApiKeyRecord, KeysStore } from '../storage/keys-store.js';
+
+/**
+ * Key lookups by token hash, cached briefly. The TTL bounds how long another instance's revocation or
+ * settings change can go unseen; this instance's own changes call `invalidate` and apply at once.
+ */
+export class KeyCache {
+  private readonly entries = new Map<string, { key: ApiKeyRecord | undefined; expires: number }>();
+
+  constructor(
+    private readonly keys: KeysStore,
+    private readonly clock: () => number,
+    private readonly ttlMs = 1000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async byHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const now = this.clock();
+    const hit = this.entries.get(hash);
+    if (hit && hit.expires > now) return hit.key;
+    const key = await this.keys.byHash(hash);
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(hash, { key, expires: now + this.ttlMs });
+    return key;
+  }
+
+  /** Forget a key (by id) after it changed here. */
+  invalidate(keyId: string): void {
+    for (const [hash, entry] of this.entries) if (entry.key?.id === keyId) this.entries.delete(hash);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,29 @@
+import type { SvcResult, Usage } from '@svc/protocol';
+import type { ApiKeyRecord } from '../storage/keys-store.js';
+
+/** Everything the audit trail needs about one finished chat-completion request. */
+export interface CompletedRequest {
+  requestId: string;
+  key: ApiKeyRecord;
+  /** Epoch ms when the request arrived. */
+  startedAt: number;
+  /** Epoch ms of the last byte (or of the moment the delivery is recorded, just before it). */
+  finishedAt: number;
+  statusCode: number;
+  streaming: boolean;
+  /** The request's messages as received (possibly invalid on a 400). */
+  messages: unknown;
+  /** First choice's content ("" on error). */
+  responseText: string;
+  /** null when the request failed before a check could run. */
+  svc: SvcResult | null;
+  usage: Usage;
+}
+
+/**
+ * Records a finished request: usage counters, and the audit webhook in the outbox when the key has a URL.
+ * Resolves once the delivery is durably recorded (the response's last byte is sent after that).
+ */
+export interface AuditSink {
+  record(request: CompletedRequest): Promise<void>;
+}

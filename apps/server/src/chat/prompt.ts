@@ -1,0 +1,49 @@
+import { messageText } from '@svc/protocol';
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import type { Usage } from '@svc/protocol';
+
+interface MessageLike {
+  role?: unknown;
+  content?: unknown;
+}
+
+function asMessages(messages: unknown): MessageLike[] {
+  return Array.isArray(messages) ? messages.filter((m): m is MessageLike => typeof m === 'object' && m !== null) : [];
+}
+
+/** The messages rendered in order as `role: content` lines (text parts only) — the audit payload's `prompt`. */
+export function renderPrompt(messages: unknown): string {
+  return asMessages(messages)
+    .map((m) => `${typeof m.role === 'string' ? m.role : 'unknown'}: ${messageText(m.content)}`)
+    .join('\n');
+}
+
+/** Grounding sources: every system, developer, user and tool message; earlier assistant turns are not evidence. */
+export function groundingSources(messages: unknown): string[] {
+  return asMessages(messages)
+    .filter((m) => m.role === 'system' || m.role === 'developer' || m.role === 'user' || m.role === 'tool')
+    .map((m) => messageText(m.content))
+    .filter((text) => text.trim() !== '');
+}
+
+/** The last user message's text (the question the answer responds to). */
+export function lastUserText(messages: unknown): string | undefined {
+  const users = asMessages(messages).filter((m) => m.role === 'user');
+  const last = users[users.length - 1];
+  return last ? messageText(last.content) : undefined;
+}
+
+// OpenAI's chat format adds a few tokens of framing per message and for the reply.
+const TOKENS_PER_MESSAGE = 3;
+const REPLY_PRIMING_TOKENS = 3;
+
+/** Token counts (o200k_base) for when upstream reports no usage. */
+export function countUsage(messages: unknown, completionTexts: string[]): Usage {
+  const list = asMessages(messages);
+  let prompt = REPLY_PRIMING_TOKENS;
+  for (const m of list) {
+    prompt += TOKENS_PER_MESSAGE + encode(`${typeof m.role === 'string' ? m.role : ''}\n${messageText(m.content)}`).length;
+  }
+  const completion = completionTexts.reduce((sum, text) => sum + (text ? encode(text).length : 0), 0);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}

@@ -1,0 +1,109 @@
+import {
+  ChatCompletionRequestSchema,
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_TEMPERATURE,
+  SVC_MODEL,
+  THINKING_TEMPERATURE,
+  type ChatCompletionRequest,
+} from '@svc/protocol';
+import type { z } from 'zod';
+import { ApiError } from '../http/errors.js';
+import type { UpstreamBody } from '../upstream/upstream.js';
+
+/** `messages[0].content` from a zod path. */
+export function formatParam(path: ReadonlyArray<PropertyKey>): string {
+  let out = '';
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : out ? `.${String(part)}` : String(part);
+  return out;
+}
+
+function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
+  let value = root;
+  for (const part of path) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) return undefined;
+    value = (value as Record<PropertyKey, unknown>)[part];
+  }
+  return value;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/** Maps the first zod issue onto design §4's codes, with `param` naming the offending field. */
+function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
+  const param = formatParam(issue.path);
+  const value = valueAt(body, issue.path);
+  if (issue.code === 'invalid_type' && value === undefined) {
+    return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
+  }
+  if (issue.code === 'invalid_type') {
+    return new ApiError('invalid_type', `Invalid type for '${param}': expected ${issue.expected}, but got ${describe(value)}.`, { param });
+  }
+  if (issue.code === 'invalid_union' && issue.path.length === 2 && issue.path[0] === 'messages') {
+    const role = (value as { role?: unknown } | undefined)?.role;
+    if (role === undefined) return new ApiError('missing_required_parameter', `Missing required parameter: '${param}.role'.`, { param: `${param}.role` });
+    return new ApiError(
+      'invalid_value',
+      `Invalid value for '${param}.role': ${JSON.stringify(role)}. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.`,
+      { param: `${param}.role` },
+    );
+  }
+  if (issue.code === 'unrecognized_keys') {
+    const where = param ? `'${param}'` : 'the request';
+    return new ApiError('invalid_value', `Unrecognized parameter(s) in ${where}: ${issue.keys.map((k) => `'${k}'`).join(', ')}.`, {
+      param: param ? `${param}.${issue.keys[0]}` : (issue.keys[0] ?? null),
+    });
+  }
+  return new ApiError('invalid_value', `Invalid value for '${param || 'body'}': ${issue.message}.`, { param: param || null });
+}
+
+/**
+ * Validates a chat request body (design §3): types of every standard field, `model` = svc01, `svc` options.
+ * Throws ApiError with the first problem.
+ */
+export function parseChatRequest(body: unknown): ChatCompletionRequest {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError('invalid_type', `The request body must be a JSON object, but got ${describe(body)}.`);
+  }
+  const parsed = ChatCompletionRequestSchema.safeParse(body);
+  if (!parsed.success) {
+    const issues = parsed.error.issues;
+    // Report a missing required field before anything else, as OpenAI does.
+    const missing = issues.find((i) => i.code === 'invalid_type' && valueAt(body, i.path) === undefined);
+    throw issueToError(missing ?? issues[0]!, body);
+  }
+  if (parsed.data.model !== SVC_MODEL) {
+    throw new ApiError('model_not_found', `The model '${parsed.data.model}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
+  }
+  return parsed.data;
+}
+
+/** What goes upstream: spec defaults, thinking mode, the mapped model, `svc` removed, usage always requested. */
+export function toUpstreamBody(
+  request: ChatCompletionRequest,
+  models: { model: string; thinkingModel: string },
+): { body: UpstreamBody; thinking: boolean; streaming: boolean } {
+  const { svc, ...fields } = request;
+  const thinking = svc?.thinking === true;
+  const streaming = request.stream === true;
+  // An explicit null means "the default"; some upstreams reject nulls, so they are not forwarded.
+  const rest = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null));
+  const body: UpstreamBody = {
+    ...rest,
+    messages: request.messages,
+    model: thinking ? models.thinkingModel : models.model,
+    temperature: thinking ? THINKING_TEMPERATURE : (request.temperature ?? DEFAULT_TEMPERATURE),
+  };
+  if (request.max_tokens == null && request.max_completion_tokens == null) body.max_tokens = DEFAULT_MAX_TOKENS;
+  if (streaming) {
+    body.stream = true;
+    body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
+  } else {
+    delete body.stream;
+    delete body.stream_options;
+  }
+  return { body, thinking, streaming };
+}

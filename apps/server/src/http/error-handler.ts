@@ -1,0 +1,60 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { ApiError } from './errors.js';
+
+/** Called by the error handler before it answers, so a failed request is still audited (set by the chat route). */
+export type OnRequestFailed = (error: ApiError) => Promise<void>;
+
+interface BodyParserError extends Error {
+  type?: string;
+  status?: number;
+}
+
+/** Turns anything thrown into design §4's error body. Never a stack trace or an internal message. */
+export function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const type = (err as BodyParserError | null)?.type;
+  switch (type) {
+    case 'entity.parse.failed':
+      return new ApiError(
+        'invalid_json',
+        "We could not parse the JSON body of your request. Send valid JSON with 'Content-Type: application/json'.",
+      );
+    case 'entity.too.large':
+      return new ApiError('request_too_large', 'The request body is larger than the 10 MiB limit.');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError('invalid_request', 'The request body must be UTF-8 encoded JSON.');
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return new ApiError('invalid_request', 'The request body could not be read completely.');
+    default:
+      return new ApiError('internal_error', 'The server had an error while processing your request. Please retry.', {
+        cause: err,
+      });
+  }
+}
+
+export function errorHandler(logger: Logger) {
+  return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const apiError = toApiError(err);
+    if (apiError.code === 'internal_error') {
+      logger.error({ err: apiError.cause ?? err, request_id: res.locals.requestId, path: req.path }, 'unhandled error');
+    }
+    const onFailed = res.locals.onRequestFailed as OnRequestFailed | undefined;
+    res.locals.onRequestFailed = undefined;
+    if (onFailed) {
+      try {
+        await onFailed(apiError);
+      } catch (auditErr) {
+        logger.error({ err: auditErr, request_id: res.locals.requestId }, 'could not record the failed request');
+      }
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(apiError.status).set(apiError.headers).json(apiError.toBody());
+  };
+}

@@ -1,0 +1,66 @@
+import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Redis } from 'ioredis';
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** ms until the window frees a request. */
+  resetMs: number;
+}
+
+export interface RateLimiter {
+  consume(keyId: string, limitPerMinute: number): Promise<RateLimitDecision>;
+}
+
+/**
+ * Per-key requests-per-minute limits. In memory for one instance; through Redis (shared by every instance)
+ * when a client is given, with an in-memory insurance limiter that takes over while Redis is unreachable —
+ * so a Redis outage fails open to per-instance limits instead of refusing traffic.
+ *
+ * @example
+ * const limiter = createRateLimiter();
+ * const { allowed } = await limiter.consume(key.id, 600);
+ */
+export function createRateLimiter(options: { redis?: Redis; keyPrefix?: string } = {}): RateLimiter {
+  const limiters = new Map<number, RateLimiterAbstract>();
+  const limiterFor = (points: number): RateLimiterAbstract => {
+    let limiter = limiters.get(points);
+    if (!limiter) {
+      const base = { points, duration: 60, keyPrefix: `${options.keyPrefix ?? 'svc:rl'}:${points}` };
+      limiter = options.redis
+        ? new RateLimiterRedis({
+            ...base,
+            storeClient: options.redis,
+            useRedisPackage: false,
+            insuranceLimiter: new RateLimiterMemory(base),
+          })
+        : new RateLimiterMemory(base);
+      limiters.set(points, limiter);
+    }
+    return limiter;
+  };
+
+  return {
+    async consume(keyId, limitPerMinute) {
+      try {
+        const res = await limiterFor(limitPerMinute).consume(keyId, 1);
+        return { allowed: true, limit: limitPerMinute, remaining: res.remainingPoints, resetMs: res.msBeforeNext };
+      } catch (rejection) {
+        if (rejection instanceof RateLimiterRes) {
+          return { allowed: false, limit: limitPerMinute, remaining: 0, resetMs: rejection.msBeforeNext };
+        }
+        throw rejection;
+      }
+    },
+  };
+}
+
+/** OpenAI's duration form for `x-ratelimit-reset-requests`: `120ms`, `12s`, `1m30s`. */
+export function formatResetDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
+  const totalSeconds = Math.ceil(ms / 1000);
+  const minutes = Math.floor(totalSeconds / 60);
+  const seconds = totalSeconds % 60;
+  return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
+}

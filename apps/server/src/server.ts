@@ -1,0 +1,108 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import { createApp } from './app.js';
+import { openStore, type Store } from './storage/store.js';
+import { createLogger } from './logging/logger.js';
+import { createOfflineModel } from './upstream/offline-model.js';
+import { createOpenAICompatibleUpstream } from './upstream/openai-compatible.js';
+import type { Upstream } from './upstream/upstream.js';
+import { createRateLimiter } from './rate-limit/rate-limiter.js';
+import { KeyCache } from './auth/key-cache.js';
+import { createOfflineGrounder } from './chat/grounder.js';
+import { UsageSink, combineSinks } from './chat/usage-sink.js';
+import { SecretBox } from './crypto/secret-box.js';
+import { resolveSecretKey } from './crypto/embedded-key.js';
+import { createWebhooks } from './webhooks/index.js';
+import { bootstrapFirstRun, type FirstRunCredentials } from './admin/first-run.js';
+
+export interface RunningServer {
+  /** `http://host:port` actually bound (port 0 resolved). */
+  url: string;
+  server: Server;
+  store: Store;
+  logger: Logger;
+  firstRun: FirstRunCredentials | undefined;
+  /** Graceful: stop accepting, finish in-flight requests, stop the delivery worker, flush, close. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Replaces the upstream chosen from config (tests). */
+  upstream?: Upstream;
+  clock?: () => number;
+}
+
+/**
+ * Opens storage, wires every part and listens.
+ *
+ * @example
+ * const running = await startServer(loadConfig(process.env));
+ */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const clock = options.clock ?? Date.now;
+  const store = await openStore(config.databaseUrl);
+  const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir));
+  const upstream =
+    options.upstream ??
+    (config.upstream.baseUrl
+      ? createOpenAICompatibleUpstream({
+          baseUrl: config.upstream.baseUrl,
+          apiKey: config.upstream.apiKey,
+          timeoutMs: config.upstream.timeoutMs,
+        })
+      : createOfflineModel());
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
+  redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis unavailable; rate limits fall back to this instance'));
+  const keyCache = new KeyCache(store.keys, clock);
+  const usage = new UsageSink(store.usage, logger);
+  const webhooks = createWebhooks({ config, store, logger, clock, secretBox, keyCache });
+  const app = createApp({
+    config,
+    store,
+    upstream,
+    logger,
+    clock,
+    rateLimiter: createRateLimiter({ redis }),
+    keyCache,
+    audit: combineSinks(usage, webhooks.audit),
+    grounder: createOfflineGrounder(),
+    webhooksRouter: webhooks.router,
+  });
+
+  const server = app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  // Slowloris guard; long streams are bounded by the upstream timeout, not here.
+  server.headersTimeout = 30_000;
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = 5_000;
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+
+  const firstRun = store.handle.dialect === 'sqlite' ? await bootstrapFirstRun(store, clock) : undefined;
+  webhooks.start();
+  logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline' }, 'svc listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await stopped;
+      await webhooks.stop();
+      await usage.close();
+      await upstream.close();
+      redis?.disconnect();
+      await store.close();
+    })());
+
+  return { url, server, store, logger, firstRun, close };
+}

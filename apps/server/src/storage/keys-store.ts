@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Updateable } from 'kysely';
+import type { ApiKeysTable, Database } from './schema.js';
+
+export type ApiKeyRecord = ApiKeysTable;
+
+export type ApiKeyPatch = Partial<
+  Pick<ApiKeysTable, 'name' | 'rate_limit_rpm' | 'webhook_url' | 'signing_secret_enc' | 'signing_secret_last4'>
+>;
+
+export interface DeliveryStatusUpdate {
+  at: number;
+  outcome: 'success' | 'failure';
+  statusCode: number | null;
+  error: string | null;
+}
+
+export class KeysStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async create(input: {
+    userId: string;
+    name: string;
+    prefix: string;
+    keyHash: string;
+    now: number;
+    rateLimitRpm?: number | null;
+    webhookUrl?: string | null;
+    signingSecretEnc?: string | null;
+    signingSecretLast4?: string | null;
+  }): Promise<ApiKeyRecord> {
+    const key: ApiKeyRecord = {
+      id: `key_${randomUUID().replaceAll('-', '')}`,
+      user_id: input.userId,
+      name: input.name,
+      prefix: input.prefix,
+      key_hash: input.keyHash,
+      created_at: input.now,
+      updated_at: input.now,
+      last_used_at: null,
+      revoked_at: null,
+      rate_limit_rpm: input.rateLimitRpm ?? null,
+      webhook_url: input.webhookUrl ?? null,
+      signing_secret_enc: input.signingSecretEnc ?? null,
+      signing_secret_last4: input.signingSecretLast4 ?? null,
+      last_delivery_at: null,
+      last_delivery_outcome: null,
+      last_delivery_status_code: null,
+      last_delivery_error: null,
+    };
+    await this.db.insertInto('api_keys').values(key).execute();
+    return key;
+  }
+
+  /** Looks a key up by the SHA-256 of the presented token: the token itself is never stored or compared. */
+  async byHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+  }
+
+  async byId(id: string): Promise<ApiKeyRecord | undefined> {
+    return this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Keys of one user (or every key when userId is undefined), newest first. */
+  async list(userId?: string): Promise<ApiKeyRecord[]> {
+    let query = this.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc');
+    if (userId !== undefined) query = query.where('user_id', '=', userId);
+    return query.execute();
+  }
+
+  async update(id: string, patch: ApiKeyPatch, now: number): Promise<ApiKeyRecord | undefined> {
+    const values: Updateable<ApiKeysTable> = { ...patch, updated_at: now };
+    await this.db.updateTable('api_keys').set(values).where('id', '=', id).execute();
+    return this.byId(id);
+  }
+
+  async revoke(id: string, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: now, updated_at: now })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async touchLastUsed(id: string, at: number): Promise<void> {
+    await this.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', id).execute();
+  }
+
+  async setLastDelivery(id: string, update: DeliveryStatusUpdate): Promise<void> {
+    await this.db
+      .updateTable('api_keys')
+      .set({
+        last_delivery_at: update.at,
+        last_delivery_outcome: update.outcome,
+        last_delivery_status_code: update.statusCode,
+        last_delivery_error: update.error,
+      })
+      .where('id', '=', id)
+      .execute();
+  }
+}

@@ -1,0 +1,119 @@
+import { type Kysely, type Migration, Migrator, sql } from 'kysely';
+import type { Dialect } from './database.js';
+import type { Database } from './schema.js';
+
+/** Migrations in order; append new ones, never edit a released one. */
+function migrations(dialect: Dialect): Record<string, Migration> {
+  const time = dialect === 'postgres' ? 'bigint' : 'integer';
+  return {
+    '001_initial': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('users')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('email', 'text', (c) => c.notNull().unique())
+          .addColumn('password_hash', 'text', (c) => c.notNull())
+          .addColumn('created_at', time, (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('api_keys')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('prefix', 'text', (c) => c.notNull())
+          .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', time, (c) => c.notNull())
+          .addColumn('updated_at', time, (c) => c.notNull())
+          .addColumn('last_used_at', time)
+          .addColumn('revoked_at', time)
+          .addColumn('rate_limit_rpm', 'integer')
+          .addColumn('webhook_url', 'text')
+          .addColumn('signing_secret_enc', 'text')
+          .addColumn('signing_secret_last4', 'text')
+          .addColumn('last_delivery_at', time)
+          .addColumn('last_delivery_outcome', 'text')
+          .addColumn('last_delivery_status_code', 'integer')
+          .addColumn('last_delivery_error', 'text')
+          .execute();
+        await db.schema.createIndex('api_keys_user_idx').on('api_keys').column('user_id').execute();
+        await db.schema
+          .createTable('webhook_deliveries')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('event', 'text', (c) => c.notNull())
+          .addColumn('request_id', 'text', (c) => c.notNull())
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('payload', 'text', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('next_attempt_at', time)
+          .addColumn('lease_until', time)
+          .addColumn('leased_by', 'text')
+          .addColumn('last_status_code', 'integer')
+          .addColumn('last_error', 'text')
+          .addColumn('created_at', time, (c) => c.notNull())
+          .addColumn('updated_at', time, (c) => c.notNull())
+          .addColumn('delivered_at', time)
+          .execute();
+        await db.schema.createIndex('deliveries_due_idx').on('webhook_deliveries').columns(['status', 'next_attempt_at']).execute();
+        await db.schema.createIndex('deliveries_key_idx').on('webhook_deliveries').columns(['key_id', 'created_at']).execute();
+        await db.schema.createIndex('deliveries_created_idx').on('webhook_deliveries').column('created_at').execute();
+        await db.schema
+          .createTable('webhook_attempts')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('delivery_id', 'text', (c) => c.notNull())
+          .addColumn('attempt', 'integer', (c) => c.notNull())
+          .addColumn('attempted_at', time, (c) => c.notNull())
+          .addColumn('status_code', 'integer')
+          .addColumn('duration_ms', 'integer', (c) => c.notNull())
+          .addColumn('outcome', 'text', (c) => c.notNull())
+          .addColumn('error', 'text')
+          .addColumn('response_body', 'text')
+          .execute();
+        await db.schema.createIndex('attempts_delivery_idx').on('webhook_attempts').column('delivery_id').execute();
+        await db.schema
+          .createTable('usage_daily')
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('day', 'text', (c) => c.notNull())
+          .addColumn('requests', time, (c) => c.notNull().defaultTo(0))
+          .addColumn('input_tokens', time, (c) => c.notNull().defaultTo(0))
+          .addColumn('output_tokens', time, (c) => c.notNull().defaultTo(0))
+          .addPrimaryKeyConstraint('usage_daily_pk', ['key_id', 'day'])
+          .execute();
+        await db.schema.createIndex('usage_user_day_idx').on('usage_daily').columns(['user_id', 'day']).execute();
+        await db.schema
+          .createTable('svc_meta')
+          .addColumn('key', 'text', (c) => c.primaryKey())
+          .addColumn('value', 'text', (c) => c.notNull())
+          .execute();
+      },
+    },
+  };
+}
+
+/** An arbitrary constant: the Postgres advisory lock that serialises migrations across instances. */
+const MIGRATION_LOCK_ID = 7_415_392_001;
+
+/**
+ * Brings the schema up to date. On Postgres several instances may start at once: an advisory lock makes the
+ * others wait until the first has migrated.
+ */
+export async function migrate(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
+  const apply = async (target: Kysely<Database>) => {
+    const migrator = new Migrator({ db: target, provider: { getMigrations: async () => migrations(dialect) } });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) throw error;
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  };
+  if (dialect !== 'postgres') return apply(db);
+  return db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`.execute(conn);
+    try {
+      return await apply(conn);
+    } finally {
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`.execute(conn);
+    }
+  });
+}

@@ -1,0 +1,87 @@
+import type { Generated } from 'kysely';
+
+/** Times are epoch milliseconds (INTEGER in SQLite, BIGINT in Postgres, parsed to number). */
+export interface UsersTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  name: string;
+  prefix: string;
+  key_hash: string;
+  created_at: number;
+  updated_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+  rate_limit_rpm: number | null;
+  webhook_url: string | null;
+  /** AES-256-GCM box of the signing secret; never the plaintext. */
+  signing_secret_enc: string | null;
+  signing_secret_last4: string | null;
+  last_delivery_at: number | null;
+  last_delivery_outcome: string | null;
+  last_delivery_status_code: number | null;
+  last_delivery_error: string | null;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  key_id: string;
+  user_id: string;
+  event: string;
+  request_id: string;
+  url: string;
+  payload: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  next_attempt_at: number | null;
+  lease_until: number | null;
+  leased_by: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  delivered_at: number | null;
+}
+
+export interface WebhookAttemptsTable {
+  id: string;
+  delivery_id: string;
+  attempt: number;
+  attempted_at: number;
+  status_code: number | null;
+  duration_ms: number;
+  outcome: 'success' | 'failure';
+  error: string | null;
+  response_body: string | null;
+}
+
+export interface UsageDailyTable {
+  key_id: string;
+  user_id: string;
+  day: string;
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export interface SchemaMetaTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
+  usage_daily: UsageDailyTable;
+  svc_meta: SchemaMetaTable;
+}
+
+export type { Generated };

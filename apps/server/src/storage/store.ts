@@ -1,0 +1,51 @@
+import { type DatabaseHandle, openDatabase } from './database.js';
+import { migrate } from './migrations.js';
+import { KeysStore } from './keys-store.js';
+import { UsersStore } from './users-store.js';
+import { UsageStore } from './usage-store.js';
+import { DeliveriesStore } from './deliveries-store.js';
+
+/**
+ * Every table behind one object; the same code runs on SQLite and Postgres.
+ *
+ * @example
+ * const store = await openStore('sqlite:./data/svc.db');
+ * const key = await store.keys.byHash(hash);
+ */
+export interface Store {
+  handle: DatabaseHandle;
+  users: UsersStore;
+  keys: KeysStore;
+  usage: UsageStore;
+  deliveries: DeliveriesStore;
+  /** true when the database answers a trivial query. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number } = {}): Promise<Store> {
+  const handle = openDatabase(url, { poolSize: options.poolSize });
+  try {
+    if (options.migrate !== false) await migrate(handle.db, handle.dialect);
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+  const { db } = handle;
+  return {
+    handle,
+    users: new UsersStore(db),
+    keys: new KeysStore(db),
+    usage: new UsageStore(db),
+    deliveries: new DeliveriesStore(db, handle.dialect),
+    async ping() {
+      try {
+        await db.selectFrom('svc_meta').select('key').limit(1).execute();
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    close: () => handle.close(),
+  };
+}
