@@ -1,0 +1,198 @@
+import { createHmac } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type Express } from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { samplePayload } from '../test/support.js';
+import { verifyMiddleware, type AuditPayload } from './express.js';
+
+const SECRET = 'whsec_express';
+const BODY = JSON.stringify(samplePayload);
+const hmac = (body: string | Buffer, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+
+let server: Server | undefined;
+afterEach(async () => {
+  server?.close();
+  if (server) await once(server, 'close');
+  server = undefined;
+});
+
+async function listen(app: Express | RequestListener): Promise<string> {
+  server = createServer(app);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/svc`;
+}
+
+const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+
+const post = (url: string, body: string | Buffer, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+
+function receiver(setup?: (app: Express) => void, options: Partial<Parameters<typeof verifyMiddleware>[0]> = {}) {
+  const app = express();
+  const received: AuditPayload[] = [];
+  setup?.(app);
+  app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, ...options }), (req, res) => {
+    expect(req.body).toBe(req.svcEvent);
+    received.push(req.svcEvent!);
+    res.sendStatus(204);
+  });
+  return { app, received };
+}
+
+describe('verifyMiddleware with Express', () => {
+  it('accepts a signed delivery and hands the typed payload to the route', async () => {
+    const { app, received } = receiver();
+    const res = await post(await listen(app), BODY, { 'x-svc-signature': hmac(BODY) });
+    expect(res.status).toBe(204);
+    expect(received).toEqual([samplePayload]);
+  });
+
+  it('verifies the exact bytes, non-ASCII included, whatever the JSON formatting', async () => {
+    const { app, received } = receiver();
+    const body = Buffer.from(JSON.stringify({ ...samplePayload, prompt: 'user: Ça va? 中文 🚀' }, null, 2));
+    const res = await post(await listen(app), body, { 'x-svc-signature': hmac(body) });
+    expect(res.status).toBe(204);
+    expect(received[0]?.prompt).toBe('user: Ça va? 中文 🚀');
+  });
+
+  it('answers untrusted deliveries with 401/400 and svc\'s error body, never reaching the route', async () => {
+    const { app, received } = receiver(undefined, { secret: ['whsec_new', SECRET] });
+    const url = await listen(app);
+    const cases: Array<[Record<string, string>, string, number, string]> = [
+      [{}, BODY, 401, 'missing_signature'],
+      [{ 'x-svc-signature': 'sha256=abc' }, BODY, 401, 'malformed_signature'],
+      [{ 'x-svc-signature': hmac(BODY, 'whsec_old') }, BODY, 401, 'signature_mismatch'],
+      [{ 'x-svc-signature': hmac('{}') }, '{}', 400, 'invalid_payload'],
+    ];
+    for (const [headers, body, status, code] of cases) {
+      const res = await post(url, body, headers);
+      expect(res.status).toBe(status);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.json()).toEqual({
+        error: { message: expect.any(String), type: status === 401 ? 'authentication_error' : 'invalid_request_error', code, param: null },
+      });
+    }
+    expect(received).toEqual([]);
+  });
+
+  it('rejects a duplicated signature header (node joins the values)', async () => {
+    const { app } = receiver();
+    const url = await listen(app);
+    const res = await fetch(url, {
+      method: 'POST',
+      body: BODY,
+      headers: [['x-svc-signature', hmac(BODY)], ['x-svc-signature', hmac(BODY)]],
+    });
+    expect(res.status).toBe(401);
+    expect(await errorCode(res)).toBe('malformed_signature');
+  });
+
+  it('applies toleranceSeconds', async () => {
+    const { app } = receiver(undefined, { toleranceSeconds: 60 });
+    const res = await post(await listen(app), BODY, { 'x-svc-signature': hmac(BODY) });
+    expect(res.status).toBe(400);
+    expect(await errorCode(res)).toBe('timestamp_out_of_range');
+  });
+
+  it('answers 413 above the limit, by content-length or by counting a chunked body', async () => {
+    const { app, received } = receiver(undefined, { limit: 100 });
+    const url = await listen(app);
+    const big = Buffer.alloc(5000, 'a');
+    const declared = await post(url, big, { 'x-svc-signature': hmac(big) });
+    expect(declared.status).toBe(413);
+    expect(await errorCode(declared)).toBe('payload_too_large');
+
+    const chunked = await fetch(url, {
+      method: 'POST',
+      headers: { 'x-svc-signature': hmac(big) },
+      body: new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < 5; i++) controller.enqueue(big.subarray(i * 1000, (i + 1) * 1000));
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
+    expect(received).toEqual([]);
+  });
+
+  it('uses a Buffer body from express.raw() and a rawBody kept by express.json({ verify })', async () => {
+    const raw = receiver((app) => app.use(express.raw({ type: 'application/json' })));
+    expect((await post(await listen(raw.app), BODY, { 'x-svc-signature': hmac(BODY) })).status).toBe(204);
+    expect(raw.received).toHaveLength(1);
+    server!.close();
+    await once(server!, 'close');
+
+    const kept = receiver((app) =>
+      app.use(express.json({ verify: (req, _res, buf) => Object.assign(req, { rawBody: buf }) })),
+    );
+    expect((await post(await listen(kept.app), BODY, { 'x-svc-signature': hmac(BODY) })).status).toBe(204);
+    expect(kept.received).toEqual([samplePayload]);
+  });
+
+  it('explains, through next(err), that express.json() already consumed the body', async () => {
+    const errors: unknown[] = [];
+    const { app } = receiver((a) => a.use(express.json()));
+    app.use((err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      errors.push(err);
+      res.status(500).json({ message: (err as Error).message });
+    });
+    const res = await post(await listen(app), BODY, { 'x-svc-signature': hmac(BODY) });
+    expect(res.status).toBe(500);
+    expect(errors[0]).toBeInstanceOf(TypeError);
+    expect(((await res.json()) as { message: string }).message).toMatch(/a body parser \(express\.json\(\).*Put the webhook route before app\.use\(express\.json\(\)\)/);
+  });
+
+  it('explains when another middleware read the stream without setting req.body', async () => {
+    const errors: unknown[] = [];
+    const { app } = receiver((a) =>
+      a.use((req, _res, next) => {
+        req.resume();
+        req.on('end', () => next());
+      }),
+    );
+    app.use((err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      errors.push(err);
+      res.sendStatus(500);
+    });
+    expect((await post(await listen(app), BODY, { 'x-svc-signature': hmac(BODY) })).status).toBe(500);
+    expect((errors[0] as Error).message).toMatch(/request stream was already read/);
+  });
+
+  it('passes a stream error to next', async () => {
+    const middleware = verifyMiddleware({ secret: SECRET });
+    const errors: unknown[] = [];
+    const url = await listen((req: IncomingMessage, res: ServerResponse) => {
+      req.once('data', () => req.destroy(new Error('client went away')));
+      void middleware(req, res, (err) => {
+        errors.push(err);
+        res.destroy();
+      });
+    });
+    await expect(post(url, BODY, { 'x-svc-signature': hmac(BODY) })).rejects.toThrow();
+    await expect.poll(() => errors).toHaveLength(1);
+    expect((errors[0] as Error).message).toBe('client went away');
+  });
+
+  it('works with plain node:http too, and with an empty body', async () => {
+    const middleware = verifyMiddleware({ secret: SECRET });
+    const url = await listen((req: IncomingMessage, res: ServerResponse) => {
+      void middleware(req, res, () => res.end('reached'));
+    });
+    const res = await fetch(url, { method: 'POST', headers: { 'x-svc-signature': hmac('') } });
+    expect(res.status).toBe(400);
+    expect(await errorCode(res)).toBe('invalid_payload');
+  });
+
+  it.each([
+    ['an empty secret', { secret: '' }],
+    ['a bad limit', { secret: SECRET, limit: 0 }],
+    ['a bad tolerance', { secret: SECRET, toleranceSeconds: -1 }],
+  ])('rejects %s when the middleware is created', (_, options) => {
+    expect(() => verifyMiddleware(options)).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,123 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuditPayload } from './audit-payload.js';
+import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { constructEvent } from './node/construct-event.js';
+import { toSecretList, type Secret } from './secrets.js';
+import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
+
+export type { AuditPayload, ConstructEventOptions, Secret };
+export { WebhookVerificationError, errorBody, type WebhookErrorBody, type WebhookVerificationErrorCode } from './webhook-verification-error.js';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express's own augmentation point.
+  namespace Express {
+    interface Request {
+      /** The verified audit payload, set by `verifyMiddleware` (also in `req.body`). */
+      svcEvent?: AuditPayload;
+    }
+  }
+}
+
+/** Options for `verifyMiddleware`. */
+export interface VerifyMiddlewareOptions extends ConstructEventOptions {
+  /** The signing secret, or several while rotating. */
+  secret: Secret;
+  /** Largest body accepted, in bytes; larger deliveries get 413. Default 10 MiB (prompts can be long). */
+  limit?: number;
+}
+
+/** The parts of an Express (or plain node:http) request the middleware uses. */
+export type VerifiableRequest = IncomingMessage & { body?: unknown; rawBody?: unknown; svcEvent?: AuditPayload };
+
+const DEFAULT_LIMIT = 10 * 1024 * 1024;
+
+const BODY_ALREADY_PARSED =
+  '[@svc/verify] req.body is already set, so a body parser (express.json(), express.urlencoded(), ...) read the ' +
+  'request before verifyMiddleware and the exact signed bytes are gone. Put the webhook route before ' +
+  "app.use(express.json()), e.g. app.post('/webhooks/svc', verifyMiddleware({ secret }), handler); app.use(express.json()); " +
+  "or mount the parser only on other routes. express.raw({ type: 'application/json' }) before it is fine (a Buffer body is used as is).";
+
+const STREAM_ALREADY_READ =
+  '[@svc/verify] The request stream was already read by another middleware, so the exact signed bytes are gone. ' +
+  'Mount verifyMiddleware before any middleware that reads the body.';
+
+/**
+ * Express middleware (works with plain node:http too) that reads the raw body itself, verifies
+ * `X-Svc-Signature` and puts the typed payload in `req.body` and `req.svcEvent`. An untrusted delivery
+ * is answered here (401 for signature problems, 400 for an unusable payload, 413 when too large) with
+ * svc's JSON error body; misconfiguration goes to `next(err)` with an explanation.
+ *
+ * @example
+ * app.post('/webhooks/svc', verifyMiddleware({ secret: process.env.SVC_WEBHOOK_SECRET! }), (req, res) => {
+ *   console.log(req.svcEvent!.request_id);
+ *   res.sendStatus(204);
+ * });
+ */
+export function verifyMiddleware(
+  options: VerifyMiddlewareOptions,
+): (req: VerifiableRequest, res: ServerResponse, next: (err?: unknown) => void) => Promise<void> {
+  const { secret, limit = DEFAULT_LIMIT, ...eventOptions } = options;
+  toSecretList(secret);
+  assertOptions(eventOptions);
+  if (!(Number.isSafeInteger(limit) && limit > 0)) throw new TypeError('[@svc/verify] limit must be a positive whole number of bytes.');
+
+  return async (req, res, next) => {
+    let event: AuditPayload;
+    try {
+      const header = req.headers['x-svc-signature'] as string | undefined;
+      event = constructEvent(await rawBodyOf(req, limit), header, secret, eventOptions);
+    } catch (err) {
+      if (err instanceof WebhookVerificationError) return sendJson(res, err.status, errorBody(err));
+      if (err instanceof PayloadTooLarge) return sendJson(res, 413, err.body());
+      return next(err);
+    }
+    req.body = event;
+    req.svcEvent = event;
+    next();
+  };
+}
+
+async function rawBodyOf(req: VerifiableRequest, limit: number): Promise<Uint8Array> {
+  // express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }) is a common way to keep the bytes.
+  if (req.rawBody instanceof Uint8Array) return req.rawBody;
+  if (req.body instanceof Uint8Array) return req.body;
+  if (req.body !== undefined) throw new TypeError(BODY_ALREADY_PARSED);
+  if (req.readableEnded) throw new TypeError(STREAM_ALREADY_READ);
+  return readStream(req, limit);
+}
+
+class PayloadTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`Payload larger than ${limit} bytes.`);
+  }
+
+  body() {
+    return { error: { message: this.message, type: 'invalid_request_error', code: 'payload_too_large', param: null } };
+  }
+}
+
+function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (Number(req.headers['content-length']) > limit) {
+      // Node discards the unread rest of the body once the response ends.
+      reject(new PayloadTooLarge(limit));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      // Keep draining past the limit (ignoring the bytes) so the 413 reaches the sender on a live connection.
+      if (size > limit) reject(new PayloadTooLarge(limit));
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}

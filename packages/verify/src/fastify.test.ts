@@ -1,0 +1,111 @@
+import { createHmac } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { samplePayload } from '../test/support.js';
+import { verifyPlugin, type AuditPayload, type VerifyPluginOptions } from './fastify.js';
+
+const SECRET = 'whsec_fastify';
+const BODY = JSON.stringify(samplePayload);
+const hmac = (body: string | Buffer, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+
+let app: FastifyInstance | undefined;
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+});
+
+/** The receiver from the README's Fastify section, next to an ordinary JSON route. */
+async function receiver(options: Partial<VerifyPluginOptions> = {}, setup?: (scope: FastifyInstance) => void) {
+  const received: AuditPayload[] = [];
+  app = Fastify();
+  app.register(async (scope) => {
+    setup?.(scope);
+    await scope.register(verifyPlugin, { secret: SECRET, ...options });
+    scope.post('/webhooks/svc', async (request, reply) => {
+      expect(request.body).toBe(request.svcEvent);
+      received.push(request.svcEvent!);
+      return reply.code(204).send();
+    });
+  });
+  app.post('/api/echo', async (request) => request.body);
+  await app.ready();
+  return { app, received };
+}
+
+const deliver = (body: string | Buffer, headers: Record<string, string> = {}) =>
+  app!.inject({ method: 'POST', url: '/webhooks/svc', payload: body, headers: { 'content-type': 'application/json', ...headers } });
+
+describe('verifyPlugin with Fastify', () => {
+  it('accepts a signed delivery over a real socket, and leaves JSON parsing of other routes alone', async () => {
+    const { received } = await receiver();
+    const base = await app!.listen({ port: 0, host: '127.0.0.1' });
+    const body = Buffer.from(JSON.stringify({ ...samplePayload, prompt: 'user: 中文' }, null, 2));
+    const res = await fetch(`${base}/webhooks/svc`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-svc-signature': hmac(body) } });
+    expect(res.status).toBe(204);
+    expect(received[0]?.prompt).toBe('user: 中文');
+
+    const echo = await fetch(`${base}/api/echo`, { method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } });
+    expect(await echo.json()).toEqual({ a: 1 });
+  });
+
+  it.each([
+    [{}, BODY, 401, 'missing_signature'],
+    [{ 'x-svc-signature': hmac(BODY).toUpperCase() }, BODY, 401, 'malformed_signature'],
+    [{ 'x-svc-signature': hmac(BODY, 'whsec_wrong') }, BODY, 401, 'signature_mismatch'],
+    [{ 'x-svc-signature': hmac('{"a":1}') }, '{"a":1}', 400, 'invalid_payload'],
+  ])('answers %j with status and svc error body', async (headers, body, status, code) => {
+    const { received } = await receiver();
+    const res = await deliver(body, headers);
+    expect(res.statusCode).toBe(status);
+    expect(res.json()).toEqual({
+      error: { message: expect.any(String), type: status === 401 ? 'authentication_error' : 'invalid_request_error', code, param: null },
+    });
+    expect(received).toEqual([]);
+  });
+
+  it('treats a request without a body as the empty body', async () => {
+    await receiver();
+    const res = await app!.inject({ method: 'POST', url: '/webhooks/svc', headers: { 'x-svc-signature': hmac('') } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('invalid_payload');
+  });
+
+  it('rotates secrets and applies toleranceSeconds', async () => {
+    await receiver({ secret: ['whsec_new', SECRET], toleranceSeconds: 60 });
+    const res = await deliver(BODY, { 'x-svc-signature': hmac(BODY) });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('timestamp_out_of_range');
+  });
+
+  it('answers 413 above bodyLimit', async () => {
+    await receiver({ bodyLimit: 100 });
+    expect((await deliver(BODY, { 'x-svc-signature': hmac(BODY) })).statusCode).toBe(413);
+  });
+
+  it('verifies a text/plain body as its UTF-8 bytes', async () => {
+    await receiver();
+    const res = await app!.inject({ method: 'POST', url: '/webhooks/svc', payload: 'x', headers: { 'content-type': 'text/plain', 'x-svc-signature': hmac('x') } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error.code).toBe('invalid_payload');
+  });
+
+  it('reports misuse (a body another parser turned into an object) as a 500 that explains the raw body', async () => {
+    await receiver({}, (scope) =>
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, { body })),
+    );
+    const res = await app!.inject({
+      method: 'POST',
+      url: '/webhooks/svc',
+      payload: 'a=1',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-svc-signature': hmac('a=1') },
+    });
+    expect(res.statusCode).toBe(500);
+    expect(res.json().message).toMatch(/rawBody must be the raw request body, got object/);
+  });
+
+  it('rejects bad options when registered', async () => {
+    app = Fastify();
+    app.register(verifyPlugin, { secret: '' });
+    await expect(app.ready()).rejects.toThrow(TypeError);
+  });
+});

@@ -1,0 +1,73 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AuditPayload } from './audit-payload.js';
+import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { constructEvent } from './node/construct-event.js';
+import { toSecretList, type Secret } from './secrets.js';
+import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
+
+export type { AuditPayload, ConstructEventOptions, Secret };
+export { WebhookVerificationError, errorBody, type WebhookErrorBody, type WebhookVerificationErrorCode } from './webhook-verification-error.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The verified audit payload, set by `verifyPlugin` (also in `request.body`). */
+    svcEvent?: AuditPayload;
+  }
+}
+
+/** Options for `verifyPlugin`. */
+export interface VerifyPluginOptions extends ConstructEventOptions {
+  /** The signing secret, or several while rotating. */
+  secret: Secret;
+  /** Largest body accepted, in bytes (Fastify answers 413 above it). Default 10 MiB (prompts can be long). */
+  bodyLimit?: number;
+}
+
+const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
+const EMPTY = new Uint8Array(0);
+
+const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options) => {
+  const { secret, bodyLimit = DEFAULT_BODY_LIMIT, ...eventOptions } = options;
+  toSecretList(secret);
+  assertOptions(eventOptions);
+
+  // JSON bodies stay raw bytes in this scope: the signature covers those bytes, not a re-serialisation.
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, body, parsed) => {
+    parsed(null, body);
+  });
+
+  fastify.addHook('preHandler', async (request, reply) => {
+    const header = request.headers['x-svc-signature'] as string | undefined;
+    let event: AuditPayload;
+    try {
+      event = constructEvent((request.body ?? EMPTY) as Uint8Array, header, secret, eventOptions);
+    } catch (err) {
+      if (err instanceof WebhookVerificationError) return reply.code(err.status).send(errorBody(err));
+      throw err;
+    }
+    request.body = event;
+    request.svcEvent = event;
+  });
+};
+
+/**
+ * Fastify plugin that verifies every request in the scope it is registered in: it keeps
+ * `application/json` bodies as raw bytes, verifies `X-Svc-Signature` in a preHandler, and puts the typed
+ * payload in `request.body` and `request.svcEvent`; untrusted deliveries get 401/400 with svc's JSON
+ * error body. Register it in its own scope with the webhook route, so other routes keep Fastify's JSON parser.
+ *
+ * @example
+ * app.register(async (scope) => {
+ *   await scope.register(verifyPlugin, { secret: process.env.SVC_WEBHOOK_SECRET! });
+ *   scope.post('/webhooks/svc', async (request, reply) => {
+ *     console.log(request.svcEvent!.request_id);
+ *     return reply.code(204).send();
+ *   });
+ * });
+ */
+export const verifyPlugin = Object.assign(plugin, {
+  // What fastify-plugin sets: the parser and hook apply to the scope that registers the plugin.
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: '@svc/verify',
+});

@@ -1,0 +1,80 @@
+import { createHmac } from 'node:crypto';
+import { Hono } from 'hono';
+import { describe, expect, it } from 'vitest';
+import { samplePayload } from '../test/support.js';
+import { WebhookVerificationError, errorResponse, verifyRequest, type AuditPayload } from './fetch.js';
+
+const SECRET = 'whsec_fetch';
+const BODY = JSON.stringify(samplePayload);
+const hmac = (body: string | Uint8Array, secret = SECRET) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+
+/** The receiver from the README's Hono section. */
+function honoApp(received: AuditPayload[]) {
+  const app = new Hono();
+  app.post('/webhooks/svc', async (c) => {
+    const event = await verifyRequest(c.req.raw, [`${SECRET}_new`, SECRET]);
+    received.push(event);
+    return c.body(null, 204);
+  });
+  app.onError((err) => {
+    if (err instanceof WebhookVerificationError) return errorResponse(err);
+    throw err;
+  });
+  return app;
+}
+
+const request = (body: string | Uint8Array | null, headers: Record<string, string> = {}) =>
+  new Request('http://receiver.test/webhooks/svc', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+
+describe('verifyRequest with Hono', () => {
+  it('accepts a signed delivery, non-ASCII bytes included', async () => {
+    const received: AuditPayload[] = [];
+    const body = new TextEncoder().encode(JSON.stringify({ ...samplePayload, response_text: 'Très bien 🚀' }));
+    const res = await honoApp(received).request(request(body, { 'x-svc-signature': hmac(body) }));
+    expect(res.status).toBe(204);
+    expect(received[0]?.response_text).toBe('Très bien 🚀');
+  });
+
+  it.each([
+    [{}, BODY, 401, 'missing_signature'],
+    // Headers trims whitespace itself, so the malformed case that survives fetch is a duplicated header.
+    [{ 'x-svc-signature': `${hmac(BODY)}, ${hmac(BODY)}` }, BODY, 401, 'malformed_signature'],
+    [{ 'x-svc-signature': hmac(BODY, 'whsec_wrong') }, BODY, 401, 'signature_mismatch'],
+    [{ 'x-svc-signature': hmac('[]') }, '[]', 400, 'invalid_payload'],
+  ])('answers %j with %#: status and svc error body', async (headers, body, status, code) => {
+    const received: AuditPayload[] = [];
+    const res = await honoApp(received).request(request(body, headers));
+    expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await res.json()).toEqual({
+      error: { message: expect.any(String), type: status === 401 ? 'authentication_error' : 'invalid_request_error', code, param: null },
+    });
+    expect(received).toEqual([]);
+  });
+});
+
+describe('verifyRequest with a plain Request (Next.js route handlers, Workers)', () => {
+  it('verifies a request with no body as the empty body', async () => {
+    await expect(verifyRequest(request(null, { 'x-svc-signature': hmac('') }), SECRET)).rejects.toMatchObject({ code: 'invalid_payload' });
+  });
+
+  it('applies toleranceSeconds', async () => {
+    await expect(verifyRequest(request(BODY, { 'x-svc-signature': hmac(BODY) }), SECRET, { toleranceSeconds: 60 })).rejects.toMatchObject({
+      code: 'timestamp_out_of_range',
+      status: 400,
+    });
+  });
+
+  it('explains that the body was already read', async () => {
+    const req = request(BODY, { 'x-svc-signature': hmac(BODY) });
+    await req.json();
+    await expect(verifyRequest(req, SECRET)).rejects.toThrow(/already read .* Call verifyRequest\(request, secret\) before anything reads/);
+  });
+
+  it('accepts a clone when something else needs the body first', async () => {
+    const req = request(BODY, { 'x-svc-signature': hmac(BODY) });
+    const copy = req.clone();
+    await req.json();
+    expect(await verifyRequest(copy, SECRET)).toEqual(samplePayload);
+  });
+});
