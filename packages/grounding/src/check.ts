@@ -42,7 +42,8 @@ export interface GroundingResult {
  *   answer: 'Mumbai, the financial capital of India.',
  * });
  * r.grounded; // false
- * r.flaggedSpans[0]?.reason; // "'Mumbai' is not in the sources"
+ * r.flaggedSpans.map((s) => s.reason);
+ * // ["little support (0.00)", "'Mumbai' is not in the sources", "'India' is not in the sources"]
  */
 export function checkGrounding(input: GroundingInput, options: GroundingOptions = {}): GroundingResult {
   const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
