@@ -1,0 +1,361 @@
+/**
+ * A small JSON Schema companion pair for the offline model: `sampleFromSchema` builds a value that
+ * `validateJsonSchema` accepts. Covered: type (incl. type arrays), enum, const, required, properties,
+ * additionalProperties, min/maxProperties, items (incl. tuple form), min/maxItems, uniqueItems,
+ * minimum/maximum/exclusive* (both drafts), multipleOf, minLength/maxLength, pattern, format (common ones),
+ * anyOf/oneOf (first branch when sampling), allOf, default, examples, local `$ref`.
+ */
+export type JsonSchema = Record<string, unknown>;
+
+/** Words taken from the user's question that sampling fills string and number fields from. */
+export interface SampleHints {
+  /** The question, verbatim. */
+  question: string;
+  /** Capitalised phrases ("Paris", "New York"), in order of appearance. */
+  names: string[];
+  /** Numbers in the question, in order of appearance. */
+  numbers: number[];
+  /** Content words of the question. */
+  keywords: string[];
+  /** Which of `names` to use first (a second parallel tool call gets the second name). */
+  nameOffset?: number;
+}
+
+const PLACE = wordTest('city cities location locations place country region destination origin town state address where area capital');
+const NAME = wordTest('name names person user username author company title who brand product');
+const FREE_TEXT = wordTest('q query queries search text question prompt input message content keyword keywords topic subject term description');
+
+/** Whether a property name (`city`, `search_query`, `userName`) contains one of the words. */
+function wordTest(list: string): { test(name: string): boolean } {
+  const words = new Set(list.split(' '));
+  return {
+    test: (name) =>
+      name
+        .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+        .toLowerCase()
+        .split(/[^a-z0-9]+/)
+        .some((part) => words.has(part)),
+  };
+}
+const MAX_DEPTH = 12;
+
+/**
+ * A value valid against `schema`, filled from `hints` where a field's name suggests it
+ * (a `city` from a capitalised word, a `query` from the question, numbers in range from the question).
+ *
+ * @example
+ * sampleFromSchema({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+ *   { question: 'Weather in Paris?', names: ['Paris'], numbers: [], keywords: ['weather', 'paris'] })
+ * // { city: 'Paris' }
+ */
+export function sampleFromSchema(schema: unknown, hints: SampleHints): unknown {
+  const state = { hints, usedNumbers: 0, usedNames: hints.nameOffset ?? 0 };
+  return sample(asSchema(schema), asSchema(schema), '', state, 0, 0);
+}
+
+interface SampleState {
+  hints: SampleHints;
+  usedNumbers: number;
+  usedNames: number;
+}
+
+function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number, variant: number): unknown {
+  const schema = flatten(raw, root, depth);
+  if (depth > MAX_DEPTH) return null;
+  if ('const' in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) {
+    const mentioned = schema.enum.find((v) => typeof v === 'string' && v.length > 1 && new RegExp(`\\b${escapeRegExp(v)}\\b`, 'i').test(state.hints.question));
+    if (mentioned !== undefined) return mentioned;
+    if (schema.default !== undefined && schema.enum.some((v) => deepEqual(v, schema.default))) return schema.default;
+    return schema.enum[variant % schema.enum.length];
+  }
+  const type = pickType(schema);
+  if (schema.default !== undefined && validateJsonSchema(schema, schema.default, root).length === 0 && type !== 'object' && type !== 'array') {
+    if (!(type === 'string' && (PLACE.test(name) || FREE_TEXT.test(name)))) return schema.default;
+  }
+  switch (type) {
+    case 'null':
+      return null;
+    case 'boolean':
+      return typeof schema.default === 'boolean' ? schema.default : false;
+    case 'integer':
+    case 'number':
+      return sampleNumber(schema, type === 'integer', state, variant);
+    case 'string':
+      return sampleString(schema, root, name, state, variant);
+    case 'array':
+      return sampleArray(schema, root, name, state, depth);
+    case 'object':
+      return sampleObject(schema, root, state, depth);
+    default:
+      return null;
+  }
+}
+
+/** Resolves `$ref` and merges `allOf` and the first `anyOf`/`oneOf` branch into one schema. */
+function flatten(schema: JsonSchema, root: JsonSchema, depth: number): JsonSchema {
+  let current = schema;
+  if (typeof current.$ref === 'string' && depth <= MAX_DEPTH) {
+    const { $ref, ...rest } = current;
+    current = { ...flatten(resolveRef($ref as string, root), root, depth + 1), ...rest };
+  }
+  for (const key of ['anyOf', 'oneOf'] as const) {
+    const branches = current[key];
+    if (Array.isArray(branches) && branches.length > 0) {
+      const { [key]: _dropped, ...rest } = current;
+      // Prefer a non-null branch: `anyOf: [{type:'null'}, X]` means an optional X.
+      const branch = branches.map(asSchema).find((b) => flatten(b, root, depth + 1).type !== 'null') ?? asSchema(branches[0]);
+      current = mergeSchemas(rest, flatten(branch, root, depth + 1));
+    }
+  }
+  if (Array.isArray(current.allOf)) {
+    const { allOf, ...rest } = current;
+    current = (allOf as unknown[]).reduce<JsonSchema>((acc, part) => mergeSchemas(acc, flatten(asSchema(part), root, depth + 1)), rest);
+  }
+  return current;
+}
+
+function mergeSchemas(a: JsonSchema, b: JsonSchema): JsonSchema {
+  const merged: JsonSchema = { ...a, ...b };
+  if (isRecord(a.properties) || isRecord(b.properties)) merged.properties = { ...asSchema(a.properties), ...asSchema(b.properties) };
+  if (Array.isArray(a.required) || Array.isArray(b.required)) {
+    merged.required = [...new Set([...(Array.isArray(a.required) ? a.required : []), ...(Array.isArray(b.required) ? b.required : [])])];
+  }
+  return merged;
+}
+
+function pickType(schema: JsonSchema): string {
+  const type = schema.type;
+  if (typeof type === 'string') return type;
+  if (Array.isArray(type)) return (type.find((t) => t !== 'null') as string | undefined) ?? 'null';
+  if (isRecord(schema.properties) || Array.isArray(schema.required)) return 'object';
+  if (schema.items !== undefined) return 'array';
+  if (typeof schema.minimum === 'number' || typeof schema.maximum === 'number') return 'number';
+  if (typeof schema.minLength === 'number' || typeof schema.pattern === 'string' || typeof schema.format === 'string') return 'string';
+  if (schema.default !== undefined) return jsonType(schema.default);
+  return 'string';
+}
+
+function sampleNumber(schema: JsonSchema, integer: boolean, state: SampleState, variant: number): number {
+  const ok = (v: number): boolean => validateJsonSchema({ ...schema, type: integer ? 'integer' : 'number' }, v, {}).length === 0;
+  for (let i = state.usedNumbers; i < state.hints.numbers.length; i++) {
+    const candidate = state.hints.numbers[i]!;
+    if (ok(candidate)) {
+      state.usedNumbers = i + 1;
+      return candidate;
+    }
+  }
+  for (const candidate of [schema.default, Array.isArray(schema.examples) ? schema.examples[0] : undefined]) {
+    if (typeof candidate === 'number' && ok(candidate + variant)) return candidate + variant;
+  }
+  const { lo, hi } = bounds(schema);
+  const step = typeof schema.multipleOf === 'number' && schema.multipleOf > 0 ? schema.multipleOf : integer ? 1 : 1;
+  const base = Number.isFinite(lo) ? lo : Number.isFinite(hi) ? Math.min(0, hi) : 0;
+  const aligned = typeof schema.multipleOf === 'number' ? Math.ceil(base / step) * step : integer ? Math.ceil(base) : base;
+  for (const candidate of [aligned + variant * step, aligned, aligned + step, aligned + 2 * step, (lo + hi) / 2, Math.floor(hi / step) * step, hi - step]) {
+    if (Number.isFinite(candidate) && ok(candidate)) return candidate;
+  }
+  return aligned;
+}
+
+function bounds(schema: JsonSchema): { lo: number; hi: number } {
+  let lo = -Infinity;
+  let hi = Infinity;
+  if (typeof schema.minimum === 'number') lo = schema.minimum;
+  if (typeof schema.exclusiveMinimum === 'number') lo = Math.max(lo, schema.exclusiveMinimum);
+  if (typeof schema.maximum === 'number') hi = schema.maximum;
+  if (typeof schema.exclusiveMaximum === 'number') hi = Math.min(hi, schema.exclusiveMaximum);
+  return { lo, hi };
+}
+
+function sampleString(schema: JsonSchema, root: JsonSchema, name: string, state: SampleState, variant: number): string {
+  const { hints } = state;
+  const candidates: string[] = [];
+  const format = typeof schema.format === 'string' ? schema.format : '';
+  const FORMATS: Record<string, string> = {
+    date: hints.question.match(/\b\d{4}-\d{2}-\d{2}\b/)?.[0] ?? '2025-01-01',
+    'date-time': '2025-01-01T00:00:00Z',
+    time: '12:00:00',
+    email: hints.question.match(/[\w.+-]+@[\w-]+\.[\w.]+/)?.[0] ?? 'user@example.com',
+    uri: hints.question.match(/https?:\/\/\S+/)?.[0] ?? 'https://example.com',
+    url: hints.question.match(/https?:\/\/\S+/)?.[0] ?? 'https://example.com',
+    uuid: '00000000-0000-4000-8000-000000000000',
+    ipv4: '127.0.0.1',
+    hostname: 'example.com',
+  };
+  if (FORMATS[format]) candidates.push(FORMATS[format]);
+  const nextName = hints.names[state.usedNames % Math.max(1, hints.names.length)];
+  if (hints.names.length > 0 && (PLACE.test(name) || NAME.test(name))) {
+    candidates.push(nextName!);
+    state.usedNames++;
+  }
+  const question = hints.question.trim().replace(/[?.!]+$/, '');
+  if (FREE_TEXT.test(name) && question) candidates.push(question);
+  if (typeof schema.default === 'string') candidates.push(schema.default);
+  if (Array.isArray(schema.examples) && typeof schema.examples[0] === 'string') candidates.push(schema.examples[0]);
+  if (typeof schema.pattern === 'string') {
+    // Any word or name of the question that happens to match the pattern.
+    candidates.push(...hints.names, ...hints.question.split(/[\s,;:!?()"]+/).filter(Boolean));
+  }
+  const keyword = hints.keywords.find((k) => !name.toLowerCase().includes(k)) ?? hints.keywords[0];
+  if (keyword) candidates.push(keyword);
+  candidates.push(name || 'value');
+  const fitted = candidates.map((c) => fitLength(variant > 0 ? `${c}-${variant}` : c, schema));
+  return fitted.find((c) => validateJsonSchema({ ...schema, type: 'string' }, c, root).length === 0) ?? fitted[0]!;
+}
+
+function fitLength(value: string, schema: JsonSchema): string {
+  const chars = [...value];
+  const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
+  const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
+  let out = chars.slice(0, max);
+  while (out.length < min) out = out.concat('x');
+  return out.join('');
+}
+
+function sampleArray(schema: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number): unknown[] {
+  const min = typeof schema.minItems === 'number' ? schema.minItems : 1;
+  const max = typeof schema.maxItems === 'number' ? schema.maxItems : Infinity;
+  const count = Math.min(Math.max(min, 1), max);
+  const singular = name.replace(/s$/, '');
+  if (Array.isArray(schema.items)) {
+    return schema.items.slice(0, Math.max(count, schema.items.length)).map((item, i) => sample(asSchema(item), root, singular, state, depth + 1, i));
+  }
+  const items = asSchema(schema.items);
+  return Array.from({ length: count }, (_, i) => sample(items, root, singular, state, depth + 1, schema.uniqueItems ? i : 0));
+}
+
+function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, depth: number): Record<string, unknown> {
+  const properties = asSchema(schema.properties);
+  const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : []);
+  const out: Record<string, unknown> = {};
+  const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
+  for (const [key, sub] of Object.entries(properties)) {
+    const subSchema = flatten(asSchema(sub), root, depth + 1);
+    // Optional fields only when they carry a default or the question clearly supplies them.
+    const supplied =
+      subSchema.default !== undefined ||
+      (PLACE.test(key) && state.hints.names.length > state.usedNames) ||
+      (Array.isArray(subSchema.enum) && subSchema.enum.some((v) => typeof v === 'string' && v.length > 1 && new RegExp(`\\b${escapeRegExp(v)}\\b`, 'i').test(state.hints.question)));
+    if (required.has(key) || supplied) out[key] = sample(subSchema, root, key, state, depth + 1, 0);
+  }
+  for (const key of required) {
+    if (!(key in out)) out[key] = sample(isRecord(schema.additionalProperties) ? schema.additionalProperties : {}, root, key, state, depth + 1, 0);
+  }
+  for (const [key, sub] of Object.entries(properties)) {
+    if (Object.keys(out).length >= minProperties) break;
+    if (!(key in out)) out[key] = sample(asSchema(sub), root, key, state, depth + 1, 0);
+  }
+  return out;
+}
+
+/**
+ * Problems of `value` against `schema` (empty when valid), each as `path: message`.
+ *
+ * @example
+ * validateJsonSchema({ type: 'integer', minimum: 1 }, 0) // ['$: must be >= 1']
+ */
+export function validateJsonSchema(schema: unknown, value: unknown, root: unknown = schema, path = '$'): string[] {
+  const s = asSchema(schema);
+  const r = asSchema(root);
+  const errors: string[] = [];
+  const fail = (message: string): void => {
+    errors.push(`${path}: ${message}`);
+  };
+  if (typeof s.$ref === 'string') errors.push(...validateJsonSchema(resolveRef(s.$ref, r), value, r, path));
+  if (s.type !== undefined) {
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    const actual = jsonType(value);
+    if (!types.some((t) => t === actual || (t === 'number' && actual === 'integer'))) fail(`must be ${types.join(' or ')}, got ${actual}`);
+  }
+  if ('const' in s && !deepEqual(s.const, value)) fail(`must equal ${JSON.stringify(s.const)}`);
+  if (Array.isArray(s.enum) && !s.enum.some((v) => deepEqual(v, value))) fail(`must be one of ${JSON.stringify(s.enum)}`);
+  if (typeof value === 'number') {
+    if (typeof s.minimum === 'number' && (s.exclusiveMinimum === true ? value <= s.minimum : value < s.minimum)) fail(`must be >${s.exclusiveMinimum === true ? '' : '='} ${s.minimum}`);
+    if (typeof s.maximum === 'number' && (s.exclusiveMaximum === true ? value >= s.maximum : value > s.maximum)) fail(`must be <${s.exclusiveMaximum === true ? '' : '='} ${s.maximum}`);
+    if (typeof s.exclusiveMinimum === 'number' && value <= s.exclusiveMinimum) fail(`must be > ${s.exclusiveMinimum}`);
+    if (typeof s.exclusiveMaximum === 'number' && value >= s.exclusiveMaximum) fail(`must be < ${s.exclusiveMaximum}`);
+    if (typeof s.multipleOf === 'number' && s.multipleOf > 0) {
+      const ratio = value / s.multipleOf;
+      if (Math.abs(ratio - Math.round(ratio)) > 1e-9) fail(`must be a multiple of ${s.multipleOf}`);
+    }
+  }
+  if (typeof value === 'string') {
+    const length = [...value].length;
+    if (typeof s.minLength === 'number' && length < s.minLength) fail(`must have at least ${s.minLength} characters`);
+    if (typeof s.maxLength === 'number' && length > s.maxLength) fail(`must have at most ${s.maxLength} characters`);
+    if (typeof s.pattern === 'string') {
+      let pattern: RegExp | null = null;
+      try {
+        pattern = new RegExp(s.pattern, 'u');
+      } catch {
+        // An invalid pattern constrains nothing we can check.
+      }
+      if (pattern && !pattern.test(value)) fail(`must match ${s.pattern}`);
+    }
+  }
+  if (Array.isArray(value)) {
+    if (typeof s.minItems === 'number' && value.length < s.minItems) fail(`must have at least ${s.minItems} items`);
+    if (typeof s.maxItems === 'number' && value.length > s.maxItems) fail(`must have at most ${s.maxItems} items`);
+    if (s.uniqueItems === true && value.some((v, i) => value.findIndex((w) => deepEqual(v, w)) !== i)) fail('must have unique items');
+    value.forEach((item, i) => {
+      const itemSchema = Array.isArray(s.items) ? s.items[i] : s.items;
+      if (itemSchema !== undefined) errors.push(...validateJsonSchema(itemSchema, item, r, `${path}[${i}]`));
+    });
+  }
+  if (isRecord(value)) {
+    const properties = asSchema(s.properties);
+    if (Array.isArray(s.required)) for (const key of s.required) if (typeof key === 'string' && !(key in value)) fail(`missing required property ${key}`);
+    const count = Object.keys(value).length;
+    if (typeof s.minProperties === 'number' && count < s.minProperties) fail(`must have at least ${s.minProperties} properties`);
+    if (typeof s.maxProperties === 'number' && count > s.maxProperties) fail(`must have at most ${s.maxProperties} properties`);
+    for (const [key, item] of Object.entries(value)) {
+      if (key in properties) errors.push(...validateJsonSchema(properties[key], item, r, `${path}.${key}`));
+      else if (s.additionalProperties === false) fail(`unexpected property ${key}`);
+      else if (isRecord(s.additionalProperties)) errors.push(...validateJsonSchema(s.additionalProperties, item, r, `${path}.${key}`));
+    }
+  }
+  if (Array.isArray(s.allOf)) for (const part of s.allOf) errors.push(...validateJsonSchema(part, value, r, path));
+  if (Array.isArray(s.anyOf) && !s.anyOf.some((part) => validateJsonSchema(part, value, r, path).length === 0)) fail('must match a schema of anyOf');
+  if (Array.isArray(s.oneOf) && s.oneOf.filter((part) => validateJsonSchema(part, value, r, path).length === 0).length !== 1) fail('must match exactly one schema of oneOf');
+  return errors;
+}
+
+function resolveRef(ref: string, root: JsonSchema): JsonSchema {
+  if (!ref.startsWith('#')) return {};
+  let current: unknown = root;
+  for (const part of ref.slice(1).split('/').filter(Boolean)) {
+    const key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
+    current = isRecord(current) ? current[key] : undefined;
+  }
+  return asSchema(current);
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (isRecord(value)) return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical(value[k])]));
+  return value;
+}
+
+function asSchema(value: unknown): JsonSchema {
+  return isRecord(value) ? value : {};
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
