@@ -42,8 +42,18 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
   if (issue.code === 'invalid_type') {
     return new ApiError('invalid_type', `Invalid type for '${param}': expected ${issue.expected}, but got ${describe(value)}.`, { param });
   }
-  if (issue.code === 'invalid_union' && issue.path.length === 2 && issue.path[0] === 'messages') {
-    const role = (value as { role?: unknown } | undefined)?.role;
+  if (issue.code === 'invalid_union' && value !== undefined) {
+    // A value none of whose alternatives even has the right type (e.g. content: 5) is a type error.
+    const expected = issue.errors.map((branch) => branch.find((i) => i.code === 'invalid_type' && i.path.length === 0));
+    if (expected.length > 0 && expected.every(Boolean)) {
+      const names = expected.map((i) => (i as { expected: string }).expected).join(' or ');
+      return new ApiError('invalid_type', `Invalid type for '${param}': expected ${names}, but got ${describe(value)}.`, { param });
+    }
+  }
+  const rolePath = issue.path[issue.path.length - 1] === 'role' ? issue.path.slice(0, -1) : issue.path;
+  if (issue.code === 'invalid_union' && rolePath.length === 2 && rolePath[0] === 'messages') {
+    const param = formatParam(rolePath);
+    const role = (valueAt(body, rolePath) as { role?: unknown } | undefined)?.role;
     if (role === undefined) return new ApiError('missing_required_parameter', `Missing required parameter: '${param}.role'.`, { param: `${param}.role` });
     return new ApiError(
       'invalid_value',

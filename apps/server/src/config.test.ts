@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDurationList } from './config.js';
+
+describe('loadConfig', () => {
+  it('applies design §2 defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      databaseUrl: 'sqlite:./data/svc.db',
+      redisUrl: undefined,
+      upstream: { baseUrl: undefined, model: 'gpt-4o-mini', thinkingModel: 'gpt-4o-mini', timeoutMs: 120_000 },
+      rateLimitRpm: 600,
+      webhooks: { timeoutMs: 10_000, allowPrivate: true, retentionDays: 30 },
+      logLevel: 'info',
+    });
+    expect(config.webhooks.retryScheduleMs).toEqual([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
+  });
+
+  it('blocks private webhook targets by default when bound beyond loopback', () => {
+    expect(loadConfig({ SVC_HOST: '0.0.0.0' }).webhooks.allowPrivate).toBe(false);
+    expect(loadConfig({ SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate).toBe(true);
+  });
+
+  it('maps the thinking model and trims the base URL', () => {
+    const config = loadConfig({ SVC_UPSTREAM_BASE_URL: 'https://api.example.com/v1/', SVC_UPSTREAM_THINKING_MODEL: 'o3' });
+    expect(config.upstream.baseUrl).toBe('https://api.example.com/v1');
+    expect(config.upstream.thinkingModel).toBe('o3');
+  });
+
+  it('lists every problem at once', () => {
+    try {
+      loadConfig({ SVC_PORT: 'eighty', SVC_RATE_LIMIT_RPM: '-1', SVC_WEBHOOK_RETRY_SCHEDULE: '5s,soon', SVC_DATABASE_URL: 'mysql://x' });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const problems = (err as ConfigError).problems.join('\n');
+      for (const name of ['SVC_PORT', 'SVC_RATE_LIMIT_RPM', 'SVC_WEBHOOK_RETRY_SCHEDULE', 'SVC_DATABASE_URL']) expect(problems).toContain(name);
+    }
+  });
+
+  it('requires SVC_SECRET_KEY with Postgres', () => {
+    expect(() => loadConfig({ SVC_DATABASE_URL: 'postgres://localhost/db' })).toThrow(/SVC_SECRET_KEY/);
+    expect(() => loadConfig({ SVC_DATABASE_URL: 'postgres://localhost/db', SVC_SECRET_KEY: Buffer.alloc(32, 1).toString('base64') })).not.toThrow();
+  });
+});
+
+describe('parseDurationList', () => {
+  it('parses units', () => {
+    expect(parseDurationList('100ms, 2s,1.5m,1h,1d')).toEqual([100, 2000, 90_000, 3_600_000, 86_400_000]);
+    expect(() => parseDurationList('5 seconds')).toThrow(/duration/);
+  });
+});
