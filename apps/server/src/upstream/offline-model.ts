@@ -305,20 +305,27 @@ function matchTools(question: string, tools: FunctionToolDef[], parallel: boolea
   if (best <= 0) return required ? [tools[0]!] : [];
   const chosen = scored
     .filter((s) => s.score === best || (s.score >= 2 && s.score >= best / 2))
-    .sort((a, b) => b.score - a.score || a.order - b.order)
+    .sort((a, b) => b.score - a.score || a.firstAt - b.firstAt || a.order - b.order)
     .slice(0, parallel ? tools.length : 1);
   return chosen.sort((a, b) => a.firstAt - b.firstAt || a.order - b.order).map((s) => s.tool);
 }
 
 function sampleHints(question: string): SampleHints {
   const names: string[] = [];
+  const sentenceStarts: string[] = [];
   for (const match of question.matchAll(/\p{Lu}[\p{L}\p{M}'’.-]*(?:\s+(?:of\s+|de\s+)?\p{Lu}[\p{L}\p{M}'’.-]*)*/gu)) {
     const phrase = match[0].replace(/['’]s$/, '').replace(/[.]+$/, '');
     const words = phrase.split(/\s+/);
     // Drop capitalised function words ("What", "Is", "I") that only start a sentence.
     while (words.length > 0 && terms(words[0]!).length === 0) words.shift();
-    if (words.length > 0 && !names.includes(words.join(' '))) names.push(words.join(' '));
+    const name = words.join(' ');
+    if (!name || names.includes(name) || sentenceStarts.includes(name)) continue;
+    // A single capitalised word opening a sentence ("Weather in Paris?") is probably not a name: use it last.
+    const atSentenceStart = /(^|[.!?]\s+)$/.test(question.slice(0, match.index));
+    if (atSentenceStart && words.length === 1 && phrase === name) sentenceStarts.push(name);
+    else names.push(name);
   }
+  names.push(...sentenceStarts);
   const numbers = [...question.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
   return { question, names, numbers, keywords: [...new Set(terms(question))] };
 }

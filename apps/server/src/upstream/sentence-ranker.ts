@@ -63,10 +63,11 @@ export function splitSentences(text: string): string[] {
     const line = rawLine.replace(/^\s*(?:[-*•>]+|#{1,6}|\d{1,3}[.)])\s+/, '').trim();
     if (!line) continue;
     let start = 0;
-    for (const match of line.matchAll(/[.!?。](?:["'”’)\]]*)\s+(?=["'“‘(\[]?[\p{Lu}\p{N}])/gu)) {
+    for (const match of line.matchAll(/[.!?。](?:["'”’)\]]*)\s+(?=["'“‘(\[]?[\p{Lu}\p{Lo}\p{N}])/gu)) {
       const end = match.index + match[0].trimEnd().length;
-      const before = line.slice(start, match.index).split(/\s+/).pop()?.toLowerCase() ?? '';
-      if (ABBREVIATIONS.has(before.replace(/\.$/, '')) || /^\p{Lu}$/u.test(before)) continue;
+      const before = line.slice(start, match.index).split(/\s+/).pop() ?? '';
+      // "Dr. Who", "e.g. Paris", and initials ("Wile E. Coyote") do not end a sentence.
+      if (ABBREVIATIONS.has(before.toLowerCase().replace(/\.$/, '')) || /^\p{Lu}$/u.test(before)) continue;
       sentences.push(line.slice(start, end).trim());
       start = match.index + match[0].length;
     }
