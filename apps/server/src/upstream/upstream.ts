@@ -30,6 +30,8 @@ export interface UpstreamRequest {
   body: UpstreamBody;
   /** Aborted when the client goes away or the gateway gives up. */
   signal: AbortSignal;
+  /** `svc.thinking` was requested (real upstreams see it only through the model and temperature). */
+  thinking: boolean;
 }
 
 /**
