@@ -135,7 +135,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     const current = queue.shift() ?? behavior;
     let destroyedByUs = false;
     res.on('close', () => {
-      if (!res.writableFinished && !destroyedByUs) {
+      if (!res.writableFinished && !destroyedByUs && !closed) {
         record.aborted = true;
         for (const waiter of abortWaiters) waiter(record);
       }
