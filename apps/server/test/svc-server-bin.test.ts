@@ -1,0 +1,152 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+
+const BIN = resolve(import.meta.dirname, '../dist/bin.js');
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+
+function tempDir() {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bin-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function envFor(dir: string, extra: Record<string, string> = {}) {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SVC_')));
+  return { ...clean, SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`, SVC_PORT: '0', SVC_LOG_LEVEL: 'warn', ...extra };
+}
+
+function run(args: string[], env: NodeJS.ProcessEnv) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 30_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Starts `svc-server start` and resolves with its URL and everything it printed by then. */
+function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; stdout: () => string }> {
+  const child = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  return new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), 20_000);
+    child.stderr!.on('data', (d) => {
+      err += d;
+      const match = /svc listening on (http:\/\/\S+)/.exec(err);
+      if (match) {
+        clearTimeout(timer);
+        // stdout (the first-run banner) is written before the listening line completes the start.
+        setTimeout(() => resolvePromise({ child, url: match[1]!, stdout: () => out }), 100);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${err}`)));
+  });
+}
+
+beforeAll(() => {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first (npm test does)`);
+});
+
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null) {
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    }
+  }
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('svc-server start (what npm start runs)', () => {
+  it('on a first embedded start prints a key once, and a completion with it succeeds on the offline model', async () => {
+    const dir = tempDir();
+    const { child, url, stdout } = await start(envFor(dir));
+    const key = /API key:\s+(sk-svc-\S+)/.exec(stdout())?.[1];
+    expect(key).toBeDefined();
+    expect(stdout()).toMatch(/Dashboard:\s+http:\/\/.*\/dashboard.*password \S+/);
+    // the key encrypting signing secrets is generated into the data dir, readable only by its owner
+    expect(statSync(join(dir, 'secret.key')).mode & 0o077).toBe(0);
+
+    const client = new OpenAI({ apiKey: key!, baseURL: `${url}/v1`, maxRetries: 0 });
+    const res = await client.chat.completions.create({
+      model: 'svc01',
+      messages: [
+        { role: 'system', content: 'The library opens at 9 am. It closes at 5 pm on weekdays and at noon on Saturdays.' },
+        { role: 'user', content: 'When does the library close on Saturdays?' },
+      ],
+    });
+    expect(res.choices[0]!.message.content).toContain('noon');
+    expect((res as unknown as { svc: { checked: boolean; grounded: boolean } }).svc).toMatchObject({ checked: true, grounded: true });
+
+    // SIGTERM is a clean stop; a second start prints no new key
+    child.kill('SIGTERM');
+    expect(await new Promise((r) => child.once('exit', r))).toBe(0);
+    const again = await start(envFor(dir));
+    expect(again.stdout()).not.toContain('API key:');
+  });
+
+  it('exits non-zero listing every invalid setting', () => {
+    const r = run(['start'], envFor(tempDir(), { SVC_PORT: 'x', SVC_RATE_LIMIT_RPM: '0' }));
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('SVC_PORT');
+    expect(r.stderr).toContain('SVC_RATE_LIMIT_RPM');
+    expect(r.stderr).not.toMatch(/at .*\.js:\d+/);
+  });
+});
+
+describe('admin commands', () => {
+  it('creates users and keys, lists and revokes them', async () => {
+    const dir = tempDir();
+    const env = envFor(dir);
+    expect(run(['migrate'], env).code).toBe(0);
+    const user = run(['users', 'create', '--email', 'ana@example.com', '--password', 'long-enough-pw', '--json'], env);
+    expect(user.code).toBe(0);
+    const userId = JSON.parse(user.stdout).id;
+    expect(run(['users', 'create', '--email', 'ana@example.com', '--password', 'long-enough-pw'], env).stderr).toContain('already exists');
+
+    const created = run(
+      ['keys', 'create', '--email', 'ana@example.com', '--name', 'ci', '--webhook-url', 'http://127.0.0.1:9999/hook', '--signing-secret', 'whsec_test_secret', '--rate-limit-rpm', '5', '--json'],
+      env,
+    );
+    expect(created.code).toBe(0);
+    const key = JSON.parse(created.stdout);
+    expect(key).toMatchObject({ user_id: userId, name: 'ci', webhook_url: 'http://127.0.0.1:9999/hook', rate_limit_rpm: 5, signing_secret: '…cret' });
+    expect(key.key).toMatch(/^sk-svc-/);
+    expect(key.id).toMatch(/^key_/);
+
+    // neither the key nor the secret is stored in the clear
+    const db = (await import('better-sqlite3')).default(join(dir, 'svc.db'), { readonly: true });
+    const row = db.prepare('select * from api_keys where id = ?').get(key.id) as Record<string, unknown>;
+    db.close();
+    expect(JSON.stringify(row)).not.toContain(key.key);
+    expect(JSON.stringify(row)).not.toContain('whsec_test_secret');
+
+    const list = JSON.parse(run(['keys', 'list', '--json'], env).stdout);
+    expect(list.map((k: { id: string }) => k.id)).toContain(key.id);
+    expect(JSON.stringify(list)).not.toContain(key.key);
+
+    expect(run(['keys', 'revoke', key.id], env).code).toBe(0);
+    const again = run(['keys', 'revoke', key.id], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('already revoked');
+    expect(JSON.parse(run(['keys', 'list', '--json'], env).stdout)[0].revoked).toBe(true);
+  });
+
+  it('refuses bad input with one clear line', () => {
+    const env = envFor(tempDir());
+    const noUser = run(['keys', 'create', '--email', 'nobody@example.com'], env);
+    expect(noUser.code).toBe(1);
+    expect(noUser.stderr.trim()).toBe('no such user: nobody@example.com');
+    run(['users', 'create', '--email', 'b@example.com', '--password', 'long-enough-pw'], env);
+    const badUrl = run(['keys', 'create', '--webhook-url', 'ftp://example.com/x'], env);
+    expect(badUrl.code).toBe(1);
+    expect(badUrl.stderr).toMatch(/--webhook-url: .*http/);
+    const badRpm = run(['keys', 'create', '--rate-limit-rpm', 'lots'], env);
+    expect(badRpm.code).not.toBe(0);
+    expect(badRpm.stderr).toContain('positive integer');
+  });
+});
