@@ -19,6 +19,8 @@ export interface NewDelivery {
   now: number;
   /** Defaults to `now` (due at once). */
   nextAttemptAt?: number;
+  /** Inserted already leased (a synchronous attempt by the caller), so no worker picks it up meanwhile. */
+  lease?: { until: number; by: string };
 }
 
 export interface AttemptResult {
@@ -89,8 +91,8 @@ export class DeliveriesStore {
           status: 'pending' as const,
           attempts: 0,
           next_attempt_at: d.nextAttemptAt ?? d.now,
-          lease_until: null,
-          leased_by: null,
+          lease_until: d.lease?.until ?? null,
+          leased_by: d.lease?.by ?? null,
           last_status_code: null,
           last_error: null,
           created_at: d.now,
@@ -221,14 +223,14 @@ export class DeliveriesStore {
   }
 
   /**
-   * Makes a delivery of this key due now again (same id, same bytes). A delivery leased by a worker keeps its
+   * Makes a delivery of this key due now again (same id, same bytes; `url` when the key's URL changed since). A delivery leased by a worker keeps its
    * lease: it becomes due again once that attempt is recorded or the lease lapses. Returns the row, or
    * undefined when the key has no such delivery.
    */
-  async redeliver(keyId: string, id: string, now: number): Promise<DeliveryRow | undefined> {
+  async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
     const row = await this.db
       .updateTable('webhook_deliveries')
-      .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+      .set({ status: 'pending', next_attempt_at: now, updated_at: now, ...(url ? { url } : {}) })
       .where('id', '=', id)
       .where('key_id', '=', keyId)
       .returningAll()

@@ -1,10 +1,19 @@
-import express, { type Router } from 'express';
+import type { Router } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../storage/store.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { KeyCache } from '../auth/key-cache.js';
 import type { AuditSink } from '../chat/audit.js';
+import { OutboxSink } from './outbox.js';
+import { webhooksRouter } from './routes.js';
+import { createSender } from './sender.js';
+import { DeliveryWorker } from './worker.js';
+
+export { validateWebhookUrl, blockedRange, WebhookAddressRefusedError } from './url-guard.js';
+export { buildAuditPayload, buildTestPayload } from './payload.js';
+export { signBody } from './signer.js';
+export { DeliveryWorker, retryDelay } from './worker.js';
 
 export interface WebhooksDeps {
   config: Config;
@@ -13,36 +22,61 @@ export interface WebhooksDeps {
   clock: () => number;
   secretBox: SecretBox;
   keyCache: KeyCache;
+  /** Attempts in flight at most (default 16). */
+  concurrency?: number;
 }
 
 export interface Webhooks {
+  /** Writes a delivery to the outbox for every completed request on a key with a webhook URL. */
   audit: AuditSink;
+  /** `/v1/webhooks`: test endpoint and deliveries API (mount behind bearer auth). */
   router: Router;
+  worker: DeliveryWorker;
+  /** Starts the delivery worker (sends what is pending, including rows left by a previous run). */
   start(): void;
+  /** Stops claiming, lets attempts in flight finish or time out; pending rows stay for the next start. */
   stop(): Promise<void>;
 }
 
-/** Placeholder wiring (replaced by the outbox + worker in the next commit). */
-export function createWebhooks(_deps: WebhooksDeps): Webhooks {
+/**
+ * Audit webhooks (design §5): a durable outbox in the database, a delivery worker, and the API routes.
+ *
+ * @example
+ * const webhooks = createWebhooks({ config, store, logger, clock, secretBox, keyCache });
+ * const app = createApp({ …, audit: webhooks.audit, webhooksRouter: webhooks.router });
+ * webhooks.start(); … await webhooks.stop();
+ */
+export function createWebhooks(deps: WebhooksDeps): Webhooks {
+  const { config, store, logger, clock, secretBox } = deps;
+  const sender = createSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate });
+  const worker = new DeliveryWorker({
+    deliveries: store.deliveries,
+    keys: store.keys,
+    sender,
+    secretBox,
+    logger: logger.child({ component: 'webhooks' }),
+    clock,
+    timeoutMs: config.webhooks.timeoutMs,
+    retryScheduleMs: config.webhooks.retryScheduleMs,
+    retentionDays: config.webhooks.retentionDays,
+    concurrency: deps.concurrency,
+  });
+  const audit = new OutboxSink(store.deliveries, () => worker.wake());
+  const router = webhooksRouter({
+    deliveries: store.deliveries,
+    keys: store.keys,
+    worker,
+    clock,
+    timeoutMs: config.webhooks.timeoutMs,
+  });
   return {
-    audit: { record: async () => {} },
-    router: express.Router(),
-    start() {},
-    async stop() {},
+    audit,
+    router,
+    worker,
+    start: () => worker.start(),
+    async stop() {
+      await worker.stop();
+      await sender.close();
+    },
   };
-}
-
-/** Checks a webhook URL when it is set (http/https, no credentials, ≤ 2048 characters); returns it normalised. */
-export async function validateWebhookUrl(url: string, _options: { allowPrivate: boolean }): Promise<string> {
-  const { ApiError } = await import('../http/errors.js');
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new ApiError('invalid_value', 'The webhook URL is not a valid URL.', { param: 'webhook_url' });
-  }
-  if (url.length > 2048 || !/^https?:$/.test(parsed.protocol) || parsed.username || parsed.password) {
-    throw new ApiError('invalid_value', 'The webhook URL must be an http(s) URL without credentials, at most 2048 characters.', { param: 'webhook_url' });
-  }
-  return parsed.href;
 }

@@ -1,0 +1,70 @@
+import { AUDIT_EVENT, AuditPayloadSchema, SVC_MODEL, type AuditPayload } from '@svc/protocol';
+import type { CompletedRequest } from '../chat/audit.js';
+import { renderPrompt } from '../chat/prompt.js';
+import type { ApiKeyRecord } from '../storage/keys-store.js';
+
+/** A validated payload and the bytes that are stored, signed and sent on every attempt. */
+export interface SerialisedPayload {
+  payload: AuditPayload;
+  body: string;
+}
+
+/** Validates once and serialises once: nothing re-serialises the payload after this. */
+function serialise(payload: AuditPayload): SerialisedPayload {
+  const parsed = AuditPayloadSchema.parse(payload);
+  return { payload: parsed, body: JSON.stringify(parsed) };
+}
+
+/**
+ * The audit payload of one finished request (spec §2.5, design §5).
+ *
+ * @example
+ * const { body } = buildAuditPayload(completed); await outbox.insert({ payload: body, … });
+ */
+export function buildAuditPayload(request: CompletedRequest): SerialisedPayload {
+  const { usage, svc } = request;
+  return serialise({
+    event: AUDIT_EVENT,
+    request_id: request.requestId,
+    timestamp: new Date(request.finishedAt).toISOString(),
+    user_id: request.key.user_id,
+    model: SVC_MODEL,
+    input_tokens: usage.prompt_tokens,
+    output_tokens: usage.completion_tokens,
+    total_tokens: usage.total_tokens,
+    latency_ms: Math.max(0, Math.round(request.finishedAt - request.startedAt)),
+    status_code: request.statusCode,
+    streaming: request.streaming,
+    prompt: renderPrompt(request.messages),
+    response_text: request.responseText,
+    grounded: svc ? svc.grounded : true,
+    hallucination_score: svc ? Math.min(1, Math.max(0, 1 - svc.score)) : 0,
+  });
+}
+
+/**
+ * The payload `POST /v1/webhooks/test` sends: `test: true`, `request_id: "test-<id>"`, plausible values.
+ *
+ * @example
+ * const { body } = buildTestPayload(key, 'whd_…', Date.now());
+ */
+export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string, now: number): SerialisedPayload {
+  return serialise({
+    event: AUDIT_EVENT,
+    test: true,
+    request_id: `test-${id}`,
+    timestamp: new Date(now).toISOString(),
+    user_id: key.user_id,
+    model: SVC_MODEL,
+    input_tokens: 24,
+    output_tokens: 12,
+    total_tokens: 36,
+    latency_ms: 412,
+    status_code: 200,
+    streaming: false,
+    prompt: 'system: You answer from the provided context.\nuser: What is the capital of France?',
+    response_text: 'The capital of France is Paris.',
+    grounded: true,
+    hallucination_score: 0.02,
+  });
+}

@@ -1,0 +1,187 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { ApiError } from '../http/errors.js';
+
+export const MAX_WEBHOOK_URL_LENGTH = 2048;
+
+/** A webhook attempt refused by the SSRF guard; its message is what the attempt log shows. */
+export class WebhookAddressRefusedError extends Error {
+  readonly code = 'SVC_WEBHOOK_ADDRESS_REFUSED';
+  constructor(
+    readonly host: string,
+    readonly address: string,
+    readonly range: string,
+  ) {
+    super(
+      host === address
+        ? `refused to connect to ${address}: ${range} address (SVC_WEBHOOK_ALLOW_PRIVATE is off)`
+        : `refused to connect to ${host}: it resolves to ${address}, a ${range} address (SVC_WEBHOOK_ALLOW_PRIVATE is off)`,
+    );
+    this.name = 'WebhookAddressRefusedError';
+  }
+}
+
+type Range = [prefix: bigint, bits: number, name: string];
+
+const V4_RANGES: Array<[string, number, string]> = [
+  ['0.0.0.0', 8, '"this network" (0.0.0.0/8)'],
+  ['10.0.0.0', 8, 'private'],
+  ['100.64.0.0', 10, 'carrier-grade NAT'],
+  ['127.0.0.0', 8, 'loopback'],
+  ['169.254.0.0', 16, 'link-local'],
+  ['172.16.0.0', 12, 'private'],
+  ['192.0.0.0', 24, 'IETF protocol assignment'],
+  ['192.0.2.0', 24, 'documentation'],
+  ['192.88.99.0', 24, '6to4 relay'],
+  ['192.168.0.0', 16, 'private'],
+  ['198.18.0.0', 15, 'benchmarking'],
+  ['198.51.100.0', 24, 'documentation'],
+  ['203.0.113.0', 24, 'documentation'],
+  ['224.0.0.0', 4, 'multicast'],
+  ['240.0.0.0', 4, 'reserved'],
+  ['255.255.255.255', 32, 'broadcast'],
+];
+
+const V6_RANGES: Array<[string, number, string]> = [
+  ['::', 128, 'unspecified'],
+  ['::1', 128, 'loopback'],
+  ['100::', 64, 'discard-only'],
+  ['2001:db8::', 32, 'documentation'],
+  ['fc00::', 7, 'unique local'],
+  ['fe80::', 10, 'link-local'],
+  ['fec0::', 10, 'site-local'],
+  ['ff00::', 8, 'multicast'],
+];
+
+function v4ToBigInt(address: string): bigint {
+  return address.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
+}
+
+/** Expands any textual IPv6 (including an embedded dotted IPv4 tail) to its 128-bit value. */
+function v6ToBigInt(address: string): bigint {
+  let text = address.toLowerCase().replace(/%.*$/, '');
+  const v4Tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4Tail?.[1]) {
+    const v4 = v4ToBigInt(v4Tail[1]);
+    text = `${text.slice(0, -v4Tail[1].length)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const headParts = head ? head.split(':') : [];
+  const tailParts = tail ? tail.split(':') : [];
+  const missing = 8 - headParts.length - tailParts.length;
+  const groups = tail === undefined ? headParts : [...headParts, ...Array<string>(missing).fill('0'), ...tailParts];
+  return groups.reduce((acc, group) => (acc << 16n) | BigInt(Number.parseInt(group || '0', 16)), 0n);
+}
+
+const v4Ranges: Range[] = V4_RANGES.map(([a, bits, name]) => [v4ToBigInt(a), bits, name]);
+const v6Ranges: Range[] = V6_RANGES.map(([a, bits, name]) => [v6ToBigInt(a), bits, name]);
+
+function match(value: bigint, width: number, ranges: Range[]): string | undefined {
+  for (const [prefix, bits, name] of ranges) {
+    const shift = BigInt(width - bits);
+    if (value >> shift === prefix >> shift) return name;
+  }
+  return undefined;
+}
+
+/**
+ * The name of the non-public range an IP address falls in (loopback, private, link-local, CGNAT, multicast,
+ * ULA, …), or undefined for a public address. IPv6 forms that embed an IPv4 address (IPv4-mapped
+ * `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`) are judged by that IPv4 address.
+ *
+ * @example
+ * blockedRange('169.254.169.254') // 'link-local'
+ * blockedRange('::ffff:7f00:1')   // 'loopback'
+ */
+export function blockedRange(address: string): string | undefined {
+  const family = isIP(address.replace(/%.*$/, ''));
+  if (family === 4) return match(v4ToBigInt(address), 32, v4Ranges);
+  if (family !== 6) return 'unparseable';
+  const value = v6ToBigInt(address);
+  const direct = match(value, 128, v6Ranges);
+  if (direct) return direct;
+  const high96 = value >> 32n;
+  const embedsV4 = high96 === 0xffffn || high96 === 0n || high96 === 0x64ff9b0000000000000000n;
+  if (embedsV4) return match(value & 0xffffffffn, 32, v4Ranges);
+  // 6to4 (2002::/16) carries an IPv4 address in bits 16..48.
+  if (value >> 112n === 0x2002n) return match((value >> 80n) & 0xffffffffn, 32, v4Ranges);
+  return undefined;
+}
+
+/** The host of a parsed URL as an IP literal (brackets removed), or undefined for a name. */
+function literalAddress(url: URL): string | undefined {
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  return isIP(host) ? host : undefined;
+}
+
+/** Throws WebhookAddressRefusedError when `address` may not be contacted. */
+export function assertAllowedAddress(host: string, address: string): void {
+  const range = blockedRange(address);
+  if (range) throw new WebhookAddressRefusedError(host, address, range);
+}
+
+/**
+ * Checks a webhook URL when it is set: http(s), no credentials, at most 2048 characters and, unless
+ * `allowPrivate`, not an IP literal in a non-public range (names are resolved and checked on every attempt).
+ * Returns the WHATWG-normalised URL (so `http://2130706433/` is seen as `http://127.0.0.1/`).
+ *
+ * @example
+ * key.webhook_url = await validateWebhookUrl(input, { allowPrivate: config.webhooks.allowPrivate });
+ */
+export async function validateWebhookUrl(url: string, options: { allowPrivate: boolean }): Promise<string> {
+  const invalid = (message: string) => new ApiError('invalid_value', message, { param: 'webhook_url' });
+  if (typeof url !== 'string' || url.length === 0) throw invalid('The webhook URL must be a non-empty string.');
+  if (url.length > MAX_WEBHOOK_URL_LENGTH) {
+    throw invalid(`The webhook URL is ${url.length} characters long; the maximum is ${MAX_WEBHOOK_URL_LENGTH}.`);
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid(`'${url}' is not a valid URL.`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw invalid(`The webhook URL must use http or https, not ${parsed.protocol.replace(/:$/, '')}.`);
+  }
+  if (parsed.username || parsed.password) throw invalid('The webhook URL must not contain credentials.');
+  if (parsed.href.length > MAX_WEBHOOK_URL_LENGTH) {
+    throw invalid(`The webhook URL is longer than ${MAX_WEBHOOK_URL_LENGTH} characters once normalised.`);
+  }
+  const literal = literalAddress(parsed);
+  if (!options.allowPrivate && literal) {
+    const range = blockedRange(literal);
+    if (range) throw invalid(`The webhook URL points at ${literal}, a ${range} address; webhooks must reach a public address.`);
+  }
+  return parsed.href;
+}
+
+/**
+ * Checks the URL of one attempt before connecting: scheme and credentials again, and an IP-literal host
+ * against the blocked ranges. Hostnames are checked by `guardedLookup` as the socket connects.
+ */
+export function assertAllowedUrl(url: URL, allowPrivate: boolean): void {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported URL scheme ${url.protocol}`);
+  if (url.username || url.password) throw new Error('URL carries credentials');
+  const literal = literalAddress(url);
+  if (!allowPrivate && literal) assertAllowedAddress(literal, literal);
+}
+
+/**
+ * A `lookup` for sockets: resolves like `dns.lookup`, then refuses the connection when any resolved address
+ * is non-public. The socket connects to exactly the addresses vetted here, so a second DNS answer (DNS
+ * rebinding) cannot slip in between the check and the connect.
+ */
+export const guardedLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, '', 0);
+    const list = addresses as LookupAddress[];
+    for (const { address } of list) {
+      const range = blockedRange(address);
+      if (range) return callback(new WebhookAddressRefusedError(hostname, address, range) as NodeJS.ErrnoException, '', 0);
+    }
+    if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
+    const first = list[0];
+    if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
+    callback(null, first.address, first.family);
+  });
+};

@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { AttemptNext, Backlog, DeliveriesStore, DeliveryRow } from '../storage/deliveries-store.js';
+import type { KeysStore } from '../storage/keys-store.js';
+import type { AttemptOutcome, Sender } from './sender.js';
+
+const DAY_MS = 86_400_000;
+/** A Retry-After longer than this is treated as this (a receiver cannot park a delivery for a month). */
+const MAX_RETRY_AFTER_MS = DAY_MS;
+/** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
+const MAX_IDLE_MS = 30_000;
+const PURGE_INTERVAL_MS = 3_600_000;
+
+export interface WorkerOptions {
+  deliveries: DeliveriesStore;
+  keys: KeysStore;
+  sender: Sender;
+  secretBox: SecretBox;
+  logger: Logger;
+  clock: () => number;
+  timeoutMs: number;
+  retryScheduleMs: number[];
+  retentionDays: number;
+  /** Attempts in flight at most. Default 16. */
+  concurrency?: number;
+  /** Random in [0, 1); tests may fix it. */
+  random?: () => number;
+}
+
+/** The delay before retry number `retry` (1-based) with ±20 % jitter, or undefined once the schedule is spent. */
+export function retryDelay(scheduleMs: number[], retry: number, random: () => number = Math.random): number | undefined {
+  const base = scheduleMs[retry - 1];
+  if (base === undefined) return undefined;
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/**
+ * Sends due deliveries from the outbox. New rows are sent as soon as `wake()` is called (the outbox sink
+ * calls it after each insert); retries wake a timer set to the next due time. Each claim is a lease longer
+ * than an attempt can take, so a crashed worker's rows come back on their own.
+ *
+ * @example
+ * const worker = new DeliveryWorker({ deliveries, keys, sender, … }); worker.start(); … await worker.stop();
+ */
+export class DeliveryWorker {
+  readonly id = `worker-${randomBytes(6).toString('hex')}`;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly random: () => number;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private running = false;
+  private pumping = false;
+  private pumpAgain = false;
+  private wakeScheduled = false;
+  private timer: NodeJS.Timeout | undefined;
+  private purgeTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: WorkerOptions) {
+    this.concurrency = options.concurrency ?? 16;
+    // An attempt ends by its timeout; the margin covers the database write that follows it.
+    this.leaseMs = options.timeoutMs + 60_000;
+    this.random = options.random ?? Math.random;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.purgeTimer = setInterval(() => void this.purge(), PURGE_INTERVAL_MS);
+    this.purgeTimer.unref();
+    void this.purge();
+    this.wake();
+  }
+
+  /** Look for due deliveries now (coalesced: many wakes in one tick make one claim). */
+  wake(): void {
+    if (!this.running || this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      void this.pump();
+    });
+  }
+
+  /** Stops claiming; resolves when the attempts in flight have finished or timed out. */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    clearInterval(this.purgeTimer);
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  backlog(): Promise<Backlog> {
+    return this.options.deliveries.backlog(this.options.clock());
+  }
+
+  /** Attempts in flight right now. */
+  get active(): number {
+    return this.inFlight.size;
+  }
+
+  private async pump(): Promise<void> {
+    if (!this.running) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        const free = this.concurrency - this.inFlight.size;
+        if (free <= 0) return; // A finishing attempt pumps again.
+        const rows = await this.options.deliveries.claimDue(this.options.clock(), free, this.leaseMs, this.id);
+        for (const row of rows) this.launch(row);
+        if (rows.length === free) this.pumpAgain = true;
+      } while (this.pumpAgain && this.running);
+      await this.armTimer();
+    } catch (err) {
+      this.options.logger.error({ err }, 'webhook worker could not claim deliveries; retrying');
+      this.arm(1000);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private launch(row: DeliveryRow): void {
+    const task = this.attempt(row)
+      .catch((err: unknown) => {
+        // The lease lapses and the row is tried again: at-least-once, never lost.
+        this.options.logger.error({ err, delivery_id: row.id }, 'could not record a webhook attempt; it will be retried');
+      })
+      .finally(() => {
+        this.inFlight.delete(task);
+        this.wake();
+      });
+    this.inFlight.add(task);
+  }
+
+  private async armTimer(): Promise<void> {
+    if (!this.running) return;
+    const next = await this.options.deliveries.nextDueAt();
+    const now = this.options.clock();
+    this.arm(next === undefined ? MAX_IDLE_MS : Math.min(MAX_IDLE_MS, Math.max(10, next - now)));
+  }
+
+  private arm(delayMs: number): void {
+    clearTimeout(this.timer);
+    if (!this.running) return;
+    this.timer = setTimeout(() => this.wake(), delayMs);
+    this.timer.unref();
+  }
+
+  /** The plaintext signing secret of a key, decrypted for this attempt only. */
+  private async secretFor(keyId: string): Promise<string | null> {
+    const key = await this.options.keys.byId(keyId);
+    if (!key?.signing_secret_enc) return null;
+    return this.options.secretBox.open(key.signing_secret_enc);
+  }
+
+  /** One attempt of a claimed delivery: send, store the attempt and the key's last status, log. */
+  async attempt(row: DeliveryRow, options: { retries?: boolean } = {}): Promise<AttemptOutcome> {
+    const { logger, clock, sender } = this.options;
+    const attemptedAt = clock();
+    let outcome: AttemptOutcome;
+    try {
+      const secret = await this.secretFor(row.key_id);
+      outcome = await sender.send({ url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret });
+    } catch (err) {
+      outcome = { ok: false, statusCode: null, durationMs: 0, error: `could not prepare the attempt: ${(err as Error).message}`, responseBody: null };
+    }
+    const attemptNumber = row.attempts + 1;
+    const next = this.nextStep(outcome, attemptNumber, attemptedAt, options.retries ?? true);
+    await this.options.deliveries.recordAttempt(
+      row.id,
+      {
+        attemptedAt,
+        statusCode: outcome.statusCode,
+        durationMs: outcome.durationMs,
+        outcome: outcome.ok ? 'success' : 'failure',
+        error: outcome.error,
+        responseBody: outcome.responseBody,
+      },
+      next,
+    );
+    await this.options.keys.setLastDelivery(row.key_id, {
+      at: attemptedAt,
+      outcome: outcome.ok ? 'success' : 'failure',
+      statusCode: outcome.statusCode,
+      error: outcome.error,
+    });
+    const refused = outcome.error?.startsWith('refused to connect') ?? false;
+    const fields = {
+      delivery_id: row.id,
+      request_id: row.request_id,
+      attempt: attemptNumber,
+      status_code: outcome.statusCode,
+      duration_ms: outcome.durationMs,
+      outcome: outcome.ok ? 'success' : refused ? 'refused' : 'failure',
+      error: outcome.error ?? undefined,
+      next: next.status === 'pending' ? new Date(next.nextAttemptAt).toISOString() : next.status,
+    };
+    if (outcome.ok) logger.info(fields, 'webhook delivered');
+    else logger.warn(fields, refused ? 'webhook refused by the SSRF guard' : 'webhook attempt failed');
+    return outcome;
+  }
+
+  private nextStep(outcome: AttemptOutcome, attemptNumber: number, now: number, retries: boolean): AttemptNext {
+    if (outcome.ok) return { status: 'delivered' };
+    const delay = retries ? retryDelay(this.options.retryScheduleMs, attemptNumber, this.random) : undefined;
+    if (delay === undefined) return { status: 'failed' };
+    const retryAfter = Math.min(outcome.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS);
+    return { status: 'pending', nextAttemptAt: now + Math.max(delay, retryAfter) };
+  }
+
+  private async purge(): Promise<void> {
+    try {
+      const removed = await this.options.deliveries.purgeOlderThan(this.options.clock() - this.options.retentionDays * DAY_MS);
+      if (removed > 0) this.options.logger.info({ removed, retention_days: this.options.retentionDays }, 'purged old webhook deliveries');
+    } catch (err) {
+      this.options.logger.error({ err }, 'could not purge old webhook deliveries');
+    }
+  }
+}
