@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { assertRawBody, type RawBody } from '../raw-body.js';
 import { assertSigningSecret } from '../secrets.js';
+import { hmacKey } from './hmac-key.js';
 
 /**
  * The `X-Svc-Signature` value svc would send for `rawBody`: `sha256=<lower-case hex HMAC-SHA256>`.
@@ -14,5 +15,5 @@ export function sign(rawBody: RawBody, secret: string): string {
   assertRawBody(rawBody);
   assertSigningSecret(secret);
   const data = rawBody instanceof ArrayBuffer ? new Uint8Array(rawBody) : rawBody;
-  return `sha256=${createHmac('sha256', secret).update(data).digest('hex')}`;
+  return `sha256=${createHmac('sha256', hmacKey(secret)).update(data).digest('hex')}`;
 }

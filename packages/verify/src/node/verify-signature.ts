@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { assertRawBody, type RawBody } from '../raw-body.js';
 import { toSecretList, type Secret } from '../secrets.js';
 import { parseSignatureHeader } from '../signature-header.js';
+import { hmacKey } from './hmac-key.js';
 
 /**
  * Whether `header` (`X-Svc-Signature`) is the HMAC-SHA256 of `rawBody` under `secret`, or under any of
@@ -28,7 +29,7 @@ export function verifySignature(rawBody: RawBody, header: string | null | undefi
 export function matchesAnySecret(rawBody: RawBody, expected: Uint8Array, secrets: readonly string[]): boolean {
   const data = rawBody instanceof ArrayBuffer ? new Uint8Array(rawBody) : rawBody;
   for (const secret of secrets) {
-    const actual = createHmac('sha256', secret).update(data).digest();
+    const actual = createHmac('sha256', hmacKey(secret)).update(data).digest();
     // Both are 32 bytes (the strict header parse yields no other length), so timingSafeEqual cannot throw.
     if (timingSafeEqual(actual, expected)) return true;
   }
