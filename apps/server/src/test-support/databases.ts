@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+
+const DEFAULT_POSTGRES = 'postgres://postgres@127.0.0.1:5432/test';
+const DEFAULT_REDIS = 'redis://127.0.0.1:6379';
+
+async function reachable(check: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await check();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A fresh Postgres database for one test file, or undefined (with a console note) when Postgres is not
+ * reachable and SVC_TEST_POSTGRES_URL is unset. With SVC_TEST_POSTGRES_URL set (CI), unreachable is an error.
+ */
+export async function createTestPostgres(label: string): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  const required = process.env.SVC_TEST_POSTGRES_URL;
+  const adminUrl = required ?? DEFAULT_POSTGRES;
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+  if (!(await reachable(() => admin.connect()))) {
+    if (required) throw new Error(`SVC_TEST_POSTGRES_URL=${required} is set but Postgres is not reachable`);
+    console.warn(`[${label}] SKIPPED the Postgres variant: no Postgres at ${adminUrl} (set SVC_TEST_POSTGRES_URL to require it)`);
+    return undefined;
+  }
+  const name = `svc_test_${randomBytes(6).toString('hex')}`;
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const again = new pg.Client({ connectionString: adminUrl });
+      await again.connect();
+      await again.query(`drop database if exists ${name} with (force)`);
+      await again.end();
+    },
+  };
+}
+
+/** A Redis URL and a key prefix unique to this run, or undefined (with a console note) as for Postgres. */
+export async function testRedis(label: string): Promise<{ url: string; prefix: string } | undefined> {
+  const required = process.env.SVC_TEST_REDIS_URL;
+  const url = required ?? DEFAULT_REDIS;
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 2000, retryStrategy: () => null });
+  client.on('error', () => {});
+  const ok = await reachable(async () => {
+    await client.connect();
+    await client.ping();
+  });
+  client.disconnect();
+  if (!ok) {
+    if (required) throw new Error(`SVC_TEST_REDIS_URL=${required} is set but Redis is not reachable`);
+    console.warn(`[${label}] SKIPPED the Redis variant: no Redis at ${url} (set SVC_TEST_REDIS_URL to require it)`);
+    return undefined;
+  }
+  return { url, prefix: `svc-test-${randomBytes(4).toString('hex')}` };
+}
