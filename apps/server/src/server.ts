@@ -11,7 +11,7 @@ import { createOpenAICompatibleUpstream } from './upstream/openai-compatible.js'
 import type { Upstream } from './upstream/upstream.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
 import { KeyCache } from './auth/key-cache.js';
-import { createOfflineGrounder } from './chat/grounder.js';
+import { createJudgeGrounder, createOfflineGrounder } from './chat/grounder.js';
 import { UsageSink, combineSinks } from './chat/usage-sink.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { resolveSecretKey } from './crypto/embedded-key.js';
@@ -70,7 +70,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     rateLimiter: createRateLimiter({ redis }),
     keyCache,
     audit: combineSinks(usage, webhooks.audit),
-    grounder: createOfflineGrounder(),
+    grounder: config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(),
     webhooksRouter: webhooks.router,
   });
 

@@ -1,5 +1,7 @@
-import { checkGrounding } from '@svc/grounding';
+import { checkGrounding, mergeJudgeSpans } from '@svc/grounding';
 import type { SvcResult } from '@svc/protocol';
+import type { Logger } from 'pino';
+import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
 import { groundingSources, lastUserText } from './prompt.js';
 
 export interface GroundingRequest {
@@ -37,4 +39,179 @@ export function createOfflineGrounder(): Grounder {
       };
     },
   };
+}
+
+/** What the judge is told; the answer and sources follow in the user message. */
+export const JUDGE_SYSTEM_PROMPT = [
+  'You check whether an ANSWER is supported by SOURCES.',
+  'List every phrase of the ANSWER that the SOURCES do not support: claims they do not state, contradict, or',
+  'that add names, numbers, dates or details absent from them.',
+  'Copy each phrase VERBATIM from the ANSWER: an exact substring, same spelling, case and punctuation, as short',
+  'as possible while still containing the unsupported claim. Do not paraphrase, explain or quote the SOURCES.',
+  'Reply with JSON only, exactly of the form {"unsupported": ["phrase", ...]}; use {"unsupported": []} when',
+  'everything is supported.',
+].join('\n');
+
+/** Sources beyond this many characters are cut before they are sent to the judge. */
+const JUDGE_MAX_SOURCE_CHARS = 60_000;
+const JUDGE_MAX_TOKENS = 1024;
+
+export interface JudgeGrounderOptions {
+  upstream: Upstream;
+  /** Upstream model that judges (usually `SVC_UPSTREAM_MODEL`). */
+  model: string;
+  /** The offline check; its result is kept when the judge fails. */
+  offline: Grounder;
+  /** The judge call is abandoned after this long and the offline result returned. Keep it well under the
+   *  upstream timeout: a streamed answer's upstream exchange is still open while the judge runs. */
+  timeoutMs: number;
+  /** Warnings about failed judge calls go here (never prompts, answers or keys). */
+  logger?: Pick<Logger, 'warn'>;
+}
+
+/**
+ * The offline check, then an LLM judge (the upstream model) asked for the verbatim unsupported phrases of
+ * the answer; phrases that are exact substrings of the answer are merged in with `mergeJudgeSpans`.
+ * Any failure of the judge (error, timeout, unparsable reply) leaves the offline result as it is.
+ *
+ * @example
+ * const grounder = createJudgeGrounder({ upstream, model: 'gpt-4o-mini', offline: createOfflineGrounder(), timeoutMs: 10_000 });
+ */
+export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
+  const { upstream, model, offline, timeoutMs, logger } = options;
+  return {
+    async check(request) {
+      const result = await offline.check(request);
+      if (!result.checked) return result;
+      const sources = groundingSources(request.messages);
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
+      const started = Date.now();
+      let phrases: string[];
+      try {
+        const completion = await withAbort(
+          upstream.complete({ body: judgeBody(model, sources, request.answer), signal, thinking: false }),
+          signal,
+        );
+        const parsed = parseJudgeReply(completion.choices[0]?.message.content ?? null);
+        if (parsed === undefined) {
+          logger?.warn({ ms: Date.now() - started }, 'grounding judge reply was not a JSON list of phrases; offline result kept');
+          return result;
+        }
+        phrases = parsed;
+      } catch (err) {
+        const reason = timeout.aborted ? 'timeout' : err instanceof Error ? err.name : 'error';
+        const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : undefined;
+        logger?.warn({ reason, code, ms: Date.now() - started }, 'grounding judge failed; offline result kept');
+        return result;
+      }
+      const merged = mergeJudgeSpans(
+        { checked: true, grounded: result.grounded, score: result.score, flaggedSpans: result.flagged_spans },
+        request.answer,
+        phrases,
+      );
+      return {
+        dehallucinate_requested: result.dehallucinate_requested,
+        grounded: merged.grounded,
+        score: merged.score,
+        flagged_spans: merged.flaggedSpans,
+        checked: true,
+      };
+    },
+  };
+}
+
+function judgeBody(model: string, sources: string[], answer: string): UpstreamBody {
+  let budget = JUDGE_MAX_SOURCE_CHARS;
+  const parts: string[] = [];
+  for (const [i, source] of sources.entries()) {
+    if (budget <= 0) break;
+    const text = source.length > budget ? `${source.slice(0, budget)} …` : source;
+    budget -= text.length;
+    parts.push(`[source ${i + 1}]\n${text}`);
+  }
+  return {
+    model,
+    messages: [
+      { role: 'system', content: JUDGE_SYSTEM_PROMPT },
+      { role: 'user', content: `SOURCES:\n${parts.join('\n\n')}\n\nANSWER:\n${answer}` },
+    ],
+    temperature: 0,
+    max_tokens: JUDGE_MAX_TOKENS,
+    response_format: { type: 'json_object' },
+    stream: false,
+  };
+}
+
+/**
+ * The phrases of a judge reply: `{"unsupported": [...]}`, any object holding one array of strings, or a
+ * bare array — possibly inside a ```json fence or surrounded by prose. `undefined` when nothing parses.
+ */
+export function parseJudgeReply(content: string | null): string[] | undefined {
+  if (content === null) return undefined;
+  const text = content.trim();
+  const candidates = [text];
+  const fence = /```(?:json)?\s*([\s\S]*?)```/i.exec(text);
+  if (fence?.[1]) candidates.push(fence[1].trim());
+  const objStart = text.indexOf('{');
+  const objEnd = text.lastIndexOf('}');
+  if (objStart >= 0 && objEnd > objStart) candidates.push(text.slice(objStart, objEnd + 1));
+  const arrStart = text.indexOf('[');
+  const arrEnd = text.lastIndexOf(']');
+  if (arrStart >= 0 && arrEnd > arrStart) candidates.push(text.slice(arrStart, arrEnd + 1));
+  for (const candidate of candidates) {
+    let value: unknown;
+    try {
+      value = JSON.parse(candidate);
+    } catch {
+      continue;
+    }
+    const phrases = phrasesOf(value);
+    if (phrases !== undefined) return phrases;
+  }
+  return undefined;
+}
+
+function phrasesOf(value: unknown): string[] | undefined {
+  if (Array.isArray(value)) {
+    // Strings, or objects carrying the phrase ({"text": …} / {"span": …} / {"phrase": …}).
+    const out: string[] = [];
+    for (const item of value) {
+      if (typeof item === 'string') out.push(item);
+      else if (item && typeof item === 'object') {
+        const o = item as Record<string, unknown>;
+        const s = o.text ?? o.span ?? o.phrase ?? o.quote;
+        if (typeof s === 'string') out.push(s);
+      }
+    }
+    return out;
+  }
+  if (value && typeof value === 'object') {
+    const o = value as Record<string, unknown>;
+    for (const key of ['unsupported', 'unsupported_spans', 'spans', 'phrases']) {
+      if (key in o) return phrasesOf(o[key]);
+    }
+    const arrays = Object.values(o).filter(Array.isArray);
+    if (arrays.length === 1) return phrasesOf(arrays[0]);
+  }
+  return undefined;
+}
+
+/** Rejects as soon as `signal` aborts, even if the upstream call ignores it. */
+function withAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
