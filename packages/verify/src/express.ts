@@ -9,7 +9,6 @@ export type { AuditPayload, ConstructEventOptions, Secret };
 export { WebhookVerificationError, errorBody, type WebhookErrorBody, type WebhookVerificationErrorCode } from './webhook-verification-error.js';
 
 declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express's own augmentation point.
   namespace Express {
     interface Request {
       /** The verified audit payload, set by `verifyMiddleware` (also in `req.body`). */

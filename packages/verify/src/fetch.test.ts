@@ -16,9 +16,9 @@ function honoApp(received: AuditPayload[]) {
     received.push(event);
     return c.body(null, 204);
   });
-  app.onError((err) => {
+  app.onError((err, c) => {
     if (err instanceof WebhookVerificationError) return errorResponse(err);
-    throw err;
+    return c.text('Internal Server Error', 500);
   });
   return app;
 }
@@ -33,6 +33,18 @@ describe('verifyRequest with Hono', () => {
     const res = await honoApp(received).request(request(body, { 'x-svc-signature': hmac(body) }));
     expect(res.status).toBe(204);
     expect(received[0]?.response_text).toBe('Très bien 🚀');
+  });
+
+  it('answers misuse with the app\'s own 500, not a verification error', async () => {
+    const app = new Hono();
+    app.post('/webhooks/svc', async (c) => {
+      await c.req.json();
+      return c.json(await verifyRequest(c.req.raw, SECRET));
+    });
+    app.onError((err, c) => (err instanceof WebhookVerificationError ? errorResponse(err) : c.text(err.message, 500)));
+    const res = await app.request(request(BODY, { 'x-svc-signature': hmac(BODY) }));
+    expect(res.status).toBe(500);
+    expect(await res.text()).toMatch(/already read/);
   });
 
   it.each([
