@@ -17,6 +17,7 @@ import { SecretBox } from './crypto/secret-box.js';
 import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from './admin/first-run.js';
+import { createDashboardRouter, dashboardWebhookActions } from './dashboard/index.js';
 
 export interface RunningServer {
   /** `http://host:port` actually bound (port 0 resolved). */
@@ -72,6 +73,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     audit: combineSinks(usage, webhooks.audit),
     grounder: config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(),
     webhooksRouter: webhooks.router,
+    dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: dashboardWebhookActions({ store, worker: webhooks.worker, clock, timeoutMs: config.webhooks.timeoutMs }) }),
   });
 
   const server = app.listen(config.port, config.host);

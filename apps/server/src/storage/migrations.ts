@@ -90,6 +90,20 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    '002_dashboard': {
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('sessions')
+          .addColumn('token_hash', 'text', (c) => c.primaryKey())
+          .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+          .addColumn('csrf_token', 'text', (c) => c.notNull())
+          .addColumn('created_at', time, (c) => c.notNull())
+          .addColumn('expires_at', time, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('sessions_user_idx').on('sessions').column('user_id').execute();
+        await db.schema.createIndex('sessions_expires_idx').on('sessions').column('expires_at').execute();
+      },
+    },
   };
 }
 

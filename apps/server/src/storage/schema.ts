@@ -70,6 +70,15 @@ export interface UsageDailyTable {
   output_tokens: number;
 }
 
+/** A dashboard sign-in: only the SHA-256 of the cookie's token is stored. */
+export interface SessionsTable {
+  token_hash: string;
+  user_id: string;
+  csrf_token: string;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface SchemaMetaTable {
   key: string;
   value: string;
@@ -82,6 +91,7 @@ export interface Database {
   webhook_attempts: WebhookAttemptsTable;
   usage_daily: UsageDailyTable;
   svc_meta: SchemaMetaTable;
+  sessions: SessionsTable;
 }
 
 export type { Generated };

@@ -4,6 +4,7 @@ import { KeysStore } from './keys-store.js';
 import { UsersStore } from './users-store.js';
 import { UsageStore } from './usage-store.js';
 import { DeliveriesStore } from './deliveries-store.js';
+import { SessionsStore } from './sessions-store.js';
 
 /**
  * Every table behind one object; the same code runs on SQLite and Postgres.
@@ -18,6 +19,7 @@ export interface Store {
   keys: KeysStore;
   usage: UsageStore;
   deliveries: DeliveriesStore;
+  sessions: SessionsStore;
   /** true when the database answers a trivial query. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -38,6 +40,7 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     keys: new KeysStore(db),
     usage: new UsageStore(db),
     deliveries: new DeliveriesStore(db, handle.dialect),
+    sessions: new SessionsStore(db),
     async ping() {
       try {
         await db.selectFrom('svc_meta').select('key').limit(1).execute();

@@ -1,0 +1,321 @@
+import express, { type Request, type Response, type Router } from 'express';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Store } from '../storage/store.js';
+import type { ApiKeyRecord } from '../storage/keys-store.js';
+import type { DeliveryRow, DeliveryRowStatus } from '../storage/deliveries-store.js';
+import type { KeyCache } from '../auth/key-cache.js';
+import { generateApiKey } from '../auth/api-keys.js';
+import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import { generateSigningSecret, type SecretBox } from '../crypto/secret-box.js';
+import { ApiError } from '../http/errors.js';
+import { validateWebhookUrl } from '../webhooks/index.js';
+import { DashboardError } from './errors.js';
+import { Sessions, signedInOf } from './session.js';
+import { attemptView, deliveryView, keyView } from './views.js';
+
+/** What one test delivery did, as `POST /v1/webhooks/test` reports it (design §5). */
+export interface TestDeliveryResult {
+  success: boolean;
+  delivered_to: string;
+  status_code?: number | null;
+  error?: string | null;
+}
+
+/** The webhook operations the dashboard reuses from the webhooks module. */
+export interface DashboardWebhooks {
+  /** One synchronous test attempt to the key's URL (the logic behind POST /v1/webhooks/test). */
+  sendTest(key: ApiKeyRecord): Promise<TestDeliveryResult>;
+  /** A new attempt now for one of the key's deliveries; undefined when the key has no such delivery. */
+  redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
+}
+
+export interface DashboardApiDeps {
+  config: Config;
+  store: Store;
+  logger: Logger;
+  clock: () => number;
+  secretBox: SecretBox;
+  keyCache: KeyCache;
+  webhooks: DashboardWebhooks;
+  /** Failed sign-ins allowed per IP and email per minute (default 5). */
+  loginAttemptsPerMinute?: number;
+}
+
+const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed'];
+const MAX_NAME_LENGTH = 64;
+const MAX_RPM = 10_000_000;
+const DAY_MS = 86_400_000;
+
+/** Verifying against this when the email is unknown keeps the timing of both failures alike. */
+const dummyHash = hashPassword('not a password anyone has');
+
+function stringField(body: Record<string, unknown>, name: string, options: { max?: number } = {}): string {
+  const value = body[name];
+  if (value === undefined || value === null || value === '') {
+    throw new ApiError('missing_required_parameter', `Enter a value for '${name}'.`, { param: name });
+  }
+  if (typeof value !== 'string') throw new ApiError('invalid_type', `'${name}' must be a string.`, { param: name });
+  if (options.max !== undefined && value.length > options.max) {
+    throw new ApiError('invalid_value', `'${name}' must be at most ${options.max} characters.`, { param: name });
+  }
+  return value;
+}
+
+function bodyOf(req: Request): Record<string, unknown> {
+  const body: unknown = req.body;
+  if (body === undefined) return {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ApiError('invalid_type', 'The request body must be a JSON object.');
+  }
+  return body as Record<string, unknown>;
+}
+
+function isoDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/**
+ * The dashboard's JSON API (mounted at /dashboard/api): session sign-in, and the signed-in user's keys,
+ * webhook settings, deliveries and usage. Every key lookup is scoped to that user: another user's key id is
+ * answered exactly like an unknown one (404).
+ *
+ * @example
+ * app.use('/dashboard/api', createDashboardApi({ config, store, logger, clock, secretBox, keyCache, webhooks }));
+ */
+export function createDashboardApi(deps: DashboardApiDeps): Router {
+  const { store, clock, keyCache } = deps;
+  const sessions = new Sessions(store.sessions, store.users, clock);
+  const loginLimit = deps.loginAttemptsPerMinute ?? 5;
+  const failedLogins = new RateLimiterMemory({ points: loginLimit, duration: 60 });
+  // A wider net per address alone, against one client trying many emails.
+  const failedLoginsPerIp = new RateLimiterMemory({ points: loginLimit * 6, duration: 60 });
+
+  const api = express.Router();
+  api.use(express.json({ limit: '100kb', strict: false }));
+  api.use((_req, res, next) => {
+    res.setHeader('Cache-Control', 'no-store');
+    next();
+  });
+
+  api.post('/login', async (req, res) => {
+    const body = bodyOf(req);
+    const email = stringField(body, 'email', { max: 320 }).trim().toLowerCase();
+    const password = stringField(body, 'password', { max: 1024 });
+    const ip = req.ip ?? 'unknown';
+    const pairKey = `${ip}|${email}`;
+    const [pair, perIp] = await Promise.all([failedLogins.get(pairKey), failedLoginsPerIp.get(ip)]);
+    const blocked = [pair, perIp].find((r) => r !== null && r.remainingPoints <= 0);
+    if (blocked) throw tooManyAttempts(blocked);
+
+    const user = await store.users.byEmail(email);
+    const ok = user ? await verifyPassword(password, user.password_hash) : (await verifyPassword(password, await dummyHash), false);
+    if (!user || !ok) {
+      await Promise.all([failedLogins.penalty(pairKey, 1), failedLoginsPerIp.penalty(ip, 1)]);
+      throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
+    }
+    await failedLogins.delete(pairKey);
+    const csrfToken = await sessions.start(req, res, user);
+    res.json({ user: { id: user.id, email: user.email }, csrf_token: csrfToken });
+  });
+
+  api.use(sessions.require());
+
+  api.post('/logout', async (req, res) => {
+    await sessions.end(req, res, signedInOf(res));
+    res.json({ signed_out: true });
+  });
+
+  api.get('/me', (_req, res) => {
+    const { user, csrfToken } = signedInOf(res);
+    res.json({
+      user: { id: user.id, email: user.email },
+      csrf_token: csrfToken,
+      default_rate_limit_rpm: deps.config.rateLimitRpm,
+    });
+  });
+
+  /** The signed-in user's key, or 404 — for another user's key too, so ids reveal nothing. */
+  async function ownKey(req: Request, res: Response): Promise<ApiKeyRecord> {
+    const id = String(req.params.id);
+    const key = await store.keys.byId(id);
+    if (!key || key.user_id !== signedInOf(res).user.id) {
+      throw new ApiError('not_found', `No API key with id '${id}'.`, { param: 'id' });
+    }
+    return key;
+  }
+
+  async function ownActiveKey(req: Request, res: Response): Promise<ApiKeyRecord> {
+    const key = await ownKey(req, res);
+    if (key.revoked_at !== null) throw new ApiError('invalid_request', 'This key has been revoked and can no longer be changed.');
+    return key;
+  }
+
+  async function changed(key: ApiKeyRecord): Promise<ApiKeyRecord> {
+    keyCache.invalidate(key.id);
+    const fresh = await store.keys.byId(key.id);
+    if (!fresh) throw new ApiError('not_found', `No API key with id '${key.id}'.`, { param: 'id' });
+    return fresh;
+  }
+
+  api.get('/keys', async (_req, res) => {
+    const keys = await store.keys.list(signedInOf(res).user.id);
+    res.json({ data: keys.map(keyView) });
+  });
+
+  api.post('/keys', async (req, res) => {
+    const name = stringField(bodyOf(req), 'name', { max: MAX_NAME_LENGTH }).trim();
+    if (!name) throw new ApiError('missing_required_parameter', "Enter a name for the key.", { param: 'name' });
+    const generated = generateApiKey();
+    const key = await store.keys.create({
+      userId: signedInOf(res).user.id,
+      name,
+      prefix: generated.prefix,
+      keyHash: generated.hash,
+      now: clock(),
+    });
+    res.status(201).json({ key: keyView(key), token: generated.token });
+  });
+
+  api.post('/keys/:id/revoke', async (req, res) => {
+    const key = await ownKey(req, res);
+    await store.keys.revoke(key.id, clock());
+    res.json({ key: keyView(await changed(key)) });
+  });
+
+  api.patch('/keys/:id', async (req, res) => {
+    const key = await ownActiveKey(req, res);
+    const body = bodyOf(req);
+    const patch: { webhook_url?: string | null; rate_limit_rpm?: number | null; name?: string } = {};
+    if ('name' in body) patch.name = stringField(body, 'name', { max: MAX_NAME_LENGTH }).trim();
+    if ('webhook_url' in body) {
+      const url = body.webhook_url;
+      if (url === null || url === '') patch.webhook_url = null;
+      else if (typeof url !== 'string') throw new ApiError('invalid_type', 'The webhook URL must be a string.', { param: 'webhook_url' });
+      else patch.webhook_url = await validateWebhookUrl(url.trim(), { allowPrivate: deps.config.webhooks.allowPrivate });
+    }
+    if ('rate_limit_rpm' in body) {
+      const rpm = body.rate_limit_rpm;
+      if (rpm === null || rpm === '') patch.rate_limit_rpm = null;
+      else if (typeof rpm !== 'number' || !Number.isInteger(rpm) || rpm < 1 || rpm > MAX_RPM) {
+        throw new ApiError('invalid_value', `The rate limit must be a whole number from 1 to ${MAX_RPM.toLocaleString('en')} requests per minute, or empty for the default.`, {
+          param: 'rate_limit_rpm',
+        });
+      } else patch.rate_limit_rpm = rpm;
+    }
+    await store.keys.update(key.id, patch, clock());
+    res.json({ key: keyView(await changed(key)) });
+  });
+
+  api.post('/keys/:id/signing-secret', async (req, res) => {
+    const key = await ownActiveKey(req, res);
+    const secret = generateSigningSecret();
+    await store.keys.update(
+      key.id,
+      { signing_secret_enc: deps.secretBox.seal(secret), signing_secret_last4: secret.slice(-4) },
+      clock(),
+    );
+    // The only time the plaintext leaves the server.
+    res.json({ key: keyView(await changed(key)), secret });
+  });
+
+  api.delete('/keys/:id/signing-secret', async (req, res) => {
+    const key = await ownActiveKey(req, res);
+    await store.keys.update(key.id, { signing_secret_enc: null, signing_secret_last4: null }, clock());
+    res.json({ key: keyView(await changed(key)) });
+  });
+
+  api.post('/keys/:id/test', async (req, res) => {
+    const key = await ownActiveKey(req, res);
+    if (!key.webhook_url) {
+      throw new ApiError('invalid_request', 'No webhook URL is configured for this key. Enter a Webhook URL and Save first.', {
+        param: 'webhook_url',
+      });
+    }
+    const result = await deps.webhooks.sendTest(key);
+    res.json({ result, key: keyView(await changed(key)) });
+  });
+
+  api.get('/keys/:id/deliveries', async (req, res) => {
+    const key = await ownKey(req, res);
+    const status = typeof req.query.status === 'string' && req.query.status !== '' ? req.query.status : undefined;
+    if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryRowStatus)) {
+      throw new ApiError('invalid_value', `status must be one of ${DELIVERY_STATUSES.join(', ')}.`, { param: 'status' });
+    }
+    const before = typeof req.query.before === 'string' && req.query.before !== '' ? req.query.before : undefined;
+    const limitText = typeof req.query.limit === 'string' ? req.query.limit : '20';
+    const limit = Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+      throw new ApiError('invalid_value', 'limit must be a whole number from 1 to 100.', { param: 'limit' });
+    }
+    const page = await store.deliveries.list(key.id, { limit, status: status as DeliveryRowStatus | undefined, before });
+    res.json({ data: page.rows.map(deliveryView), has_more: page.hasMore });
+  });
+
+  api.get('/keys/:id/deliveries/:did', async (req, res) => {
+    const key = await ownKey(req, res);
+    const found = await store.deliveries.get(key.id, String(req.params.did));
+    if (!found) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
+    res.json({ ...deliveryView(found.delivery), payload: found.delivery.payload, attempts: found.attempts.map(attemptView) });
+  });
+
+  api.post('/keys/:id/deliveries/:did/redeliver', async (req, res) => {
+    const key = await ownKey(req, res);
+    const row = await deps.webhooks.redeliver(key, String(req.params.did));
+    if (!row) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
+    res.status(202).json(deliveryView(row));
+  });
+
+  api.get('/usage', async (req, res) => {
+    const userId = signedInOf(res).user.id;
+    const daysText = typeof req.query.days === 'string' ? req.query.days : '30';
+    const days = Number(daysText);
+    if (!Number.isInteger(days) || days < 1 || days > 90) {
+      throw new ApiError('invalid_value', 'days must be a whole number from 1 to 90.', { param: 'days' });
+    }
+    const keyId = typeof req.query.key_id === 'string' && req.query.key_id !== '' ? req.query.key_id : undefined;
+    const keys = await store.keys.list(userId);
+    if (keyId !== undefined && !keys.some((k) => k.id === keyId)) {
+      throw new ApiError('not_found', `No API key with id '${keyId}'.`, { param: 'key_id' });
+    }
+    const today = clock();
+    const dayList = Array.from({ length: days }, (_, i) => isoDay(today - (days - 1 - i) * DAY_MS));
+    const rows = await store.usage.byDay(userId, dayList[0] as string, keyId);
+    const empty = () => dayList.map((day) => ({ day, requests: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0 }));
+    const total = empty();
+    const byKey = new Map<string, ReturnType<typeof empty>>();
+    for (const row of rows) {
+      const index = dayList.indexOf(row.day);
+      if (index < 0) continue;
+      const series = byKey.get(row.key_id) ?? empty();
+      byKey.set(row.key_id, series);
+      for (const point of [series[index], total[index]]) {
+        if (!point) continue;
+        point.requests += Number(row.requests);
+        point.input_tokens += Number(row.input_tokens);
+        point.output_tokens += Number(row.output_tokens);
+        point.total_tokens += Number(row.input_tokens) + Number(row.output_tokens);
+      }
+    }
+    res.json({
+      days: dayList,
+      total,
+      keys: keys
+        .filter((k) => keyId === undefined || k.id === keyId)
+        .map((k) => ({ key_id: k.id, name: k.name, prefix: k.prefix, revoked: k.revoked_at !== null, series: byKey.get(k.id) ?? empty() })),
+    });
+  });
+
+  api.use((req: Request) => {
+    throw new ApiError('not_found', `Unknown dashboard API URL: ${req.method} ${req.baseUrl}${req.path}.`);
+  });
+  return api;
+}
+
+function tooManyAttempts(limited: RateLimiterRes): ApiError {
+  const seconds = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
+  return new ApiError('rate_limit_exceeded', `Too many failed sign-in attempts. Try again in ${seconds} seconds.`, {
+    headers: { 'retry-after': String(seconds) },
+  });
+}

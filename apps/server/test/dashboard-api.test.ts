@@ -1,0 +1,386 @@
+import { createHmac } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { newDeliveryId } from '../src/storage/deliveries-store.js';
+import { startReceiver, type Receiver } from './webhooks-support.js';
+
+const PASSWORD = 'correct horse battery staple';
+
+/** A browser-like client: keeps the session cookie, sends the CSRF token on writes unless told not to. */
+class DashboardClient {
+  cookie = '';
+  csrf = '';
+  constructor(private readonly base: string) {}
+
+  async request(method: string, path: string, body?: unknown, options: { csrf?: boolean } = {}) {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.cookie) headers.cookie = this.cookie;
+    if (method !== 'GET' && options.csrf !== false && this.csrf) headers['x-csrf-token'] = this.csrf;
+    const res = await fetch(`${this.base}/dashboard/api${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const setCookie = res.headers.get('set-cookie');
+    if (setCookie) {
+      const pair = setCookie.split(';')[0] ?? '';
+      this.cookie = pair.endsWith('=') ? '' : pair;
+    }
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as any };
+  }
+
+  async login(email: string, password = PASSWORD) {
+    const res = await this.request('POST', '/login', { email, password });
+    if (res.status === 200) this.csrf = res.body.csrf_token;
+    return res;
+  }
+}
+
+let server: TestServer;
+let alice: { email: string; keyId: string; token: string };
+let bob: { email: string; keyId: string };
+let receiver: Receiver;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  receiver = await startReceiver();
+  const a = await server.createKey({ name: 'alice key' });
+  const b = await server.createKey({ name: 'bob key' });
+  alice = { email: a.user.email, keyId: a.key.id, token: a.token };
+  bob = { email: b.user.email, keyId: b.key.id };
+});
+
+afterAll(async () => {
+  await server?.close();
+  await receiver?.close();
+});
+
+describe('sign-in', () => {
+  it('signs in with email and password, sets an HttpOnly SameSite=Lax cookie, and signs out', async () => {
+    const client = new DashboardClient(server.url);
+    expect((await client.request('GET', '/me')).status).toBe(401);
+    const login = await client.login(alice.email.toUpperCase());
+    expect(login.status).toBe(200);
+    expect(login.body.user.email).toBe(alice.email);
+    const cookie = login.headers.get('set-cookie') ?? '';
+    expect(cookie).toMatch(/^svc_session=[\w-]{43}; /);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('SameSite=Lax');
+    expect(cookie).toContain('Path=/dashboard');
+    expect(cookie).not.toContain('Secure'); // plain http here
+
+    const me = await client.request('GET', '/me');
+    expect(me.status).toBe(200);
+    expect(me.body.user.email).toBe(alice.email);
+    expect(me.body.csrf_token).toBe(client.csrf);
+
+    const stolenCookie = client.cookie;
+    expect((await client.request('POST', '/logout', {})).status).toBe(200);
+    expect(client.cookie).toBe('');
+    // The old token is dead on the server, not only forgotten by the browser.
+    client.cookie = stolenCookie;
+    const after = await client.request('GET', '/me');
+    expect(after.status).toBe(401);
+    expect(after.body.error).toMatchObject({ type: 'authentication_error', code: 'not_signed_in', param: null });
+  });
+
+  it('stores only the SHA-256 of the session token', async () => {
+    const client = new DashboardClient(server.url);
+    await client.login(alice.email);
+    const token = client.cookie.split('=')[1]!;
+    const rows = await server.running.store.handle.db.selectFrom('sessions').select('token_hash').execute();
+    expect(rows.some((r) => r.token_hash === token)).toBe(false);
+    expect(rows.every((r) => /^[0-9a-f]{64}$/.test(r.token_hash))).toBe(true);
+  });
+
+  it('rate-limits wrong passwords per address and email: the 6th attempt within a minute is 429', async () => {
+    const { user } = await server.createKey();
+    const client = new DashboardClient(server.url);
+    for (let i = 0; i < 5; i++) {
+      const res = await client.login(user.email, 'wrong password');
+      expect(res.status).toBe(401);
+      expect(res.body.error).toMatchObject({ type: 'authentication_error', code: 'invalid_credentials' });
+    }
+    const limited = await client.login(user.email, 'wrong password');
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Even the right password waits: otherwise the limit would only slow guessing down, not stop it.
+    expect((await client.login(user.email)).status).toBe(429);
+    // Another account from the same address is not locked out by this one.
+    expect((await new DashboardClient(server.url).login(alice.email)).status).toBe(200);
+  });
+
+  it('answers unknown emails like wrong passwords', async () => {
+    const res = await new DashboardClient(server.url).login('nobody@example.test', 'whatever');
+    expect(res.status).toBe(401);
+    expect(res.body.error.message).toBe('The email or password is not correct.');
+  });
+
+  it('reports missing fields with their names', async () => {
+    const res = await new DashboardClient(server.url).request('POST', '/login', { email: alice.email });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'missing_required_parameter', param: 'password' });
+  });
+});
+
+describe('CSRF', () => {
+  it('refuses every write without the session CSRF token, and with a wrong one', async () => {
+    const client = new DashboardClient(server.url);
+    await client.login(alice.email);
+    const writes: Array<[string, string, unknown]> = [
+      ['POST', '/keys', { name: 'x' }],
+      ['PATCH', `/keys/${alice.keyId}`, { rate_limit_rpm: 5 }],
+      ['POST', `/keys/${alice.keyId}/signing-secret`, {}],
+      ['DELETE', `/keys/${alice.keyId}/signing-secret`, undefined],
+      ['POST', `/keys/${alice.keyId}/revoke`, {}],
+      ['POST', `/keys/${alice.keyId}/test`, {}],
+      ['POST', '/logout', {}],
+    ];
+    for (const [method, path, body] of writes) {
+      const res = await client.request(method, path, body, { csrf: false });
+      expect(res.status, `${method} ${path}`).toBe(403);
+      expect(res.body.error).toMatchObject({ code: 'csrf_token_invalid', type: 'invalid_request_error' });
+    }
+    const saved = client.csrf;
+    client.csrf = `${saved.slice(0, -1)}x`;
+    expect((await client.request('POST', '/keys', { name: 'x' })).status).toBe(403);
+    client.csrf = saved;
+    // Nothing changed.
+    const key = await server.running.store.keys.byId(alice.keyId);
+    expect(key).toMatchObject({ revoked_at: null, rate_limit_rpm: null, signing_secret_enc: null });
+    expect((await client.request('GET', '/me')).status).toBe(200);
+  });
+});
+
+describe('isolation between users', () => {
+  it("a second user can neither see nor change the first user's keys or deliveries (404)", async () => {
+    const deliveryId = newDeliveryId();
+    await server.running.store.deliveries.insert({
+      id: deliveryId,
+      keyId: alice.keyId,
+      userId: (await server.running.store.keys.byId(alice.keyId))!.user_id,
+      event: 'llm.request.completed',
+      requestId: 'chatcmpl-x',
+      url: 'http://127.0.0.1:9/',
+      payload: '{"event":"llm.request.completed"}',
+      now: Date.now(),
+      nextAttemptAt: Date.now() + 3_600_000,
+    });
+    const client = new DashboardClient(server.url);
+    await client.login(bob.email);
+    const list = await client.request('GET', '/keys');
+    expect(list.body.data.map((k: { id: string }) => k.id)).toEqual([bob.keyId]);
+
+    const attempts: Array<[string, string, unknown]> = [
+      ['PATCH', `/keys/${alice.keyId}`, { webhook_url: 'https://attacker.example/' }],
+      ['POST', `/keys/${alice.keyId}/revoke`, {}],
+      ['POST', `/keys/${alice.keyId}/signing-secret`, {}],
+      ['DELETE', `/keys/${alice.keyId}/signing-secret`, undefined],
+      ['POST', `/keys/${alice.keyId}/test`, {}],
+      ['GET', `/keys/${alice.keyId}/deliveries`, undefined],
+      ['GET', `/keys/${alice.keyId}/deliveries/${deliveryId}`, undefined],
+      ['POST', `/keys/${alice.keyId}/deliveries/${deliveryId}/redeliver`, {}],
+      // Bob's own key does not open Alice's delivery either.
+      ['GET', `/keys/${bob.keyId}/deliveries/${deliveryId}`, undefined],
+      ['POST', `/keys/${bob.keyId}/deliveries/${deliveryId}/redeliver`, {}],
+      ['GET', `/usage?key_id=${alice.keyId}`, undefined],
+    ];
+    for (const [method, path, body] of attempts) {
+      const res = await client.request(method, path, body);
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.body.error.code).toBe('not_found');
+    }
+    const key = await server.running.store.keys.byId(alice.keyId);
+    expect(key).toMatchObject({ webhook_url: null, revoked_at: null, signing_secret_enc: null });
+    const delivery = await server.running.store.deliveries.byId(deliveryId);
+    expect(delivery?.next_attempt_at).toBeGreaterThan(Date.now() + 3_000_000);
+
+    // Alice sees it.
+    const aliceClient = new DashboardClient(server.url);
+    await aliceClient.login(alice.email);
+    const own = await aliceClient.request('GET', `/keys/${alice.keyId}/deliveries/${deliveryId}`);
+    expect(own.status).toBe(200);
+    expect(own.body.payload).toBe('{"event":"llm.request.completed"}');
+  });
+});
+
+describe('keys and webhook settings', () => {
+  let client: DashboardClient;
+  beforeAll(async () => {
+    client = new DashboardClient(server.url);
+    await client.login(alice.email);
+  });
+
+  it('creates a key shown once, which then works against the API', async () => {
+    const created = await client.request('POST', '/keys', { name: 'ci' });
+    expect(created.status).toBe(201);
+    expect(created.body.token).toMatch(/^sk-svc-/);
+    expect(created.body.key).toMatchObject({ name: 'ci', revoked_at: null, last_delivery: null });
+    expect(JSON.stringify(created.body.key)).not.toContain(created.body.token);
+    const listed = await client.request('GET', '/keys');
+    expect(JSON.stringify(listed.body)).not.toContain(created.body.token);
+    expect(JSON.stringify(listed.body)).not.toContain('key_hash');
+    const models = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${created.body.token}` } });
+    expect(models.status).toBe(200);
+
+    const revoked = await client.request('POST', `/keys/${created.body.key.id}/revoke`, {});
+    expect(revoked.body.key.revoked_at).not.toBeNull();
+    const after = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${created.body.token}` } });
+    expect(after.status).toBe(401);
+  });
+
+  it('validates inputs and names the field', async () => {
+    const cases: Array<[unknown, string, string]> = [
+      [{ webhook_url: 'ftp://example.com/hook' }, 'webhook_url', 'invalid_value'],
+      [{ webhook_url: 'not a url' }, 'webhook_url', 'invalid_value'],
+      [{ webhook_url: 'https://user:pw@example.com/' }, 'webhook_url', 'invalid_value'],
+      [{ webhook_url: 42 }, 'webhook_url', 'invalid_type'],
+      [{ rate_limit_rpm: 0 }, 'rate_limit_rpm', 'invalid_value'],
+      [{ rate_limit_rpm: 1.5 }, 'rate_limit_rpm', 'invalid_value'],
+      [{ rate_limit_rpm: '60' }, 'rate_limit_rpm', 'invalid_value'],
+    ];
+    for (const [body, param, code] of cases) {
+      const res = await client.request('PATCH', `/keys/${alice.keyId}`, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code, param });
+    }
+    expect((await client.request('POST', '/keys', { name: '' })).body.error).toMatchObject({ param: 'name' });
+    const bad = await client.request('GET', `/keys/${alice.keyId}/deliveries?status=lost`);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_value', param: 'status' });
+  });
+
+  it('saves the webhook URL and rate limit; empty values clear them', async () => {
+    const saved = await client.request('PATCH', `/keys/${alice.keyId}`, { webhook_url: receiver.url, rate_limit_rpm: 120 });
+    expect(saved.status).toBe(200);
+    expect(saved.body.key).toMatchObject({ webhook_url: receiver.url, rate_limit_rpm: 120 });
+    const rateHeader = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${alice.token}` } });
+    expect(rateHeader.headers.get('x-ratelimit-limit-requests')).toBe('120');
+    const cleared = await client.request('PATCH', `/keys/${alice.keyId}`, { rate_limit_rpm: null });
+    expect(cleared.body.key.rate_limit_rpm).toBeNull();
+  });
+
+  it('generates a signing secret shown once, stores it encrypted, and signs the test delivery with it', async () => {
+    await client.request('PATCH', `/keys/${alice.keyId}`, { webhook_url: receiver.url });
+    const generated = await client.request('POST', `/keys/${alice.keyId}/signing-secret`, {});
+    expect(generated.status).toBe(200);
+    const secret: string = generated.body.secret;
+    expect(secret).toMatch(/^whsec_[\w-]{43}$/);
+    expect(generated.body.key.signing_secret_last4).toBe(secret.slice(-4));
+    const listed = await client.request('GET', '/keys');
+    expect(JSON.stringify(listed.body)).not.toContain(secret);
+
+    // The database file (and its WAL) must not contain the secret in plaintext.
+    const dbFile = join(server.dataDir, 'svc.db');
+    const raw = Buffer.concat([dbFile, `${dbFile}-wal`].filter(existsSync).map((f) => readFileSync(f)));
+    expect(raw.includes(Buffer.from(secret))).toBe(false);
+    expect(raw.includes(Buffer.from(secret.slice(6, 30)))).toBe(false);
+    const row = await server.running.store.keys.byId(alice.keyId);
+    expect(row?.signing_secret_enc).toMatch(/^v1\./);
+
+    const before = receiver.received.length;
+    const test = await client.request('POST', `/keys/${alice.keyId}/test`, {});
+    expect(test.status).toBe(200);
+    expect(test.body.result).toEqual({ success: true, delivered_to: receiver.url });
+    expect(test.body.key.last_delivery).toMatchObject({ outcome: 'success', status_code: 200, error: null });
+    const got = receiver.received[before]!;
+    const payload = JSON.parse(got.raw.toString('utf8'));
+    expect(payload).toMatchObject({ test: true, event: 'llm.request.completed' });
+    expect(payload.request_id).toMatch(/^test-/);
+    const expected = `sha256=${createHmac('sha256', secret).update(got.raw).digest('hex')}`;
+    expect(got.headers['x-svc-signature']).toBe(expected);
+
+    // Rotating replaces it; clearing removes the signature header.
+    const rotated = await client.request('POST', `/keys/${alice.keyId}/signing-secret`, {});
+    expect(rotated.body.secret).not.toBe(secret);
+    const cleared = await client.request('DELETE', `/keys/${alice.keyId}/signing-secret`);
+    expect(cleared.body.key.signing_secret_last4).toBeNull();
+    await client.request('POST', `/keys/${alice.keyId}/test`, {});
+    expect(receiver.received.at(-1)!.headers['x-svc-signature']).toBeUndefined();
+
+    const deliveries = await client.request('GET', `/keys/${alice.keyId}/deliveries`);
+    expect(deliveries.body.data[0]).toMatchObject({ test: true, status: 'delivered', attempts: 1 });
+    const detail = await client.request('GET', `/keys/${alice.keyId}/deliveries/${deliveries.body.data[0].id}`);
+    expect(detail.body.payload).toBe(receiver.received.at(-1)!.raw.toString('utf8'));
+    expect(detail.body.attempts).toHaveLength(1);
+  });
+
+  it('reports a failed test with its status code and error', async () => {
+    receiver.queue.push({ status: 500 });
+    const test = await client.request('POST', `/keys/${alice.keyId}/test`, {});
+    expect(test.body.result).toMatchObject({ success: false, status_code: 500 });
+    expect(test.body.key.last_delivery).toMatchObject({ outcome: 'failure', status_code: 500 });
+  });
+
+  it('asks for a webhook URL before a test', async () => {
+    const created = await client.request('POST', '/keys', { name: 'no hook' });
+    const res = await client.request('POST', `/keys/${created.body.key.id}/test`, {});
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'webhook_url' });
+  });
+
+  it('charts usage per day for 30 days, per key and in total', async () => {
+    const today = new Date().toISOString().slice(0, 10);
+    const userId = (await server.running.store.keys.byId(alice.keyId))!.user_id;
+    await server.running.store.usage.add([{ keyId: alice.keyId, userId, day: today, requests: 3, inputTokens: 30, outputTokens: 12 }]);
+    const usage = await client.request('GET', '/usage?days=30');
+    expect(usage.status).toBe(200);
+    expect(usage.body.days).toHaveLength(30);
+    expect(usage.body.days.at(-1)).toBe(today);
+    expect(usage.body.total.at(-1)).toMatchObject({ requests: 3, total_tokens: 42 });
+    const perKey = usage.body.keys.find((k: { key_id: string }) => k.key_id === alice.keyId);
+    expect(perKey.series.at(-1)).toMatchObject({ requests: 3, input_tokens: 30, output_tokens: 12 });
+    const one = await client.request('GET', `/usage?key_id=${alice.keyId}`);
+    expect(one.body.keys).toHaveLength(1);
+  });
+});
+
+describe('blocked private webhook addresses', () => {
+  it('refuses a private address when SVC_WEBHOOK_ALLOW_PRIVATE=false', async () => {
+    const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
+    try {
+      const { user, key } = await strict.createKey();
+      const client = new DashboardClient(strict.url);
+      await client.login(user.email);
+      for (const url of ['http://10.0.0.5/hook', 'http://169.254.169.254/latest', 'http://127.0.0.1:8080/']) {
+        const res = await client.request('PATCH', `/keys/${key.id}`, { webhook_url: url });
+        expect(res.status, url).toBe(400);
+        expect(res.body.error).toMatchObject({ code: 'invalid_value', param: 'webhook_url' });
+        expect(res.body.error.message).toMatch(/address/);
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
+describe('headers and static files', () => {
+  it('sends security headers with a self-only CSP on API and page responses', async () => {
+    for (const path of ['/dashboard/api/me', '/dashboard/', '/dashboard/keys/x']) {
+      const res = await fetch(`${server.url}${path}`);
+      const csp = res.headers.get('content-security-policy') ?? '';
+      expect(csp, path).toContain("default-src 'self'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(res.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+    }
+  });
+
+  it('serves the built SPA with a fallback to index.html, or says it is not built', async () => {
+    const res = await fetch(`${server.url}/dashboard/keys/abc/deliveries`);
+    if (res.status === 503) {
+      expect(await res.text()).toContain('dashboard not built: run npm run build');
+    } else {
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toContain('text/html');
+      expect(await res.text()).toContain('<div id="root">');
+    }
+    const api404 = await fetch(`${server.url}/dashboard/api/nope`, { headers: { cookie: '' } });
+    expect(api404.status).toBe(401);
+  });
+});
