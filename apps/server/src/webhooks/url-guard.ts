@@ -38,8 +38,8 @@ const V4_RANGES: Array<[string, number, string]> = [
   ['198.51.100.0', 24, 'documentation'],
   ['203.0.113.0', 24, 'documentation'],
   ['224.0.0.0', 4, 'multicast'],
-  ['240.0.0.0', 4, 'reserved'],
   ['255.255.255.255', 32, 'broadcast'],
+  ['240.0.0.0', 4, 'reserved'],
 ];
 
 const V6_RANGES: Array<[string, number, string]> = [
