@@ -59,6 +59,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       : createOfflineModel());
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis unavailable; rate limits fall back to this instance'));
+  if (redis) await waitForRedis(redis, logger);
   const keyCache = new KeyCache(store.keys, clock);
   const usage = new UsageSink(store.usage, logger);
   const webhooks = createWebhooks({ config, store, logger, clock, secretBox, keyCache });
@@ -107,4 +108,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     })());
 
   return { url, server, store, logger, firstRun, close };
+}
+
+/** Shared limits should hold from the first request; an unreachable Redis only delays start by a few seconds. */
+async function waitForRedis(redis: Redis, logger: Logger, timeoutMs = 5000): Promise<void> {
+  if (redis.status === 'ready') return;
+  const ready = new Promise<boolean>((resolve) => redis.once('ready', () => resolve(true)));
+  const timeout = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref());
+  if (!(await Promise.race([ready, timeout]))) {
+    logger.warn('redis not reachable at start; rate limits are per instance until it is');
+  }
 }
