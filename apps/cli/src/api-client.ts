@@ -1,0 +1,93 @@
+import { request, type Dispatcher } from 'undici';
+import type { ErrorBody } from '@svc/protocol';
+import { ApiError, CliError, describeNetworkError } from './errors.js';
+import { USER_AGENT } from './version.js';
+
+export interface ApiClient {
+  /** `http://host:port` without a trailing `/v1`. */
+  readonly baseUrl: string;
+  /** Sends a request and returns the parsed JSON body and its raw text; non-2xx becomes an `ApiError`. */
+  json<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ data: T; raw: string; status: number }>;
+  /** Sends a JSON POST and returns the open response (2xx only) for streaming. */
+  stream(path: string, body: unknown): Promise<Dispatcher.ResponseData>;
+}
+
+/**
+ * A thin undici client for the svc API: bearer auth, JSON in and out, one-line errors.
+ *
+ * @example
+ * const api = createApiClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
+ * const { data } = await api.json<DeliveryList>('GET', '/v1/webhooks/deliveries?limit=10');
+ */
+export function createApiClient(options: { baseUrl: string; apiKey: string; timeoutMs?: number }): ApiClient {
+  // Accept the OpenAI-style base URL too (`…/v1`): every path below starts with /v1.
+  const baseUrl = options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
+  const timeoutMs = options.timeoutMs ?? 120_000;
+
+  async function send(method: 'GET' | 'POST', path: string, body: unknown): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${options.apiKey}`,
+      'user-agent': USER_AGENT,
+      accept: 'application/json',
+    };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      return await request(`${baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? (method === 'POST' ? '' : undefined) : JSON.stringify(body),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+    } catch (err) {
+      throw new CliError(`cannot reach the server at ${baseUrl}: ${describeNetworkError(err)}`, { cause: err });
+    }
+  }
+
+  async function readText(response: Dispatcher.ResponseData): Promise<string> {
+    try {
+      return await response.body.text();
+    } catch (err) {
+      throw new CliError(`the server at ${baseUrl} closed the response early: ${describeNetworkError(err)}`, { cause: err });
+    }
+  }
+
+  async function failure(response: Dispatcher.ResponseData): Promise<never> {
+    throw errorFromResponse(response.statusCode, await readText(response), baseUrl);
+  }
+
+  return {
+    baseUrl,
+    async json<T>(method: 'GET' | 'POST', path: string, body?: unknown) {
+      const response = await send(method, path, body);
+      if (response.statusCode < 200 || response.statusCode >= 300) return failure(response);
+      const raw = await readText(response);
+      try {
+        return { data: JSON.parse(raw) as T, raw, status: response.statusCode };
+      } catch {
+        throw new CliError(`unexpected response from ${baseUrl}${path}: not JSON (is --base-url an svc server?)`);
+      }
+    },
+    async stream(path: string, body: unknown) {
+      const response = await send('POST', path, body);
+      if (response.statusCode < 200 || response.statusCode >= 300) return failure(response);
+      return response;
+    },
+  };
+}
+
+/** Turns an error response into one line: the server's message, then status and code. */
+export function errorFromResponse(status: number, text: string, baseUrl: string): ApiError {
+  let parsed: Partial<ErrorBody> | undefined;
+  try {
+    parsed = JSON.parse(text) as Partial<ErrorBody>;
+  } catch {
+    parsed = undefined;
+  }
+  const error = parsed?.error;
+  if (error && typeof error.message === 'string') {
+    const code = typeof error.code === 'string' ? error.code : undefined;
+    return new ApiError(`${error.message} (${status}${code ? ` ${code}` : ''})`, status, code);
+  }
+  return new ApiError(`unexpected response from ${baseUrl}: HTTP ${status} (is --base-url an svc server?)`, status, undefined);
+}

@@ -1,0 +1,149 @@
+import { Command, Option } from 'commander';
+import { DELIVERY_STATUSES, type Delivery, type DeliveryDetail, type DeliveryList } from '@svc/protocol';
+import { apiClientFor, globalOptions } from '../global-options.js';
+import { parsePositiveInt } from '../options.js';
+import { kleur, processIo, table, type Io } from '../output.js';
+
+interface ListOptions {
+  limit?: number;
+  status?: string;
+  before?: string;
+}
+
+/** `svc-cli deliveries list|show|redeliver`: the server's deliveries API for the calling key. */
+export function makeDeliveriesCommand(io: Io = processIo): Command {
+  const deliveries = new Command('deliveries').description("webhook deliveries of the API key, as the server recorded them");
+  deliveries.addHelpText(
+    'after',
+    `
+Examples:
+  $ svc-cli deliveries list --status failed
+  $ svc-cli deliveries show <id>
+  $ svc-cli deliveries redeliver <id>`,
+  );
+
+  deliveries
+    .command('list')
+    .description('list deliveries, newest first')
+    .addOption(new Option('-l, --limit <n>', 'how many').argParser(parsePositiveInt))
+    .addOption(new Option('--status <status>', 'only deliveries in this state').choices([...DELIVERY_STATUSES]))
+    .addOption(new Option('--before <cursor>', 'continue after this cursor (printed when there are more)'))
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ svc-cli deliveries list
+  $ svc-cli deliveries list --limit 50 --status failed
+  $ svc-cli deliveries list --json | jq '.data[].id'`,
+    )
+    .action(async (opts: ListOptions, command: Command) => {
+      const { json } = globalOptions(command);
+      const query = new URLSearchParams();
+      if (opts.limit !== undefined) query.set('limit', String(opts.limit));
+      if (opts.status) query.set('status', opts.status);
+      if (opts.before) query.set('before', opts.before);
+      const qs = query.size > 0 ? `?${query}` : '';
+      const { data, raw } = await apiClientFor(command).json<DeliveryList>('GET', `/v1/webhooks/deliveries${qs}`);
+      if (json) {
+        io.out(`${raw.trim()}\n`);
+        return;
+      }
+      if (data.data.length === 0) {
+        io.err('No deliveries.\n');
+        return;
+      }
+      io.out(
+        table(
+          ['ID', 'STATUS', 'CODE', 'ATTEMPTS', 'CREATED', 'REQUEST', 'URL'],
+          data.data.map((d) => [d.id, status(d.status), d.last_status_code === null ? '-' : String(d.last_status_code), String(d.attempts), d.created_at, d.request_id, d.url]),
+        ),
+      );
+      if (data.has_more && data.next_cursor) io.err(`More: svc-cli deliveries list --before ${data.next_cursor}\n`);
+    });
+
+  deliveries
+    .command('show')
+    .description('one delivery with its attempts and exact payload')
+    .argument('<id>', 'delivery id')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ svc-cli deliveries show 4f1c2d0e-…
+  $ svc-cli deliveries show 4f1c2d0e-… --json | jq -r .payload`,
+    )
+    .action(async (id: string, _opts: unknown, command: Command) => {
+      const { json } = globalOptions(command);
+      const { data, raw } = await apiClientFor(command).json<DeliveryDetail>('GET', `/v1/webhooks/deliveries/${encodeURIComponent(id)}`);
+      if (json) {
+        io.out(`${raw.trim()}\n`);
+        return;
+      }
+      io.out(describe(data));
+      const attempts = data.attempt_log ?? [];
+      if (attempts.length > 0) {
+        io.out(`\nAttempts\n`);
+        io.out(
+          table(
+            ['#', 'TIME', 'CODE', 'DURATION', 'ERROR'],
+            attempts.map((a) => [String(a.attempt), a.attempted_at, a.status_code === null ? '-' : String(a.status_code), `${a.duration_ms} ms`, a.error ?? '']),
+          ),
+        );
+      }
+      io.out(`\nPayload\n${prettyPayload(data.payload)}\n`);
+    });
+
+  deliveries
+    .command('redeliver')
+    .description('send a delivery again now (same bytes and delivery id)')
+    .argument('<id>', 'delivery id')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ svc-cli deliveries redeliver 4f1c2d0e-…`,
+    )
+    .action(async (id: string, _opts: unknown, command: Command) => {
+      const { json } = globalOptions(command);
+      const { data, raw } = await apiClientFor(command).json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`);
+      if (json) {
+        io.out(`${raw.trim()}\n`);
+        return;
+      }
+      const state = data.status ? ` (${status(data.status)}${typeof data.last_status_code === 'number' ? `, receiver answered ${data.last_status_code}` : ''})` : '';
+      io.out(`Redelivery of ${data.id ?? id} to ${data.url ?? 'the webhook URL'} requested${state}\n`);
+    });
+
+  return deliveries;
+}
+
+function status(value: string): string {
+  if (value === 'delivered') return kleur.green(value);
+  if (value === 'failed') return kleur.red(value);
+  return kleur.yellow(value);
+}
+
+function describe(d: Delivery): string {
+  const rows: [string, string][] = [
+    ['id', d.id],
+    ['status', status(d.status)],
+    ['event', d.event],
+    ['request_id', d.request_id],
+    ['url', d.url],
+    ['attempts', String(d.attempts)],
+    ['last status', d.last_status_code === null ? '-' : String(d.last_status_code)],
+    ['last error', d.last_error ?? '-'],
+    ['created', d.created_at],
+    ['delivered', d.delivered_at ?? '-'],
+    ['next attempt', d.next_attempt_at ?? '-'],
+  ];
+  return rows.map(([k, v]) => `${kleur.dim(k.padEnd(13))}${v}`).join('\n') + '\n';
+}
+
+function prettyPayload(payload: string): string {
+  try {
+    return JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    return payload;
+  }
+}

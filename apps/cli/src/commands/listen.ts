@@ -1,0 +1,86 @@
+import { Command, Option } from 'commander';
+import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
+import { globalOptions } from '../global-options.js';
+import { startListener, type ListenerStats } from '../listener.js';
+import { parseForwardUrl, parsePath, parsePort } from '../options.js';
+import { kleur, processIo, type Io } from '../output.js';
+
+interface ListenOptions {
+  port: number;
+  host: string;
+  path: string;
+  secret?: string;
+  forwardTo?: string;
+  log: string;
+}
+
+/** `svc-cli listen`: a local receiver for audit webhooks, in the manner of `stripe listen`. */
+export function makeListenCommand(io: Io = processIo): Command {
+  return new Command('listen')
+    .description('receive webhook deliveries locally: print, verify, log and forward them')
+    .addOption(new Option('-p, --port <port>', 'port to listen on (0 picks a free one)').default(4000).argParser(parsePort).env('SVC_LISTEN_PORT'))
+    .addOption(new Option('--host <host>', 'address to bind').default('127.0.0.1'))
+    .addOption(new Option('--path <path>', 'path deliveries are POSTed to').default('/').argParser(parsePath))
+    .addOption(new Option('-s, --secret <secret>', "the key's signing secret: verify X-Svc-Signature, answer 401 when wrong").env('SVC_WEBHOOK_SECRET'))
+    .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes and X-Svc-* headers) to this URL').argParser(parseForwardUrl))
+    .addOption(new Option('--log <file>', 'append every delivery (headers and raw body) to this JSON-lines file').default(DEFAULT_LOG_FILE))
+    .addHelpText(
+      'after',
+      `
+Set the API key's webhook URL to the URL printed after "Ready!" (dashboard: Settings → API Keys), then
+trigger a delivery with "svc-cli webhooks test" or any chat completion.
+
+With --json only the raw bodies go to stdout, one per line, byte-for-byte as received; everything else
+goes to stderr.
+
+Examples:
+  $ svc-cli listen
+  $ svc-cli listen --port 4000 --secret whsec_... --forward-to localhost:3000/webhooks/svc
+  $ svc-cli listen --json | jq .request_id
+  $ svc-cli listen --port 0 --log /tmp/deliveries.jsonl`,
+    )
+    .action(async (opts: ListenOptions, command: Command) => {
+      const { json } = globalOptions(command);
+      await ensureWritable(opts.log);
+      const listener = await startListener({
+        host: opts.host,
+        port: opts.port,
+        path: opts.path,
+        secret: opts.secret,
+        forwardTo: opts.forwardTo,
+        json,
+        logFile: opts.log,
+        io,
+      });
+      if (opts.secret !== undefined) io.err(`Verifying signatures with the secret ending in ${opts.secret.slice(-4)}\n`);
+      if (opts.forwardTo) io.err(`Forwarding deliveries to ${opts.forwardTo}\n`);
+      io.err(`Logging deliveries to ${opts.log}\n`);
+      io.err(`${kleur.bold('Ready!')} Listening on ${kleur.underline(listener.url)} (^C to quit)\n`);
+
+      await waitForSignal(() => io.err('Stopping… (^C again to quit now)\n'));
+      await listener.close();
+      io.err(summary(listener.stats, opts.secret !== undefined, opts.forwardTo !== undefined));
+    });
+}
+
+/** Resolves on the first SIGINT or SIGTERM; a second one quits at once. */
+function waitForSignal(onFirst: () => void): Promise<void> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const handler = (): void => {
+      if (stopping) process.exit(130);
+      stopping = true;
+      onFirst();
+      resolve();
+    };
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
+  });
+}
+
+function summary(stats: ListenerStats, verifying: boolean, forwarding: boolean): string {
+  const parts = [`${stats.received} ${stats.received === 1 ? 'delivery' : 'deliveries'} received`];
+  if (verifying) parts.push(`${stats.verified} verified`, `${stats.rejected} failed verification`);
+  if (forwarding) parts.push(`${stats.forwarded} forwarded`, `${stats.forwardFailed} failed to forward`);
+  return `Done: ${parts.join(', ')}.\n`;
+}

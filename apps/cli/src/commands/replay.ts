@@ -1,0 +1,78 @@
+import { Command, Option } from 'commander';
+import { sign } from '@svc/verify';
+import { DEFAULT_LOG_FILE, readDeliveryLog, type LoggedDelivery } from '../delivery-log.js';
+import { formatSentLine } from '../delivery-line.js';
+import { CliError } from '../errors.js';
+import { globalOptions } from '../global-options.js';
+import { parseForwardUrl, parsePositiveInt } from '../options.js';
+import { processIo, type Io } from '../output.js';
+import { deliveryHeaders, sendDelivery } from '../send-delivery.js';
+
+interface ReplayOptions {
+  last?: number;
+  log: string;
+  to?: string;
+  secret?: string;
+}
+
+/** `svc-cli replay`: resends deliveries recorded by `listen`, byte-for-byte. */
+export function makeReplayCommand(io: Io = processIo): Command {
+  return new Command('replay')
+    .description('resend deliveries recorded by "svc-cli listen", byte-for-byte')
+    .argument('[ids...]', 'delivery ids (the X-Svc-Delivery header, printed by listen)')
+    .addOption(new Option('-n, --last <n>', 'replay the last N logged deliveries').argParser(parsePositiveInt))
+    .addOption(new Option('--log <file>', 'delivery log written by listen').default(DEFAULT_LOG_FILE))
+    .addOption(new Option('--to <url>', 'send here instead of the URL each delivery was received at').argParser(parseForwardUrl))
+    .addOption(new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature)').env('SVC_WEBHOOK_SECRET'))
+    .addHelpText(
+      'after',
+      `
+Each delivery is sent with its original body bytes, Content-Type, User-Agent and X-Svc-* headers
+(X-Svc-Delivery included, so receivers can de-duplicate). Exits 1 when any replay is not answered 2xx.
+
+Examples:
+  $ svc-cli replay --last 1
+  $ svc-cli replay 4f1c2d0e-… 9a7b…
+  $ svc-cli replay --last 5 --to http://localhost:3000/webhooks/svc --secret whsec_...`,
+    )
+    .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
+      const { json } = globalOptions(command);
+      const chosen = select(await readDeliveryLog(opts.log), ids, opts);
+      let failed = 0;
+      for (const entry of chosen) {
+        const url = opts.to ?? entry.url;
+        const body = Buffer.from(entry.body_base64, 'base64');
+        const headers = deliveryHeaders(entry.headers);
+        if (opts.secret !== undefined) headers['x-svc-signature'] = sign(body, opts.secret);
+        const outcome = await sendDelivery(url, body, headers);
+        if (!outcome.ok) failed++;
+        if (json) {
+          io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error })}\n`);
+        } else {
+          const line = formatSentLine(new Date(), url, outcome, entry.id);
+          if (outcome.status === null) io.err(line);
+          else io.out(line);
+        }
+      }
+      if (failed > 0) throw new CliError(`${failed} of ${chosen.length} replayed deliveries failed`);
+      io.err(`Replayed ${chosen.length} ${chosen.length === 1 ? 'delivery' : 'deliveries'}.\n`);
+    });
+}
+
+/** The requested entries, oldest first; an id logged several times (retries) means its latest copy. */
+function select(entries: LoggedDelivery[], ids: string[], opts: ReplayOptions): LoggedDelivery[] {
+  if (ids.length === 0 && opts.last === undefined) {
+    throw new CliError('nothing to replay: give delivery ids or --last N');
+  }
+  if (entries.length === 0) throw new CliError(`the delivery log ${opts.log} is empty`);
+  const chosen: LoggedDelivery[] = [];
+  for (const id of ids) {
+    const entry = entries.findLast((e) => e.id === id);
+    if (!entry) throw new CliError(`delivery ${id} is not in ${opts.log}`);
+    chosen.push(entry);
+  }
+  if (opts.last !== undefined) {
+    for (const entry of entries.slice(-opts.last)) if (!chosen.includes(entry)) chosen.push(entry);
+  }
+  return chosen;
+}

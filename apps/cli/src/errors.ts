@@ -1,0 +1,55 @@
+/**
+ * An error the user can act on. `bin.ts` prints its message as one line on stderr and exits with
+ * `exitCode`; anything else that escapes is reported the same way, never with a stack trace.
+ *
+ * @example
+ * throw new CliError('no API key: pass --api-key or set SVC_API_KEY');
+ */
+export class CliError extends Error {
+  override name = 'CliError';
+  readonly exitCode: number;
+
+  constructor(message: string, options: { exitCode?: number; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.exitCode = options.exitCode ?? 1;
+  }
+}
+
+/** The server answered with an error body (`{ error: { message, type, code, param } }`) or a non-2xx status. */
+export class ApiError extends CliError {
+  override name = 'ApiError';
+  readonly status: number;
+  readonly code: string | undefined;
+
+  constructor(message: string, status: number, code: string | undefined) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** One-line description of a network failure from undici (connection refused, DNS, timeout …). */
+export function describeNetworkError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? err.cause : undefined;
+  const code = (err as { code?: unknown }).code ?? (cause as { code?: unknown } | undefined)?.code;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'connection reset';
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'connect timeout';
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+      return 'timed out';
+    default: {
+      const message = cause?.message ?? err.message;
+      return message.split('\n')[0] ?? message;
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import type { SvcResult } from '@svc/protocol';
+import { kleur, mark } from './output.js';
+
+/**
+ * The `svc` grounding result for people: a verdict line, then the answer with flagged spans
+ * highlighted and one line per span.
+ *
+ * @example
+ * io.err(groundingReport(completion.svc, answer));
+ */
+export function groundingReport(svc: SvcResult, answer: string): string {
+  if (!svc.dehallucinate_requested) return `${kleur.dim('Grounding: not requested (--no-dehallucinate)')}\n`;
+  if (!svc.checked) return `${kleur.dim('Grounding: not checked (no answer text or no sources to check against)')}\n`;
+  const score = svc.score.toFixed(2);
+  const spans = [...svc.flagged_spans].sort((a, b) => a.start - b.start);
+  const verdict = svc.grounded
+    ? `${mark.ok()} ${kleur.green('grounded')}, score ${score}`
+    : `${mark.bad()} ${kleur.red('not grounded')}, score ${score}`;
+  const lines = [`Grounding: ${verdict}${spans.length > 0 ? `, ${spans.length} flagged ${spans.length === 1 ? 'span' : 'spans'}` : ''}`];
+  if (spans.length > 0) {
+    lines.push('', highlight(answer, spans), '');
+    spans.forEach((span, i) => lines.push(`  ${i + 1}. ${kleur.red(`"${span.text}"`)} ${kleur.dim(`— ${span.reason} (score ${span.score.toFixed(2)})`)}`));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Marks each span: red and underlined with colours, between » « without. */
+function highlight(answer: string, spans: SvcResult['flagged_spans']): string {
+  let out = '';
+  let at = 0;
+  for (const span of spans) {
+    if (span.start < at || span.end > answer.length || span.end <= span.start) continue;
+    out += answer.slice(at, span.start);
+    const text = answer.slice(span.start, span.end);
+    out += kleur.enabled ? kleur.red().underline(text) : `»${text}«`;
+    at = span.end;
+  }
+  return out + answer.slice(at);
+}

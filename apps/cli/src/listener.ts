@@ -1,0 +1,187 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { verifySignature } from '@svc/verify';
+import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
+import { formatReceivedLine, formatSentLine } from './delivery-line.js';
+import { CliError } from './errors.js';
+import { clockTime, kleur, type Io } from './output.js';
+import { deliveryHeaders, sendDelivery } from './send-delivery.js';
+
+export interface ListenerOptions {
+  host: string;
+  port: number;
+  path: string;
+  secret?: string;
+  forwardTo?: string;
+  /** Print each raw body on one line to stdout (human lines then go to stderr). */
+  json: boolean;
+  logFile: string;
+  io: Io;
+  clock?: () => Date;
+}
+
+export interface ListenerStats {
+  received: number;
+  verified: number;
+  rejected: number;
+  forwarded: number;
+  forwardFailed: number;
+}
+
+export interface Listener {
+  /** The URL deliveries are accepted at, port 0 resolved, e.g. `http://127.0.0.1:4000/`. */
+  url: string;
+  stats: ListenerStats;
+  /** Stops accepting, waits for in-flight deliveries and forwards to finish. */
+  close(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+/**
+ * A local webhook receiver: prints, verifies, logs and forwards each delivery.
+ *
+ * @example
+ * const listener = await startListener({ host: '127.0.0.1', port: 0, path: '/', json: false, logFile, io });
+ * console.log(listener.url);
+ */
+export async function startListener(options: ListenerOptions): Promise<Listener> {
+  const { io } = options;
+  const clock = options.clock ?? (() => new Date());
+  const log = createDeliveryLog(options.logFile);
+  const stats: ListenerStats = { received: 0, verified: 0, rejected: 0, forwarded: 0, forwardFailed: 0 };
+  const inFlight = new Set<Promise<void>>();
+  // With --json stdout carries only raw bodies, so the human lines move to stderr.
+  const human = options.json ? io.err : io.out;
+  let baseUrl = '';
+
+  const server = createServer((req, res) => {
+    const task = handle(req, res).catch((err: unknown) => {
+      io.err(`${clockTime(clock())}  ${kleur.red('✘')} ${(err as Error).message}\n`);
+      if (!res.headersSent) reply(res, 500, { error: 'listener failure' });
+    });
+    inFlight.add(task);
+    void task.finally(() => inFlight.delete(task));
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const target = new URL(req.url ?? '/', 'http://listener');
+    if (target.pathname !== options.path) {
+      reply(res, 404, { error: `not found: deliveries are accepted at ${options.path}` });
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.setHeader('allow', 'POST');
+      reply(res, 405, { error: 'method not allowed: deliveries are POSTed' });
+      return;
+    }
+    const body = await readBody(req);
+    if (body === undefined) {
+      reply(res, 413, { error: 'body too large' });
+      return;
+    }
+    const time = clock();
+    stats.received++;
+    let signature: LoggedDelivery['signature'] = 'unchecked';
+    if (options.secret !== undefined) {
+      const header = req.headers['x-svc-signature'];
+      signature = verifySignature(body, Array.isArray(header) ? header[0] : header, options.secret) ? 'valid' : 'invalid';
+      if (signature === 'valid') stats.verified++;
+      else stats.rejected++;
+    }
+    const status = signature === 'invalid' ? 401 : 200;
+    const headers = flatHeaders(req);
+    const deliveryId = headers['x-svc-delivery'] ?? null;
+
+    // Everything a caller can observe is done before answering: the sender's call returning means
+    // the delivery is printed and logged.
+    human(formatReceivedLine({ time, body, headers, signature }));
+    if (options.json) io.out(`${body.toString('utf8')}\n`);
+    try {
+      await log.append({
+        time: time.toISOString(),
+        id: deliveryId,
+        event: headers['x-svc-event'] ?? null,
+        method: 'POST',
+        url: `${baseUrl}${target.pathname}${target.search}`,
+        headers,
+        body_base64: body.toString('base64'),
+        signature,
+        status,
+      });
+    } catch (err) {
+      io.err(`${clockTime(time)}  ${kleur.red('✘')} could not append to ${options.logFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
+    }
+    reply(res, status, status === 200 ? { received: true } : { error: 'invalid signature' });
+
+    if (options.forwardTo === undefined) return;
+    if (signature === 'invalid') {
+      io.err(`${clockTime(time)}  ${kleur.yellow('not forwarded: the signature is invalid')}\n`);
+      return;
+    }
+    const outcome = await sendDelivery(options.forwardTo, body, deliveryHeaders(req.headers));
+    if (outcome.ok) stats.forwarded++;
+    else stats.forwardFailed++;
+    const line = formatSentLine(clock(), options.forwardTo, outcome, deliveryId);
+    if (outcome.status === null) io.err(line);
+    else human(line);
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const where = `${options.host}:${options.port}`;
+      if (err.code === 'EADDRINUSE') reject(new CliError(`cannot listen on ${where}: the port is already in use (try --port 0)`));
+      else if (err.code === 'EACCES') reject(new CliError(`cannot listen on ${where}: permission denied (try a port above 1023)`));
+      else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') reject(new CliError(`cannot listen on ${where}: no such local address`));
+      else reject(new CliError(`cannot listen on ${where}: ${err.code ?? err.message}`));
+    });
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  baseUrl = `http://${displayHost(address.address)}:${address.port}`;
+
+  return {
+    url: `${baseUrl}${options.path}`,
+    stats,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await Promise.allSettled([...inFlight]);
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+/** Reads the body as bytes, or `undefined` when it is over the limit. */
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function flatHeaders(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+
+/** A wildcard bind is reached through loopback; IPv6 addresses need brackets in a URL. */
+function displayHost(address: string): string {
+  if (address === '0.0.0.0') return '127.0.0.1';
+  if (address === '::') return '[::1]';
+  return address.includes(':') ? `[${address}]` : address;
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}

@@ -1,0 +1,46 @@
+import { InvalidArgumentError } from 'commander';
+
+/** `--port`: 0 (any free port) to 65535. */
+export function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isInteger(port) || port > 65_535) {
+    throw new InvalidArgumentError('Must be an integer from 0 to 65535 (0 picks a free port).');
+  }
+  return port;
+}
+
+/** A positive integer option (`--last`, `--limit`). */
+export function parsePositiveInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new InvalidArgumentError('Must be a positive integer.');
+  }
+  return n;
+}
+
+/** An absolute http(s) URL (`--base-url`, `--forward-to`, `--to`). */
+export function parseHttpUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError('Must be an absolute http:// or https:// URL.');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new InvalidArgumentError('Must be an absolute http:// or https:// URL.');
+  }
+  return url.href;
+}
+
+/** `--forward-to localhost:3000/webhooks` is accepted as Stripe's CLI accepts it: http:// is assumed. */
+export function parseForwardUrl(value: string): string {
+  return parseHttpUrl(/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value : `http://${value}`);
+}
+
+/** `--path`: starts with `/`. */
+export function parsePath(value: string): string {
+  if (!value.startsWith('/') || /[\s?#]/.test(value)) {
+    throw new InvalidArgumentError('Must start with "/" and contain no spaces, "?" or "#".');
+  }
+  return value;
+}

@@ -1,0 +1,56 @@
+import kleur from 'kleur';
+
+/**
+ * Where a command writes: data on `out` (stdout), status and errors on `err` (stderr).
+ * Commands take an `Io` so tests can capture output without spawning a process.
+ */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const processIo: Io = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+};
+
+/** Colours follow kleur's detection (NO_COLOR, FORCE_COLOR, TTY); `--no-color` turns them off. */
+export function configureColors(colorFlag: boolean): void {
+  if (!colorFlag) kleur.enabled = false;
+}
+
+export { kleur };
+
+export const mark = {
+  ok: (): string => kleur.green('✔'),
+  bad: (): string => kleur.red('✘'),
+};
+
+/** `12:03:04`, local time, as Stripe's CLI prints it. */
+export function clockTime(date: Date): string {
+  return [date.getHours(), date.getMinutes(), date.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+}
+
+// Matches the escape sequences kleur emits, so padding counts visible characters only.
+// eslint-disable-next-line no-control-regex
+const ANSI = /\u001b\[[0-9;]*m/g;
+
+function visibleLength(text: string): number {
+  return text.replace(ANSI, '').length;
+}
+
+/**
+ * Left-aligned columns separated by two spaces; the header row is dimmed.
+ *
+ * @example
+ * io.out(table(['ID', 'STATUS'], [['dlv_1', 'delivered']]));
+ */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(visibleLength(h), ...rows.map((row) => visibleLength(row[i] ?? ''))));
+  const line = (cells: string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell + ' '.repeat((widths[i] ?? 0) - visibleLength(cell))))
+      .join('  ')
+      .trimEnd();
+  return [kleur.dim(line(header)), ...rows.map(line)].join('\n') + '\n';
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    // The tests spawn the built CLI and real servers; one file at a time keeps a shared 2-core box responsive.
+    fileParallelism: false,
+  },
+});
