@@ -141,9 +141,12 @@ describe('audit payload', () => {
   it('reports an upstream failure with status_code 502', async () => {
     upstream.setBehavior({ status: 500, errorMessage: 'upstream exploded' });
     const { client } = await clientFor();
-    const error = await client.chat.completions
-      .create({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] })
-      .catch((err: unknown) => err as InstanceType<typeof OpenAI.APIError>);
+    const error = await client.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }).then(
+      () => {
+        throw new Error('expected the upstream failure to reach the client');
+      },
+      (err: unknown) => err as InstanceType<typeof OpenAI.APIError>,
+    );
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect(error.status).toBe(502);
     const requestId = error.headers?.get('x-request-id');

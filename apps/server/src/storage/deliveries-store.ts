@@ -118,15 +118,19 @@ export class DeliveriesStore {
       .orderBy('next_attempt_at', 'asc')
       .limit(limit);
     if (this.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
-    return this.db
+    // A materialised CTE: Postgres may re-run an `IN (… LIMIT n)` sub-select per row and exceed the limit.
+    const rows = await this.db
+      .with((cte) => cte('due').materialized(), () => candidates)
       .updateTable('webhook_deliveries')
       .set({ lease_until: now + leaseMs, leased_by: workerId, updated_at: now })
-      .where('id', 'in', candidates)
+      .where('id', 'in', (eb) => eb.selectFrom('due').select('due.id'))
       // Re-checked on the row itself: on Postgres a row may have changed between the sub-select and the update.
       .where('status', '=', 'pending')
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
       .returningAll()
       .execute();
+    // RETURNING follows no particular order.
+    return rows.sort((a, b) => (a.next_attempt_at ?? 0) - (b.next_attempt_at ?? 0) || a.created_at - b.created_at);
   }
 
   /**

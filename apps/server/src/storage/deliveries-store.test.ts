@@ -1,0 +1,163 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestPostgres } from '../test-support/databases.js';
+import { openStore, type Store } from './store.js';
+import { newDeliveryId, type NewDelivery } from './deliveries-store.js';
+
+const postgres = await createTestPostgres('deliveries-store');
+const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
+  [
+    'sqlite',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-deliveries-'));
+      return { url: `sqlite:${join(dir, 'svc.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  ],
+];
+if (postgres) {
+  // One database per run; each test empties the tables it uses.
+  variants.push(['postgres', async () => ({ url: postgres.url, cleanup: async () => {} })]);
+}
+afterAll(async () => {
+  await postgres?.drop();
+});
+
+const T0 = 1_700_000_000_000;
+
+describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
+  let store: Store;
+  let cleanup: () => Promise<void>;
+
+  beforeEach(async () => {
+    const db = await open();
+    cleanup = db.cleanup;
+    store = await openStore(db.url, { poolSize: 8 });
+    await store.handle.db.deleteFrom('webhook_attempts').execute();
+    await store.handle.db.deleteFrom('webhook_deliveries').execute();
+  });
+
+  afterEach(async () => {
+    await store.close();
+    await cleanup();
+  });
+
+  function delivery(overrides: Partial<NewDelivery> = {}): NewDelivery {
+    const id = newDeliveryId();
+    return {
+      id,
+      keyId: 'key_a',
+      userId: '7f1c0f5e-8a43-4c55-9a0e-3f2f1a1b2c3d',
+      event: 'llm.request.completed',
+      requestId: `chatcmpl-${id}`,
+      url: 'https://example.com/hooks',
+      payload: `{"request_id":"chatcmpl-${id}","x":"é"}`,
+      now: T0,
+      ...overrides,
+    };
+  }
+
+  const success = { attemptedAt: T0 + 1, statusCode: 200, durationMs: 12.4, outcome: 'success' as const, error: null, responseBody: 'ok' };
+  const failure = { attemptedAt: T0 + 1, statusCode: 500, durationMs: 30, outcome: 'failure' as const, error: 'HTTP 500', responseBody: 'boom' };
+
+  it('claims only due, unleased rows, oldest due first, up to the limit, and stores the exact bytes', async () => {
+    const a = delivery({ nextAttemptAt: T0 - 10 });
+    const b = delivery({ nextAttemptAt: T0 - 20 });
+    const later = delivery({ nextAttemptAt: T0 + 60_000 });
+    await store.deliveries.insertMany([a, b, later]);
+    const claimed = await store.deliveries.claimDue(T0, 10, 30_000, 'w1');
+    expect(claimed.map((r) => r.id)).toEqual([b.id, a.id]);
+    expect(claimed[0]).toMatchObject({ status: 'pending', leased_by: 'w1', lease_until: T0 + 30_000, attempts: 0, payload: b.payload });
+    // Leased: nobody else gets them until the lease lapses.
+    expect(await store.deliveries.claimDue(T0 + 1, 10, 30_000, 'w2')).toEqual([]);
+    const reclaimed = await store.deliveries.claimDue(T0 + 30_000, 1, 30_000, 'w2');
+    expect(reclaimed.map((r) => r.id)).toEqual([b.id]);
+  });
+
+  it('never hands the same row to two concurrent claimers', async () => {
+    const rows = Array.from({ length: 40 }, () => delivery());
+    await store.deliveries.insertMany(rows);
+    const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => store.deliveries.claimDue(T0, 10, 30_000, `w${i}`)));
+    const ids = claims.flat().map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBeLessThanOrEqual(40);
+    // Whatever the first round left is claimable next.
+    const rest = await store.deliveries.claimDue(T0, 100, 30_000, 'w9');
+    expect(ids.length + rest.length).toBe(40);
+  });
+
+  it('records attempts in order, moves the status on and releases the lease', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    await store.deliveries.claimDue(T0, 1, 30_000, 'w1');
+    expect(await store.deliveries.recordAttempt(d.id, failure, { status: 'pending', nextAttemptAt: T0 + 5_000 })).toBe(1);
+    let row = await store.deliveries.byId(d.id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, next_attempt_at: T0 + 5_000, lease_until: null, leased_by: null, last_status_code: 500, last_error: 'HTTP 500' });
+    await store.deliveries.claimDue(T0 + 5_000, 1, 30_000, 'w1');
+    expect(await store.deliveries.recordAttempt(d.id, { ...success, attemptedAt: T0 + 5_001 }, { status: 'delivered' })).toBe(2);
+    row = await store.deliveries.byId(d.id);
+    expect(row).toMatchObject({ status: 'delivered', attempts: 2, next_attempt_at: null, delivered_at: T0 + 5_001, last_status_code: 200, last_error: null });
+    const found = await store.deliveries.get('key_a', d.id);
+    expect(found?.attempts.map((a) => [a.attempt, a.status_code, a.outcome, a.error, a.response_body, a.duration_ms])).toEqual([
+      [1, 500, 'failure', 'HTTP 500', 'boom', 30],
+      [2, 200, 'success', null, 'ok', 12],
+    ]);
+    expect(found?.delivery.payload).toBe(d.payload);
+  });
+
+  it('lists one key newest first with a cursor and a status filter; get is scoped to the key', async () => {
+    const rows = [0, 1, 2, 3, 4].map((i) => delivery({ now: T0 + i }));
+    await store.deliveries.insertMany([...rows, delivery({ keyId: 'key_b' })]);
+    await store.deliveries.recordAttempt(rows[1]!.id, failure, { status: 'failed' });
+    const page1 = await store.deliveries.list('key_a', { limit: 2 });
+    expect(page1.rows.map((r) => r.id)).toEqual([rows[4]!.id, rows[3]!.id]);
+    expect(page1.hasMore).toBe(true);
+    const page2 = await store.deliveries.list('key_a', { limit: 2, before: rows[3]!.id });
+    expect(page2.rows.map((r) => r.id)).toEqual([rows[2]!.id, rows[1]!.id]);
+    const page3 = await store.deliveries.list('key_a', { limit: 2, before: rows[1]!.id });
+    expect(page3).toMatchObject({ hasMore: false });
+    expect(page3.rows.map((r) => r.id)).toEqual([rows[0]!.id]);
+    expect((await store.deliveries.list('key_a', { limit: 10, status: 'failed' })).rows.map((r) => r.id)).toEqual([rows[1]!.id]);
+    expect(await store.deliveries.list('key_b', { limit: 10, before: rows[3]!.id })).toEqual({ rows: [], hasMore: false });
+    expect(await store.deliveries.get('key_b', rows[0]!.id)).toBeUndefined();
+  });
+
+  it('redelivers with the same id and bytes, due now, for the owning key only', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    await store.deliveries.recordAttempt(d.id, failure, { status: 'failed' });
+    expect(await store.deliveries.redeliver('key_b', d.id, T0 + 100)).toBeUndefined();
+    const row = await store.deliveries.redeliver('key_a', d.id, T0 + 100, 'https://example.org/new');
+    expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload: d.payload, url: 'https://example.org/new', attempts: 1 });
+    expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => r.id)).toEqual([d.id]);
+  });
+
+  it('reports the next due time (leases included) and the backlog', async () => {
+    expect(await store.deliveries.nextDueAt()).toBeUndefined();
+    const a = delivery({ nextAttemptAt: T0 + 500 });
+    const b = delivery({ nextAttemptAt: T0 - 1 });
+    const c = delivery();
+    await store.deliveries.insertMany([a, b, c]);
+    await store.deliveries.recordAttempt(c.id, failure, { status: 'failed' });
+    expect(await store.deliveries.nextDueAt()).toBe(T0 - 1);
+    await store.deliveries.claimDue(T0, 1, 10_000, 'w');
+    expect(await store.deliveries.nextDueAt()).toBe(T0 + 500);
+    expect(await store.deliveries.backlog(T0)).toEqual({ pending: 2, due: 1, failed: 1 });
+  });
+
+  it('purges finished deliveries and their attempts past retention, keeping pending ones', async () => {
+    const old = delivery({ now: T0 - 10_000 });
+    const oldPending = delivery({ now: T0 - 10_000 });
+    const recent = delivery({ now: T0 });
+    await store.deliveries.insertMany([old, oldPending, recent]);
+    await store.deliveries.recordAttempt(old.id, success, { status: 'delivered' });
+    await store.deliveries.recordAttempt(recent.id, success, { status: 'delivered' });
+    expect(await store.deliveries.purgeOlderThan(T0 - 1)).toBe(1);
+    expect(await store.deliveries.byId(old.id)).toBeUndefined();
+    expect(await store.deliveries.byId(oldPending.id)).toBeDefined();
+    expect(await store.deliveries.get('key_a', recent.id)).toMatchObject({ attempts: [{ attempt: 1 }] });
+    const orphans = await store.handle.db.selectFrom('webhook_attempts').select('id').where('delivery_id', '=', old.id).execute();
+    expect(orphans).toEqual([]);
+  });
+});
