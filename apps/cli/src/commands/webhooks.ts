@@ -32,12 +32,11 @@ Examples:
       const { json } = globalOptions(command);
       const { data, raw } = await apiClientFor(command).json<WebhookTestResult>('POST', '/v1/webhooks/test');
       if (json) io.out(`${raw.trim()}\n`);
-      const answered = typeof data.status_code === 'number' ? ` (receiver answered ${data.status_code})` : '';
       if (!data.success) {
-        const reason = data.error ? `: ${data.error}` : answered;
-        throw new CliError(`test delivery to ${data.delivered_to} failed${reason}`);
+        const reason = typeof data.status_code === 'number' ? `the receiver answered ${data.status_code}` : (data.error ?? 'no answer');
+        throw new CliError(`test delivery to ${data.delivered_to} failed: ${reason}`);
       }
-      if (!json) io.out(`${mark.ok()} Test delivery sent to ${data.delivered_to}${answered}\n`);
+      if (!json) io.out(`${mark.ok()} Test delivery to ${data.delivered_to} succeeded\n`);
     });
   return webhooks;
 }

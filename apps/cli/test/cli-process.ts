@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CLI_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** stdout exactly as bytes, for byte-for-byte comparisons. */
+  stdoutBytes: Buffer;
+}
+
+export interface CliProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in stdout or stderr (already written or future). */
+  waitFor(stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<CliResult>;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Environment for the CLI: no SVC_* settings inherited from the developer's shell, no colours. */
+function cliEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('SVC_') && name !== 'FORCE_COLOR') base[name] = value;
+  return { ...base, NO_COLOR: '1', ...env };
+}
+
+/**
+ * Starts `node dist/bin.js ARGS` in `cwd`. Every process started here is killed by `killAll()`.
+ *
+ * @example
+ * const listen = startCli(['listen', '--port', '0'], { cwd });
+ * const [, url] = await listen.waitFor('stderr', /Listening on (\S+)/);
+ */
+export function startCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): CliProcess {
+  const child = spawn(process.execPath, [CLI_BIN, ...args], { cwd: options.cwd, env: cliEnv(options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  const waiters = new Set<() => void>();
+  const notify = (): void => {
+    for (const waiter of waiters) waiter();
+  };
+  child.stdout!.on('data', (chunk: Buffer) => {
+    out.push(chunk);
+    notify();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    err.push(chunk);
+    notify();
+  });
+  const text = (stream: 'stdout' | 'stderr'): string => Buffer.concat(stream === 'stdout' ? out : err).toString('utf8');
+  const exited = new Promise<CliResult>((resolve) => {
+    child.on('close', (code, signal) => {
+      running.delete(child);
+      notify();
+      resolve({ code, signal, stdout: text('stdout'), stderr: text('stderr'), stdoutBytes: Buffer.concat(out) });
+    });
+  });
+  return {
+    child,
+    stdout: () => text('stdout'),
+    stderr: () => text('stderr'),
+    exited,
+    waitFor(stream, pattern, timeoutMs = 10_000) {
+      return new Promise((resolve, reject) => {
+        const check = (): boolean => {
+          const match = text(stream).match(pattern);
+          if (match) {
+            cleanup();
+            resolve(match);
+            return true;
+          }
+          if (child.exitCode !== null || child.signalCode !== null) {
+            cleanup();
+            reject(new Error(`svc-cli exited before ${pattern} appeared on ${stream}.\nstdout: ${text('stdout')}\nstderr: ${text('stderr')}`));
+            return true;
+          }
+          return false;
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`${pattern} did not appear on ${stream} within ${timeoutMs} ms.\nstdout: ${text('stdout')}\nstderr: ${text('stderr')}`));
+        }, timeoutMs);
+        const cleanup = (): void => {
+          clearTimeout(timer);
+          waiters.delete(waiter);
+        };
+        const waiter = (): void => void check();
+        if (!check()) waiters.add(waiter);
+      });
+    },
+  };
+}
+
+/** Runs the CLI to completion. */
+export function runCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliResult> {
+  return startCli(args, options).exited;
+}
+
+/** Starts `svc-cli listen --port 0 …` and resolves once it printed its Ready line. */
+export async function startListen(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliProcess & { url: string }> {
+  const proc = startCli(['listen', '--port', '0', ...args], options);
+  const match = await proc.waitFor('stderr', /Ready! Listening on (\S+) \(\^C to quit\)/);
+  return Object.assign(proc, { url: match[1]! });
+}
+
+/** Kills every CLI process still running (afterEach). */
+export async function killAll(): Promise<void> {
+  await Promise.all(
+    [...running].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('close', () => resolve());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+}
+
+/** A fresh working directory (the default delivery log lands in it). */
+export function tempDir(): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), 'svc-cli-test-'));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}

@@ -1,0 +1,189 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { verifySignature } from '@svc/verify';
+import { killAll, runCli, startListen, tempDir } from './cli-process.js';
+import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
+import { startReceiver, type Receiver } from './receiver.js';
+
+// Deliveries here are POSTed by the test exactly as the server sends them; server.e2e.test.ts has the
+// same behaviour with real deliveries from a running server.
+describe('svc-cli listen', () => {
+  let dir: ReturnType<typeof tempDir>;
+  const receivers: Receiver[] = [];
+
+  beforeEach(() => {
+    dir = tempDir();
+  });
+  afterEach(async () => {
+    await killAll();
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+    dir.remove();
+  });
+
+  it('prints Ready with its real URL, one line per delivery, ✔ for the right secret and ✘ + 401 for a wrong one', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    expect(listen.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+    expect(listen.url).not.toContain(':0/');
+
+    const good = await postDelivery(listen.url, samplePayload('test-good'), { secret: SECRET, deliveryId: 'whd_good' });
+    expect(good.status).toBe(200);
+    const bad = await postDelivery(listen.url, samplePayload('test-bad'), { secret: 'whsec_wrong', deliveryId: 'whd_bad' });
+    expect(bad.status).toBe(401);
+    const unsigned = await postDelivery(listen.url, samplePayload('test-unsigned'), { deliveryId: 'whd_unsigned' });
+    expect(unsigned.status).toBe(401);
+
+    const lines = listen.stdout().trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d {2}--> llm\.request\.completed \[test-good\]/);
+    expect(lines[0]).toContain('svc01 200');
+    expect(lines[0]).toContain('12+34=46 tokens');
+    expect(lines[0]).toContain('532 ms');
+    expect(lines[0]).toContain('not grounded (hallucination 0.25)');
+    expect(lines[0]).toContain('test');
+    expect(lines[0]).toContain('signature ✔');
+    expect(lines[0]).toContain('whd_good');
+    expect(lines[1]).toContain('[test-bad]');
+    expect(lines[1]).toContain('signature ✘');
+    expect(lines[2]).toContain('signature ✘');
+    expect(listen.stdout()).not.toMatch(/\u001b\[/);
+  });
+
+  it('without --secret accepts every delivery and shows no signature mark', async () => {
+    const listen = await startListen([], { cwd: dir.path });
+    expect((await postDelivery(listen.url, samplePayload(), { secret: 'anything' })).status).toBe(200);
+    expect(listen.stdout()).toContain('--> llm.request.completed [test-0001]');
+    expect(listen.stdout()).not.toContain('signature');
+  });
+
+  it('--json prints each raw body on one line of stdout, byte-for-byte, and nothing else', async () => {
+    const listen = await startListen(['--json'], { cwd: dir.path });
+    const bodies = [samplePayload('test-a'), samplePayload('test-b')];
+    for (const body of bodies) await postDelivery(listen.url, body);
+    listen.child.kill('SIGINT');
+    const result = await listen.exited;
+    expect(result.stdoutBytes.equals(Buffer.from(bodies.map((b) => `${b}\n`).join(''), 'utf8'))).toBe(true);
+    expect(result.stderr).toContain('--> llm.request.completed [test-a]');
+  });
+
+  it('appends every delivery (time, headers, raw body as base64, URL) to the log, creating its directory', async () => {
+    const logFile = join(dir.path, 'nested', 'dir', 'log.jsonl');
+    const listen = await startListen(['--secret', SECRET, '--log', logFile, '--path', '/webhooks/svc'], { cwd: dir.path });
+    expect(listen.url).toMatch(/\/webhooks\/svc$/);
+    const body = samplePayload('test-log');
+    await postDelivery(listen.url, body, { secret: SECRET, deliveryId: 'whd_log1' });
+    await postDelivery(`${listen.url}?source=test`, body, { secret: 'whsec_wrong', deliveryId: 'whd_log2' });
+
+    const entries = readFileSync(logFile, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line));
+    expect(entries).toHaveLength(2);
+    const [first, second] = entries;
+    expect(Buffer.from(first.body_base64, 'base64').toString('utf8')).toBe(body);
+    expect(first).toMatchObject({ id: 'whd_log1', event: 'llm.request.completed', method: 'POST', url: listen.url, signature: 'valid', status: 200 });
+    expect(new Date(first.time).toISOString()).toBe(first.time);
+    expect(first.headers['x-svc-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(first.headers['content-type']).toBe('application/json');
+    expect(second).toMatchObject({ id: 'whd_log2', url: `${listen.url}?source=test`, signature: 'invalid', status: 401 });
+  });
+
+  it('the default log is .svc/deliveries.jsonl in the working directory', async () => {
+    const listen = await startListen([], { cwd: dir.path });
+    await postDelivery(listen.url, samplePayload());
+    expect(readFileSync(join(dir.path, '.svc', 'deliveries.jsonl'), 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
+  });
+
+  it('answers 404 off its path and 405 for other methods, without counting them', async () => {
+    const listen = await startListen(['--path', '/hooks'], { cwd: dir.path });
+    const origin = new URL(listen.url).origin;
+    expect((await postDelivery(`${origin}/other`, samplePayload())).status).toBe(404);
+    expect((await fetch(listen.url)).status).toBe(405);
+    listen.child.kill('SIGINT');
+    expect((await listen.exited).stderr).toContain('0 deliveries received');
+  });
+
+  it('--forward-to sends the exact bytes with Content-Type and X-Svc-* headers and prints <-- [status] POST url', async () => {
+    const target = await startReceiver({ status: 202 });
+    receivers.push(target);
+    const listen = await startListen(['--secret', SECRET, '--forward-to', target.url], { cwd: dir.path });
+    const body = samplePayload('test-fwd');
+    await postDelivery(listen.url, body, { secret: SECRET, deliveryId: 'whd_fwd' });
+    const [forwarded] = await target.waitForRequests(1);
+    expect(forwarded!.method).toBe('POST');
+    expect(forwarded!.body.equals(Buffer.from(body, 'utf8'))).toBe(true);
+    expect(forwarded!.headers['content-type']).toBe('application/json');
+    expect(forwarded!.headers['x-svc-event']).toBe('llm.request.completed');
+    expect(forwarded!.headers['x-svc-delivery']).toBe('whd_fwd');
+    expect(verifySignature(forwarded!.body, forwarded!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
+    await listen.waitFor('stdout', new RegExp(`<-- \\[202\\] POST ${target.url.replace(/[.?]/g, '\\$&')} \\[whd_fwd\\]`));
+
+    // A delivery with a bad signature is answered 401 and not passed on.
+    await postDelivery(listen.url, body, { secret: 'whsec_wrong' });
+    await listen.waitFor('stderr', /not forwarded: the signature is invalid/);
+    expect(target.requests).toHaveLength(1);
+  });
+
+  it('a forward target that is down or failing prints an error and the listener keeps going', async () => {
+    const down = await startReceiver();
+    const downUrl = down.url;
+    await down.close();
+    const listen = await startListen(['--forward-to', downUrl], { cwd: dir.path });
+    expect((await postDelivery(listen.url, samplePayload('test-1'))).status).toBe(200);
+    await listen.waitFor('stderr', /✘ POST http:\/\/127\.0\.0\.1:\d+\/hooks failed: connection refused/);
+    expect((await postDelivery(listen.url, samplePayload('test-2'))).status).toBe(200);
+    await listen.waitFor('stderr', /failed: connection refused[^\n]*\n[^]*failed: connection refused/);
+    expect(listen.stdout()).toContain('[test-2]');
+
+    listen.child.kill('SIGINT');
+    const result = await listen.exited;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('2 deliveries received, 0 forwarded, 2 failed to forward');
+  });
+
+  it('a forward target answering 500 is shown as <-- [500]', async () => {
+    const target = await startReceiver({ status: 500 });
+    receivers.push(target);
+    const listen = await startListen(['--forward-to', target.url], { cwd: dir.path });
+    expect((await postDelivery(listen.url, samplePayload())).status).toBe(200);
+    await listen.waitFor('stdout', /<-- \[500\] POST /);
+  });
+
+  it.each(['SIGINT', 'SIGTERM'] as const)('%s exits 0 with a summary of received, verified and failed', async (signal) => {
+    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    await postDelivery(listen.url, samplePayload(), { secret: SECRET });
+    await postDelivery(listen.url, samplePayload(), { secret: SECRET });
+    await postDelivery(listen.url, samplePayload(), { secret: 'whsec_wrong' });
+    listen.child.kill(signal);
+    const result = await listen.exited;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('Done: 3 deliveries received, 2 verified, 1 failed verification.');
+    expect(result.stderr).not.toMatch(/at .*\.js:\d+/);
+  });
+
+  it.each([
+    [['--port', 'abc'], /--port <port>' argument 'abc' is invalid/],
+    [['--port', '70000'], /argument '70000' is invalid/],
+    [['--port', '-1'], /--port/],
+    [['--forward-to', 'ftp://example.com/x'], /--forward-to <url>' argument 'ftp:\/\/example.com\/x' is invalid/],
+    [['--forward-to', 'http://exa mple.com'], /--forward-to/],
+    [['--path', 'hooks'], /--path <path>' argument 'hooks' is invalid/],
+  ])('bad input %j: one line on stderr, non-zero exit', async (args, message) => {
+    const result = await runCli(['listen', ...args], { cwd: dir.path });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(message);
+    expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(result.stdout).toBe('');
+  });
+
+  it('a port already in use: one line on stderr, non-zero exit', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const { port } = blocker.address() as { port: number };
+      const result = await runCli(['listen', '--port', String(port)], { cwd: dir.path });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(`svc-cli: cannot listen on 127.0.0.1:${port}: the port is already in use (try --port 0)\n`);
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+  });
+});
