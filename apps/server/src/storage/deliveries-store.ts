@@ -220,6 +220,17 @@ export class DeliveriesStore {
     return { delivery, attempts };
   }
 
+  /** Ends every lease (pending rows become due by their next attempt time). Returns how many were leased. */
+  async releaseLeases(now: number): Promise<number> {
+    const result = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_until: null, leased_by: null, updated_at: now })
+      .where('status', '=', 'pending')
+      .where('lease_until', 'is not', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
   /** Any delivery by id (worker use). */
   async byId(id: string): Promise<DeliveryRow | undefined> {
     const row = await this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();

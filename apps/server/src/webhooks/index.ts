@@ -60,6 +60,8 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     retryScheduleMs: config.webhooks.retryScheduleMs,
     retentionDays: config.webhooks.retentionDays,
     concurrency: deps.concurrency,
+    // Embedded SQLite has one server process: what it had leased when it died is nobody's now.
+    releaseLeasesOnStart: store.handle.dialect === 'sqlite',
   });
   const audit = new OutboxSink(store.deliveries, () => worker.wake());
   const router = webhooksRouter({

@@ -116,7 +116,7 @@ export function webhooksRouter(deps: RoutesDeps): Router {
       payload: body,
       now,
       // Leased to this request: the worker leaves it alone while the synchronous attempt runs.
-      lease: { until: now + deps.timeoutMs + 60_000, by: 'test-endpoint' },
+      lease: { until: now + deps.timeoutMs + 15_000, by: 'test-endpoint' },
     });
     const row = await deps.deliveries.byId(id);
     if (!row) throw new Error(`test delivery ${id} vanished`);

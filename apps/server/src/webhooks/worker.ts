@@ -26,6 +26,11 @@ export interface WorkerOptions {
   concurrency?: number;
   /** Random in [0, 1); tests may fix it. */
   random?: () => number;
+  /**
+   * Release every lease at start. Only for a database this process alone works on (embedded SQLite): rows
+   * leased by a killed predecessor are then retried at once instead of after their lease.
+   */
+  releaseLeasesOnStart?: boolean;
 }
 
 /** The delay before retry number `retry` (1-based) with ±20 % jitter, or undefined once the schedule is spent. */
@@ -59,7 +64,7 @@ export class DeliveryWorker {
   constructor(private readonly options: WorkerOptions) {
     this.concurrency = options.concurrency ?? 16;
     // An attempt ends by its timeout; the margin covers the database write that follows it.
-    this.leaseMs = options.timeoutMs + 60_000;
+    this.leaseMs = options.timeoutMs + 15_000;
     this.random = options.random ?? Math.random;
   }
 
@@ -69,7 +74,17 @@ export class DeliveryWorker {
     this.purgeTimer = setInterval(() => void this.purge(), PURGE_INTERVAL_MS);
     this.purgeTimer.unref();
     void this.purge();
-    this.wake();
+    if (!this.options.releaseLeasesOnStart) return this.wake();
+    this.options.deliveries.releaseLeases(this.options.clock()).then(
+      (released) => {
+        if (released > 0) this.options.logger.info({ released }, 'resuming webhook deliveries left in flight by the previous run');
+        this.wake();
+      },
+      (err: unknown) => {
+        this.options.logger.error({ err }, 'could not release stale webhook leases');
+        this.wake();
+      },
+    );
   }
 
   /** Look for due deliveries now (coalesced: many wakes in one tick make one claim). */
