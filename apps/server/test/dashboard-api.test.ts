@@ -306,7 +306,8 @@ describe('keys and webhook settings', () => {
     expect(deliveries.body.data[0]).toMatchObject({ test: true, status: 'delivered', attempts: 1 });
     const detail = await client.request('GET', `/keys/${alice.keyId}/deliveries/${deliveries.body.data[0].id}`);
     expect(detail.body.payload).toBe(receiver.received.at(-1)!.raw.toString('utf8'));
-    expect(detail.body.attempts).toHaveLength(1);
+    expect(detail.body.attempts).toBe(1);
+    expect(detail.body.attempt_log).toHaveLength(1);
   });
 
   it('reports a failed test with its status code and error', async () => {

@@ -257,7 +257,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const key = await ownKey(req, res);
     const found = await store.deliveries.get(key.id, String(req.params.did));
     if (!found) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
-    res.json({ ...deliveryView(found.delivery), payload: found.delivery.payload, attempts: found.attempts.map(attemptView) });
+    res.json({ ...deliveryView(found.delivery), payload: found.delivery.payload, attempt_log: found.attempts.map(attemptView) });
   });
 
   api.post('/keys/:id/deliveries/:did/redeliver', async (req, res) => {

@@ -1,0 +1,115 @@
+import { useCallback, useEffect, useState } from 'react';
+import { api, setCsrfToken, setSignedOutHandler, type Me } from './api.js';
+import { hrefOf, navigate, useRoute, type Route } from './router.js';
+import { LoginPage } from './pages/LoginPage.js';
+import { KeysPage } from './pages/KeysPage.js';
+import { KeySettingsPage } from './pages/KeySettingsPage.js';
+import { DeliveriesPage } from './pages/DeliveriesPage.js';
+import { UsagePage } from './pages/UsagePage.js';
+import { ErrorMessage, Spinner } from './components/Status.js';
+
+type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'error'; message: string } | { state: 'signed-in'; me: Me };
+
+export function App() {
+  const [session, setSession] = useState<Session>({ state: 'loading' });
+  const route = useRoute();
+
+  const load = useCallback(async () => {
+    setSession({ state: 'loading' });
+    try {
+      const me = await api<Me>('GET', '/me');
+      setCsrfToken(me.csrf_token);
+      setSession({ state: 'signed-in', me });
+    } catch (err) {
+      const status = (err as { status?: number }).status;
+      setSession(status === 401 ? { state: 'signed-out' } : { state: 'error', message: (err as Error).message });
+    }
+  }, []);
+
+  useEffect(() => {
+    setSignedOutHandler(() => setSession({ state: 'signed-out' }));
+    void load();
+  }, [load]);
+
+  if (session.state === 'loading') {
+    return (
+      <main className="centered">
+        <Spinner label="Loading the dashboard…" />
+      </main>
+    );
+  }
+  if (session.state === 'error') {
+    return (
+      <main className="centered">
+        <div className="card narrow">
+          <ErrorMessage message={session.message} onRetry={load} />
+        </div>
+      </main>
+    );
+  }
+  if (session.state === 'signed-out') return <LoginPage onSignedIn={load} />;
+
+  const signOut = async () => {
+    try {
+      await api('POST', '/logout', {});
+    } finally {
+      setCsrfToken('');
+      setSession({ state: 'signed-out' });
+    }
+  };
+
+  return (
+    <div className="layout">
+      <header className="topbar">
+        <a className="brand" href={hrefOf({ page: 'keys' })} onClick={link({ page: 'keys' })}>
+          <span className="brand-mark" aria-hidden="true">◆</span> svc
+        </a>
+        <nav className="nav" aria-label="Main">
+          <span className="nav-group">Settings</span>
+          <NavLink route={{ page: 'keys' }} current={route} label="API Keys" />
+          <NavLink route={{ page: 'usage' }} current={route} label="Usage" />
+        </nav>
+        <div className="account">
+          <span className="muted" title="Signed in">{session.me.user.email}</span>
+          <button type="button" className="button ghost small" onClick={signOut}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main className="content">
+        <Page route={route} me={session.me} />
+      </main>
+    </div>
+  );
+}
+
+function Page({ route, me }: { route: Route; me: Me }) {
+  switch (route.page) {
+    case 'keys':
+      return <KeysPage />;
+    case 'key':
+      return <KeySettingsPage keyId={route.keyId} me={me} />;
+    case 'deliveries':
+      return <DeliveriesPage keyId={route.keyId} />;
+    case 'usage':
+      return <UsagePage />;
+  }
+}
+
+/** A click handler for in-app links: plain clicks navigate in place, modified clicks open as usual. */
+export function link(route: Route) {
+  return (event: React.MouseEvent) => {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    navigate(route);
+  };
+}
+
+function NavLink({ route, current, label }: { route: Route; current: Route; label: string }) {
+  const active = route.page === 'usage' ? current.page === 'usage' : current.page !== 'usage';
+  return (
+    <a className={`nav-link${active ? ' active' : ''}`} href={hrefOf(route)} onClick={link(route)} aria-current={active ? 'page' : undefined}>
+      {label}
+    </a>
+  );
+}

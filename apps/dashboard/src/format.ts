@@ -1,0 +1,25 @@
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+const numbers = new Intl.NumberFormat();
+
+export function formatTime(iso: string | null | undefined): string {
+  return iso ? dateTime.format(new Date(iso)) : '—';
+}
+
+export function formatDate(iso: string | null | undefined): string {
+  return iso ? dateOnly.format(new Date(iso)) : '—';
+}
+
+export function formatNumber(n: number): string {
+  return numbers.format(n);
+}
+
+/** "3 minutes ago" style, for recent times; falls back to the date. */
+export function formatRelative(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return 'Never';
+  const seconds = Math.round((now - new Date(iso).getTime()) / 1000);
+  if (seconds < 45) return 'Just now';
+  if (seconds < 90 * 60) return `${Math.max(1, Math.round(seconds / 60))} min ago`;
+  if (seconds < 36 * 3600) return `${Math.round(seconds / 3600)} h ago`;
+  return formatDate(iso);
+}

@@ -1,0 +1,260 @@
+import { useState } from 'react';
+import { api, type ApiKey, type Delivery, type DeliveryDetail, type DeliveryStatus } from '../api.js';
+import { link } from '../App.js';
+import { hrefOf } from '../router.js';
+import { formatTime } from '../format.js';
+import { useLoad } from '../use-load.js';
+import { ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
+
+interface Page {
+  rows: Delivery[];
+  hasMore: boolean;
+}
+
+const STATUS_OPTIONS: Array<{ value: '' | DeliveryStatus; label: string }> = [
+  { value: '', label: 'All statuses' },
+  { value: 'delivered', label: 'Delivered' },
+  { value: 'pending', label: 'Pending (retrying)' },
+  { value: 'failed', label: 'Failed' },
+];
+
+function listPath(keyId: string, status: string, before?: string): string {
+  const query = new URLSearchParams({ limit: '20' });
+  if (status) query.set('status', status);
+  if (before) query.set('before', before);
+  return `/keys/${encodeURIComponent(keyId)}/deliveries?${query}`;
+}
+
+export function DeliveriesPage({ keyId }: { keyId: string }) {
+  const [status, setStatus] = useState<'' | DeliveryStatus>('');
+  const [key] = useLoad(() => api<{ data: ApiKey[] }>('GET', '/keys').then((r) => r.data.find((k) => k.id === keyId) ?? null), [keyId]);
+  const [page, reload, setPage] = useLoad<Page>(
+    () => api<{ data: Delivery[]; has_more: boolean }>('GET', listPath(keyId, status)).then((r) => ({ rows: r.data, hasMore: r.has_more })),
+    [keyId, status],
+  );
+  const [open, setOpen] = useState<string | null>(null);
+  const [moreError, setMoreError] = useState<string | null>(null);
+
+  const loadMore = async () => {
+    const current = page.data;
+    const last = current?.rows.at(-1);
+    if (!current || !last) return;
+    setMoreError(null);
+    try {
+      const next = await api<{ data: Delivery[]; has_more: boolean }>('GET', listPath(keyId, status, last.id));
+      setPage({ rows: [...current.rows, ...next.data], hasMore: next.has_more });
+    } catch (err) {
+      setMoreError((err as Error).message);
+    }
+  };
+
+  const name = key.data?.name ?? '…';
+  return (
+    <section>
+      <nav className="breadcrumb" aria-label="Breadcrumb">
+        <a href={hrefOf({ page: 'keys' })} onClick={link({ page: 'keys' })}>
+          API Keys
+        </a>
+        <span aria-hidden="true">/</span>
+        <a href={hrefOf({ page: 'key', keyId })} onClick={link({ page: 'key', keyId })}>
+          {name}
+        </a>
+        <span aria-hidden="true">/</span>
+        <span>Deliveries</span>
+      </nav>
+      <div className="page-head">
+        <div>
+          <p className="eyebrow">Settings → API Keys</p>
+          <h1>Deliveries</h1>
+          <p className="muted">Webhook deliveries of “{name}”, newest first. Each keeps the exact payload that was signed and sent.</p>
+        </div>
+        <div className="actions">
+          <label className="field inline">
+            <span>Status</span>
+            <select name="status" value={status} onChange={(e) => setStatus(e.target.value as '' | DeliveryStatus)}>
+              {STATUS_OPTIONS.map((o) => (
+                <option key={o.value} value={o.value}>
+                  {o.label}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="button" className="button" onClick={reload}>
+            Refresh
+          </button>
+        </div>
+      </div>
+
+      {page.state === 'error' && <ErrorMessage message={page.message} onRetry={reload} />}
+      {page.state === 'loading' && !page.data && <Spinner label="Loading deliveries…" />}
+      {page.data && page.data.rows.length === 0 && (
+        <div className="card empty">{status ? 'No deliveries with this status.' : 'No deliveries yet. Send a test from the key settings or make a request.'}</div>
+      )}
+      {page.data && page.data.rows.length > 0 && (
+        <div className="card table-card">
+          <table className="table deliveries-table">
+            <thead>
+              <tr>
+                <th>Time</th>
+                <th>Request</th>
+                <th>Status</th>
+                <th>Code</th>
+                <th>Attempts</th>
+                <th aria-label="Details" />
+              </tr>
+            </thead>
+            <tbody>
+              {page.data.rows.map((d) => (
+                <DeliveryRow
+                  key={d.id}
+                  keyId={keyId}
+                  delivery={d}
+                  open={open === d.id}
+                  onToggle={() => setOpen(open === d.id ? null : d.id)}
+                  onRedelivered={(row) => page.data && setPage({ ...page.data, rows: page.data.rows.map((r) => (r.id === row.id ? row : r)) })}
+                />
+              ))}
+            </tbody>
+          </table>
+          {page.data.hasMore && (
+            <div className="table-foot">
+              <button type="button" className="button" onClick={loadMore}>
+                Load older deliveries
+              </button>
+              {moreError && <ErrorMessage message={moreError} />}
+            </div>
+          )}
+        </div>
+      )}
+    </section>
+  );
+}
+
+function DeliveryRow(props: { keyId: string; delivery: Delivery; open: boolean; onToggle: () => void; onRedelivered: (row: Delivery) => void }) {
+  const d = props.delivery;
+  return (
+    <>
+      <tr className={`clickable${props.open ? ' open' : ''}`} onClick={props.onToggle} data-delivery-id={d.id}>
+        <td data-label="Time">{formatTime(d.created_at)}</td>
+        <td data-label="Request">
+          <code className="truncate">{d.request_id}</code>
+          {d.test && <span className="badge muted-badge">test</span>}
+        </td>
+        <td data-label="Status">
+          <OutcomeBadge outcome={d.status} />
+        </td>
+        <td data-label="Code">{d.last_status_code ?? '—'}</td>
+        <td data-label="Attempts">{d.attempts}</td>
+        <td className="row-actions">
+          <button type="button" className="button small ghost" aria-expanded={props.open}>
+            {props.open ? 'Hide' : 'Details'}
+          </button>
+        </td>
+      </tr>
+      {props.open && (
+        <tr className="detail-row">
+          <td colSpan={6}>
+            <DeliveryDetails keyId={props.keyId} id={d.id} onRedelivered={props.onRedelivered} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: string; onRedelivered: (row: Delivery) => void }) {
+  const path = `/keys/${encodeURIComponent(keyId)}/deliveries/${encodeURIComponent(id)}`;
+  const [detail, reload] = useLoad(() => api<DeliveryDetail>('GET', path), [path]);
+  const [redeliver, setRedeliver] = useState<{ busy: boolean; message?: string; error?: string }>({ busy: false });
+
+  const doRedeliver = async () => {
+    setRedeliver({ busy: true });
+    try {
+      const row = await api<Delivery>('POST', `${path}/redeliver`, {});
+      onRedelivered(row);
+      setRedeliver({ busy: false, message: 'Redelivery queued: a new attempt is being made now.' });
+      // The attempt runs in the background; show its result once it has had a moment.
+      setTimeout(() => void reload(), 1500);
+    } catch (err) {
+      setRedeliver({ busy: false, error: (err as Error).message });
+    }
+  };
+
+  if (detail.state === 'error' && !detail.data) return <ErrorMessage message={detail.message} onRetry={reload} />;
+  if (!detail.data) return <Spinner label="Loading delivery…" />;
+  const d = detail.data;
+  return (
+    <div className="delivery-detail">
+      <div className="detail-head">
+        <dl className="facts">
+          <div>
+            <dt>Delivery id</dt>
+            <dd>
+              <code>{d.id}</code>
+            </dd>
+          </div>
+          <div>
+            <dt>URL</dt>
+            <dd>
+              <code>{d.url}</code>
+            </dd>
+          </div>
+          {d.next_attempt_at && (
+            <div>
+              <dt>Next attempt</dt>
+              <dd>{formatTime(d.next_attempt_at)}</dd>
+            </div>
+          )}
+        </dl>
+        <div className="actions">
+          <button type="button" className="button primary" onClick={doRedeliver} disabled={redeliver.busy}>
+            {redeliver.busy ? 'Redelivering…' : 'Redeliver'}
+          </button>
+          <button type="button" className="button ghost" onClick={reload}>
+            Refresh
+          </button>
+        </div>
+      </div>
+      {redeliver.message && (
+        <div className="alert ok" role="status">
+          {redeliver.message}
+        </div>
+      )}
+      {redeliver.error && <ErrorMessage message={redeliver.error} />}
+      <h3>Attempts</h3>
+      {d.attempt_log.length === 0 ? (
+        <p className="muted">No attempt yet.</p>
+      ) : (
+        <table className="table attempts-table">
+          <thead>
+            <tr>
+              <th>#</th>
+              <th>Time</th>
+              <th>Outcome</th>
+              <th>Code</th>
+              <th>Duration</th>
+              <th>Error / response</th>
+            </tr>
+          </thead>
+          <tbody>
+            {d.attempt_log.map((a) => (
+              <tr key={a.attempt}>
+                <td>{a.attempt}</td>
+                <td>{formatTime(a.attempted_at)}</td>
+                <td>
+                  <OutcomeBadge outcome={a.outcome} />
+                </td>
+                <td>{a.status_code ?? '—'}</td>
+                <td>{a.duration_ms} ms</td>
+                <td className="wrap">{a.error ?? (a.response_body ? <code className="truncate">{a.response_body}</code> : '—')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h3>Payload</h3>
+      <p className="muted small-text">Exactly the bytes that were signed and sent.</p>
+      <pre className="payload" data-testid="payload">{d.payload}</pre>
+    </div>
+  );
+}

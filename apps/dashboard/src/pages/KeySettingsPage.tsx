@@ -1,0 +1,273 @@
+import { useEffect, useState, type FormEvent } from 'react';
+import { api, ApiError, type ApiKey, type Me, type TestResult } from '../api.js';
+import { link } from '../App.js';
+import { hrefOf } from '../router.js';
+import { formatDate, formatRelative, formatTime } from '../format.js';
+import { useLoad } from '../use-load.js';
+import { ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
+import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
+
+type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'form', string>>;
+
+async function findKey(keyId: string): Promise<ApiKey | null> {
+  const { data } = await api<{ data: ApiKey[] }>('GET', '/keys');
+  return data.find((k) => k.id === keyId) ?? null;
+}
+
+export function KeySettingsPage({ keyId, me }: { keyId: string; me: Me }) {
+  const [loaded, reload, setKey] = useLoad(() => findKey(keyId), [keyId]);
+
+  if (loaded.state === 'error' && !loaded.data) return <ErrorMessage message={loaded.message} onRetry={reload} />;
+  if (!loaded.data) return loaded.state === 'loading' ? <Spinner label="Loading key…" /> : <NotFound />;
+  const key = loaded.data;
+  return (
+    <section>
+      <Breadcrumb name={key.name} />
+      <div className="page-head">
+        <div>
+          <p className="eyebrow">Settings → API Keys</p>
+          <h1>{key.name}</h1>
+          <p className="muted">
+            <code>{key.prefix}</code> · created {formatDate(key.created_at)} · last used {formatRelative(key.last_used_at).toLowerCase()}
+          </p>
+        </div>
+        <a className="button" href={hrefOf({ page: 'deliveries', keyId })} onClick={link({ page: 'deliveries', keyId })}>
+          Deliveries
+        </a>
+      </div>
+      {key.revoked_at ? (
+        <div className="alert warn">This key was revoked on {formatTime(key.revoked_at)}; its settings can no longer be changed.</div>
+      ) : (
+        <div className="grid-2">
+          <WebhookForm apiKey={key} me={me} onSaved={setKey} />
+          <div className="stack">
+            <SigningSecret apiKey={key} onChanged={setKey} />
+            <div className="card">
+              <h2>Last delivery</h2>
+              <LastDeliveryStatus last={key.last_delivery} />
+            </div>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}
+
+function NotFound() {
+  return (
+    <div className="card empty">
+      <p>This key does not exist or belongs to another account.</p>
+      <a className="button" href={hrefOf({ page: 'keys' })} onClick={link({ page: 'keys' })}>
+        Back to API Keys
+      </a>
+    </div>
+  );
+}
+
+function Breadcrumb({ name }: { name: string }) {
+  return (
+    <nav className="breadcrumb" aria-label="Breadcrumb">
+      <a href={hrefOf({ page: 'keys' })} onClick={link({ page: 'keys' })}>
+        API Keys
+      </a>
+      <span aria-hidden="true">/</span>
+      <span>{name}</span>
+    </nav>
+  );
+}
+
+function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved: (key: ApiKey) => void }) {
+  const [url, setUrl] = useState(apiKey.webhook_url ?? '');
+  const [rpm, setRpm] = useState(apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [busy, setBusy] = useState<'save' | 'test' | null>(null);
+  const [saved, setSaved] = useState(false);
+  const [test, setTest] = useState<TestResult | null>(null);
+  const dirty = url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
+
+  useEffect(() => setSaved(false), [url, rpm]);
+
+  const fail = (err: unknown) => {
+    const param = err instanceof ApiError ? err.param : null;
+    const message = (err as Error).message;
+    setErrors(param === 'webhook_url' || param === 'rate_limit_rpm' ? { [param]: message } : { form: message });
+  };
+
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    const rpmValue = rpm.trim() === '' ? null : Number(rpm);
+    if (rpmValue !== null && (!Number.isInteger(rpmValue) || rpmValue < 1)) {
+      setErrors({ rate_limit_rpm: 'Enter a whole number of requests per minute (1 or more), or leave it empty for the default.' });
+      return;
+    }
+    setBusy('save');
+    setErrors({});
+    try {
+      const res = await api<{ key: ApiKey }>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, { webhook_url: url.trim() || null, rate_limit_rpm: rpmValue });
+      onSaved(res.key);
+      setUrl(res.key.webhook_url ?? '');
+      setSaved(true);
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const sendTest = async () => {
+    setBusy('test');
+    setErrors({});
+    setTest(null);
+    try {
+      const res = await api<{ result: TestResult; key: ApiKey }>('POST', `/keys/${encodeURIComponent(apiKey.id)}/test`, {});
+      setTest(res.result);
+      onSaved(res.key);
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  return (
+    <form className="card" onSubmit={save} noValidate aria-label="Webhook settings">
+      <h2>Audit webhook</h2>
+      <p className="muted">After every completed request, an <code>llm.request.completed</code> payload is POSTed to this URL.</p>
+      <label className="field">
+        <span>Webhook URL</span>
+        <input
+          name="webhook_url"
+          type="url"
+          inputMode="url"
+          placeholder="https://example.com/webhooks/svc"
+          value={url}
+          onChange={(e) => setUrl(e.target.value)}
+          aria-invalid={errors.webhook_url ? true : undefined}
+          aria-describedby="webhook_url-error"
+        />
+        {errors.webhook_url && (
+          <span className="field-error" id="webhook_url-error" role="alert" data-testid="webhook_url-error">
+            {errors.webhook_url}
+          </span>
+        )}
+      </label>
+      <label className="field">
+        <span>Rate limit (requests/min)</span>
+        <input
+          name="rate_limit_rpm"
+          inputMode="numeric"
+          placeholder={`Default (${me.default_rate_limit_rpm})`}
+          value={rpm}
+          onChange={(e) => setRpm(e.target.value)}
+          aria-invalid={errors.rate_limit_rpm ? true : undefined}
+          aria-describedby="rate_limit_rpm-error"
+        />
+        {errors.rate_limit_rpm && (
+          <span className="field-error" id="rate_limit_rpm-error" role="alert" data-testid="rate_limit_rpm-error">
+            {errors.rate_limit_rpm}
+          </span>
+        )}
+      </label>
+      {errors.form && <ErrorMessage message={errors.form} />}
+      <div className="actions">
+        <button type="submit" className="button primary" disabled={busy !== null}>
+          {busy === 'save' ? 'Saving…' : 'Save'}
+        </button>
+        <button
+          type="button"
+          className="button"
+          onClick={sendTest}
+          disabled={busy !== null || dirty || !apiKey.webhook_url}
+          title={dirty ? 'Save your changes first' : !apiKey.webhook_url ? 'Set a Webhook URL first' : undefined}
+        >
+          {busy === 'test' ? 'Sending…' : 'Send test'}
+        </button>
+        {saved && !dirty && <span className="saved" role="status">Saved</span>}
+      </div>
+      {test && (
+        <div className={`alert ${test.success ? 'ok' : 'error'}`} role="status" data-testid="test-result">
+          {test.success ? (
+            <>Test delivered to <code>{test.delivered_to}</code></>
+          ) : (
+            <>
+              Test failed{test.status_code != null ? ` with HTTP ${test.status_code}` : ''}: {test.error ?? 'no details'} (<code>{test.delivered_to}</code>)
+            </>
+          )}
+        </div>
+      )}
+    </form>
+  );
+}
+
+function SigningSecret({ apiKey, onChanged }: { apiKey: ApiKey; onChanged: (key: ApiKey) => void }) {
+  const [shown, setShown] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const has = apiKey.signing_secret_last4 !== null;
+
+  const generate = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      const res = await api<{ key: ApiKey; secret: string }>('POST', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`, {});
+      setShown(res.secret);
+      onChanged(res.key);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const clear = async () => {
+    if (!window.confirm('Clear the signing secret? Webhooks will be sent without an X-Svc-Signature header.')) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const res = await api<{ key: ApiKey }>('DELETE', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`);
+      setShown(null);
+      onChanged(res.key);
+    } catch (err) {
+      setError((err as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div className="card" aria-label="Signing secret" role="group">
+      <h2>Signing secret</h2>
+      <p className="muted">
+        When set, every webhook carries <code>X-Svc-Signature: sha256=…</code>, an HMAC-SHA256 of the raw body.
+      </p>
+      <p className="secret-state" data-testid="signing-secret-state">
+        {has ? (
+          <>
+            Set, ending in <code>…{apiKey.signing_secret_last4}</code>
+          </>
+        ) : (
+          <span className="muted">Not set</span>
+        )}
+      </p>
+      {shown && (
+        <ShowOnce label="Signing secret" value={shown} note="Copy it into your receiver now: it is shown only once." onDone={() => setShown(null)} />
+      )}
+      {error && <ErrorMessage message={error} />}
+      <div className="actions">
+        {has ? (
+          <>
+            <button type="button" className="button" onClick={generate} disabled={busy}>
+              Rotate
+            </button>
+            <button type="button" className="button danger-outline" onClick={clear} disabled={busy}>
+              Clear
+            </button>
+          </>
+        ) : (
+          <button type="button" className="button" onClick={generate} disabled={busy}>
+            Generate
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}

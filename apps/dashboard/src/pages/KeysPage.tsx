@@ -1,0 +1,170 @@
+import { useState, type FormEvent } from 'react';
+import { api, ApiError, type ApiKey } from '../api.js';
+import { link } from '../App.js';
+import { hrefOf } from '../router.js';
+import { formatDate, formatRelative } from '../format.js';
+import { useLoad } from '../use-load.js';
+import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
+import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
+
+export function KeysPage() {
+  const [keys, reload] = useLoad(() => api<{ data: ApiKey[] }>('GET', '/keys').then((r) => r.data), []);
+  const [creating, setCreating] = useState(false);
+  const [created, setCreated] = useState<{ key: ApiKey; token: string } | null>(null);
+  const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const [revokeState, setRevokeState] = useState<{ busy: boolean; error?: string }>({ busy: false });
+
+  const revoke = async () => {
+    if (!revoking) return;
+    setRevokeState({ busy: true });
+    try {
+      await api('POST', `/keys/${encodeURIComponent(revoking.id)}/revoke`, {});
+      setRevoking(null);
+      setRevokeState({ busy: false });
+      await reload();
+    } catch (err) {
+      setRevokeState({ busy: false, error: (err as Error).message });
+    }
+  };
+
+  return (
+    <section>
+      <div className="page-head">
+        <div>
+          <p className="eyebrow">Settings</p>
+          <h1>API Keys</h1>
+          <p className="muted">Keys authenticate calls to <code>/v1</code>. Each key has its own audit webhook, signing secret and rate limit.</p>
+        </div>
+        {!creating && (
+          <button type="button" className="button primary" onClick={() => { setCreating(true); setCreated(null); }}>
+            Create key
+          </button>
+        )}
+      </div>
+
+      {creating && (
+        <CreateKeyForm
+          onCancel={() => setCreating(false)}
+          onCreated={(result) => {
+            setCreating(false);
+            setCreated(result);
+            void reload();
+          }}
+        />
+      )}
+      {created && (
+        <ShowOnce
+          label={`New key “${created.key.name}”`}
+          value={created.token}
+          note="Copy it now: it is shown only once and cannot be retrieved later."
+          onDone={() => setCreated(null)}
+        />
+      )}
+
+      {keys.state === 'error' && <ErrorMessage message={keys.message} onRetry={reload} />}
+      {keys.state === 'loading' && !keys.data && <Spinner label="Loading keys…" />}
+      {keys.data && keys.data.length === 0 && <div className="card empty">No API keys yet. Create one to call the API.</div>}
+      {keys.data && keys.data.length > 0 && (
+        <div className="card table-card">
+          <table className="table keys-table">
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Key</th>
+                <th>Created</th>
+                <th>Last used</th>
+                <th>Last delivery</th>
+                <th aria-label="Actions" />
+              </tr>
+            </thead>
+            <tbody>
+              {keys.data.map((key) => (
+                <tr key={key.id} className={key.revoked_at ? 'revoked' : undefined} data-key-id={key.id}>
+                  <td data-label="Name">
+                    {key.revoked_at ? (
+                      <span className="key-name">{key.name}</span>
+                    ) : (
+                      <a className="key-name" href={hrefOf({ page: 'key', keyId: key.id })} onClick={link({ page: 'key', keyId: key.id })}>
+                        {key.name}
+                      </a>
+                    )}
+                    {key.revoked_at && <span className="badge muted-badge">Revoked</span>}
+                  </td>
+                  <td data-label="Key">
+                    <code>{key.prefix}</code>
+                  </td>
+                  <td data-label="Created">{formatDate(key.created_at)}</td>
+                  <td data-label="Last used">{formatRelative(key.last_used_at)}</td>
+                  <td data-label="Last delivery">
+                    {key.webhook_url || key.last_delivery ? <LastDeliveryStatus last={key.last_delivery} compact /> : <span className="muted">No webhook</span>}
+                  </td>
+                  <td className="row-actions">
+                    {!key.revoked_at && (
+                      <>
+                        <a className="button small" href={hrefOf({ page: 'key', keyId: key.id })} onClick={link({ page: 'key', keyId: key.id })}>
+                          Settings
+                        </a>
+                        <a className="button small" href={hrefOf({ page: 'deliveries', keyId: key.id })} onClick={link({ page: 'deliveries', keyId: key.id })}>
+                          Deliveries
+                        </a>
+                        <button type="button" className="button small danger-outline" onClick={() => { setRevoking(key); setRevokeState({ busy: false }); }}>
+                          Revoke
+                        </button>
+                      </>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+
+      {revoking && (
+        <ConfirmDialog
+          title={`Revoke “${revoking.name}”?`}
+          body={`Requests with ${revoking.prefix} will be refused with 401 at once. This cannot be undone.`}
+          confirmLabel="Revoke key"
+          busy={revokeState.busy}
+          error={revokeState.error}
+          onConfirm={revoke}
+          onCancel={() => setRevoking(null)}
+        />
+      )}
+    </section>
+  );
+}
+
+function CreateKeyForm({ onCreated, onCancel }: { onCreated: (r: { key: ApiKey; token: string }) => void; onCancel: () => void }) {
+  const [name, setName] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      onCreated(await api<{ key: ApiKey; token: string }>('POST', '/keys', { name }));
+    } catch (err) {
+      setError(err instanceof ApiError || err instanceof Error ? err.message : String(err));
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="card inline-form" onSubmit={submit} noValidate>
+      <label className="field grow">
+        <span>Key name</span>
+        <input name="name" value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. production" maxLength={64} autoFocus aria-invalid={error ? true : undefined} />
+        {error && <span className="field-error" role="alert">{error}</span>}
+      </label>
+      <div className="actions">
+        <button type="button" className="button ghost" onClick={onCancel} disabled={busy}>
+          Cancel
+        </button>
+        <button type="submit" className="button primary" disabled={busy}>
+          {busy ? 'Creating…' : 'Create key'}
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,54 @@
+import { useState, type FormEvent } from 'react';
+import { api, ApiError, setCsrfToken } from '../api.js';
+
+export function LoginPage({ onSignedIn }: { onSignedIn: () => void }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<{ message: string; param: string | null } | null>(null);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const res = await api<{ csrf_token: string }>('POST', '/login', { email, password });
+      setCsrfToken(res.csrf_token);
+      onSignedIn();
+    } catch (err) {
+      setError({ message: (err as Error).message, param: err instanceof ApiError ? err.param : null });
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main className="centered">
+      <form className="card narrow login" onSubmit={submit} noValidate>
+        <div className="brand big">
+          <span className="brand-mark" aria-hidden="true">◆</span> svc
+        </div>
+        <h1>Sign in</h1>
+        <p className="muted">Manage API keys, audit webhooks and usage.</p>
+        <label className="field">
+          <span>Email</span>
+          <input type="email" name="email" autoComplete="username" value={email} onChange={(e) => setEmail(e.target.value)} required autoFocus />
+        </label>
+        <label className="field">
+          <span>Password</span>
+          <input type="password" name="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} required />
+        </label>
+        {error && (
+          <div className="alert error" role="alert">
+            {error.message}
+          </div>
+        )}
+        <button type="submit" className="button primary wide" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        <p className="hint">
+          First run? <code>svc-server start</code> printed the email and password of the local user once.
+        </p>
+      </form>
+    </main>
+  );
+}
