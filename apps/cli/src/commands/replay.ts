@@ -37,6 +37,7 @@ Examples:
     )
     .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
       const { json } = globalOptions(command);
+      if (ids.length === 0 && opts.last === undefined) throw new CliError('nothing to replay: give delivery ids or --last N');
       const chosen = select(await readDeliveryLog(opts.log), ids, opts);
       let failed = 0;
       for (const entry of chosen) {
@@ -61,9 +62,6 @@ Examples:
 
 /** The requested entries, oldest first; an id logged several times (retries) means its latest copy. */
 function select(entries: LoggedDelivery[], ids: string[], opts: ReplayOptions): LoggedDelivery[] {
-  if (ids.length === 0 && opts.last === undefined) {
-    throw new CliError('nothing to replay: give delivery ids or --last N');
-  }
   if (entries.length === 0) throw new CliError(`the delivery log ${opts.log} is empty`);
   const chosen: LoggedDelivery[] = [];
   for (const id of ids) {
