@@ -1,0 +1,57 @@
+// The load generator: autocannon, with latencies kept at full precision (autocannon's own histogram
+// rounds to whole milliseconds, too coarse for sub-millisecond added latency).
+import autocannon from 'autocannon';
+import { round } from './procs.mjs';
+
+/**
+ * Runs autocannon against `url` (POST `body` with `headers`) and resolves with req/s, exact latency
+ * percentiles (ms), error counts and the raw autocannon result.
+ * `overallRate` switches to a fixed request rate.
+ */
+export function load({ url, body, headers = {}, connections, durationS, overallRate }) {
+  const latencies = [];
+  let non2xx = 0;
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+        connections,
+        duration: durationS,
+        ...(overallRate ? { overallRate } : {}),
+        timeout: 30,
+      },
+      (err, result) => {
+        if (err) return reject(err);
+        latencies.sort((a, b) => a - b);
+        const pct = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] : null);
+        resolve({
+          requests: latencies.length,
+          rps: round(latencies.length / durationS, 0),
+          p50: round(pct(50), 3),
+          p90: round(pct(90), 3),
+          p99: round(pct(99), 3),
+          max: round(latencies.at(-1), 3),
+          mean: round(latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1), 3),
+          non2xx,
+          errors: result.errors,
+          timeouts: result.timeouts,
+          throughputMBps: round(result.throughput.average / 1e6, 2),
+        });
+      },
+    );
+    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+      if (statusCode < 200 || statusCode > 299) non2xx += 1;
+      latencies.push(responseTime);
+    });
+  });
+}
+
+/** A few requests outside the measurement, to check the target answers 2xx with the expected shape. */
+export async function probe({ url, body, headers = {} }) {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(10_000) });
+  const text = await res.text();
+  return { status: res.status, text };
+}

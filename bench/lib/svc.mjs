@@ -1,0 +1,69 @@
+// Starts svc-server (apps/server/dist/bin.js) on a fresh SQLite data dir with the bench's keys.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createRequire } from 'node:module';
+import { freePort, spawnPinned, waitHttp } from './procs.mjs';
+
+const run = promisify(execFile);
+export const REPO = new URL('../../', import.meta.url).pathname;
+export const SVC_BIN = join(REPO, 'apps/server/dist/bin.js');
+const EMAIL = 'bench@example.com';
+/** High enough never to limit: the limiter still runs on every request. */
+export const BENCH_RPM = 10_000_000;
+
+export function svcBuilt() {
+  return existsSync(SVC_BIN);
+}
+
+/**
+ * Creates a data dir, a user and one API key (with webhook + signing secret when `webhookUrl` is given),
+ * then starts the server pinned to `core`. `nodeArgs` (e.g. --cpu-prof) go before the script.
+ * Returns { proc, url, key, dbPath, dataDir }.
+ */
+export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], logLevel }) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
+  const dbPath = join(dataDir, 'svc.db');
+  const port = await freePort();
+  const env = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: String(port),
+    SVC_DATABASE_URL: `sqlite:${dbPath}`,
+    SVC_UPSTREAM_BASE_URL: upstreamUrl,
+    SVC_UPSTREAM_API_KEY: 'sk-bench',
+    SVC_RATE_LIMIT_RPM: String(BENCH_RPM),
+    ...(logLevel ? { SVC_LOG_LEVEL: logLevel } : {}),
+  };
+  const admin = async (...args) => (await run(process.execPath, [SVC_BIN, ...args], { env, cwd: dataDir })).stdout;
+  await admin('users', 'create', '--email', EMAIL, '--password', 'bench-password-1234');
+  const keyArgs = ['keys', 'create', '--email', EMAIL, '--name', 'bench', '--rate-limit-rpm', String(BENCH_RPM), '--json'];
+  if (webhookUrl) keyArgs.push('--webhook-url', webhookUrl, '--signing-secret', 'whsec_benchbenchbenchbenchbenchbenchbenchbench');
+  const { key } = JSON.parse(await admin(...keyArgs));
+  const proc = spawnPinned(core, process.execPath, [...nodeArgs, SVC_BIN, 'start'], {
+    env,
+    cwd: dataDir,
+    logFile: join(dataDir, 'server.log'),
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitHttp(`${url}/healthz`, { proc });
+  return { proc, url, key, dbPath, dataDir };
+}
+
+/** Deliveries not yet sent (status 'pending'), read straight from the SQLite outbox. */
+export function webhookBacklog(dbPath) {
+  const require = createRequire(join(REPO, 'package.json'));
+  const Database = require('better-sqlite3');
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma('busy_timeout = 2000');
+    const count = (status) => db.prepare('select count(*) as n from webhook_deliveries where status = ?').get(status).n;
+    return { pending: count('pending'), delivered: count('delivered'), failed: count('failed') };
+  } finally {
+    db.close();
+  }
+}

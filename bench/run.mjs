@@ -1,0 +1,484 @@
+#!/usr/bin/env node
+// Load benchmark of svc against a zero-latency fake upstream and Portkey's gateway (issue 10).
+//
+//   npm run bench                        # full run, 15 s per measurement, writes bench/results/latest.json + <date>.json
+//   npm run bench -- --duration 60       # the issue's 60 s runs
+//   npm run bench -- --quick             # ~5 s smoke run, writes bench/results/quick.json
+//   npm run bench -- --profile           # svc everything-on, non-streamed, under node --cpu-prof; prints top self time
+//   npm run bench -- --micro             # also run verify.bench.mjs / webhooks.bench.mjs when present
+//
+// Cores: the load generator (this process), the fake upstream and the webhook receiver run on core 0; the
+// target under test runs alone on core 1 (for the direct baseline the target is the fake upstream itself).
+import { copyFileSync, existsSync, mkdirSync, writeFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
+import { requestBody } from './lib/fixtures.mjs';
+import { load, probe } from './lib/load.mjs';
+import {
+  coreBusy,
+  coreTimes,
+  cpuSecondsOf,
+  freePort,
+  hasTaskset,
+  killAllSync,
+  memoryOf,
+  pinSelf,
+  round,
+  spawnPinned,
+  stop,
+  stopAll,
+  waitHttp,
+} from './lib/procs.mjs';
+import { installPortkey, startPortkey, PORTKEY_VERSION } from './lib/portkey.mjs';
+import { REPO, startSvc, svcBuilt, webhookBacklog, BENCH_RPM } from './lib/svc.mjs';
+import { machineInfo, table } from './lib/report.mjs';
+import { summarizeProfile } from './lib/profile-summary.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    duration: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    connections: { type: 'string', default: '50' },
+    rate: { type: 'string', default: '200' },
+    warmup: { type: 'string' },
+    'skip-portkey': { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    micro: { type: 'boolean', default: false },
+    out: { type: 'string' },
+  },
+});
+
+const durationS = Number(opts.duration ?? (opts.quick ? 5 : 15));
+const warmupS = Number(opts.warmup ?? (opts.quick ? 1 : 3));
+const connections = Number(opts.connections);
+const fixedRate = Number(opts.rate);
+const LOADGEN_CORE = 0;
+const TARGET_CORE = 1;
+const HERE = new URL('.', import.meta.url).pathname;
+const RESULTS = join(HERE, 'results');
+const FULL_KEY = 'svc-full';
+const log = (line) => process.stderr.write(`${line}\n`);
+
+if (!Number.isFinite(durationS) || durationS < 1 || !Number.isFinite(connections) || connections < 1) {
+  log('usage: node run.mjs [--duration S] [--quick] [--connections N] [--rate RPS] [--skip-portkey] [--profile] [--micro]');
+  process.exit(2);
+}
+if (!svcBuilt()) {
+  log('apps/server/dist/bin.js is missing: build first with  npx turbo run build --filter=@svc/server...');
+  process.exit(2);
+}
+
+// Everything this process started dies with it, whatever happens.
+process.on('exit', killAllSync);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    log(`${sig}: stopping children`);
+    killAllSync();
+    process.exit(130);
+  });
+}
+
+const perCaseBudgetS = warmupS + durationS + 60;
+const watchdog = setTimeout(
+  () => {
+    log('bench watchdog: took too long, stopping everything');
+    killAllSync();
+    process.exit(3);
+  },
+  (opts.profile ? 3 : 12) * perCaseBudgetS * 1000 + 300_000,
+);
+watchdog.unref();
+
+pinSelf(LOADGEN_CORE);
+
+/** Starts the fake upstream on `core`; returns { proc, url, base } (base = the OpenAI-style /v1 URL). */
+async function startUpstream(core) {
+  const port = await freePort();
+  const proc = spawnPinned(core, process.execPath, [join(HERE, 'lib/fake-upstream.mjs'), String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitHttp(`${url}/healthz`, { proc });
+  return { proc, url, base: `${url}/v1` };
+}
+
+async function startReceiver(core) {
+  const port = await freePort();
+  const proc = spawnPinned(core, process.execPath, [join(HERE, 'lib/webhook-receiver.mjs'), String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitHttp(`${url}/stats`, { proc });
+  return { proc, url, hook: `${url}/hook` };
+}
+
+async function receiverCount(receiver) {
+  const res = await fetch(`${receiver.url}/stats`);
+  return (await res.json()).received;
+}
+
+/** Checks one response has the shape a client expects before load is put on a target. */
+function checkProbe(name, stream, { status, text }) {
+  if (status !== 200) throw new Error(`${name}: probe answered ${status}: ${text.slice(0, 300)}`);
+  if (stream) {
+    if (!text.includes('data: [DONE]')) throw new Error(`${name}: streamed probe has no [DONE]: ${text.slice(-300)}`);
+    return { frames: text.split('\n\n').filter(Boolean).length };
+  }
+  const body = JSON.parse(text);
+  if (!body.choices?.[0]?.message?.content) throw new Error(`${name}: probe has no answer: ${text.slice(0, 300)}`);
+  return { svc: body.svc ?? null };
+}
+
+/**
+ * Runs one measurement: probe, warm-up, then `durationS` of load (or fixed `rate`) while the target's CPU
+ * time and the cores' busy time are read. `during` is polled every second (e.g. the webhook backlog).
+ */
+async function measure({ name, url, headers, body, stream, pid, rate, during }) {
+  const probed = checkProbe(name, stream, await probe({ url, headers, body }));
+  if (warmupS > 0) await load({ url, headers, body, connections: rate ? 1 : connections, durationS: warmupS, overallRate: rate });
+  const cpu0 = cpuSecondsOf(pid);
+  const cores0 = coreTimes();
+  const samples = [];
+  const sampler = during
+    ? setInterval(() => {
+        try {
+          samples.push(during());
+        } catch {
+          // a sample may fail while the database is busy; the next one will do
+        }
+      }, 1000)
+    : null;
+  const started = Date.now();
+  const result = await load({ url, headers, body, connections: rate ? 1 : connections, durationS, overallRate: rate });
+  const elapsedS = (Date.now() - started) / 1000;
+  if (sampler) clearInterval(sampler);
+  const cpu1 = cpuSecondsOf(pid);
+  return {
+    ...result,
+    targetCpuPct: cpu0 !== null && cpu1 !== null ? round((100 * (cpu1 - cpu0)) / elapsedS, 0) : null,
+    coreBusyPct: coreBusy(cores0, coreTimes()),
+    memory: memoryOf(pid),
+    probe: probed,
+    samples,
+    loadavg: os.loadavg().map((l) => round(l, 2)),
+  };
+}
+
+const bodies = {
+  direct: (stream) => requestBody({ model: 'gpt-4o-mini', stream }),
+  svcFull: (stream) => requestBody({ model: 'svc01', stream }),
+  svcPlain: (stream) => requestBody({ model: 'svc01', stream, svc: { dehallucinate: false } }),
+};
+const chatPath = '/v1/chat/completions';
+
+async function runAll() {
+  const machine = { ...machineInfo(REPO), tasksetAvailable: hasTaskset, loadavgStart: os.loadavg().map((l) => round(l, 2)) };
+  if (!hasTaskset) log('NOTE: taskset not found — processes are NOT pinned to cores; numbers are less comparable.');
+  const settings = { durationS, warmupS, connections, fixedRateRps: fixedRate, loadGenerator: 'autocannon 8 (programmatic, latencies at full precision)', pinning: hasTaskset ? `load generator, fake upstream, webhook receiver: core ${LOADGEN_CORE}; target: core ${TARGET_CORE}` : 'none (taskset missing)' };
+  log(`bench: ${durationS}s per measurement (+${warmupS}s warm-up), ${connections} connections, ${machine.cpuModel} × ${machine.cores}, node ${machine.node}, load ${machine.loadavgStart.join(' ')}`);
+
+  const results = { machine, settings, cases: [], fixedRate: null, ratios: [], unavailable: [] };
+  const record = (c) => {
+    results.cases.push(c);
+    log(`  ${c.target.padEnd(10)} ${c.mode.padEnd(10)} ${c.error ? `FAILED: ${c.error}` : `${c.rps} req/s  p50 ${c.p50} ms  p99 ${c.p99} ms  cpu ${c.targetCpuPct}%  peak RSS ${c.memory?.peakRssMb} MB`}`);
+  };
+
+  // Portkey installs while nothing is being measured.
+  let portkeyEntry = null;
+  if (!opts['skip-portkey']) {
+    log(`installing @portkey-ai/gateway@${PORTKEY_VERSION} into a temp dir…`);
+    try {
+      portkeyEntry = await installPortkey();
+    } catch (err) {
+      const reason = `npm install failed: ${String(err.stderr || err.message).split('\n').filter(Boolean).slice(-3).join(' ')}`;
+      log(`  Portkey unavailable: ${reason}`);
+      results.unavailable.push({ target: 'portkey', reason });
+    }
+  } else {
+    results.unavailable.push({ target: 'portkey', reason: 'skipped (--skip-portkey)' });
+  }
+
+  // 1. Direct to the fake upstream, which is then the target on its own core.
+  for (const stream of [false, true]) {
+    const mode = stream ? 'streamed' : 'json';
+    const up = await startUpstream(TARGET_CORE);
+    try {
+      const m = await measure({ name: 'direct', url: `${up.url}${chatPath}`, body: bodies.direct(stream), stream, pid: up.proc.pid });
+      record({ target: 'direct', mode, ...m });
+    } catch (err) {
+      record({ target: 'direct', mode, error: err.message });
+    } finally {
+      await stop(up.proc);
+    }
+  }
+
+  // Gateways share one fake upstream and one webhook receiver on the load generator's core.
+  const upstream = await startUpstream(LOADGEN_CORE);
+  const receiver = await startReceiver(LOADGEN_CORE);
+  try {
+    // 2. and 3. svc everything on / plain proxy.
+    for (const variant of [
+      { target: FULL_KEY, webhook: true, body: bodies.svcFull },
+      { target: 'svc-plain', webhook: false, body: bodies.svcPlain },
+    ]) {
+      for (const stream of [false, true]) {
+        const mode = stream ? 'streamed' : 'json';
+        let svc = null;
+        try {
+          svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: variant.webhook ? receiver.hook : undefined });
+          const receivedBefore = await receiverCount(receiver);
+          const m = await measure({
+            name: variant.target,
+            url: `${svc.url}${chatPath}`,
+            headers: { authorization: `Bearer ${svc.key}` },
+            body: variant.body(stream),
+            stream,
+            pid: svc.proc.pid,
+            during: variant.webhook ? () => ({ t: Date.now(), ...webhookBacklog(svc.dbPath) }) : undefined,
+          });
+          const c = { target: variant.target, mode, ...m };
+          if (variant.webhook) c.webhooks = await webhookStats(svc, receiver, receivedBefore, m);
+          delete c.samples;
+          record(c);
+        } catch (err) {
+          record({ target: variant.target, mode, error: err.message });
+        } finally {
+          if (svc) await stop(svc.proc, 10_000);
+        }
+      }
+    }
+
+    // 4. Portkey.
+    if (portkeyEntry) {
+      for (const stream of [false, true]) {
+        const mode = stream ? 'streamed' : 'json';
+        let pk = null;
+        try {
+          pk = await startPortkey({ core: TARGET_CORE, entry: portkeyEntry, upstreamUrl: upstream.base });
+          const m = await measure({ name: 'portkey', url: `${pk.url}${chatPath}`, headers: pk.headers, body: bodies.direct(stream), stream, pid: pk.proc.pid });
+          record({ target: 'portkey', mode, ...m });
+        } catch (err) {
+          record({ target: 'portkey', mode, error: err.message });
+        } finally {
+          if (pk) await stop(pk.proc);
+        }
+      }
+    }
+
+    // Latency at a fixed rate: svc everything on vs direct to the same upstream, one connection.
+    log(`latency at ${fixedRate} req/s (one connection)…`);
+    const fixed = { rateRps: fixedRate, connections: 1, note: 'same upstream (core 0) for both; svc on core 1' };
+    try {
+      const d = await measure({ name: 'direct@rate', url: `${upstream.url}${chatPath}`, body: bodies.direct(false), stream: false, pid: upstream.proc.pid, rate: fixedRate });
+      fixed.direct = pick(d);
+      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: receiver.hook });
+      try {
+        const s = await measure({ name: 'svc@rate', url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body: bodies.svcFull(false), stream: false, pid: svc.proc.pid, rate: fixedRate });
+        fixed.svcFull = pick(s);
+      } finally {
+        await stop(svc.proc, 10_000);
+      }
+      fixed.addedP50Ms = round(fixed.svcFull.p50 - fixed.direct.p50, 3);
+      fixed.addedP99Ms = round(fixed.svcFull.p99 - fixed.direct.p99, 3);
+      log(`  added latency at ${fixedRate} req/s: p50 ${fixed.addedP50Ms} ms, p99 ${fixed.addedP99Ms} ms`);
+    } catch (err) {
+      fixed.error = err.message;
+      log(`  FAILED: ${err.message}`);
+    }
+    results.fixedRate = fixed;
+  } finally {
+    await stop(upstream.proc);
+    await stop(receiver.proc);
+  }
+
+  // Added latency vs direct of the same mode (at max rate, so mostly queueing in the slower target).
+  for (const c of results.cases) {
+    const d = results.cases.find((x) => x.target === 'direct' && x.mode === c.mode && !x.error);
+    if (c.error || !d || c.target === 'direct') continue;
+    c.addedP50Ms = round(c.p50 - d.p50, 3);
+    c.addedP99Ms = round(c.p99 - d.p99, 3);
+  }
+  results.ratios = ratios(results);
+  machine.loadavgEnd = os.loadavg().map((l) => round(l, 2));
+  const maxLoad = Math.max(...machine.loadavgStart, ...machine.loadavgEnd, ...results.cases.map((c) => c.loadavg?.[0] ?? 0));
+  machine.sharedMachine =
+    maxLoad > 1
+      ? `yes: load average reached ${maxLoad.toFixed(2)} on ${machine.cores} cores — other work ran beside the bench, expect noise`
+      : 'no heavy load seen';
+  return results;
+}
+
+function pick(m) {
+  return { rps: m.rps, p50: m.p50, p90: m.p90, p99: m.p99, max: m.max, non2xx: m.non2xx, errors: m.errors };
+}
+
+/** Backlog at the end, deliveries received, and how long the worker took to drain what was left. */
+async function webhookStats(svc, receiver, receivedBefore, m) {
+  const atEnd = webhookBacklog(svc.dbPath);
+  const started = Date.now();
+  let now = atEnd;
+  while (now.pending > 0 && Date.now() - started < 30_000) {
+    await new Promise((r) => setTimeout(r, 250));
+    now = webhookBacklog(svc.dbPath);
+  }
+  const pendingSeries = m.samples.map((s) => s.pending);
+  const half = pendingSeries.slice(0, Math.ceil(pendingSeries.length / 2));
+  return {
+    backlogAtEnd: atEnd.pending,
+    backlogSamplesPerSecond: pendingSeries,
+    backlogMaxFirstHalf: half.length ? Math.max(...half) : null,
+    deliveredAtEnd: atEnd.delivered,
+    failedAtEnd: atEnd.failed,
+    drainMs: now.pending === 0 ? Date.now() - started : null,
+    pendingAfterDrainWait: now.pending,
+    receivedByReceiver: (await receiverCount(receiver)) - receivedBefore,
+  };
+}
+
+function ratios(results) {
+  const get = (target, mode) => results.cases.find((c) => c.target === target && c.mode === mode && !c.error);
+  const ratio = (a, b) => (a && b ? round(a.rps / b.rps, 2) : null);
+  const pk = (mode) => get('portkey', mode);
+  const full = (mode) => get(FULL_KEY, mode);
+  const out = [
+    { measure: 'svc everything-on vs Portkey, non-streamed req/s', target: '≥ 3×', value: ratio(full('json'), pk('json')), min: 3 },
+    { measure: 'svc everything-on vs Portkey, streamed req/s', target: '≥ 5×', value: ratio(full('streamed'), pk('streamed')), min: 5 },
+    { measure: 'svc plain proxy vs Portkey, non-streamed req/s', target: '≥ 5×', value: ratio(get('svc-plain', 'json'), pk('json')), min: 5 },
+    { measure: 'svc plain proxy vs Portkey, streamed req/s', target: '(no target)', value: ratio(get('svc-plain', 'streamed'), pk('streamed')) },
+  ];
+  const f = results.fixedRate;
+  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, p50 (ms)`, target: '≤ 1 ms', value: f?.addedP50Ms ?? null, max: 1 });
+  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, p99 (ms)`, target: '≤ 5 ms', value: f?.addedP99Ms ?? null, max: 5 });
+  const svcPeaks = results.cases.filter((c) => c.target.startsWith('svc') && c.memory).map((c) => c.memory.peakRssMb);
+  out.push({ measure: `svc peak RSS after ${durationS} s of load (MB, worst case)`, target: '≤ 150 MB', value: svcPeaks.length ? Math.max(...svcPeaks) : null, max: 150 });
+  const pkPeaks = results.cases.filter((c) => c.target === 'portkey' && c.memory).map((c) => c.memory.peakRssMb);
+  out.push({ measure: 'Portkey peak RSS (MB, for comparison)', target: '(~210 MB)', value: pkPeaks.length ? Math.max(...pkPeaks) : null });
+  for (const mode of ['json', 'streamed']) {
+    const c = full(mode);
+    if (!c?.webhooks) continue;
+    // "Does not grow": what is left at the end is less than one second of requests, and the worker drained it.
+    const ok = c.webhooks.backlogAtEnd <= Math.max(50, c.rps) && c.webhooks.pendingAfterDrainWait === 0;
+    out.push({ measure: `webhook backlog at the end of the max-rate run (${mode})`, target: 'does not grow', value: c.webhooks.backlogAtEnd, pass: ok });
+  }
+  for (const r of out) {
+    if (r.pass !== undefined || r.value === null) continue;
+    if (r.min !== undefined) r.pass = r.value >= r.min;
+    else if (r.max !== undefined) r.pass = r.value <= r.max;
+    delete r.min;
+    delete r.max;
+  }
+  for (const r of out) {
+    delete r.min;
+    delete r.max;
+  }
+  return out;
+}
+
+function printResults(results) {
+  const rows = results.cases.map((c) =>
+    c.error
+      ? [c.target, c.mode, 'failed', null, null, null, null, null, null, c.error.slice(0, 40)]
+      : [
+          c.target,
+          c.mode,
+          String(c.rps),
+          c.p50,
+          c.p99,
+          c.addedP50Ms ?? null,
+          c.addedP99Ms ?? null,
+          c.memory?.peakRssMb ?? null,
+          c.targetCpuPct === null ? null : `${c.targetCpuPct}%`,
+          [c.non2xx || c.errors ? `${c.non2xx} non-2xx, ${c.errors} err` : '', c.webhooks ? `backlog ${c.webhooks.backlogAtEnd}` : ''].filter(Boolean).join('; ') || '',
+        ],
+  );
+  const out = [];
+  out.push(table(['target', 'mode', 'req/s', 'p50 ms', 'p99 ms', '+p50 ms', '+p99 ms', 'peak RSS MB', 'target CPU', 'notes'], rows));
+  const f = results.fixedRate;
+  if (f && !f.error) {
+    out.push('');
+    out.push(`Latency at ${f.rateRps} req/s (1 connection), non-streamed:`);
+    out.push(
+      table(
+        ['target', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms'],
+        [
+          ['direct', f.direct.p50, f.direct.p90, f.direct.p99, f.direct.max],
+          ['svc everything-on', f.svcFull.p50, f.svcFull.p90, f.svcFull.p99, f.svcFull.max],
+          ['added', f.addedP50Ms, round(f.svcFull.p90 - f.direct.p90, 3), f.addedP99Ms, null],
+        ],
+      ),
+    );
+  }
+  out.push('');
+  out.push('Targets (issue 10):');
+  out.push(
+    table(
+      ['measure', 'target', 'this run', 'met'],
+      results.ratios.map((r) => [r.measure, r.target, r.value === null ? '—' : String(r.value), r.pass === undefined ? '' : r.pass ? 'yes' : 'NO']),
+    ),
+  );
+  for (const u of results.unavailable) out.push(`unavailable: ${u.target} — ${u.reason}`);
+  const m = results.machine;
+  out.push('');
+  out.push(`machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGb} GB, ${m.platform}, node ${m.node}, ${m.date}, commit ${m.gitCommit}${m.gitDirtyServer ? ' (server tree had uncommitted changes)' : ''}`);
+  out.push(`load average: start ${m.loadavgStart.join(' ')}, end ${m.loadavgEnd.join(' ')}; shared machine: ${m.sharedMachine}`);
+  out.push(`settings: ${results.settings.durationS} s per measurement after ${results.settings.warmupS} s warm-up, ${results.settings.connections} connections; ${results.settings.pinning}`);
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+/** `--profile`: svc everything-on, non-streamed, under node --cpu-prof; prints the top self-time functions. */
+async function runProfile() {
+  const profDir = join(os.tmpdir(), `svc-bench-prof-${Date.now()}`);
+  mkdirSync(profDir, { recursive: true });
+  const upstream = await startUpstream(LOADGEN_CORE);
+  const receiver = await startReceiver(LOADGEN_CORE);
+  try {
+    const svc = await startSvc({
+      core: TARGET_CORE,
+      upstreamUrl: upstream.base,
+      webhookUrl: receiver.hook,
+      nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=250'],
+    });
+    try {
+      const m = await measure({ name: 'svc-full(prof)', url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body: bodies.svcFull(false), stream: false, pid: svc.proc.pid });
+      log(`under the profiler: ${m.rps} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, cpu ${m.targetCpuPct}%`);
+    } finally {
+      await stop(svc.proc, 15_000); // the profile is written on a clean exit
+    }
+  } finally {
+    await stop(upstream.proc);
+    await stop(receiver.proc);
+  }
+  const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no .cpuprofile written in ${profDir}`);
+  const path = join(profDir, file);
+  process.stdout.write(`${summarizeProfile(path, { top: 40 })}\nprofile: ${path}\n`);
+}
+
+function runMicro() {
+  for (const file of ['verify.bench.mjs', 'webhooks.bench.mjs']) {
+    if (!existsSync(join(HERE, file))) {
+      log(`(${file} not present, skipped)`);
+      continue;
+    }
+    log(`--- ${file}`);
+    spawnSync(process.execPath, [join(HERE, file)], { stdio: 'inherit', timeout: 300_000 });
+  }
+}
+
+try {
+  if (opts.profile) {
+    await runProfile();
+  } else {
+    const results = await runAll();
+    printResults(results);
+    mkdirSync(RESULTS, { recursive: true });
+    const out = opts.out ?? join(RESULTS, opts.quick ? 'quick.json' : 'latest.json');
+    writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+    if (!opts.quick && !opts.out) copyFileSync(out, join(RESULTS, `${results.machine.date.slice(0, 10)}.json`));
+    log(`results written to ${out}`);
+    if (opts.micro) runMicro();
+  }
+} catch (err) {
+  log(`bench failed: ${err.stack ?? err}`);
+  process.exitCode = 1;
+} finally {
+  await stopAll();
+}
