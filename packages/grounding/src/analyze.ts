@@ -1,5 +1,5 @@
 import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
-import { buildSourceIndex, contentBigrams, hasNumber, isContent, PREFIX_LEN, type SourceIndex } from './source-index.js';
+import { addBigram, buildSourceIndex, contentBigrams, hasBigram, hasNumber, isContent, PREFIX_LEN, type BigramSet, type SourceIndex } from './source-index.js';
 import { readNumber, tokenize, type Token } from './tokenize.js';
 
 /** A part of the answer the sources do not support. */
@@ -196,10 +196,10 @@ export function analyze(sources: readonly string[], answer: string, question?: s
   const questionOnly = (i: number): boolean => i >= 0 && Number.isNaN(support[i]!) && tokens[i]!.value === undefined;
   let bigrams = 0;
   let bigramMisses = 0;
-  contentBigrams(tokens, (key, second) => {
+  contentBigrams(tokens, (a, b, second) => {
     if (questionOnly(second)) return;
     bigrams++;
-    if (!index.bigrams.has(key) && !asked.bigrams.has(key)) bigramMisses++;
+    if (!hasBigram(index.bigrams, a, b) && !hasBigram(asked.bigrams, a, b)) bigramMisses++;
   });
 
   let worstClaimGap = 0;
@@ -342,13 +342,13 @@ function claimWindow(index: SourceIndex, best: number): Window {
 
 interface QuestionTerms {
   stems: Set<string>;
-  bigrams: Set<string>;
+  bigrams: BigramSet;
   numbers: Set<number>;
   negated: boolean;
 }
 
 function questionTerms(question: string | undefined): QuestionTerms {
-  const terms: QuestionTerms = { stems: new Set(), bigrams: new Set(), numbers: new Set(), negated: false };
+  const terms: QuestionTerms = { stems: new Set(), bigrams: new Map(), numbers: new Set(), negated: false };
   if (!question) return terms;
   const tokens = tokenize(question);
   for (let i = 0; i < tokens.length; i++) {
@@ -359,6 +359,6 @@ function questionTerms(question: string | undefined): QuestionTerms {
     const num = readNumber(tokens, i);
     if (num) for (const v of num.values) terms.numbers.add(v);
   }
-  contentBigrams(tokens, (key) => terms.bigrams.add(key));
+  contentBigrams(tokens, (a, b) => addBigram(terms.bigrams, a, b));
   return terms;
 }

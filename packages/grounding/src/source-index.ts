@@ -1,4 +1,4 @@
-import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
+import { NEGATIONS, NUMBER_WORDS, QUANTIFIERS } from './lexicon.js';
 import { readNumber, tokenize, type Token } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
@@ -8,7 +8,8 @@ export const PREFIX_LEN = 6;
 export interface SourceIndex {
   stems: Set<string>;
   prefixes: Set<string>;
-  bigrams: Set<string>;
+  /** Consecutive content stems (function words skipped): first stem → second stems. */
+  bigrams: BigramSet;
   numbers: Set<number>;
   /** Sorted, for tolerance look-ups of rounded numbers. */
   numberList: number[];
@@ -27,14 +28,27 @@ export function isContent(t: Token): boolean {
   return t.content;
 }
 
-/** Bigram keys of consecutive content words, skipping function words in between. */
-export function contentBigrams(tokens: readonly Token[], emit: (key: string, second: number) => void): void {
+/** Pairs of stems, stored without building a key string per pair. */
+export type BigramSet = Map<string, Set<string>>;
+
+export function addBigram(set: BigramSet, first: string, second: string): void {
+  let seconds = set.get(first);
+  if (!seconds) set.set(first, (seconds = new Set()));
+  seconds.add(second);
+}
+
+export function hasBigram(set: BigramSet, first: string, second: string): boolean {
+  return set.get(first)?.has(second) ?? false;
+}
+
+/** Consecutive content words (and numbers) of a sentence, skipping function words in between. */
+export function contentBigrams(tokens: readonly Token[], emit: (first: string, second: string, secondIndex: number) => void): void {
   let prev: Token | undefined;
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
     if (prev && prev.sentence !== t.sentence) prev = undefined;
-    if (!isContent(t) && t.value === undefined) continue;
-    if (prev) emit(prev.stem + ' ' + t.stem, i);
+    if (!t.content && t.value === undefined) continue;
+    if (prev) emit(prev.stem, t.stem, i);
     prev = t;
   }
 }
@@ -43,7 +57,7 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
   const index: SourceIndex = {
     stems: new Set(),
     prefixes: new Set(),
-    bigrams: new Set(),
+    bigrams: new Map(),
     numbers: new Set(),
     numberList: [],
     acronyms: new Set(),
@@ -63,14 +77,12 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
       const t = tokens[i]!;
       const sid = base + t.sentence;
       while (index.sentences.length <= sid) index.sentences.push(new Set());
-      index.stems.add(t.stem);
-      index.stems.add(t.norm);
-      if (t.stem.length >= PREFIX_LEN) index.prefixes.add(t.stem.slice(0, PREFIX_LEN));
-      if (NEGATIONS.has(t.norm) || QUANTIFIERS.has(t.norm)) {
-        if (NEGATIONS.has(t.norm)) index.negatedSentences.add(sid);
-        index.sentences[sid]!.add(t.norm);
+      if (!index.stems.has(t.stem)) {
+        index.stems.add(t.stem);
+        if (t.stem.length >= PREFIX_LEN) index.prefixes.add(t.stem.slice(0, PREFIX_LEN));
       }
-      if (isContent(t)) {
+      if (t.norm !== t.stem) index.stems.add(t.norm);
+      if (t.content) {
         index.contentWords++;
         const sentence = index.sentences[sid]!;
         if (!sentence.has(t.stem)) {
@@ -80,11 +92,17 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
           list.push(sid);
         }
       }
-      const num = readNumber(tokens, i);
-      if (num) for (const v of num.values) index.numbers.add(v);
+      if (NEGATIONS.has(t.norm) || QUANTIFIERS.has(t.norm)) {
+        if (NEGATIONS.has(t.norm)) index.negatedSentences.add(sid);
+        index.sentences[sid]!.add(t.norm);
+      }
+      if (t.value !== undefined || NUMBER_WORDS.has(t.norm)) {
+        const num = readNumber(tokens, i);
+        if (num) for (const v of num.values) index.numbers.add(v);
+      }
       // Acronyms from runs of capitalised words: "United States" → "us", "Department of Parks" → "dp".
       const prev = tokens[i - 1];
-      if (run && prev && /[^\s]/.test(source.slice(prev.end, t.start))) {
+      if (run && prev && !onlySpaces(source, prev.end, t.start)) {
         if (run.length >= 2) index.acronyms.add(run);
         run = '';
       }
@@ -95,10 +113,19 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
       }
     }
     if (run.length >= 2) index.acronyms.add(run);
-    contentBigrams(tokens, (key) => index.bigrams.add(key));
+    contentBigrams(tokens, (a, b) => addBigram(index.bigrams, a, b));
   }
   index.numberList = [...index.numbers].sort((a, b) => a - b);
   return index;
+}
+
+/** Is `text[from, to)` empty or white space only? */
+function onlySpaces(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    if (!(c === 32 || (c >= 9 && c <= 13) || c === 160 || (c > 127 && /\s/.test(text[i]!)))) return false;
+  }
+  return true;
 }
 
 /** Is `v` in the sources, exactly or as a rounding of a source number ("$181.7 million" for 181,674,817)? */

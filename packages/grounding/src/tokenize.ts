@@ -20,8 +20,6 @@ export interface Token {
   content: boolean;
 }
 
-// Numbers keep their inner separators ("181,674,817", "5.68"); words keep inner apostrophes ("Omura's").
-const TOKEN_RE = /\p{N}+(?:[.,]\p{N}+)*(?:st|nd|rd|th|s)?|[\p{L}\p{M}]+(?:['’][\p{L}\p{M}]+)*|[$€£¥%]/gu;
 const DIACRITICS_RE = /\p{M}+/gu;
 const UPPER_RE = /^\p{Lu}/u;
 
@@ -62,10 +60,7 @@ function undouble(w: string): string {
 /** Lower-case, strip accents and a trailing possessive. */
 export function normalize(raw: string): string {
   // eslint-disable-next-line no-control-regex
-  let w = /^[\x00-\x7f]*$/.test(raw) ? raw.toLowerCase() : raw.normalize('NFD').replace(DIACRITICS_RE, '').toLowerCase().replace(/’/g, "'");
-  if (w.endsWith("'s")) w = w.slice(0, -2);
-  else if (w.endsWith("n't")) w = "n't";
-  return w;
+  return normalizeWord(raw, /^[\x00-\x7f]*$/.test(raw));
 }
 
 function parseDigits(raw: string): number | undefined {
@@ -79,38 +74,161 @@ function parseDigits(raw: string): number | undefined {
   return Number.isFinite(v) ? v : undefined;
 }
 
-/** Split text into tokens with offsets, sentence indices and numeric values. */
+/** What a token's text alone determines; cached per distinct spelling, so repeated words cost one look-up. */
+interface WordInfo {
+  norm: string;
+  stem: string;
+  cap: boolean;
+  value: number | undefined;
+  content: boolean;
+}
+
+const wordCache = new Map<string, WordInfo>();
+const WORD_CACHE_MAX = 100_000;
+
+function wordInfo(raw: string, ascii: boolean): WordInfo {
+  const cached = wordCache.get(raw);
+  if (cached !== undefined) return cached;
+  const norm = normalizeWord(raw, ascii);
+  const c = raw.charCodeAt(0);
+  const digit = (c >= 48 && c <= 57) || (c > 127 && NUMERIC_RE.test(raw));
+  const value = digit ? parseDigits(raw) : undefined;
+  const info: WordInfo = {
+    norm,
+    stem: value !== undefined ? String(value) : stem(norm),
+    cap: c < 128 ? c >= 65 && c <= 90 : UPPER_RE.test(raw),
+    value,
+    content: value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm),
+  };
+  if (wordCache.size >= WORD_CACHE_MAX) wordCache.clear();
+  wordCache.set(raw, info);
+  return info;
+}
+
+function normalizeWord(raw: string, ascii: boolean): string {
+  let w = ascii ? raw.toLowerCase() : raw.normalize('NFD').replace(DIACRITICS_RE, '').toLowerCase().replace(/’/g, "'");
+  if (w.endsWith("'s")) w = w.slice(0, -2);
+  else if (w.endsWith("n't")) w = "n't";
+  return w;
+}
+
+const NUMERIC_RE = /^\p{N}/u;
+const LETTER_OR_MARK_RE = /^[\p{L}\p{M}]$/u;
+const DIGIT_RE = /^\p{N}$/u;
+
+// Character classes of the scanner: 0 other, 1 letter or combining mark, 2 digit, 3 currency or %.
+const OTHER = 0;
+const LETTER = 1;
+const DIGIT = 2;
+const SYMBOL = 3;
+const ASCII_CLASS = new Uint8Array(128);
+for (let c = 0; c < 128; c++) {
+  if ((c >= 65 && c <= 90) || (c >= 97 && c <= 122)) ASCII_CLASS[c] = LETTER;
+  else if (c >= 48 && c <= 57) ASCII_CLASS[c] = DIGIT;
+}
+ASCII_CLASS[36] = SYMBOL; // $
+ASCII_CLASS[37] = SYMBOL; // %
+const wideClass = new Map<number, number>();
+
+/** Class of the code point at `i` (non-ASCII classes are looked up once per code point). */
+function classAt(text: string, i: number): number {
+  const c = text.charCodeAt(i);
+  if (c < 128) return ASCII_CLASS[c]!;
+  const cp = text.codePointAt(i)!;
+  let k = wideClass.get(cp);
+  if (k === undefined) {
+    const ch = String.fromCodePoint(cp);
+    k = LETTER_OR_MARK_RE.test(ch) ? LETTER : DIGIT_RE.test(ch) ? DIGIT : cp === 0x20ac || cp === 0xa3 || cp === 0xa5 ? SYMBOL : OTHER;
+    if (wideClass.size < 10_000) wideClass.set(cp, k);
+  }
+  return k;
+}
+
+const widthAt = (text: string, i: number): number => (text.charCodeAt(i) >= 0xd800 && text.charCodeAt(i) <= 0xdbff && i + 1 < text.length ? 2 : 1);
+
+/** End of the run of characters of class `k` starting at `i`. */
+function runEnd(text: string, i: number, k: number): number {
+  const n = text.length;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c < 128) {
+      if (ASCII_CLASS[c] !== k) break;
+      i++;
+    } else {
+      if (classAt(text, i) !== k) break;
+      i += widthAt(text, i);
+    }
+  }
+  return i;
+}
+
+const NUMBER_SUFFIXES = ['st', 'nd', 'rd', 'th', 's'];
+
+/**
+ * Split text into tokens with offsets, sentence indices and numeric values. Tokens are numbers
+ * (keeping inner separators, "181,674,817", "5.68", and an ordinal or plural suffix, "2nd", "1990s"),
+ * words (keeping inner apostrophes, "Omura's") and the symbols $ € £ ¥ %.
+ */
 export function tokenize(text: string): Token[] {
   const out: Token[] = [];
   let sentence = 0;
   let sentenceStart = true;
   let prevEnd = 0;
-  TOKEN_RE.lastIndex = 0;
-  for (let m = TOKEN_RE.exec(text); m !== null; m = TOKEN_RE.exec(text)) {
-    const raw = m[0];
-    const start = m.index;
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const k = classAt(text, i);
+    if (k === OTHER) {
+      i += widthAt(text, i);
+      continue;
+    }
+    const start = i;
+    if (k === LETTER) {
+      i = runEnd(text, i, LETTER);
+      // Inner apostrophes: "Omura's", "don't".
+      while (i + 1 < n && (text.charCodeAt(i) === 39 || text.charCodeAt(i) === 0x2019) && classAt(text, i + 1) === LETTER) {
+        i = runEnd(text, i + 1, LETTER);
+      }
+    } else if (k === DIGIT) {
+      i = runEnd(text, i, DIGIT);
+      while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
+        i = runEnd(text, i + 1, DIGIT);
+      }
+      for (const suffix of NUMBER_SUFFIXES) {
+        if (text.startsWith(suffix, i)) {
+          i += suffix.length;
+          break;
+        }
+      }
+    } else {
+      i += widthAt(text, i);
+    }
     if (out.length > 0 && sentenceBreak(text, prevEnd, start)) {
       sentence++;
       sentenceStart = true;
     }
-    const norm = normalize(raw);
-    const c = raw.charCodeAt(0);
-    const digit = (c >= 48 && c <= 57) || (c > 127 && /^\p{N}/u.test(raw));
-    const value = digit ? parseDigits(raw) : undefined;
-    const cap = c < 128 ? c >= 65 && c <= 90 : UPPER_RE.test(raw);
+    const raw = text.slice(start, i);
+    let ascii = true;
+    for (let j = 0; j < raw.length; j++) {
+      if (raw.charCodeAt(j) > 127) {
+        ascii = false;
+        break;
+      }
+    }
+    const info = wordInfo(raw, ascii);
     out.push({
       start,
-      end: start + raw.length,
-      norm,
-      stem: value !== undefined ? String(value) : stem(norm),
-      cap,
+      end: i,
+      norm: info.norm,
+      stem: info.stem,
+      cap: info.cap,
       sentenceStart,
       sentence,
-      value,
-      content: value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm),
+      value: info.value,
+      content: info.content,
     });
     sentenceStart = false;
-    prevEnd = start + raw.length;
+    prevEnd = i;
   }
   return out;
 }

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { tokenize } from './tokenize.js';
+
+const texts = (s: string) => tokenize(s).map((t) => s.slice(t.start, t.end));
+
+describe('tokenize', () => {
+  it('keeps number separators and suffixes, inner apostrophes, and currency symbols', () => {
+    expect(texts("Omura's film grossed $181,674,817 in the 1990s; 2nd of 5.68% don’t 3rdly COVID19")).toEqual([
+      "Omura's", 'film', 'grossed', '$', '181,674,817', 'in', 'the', '1990s', '2nd', 'of', '5.68', '%', 'don’t', '3rd', 'ly', 'COVID', '19',
+    ]);
+  });
+
+  it('handles accents, combining marks, emoji, astral letters and non-Latin digits with UTF-16 offsets', () => {
+    const s = 'Café Zoe\u0301 😀 €5 ¥10 £3 𝐀𝐁 ١٢٣ ½';
+    expect(texts(s)).toEqual(['Café', 'Zoe\u0301', '€', '5', '¥', '10', '£', '3', '𝐀𝐁', '١٢٣', '½']);
+    const [cafe, zoe] = tokenize(s);
+    expect(cafe!.norm).toBe('cafe');
+    expect(zoe!.norm).toBe('zoe');
+    expect(zoe!.cap).toBe(true);
+  });
+
+  it('splits sentences and reads values', () => {
+    const t = tokenize('It cost 1,200 dollars. Then it rose.\nNew line');
+    expect(t.find((x) => x.norm === '1,200')!.value).toBe(1200);
+    expect(t.map((x) => x.sentence)).toEqual([0, 0, 0, 0, 1, 1, 1, 2, 2]);
+  });
+});
