@@ -1,0 +1,342 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { verifySignature } from '@svc/verify';
+import type { DeliveryDetail, DeliveryList } from '@svc/protocol';
+import { startFakeUpstream, type FakeUpstream } from '../../server/src/test-support/fake-upstream.js';
+import { startTestServer, type TestServer } from '../../server/src/test-support/test-server.js';
+import { killAll, runCli, startListen, tempDir, type CliResult } from './cli-process.js';
+import { SECRET } from './deliveries-fixture.js';
+import { startReceiver, type Receiver } from './receiver.js';
+
+// The built CLI against a real server (offline model, SQLite, real delivery worker).
+let server: TestServer;
+let dir: ReturnType<typeof tempDir>;
+const receivers: Receiver[] = [];
+
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => {
+  await server?.close();
+});
+beforeEach(() => {
+  dir = tempDir();
+});
+afterEach(async () => {
+  await killAll();
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+  dir.remove();
+});
+
+/** Runs svc-cli against the test server with `token` in SVC_API_KEY (as a user would configure it). */
+function cli(args: string[], token?: string, env: Record<string, string> = {}): Promise<CliResult> {
+  return runCli(args, { cwd: dir.path, env: { SVC_BASE_URL: server.url, ...(token ? { SVC_API_KEY: token } : {}), ...env } });
+}
+
+async function receiver(status = 200): Promise<Receiver> {
+  const r = await startReceiver({ status });
+  receivers.push(r);
+  return r;
+}
+
+async function deliveryFor(token: string, requestId: string): Promise<DeliveryDetail> {
+  const list = await cli(['deliveries', 'list', '--json'], token);
+  expect(list.code).toBe(0);
+  const found = (JSON.parse(list.stdout) as DeliveryList).data.find((d) => d.request_id === requestId);
+  expect(found, `a delivery for ${requestId}`).toBeDefined();
+  const show = await cli(['deliveries', 'show', found!.id, '--json'], token);
+  expect(show.code).toBe(0);
+  return JSON.parse(show.stdout) as DeliveryDetail;
+}
+
+describe('listen receives real deliveries from the server', () => {
+  it('a chat completion: summary line with ✔, --json byte-equal to the stored payload, the log entry', async () => {
+    const log = join(dir.path, 'deliveries.jsonl');
+    const listen = await startListen(['--secret', SECRET, '--json', '--log', log], { cwd: dir.path });
+    const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
+
+    const chat = await cli(['chat', 'What is the capital of France?', '--no-stream'], token);
+    expect(chat.code).toBe(0);
+    const requestId = chat.stderr.match(/(chatcmpl-\S+)/)![1]!;
+
+    const [line] = await listen.waitFor('stderr', new RegExp(`--> llm\\.request\\.completed \\[${requestId}\\][^\\n]*`));
+    expect(line).toMatch(/svc01 200 · \d+\+\d+=\d+ tokens · \d+ ms · (grounded|not grounded) \(hallucination \d\.\d\d\) · signature ✔  whd_/);
+    expect(line).not.toContain('· test ·');
+
+    const delivery = await deliveryFor(token, requestId);
+    expect(listen.stdout()).toBe(`${delivery.payload}\n`);
+    const payload = JSON.parse(delivery.payload) as Record<string, unknown>;
+    expect(payload).toMatchObject({ event: 'llm.request.completed', request_id: requestId, streaming: false, status_code: 200 });
+
+    const entries = readFileSync(log, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(entries).toHaveLength(1);
+    expect(entries[0]).toMatchObject({ id: delivery.id, event: 'llm.request.completed', url: listen.url, signature: 'valid', status: 200 });
+    expect(Buffer.from(entries[0].body_base64, 'base64').toString('utf8')).toBe(delivery.payload);
+    expect(entries[0].headers['x-svc-delivery']).toBe(delivery.id);
+    expect(entries[0].headers['user-agent']).toMatch(/^svc-webhooks\//);
+    expect(verifySignature(Buffer.from(entries[0].body_base64, 'base64'), entries[0].headers['x-svc-signature'], SECRET)).toBe(true);
+  });
+
+  it('webhooks test: exit 0, where it went; the listener prints the test marker and ✔', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
+    const result = await cli(['webhooks', 'test'], token);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`✔ Test delivery to ${listen.url} succeeded\n`);
+    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · signature ✔  whd_/);
+  });
+
+  it('a wrong secret: the listener prints ✘ and answers 401, so webhooks test exits 1 with the status', async () => {
+    const listen = await startListen(['--secret', 'whsec_not-the-one'], { cwd: dir.path });
+    const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
+    const result = await cli(['webhooks', 'test'], token);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`svc-cli: test delivery to ${listen.url} failed: the receiver answered 401\n`);
+    expect(listen.stdout()).toContain('signature ✘');
+  });
+
+  it('webhooks test --json prints the server result', async () => {
+    const target = await receiver(500);
+    const { token } = await server.createKey({ webhookUrl: target.url });
+    const result = await cli(['webhooks', 'test', '--json'], token);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ success: false, delivered_to: target.url, status_code: 500 });
+    expect(result.stderr).toBe(`svc-cli: test delivery to ${target.url} failed: the receiver answered 500\n`);
+  });
+
+  it('webhooks test with no webhook URL: the server message and exit 1', async () => {
+    const { token } = await server.createKey();
+    const result = await cli(['webhooks', 'test'], token);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^svc-cli: No webhook URL is configured for this API key\.[^\n]* \(400 invalid_request\)\n$/);
+    expect(result.stdout).toBe('');
+  });
+
+  it('--forward-to passes real deliveries on byte-for-byte with headers; a down target does not stop the listener', async () => {
+    const target = await receiver();
+    const listen = await startListen(['--forward-to', target.url], { cwd: dir.path });
+    const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    const [forwarded] = await target.waitForRequests(1);
+    const list = JSON.parse((await cli(['deliveries', 'list', '--json'], token)).stdout) as DeliveryList;
+    const delivery = JSON.parse((await cli(['deliveries', 'show', list.data[0]!.id, '--json'], token)).stdout) as DeliveryDetail;
+    expect(forwarded!.body.toString('utf8')).toBe(delivery.payload);
+    expect(forwarded!.headers['x-svc-delivery']).toBe(delivery.id);
+    expect(forwarded!.headers['x-svc-event']).toBe('llm.request.completed');
+    expect(forwarded!.headers['content-type']).toMatch(/^application\/json/);
+    expect(verifySignature(forwarded!.body, forwarded!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
+    await listen.waitFor('stdout', new RegExp(`<-- \\[200\\] POST ${target.url} \\[${delivery.id}\\]`));
+
+    await target.close();
+    receivers.splice(receivers.indexOf(target), 1);
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    await listen.waitFor('stderr', /✘ POST \S+ failed: connection refused/);
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    listen.child.kill('SIGINT');
+    const result = await listen.exited;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain('3 deliveries received, 1 forwarded, 2 failed to forward');
+  });
+});
+
+describe('replay and deliveries against the server', () => {
+  it('replay resends a real delivery byte-for-byte; the signature still verifies', async () => {
+    const listen = await startListen([], { cwd: dir.path });
+    const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    const target = await receiver();
+    const result = await cli(['replay', '--last', '1', '--to', target.url], token);
+    expect(result.code).toBe(0);
+    const [replayed] = target.requests;
+    const entry = JSON.parse(readFileSync(join(dir.path, '.svc', 'deliveries.jsonl'), 'utf8').trim());
+    expect(replayed!.body.equals(Buffer.from(entry.body_base64, 'base64'))).toBe(true);
+    expect(replayed!.headers['x-svc-delivery']).toBe(entry.id);
+    expect(verifySignature(replayed!.body, replayed!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
+    const delivery = await deliveryFor(token, JSON.parse(replayed!.body.toString('utf8')).request_id);
+    expect(replayed!.body.toString('utf8')).toBe(delivery.payload);
+  });
+
+  it('deliveries list, show and redeliver', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+
+    const list = await cli(['deliveries', 'list'], token);
+    expect(list.code).toBe(0);
+    const lines = list.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID\s+STATUS\s+CODE\s+ATTEMPTS\s+CREATED\s+REQUEST\s+URL$/);
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(new RegExp(`^whd_[0-9a-f]{32}  delivered  200\\s+1\\s+\\S+Z  test-\\S+\\s+${listen.url}$`));
+
+    const limited = await cli(['deliveries', 'list', '--limit', '1'], token);
+    expect(limited.stdout.trimEnd().split('\n')).toHaveLength(2);
+    const cursor = limited.stderr.match(/svc-cli deliveries list --before (whd_\w+)/)?.[1];
+    expect(cursor).toBeDefined();
+    const next = JSON.parse((await cli(['deliveries', 'list', '--before', cursor!, '--json'], token)).stdout) as DeliveryList;
+    expect(next.data).toHaveLength(1);
+    expect(next.data[0]!.id).not.toBe(cursor);
+
+    const failedOnly = await cli(['deliveries', 'list', '--status', 'failed'], token);
+    expect(failedOnly.code).toBe(0);
+    expect(failedOnly.stderr).toBe('No deliveries.\n');
+
+    const id = lines[1]!.split(/\s+/)[0]!;
+    const show = await cli(['deliveries', 'show', id], token);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(new RegExp(`^id\\s+${id}\\n`));
+    expect(show.stdout).toMatch(/status\s+delivered/);
+    expect(show.stdout).toMatch(/Attempts\n#\s+TIME\s+CODE\s+DURATION\s+ERROR\n1\s+\S+Z\s+200\s+\d+ ms/);
+    expect(show.stdout).toContain('Payload\n{\n  "event": "llm.request.completed",');
+
+    const before = listen.stdout().split('\n').filter(Boolean).length;
+    const redeliver = await cli(['deliveries', 'redeliver', id], token);
+    expect(redeliver.code).toBe(0);
+    expect(redeliver.stdout).toContain(`Redelivery of ${id} to ${listen.url} requested`);
+    await listen.waitFor('stdout', new RegExp(`(?:.*\\n){${before}}.*signature ✔  ${id}\\n`));
+    const detail = JSON.parse((await cli(['deliveries', 'show', id, '--json'], token)).stdout) as DeliveryDetail;
+    const log = readFileSync(join(dir.path, '.svc', 'deliveries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const copies = log.filter((e) => e.id === id);
+    expect(copies).toHaveLength(2);
+    for (const copy of copies) expect(Buffer.from(copy.body_base64, 'base64').toString('utf8')).toBe(detail.payload);
+  });
+
+  it.each([
+    [['deliveries', 'show', 'whd_00000000000000000000000000000000'], /^svc-cli: No webhook delivery 'whd_0+' exists for this API key\. \(404 not_found\)\n$/],
+    [['deliveries', 'redeliver', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/],
+    [['deliveries', 'list', '--status', 'lost'], /^svc-cli: option '--status <status>' argument 'lost' is invalid\. Allowed choices are pending, delivered, failed\.\n$/],
+    [['deliveries', 'list', '--before', 'nope'], /^svc-cli: 'before' must be a delivery id .* \(400 invalid_value\)\n$/],
+  ])('%j: one line on stderr, exit 1', async (args, message) => {
+    const { token } = await server.createKey();
+    const result = await cli(args, token);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(message);
+  });
+});
+
+describe('chat against the offline model', () => {
+  const system = 'The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall.';
+
+  it('streams the answer to stdout, then the grounding result to stderr', async () => {
+    const { token } = await server.createKey();
+    const result = await cli(['chat', 'When was the Eiffel Tower completed?', '--system', system], token);
+    expect(result.stderr).not.toMatch(/svc-cli:/);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Eiffel Tower');
+    expect(result.stdout.endsWith('\n')).toBe(true);
+    expect(result.stderr).toMatch(/chatcmpl-\S+ · \d+\+\d+=\d+ tokens/);
+    expect(result.stderr).toMatch(/Grounding: (✔ grounded|✘ not grounded), score \d\.\d\d/);
+  });
+
+  it('--no-stream prints the same kind of answer; --json prints the completion', async () => {
+    const { token } = await server.createKey();
+    const plain = await cli(['chat', 'How tall is the Eiffel Tower?', '--system', system, '--no-stream'], token);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain('Eiffel Tower');
+    expect(plain.stderr).toMatch(/Grounding: /);
+
+    const json = await cli(['chat', 'How tall is the Eiffel Tower?', '--system', system, '--no-stream', '--json'], token);
+    expect(json.code).toBe(0);
+    const completion = JSON.parse(json.stdout);
+    expect(completion).toMatchObject({ object: 'chat.completion', model: 'svc01', svc: { dehallucinate_requested: true } });
+    expect(json.stderr).toBe('');
+  });
+
+  it('--json while streaming prints every chunk on its own line', async () => {
+    const { token } = await server.createKey();
+    const result = await cli(['chat', 'Where is the Eiffel Tower?', '--system', system, '--json'], token);
+    expect(result.code).toBe(0);
+    const chunks = result.stdout.trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
+    expect(chunks.some((c) => c.svc?.checked === true)).toBe(true);
+  });
+
+  it('--no-dehallucinate and --thinking reach the server', async () => {
+    const { token } = await server.createKey();
+    const off = await cli(['chat', 'Hello there', '--no-dehallucinate', '--no-stream', '--json'], token);
+    expect(JSON.parse(off.stdout).svc).toMatchObject({ dehallucinate_requested: false, checked: false });
+    const human = await cli(['chat', 'Hello there', '--no-dehallucinate'], token);
+    expect(human.code).toBe(0);
+    expect(human.stderr).toContain('Grounding: not requested (--no-dehallucinate)');
+    const thinking = await cli(['chat', 'Where is the Eiffel Tower?', '--system', system, '--thinking'], token);
+    expect(thinking.code).toBe(0);
+    expect(thinking.stdout.trim().length).toBeGreaterThan(0);
+  });
+});
+
+describe('chat shows flagged spans', () => {
+  let upstream: FakeUpstream;
+  let fakeServer: TestServer;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream({ answer: 'The Eiffel Tower is in Paris. It was completed in 1925.' });
+    fakeServer = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
+  });
+  afterAll(async () => {
+    await fakeServer?.close();
+    await upstream?.close();
+  });
+
+  it.each([[[]], [['--no-stream']]])('an unsupported claim is highlighted and listed %j', async (extra) => {
+    const { token } = await fakeServer.createKey();
+    const result = await runCli(['chat', 'When was it completed?', '--system', 'The Eiffel Tower is in Paris. It was completed in 1889.', ...extra], {
+      cwd: dir.path,
+      env: { SVC_BASE_URL: fakeServer.url, SVC_API_KEY: token },
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('The Eiffel Tower is in Paris. It was completed in 1925.\n');
+    expect(result.stderr).toMatch(/Grounding: ✘ not grounded, score \d\.\d\d, \d flagged spans?/);
+    expect(result.stderr).toMatch(/»[^«]*1925[^«]*«/);
+    expect(result.stderr).toMatch(/ {2}1\. "[^"]*1925[^"]*" — .+ \(score \d\.\d\d\)/);
+  });
+});
+
+describe('bad input against the server', () => {
+  it('server unreachable: one line, exit 1', async () => {
+    const down = await receiver();
+    const origin = new URL(down.url).origin;
+    await down.close();
+    receivers.length = 0;
+    const result = await cli(['webhooks', 'test', '--base-url', origin], 'sk-anything');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`svc-cli: cannot reach the server at ${origin}: connection refused\n`);
+  });
+
+  it.each([
+    [['webhooks', 'test']],
+    [['deliveries', 'list']],
+    [['chat', 'hi']],
+  ])('%j with no API key: one line, exit 1', async (args) => {
+    const result = await cli(args);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('svc-cli: no API key: pass --api-key or set SVC_API_KEY\n');
+  });
+
+  it.each([
+    [['webhooks', 'test']],
+    [['deliveries', 'list']],
+    [['chat', 'hi']],
+    [['chat', 'hi', '--no-stream']],
+  ])('%j with an invalid API key: the server message, one line, exit 1', async (args) => {
+    const result = await cli([...args, '--api-key', 'sk-svc-not-a-real-key']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^svc-cli: [^\n]+ \(401 invalid_api_key\)\n$/);
+  });
+
+  it('an invalid --base-url or SVC_BASE_URL: one line, exit 1', async () => {
+    const flag = await cli(['webhooks', 'test', '--base-url', 'localhost:8080'], 'sk-x');
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toBe("svc-cli: option '--base-url <url>' argument 'localhost:8080' is invalid. Must be an absolute http:// or https:// URL.\n");
+    const env = await runCli(['deliveries', 'list'], { cwd: dir.path, env: { SVC_BASE_URL: 'nonsense', SVC_API_KEY: 'sk-x' } });
+    expect(env.code).toBe(1);
+    expect(env.stderr).toMatch(/^svc-cli: option '--base-url <url>' value 'nonsense' from env 'SVC_BASE_URL' is invalid\. Must be an absolute http:\/\/ or https:\/\/ URL\.\n$/);
+  });
+
+  it('a base URL that is not an svc server: one line, exit 1', async () => {
+    const other = await receiver(200);
+    const result = await cli(['deliveries', 'list', '--base-url', new URL(other.url).origin], 'sk-x');
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^svc-cli: unexpected response from http:\/\/127\.0\.0\.1:\d+\/v1\/webhooks\/deliveries: not JSON \(is --base-url an svc server\?\)\n$/);
+  });
+});
