@@ -133,17 +133,17 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => r.id)).toEqual([d.id]);
   });
 
-  it('reports the next due time (leases included) and the backlog', async () => {
-    expect(await store.deliveries.nextDueAt()).toBeUndefined();
+  it('reports the next future due time and the backlog', async () => {
+    expect(await store.deliveries.nextDueAfter(T0)).toBeUndefined();
     const a = delivery({ nextAttemptAt: T0 + 500 });
-    const b = delivery({ nextAttemptAt: T0 - 1 });
+    const b = delivery({ nextAttemptAt: T0 + 200 });
+    const due = delivery({ nextAttemptAt: T0 - 1 });
     const c = delivery();
-    await store.deliveries.insertMany([a, b, c]);
+    await store.deliveries.insertMany([a, b, due, c]);
     await store.deliveries.recordAttempt(c.id, failure, { status: 'failed' });
-    expect(await store.deliveries.nextDueAt()).toBe(T0 - 1);
-    await store.deliveries.claimDue(T0, 1, 10_000, 'w');
-    expect(await store.deliveries.nextDueAt()).toBe(T0 + 500);
-    expect(await store.deliveries.backlog(T0)).toEqual({ pending: 2, due: 1, failed: 1 });
+    expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 200);
+    expect(await store.deliveries.nextDueAfter(T0 + 200)).toBe(T0 + 500);
+    expect(await store.deliveries.backlog(T0)).toEqual({ pending: 3, due: 1, failed: 1 });
   });
 
   it('purges finished deliveries and their attempts past retention, keeping pending ones', async () => {

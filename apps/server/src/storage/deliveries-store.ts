@@ -138,39 +138,51 @@ export class DeliveriesStore {
    * the lease, in one transaction. Returns the attempt number.
    */
   async recordAttempt(deliveryId: string, result: AttemptResult, next: AttemptNext): Promise<number> {
+    const [attempt] = await this.recordAttempts([{ deliveryId, result, next }]);
+    return attempt!;
+  }
+
+  /** Several `recordAttempt`s in one transaction (the worker groups attempts that end together). */
+  async recordAttempts(batch: Array<{ deliveryId: string; result: AttemptResult; next: AttemptNext }>): Promise<number[]> {
+    if (batch.length === 0) return [];
     return this.db.transaction().execute(async (trx) => {
-      const updated = await trx
-        .updateTable('webhook_deliveries')
-        .set((eb) => ({
-          attempts: eb('attempts', '+', 1),
-          status: next.status,
-          next_attempt_at: next.status === 'pending' ? next.nextAttemptAt : null,
-          lease_until: null,
-          leased_by: null,
-          last_status_code: result.statusCode,
-          last_error: result.error,
-          updated_at: result.attemptedAt,
-          ...(next.status === 'delivered' ? { delivered_at: result.attemptedAt } : {}),
-        }))
-        .where('id', '=', deliveryId)
-        .returning('attempts')
-        .executeTakeFirst();
-      if (!updated) throw new Error(`delivery ${deliveryId} does not exist`);
-      await trx
-        .insertInto('webhook_attempts')
-        .values({
-          id: `wha_${randomUUID().replaceAll('-', '')}`,
-          delivery_id: deliveryId,
-          attempt: Number(updated.attempts),
-          attempted_at: result.attemptedAt,
-          status_code: result.statusCode,
-          duration_ms: Math.max(0, Math.round(result.durationMs)),
-          outcome: result.outcome,
-          error: result.error,
-          response_body: result.responseBody,
-        })
-        .execute();
-      return Number(updated.attempts);
+      const numbers: number[] = [];
+      for (const { deliveryId, result, next } of batch) {
+        const updated = await trx
+          .updateTable('webhook_deliveries')
+          .set((eb) => ({
+            attempts: eb('attempts', '+', 1),
+            status: next.status,
+            next_attempt_at: next.status === 'pending' ? next.nextAttemptAt : null,
+            lease_until: null,
+            leased_by: null,
+            last_status_code: result.statusCode,
+            last_error: result.error,
+            updated_at: result.attemptedAt,
+            ...(next.status === 'delivered' ? { delivered_at: result.attemptedAt } : {}),
+          }))
+          .where('id', '=', deliveryId)
+          .returning('attempts')
+          .executeTakeFirst();
+        if (!updated) throw new Error(`delivery ${deliveryId} does not exist`);
+        const attempt = Number(updated.attempts);
+        await trx
+          .insertInto('webhook_attempts')
+          .values({
+            id: `wha_${randomUUID().replaceAll('-', '')}`,
+            delivery_id: deliveryId,
+            attempt,
+            attempted_at: result.attemptedAt,
+            status_code: result.statusCode,
+            duration_ms: Math.max(0, Math.round(result.durationMs)),
+            outcome: result.outcome,
+            error: result.error,
+            response_body: result.responseBody,
+          })
+          .execute();
+        numbers.push(attempt);
+      }
+      return numbers;
     });
   }
 
@@ -253,14 +265,20 @@ export class DeliveriesStore {
     return row;
   }
 
-  /** The earliest time a pending delivery becomes claimable (its next attempt, or its lease's end), if any. */
-  async nextDueAt(): Promise<number | undefined> {
+  /**
+   * The earliest next attempt after `now` (an index range scan). Rows already due are claimed or leased; a
+   * lapsed lease of another worker is found by the worker's idle poll.
+   */
+  async nextDueAfter(now: number): Promise<number | undefined> {
     const row = await this.db
       .selectFrom('webhook_deliveries')
-      .select(sql<number | null>`min(case when lease_until is not null and lease_until > next_attempt_at then lease_until else next_attempt_at end)`.as('due'))
+      .select('next_attempt_at')
       .where('status', '=', 'pending')
+      .where('next_attempt_at', '>', now)
+      .orderBy('next_attempt_at', 'asc')
+      .limit(1)
       .executeTakeFirst();
-    return row?.due == null ? undefined : Number(row.due);
+    return row?.next_attempt_at ?? undefined;
   }
 
   /** Deletes deliveries (and their attempts) created before `ts`, except pending ones. Returns how many. */

@@ -8,7 +8,7 @@ import type { AuditSink } from '../chat/audit.js';
 import { OutboxSink } from './outbox.js';
 import { webhooksRouter } from './routes.js';
 import { createSender } from './sender.js';
-import { DeliveryWorker } from './worker.js';
+import { DeliveryWorker, type WorkerOptions } from './worker.js';
 
 export { validateWebhookUrl, blockedRange, WebhookAddressRefusedError } from './url-guard.js';
 export { buildAuditPayload, buildTestPayload } from './payload.js';
@@ -22,8 +22,10 @@ export interface WebhooksDeps {
   clock: () => number;
   secretBox: SecretBox;
   keyCache: KeyCache;
-  /** Attempts in flight at most (default 16). */
+  /** Attempts in flight at most (default 32). */
   concurrency?: number;
+  /** Told about every recorded delivery attempt (metrics). */
+  onAttempt?: WorkerOptions['onAttempt'];
 }
 
 export interface Webhooks {
@@ -60,6 +62,7 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     retryScheduleMs: config.webhooks.retryScheduleMs,
     retentionDays: config.webhooks.retentionDays,
     concurrency: deps.concurrency,
+    onAttempt: deps.onAttempt,
     // Embedded SQLite has one server process: what it had leased when it died is nobody's now.
     releaseLeasesOnStart: store.handle.dialect === 'sqlite',
   });

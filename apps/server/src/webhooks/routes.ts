@@ -120,7 +120,7 @@ export function webhooksRouter(deps: RoutesDeps): Router {
     });
     const row = await deps.deliveries.byId(id);
     if (!row) throw new Error(`test delivery ${id} vanished`);
-    const outcome = await deps.worker.attempt(row, { retries: false });
+    const outcome = await deps.worker.attempt(row, { retries: false, freshKey: true });
     const result: WebhookTestResult = outcome.ok
       ? { success: true, delivered_to: key.webhook_url }
       : { success: false, delivered_to: key.webhook_url, status_code: outcome.statusCode, error: outcome.error };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SecretBox } from '../crypto/secret-box.js';
-import type { AttemptNext, Backlog, DeliveriesStore, DeliveryRow } from '../storage/deliveries-store.js';
+import type { AttemptNext, AttemptResult, Backlog, DeliveriesStore, DeliveryRow } from '../storage/deliveries-store.js';
 import type { KeysStore } from '../storage/keys-store.js';
 import type { AttemptOutcome, Sender } from './sender.js';
 
@@ -11,6 +11,16 @@ const MAX_RETRY_AFTER_MS = DAY_MS;
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
 const PURGE_INTERVAL_MS = 3_600_000;
+/** How long a key's (encrypted) signing secret is reused between attempts; a changed secret applies after this. */
+const KEY_TTL_MS = 1_000;
+
+interface PendingRecord {
+  row: DeliveryRow;
+  result: AttemptResult;
+  next: AttemptNext;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
 
 export interface WorkerOptions {
   deliveries: DeliveriesStore;
@@ -22,10 +32,12 @@ export interface WorkerOptions {
   timeoutMs: number;
   retryScheduleMs: number[];
   retentionDays: number;
-  /** Attempts in flight at most. Default 16. */
+  /** Attempts in flight at most. Default 32. */
   concurrency?: number;
   /** Random in [0, 1); tests may fix it. */
   random?: () => number;
+  /** Told about every recorded attempt (metrics); `createdAt` is when the request completed. */
+  onAttempt?: (attempt: { outcome: 'success' | 'failure' | 'refused'; createdAt: number; finishedAt: number }) => void;
   /**
    * Release every lease at start. Only for a database this process alone works on (embedded SQLite): rows
    * leased by a killed predecessor are then retried at once instead of after their lease.
@@ -60,9 +72,11 @@ export class DeliveryWorker {
   private wakeScheduled = false;
   private timer: NodeJS.Timeout | undefined;
   private purgeTimer: NodeJS.Timeout | undefined;
+  private records: PendingRecord[] = [];
+  private readonly secrets = new Map<string, { sealed: string | null; expires: number }>();
 
   constructor(private readonly options: WorkerOptions) {
-    this.concurrency = options.concurrency ?? 16;
+    this.concurrency = options.concurrency ?? 32;
     // An attempt ends by its timeout; the margin covers the database write that follows it.
     this.leaseMs = options.timeoutMs + 15_000;
     this.random = options.random ?? Math.random;
@@ -154,8 +168,8 @@ export class DeliveryWorker {
 
   private async armTimer(): Promise<void> {
     if (!this.running) return;
-    const next = await this.options.deliveries.nextDueAt();
     const now = this.options.clock();
+    const next = await this.options.deliveries.nextDueAfter(now);
     this.arm(next === undefined ? MAX_IDLE_MS : Math.min(MAX_IDLE_MS, Math.max(10, next - now)));
   }
 
@@ -166,28 +180,67 @@ export class DeliveryWorker {
     this.timer.unref();
   }
 
-  /** The plaintext signing secret of a key, decrypted for this attempt only. */
-  private async secretFor(keyId: string): Promise<string | null> {
-    const key = await this.options.keys.byId(keyId);
-    if (!key?.signing_secret_enc) return null;
-    return this.options.secretBox.open(key.signing_secret_enc);
+  /** The plaintext signing secret of a key, decrypted for this attempt only (the sealed form is cached briefly). */
+  private async secretFor(keyId: string, fresh: boolean): Promise<string | null> {
+    const now = this.options.clock();
+    let cached = fresh ? undefined : this.secrets.get(keyId);
+    if (!cached || cached.expires <= now) {
+      const key = await this.options.keys.byId(keyId);
+      cached = { sealed: key?.signing_secret_enc ?? null, expires: now + KEY_TTL_MS };
+      if (this.secrets.size > 10_000) this.secrets.clear();
+      this.secrets.set(keyId, cached);
+    }
+    return cached.sealed ? this.options.secretBox.open(cached.sealed) : null;
+  }
+
+  /**
+   * Stores an attempt and the key's last delivery status. Attempts ending in the same tick share one
+   * transaction; resolves once written.
+   */
+  private record(row: DeliveryRow, result: AttemptResult, next: AttemptNext): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.records.push({ row, result, next, resolve, reject });
+      if (this.records.length === 1) setImmediate(() => void this.flushRecords());
+    });
+  }
+
+  private async flushRecords(): Promise<void> {
+    const batch = this.records;
+    this.records = [];
+    try {
+      await this.options.deliveries.recordAttempts(batch.map((r) => ({ deliveryId: r.row.id, result: r.result, next: r.next })));
+      const latest = new Map<string, PendingRecord>();
+      for (const r of batch) latest.set(r.row.key_id, r);
+      for (const [keyId, { result }] of latest) {
+        await this.options.keys.setLastDelivery(keyId, {
+          at: result.attemptedAt,
+          outcome: result.outcome,
+          statusCode: result.statusCode,
+          error: result.error,
+        });
+      }
+    } catch (err) {
+      for (const r of batch) r.reject(err);
+      return;
+    }
+    for (const r of batch) r.resolve();
   }
 
   /** One attempt of a claimed delivery: send, store the attempt and the key's last status, log. */
-  async attempt(row: DeliveryRow, options: { retries?: boolean } = {}): Promise<AttemptOutcome> {
+  async attempt(row: DeliveryRow, options: { retries?: boolean; freshKey?: boolean } = {}): Promise<AttemptOutcome> {
     const { logger, clock, sender } = this.options;
     const attemptedAt = clock();
     let outcome: AttemptOutcome;
     try {
-      const secret = await this.secretFor(row.key_id);
+      const secret = await this.secretFor(row.key_id, options.freshKey ?? false);
       outcome = await sender.send({ url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret });
     } catch (err) {
       outcome = { ok: false, statusCode: null, durationMs: 0, error: `could not prepare the attempt: ${(err as Error).message}`, responseBody: null };
     }
     const attemptNumber = row.attempts + 1;
     const next = this.nextStep(outcome, attemptNumber, attemptedAt, options.retries ?? true);
-    await this.options.deliveries.recordAttempt(
-      row.id,
+    await this.record(
+      row,
       {
         attemptedAt,
         statusCode: outcome.statusCode,
@@ -198,12 +251,6 @@ export class DeliveryWorker {
       },
       next,
     );
-    await this.options.keys.setLastDelivery(row.key_id, {
-      at: attemptedAt,
-      outcome: outcome.ok ? 'success' : 'failure',
-      statusCode: outcome.statusCode,
-      error: outcome.error,
-    });
     const refused = outcome.error?.startsWith('refused to connect') ?? false;
     const fields = {
       delivery_id: row.id,
@@ -217,6 +264,11 @@ export class DeliveryWorker {
     };
     if (outcome.ok) logger.info(fields, 'webhook delivered');
     else logger.warn(fields, refused ? 'webhook refused by the SSRF guard' : 'webhook attempt failed');
+    this.options.onAttempt?.({
+      outcome: outcome.ok ? 'success' : refused ? 'refused' : 'failure',
+      createdAt: row.created_at,
+      finishedAt: attemptedAt + outcome.durationMs,
+    });
     return outcome;
   }
 
