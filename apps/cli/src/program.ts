@@ -16,7 +16,7 @@ import { VERSION } from './version.js';
  * @example
  * await makeProgram().parseAsync(['node', 'svc-cli', 'webhooks', 'test']);
  */
-export function makeProgram(io: Io = processIo): Command {
+export function makeProgram(io: Io = processIo, options: { exitOverride?: boolean } = {}): Command {
   const program = new Command('svc-cli')
     .description('svc from the terminal: test and receive audit webhooks, replay them, inspect deliveries, chat')
     .version(VERSION, '-v, --version')
@@ -53,6 +53,8 @@ Examples:
   for (const command of [makeWebhooksCommand(io), makeListenCommand(io), makeReplayCommand(io), makeDeliveriesCommand(io), makeChatCommand(io)]) {
     program.addCommand(command);
   }
+  // Tests get a thrown CommanderError instead of process.exit().
+  if (options.exitOverride) program.exitOverride();
   inheritSettings(program);
   return program;
 }

@@ -30,7 +30,9 @@ const running = new Set<ChildProcess>();
 function cliEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('SVC_') && name !== 'FORCE_COLOR') base[name] = value;
-  return { ...base, NO_COLOR: '1', ...env };
+  const merged: NodeJS.ProcessEnv = { ...base, NO_COLOR: '1', ...env };
+  for (const [name, value] of Object.entries(merged)) if (value === undefined) delete merged[name];
+  return merged;
 }
 
 /**
