@@ -19,7 +19,8 @@ export function BarChart({ points, label, unit, tone }: { points: Array<{ day: s
   const innerH = HEIGHT - PAD.top - PAD.bottom;
   const slot = innerW / Math.max(1, points.length);
   const barW = Math.max(2, slot * 0.7);
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * max);
+  // Small counts get whole-number grid lines only; otherwise quarters of a round maximum.
+  const ticks = max <= 4 ? Array.from({ length: max + 1 }, (_, i) => i) : [0, 0.25, 0.5, 0.75, 1].map((f) => f * max);
   const y = (v: number) => PAD.top + innerH - (v / max) * innerH;
   return (
     <svg className={`chart ${tone}`} viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={label}>
@@ -39,7 +40,7 @@ export function BarChart({ points, label, unit, tone }: { points: Array<{ day: s
             <rect className="bar" x={x} y={PAD.top + innerH - h} width={barW} height={Math.max(0, h)} rx={1.5}>
               <title>{`${p.day}: ${formatNumber(p.value)} ${unit}`}</title>
             </rect>
-            {(i === 0 || i === points.length - 1 || i % 7 === 0) && (
+            {(i === 0 || i === points.length - 1 || (i % 7 === 0 && points.length - 1 - i >= 4)) && (
               <text className="axis" x={x + barW / 2} y={HEIGHT - 8} textAnchor="middle">
                 {p.day.slice(5)}
               </text>

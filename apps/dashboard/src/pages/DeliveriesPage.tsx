@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { api, type ApiKey, type Delivery, type DeliveryDetail, type DeliveryStatus } from '../api.js';
 import { link } from '../App.js';
 import { hrefOf } from '../router.js';
@@ -69,16 +69,16 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
           <p className="muted">Webhook deliveries of “{name}”, newest first. Each keeps the exact payload that was signed and sent.</p>
         </div>
         <div className="actions">
-          <label className="field inline">
-            <span>Status</span>
-            <select name="status" value={status} onChange={(e) => setStatus(e.target.value as '' | DeliveryStatus)}>
+          <div className="field inline">
+            <label htmlFor="delivery-status">Status</label>
+            <select id="delivery-status" name="status" value={status} onChange={(e) => setStatus(e.target.value as '' | DeliveryStatus)}>
               {STATUS_OPTIONS.map((o) => (
                 <option key={o.value} value={o.value}>
                   {o.label}
                 </option>
               ))}
             </select>
-          </label>
+          </div>
           <button type="button" className="button" onClick={reload}>
             Refresh
           </button>
@@ -111,7 +111,7 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
                   delivery={d}
                   open={open === d.id}
                   onToggle={() => setOpen(open === d.id ? null : d.id)}
-                  onRedelivered={(row) => page.data && setPage({ ...page.data, rows: page.data.rows.map((r) => (r.id === row.id ? row : r)) })}
+                  onRedelivered={(row) => setPage({ ...page.data!, rows: page.data!.rows.map((r) => (r.id === row.id ? { ...r, ...pick(row) } : r)) })}
                 />
               ))}
             </tbody>
@@ -128,6 +128,12 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
       )}
     </section>
   );
+}
+
+/** The list fields of a delivery (details carry more). */
+function pick(row: Delivery): Delivery {
+  const { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at } = row;
+  return { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at };
 }
 
 function DeliveryRow(props: { keyId: string; delivery: Delivery; open: boolean; onToggle: () => void; onRedelivered: (row: Delivery) => void }) {
@@ -166,6 +172,12 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
   const path = `/keys/${encodeURIComponent(keyId)}/deliveries/${encodeURIComponent(id)}`;
   const [detail, reload] = useLoad(() => api<DeliveryDetail>('GET', path), [path]);
   const [redeliver, setRedeliver] = useState<{ busy: boolean; message?: string; error?: string }>({ busy: false });
+  const fresh = detail.state === 'ready' ? detail.data : undefined;
+  // Keep the list row in step with what the details show (status, attempts, code).
+  useEffect(() => {
+    if (fresh) onRedelivered(fresh);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [fresh]);
 
   const doRedeliver = async () => {
     setRedeliver({ busy: true });

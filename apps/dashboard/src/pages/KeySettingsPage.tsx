@@ -187,11 +187,13 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
       {test && (
         <div className={`alert ${test.success ? 'ok' : 'error'}`} role="status" data-testid="test-result">
           {test.success ? (
-            <>Test delivered to <code>{test.delivered_to}</code></>
+            <span>
+              Test delivered to <code>{test.delivered_to}</code>
+            </span>
           ) : (
-            <>
+            <span>
               Test failed{test.status_code != null ? ` with HTTP ${test.status_code}` : ''}: {test.error ?? 'no details'} (<code>{test.delivered_to}</code>)
-            </>
+            </span>
           )}
         </div>
       )}

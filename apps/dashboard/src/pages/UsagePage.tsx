@@ -24,13 +24,12 @@ export function UsagePage() {
     <section>
       <div className="page-head">
         <div>
-          <p className="eyebrow">Usage</p>
           <h1>Usage</h1>
           <p className="muted">Requests and tokens per day (UTC) for the last 30 days.</p>
         </div>
-        <label className="field inline">
-          <span>Key</span>
-          <select name="key" value={keyId} onChange={(e) => setKeyId(e.target.value)}>
+        <div className="field inline">
+          <label htmlFor="usage-key">Key</label>
+          <select id="usage-key" name="key" value={keyId} onChange={(e) => setKeyId(e.target.value)}>
             <option value="">All keys (total)</option>
             {data.keys.map((k) => (
               <option key={k.key_id} value={k.key_id}>
@@ -38,7 +37,7 @@ export function UsagePage() {
               </option>
             ))}
           </select>
-        </label>
+        </div>
       </div>
       <div className="stats">
         <div className="stat">

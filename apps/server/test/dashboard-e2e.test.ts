@@ -1,0 +1,247 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { hashPassword } from '../src/auth/passwords.js';
+import { findDashboardDist } from '../src/dashboard/static-files.js';
+import { startReceiver, type Receiver } from './webhooks-support.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const REQUIRED = process.env.SVC_TEST_CHROMIUM_REQUIRED === '1';
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-artifacts');
+const PASSWORD = 'e2e password 12345';
+
+if (!HAVE_CHROMIUM && !REQUIRED) {
+  console.warn(
+    `\n[dashboard-e2e] SKIPPED: ${CHROMIUM} not found. Install it with 'apt-get install chromium' ` +
+      '(CI sets SVC_TEST_CHROMIUM_REQUIRED=1 and fails instead).\n',
+  );
+}
+
+/** Verifies X-Svc-Signature over the raw bytes, as a receiver would. */
+function signatureValid(raw: Buffer, header: string | string[] | undefined, secret: string): boolean {
+  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`);
+  const actual = Buffer.from(String(header ?? ''));
+  return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+async function createUser(server: TestServer, email: string) {
+  return server.running.store.users.create({ email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+}
+
+async function signIn(page: Page, base: string, email: string) {
+  await page.goto(`${base}/dashboard/`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'API Keys' }).waitFor();
+}
+
+async function chat(server: TestServer, token: string) {
+  return fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'The sky is blue. What colour is the sky?' }] }),
+  });
+}
+
+describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
+  let browser: Browser;
+  let server: TestServer;
+  let receiver: Receiver;
+  const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    if (!HAVE_CHROMIUM) throw new Error(`SVC_TEST_CHROMIUM_REQUIRED=1 but ${CHROMIUM} is missing: apt-get install chromium`);
+    if (!findDashboardDist()) throw new Error('apps/dashboard/dist is missing: run npm run build first');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    });
+    server = await startTestServer();
+    receiver = await startReceiver();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await receiver?.close();
+  });
+
+  it('signs in, creates and uses a key, configures and tests the webhook, redelivers, charts usage and revokes', { timeout: 90_000 }, async () => {
+    const user = await createUser(server, 'e2e@example.test');
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    const cspErrors: string[] = [];
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') cspErrors.push(msg.text());
+    });
+
+    // Sign in (a wrong password first).
+    await page.goto(`${server.url}/dashboard/`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await shot(page, '01-sign-in');
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill('wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('not correct');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'API Keys' }).waitFor();
+
+    // Create key: shown once, with Copy.
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByLabel('Key name').fill('production');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const token = (await page.getByTestId('shown-once-value').textContent()) ?? '';
+    expect(token).toMatch(/^sk-svc-/);
+    await expect.poll(() => page.getByRole('button', { name: 'Copy' }).isVisible()).toBe(true);
+    await shot(page, '02-api-keys-created');
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await page.getByTestId('shown-once-value').count()).toBe(0);
+    expect(await page.content()).not.toContain(token);
+
+    // The key works against the API (built-in offline model).
+    const first = await chat(server, token);
+    expect(first.status).toBe(200);
+
+    // Key settings: invalid URLs are explained next to the field.
+    await page.getByRole('link', { name: 'production' }).click();
+    await page.getByRole('heading', { name: 'production' }).waitFor();
+    const urlField = page.getByLabel('Webhook URL');
+    const urlError = page.getByTestId('webhook_url-error');
+    await urlField.fill('ftp://example.com/hook');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => urlError.textContent()).toContain('must use http or https');
+    await shot(page, '03-invalid-webhook-url');
+    await urlField.fill('not a url');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => urlError.textContent()).toContain('is not a valid URL');
+    await page.getByLabel('Rate limit (requests/min)').fill('0');
+    await urlField.fill(receiver.url);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(() => page.getByTestId('rate_limit_rpm-error').textContent()).toContain('whole number');
+    await page.getByLabel('Rate limit (requests/min)').fill('120');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    expect(await urlError.count()).toBe(0);
+
+    // Signing secret: generated and shown once; afterwards only the last 4 characters.
+    await page.getByRole('button', { name: 'Generate' }).click();
+    const secret = (await page.getByTestId('shown-once-value').textContent()) ?? '';
+    expect(secret).toMatch(/^whsec_/);
+    await expect.poll(() => page.getByTestId('signing-secret-state').textContent()).toContain(secret.slice(-4));
+    await shot(page, '04-key-settings-secret');
+
+    // Send test → signed test payload arrives; the page shows the outcome and the last delivery status.
+    await page.getByRole('button', { name: 'Send test' }).click();
+    await expect.poll(() => page.getByTestId('test-result').textContent()).toContain(`Test delivered to ${receiver.url}`);
+    const lastDelivery = page.getByTestId('last-delivery');
+    await expect.poll(() => lastDelivery.textContent()).toContain('Succeeded');
+    expect(await lastDelivery.textContent()).toContain('HTTP 200');
+    const testDelivery = receiver.received.at(-1)!;
+    const testPayload = JSON.parse(testDelivery.raw.toString('utf8'));
+    expect(testPayload).toMatchObject({ event: 'llm.request.completed', test: true, user_id: user.id });
+    expect(testPayload.request_id).toMatch(/^test-/);
+    expect(signatureValid(testDelivery.raw, testDelivery.headers['x-svc-signature'], secret)).toBe(true);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await shot(page, '05-key-settings-tested');
+
+    // A chat request → its delivery appears under Deliveries, with the exact payload; Redeliver sends it again.
+    const response = await chat(server, token);
+    const completion = (await response.json()) as { id: string };
+    await receiver.waitFor((list) => list.some((d) => d.raw.toString('utf8').includes(completion.id)));
+    const sent = receiver.received.find((d) => d.raw.toString('utf8').includes(completion.id))!;
+    expect(signatureValid(sent.raw, sent.headers['x-svc-signature'], secret)).toBe(true);
+
+    await page.getByRole('link', { name: 'Deliveries' }).first().click();
+    await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
+    const row = page.locator('tr.clickable', { hasText: completion.id });
+    await row.waitFor();
+    await expect.poll(() => row.textContent()).toContain('Delivered');
+    await row.click();
+    const payload = page.getByTestId('payload');
+    await expect.poll(() => payload.textContent()).toBe(sent.raw.toString('utf8'));
+    const before = receiver.received.length;
+    await page.getByRole('button', { name: 'Redeliver' }).click();
+    await page.getByRole('status').filter({ hasText: 'Redelivery queued' }).waitFor();
+    const [again] = (await receiver.waitFor((list) => list.length > before)).slice(before);
+    expect(again!.raw.equals(sent.raw)).toBe(true);
+    expect(again!.headers['x-svc-delivery']).toBe(sent.headers['x-svc-delivery']);
+    await page.getByRole('button', { name: 'Refresh' }).last().click();
+    await expect.poll(() => page.locator('.attempts-table tbody tr').count(), { timeout: 10_000 }).toBe(2);
+    expect(await row.locator('td').nth(2).textContent()).toBe('Delivered');
+    expect(await row.locator('td').nth(4).textContent()).toBe('2');
+    await shot(page, '06-deliveries');
+
+    // Status filter.
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByText('No deliveries with this status.').waitFor();
+    await page.getByLabel('Status').selectOption('delivered');
+    await row.waitFor();
+
+    // Usage: requests and tokens per day as inline SVG charts, per key and in total.
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+    await expect
+      .poll(async () => {
+        await page.reload();
+        await page.getByRole('img', { name: /Requests per day/ }).waitFor();
+        return page.locator('.total-row').textContent();
+      }, { timeout: 10_000 })
+      .toMatch(/^Total2/);
+    expect(await page.locator('svg.chart rect.bar').count()).toBe(60);
+    const keyOption = await page.locator('select[name=key] option', { hasText: 'production' }).getAttribute('value');
+    await page.getByLabel('Key', { exact: true }).selectOption(keyOption ?? '');
+    await page.getByRole('img', { name: 'Requests per day, key “production”' }).waitFor();
+    await shot(page, '07-usage');
+
+    // Revoke with confirmation → the key gets 401.
+    await page.getByRole('link', { name: 'API Keys' }).click();
+    const keyRow = page.locator('tr', { hasText: 'production' });
+    await keyRow.getByRole('button', { name: 'Revoke' }).click();
+    await page.getByRole('dialog').waitFor();
+    await shot(page, '08-revoke-confirm');
+    await page.getByRole('button', { name: 'Revoke key' }).click();
+    await keyRow.getByText('Revoked').waitFor();
+    expect((await chat(server, token)).status).toBe(401);
+    await shot(page, '09-api-keys-revoked');
+
+    // Narrow screens get a readable layout too.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await shot(page, '10-api-keys-mobile');
+
+    expect(cspErrors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
+    await page.close();
+  });
+
+  it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
+    const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(strict, 'strict@example.test');
+      await signIn(page, strict.url, user.email);
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByLabel('Key name').fill('locked down');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('link', { name: 'locked down' }).click();
+      await page.getByLabel('Webhook URL').fill('http://10.1.2.3/hook');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expect.poll(() => page.getByTestId('webhook_url-error').textContent()).toMatch(/10\.1\.2\.3, a private address/);
+      await page.getByLabel('Webhook URL').fill('http://169.254.169.254/latest/meta-data');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expect.poll(() => page.getByTestId('webhook_url-error').textContent()).toMatch(/link-local/);
+      await shot(page, '11-private-address-blocked');
+      const key = (await strict.running.store.keys.list(user.id))[0];
+      expect(key?.webhook_url).toBeNull();
+    } finally {
+      await page.close();
+      await strict.close();
+    }
+  });
+});
