@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
 import { newDeliveryId } from '../src/storage/deliveries-store.js';
+import express from 'express';
+import type { AddressInfo } from 'node:net';
+import { dashboardStatic } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './webhooks-support.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -383,5 +386,20 @@ describe('headers and static files', () => {
     }
     const api404 = await fetch(`${server.url}/dashboard/api/nope`, { headers: { cookie: '' } });
     expect(api404.status).toBe(401);
+  });
+});
+
+describe('dashboard not built', () => {
+  it('answers 503 with how to build it', async () => {
+    const app = express().use('/dashboard', dashboardStatic(join(server.dataDir, 'no-such-dist')));
+    const listener = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => listener.once('listening', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(listener.address() as AddressInfo).port}/dashboard/settings/api-keys`);
+      expect(res.status).toBe(503);
+      expect(await res.text()).toBe('dashboard not built: run npm run build\n');
+    } finally {
+      await new Promise((resolve) => listener.close(resolve));
+    }
   });
 });

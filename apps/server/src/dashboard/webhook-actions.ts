@@ -40,7 +40,8 @@ export function dashboardWebhookActions(deps: {
       });
       const row = await store.deliveries.byId(id);
       if (!row) throw new Error(`test delivery ${id} vanished`);
-      const outcome = await worker.attempt(row, { retries: false });
+      // freshKey: the secret may have just been generated or cleared on this page.
+      const outcome = await worker.attempt(row, { retries: false, freshKey: true });
       return outcome.ok
         ? { success: true, delivered_to: url }
         : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error };
