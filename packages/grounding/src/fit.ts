@@ -8,9 +8,10 @@ export interface Sample {
 
 /**
  * L2-regularised logistic regression by Newton's method. Features are standardised for the fit and
- * the returned model is expressed on the raw features, so `predict` needs no scaler.
+ * the returned model is expressed on the raw features, so `predict` needs no scaler. `lambda` is one
+ * penalty for every weight or one per feature (a larger one shrinks that feature's weight harder).
  */
-export function fitLogistic(samples: readonly Sample[], lambda = 1, nonNegative: ReadonlySet<number> = new Set()): Logistic {
+export function fitLogistic(samples: readonly Sample[], lambda: number | readonly number[] = 1, nonNegative: ReadonlySet<number> = new Set()): Logistic {
   // Constrained weights that come out negative are pinned to 0 and the rest refitted.
   const pinned = new Set<number>();
   for (;;) {
@@ -21,7 +22,7 @@ export function fitLogistic(samples: readonly Sample[], lambda = 1, nonNegative:
   }
 }
 
-function fitFree(samples: readonly Sample[], lambda: number, pinned: ReadonlySet<number>): Logistic {
+function fitFree(samples: readonly Sample[], lambda: number | readonly number[], pinned: ReadonlySet<number>): Logistic {
   const d = samples[0]?.features.length ?? 0;
   const mean = new Array<number>(d).fill(0);
   const sd = new Array<number>(d).fill(0);
@@ -52,8 +53,9 @@ function fitFree(samples: readonly Sample[], lambda: number, pinned: ReadonlySet
       }
     }
     for (let j = 1; j <= d; j++) {
-      grad[j]! -= lambda * beta[j]!;
-      hess[j]![j]! += lambda;
+      const l = typeof lambda === 'number' ? lambda : (lambda[j - 1] ?? 0);
+      grad[j]! -= l * beta[j]!;
+      hess[j]![j]! += l;
     }
     hess[0]![0]! += 1e-9;
     const step = solve(hess, grad);

@@ -22,7 +22,8 @@ export const DEFAULT_MODEL: Model = {
   shortMaxWords: 15,
   // Weights follow FEATURE_NAMES in analyze.ts.
   short: { bias: -8.5265, weights: [0, 2.147, -12.2067, 5.8028, 5.1291, 2.8041, 2.6447, 7.6864, 3.2731, 6.4509, -1.2885, 0, -7.4531, 1.0511, 0, 1.532] },
-  long: { bias: 3.974, weights: [0.0543, -8.8448, 0.6247, 0, 0, 0.0459, 0.8231, 1.2082, -0.1729, 1.6277, 0.2064, 0.0164, -3.6564, 0.8504, 0.1641, -0.4676] },
+  // Long answers use only the coverage features and the hard signals (see LONG_FEATURES in evaluate.ts).
+  long: { bias: -1.1397, weights: [0.0746, 0, 0, 0, 0, 0.0226, 0.6579, 1.3091, 0, 0, 0, 0, 0, 0, 0, 0] },
 };
 
 /** P(hallucinated) for a feature vector with `contentWords` content words in the answer. */
