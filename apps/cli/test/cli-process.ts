@@ -111,7 +111,8 @@ export function runCli(args: string[], options: { cwd: string; env?: Record<stri
 /** Starts `svc-cli listen --port 0 …` and resolves once it printed its Ready line. */
 export async function startListen(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliProcess & { url: string }> {
   const proc = startCli(['listen', '--port', '0', ...args], options);
-  const match = await proc.waitFor('stderr', /Ready! Listening on (\S+) \(\^C to quit\)/);
+  // Tolerates colour codes around "Ready!" and the URL (FORCE_COLOR tests).
+  const match = await proc.waitFor('stderr', /Ready!(?:\u001b\[\d+m)? Listening on (?:\u001b\[\d+m)?(http[^\s\u001b]+)(?:\u001b\[\d+m)? \(\^C to quit\)/);
   return Object.assign(proc, { url: match[1]! });
 }
 

@@ -147,6 +147,18 @@ describe('svc-cli listen', () => {
     await listen.waitFor('stdout', /<-- \[500\] POST /);
   });
 
+  it('colours follow kleur (FORCE_COLOR / NO_COLOR) and --no-color turns them off', async () => {
+    const coloured = await startListen(['--secret', SECRET], { cwd: dir.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
+    await postDelivery(coloured.url, samplePayload(), { secret: SECRET });
+    expect(coloured.stdout()).toContain('\u001b[32m✔\u001b[39m');
+    expect(coloured.stderr()).toContain('\u001b[1mReady!');
+
+    const plain = await startListen(['--secret', SECRET, '--no-color'], { cwd: dir.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
+    await postDelivery(plain.url, samplePayload(), { secret: SECRET });
+    expect(plain.stdout()).toContain('signature ✔');
+    expect(plain.stdout() + plain.stderr()).not.toContain('\u001b[');
+  });
+
   it.each(['SIGINT', 'SIGTERM'] as const)('%s exits 0 with a summary of received, verified and failed', async (signal) => {
     const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
     await postDelivery(listen.url, samplePayload(), { secret: SECRET });
