@@ -14,6 +14,8 @@ import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
 import { chatCompletionsHandler } from './chat/chat-completions.js';
 import type { Grounder } from './chat/grounder.js';
+import type { Metrics } from './metrics/metrics.js';
+import { routeLabel } from './metrics/route-label.js';
 
 export interface AppDeps {
   config: Config;
@@ -25,6 +27,8 @@ export interface AppDeps {
   keyCache: KeyCache;
   audit: AuditSink;
   grounder: Grounder;
+  /** Prometheus series; requests are counted where they are logged. */
+  metrics?: Metrics;
   /** Mounted at /v1/webhooks, behind auth and rate limiting. */
   webhooksRouter?: Router;
   /** Mounted at /dashboard (static SPA + /dashboard/api). */
@@ -56,7 +60,7 @@ export function createApp(deps: AppDeps): Express {
     res.setHeader('x-request-id', res.locals.requestId);
     next();
   });
-  app.use(requestLog(deps.logger, deps.clock));
+  app.use(requestLog(deps.logger, deps.clock, deps.metrics));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -96,18 +100,23 @@ export function createApp(deps: AppDeps): Express {
   return app;
 }
 
-/** One log line per request: id, key prefix, status, latency. Never keys, prompts or answers. */
-function requestLog(logger: Logger, clock: () => number) {
+/**
+ * One log line per request: id, key prefix, status, latency, and what the route added (tokens, upstream
+ * latency); the same moment counts the request in the metrics. Never keys, prompts or answers.
+ */
+function requestLog(logger: Logger, clock: () => number, metrics: Metrics | undefined) {
   return (req: Request, res: Response, next: NextFunction) => {
     res.on('finish', () => {
       const key = res.locals.apiKey as { prefix?: string } | undefined;
+      const latencyMs = clock() - (res.locals.startedAt as number);
+      metrics?.request(req.method, routeLabel(req), res.statusCode, latencyMs / 1000);
       logger.info(
         {
           request_id: res.locals.requestId,
           method: req.method,
           path: req.path,
           status: res.statusCode,
-          latency_ms: clock() - (res.locals.startedAt as number),
+          latency_ms: latencyMs,
           key_prefix: key?.prefix,
           ...(res.locals.logFields as Record<string, unknown> | undefined),
         },

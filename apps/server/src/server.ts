@@ -18,6 +18,9 @@ import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from './admin/first-run.js';
 import { createDashboardRouter, dashboardWebhookActions } from './dashboard/index.js';
+import { createMetrics } from './metrics/metrics.js';
+import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
+import { operationsRouter } from './metrics/operations-router.js';
 
 export interface RunningServer {
   /** `http://host:port` actually bound (port 0 resolved). */
@@ -48,7 +51,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const clock = options.clock ?? Date.now;
   const store = await openStore(config.databaseUrl);
   const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir));
-  const upstream =
+  // One registry per server: tests run several in one process.
+  const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()) });
+  const baseUpstream =
     options.upstream ??
     (config.upstream.baseUrl
       ? createOpenAICompatibleUpstream({
@@ -57,12 +62,21 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           timeoutMs: config.upstream.timeoutMs,
         })
       : createOfflineModel());
+  const upstream = instrumentUpstream(baseUpstream, metrics);
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : undefined;
   redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis unavailable; rate limits fall back to this instance'));
   if (redis) await waitForRedis(redis, logger);
   const keyCache = new KeyCache(store.keys, clock);
   const usage = new UsageSink(store.usage, logger);
-  const webhooks = createWebhooks({ config, store, logger, clock, secretBox, keyCache });
+  const webhooks = createWebhooks({
+    config,
+    store,
+    logger,
+    clock,
+    secretBox,
+    keyCache,
+    onAttempt: (attempt) => metrics.webhookAttempt(attempt.outcome, attempt.finishedAt - attempt.createdAt),
+  });
   const app = createApp({
     config,
     store,
@@ -72,8 +86,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     rateLimiter: createRateLimiter({ redis }),
     keyCache,
     audit: combineSinks(usage, webhooks.audit),
-    grounder: config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(),
+    metrics,
+    grounder: instrumentGrounder(config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(), metrics),
     webhooksRouter: webhooks.router,
+    publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken }),
     dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: dashboardWebhookActions({ store, worker: webhooks.worker, clock, timeoutMs: config.webhooks.timeoutMs }) }),
   });
 

@@ -20,7 +20,7 @@ import { parseChatRequest, toUpstreamBody } from './request.js';
 /** nginx's "client closed request": recorded in the audit when the client went away before the end. */
 export const CLIENT_CLOSED_STATUS = 499;
 
-type HandlerDeps = Pick<AppDeps, 'config' | 'upstream' | 'audit' | 'grounder' | 'clock'>;
+type HandlerDeps = Pick<AppDeps, 'config' | 'upstream' | 'audit' | 'grounder' | 'clock' | 'metrics'>;
 
 interface RequestContext {
   deps: HandlerDeps;
@@ -31,6 +31,9 @@ interface RequestContext {
   startedAt: number;
   /** Aborted when the client disconnects before the response finished. */
   abort: AbortController;
+  /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
+  upstreamStartedAt?: number;
+  upstreamFinishedAt?: number;
 }
 
 /** `POST /v1/chat/completions` (spec §4.1, design §3). */
@@ -65,6 +68,7 @@ export function chatCompletionsHandler(deps: HandlerDeps) {
 
     const request = parseChatRequest(raw);
     const upstream = toUpstreamBody(request, deps.config.upstream);
+    ctx.upstreamStartedAt = deps.clock();
     if (upstream.streaming) {
       const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
       res.locals.onRequestFailed = undefined;
@@ -72,6 +76,7 @@ export function chatCompletionsHandler(deps: HandlerDeps) {
       return;
     }
     const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
+    ctx.upstreamFinishedAt = deps.clock();
     const answer = completion.choices[0]?.message.content ?? '';
     const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
     const usage =
@@ -103,7 +108,9 @@ function dehallucinateRequested(request: ChatCompletionRequest): boolean {
 }
 
 async function audit(ctx: RequestContext, input: Omit<CompletedRequest, 'requestId' | 'key' | 'startedAt' | 'finishedAt'>) {
-  ctx.res.locals.logFields = { tokens: input.usage.total_tokens };
+  const upstreamLatency =
+    ctx.upstreamStartedAt === undefined ? {} : { upstream_latency_ms: (ctx.upstreamFinishedAt ?? ctx.deps.clock()) - ctx.upstreamStartedAt };
+  ctx.res.locals.logFields = { tokens: input.usage.total_tokens, ...upstreamLatency };
   await ctx.deps.audit.record({
     ...input,
     requestId: ctx.requestId,
@@ -129,6 +136,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   let svc: SvcResult | null = null;
   /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */
   const held: ChatCompletionChunk[] = [];
+  let firstToken = false;
 
   res.status(200);
   res.setHeader('content-type', 'text/event-stream; charset=utf-8');
@@ -166,6 +174,10 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
           if (delta.role === undefined) delta.role = 'assistant';
         }
         if (typeof delta.content === 'string') texts[choice.index] = (texts[choice.index] ?? '') + delta.content;
+        if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
+          firstToken = true;
+          ctx.deps.metrics?.firstToken((ctx.deps.clock() - ctx.startedAt) / 1000);
+        }
         return { ...choice, delta, logprobs: choice.logprobs ?? null };
       });
       const out = frame(choices, chunk.system_fingerprint !== undefined ? { system_fingerprint: chunk.system_fingerprint } : {});
@@ -183,6 +195,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
         await write(JSON.stringify(out));
       }
     }
+    ctx.upstreamFinishedAt = ctx.deps.clock();
     if (svc === null) {
       // Upstream ended cleanly without a finish_reason for the first choice: close it ourselves.
       svc = await computeSvc();

@@ -1,0 +1,99 @@
+import { performance } from 'node:perf_hooks';
+import type { ChatCompletionChunk } from '@svc/protocol';
+import type { Grounder } from '../chat/grounder.js';
+import { UpstreamError, type Upstream } from '../upstream/upstream.js';
+import type { Metrics } from './metrics.js';
+
+const seconds = (since: number) => (performance.now() - since) / 1000;
+
+/** An upstream failure's label: its design §4 code, or `client_closed` when the caller aborted. */
+function errorCode(err: unknown, signal: AbortSignal): string {
+  if (err instanceof UpstreamError) return err.code;
+  if (signal.aborted) return 'client_closed';
+  return 'internal_error';
+}
+
+/**
+ * The same upstream, timing every call and counting failures by code (streams: until the last frame).
+ *
+ * @example
+ * const upstream = instrumentUpstream(createOfflineModel(), metrics);
+ */
+export function instrumentUpstream(upstream: Upstream, metrics: Metrics): Upstream {
+  return {
+    async complete(request) {
+      const started = performance.now();
+      try {
+        const completion = await upstream.complete(request);
+        metrics.upstreamCall('complete', seconds(started));
+        return completion;
+      } catch (err) {
+        metrics.upstreamCall('complete', seconds(started), errorCode(err, request.signal));
+        throw err;
+      }
+    },
+    async stream(request) {
+      const started = performance.now();
+      let chunks: AsyncIterable<ChatCompletionChunk>;
+      try {
+        chunks = await upstream.stream(request);
+      } catch (err) {
+        metrics.upstreamCall('stream', seconds(started), errorCode(err, request.signal));
+        throw err;
+      }
+      // A hand-written iterator, not a generator: `return()` must reach the inner iterator even before the
+      // first `next()`, or the upstream exchange would stay open.
+      const inner = chunks[Symbol.asyncIterator]();
+      let recorded = false;
+      const record = (err?: unknown) => {
+        if (recorded) return;
+        recorded = true;
+        const code = err !== undefined ? errorCode(err, request.signal) : request.signal.aborted ? 'client_closed' : undefined;
+        metrics.upstreamCall('stream', seconds(started), code);
+      };
+      const iterator: AsyncIterableIterator<ChatCompletionChunk> = {
+        async next() {
+          try {
+            const result = await inner.next();
+            if (result.done) record();
+            return result;
+          } catch (err) {
+            record(err);
+            throw err;
+          }
+        },
+        async return(value?: unknown) {
+          record();
+          return inner.return ? inner.return(value) : { done: true as const, value: undefined };
+        },
+        async throw(err?: unknown) {
+          record(err);
+          if (inner.throw) return inner.throw(err);
+          throw err;
+        },
+        [Symbol.asyncIterator]() {
+          return iterator;
+        },
+      };
+      return iterator;
+    },
+    close: () => upstream.close(),
+  };
+}
+
+/**
+ * The same grounder, timing each check and counting verdicts.
+ *
+ * @example
+ * const grounder = instrumentGrounder(createOfflineGrounder(), metrics);
+ */
+export function instrumentGrounder(grounder: Grounder, metrics: Metrics): Grounder {
+  return {
+    async check(request) {
+      const started = performance.now();
+      const result = await grounder.check(request);
+      metrics.groundingCheck(result, seconds(started));
+      return result;
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type Request, type Response, type Router } from 'express';
+import { buildOpenApiDocument } from '@svc/protocol/openapi';
+import { ApiError } from '../http/errors.js';
+import type { Metrics } from './metrics.js';
+
+export interface OperationsRouterOptions {
+  metrics: Metrics;
+  /** SVC_METRICS_TOKEN. Unset: `/metrics` answers loopback clients only. */
+  metricsToken: string | undefined;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
+}
+
+/**
+ * Routes for operators and integrators, mounted before API-key auth: `GET /v1/openapi.json` (public) and
+ * `GET /metrics` (Prometheus; `Authorization: Bearer $SVC_METRICS_TOKEN`, or loopback clients when no
+ * token is configured — everyone else gets a 404, as if the route were not there).
+ *
+ * @example
+ * createApp({ …, publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken }) });
+ */
+export function operationsRouter(options: OperationsRouterOptions): Router {
+  const { metrics, metricsToken } = options;
+  const expected = metricsToken === undefined ? undefined : digest(metricsToken);
+  const openApi = JSON.stringify(buildOpenApiDocument());
+  const router = express.Router();
+
+  router.get('/v1/openapi.json', (_req, res) => {
+    res.type('application/json').send(openApi);
+  });
+
+  router.get('/metrics', async (req: Request, res: Response) => {
+    if (expected === undefined) {
+      if (!isLoopback(req.socket.remoteAddress)) throw new ApiError('not_found', `Unknown request URL: ${req.method} ${req.path}. Please check the URL and method.`);
+    } else {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+      if (!match?.[1]) {
+        throw new ApiError('missing_api_key', "Send the metrics token as 'Authorization: Bearer <SVC_METRICS_TOKEN>'.", { headers: { 'www-authenticate': 'Bearer' } });
+      }
+      // Both sides hashed first: equal lengths for timingSafeEqual, and the token's length does not leak.
+      if (!timingSafeEqual(digest(match[1]), expected)) {
+        throw new ApiError('invalid_api_key', 'Incorrect metrics token.', { headers: { 'www-authenticate': 'Bearer' } });
+      }
+    }
+    res.setHeader('cache-control', 'no-store');
+    res.type(metrics.contentType).send(await metrics.scrape());
+  });
+
+  return router;
+}

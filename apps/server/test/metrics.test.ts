@@ -1,0 +1,145 @@
+import { networkInterfaces } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { eventually, startReceiver, type Receiver } from './webhooks-support.js';
+
+const TOKEN = 'metrics-token-for-tests';
+const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889.';
+const chat = (extra: Record<string, unknown> = {}) => ({
+  model: 'svc01',
+  messages: [{ role: 'system', content: DOC }, { role: 'user', content: 'Where is the Eiffel Tower?' }],
+  ...extra,
+});
+
+let upstream: FakeUpstream;
+let receiver: Receiver;
+let server: TestServer;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream({ answer: 'The Eiffel Tower is in Paris.' });
+  receiver = await startReceiver();
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_METRICS_TOKEN: TOKEN } });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await receiver?.close();
+  await upstream?.close();
+});
+
+async function post(path: string, token: string | undefined, body?: unknown): Promise<Response> {
+  const res = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  await res.arrayBuffer();
+  return res;
+}
+
+async function scrape(url = server.url, token: string | undefined = TOKEN): Promise<string> {
+  const res = await fetch(`${url}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return res.text();
+}
+
+/** The value of one series (labels in any order), or undefined when it is not exposed. */
+function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const have = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(match[3]);
+  }
+  return undefined;
+}
+
+describe('GET /metrics', () => {
+  it('needs the metrics token when SVC_METRICS_TOKEN is set', async () => {
+    expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
+    const wrong = await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer not-the-token' } });
+    expect(wrong.status).toBe(401);
+    expect(((await wrong.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
+    // An API key is not a metrics token.
+    const { token } = await server.createKey();
+    expect((await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(401);
+  });
+
+  it('counts requests, latency, time to first token, upstream, grounding, rate limits, webhooks and the outbox', async () => {
+    const { token } = await server.createKey({ webhookUrl: receiver.url });
+    const limited = await server.createKey({ rateLimitRpm: 1 });
+    const plain = await server.createKey();
+
+    // A test delivery the receiver refuses: one failed attempt, no retries, the delivery is `failed`.
+    receiver.queue.push({ status: 500 });
+    expect((await post('/v1/webhooks/test', token)).status).toBe(200);
+
+    expect((await post('/v1/chat/completions', token, chat())).status).toBe(200);
+    expect((await post('/v1/chat/completions', limited.token, chat({ stream: true }))).status).toBe(200);
+    upstream.nextBehavior({ status: 500 });
+    expect((await post('/v1/chat/completions', plain.token, chat())).status).toBe(502);
+    expect((await post('/v1/chat/completions', limited.token, chat())).status).toBe(429);
+    expect((await post('/v1/chat/completions', undefined, chat())).status).toBe(401);
+
+    await receiver.waitFor((received) => received.length >= 2);
+    const text = await eventually(async () => {
+      const t = await scrape();
+      return sample(t, 'svc_webhook_attempts_total', { outcome: 'success' }) === 1 ? t : undefined;
+    });
+
+    const chatRoute = { method: 'POST', route: '/v1/chat/completions' };
+    expect(sample(text, 'svc_http_requests_total', { ...chatRoute, status: '200' })).toBe(2);
+    expect(sample(text, 'svc_http_requests_total', { ...chatRoute, status: '502' })).toBe(1);
+    expect(sample(text, 'svc_http_requests_total', { ...chatRoute, status: '429' })).toBe(1);
+    expect(sample(text, 'svc_http_requests_total', { ...chatRoute, status: '401' })).toBe(1);
+    expect(sample(text, 'svc_http_requests_total', { method: 'POST', route: '/v1/webhooks/test', status: '200' })).toBe(1);
+    expect(sample(text, 'svc_http_request_duration_seconds_count', { ...chatRoute, status: '200' })).toBe(2);
+    expect(sample(text, 'svc_http_request_duration_seconds_bucket', { ...chatRoute, status: '200', le: '+Inf' })).toBe(2);
+
+    expect(sample(text, 'svc_chat_time_to_first_token_seconds_count')).toBe(1);
+    expect(sample(text, 'svc_upstream_request_duration_seconds_count', { mode: 'complete', outcome: 'ok' })).toBe(1);
+    expect(sample(text, 'svc_upstream_request_duration_seconds_count', { mode: 'stream', outcome: 'ok' })).toBe(1);
+    expect(sample(text, 'svc_upstream_request_duration_seconds_count', { mode: 'complete', outcome: 'error' })).toBe(1);
+    expect(sample(text, 'svc_upstream_errors_total', { code: 'upstream_error' })).toBe(1);
+
+    expect(sample(text, 'svc_grounding_check_duration_seconds_count')).toBe(2);
+    const verdicts = ['grounded', 'ungrounded', 'not_checked'].map((verdict) => sample(text, 'svc_grounding_checks_total', { verdict }) ?? 0);
+    expect(verdicts.reduce((a, b) => a + b)).toBe(2);
+    expect(verdicts[0]).toBeGreaterThan(0);
+
+    expect(sample(text, 'svc_rate_limit_rejections_total')).toBe(1);
+    expect(sample(text, 'svc_webhook_attempts_total', { outcome: 'success' })).toBe(1);
+    expect(sample(text, 'svc_webhook_attempts_total', { outcome: 'failure' })).toBe(1);
+    expect(sample(text, 'svc_webhook_delivery_latency_seconds_count')).toBe(1);
+    expect(sample(text, 'svc_webhook_outbox_deliveries', { state: 'failed' })).toBe(1);
+    expect(sample(text, 'svc_webhook_outbox_deliveries', { state: 'pending' })).toBe(0);
+    expect(sample(text, 'svc_webhook_outbox_deliveries', { state: 'due' })).toBe(0);
+
+    expect(sample(text, 'process_cpu_user_seconds_total')).toBeGreaterThan(0);
+    expect(sample(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+  });
+});
+
+describe('GET /metrics without SVC_METRICS_TOKEN', () => {
+  it('answers loopback clients and is a 404 for everyone else', async () => {
+    const open = await startTestServer({ env: { SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    try {
+      const port = new URL(open.url).port;
+      expect(await scrape(`http://127.0.0.1:${port}`, undefined)).toContain('svc_http_requests_total');
+      const external = Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i && !i.internal && i.family === 'IPv4');
+      if (external) {
+        const res = await fetch(`http://${external.address}:${port}/metrics`);
+        expect(res.status).toBe(404);
+        expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+        // Everything else on that address still answers.
+        expect((await fetch(`http://${external.address}:${port}/healthz`)).status).toBe(200);
+      }
+    } finally {
+      await open.close();
+    }
+  });
+});
