@@ -114,7 +114,8 @@ function requestLog(logger: Logger, clock: () => number, metrics: Metrics | unde
         {
           request_id: res.locals.requestId,
           method: req.method,
-          path: req.path,
+          // originalUrl: `req.path` is relative to the router that answered (`/test` for /v1/webhooks/test).
+          path: req.originalUrl.split('?')[0],
           status: res.statusCode,
           latency_ms: latencyMs,
           key_prefix: key?.prefix,
