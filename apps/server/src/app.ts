@@ -12,7 +12,7 @@ import { bearerAuth } from './auth/bearer-auth.js';
 import { rateLimit } from './rate-limit/rate-limit-middleware.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
-import { chatCompletionsHandler } from './chat/chat-completions.js';
+import { CLIENT_CLOSED_STATUS, chatCompletionsHandler } from './chat/chat-completions.js';
 import type { Grounder } from './chat/grounder.js';
 import type { Metrics } from './metrics/metrics.js';
 import { routeLabel } from './metrics/route-label.js';
@@ -106,17 +106,19 @@ export function createApp(deps: AppDeps): Express {
  */
 function requestLog(logger: Logger, clock: () => number, metrics: Metrics | undefined) {
   return (req: Request, res: Response, next: NextFunction) => {
-    res.on('finish', () => {
+    // 'close', not 'finish': a client that went away mid-stream is logged and counted too, as 499.
+    res.on('close', () => {
       const key = res.locals.apiKey as { prefix?: string } | undefined;
       const latencyMs = clock() - (res.locals.startedAt as number);
-      metrics?.request(req.method, routeLabel(req), res.statusCode, latencyMs / 1000);
+      const status = res.writableFinished ? res.statusCode : CLIENT_CLOSED_STATUS;
+      metrics?.request(req.method, routeLabel(req), status, latencyMs / 1000);
       logger.info(
         {
           request_id: res.locals.requestId,
           method: req.method,
           // originalUrl: `req.path` is relative to the router that answered (`/test` for /v1/webhooks/test).
           path: req.originalUrl.split('?')[0],
-          status: res.statusCode,
+          status,
           latency_ms: latencyMs,
           key_prefix: key?.prefix,
           ...(res.locals.logFields as Record<string, unknown> | undefined),

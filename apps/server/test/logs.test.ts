@@ -101,3 +101,24 @@ describe('logs', () => {
     expect(text).not.toContain(ANSWER_MARKER);
   });
 });
+
+describe('a client that goes away mid-stream', () => {
+  it('still gets its request line, with status 499', async () => {
+    const from = server.logs.length;
+    const { token } = await server.createKey();
+    upstream.nextBehavior({ answer: 'one two three four five six seven eight', trickle: { intervalMs: 100 } });
+    const abort = new AbortController();
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'count' }] }),
+      signal: abort.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    abort.abort();
+    const line = await eventually(() => parsed(from).find((l) => l.msg === 'request' && l.path === '/v1/chat/completions'));
+    expect(line).toMatchObject({ status: 499, method: 'POST' });
+    expect(line.latency_ms).toEqual(expect.any(Number));
+  });
+});
