@@ -1,6 +1,6 @@
 // Child processes of the bench: spawned pinned to a core, waited for, measured, and always stopped.
 import { spawn, execFileSync } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 
 /** Whether `taskset` is available (pinning is skipped, and said so, when it is not). */
@@ -38,15 +38,11 @@ const children = new Set();
  */
 export function spawnPinned(core, command, args, { env, cwd, logFile } = {}) {
   const argv = hasTaskset ? ['taskset', '-c', String(core), command, ...args] : [command, ...args];
-  const child = spawn(argv[0], argv.slice(1), { env: env ?? process.env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-  if (logFile) {
-    const out = createWriteStream(logFile);
-    child.stdout.pipe(out);
-    child.stderr.pipe(out);
-  } else {
-    child.stdout.resume();
-    child.stderr.resume();
-  }
+  // The child writes its log straight to a file: relaying it through this (busy) process would let the
+  // child's log buffers grow and inflate its RSS.
+  const out = openSync(logFile ?? '/dev/null', 'a');
+  const child = spawn(argv[0], argv.slice(1), { env: env ?? process.env, cwd, stdio: ['ignore', out, out] });
+  closeSync(out);
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const entry = { pid: child.pid, child, exited, done: false };
   exited.then(() => {

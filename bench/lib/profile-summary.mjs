@@ -35,7 +35,18 @@ export function summarizeProfile(path, { top = 30 } = {}) {
   const fnSelf = new Map();
   const modSelf = new Map();
   const fnTotal = new Map();
+  const appSelf = new Map();
+  const isApp = (n) => /\/(apps|packages)\/[^/]+\/dist\//.test(n.callFrame.url);
   for (const [id, us] of selfUs) {
+    // Self time charged to the nearest function of this repo on the stack (what the app asked for).
+    let owner = '(no repo frame on the stack)';
+    for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
+      if (isApp(byId.get(cur))) {
+        owner = keyOf(byId.get(cur));
+        break;
+      }
+    }
+    appSelf.set(owner, (appSelf.get(owner) ?? 0) + us);
     const n = byId.get(id);
     fnSelf.set(keyOf(n), (fnSelf.get(keyOf(n)) ?? 0) + us);
     const mod = moduleOf(n.callFrame.url);
@@ -67,6 +78,9 @@ export function summarizeProfile(path, { top = 30 } = {}) {
     '',
     `Total (inclusive) time by function (top ${top}):`,
     list(fnTotal, top),
+    '',
+    `Time charged to the nearest repo function on the stack (top ${top}):`,
+    list(appSelf, top),
   ].join('\n');
 }
 
