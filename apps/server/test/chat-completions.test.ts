@@ -225,13 +225,9 @@ describe('streamed completions', () => {
 
   it('passes reasoning (either upstream field) as delta.reasoning_content', async () => {
     upstream.setBehavior({ reasoning: 'Thinking hard.', reasoningField: 'reasoning', answer: 'Done.' });
-    const stream = await client.chat.completions.create({
-      model: 'svc01',
-      messages: [{ role: 'user', content: 'think' }],
-      stream: true,
-      // @ts-expect-error svc is our extension
-      svc: { thinking: true },
-    });
+    // svc is our extension of the request: passed as a variable, the SDK's types let it through
+    const params = { model: 'svc01', messages: [{ role: 'user' as const, content: 'think' }], stream: true as const, svc: { thinking: true } };
+    const stream = await client.chat.completions.create(params);
     let reasoning = '';
     for await (const chunk of stream) reasoning += (chunk.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? '';
     expect(reasoning).toBe('Thinking hard.');
@@ -320,7 +316,7 @@ describe('errors', () => {
   it('404 not_found in the error shape for unknown routes', async () => {
     const res = await fetch(`${server.url}/v1/nope`, { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(404);
-    expect((await res.json()).error).toMatchObject({ code: 'not_found', type: 'invalid_request_error', param: null });
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'not_found', type: 'invalid_request_error', param: null });
   });
 
   it.each([
@@ -352,7 +348,7 @@ describe('errors', () => {
         body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'x' }] }),
       });
       expect(res.status).toBe(502);
-      expect((await res.json()).error.code).toBe('upstream_unavailable');
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_unavailable');
     } finally {
       await dead.close();
     }
@@ -372,7 +368,7 @@ describe('rate limits', () => {
     const refused = await call();
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-    expect((await refused.json()).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded', param: null });
+    expect(((await refused.json()) as { error: unknown }).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded', param: null });
   });
 });
 

@@ -81,7 +81,7 @@ export function chatCompletionsHandler(deps: HandlerDeps) {
     const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
     const usage =
       completion.usage ??
-      countUsage(request.messages, completion.choices.map((c) => c.message.content ?? ''));
+      (await countUsage(request.messages, completion.choices.map((c) => c.message.content ?? '')));
     const body: ChatCompletion = {
       id: ctx.requestId,
       object: 'chat.completion',
@@ -202,7 +202,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
       await write(JSON.stringify(frame([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], { svc })));
       for (const h of held.splice(0)) await write(JSON.stringify({ ...h, svc }));
     }
-    usage ??= countUsage(request.messages, texts);
+    usage ??= await countUsage(request.messages, texts);
     if (includeUsage) await write(JSON.stringify(frame([], { usage })));
     await audit(ctx, {
       statusCode: ctx.abort.signal.aborted ? CLIENT_CLOSED_STATUS : 200,
@@ -222,7 +222,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
       messages: request.messages,
       responseText: texts[0] ?? '',
       svc,
-      usage: usage ?? countUsage(request.messages, texts),
+      usage: usage ?? (await countUsage(request.messages, texts)),
     });
     if (!clientGone) await write(JSON.stringify(error.toBody()));
   } finally {

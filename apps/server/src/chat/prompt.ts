@@ -1,5 +1,5 @@
 import { messageText } from '@svc/protocol';
-import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens, loadTokenizer } from '../tokens/tokenizer.js';
 import type { Usage } from '@svc/protocol';
 
 interface MessageLike {
@@ -38,12 +38,13 @@ const TOKENS_PER_MESSAGE = 3;
 const REPLY_PRIMING_TOKENS = 3;
 
 /** Token counts (o200k_base) for when upstream reports no usage. */
-export function countUsage(messages: unknown, completionTexts: string[]): Usage {
+export async function countUsage(messages: unknown, completionTexts: string[]): Promise<Usage> {
+  await loadTokenizer();
   const list = asMessages(messages);
   let prompt = REPLY_PRIMING_TOKENS;
   for (const m of list) {
-    prompt += TOKENS_PER_MESSAGE + encode(`${typeof m.role === 'string' ? m.role : ''}\n${messageText(m.content)}`).length;
+    prompt += TOKENS_PER_MESSAGE + countTokens(`${typeof m.role === 'string' ? m.role : ''}\n${messageText(m.content)}`);
   }
-  const completion = completionTexts.reduce((sum, text) => sum + (text ? encode(text).length : 0), 0);
+  const completion = completionTexts.reduce((sum, text) => sum + countTokens(text), 0);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }

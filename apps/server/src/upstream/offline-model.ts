@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { decodeGenerator, encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { decodeGenerator, encode, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
@@ -65,6 +65,7 @@ interface GeneratedChoice {
 export function createOfflineModel(): Upstream {
   return {
     async complete({ body, signal, thinking }: UpstreamRequest): Promise<UpstreamCompletion> {
+      await loadTokenizer();
       signal.throwIfAborted();
       const { choices, usage } = generate(body, thinking);
       return {
@@ -86,6 +87,7 @@ export function createOfflineModel(): Upstream {
     },
 
     async stream({ body, signal, thinking }: UpstreamRequest): Promise<AsyncIterable<ChatCompletionChunk>> {
+      await loadTokenizer();
       signal.throwIfAborted();
       const generated = generate(body, thinking);
       const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
