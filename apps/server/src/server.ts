@@ -17,7 +17,7 @@ import { SecretBox } from './crypto/secret-box.js';
 import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from './admin/first-run.js';
-import { createDashboardRouter, dashboardWebhookActions } from './dashboard/index.js';
+import { createDashboardRouter } from './dashboard/index.js';
 import { createMetrics } from './metrics/metrics.js';
 import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
 import { operationsRouter } from './metrics/operations-router.js';
@@ -90,7 +90,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     grounder: instrumentGrounder(config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(), metrics),
     webhooksRouter: webhooks.router,
     publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken }),
-    dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: dashboardWebhookActions({ store, worker: webhooks.worker, clock, timeoutMs: config.webhooks.timeoutMs }) }),
+    dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: webhooks.actions }),
   });
 
   const server = app.listen(config.port, config.host);

@@ -4,7 +4,6 @@ import { createDashboardApi, type DashboardApiDeps } from './api-router.js';
 import { dashboardStatic, findDashboardDist } from './static-files.js';
 
 export type { DashboardWebhooks, TestDeliveryResult } from './api-router.js';
-export { dashboardWebhookActions } from './webhook-actions.js';
 
 export interface DashboardDeps extends DashboardApiDeps {
   /** The built SPA's folder; found next to the server package when omitted. */

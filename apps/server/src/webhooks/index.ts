@@ -1,3 +1,4 @@
+import { webhookActions, type WebhookActions } from './actions.js';
 import type { Router } from 'express';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
@@ -14,6 +15,8 @@ export { validateWebhookUrl, blockedRange, WebhookAddressRefusedError } from './
 export { buildAuditPayload, buildTestPayload } from './payload.js';
 export { signBody } from './signer.js';
 export { DeliveryWorker, retryDelay } from './worker.js';
+export { webhookActions, type WebhookActions } from './actions.js';
+
 
 export interface WebhooksDeps {
   config: Config;
@@ -34,6 +37,8 @@ export interface Webhooks {
   /** `/v1/webhooks`: test endpoint and deliveries API (mount behind bearer auth). */
   router: Router;
   worker: DeliveryWorker;
+  /** Send test and Redeliver, shared with the dashboard. */
+  actions: WebhookActions;
   /** Starts the delivery worker (sends what is pending, including rows left by a previous run). */
   start(): void;
   /** Stops claiming, lets attempts in flight finish or time out; pending rows stay for the next start. */
@@ -67,17 +72,13 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     releaseLeasesOnStart: store.handle.dialect === 'sqlite',
   });
   const audit = new OutboxSink(store.deliveries, () => worker.wake());
-  const router = webhooksRouter({
-    deliveries: store.deliveries,
-    keys: store.keys,
-    worker,
-    clock,
-    timeoutMs: config.webhooks.timeoutMs,
-  });
+  const actions = webhookActions({ deliveries: store.deliveries, worker, clock, timeoutMs: config.webhooks.timeoutMs });
+  const router = webhooksRouter({ deliveries: store.deliveries, keys: store.keys, actions });
   return {
     audit,
     router,
     worker,
+    actions,
     start: () => worker.start(),
     async stop() {
       await worker.stop();

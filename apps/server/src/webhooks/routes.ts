@@ -10,9 +10,8 @@ import {
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import type { ApiKeyRecord, KeysStore } from '../storage/keys-store.js';
-import { newDeliveryId, type AttemptRow, type DeliveriesStore, type DeliveryRow } from '../storage/deliveries-store.js';
-import { buildTestPayload } from './payload.js';
-import type { DeliveryWorker } from './worker.js';
+import { type AttemptRow, type DeliveriesStore, type DeliveryRow } from '../storage/deliveries-store.js';
+import type { WebhookActions } from './actions.js';
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
@@ -84,9 +83,7 @@ function notFound(id: string): ApiError {
 export interface RoutesDeps {
   deliveries: DeliveriesStore;
   keys: KeysStore;
-  worker: DeliveryWorker;
-  clock: () => number;
-  timeoutMs: number;
+  actions: WebhookActions;
 }
 
 /**
@@ -103,27 +100,7 @@ export function webhooksRouter(deps: RoutesDeps): Router {
     // The cached key may be a second old; the test must use the URL and secret as they are now.
     const key = (await deps.keys.byId(caller(res).id)) ?? caller(res);
     if (!key.webhook_url) throw new ApiError('invalid_request', NO_URL_MESSAGE, { includeParam: false });
-    const id = newDeliveryId();
-    const now = deps.clock();
-    const { payload, body } = buildTestPayload(key, id, now);
-    await deps.deliveries.insert({
-      id,
-      keyId: key.id,
-      userId: key.user_id,
-      event: payload.event,
-      requestId: payload.request_id,
-      url: key.webhook_url,
-      payload: body,
-      now,
-      // Leased to this request: the worker leaves it alone while the synchronous attempt runs.
-      lease: { until: now + deps.timeoutMs + 15_000, by: 'test-endpoint' },
-    });
-    const row = await deps.deliveries.byId(id);
-    if (!row) throw new Error(`test delivery ${id} vanished`);
-    const outcome = await deps.worker.attempt(row, { retries: false, freshKey: true });
-    const result: WebhookTestResult = outcome.ok
-      ? { success: true, delivered_to: key.webhook_url }
-      : { success: false, delivered_to: key.webhook_url, status_code: outcome.statusCode, error: outcome.error };
+    const result = await deps.actions.sendTest(key);
     res.json(result);
   });
 
@@ -146,9 +123,8 @@ export function webhooksRouter(deps: RoutesDeps): Router {
   router.post('/deliveries/:id/redeliver', async (req, res) => {
     const id = String(req.params.id);
     const key = (await deps.keys.byId(caller(res).id)) ?? caller(res);
-    const row = await deps.deliveries.redeliver(key.id, id, deps.clock(), key.webhook_url ?? undefined);
+    const row = await deps.actions.redeliver(key, id);
     if (!row) throw notFound(id);
-    deps.worker.wake();
     res.status(202).json(toDelivery(row));
   });
 
