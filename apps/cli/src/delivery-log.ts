@@ -45,7 +45,7 @@ export async function ensureWritable(file: string): Promise<void> {
     await mkdir(dirname(file), { recursive: true });
     await appendFile(file, '');
   } catch (err) {
-    throw new CliError(`cannot write the delivery log ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CliError(`cannot write the delivery log ${file}: ${fsReason(err)}`);
   }
 }
 
@@ -58,7 +58,7 @@ export async function readDeliveryLog(file: string): Promise<LoggedDelivery[]> {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new CliError(`no delivery log at ${file}: run "svc-cli listen" first or pass --log FILE`);
     }
-    throw new CliError(`cannot read the delivery log ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new CliError(`cannot read the delivery log ${file}: ${fsReason(err)}`);
   }
   const entries: LoggedDelivery[] = [];
   for (const line of text.split('\n')) {
@@ -73,4 +73,12 @@ export async function readDeliveryLog(file: string): Promise<LoggedDelivery[]> {
     }
   }
   return entries;
+}
+
+function fsReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EEXIST' || code === 'ENOTDIR') return 'a part of the path is a file, not a directory';
+  if (code === 'EISDIR') return 'it is a directory';
+  return code ?? (err as Error).message;
 }

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -184,6 +184,13 @@ describe('svc-cli listen', () => {
     expect(result.stderr).toMatch(message);
     expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(result.stdout).toBe('');
+  });
+
+  it('a log path that cannot be written: one line on stderr, non-zero exit', async () => {
+    writeFileSync(join(dir.path, 'afile'), '');
+    const result = await runCli(['listen', '--port', '0', '--log', 'afile/log.jsonl'], { cwd: dir.path });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe('svc-cli: cannot write the delivery log afile/log.jsonl: a part of the path is a file, not a directory\n');
   });
 
   it('a port already in use: one line on stderr, non-zero exit', async () => {

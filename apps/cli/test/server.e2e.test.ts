@@ -292,6 +292,40 @@ describe('chat shows flagged spans', () => {
   });
 });
 
+describe('chat when the upstream fails', () => {
+  let upstream: FakeUpstream;
+  let fakeServer: TestServer;
+  beforeAll(async () => {
+    upstream = await startFakeUpstream({ answer: 'one two three four' });
+    fakeServer = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
+  });
+  afterAll(async () => {
+    await fakeServer?.close();
+    await upstream?.close();
+  });
+
+  const chat = (token: string, extra: string[] = []) =>
+    runCli(['chat', 'Count', ...extra], { cwd: dir.path, env: { SVC_BASE_URL: fakeServer.url, SVC_API_KEY: token } });
+
+  it('an error event mid-stream: the partial answer, then one line on stderr and exit 1', async () => {
+    const { token } = await fakeServer.createKey();
+    upstream.nextBehavior({ errorEvent: true, errorMessage: 'upstream fell over' });
+    const result = await chat(token);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^svc-cli: the answer stopped: [^\n]+\n$/m);
+    expect(result.stderr.split('\n').filter((l) => l.startsWith('svc-cli:'))).toHaveLength(1);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('an upstream error before the answer: the server message and exit 1', async () => {
+    const { token } = await fakeServer.createKey();
+    upstream.nextBehavior({ status: 500 });
+    const result = await chat(token, ['--no-stream']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^svc-cli: [^\n]+ \(502 upstream_error\)\n$/);
+  });
+});
+
 describe('bad input against the server', () => {
   it('server unreachable: one line, exit 1', async () => {
     const down = await receiver();
