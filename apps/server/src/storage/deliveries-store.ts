@@ -266,19 +266,31 @@ export class DeliveriesStore {
   }
 
   /**
-   * The earliest next attempt after `now` (an index range scan). Rows already due are claimed or leased; a
-   * lapsed lease of another worker is found by the worker's idle poll.
+   * When the worker should look again: the earliest next attempt after `now` (an index range scan), or the
+   * earliest lease after `now` of a row still pending — so a crashed instance's claims are retried by the
+   * others as soon as their lease lapses, not at the next idle poll.
    */
   async nextDueAfter(now: number): Promise<number | undefined> {
-    const row = await this.db
-      .selectFrom('webhook_deliveries')
-      .select('next_attempt_at')
-      .where('status', '=', 'pending')
-      .where('next_attempt_at', '>', now)
-      .orderBy('next_attempt_at', 'asc')
-      .limit(1)
-      .executeTakeFirst();
-    return row?.next_attempt_at ?? undefined;
+    const [due, lease] = await Promise.all([
+      this.db
+        .selectFrom('webhook_deliveries')
+        .select('next_attempt_at')
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '>', now)
+        .orderBy('next_attempt_at', 'asc')
+        .limit(1)
+        .executeTakeFirst(),
+      this.db
+        .selectFrom('webhook_deliveries')
+        .select('lease_until')
+        .where('status', '=', 'pending')
+        .where('lease_until', '>', now)
+        .orderBy('lease_until', 'asc')
+        .limit(1)
+        .executeTakeFirst(),
+    ]);
+    const times = [due?.next_attempt_at, lease?.lease_until].filter((t): t is number => typeof t === 'number');
+    return times.length ? Math.min(...times) : undefined;
   }
 
   /** Deletes deliveries (and their attempts) created before `ts`, except pending ones. Returns how many. */
