@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestPostgres, testRedis } from '../src/test-support/databases.js';
+import { Agent, request } from 'undici';
 import { adminCommand, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
+import { startReceiver } from './webhooks-support.js';
 
 const pgDb = await createTestPostgres('scale-out');
 const redis = await testRedis('scale-out');
@@ -12,6 +14,9 @@ const env = serverEnv({
   SVC_DATABASE_URL: pgDb?.url ?? '',
   SVC_REDIS_URL: redis?.url ?? '',
   SVC_SECRET_KEY: randomBytes(32).toString('base64'),
+  SVC_WEBHOOK_TIMEOUT_MS: '2000',
+  SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,400ms,800ms,1s,1s,1s,1s,1s',
+  SVC_RATE_LIMIT_RPM: '100000',
 });
 const servers: ServerProcess[] = [];
 
@@ -70,4 +75,85 @@ describe.skipIf(!enabled)('two instances on one Postgres and one Redis', () => {
       expect(res.status).toBe(200);
     }
   });
+});
+
+const CHAT = JSON.stringify({
+  model: 'svc01',
+  messages: [{ role: 'system', content: 'Owls hunt at night.' }, { role: 'user', content: 'When do owls hunt?' }],
+});
+
+/** Sends `count` chat requests spread over `targets` (10 at a time); returns the completion ids. */
+async function chatBurst(targets: string[], key: string, count: number): Promise<string[]> {
+  const dispatcher = new Agent({ connections: 10 });
+  const ids: string[] = [];
+  try {
+    for (let i = 0; i < count; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(10, count - i) }, async (_, j) => {
+          const res = await request(`${targets[(i + j) % targets.length]}/v1/chat/completions`, {
+            method: 'POST',
+            dispatcher,
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: CHAT,
+          });
+          const body = (await res.body.json()) as { id: string };
+          expect(res.statusCode).toBe(200);
+          return body.id;
+        }),
+      );
+      ids.push(...batch);
+    }
+  } finally {
+    await dispatcher.close();
+  }
+  return ids;
+}
+
+const requestIdOf = (raw: Buffer) => (JSON.parse(raw.toString('utf8')) as { request_id: string }).request_id;
+
+describe.skipIf(!enabled)('two instances sharing one delivery queue', () => {
+  it('2,000 requests over both instances: 2,000 distinct deliveries, none sent twice', async () => {
+    const receiver = await startReceiver();
+    try {
+      const { key } = createKey(['--webhook-url', `${receiver.url}/hook`, '--signing-secret', 'whsec_scale_out_test']);
+      const ids = await chatBurst(servers.map((s) => s.url), key, 2000);
+      expect(new Set(ids).size).toBe(2000);
+      await receiver.waitFor((r) => new Set(r.map((d) => d.headers['x-svc-delivery'])).size >= 2000, 120_000);
+      // give a duplicate the chance to show up before counting
+      await new Promise((r) => setTimeout(r, 1000));
+      const deliveryIds = receiver.received.map((d) => String(d.headers['x-svc-delivery']));
+      expect(new Set(deliveryIds).size).toBe(2000);
+      expect(deliveryIds).toHaveLength(2000);
+      expect(new Set(receiver.received.map((d) => requestIdOf(d.raw)))).toEqual(new Set(ids));
+      // both instances took part in sending
+      expect(servers.every((s) => s.child.exitCode === null)).toBe(true);
+    } finally {
+      await receiver.close();
+    }
+  }, 240_000);
+
+  it('an instance SIGKILLed while holding claims: the other delivers everything after the lease lapses', async () => {
+    // Slow receiver: instance A's attempts are in flight (claimed) when it is killed.
+    const receiver = await startReceiver({ delayMs: 1500 });
+    const spare = await startServerProcess(env);
+    try {
+      const { key } = createKey(['--webhook-url', `${receiver.url}/hook`]);
+      const ids = await chatBurst([spare.url], key, 60);
+      await receiver.waitFor((r) => r.length >= 5, 30_000);
+      await spare.stop('SIGKILL');
+      receiver.fallback = {};
+      await receiver.waitFor((r) => ids.every((id) => r.some((d) => requestIdOf(d.raw) === id)), 90_000);
+      const byRequest = new Map<string, Set<string>>();
+      for (const d of receiver.received) {
+        const set = byRequest.get(requestIdOf(d.raw)) ?? new Set();
+        set.add(String(d.headers['x-svc-delivery']));
+        byRequest.set(requestIdOf(d.raw), set);
+      }
+      // every request's delivery arrived, under one delivery id (retries reuse it)
+      for (const id of ids) expect(byRequest.get(id)?.size).toBe(1);
+    } finally {
+      await spare.stop('SIGKILL');
+      await receiver.close();
+    }
+  }, 150_000);
 });
