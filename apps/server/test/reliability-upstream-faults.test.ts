@@ -1,0 +1,160 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior } from '../src/test-support/fake-upstream.js';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startReceiver, type Receiver } from './webhooks-support.js';
+import { activeResources, chat, until, type ChatOutcome } from './support/reliability-http.js';
+import { leakedSecrets } from './support/reliability-kit.js';
+
+/**
+ * Upstream faults against an in-process server: every fault gives the right 502 code (before the first
+ * byte) or SSE error event (after it), the audit webhook records the status, the server keeps answering
+ * other requests meanwhile, and repeating the faults leaves no sockets or timers behind.
+ */
+
+const TIMEOUT_MS = 1500;
+const SECRET = 'whsec_upstream-faults-9c1d2e3f';
+const LONG_ANSWER = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
+
+let upstream: FakeUpstream;
+let receiver: Receiver;
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream({ answer: 'All good here.' });
+  receiver = await startReceiver();
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS), SVC_RATE_LIMIT_RPM: '100000' } });
+  ({ token } = await server.createKey({ webhookUrl: receiver.url, signingSecret: SECRET }));
+});
+
+afterAll(async () => {
+  await server?.close();
+  await receiver?.close();
+  await upstream?.close();
+});
+
+interface Case {
+  name: string;
+  behavior: FakeUpstreamBehavior;
+  stream: boolean;
+  /** A plain 502 with this code before the first byte. */
+  code?: string;
+  /** A 200 stream ending in an error event with this code. */
+  event?: string;
+  /** A complete answer. */
+  ok?: true;
+}
+
+const CASES: Case[] = [
+  { name: 'reset before headers', behavior: { resetBeforeHeaders: true }, stream: false, code: 'upstream_unavailable' },
+  { name: 'reset before headers (stream)', behavior: { resetBeforeHeaders: true }, stream: true, code: 'upstream_unavailable' },
+  { name: 'reset mid-stream', behavior: { resetMidStream: 3 }, stream: true, event: 'upstream_unavailable' },
+  { name: 'HTTP 500', behavior: { status: 500 }, stream: false, code: 'upstream_error' },
+  { name: 'HTTP 500 (stream)', behavior: { status: 500 }, stream: true, code: 'upstream_error' },
+  { name: 'HTTP 429', behavior: { status: 429, retryAfter: '7' }, stream: false, code: 'upstream_error' },
+  { name: 'non-JSON body', behavior: { garbage: true }, stream: false, code: 'upstream_invalid_response' },
+  { name: 'non-JSON body (stream)', behavior: { garbage: true }, stream: true, code: 'upstream_invalid_response' },
+  { name: 'truncated SSE', behavior: { truncated: true }, stream: true, event: 'upstream_invalid_response' },
+  { name: 'error event', behavior: { errorEvent: true }, stream: true, event: 'upstream_error' },
+  { name: 'never answers', behavior: { hang: true }, stream: false, code: 'upstream_timeout' },
+  { name: 'never answers (stream)', behavior: { hang: true }, stream: true, code: 'upstream_timeout' },
+  { name: 'never ends (stream)', behavior: { hangMidStream: true }, stream: true, event: 'upstream_timeout' },
+  { name: 'slow trickle past the timeout', behavior: { answer: LONG_ANSWER, trickle: { intervalMs: 50 } }, stream: true, event: 'upstream_timeout' },
+  { name: 'slow trickle within the timeout', behavior: { answer: 'one two three four five', trickle: { intervalMs: 50 } }, stream: true, ok: true },
+];
+
+function check(c: Case, out: ChatOutcome): void {
+  if (c.code) {
+    expect(out.status, c.name).toBe(502);
+    expect(out.body?.error, c.name).toMatchObject({ code: c.code, type: expect.any(String), param: null });
+    return;
+  }
+  expect(out.status, c.name).toBe(200);
+  const last = out.events!.at(-1);
+  if (c.event) {
+    expect(last, c.name).toMatchObject({ error: { code: c.event } });
+    expect(out.events, c.name).not.toContain('[DONE]');
+  } else {
+    expect(last, c.name).toBe('[DONE]');
+  }
+}
+
+/** Runs every case one after the other; returns request id → expected audited status. */
+async function runMatrix(): Promise<Map<string, { status: number; case: Case; out: ChatOutcome }>> {
+  const seen = new Map<string, { status: number; case: Case; out: ChatOutcome }>();
+  for (const c of CASES) {
+    upstream.nextBehavior(c.behavior);
+    const out = await chat(server.url, token, { stream: c.stream });
+    check(c, out);
+    if (c.name === 'HTTP 429') expect(out.body.error.message).toMatch(/HTTP 429/);
+    seen.set(out.requestId, { status: c.ok ? 200 : 502, case: c, out });
+  }
+  return seen;
+}
+
+describe('upstream faults', () => {
+  it('each fault → the right 502 code or SSE error event, and the webhook records the status', { timeout: 60_000 }, async () => {
+    const seen = await runMatrix();
+    await receiver.waitFor((r) => seen.size <= new Set(r.map((d) => JSON.parse(d.raw.toString()).request_id)).size, 20_000);
+    const payloads = new Map(receiver.received.map((d) => {
+      const p = JSON.parse(d.raw.toString('utf8'));
+      return [p.request_id as string, p];
+    }));
+    for (const [requestId, { status, case: c, out }] of seen) {
+      const payload = payloads.get(requestId);
+      expect(payload, c.name).toBeDefined();
+      expect(payload.status_code, c.name).toBe(status);
+      expect(payload.streaming, c.name).toBe(c.stream);
+      // Text relayed before a mid-stream fault is what the audit keeps.
+      if (c.event || c.ok) expect(payload.response_text, c.name).toBe(out.text);
+    }
+  });
+
+  it('a request whose upstream hangs does not hold up other requests', { timeout: 30_000 }, async () => {
+    for (const stream of [false, true]) {
+      const before = upstream.requests.length;
+      upstream.nextBehavior(stream ? { hangMidStream: true } : { hang: true });
+      let hangingDone = false;
+      const hanging = chat(server.url, token, { stream }).finally(() => (hangingDone = true));
+      await until(() => upstream.requests.length > before, 5000, 'hanging request reached upstream');
+      // Several normal requests, streamed and not, all complete while the first one still hangs.
+      const normal = await Promise.all([chat(server.url, token, { stream: false }), chat(server.url, token, { stream: true })]);
+      expect(normal[0]!.status).toBe(200);
+      expect(normal[0]!.body.choices[0].message.content).toBe('All good here.');
+      expect(normal[1]!.events!.at(-1)).toBe('[DONE]');
+      expect(hangingDone).toBe(false);
+      const out = await hanging;
+      if (stream) expect(out.events!.at(-1)).toMatchObject({ error: { code: 'upstream_timeout' } });
+      else expect(out.body.error.code).toBe('upstream_timeout');
+    }
+  });
+
+  it('repeating every fault leaves no sockets or timers behind', { timeout: 90_000 }, async () => {
+    const settle = async () => {
+      // Let deliveries go out and keep-alive connections settle.
+      await until(() => server.running.store.deliveries.backlog(Date.now()).then((b) => Number(b.pending ?? 0) === 0 || undefined), 15_000, 'backlog drained').catch(() => undefined);
+      await delay(300);
+      return activeResources();
+    };
+    await runMatrix();
+    const first = await settle();
+    for (let round = 0; round < 2; round++) await runMatrix();
+    const after = await settle();
+    const grew = Object.fromEntries(
+      Object.entries(after)
+        .map(([type, n]) => [type, n - (first[type] ?? 0)] as const)
+        .filter(([, d]) => d > 0),
+    );
+    // 2 × 15 faulty exchanges: a leak per exchange would show as dozens; a couple of keep-alive sockets may come and go.
+    expect(grew.TCPSocketWrap ?? 0, JSON.stringify({ first, after })).toBeLessThanOrEqual(4);
+    expect(grew.Timeout ?? 0, JSON.stringify({ first, after })).toBeLessThanOrEqual(2);
+    expect(upstream.requests.filter((r) => r.aborted).length).toBeGreaterThan(0);
+    console.info(`[reliability] upstream faults: ${upstream.requests.length} upstream exchanges, handles before ${JSON.stringify(first)} after ${JSON.stringify(after)}`);
+  });
+
+  it('no key or signing secret in the logs of all of the above', () => {
+    expect(server.logs.length).toBeGreaterThan(50);
+    expect(leakedSecrets(server.logs.join('\n'), { token, SECRET })).toEqual([]);
+  });
+});
