@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 
@@ -12,6 +12,12 @@ export interface DatabaseHandle {
   dialect: Dialect;
   /** Directory of the SQLite file (where the embedded secret key lives); undefined for Postgres. */
   dataDir: string | undefined;
+  /**
+   * The better-sqlite3 connection under `db` (SQLite only), for the few hot statements the stores run
+   * synchronously with cached prepared statements. Kysely shares it: check `inTransaction` before using it
+   * directly (a kysely transaction may be open across event-loop turns).
+   */
+  sqlite?: SQLite.Database;
   close(): Promise<void>;
 }
 
@@ -35,10 +41,11 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     return {
       db,
       dialect: 'sqlite',
+      sqlite,
       dataDir: file === ':memory:' ? undefined : dirname(file),
       close: () => db.destroy(),
     };
@@ -48,4 +55,29 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', dataDir: undefined, close: () => db.destroy() };
+}
+
+/** Prepared statements kept per SQL text; kysely's SQLite driver would otherwise prepare every query anew. */
+const STATEMENT_CACHE_MAX = 500;
+
+/**
+ * The subset of better-sqlite3's `Database` kysely's SqliteDialect uses, with `prepare` answered from a
+ * bounded cache (kysely's SQL strings are stable per query shape; parameters are bound at run time).
+ * Safe because kysely runs one query at a time on the single connection (its mutex) and never leaves a
+ * statement mid-iteration when it releases the connection.
+ */
+function withStatementCache(sqlite: SQLite.Database): SqliteDialectConfig['database'] {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string) {
+      let stmt = cache.get(sql);
+      if (stmt === undefined || stmt.busy) {
+        stmt = sqlite.prepare(sql);
+        if (cache.size >= STATEMENT_CACHE_MAX) cache.clear();
+        cache.set(sql, stmt);
+      }
+      return stmt;
+    },
+  } as SqliteDialectConfig['database'];
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from './database.js';
 import type { Database, WebhookAttemptsTable, WebhookDeliveriesTable } from './schema.js';
+import type { SqliteStatements } from './sqlite-statements.js';
 
 export type DeliveryRow = WebhookDeliveriesTable;
 export type AttemptRow = WebhookAttemptsTable;
@@ -50,6 +51,29 @@ export interface Backlog {
   failed: number;
 }
 
+type AttemptBatch = Array<{ deliveryId: string; result: AttemptResult; next: AttemptNext }>;
+
+const INSERT_SQL = `insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts,
+  next_attempt_at, lease_until, leased_by, last_status_code, last_error, created_at, updated_at, delivered_at)
+  values (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, null, null, ?, ?, null)`;
+// SQLite runs the uncorrelated sub-select once, so the LIMIT holds (Postgres needs the materialised CTE).
+const CLAIM_SQL = `update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
+  where id in (select id from webhook_deliveries where status = 'pending' and next_attempt_at <= ?
+    and (lease_until is null or lease_until <= ?) order by next_attempt_at asc limit ?)
+  and status = 'pending' and (lease_until is null or lease_until <= ?)
+  returning *`;
+const RECORD_SQL = `update webhook_deliveries set attempts = attempts + 1, status = ?, next_attempt_at = ?, lease_until = null,
+  leased_by = null, last_status_code = ?, last_error = ?, updated_at = ?, delivered_at = coalesce(?, delivered_at)
+  where id = ? returning attempts`;
+const ATTEMPT_SQL = `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body)
+  values (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const NEXT_DUE_SQL = `select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > ?
+  order by next_attempt_at asc limit 1`;
+
+function attemptId(): string {
+  return `wha_${randomUUID().replaceAll('-', '')}`;
+}
+
 /** A fresh delivery id: `whd_` + 32 hex characters. */
 export function newDeliveryId(): string {
   return `whd_${randomUUID().replaceAll('-', '')}`;
@@ -65,10 +89,45 @@ export function newDeliveryId(): string {
  * const [row] = await store.deliveries.claimDue(Date.now(), 16, 60_000, 'worker-1');
  */
 export class DeliveriesStore {
+  private readonly insertTx: ((deliveries: NewDelivery[]) => void) | undefined;
+  private readonly recordTx: ((batch: AttemptBatch) => number[]) | undefined;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: Dialect,
-  ) {}
+    /** SQLite: the hot statements run synchronously, prepared once, each batch in one transaction. */
+    private readonly fast?: SqliteStatements,
+  ) {
+    if (fast) {
+      this.insertTx = fast.db.transaction((deliveries: NewDelivery[]) => {
+        const stmt = fast.get(INSERT_SQL);
+        for (const d of deliveries) {
+          stmt.run(d.id, d.keyId, d.userId, d.event, d.requestId, d.url, d.payload, d.nextAttemptAt ?? d.now, d.lease?.until ?? null, d.lease?.by ?? null, d.now, d.now);
+        }
+      });
+      this.recordTx = fast.db.transaction((batch: AttemptBatch) => {
+        const update = fast.get(RECORD_SQL);
+        const insert = fast.get(ATTEMPT_SQL);
+        const numbers: number[] = [];
+        for (const { deliveryId, result, next } of batch) {
+          const updated = update.get(
+            next.status,
+            next.status === 'pending' ? next.nextAttemptAt : null,
+            result.statusCode,
+            result.error,
+            result.attemptedAt,
+            next.status === 'delivered' ? result.attemptedAt : null,
+            deliveryId,
+          ) as { attempts: number } | undefined;
+          if (!updated) throw new Error(`delivery ${deliveryId} does not exist`);
+          const attempt = Number(updated.attempts);
+          insert.run(attemptId(), deliveryId, attempt, result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody);
+          numbers.push(attempt);
+        }
+        return numbers;
+      });
+    }
+  }
 
   async insert(delivery: NewDelivery): Promise<void> {
     await this.insertMany([delivery]);
@@ -77,6 +136,7 @@ export class DeliveriesStore {
   /** Inserts several deliveries in one statement (one transaction). */
   async insertMany(deliveries: NewDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
+    if (this.insertTx && this.fast!.usable) return this.insertTx(deliveries);
     await this.db
       .insertInto('webhook_deliveries')
       .values(
@@ -109,6 +169,10 @@ export class DeliveriesStore {
    */
   async claimDue(now: number, limit: number, leaseMs: number, workerId: string): Promise<DeliveryRow[]> {
     if (limit <= 0) return [];
+    if (this.fast?.usable) {
+      const rows = this.fast.get(CLAIM_SQL).all(now + leaseMs, workerId, now, now, now, limit, now) as DeliveryRow[];
+      return rows.sort(byDue);
+    }
     let candidates = this.db
       .selectFrom('webhook_deliveries')
       .select('id')
@@ -130,7 +194,7 @@ export class DeliveriesStore {
       .returningAll()
       .execute();
     // RETURNING follows no particular order.
-    return rows.sort((a, b) => (a.next_attempt_at ?? 0) - (b.next_attempt_at ?? 0) || a.created_at - b.created_at);
+    return rows.sort(byDue);
   }
 
   /**
@@ -143,8 +207,9 @@ export class DeliveriesStore {
   }
 
   /** Several `recordAttempt`s in one transaction (the worker groups attempts that end together). */
-  async recordAttempts(batch: Array<{ deliveryId: string; result: AttemptResult; next: AttemptNext }>): Promise<number[]> {
+  async recordAttempts(batch: AttemptBatch): Promise<number[]> {
     if (batch.length === 0) return [];
+    if (this.recordTx && this.fast!.usable) return this.recordTx(batch);
     return this.db.transaction().execute(async (trx) => {
       const numbers: number[] = [];
       for (const { deliveryId, result, next } of batch) {
@@ -169,7 +234,7 @@ export class DeliveriesStore {
         await trx
           .insertInto('webhook_attempts')
           .values({
-            id: `wha_${randomUUID().replaceAll('-', '')}`,
+            id: attemptId(),
             delivery_id: deliveryId,
             attempt,
             attempted_at: result.attemptedAt,
@@ -271,6 +336,10 @@ export class DeliveriesStore {
    * others as soon as their lease lapses, not at the next idle poll.
    */
   async nextDueAfter(now: number): Promise<number | undefined> {
+    if (this.fast?.usable) {
+      const row = this.fast.get(NEXT_DUE_SQL).get(now) as { next_attempt_at: number | null } | undefined;
+      return row?.next_attempt_at ?? undefined;
+    }
     const [due, lease] = await Promise.all([
       this.db
         .selectFrom('webhook_deliveries')
@@ -323,4 +392,8 @@ export class DeliveriesStore {
       .executeTakeFirst();
     return { pending: Number(row?.pending ?? 0), due: Number(row?.due ?? 0), failed: Number(row?.failed ?? 0) };
   }
+}
+
+function byDue(a: DeliveryRow, b: DeliveryRow): number {
+  return (a.next_attempt_at ?? 0) - (b.next_attempt_at ?? 0) || a.created_at - b.created_at;
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Updateable } from 'kysely';
 import type { ApiKeysTable, Database } from './schema.js';
+import type { SqliteStatements } from './sqlite-statements.js';
 
 export type ApiKeyRecord = ApiKeysTable;
 
@@ -16,7 +17,11 @@ export interface DeliveryStatusUpdate {
 }
 
 export class KeysStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** SQLite: the worker's per-tick status write runs as one prepared statement. */
+    private readonly fast?: SqliteStatements,
+  ) {}
 
   async create(input: {
     userId: string;
@@ -89,6 +94,12 @@ export class KeysStore {
   }
 
   async setLastDelivery(id: string, update: DeliveryStatusUpdate): Promise<void> {
+    if (this.fast?.usable) {
+      this.fast
+        .get('update api_keys set last_delivery_at = ?, last_delivery_outcome = ?, last_delivery_status_code = ?, last_delivery_error = ? where id = ?')
+        .run(update.at, update.outcome, update.statusCode, update.error, id);
+      return;
+    }
     await this.db
       .updateTable('api_keys')
       .set({

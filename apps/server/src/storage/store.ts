@@ -5,6 +5,7 @@ import { UsersStore } from './users-store.js';
 import { UsageStore } from './usage-store.js';
 import { DeliveriesStore } from './deliveries-store.js';
 import { SessionsStore } from './sessions-store.js';
+import { SqliteStatements } from './sqlite-statements.js';
 
 /**
  * Every table behind one object; the same code runs on SQLite and Postgres.
@@ -34,12 +35,13 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     throw err;
   }
   const { db } = handle;
+  const statements = handle.sqlite ? new SqliteStatements(handle.sqlite) : undefined;
   return {
     handle,
     users: new UsersStore(db),
-    keys: new KeysStore(db),
+    keys: new KeysStore(db, statements),
     usage: new UsageStore(db),
-    deliveries: new DeliveriesStore(db, handle.dialect),
+    deliveries: new DeliveriesStore(db, handle.dialect, statements),
     sessions: new SessionsStore(db),
     async ping() {
       try {

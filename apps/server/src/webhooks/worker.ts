@@ -11,7 +11,7 @@ const MAX_RETRY_AFTER_MS = DAY_MS;
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
 const PURGE_INTERVAL_MS = 3_600_000;
-/** How long a key's (encrypted) signing secret is reused between attempts; a changed secret applies after this. */
+/** How long a key's signing secret is reused between attempts; a changed secret applies after this. */
 const KEY_TTL_MS = 1_000;
 
 interface PendingRecord {
@@ -73,7 +73,7 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   private purgeTimer: NodeJS.Timeout | undefined;
   private records: PendingRecord[] = [];
-  private readonly secrets = new Map<string, { sealed: string | null; expires: number }>();
+  private readonly secrets = new Map<string, { secret: string | null; expires: number }>();
 
   constructor(private readonly options: WorkerOptions) {
     this.concurrency = options.concurrency ?? 32;
@@ -144,7 +144,9 @@ export class DeliveryWorker {
         for (const row of rows) this.launch(row);
         if (rows.length === free) this.pumpAgain = true;
       } while (this.pumpAgain && this.running);
-      await this.armTimer();
+      // Attempts in flight pump again when they finish (and claim whatever is due then); the timer for
+      // future retries is only needed once nothing is in flight.
+      if (this.inFlight.size === 0) await this.armTimer();
     } catch (err) {
       this.options.logger.error({ err }, 'webhook worker could not claim deliveries; retrying');
       this.arm(1000);
@@ -180,17 +182,18 @@ export class DeliveryWorker {
     this.timer.unref();
   }
 
-  /** The plaintext signing secret of a key, decrypted for this attempt only (the sealed form is cached briefly). */
+  /** The plaintext signing secret of a key, decrypted once and reused for KEY_TTL_MS (a changed secret applies after that). */
   private async secretFor(keyId: string, fresh: boolean): Promise<string | null> {
     const now = this.options.clock();
     let cached = fresh ? undefined : this.secrets.get(keyId);
     if (!cached || cached.expires <= now) {
       const key = await this.options.keys.byId(keyId);
-      cached = { sealed: key?.signing_secret_enc ?? null, expires: now + KEY_TTL_MS };
+      const sealed = key?.signing_secret_enc ?? null;
+      cached = { secret: sealed ? this.options.secretBox.open(sealed) : null, expires: now + KEY_TTL_MS };
       if (this.secrets.size > 10_000) this.secrets.clear();
       this.secrets.set(keyId, cached);
     }
-    return cached.sealed ? this.options.secretBox.open(cached.sealed) : null;
+    return cached.secret;
   }
 
   /**
