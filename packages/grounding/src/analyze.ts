@@ -1,5 +1,5 @@
 import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
-import { addBigram, buildSourceIndex, contentBigrams, hasBigram, hasNumber, isContent, PREFIX_LEN, type BigramSet, type SourceIndex } from './source-index.js';
+import { addBigram, buildSourceIndex, contentBigrams, type SourceIndexCache, hasBigram, hasNumber, isContent, PREFIX_LEN, type BigramSet, type SourceIndex } from './source-index.js';
 import { readNumber, tokenize, type Token } from './tokenize.js';
 
 /** A part of the answer the sources do not support. */
@@ -58,9 +58,9 @@ interface Claim {
  * Lexical evidence that `answer` is (not) supported by the sources: a feature vector for the
  * calibrated model and the flagged spans. Returns undefined when there is nothing to check.
  */
-export function analyze(sources: readonly string[], answer: string, question?: string): Analysis | undefined {
+export function analyze(sources: readonly string[], answer: string, question?: string, cache?: SourceIndexCache): Analysis | undefined {
   if (!/[\p{L}\p{N}]/u.test(answer)) return undefined;
-  const index = buildSourceIndex(sources);
+  const index = cache ? cache.get(sources) : buildSourceIndex(sources);
   if (index.empty) return undefined;
   const tokens = tokenize(answer);
   const asked = questionTerms(question);

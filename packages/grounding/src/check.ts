@@ -1,5 +1,6 @@
 import { analyze, type FlaggedSpan } from './analyze.js';
 import { DEFAULT_MODEL, predict, type Model } from './model.js';
+import type { SourceIndexCache } from './source-index.js';
 
 /** Scores at or above this are `grounded`. */
 export const DEFAULT_GROUNDING_THRESHOLD = 0.5;
@@ -18,6 +19,8 @@ export interface GroundingOptions {
   threshold?: number;
   /** Calibrated model; defaults to DEFAULT_MODEL. */
   model?: Model;
+  /** Reuse the index of sources seen before (same texts → same result, less CPU). */
+  sourceIndexCache?: SourceIndexCache;
 }
 
 export interface GroundingResult {
@@ -33,7 +36,8 @@ export interface GroundingResult {
 
 /**
  * Checks whether `answer` is supported by `sources`, offline and in well under a millisecond for
- * chat-sized inputs. Pure: no I/O, no state between calls.
+ * chat-sized inputs. Pure: no I/O, no state between calls (beyond the optional index cache, which
+ * does not change results).
  *
  * @example
  * const r = checkGrounding({
@@ -47,7 +51,7 @@ export interface GroundingResult {
  */
 export function checkGrounding(input: GroundingInput, options: GroundingOptions = {}): GroundingResult {
   const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
-  const analysis = analyze(input.sources, input.answer, input.question ?? undefined);
+  const analysis = analyze(input.sources, input.answer, input.question ?? undefined, options.sourceIndexCache);
   if (!analysis) return { checked: false, grounded: true, score: 1, flaggedSpans: [] };
   const score = 1 - predict(options.model ?? DEFAULT_MODEL, analysis.features, analysis.contentWords);
   const rounded = Math.round(score * 1000) / 1000;

@@ -8,3 +8,4 @@ export {
 export type { FlaggedSpan } from './analyze.js';
 export { mergeJudgeSpans, JUDGE_REASON } from './judge.js';
 export { DEFAULT_MODEL, type Model } from './model.js';
+export { SourceIndexCache } from './source-index.js';

@@ -155,3 +155,52 @@ function significantDigits(v: number): number {
   const s = Math.abs(v).toPrecision(15).replace(/\.?0+$/, '').replace('.', '').replace(/^0+/, '');
   return Math.max(1, s.replace(/0+$/, '').length);
 }
+
+/**
+ * Recently built source indexes, keyed by the exact source texts, least recently used dropped first.
+ * System prompts and retrieved documents repeat across requests; an index is read-only once built, so a
+ * cached one gives exactly the result of a fresh one.
+ *
+ * @example
+ * const cache = new SourceIndexCache(); checkGrounding(input, { sourceIndexCache: cache });
+ */
+export class SourceIndexCache {
+  private readonly entries = new Map<string, SourceIndex>();
+  private chars = 0;
+
+  /**
+   * @param maxEntries indexes kept at most
+   * @param maxChars source characters kept at most, all entries together (an index takes several times
+   *   its source's size); sources longer than a quarter of this are indexed but not kept
+   */
+  constructor(
+    readonly maxEntries = 256,
+    readonly maxChars = 1_000_000,
+  ) {}
+
+  get(sources: readonly string[]): SourceIndex {
+    // Length-prefixed: no two different source lists share a key.
+    let key = '';
+    for (const s of sources) key += `${s.length}:${s}`;
+    const hit = this.entries.get(key);
+    if (hit !== undefined) {
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit;
+    }
+    const index = buildSourceIndex(sources);
+    if (key.length * 4 > this.maxChars) return index;
+    this.entries.set(key, index);
+    this.chars += key.length;
+    for (const [oldest] of this.entries) {
+      if (this.entries.size <= this.maxEntries && this.chars <= this.maxChars) break;
+      this.entries.delete(oldest);
+      this.chars -= oldest.length;
+    }
+    return index;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}

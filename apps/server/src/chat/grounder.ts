@@ -1,4 +1,4 @@
-import { checkGrounding, mergeJudgeSpans } from '@svc/grounding';
+import { checkGrounding, mergeJudgeSpans, SourceIndexCache } from '@svc/grounding';
 import type { SvcResult } from '@svc/protocol';
 import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
@@ -23,12 +23,14 @@ export function notChecked(requested: boolean): SvcResult {
 
 /** The offline check of `@svc/grounding`: runs when requested, the answer has text and there is a source. */
 export function createOfflineGrounder(): Grounder {
+  // System prompts repeat across requests: their index is built once (same result, a fraction of the CPU).
+  const sourceIndexCache = new SourceIndexCache();
   return {
     async check({ messages, answer, requested }) {
       if (!requested || answer.trim() === '') return notChecked(requested);
       const sources = groundingSources(messages);
       if (sources.length === 0) return notChecked(requested);
-      const result = checkGrounding({ sources, answer, question: lastUserText(messages) });
+      const result = checkGrounding({ sources, answer, question: lastUserText(messages) }, { sourceIndexCache });
       if (!result.checked) return notChecked(requested);
       return {
         dehallucinate_requested: true,
