@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { SVC_MODEL } from '@svc/protocol';
@@ -37,9 +37,19 @@ export interface AppDeps {
   publicRouter?: Router;
 }
 
-/** `chatcmpl-` + 24 random base62-ish characters. */
+const ID_BYTES = 18;
+const idPool = Buffer.allocUnsafe(ID_BYTES * 256);
+let idOffset = idPool.length;
+
+/** `chatcmpl-` + 24 random base64url characters (drawn from a pool refilled 256 ids at a time). */
 export function newRequestId(): string {
-  return `chatcmpl-${randomBytes(18).toString('base64url')}`;
+  if (idOffset + ID_BYTES > idPool.length) {
+    randomFillSync(idPool);
+    idOffset = 0;
+  }
+  const id = idPool.toString('base64url', idOffset, idOffset + ID_BYTES);
+  idOffset += ID_BYTES;
+  return `chatcmpl-${id}`;
 }
 
 /**

@@ -3,16 +3,22 @@ import type { CompletedRequest } from '../chat/audit.js';
 import { renderPrompt } from '../chat/prompt.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 
-/** A validated payload and the bytes that are stored, signed and sent on every attempt. */
+/** A payload and the bytes that are stored, signed and sent on every attempt. */
 export interface SerialisedPayload {
   payload: AuditPayload;
   body: string;
 }
 
-/** Validates once and serialises once: nothing re-serialises the payload after this. */
-function serialise(payload: AuditPayload): SerialisedPayload {
-  const parsed = AuditPayloadSchema.parse(payload);
-  return { payload: parsed, body: JSON.stringify(parsed) };
+/**
+ * Under test the payload is checked against the published schema; at run time it is not (our typed code
+ * just built it, and the check cost ~2 % of a request's CPU). The bytes are the same either way.
+ */
+const VALIDATE = process.env.NODE_ENV === 'test' || process.env.VITEST !== undefined;
+
+/** Serialises once: nothing re-serialises the payload after this. */
+function serialise(payload: AuditPayload, validate = VALIDATE): SerialisedPayload {
+  if (validate) AuditPayloadSchema.parse(payload);
+  return { payload, body: JSON.stringify(payload) };
 }
 
 /**
@@ -66,5 +72,5 @@ export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string,
     response_text: 'The capital of France is Paris.',
     grounded: true,
     hallucination_score: 0.02,
-  });
+  }, true);
 }
