@@ -98,9 +98,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     server.once('listening', resolve);
     server.once('error', reject);
   });
-  // Slowloris guard; long streams are bounded by the upstream timeout, not here.
+  // Slowloris guards: headers within 30 s, the whole request (headers and body) within 120 s. Both apply
+  // only while the request is being received; long streamed responses are bounded by the upstream timeout.
   server.headersTimeout = 30_000;
-  server.requestTimeout = 0;
+  server.requestTimeout = 120_000;
   server.keepAliveTimeout = 5_000;
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import type { Request, Response } from 'express';
 import {
   SVC_MODEL,
@@ -148,8 +147,17 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   const write = async (data: string) => {
     if (res.destroyed || res.writableEnded) return;
     if (!res.write(`data: ${data}\n\n`)) {
-      // Backpressure: wait until the client has read, or is gone.
-      await Promise.race([once(res, 'drain'), once(res, 'close')]);
+      // Backpressure: wait until the client has read, or is gone. Both listeners go once either fires:
+      // `once()` in a race would leave a 'close' and an 'error' listener behind on every drain.
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
     }
   };
   const frame = (choices: ChatCompletionChunk['choices'], extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk => ({

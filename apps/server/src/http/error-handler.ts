@@ -39,7 +39,9 @@ export function toApiError(err: unknown): ApiError {
 export function errorHandler(logger: Logger) {
   return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const apiError = toApiError(err);
-    if (apiError.code === 'internal_error') {
+    // A client that went away (the chat route aborts its upstream call then) is not a server fault: 499 in the request log.
+    const clientGone = res.destroyed && !res.writableFinished;
+    if (apiError.code === 'internal_error' && !clientGone) {
       logger.error({ err: apiError.cause ?? err, request_id: res.locals.requestId, path: req.path }, 'unhandled error');
     }
     const onFailed = res.locals.onRequestFailed as OnRequestFailed | undefined;

@@ -1,0 +1,228 @@
+import { request as httpRequest, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startReceiver, type Receiver } from './webhooks-support.js';
+import { chat, until } from './support/reliability-http.js';
+import { leakedSecrets } from './support/reliability-kit.js';
+
+/**
+ * Client faults against an in-process server: a client that goes away mid-stream (upstream aborted at
+ * once, delivery written with the partial text and 499), a client that reads a large stream slowly
+ * (backpressure: the server buffers a bounded amount), and many idle connections.
+ */
+
+const SECRET = 'whsec_client-faults-5a6b7c8d';
+const LONG_ANSWER = Array.from({ length: 400 }, (_, i) => `token${i}`).join(' ');
+
+let upstream: FakeUpstream;
+let receiver: Receiver;
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream({ answer: 'Fine.' });
+  receiver = await startReceiver();
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000' } });
+  ({ token } = await server.createKey({ webhookUrl: receiver.url, signingSecret: SECRET }));
+});
+
+afterAll(async () => {
+  await server?.close();
+  await receiver?.close();
+  await upstream?.close();
+});
+
+const payloadOf = async (requestId: string) => {
+  const got = await receiver.waitFor((r) => r.some((d) => JSON.parse(d.raw.toString()).request_id === requestId), 15_000);
+  return JSON.parse(got.find((d) => JSON.parse(d.raw.toString()).request_id === requestId)!.raw.toString('utf8'));
+};
+
+describe('client disconnects', () => {
+  it('mid-stream: upstream aborted within 100 ms, delivery written with the partial text and status 499', async () => {
+    const aborts: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      upstream.nextBehavior({ answer: LONG_ANSWER, trickle: { intervalMs: 20 } });
+      const controller = new AbortController();
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Count.' }] }),
+        signal: controller.signal,
+      });
+      const requestId = res.headers.get('x-request-id')!;
+      const reader = res.body!.getReader();
+      let seen = '';
+      for (let reads = 0; !seen.includes('token5"') && reads < 1000; reads++) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += new TextDecoder().decode(value);
+      }
+      expect(seen).toContain('token5"');
+      const abortedUpstream = upstream.waitForAbort(5000);
+      const cutAt = performance.now();
+      controller.abort();
+      const aborted = await abortedUpstream;
+      aborts.push(performance.now() - cutAt);
+      expect(aborted.aborted).toBe(true);
+
+      const payload = await payloadOf(requestId);
+      expect(payload.status_code).toBe(499);
+      expect(payload.streaming).toBe(true);
+      // The partial text: at least what the client saw, a strict prefix of the whole answer.
+      expect(payload.response_text.length).toBeGreaterThan(0);
+      expect(LONG_ANSWER.startsWith(payload.response_text)).toBe(true);
+      expect(payload.response_text.length).toBeLessThan(LONG_ANSWER.length);
+      expect(payload.response_text).toContain('token5');
+      // Reset the aborted flags for the next round.
+      for (const r of upstream.requests) r.aborted = false;
+    }
+    console.info(`[reliability] client disconnect: upstream aborted after ${aborts.map((ms) => ms.toFixed(1)).join(', ')} ms`);
+    // Within 100 ms typically (median), and never slow even on a loaded 2-core machine.
+    expect([...aborts].sort((a, b) => a - b)[1]).toBeLessThan(100);
+    expect(Math.max(...aborts)).toBeLessThan(500);
+  });
+
+  it('before the answer (non-streamed): upstream aborted, delivery written with status 499', async () => {
+    upstream.nextBehavior({ delayMs: 3000 });
+    const before = upstream.requests.length;
+    const controller = new AbortController();
+    const pending = fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'Wait.' }] }),
+      signal: controller.signal,
+    }).catch(() => undefined);
+    await until(() => upstream.requests.length > before, 5000, 'request reached upstream');
+    const abortedUpstream = upstream.waitForAbort(2000);
+    controller.abort();
+    await pending;
+    const aborted = await abortedUpstream;
+    expect(aborted.body.messages).toEqual([{ role: 'user', content: 'Wait.' }]);
+    const got = await receiver.waitFor((r) => r.some((d) => d.raw.toString().includes('"prompt":"user: Wait."')), 10_000);
+    const payload = JSON.parse(got.find((d) => d.raw.toString().includes('"prompt":"user: Wait."'))!.raw.toString('utf8'));
+    // A client that left is not a server error.
+    const errors = server.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50 && l.request_id === payload.request_id);
+    expect(errors).toEqual([]);
+    expect(payload).toMatchObject({ status_code: 499, streaming: false, response_text: '' });
+  });
+});
+
+describe('slow client', () => {
+  it('reading a 16 MB stream slowly: the server holds a bounded amount (backpressure), and the stream completes', { timeout: 60_000 }, async () => {
+    // 16 MiB of answer text in 64 pieces of 8 frames of 32 KiB words.
+    const word = 'x'.repeat(1023) + ' ';
+    const content = word.repeat(32);
+    const frame = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const pieces = [frame({ role: 'assistant', content: '' })];
+    for (let i = 0; i < 64; i++) pieces.push(frame({ content }).repeat(8));
+    pieces.push(frame({}, 'stop'), `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })}\n\n`, 'data: [DONE]\n\n');
+    const total = content.length * 8 * 64;
+    upstream.nextBehavior({ rawSse: pieces });
+
+    let response: ServerResponse | undefined;
+    const track = (_req: unknown, res: ServerResponse) => (response = res);
+    server.running.server.on('request', track);
+    let maxBuffered = 0;
+    let maxListeners = 0;
+    let received = 0;
+    let text = '';
+    try {
+      const done = new Promise<void>((resolve, reject) => {
+        const req = httpRequest(`${server.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        });
+        req.on('error', reject);
+        req.on('response', (res) => {
+          res.setEncoding('utf8');
+          res.once('data', async (first: string) => {
+            received += first.length;
+            text += first;
+            // Stop reading for 2 s and watch what the server buffers meanwhile.
+            res.pause();
+            for (let i = 0; i < 40; i++) {
+              await delay(50);
+              maxBuffered = Math.max(maxBuffered, response?.writableLength ?? 0);
+              maxListeners = Math.max(maxListeners, response?.listenerCount('close') ?? 0, response?.listenerCount('error') ?? 0);
+            }
+            res.on('data', (part: string) => {
+              received += part.length;
+              if (text.length < 200) text += part;
+              else text = text.slice(0, 200) + part.slice(-200);
+            });
+            res.resume();
+          });
+          res.on('end', resolve);
+          res.on('error', reject);
+        });
+        req.end(JSON.stringify({ model: 'svc01', stream: true, svc: { dehallucinate: false }, messages: [{ role: 'user', content: 'Big.' }] }));
+      });
+      await done;
+    } finally {
+      server.running.server.off('request', track);
+    }
+    console.info(`[reliability] slow client: ${received} bytes streamed, at most ${maxBuffered} bytes buffered in the server while paused`);
+    expect(received).toBeGreaterThan(total);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    // Without backpressure nearly all 16 MiB would sit in the response buffer; with it, about a frame.
+    expect(maxBuffered).toBeLessThan(1024 * 1024);
+    // Waiting for 'drain' hundreds of times leaves no listeners behind.
+    expect(maxListeners).toBeLessThanOrEqual(5);
+  });
+});
+
+describe('idle connections', () => {
+  it('sets header, request and keep-alive timeouts', () => {
+    const http = server.running.server;
+    expect(http.headersTimeout).toBeGreaterThan(0);
+    expect(http.headersTimeout).toBeLessThanOrEqual(60_000);
+    expect(http.requestTimeout).toBeGreaterThan(0);
+    expect(http.requestTimeout).toBeLessThanOrEqual(300_000);
+    expect(http.keepAliveTimeout).toBeGreaterThan(0);
+    expect(http.keepAliveTimeout).toBeLessThanOrEqual(60_000);
+  });
+
+  it('keeps serving with 500 idle connections open, and closes idle keep-alive connections', { timeout: 30_000 }, async () => {
+    const sockets: Socket[] = [];
+    try {
+      for (let i = 0; i < 500; i++) {
+        const { port } = new URL(server.url);
+        const socket = connect(Number(port), '127.0.0.1');
+        socket.on('error', () => {});
+        sockets.push(socket);
+      }
+      await Promise.all(sockets.map((s) => new Promise((r) => (s.connecting ? s.once('connect', r) : r(undefined)))));
+      // Half of them send a partial request line and stall (slowloris-style).
+      sockets.slice(0, 250).forEach((s) => s.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n'));
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => chat(server.url, token, { stream: i % 2 === 0 })));
+      for (const r of results) expect(r.status).toBe(200);
+
+      // A keep-alive connection that stays idle is closed by the server after keepAliveTimeout.
+      const idle = connect(Number(new URL(server.url).port), '127.0.0.1');
+      idle.on('error', () => {});
+      let reply = '';
+      idle.on('data', (d) => (reply += d));
+      const closed = new Promise<number>((resolve) => idle.once('close', () => resolve(performance.now())));
+      await new Promise((r) => idle.once('connect', r));
+      idle.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n');
+      await until(() => reply.includes('"status":"ok"'), 5000, 'healthz answered');
+      const answeredAt = performance.now();
+      const closedAt = await Promise.race([closed, delay(server.running.server.keepAliveTimeout + 3000).then(() => -1)]);
+      expect(closedAt, 'idle keep-alive connection not closed').toBeGreaterThan(0);
+      expect(closedAt - answeredAt).toBeGreaterThanOrEqual(server.running.server.keepAliveTimeout - 500);
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
+});
+
+describe('logs', () => {
+  it('no key or signing secret in the logs of all of the above', () => {
+    expect(server.logs.length).toBeGreaterThan(20);
+    expect(leakedSecrets(server.logs.join('\n'), { token, SECRET })).toEqual([]);
+  });
+});
