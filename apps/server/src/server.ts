@@ -115,8 +115,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const close = () =>
     (closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      // close() drops the connections idle now; a keep-alive connection whose request finishes later would
+      // otherwise hold the exit for keepAliveTimeout. Sweep until the last one is gone.
       server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
       await stopped;
+      clearInterval(sweep);
       await webhooks.stop();
       await usage.close();
       await upstream.close();

@@ -69,6 +69,8 @@ export class DeliveryWorker {
   private running = false;
   private pumping = false;
   private pumpAgain = false;
+  /** The `now` of the latest claim: the next-due look-up starts there, not at its own later `now`. */
+  private lastClaimAt = 0;
   private wakeScheduled = false;
   private timer: NodeJS.Timeout | undefined;
   private purgeTimer: NodeJS.Timeout | undefined;
@@ -140,7 +142,8 @@ export class DeliveryWorker {
         this.pumpAgain = false;
         const free = this.concurrency - this.inFlight.size;
         if (free <= 0) return; // A finishing attempt pumps again.
-        const rows = await this.options.deliveries.claimDue(this.options.clock(), free, this.leaseMs, this.id);
+        this.lastClaimAt = this.options.clock();
+        const rows = await this.options.deliveries.claimDue(this.lastClaimAt, free, this.leaseMs, this.id);
         for (const row of rows) this.launch(row);
         if (rows.length === free) this.pumpAgain = true;
       } while (this.pumpAgain && this.running);
@@ -171,7 +174,9 @@ export class DeliveryWorker {
   private async armTimer(): Promise<void> {
     if (!this.running) return;
     const now = this.options.clock();
-    const next = await this.options.deliveries.nextDueAfter(now);
+    // A row that fell due between the claim and now was not claimed and is not "after now": looking from
+    // the claim's time finds it (and wakes in 10 ms) instead of leaving it for MAX_IDLE_MS.
+    const next = await this.options.deliveries.nextDueAfter(Math.min(now, this.lastClaimAt));
     this.arm(next === undefined ? MAX_IDLE_MS : Math.min(MAX_IDLE_MS, Math.max(10, next - now)));
   }
 
