@@ -136,13 +136,16 @@ describe('API keys', () => {
     expect(res.body.error.code).toBe('invalid_api_key');
   });
 
-  it('a revoked key is refused (within the 1 s cache TTL), with no delivery for the refused requests', async () => {
+  it('a revoked key is refused (within the 1 s cache TTL) everywhere, and refused requests are not audited', async () => {
     const { token, key } = await open.createKey({ webhookUrl: receiver.url });
     secrets.revoked = token;
     expect((await post(open, '/v1/chat/completions', token, { model: 'svc01', messages: [{ role: 'user', content: 'before' }] })).status).toBe(200);
     await open.running.store.keys.revoke(key.id, Date.now());
+    // Revoked behind this instance's back (as by another instance): its key cache may serve the key for up to 1 s.
+    let acceptedAfter = 0;
     const refused = await until(async () => {
       const res = await post(open, '/v1/chat/completions', token, { model: 'svc01', messages: [{ role: 'user', content: 'after revoke' }] });
+      if (res.status === 200) acceptedAfter++;
       return res.status === 401 ? res : undefined;
     }, 3000, 'revoked key refused');
     expect(refused.body.error).toMatchObject({ code: 'invalid_api_key', type: 'authentication_error' });
@@ -150,8 +153,11 @@ describe('API keys', () => {
       const res = await fetch(`${open.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
       expect(res.status, path).toBe(401);
     }
+    const afterRevoke = () => receiver.received.filter((d) => d.raw.toString().includes('after revoke')).length;
+    await receiver.waitFor(() => afterRevoke() >= acceptedAfter, 5000);
     await new Promise((r) => setTimeout(r, 300));
-    expect(receiver.received.some((d) => d.raw.toString().includes('after revoke'))).toBe(false);
+    // Refused requests are not audited: only the ones accepted within the TTL have a delivery.
+    expect(receiver.received.filter((d) => d.raw.toString().includes('after revoke'))).toHaveLength(acceptedAfter);
   });
 });
 
