@@ -25,7 +25,7 @@ export interface WebhooksDeps {
   clock: () => number;
   secretBox: SecretBox;
   keyCache: KeyCache;
-  /** Attempts in flight at most (default 32). */
+  /** Attempts in flight at most (default 256). */
   concurrency?: number;
   /** Told about every recorded delivery attempt (metrics). */
   onAttempt?: WorkerOptions['onAttempt'];
@@ -71,7 +71,7 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     // Embedded SQLite has one server process: what it had leased when it died is nobody's now.
     releaseLeasesOnStart: store.handle.dialect === 'sqlite',
   });
-  const audit = new OutboxSink(store.deliveries, () => worker.wake());
+  const audit = new OutboxSink(store.deliveries, worker);
   const actions = webhookActions({ deliveries: store.deliveries, worker, clock, timeoutMs: config.webhooks.timeoutMs });
   const router = webhooksRouter({ deliveries: store.deliveries, keys: store.keys, actions });
   return {

@@ -1,5 +1,5 @@
 import type { AuditSink, CompletedRequest } from '../chat/audit.js';
-import { newDeliveryId, type DeliveriesStore, type NewDelivery } from '../storage/deliveries-store.js';
+import { newDeliveryId, type DeliveriesStore, type DeliveryRow, type NewDelivery } from '../storage/deliveries-store.js';
 import { buildAuditPayload } from './payload.js';
 
 interface Waiting {
@@ -8,20 +8,30 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
+/** The part of the delivery worker the outbox hands new rows to (`DeliveryWorker`). */
+export interface OutboxWorker {
+  reserve(count: number): { take: number; lease: { until: number; by: string } };
+  adopt(rows: DeliveryRow[]): void;
+  unreserve(count: number): void;
+  wake(): void;
+}
+
 /**
  * The webhook half of the audit trail: for a key with a webhook URL, builds the payload and writes it to
  * the outbox. `record` resolves once the row is committed (the chat response's last byte goes out after
- * that); then the worker is woken to send it at once. Records arriving in the same tick share one insert.
+ * that). Records arriving in the same tick share one insert; as many as the worker has free slots for are
+ * inserted already leased to it and handed over (sent at once, no claim query), the rest are left for it
+ * to claim (it is woken).
  *
  * @example
- * const sink = new OutboxSink(store.deliveries, () => worker.wake());
+ * const sink = new OutboxSink(store.deliveries, worker);
  */
 export class OutboxSink implements AuditSink {
   private queue: Waiting[] = [];
 
   constructor(
     private readonly deliveries: DeliveriesStore,
-    private readonly onRecorded: () => void,
+    private readonly worker: OutboxWorker,
   ) {}
 
   record(request: CompletedRequest): Promise<void> {
@@ -47,13 +57,40 @@ export class OutboxSink implements AuditSink {
   private async flush(): Promise<void> {
     const batch = this.queue;
     this.queue = [];
+    const { take, lease } = this.worker.reserve(batch.length);
+    for (let i = 0; i < take; i++) batch[i]!.delivery.lease = lease;
     try {
       await this.deliveries.insertMany(batch.map((w) => w.delivery));
     } catch (err) {
+      this.worker.unreserve(take);
       for (const w of batch) w.reject(err);
       return;
     }
     for (const w of batch) w.resolve();
-    this.onRecorded();
+    if (take > 0) this.worker.adopt(batch.slice(0, take).map((w) => leasedRow(w.delivery)));
+    if (take < batch.length) this.worker.wake();
   }
+}
+
+/** The row as inserted with its lease (what a claim would have returned). */
+function leasedRow(d: NewDelivery): DeliveryRow {
+  return {
+    id: d.id,
+    key_id: d.keyId,
+    user_id: d.userId,
+    event: d.event,
+    request_id: d.requestId,
+    url: d.url,
+    payload: d.payload,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: d.nextAttemptAt ?? d.now,
+    lease_until: d.lease?.until ?? null,
+    leased_by: d.lease?.by ?? null,
+    last_status_code: null,
+    last_error: null,
+    created_at: d.now,
+    updated_at: d.now,
+    delivered_at: null,
+  };
 }

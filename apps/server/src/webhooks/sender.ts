@@ -88,7 +88,7 @@ function describeError(err: unknown, timedOut: boolean, timeoutMs: number): stri
  */
 export function createSender(options: { timeoutMs: number; allowPrivate: boolean; connections?: number }): Sender {
   const agent = new Agent({
-    connections: options.connections ?? 64,
+    connections: options.connections ?? 128,
     keepAliveTimeout: 4_000,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,

@@ -32,7 +32,7 @@ export interface WorkerOptions {
   timeoutMs: number;
   retryScheduleMs: number[];
   retentionDays: number;
-  /** Attempts in flight at most. Default 32. */
+  /** Attempts in flight at most. Default 256: under load an attempt waits for the busy event loop, so throughput is concurrency / latency. */
   concurrency?: number;
   /** Random in [0, 1); tests may fix it. */
   random?: () => number;
@@ -75,10 +75,12 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   private purgeTimer: NodeJS.Timeout | undefined;
   private records: PendingRecord[] = [];
+  /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
+  private reserved = 0;
   private readonly secrets = new Map<string, { secret: string | null; expires: number }>();
 
   constructor(private readonly options: WorkerOptions) {
-    this.concurrency = options.concurrency ?? 32;
+    this.concurrency = options.concurrency ?? 256;
     // An attempt ends by its timeout; the margin covers the database write that follows it.
     this.leaseMs = options.timeoutMs + 15_000;
     this.random = options.random ?? Math.random;
@@ -140,7 +142,7 @@ export class DeliveryWorker {
     try {
       do {
         this.pumpAgain = false;
-        const free = this.concurrency - this.inFlight.size;
+        const free = this.concurrency - this.inFlight.size - this.reserved;
         if (free <= 0) return; // A finishing attempt pumps again.
         this.lastClaimAt = this.options.clock();
         const rows = await this.options.deliveries.claimDue(this.lastClaimAt, free, this.leaseMs, this.id);
@@ -156,6 +158,32 @@ export class DeliveryWorker {
     } finally {
       this.pumping = false;
     }
+  }
+
+  /**
+   * Hand-off of new deliveries (the outbox): reserves up to `count` attempt slots and returns the lease to
+   * insert that many rows with. Once committed, `adopt` starts their attempts at once — no claim query for
+   * a new delivery; `unreserve` gives the slots back when the insert failed. Rows beyond the free slots are
+   * inserted unleased and claimed as usual. A leased row whose process dies is retried when its lease lapses
+   * (or at once on the next start with `releaseLeasesOnStart`), like any claimed row.
+   */
+  reserve(count: number): { take: number; lease: { until: number; by: string } } {
+    const free = this.running ? this.concurrency - this.inFlight.size - this.reserved : 0;
+    const take = Math.max(0, Math.min(count, free));
+    this.reserved += take;
+    return { take, lease: { until: this.options.clock() + this.leaseMs, by: this.id } };
+  }
+
+  /** Starts the attempts of rows inserted with a lease from `reserve`. */
+  adopt(rows: DeliveryRow[]): void {
+    this.reserved = Math.max(0, this.reserved - rows.length);
+    // Stopped meanwhile: the leases lapse and the rows are retried then (or on the next start).
+    if (!this.running) return;
+    for (const row of rows) this.launch(row);
+  }
+
+  unreserve(count: number): void {
+    this.reserved = Math.max(0, this.reserved - count);
   }
 
   private launch(row: DeliveryRow): void {
