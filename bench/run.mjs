@@ -47,12 +47,15 @@ const { values: opts } = parseArgs({
     profile: { type: 'boolean', default: false },
     micro: { type: 'boolean', default: false },
     out: { type: 'string' },
+    'svc-node-args': { type: 'string' },
   },
 });
 
 const durationS = Number(opts.duration ?? (opts.quick ? 5 : 15));
 const warmupS = Number(opts.warmup ?? (opts.quick ? 1 : 3));
 const connections = Number(opts.connections);
+/** Extra node flags for the svc processes (e.g. `--svc-node-args=--max-semi-space-size=8`), for experiments. */
+const svcNodeArgs = opts['svc-node-args'] ? opts['svc-node-args'].split(/\s+/).filter(Boolean) : [];
 const fixedRate = Number(opts.rate);
 const LOADGEN_CORE = 0;
 const TARGET_CORE = 1;
@@ -172,7 +175,7 @@ const chatPath = '/v1/chat/completions';
 async function runAll() {
   const machine = { ...machineInfo(REPO), tasksetAvailable: hasTaskset, loadavgStart: os.loadavg().map((l) => round(l, 2)) };
   if (!hasTaskset) log('NOTE: taskset not found — processes are NOT pinned to cores; numbers are less comparable.');
-  const settings = { durationS, warmupS, connections, fixedRateRps: fixedRate, loadGenerator: 'autocannon 8 (programmatic, latencies at full precision)', pinning: hasTaskset ? `load generator, fake upstream, webhook receiver: core ${LOADGEN_CORE}; target: core ${TARGET_CORE}` : 'none (taskset missing)' };
+  const settings = { durationS, svcNodeArgs, warmupS, connections, fixedRateRps: fixedRate, loadGenerator: 'autocannon 8 (programmatic, latencies at full precision)', pinning: hasTaskset ? `load generator, fake upstream, webhook receiver: core ${LOADGEN_CORE}; target: core ${TARGET_CORE}` : 'none (taskset missing)' };
   log(`bench: ${durationS}s per measurement (+${warmupS}s warm-up), ${connections} connections, ${machine.cpuModel} × ${machine.cores}, node ${machine.node}, load ${machine.loadavgStart.join(' ')}`);
 
   const results = { machine, settings, cases: [], fixedRate: null, ratios: [], unavailable: [] };
@@ -223,7 +226,7 @@ async function runAll() {
         const mode = stream ? 'streamed' : 'json';
         let svc = null;
         try {
-          svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: variant.webhook ? receiver.hook : undefined });
+          svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: variant.webhook ? receiver.hook : undefined, nodeArgs: svcNodeArgs });
           const receivedBefore = await receiverCount(receiver);
           const m = await measure({
             name: variant.target,
@@ -269,7 +272,7 @@ async function runAll() {
     try {
       const d = await measure({ name: 'direct@rate', url: `${upstream.url}${chatPath}`, body: bodies.direct(false), stream: false, pid: upstream.proc.pid, rate: fixedRate });
       fixed.direct = pick(d);
-      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: receiver.hook });
+      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: receiver.hook, nodeArgs: svcNodeArgs });
       try {
         const s = await measure({ name: 'svc@rate', url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body: bodies.svcFull(false), stream: false, pid: svc.proc.pid, rate: fixedRate });
         fixed.svcFull = pick(s);

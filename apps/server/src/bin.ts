@@ -1,6 +1,14 @@
 #!/usr/bin/env node
+import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { CommandError, makeProgram } from './admin/commands.js';
+
+// Under load V8 lets the old space grow to 3-4x the live set between full collections (peak RSS ~200 MB
+// at max rate); capping the growth step at 20 % keeps it near 150 MB for a few % of CPU. A value given in
+// NODE_OPTIONS or on the command line wins.
+if (![process.env.NODE_OPTIONS ?? '', ...process.execArgv].some((arg) => arg.includes('heap-growing-percent'))) {
+  setFlagsFromString('--heap-growing-percent=20');
+}
 
 const program = makeProgram({
   // The one place the environment is read; config.ts validates it.

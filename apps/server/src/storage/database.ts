@@ -1,8 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from 'kysely';
-import pg from 'pg';
+import type PgModule from 'pg';
 import type { Database } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -21,8 +22,17 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-// BIGINT (int8) would otherwise come back as a string; our values (epoch ms, token counts) fit in a double.
-pg.types.setTypeParser(20, (value) => Number.parseInt(value, 10));
+let pgModule: typeof PgModule | undefined;
+
+/** `pg`, loaded on first use: a SQLite deployment does not pay its memory (~15 MB RSS). */
+function loadPg(): typeof PgModule {
+  if (!pgModule) {
+    pgModule = createRequire(import.meta.url)('pg') as typeof PgModule;
+    // BIGINT (int8) would otherwise come back as a string; our values (epoch ms, token counts) fit in a double.
+    pgModule.types.setTypeParser(20, (value) => Number.parseInt(value, 10));
+  }
+  return pgModule;
+}
 
 /**
  * Opens `sqlite:PATH` (WAL, created if missing) or `postgres://…` (pooled).
@@ -50,6 +60,7 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
       close: () => db.destroy(),
     };
   }
+  const pg = loadPg();
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20 });
   // An idle client error (server restart) must not crash the process; the pool replaces the client.
   pool.on('error', () => {});
