@@ -72,6 +72,22 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use(requestLog(deps.logger, deps.clock, deps.metrics));
 
+  const auth = bearerAuth({
+    keyCache: deps.keyCache,
+    clock: deps.clock,
+    touchLastUsed: (id, at) => deps.store.keys.touchLastUsed(id, at),
+  });
+  const limit = rateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm });
+  // The hot route first: a chat request does not walk the public, dashboard and /v1 router layers.
+  app.post(
+    '/v1/chat/completions',
+    auth,
+    limit,
+    // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
+    express.json({ limit: '10mb', type: () => true, strict: false }),
+    chatCompletionsHandler(deps),
+  );
+
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
@@ -83,20 +99,8 @@ export function createApp(deps: AppDeps): Express {
   if (deps.dashboardRouter) app.use('/dashboard', deps.dashboardRouter);
 
   const v1 = express.Router();
-  v1.use(
-    bearerAuth({
-      keyCache: deps.keyCache,
-      clock: deps.clock,
-      touchLastUsed: (id, at) => deps.store.keys.touchLastUsed(id, at),
-    }),
-  );
-  v1.use(rateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm }));
-  v1.post(
-    '/chat/completions',
-    // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
-    express.json({ limit: '10mb', type: () => true, strict: false }),
-    chatCompletionsHandler(deps),
-  );
+  v1.use(auth);
+  v1.use(limit);
   v1.get('/models', (_req, res) => {
     res.json({ object: 'list', data: [{ id: SVC_MODEL, object: 'model', created: 1_735_689_600, owned_by: 'svc' }] });
   });

@@ -98,7 +98,11 @@ export function chatCompletionsHandler(deps: HandlerDeps) {
     };
     res.locals.onRequestFailed = undefined;
     await audit(ctx, { statusCode: 200, streaming: false, messages: request.messages, responseText: answer, svc, usage });
-    res.json(body);
+    // What res.json does for a 200 to a POST, without its content negotiation and freshness checks.
+    const json = JSON.stringify(body);
+    res.setHeader('content-type', 'application/json; charset=utf-8');
+    res.setHeader('content-length', Buffer.byteLength(json));
+    res.end(json);
   };
 }
 
