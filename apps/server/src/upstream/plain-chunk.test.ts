@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { ChatCompletionChunkSchema } from '@svc/protocol';
+import { plainChunk } from './openai-compatible.js';
+
+const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1_735_689_600, model: 'gpt-4o-mini' };
+const frame = (choices: unknown[], extra: Record<string, unknown> = {}) => ({ ...base, ...extra, choices });
+
+describe('plainChunk (hand check of common stream frames)', () => {
+  it('gives exactly the bytes of the schema parse for the frames it accepts', () => {
+    const frames = [
+      frame([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]),
+      frame([{ index: 0, delta: { content: 'Hello' }, finish_reason: null }], { system_fingerprint: 'fp_1' }),
+      frame([{ finish_reason: 'stop', index: 0, delta: {}, logprobs: { content: [] }, extra: true }], { system_fingerprint: null, service_tier: 'default' }),
+      frame([{ index: 1, delta: { reasoning_content: 'hm', refusal: null, x: 1 }, finish_reason: 'length' }]),
+      frame([]),
+    ];
+    for (const f of frames) {
+      const plain = plainChunk(f);
+      expect(plain, JSON.stringify(f)).toBeDefined();
+      expect(JSON.stringify(plain)).toBe(JSON.stringify(ChatCompletionChunkSchema.parse(f)));
+    }
+  });
+
+  it('leaves everything else to the schema', () => {
+    const others = [
+      frame([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{' } }] }, finish_reason: null }]),
+      frame([{ index: 0, delta: { content: 5 }, finish_reason: null }]),
+      frame([{ index: 0, delta: { role: 'user' }, finish_reason: null }]),
+      frame([{ index: -1, delta: {}, finish_reason: null }]),
+      frame([{ index: 0.5, delta: {}, finish_reason: null }]),
+      frame([{ index: 0, delta: {}, finish_reason: 'eos' }]),
+      frame([], { usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } }),
+      frame([], { system_fingerprint: 5 }),
+      { ...frame([]), created: 1.5 },
+      { ...frame([]), object: 'chat.completion' },
+    ];
+    for (const f of others) expect(plainChunk(f), JSON.stringify(f)).toBeUndefined();
+  });
+});
