@@ -11,6 +11,8 @@ const MAX_RETRY_AFTER_MS = DAY_MS;
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
 const PURGE_INTERVAL_MS = 3_600_000;
+/** While attempts are in flight, the next-due timer is re-armed at most this often. */
+const ARM_INTERVAL_MS = 100;
 /** How long a key's signing secret is reused between attempts; a changed secret applies after this. */
 const KEY_TTL_MS = 1_000;
 
@@ -75,6 +77,7 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   private purgeTimer: NodeJS.Timeout | undefined;
   private records: PendingRecord[] = [];
+  private lastArmAt = 0;
   /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
   private reserved = 0;
   private readonly secrets = new Map<string, { secret: string | null; expires: number }>();
@@ -149,9 +152,9 @@ export class DeliveryWorker {
         for (const row of rows) this.launch(row);
         if (rows.length === free) this.pumpAgain = true;
       } while (this.pumpAgain && this.running);
-      // Attempts in flight pump again when they finish (and claim whatever is due then); the timer for
-      // future retries is only needed once nothing is in flight.
-      if (this.inFlight.size === 0) await this.armTimer();
+      // Every finishing attempt pumps (and claims whatever is due then): while attempts are in flight the
+      // timer for future retries is re-armed at most every ARM_INTERVAL_MS, not after every pump.
+      if (this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) await this.armTimer();
     } catch (err) {
       this.options.logger.error({ err }, 'webhook worker could not claim deliveries; retrying');
       this.arm(1000);
@@ -202,6 +205,7 @@ export class DeliveryWorker {
   private async armTimer(): Promise<void> {
     if (!this.running) return;
     const now = this.options.clock();
+    this.lastArmAt = now;
     // A row that fell due between the claim and now was not claimed and is not "after now": looking from
     // the claim's time finds it (and wakes in 10 ms) instead of leaving it for MAX_IDLE_MS.
     const next = await this.options.deliveries.nextDueAfter(Math.min(now, this.lastClaimAt));
