@@ -79,6 +79,29 @@ export function newDeliveryId(): string {
   return `whd_${randomUUID().replaceAll('-', '')}`;
 }
 
+/** The row a new delivery is stored as — with its lease, it is also what a claim of it would return. */
+export function newDeliveryRow(d: NewDelivery): DeliveryRow {
+  return {
+    id: d.id,
+    key_id: d.keyId,
+    user_id: d.userId,
+    event: d.event,
+    request_id: d.requestId,
+    url: d.url,
+    payload: d.payload,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: d.nextAttemptAt ?? d.now,
+    lease_until: d.lease?.until ?? null,
+    leased_by: d.lease?.by ?? null,
+    last_status_code: null,
+    last_error: null,
+    created_at: d.now,
+    updated_at: d.now,
+    delivered_at: null,
+  };
+}
+
 /**
  * The webhook outbox: every SQL statement about deliveries and their attempts. Works on SQLite (single writer:
  * one UPDATE … RETURNING claims rows atomically) and Postgres (FOR UPDATE SKIP LOCKED, so several instances can
@@ -140,25 +163,7 @@ export class DeliveriesStore {
     await this.db
       .insertInto('webhook_deliveries')
       .values(
-        deliveries.map((d) => ({
-          id: d.id,
-          key_id: d.keyId,
-          user_id: d.userId,
-          event: d.event,
-          request_id: d.requestId,
-          url: d.url,
-          payload: d.payload,
-          status: 'pending' as const,
-          attempts: 0,
-          next_attempt_at: d.nextAttemptAt ?? d.now,
-          lease_until: d.lease?.until ?? null,
-          leased_by: d.lease?.by ?? null,
-          last_status_code: null,
-          last_error: null,
-          created_at: d.now,
-          updated_at: d.now,
-          delivered_at: null,
-        })),
+        deliveries.map(newDeliveryRow),
       )
       .execute();
   }

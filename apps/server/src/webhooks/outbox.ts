@@ -1,5 +1,5 @@
 import type { AuditSink, CompletedRequest } from '../chat/audit.js';
-import { newDeliveryId, type DeliveriesStore, type DeliveryRow, type NewDelivery } from '../storage/deliveries-store.js';
+import { newDeliveryId, newDeliveryRow, type DeliveriesStore, type DeliveryRow, type NewDelivery } from '../storage/deliveries-store.js';
 import { buildAuditPayload } from './payload.js';
 
 interface Waiting {
@@ -67,30 +67,7 @@ export class OutboxSink implements AuditSink {
       return;
     }
     for (const w of batch) w.resolve();
-    if (take > 0) this.worker.adopt(batch.slice(0, take).map((w) => leasedRow(w.delivery)));
+    if (take > 0) this.worker.adopt(batch.slice(0, take).map((w) => newDeliveryRow(w.delivery)));
     if (take < batch.length) this.worker.wake();
   }
-}
-
-/** The row as inserted with its lease (what a claim would have returned). */
-function leasedRow(d: NewDelivery): DeliveryRow {
-  return {
-    id: d.id,
-    key_id: d.keyId,
-    user_id: d.userId,
-    event: d.event,
-    request_id: d.requestId,
-    url: d.url,
-    payload: d.payload,
-    status: 'pending',
-    attempts: 0,
-    next_attempt_at: d.nextAttemptAt ?? d.now,
-    lease_until: d.lease?.until ?? null,
-    leased_by: d.lease?.by ?? null,
-    last_status_code: null,
-    last_error: null,
-    created_at: d.now,
-    updated_at: d.now,
-    delivered_at: null,
-  };
 }
