@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach } from 'vitest';
+import { startReceiver, type Receiver } from './receiver.js';
 
 export const CLI_BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
 
@@ -134,4 +136,32 @@ export async function killAll(): Promise<void> {
 export function tempDir(): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), 'svc-cli-test-'));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * A per-test sandbox: a fresh temp dir (the CLI's cwd) and the receivers a test starts, all removed after each
+ * test together with every CLI process still running.
+ */
+export function useSandbox() {
+  let dir: ReturnType<typeof tempDir> | undefined;
+  const receivers: Receiver[] = [];
+  beforeEach(() => {
+    dir = tempDir();
+  });
+  afterEach(async () => {
+    await killAll();
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+    dir?.remove();
+  });
+  return {
+    get path(): string {
+      if (!dir) throw new Error('useSandbox().path is only there inside a test');
+      return dir.path;
+    },
+    async receiver(options: Parameters<typeof startReceiver>[0] = {}): Promise<Receiver> {
+      const r = await startReceiver(options);
+      receivers.push(r);
+      return r;
+    },
+  };
 }

@@ -1,29 +1,19 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifySignature } from '@svc/verify';
-import { killAll, runCli, startListen, tempDir } from './cli-process.js';
+import { runCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
-import { startReceiver, type Receiver } from './receiver.js';
+import { startReceiver } from './receiver.js';
 
 // Deliveries here are POSTed by the test exactly as the server sends them; server.e2e.test.ts has the
 // same behaviour with real deliveries from a running server.
 describe('svc-cli listen', () => {
-  let dir: ReturnType<typeof tempDir>;
-  const receivers: Receiver[] = [];
-
-  beforeEach(() => {
-    dir = tempDir();
-  });
-  afterEach(async () => {
-    await killAll();
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-    dir.remove();
-  });
+  const sandbox = useSandbox();
 
   it('prints Ready with its real URL, one line per delivery, ✔ for the right secret and ✘ + 401 for a wrong one', async () => {
-    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     expect(listen.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect(listen.url).not.toContain(':0/');
 
@@ -51,14 +41,14 @@ describe('svc-cli listen', () => {
   });
 
   it('without --secret accepts every delivery and shows no signature mark', async () => {
-    const listen = await startListen([], { cwd: dir.path });
+    const listen = await startListen([], { cwd: sandbox.path });
     expect((await postDelivery(listen.url, samplePayload(), { secret: 'anything' })).status).toBe(200);
     expect(listen.stdout()).toContain('--> llm.request.completed [test-0001]');
     expect(listen.stdout()).not.toContain('signature');
   });
 
   it('--json prints each raw body on one line of stdout, byte-for-byte, and nothing else', async () => {
-    const listen = await startListen(['--json'], { cwd: dir.path });
+    const listen = await startListen(['--json'], { cwd: sandbox.path });
     const bodies = [samplePayload('test-a'), samplePayload('test-b')];
     for (const body of bodies) await postDelivery(listen.url, body);
     listen.child.kill('SIGINT');
@@ -68,8 +58,8 @@ describe('svc-cli listen', () => {
   });
 
   it('appends every delivery (time, headers, raw body as base64, URL) to the log, creating its directory', async () => {
-    const logFile = join(dir.path, 'nested', 'dir', 'log.jsonl');
-    const listen = await startListen(['--secret', SECRET, '--log', logFile, '--path', '/webhooks/svc'], { cwd: dir.path });
+    const logFile = join(sandbox.path, 'nested', 'dir', 'log.jsonl');
+    const listen = await startListen(['--secret', SECRET, '--log', logFile, '--path', '/webhooks/svc'], { cwd: sandbox.path });
     expect(listen.url).toMatch(/\/webhooks\/svc$/);
     const body = samplePayload('test-log');
     await postDelivery(listen.url, body, { secret: SECRET, deliveryId: 'whd_log1' });
@@ -87,13 +77,13 @@ describe('svc-cli listen', () => {
   });
 
   it('the default log is .svc/deliveries.jsonl in the working directory', async () => {
-    const listen = await startListen([], { cwd: dir.path });
+    const listen = await startListen([], { cwd: sandbox.path });
     await postDelivery(listen.url, samplePayload());
-    expect(readFileSync(join(dir.path, '.svc', 'deliveries.jsonl'), 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
+    expect(readFileSync(join(sandbox.path, '.svc', 'deliveries.jsonl'), 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
   });
 
   it('answers 404 off its path and 405 for other methods, without counting them', async () => {
-    const listen = await startListen(['--path', '/hooks'], { cwd: dir.path });
+    const listen = await startListen(['--path', '/hooks'], { cwd: sandbox.path });
     const origin = new URL(listen.url).origin;
     expect((await postDelivery(`${origin}/other`, samplePayload())).status).toBe(404);
     expect((await fetch(listen.url)).status).toBe(405);
@@ -102,9 +92,8 @@ describe('svc-cli listen', () => {
   });
 
   it('--forward-to sends the exact bytes with Content-Type and X-Svc-* headers and prints <-- [status] POST url', async () => {
-    const target = await startReceiver({ status: 202 });
-    receivers.push(target);
-    const listen = await startListen(['--secret', SECRET, '--forward-to', target.url], { cwd: dir.path });
+    const target = await sandbox.receiver({ status: 202 });
+    const listen = await startListen(['--secret', SECRET, '--forward-to', target.url], { cwd: sandbox.path });
     const body = samplePayload('test-fwd');
     await postDelivery(listen.url, body, { secret: SECRET, deliveryId: 'whd_fwd' });
     const [forwarded] = await target.waitForRequests(1);
@@ -126,7 +115,7 @@ describe('svc-cli listen', () => {
     const down = await startReceiver();
     const downUrl = down.url;
     await down.close();
-    const listen = await startListen(['--forward-to', downUrl], { cwd: dir.path });
+    const listen = await startListen(['--forward-to', downUrl], { cwd: sandbox.path });
     expect((await postDelivery(listen.url, samplePayload('test-1'))).status).toBe(200);
     await listen.waitFor('stderr', /✘ POST http:\/\/127\.0\.0\.1:\d+\/hooks failed: connection refused/);
     expect((await postDelivery(listen.url, samplePayload('test-2'))).status).toBe(200);
@@ -140,27 +129,26 @@ describe('svc-cli listen', () => {
   });
 
   it('a forward target answering 500 is shown as <-- [500]', async () => {
-    const target = await startReceiver({ status: 500 });
-    receivers.push(target);
-    const listen = await startListen(['--forward-to', target.url], { cwd: dir.path });
+    const target = await sandbox.receiver({ status: 500 });
+    const listen = await startListen(['--forward-to', target.url], { cwd: sandbox.path });
     expect((await postDelivery(listen.url, samplePayload())).status).toBe(200);
     await listen.waitFor('stdout', /<-- \[500\] POST /);
   });
 
   it('colours follow kleur (FORCE_COLOR / NO_COLOR) and --no-color turns them off', async () => {
-    const coloured = await startListen(['--secret', SECRET], { cwd: dir.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
+    const coloured = await startListen(['--secret', SECRET], { cwd: sandbox.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
     await postDelivery(coloured.url, samplePayload(), { secret: SECRET });
     expect(coloured.stdout()).toContain('\u001b[32m✔\u001b[39m');
     expect(coloured.stderr()).toContain('\u001b[1mReady!');
 
-    const plain = await startListen(['--secret', SECRET, '--no-color'], { cwd: dir.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
+    const plain = await startListen(['--secret', SECRET, '--no-color'], { cwd: sandbox.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
     await postDelivery(plain.url, samplePayload(), { secret: SECRET });
     expect(plain.stdout()).toContain('signature ✔');
     expect(plain.stdout() + plain.stderr()).not.toContain('\u001b[');
   });
 
   it.each(['SIGINT', 'SIGTERM'] as const)('%s exits 0 with a summary of received, verified and failed', async (signal) => {
-    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     await postDelivery(listen.url, samplePayload(), { secret: SECRET });
     await postDelivery(listen.url, samplePayload(), { secret: SECRET });
     await postDelivery(listen.url, samplePayload(), { secret: 'whsec_wrong' });
@@ -179,7 +167,7 @@ describe('svc-cli listen', () => {
     [['--forward-to', 'http://exa mple.com'], /--forward-to/],
     [['--path', 'hooks'], /--path <path>' argument 'hooks' is invalid/],
   ])('bad input %j: one line on stderr, non-zero exit', async (args, message) => {
-    const result = await runCli(['listen', ...args], { cwd: dir.path });
+    const result = await runCli(['listen', ...args], { cwd: sandbox.path });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(message);
     expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
@@ -187,8 +175,8 @@ describe('svc-cli listen', () => {
   });
 
   it('a log path that cannot be written: one line on stderr, non-zero exit', async () => {
-    writeFileSync(join(dir.path, 'afile'), '');
-    const result = await runCli(['listen', '--port', '0', '--log', 'afile/log.jsonl'], { cwd: dir.path });
+    writeFileSync(join(sandbox.path, 'afile'), '');
+    const result = await runCli(['listen', '--port', '0', '--log', 'afile/log.jsonl'], { cwd: sandbox.path });
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('svc-cli: cannot write the delivery log afile/log.jsonl: a part of the path is a file, not a directory\n');
   });
@@ -198,7 +186,7 @@ describe('svc-cli listen', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));
     try {
       const { port } = blocker.address() as { port: number };
-      const result = await runCli(['listen', '--port', String(port)], { cwd: dir.path });
+      const result = await runCli(['listen', '--port', String(port)], { cwd: sandbox.path });
       expect(result.code).toBe(1);
       expect(result.stderr).toBe(`svc-cli: cannot listen on 127.0.0.1:${port}: the port is already in use (try --port 0)\n`);
     } finally {

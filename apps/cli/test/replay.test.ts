@@ -1,33 +1,21 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { verifySignature } from '@svc/verify';
-import { killAll, runCli, startListen, tempDir } from './cli-process.js';
+import { runCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
-import { startReceiver, type Receiver } from './receiver.js';
+import type { Receiver } from './receiver.js';
 
 describe('svc-cli replay', () => {
-  let dir: ReturnType<typeof tempDir>;
-  const receivers: Receiver[] = [];
-
-  beforeEach(() => {
-    dir = tempDir();
-  });
-  afterEach(async () => {
-    await killAll();
-    await Promise.all(receivers.splice(0).map((r) => r.close()));
-    dir.remove();
-  });
+  const sandbox = useSandbox();
 
   async function receiver(status = 200): Promise<Receiver> {
-    const r = await startReceiver({ status });
-    receivers.push(r);
-    return r;
+    return sandbox.receiver({ status });
   }
 
   /** A listener that recorded three deliveries in `log`; returns it still running. */
   async function recordThree(log: string) {
-    const listen = await startListen(['--secret', SECRET, '--log', log], { cwd: dir.path });
+    const listen = await startListen(['--secret', SECRET, '--log', log], { cwd: sandbox.path });
     for (const n of [1, 2, 3]) {
       await postDelivery(listen.url, samplePayload(`test-${n}`), { secret: SECRET, deliveryId: `whd_${n}` });
     }
@@ -35,13 +23,13 @@ describe('svc-cli replay', () => {
   }
 
   it('resends the chosen deliveries byte-for-byte with their headers to --to; the signature still verifies', async () => {
-    const log = join(dir.path, 'log.jsonl');
+    const log = join(sandbox.path, 'log.jsonl');
     const listen = await recordThree(log);
     listen.child.kill('SIGINT');
     await listen.exited;
     const target = await receiver();
 
-    const result = await runCli(['replay', 'whd_3', 'whd_1', '--log', log, '--to', target.url], { cwd: dir.path });
+    const result = await runCli(['replay', 'whd_3', 'whd_1', '--log', log, '--to', target.url], { cwd: sandbox.path });
     expect(result.stderr).toContain('Replayed 2 deliveries.');
     expect(result.code).toBe(0);
     expect(target.requests.map((r) => r.headers['x-svc-delivery'])).toEqual(['whd_3', 'whd_1']);
@@ -56,9 +44,9 @@ describe('svc-cli replay', () => {
   });
 
   it('defaults to where each delivery was received: the listener sees the same bytes again, signature ✔', async () => {
-    const log = join(dir.path, 'log.jsonl');
+    const log = join(sandbox.path, 'log.jsonl');
     const listen = await recordThree(log);
-    const result = await runCli(['replay', '--last', '2', '--log', log], { cwd: dir.path });
+    const result = await runCli(['replay', '--last', '2', '--log', log], { cwd: sandbox.path });
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`<-- [200] POST ${listen.url} [whd_2]`);
     expect(result.stdout).toContain(`<-- [200] POST ${listen.url} [whd_3]`);
@@ -68,38 +56,38 @@ describe('svc-cli replay', () => {
   });
 
   it('--secret re-signs each body for a receiver with another secret', async () => {
-    const log = join(dir.path, 'log.jsonl');
+    const log = join(sandbox.path, 'log.jsonl');
     const listen = await recordThree(log);
-    const other = await startListen(['--secret', 'whsec_other', '--log', join(dir.path, 'other.jsonl')], { cwd: dir.path });
+    const other = await startListen(['--secret', 'whsec_other', '--log', join(sandbox.path, 'other.jsonl')], { cwd: sandbox.path });
 
-    const unsigned = await runCli(['replay', '--last', '1', '--log', log, '--to', other.url], { cwd: dir.path });
+    const unsigned = await runCli(['replay', '--last', '1', '--log', log, '--to', other.url], { cwd: sandbox.path });
     expect(unsigned.code).toBe(1);
     expect(unsigned.stdout).toContain(`<-- [401] POST ${other.url}`);
     expect(unsigned.stderr).toBe('svc-cli: 1 of 1 replayed deliveries failed\n');
 
-    const resigned = await runCli(['replay', '--last', '1', '--log', log, '--to', other.url, '--secret', 'whsec_other'], { cwd: dir.path });
+    const resigned = await runCli(['replay', '--last', '1', '--log', log, '--to', other.url, '--secret', 'whsec_other'], { cwd: sandbox.path });
     expect(resigned.code).toBe(0);
     await other.waitFor('stdout', /\[test-3\][^\n]*signature ✔/);
     listen.child.kill('SIGINT');
   });
 
   it('--json prints one result object per delivery', async () => {
-    const log = join(dir.path, 'log.jsonl');
+    const log = join(sandbox.path, 'log.jsonl');
     const listen = await recordThree(log);
     listen.child.kill('SIGINT');
     await listen.exited;
     const target = await receiver(500);
-    const result = await runCli(['replay', 'whd_2', '--log', log, '--to', target.url, '--json'], { cwd: dir.path });
+    const result = await runCli(['replay', 'whd_2', '--log', log, '--to', target.url, '--json'], { cwd: sandbox.path });
     expect(result.code).toBe(1);
     expect(JSON.parse(result.stdout)).toEqual({ id: 'whd_2', url: target.url, ok: false, status_code: 500, error: 'answered 500' });
   });
 
   it('a target that is down: one error line per delivery and a non-zero exit', async () => {
-    const log = join(dir.path, 'log.jsonl');
+    const log = join(sandbox.path, 'log.jsonl');
     const listen = await recordThree(log);
     listen.child.kill('SIGINT');
     await listen.exited;
-    const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: dir.path });
+    const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/✘ POST http:\/\/127\.0\.0\.1:\d+\/ failed: connection refused \[whd_3\]\n/);
   });
@@ -112,8 +100,8 @@ describe('svc-cli replay', () => {
     [['replay', '--last', '1', '--to', 'not a url'], /^svc-cli: option '--to <url>' argument 'not a url' is invalid/],
   ])('bad input %j: one line on stderr, non-zero exit', async (args, message) => {
     const entry = { time: new Date().toISOString(), id: 'whd_1', event: 'llm.request.completed', method: 'POST', url: 'http://127.0.0.1:1/', headers: {}, body_base64: '', signature: 'unchecked', status: 200 };
-    writeFileSync(join(dir.path, 'log.jsonl'), `${JSON.stringify(entry)}\n`);
-    const result = await runCli(args, { cwd: dir.path });
+    writeFileSync(join(sandbox.path, 'log.jsonl'), `${JSON.stringify(entry)}\n`);
+    const result = await runCli(args, { cwd: sandbox.path });
     expect(result.code).toBe(1);
     if (typeof message === 'string') expect(result.stderr).toBe(message);
     else expect(result.stderr).toMatch(message);

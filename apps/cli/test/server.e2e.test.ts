@@ -1,18 +1,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '@svc/verify';
 import type { DeliveryDetail, DeliveryList } from '@svc/protocol';
 import { startFakeUpstream, type FakeUpstream } from '../../server/src/test-support/fake-upstream.js';
 import { startTestServer, type TestServer } from '../../server/src/test-support/test-server.js';
-import { killAll, runCli, startListen, tempDir, type CliResult } from './cli-process.js';
+import { runCli, startListen, useSandbox, type CliResult } from './cli-process.js';
 import { SECRET } from './deliveries-fixture.js';
-import { startReceiver, type Receiver } from './receiver.js';
+import type { Receiver } from './receiver.js';
 
 // The built CLI against a real server (offline model, SQLite, real delivery worker).
 let server: TestServer;
-let dir: ReturnType<typeof tempDir>;
-const receivers: Receiver[] = [];
+const sandbox = useSandbox();
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -20,24 +19,14 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
 });
-beforeEach(() => {
-  dir = tempDir();
-});
-afterEach(async () => {
-  await killAll();
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-  dir.remove();
-});
 
 /** Runs svc-cli against the test server with `token` in SVC_API_KEY (as a user would configure it). */
 function cli(args: string[], token?: string, env: Record<string, string> = {}): Promise<CliResult> {
-  return runCli(args, { cwd: dir.path, env: { SVC_BASE_URL: server.url, ...(token ? { SVC_API_KEY: token } : {}), ...env } });
+  return runCli(args, { cwd: sandbox.path, env: { SVC_BASE_URL: server.url, ...(token ? { SVC_API_KEY: token } : {}), ...env } });
 }
 
 async function receiver(status = 200): Promise<Receiver> {
-  const r = await startReceiver({ status });
-  receivers.push(r);
-  return r;
+  return sandbox.receiver({ status });
 }
 
 async function deliveryFor(token: string, requestId: string): Promise<DeliveryDetail> {
@@ -52,8 +41,8 @@ async function deliveryFor(token: string, requestId: string): Promise<DeliveryDe
 
 describe('listen receives real deliveries from the server', () => {
   it('a chat completion: summary line with ✔, --json byte-equal to the stored payload, the log entry', async () => {
-    const log = join(dir.path, 'deliveries.jsonl');
-    const listen = await startListen(['--secret', SECRET, '--json', '--log', log], { cwd: dir.path });
+    const log = join(sandbox.path, 'deliveries.jsonl');
+    const listen = await startListen(['--secret', SECRET, '--json', '--log', log], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
 
     const chat = await cli(['chat', 'What is the capital of France?', '--no-stream'], token);
@@ -79,7 +68,7 @@ describe('listen receives real deliveries from the server', () => {
   });
 
   it('webhooks test: exit 0, where it went; the listener prints the test marker and ✔', async () => {
-    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
     const result = await cli(['webhooks', 'test'], token);
     expect(result.stderr).toBe('');
@@ -89,7 +78,7 @@ describe('listen receives real deliveries from the server', () => {
   });
 
   it('a wrong secret: the listener prints ✘ and answers 401, so webhooks test exits 1 with the status', async () => {
-    const listen = await startListen(['--secret', 'whsec_not-the-one'], { cwd: dir.path });
+    const listen = await startListen(['--secret', 'whsec_not-the-one'], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
     const result = await cli(['webhooks', 'test'], token);
     expect(result.code).toBe(1);
@@ -116,7 +105,7 @@ describe('listen receives real deliveries from the server', () => {
 
   it('--forward-to passes real deliveries on byte-for-byte with headers; a down target does not stop the listener', async () => {
     const target = await receiver();
-    const listen = await startListen(['--forward-to', target.url], { cwd: dir.path });
+    const listen = await startListen(['--forward-to', target.url], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
     const [forwarded] = await target.waitForRequests(1);
@@ -130,7 +119,6 @@ describe('listen receives real deliveries from the server', () => {
     await listen.waitFor('stdout', new RegExp(`<-- \\[200\\] POST ${target.url} \\[${delivery.id}\\]`));
 
     await target.close();
-    receivers.splice(receivers.indexOf(target), 1);
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
     await listen.waitFor('stderr', /✘ POST \S+ failed: connection refused/);
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
@@ -143,14 +131,14 @@ describe('listen receives real deliveries from the server', () => {
 
 describe('replay and deliveries against the server', () => {
   it('replay resends a real delivery byte-for-byte; the signature still verifies', async () => {
-    const listen = await startListen([], { cwd: dir.path });
+    const listen = await startListen([], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
     const target = await receiver();
     const result = await cli(['replay', '--last', '1', '--to', target.url], token);
     expect(result.code).toBe(0);
     const [replayed] = target.requests;
-    const entry = JSON.parse(readFileSync(join(dir.path, '.svc', 'deliveries.jsonl'), 'utf8').trim());
+    const entry = JSON.parse(readFileSync(join(sandbox.path, '.svc', 'deliveries.jsonl'), 'utf8').trim());
     expect(replayed!.body.equals(Buffer.from(entry.body_base64, 'base64'))).toBe(true);
     expect(replayed!.headers['x-svc-delivery']).toBe(entry.id);
     expect(verifySignature(replayed!.body, replayed!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
@@ -159,7 +147,7 @@ describe('replay and deliveries against the server', () => {
   });
 
   it('deliveries list, show and redeliver', async () => {
-    const listen = await startListen(['--secret', SECRET], { cwd: dir.path });
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
@@ -197,7 +185,7 @@ describe('replay and deliveries against the server', () => {
     expect(redeliver.stdout).toContain(`Redelivery of ${id} to ${listen.url} requested`);
     await listen.waitFor('stdout', new RegExp(`(?:.*\\n){${before}}.*signature ✔  ${id}\\n`));
     const detail = JSON.parse((await cli(['deliveries', 'show', id, '--json'], token)).stdout) as DeliveryDetail;
-    const log = readFileSync(join(dir.path, '.svc', 'deliveries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const log = readFileSync(join(sandbox.path, '.svc', 'deliveries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     const copies = log.filter((e) => e.id === id);
     expect(copies).toHaveLength(2);
     for (const copy of copies) expect(Buffer.from(copy.body_base64, 'base64').toString('utf8')).toBe(detail.payload);
@@ -281,7 +269,7 @@ describe('chat shows flagged spans', () => {
   it.each([[[]], [['--no-stream']]])('an unsupported claim is highlighted and listed %j', async (extra) => {
     const { token } = await fakeServer.createKey();
     const result = await runCli(['chat', 'When was it completed?', '--system', 'The Eiffel Tower is in Paris. It was completed in 1889.', ...extra], {
-      cwd: dir.path,
+      cwd: sandbox.path,
       env: { SVC_BASE_URL: fakeServer.url, SVC_API_KEY: token },
     });
     expect(result.code).toBe(0);
@@ -305,7 +293,7 @@ describe('chat when the upstream fails', () => {
   });
 
   const chat = (token: string, extra: string[] = []) =>
-    runCli(['chat', 'Count', ...extra], { cwd: dir.path, env: { SVC_BASE_URL: fakeServer.url, SVC_API_KEY: token } });
+    runCli(['chat', 'Count', ...extra], { cwd: sandbox.path, env: { SVC_BASE_URL: fakeServer.url, SVC_API_KEY: token } });
 
   it('an error event mid-stream: the partial answer, then one line on stderr and exit 1', async () => {
     const { token } = await fakeServer.createKey();
@@ -331,7 +319,6 @@ describe('bad input against the server', () => {
     const down = await receiver();
     const origin = new URL(down.url).origin;
     await down.close();
-    receivers.length = 0;
     const result = await cli(['webhooks', 'test', '--base-url', origin], 'sk-anything');
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`svc-cli: cannot reach the server at ${origin}: connection refused\n`);
@@ -362,7 +349,7 @@ describe('bad input against the server', () => {
     const flag = await cli(['webhooks', 'test', '--base-url', 'localhost:8080'], 'sk-x');
     expect(flag.code).toBe(1);
     expect(flag.stderr).toBe("svc-cli: option '--base-url <url>' argument 'localhost:8080' is invalid. Must be an absolute http:// or https:// URL.\n");
-    const env = await runCli(['deliveries', 'list'], { cwd: dir.path, env: { SVC_BASE_URL: 'nonsense', SVC_API_KEY: 'sk-x' } });
+    const env = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: 'nonsense', SVC_API_KEY: 'sk-x' } });
     expect(env.code).toBe(1);
     expect(env.stderr).toMatch(/^svc-cli: option '--base-url <url>' value 'nonsense' from env 'SVC_BASE_URL' is invalid\. Must be an absolute http:\/\/ or https:\/\/ URL\.\n$/);
   });
