@@ -6,6 +6,7 @@ import { formatDate, formatRelative, formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
+import { TextField } from '../components/TextField.js';
 
 type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'form', string>>;
 
@@ -133,41 +134,25 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
     <form className="card" onSubmit={save} noValidate aria-label="Webhook settings">
       <h2>Audit webhook</h2>
       <p className="muted">After every completed request, an <code>llm.request.completed</code> payload is POSTed to this URL.</p>
-      <label className="field">
-        <span>Webhook URL</span>
-        <input
-          name="webhook_url"
-          type="url"
-          inputMode="url"
-          placeholder="https://example.com/webhooks/svc"
-          value={url}
-          onChange={(e) => setUrl(e.target.value)}
-          aria-invalid={errors.webhook_url ? true : undefined}
-          aria-describedby="webhook_url-error"
-        />
-        {errors.webhook_url && (
-          <span className="field-error" id="webhook_url-error" role="alert" data-testid="webhook_url-error">
-            {errors.webhook_url}
-          </span>
-        )}
-      </label>
-      <label className="field">
-        <span>Rate limit (requests/min)</span>
-        <input
-          name="rate_limit_rpm"
-          inputMode="numeric"
-          placeholder={`Default (${me.default_rate_limit_rpm})`}
-          value={rpm}
-          onChange={(e) => setRpm(e.target.value)}
-          aria-invalid={errors.rate_limit_rpm ? true : undefined}
-          aria-describedby="rate_limit_rpm-error"
-        />
-        {errors.rate_limit_rpm && (
-          <span className="field-error" id="rate_limit_rpm-error" role="alert" data-testid="rate_limit_rpm-error">
-            {errors.rate_limit_rpm}
-          </span>
-        )}
-      </label>
+      <TextField
+        label="Webhook URL"
+        name="webhook_url"
+        type="url"
+        inputMode="url"
+        placeholder="https://example.com/webhooks/svc"
+        value={url}
+        onChange={setUrl}
+        error={errors.webhook_url}
+      />
+      <TextField
+        label="Rate limit (requests/min)"
+        name="rate_limit_rpm"
+        inputMode="numeric"
+        placeholder={`Default (${me.default_rate_limit_rpm})`}
+        value={rpm}
+        onChange={setRpm}
+        error={errors.rate_limit_rpm}
+      />
       {errors.form && <ErrorMessage message={errors.form} />}
       <div className="actions">
         <button type="submit" className="button primary" disabled={busy !== null}>

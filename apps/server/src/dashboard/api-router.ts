@@ -1,19 +1,16 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import type { Store } from '../storage/store.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { DeliveryRow, DeliveryRowStatus } from '../storage/deliveries-store.js';
-import type { KeyCache } from '../auth/key-cache.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
-import { generateSigningSecret, type SecretBox } from '../crypto/secret-box.js';
+import { generateSigningSecret } from '../crypto/secret-box.js';
 import { ApiError } from '../http/errors.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { DashboardError } from './errors.js';
 import { Sessions, signedInOf } from './session.js';
 import { attemptView, deliveryView, keyView } from './views.js';
+import type { ServiceDeps } from '../service-deps.js';
 
 /** What one test delivery did, as `POST /v1/webhooks/test` reports it (design §5). */
 export interface TestDeliveryResult {
@@ -31,13 +28,7 @@ export interface DashboardWebhooks {
   redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
 }
 
-export interface DashboardApiDeps {
-  config: Config;
-  store: Store;
-  logger: Logger;
-  clock: () => number;
-  secretBox: SecretBox;
-  keyCache: KeyCache;
+export interface DashboardApiDeps extends ServiceDeps {
   webhooks: DashboardWebhooks;
   /** Failed sign-ins allowed per IP and email per minute (default 5). */
   loginAttemptsPerMinute?: number;

@@ -345,25 +345,20 @@ export class DeliveriesStore {
       const row = this.fast.get(NEXT_DUE_SQL).get(now) as { next_attempt_at: number | null } | undefined;
       return row?.next_attempt_at ?? undefined;
     }
-    const [due, lease] = await Promise.all([
-      this.db
+    const earliestPending = async (column: 'next_attempt_at' | 'lease_until') => {
+      const row = await this.db
         .selectFrom('webhook_deliveries')
-        .select('next_attempt_at')
+        .select(column)
         .where('status', '=', 'pending')
-        .where('next_attempt_at', '>', now)
-        .orderBy('next_attempt_at', 'asc')
+        .where(column, '>', now)
+        .orderBy(column, 'asc')
         .limit(1)
-        .executeTakeFirst(),
-      this.db
-        .selectFrom('webhook_deliveries')
-        .select('lease_until')
-        .where('status', '=', 'pending')
-        .where('lease_until', '>', now)
-        .orderBy('lease_until', 'asc')
-        .limit(1)
-        .executeTakeFirst(),
-    ]);
-    const times = [due?.next_attempt_at, lease?.lease_until].filter((t): t is number => typeof t === 'number');
+        .executeTakeFirst();
+      return row?.[column] ?? undefined;
+    };
+    const times = (await Promise.all([earliestPending('next_attempt_at'), earliestPending('lease_until')])).filter(
+      (t): t is number => typeof t === 'number',
+    );
     return times.length ? Math.min(...times) : undefined;
   }
 

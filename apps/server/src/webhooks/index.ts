@@ -1,15 +1,11 @@
 import { webhookActions, type WebhookActions } from './actions.js';
 import type { Router } from 'express';
-import type { Logger } from 'pino';
-import type { Config } from '../config.js';
-import type { Store } from '../storage/store.js';
-import type { SecretBox } from '../crypto/secret-box.js';
-import type { KeyCache } from '../auth/key-cache.js';
 import type { AuditSink } from '../chat/audit.js';
 import { OutboxSink } from './outbox.js';
 import { webhooksRouter } from './routes.js';
 import { createSender } from './sender.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
+import type { ServiceDeps } from '../service-deps.js';
 
 export { validateWebhookUrl, blockedRange, WebhookAddressRefusedError } from './url-guard.js';
 export { buildAuditPayload, buildTestPayload } from './payload.js';
@@ -18,13 +14,7 @@ export { DeliveryWorker, retryDelay } from './worker.js';
 export { webhookActions, type WebhookActions } from './actions.js';
 
 
-export interface WebhooksDeps {
-  config: Config;
-  store: Store;
-  logger: Logger;
-  clock: () => number;
-  secretBox: SecretBox;
-  keyCache: KeyCache;
+export interface WebhooksDeps extends ServiceDeps {
   /** Attempts in flight at most (default 256). */
   concurrency?: number;
   /** Told about every recorded delivery attempt (metrics). */

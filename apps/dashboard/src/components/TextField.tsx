@@ -1,0 +1,44 @@
+import type { HTMLAttributes } from 'react';
+
+/** A labelled text input with its validation message next to it (linked for screen readers). */
+export function TextField({
+  label,
+  name,
+  value,
+  onChange,
+  error,
+  type = 'text',
+  inputMode,
+  placeholder,
+}: {
+  label: string;
+  name: string;
+  value: string;
+  onChange: (value: string) => void;
+  error?: string;
+  type?: string;
+  inputMode?: HTMLAttributes<HTMLInputElement>['inputMode'];
+  placeholder?: string;
+}) {
+  const errorId = `${name}-error`;
+  return (
+    <label className="field">
+      <span>{label}</span>
+      <input
+        name={name}
+        type={type}
+        inputMode={inputMode}
+        placeholder={placeholder}
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={errorId}
+      />
+      {error && (
+        <span className="field-error" id={errorId} role="alert" data-testid={errorId}>
+          {error}
+        </span>
+      )}
+    </label>
+  );
+}
