@@ -5,6 +5,7 @@
 //   npm run bench -- --duration 60       # the issue's 60 s runs
 //   npm run bench -- --quick             # ~5 s smoke run, writes bench/results/quick.json
 //   npm run bench -- --profile           # svc everything-on, non-streamed, under node --cpu-prof; prints top self time
+//                    [--profile-streamed] [--profile-plain]   # … streamed / as a plain proxy
 //   npm run bench -- --micro             # also run verify.bench.mjs / webhooks.bench.mjs when present
 //
 // Cores: the load generator (this process), the fake upstream and the webhook receiver run on core 0; the
@@ -45,6 +46,8 @@ const { values: opts } = parseArgs({
     warmup: { type: 'string' },
     'skip-portkey': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    'profile-streamed': { type: 'boolean', default: false },
+    'profile-plain': { type: 'boolean', default: false },
     micro: { type: 'boolean', default: false },
     out: { type: 'string' },
     'svc-node-args': { type: 'string' },
@@ -436,11 +439,13 @@ async function runProfile() {
     const svc = await startSvc({
       core: TARGET_CORE,
       upstreamUrl: upstream.base,
-      webhookUrl: receiver.hook,
+      webhookUrl: opts['profile-plain'] ? undefined : receiver.hook,
       nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profDir}`, '--cpu-prof-interval=250'],
     });
     try {
-      const m = await measure({ name: 'svc-full(prof)', url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body: bodies.svcFull(false), stream: false, pid: svc.proc.pid });
+      const stream = opts['profile-streamed'];
+      const body = (opts['profile-plain'] ? bodies.svcPlain : bodies.svcFull)(stream);
+      const m = await measure({ name: 'svc(prof)', url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body, stream, pid: svc.proc.pid });
       log(`under the profiler: ${m.rps} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, cpu ${m.targetCpuPct}%`);
     } finally {
       await stop(svc.proc, 15_000); // the profile is written on a clean exit

@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import { SVC_MODEL } from '@svc/protocol';
@@ -8,14 +8,14 @@ import type { Upstream } from './upstream/upstream.js';
 import type { AuditSink } from './chat/audit.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
 import type { KeyCache } from './auth/key-cache.js';
-import { bearerAuth } from './auth/bearer-auth.js';
-import { rateLimit } from './rate-limit/rate-limit-middleware.js';
+import { bearerAuth, createAuthenticator } from './auth/bearer-auth.js';
+import { createRateLimit, rateLimit } from './rate-limit/rate-limit-middleware.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
-import { CLIENT_CLOSED_STATUS, chatCompletionsHandler } from './chat/chat-completions.js';
+import { chatRoute, isChatRequest } from './chat/chat-completions.js';
+import { logOnClose, newRequestId } from './http/exchange.js';
 import type { Grounder } from './chat/grounder.js';
 import type { Metrics } from './metrics/metrics.js';
-import { routeLabel } from './metrics/route-label.js';
 
 export interface AppDeps {
   config: Config;
@@ -37,56 +37,71 @@ export interface AppDeps {
   publicRouter?: Router;
 }
 
-const ID_BYTES = 18;
-const idPool = Buffer.allocUnsafe(ID_BYTES * 256);
-let idOffset = idPool.length;
-
-/** `chatcmpl-` + 24 random base64url characters (drawn from a pool refilled 256 ids at a time). */
-export function newRequestId(): string {
-  if (idOffset + ID_BYTES > idPool.length) {
-    randomFillSync(idPool);
-    idOffset = 0;
-  }
-  const id = idPool.toString('base64url', idOffset, idOffset + ID_BYTES);
-  idOffset += ID_BYTES;
-  return `chatcmpl-${id}`;
+/**
+ * The server's request listener: `POST /v1/chat/completions` goes straight to the chat route on the plain
+ * `node:http` objects (the gateway's hot path: no middleware chain), everything else to the Express app.
+ *
+ * @example
+ * const server = http.createServer(createRequestListener(deps)).listen(0, '127.0.0.1');
+ */
+export function createRequestListener(deps: AppDeps): RequestListener {
+  const { app, chat } = build(deps);
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (isChatRequest(req)) chat(req, res);
+    else app(req, res);
+  };
 }
 
 /**
- * The HTTP application; `listen` lives elsewhere so tests can mount it on port 0.
+ * The HTTP application as an Express app (every route; the chat route there is the same handler the
+ * request listener calls directly). Prefer `createRequestListener` for a server.
  *
  * @example
  * const app = createApp(deps); const server = app.listen(0, '127.0.0.1');
  */
 export function createApp(deps: AppDeps): Express {
+  return build(deps).app;
+}
+
+function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res: ServerResponse) => void } {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
 
-  app.use((req: Request, res: Response, next: NextFunction) => {
-    res.locals.startedAt = deps.clock();
-    res.locals.requestId = newRequestId();
-    res.setHeader('x-request-id', res.locals.requestId);
-    next();
-  });
-  app.use(requestLog(deps.logger, deps.clock, deps.metrics));
-
-  const auth = bearerAuth({
+  const authenticate = createAuthenticator({
     keyCache: deps.keyCache,
     clock: deps.clock,
     touchLastUsed: (id, at) => deps.store.keys.touchLastUsed(id, at),
   });
-  const limit = rateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm });
-  // The hot route first: a chat request does not walk the public, dashboard and /v1 router layers.
-  app.post(
-    '/v1/chat/completions',
-    auth,
-    limit,
-    // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
-    express.json({ limit: '10mb', type: () => true, strict: false }),
-    chatCompletionsHandler(deps),
-  );
+  const applyLimit = createRateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm });
+  const chat = chatRoute({ ...deps, authenticate, applyLimit });
+  // Other spellings of the path (trailing slash, upper case) that Express' routing matches: same handler,
+  // which does its own request id, log line, auth, limit and body.
+  app.post('/v1/chat/completions', (req: Request, res: Response) => chat(req, res));
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const startedAt = deps.clock();
+    const requestId = newRequestId();
+    res.locals.startedAt = startedAt;
+    res.locals.requestId = requestId;
+    res.setHeader('x-request-id', requestId);
+    const log = {
+      requestId,
+      startedAt,
+      method: req.method,
+      url: req.originalUrl,
+      // Read when the response closes: set by bearerAuth, if the request got that far.
+      get key() {
+        return res.locals.apiKey as { prefix?: string } | undefined;
+      },
+    };
+    logOnClose(res, log, deps.logger, deps.clock, deps.metrics);
+    next();
+  });
+
+  const auth = bearerAuth(authenticate);
+  const limit = rateLimit(applyLimit);
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -111,35 +126,5 @@ export function createApp(deps: AppDeps): Express {
     throw new ApiError('not_found', `Unknown request URL: ${req.method} ${req.path}. Please check the URL and method.`);
   });
   app.use(errorHandler(deps.logger));
-  return app;
-}
-
-/**
- * One log line per request: id, key prefix, status, latency, and what the route added (tokens, upstream
- * latency); the same moment counts the request in the metrics. Never keys, prompts or answers.
- */
-function requestLog(logger: Logger, clock: () => number, metrics: Metrics | undefined) {
-  return (req: Request, res: Response, next: NextFunction) => {
-    // 'close', not 'finish': a client that went away mid-stream is logged and counted too, as 499.
-    res.on('close', () => {
-      const key = res.locals.apiKey as { prefix?: string } | undefined;
-      const latencyMs = clock() - (res.locals.startedAt as number);
-      const status = res.writableFinished ? res.statusCode : CLIENT_CLOSED_STATUS;
-      metrics?.request(req.method, routeLabel(req), status, latencyMs / 1000);
-      logger.info(
-        {
-          request_id: res.locals.requestId,
-          method: req.method,
-          // originalUrl: `req.path` is relative to the router that answered (`/test` for /v1/webhooks/test).
-          path: req.originalUrl.split('?')[0],
-          status,
-          latency_ms: latencyMs,
-          key_prefix: key?.prefix,
-          ...(res.locals.logFields as Record<string, unknown> | undefined),
-        },
-        'request',
-      );
-    });
-    next();
-  };
+  return { app, chat };
 }

@@ -1,9 +1,9 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import { createApp } from './app.js';
+import { createRequestListener } from './app.js';
 import { openStore, type Store } from './storage/store.js';
 import { createLogger } from './logging/logger.js';
 import { createOfflineModel } from './upstream/offline-model.js';
@@ -80,7 +80,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     keyCache,
     onAttempt: (attempt) => metrics.webhookAttempt(attempt.outcome, attempt.finishedAt - attempt.createdAt),
   });
-  const app = createApp({
+  const listener = createRequestListener({
     config,
     store,
     upstream,
@@ -96,7 +96,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: webhooks.actions }),
   });
 
-  const server = app.listen(config.port, config.host);
+  const server = createServer(listener);
+  server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

@@ -15,9 +15,22 @@ export class KeyCache {
   ) {}
 
   async byHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const now = this.clock();
     const hit = this.entries.get(hash);
-    if (hit && hit.expires > now) return hit.key;
+    if (hit && hit.expires > this.clock()) return hit.key;
+    return this.load(hash);
+  }
+
+  /**
+   * The cached answer without a promise when there is a fresh one (the hot path: a busy key is looked up
+   * from the database once a TTL), else `null` — then call `byHash`.
+   */
+  cached(hash: string): { key: ApiKeyRecord | undefined } | null {
+    const hit = this.entries.get(hash);
+    return hit && hit.expires > this.clock() ? hit : null;
+  }
+
+  private async load(hash: string): Promise<ApiKeyRecord | undefined> {
+    const now = this.clock();
     const key = await this.keys.byHash(hash);
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     this.entries.set(hash, { key, expires: now + this.ttlMs });

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   SVC_MODEL,
   type ChatCompletion,
@@ -8,102 +8,138 @@ import {
   type Usage,
 } from '@svc/protocol';
 import type { AppDeps } from '../app.js';
-import { apiKeyOf } from '../auth/bearer-auth.js';
+import type { Authenticate } from '../auth/bearer-auth.js';
 import type { ApiError } from '../http/errors.js';
-import { toApiError, type OnRequestFailed } from '../http/error-handler.js';
+import { answerError, toApiError, type OnRequestFailed } from '../http/error-handler.js';
+import { CLIENT_CLOSED_STATUS, logOnClose, newRequestId, type LoggedRequest } from '../http/exchange.js';
+import { readJsonBody } from '../http/json-body.js';
+import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { CompletedRequest } from './audit.js';
 import { countUsage } from './prompt.js';
 import { parseChatRequest, toUpstreamBody } from './request.js';
 
-/** nginx's "client closed request": recorded in the audit when the client went away before the end. */
-export const CLIENT_CLOSED_STATUS = 499;
-
-type HandlerDeps = Pick<AppDeps, 'config' | 'upstream' | 'audit' | 'grounder' | 'clock' | 'metrics'>;
+export type ChatRouteDeps = Pick<AppDeps, 'config' | 'upstream' | 'audit' | 'grounder' | 'clock' | 'metrics' | 'logger'> & {
+  authenticate: Authenticate;
+  applyLimit: ApplyRateLimit;
+};
 
 interface RequestContext {
-  deps: HandlerDeps;
-  req: Request;
-  res: Response;
+  deps: ChatRouteDeps;
+  req: IncomingMessage;
+  res: ServerResponse;
+  /** What the request log line says (key and fields filled in as they are known). */
+  log: LoggedRequest;
   key: ApiKeyRecord;
   requestId: string;
   startedAt: number;
   /** Aborted when the client disconnects before the response finished. */
   abort: AbortController;
+  /** Failures before the response started (400, 502) are audited through this hook before the error is sent. */
+  onFailed?: OnRequestFailed;
   /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
   upstreamStartedAt?: number;
   upstreamFinishedAt?: number;
 }
 
-/** `POST /v1/chat/completions` (spec §4.1, design §3). */
-export function chatCompletionsHandler(deps: HandlerDeps) {
-  return async (req: Request, res: Response) => {
-    const ctx: RequestContext = {
-      deps,
-      req,
-      res,
-      key: apiKeyOf(res),
-      requestId: res.locals.requestId as string,
-      startedAt: res.locals.startedAt as number,
-      abort: new AbortController(),
-    };
+/**
+ * `POST /v1/chat/completions` (spec §4.1, design §3) on plain `node:http` objects: request id, request log,
+ * bearer auth, rate limit, the JSON body and the completion itself, without a middleware chain (this is the
+ * hot path of the gateway). The server's listener sends the exact path here before Express; Express routes
+ * the path's other spellings (trailing slash, case) to the same handler.
+ *
+ * @example
+ * const chat = chatRoute({ ...deps, authenticate, applyLimit });
+ * http.createServer((req, res) => (isChatRequest(req) ? chat(req, res) : app(req, res)));
+ */
+export function chatRoute(deps: ChatRouteDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const startedAt = deps.clock();
+    const requestId = newRequestId();
+    res.setHeader('x-request-id', requestId);
+    const log: LoggedRequest = { requestId, startedAt, method: req.method ?? 'POST', url: req.url ?? '/' };
+    logOnClose(res, log, deps.logger, deps.clock, deps.metrics);
+    const ctx = { deps, req, res, log, requestId, startedAt, abort: new AbortController() } as RequestContext;
     res.on('close', () => {
       if (!res.writableFinished) ctx.abort.abort(new Error('client closed the connection'));
     });
-    const raw = req.body as Record<string, unknown> | undefined;
-    const requestedStreaming = raw?.stream === true;
-
-    // Failures before the response started (400, 502) are audited by the error handler through this hook.
-    const onFailed: OnRequestFailed = (error: ApiError) =>
-      audit(ctx, {
-        statusCode: ctx.abort.signal.aborted ? CLIENT_CLOSED_STATUS : error.status,
-        streaming: requestedStreaming,
-        messages: raw?.messages,
-        responseText: '',
-        svc: null,
-        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
-      });
-    res.locals.onRequestFailed = onFailed;
-
-    const request = parseChatRequest(raw);
-    const upstream = toUpstreamBody(request, deps.config.upstream);
-    ctx.upstreamStartedAt = deps.clock();
-    if (upstream.streaming) {
-      const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
-      res.locals.onRequestFailed = undefined;
-      await streamCompletion(ctx, request, chunks);
-      return;
-    }
-    const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
-    ctx.upstreamFinishedAt = deps.clock();
-    const answer = completion.choices[0]?.message.content ?? '';
-    const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
-    const usage =
-      completion.usage ??
-      (await countUsage(request.messages, completion.choices.map((c) => c.message.content ?? '')));
-    const body: ChatCompletion = {
-      id: ctx.requestId,
-      object: 'chat.completion',
-      created: completion.created ?? Math.floor(ctx.startedAt / 1000),
-      model: SVC_MODEL,
-      choices: completion.choices.map((c) => ({
-        index: c.index,
-        message: c.message,
-        logprobs: c.logprobs ?? null,
-        finish_reason: c.finish_reason,
-      })),
-      usage,
-      ...(completion.system_fingerprint !== undefined ? { system_fingerprint: completion.system_fingerprint } : {}),
-      svc,
-    };
-    res.locals.onRequestFailed = undefined;
-    await audit(ctx, { statusCode: 200, streaming: false, messages: request.messages, responseText: answer, svc, usage });
-    // What res.json does for a 200 to a POST, without its content negotiation and freshness checks.
-    const json = JSON.stringify(body);
-    res.setHeader('content-type', 'application/json; charset=utf-8');
-    res.setHeader('content-length', Buffer.byteLength(json));
-    res.end(json);
+    complete(ctx).catch((err: unknown) => {
+      const onFailed = ctx.onFailed;
+      ctx.onFailed = undefined;
+      return answerError(res, err, { logger: deps.logger, requestId, path: pathOf(log.url), onFailed });
+    });
   };
+}
+
+/** True for `POST /v1/chat/completions` exactly (query string allowed): the listener's fast dispatch. */
+export function isChatRequest(req: IncomingMessage): boolean {
+  if (req.method !== 'POST') return false;
+  const url = req.url ?? '';
+  return url === CHAT_PATH || (url.startsWith(CHAT_PATH) && url.charCodeAt(CHAT_PATH.length) === 63 /* ? */);
+}
+const CHAT_PATH = '/v1/chat/completions';
+
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+async function complete(ctx: RequestContext): Promise<void> {
+  const { deps, req, res } = ctx;
+  const authenticated = deps.authenticate(req.headers.authorization);
+  ctx.key = authenticated instanceof Promise ? await authenticated : authenticated;
+  ctx.log.key = ctx.key;
+  await deps.applyLimit(ctx.key, res);
+  // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
+  const raw = (await readJsonBody(req)) as Record<string, unknown> | undefined;
+  const requestedStreaming = raw?.stream === true;
+
+  ctx.onFailed = (error: ApiError) =>
+    audit(ctx, {
+      statusCode: ctx.abort.signal.aborted ? CLIENT_CLOSED_STATUS : error.status,
+      streaming: requestedStreaming,
+      messages: raw?.messages,
+      responseText: '',
+      svc: null,
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    });
+
+  const request = parseChatRequest(raw);
+  const upstream = toUpstreamBody(request, deps.config.upstream);
+  ctx.upstreamStartedAt = deps.clock();
+  if (upstream.streaming) {
+    const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
+    ctx.onFailed = undefined;
+    await streamCompletion(ctx, request, chunks);
+    return;
+  }
+  const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
+  ctx.upstreamFinishedAt = deps.clock();
+  const answer = completion.choices[0]?.message.content ?? '';
+  const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
+  const usage =
+    completion.usage ??
+    (await countUsage(request.messages, completion.choices.map((c) => c.message.content ?? '')));
+  const body: ChatCompletion = {
+    id: ctx.requestId,
+    object: 'chat.completion',
+    created: completion.created ?? Math.floor(ctx.startedAt / 1000),
+    model: SVC_MODEL,
+    choices: completion.choices.map((c) => ({
+      index: c.index,
+      message: c.message,
+      logprobs: c.logprobs ?? null,
+      finish_reason: c.finish_reason,
+    })),
+    usage,
+    ...(completion.system_fingerprint !== undefined ? { system_fingerprint: completion.system_fingerprint } : {}),
+    svc,
+  };
+  ctx.onFailed = undefined;
+  await audit(ctx, { statusCode: 200, streaming: false, messages: request.messages, responseText: answer, svc, usage });
+  const json = JSON.stringify(body);
+  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
+  res.end(json);
 }
 
 function dehallucinateRequested(request: ChatCompletionRequest): boolean {
@@ -113,7 +149,7 @@ function dehallucinateRequested(request: ChatCompletionRequest): boolean {
 async function audit(ctx: RequestContext, input: Omit<CompletedRequest, 'requestId' | 'key' | 'startedAt' | 'finishedAt'>) {
   const upstreamLatency =
     ctx.upstreamStartedAt === undefined ? {} : { upstream_latency_ms: (ctx.upstreamFinishedAt ?? ctx.deps.clock()) - ctx.upstreamStartedAt };
-  ctx.res.locals.logFields = { tokens: input.usage.total_tokens, ...upstreamLatency };
+  ctx.log.fields = { tokens: input.usage.total_tokens, ...upstreamLatency };
   await ctx.deps.audit.record({
     ...input,
     requestId: ctx.requestId,
@@ -141,29 +177,15 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   const held: ChatCompletionChunk[] = [];
   let firstToken = false;
 
-  res.status(200);
-  res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-  res.setHeader('cache-control', 'no-cache');
-  res.setHeader('connection', 'keep-alive');
-  res.setHeader('x-accel-buffering', 'no');
-  res.flushHeaders();
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  const sse = new SseWriter(res);
 
-  const write = async (data: string) => {
-    if (res.destroyed || res.writableEnded) return;
-    if (!res.write(`data: ${data}\n\n`)) {
-      // Backpressure: wait until the client has read, or is gone. Both listeners go once either fires:
-      // `once()` in a race would leave a 'close' and an 'error' listener behind on every drain.
-      await new Promise<void>((resolve) => {
-        const done = (): void => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.on('drain', done);
-        res.on('close', done);
-      });
-    }
-  };
+  const write = (data: string): Promise<void> | undefined => sse.write(data);
   const frame = (choices: ChatCompletionChunk['choices'], extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk => ({
     id: ctx.requestId,
     object: 'chat.completion.chunk',
@@ -204,7 +226,8 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
         held.push(out);
       } else {
         if (finishesOther && svc) out.svc = svc;
-        await write(JSON.stringify(out));
+        const behind = write(JSON.stringify(out));
+        if (behind) await behind;
       }
     }
     ctx.upstreamFinishedAt = ctx.deps.clock();
@@ -238,6 +261,73 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
     });
     if (!clientGone) await write(JSON.stringify(error.toBody()));
   } finally {
-    res.end();
+    sse.end();
   }
+}
+
+/**
+ * SSE frames to a response, coalesced: frames written in the same tick (one upstream read usually carries
+ * many) go out in one socket write on the next tick, not a write each. The headers go out on that tick too,
+ * even with no frame yet. When the socket's buffer is full, the next `write` waits for 'drain' (or close),
+ * so a slow reader holds at most one tick's frames in memory.
+ */
+class SseWriter {
+  private pending = '';
+  private scheduled = false;
+  private drained: Promise<void> | null = null;
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const { res } = this;
+    if (res.destroyed || res.writableEnded) {
+      this.pending = '';
+      return;
+    }
+    if (this.pending === '') {
+      if (!res.headersSent) res.flushHeaders();
+      return;
+    }
+    const out = this.pending;
+    this.pending = '';
+    if (!res.write(out)) this.drained = waitForDrain(res);
+  };
+
+  constructor(private readonly res: ServerResponse) {
+    this.schedule();
+  }
+
+  /** Queues `data: …` for this tick's write; returns a promise only when the reader is behind. */
+  write(data: string): Promise<void> | undefined {
+    if (this.drained) {
+      const drained = this.drained;
+      this.drained = null;
+      return drained.then(() => this.write(data));
+    }
+    this.pending += `data: ${data}\n\n`;
+    this.schedule();
+    return undefined;
+  }
+
+  end(): void {
+    this.flush();
+    this.res.end();
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    process.nextTick(this.flush);
+  }
+}
+
+/** Resolves when `res` can take more, or is gone. Both listeners go once either fires. */
+function waitForDrain(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }

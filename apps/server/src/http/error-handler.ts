@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { ApiError } from './errors.js';
@@ -36,27 +37,44 @@ export function toApiError(err: unknown): ApiError {
   }
 }
 
+/**
+ * Answers a failed request in the error shape of design §4 (never a stack trace or an internal message):
+ * logs what is a server fault, lets the route audit the failure first, and only ends a response whose
+ * headers already went out.
+ */
+export async function answerError(
+  res: ServerResponse,
+  err: unknown,
+  context: { logger: Logger; requestId: string | undefined; path: string; onFailed?: OnRequestFailed },
+): Promise<void> {
+  const apiError = toApiError(err);
+  // A client that went away (the chat route aborts its upstream call then) is not a server fault: 499 in the request log.
+  const clientGone = res.destroyed && !res.writableFinished;
+  if (apiError.code === 'internal_error' && !clientGone) {
+    context.logger.error({ err: apiError.cause ?? err, request_id: context.requestId, path: context.path }, 'unhandled error');
+  }
+  if (context.onFailed) {
+    try {
+      await context.onFailed(apiError);
+    } catch (auditErr) {
+      context.logger.error({ err: auditErr, request_id: context.requestId }, 'could not record the failed request');
+    }
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify(apiError.toBody());
+  for (const [name, value] of Object.entries(apiError.headers)) res.setHeader(name, value);
+  res.writeHead(apiError.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Express's error handler: `answerError` with what the middleware chain left in `res.locals`. */
 export function errorHandler(logger: Logger) {
   return async (err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const apiError = toApiError(err);
-    // A client that went away (the chat route aborts its upstream call then) is not a server fault: 499 in the request log.
-    const clientGone = res.destroyed && !res.writableFinished;
-    if (apiError.code === 'internal_error' && !clientGone) {
-      logger.error({ err: apiError.cause ?? err, request_id: res.locals.requestId, path: req.path }, 'unhandled error');
-    }
     const onFailed = res.locals.onRequestFailed as OnRequestFailed | undefined;
     res.locals.onRequestFailed = undefined;
-    if (onFailed) {
-      try {
-        await onFailed(apiError);
-      } catch (auditErr) {
-        logger.error({ err: auditErr, request_id: res.locals.requestId }, 'could not record the failed request');
-      }
-    }
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    res.status(apiError.status).set(apiError.headers).json(apiError.toBody());
+    await answerError(res, err, { logger, requestId: res.locals.requestId as string | undefined, path: req.path, onFailed });
   };
 }

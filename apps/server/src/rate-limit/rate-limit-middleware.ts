@@ -1,12 +1,21 @@
 import type { NextFunction, Request, Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import { ApiError } from '../http/errors.js';
 import { apiKeyOf } from '../auth/bearer-auth.js';
+import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { formatResetDuration, type RateLimiter } from './rate-limiter.js';
 
-/** Per-key limit (the key's own, else the default); sets OpenAI's x-ratelimit-* headers on every response. */
-export function rateLimit(deps: { limiter: RateLimiter; defaultRpm: number }) {
-  return async (_req: Request, res: Response, next: NextFunction) => {
-    const key = apiKeyOf(res);
+/** Consumes one request of `key`'s limit; sets `x-ratelimit-*` on `res` and throws 429 when over it. */
+export type ApplyRateLimit = (key: ApiKeyRecord, res: ServerResponse) => Promise<void>;
+
+/**
+ * Per-key limit (the key's own, else the default); sets OpenAI's x-ratelimit-* headers on every response.
+ *
+ * @example
+ * const applyLimit = createRateLimit({ limiter, defaultRpm: 600 }); await applyLimit(key, res);
+ */
+export function createRateLimit(deps: { limiter: RateLimiter; defaultRpm: number }): ApplyRateLimit {
+  return async (key, res) => {
     const decision = await deps.limiter.consume(key.id, key.rate_limit_rpm ?? deps.defaultRpm);
     res.setHeader('x-ratelimit-limit-requests', String(decision.limit));
     res.setHeader('x-ratelimit-remaining-requests', String(decision.remaining));
@@ -18,6 +27,13 @@ export function rateLimit(deps: { limiter: RateLimiter; defaultRpm: number }) {
         { headers: { 'retry-after': String(Math.max(1, Math.ceil(decision.resetMs / 1000))) } },
       );
     }
+  };
+}
+
+/** Express middleware of a rate limit (after `bearerAuth`). */
+export function rateLimit(applyLimit: ApplyRateLimit) {
+  return async (_req: Request, res: Response, next: NextFunction) => {
+    await applyLimit(apiKeyOf(res), res);
     next();
   };
 }

@@ -1,0 +1,115 @@
+import type { IncomingMessage } from 'node:http';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import type { Transform } from 'node:stream';
+import { ApiError } from './errors.js';
+
+/** The chat route's body limit (design §4 `request_too_large`). */
+export const JSON_BODY_LIMIT = 10 * 1024 * 1024;
+
+const tooLarge = () => new ApiError('request_too_large', 'The request body is larger than the 10 MiB limit.');
+const incomplete = () => new ApiError('invalid_request', 'The request body could not be read completely.');
+const notUtf8 = () => new ApiError('invalid_request', 'The request body must be UTF-8 encoded JSON.');
+export const invalidJson = () =>
+  new ApiError('invalid_json', "We could not parse the JSON body of your request. Send valid JSON with 'Content-Type: application/json'.");
+
+const DECODERS: Record<string, () => Transform> = {
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
+
+/**
+ * Reads and parses a JSON request body the way `express.json({ limit: '10mb', type: () => true, strict: false })`
+ * did, without its stream plumbing: any content type, UTF-8 only, gzip/deflate/br bodies inflated, the
+ * limit applied to the inflated size. No body at all → `undefined`; an empty body → `{}`.
+ * Rejects with an `ApiError` (400 invalid_json / invalid_request, 413 request_too_large).
+ *
+ * @example
+ * const body = await readJsonBody(req);
+ */
+export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT): Promise<unknown> {
+  const headers = req.headers;
+  const length = headers['content-length'];
+  // type-is' hasBody: a transfer-encoding, or any numeric content-length (0 included).
+  if (headers['transfer-encoding'] === undefined && (length === undefined || Number.isNaN(Number(length)))) {
+    req.resume();
+    return Promise.resolve(undefined);
+  }
+  const charset = charsetOf(headers['content-type']);
+  if (charset !== undefined && !charset.startsWith('utf-')) return refuse(req, notUtf8());
+  const encoding = (headers['content-encoding'] ?? 'identity').toLowerCase();
+  if (encoding === 'identity') {
+    if (length !== undefined && Number(length) > limit) return refuse(req, tooLarge());
+    return collect(req, limit);
+  }
+  const decoder = DECODERS[encoding];
+  if (!decoder) return refuse(req, new ApiError('invalid_request', `Unsupported content encoding "${encoding}".`));
+  const inflate = decoder();
+  req.on('error', (err) => inflate.destroy(err));
+  req.on('aborted', () => inflate.destroy(incomplete()));
+  return collect(req.pipe(inflate), limit).catch((err: unknown) => {
+    throw err instanceof ApiError ? err : new ApiError('invalid_request', 'The request body could not be inflated.');
+  });
+}
+
+/** Answers now; the unread body is discarded (node keeps the connection usable). */
+function refuse(req: IncomingMessage, error: ApiError): Promise<never> {
+  req.resume();
+  return Promise.reject(error);
+}
+
+function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => void }, limit: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const fail = (error: ApiError) => {
+      if (settled) return;
+      settled = true;
+      stream.removeListener('data', onData);
+      // Keep reading (and dropping) what is left so the answer can go out on a usable connection.
+      stream.resume();
+      reject(error);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) return fail(tooLarge());
+      parts.push(chunk);
+    };
+    stream.on('data', onData);
+    stream.on('end', () => {
+      if (settled) return;
+      settled = true;
+      const buffer = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+      try {
+        resolve(parseJson(buffer));
+      } catch (err) {
+        reject(err);
+      }
+    });
+    stream.on('aborted', () => fail(incomplete()));
+    stream.on('error', (err: unknown) => fail(err instanceof ApiError ? err : incomplete()));
+    stream.on('close', () => {
+      if (!settled) fail(incomplete());
+    });
+  });
+}
+
+/** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
+function parseJson(buffer: Buffer): unknown {
+  if (buffer.length === 0) return {};
+  const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+  try {
+    return JSON.parse(buffer.toString('utf8', start)) as unknown;
+  } catch {
+    throw invalidJson();
+  }
+}
+
+/** The `charset` parameter of a content type, lower-cased; undefined when there is none. */
+function charsetOf(contentType: string | undefined): string | undefined {
+  if (!contentType) return undefined;
+  const match = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType);
+  return match ? match[1]!.toLowerCase() : undefined;
+}
