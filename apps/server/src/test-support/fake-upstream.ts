@@ -81,6 +81,8 @@ export interface FakeUpstream {
   /** Base URL ending in `/v1`, e.g. `http://127.0.0.1:41234/v1`. */
   url: string;
   requests: FakeUpstreamRequest[];
+  /** TCP connections accepted so far (a client that reuses connections keeps this low). */
+  readonly connections: number;
   /** Behaviour for every following request (not taken from the queue). */
   setBehavior(behavior: FakeUpstreamBehavior): void;
   /** Queue a behaviour for the next request only; queued behaviours are used in order. */
@@ -117,7 +119,9 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
   const server = createServer((req, res) => {
     void handle(req, res);
   });
+  let connections = 0;
   server.on('connection', (socket) => {
+    connections += 1;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
@@ -290,6 +294,9 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
   return {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
+    get connections() {
+      return connections;
+    },
     setBehavior(next) {
       behavior = next;
     },

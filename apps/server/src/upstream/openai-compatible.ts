@@ -29,6 +29,8 @@ export interface OpenAICompatibleUpstreamOptions {
 
 /** Bytes of a non-2xx body read for its error message. */
 const ERROR_BODY_LIMIT = 64 * 1024;
+/** Bytes after `[DONE]` read to keep the connection; a server that sends more loses it. */
+const DRAIN_LIMIT = 64 * 1024;
 /** How long `close()` waits for in-flight requests before destroying the pool. */
 const CLOSE_GRACE_MS = 5_000;
 const CONNECT_FAILURE_CODES = new Set([
@@ -298,7 +300,8 @@ async function* readChunks(
     return chunk;
   };
   try {
-    for await (const part of body as AsyncIterable<Buffer>) {
+    // Not destroyed on `break` at [DONE]: the end of the body follows and the connection goes back to the pool.
+    for await (const part of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
       for (const event of parser.push(decoder.decode(part, { stream: true }))) {
         const chunk = handle(event);
         if (done) break;
@@ -321,7 +324,12 @@ async function* readChunks(
     throw exchange.fail(error);
   } finally {
     exchange.release();
-    if (!body.readableEnded) body.destroy();
+    if (!body.readableEnded) {
+      // After [DONE], read what is left (the chunked terminator) so the connection is reused; destroying the
+      // body would close it, and a new connection per streamed request costs more than the request itself.
+      if (done) body.dump({ limit: DRAIN_LIMIT }).catch(() => {});
+      else body.destroy();
+    }
   }
 }
 
