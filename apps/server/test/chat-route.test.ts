@@ -62,11 +62,12 @@ describe('request body', () => {
 
   it('refuses an unknown content encoding, a corrupt gzip body and a non-UTF-8 charset with 400 invalid_request', async () => {
     const json = JSON.stringify(valid);
-    for (const headers of [
+    const cases: Array<Record<string, string>> = [
       { 'content-encoding': 'compress' },
       { 'content-encoding': 'gzip' },
       { 'content-type': 'application/json; charset=latin1' },
-    ]) {
+    ];
+    for (const headers of cases) {
       const res = await send('/v1/chat/completions', json, headers);
       expect(res.status, JSON.stringify(headers)).toBe(400);
       expect(errorCode(res.text)).toBe('invalid_request');
