@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'sk-svc-';
 
@@ -10,7 +10,8 @@ export function generateApiKey(): { token: string; hash: string; prefix: string 
 
 /** Keys are looked up by this hash, so a lookup never compares the secret itself and timing leaks nothing. */
 export function hashApiKey(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  // One-shot `crypto.hash` (Node ≥ 20.12): same digest without a Hash object per request.
+  return hash('sha256', token, 'hex');
 }
 
 export function displayPrefix(token: string): string {

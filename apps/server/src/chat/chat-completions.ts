@@ -15,6 +15,7 @@ import { CLIENT_CLOSED_STATUS, logOnClose, newRequestId, type LoggedRequest } fr
 import { readJsonBody } from '../http/json-body.js';
 import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
+import type { ChunkStream } from '../upstream/upstream.js';
 import type { CompletedRequest } from './audit.js';
 import { countUsage } from './prompt.js';
 import { parseChatRequest, toUpstreamBody } from './request.js';
@@ -164,7 +165,7 @@ async function audit(ctx: RequestContext, input: Omit<CompletedRequest, 'request
  * choice also carries `svc` (the full text is known then). Usage from upstream is held back and sent as a
  * `choices: []` chunk only when the client asked for it.
  */
-async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequest, chunks: AsyncIterable<ChatCompletionChunk>) {
+async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequest, chunks: ChunkStream) {
   const { res } = ctx;
   const created = Math.floor(ctx.startedAt / 1000);
   const includeUsage = request.stream_options?.include_usage === true;
@@ -186,7 +187,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   const sse = new SseWriter(res);
 
   const write = (data: string): Promise<void> | undefined => sse.write(data);
-  const frame = (choices: ChatCompletionChunk['choices'], extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk => ({
+  const frame = (choices: ChatCompletionChunk['choices'], extra?: Partial<ChatCompletionChunk>): ChatCompletionChunk => ({
     id: ctx.requestId,
     object: 'chat.completion.chunk',
     created,
@@ -197,37 +198,49 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   const computeSvc = async () =>
     ctx.deps.grounder.check({ messages: request.messages, answer: texts[0] ?? '', requested });
 
+  /** The frame the client gets for an upstream chunk; the chunk (ours alone) is adjusted in place. */
+  const relay = (chunk: ChatCompletionChunk): ChatCompletionChunk => {
+    for (const choice of chunk.choices) {
+      const delta = choice.delta;
+      if (!started.has(choice.index)) {
+        started.add(choice.index);
+        if (delta.role === undefined) delta.role = 'assistant';
+      }
+      if (typeof delta.content === 'string') texts[choice.index] = (texts[choice.index] ?? '') + delta.content;
+      if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
+        firstToken = true;
+        ctx.deps.metrics?.firstToken((ctx.deps.clock() - ctx.startedAt) / 1000);
+      }
+      if (choice.logprobs === undefined) choice.logprobs = null;
+    }
+    return frame(chunk.choices, chunk.system_fingerprint !== undefined ? { system_fingerprint: chunk.system_fingerprint } : undefined);
+  };
+
   try {
-    for await (const chunk of chunks) {
-      if (chunk.usage) usage = chunk.usage;
-      if (!chunk.choices || chunk.choices.length === 0) continue;
-      const choices = chunk.choices.map((choice) => {
-        const delta = { ...choice.delta };
-        if (!started.has(choice.index)) {
-          started.add(choice.index);
-          if (delta.role === undefined) delta.role = 'assistant';
+    for await (const batch of chunks) {
+      for (const chunk of batch) {
+        if (chunk.usage) usage = chunk.usage;
+        if (!chunk.choices || chunk.choices.length === 0) continue;
+        const out = relay(chunk);
+        let finishesFirst = false;
+        let finishesOther = false;
+        for (const c of out.choices) {
+          if (c.finish_reason === null) continue;
+          if (c.index === 0) finishesFirst = true;
+          else finishesOther = true;
         }
-        if (typeof delta.content === 'string') texts[choice.index] = (texts[choice.index] ?? '') + delta.content;
-        if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
-          firstToken = true;
-          ctx.deps.metrics?.firstToken((ctx.deps.clock() - ctx.startedAt) / 1000);
+        if (finishesFirst) {
+          svc = await computeSvc();
+          out.svc = svc;
+          await write(JSON.stringify(out));
+          for (const h of held.splice(0)) await write(JSON.stringify({ ...h, svc }));
+        } else if (finishesOther && svc === null) {
+          held.push(out);
+        } else {
+          if (finishesOther && svc) out.svc = svc;
+          const behind = write(JSON.stringify(out));
+          if (behind) await behind;
         }
-        return { ...choice, delta, logprobs: choice.logprobs ?? null };
-      });
-      const out = frame(choices, chunk.system_fingerprint !== undefined ? { system_fingerprint: chunk.system_fingerprint } : {});
-      const finishesFirst = choices.some((c) => c.index === 0 && c.finish_reason !== null);
-      const finishesOther = choices.some((c) => c.index !== 0 && c.finish_reason !== null);
-      if (finishesFirst) {
-        svc = await computeSvc();
-        out.svc = svc;
-        await write(JSON.stringify(out));
-        for (const h of held.splice(0)) await write(JSON.stringify({ ...h, svc }));
-      } else if (finishesOther && svc === null) {
-        held.push(out);
-      } else {
-        if (finishesOther && svc) out.svc = svc;
-        const behind = write(JSON.stringify(out));
-        if (behind) await behind;
       }
     }
     ctx.upstreamFinishedAt = ctx.deps.clock();

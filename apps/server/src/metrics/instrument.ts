@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ChatCompletionChunk } from '@svc/protocol';
 import type { Grounder } from '../chat/grounder.js';
-import { UpstreamError, type Upstream } from '../upstream/upstream.js';
+import { UpstreamError, type ChunkStream, type Upstream } from '../upstream/upstream.js';
 import type { Metrics } from './metrics.js';
 
 const seconds = (since: number) => (performance.now() - since) / 1000;
@@ -34,7 +34,7 @@ export function instrumentUpstream(upstream: Upstream, metrics: Metrics): Upstre
     },
     async stream(request) {
       const started = performance.now();
-      let chunks: AsyncIterable<ChatCompletionChunk>;
+      let chunks: ChunkStream;
       try {
         chunks = await upstream.stream(request);
       } catch (err) {
@@ -51,7 +51,7 @@ export function instrumentUpstream(upstream: Upstream, metrics: Metrics): Upstre
         const code = err !== undefined ? errorCode(err, request.signal) : request.signal.aborted ? 'client_closed' : undefined;
         metrics.upstreamCall('stream', seconds(started), code);
       };
-      const iterator: AsyncIterableIterator<ChatCompletionChunk> = {
+      const iterator: AsyncIterableIterator<ChatCompletionChunk[]> = {
         async next() {
           try {
             const result = await inner.next();

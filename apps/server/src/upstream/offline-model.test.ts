@@ -53,7 +53,7 @@ async function complete(b: UpstreamBody, thinking = false): Promise<UpstreamComp
 
 async function stream(b: UpstreamBody, thinking = false): Promise<ChatCompletionChunk[]> {
   const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of await model.stream({ body: b, signal, thinking })) chunks.push(chunk);
+  for await (const batch of await model.stream({ body: b, signal, thinking })) chunks.push(...batch);
   return chunks;
 }
 

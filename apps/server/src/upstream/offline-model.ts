@@ -4,7 +4,7 @@ import { decodeGenerator, encode, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
-import type { Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
+import type { ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
 
 /** Shown when there is nothing to answer from. */
 export const NO_SOURCE_ANSWER =
@@ -86,12 +86,12 @@ export function createOfflineModel(): Upstream {
       };
     },
 
-    async stream({ body, signal, thinking }: UpstreamRequest): Promise<AsyncIterable<ChatCompletionChunk>> {
+    async stream({ body, signal, thinking }: UpstreamRequest): Promise<ChunkStream> {
       await loadTokenizer();
       signal.throwIfAborted();
       const generated = generate(body, thinking);
       const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
-      return streamChunks(generated, body.model, includeUsage, signal);
+      return oneByOne(streamChunks(generated, body.model, includeUsage, signal));
     },
 
     async close(): Promise<void> {},
@@ -330,6 +330,11 @@ function sampleHints(question: string): SampleHints {
   names.push(...sentenceStarts);
   const numbers = [...question.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
   return { question, names, numbers, keywords: [...new Set(terms(question))] };
+}
+
+/** Each chunk as a batch of its own (the offline model paces its chunks itself). */
+async function* oneByOne(chunks: AsyncIterable<ChatCompletionChunk>): ChunkStream {
+  for await (const chunk of chunks) yield [chunk];
 }
 
 async function* streamChunks(

@@ -4,7 +4,7 @@ import type { ChatCompletionChunk } from '@svc/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior } from '../test-support/fake-upstream.js';
 import { createOpenAICompatibleUpstream, type OpenAICompatibleUpstreamOptions } from './openai-compatible.js';
-import { UpstreamError, type Upstream, type UpstreamRequest } from './upstream.js';
+import { UpstreamError, type ChunkStream, type Upstream, type UpstreamRequest } from './upstream.js';
 
 const API_KEY = 'sk-upstream-secret-1234567890';
 
@@ -23,9 +23,13 @@ function request(extra: Record<string, unknown> = {}, signal = new AbortControll
   };
 }
 
-async function collect(iterable: AsyncIterable<ChatCompletionChunk>): Promise<ChatCompletionChunk[]> {
+/** Every chunk of a stream, its batches flattened. */
+async function collect(iterable: ChunkStream): Promise<ChatCompletionChunk[]> {
   const chunks: ChatCompletionChunk[] = [];
-  for await (const chunk of iterable) chunks.push(chunk);
+  for await (const batch of iterable) {
+    expect(batch.length).toBeGreaterThan(0);
+    chunks.push(...batch);
+  }
   return chunks;
 }
 

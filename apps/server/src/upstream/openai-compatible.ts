@@ -10,7 +10,7 @@ import {
   type Usage,
 } from '@svc/protocol';
 import { SseParser, type SseEvent } from './sse.js';
-import { UpstreamError, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
+import { UpstreamError, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
 export interface OpenAICompatibleUpstreamOptions {
   /** Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`; requests go to `{baseUrl}/chat/completions`. */
@@ -131,7 +131,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       }
     },
 
-    async stream({ body, signal }: UpstreamRequest): Promise<AsyncIterable<ChatCompletionChunk>> {
+    async stream({ body, signal }: UpstreamRequest): Promise<ChunkStream> {
       signal.throwIfAborted();
       const { response, exchange } = await send({ ...body, stream: true }, true, signal);
       const contentType = String(response.headers['content-type'] ?? '');
@@ -242,10 +242,10 @@ function chunkIterable(
   exchange: Exchange,
   request: UpstreamBody,
   redact: (text: string) => string,
-): AsyncIterable<ChatCompletionChunk> {
+): ChunkStream {
   const generator = readChunks(body, exchange, request, redact);
   let started = false;
-  const iterator: AsyncIterableIterator<ChatCompletionChunk> = {
+  const iterator: AsyncIterableIterator<ChatCompletionChunk[]> = {
     next() {
       started = true;
       return generator.next();
@@ -268,25 +268,43 @@ function chunkIterable(
   return iterator;
 }
 
+/** Chunks as they arrive: one batch per network read (the frames it completed), never an empty one. */
 async function* readChunks(
   body: Dispatcher.ResponseData['body'],
   exchange: Exchange,
   request: UpstreamBody,
   redact: (text: string) => string,
-): AsyncGenerator<ChatCompletionChunk> {
+): AsyncGenerator<ChatCompletionChunk[]> {
   const parser = new SseParser();
   const decoder = new TextDecoder();
   const started = new Set<number>();
   const finished = new Set<number>();
   const fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
   let done = false;
-  const handle = (event: SseEvent): ChatCompletionChunk | null => {
-    if (event.data.trim() === '[DONE]') {
+  /** A bad frame's error, thrown once the good frames before it went out. */
+  let failure: unknown;
+  /** The chunks of `events` up to a [DONE] or a bad frame. */
+  const handle = (events: SseEvent[]): ChatCompletionChunk[] => {
+    const batch: ChatCompletionChunk[] = [];
+    try {
+      for (const event of events) {
+        const chunk = chunkOf(event);
+        if (done) break;
+        if (chunk) batch.push(chunk);
+      }
+    } catch (error) {
+      failure = error;
+    }
+    return batch;
+  };
+  const chunkOf = (event: SseEvent): ChatCompletionChunk | null => {
+    const data = event.data;
+    if (data === '[DONE]' || (data.length < 16 && data.trim() === '[DONE]')) {
       done = true;
       return null;
     }
-    if (event.data.trim() === '') return null;
-    const json = tryJson(event.data);
+    if (data === '' || data.trim() === '') return null;
+    const json = tryJson(data);
     if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
     const error = embeddedError(json);
     if (error !== null || event.event === 'error') {
@@ -302,19 +320,15 @@ async function* readChunks(
   try {
     // Not destroyed on `break` at [DONE]: the end of the body follows and the connection goes back to the pool.
     for await (const part of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      for (const event of parser.push(decoder.decode(part, { stream: true }))) {
-        const chunk = handle(event);
-        if (done) break;
-        if (chunk) yield chunk;
-      }
+      const batch = handle(parser.push(decoder.decode(part, { stream: true })));
+      if (batch.length > 0) yield batch;
+      if (failure !== undefined) throw failure;
       if (done) break;
     }
     if (!done) {
-      for (const event of [...parser.push(decoder.decode()), ...parser.end()]) {
-        const chunk = handle(event);
-        if (done) break;
-        if (chunk) yield chunk;
-      }
+      const batch = handle([...parser.push(decoder.decode()), ...parser.end()]);
+      if (batch.length > 0) yield batch;
+      if (failure !== undefined) throw failure;
     }
     // Some servers omit [DONE]; an end after every choice finished is still a complete answer.
     if (!done && (started.size === 0 || finished.size < started.size)) {
@@ -371,6 +385,9 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
 
 function normalizeChunk(json: unknown, fallback: { id: string; created: number; model: string }): ChatCompletionChunk {
   if (!isRecord(json) || !Array.isArray(json.choices)) throw invalid('a stream frame has no choices array');
+  // A frame that needs no normalising (what OpenAI-compatible servers send for text) is taken as it is.
+  const direct = plainChunk(json);
+  if (direct) return direct;
   const choices = json.choices.map((raw, position) => {
     if (!isRecord(raw)) throw invalid(`a stream frame's choices[${position}] is not an object`);
     const delta: Record<string, unknown> = isRecord(raw.delta) ? { ...raw.delta } : {};
@@ -418,20 +435,23 @@ function inSchemaOrder(value: Record<string, unknown>, keys: readonly string[]):
 
 /**
  * `ChatCompletionChunkSchema.parse(chunk)` for frames that certainly pass it and need nothing but the key
- * order it gives (every schema object is loose: unknown keys are kept); undefined for anything else.
+ * order it gives (every schema object is loose: unknown keys are kept); undefined for anything else —
+ * including anything `normalizeChunk` would change, so it can be tried on a frame as received.
  */
 export function plainChunk(chunk: Record<string, unknown>): ChatCompletionChunk | undefined {
   if (typeof chunk.id !== 'string' || chunk.object !== 'chat.completion.chunk' || !Number.isInteger(chunk.created) || typeof chunk.model !== 'string') return undefined;
   if (chunk.usage !== undefined || chunk.svc !== undefined) return undefined;
   const fingerprint = chunk.system_fingerprint;
   if (fingerprint !== undefined && fingerprint !== null && typeof fingerprint !== 'string') return undefined;
-  const choices = chunk.choices as Array<Record<string, unknown>>;
+  const choices = chunk.choices as unknown[];
   const out: Array<Record<string, unknown>> = [];
   for (const choice of choices) {
+    if (!isRecord(choice)) return undefined;
     const index = choice.index;
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0) return undefined;
     if (choice.finish_reason !== null && !FINISH_REASONS.has(choice.finish_reason)) return undefined;
-    const delta = choice.delta as Record<string, unknown>;
+    const delta = choice.delta;
+    if (!isRecord(delta) || 'reasoning' in delta) return undefined;
     if (delta.role !== undefined && delta.role !== 'assistant') return undefined;
     if (delta.content !== undefined && delta.content !== null && typeof delta.content !== 'string') return undefined;
     if (delta.reasoning_content !== undefined && typeof delta.reasoning_content !== 'string') return undefined;

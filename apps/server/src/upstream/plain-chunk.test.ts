@@ -33,6 +33,14 @@ describe('plainChunk (hand check of common stream frames)', () => {
       frame([], { system_fingerprint: 5 }),
       { ...frame([]), created: 1.5 },
       { ...frame([]), object: 'chat.completion' },
+      // What normalizeChunk changes, so the frame must not be taken as received:
+      frame([null]),
+      frame([{ index: 0, finish_reason: null }]),
+      frame([{ index: 0, delta: { reasoning: 'hm' }, finish_reason: null }]),
+      frame([{ index: 0, delta: { reasoning_content: null }, finish_reason: null }]),
+      frame([{ index: 0, delta: { tool_calls: null }, finish_reason: null }]),
+      frame([{ index: 0, delta: {} }]),
+      frame([], { svc: { grounded: true } }),
     ];
     for (const f of others) expect(plainChunk(f), JSON.stringify(f)).toBeUndefined();
   });

@@ -27,8 +27,11 @@ export class SseParser {
     this.buffer += text;
     const events: SseEvent[] = [];
     let start = 0;
+    // The next `\r` is looked up again only once passed: most streams have none, and searching the rest of
+    // the buffer for one at every line would be quadratic in the lines of a read.
+    let cr = this.buffer.indexOf('\r');
     for (;;) {
-      const cr = this.buffer.indexOf('\r', start);
+      if (cr !== -1 && cr < start) cr = this.buffer.indexOf('\r', start);
       const lf = this.buffer.indexOf('\n', start);
       if (cr === -1 && lf === -1) break;
       let end: number;

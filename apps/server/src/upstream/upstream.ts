@@ -35,6 +35,12 @@ export interface UpstreamRequest {
 }
 
 /**
+ * A streamed answer: batches of chunks, each batch what arrived together (one network read upstream), in
+ * order. Batches spare a promise hand-off per chunk; a consumer may write a batch to its client at once.
+ */
+export type ChunkStream = AsyncIterable<ChatCompletionChunk[]>;
+
+/**
  * An OpenAI-compatible model. Both methods reject with `UpstreamError` before anything was produced;
  * `stream` resolves once upstream accepted the request (status 200 received), so a failure before the first
  * byte becomes a plain 502 and a failure while iterating becomes an SSE error event.
@@ -42,7 +48,7 @@ export interface UpstreamRequest {
  */
 export interface Upstream {
   complete(request: UpstreamRequest): Promise<UpstreamCompletion>;
-  stream(request: UpstreamRequest): Promise<AsyncIterable<ChatCompletionChunk>>;
+  stream(request: UpstreamRequest): Promise<ChunkStream>;
   close(): Promise<void>;
 }
 
