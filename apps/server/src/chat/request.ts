@@ -96,17 +96,18 @@ export function toUpstreamBody(
   request: ChatCompletionRequest,
   models: { model: string; thinkingModel: string },
 ): { body: UpstreamBody; thinking: boolean; streaming: boolean } {
-  const { svc, ...fields } = request;
-  const thinking = svc?.thinking === true;
+  const thinking = request.svc?.thinking === true;
   const streaming = request.stream === true;
-  // An explicit null means "the default"; some upstreams reject nulls, so they are not forwarded.
-  const rest = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null));
-  const body: UpstreamBody = {
-    ...rest,
-    messages: request.messages,
-    model: thinking ? models.thinkingModel : models.model,
-    temperature: thinking ? THINKING_TEMPERATURE : (request.temperature ?? DEFAULT_TEMPERATURE),
-  };
+  // Every field but `svc`, in order; an explicit null means "the default" and some upstreams reject nulls,
+  // so those are not forwarded.
+  const body = {} as UpstreamBody;
+  for (const key in request) {
+    const value = (request as Record<string, unknown>)[key];
+    if (key !== 'svc' && value !== null) (body as Record<string, unknown>)[key] = value;
+  }
+  body.messages = request.messages;
+  body.model = thinking ? models.thinkingModel : models.model;
+  body.temperature = thinking ? THINKING_TEMPERATURE : (request.temperature ?? DEFAULT_TEMPERATURE);
   if (request.max_tokens == null && request.max_completion_tokens == null) body.max_tokens = DEFAULT_MAX_TOKENS;
   if (streaming) {
     body.stream = true;

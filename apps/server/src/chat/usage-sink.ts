@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { UsageIncrement, UsageStore } from '../storage/usage-store.js';
 import type { AuditSink, CompletedRequest } from './audit.js';
 
+const DAY_MS = 86_400_000;
+
 /**
  * Per-key, per-day request and token counters for the dashboard's Usage view. Counts are summed in memory
  * and written once a second (and on close), so the hot path does no write for them.
@@ -19,8 +21,11 @@ export class UsageSink implements AuditSink {
     this.timer.unref();
   }
 
+  /** The UTC day of the last request (YYYY-MM-DD), recomputed when a request falls on another day. */
+  private day = { start: 0, end: 0, label: '' };
+
   async record(request: CompletedRequest): Promise<void> {
-    const day = new Date(request.finishedAt).toISOString().slice(0, 10);
+    const day = this.dayOf(request.finishedAt);
     const id = `${request.key.id}|${day}`;
     const inc = this.pending.get(id) ?? {
       keyId: request.key.id,
@@ -34,6 +39,14 @@ export class UsageSink implements AuditSink {
     inc.inputTokens += request.usage.prompt_tokens;
     inc.outputTokens += request.usage.completion_tokens;
     this.pending.set(id, inc);
+  }
+
+  private dayOf(at: number): string {
+    if (at < this.day.start || at >= this.day.end) {
+      const start = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
+      this.day = { start, end: start + DAY_MS, label: new Date(start).toISOString().slice(0, 10) };
+    }
+    return this.day.label;
   }
 
   async flush(): Promise<void> {
