@@ -244,6 +244,8 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
       }
     }
     ctx.upstreamFinishedAt = ctx.deps.clock();
+    // What is left are our own closing frames, the audit (one event-loop turn) and [DONE]: one write at the end.
+    sse.hold();
     if (svc === null) {
       // Upstream ended cleanly without a finish_reason for the first choice: close it ourselves.
       svc = await computeSvc();
@@ -264,6 +266,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   } catch (err) {
     const error = toApiError(err);
     const clientGone = ctx.abort.signal.aborted;
+    sse.hold();
     await audit(ctx, {
       statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
       streaming: true,
@@ -280,16 +283,20 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
 
 /**
  * SSE frames to a response, coalesced: frames written in the same tick (one upstream read usually carries
- * many) go out in one socket write on the next tick, not a write each. The headers go out on that tick too,
- * even with no frame yet. When the socket's buffer is full, the next `write` waits for 'drain' (or close),
- * so a slow reader holds at most one tick's frames in memory.
+ * many) go out in one socket write on the next tick, not a write each — on loopback or a VM a write costs
+ * more than building the frames. The headers go out on that tick too, even with no frame yet. After
+ * `hold()` frames wait for `end()`, which sends them with the end of the response in a single write. When
+ * the socket's buffer is full, the next `write` waits for 'drain' (or close), so a slow reader holds at
+ * most one tick's frames in memory.
  */
 class SseWriter {
   private pending = '';
   private scheduled = false;
+  private held = false;
   private drained: Promise<void> | null = null;
   private readonly flush = (): void => {
     this.scheduled = false;
+    if (this.held) return;
     const { res } = this;
     if (res.destroyed || res.writableEnded) {
       this.pending = '';
@@ -320,9 +327,18 @@ class SseWriter {
     return undefined;
   }
 
+  /** From now on frames are sent by `end()` only (the last few frames of a response, moments apart). */
+  hold(): void {
+    this.held = true;
+  }
+
   end(): void {
-    this.flush();
-    this.res.end();
+    const { res } = this;
+    const out = this.pending;
+    this.pending = '';
+    if (res.writableEnded) return;
+    if (out === '' || res.destroyed) res.end();
+    else res.end(out);
   }
 
   private schedule(): void {
