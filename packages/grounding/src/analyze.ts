@@ -1,6 +1,6 @@
-import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
-import { addBigram, buildSourceIndex, contentBigrams, type SourceIndexCache, hasBigram, hasNumber, isContent, PREFIX_LEN, type BigramSet, type SourceIndex } from './source-index.js';
-import { readNumber, tokenize, type Token } from './tokenize.js';
+import { evidenceReader, type Evidence } from './evidence.js';
+import { addBigram, buildSourceIndex, contentBigrams, type SourceIndexCache, hasBigram, hasNumber, isContent, type BigramSet, type SourceIndex } from './source-index.js';
+import { isWhiteSpace, readNumber, tokenize, type Token } from './tokenize.js';
 
 /** A part of the answer the sources do not support. */
 export interface FlaggedSpan {
@@ -43,7 +43,6 @@ export interface Analysis {
   spans: FlaggedSpan[];
 }
 
-const RELATED_SUPPORT = 0.6;
 const LOW_CLAIM_COVERAGE = 0.5;
 
 interface Claim {
@@ -65,14 +64,17 @@ export function analyze(sources: readonly string[], answer: string, question?: s
   const tokens = tokenize(answer);
   const asked = questionTerms(question);
   const spans: FlaggedSpan[] = [];
+  // Each span's text is cut once, by mergeSpans.
   const flag = (first: Token, last: Token, reason: string, score: number, inClause = false): void => {
     const span = { start: first.start, end: last.end, text: '', reason, score };
     spans.push(inClause ? widen(answer, span) : span);
   };
 
   // Support of each content token: 1 in the sources, RELATED_SUPPORT for a related form, 0 otherwise;
-  // NaN for the question's own words, which are neither evidence for nor against.
-  const support = new Float64Array(tokens.length).fill(NaN);
+  // NaN for the question's own words, which are neither evidence for nor against, and other tokens.
+  const support = new Array<number>(tokens.length).fill(NaN);
+  const evidenceOf = evidenceReader(index);
+  const evidence: Evidence[] = new Array(tokens.length);
   const claims: Claim[] = [];
   let badNumbers = 0;
   let badEntities = 0;
@@ -83,7 +85,7 @@ export function analyze(sources: readonly string[], answer: string, question?: s
   for (let i = 0; i < tokens.length; ) {
     const t = tokens[i]!;
     const num = isListMarker(answer, t) ? undefined : readNumber(tokens, i);
-    if (num && t.value === undefined && num.values.length === 1 && num.values[0]! < 10) {
+    if (num && t.word.value === undefined && num.values.length === 1 && num.values[0]! < 10) {
       // "two separate entities": small spelled-out counts are usually the writer's own count; they are
       // scored as ordinary words instead of hard number signals.
     } else if (num) {
@@ -91,24 +93,28 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       if (!ok) {
         badNumbers++;
         const prev = tokens[i - 1];
-        const first = prev && /^[$€£¥]$/.test(prev.norm) && prev.end === t.start ? prev : t;
+        const first = prev && /^[$€£¥]$/.test(prev.word.norm) && prev.end === t.start ? prev : t;
         const lastTok = tokens[num.next - 1]!;
         const after = tokens[num.next];
-        const last = after && after.norm === '%' && after.start === lastTok.end ? after : lastTok;
+        const last = after && after.word.norm === '%' && after.start === lastTok.end ? after : lastTok;
         flag(first, last, `number ${answer.slice(t.start, lastTok.end)} is not in the sources`, 0);
       }
       i = num.next;
       continue;
     }
-    if (isContent(t) || num) support[i] = asked.stems.has(t.stem) && !inSources(index, t) ? NaN : tokenSupport(index, t);
+    if (isContent(t) || num) {
+      const e = (evidence[i] = evidenceOf(t.word));
+      support[i] = !e.inSources && asked.stems.has(t.word.stem) ? NaN : e.support;
+    }
     i++;
   }
 
   // Claims are sentences; each is compared with its best-matching source passage.
+  const ballot: Ballot = { votes: new Array<number>(index.sentences.length).fill(0), voted: [] };
   let first = 0;
   for (let i = 1; i <= tokens.length; i++) {
     if (i < tokens.length && tokens[i]!.sentence === tokens[first]!.sentence) continue;
-    claims.push(scoreClaim(index, tokens, support, first, i - 1));
+    claims.push(scoreClaim(evidence, support, first, i - 1, ballot));
     first = i;
   }
 
@@ -121,21 +127,21 @@ export function analyze(sources: readonly string[], answer: string, question?: s
     let localTotal = 0;
     for (let i = claim.first; i <= claim.last; i++) {
       const t = tokens[i]!;
-      if (NEGATIONS.has(t.norm)) {
+      if (t.word.negation) {
         hasNegation = true;
         if (!window.negated && !asked.negated) {
           badNegations++;
           flag(t, t, `negation '${answer.slice(t.start, t.end)}' is not in the sources`, 0);
         }
-      } else if (QUANTIFIERS.has(t.norm) && !asked.stems.has(t.norm) && !window.words.has(t.norm)) {
-        if (!index.stems.has(t.norm)) {
+      } else if (t.word.quantifier && !asked.stems.has(t.word.norm) && !inWindow(index, window, t.word.norm)) {
+        if (!index.stems.has(t.word.norm)) {
           badQuantifiers++;
           flag(t, t, `'${answer.slice(t.start, t.end)}' is not in the sources`, 0);
         }
       }
       if (!Number.isNaN(support[i]!)) {
         localTotal++;
-        if (window.words.has(t.stem)) local++;
+        if (inWindow(index, window, t.word.stem)) local++;
       }
     }
     if (localTotal >= 2) {
@@ -151,7 +157,8 @@ export function analyze(sources: readonly string[], answer: string, question?: s
   let unsupportedWords = 0;
   let unsupportedLongWords = 0;
   let contentWords = 0;
-  const usedStems = new Set<string>();
+  // Source stems the answer uses, by their postings list (one per stem).
+  const usedStems = new Set<readonly number[]>();
   for (const claim of claims) {
     const coverage = claim.content > 0 ? claim.support / claim.content : 1;
     const lowClaim = claim.content >= 3 && coverage < LOW_CLAIM_COVERAGE;
@@ -167,22 +174,23 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       const entity = isEntity(a, tokens[runStart + 1], claim.content);
       if (entity) badEntities += runEnd - runStart + 1;
       // Names are exact; other unsupported words are shown with their clause, where the claim is.
-      if (a.cap || !lowClaim) flag(a, b, `'${answer.slice(a.start, b.end)}' is not in the sources`, 0, !a.cap);
+      if (a.word.cap || !lowClaim) flag(a, b, `'${answer.slice(a.start, b.end)}' is not in the sources`, 0, !a.word.cap);
       runStart = -1;
     };
     for (let i = claim.first; i <= claim.last; i++) {
       const s = support[i]!;
       if (Number.isNaN(s)) {
-        if (isContent(tokens[i]!) || tokens[i]!.value !== undefined) closeRun();
+        if (isContent(tokens[i]!) || tokens[i]!.word.value !== undefined) closeRun();
         continue;
       }
       contentWords++;
       unsupportedWords += 1 - s;
-      if (s === 0 && tokens[i]!.norm.length >= 7) unsupportedLongWords++;
-      if (s > 0) usedStems.add(tokens[i]!.stem);
+      if (s === 0 && tokens[i]!.word.norm.length >= 7) unsupportedLongWords++;
+      const postings = evidence[i]!.postings;
+      if (s > 0 && postings) usedStems.add(postings);
       if (s === 0) {
-        const prev = tokens[runEnd];
-        const joinable = runStart >= 0 && prev && prev.cap === tokens[i]!.cap && /^[\s\-–]*$/.test(answer.slice(prev.end, tokens[i]!.start));
+        const prev = runStart >= 0 ? tokens[runEnd]! : undefined;
+        const joinable = prev !== undefined && prev.word.cap === tokens[i]!.word.cap && onlyJoiners(answer, prev.end, tokens[i]!.start);
         if (!joinable) {
           closeRun();
           runStart = i;
@@ -193,13 +201,14 @@ export function analyze(sources: readonly string[], answer: string, question?: s
     closeRun();
   }
 
-  const questionOnly = (i: number): boolean => i >= 0 && Number.isNaN(support[i]!) && tokens[i]!.value === undefined;
+  const questionOnly = (i: number): boolean => i >= 0 && Number.isNaN(support[i]!) && tokens[i]!.word.value === undefined;
   let bigrams = 0;
   let bigramMisses = 0;
   contentBigrams(tokens, (a, b, second) => {
     if (questionOnly(second)) return;
     bigrams++;
-    if (!hasBigram(index.bigrams, a, b) && !hasBigram(asked.bigrams, a, b)) bigramMisses++;
+    const inSources = evidenceOf(a.word).successors?.has(b.word.stem) ?? false;
+    if (!inSources && !hasBigram(asked.bigrams, a.word.stem, b.word.stem)) bigramMisses++;
   });
 
   let worstClaimGap = 0;
@@ -222,7 +231,7 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       localClaims > 0 ? localMissSum / localClaims : 0,
       droppedNegations,
       bigramMisses,
-      index.postings.size > 0 ? countIn(usedStems, index.postings) / index.postings.size : 0,
+      index.postings.size > 0 ? usedStems.size / index.postings.size : 0,
       Math.log((contentWords + 1) / (index.contentWords + 1)),
       unsupportedLongWords,
       Math.log1p(index.contentWords),
@@ -232,17 +241,29 @@ export function analyze(sources: readonly string[], answer: string, question?: s
   };
 }
 
-const CLAUSE_BREAK = /[,;:.!?()\n"“”]/;
-
 /** The clause around a span: what a reader needs to see the unsupported words in context. */
 function widen(answer: string, span: FlaggedSpan): FlaggedSpan {
   let start = span.start;
-  while (start > 0 && !CLAUSE_BREAK.test(answer[start - 1]!)) start--;
+  while (start > 0 && !isClauseBreak(answer.charCodeAt(start - 1))) start--;
   let end = span.end;
-  while (end < answer.length && !CLAUSE_BREAK.test(answer[end]!)) end++;
-  while (start < end && /\s/.test(answer[start]!)) start++;
-  while (end > start && /\s/.test(answer[end - 1]!)) end--;
-  return { ...span, start, end, text: answer.slice(start, end) };
+  while (end < answer.length && !isClauseBreak(answer.charCodeAt(end))) end++;
+  while (start < end && isWhiteSpace(answer.charCodeAt(start))) start++;
+  while (end > start && isWhiteSpace(answer.charCodeAt(end - 1))) end--;
+  return { start, end, text: '', reason: span.reason, score: span.score };
+}
+
+/** , ; : . ! ? ( ) line feed " “ ” */
+function isClauseBreak(c: number): boolean {
+  return c === 44 || c === 59 || c === 58 || c === 46 || c === 33 || c === 63 || c === 40 || c === 41 || c === 10 || c === 34 || c === 0x201c || c === 0x201d;
+}
+
+/** Is `text[from, to)` white space, hyphens and dashes only (words of one phrase)? */
+function onlyJoiners(text: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = text.charCodeAt(i);
+    if (!(c === 45 || c === 0x2013 || isWhiteSpace(c))) return false;
+  }
+  return true;
 }
 
 /** One span per range; reasons of spans on the same range are joined. */
@@ -261,83 +282,83 @@ function mergeSpans(answer: string, spans: FlaggedSpan[]): FlaggedSpan[] {
 
 /** "1." or "2)" opening a line numbers a list item; it is not a claim. */
 function isListMarker(text: string, t: Token): boolean {
-  if (t.value === undefined || !/^[.)]/.test(text.slice(t.end, t.end + 1))) return false;
+  if (t.word.value === undefined || !/^[.)]/.test(text.slice(t.end, t.end + 1))) return false;
   const lineStart = text.lastIndexOf('\n', t.start - 1) + 1;
   return /^[\s*#-]*$/.test(text.slice(lineStart, t.start));
-}
-
-function countIn(stems: ReadonlySet<string>, map: ReadonlyMap<string, unknown>): number {
-  let n = 0;
-  for (const s of stems) if (map.has(s)) n++;
-  return n;
 }
 
 function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
 
-function inSources(index: SourceIndex, t: Token): boolean {
-  return index.stems.has(t.stem) || index.stems.has(t.norm);
-}
-
-function tokenSupport(index: SourceIndex, t: Token): number {
-  if (inSources(index, t)) return 1;
-  if (t.norm.length >= 2 && t.norm.length <= 6 && (index.acronyms.has(t.norm) || index.acronyms.has(t.stem))) return 1;
-  // A compound like "Australian-British" is split by the tokenizer; a word glued from source words counts.
-  if (t.stem.length >= PREFIX_LEN && index.prefixes.has(t.stem.slice(0, PREFIX_LEN))) return RELATED_SUPPORT;
-  return 0;
-}
-
 /** A run of unsupported words is an entity when capitalised and not merely sentence-initial. */
 function isEntity(t: Token, next: Token | undefined, claimWords: number): boolean {
-  if (!t.cap) return false;
+  if (!t.word.cap) return false;
   // A capitalised sentence opener is a name when the sentence is short ("Lutheran.") or the name goes on.
-  return !t.sentenceStart || claimWords <= 3 || (next !== undefined && next.cap && next.sentence === t.sentence);
+  return !t.sentenceStart || claimWords <= 3 || (next !== undefined && next.word.cap && next.sentence === t.sentence);
 }
 
-function scoreClaim(index: SourceIndex, tokens: readonly Token[], support: Float64Array, first: number, last: number): Claim {
+/**
+ * Scratch space of `scoreClaim`, one per check: votes per source sentence and the sentences voted for,
+ * cleared after each claim.
+ */
+interface Ballot {
+  votes: number[];
+  voted: number[];
+}
+
+function scoreClaim(evidence: readonly Evidence[], support: readonly number[], first: number, last: number, ballot: Ballot): Claim {
+  const { votes, voted } = ballot;
   let content = 0;
   let sum = 0;
-  const votes = new Map<number, number>();
   for (let i = first; i <= last; i++) {
     const s = support[i]!;
     if (Number.isNaN(s)) continue;
     content++;
     sum += s;
-    const list = index.postings.get(tokens[i]!.stem);
+    const list = evidence[i]!.postings;
     // Very common words say little about which passage a claim comes from.
     if (!list || list.length > 64) continue;
     const w = 1 / list.length;
-    for (const sid of list) votes.set(sid, (votes.get(sid) ?? 0) + 1 + w);
+    for (const sid of list) {
+      if (votes[sid] === 0) voted.push(sid);
+      votes[sid] = votes[sid]! + 1 + w;
+    }
   }
+  // Most votes; the first passage among equals.
   let best = -1;
   let bestVotes = 0;
-  for (const [sid, v] of votes) {
+  for (const sid of voted) {
+    const v = votes[sid]!;
     if (v > bestVotes || (v === bestVotes && sid < best)) {
       best = sid;
       bestVotes = v;
     }
+    votes[sid] = 0;
   }
+  voted.length = 0;
   return { first, last, content, support: sum, best };
 }
 
+/** The best passage and its neighbours (sentences `first..last`): summaries often merge adjacent sentences. */
 interface Window {
-  words: Set<string>;
+  first: number;
+  last: number;
   negated: boolean;
 }
 
-const EMPTY_WINDOW: Window = { words: new Set(), negated: false };
-
-/** The best passage and its neighbours: summaries often merge adjacent sentences. */
 function claimWindow(index: SourceIndex, best: number): Window {
-  if (best < 0) return EMPTY_WINDOW;
-  const words = new Set<string>();
+  if (best < 0) return { first: 0, last: -1, negated: false };
+  const first = Math.max(0, best - 1);
+  const last = Math.min(index.sentences.length - 1, best + 1);
   let negated = false;
-  for (let sid = Math.max(0, best - 1); sid <= Math.min(index.sentences.length - 1, best + 1); sid++) {
-    for (const w of index.sentences[sid]!) words.add(w);
-    if (index.negatedSentences.has(sid)) negated = true;
-  }
-  return { words, negated };
+  for (let sid = first; sid <= last; sid++) if (index.negatedSentences.has(sid)) negated = true;
+  return { first, last, negated };
+}
+
+function inWindow(index: SourceIndex, window: Window, word: string): boolean {
+  for (let sid = window.first; sid <= window.last; sid++) if (index.sentences[sid]!.has(word)) return true;
+  return false;
 }
 
 interface QuestionTerms {
@@ -353,12 +374,12 @@ function questionTerms(question: string | undefined): QuestionTerms {
   const tokens = tokenize(question);
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
-    terms.stems.add(t.stem);
-    terms.stems.add(t.norm);
-    if (NEGATIONS.has(t.norm)) terms.negated = true;
+    terms.stems.add(t.word.stem);
+    terms.stems.add(t.word.norm);
+    if (t.word.negation) terms.negated = true;
     const num = readNumber(tokens, i);
     if (num) for (const v of num.values) terms.numbers.add(v);
   }
-  contentBigrams(tokens, (a, b) => addBigram(terms.bigrams, a, b));
+  contentBigrams(tokens, (a, b) => addBigram(terms.bigrams, a.word.stem, b.word.stem));
   return terms;
 }

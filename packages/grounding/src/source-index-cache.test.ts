@@ -38,4 +38,17 @@ describe('SourceIndexCache', () => {
     expect(cache.get([big])).not.toBe(cache.get([big]));
     expect(cache.size).toBe(2);
   });
+
+  it('serves a repeated list from its entry, and a list changed in place from its own', () => {
+    const cache = new SourceIndexCache();
+    const sources = [OBEROI];
+    const oberoi = cache.get(sources);
+    expect(cache.get([OBEROI.slice(0, 20) + OBEROI.slice(20)])).toBe(oberoi); // equal text, another string
+    sources[0] = POSEIDON;
+    const poseidon = cache.get(sources);
+    expect(poseidon).not.toBe(oberoi);
+    expect(cache.get([POSEIDON])).toBe(poseidon);
+    expect(cache.get([OBEROI])).toBe(oberoi);
+    expect(cache.size).toBe(2);
+  });
 });

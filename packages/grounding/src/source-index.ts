@@ -1,5 +1,4 @@
-import { NEGATIONS, NUMBER_WORDS, QUANTIFIERS } from './lexicon.js';
-import { readNumber, tokenize, type Token } from './tokenize.js';
+import { isWhiteSpace, readNumber, tokenize, type Token } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -25,7 +24,7 @@ export interface SourceIndex {
 }
 
 export function isContent(t: Token): boolean {
-  return t.content;
+  return t.word.content;
 }
 
 /** Pairs of stems, stored without building a key string per pair. */
@@ -42,13 +41,13 @@ export function hasBigram(set: BigramSet, first: string, second: string): boolea
 }
 
 /** Consecutive content words (and numbers) of a sentence, skipping function words in between. */
-export function contentBigrams(tokens: readonly Token[], emit: (first: string, second: string, secondIndex: number) => void): void {
+export function contentBigrams(tokens: readonly Token[], emit: (first: Token, second: Token, secondIndex: number) => void): void {
   let prev: Token | undefined;
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
     if (prev && prev.sentence !== t.sentence) prev = undefined;
-    if (!t.content && t.value === undefined) continue;
-    if (prev) emit(prev.stem, t.stem, i);
+    if (!t.word.content && t.word.value === undefined) continue;
+    if (prev) emit(prev, t, i);
     prev = t;
   }
 }
@@ -77,26 +76,26 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
       const t = tokens[i]!;
       const sid = base + t.sentence;
       while (index.sentences.length <= sid) index.sentences.push(new Set());
-      if (!index.stems.has(t.stem)) {
-        index.stems.add(t.stem);
-        if (t.stem.length >= PREFIX_LEN) index.prefixes.add(t.stem.slice(0, PREFIX_LEN));
+      if (!index.stems.has(t.word.stem)) {
+        index.stems.add(t.word.stem);
+        if (t.word.stem.length >= PREFIX_LEN) index.prefixes.add(t.word.stem.slice(0, PREFIX_LEN));
       }
-      if (t.norm !== t.stem) index.stems.add(t.norm);
-      if (t.content) {
+      if (t.word.norm !== t.word.stem) index.stems.add(t.word.norm);
+      if (t.word.content) {
         index.contentWords++;
         const sentence = index.sentences[sid]!;
-        if (!sentence.has(t.stem)) {
-          sentence.add(t.stem);
-          let list = index.postings.get(t.stem);
-          if (!list) index.postings.set(t.stem, (list = []));
+        if (!sentence.has(t.word.stem)) {
+          sentence.add(t.word.stem);
+          let list = index.postings.get(t.word.stem);
+          if (!list) index.postings.set(t.word.stem, (list = []));
           list.push(sid);
         }
       }
-      if (NEGATIONS.has(t.norm) || QUANTIFIERS.has(t.norm)) {
-        if (NEGATIONS.has(t.norm)) index.negatedSentences.add(sid);
-        index.sentences[sid]!.add(t.norm);
+      if (t.word.negation || t.word.quantifier) {
+        if (t.word.negation) index.negatedSentences.add(sid);
+        index.sentences[sid]!.add(t.word.norm);
       }
-      if (t.value !== undefined || NUMBER_WORDS.has(t.norm)) {
+      if (t.word.value !== undefined || t.word.numberWord !== undefined) {
         const num = readNumber(tokens, i);
         if (num) for (const v of num.values) index.numbers.add(v);
       }
@@ -106,14 +105,14 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
         if (run.length >= 2) index.acronyms.add(run);
         run = '';
       }
-      if (t.cap && t.value === undefined) run += t.norm[0];
-      else if (!(run && (t.norm === 'of' || t.norm === 'and' || t.norm === 'the'))) {
+      if (t.word.cap && t.word.value === undefined) run += t.word.norm[0];
+      else if (!(run && (t.word.norm === 'of' || t.word.norm === 'and' || t.word.norm === 'the'))) {
         if (run.length >= 2) index.acronyms.add(run);
         run = '';
       }
     }
     if (run.length >= 2) index.acronyms.add(run);
-    contentBigrams(tokens, (a, b) => addBigram(index.bigrams, a, b));
+    contentBigrams(tokens, (a, b) => addBigram(index.bigrams, a.word.stem, b.word.stem));
   }
   index.numberList = [...index.numbers].sort((a, b) => a - b);
   return index;
@@ -123,7 +122,7 @@ export function buildSourceIndex(sources: readonly string[]): SourceIndex {
 function onlySpaces(text: string, from: number, to: number): boolean {
   for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
-    if (!(c === 32 || (c >= 9 && c <= 13) || c === 160 || (c > 127 && /\s/.test(text[i]!)))) return false;
+    if (!isWhiteSpace(c)) return false;
   }
   return true;
 }
@@ -167,6 +166,8 @@ function significantDigits(v: number): number {
 export class SourceIndexCache {
   private readonly entries = new Map<string, SourceIndex>();
   private chars = 0;
+  /** The entry returned last, which is the most recently used one. */
+  private last: { sources: readonly string[]; index: SourceIndex } | undefined;
 
   /**
    * @param maxEntries indexes kept at most
@@ -179,28 +180,38 @@ export class SourceIndexCache {
   ) {}
 
   get(sources: readonly string[]): SourceIndex {
+    // The same sources as last time (the common case: one system prompt) are found without building a key.
+    if (this.last && sameStrings(this.last.sources, sources)) return this.last.index;
     // Length-prefixed: no two different source lists share a key.
     let key = '';
     for (const s of sources) key += `${s.length}:${s}`;
-    const hit = this.entries.get(key);
-    if (hit !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit;
+    let index = this.entries.get(key);
+    if (index !== undefined) this.entries.delete(key);
+    else {
+      index = buildSourceIndex(sources);
+      if (key.length * 4 > this.maxChars) {
+        this.last = undefined;
+        return index;
+      }
+      this.chars += key.length;
     }
-    const index = buildSourceIndex(sources);
-    if (key.length * 4 > this.maxChars) return index;
     this.entries.set(key, index);
-    this.chars += key.length;
     for (const [oldest] of this.entries) {
       if (this.entries.size <= this.maxEntries && this.chars <= this.maxChars) break;
       this.entries.delete(oldest);
       this.chars -= oldest.length;
     }
+    this.last = this.entries.has(key) ? { sources: [...sources], index } : undefined;
     return index;
   }
 
   get size(): number {
     return this.entries.size;
   }
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

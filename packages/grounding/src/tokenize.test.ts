@@ -14,14 +14,14 @@ describe('tokenize', () => {
     const s = 'Café Zoe\u0301 😀 €5 ¥10 £3 𝐀𝐁 ١٢٣ ½';
     expect(texts(s)).toEqual(['Café', 'Zoe\u0301', '€', '5', '¥', '10', '£', '3', '𝐀𝐁', '١٢٣', '½']);
     const [cafe, zoe] = tokenize(s);
-    expect(cafe!.norm).toBe('cafe');
-    expect(zoe!.norm).toBe('zoe');
-    expect(zoe!.cap).toBe(true);
+    expect(cafe!.word.norm).toBe('cafe');
+    expect(zoe!.word.norm).toBe('zoe');
+    expect(zoe!.word.cap).toBe(true);
   });
 
   it('splits sentences and reads values', () => {
     const t = tokenize('It cost 1,200 dollars. Then it rose.\nNew line');
-    expect(t.find((x) => x.norm === '1,200')!.value).toBe(1200);
+    expect(t.find((x) => x.word.norm === '1,200')!.word.value).toBe(1200);
     expect(t.map((x) => x.sentence)).toEqual([0, 0, 0, 0, 1, 1, 1, 2, 2]);
   });
 });

@@ -1,23 +1,38 @@
-import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
+import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
+import { WordTable } from './word-table.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
 export interface Token {
   start: number;
   end: number;
+  /** First token of its sentence. */
+  sentenceStart: boolean;
+  /** Index of the sentence the token belongs to. */
+  sentence: number;
+  word: Word;
+}
+
+/**
+ * What a token's spelling alone determines. Shared by all tokens of one spelling (and never changed), so
+ * a repeated word costs one look-up.
+ */
+export interface Word {
   /** Lower-cased, accents removed, possessive dropped. */
   norm: string;
   /** Stem of `norm` after synonym mapping; the unit of lexical matching. */
   stem: string;
   /** Starts with an upper-case letter. */
   cap: boolean;
-  /** First token of its sentence. */
-  sentenceStart: boolean;
-  /** Index of the sentence the token belongs to. */
-  sentence: number;
   /** Numeric value when the token is written with digits. */
   value: number | undefined;
   /** A content word: has letters, not a function word, not summary boilerplate. */
   content: boolean;
+  /** In NEGATIONS. */
+  negation: boolean;
+  /** In QUANTIFIERS. */
+  quantifier: boolean;
+  /** Value of a number word ("two", "dozen"), from NUMBER_WORDS. */
+  numberWord: number | undefined;
 }
 
 const DIACRITICS_RE = /\p{M}+/gu;
@@ -74,35 +89,34 @@ function parseDigits(raw: string): number | undefined {
   return Number.isFinite(v) ? v : undefined;
 }
 
-/** What a token's text alone determines; cached per distinct spelling, so repeated words cost one look-up. */
-interface WordInfo {
-  norm: string;
-  stem: string;
-  cap: boolean;
-  value: number | undefined;
-  content: boolean;
+// Spellings longer than any word are read afresh each time rather than kept.
+const words = new WordTable<Word>(100_000, 40);
+
+/**
+ * A string that shares no memory with `s`: a long enough substring points into the text it was cut from
+ * and would keep that whole text alive as long as the word table keeps the word.
+ */
+function copyOf(s: string): string {
+  return (' ' + s).slice(1);
 }
 
-const wordCache = new Map<string, WordInfo>();
-const WORD_CACHE_MAX = 100_000;
-
-function wordInfo(raw: string, ascii: boolean): WordInfo {
-  const cached = wordCache.get(raw);
-  if (cached !== undefined) return cached;
+function readWord(raw: string): Word {
+  let ascii = true;
+  for (let j = 0; j < raw.length && ascii; j++) ascii = raw.charCodeAt(j) < 128;
   const norm = normalizeWord(raw, ascii);
   const c = raw.charCodeAt(0);
   const digit = (c >= 48 && c <= 57) || (c > 127 && NUMERIC_RE.test(raw));
   const value = digit ? parseDigits(raw) : undefined;
-  const info: WordInfo = {
+  return {
     norm,
     stem: value !== undefined ? String(value) : stem(norm),
     cap: c < 128 ? c >= 65 && c <= 90 : UPPER_RE.test(raw),
     value,
     content: value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm),
+    negation: NEGATIONS.has(norm),
+    quantifier: QUANTIFIERS.has(norm),
+    numberWord: NUMBER_WORDS.get(norm),
   };
-  if (wordCache.size >= WORD_CACHE_MAX) wordCache.clear();
-  wordCache.set(raw, info);
-  return info;
 }
 
 function normalizeWord(raw: string, ascii: boolean): string {
@@ -207,26 +221,13 @@ export function tokenize(text: string): Token[] {
       sentence++;
       sentenceStart = true;
     }
-    const raw = text.slice(start, i);
-    let ascii = true;
-    for (let j = 0; j < raw.length; j++) {
-      if (raw.charCodeAt(j) > 127) {
-        ascii = false;
-        break;
-      }
+    let word = words.get(text, start, i);
+    if (word === undefined) {
+      const raw = copyOf(text.slice(start, i));
+      word = readWord(raw);
+      words.set(raw, word);
     }
-    const info = wordInfo(raw, ascii);
-    out.push({
-      start,
-      end: i,
-      norm: info.norm,
-      stem: info.stem,
-      cap: info.cap,
-      sentenceStart,
-      sentence,
-      value: info.value,
-      content: info.content,
-    });
+    out.push({ start, end: i, sentenceStart, sentence, word });
     sentenceStart = false;
     prevEnd = i;
   }
@@ -252,8 +253,16 @@ function sentenceBreak(text: string, from: number, to: number): boolean {
   return false;
 }
 
+/** `/\s/` for one UTF-16 code unit. */
+export function isWhiteSpace(c: number): boolean {
+  if (c < 128) return c === 32 || (c >= 9 && c <= 13);
+  return c === 0xa0 || (c >= 0x1680 && WIDE_SPACE_RE.test(String.fromCharCode(c)));
+}
+
+const WIDE_SPACE_RE = /\s/;
+
 export function isStopword(t: Token): boolean {
-  return STOPWORDS.has(t.norm);
+  return STOPWORDS.has(t.word.norm);
 }
 
 /**
@@ -264,24 +273,24 @@ export function isStopword(t: Token): boolean {
 export function readNumber(tokens: readonly Token[], i: number): { values: number[]; next: number } | undefined {
   const t = tokens[i];
   if (!t) return undefined;
-  let base: number | undefined = t.value;
+  let base: number | undefined = t.word.value;
   let next = i + 1;
   if (base === undefined) {
-    const w = NUMBER_WORDS.get(t.norm);
-    if (w === undefined || t.norm === 'one' || t.norm === 'single' || t.norm === 'half') return undefined;
+    const w = t.word.numberWord;
+    if (w === undefined || t.word.norm === 'one' || t.word.norm === 'single' || t.word.norm === 'half') return undefined;
     base = w;
     // "twenty five", "two dozen", "three hundred"
     const n1 = tokens[next];
     if (n1 && n1.start - t.end <= 1) {
-      const w1 = NUMBER_WORDS.get(n1.norm);
+      const w1 = n1.word.numberWord;
       if (w1 !== undefined && w1 < 10 && base >= 20 && base < 100) { base += w1; next++; }
     }
   }
-  if (MONTHS.has(t.norm)) return undefined;
+  if (MONTHS.has(t.word.norm)) return undefined;
   const values = [base];
   const s = tokens[next];
   if (s && s.start - (tokens[next - 1]?.end ?? 0) <= 1) {
-    const scale = SCALE_WORDS.get(s.norm);
+    const scale = SCALE_WORDS.get(s.word.norm);
     if (scale !== undefined) {
       values.push(base * scale);
       next++;
