@@ -252,9 +252,12 @@ function widen(answer: string, span: FlaggedSpan): FlaggedSpan {
   return { start, end, text: '', reason: span.reason, score: span.score };
 }
 
+const ASCII_CLAUSE_BREAKS = new Uint8Array(128);
+for (const ch of ',;:.!?()\n"') ASCII_CLAUSE_BREAKS[ch.charCodeAt(0)] = 1;
+
 /** , ; : . ! ? ( ) line feed " “ ” */
 function isClauseBreak(c: number): boolean {
-  return c === 44 || c === 59 || c === 58 || c === 46 || c === 33 || c === 63 || c === 40 || c === 41 || c === 10 || c === 34 || c === 0x201c || c === 0x201d;
+  return c < 128 ? ASCII_CLAUSE_BREAKS[c] === 1 : c === 0x201c || c === 0x201d;
 }
 
 /** Is `text[from, to)` white space, hyphens and dashes only (words of one phrase)? */
