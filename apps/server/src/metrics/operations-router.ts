@@ -1,6 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
-import { buildOpenApiDocument } from '@svc/protocol/openapi';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from './metrics.js';
 
@@ -28,11 +27,13 @@ function isLoopback(address: string | undefined): boolean {
 export function operationsRouter(options: OperationsRouterOptions): Router {
   const { metrics, metricsToken } = options;
   const expected = metricsToken === undefined ? undefined : digest(metricsToken);
-  const openApi = JSON.stringify(buildOpenApiDocument());
+  // Built on first request: the generator and the document cost a few MB of memory nobody may ask for.
+  let openApi: Promise<string> | undefined;
   const router = express.Router();
 
-  router.get('/v1/openapi.json', (_req, res) => {
-    res.type('application/json').send(openApi);
+  router.get('/v1/openapi.json', async (_req, res) => {
+    openApi ??= import('@svc/protocol/openapi').then(({ buildOpenApiDocument }) => JSON.stringify(buildOpenApiDocument()));
+    res.type('application/json').send(await openApi);
   });
 
   router.get('/metrics', async (req: Request, res: Response) => {
