@@ -34,7 +34,7 @@ import {
 } from './lib/procs.mjs';
 import { installPortkey, startPortkey, PORTKEY_VERSION } from './lib/portkey.mjs';
 import { REPO, startSvc, svcBuilt, webhookBacklog, BENCH_RPM } from './lib/svc.mjs';
-import { machineInfo, table } from './lib/report.mjs';
+import { cpuJiffies, machineInfo, stealPct, table } from './lib/report.mjs';
 import { summarizeProfile } from './lib/profile-summary.mjs';
 
 const { values: opts } = parseArgs({
@@ -142,6 +142,7 @@ async function measure({ name, url, headers, body, stream, pid, rate, during }) 
   if (warmupS > 0) await load({ url, headers, body, connections: rate ? 1 : connections, durationS: warmupS, overallRate: rate });
   const cpu0 = cpuSecondsOf(pid);
   const cores0 = coreTimes();
+  const jiffies0 = cpuJiffies();
   const samples = [];
   const sampler = during
     ? setInterval(() => {
@@ -161,6 +162,7 @@ async function measure({ name, url, headers, body, stream, pid, rate, during }) 
     ...result,
     targetCpuPct: cpu0 !== null && cpu1 !== null ? round((100 * (cpu1 - cpu0)) / elapsedS, 0) : null,
     coreBusyPct: coreBusy(cores0, coreTimes()),
+    cpuStealPct: stealPct(jiffies0, cpuJiffies()),
     memory: memoryOf(pid),
     probe: probed,
     samples,
@@ -177,6 +179,7 @@ const chatPath = '/v1/chat/completions';
 
 async function runAll() {
   const machine = { ...machineInfo(REPO), tasksetAvailable: hasTaskset, loadavgStart: os.loadavg().map((l) => round(l, 2)) };
+  const jiffiesStart = cpuJiffies();
   if (!hasTaskset) log('NOTE: taskset not found — processes are NOT pinned to cores; numbers are less comparable.');
   const settings = { durationS, svcNodeArgs, warmupS, connections, fixedRateRps: fixedRate, loadGenerator: 'autocannon 8 (programmatic, latencies at full precision)', pinning: hasTaskset ? `load generator, fake upstream, webhook receiver: core ${LOADGEN_CORE}; target: core ${TARGET_CORE}` : 'none (taskset missing)' };
   log(`bench: ${durationS}s per measurement (+${warmupS}s warm-up), ${connections} connections, ${machine.cpuModel} × ${machine.cores}, node ${machine.node}, load ${machine.loadavgStart.join(' ')}`);
@@ -304,6 +307,7 @@ async function runAll() {
   }
   results.ratios = ratios(results);
   machine.loadavgEnd = os.loadavg().map((l) => round(l, 2));
+  machine.cpuStealPct = stealPct(jiffiesStart, cpuJiffies());
   const maxLoad = Math.max(...machine.loadavgStart, ...machine.loadavgEnd, ...results.cases.map((c) => c.loadavg?.[0] ?? 0));
   machine.sharedMachine =
     maxLoad > 1
@@ -425,6 +429,7 @@ function printResults(results) {
   out.push('');
   out.push(`machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGb} GB, ${m.platform}, node ${m.node}, ${m.date}, commit ${m.gitCommit}${m.gitDirtyServer ? ' (server tree had uncommitted changes)' : ''}`);
   out.push(`load average: start ${m.loadavgStart.join(' ')}, end ${m.loadavgEnd.join(' ')}; shared machine: ${m.sharedMachine}`);
+  out.push(`CPU steal (time the hypervisor gave to other guests) over the run: ${m.cpuStealPct ?? 'n/a'} %; per measurement: ${results.cases.map((c) => `${c.target}/${c.mode} ${c.cpuStealPct ?? '—'}`).join(', ')}`);
   out.push(`settings: ${results.settings.durationS} s per measurement after ${results.settings.warmupS} s warm-up, ${results.settings.connections} connections; ${results.settings.pinning}`);
   process.stdout.write(`${out.join('\n')}\n`);
 }

@@ -1,6 +1,7 @@
 // Machine facts, the targets of issue 10, and the text table.
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { round } from './procs.mjs';
 
 export function machineInfo(repo) {
@@ -21,6 +22,22 @@ export function machineInfo(repo) {
     gitCommit: git('rev-parse', '--short', 'HEAD'),
     gitDirtyServer: git('status', '--porcelain', '--', 'apps/server', 'packages') ? true : false,
   };
+}
+
+/** Aggregate CPU jiffies from /proc/stat (null where unavailable): `steal` is time the hypervisor gave to other guests. */
+export function cpuJiffies() {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return { total: fields.reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
+  } catch {
+    return null;
+  }
+}
+
+/** Steal between two `cpuJiffies()` readings, in % of all CPU time (a noisy host shows several %). */
+export function stealPct(a, b) {
+  if (!a || !b || b.total <= a.total) return null;
+  return round((100 * (b.steal - a.steal)) / (b.total - a.total), 1);
 }
 
 const fmt = (v, digits = 2) => (v === null || v === undefined ? '—' : typeof v === 'number' ? v.toFixed(digits) : String(v));
