@@ -74,7 +74,16 @@ export class DeliveryWorker {
   /** The `now` of the latest claim: the next-due look-up starts there, not at its own later `now`. */
   private lastClaimAt = 0;
   private wakeScheduled = false;
+  /**
+   * Rows may be due that nobody has claimed. Set by every `wake()` (start, the outbox's unleased rows, a
+   * redeliver, the timer); cleared by a claim that found fewer rows than it could take with no wake meanwhile.
+   * While false, a finished attempt does not query for work: new deliveries arrive leased through `adopt`.
+   */
+  private claimable = true;
+  private wakes = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When `timer` fires (Infinity when none is set). */
+  private timerAt = Infinity;
   private purgeTimer: NodeJS.Timeout | undefined;
   private records: PendingRecord[] = [];
   private lastArmAt = 0;
@@ -110,6 +119,12 @@ export class DeliveryWorker {
 
   /** Look for due deliveries now (coalesced: many wakes in one tick make one claim). */
   wake(): void {
+    this.claimable = true;
+    this.wakes += 1;
+    this.schedulePump();
+  }
+
+  private schedulePump(): void {
     if (!this.running || this.wakeScheduled) return;
     this.wakeScheduled = true;
     setImmediate(() => {
@@ -148,12 +163,14 @@ export class DeliveryWorker {
         const free = this.concurrency - this.inFlight.size - this.reserved;
         if (free <= 0) return; // A finishing attempt pumps again.
         this.lastClaimAt = this.options.clock();
+        const wakes = this.wakes;
         const rows = await this.options.deliveries.claimDue(this.lastClaimAt, free, this.leaseMs, this.id);
         for (const row of rows) this.launch(row);
         if (rows.length === free) this.pumpAgain = true;
+        else if (this.wakes === wakes) this.claimable = false;
       } while (this.pumpAgain && this.running);
-      // Every finishing attempt pumps (and claims whatever is due then): while attempts are in flight the
-      // timer for future retries is re-armed at most every ARM_INTERVAL_MS, not after every pump.
+      // While attempts are in flight the timer for future retries is re-armed at most every ARM_INTERVAL_MS,
+      // not after every pump.
       if (this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) await this.armTimer();
     } catch (err) {
       this.options.logger.error({ err }, 'webhook worker could not claim deliveries; retrying');
@@ -194,12 +211,27 @@ export class DeliveryWorker {
       .catch((err: unknown) => {
         // The lease lapses and the row is tried again: at-least-once, never lost.
         this.options.logger.error({ err, delivery_id: row.id }, 'could not record a webhook attempt; it will be retried');
+        this.claimable = true;
       })
       .finally(() => {
         this.inFlight.delete(task);
-        this.wake();
+        this.attemptEnded();
       });
     this.inFlight.add(task);
+  }
+
+  /**
+   * A slot is free: claim if rows may be waiting for one; otherwise only keep the next-due timer current
+   * (at most every ARM_INTERVAL_MS while attempts are in flight, at once when the last one ended).
+   */
+  private attemptEnded(): void {
+    if (!this.running) return;
+    if (this.claimable) return this.schedulePump();
+    if (this.pumping || (this.inFlight.size > 0 && this.options.clock() - this.lastArmAt < ARM_INTERVAL_MS)) return;
+    this.armTimer().catch((err: unknown) => {
+      this.options.logger.error({ err }, 'webhook worker could not look up the next due delivery; retrying');
+      this.arm(1000);
+    });
   }
 
   private async armTimer(): Promise<void> {
@@ -214,9 +246,19 @@ export class DeliveryWorker {
 
   private arm(delayMs: number): void {
     clearTimeout(this.timer);
+    this.timerAt = Infinity;
     if (!this.running) return;
-    this.timer = setTimeout(() => this.wake(), delayMs);
+    this.timerAt = this.options.clock() + delayMs;
+    this.timer = setTimeout(() => {
+      this.timerAt = Infinity;
+      this.wake();
+    }, delayMs);
     this.timer.unref();
+  }
+
+  /** Makes sure the timer fires by `at` (a retry just scheduled). */
+  private armBy(at: number): void {
+    if (at < this.timerAt) this.arm(Math.min(MAX_IDLE_MS, Math.max(10, at - this.options.clock())));
   }
 
   /** The plaintext signing secret of a key, decrypted once and reused for KEY_TTL_MS (a changed secret applies after that). */
@@ -291,6 +333,7 @@ export class DeliveryWorker {
       },
       next,
     );
+    if (next.status === 'pending') this.armBy(next.nextAttemptAt);
     const refused = outcome.error?.startsWith('refused to connect') ?? false;
     const fields = {
       delivery_id: row.id,
