@@ -161,3 +161,16 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     expect(orphans).toEqual([]);
   });
 });
+
+describe('delivery ids', () => {
+  it('are whd_ + 32 hex digits, ordered by creation time across milliseconds, and distinct', async () => {
+    const first = newDeliveryId();
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    const ids = Array.from({ length: 1000 }, () => newDeliveryId());
+    for (const id of [first, ...ids]) expect(id).toMatch(/^whd_[0-9a-f]{32}$/);
+    expect(ids.every((id) => id > first)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    // The first 12 hex digits are the creation time in ms.
+    expect(Math.abs(Number.parseInt(ids[0]!.slice(4, 16), 16) - Date.now())).toBeLessThan(60_000);
+  });
+});

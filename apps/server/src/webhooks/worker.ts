@@ -13,6 +13,9 @@ const MAX_IDLE_MS = 30_000;
 const PURGE_INTERVAL_MS = 3_600_000;
 /** While attempts are in flight, the next-due timer is re-armed at most this often. */
 const ARM_INTERVAL_MS = 100;
+/** Attempts ending this close together are recorded in one transaction (see `record`), at most RECORD_BATCH. */
+const RECORD_WINDOW_MS = 20;
+const RECORD_BATCH = 256;
 /** How long a key's signing secret is reused between attempts; a changed secret applies after this. */
 const KEY_TTL_MS = 1_000;
 
@@ -86,6 +89,7 @@ export class DeliveryWorker {
   private timerAt = Infinity;
   private purgeTimer: NodeJS.Timeout | undefined;
   private records: PendingRecord[] = [];
+  private recordTimer: NodeJS.Timeout | undefined;
   private lastArmAt = 0;
   /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
   private reserved = 0;
@@ -276,18 +280,28 @@ export class DeliveryWorker {
   }
 
   /**
-   * Stores an attempt and the key's last delivery status. Attempts ending in the same tick share one
-   * transaction; resolves once written.
+   * Stores an attempt and the key's last delivery status. Attempts ending within RECORD_WINDOW_MS of each
+   * other share one transaction (at most RECORD_BATCH): the pages they share — indexes, the attempts
+   * table's last page, the key's row — are written once, not once per delivery. No response waits for
+   * this; a crash inside the window means the attempt is made again (at least once). Resolves once written.
    */
   private record(row: DeliveryRow, result: AttemptResult, next: AttemptNext): Promise<void> {
     return new Promise((resolve, reject) => {
       this.records.push({ row, result, next, resolve, reject });
-      if (this.records.length === 1) setImmediate(() => void this.flushRecords());
+      if (this.records.length >= RECORD_BATCH) {
+        clearTimeout(this.recordTimer);
+        this.recordTimer = undefined;
+        setImmediate(() => void this.flushRecords());
+      } else if (this.records.length === 1) {
+        this.recordTimer = setTimeout(() => void this.flushRecords(), RECORD_WINDOW_MS);
+      }
     });
   }
 
   private async flushRecords(): Promise<void> {
+    this.recordTimer = undefined;
     const batch = this.records;
+    if (batch.length === 0) return;
     this.records = [];
     try {
       await this.options.deliveries.recordAttempts(batch.map((r) => ({ deliveryId: r.row.id, result: r.result, next: r.next })));
