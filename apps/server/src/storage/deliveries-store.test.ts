@@ -106,6 +106,72 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     expect(found?.delivery.payload).toBe(d.payload);
   });
 
+  it('records a batch of 70 mixed attempts in one call (chunks of 64 + 4 + 2), each delivery moved on by its own result', async () => {
+    const rows = Array.from({ length: 70 }, () => delivery());
+    await store.deliveries.insertMany(rows);
+    await store.deliveries.recordAttempt(rows[5]!.id, failure, { status: 'pending', nextAttemptAt: T0 });
+    const batch = rows.map((d, i) => {
+      const attemptedAt = T0 + 10 + i;
+      if (i % 3 === 0) return { deliveryId: d.id, result: { ...failure, attemptedAt, error: `HTTP 5${i}` }, next: { status: 'pending' as const, nextAttemptAt: T0 + 1_000 + i } };
+      if (i % 7 === 0) return { deliveryId: d.id, result: { ...failure, attemptedAt, statusCode: null }, next: { status: 'failed' as const } };
+      return { deliveryId: d.id, result: { ...success, attemptedAt, statusCode: 200 + (i % 5), responseBody: `ok ${i}` }, next: { status: 'delivered' as const } };
+    });
+    const numbers = await store.deliveries.recordAttempts(batch);
+    expect(numbers).toEqual(rows.map((_, i) => (i === 5 ? 2 : 1)));
+    for (const [i, d] of rows.entries()) {
+      const found = await store.deliveries.get('key_a', d.id);
+      const { result, next } = batch[i]!;
+      expect(found?.delivery).toMatchObject({
+        status: next.status,
+        attempts: i === 5 ? 2 : 1,
+        next_attempt_at: next.status === 'pending' ? next.nextAttemptAt : null,
+        lease_until: null,
+        last_status_code: result.statusCode,
+        last_error: result.error,
+        updated_at: result.attemptedAt,
+        delivered_at: next.status === 'delivered' ? result.attemptedAt : null,
+      });
+      expect(found?.attempts.at(-1)).toMatchObject({ attempt: i === 5 ? 2 : 1, attempted_at: result.attemptedAt, status_code: result.statusCode, error: result.error, response_body: result.responseBody });
+    }
+  });
+
+  it('counts each attempt when a batch holds one delivery twice', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    const numbers = await store.deliveries.recordAttempts([
+      { deliveryId: d.id, result: failure, next: { status: 'pending', nextAttemptAt: T0 + 10 } },
+      { deliveryId: d.id, result: { ...success, attemptedAt: T0 + 20 }, next: { status: 'delivered' } },
+    ]);
+    expect(numbers).toEqual([1, 2]);
+    const found = await store.deliveries.get('key_a', d.id);
+    expect(found?.delivery).toMatchObject({ status: 'delivered', attempts: 2, delivered_at: T0 + 20, last_status_code: 200 });
+    expect(found?.attempts.map((a) => a.attempt)).toEqual([1, 2]);
+  });
+
+  it('records nothing of a batch naming a delivery that does not exist', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    await expect(
+      store.deliveries.recordAttempts([
+        { deliveryId: d.id, result: success, next: { status: 'delivered' } },
+        { deliveryId: 'whd_missing', result: success, next: { status: 'delivered' } },
+      ]),
+    ).rejects.toThrow('delivery whd_missing does not exist');
+    expect(await store.deliveries.get('key_a', d.id)).toMatchObject({ delivery: { status: 'pending', attempts: 0 }, attempts: [] });
+  });
+
+  it('records while another transaction holds the connection (SQLite: the statements then go through kysely)', async () => {
+    const rows = Array.from({ length: 3 }, () => delivery());
+    await store.deliveries.insertMany(rows);
+    let recorded: Promise<number[]> | undefined;
+    await store.handle.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('webhook_deliveries').select('id').execute();
+      recorded = store.deliveries.recordAttempts(rows.map((d) => ({ deliveryId: d.id, result: success, next: { status: 'delivered' as const } })));
+    });
+    expect(await recorded).toEqual([1, 1, 1]);
+    expect((await store.deliveries.list('key_a', { limit: 10, status: 'delivered' })).rows).toHaveLength(3);
+  });
+
   it('lists one key newest first with a cursor and a status filter; get is scoped to the key', async () => {
     const rows = [0, 1, 2, 3, 4].map((i) => delivery({ now: T0 + i }));
     await store.deliveries.insertMany([...rows, delivery({ keyId: 'key_b' })]);

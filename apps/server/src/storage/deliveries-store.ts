@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import type { Dialect } from './database.js';
 import type { Database, WebhookAttemptsTable, WebhookDeliveriesTable } from './schema.js';
 import type { SqliteStatements } from './sqlite-statements.js';
@@ -62,13 +62,93 @@ const CLAIM_SQL = `update webhook_deliveries set lease_until = ?, leased_by = ?,
     and (lease_until is null or lease_until <= ?) order by next_attempt_at asc limit ?)
   and status = 'pending' and (lease_until is null or lease_until <= ?)
   returning *`;
+const NEXT_DUE_SQL = `select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > ?
+  order by next_attempt_at asc limit 1`;
 const RECORD_SQL = `update webhook_deliveries set attempts = attempts + 1, status = ?, next_attempt_at = ?, lease_until = null,
   leased_by = null, last_status_code = ?, last_error = ?, updated_at = ?, delivered_at = coalesce(?, delivered_at)
   where id = ? returning attempts`;
-const ATTEMPT_SQL = `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body)
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-const NEXT_DUE_SQL = `select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > ?
-  order by next_attempt_at asc limit 1`;
+
+/**
+ * Rows per statement when recording attempts: a batch is cut into chunks of these sizes, largest first (37 =
+ * 32 + 4 + 1), so there are at most 7 statement texts of each kind per dialect (SQLite prepares each once).
+ */
+const RECORD_CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1];
+const recordSqlCache = new Map<string, string>();
+
+function cachedSql(kind: 'update' | 'insert', dialect: Dialect, n: number, build: (param: () => string) => string): string {
+  const cacheKey = `${kind}:${dialect}:${n}`;
+  let text = recordSqlCache.get(cacheKey);
+  if (text === undefined) {
+    let count = 0;
+    text = build(() => (dialect === 'postgres' ? `$${++count}` : '?'));
+    recordSqlCache.set(cacheKey, text);
+  }
+  return text;
+}
+
+/** Moves `n` distinct deliveries on in one UPDATE … FROM (VALUES …) (`updateParams`); returns their ids and attempt numbers. */
+function recordManySql(dialect: Dialect, n: number): string {
+  return cachedSql('update', dialect, n, (p) => {
+    // The casts type the VALUES columns (Postgres infers nothing from a NULL parameter); SQLite accepts them too.
+    const row = () =>
+      `(cast(${p()} as text), cast(${p()} as text), cast(${p()} as bigint), cast(${p()} as integer), cast(${p()} as text), cast(${p()} as bigint), cast(${p()} as bigint))`;
+    return `with v(id, status, next_attempt_at, status_code, error, attempted_at, delivered_at) as (values ${Array.from({ length: n }, row).join(', ')})
+  update webhook_deliveries set attempts = webhook_deliveries.attempts + 1, status = v.status, next_attempt_at = v.next_attempt_at,
+  lease_until = null, leased_by = null, last_status_code = v.status_code, last_error = v.error, updated_at = v.attempted_at,
+  delivered_at = coalesce(v.delivered_at, webhook_deliveries.delivered_at)
+  from v where webhook_deliveries.id = v.id returning webhook_deliveries.id, webhook_deliveries.attempts`;
+  });
+}
+
+/** Inserts `n` attempt rows (`attemptParams`). */
+function insertAttemptsSql(dialect: Dialect, n: number): string {
+  return cachedSql('insert', dialect, n, (p) => {
+    const row = () => `(${p()}, ${p()}, ${p()}, ${p()}, ${p()}, ${p()}, ${p()}, ${p()}, ${p()})`;
+    return `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body)
+  values ${Array.from({ length: n }, row).join(', ')}`;
+  });
+}
+
+/** A batch cut into chunks of RECORD_CHUNK_SIZES; one row per chunk when `distinct` is false. */
+function recordChunks(batch: AttemptBatch, distinct = true): AttemptBatch[] {
+  const chunks: AttemptBatch[] = [];
+  for (let start = 0; start < batch.length; ) {
+    const left = batch.length - start;
+    const size = distinct ? RECORD_CHUNK_SIZES.find((n) => n <= left)! : 1;
+    chunks.push(batch.slice(start, start + size));
+    start += size;
+  }
+  return chunks;
+}
+
+function updateParams(chunk: AttemptBatch): unknown[] {
+  const params: unknown[] = [];
+  for (const { deliveryId, result, next } of chunk) {
+    params.push(
+      deliveryId,
+      next.status,
+      next.status === 'pending' ? next.nextAttemptAt : null,
+      result.statusCode,
+      result.error,
+      result.attemptedAt,
+      next.status === 'delivered' ? result.attemptedAt : null,
+    );
+  }
+  return params;
+}
+
+/** The attempt rows of a chunk; `numbers[i]` is the attempt number of `chunk[i]`. */
+function attemptParams(chunk: AttemptBatch, numbers: number[]): unknown[] {
+  const params: unknown[] = [];
+  for (const [i, { deliveryId, result }] of chunk.entries()) {
+    params.push(attemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody);
+  }
+  return params;
+}
+
+function missingDelivery(deliveryId: string): Error {
+  return new Error(`delivery ${deliveryId} does not exist`);
+}
 
 /**
  * `prefix` + 32 hex digits, UUIDv7's layout: the first 12 are the millisecond time, the rest random (~74
@@ -138,11 +218,15 @@ export class DeliveriesStore {
           stmt.run(d.id, d.keyId, d.userId, d.event, d.requestId, d.url, d.payload, d.nextAttemptAt ?? d.now, d.lease?.until ?? null, d.lease?.by ?? null, d.now, d.now);
         }
       });
+      // Per attempt: one UPDATE and one INSERT, prepared once. Measured against the multi-row statements of
+      // the kysely path below: no faster on SQLite (an UPDATE … FROM materialises its join first; the time
+      // goes to the pages written, not to the statements).
       this.recordTx = fast.db.transaction((batch: AttemptBatch) => {
         const update = fast.get(RECORD_SQL);
-        const insert = fast.get(ATTEMPT_SQL);
+        const insert = fast.get(insertAttemptsSql('sqlite', 1));
         const numbers: number[] = [];
-        for (const { deliveryId, result, next } of batch) {
+        for (const entry of batch) {
+          const { deliveryId, result, next } = entry;
           const updated = update.get(
             next.status,
             next.status === 'pending' ? next.nextAttemptAt : null,
@@ -152,9 +236,9 @@ export class DeliveriesStore {
             next.status === 'delivered' ? result.attemptedAt : null,
             deliveryId,
           ) as { attempts: number } | undefined;
-          if (!updated) throw new Error(`delivery ${deliveryId} does not exist`);
+          if (!updated) throw missingDelivery(deliveryId);
           const attempt = Number(updated.attempts);
-          insert.run(attemptId(), deliveryId, attempt, result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody);
+          insert.run(attemptParams([entry], [attempt]));
           numbers.push(attempt);
         }
         return numbers;
@@ -221,46 +305,29 @@ export class DeliveriesStore {
     return attempt!;
   }
 
-  /** Several `recordAttempt`s in one transaction (the worker groups attempts that end together). */
+  /**
+   * Several `recordAttempt`s in one transaction (the worker groups attempts that end together). On Postgres
+   * two statements per chunk of up to 64 attempts (see RECORD_CHUNK_SIZES) instead of two round trips per attempt.
+   */
   async recordAttempts(batch: AttemptBatch): Promise<number[]> {
     if (batch.length === 0) return [];
     if (this.recordTx && this.fast!.usable) return this.recordTx(batch);
+    // A delivery twice in one batch is updated twice (each attempt counts): one row per chunk then.
+    const distinct = new Set(batch.map((b) => b.deliveryId)).size === batch.length;
     return this.db.transaction().execute(async (trx) => {
       const numbers: number[] = [];
-      for (const { deliveryId, result, next } of batch) {
-        const updated = await trx
-          .updateTable('webhook_deliveries')
-          .set((eb) => ({
-            attempts: eb('attempts', '+', 1),
-            status: next.status,
-            next_attempt_at: next.status === 'pending' ? next.nextAttemptAt : null,
-            lease_until: null,
-            leased_by: null,
-            last_status_code: result.statusCode,
-            last_error: result.error,
-            updated_at: result.attemptedAt,
-            ...(next.status === 'delivered' ? { delivered_at: result.attemptedAt } : {}),
-          }))
-          .where('id', '=', deliveryId)
-          .returning('attempts')
-          .executeTakeFirst();
-        if (!updated) throw new Error(`delivery ${deliveryId} does not exist`);
-        const attempt = Number(updated.attempts);
-        await trx
-          .insertInto('webhook_attempts')
-          .values({
-            id: attemptId(),
-            delivery_id: deliveryId,
-            attempt,
-            attempted_at: result.attemptedAt,
-            status_code: result.statusCode,
-            duration_ms: Math.max(0, Math.round(result.durationMs)),
-            outcome: result.outcome,
-            error: result.error,
-            response_body: result.responseBody,
-          })
-          .execute();
-        numbers.push(attempt);
+      for (const chunk of recordChunks(batch, distinct)) {
+        const updated = await trx.executeQuery<{ id: string; attempts: number }>(
+          CompiledQuery.raw(recordManySql(this.dialect, chunk.length), updateParams(chunk)),
+        );
+        const byId = new Map(updated.rows.map((row) => [row.id, Number(row.attempts)]));
+        const chunkNumbers = chunk.map(({ deliveryId }) => {
+          const attempt = byId.get(deliveryId);
+          if (attempt === undefined) throw missingDelivery(deliveryId);
+          return attempt;
+        });
+        await trx.executeQuery(CompiledQuery.raw(insertAttemptsSql(this.dialect, chunk.length), attemptParams(chunk, chunkNumbers)));
+        numbers.push(...chunkNumbers);
       }
       return numbers;
     });

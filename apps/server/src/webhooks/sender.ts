@@ -2,7 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { Agent, request } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, type Dispatcher } from 'undici';
 import { signBody } from './signer.js';
 import { assertAllowedUrl, guardedLookup } from './url-guard.js';
 
@@ -64,8 +65,7 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-function describeError(err: unknown, timedOut: boolean, timeoutMs: number): string {
-  if (timedOut) return `timed out after ${timeoutMs} ms`;
+function describeError(err: unknown): string {
   let current: unknown = err;
   // undici wraps socket errors; the innermost cause says what happened (refused, reset, SSRF guard).
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
@@ -76,6 +76,164 @@ function describeError(err: unknown, timedOut: boolean, timeoutMs: number): stri
   const e = current as { code?: string; message?: string; name?: string };
   const code = e.code && !String(e.message).includes(e.code) ? `${e.code}: ` : '';
   return `${code}${e.message ?? String(current)}`;
+}
+
+/** How many distinct URLs keep their parsed, vetted form (see `targetOf`); past that the cache starts over. */
+const TARGET_CACHE_SIZE = 1024;
+
+/** Where a URL's requests go, as undici's dispatcher takes it. */
+interface Target {
+  origin: string;
+  path: string;
+}
+
+/**
+ * One attempt, as undici's dispatch handler: the status, the first RESPONSE_BODY_LIMIT bytes, then one
+ * outcome. No response stream, promise per chunk or abort signal: an attempt ends by its response, an error,
+ * or its deadline (`Deadlines`), whichever comes first; the later ones are ignored.
+ */
+class Attempt implements Dispatcher.DispatchHandler {
+  settled = false;
+  /** When its total timeout runs out (performance.now() time). */
+  readonly deadline: number;
+  private controller: Dispatcher.DispatchController | null = null;
+  private statusCode = 0;
+  private retryAfter: string | string[] | undefined;
+  private chunks: Buffer[] = [];
+  private kept = 0;
+
+  constructor(
+    private readonly started: number,
+    private readonly timeoutMs: number,
+    private readonly resolve: (outcome: AttemptOutcome) => void,
+  ) {
+    this.deadline = started + timeoutMs;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Timed out while waiting for a connection: give it up now.
+    if (this.settled) controller.abort(new Error('attempt ended'));
+    else this.controller = controller;
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx: the final response follows.
+    this.statusCode = statusCode;
+    this.retryAfter = headers['retry-after'];
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    const room = RESPONSE_BODY_LIMIT - this.kept;
+    this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.kept += Math.min(chunk.length, room);
+    if (this.kept >= RESPONSE_BODY_LIMIT) {
+      // The rest is not needed; dropping the connection is cheaper than reading a large body.
+      this.respond();
+      controller.abort(new Error('response body limit reached'));
+    }
+  }
+
+  onResponseEnd(): void {
+    this.respond();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.fail(err);
+  }
+
+  /** The deadline passed: ends the attempt as timed out and drops its request. */
+  expire(): void {
+    if (this.settled) return;
+    const { controller } = this;
+    const error = `timed out after ${this.timeoutMs} ms`;
+    this.settle({ ok: false, statusCode: null, durationMs: this.elapsed(), error, responseBody: null });
+    // Still connecting: `onRequestStart` drops it.
+    controller?.abort(new Error(error));
+  }
+
+  /** The attempt failed: bad URL, refused address, connection or protocol error. */
+  fail(err: unknown): void {
+    if (this.settled) return;
+    this.settle({ ok: false, statusCode: null, durationMs: this.elapsed(), error: describeError(err), responseBody: null });
+  }
+
+  private respond(): void {
+    if (this.settled) return;
+    const { statusCode } = this;
+    const ok = statusCode >= 200 && statusCode < 300;
+    const responseBody = this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8');
+    const retryAfterMs = ok ? undefined : parseRetryAfter(this.retryAfter, Date.now());
+    let error: string | null = null;
+    if (!ok) error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`;
+    this.settle({ ok, statusCode, durationMs: this.elapsed(), error, responseBody, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+  }
+
+  private settle(outcome: AttemptOutcome): void {
+    this.settled = true;
+    // Settled attempts wait in `Deadlines` until swept: keep them small.
+    this.chunks = [];
+    this.controller = null;
+    this.resolve(outcome);
+  }
+
+  private elapsed(): number {
+    return Math.round(performance.now() - this.started);
+  }
+}
+
+/**
+ * The total timeout of every attempt in flight, kept with one timer instead of a timer and an abort signal
+ * per attempt. All attempts share one timeout, so their deadlines come in start order: a FIFO whose head
+ * is the next to expire. Attempts that ended leave the head as new ones arrive or when the timer fires.
+ */
+class Deadlines {
+  private queue: Array<Attempt | undefined> = [];
+  private head = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  add(attempt: Attempt): void {
+    this.dropSettled();
+    this.queue.push(attempt);
+    if (this.timer === undefined) this.arm(attempt.deadline - performance.now());
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private arm(delayMs: number): void {
+    // Sockets and look-ups in progress keep the process alive, not this timer.
+    this.timer = setTimeout(() => this.sweep(), Math.max(1, Math.ceil(delayMs))).unref();
+  }
+
+  private sweep(): void {
+    this.timer = undefined;
+    const now = performance.now();
+    for (let next = this.queue[this.head]; next !== undefined && (next.settled || next.deadline <= now); next = this.queue[this.head]) {
+      this.queue[this.head++] = undefined;
+      next.expire();
+    }
+    this.compact();
+    const first = this.queue[this.head];
+    if (first !== undefined) this.arm(first.deadline - now);
+  }
+
+  private dropSettled(): void {
+    for (let next = this.queue[this.head]; next?.settled; next = this.queue[this.head]) this.queue[this.head++] = undefined;
+    this.compact();
+  }
+
+  private compact(): void {
+    if (this.head === this.queue.length) {
+      this.queue.length = 0;
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+  }
 }
 
 /**
@@ -94,61 +252,50 @@ export function createSender(options: { timeoutMs: number; allowPrivate: boolean
     bodyTimeout: options.timeoutMs,
     connect: { timeout: options.timeoutMs, ...(options.allowPrivate ? {} : { lookup: guardedLookup }) },
   });
+  const deadlines = new Deadlines();
+  const targets = new Map<string, Target>();
 
-  async function send(delivery: OutgoingDelivery): Promise<AttemptOutcome> {
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, options.timeoutMs);
-    try {
-      const url = new URL(delivery.url);
+  /** The URL parsed and checked (`assertAllowedUrl`, a pure check of the URL); only URLs that pass are kept. */
+  function targetOf(href: string): Target {
+    let target = targets.get(href);
+    if (target === undefined) {
+      const url = new URL(href);
       assertAllowedUrl(url, options.allowPrivate);
+      target = { origin: url.origin, path: `${url.pathname}${url.search}` };
+      if (targets.size >= TARGET_CACHE_SIZE) targets.clear();
+      targets.set(href, target);
+    }
+    return target;
+  }
+
+  function send(delivery: OutgoingDelivery): Promise<AttemptOutcome> {
+    return new Promise((resolve) => {
+      const attempt = new Attempt(performance.now(), options.timeoutMs, resolve);
+      let target: Target;
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         'user-agent': USER_AGENT,
         'x-svc-event': delivery.event,
         'x-svc-delivery': delivery.deliveryId,
       };
-      if (delivery.secret) headers['x-svc-signature'] = signBody(delivery.body, delivery.secret);
-      const response = await request(url, {
-        method: 'POST',
-        headers,
-        body: delivery.body,
-        dispatcher: agent,
-        signal: controller.signal,
-      });
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      for await (const chunk of response.body as AsyncIterable<Buffer>) {
-        if (kept < RESPONSE_BODY_LIMIT) {
-          chunks.push(chunk.subarray(0, RESPONSE_BODY_LIMIT - kept));
-          kept += Math.min(chunk.length, RESPONSE_BODY_LIMIT - kept);
-        }
-        if (kept >= RESPONSE_BODY_LIMIT) {
-          // The rest is not needed; dropping the connection is cheaper than reading a large body.
-          response.body.destroy();
-          break;
-        }
+      try {
+        target = targetOf(delivery.url);
+        if (delivery.secret) headers['x-svc-signature'] = signBody(delivery.body, delivery.secret);
+      } catch (err) {
+        attempt.fail(err);
+        return;
       }
-      const statusCode = response.statusCode;
-      const ok = statusCode >= 200 && statusCode < 300;
-      const responseBody = chunks.length ? Buffer.concat(chunks).toString('utf8') : '';
-      const retryAfterMs = ok ? undefined : parseRetryAfter(response.headers['retry-after'], Date.now());
-      let error: string | null = null;
-      if (!ok) {
-        error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`;
-      }
-      return { ok, statusCode, durationMs: elapsed(), error, responseBody, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
-    } catch (err) {
-      return { ok: false, statusCode: null, durationMs: elapsed(), error: describeError(err, timedOut, options.timeoutMs), responseBody: null };
-    } finally {
-      clearTimeout(timer);
-    }
+      deadlines.add(attempt);
+      // Errors, thrown ones included, reach the handler's onResponseError.
+      agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body: delivery.body }, attempt);
+    });
   }
 
-  return { send, close: () => agent.close() };
+  return {
+    send,
+    async close() {
+      deadlines.close();
+      await agent.close();
+    },
+  };
 }

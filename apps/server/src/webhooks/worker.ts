@@ -58,9 +58,10 @@ export function retryDelay(scheduleMs: number[], retry: number, random: () => nu
 }
 
 /**
- * Sends due deliveries from the outbox. New rows are sent as soon as `wake()` is called (the outbox sink
- * calls it after each insert); retries wake a timer set to the next due time. Each claim is a lease longer
- * than an attempt can take, so a crashed worker's rows come back on their own.
+ * Sends due deliveries from the outbox. New rows arrive already leased (`reserve`/`adopt`) and are sent at
+ * once; the outbox is queried only when rows may be waiting: after `wake()` (rows beyond the free slots, a
+ * redeliver) and when the timer fires (a retry's due time, a lapsing lease, the periodic look). Each claim
+ * is a lease longer than an attempt can take, so a crashed worker's rows come back on their own.
  *
  * @example
  * const worker = new DeliveryWorker({ deliveries, keys, sender, … }); worker.start(); … await worker.stop();
@@ -79,8 +80,9 @@ export class DeliveryWorker {
   private wakeScheduled = false;
   /**
    * Rows may be due that nobody has claimed. Set by every `wake()` (start, the outbox's unleased rows, a
-   * redeliver, the timer); cleared by a claim that found fewer rows than it could take with no wake meanwhile.
-   * While false, a finished attempt does not query for work: new deliveries arrive leased through `adopt`.
+   * redeliver, the timer: retries, lapsing leases, the periodic look) and by a failed record; cleared by a
+   * claim that found fewer rows than it could take with no wake meanwhile. While false, a finished attempt
+   * makes no query at all: new deliveries arrive leased through `adopt`.
    */
   private claimable = true;
   private wakes = 0;
@@ -141,6 +143,7 @@ export class DeliveryWorker {
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
+    this.timerAt = Infinity;
     clearInterval(this.purgeTimer);
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
@@ -173,9 +176,11 @@ export class DeliveryWorker {
         if (rows.length === free) this.pumpAgain = true;
         else if (this.wakes === wakes) this.claimable = false;
       } while (this.pumpAgain && this.running);
-      // While attempts are in flight the timer for future retries is re-armed at most every ARM_INTERVAL_MS,
-      // not after every pump.
-      if (this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) await this.armTimer();
+      // While attempts are in flight the timer is re-armed at most every ARM_INTERVAL_MS, not after every
+      // pump; but never left unset, or the periodic look (rows of other instances, lapsed leases) stops.
+      if (this.timerAt === Infinity || this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) {
+        await this.armTimer();
+      }
     } catch (err) {
       this.options.logger.error({ err }, 'webhook worker could not claim deliveries; retrying');
       this.arm(1000);
@@ -213,29 +218,15 @@ export class DeliveryWorker {
   private launch(row: DeliveryRow): void {
     const task = this.attempt(row)
       .catch((err: unknown) => {
-        // The lease lapses and the row is tried again: at-least-once, never lost.
         this.options.logger.error({ err, delivery_id: row.id }, 'could not record a webhook attempt; it will be retried');
-        this.claimable = true;
       })
       .finally(() => {
         this.inFlight.delete(task);
-        this.attemptEnded();
+        // A slot is free: claim only if rows may be waiting for one. Nothing else can have fallen due: new
+        // rows arrive leased (`adopt`) or wake the worker, and retries arm the timer for their time.
+        if (this.running && this.claimable) this.schedulePump();
       });
     this.inFlight.add(task);
-  }
-
-  /**
-   * A slot is free: claim if rows may be waiting for one; otherwise only keep the next-due timer current
-   * (at most every ARM_INTERVAL_MS while attempts are in flight, at once when the last one ended).
-   */
-  private attemptEnded(): void {
-    if (!this.running) return;
-    if (this.claimable) return this.schedulePump();
-    if (this.pumping || (this.inFlight.size > 0 && this.options.clock() - this.lastArmAt < ARM_INTERVAL_MS)) return;
-    this.armTimer().catch((err: unknown) => {
-      this.options.logger.error({ err }, 'webhook worker could not look up the next due delivery; retrying');
-      this.arm(1000);
-    });
   }
 
   private async armTimer(): Promise<void> {
@@ -245,24 +236,31 @@ export class DeliveryWorker {
     // A row that fell due between the claim and now was not claimed and is not "after now": looking from
     // the claim's time finds it (and wakes in 10 ms) instead of leaving it for MAX_IDLE_MS.
     const next = await this.options.deliveries.nextDueAfter(Math.min(now, this.lastClaimAt));
-    this.arm(next === undefined ? MAX_IDLE_MS : Math.min(MAX_IDLE_MS, Math.max(10, next - now)));
+    this.arm(next === undefined ? MAX_IDLE_MS : next - now);
   }
 
+  /**
+   * Makes sure the timer fires within `delayMs` (10 ms at least, MAX_IDLE_MS at most). A timer is only
+   * ever moved earlier, never later: a retry scheduled or a lease about to lapse while a next-due look-up
+   * ran (or that the look-up does not see) keeps its time; at worst the worker looks once for nothing.
+   */
   private arm(delayMs: number): void {
-    clearTimeout(this.timer);
-    this.timerAt = Infinity;
     if (!this.running) return;
-    this.timerAt = this.options.clock() + delayMs;
+    const delay = Math.min(MAX_IDLE_MS, Math.max(10, delayMs));
+    const at = this.options.clock() + delay;
+    if (at >= this.timerAt) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
     this.timer = setTimeout(() => {
       this.timerAt = Infinity;
       this.wake();
-    }, delayMs);
+    }, delay);
     this.timer.unref();
   }
 
-  /** Makes sure the timer fires by `at` (a retry just scheduled). */
+  /** Makes sure the timer fires by `at` (a retry just scheduled, a lease about to lapse). */
   private armBy(at: number): void {
-    if (at < this.timerAt) this.arm(Math.min(MAX_IDLE_MS, Math.max(10, at - this.options.clock())));
+    this.arm(at - this.options.clock());
   }
 
   /** The plaintext signing secret of a key, decrypted once and reused for KEY_TTL_MS (a changed secret applies after that). */
@@ -335,18 +333,25 @@ export class DeliveryWorker {
     }
     const attemptNumber = row.attempts + 1;
     const next = this.nextStep(outcome, attemptNumber, attemptedAt, options.retries ?? true);
-    await this.record(
-      row,
-      {
-        attemptedAt,
-        statusCode: outcome.statusCode,
-        durationMs: outcome.durationMs,
-        outcome: outcome.ok ? 'success' : 'failure',
-        error: outcome.error,
-        responseBody: outcome.responseBody,
-      },
-      next,
-    );
+    try {
+      await this.record(
+        row,
+        {
+          attemptedAt,
+          statusCode: outcome.statusCode,
+          durationMs: outcome.durationMs,
+          outcome: outcome.ok ? 'success' : 'failure',
+          error: outcome.error,
+          responseBody: outcome.responseBody,
+        },
+        next,
+      );
+    } catch (err) {
+      // The row stays leased; once the lease lapses it is tried again (at least once, never lost).
+      this.claimable = true;
+      this.armBy(row.lease_until ?? this.options.clock());
+      throw err;
+    }
     if (next.status === 'pending') this.armBy(next.nextAttemptAt);
     const refused = outcome.error?.startsWith('refused to connect') ?? false;
     const fields = {
