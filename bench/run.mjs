@@ -6,6 +6,7 @@
 //   npm run bench -- --quick             # ~5 s smoke run, writes bench/results/quick.json
 //   npm run bench -- --profile           # svc everything-on, non-streamed, under node --cpu-prof; prints top self time
 //                    [--profile-streamed] [--profile-plain]   # … streamed / as a plain proxy
+//   npm run bench -- --latency-only      # only the fixed-rate latency measurement (→ bench/results/quick.json)
 //   npm run bench -- --micro             # also run verify.bench.mjs / webhooks.bench.mjs when present
 //
 // Cores: the load generator (this process), the fake upstream and the webhook receiver run on core 0; the
@@ -51,6 +52,7 @@ const { values: opts } = parseArgs({
     micro: { type: 'boolean', default: false },
     out: { type: 'string' },
     'svc-node-args': { type: 'string' },
+    'latency-only': { type: 'boolean', default: false },
   },
 });
 
@@ -206,7 +208,8 @@ async function runAll() {
   }
 
   // 1. Direct to the fake upstream, which is then the target on its own core.
-  for (const stream of [false, true]) {
+  const onlyLatency = opts['latency-only'];
+  for (const stream of onlyLatency ? [] : [false, true]) {
     const mode = stream ? 'streamed' : 'json';
     const up = await startUpstream(TARGET_CORE);
     try {
@@ -224,7 +227,7 @@ async function runAll() {
   const receiver = await startReceiver(LOADGEN_CORE);
   try {
     // 2. and 3. svc everything on / plain proxy.
-    for (const variant of [
+    for (const variant of onlyLatency ? [] : [
       { target: FULL_KEY, webhook: true, body: bodies.svcFull },
       { target: 'svc-plain', webhook: false, body: bodies.svcPlain },
     ]) {
@@ -256,7 +259,7 @@ async function runAll() {
     }
 
     // 4. Portkey.
-    if (portkeyEntry) {
+    if (portkeyEntry && !onlyLatency) {
       for (const stream of [false, true]) {
         const mode = stream ? 'streamed' : 'json';
         let pk = null;
@@ -272,22 +275,30 @@ async function runAll() {
       }
     }
 
-    // Latency at a fixed rate: svc everything on vs direct to the same upstream, one connection.
+    // Latency at a fixed rate: svc everything on (the target's measure) and svc as a plain proxy vs direct to
+    // the same upstream, one connection.
     log(`latency at ${fixedRate} req/s (one connection)…`);
-    const fixed = { rateRps: fixedRate, connections: 1, note: 'same upstream (core 0) for both; svc on core 1' };
+    const fixed = { rateRps: fixedRate, connections: 1, note: 'same upstream (core 0) for all; svc on core 1' };
     try {
       const d = await measure({ name: 'direct@rate', url: `${upstream.url}${chatPath}`, body: bodies.direct(false), stream: false, pid: upstream.proc.pid, rate: fixedRate });
       fixed.direct = pick(d);
-      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: receiver.hook, nodeArgs: svcNodeArgs });
-      try {
-        const s = await measure({ name: 'svc@rate', url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body: bodies.svcFull(false), stream: false, pid: svc.proc.pid, rate: fixedRate });
-        fixed.svcFull = pick(s);
-      } finally {
-        await stop(svc.proc, 10_000);
+      for (const variant of [
+        { field: 'svcFull', name: 'svc-full@rate', webhook: true, body: bodies.svcFull },
+        { field: 'svcPlain', name: 'svc-plain@rate', webhook: false, body: bodies.svcPlain },
+      ]) {
+        const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: variant.webhook ? receiver.hook : undefined, nodeArgs: svcNodeArgs });
+        try {
+          const s = await measure({ name: variant.name, url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body: variant.body(false), stream: false, pid: svc.proc.pid, rate: fixedRate });
+          fixed[variant.field] = pick(s);
+        } finally {
+          await stop(svc.proc, 10_000);
+        }
       }
       fixed.addedP50Ms = round(fixed.svcFull.p50 - fixed.direct.p50, 3);
       fixed.addedP99Ms = round(fixed.svcFull.p99 - fixed.direct.p99, 3);
-      log(`  added latency at ${fixedRate} req/s: p50 ${fixed.addedP50Ms} ms, p99 ${fixed.addedP99Ms} ms`);
+      fixed.plainAddedP50Ms = round(fixed.svcPlain.p50 - fixed.direct.p50, 3);
+      fixed.plainAddedP99Ms = round(fixed.svcPlain.p99 - fixed.direct.p99, 3);
+      log(`  added latency at ${fixedRate} req/s: everything on p50 ${fixed.addedP50Ms} ms, p99 ${fixed.addedP99Ms} ms; plain proxy p50 ${fixed.plainAddedP50Ms} ms, p99 ${fixed.plainAddedP99Ms} ms`);
     } catch (err) {
       fixed.error = err.message;
       log(`  FAILED: ${err.message}`);
@@ -355,8 +366,10 @@ function ratios(results) {
     { measure: 'svc plain proxy vs Portkey, streamed req/s', target: '(no target)', value: ratio(get('svc-plain', 'streamed'), pk('streamed')) },
   ];
   const f = results.fixedRate;
-  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, p50 (ms)`, target: '≤ 1 ms', value: f?.addedP50Ms ?? null, max: 1 });
-  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, p99 (ms)`, target: '≤ 5 ms', value: f?.addedP99Ms ?? null, max: 5 });
+  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, everything on, p50 (ms)`, target: '≤ 1 ms', value: f?.addedP50Ms ?? null, max: 1 });
+  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, everything on, p99 (ms)`, target: '≤ 5 ms', value: f?.addedP99Ms ?? null, max: 5 });
+  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, plain proxy, p50 (ms)`, target: '(for comparison)', value: f?.plainAddedP50Ms ?? null });
+  out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, plain proxy, p99 (ms)`, target: '(for comparison)', value: f?.plainAddedP99Ms ?? null });
   const svcPeaks = results.cases.filter((c) => c.target.startsWith('svc') && c.memory).map((c) => c.memory.peakRssMb);
   out.push({ measure: `svc peak RSS after ${durationS} s of load (MB, worst case)`, target: '≤ 150 MB', value: svcPeaks.length ? Math.max(...svcPeaks) : null, max: 150 });
   const pkPeaks = results.cases.filter((c) => c.target === 'portkey' && c.memory).map((c) => c.memory.peakRssMb);
@@ -411,7 +424,9 @@ function printResults(results) {
         [
           ['direct', f.direct.p50, f.direct.p90, f.direct.p99, f.direct.max],
           ['svc everything-on', f.svcFull.p50, f.svcFull.p90, f.svcFull.p99, f.svcFull.max],
-          ['added', f.addedP50Ms, round(f.svcFull.p90 - f.direct.p90, 3), f.addedP99Ms, null],
+          ['added (everything on)', f.addedP50Ms, round(f.svcFull.p90 - f.direct.p90, 3), f.addedP99Ms, null],
+          ['svc plain proxy', f.svcPlain.p50, f.svcPlain.p90, f.svcPlain.p99, f.svcPlain.max],
+          ['added (plain proxy)', f.plainAddedP50Ms, round(f.svcPlain.p90 - f.direct.p90, 3), f.plainAddedP99Ms, null],
         ],
       ),
     );
@@ -483,9 +498,10 @@ try {
     const results = await runAll();
     printResults(results);
     mkdirSync(RESULTS, { recursive: true });
-    const out = opts.out ?? join(RESULTS, opts.quick ? 'quick.json' : 'latest.json');
+    const partial = opts.quick || opts['latency-only'];
+    const out = opts.out ?? join(RESULTS, partial ? 'quick.json' : 'latest.json');
     writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-    if (!opts.quick && !opts.out) copyFileSync(out, join(RESULTS, `${results.machine.date.slice(0, 10)}.json`));
+    if (!partial && !opts.out) copyFileSync(out, join(RESULTS, `${results.machine.date.slice(0, 10)}.json`));
     log(`results written to ${out}`);
     if (opts.micro) runMicro();
   }

@@ -20,8 +20,8 @@ export interface OutboxWorker {
  * The webhook half of the audit trail: for a key with a webhook URL, builds the payload and writes it to
  * the outbox. `record` resolves once the row is committed (the chat response's last byte goes out after
  * that). Records arriving in the same tick share one insert; as many as the worker has free slots for are
- * inserted already leased to it and handed over (sent at once, no claim query), the rest are left for it
- * to claim (it is woken).
+ * inserted already leased to it and handed over once the responses are out (no claim query), the rest are
+ * left for it to claim (it is woken).
  *
  * @example
  * const sink = new OutboxSink(store.deliveries, worker);
@@ -67,7 +67,12 @@ export class OutboxSink implements AuditSink {
       return;
     }
     for (const w of batch) w.resolve();
-    if (take > 0) this.worker.adopt(batch.slice(0, take).map((w) => newDeliveryRow(w.delivery)));
-    if (take < batch.length) this.worker.wake();
+    // The responses waiting on these rows are written in this tick's microtasks; the attempts (signing,
+    // the webhook request's write) start after them, in the next check phase — never ahead of a response.
+    const adopted = take > 0 ? batch.slice(0, take).map((w) => newDeliveryRow(w.delivery)) : [];
+    setImmediate(() => {
+      if (adopted.length > 0) this.worker.adopt(adopted);
+      if (take < batch.length) this.worker.wake();
+    });
   }
 }
