@@ -29,6 +29,8 @@ describe('metrics', () => {
   });
 });
 
+if (!haveData) console.warn(`[grounding] dev-set evaluation SKIPPED: no dev set at ${dataPath} (the shared eval data beside the repository)`);
+
 describe.skipIf(!haveData)('dev-set evaluation', () => {
   const rows = haveData ? parseRows(readFileSync(dataPath, 'utf8')) : [];
 

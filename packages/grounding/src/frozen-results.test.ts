@@ -37,6 +37,8 @@ function digests(rows: readonly EvalRow[], cache?: SourceIndexCache): string {
     .join('\n');
 }
 
+if (!haveData) console.warn(`[grounding] frozen per-row results SKIPPED: no dev set at ${dataPath} (the shared eval data beside the repository)`);
+
 describe.skipIf(!haveData)('results on the dev set', () => {
   const rows = haveData ? parseRows(readFileSync(dataPath, 'utf8')) : [];
 
