@@ -121,19 +121,21 @@ function recordChunks(batch: AttemptBatch, distinct = true): AttemptBatch[] {
   return chunks;
 }
 
+/** What an attempt sets on its delivery, in the column order of RECORD_SQL and the multi-row update. */
+function attemptUpdate({ result, next }: AttemptBatch[number]): unknown[] {
+  return [
+    next.status,
+    next.status === 'pending' ? next.nextAttemptAt : null,
+    result.statusCode,
+    result.error,
+    result.attemptedAt,
+    next.status === 'delivered' ? result.attemptedAt : null,
+  ];
+}
+
 function updateParams(chunk: AttemptBatch): unknown[] {
   const params: unknown[] = [];
-  for (const { deliveryId, result, next } of chunk) {
-    params.push(
-      deliveryId,
-      next.status,
-      next.status === 'pending' ? next.nextAttemptAt : null,
-      result.statusCode,
-      result.error,
-      result.attemptedAt,
-      next.status === 'delivered' ? result.attemptedAt : null,
-    );
-  }
+  for (const entry of chunk) params.push(entry.deliveryId, ...attemptUpdate(entry));
   return params;
 }
 
@@ -226,16 +228,8 @@ export class DeliveriesStore {
         const insert = fast.get(insertAttemptsSql('sqlite', 1));
         const numbers: number[] = [];
         for (const entry of batch) {
-          const { deliveryId, result, next } = entry;
-          const updated = update.get(
-            next.status,
-            next.status === 'pending' ? next.nextAttemptAt : null,
-            result.statusCode,
-            result.error,
-            result.attemptedAt,
-            next.status === 'delivered' ? result.attemptedAt : null,
-            deliveryId,
-          ) as { attempts: number } | undefined;
+          const { deliveryId } = entry;
+          const updated = update.get(...attemptUpdate(entry), deliveryId) as { attempts: number } | undefined;
           if (!updated) throw missingDelivery(deliveryId);
           const attempt = Number(updated.attempts);
           insert.run(attemptParams([entry], [attempt]));
