@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// One svc case at a time, for A/B experiments on the hot path (not the issue's report: see run.mjs).
+//
+//   node bench/ab.mjs [--plain] [--stream] [--duration S] [--runs N] [--rate RPS] [--svc-node-args="…"]
+//
+// Same layout as run.mjs: load generator, fake upstream and webhook receiver on core 0, svc alone on core 1.
+// Prints, per run: req/s, p50/p99 (ms), svc CPU % and µs of svc CPU per request, peak RSS.
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { requestBody } from './lib/fixtures.mjs';
+import { load, probe } from './lib/load.mjs';
+import { cpuSecondsOf, freePort, killAllSync, memoryOf, pinSelf, round, spawnPinned, stop, waitHttp } from './lib/procs.mjs';
+import { startSvc, svcBuilt } from './lib/svc.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    plain: { type: 'boolean', default: false },
+    stream: { type: 'boolean', default: false },
+    duration: { type: 'string', default: '15' },
+    warmup: { type: 'string', default: '3' },
+    runs: { type: 'string', default: '1' },
+    rate: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    'svc-node-args': { type: 'string', default: '' },
+  },
+});
+const HERE = new URL('.', import.meta.url).pathname;
+const durationS = Number(opts.duration);
+const rate = opts.rate ? Number(opts.rate) : undefined;
+const connections = rate ? 1 : Number(opts.connections);
+const nodeArgs = opts['svc-node-args'].split(/\s+/).filter(Boolean);
+if (!svcBuilt()) {
+  process.stderr.write('build first: npx turbo run build --filter=@svc/server...\n');
+  process.exit(2);
+}
+process.on('exit', killAllSync);
+pinSelf(0);
+
+async function startHelper(script, healthPath) {
+  const port = await freePort();
+  const proc = spawnPinned(0, process.execPath, [join(HERE, 'lib', script), String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitHttp(`${url}${healthPath}`, { proc });
+  return { proc, url };
+}
+
+const upstream = await startHelper('fake-upstream.mjs', '/healthz');
+const receiver = await startHelper('webhook-receiver.mjs', '/stats');
+const body = requestBody({ model: 'svc01', stream: opts.stream, ...(opts.plain ? { svc: { dehallucinate: false } } : {}) });
+try {
+  for (let run = 0; run < Number(opts.runs); run++) {
+    const svc = await startSvc({ core: 1, upstreamUrl: `${upstream.url}/v1`, webhookUrl: opts.plain ? undefined : `${receiver.url}/hook`, nodeArgs });
+    try {
+      const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };
+      const probed = await probe(target);
+      if (probed.status !== 200) throw new Error(`probe answered ${probed.status}: ${probed.text.slice(0, 300)}`);
+      await load({ ...target, connections, durationS: Number(opts.warmup), overallRate: rate });
+      const cpu0 = cpuSecondsOf(svc.proc.pid);
+      const m = await load({ ...target, connections, durationS, overallRate: rate });
+      const cpuS = cpuSecondsOf(svc.proc.pid) - cpu0;
+      const mem = memoryOf(svc.proc.pid);
+      process.stdout.write(
+        `${opts.plain ? 'plain' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  ` +
+          `cpu ${round((100 * cpuS) / durationS, 0)}%  ${round((cpuS * 1e6) / m.requests, 0)} µs/req  peak RSS ${mem?.peakRssMb} MB  non2xx ${m.non2xx} errors ${m.errors}\n`,
+      );
+    } finally {
+      await stop(svc.proc, 10_000);
+    }
+  }
+} finally {
+  await stop(upstream.proc);
+  await stop(receiver.proc);
+}
