@@ -15,7 +15,7 @@ import { CLIENT_CLOSED_STATUS, logOnClose, newRequestId, type LoggedRequest } fr
 import { readJsonBody } from '../http/json-body.js';
 import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import type { ChunkStream } from '../upstream/upstream.js';
+import { Cancellation, type ChunkStream } from '../upstream/upstream.js';
 import type { CompletedRequest } from './audit.js';
 import { countUsage } from './prompt.js';
 import { parseChatRequest, toUpstreamBody } from './request.js';
@@ -35,9 +35,14 @@ interface RequestContext {
   requestId: string;
   startedAt: number;
   /** Aborted when the client disconnects before the response finished. */
-  abort: AbortController;
-  /** Failures before the response started (400, 502) are audited through this hook before the error is sent. */
-  onFailed?: OnRequestFailed;
+  abort: Cancellation;
+  /**
+   * Set once the body is read, cleared once the response starts: a failure in between (400, 502) is audited
+   * with it before the error is sent. Data, not a closure over `complete`'s scope: a closure stored here
+   * kept each request's objects alive across young-generation collections (measured: ~1.3 MB promoted per
+   * collection, ~25 % of a plain request's CPU in GC).
+   */
+  failure?: { streaming: boolean; messages: unknown };
   /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
   upstreamStartedAt?: number;
   upstreamFinishedAt?: number;
@@ -60,13 +65,14 @@ export function chatRoute(deps: ChatRouteDeps): (req: IncomingMessage, res: Serv
     res.setHeader('x-request-id', requestId);
     const log: LoggedRequest = { requestId, startedAt, method: req.method ?? 'POST', url: req.url ?? '/' };
     logOnClose(res, log, deps.logger, deps.clock, deps.metrics);
-    const ctx = { deps, req, res, log, requestId, startedAt, abort: new AbortController() } as RequestContext;
+    const ctx = { deps, req, res, log, requestId, startedAt, abort: new Cancellation() } as RequestContext;
     res.on('close', () => {
       if (!res.writableFinished) ctx.abort.abort(new Error('client closed the connection'));
     });
     complete(ctx).catch((err: unknown) => {
-      const onFailed = ctx.onFailed;
-      ctx.onFailed = undefined;
+      const failure = ctx.failure;
+      ctx.failure = undefined;
+      const onFailed: OnRequestFailed | undefined = failure && ((error) => auditFailure(ctx, failure, error));
       return answerError(res, err, { logger: deps.logger, requestId, path: pathOf(log.url), onFailed });
     });
   };
@@ -93,28 +99,18 @@ async function complete(ctx: RequestContext): Promise<void> {
   await deps.applyLimit(ctx.key, res);
   // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
   const raw = (await readJsonBody(req)) as Record<string, unknown> | undefined;
-  const requestedStreaming = raw?.stream === true;
-
-  ctx.onFailed = (error: ApiError) =>
-    audit(ctx, {
-      statusCode: ctx.abort.signal.aborted ? CLIENT_CLOSED_STATUS : error.status,
-      streaming: requestedStreaming,
-      messages: raw?.messages,
-      responseText: '',
-      svc: null,
-      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
-    });
+  ctx.failure = { streaming: raw?.stream === true, messages: raw?.messages };
 
   const request = parseChatRequest(raw);
   const upstream = toUpstreamBody(request, deps.config.upstream);
   ctx.upstreamStartedAt = deps.clock();
   if (upstream.streaming) {
-    const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
-    ctx.onFailed = undefined;
+    const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
+    ctx.failure = undefined;
     await streamCompletion(ctx, request, chunks);
     return;
   }
-  const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort.signal, thinking: upstream.thinking });
+  const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
   ctx.upstreamFinishedAt = deps.clock();
   const answer = completion.choices[0]?.message.content ?? '';
   const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
@@ -136,27 +132,44 @@ async function complete(ctx: RequestContext): Promise<void> {
     ...(completion.system_fingerprint !== undefined ? { system_fingerprint: completion.system_fingerprint } : {}),
     svc,
   };
-  ctx.onFailed = undefined;
+  ctx.failure = undefined;
   await audit(ctx, { statusCode: 200, streaming: false, messages: request.messages, responseText: answer, svc, usage });
   const json = JSON.stringify(body);
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
   res.end(json);
 }
 
+/** The audit of a request that failed before its response started. */
+function auditFailure(ctx: RequestContext, failure: NonNullable<RequestContext['failure']>, error: ApiError): Promise<void> {
+  return audit(ctx, {
+    statusCode: ctx.abort.aborted ? CLIENT_CLOSED_STATUS : error.status,
+    streaming: failure.streaming,
+    messages: failure.messages,
+    responseText: '',
+    svc: null,
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+  });
+}
+
 function dehallucinateRequested(request: ChatCompletionRequest): boolean {
   return request.svc?.dehallucinate ?? true;
 }
 
-async function audit(ctx: RequestContext, input: Omit<CompletedRequest, 'requestId' | 'key' | 'startedAt' | 'finishedAt'>) {
-  const upstreamLatency =
-    ctx.upstreamStartedAt === undefined ? {} : { upstream_latency_ms: (ctx.upstreamFinishedAt ?? ctx.deps.clock()) - ctx.upstreamStartedAt };
-  ctx.log.fields = { tokens: input.usage.total_tokens, ...upstreamLatency };
-  await ctx.deps.audit.record({
-    ...input,
+function audit(ctx: RequestContext, input: Omit<CompletedRequest, 'requestId' | 'key' | 'startedAt' | 'finishedAt'>): Promise<void> {
+  const fields: Record<string, unknown> = { tokens: input.usage.total_tokens };
+  if (ctx.upstreamStartedAt !== undefined) fields.upstream_latency_ms = (ctx.upstreamFinishedAt ?? ctx.deps.clock()) - ctx.upstreamStartedAt;
+  ctx.log.fields = fields;
+  return ctx.deps.audit.record({
     requestId: ctx.requestId,
     key: ctx.key,
     startedAt: ctx.startedAt,
     finishedAt: ctx.deps.clock(),
+    statusCode: input.statusCode,
+    streaming: input.streaming,
+    messages: input.messages,
+    responseText: input.responseText,
+    svc: input.svc,
+    usage: input.usage,
   });
 }
 
@@ -255,7 +268,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
     usage ??= await countUsage(request.messages, texts);
     if (includeUsage) await write(JSON.stringify(frame([], { usage })));
     await audit(ctx, {
-      statusCode: ctx.abort.signal.aborted ? CLIENT_CLOSED_STATUS : 200,
+      statusCode: ctx.abort.aborted ? CLIENT_CLOSED_STATUS : 200,
       streaming: true,
       messages: request.messages,
       responseText: texts[0] ?? '',
@@ -265,7 +278,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
     await write('[DONE]');
   } catch (err) {
     const error = toApiError(err);
-    const clientGone = ctx.abort.signal.aborted;
+    const clientGone = ctx.abort.aborted;
     sse.hold();
     await audit(ctx, {
       statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,

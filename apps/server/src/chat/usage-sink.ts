@@ -75,11 +75,12 @@ export class UsageSink implements AuditSink {
   }
 }
 
-/** Fans one completed request out to several sinks, in order. */
+/** Fans one completed request out to several sinks, all at once; settles when every one has. */
 export function combineSinks(...sinks: AuditSink[]): AuditSink {
+  if (sinks.length === 1) return sinks[0]!;
   return {
-    async record(request) {
-      for (const sink of sinks) await sink.record(request);
+    record(request) {
+      return Promise.all(sinks.map((sink) => sink.record(request))).then(() => undefined);
     },
   };
 }

@@ -61,7 +61,7 @@ export interface FakeUpstreamBehavior {
   splitBytes?: number;
   /** Spread each frame's JSON over several `data:` lines (pretty-printed JSON). */
   multiLineData?: boolean;
-  /** Send exactly these SSE body pieces (after 200 + event-stream headers), each flushed separately. */
+  /** Send exactly these SSE body pieces (after 200 + event-stream headers), each flushed separately; then end the body (left open with `hangMidStream`). */
   rawSse?: string[];
   /** Extra response headers. */
   headers?: Record<string, string>;
@@ -229,7 +229,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
 
     if (current.rawSse) {
       for (const piece of current.rawSse) await write(piece);
-      res.end();
+      if (!current.hangMidStream) res.end();
       return;
     }
 

@@ -4,7 +4,7 @@ import { decodeGenerator, encode, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
-import type { ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
+import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
 
 /** Shown when there is nothing to answer from. */
 export const NO_SOURCE_ANSWER =
@@ -341,7 +341,7 @@ async function* streamChunks(
   generated: { choices: GeneratedChoice[]; usage: Usage },
   model: string,
   includeUsage: boolean,
-  signal: AbortSignal,
+  signal: CallSignal,
 ): AsyncGenerator<ChatCompletionChunk> {
   const id = `chatcmpl-${randomId()}`;
   const created = Math.floor(Date.now() / 1000);

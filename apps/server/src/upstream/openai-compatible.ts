@@ -10,7 +10,7 @@ import {
   type Usage,
 } from '@svc/protocol';
 import { SseParser, type SseEvent } from './sse.js';
-import { UpstreamError, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
+import { Cancellation, UpstreamError, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
 export interface OpenAICompatibleUpstreamOptions {
   /** Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`; requests go to `{baseUrl}/chat/completions`. */
@@ -85,7 +85,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   let closing: Promise<void> | null = null;
   const redact = (text: string): string => (options.apiKey ? text.split(options.apiKey).join('[redacted]') : text);
 
-  async function send(body: Record<string, unknown>, stream: boolean, signal: AbortSignal): Promise<{ response: Dispatcher.ResponseData; exchange: Exchange }> {
+  async function send(body: Record<string, unknown>, stream: boolean, signal: CallSignal): Promise<{ response: Dispatcher.ResponseData; exchange: Exchange }> {
     const exchange = new Exchange(signal, timeoutMs, firstByteTimeoutMs);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -100,7 +100,8 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
         method: 'POST',
         headers,
         body: JSON.stringify(body),
-        signal: exchange.controller.signal,
+        // undici listens to any object with addEventListener ('abort') and reads `aborted` / `reason`.
+        signal: exchange as unknown as AbortSignal,
         headersTimeout: firstByteTimeoutMs,
         bodyTimeout: timeoutMs,
       });
@@ -172,25 +173,26 @@ async function closePool(pool: Pool | null): Promise<void> {
 }
 
 /**
- * One upstream exchange's lifetime: the caller's signal and the total timer both abort `controller`,
- * which closes the upstream request (socket) wherever it is; `release()` frees the timer and the listener.
+ * One upstream exchange's lifetime, and the signal undici's request gets: the caller's signal and the
+ * timers abort it, which closes the upstream request (socket) wherever it is; `release()` frees the timers
+ * and the listener.
  */
-class Exchange {
-  readonly controller = new AbortController();
+class Exchange extends Cancellation {
   private timedOut: 'first-byte' | 'total' | null = null;
   private readonly timer: NodeJS.Timeout;
   /** undici's own headersTimeout ticks coarsely (fast timers); this one fires on time. */
   private firstByteTimer: NodeJS.Timeout | undefined;
   private readonly onAbort = (): void => {
     this.release();
-    this.controller.abort(this.signal.reason);
+    this.abort(this.signal.reason);
   };
 
   constructor(
-    private readonly signal: AbortSignal,
+    private readonly signal: CallSignal,
     private readonly timeoutMs: number,
     private readonly firstByteTimeoutMs: number,
   ) {
+    super();
     this.timer = setTimeout(() => this.timeOut('total'), timeoutMs);
     if (firstByteTimeoutMs < timeoutMs) this.firstByteTimer = setTimeout(() => this.timeOut('first-byte'), firstByteTimeoutMs);
     signal.addEventListener('abort', this.onAbort, { once: true });
@@ -210,7 +212,7 @@ class Exchange {
   private timeOut(which: 'first-byte' | 'total'): void {
     this.timedOut = which;
     this.release();
-    this.controller.abort(this.timeoutError());
+    this.abort(this.timeoutError());
   }
 
   private timeoutError(cause?: unknown): UpstreamError {
@@ -254,7 +256,7 @@ function chunkIterable(
       // An async generator that never started skips its `finally`: free the exchange here.
       if (!started) {
         exchange.release();
-        body.destroy();
+        discard(body);
       }
       return generator.return(value as undefined);
     },
@@ -342,10 +344,20 @@ async function* readChunks(
       // After [DONE], read what is left (the chunked terminator) so the connection is reused; destroying the
       // body would close it, and a new connection per streamed request costs more than the request itself.
       if (done) body.dump({ limit: DRAIN_LIMIT }).catch(() => {});
-      else body.destroy();
+      else discard(body);
     }
   }
 }
+
+/**
+ * Closes a body that will not be read on. undici's body emits an abort error when destroyed before its end,
+ * and no reader is listening any more: without a listener that error would be an uncaught exception.
+ */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.on('error', ignore).destroy();
+}
+
+function ignore(): void {}
 
 function parseCompletion(text: string, redact: (text: string) => string): UpstreamCompletion {
   const json = tryJson(text);
@@ -362,14 +374,17 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
     if (message.content === undefined) message.content = null;
     if (message.tool_calls === null) delete message.tool_calls;
     normalizeReasoning(message);
-    const parsed = ChoiceSchema.safeParse({
-      ...raw,
-      index: typeof raw.index === 'number' ? raw.index : position,
-      message,
-      finish_reason: normalizeFinishReason(raw.finish_reason),
-    });
-    if (!parsed.success) throw invalid(`choices[${position}]: ${firstIssue(parsed.error)}`);
-    const { index, message: m, finish_reason, logprobs } = parsed.data;
+    const index = typeof raw.index === 'number' ? raw.index : position;
+    const finish_reason = normalizeFinishReason(raw.finish_reason);
+    let m = message as UpstreamCompletion['choices'][number]['message'];
+    let logprobs = raw.logprobs;
+    // A text answer (what nearly every response is) is checked by hand; the schema checks the rest.
+    if (!isPlainMessage(index, message)) {
+      const parsed = ChoiceSchema.safeParse({ ...raw, index, message, finish_reason });
+      if (!parsed.success) throw invalid(`choices[${position}]: ${firstIssue(parsed.error)}`);
+      m = parsed.data.message;
+      logprobs = parsed.data.logprobs;
+    }
     const out: UpstreamCompletion['choices'][number]['message'] = { role: 'assistant', content: m.content };
     if (m.tool_calls && m.tool_calls.length > 0) out.tool_calls = m.tool_calls;
     if (m.reasoning_content !== undefined) out.reasoning_content = m.reasoning_content;
@@ -381,6 +396,19 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
   if (typeof json.created === 'number') completion.created = json.created;
   if (typeof json.system_fingerprint === 'string' || json.system_fingerprint === null) completion.system_fingerprint = json.system_fingerprint;
   return completion;
+}
+
+/** Would `ChoiceSchema` accept this index and normalised message as they are (no tool calls)? */
+function isPlainMessage(index: number, message: Record<string, unknown>): boolean {
+  const { content, refusal, reasoning_content: reasoning } = message;
+  return (
+    Number.isInteger(index) &&
+    index >= 0 &&
+    message.tool_calls === undefined &&
+    (content === null || typeof content === 'string') &&
+    (refusal === undefined || refusal === null || typeof refusal === 'string') &&
+    (reasoning === undefined || typeof reasoning === 'string')
+  );
 }
 
 function normalizeChunk(json: unknown, fallback: { id: string; created: number; model: string }): ChatCompletionChunk {
@@ -421,16 +449,33 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
 }
 
 const CHUNK_KEYS = ['id', 'object', 'created', 'model', 'choices', 'usage', 'system_fingerprint', 'svc'];
-const CHOICE_KEYS = ['index', 'delta', 'finish_reason', 'logprobs'];
+const CHOICE_KEYS = ['index', 'delta', 'logprobs', 'finish_reason'];
 const DELTA_KEYS = ['role', 'content', 'reasoning_content', 'refusal', 'tool_calls'];
 const FINISH_REASONS: ReadonlySet<unknown> = new Set(FinishReasonSchema.options);
 
-/** A copy with `keys` first in that order (as the schema's parse returns it), then the other keys as they came. */
+/**
+ * `value` with `keys` first in that order (as the schema's parse returns it), then the other keys as they
+ * came: `value` itself when it is in that order already (what OpenAI-compatible servers send), else a copy.
+ */
 function inSchemaOrder(value: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  if (inOrder(value, keys)) return value;
   const out: Record<string, unknown> = {};
   for (const k of keys) if (k in value) out[k] = value[k];
   for (const k in value) if (!(k in out)) out[k] = value[k];
   return out;
+}
+
+/** Do `value`'s own keys list those of `keys` it has in that order, before any other key? */
+function inOrder(value: Record<string, unknown>, keys: readonly string[]): boolean {
+  let next = 0;
+  let other = false;
+  for (const k in value) {
+    const at = keys.indexOf(k);
+    if (at === -1) other = true;
+    else if (other || at < next) return false;
+    else next = at + 1;
+  }
+  return true;
 }
 
 /**
@@ -457,7 +502,8 @@ export function plainChunk(chunk: Record<string, unknown>): ChatCompletionChunk 
     if (delta.reasoning_content !== undefined && typeof delta.reasoning_content !== 'string') return undefined;
     if (delta.refusal !== undefined && delta.refusal !== null && typeof delta.refusal !== 'string') return undefined;
     if (delta.tool_calls !== undefined) return undefined;
-    out.push(inSchemaOrder({ ...choice, delta: inSchemaOrder(delta, DELTA_KEYS) }, CHOICE_KEYS));
+    const ordered = inSchemaOrder(delta, DELTA_KEYS);
+    out.push(ordered === delta ? inSchemaOrder(choice, CHOICE_KEYS) : inSchemaOrder({ ...choice, delta: ordered }, CHOICE_KEYS));
   }
   return inSchemaOrder({ ...chunk, choices: out }, CHUNK_KEYS) as ChatCompletionChunk;
 }

@@ -21,6 +21,18 @@ describe('plainChunk (hand check of common stream frames)', () => {
     }
   });
 
+  it("takes the choices of a frame in OpenAI's key order as they are, and copies others into that order", () => {
+    const inOrder = frame([{ index: 0, delta: { role: 'assistant', content: 'Hi' }, logprobs: null, finish_reason: null }], { system_fingerprint: 'fp' });
+    const shuffled = frame([{ finish_reason: null, index: 0, delta: { content: 'Hi', role: 'assistant' } }]);
+    const a = plainChunk(inOrder)!;
+    const b = plainChunk(shuffled)!;
+    expect(a.choices[0]).toBe(inOrder.choices[0]);
+    expect(b.choices[0]).not.toBe(shuffled.choices[0]);
+    expect(Object.keys(b.choices[0]!)).toEqual(['index', 'delta', 'finish_reason']);
+    expect(Object.keys(b.choices[0]!.delta)).toEqual(['role', 'content']);
+    expect(JSON.stringify(b)).toBe(JSON.stringify(ChatCompletionChunkSchema.parse(shuffled)));
+  });
+
   it('leaves everything else to the schema', () => {
     const others = [
       frame([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{' } }] }, finish_reason: null }]),
