@@ -78,8 +78,9 @@ export const ChunkChoiceSchema = z.looseObject({
     refusal: z.string().nullable().optional(),
     tool_calls: z.array(ToolCallDeltaSchema).optional(),
   }),
-  finish_reason: FinishReasonSchema.nullable(),
+  // OpenAI's order on the wire: a frame received in it is relayed without copying its choices.
   logprobs: z.unknown().nullable().optional(),
+  finish_reason: FinishReasonSchema.nullable(),
 });
 export type ChunkChoice = z.infer<typeof ChunkChoiceSchema>;
 

@@ -1,0 +1,32 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openDatabase, type DatabaseHandle } from './database.js';
+
+describe('SQLite WAL checkpoints', () => {
+  let dir: string | undefined;
+  let handle: DatabaseHandle | undefined;
+  afterEach(async () => {
+    await handle?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('copies the WAL into the database file on a timer, not in the commit that passes 1,000 pages', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
+    const file = join(dir, 'svc.db');
+    handle = openDatabase(`sqlite:${file}`);
+    const sqlite = handle.sqlite!;
+    expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(10_000);
+    sqlite.exec('create table t (v text)');
+    const insert = sqlite.prepare('insert into t (v) values (?)');
+    // ~1,500 pages: past SQLite's default autocheckpoint (1,000), below ours.
+    for (let i = 0; i < 1500; i++) insert.run('x'.repeat(3000));
+    const walPages = () => statSync(`${file}-wal`).size / 4096;
+    expect(walPages()).toBeGreaterThan(1000);
+    const before = statSync(file).size;
+    expect(before).toBeLessThan(64 * 1024); // nothing checkpointed in a commit
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    expect(statSync(file).size).toBeGreaterThan(1500 * 3000); // the timer's checkpoint copied the pages
+  });
+});
