@@ -1,25 +1,15 @@
-import { randomFillSync } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { pooledRandom } from '../crypto/random-pool.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { routeLabel } from '../metrics/route-label.js';
 
 /** nginx's "client closed request": logged and audited when the client went away before the end. */
 export const CLIENT_CLOSED_STATUS = 499;
 
-const ID_BYTES = 18;
-const idPool = Buffer.allocUnsafe(ID_BYTES * 256);
-let idOffset = idPool.length;
-
-/** `chatcmpl-` + 24 random base64url characters (drawn from a pool refilled 256 ids at a time). */
+/** `chatcmpl-` + 24 random base64url characters. */
 export function newRequestId(): string {
-  if (idOffset + ID_BYTES > idPool.length) {
-    randomFillSync(idPool);
-    idOffset = 0;
-  }
-  const id = idPool.toString('base64url', idOffset, idOffset + ID_BYTES);
-  idOffset += ID_BYTES;
-  return `chatcmpl-${id}`;
+  return `chatcmpl-${pooledRandom(18, 'base64url')}`;
 }
 
 /** What the request log line says about one request; routes add `key` and `fields` as they learn them. */

@@ -1,5 +1,5 @@
-import { randomFillSync } from 'node:crypto';
 import { CompiledQuery, type Kysely, sql } from 'kysely';
+import { pooledRandom } from '../crypto/random-pool.js';
 import type { Dialect } from './database.js';
 import type { Database, WebhookAttemptsTable, WebhookDeliveriesTable } from './schema.js';
 import type { SqliteStatements } from './sqlite-statements.js';
@@ -152,24 +152,13 @@ function missingDelivery(deliveryId: string): Error {
   return new Error(`delivery ${deliveryId} does not exist`);
 }
 
-const RANDOM_BYTES = 10;
-const randomPool = Buffer.allocUnsafe(RANDOM_BYTES * 256);
-let randomOffset = randomPool.length;
-
 /**
  * `prefix` + 32 hex digits, UUIDv7's layout: the first 12 are the millisecond time, the other 20 random (80
- * bits, drawn from a pool refilled 256 ids at a time). Time-ordered keys land on the last page of their
- * indexes, which a batch of inserts then shares; random keys dirtied a page of each index per row (SQLite
- * writes every dirtied page to the WAL).
+ * bits). Time-ordered keys land on the last page of their indexes, which a batch of inserts then shares;
+ * random keys dirtied a page of each index per row (SQLite writes every dirtied page to the WAL).
  */
 function timeOrderedId(prefix: string): string {
-  if (randomOffset + RANDOM_BYTES > randomPool.length) {
-    randomFillSync(randomPool);
-    randomOffset = 0;
-  }
-  const random = randomPool.toString('hex', randomOffset, randomOffset + RANDOM_BYTES);
-  randomOffset += RANDOM_BYTES;
-  return `${prefix}${Date.now().toString(16).padStart(12, '0').slice(-12)}${random}`;
+  return `${prefix}${Date.now().toString(16).padStart(12, '0').slice(-12)}${pooledRandom(10, 'hex')}`;
 }
 
 function attemptId(): string {

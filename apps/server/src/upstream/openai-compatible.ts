@@ -379,7 +379,7 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
     let m = message as UpstreamCompletion['choices'][number]['message'];
     let logprobs = raw.logprobs;
     // A text answer (what nearly every response is) is checked by hand; the schema checks the rest.
-    if (!isPlainMessage(index, message)) {
+    if (!isChoiceIndex(index) || !isPlainText(message)) {
       const parsed = ChoiceSchema.safeParse({ ...raw, index, message, finish_reason });
       if (!parsed.success) throw invalid(`choices[${position}]: ${firstIssue(parsed.error)}`);
       m = parsed.data.message;
@@ -398,14 +398,20 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
   return completion;
 }
 
-/** Would `ChoiceSchema` accept this index and normalised message as they are (no tool calls)? */
-function isPlainMessage(index: number, message: Record<string, unknown>): boolean {
-  const { content, refusal, reasoning_content: reasoning } = message;
+/** A choice's `index` as the schema accepts it. */
+function isChoiceIndex(index: unknown): index is number {
+  return typeof index === 'number' && Number.isInteger(index) && index >= 0;
+}
+
+/**
+ * A message or delta with text fields only, each of a type the schema accepts as it is: `content` and
+ * `refusal` a string or null, `reasoning_content` a string, no `tool_calls` (each may be absent).
+ */
+function isPlainText(fields: Record<string, unknown>): boolean {
+  const { content, refusal, reasoning_content: reasoning } = fields;
   return (
-    Number.isInteger(index) &&
-    index >= 0 &&
-    message.tool_calls === undefined &&
-    (content === null || typeof content === 'string') &&
+    fields.tool_calls === undefined &&
+    (content === undefined || content === null || typeof content === 'string') &&
     (refusal === undefined || refusal === null || typeof refusal === 'string') &&
     (reasoning === undefined || typeof reasoning === 'string')
   );
@@ -492,16 +498,11 @@ export function plainChunk(chunk: Record<string, unknown>): ChatCompletionChunk 
   const out: Array<Record<string, unknown>> = [];
   for (const choice of choices) {
     if (!isRecord(choice)) return undefined;
-    const index = choice.index;
-    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0) return undefined;
+    if (!isChoiceIndex(choice.index)) return undefined;
     if (choice.finish_reason !== null && !FINISH_REASONS.has(choice.finish_reason)) return undefined;
     const delta = choice.delta;
     if (!isRecord(delta) || 'reasoning' in delta) return undefined;
-    if (delta.role !== undefined && delta.role !== 'assistant') return undefined;
-    if (delta.content !== undefined && delta.content !== null && typeof delta.content !== 'string') return undefined;
-    if (delta.reasoning_content !== undefined && typeof delta.reasoning_content !== 'string') return undefined;
-    if (delta.refusal !== undefined && delta.refusal !== null && typeof delta.refusal !== 'string') return undefined;
-    if (delta.tool_calls !== undefined) return undefined;
+    if ((delta.role !== undefined && delta.role !== 'assistant') || !isPlainText(delta)) return undefined;
     const ordered = inSchemaOrder(delta, DELTA_KEYS);
     out.push(ordered === delta ? inSchemaOrder(choice, CHOICE_KEYS) : inSchemaOrder({ ...choice, delta: ordered }, CHOICE_KEYS));
   }
