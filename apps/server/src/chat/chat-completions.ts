@@ -17,6 +17,7 @@ import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { Cancellation, type ChunkStream } from '../upstream/upstream.js';
 import type { CompletedRequest } from './audit.js';
+import { FrameJson } from './frame-json.js';
 import { countUsage } from './prompt.js';
 import { parseChatRequest, toUpstreamBody } from './request.js';
 
@@ -211,8 +212,10 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   const computeSvc = async () =>
     ctx.deps.grounder.check({ messages: request.messages, answer: texts[0] ?? '', requested });
 
-  /** The frame the client gets for an upstream chunk; the chunk (ours alone) is adjusted in place. */
-  const relay = (chunk: ChatCompletionChunk): ChatCompletionChunk => {
+  const frames = new FrameJson(ctx.requestId, created, SVC_MODEL);
+
+  /** Adjusts an upstream chunk's choices (ours alone) in place for the client, and keeps the text. */
+  const relay = (chunk: ChatCompletionChunk): void => {
     for (const choice of chunk.choices) {
       const delta = choice.delta;
       if (!started.has(choice.index)) {
@@ -226,7 +229,6 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
       }
       if (choice.logprobs === undefined) choice.logprobs = null;
     }
-    return frame(chunk.choices, chunk.system_fingerprint !== undefined ? { system_fingerprint: chunk.system_fingerprint } : undefined);
   };
 
   try {
@@ -234,24 +236,23 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
       for (const chunk of batch) {
         if (chunk.usage) usage = chunk.usage;
         if (!chunk.choices || chunk.choices.length === 0) continue;
-        const out = relay(chunk);
+        relay(chunk);
+        const { choices, system_fingerprint: fingerprint } = chunk;
         let finishesFirst = false;
         let finishesOther = false;
-        for (const c of out.choices) {
+        for (const c of choices) {
           if (c.finish_reason === null) continue;
           if (c.index === 0) finishesFirst = true;
           else finishesOther = true;
         }
         if (finishesFirst) {
           svc = await computeSvc();
-          out.svc = svc;
-          await write(JSON.stringify(out));
+          await write(frames.of(choices, fingerprint, svc));
           for (const h of held.splice(0)) await write(JSON.stringify({ ...h, svc }));
         } else if (finishesOther && svc === null) {
-          held.push(out);
+          held.push(frame(choices, fingerprint !== undefined ? { system_fingerprint: fingerprint } : undefined));
         } else {
-          if (finishesOther && svc) out.svc = svc;
-          const behind = write(JSON.stringify(out));
+          const behind = write(frames.of(choices, fingerprint, finishesOther && svc ? svc : undefined));
           if (behind) await behind;
         }
       }

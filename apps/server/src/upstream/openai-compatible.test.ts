@@ -166,6 +166,13 @@ describe('streamed completions', () => {
     expect(text(chunks)).toBe('Hello');
   });
 
+  it('drops a leading byte order mark and joins characters split across reads, one byte per read', async () => {
+    const frame = (content: string) => JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+    fake.setBehavior({ rawSse: [`\uFEFFdata: ${frame('Ünï ✓ 😀')}\n\n`, `data: ${frame(' \uFEFFend')}\n\ndata: [DONE]\n\n`], splitBytes: 1 });
+    const chunks = await collect(await upstream.stream(request()));
+    expect(text(chunks)).toBe('Ünï ✓ 😀 \uFEFFend');
+  });
+
   it('accepts a stream that ends without [DONE] once every choice finished', async () => {
     const frame = (delta: object, finish: string | null) => `data: ${JSON.stringify({ choices: [{ delta, finish_reason: finish }] })}\n\n`;
     fake.setBehavior({ rawSse: [frame({ role: 'assistant', content: 'Ok' }, null), frame({}, 'stop')] });

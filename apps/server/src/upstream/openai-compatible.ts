@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import { Pool, type Dispatcher } from 'undici';
 import {
   ChatCompletionChunkSchema,
@@ -278,7 +279,7 @@ async function* readChunks(
   redact: (text: string) => string,
 ): AsyncGenerator<ChatCompletionChunk[]> {
   const parser = new SseParser();
-  const decoder = new TextDecoder();
+  const decoder = new Utf8Text();
   const started = new Set<number>();
   const finished = new Set<number>();
   const fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
@@ -322,13 +323,13 @@ async function* readChunks(
   try {
     // Not destroyed on `break` at [DONE]: the end of the body follows and the connection goes back to the pool.
     for await (const part of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      const batch = handle(parser.push(decoder.decode(part, { stream: true })));
+      const batch = handle(parser.push(decoder.write(part)));
       if (batch.length > 0) yield batch;
       if (failure !== undefined) throw failure;
       if (done) break;
     }
     if (!done) {
-      const batch = handle([...parser.push(decoder.decode()), ...parser.end()]);
+      const batch = handle([...parser.push(decoder.end()), ...parser.end()]);
       if (batch.length > 0) yield batch;
       if (failure !== undefined) throw failure;
     }
@@ -346,6 +347,32 @@ async function* readChunks(
       if (done) body.dump({ limit: DRAIN_LIMIT }).catch(() => {});
       else discard(body);
     }
+  }
+}
+
+/**
+ * A stream's bytes as text, for the SSE parser: UTF-8 with a character split across reads joined, invalid
+ * bytes as U+FFFD and a leading byte order mark dropped — what `TextDecoder` gives, at a sixth of the cost
+ * (a streaming `TextDecoder` took ~6 µs per read, node's `StringDecoder` under 1).
+ */
+class Utf8Text {
+  private readonly decoder = new StringDecoder('utf8');
+  private started = false;
+
+  write(part: Buffer): string {
+    const text = this.decoder.write(part);
+    return this.started ? text : this.first(text);
+  }
+
+  end(): string {
+    const text = this.decoder.end();
+    return this.started ? text : this.first(text);
+  }
+
+  private first(text: string): string {
+    if (text === '') return text;
+    this.started = true;
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
 }
 
@@ -454,7 +481,6 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
   return parsed.data;
 }
 
-const CHUNK_KEYS = ['id', 'object', 'created', 'model', 'choices', 'usage', 'system_fingerprint', 'svc'];
 const CHOICE_KEYS = ['index', 'delta', 'logprobs', 'finish_reason'];
 const DELTA_KEYS = ['role', 'content', 'reasoning_content', 'refusal', 'tool_calls'];
 const FINISH_REASONS: ReadonlySet<unknown> = new Set(FinishReasonSchema.options);
@@ -485,9 +511,11 @@ function inOrder(value: Record<string, unknown>, keys: readonly string[]): boole
 }
 
 /**
- * `ChatCompletionChunkSchema.parse(chunk)` for frames that certainly pass it and need nothing but the key
- * order it gives (every schema object is loose: unknown keys are kept); undefined for anything else —
- * including anything `normalizeChunk` would change, so it can be tried on a frame as received.
+ * `ChatCompletionChunkSchema.parse(chunk)` for frames that certainly pass it (every schema object is loose:
+ * unknown keys are kept); undefined for anything else — including anything `normalizeChunk` would change, so
+ * it can be tried on a frame as received. Choices, deltas and their keys come in the schema's order (the
+ * client gets them as they are); the frame's own keys stay in the order received, as the relay builds its
+ * own frame around the choices. A frame whose choices are in order already is returned itself, uncopied.
  */
 export function plainChunk(chunk: Record<string, unknown>): ChatCompletionChunk | undefined {
   if (typeof chunk.id !== 'string' || chunk.object !== 'chat.completion.chunk' || !Number.isInteger(chunk.created) || typeof chunk.model !== 'string') return undefined;
@@ -495,18 +523,21 @@ export function plainChunk(chunk: Record<string, unknown>): ChatCompletionChunk 
   const fingerprint = chunk.system_fingerprint;
   if (fingerprint !== undefined && fingerprint !== null && typeof fingerprint !== 'string') return undefined;
   const choices = chunk.choices as unknown[];
-  const out: Array<Record<string, unknown>> = [];
-  for (const choice of choices) {
+  let out: Array<Record<string, unknown>> | undefined;
+  for (let i = 0; i < choices.length; i++) {
+    const choice = choices[i];
     if (!isRecord(choice)) return undefined;
     if (!isChoiceIndex(choice.index)) return undefined;
     if (choice.finish_reason !== null && !FINISH_REASONS.has(choice.finish_reason)) return undefined;
     const delta = choice.delta;
     if (!isRecord(delta) || 'reasoning' in delta) return undefined;
     if ((delta.role !== undefined && delta.role !== 'assistant') || !isPlainText(delta)) return undefined;
-    const ordered = inSchemaOrder(delta, DELTA_KEYS);
-    out.push(ordered === delta ? inSchemaOrder(choice, CHOICE_KEYS) : inSchemaOrder({ ...choice, delta: ordered }, CHOICE_KEYS));
+    const orderedDelta = inSchemaOrder(delta, DELTA_KEYS);
+    const ordered = orderedDelta === delta ? inSchemaOrder(choice, CHOICE_KEYS) : inSchemaOrder({ ...choice, delta: orderedDelta }, CHOICE_KEYS);
+    if (ordered !== choice) out ??= choices.slice(0, i) as Array<Record<string, unknown>>;
+    out?.push(ordered);
   }
-  return inSchemaOrder({ ...chunk, choices: out }, CHUNK_KEYS) as ChatCompletionChunk;
+  return (out === undefined ? chunk : { ...chunk, choices: out }) as ChatCompletionChunk;
 }
 
 /** `reasoning` (vLLM, Ollama, OpenRouter) → `reasoning_content`; nulls dropped. */

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import type { ChatCompletionChunk } from '@svc/protocol';
+import { FrameJson } from './frame-json.js';
+
+type Choices = ChatCompletionChunk['choices'];
+
+/** What the relay sent before: the frame object, stringified. */
+function reference(id: string, created: number, model: string, choices: unknown[], fingerprint?: string | null, svc?: unknown): string {
+  const frame: Record<string, unknown> = { id, object: 'chat.completion.chunk', created, model, choices };
+  if (fingerprint !== undefined) frame.system_fingerprint = fingerprint;
+  if (svc !== undefined) frame.svc = svc;
+  return JSON.stringify(frame);
+}
+
+const TEXTS = ['', 'Hello', ' world.', 'quote " and \\ backslash', 'line\nbreak\ttab\u0001', 'Ünïcode ✓ 😀', 'lone \ud800 surrogate', '</script>', '\u2028\u2029'];
+
+describe('FrameJson (the JSON of relayed stream frames)', () => {
+  it('writes exactly the bytes JSON.stringify gives, for text deltas and every other shape', () => {
+    const choices: unknown[][] = [];
+    for (const content of TEXTS) {
+      for (const finish of [null, 'stop', 'length', 'tool_calls']) {
+        choices.push([{ index: 0, delta: { content }, logprobs: null, finish_reason: finish }]);
+        choices.push([{ index: 3, delta: { role: 'assistant', content }, logprobs: null, finish_reason: finish }]);
+      }
+    }
+    choices.push(
+      [],
+      [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }],
+      [{ index: 0, delta: { role: 'assistant' }, logprobs: null, finish_reason: null }],
+      [{ index: 0, delta: { content: null }, logprobs: null, finish_reason: null }],
+      [{ index: 0, delta: { content: 'x', refusal: null }, logprobs: null, finish_reason: null }],
+      [{ index: 0, delta: { content: 'x', role: 'assistant' }, logprobs: null, finish_reason: null }],
+      [{ index: 0, delta: { reasoning_content: 'hm' }, logprobs: null, finish_reason: null }],
+      [{ index: 0, delta: { content: 'x' }, logprobs: { content: [] }, finish_reason: null }],
+      [{ index: 0, delta: { content: 'x' }, finish_reason: null, logprobs: null }],
+      [{ index: 0, delta: { content: 'x' }, logprobs: null, finish_reason: null, extra: 1 }],
+      [{ index: 0, delta: { content: 'x', extra: undefined }, logprobs: null, finish_reason: null }],
+      [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'c', type: 'function', function: { name: 'f', arguments: '{"a":' } }] }, logprobs: null, finish_reason: null }],
+      [
+        { index: 0, delta: { content: 'a' }, logprobs: null, finish_reason: null },
+        { index: 1, delta: { content: 'b' }, logprobs: null, finish_reason: null },
+      ],
+    );
+    const frames = new FrameJson('chatcmpl-abc"\\', 1_735_689_600, 'svc01');
+    const svc = { grounded: true, score: 0.93, flagged_spans: [] };
+    for (const c of choices) {
+      for (const fingerprint of [undefined, null, 'fp_1']) {
+        for (const s of [undefined, null, svc]) {
+          const got = frames.of(c as Choices, fingerprint, s as never);
+          expect(got, JSON.stringify(c)).toBe(reference('chatcmpl-abc"\\', 1_735_689_600, 'svc01', c, fingerprint, s));
+          expect(() => JSON.parse(got)).not.toThrow();
+        }
+      }
+    }
+  });
+});
