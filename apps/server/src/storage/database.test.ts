@@ -18,6 +18,8 @@ describe('SQLite WAL checkpoints', () => {
     handle = openDatabase(`sqlite:${file}`);
     const sqlite = handle.sqlite!;
     expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(10_000);
+    // 2 MB of page cache, not better-sqlite3's 16 MB (the outbox would fill it and keep it).
+    expect(sqlite.pragma('cache_size', { simple: true })).toBe(-2048);
     sqlite.exec('create table t (v text)');
     const insert = sqlite.prepare('insert into t (v) values (?)');
     // ~1,500 pages: past SQLite's default autocheckpoint (1,000), below ours.
