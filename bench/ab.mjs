@@ -5,11 +5,11 @@
 //
 // Same layout as run.mjs: load generator, fake upstream and webhook receiver on core 0, svc alone on core 1.
 // Prints, per run: req/s, p50/p99 (ms), svc CPU % and µs of svc CPU per request, peak RSS.
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { requestBody } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
-import { cpuSecondsOf, freePort, killAllSync, memoryOf, pinSelf, round, spawnPinned, stop, waitHttp } from './lib/procs.mjs';
+import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
+import { cpuSecondsOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
 import { startSvc, svcBuilt } from './lib/svc.mjs';
 
 const { values: opts } = parseArgs({
@@ -24,7 +24,6 @@ const { values: opts } = parseArgs({
     'svc-node-args': { type: 'string', default: '' },
   },
 });
-const HERE = new URL('.', import.meta.url).pathname;
 const durationS = Number(opts.duration);
 const rate = opts.rate ? Number(opts.rate) : undefined;
 const connections = rate ? 1 : Number(opts.connections);
@@ -36,20 +35,12 @@ if (!svcBuilt()) {
 process.on('exit', killAllSync);
 pinSelf(0);
 
-async function startHelper(script, healthPath) {
-  const port = await freePort();
-  const proc = spawnPinned(0, process.execPath, [join(HERE, 'lib', script), String(port)]);
-  const url = `http://127.0.0.1:${port}`;
-  await waitHttp(`${url}${healthPath}`, { proc });
-  return { proc, url };
-}
-
-const upstream = await startHelper('fake-upstream.mjs', '/healthz');
-const receiver = await startHelper('webhook-receiver.mjs', '/stats');
+const upstream = await startFakeUpstream(0);
+const receiver = await startWebhookReceiver(0);
 const body = requestBody({ model: 'svc01', stream: opts.stream, ...(opts.plain ? { svc: { dehallucinate: false } } : {}) });
 try {
   for (let run = 0; run < Number(opts.runs); run++) {
-    const svc = await startSvc({ core: 1, upstreamUrl: `${upstream.url}/v1`, webhookUrl: opts.plain ? undefined : `${receiver.url}/hook`, nodeArgs });
+    const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain ? undefined : receiver.hook, nodeArgs });
     try {
       const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };
       const probed = await probe(target);

@@ -12,9 +12,9 @@ import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { load } from './lib/load.mjs';
-import { cpuSecondsOf, freePort, killAllSync, pinSelf, round, spawnPinned, stop, waitHttp } from './lib/procs.mjs';
+import { startFakeUpstream } from './lib/helpers.mjs';
+import { cpuSecondsOf, freePort, killAllSync, pinSelf, round, spawnPinned, stop } from './lib/procs.mjs';
 
-const HERE = new URL('.', import.meta.url).pathname;
 const [role, mode, upstreamPort, port] = process.argv.slice(2);
 
 if (role === '--relay') {
@@ -59,9 +59,8 @@ if (role === '--relay') {
   const { values: opts } = parseArgs({ options: { duration: { type: 'string', default: '10' }, pairs: { type: 'string', default: '2' } } });
   process.on('exit', killAllSync);
   pinSelf(0);
-  const upPort = await freePort();
-  const upstream = spawnPinned(0, process.execPath, [`${HERE}lib/fake-upstream.mjs`, String(upPort)]);
-  await waitHttp(`http://127.0.0.1:${upPort}/healthz`, { proc: upstream });
+  const upstream = await startFakeUpstream(0);
+  const upPort = new URL(upstream.url).port;
   const body = JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [] });
   for (let pair = 0; pair < Number(opts.pairs); pair++) {
     for (const relayMode of ['bytes', 'frames']) {
@@ -84,5 +83,5 @@ if (role === '--relay') {
       await stop(relay);
     }
   }
-  await stop(upstream);
+  await stop(upstream.proc);
 }

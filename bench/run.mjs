@@ -22,17 +22,15 @@ import {
   coreBusy,
   coreTimes,
   cpuSecondsOf,
-  freePort,
   hasTaskset,
   killAllSync,
   memoryOf,
   pinSelf,
   round,
-  spawnPinned,
   stop,
   stopAll,
-  waitHttp,
 } from './lib/procs.mjs';
+import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { installPortkey, startPortkey, PORTKEY_VERSION } from './lib/portkey.mjs';
 import { REPO, startSvc, svcBuilt, webhookBacklog, BENCH_RPM } from './lib/svc.mjs';
 import { cpuJiffies, machineInfo, stealPct, table } from './lib/report.mjs';
@@ -102,22 +100,6 @@ watchdog.unref();
 pinSelf(LOADGEN_CORE);
 
 /** Starts the fake upstream on `core`; returns { proc, url, base } (base = the OpenAI-style /v1 URL). */
-async function startUpstream(core) {
-  const port = await freePort();
-  const proc = spawnPinned(core, process.execPath, [join(HERE, 'lib/fake-upstream.mjs'), String(port)]);
-  const url = `http://127.0.0.1:${port}`;
-  await waitHttp(`${url}/healthz`, { proc });
-  return { proc, url, base: `${url}/v1` };
-}
-
-async function startReceiver(core) {
-  const port = await freePort();
-  const proc = spawnPinned(core, process.execPath, [join(HERE, 'lib/webhook-receiver.mjs'), String(port)]);
-  const url = `http://127.0.0.1:${port}`;
-  await waitHttp(`${url}/stats`, { proc });
-  return { proc, url, hook: `${url}/hook` };
-}
-
 async function receiverCount(receiver) {
   const res = await fetch(`${receiver.url}/stats`);
   return (await res.json()).received;
@@ -211,7 +193,7 @@ async function runAll() {
   const onlyLatency = opts['latency-only'];
   for (const stream of onlyLatency ? [] : [false, true]) {
     const mode = stream ? 'streamed' : 'json';
-    const up = await startUpstream(TARGET_CORE);
+    const up = await startFakeUpstream(TARGET_CORE);
     try {
       const m = await measure({ name: 'direct', url: `${up.url}${chatPath}`, body: bodies.direct(stream), stream, pid: up.proc.pid });
       record({ target: 'direct', mode, ...m });
@@ -223,8 +205,8 @@ async function runAll() {
   }
 
   // Gateways share one fake upstream and one webhook receiver on the load generator's core.
-  const upstream = await startUpstream(LOADGEN_CORE);
-  const receiver = await startReceiver(LOADGEN_CORE);
+  const upstream = await startFakeUpstream(LOADGEN_CORE);
+  const receiver = await startWebhookReceiver(LOADGEN_CORE);
   try {
     // 2. and 3. svc everything on / plain proxy.
     for (const variant of onlyLatency ? [] : [
@@ -453,8 +435,8 @@ function printResults(results) {
 async function runProfile() {
   const profDir = join(os.tmpdir(), `svc-bench-prof-${Date.now()}`);
   mkdirSync(profDir, { recursive: true });
-  const upstream = await startUpstream(LOADGEN_CORE);
-  const receiver = await startReceiver(LOADGEN_CORE);
+  const upstream = await startFakeUpstream(LOADGEN_CORE);
+  const receiver = await startWebhookReceiver(LOADGEN_CORE);
   try {
     const svc = await startSvc({
       core: TARGET_CORE,

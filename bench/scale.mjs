@@ -11,6 +11,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createRequire } from 'node:module';
+import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { load } from './lib/load.mjs';
 import { freePort, spawnPinned, waitHttp, stopAll, killAllSync, memoryOf, round, pinSelf } from './lib/procs.mjs';
 import { REPO, SVC_BIN, BENCH_RPM } from './lib/svc.mjs';
@@ -67,13 +68,6 @@ async function redisCommands(redis) {
   return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
 }
 
-async function start(script, core, args = []) {
-  const port = await freePort();
-  const proc = spawnPinned(core, process.execPath, [join(HERE, script), String(port), ...args]);
-  const url = `http://127.0.0.1:${port}`;
-  return { proc, url, port };
-}
-
 const env = {
   PATH: process.env.PATH,
   HOME: process.env.HOME,
@@ -101,10 +95,8 @@ const results = { machine: machineInfo(REPO), durationS: DURATION, connections: 
 
 try {
   await adminQuery(`create database ${dbName}`);
-  const upstream = await start('lib/fake-upstream.mjs', 0);
-  await waitHttp(`${upstream.url}/healthz`, { proc: upstream.proc });
-  const receiver = await start('lib/webhook-receiver.mjs', 0);
-  await waitHttp(`${receiver.url}/stats`, { proc: receiver.proc });
+  const upstream = await startFakeUpstream(0);
+  const receiver = await startWebhookReceiver(0);
 
   await run(process.execPath, [SVC_BIN, 'migrate'], { env });
   await run(process.execPath, [SVC_BIN, 'users', 'create', '--email', 'bench@example.com', '--password', 'bench-password-1234'], { env });

@@ -1,0 +1,36 @@
+// The bench's two helper servers, each started pinned to a core and awaited until it answers.
+import { join } from 'node:path';
+import { freePort, spawnPinned, waitHttp } from './procs.mjs';
+
+const LIB = new URL('.', import.meta.url).pathname;
+
+async function startHelper(script, healthPath, core) {
+  const port = await freePort();
+  const proc = spawnPinned(core, process.execPath, [join(LIB, script), String(port)]);
+  const url = `http://127.0.0.1:${port}`;
+  await waitHttp(`${url}${healthPath}`, { proc });
+  return { proc, url };
+}
+
+/**
+ * The zero-latency OpenAI-compatible fake upstream (`fake-upstream.mjs`): `base` is what svc takes as its
+ * upstream base URL.
+ *
+ * @example
+ * const upstream = await startFakeUpstream(0); // { proc, url, base: `${url}/v1` }
+ */
+export async function startFakeUpstream(core) {
+  const helper = await startHelper('fake-upstream.mjs', '/healthz', core);
+  return { ...helper, base: `${helper.url}/v1` };
+}
+
+/**
+ * The webhook receiver (`webhook-receiver.mjs`): `hook` is the URL to deliver to, `${url}/stats` its counts.
+ *
+ * @example
+ * const receiver = await startWebhookReceiver(0); // { proc, url, hook: `${url}/hook` }
+ */
+export async function startWebhookReceiver(core) {
+  const helper = await startHelper('webhook-receiver.mjs', '/stats', core);
+  return { ...helper, hook: `${helper.url}/hook` };
+}
