@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import {
   ChatCompletionChunkSchema,
   ChoiceSchema,
@@ -10,6 +10,7 @@ import {
   type FinishReason,
   type Usage,
 } from '@svc/protocol';
+import { Pool, request } from '../http/undici-dispatchers.js';
 import { SseParser, type SseEvent } from './sse.js';
 import { Cancellation, UpstreamError, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
@@ -95,7 +96,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
     };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
     try {
-      const response = await dispatcher.request({
+      const response = await request(dispatcher, {
         origin,
         path,
         method: 'POST',
