@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { load } from './lib/load.mjs';
 import { startFakeUpstream } from './lib/helpers.mjs';
-import { cpuSecondsOf, freePort, killAllSync, pinSelf, round, spawnPinned, stop } from './lib/procs.mjs';
+import { cpuSecondsOf, freePort, killAllSync, pinSelf, round, spawnPinned, stop, waitHttp } from './lib/procs.mjs';
 
 const [role, mode, upstreamPort, port] = process.argv.slice(2);
 
@@ -67,14 +67,7 @@ if (role === '--relay') {
       const relayPort = await freePort();
       const relay = spawnPinned(1, process.execPath, [new URL(import.meta.url).pathname, '--relay', relayMode, String(upPort), String(relayPort)]);
       const url = `http://127.0.0.1:${relayPort}/`;
-      for (let i = 0; i < 50; i++) {
-        try {
-          await fetch(url, { method: 'POST', body }).then((r) => r.text());
-          break;
-        } catch {
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
+      await waitHttp(url, { proc: relay });
       await load({ url, body, connections: 50, durationS: 3 });
       const cpu0 = cpuSecondsOf(relay.pid);
       const m = await load({ url, body, connections: 50, durationS: Number(opts.duration) });

@@ -150,6 +150,39 @@ describe('routing', () => {
   });
 });
 
+describe('streamed choices', () => {
+  it("holds a second choice's finish until the first choice's svc is known, then sends both with it", async () => {
+    const frame = (index: number, delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id: 'up', object: 'chat.completion.chunk', created: 1, model: 'm', system_fingerprint: 'fp_1', choices: [{ index, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+    upstream.setBehavior({
+      rawSse: [
+        frame(0, { role: 'assistant', content: 'Paris is the capital' }, null) +
+          frame(1, { role: 'assistant', content: 'Lyon' }, null) +
+          frame(1, {}, 'stop') +
+          frame(0, { content: ' of France.' }, null) +
+          frame(0, {}, 'stop') +
+          'data: [DONE]\n\n',
+      ],
+    });
+    const res = await send('/v1/chat/completions', JSON.stringify({ ...valid, n: 2, stream: true }), { 'content-type': 'application/json' });
+    expect(res.status).toBe(200);
+    const frames = res.text
+      .split('\n\n')
+      .filter((f) => f.startsWith('data: {'))
+      .map((f) => JSON.parse(f.slice(6)) as { id: string; model: string; system_fingerprint?: string; svc?: unknown; choices: Array<{ index: number; finish_reason: string | null }> });
+    const finishes = frames.filter((f) => f.choices.some((c) => c.finish_reason !== null));
+    // The first choice's finish, then the held finish of the second, both with svc.
+    expect(finishes.map((f) => f.choices[0]!.index)).toEqual([0, 1]);
+    for (const f of finishes) {
+      expect(f.svc).toMatchObject({ grounded: expect.any(Boolean) });
+      expect(f.system_fingerprint).toBe('fp_1');
+      expect(f.model).toBe('svc01');
+      expect(f.id).toBe(frames[0]!.id);
+    }
+    expect(frames.filter((f) => f.svc !== undefined)).toHaveLength(2);
+  });
+});
+
 describe('connections', () => {
   it('reuses the upstream connection across streamed requests (the end after [DONE] is read, not cut)', async () => {
     const client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });

@@ -189,7 +189,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
   /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */
-  const held: ChatCompletionChunk[] = [];
+  const held: Array<Pick<ChatCompletionChunk, 'choices' | 'system_fingerprint'>> = [];
   let firstToken = false;
 
   res.writeHead(200, {
@@ -201,14 +201,6 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   const sse = new SseWriter(res);
 
   const write = (data: string): Promise<void> | undefined => sse.write(data);
-  const frame = (choices: ChatCompletionChunk['choices'], extra?: Partial<ChatCompletionChunk>): ChatCompletionChunk => ({
-    id: ctx.requestId,
-    object: 'chat.completion.chunk',
-    created,
-    model: SVC_MODEL,
-    choices,
-    ...extra,
-  });
   const computeSvc = async () =>
     ctx.deps.grounder.check({ messages: request.messages, answer: texts[0] ?? '', requested });
 
@@ -248,9 +240,9 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
         if (finishesFirst) {
           svc = await computeSvc();
           await write(frames.of(choices, fingerprint, svc));
-          for (const h of held.splice(0)) await write(JSON.stringify({ ...h, svc }));
+          for (const h of held.splice(0)) await write(frames.of(h.choices, h.system_fingerprint, svc));
         } else if (finishesOther && svc === null) {
-          held.push(frame(choices, fingerprint !== undefined ? { system_fingerprint: fingerprint } : undefined));
+          held.push({ choices, system_fingerprint: fingerprint });
         } else {
           const behind = write(frames.of(choices, fingerprint, finishesOther && svc ? svc : undefined));
           if (behind) await behind;
@@ -263,11 +255,11 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
     if (svc === null) {
       // Upstream ended cleanly without a finish_reason for the first choice: close it ourselves.
       svc = await computeSvc();
-      await write(JSON.stringify(frame([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], { svc })));
-      for (const h of held.splice(0)) await write(JSON.stringify({ ...h, svc }));
+      await write(frames.of([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc));
+      for (const h of held.splice(0)) await write(frames.of(h.choices, h.system_fingerprint, svc));
     }
     usage ??= await countUsage(request.messages, texts);
-    if (includeUsage) await write(JSON.stringify(frame([], { usage })));
+    if (includeUsage) await write(frames.usage(usage));
     await audit(ctx, {
       statusCode: ctx.abort.aborted ? CLIENT_CLOSED_STATUS : 200,
       streaming: true,

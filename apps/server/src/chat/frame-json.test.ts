@@ -53,4 +53,10 @@ describe('FrameJson (the JSON of relayed stream frames)', () => {
       }
     }
   });
+
+  it('writes the usage frame as JSON.stringify does', () => {
+    const frames = new FrameJson('chatcmpl-1', 7, 'svc01');
+    const usage = { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, prompt_tokens_details: { cached_tokens: 0 } };
+    expect(frames.usage(usage)).toBe(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 7, model: 'svc01', choices: [], usage }));
+  });
 });

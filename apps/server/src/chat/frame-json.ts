@@ -1,10 +1,10 @@
-import type { ChatCompletionChunk, SvcResult } from '@svc/protocol';
+import { ChunkChoiceSchema, type ChatCompletionChunk, type SvcResult, type Usage } from '@svc/protocol';
 
 type Choice = ChatCompletionChunk['choices'][number];
 
 /**
- * The JSON of the frames a stream relays: byte for byte what `JSON.stringify` gives for
- * `{ id, object, created, model, choices, system_fingerprint?, svc? }`, with the part before `choices` made
+ * The JSON of a stream's frames: byte for byte what `JSON.stringify` gives for
+ * `{ id, object, created, model, choices, system_fingerprint?, svc? }` (and `{ …, choices: [], usage }`), with the part before `choices` made
  * once per stream and the common choice (one text delta) written by hand. Stringifying each frame was the
  * largest share of the relay's own time (~0.9 µs a frame; this takes ~0.35).
  *
@@ -26,9 +26,15 @@ export class FrameJson {
     if (svc !== undefined) json += `,"svc":${JSON.stringify(svc)}`;
     return `${json}}`;
   }
+
+  /** The usage frame (`choices: []`, then `usage`). */
+  usage(usage: Usage): string {
+    return `${this.head}[],"usage":${JSON.stringify(usage)}}`;
+  }
 }
 
-const CHOICE_KEYS = ['index', 'delta', 'logprobs', 'finish_reason'];
+/** `index, delta, logprobs, finish_reason`: the schema's order, OpenAI's on the wire. */
+const CHOICE_KEYS = Object.keys(ChunkChoiceSchema.shape);
 
 /**
  * `[choice]` as JSON when the choice is exactly `{ index, delta: { role?: 'assistant', content: string },

@@ -4,6 +4,7 @@ import type { Dispatcher } from 'undici';
 import {
   ChatCompletionChunkSchema,
   ChoiceSchema,
+  ChunkChoiceSchema,
   FinishReasonSchema,
   messageText,
   type ChatCompletionChunk,
@@ -482,8 +483,9 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
   return parsed.data;
 }
 
-const CHOICE_KEYS = ['index', 'delta', 'logprobs', 'finish_reason'];
-const DELTA_KEYS = ['role', 'content', 'reasoning_content', 'refusal', 'tool_calls'];
+/** The schema's key orders (OpenAI's on the wire). */
+const CHOICE_KEYS = Object.keys(ChunkChoiceSchema.shape);
+const DELTA_KEYS = Object.keys(ChunkChoiceSchema.shape.delta.shape);
 const FINISH_REASONS: ReadonlySet<unknown> = new Set(FinishReasonSchema.options);
 
 /**
