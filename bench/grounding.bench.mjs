@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+// The offline grounding check alone, on the bench's own conversation (the sources the server takes from it:
+// the system message's policy and the user's message; the ~200-token answer; the user's question), with the
+// source index cached as the server caches it: what the check costs on this core, apart from the request.
+//
+//   taskset -c 1 node bench/grounding.bench.mjs
+//
+// Build first (npx turbo run build --filter=@svc/grounding).
+import { Bench } from 'tinybench';
+import { checkGrounding, SourceIndexCache } from '@svc/grounding';
+import { ANSWER, QUESTION, SOURCE } from './lib/fixtures.mjs';
+
+const sources = [`Answer from this policy only.\n\n${SOURCE}`, QUESTION];
+const sourceIndexCache = new SourceIndexCache();
+let result;
+const bench = new Bench({ time: 2000 });
+bench
+  .add('checkGrounding, source index cached (as in the server)', () => {
+    result = checkGrounding({ sources, answer: ANSWER, question: QUESTION }, { sourceIndexCache });
+  })
+  .add('checkGrounding, source index built each time', () => {
+    result = checkGrounding({ sources, answer: ANSWER, question: QUESTION });
+  });
+await bench.run();
+console.table(bench.table());
+process.stdout.write(`result: score ${result.score}, grounded ${result.grounded}, ${result.flaggedSpans.length} flagged spans\n`);
