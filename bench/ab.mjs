@@ -6,11 +6,11 @@
 // Same layout as run.mjs: load generator, fake upstream and webhook receiver on core 0, svc alone on core 1.
 // Prints, per run: req/s, p50/p99 (ms), svc CPU % and µs of svc CPU per request, peak RSS.
 import { parseArgs } from 'node:util';
-import { requestBody } from './lib/fixtures.mjs';
+import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { cpuSecondsOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
-import { startSvc, svcBuilt } from './lib/svc.mjs';
+import { startSvc, exitUnlessSvcBuilt } from './lib/svc.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -28,16 +28,13 @@ const durationS = Number(opts.duration);
 const rate = opts.rate ? Number(opts.rate) : undefined;
 const connections = rate ? 1 : Number(opts.connections);
 const nodeArgs = opts['svc-node-args'].split(/\s+/).filter(Boolean);
-if (!svcBuilt()) {
-  process.stderr.write('build first: npx turbo run build --filter=@svc/server...\n');
-  process.exit(2);
-}
+exitUnlessSvcBuilt();
 process.on('exit', killAllSync);
 pinSelf(0);
 
 const upstream = await startFakeUpstream(0);
 const receiver = await startWebhookReceiver(0);
-const body = requestBody({ model: 'svc01', stream: opts.stream, ...(opts.plain ? { svc: { dehallucinate: false } } : {}) });
+const body = (opts.plain ? bodies.svcPlain : bodies.svcFull)(opts.stream);
 try {
   for (let run = 0; run < Number(opts.runs); run++) {
     const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain ? undefined : receiver.hook, nodeArgs });

@@ -8,9 +8,10 @@
 // Build first (npx turbo run build --filter=@svc/grounding).
 import { Bench } from 'tinybench';
 import { checkGrounding, SourceIndexCache } from '@svc/grounding';
-import { ANSWER, QUESTION, SOURCE } from './lib/fixtures.mjs';
+import { ANSWER, QUESTION, messages } from './lib/fixtures.mjs';
 
-const sources = [`Answer from this policy only.\n\n${SOURCE}`, QUESTION];
+// What the server's groundingSources() takes from this conversation: the text of every message.
+const sources = messages.map((m) => m.content);
 const sourceIndexCache = new SourceIndexCache();
 let result;
 const bench = new Bench({ time: 2000 });

@@ -14,13 +14,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { requestBody } from './lib/fixtures.mjs';
+import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { installPortkey, PORTKEY_VERSION, startPortkey } from './lib/portkey.mjs';
 import { cpuSecondsOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
 import { machineInfo } from './lib/report.mjs';
-import { REPO, startSvc, svcBuilt } from './lib/svc.mjs';
+import { REPO, startSvc, exitUnlessSvcBuilt } from './lib/svc.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -36,10 +36,7 @@ const sliceS = Number(opts.slice);
 const warmupS = Number(opts.warmup);
 const connections = Number(opts.connections);
 const modes = opts.modes.split(',').map((m) => m.trim());
-if (!svcBuilt()) {
-  process.stderr.write('build first: npx turbo run build --filter=@svc/server...\n');
-  process.exit(2);
-}
+exitUnlessSvcBuilt();
 process.on('exit', killAllSync);
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
 // Bounded: every slice is short; this stops everything if something hangs.
@@ -71,9 +68,9 @@ try {
   started.push(portkey.proc);
   const chat = '/v1/chat/completions';
   const targets = [
-    { name: 'svc-full', pid: full.proc.pid, url: `${full.url}${chat}`, headers: { authorization: `Bearer ${full.key}` }, body: (stream) => requestBody({ model: 'svc01', stream }) },
-    { name: 'svc-plain', pid: plain.proc.pid, url: `${plain.url}${chat}`, headers: { authorization: `Bearer ${plain.key}` }, body: (stream) => requestBody({ model: 'svc01', stream, svc: { dehallucinate: false } }) },
-    { name: 'portkey', pid: portkey.proc.pid, url: `${portkey.url}${chat}`, headers: portkey.headers, body: (stream) => requestBody({ model: 'gpt-4o-mini', stream }) },
+    { name: 'svc-full', pid: full.proc.pid, url: `${full.url}${chat}`, headers: { authorization: `Bearer ${full.key}` }, body: bodies.svcFull },
+    { name: 'svc-plain', pid: plain.proc.pid, url: `${plain.url}${chat}`, headers: { authorization: `Bearer ${plain.key}` }, body: bodies.svcPlain },
+    { name: 'portkey', pid: portkey.proc.pid, url: `${portkey.url}${chat}`, headers: portkey.headers, body: bodies.direct },
   ];
   const machine = machineInfo(REPO);
   log(`interleaved: ${rounds} rounds × ${sliceS} s per target and mode (+${warmupS} s warm-up each), ${connections} connections, ${machine.cpuModel} × ${machine.cores}, node ${machine.node}`);

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
-import { requestBody } from './lib/fixtures.mjs';
+import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import {
   coreBusy,
@@ -32,7 +32,7 @@ import {
 } from './lib/procs.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { installPortkey, startPortkey, PORTKEY_VERSION } from './lib/portkey.mjs';
-import { REPO, startSvc, svcBuilt, webhookBacklog, BENCH_RPM } from './lib/svc.mjs';
+import { REPO, startSvc, exitUnlessSvcBuilt, webhookBacklog, BENCH_RPM } from './lib/svc.mjs';
 import { cpuJiffies, machineInfo, stealPct, table } from './lib/report.mjs';
 import { summarizeProfile } from './lib/profile-summary.mjs';
 
@@ -71,10 +71,7 @@ if (!Number.isFinite(durationS) || durationS < 1 || !Number.isFinite(connections
   log('usage: node run.mjs [--duration S] [--quick] [--connections N] [--rate RPS] [--skip-portkey] [--profile] [--micro]');
   process.exit(2);
 }
-if (!svcBuilt()) {
-  log('apps/server/dist/bin.js is missing: build first with  npx turbo run build --filter=@svc/server...');
-  process.exit(2);
-}
+exitUnlessSvcBuilt();
 
 // Everything this process started dies with it, whatever happens.
 process.on('exit', killAllSync);
@@ -154,11 +151,6 @@ async function measure({ name, url, headers, body, stream, pid, rate, during }) 
   };
 }
 
-const bodies = {
-  direct: (stream) => requestBody({ model: 'gpt-4o-mini', stream }),
-  svcFull: (stream) => requestBody({ model: 'svc01', stream }),
-  svcPlain: (stream) => requestBody({ model: 'svc01', stream, svc: { dehallucinate: false } }),
-};
 const chatPath = '/v1/chat/completions';
 
 async function runAll() {

@@ -11,11 +11,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { requestBody } from './lib/fixtures.mjs';
+import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { killAllSync, pinSelf, stop } from './lib/procs.mjs';
-import { startSvc, svcBuilt } from './lib/svc.mjs';
+import { startSvc, exitUnlessSvcBuilt } from './lib/svc.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -24,10 +24,7 @@ const { values: opts } = parseArgs({
     duration: { type: 'string', default: '5' },
   },
 });
-if (!svcBuilt()) {
-  process.stderr.write('build first: npx turbo run build --filter=@svc/server...\n');
-  process.exit(2);
-}
+exitUnlessSvcBuilt();
 if (spawnSync('strace', ['-V']).status !== 0) {
   process.stderr.write('strace not found (apt-get install strace)\n');
   process.exit(2);
@@ -39,7 +36,7 @@ const dir = mkdtempSync(join(tmpdir(), 'svc-syscalls-'));
 const out = join(dir, 'strace.txt');
 const upstream = await startFakeUpstream(0);
 const receiver = await startWebhookReceiver(0);
-const body = requestBody({ model: 'svc01', stream: opts.stream, ...(opts.plain ? { svc: { dehallucinate: false } } : {}) });
+const body = (opts.plain ? bodies.svcPlain : bodies.svcFull)(opts.stream);
 const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain ? undefined : receiver.hook });
 try {
   const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };

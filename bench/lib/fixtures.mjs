@@ -39,7 +39,8 @@ export function answerPieces(n = 20) {
   return pieces;
 }
 
-const messages = [
+/** The conversation every target is sent: the policy as a system message, then the user's question. */
+export const messages = [
   { role: 'system', content: `Answer from this policy only.\n\n${SOURCE}` },
   { role: 'user', content: QUESTION },
 ];
@@ -57,3 +58,10 @@ export function requestBody({ model, stream, svc }) {
     ...(svc ? { svc } : {}),
   });
 }
+
+/** The bodies of the bench's targets: direct and Portkey (an upstream model), svc everything on, svc as a plain proxy. */
+export const bodies = {
+  direct: (stream) => requestBody({ model: 'gpt-4o-mini', stream }),
+  svcFull: (stream) => requestBody({ model: 'svc01', stream }),
+  svcPlain: (stream) => requestBody({ model: 'svc01', stream, svc: { dehallucinate: false } }),
+};

@@ -18,6 +18,13 @@ export function svcBuilt() {
   return existsSync(SVC_BIN);
 }
 
+/** Exits with status 2 and says how to build when the server is not built. */
+export function exitUnlessSvcBuilt() {
+  if (svcBuilt()) return;
+  process.stderr.write(`${SVC_BIN} is missing: build first with  npx turbo run build --filter=@svc/server...\n`);
+  process.exit(2);
+}
+
 /**
  * Creates a data dir, a user and one API key (with webhook + signing secret when `webhookUrl` is given),
  * then starts the server pinned to `core`. `nodeArgs` (e.g. --cpu-prof) go before the script.
