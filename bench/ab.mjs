@@ -2,15 +2,19 @@
 // One svc case at a time, for A/B experiments on the hot path (not the issue's report: see run.mjs).
 //
 //   node bench/ab.mjs [--plain] [--stream] [--duration S] [--runs N] [--rate RPS] [--svc-node-args="…"]
+//                     [--bin-b PATH/bin.js]
 //
 // Same layout as run.mjs: load generator, fake upstream and webhook receiver on core 0, svc alone on core 1.
 // Prints, per run: req/s, p50/p99 (ms), svc CPU % and µs of svc CPU per request, peak RSS.
+// With --bin-b (another build's apps/server/dist/bin.js, e.g. a copy of the build before a change), every
+// run measures both builds back to back, in alternating order (A B, B A, …), so a host whose speed drifts
+// moves both alike; the summary gives each build's median µs per request and their ratio.
 import { parseArgs } from 'node:util';
 import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { cpuSecondsOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
-import { startSvc, exitUnlessSvcBuilt } from './lib/svc.mjs';
+import { startSvc, exitUnlessSvcBuilt, SVC_BIN } from './lib/svc.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -22,12 +26,14 @@ const { values: opts } = parseArgs({
     rate: { type: 'string' },
     connections: { type: 'string', default: '50' },
     'svc-node-args': { type: 'string', default: '' },
+    'bin-b': { type: 'string' },
   },
 });
 const durationS = Number(opts.duration);
 const rate = opts.rate ? Number(opts.rate) : undefined;
 const connections = rate ? 1 : Number(opts.connections);
 const nodeArgs = opts['svc-node-args'].split(/\s+/).filter(Boolean);
+const builds = [{ name: 'A', bin: SVC_BIN }, ...(opts['bin-b'] ? [{ name: 'B', bin: opts['bin-b'] }] : [])];
 exitUnlessSvcBuilt();
 process.on('exit', killAllSync);
 pinSelf(0);
@@ -35,25 +41,46 @@ pinSelf(0);
 const upstream = await startFakeUpstream(0);
 const receiver = await startWebhookReceiver(0);
 const body = (opts.plain ? bodies.svcPlain : bodies.svcFull)(opts.stream);
+const usPerRequest = new Map(builds.map((b) => [b.name, []]));
+
+/** One measurement of one build: a fresh server, warm-up, then the timed load. */
+async function measure(build, run) {
+  const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain ? undefined : receiver.hook, nodeArgs, bin: build.bin });
+  try {
+    const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };
+    const probed = await probe(target);
+    if (probed.status !== 200) throw new Error(`probe answered ${probed.status}: ${probed.text.slice(0, 300)}`);
+    await load({ ...target, connections, durationS: Number(opts.warmup), overallRate: rate });
+    const cpu0 = cpuSecondsOf(svc.proc.pid);
+    const m = await load({ ...target, connections, durationS, overallRate: rate });
+    const cpuS = cpuSecondsOf(svc.proc.pid) - cpu0;
+    const mem = memoryOf(svc.proc.pid);
+    const us = round((cpuS * 1e6) / m.requests, 0);
+    usPerRequest.get(build.name).push(us);
+    process.stdout.write(
+      `${builds.length > 1 ? `${build.name} ` : ''}${opts.plain ? 'plain' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  ` +
+        `cpu ${round((100 * cpuS) / durationS, 0)}%  ${us} µs/req  peak RSS ${mem?.peakRssMb} MB  non2xx ${m.non2xx} errors ${m.errors}\n`,
+    );
+  } finally {
+    await stop(svc.proc, 10_000);
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+};
+
 try {
   for (let run = 0; run < Number(opts.runs); run++) {
-    const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain ? undefined : receiver.hook, nodeArgs });
-    try {
-      const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };
-      const probed = await probe(target);
-      if (probed.status !== 200) throw new Error(`probe answered ${probed.status}: ${probed.text.slice(0, 300)}`);
-      await load({ ...target, connections, durationS: Number(opts.warmup), overallRate: rate });
-      const cpu0 = cpuSecondsOf(svc.proc.pid);
-      const m = await load({ ...target, connections, durationS, overallRate: rate });
-      const cpuS = cpuSecondsOf(svc.proc.pid) - cpu0;
-      const mem = memoryOf(svc.proc.pid);
-      process.stdout.write(
-        `${opts.plain ? 'plain' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  ` +
-          `cpu ${round((100 * cpuS) / durationS, 0)}%  ${round((cpuS * 1e6) / m.requests, 0)} µs/req  peak RSS ${mem?.peakRssMb} MB  non2xx ${m.non2xx} errors ${m.errors}\n`,
-      );
-    } finally {
-      await stop(svc.proc, 10_000);
-    }
+    const order = run % 2 === 0 ? builds : [...builds].reverse();
+    for (const build of order) await measure(build, run);
+  }
+  if (builds.length > 1) {
+    const a = median(usPerRequest.get('A'));
+    const b = median(usPerRequest.get('B'));
+    process.stdout.write(`median µs/req: A ${a} (${SVC_BIN})  B ${b} (${opts['bin-b']})  A/B ${round(a / b, 3)}\n`);
   }
 } finally {
   await stop(upstream.proc);

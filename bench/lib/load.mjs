@@ -6,9 +6,10 @@ import { round } from './procs.mjs';
 /**
  * Runs autocannon against `url` (POST `body` with `headers`) and resolves with req/s, exact latency
  * percentiles (ms), error counts and the raw autocannon result.
- * `overallRate` switches to a fixed request rate.
+ * `overallRate` switches to a fixed request rate; `amount` sends that many requests instead of running for
+ * `durationS` (req/s is then over `durationS` if given, else not meaningful).
  */
-export function load({ url, body, headers = {}, connections, durationS, overallRate }) {
+export function load({ url, body, headers = {}, connections, durationS, overallRate, amount }) {
   const latencies = [];
   let non2xx = 0;
   return new Promise((resolve, reject) => {
@@ -19,7 +20,7 @@ export function load({ url, body, headers = {}, connections, durationS, overallR
         headers: { 'content-type': 'application/json', ...headers },
         body,
         connections,
-        duration: durationS,
+        ...(amount ? { amount } : { duration: durationS }),
         ...(overallRate ? { overallRate } : {}),
         timeout: 30,
       },

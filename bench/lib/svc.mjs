@@ -27,10 +27,12 @@ export function exitUnlessSvcBuilt() {
 
 /**
  * Creates a data dir, a user and one API key (with webhook + signing secret when `webhookUrl` is given),
- * then starts the server pinned to `core`. `nodeArgs` (e.g. --cpu-prof) go before the script.
+ * then starts the server pinned to `core`. `nodeArgs` (e.g. --cpu-prof) go before the script; `bin` is
+ * another build's bin.js (A/B runs), by default this checkout's; `wrapper` is a command the server runs
+ * under (e.g. valgrind and its flags).
  * Returns { proc, url, key, dbPath, dataDir }.
  */
-export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], logLevel }) {
+export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], logLevel, bin = SVC_BIN, wrapper = [], startTimeoutMs }) {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const dbPath = join(dataDir, 'svc.db');
   const port = await freePort();
@@ -46,18 +48,19 @@ export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], l
     SVC_RATE_LIMIT_RPM: String(BENCH_RPM),
     ...(logLevel ? { SVC_LOG_LEVEL: logLevel } : {}),
   };
-  const admin = async (...args) => (await run(process.execPath, [SVC_BIN, ...args], { env, cwd: dataDir })).stdout;
+  const admin = async (...args) => (await run(process.execPath, [bin, ...args], { env, cwd: dataDir })).stdout;
   await admin('users', 'create', '--email', EMAIL, '--password', 'bench-password-1234');
   const keyArgs = ['keys', 'create', '--email', EMAIL, '--name', 'bench', '--rate-limit-rpm', String(BENCH_RPM), '--json'];
   if (webhookUrl) keyArgs.push('--webhook-url', webhookUrl, '--signing-secret', 'whsec_benchbenchbenchbenchbenchbenchbenchbench');
   const { key } = JSON.parse(await admin(...keyArgs));
-  const proc = spawnPinned(core, process.execPath, [...nodeArgs, SVC_BIN, 'start'], {
+  const command = [...wrapper, process.execPath, ...nodeArgs, bin, 'start'];
+  const proc = spawnPinned(core, command[0], command.slice(1), {
     env,
     cwd: dataDir,
     logFile: join(dataDir, 'server.log'),
   });
   const url = `http://127.0.0.1:${port}`;
-  await waitHttp(`${url}/healthz`, { proc });
+  await waitHttp(`${url}/healthz`, { proc, ...(startTimeoutMs ? { timeoutMs: startTimeoutMs } : {}) });
   return { proc, url, key, dbPath, dataDir };
 }
 

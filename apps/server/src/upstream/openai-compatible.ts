@@ -13,6 +13,7 @@ import {
 } from '@svc/protocol';
 import { Pool, request } from '../http/undici-dispatchers.js';
 import { SseParser, type SseEvent } from './sse.js';
+import { TextFrames } from './text-frames.js';
 import { Cancellation, UpstreamError, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
 export interface OpenAICompatibleUpstreamOptions {
@@ -284,6 +285,7 @@ async function* readChunks(
   const decoder = new Utf8Text();
   const started = new Set<number>();
   const finished = new Set<number>();
+  const textFrames = new TextFrames();
   const fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
   let done = false;
   /** A bad frame's error, thrown once the good frames before it went out. */
@@ -309,6 +311,12 @@ async function* readChunks(
       return null;
     }
     if (data === '' || data.trim() === '') return null;
+    // Most frames are one text delta under the head of the frames before: read without parsing.
+    const text = event.event === 'message' ? textFrames.read(data) : undefined;
+    if (text) {
+      started.add(0);
+      return text;
+    }
     const json = tryJson(data);
     if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
     const error = embeddedError(json);
@@ -316,6 +324,7 @@ async function* readChunks(
       throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${redact(error ?? 'unknown error')}`);
     }
     const chunk = normalizeChunk(json, fallback);
+    if (chunk === json) textFrames.learn(data, chunk);
     for (const choice of chunk.choices) {
       started.add(choice.index);
       if (choice.finish_reason) finished.add(choice.index);
