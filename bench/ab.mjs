@@ -2,10 +2,11 @@
 // One svc case at a time, for A/B experiments on the hot path (not the issue's report: see run.mjs).
 //
 //   node bench/ab.mjs [--plain] [--stream] [--duration S] [--runs N] [--rate RPS] [--svc-node-args="…"]
-//                     [--bin-b PATH/bin.js]
+//                     [--bin-b PATH/bin.js] [--no-webhook]
 //
 // Same layout as run.mjs: load generator, fake upstream and webhook receiver on core 0, svc alone on core 1.
-// Prints, per run: req/s, p50/p99 (ms), svc CPU % and µs of svc CPU per request, peak RSS.
+// --no-webhook: everything on but the webhook (the key has no webhook URL). Prints, per run: req/s, p50/p99 (ms), svc CPU % (and the kernel's share of it) and µs of svc CPU per
+// request, peak RSS.
 // With --bin-b (another build's apps/server/dist/bin.js, e.g. a copy of the build before a change), every
 // run measures both builds back to back, in alternating order (A B, B A, …), so a host whose speed drifts
 // moves both alike; the summary gives each build's median µs per request and their ratio.
@@ -13,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
-import { cpuSecondsOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
+import { cpuTimesOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
 import { startSvc, exitUnlessSvcBuilt, SVC_BIN } from './lib/svc.mjs';
 
 const { values: opts } = parseArgs({
@@ -27,6 +28,7 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '50' },
     'svc-node-args': { type: 'string', default: '' },
     'bin-b': { type: 'string' },
+    'no-webhook': { type: 'boolean', default: false },
   },
 });
 const durationS = Number(opts.duration);
@@ -45,21 +47,23 @@ const usPerRequest = new Map(builds.map((b) => [b.name, []]));
 
 /** One measurement of one build: a fresh server, warm-up, then the timed load. */
 async function measure(build, run) {
-  const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain ? undefined : receiver.hook, nodeArgs, bin: build.bin });
+  const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain || opts['no-webhook'] ? undefined : receiver.hook, nodeArgs, bin: build.bin });
   try {
     const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };
     const probed = await probe(target);
     if (probed.status !== 200) throw new Error(`probe answered ${probed.status}: ${probed.text.slice(0, 300)}`);
     await load({ ...target, connections, durationS: Number(opts.warmup), overallRate: rate });
-    const cpu0 = cpuSecondsOf(svc.proc.pid);
+    const cpu0 = cpuTimesOf(svc.proc.pid);
     const m = await load({ ...target, connections, durationS, overallRate: rate });
-    const cpuS = cpuSecondsOf(svc.proc.pid) - cpu0;
+    const cpu1 = cpuTimesOf(svc.proc.pid);
+    const cpuS = cpu1.user + cpu1.system - cpu0.user - cpu0.system;
+    const systemShare = round((100 * (cpu1.system - cpu0.system)) / cpuS, 0);
     const mem = memoryOf(svc.proc.pid);
     const us = round((cpuS * 1e6) / m.requests, 0);
     usPerRequest.get(build.name).push(us);
     process.stdout.write(
-      `${builds.length > 1 ? `${build.name} ` : ''}${opts.plain ? 'plain' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  ` +
-        `cpu ${round((100 * cpuS) / durationS, 0)}%  ${us} µs/req  peak RSS ${mem?.peakRssMb} MB  non2xx ${m.non2xx} errors ${m.errors}\n`,
+      `${builds.length > 1 ? `${build.name} ` : ''}${opts.plain ? 'plain' : opts['no-webhook'] ? 'full without webhook' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  ` +
+        `cpu ${round((100 * cpuS) / durationS, 0)}% (${systemShare}% in the kernel)  ${us} µs/req  peak RSS ${mem?.peakRssMb} MB  non2xx ${m.non2xx} errors ${m.errors}\n`,
     );
   } finally {
     await stop(svc.proc, 10_000);

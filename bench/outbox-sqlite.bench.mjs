@@ -3,7 +3,7 @@
 // record the attempt (update + attempt row, as the worker does), a PASSIVE checkpoint on a timer. Same
 // table and index shapes as the server's migrations, a ~2 KB payload, WAL, synchronous=NORMAL.
 //
-//   node bench/outbox-sqlite.bench.mjs [--cache-kib N] [--rows N] [--batch N] [--variant base|no-created-index|payload-apart]
+//   node bench/outbox-sqlite.bench.mjs [--cache-kib N] [--rows N] [--batch N] [--page-size B] [--variant base|no-created-index|payload-apart]
 //
 // Prints µs per delivery (wall time; the process does nothing else). For comparing schema and pragma options
 // before changing the server; not part of `npm run bench`.
@@ -21,11 +21,13 @@ const { values: opts } = parseArgs({
     rows: { type: 'string', default: '60000' },
     batch: { type: 'string', default: '8' },
     variant: { type: 'string', default: 'base' },
+    'page-size': { type: 'string', default: '8192' },
   },
 });
 const variant = opts.variant;
 const dir = mkdtempSync(join(tmpdir(), 'svc-outbox-bench-'));
 const db = new Database(join(dir, 'outbox.db'));
+db.pragma(`page_size = ${Number(opts['page-size'])}`);
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = NORMAL');
 db.pragma(`cache_size = -${Number(opts['cache-kib'])}`);
@@ -93,4 +95,4 @@ recordBatch(delivering);
 const us = Number(process.hrtime.bigint() - started) / 1000 / rows;
 db.close();
 rmSync(dir, { recursive: true, force: true });
-process.stdout.write(`${variant}, cache ${opts['cache-kib']} KiB, ${rows} rows in batches of ${batch}: ${us.toFixed(1)} µs per delivery\n`);
+process.stdout.write(`${variant}, page ${opts['page-size']} B, cache ${opts['cache-kib']} KiB, ${rows} rows in batches of ${batch}: ${us.toFixed(1)} µs per delivery\n`);

@@ -83,10 +83,16 @@ export function memoryOf(pid) {
 
 /** CPU seconds (user + system) used so far by `pid`, or null. */
 export function cpuSecondsOf(pid) {
+  const times = cpuTimesOf(pid);
+  return times && times.user + times.system;
+}
+
+/** CPU seconds used so far by `pid` in user space and in the kernel ({ user, system }), or null. */
+export function cpuTimesOf(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+    return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 }; // utime, stime in clock ticks (USER_HZ = 100)
   } catch {
     return null;
   }

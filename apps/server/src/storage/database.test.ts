@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from './database.js';
 
@@ -20,15 +21,32 @@ describe('SQLite WAL checkpoints', () => {
     expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(10_000);
     // 2 MB of page cache, not better-sqlite3's 16 MB (the outbox would fill it and keep it).
     expect(sqlite.pragma('cache_size', { simple: true })).toBe(-2048);
+    // A new database gets 8 KiB pages (outbox rows share pages).
+    const pageSize = sqlite.pragma('page_size', { simple: true }) as number;
+    expect(pageSize).toBe(8192);
     sqlite.exec('create table t (v text)');
     const insert = sqlite.prepare('insert into t (v) values (?)');
-    // ~1,500 pages: past SQLite's default autocheckpoint (1,000), below ours.
+    // ~1,500 WAL frames (one commit each): past SQLite's default autocheckpoint (1,000), below ours.
     for (let i = 0; i < 1500; i++) insert.run('x'.repeat(3000));
-    const walPages = () => statSync(`${file}-wal`).size / 4096;
-    expect(walPages()).toBeGreaterThan(1000);
+    const walFrames = () => statSync(`${file}-wal`).size / (pageSize + 24);
+    expect(walFrames()).toBeGreaterThan(1000);
     const before = statSync(file).size;
     expect(before).toBeLessThan(64 * 1024); // nothing checkpointed in a commit
     await new Promise((resolve) => setTimeout(resolve, 1300));
     expect(statSync(file).size).toBeGreaterThan(1500 * 3000); // the timer's checkpoint copied the pages
+  });
+
+  it('keeps the page size of a database made before (4 KiB), whose data stays readable', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
+    const file = join(dir, 'svc.db');
+    const old = new SQLite(file);
+    old.pragma('journal_mode = WAL');
+    old.exec("create table t (v text); insert into t (v) values ('kept')");
+    old.close();
+    handle = openDatabase(`sqlite:${file}`);
+    const sqlite = handle.sqlite!;
+    expect(sqlite.pragma('page_size', { simple: true })).toBe(4096);
+    sqlite.prepare('insert into t (v) values (?)').run('added');
+    expect(sqlite.prepare('select v from t order by rowid').pluck().all()).toEqual(['kept', 'added']);
   });
 });

@@ -104,6 +104,18 @@ describe('TextFrames (text deltas read without JSON.parse)', () => {
     }
   });
 
+  it('keeps the head it learned for frames that repeat it, and takes the head of a frame that changes it', () => {
+    const frames = readerOf(bareHead);
+    const finish = frame(bareHead, [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]);
+    frames.learn(finish, JSON.parse(finish) as ChatCompletionChunk);
+    expect(expectSafe(frames, frame(bareHead, textChoice('Hi')))).toBeDefined();
+    const other = { ...bareHead, id: 'chatcmpl-y' };
+    const first = frame(other, textChoice(''));
+    frames.learn(first, JSON.parse(first) as ChatCompletionChunk);
+    expect(frames.read(frame(bareHead, textChoice('Hi')))).toBeUndefined();
+    expect(expectSafe(frames, frame(other, textChoice('Hi')))).toBeDefined();
+  });
+
   it('never accepts what JSON.parse would reject or read differently (random texts and damaged frames)', () => {
     let seed = 42;
     const random = (n: number) => {

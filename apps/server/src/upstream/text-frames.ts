@@ -28,12 +28,15 @@ const OBFUSCATION = ',"obfuscation":"';
  * frames.learn(event.data, chunk);
  */
 export class TextFrames {
-  /** The learned head and TEXT_OPEN: what a text frame starts with. */
+  /** The learned head, and it with TEXT_OPEN: what a text frame starts with. */
+  private head: string | null = null;
   private opening: string | null = null;
   private base: Record<string, unknown> = {};
 
   /** Keeps `data`'s head when `chunk` (its checked parse, keys as received) allows one. */
   learn(data: string, chunk: ChatCompletionChunk): void {
+    // The head learned already (a stream's later frames repeat it): nothing to build (~3 µs a call).
+    if (this.head !== null && data.slice(0, this.head.length) === this.head) return;
     let head = '{';
     const base: Record<string, unknown> = {};
     for (const key in chunk) {
@@ -47,6 +50,7 @@ export class TextFrames {
     }
     head += `${head.length > 1 ? ',' : ''}"choices":[`;
     if (!data.startsWith(head) || typeof base.id !== 'string' || typeof base.model !== 'string' || !('created' in base) || !('object' in base)) return;
+    this.head = head;
     this.opening = head + TEXT_OPEN;
     this.base = base;
   }
