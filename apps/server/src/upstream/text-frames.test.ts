@@ -38,6 +38,7 @@ describe('TextFrames (text deltas read without JSON.parse)', () => {
     ['OpenAI without padding', openaiHead, {}],
     ['a server without fingerprint', bareHead, {}],
     ['a null fingerprint', { ...bareHead, system_fingerprint: null }, {}],
+    ['a service tier without fingerprint', { ...bareHead, service_tier: 'flex' }, {}],
   ])('reads the text frames of %s as JSON.parse does', (_name, head, tail) => {
     const frames = readerOf(head);
     for (const content of ['Hello', ',', ' World', '', ' Ünïcode ✓ 😀 — fine', '\uFEFF', "it's <b>&amp;</b> 100% / 3"]) {
@@ -94,6 +95,9 @@ describe('TextFrames (text deltas read without JSON.parse)', () => {
     for (const [first, parsed] of [
       [frame({ ...bareHead, usage: null }, textChoice('')), { ...bareHead, usage: null, choices: textChoice('') }],
       [frame({ ...bareHead, x: 1 }, textChoice('')), { ...bareHead, x: 1, choices: textChoice('') }],
+      [frame({ model: 'llama-3', ...bareHead }, textChoice('')), { model: 'llama-3', ...bareHead, choices: textChoice('') }],
+      [frame({ ...bareHead, system_fingerprint: 'fp', service_tier: 'x' }, textChoice('')), { ...bareHead, system_fingerprint: 'fp', service_tier: 'x', choices: textChoice('') }],
+      [frame({ choices: textChoice(''), ...bareHead }, []), { choices: textChoice(''), ...bareHead }],
       [JSON.stringify({ ...bareHead, choices: textChoice('') }, null, 1), { ...bareHead, choices: textChoice('') }],
       [frame({ ...bareHead, model: 'é' }, textChoice('')).replace('é', '\\u00e9'), { ...bareHead, model: 'é', choices: textChoice('') }],
     ] as const) {
