@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Load benchmark of svc against a zero-latency fake upstream and Portkey's gateway (issue 10).
 //
-//   npm run bench                        # full run, 15 s per measurement, writes bench/results/latest.json + <date>.json
-//   npm run bench -- --duration 60       # the issue's 60 s runs
+//   npm run bench                        # full run, 15 s per target and mode, writes bench/results/latest.json + <date>.json
+//   npm run bench -- --duration 60       # the issue's 60 s runs (4 slices of 15 s per target and mode)
 //   npm run bench -- --quick             # ~5 s smoke run, writes bench/results/quick.json
 //   npm run bench -- --profile           # svc everything-on, non-streamed, under node --cpu-prof; prints top self time
 //                    [--profile-streamed] [--profile-plain]   # … streamed / as a plain proxy
@@ -10,7 +10,16 @@
 //   npm run bench -- --micro             # also run verify.bench.mjs / webhooks.bench.mjs when present
 //
 // Cores: the load generator (this process), the fake upstream and the webhook receiver run on core 0; the
-// target under test runs alone on core 1 (for the direct baseline the target is the fake upstream itself).
+// targets run on core 1 (for the direct baseline the target is a fake upstream of its own there).
+//
+// Interleaved: for each mode (json, streamed) the four targets (direct, svc everything on, svc plain proxy,
+// Portkey) are started together on core 1 and each is warmed up; then every round measures each target for
+// duration / rounds seconds, one at a time (only the one under load uses the core), in an order rotated from
+// round to round. A target's figures pool its slices (requests over the time measured, percentiles of all
+// latencies, peak RSS at the end), and each ratio is also given per round. On a host whose speed drifts (seen:
+// the fake upstream alone 43,011 req/s json in one run and 32,673 in the next) measurements minutes apart
+// carry the drift into a ratio; slices seconds apart do not. --rounds 1 measures each target once, whole.
+//   npm run bench -- --rounds N          # slices per target and mode (default 4; 1 with --quick)
 import { copyFileSync, existsSync, mkdirSync, writeFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import os from 'node:os';
@@ -51,11 +60,13 @@ const { values: opts } = parseArgs({
     out: { type: 'string' },
     'svc-node-args': { type: 'string' },
     'latency-only': { type: 'boolean', default: false },
+    rounds: { type: 'string' },
   },
 });
 
 const durationS = Number(opts.duration ?? (opts.quick ? 5 : 15));
-const warmupS = Number(opts.warmup ?? (opts.quick ? 1 : 3));
+const warmupS = Number(opts.warmup ?? (opts.quick ? 1 : 5));
+const rounds = Number(opts.rounds ?? (opts.quick ? 1 : 4));
 const connections = Number(opts.connections);
 /** Extra node flags for the svc processes (e.g. `--svc-node-args=--max-semi-space-size=8`), for experiments. */
 const svcNodeArgs = opts['svc-node-args'] ? opts['svc-node-args'].split(/\s+/).filter(Boolean) : [];
@@ -67,8 +78,8 @@ const RESULTS = join(HERE, 'results');
 const FULL_KEY = 'svc-full';
 const log = (line) => process.stderr.write(`${line}\n`);
 
-if (!Number.isFinite(durationS) || durationS < 1 || !Number.isFinite(connections) || connections < 1) {
-  log('usage: node run.mjs [--duration S] [--quick] [--connections N] [--rate RPS] [--skip-portkey] [--profile] [--micro]');
+if (!Number.isFinite(durationS) || durationS < 1 || !Number.isFinite(connections) || connections < 1 || !(Number.isInteger(rounds) && rounds >= 1 && durationS / rounds >= 1)) {
+  log('usage: node run.mjs [--duration S] [--rounds N] [--quick] [--connections N] [--rate RPS] [--skip-portkey] [--profile] [--micro]');
   process.exit(2);
 }
 exitUnlessSvcBuilt();
@@ -83,7 +94,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-const perCaseBudgetS = warmupS + durationS + 60;
+const perCaseBudgetS = warmupS + durationS + 60 + 5 * rounds;
 const watchdog = setTimeout(
   () => {
     log('bench watchdog: took too long, stopping everything');
@@ -157,8 +168,8 @@ async function runAll() {
   const machine = { ...machineInfo(REPO), tasksetAvailable: hasTaskset, loadavgStart: os.loadavg().map((l) => round(l, 2)) };
   const jiffiesStart = cpuJiffies();
   if (!hasTaskset) log('NOTE: taskset not found — processes are NOT pinned to cores; numbers are less comparable.');
-  const settings = { durationS, svcNodeArgs, warmupS, connections, fixedRateRps: fixedRate, loadGenerator: 'autocannon 8 (programmatic, latencies at full precision)', pinning: hasTaskset ? `load generator, fake upstream, webhook receiver: core ${LOADGEN_CORE}; target: core ${TARGET_CORE}` : 'none (taskset missing)' };
-  log(`bench: ${durationS}s per measurement (+${warmupS}s warm-up), ${connections} connections, ${machine.cpuModel} × ${machine.cores}, node ${machine.node}, load ${machine.loadavgStart.join(' ')}`);
+  const settings = { durationS, rounds, sliceS: durationS / rounds, svcNodeArgs, warmupS, connections, fixedRateRps: fixedRate, loadGenerator: 'autocannon 8 (programmatic, latencies at full precision)', pinning: hasTaskset ? `load generator, fake upstream, webhook receiver: core ${LOADGEN_CORE}; targets: core ${TARGET_CORE}, one under load at a time` : 'none (taskset missing)' };
+  log(`bench: ${durationS}s per target and mode in ${rounds} interleaved slice(s) of ${durationS / rounds}s (+${warmupS}s warm-up), ${connections} connections, ${machine.cpuModel} × ${machine.cores}, node ${machine.node}, load ${machine.loadavgStart.join(' ')}`);
 
   const results = { machine, settings, cases: [], fixedRate: null, ratios: [], unavailable: [] };
   const record = (c) => {
@@ -181,71 +192,18 @@ async function runAll() {
     results.unavailable.push({ target: 'portkey', reason: 'skipped (--skip-portkey)' });
   }
 
-  // 1. Direct to the fake upstream, which is then the target on its own core.
   const onlyLatency = opts['latency-only'];
-  for (const stream of onlyLatency ? [] : [false, true]) {
-    const mode = stream ? 'streamed' : 'json';
-    const up = await startFakeUpstream(TARGET_CORE);
-    try {
-      const m = await measure({ name: 'direct', url: `${up.url}${chatPath}`, body: bodies.direct(stream), stream, pid: up.proc.pid });
-      record({ target: 'direct', mode, ...m });
-    } catch (err) {
-      record({ target: 'direct', mode, error: err.message });
-    } finally {
-      await stop(up.proc);
-    }
-  }
-
   // Gateways share one fake upstream and one webhook receiver on the load generator's core.
   const upstream = await startFakeUpstream(LOADGEN_CORE);
   const receiver = await startWebhookReceiver(LOADGEN_CORE);
   try {
-    // 2. and 3. svc everything on / plain proxy.
-    for (const variant of onlyLatency ? [] : [
-      { target: FULL_KEY, webhook: true, body: bodies.svcFull },
-      { target: 'svc-plain', webhook: false, body: bodies.svcPlain },
-    ]) {
-      for (const stream of [false, true]) {
-        const mode = stream ? 'streamed' : 'json';
-        let svc = null;
-        try {
-          svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: variant.webhook ? receiver.hook : undefined, nodeArgs: svcNodeArgs });
-          const receivedBefore = await receiverCount(receiver);
-          const m = await measure({
-            name: variant.target,
-            url: `${svc.url}${chatPath}`,
-            headers: { authorization: `Bearer ${svc.key}` },
-            body: variant.body(stream),
-            stream,
-            pid: svc.proc.pid,
-            during: variant.webhook ? () => ({ t: Date.now(), ...webhookBacklog(svc.dbPath) }) : undefined,
-          });
-          const c = { target: variant.target, mode, ...m };
-          if (variant.webhook) c.webhooks = await webhookStats(svc, receiver, receivedBefore, m);
-          delete c.samples;
-          record(c);
-        } catch (err) {
-          record({ target: variant.target, mode, error: err.message });
-        } finally {
-          if (svc) await stop(svc.proc, 10_000);
-        }
-      }
-    }
-
-    // 4. Portkey.
-    if (portkeyEntry && !onlyLatency) {
-      for (const stream of [false, true]) {
-        const mode = stream ? 'streamed' : 'json';
-        let pk = null;
-        try {
-          pk = await startPortkey({ core: TARGET_CORE, entry: portkeyEntry, upstreamUrl: upstream.base });
-          const m = await measure({ name: 'portkey', url: `${pk.url}${chatPath}`, headers: pk.headers, body: bodies.direct(stream), stream, pid: pk.proc.pid });
-          record({ target: 'portkey', mode, ...m });
-        } catch (err) {
-          record({ target: 'portkey', mode, error: err.message });
-        } finally {
-          if (pk) await stop(pk.proc);
-        }
+    for (const stream of onlyLatency ? [] : [false, true]) {
+      const mode = stream ? 'streamed' : 'json';
+      const targets = await startTargets(stream, upstream, receiver, portkeyEntry, (c) => record({ ...c, mode }));
+      try {
+        for (const c of await measureInterleaved(targets, stream, receiver)) record({ ...c, mode });
+      } finally {
+        for (const t of targets) await stop(t.proc, 10_000);
       }
     }
 
@@ -301,20 +259,149 @@ async function runAll() {
   return results;
 }
 
+/**
+ * Starts one mode's targets on the target core, all at once: a fake upstream of its own (direct), svc
+ * everything on (webhook to `receiver`), svc as a plain proxy, Portkey (when installed). A target that fails
+ * to start is reported through `fail` and left out.
+ */
+async function startTargets(stream, upstream, receiver, portkeyEntry, fail) {
+  const targets = [];
+  const svcTarget = (name, webhook, body) => async () => {
+    const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: webhook ? receiver.hook : undefined, nodeArgs: svcNodeArgs });
+    return { proc: svc.proc, url: `${svc.url}${chatPath}`, headers: { authorization: `Bearer ${svc.key}` }, body: body(stream), svc: webhook ? svc : undefined };
+  };
+  const starters = [
+    [
+      'direct',
+      async () => {
+        const up = await startFakeUpstream(TARGET_CORE);
+        return { proc: up.proc, url: `${up.url}${chatPath}`, headers: {}, body: bodies.direct(stream) };
+      },
+    ],
+    [FULL_KEY, svcTarget(FULL_KEY, true, bodies.svcFull)],
+    ['svc-plain', svcTarget('svc-plain', false, bodies.svcPlain)],
+  ];
+  if (portkeyEntry) {
+    starters.push([
+      'portkey',
+      async () => {
+        const pk = await startPortkey({ core: TARGET_CORE, entry: portkeyEntry, upstreamUrl: upstream.base });
+        return { proc: pk.proc, url: `${pk.url}${chatPath}`, headers: pk.headers, body: bodies.direct(stream) };
+      },
+    ]);
+  }
+  for (const [name, start] of starters) {
+    try {
+      targets.push({ name, ...(await start()) });
+    } catch (err) {
+      fail({ target: name, error: err.message });
+    }
+  }
+  return targets;
+}
+
+/**
+ * Probes and warms up every target, then measures them in `rounds` rotated slices (see the top of this
+ * file) and returns one case per target: its slices pooled, with the req/s of each round (`roundRps`).
+ */
+async function measureInterleaved(targets, stream, receiver) {
+  const sliceS = durationS / rounds;
+  const live = [];
+  const cases = [];
+  for (const t of targets) {
+    try {
+      t.probed = checkProbe(t.name, stream, await probe(t));
+      if (warmupS > 0) await load({ url: t.url, headers: t.headers, body: t.body, connections, durationS: warmupS });
+      t.acc = { latencies: [], requests: 0, elapsedS: 0, cpuS: 0, non2xx: 0, errors: 0, timeouts: 0, mb: 0, coreBusy: [], steal: [], samples: [], roundRps: [] };
+      if (t.svc) t.receivedBefore = await receiverCount(receiver);
+      live.push(t);
+    } catch (err) {
+      cases.push({ target: t.name, error: err.message });
+    }
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < live.length; i++) {
+      const t = live[(i + r) % live.length];
+      const { acc } = t;
+      const cpu0 = cpuSecondsOf(t.proc.pid);
+      const cores0 = coreTimes();
+      const jiffies0 = cpuJiffies();
+      const sampler = t.svc
+        ? setInterval(() => {
+            try {
+              acc.samples.push({ t: Date.now(), ...webhookBacklog(t.svc.dbPath) });
+            } catch {
+              // a sample may fail while the database is busy; the next one will do
+            }
+          }, 1000)
+        : null;
+      const started = Date.now();
+      const m = await load({ url: t.url, headers: t.headers, body: t.body, connections, durationS: sliceS, keepLatencies: true });
+      const elapsedS = (Date.now() - started) / 1000;
+      if (sampler) clearInterval(sampler);
+      acc.cpuS += cpuSecondsOf(t.proc.pid) - cpu0;
+      acc.coreBusy.push(coreBusy(cores0, coreTimes()));
+      acc.steal.push(stealPct(jiffies0, cpuJiffies()));
+      for (const l of m.latencies) acc.latencies.push(l);
+      acc.requests += m.requests;
+      acc.elapsedS += elapsedS;
+      acc.non2xx += m.non2xx;
+      acc.errors += m.errors;
+      acc.timeouts += m.timeouts;
+      acc.mb += m.throughputMBps * elapsedS;
+      acc.roundRps.push(round(m.requests / elapsedS, 0));
+      if (t.svc && r === rounds - 1) t.backlogAtEnd = webhookBacklog(t.svc.dbPath);
+      log(`    round ${r + 1}/${rounds} ${t.name}: ${round(m.requests / elapsedS, 0)} req/s`);
+    }
+  }
+  for (const t of live) {
+    const { acc } = t;
+    const lat = acc.latencies.sort((a, b) => a - b);
+    const pct = (p) => (lat.length ? round(lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))], 3) : null);
+    const mean = (xs) => (xs.length ? round(xs.reduce((a, b) => a + b, 0) / xs.length, 0) : null);
+    const c = {
+      target: t.name,
+      requests: acc.requests,
+      rps: round(acc.requests / acc.elapsedS, 0),
+      p50: pct(50),
+      p90: pct(90),
+      p99: pct(99),
+      max: lat.length ? round(lat.at(-1), 3) : null,
+      mean: lat.length ? round(lat.reduce((a, b) => a + b, 0) / lat.length, 3) : null,
+      non2xx: acc.non2xx,
+      errors: acc.errors,
+      timeouts: acc.timeouts,
+      throughputMBps: round(acc.mb / acc.elapsedS, 2),
+      targetCpuPct: round((100 * acc.cpuS) / acc.elapsedS, 0),
+      coreBusyPct: acc.coreBusy[0]?.map((_, core) => mean(acc.coreBusy.map((b) => b[core]).filter((v) => v !== null))) ?? [],
+      cpuStealPct: mean(acc.steal.filter((v) => v !== null)),
+      memory: memoryOf(t.proc.pid),
+      probe: t.probed,
+      loadavg: os.loadavg().map((l) => round(l, 2)),
+      roundRps: acc.roundRps,
+    };
+    if (t.svc) c.webhooks = await webhookStats(t.svc, receiver, t.receivedBefore, acc.samples, t.backlogAtEnd);
+    cases.push(c);
+  }
+  return cases;
+}
+
 function pick(m) {
   return { rps: m.rps, p50: m.p50, p90: m.p90, p99: m.p99, max: m.max, non2xx: m.non2xx, errors: m.errors };
 }
 
-/** Backlog at the end, deliveries received, and how long the worker took to drain what was left. */
-async function webhookStats(svc, receiver, receivedBefore, m) {
-  const atEnd = webhookBacklog(svc.dbPath);
+/**
+ * Backlog at the end of the target's last slice (`atEnd`), deliveries received, and how long the worker took
+ * to drain what was left. `samples`: the backlog read every second of the target's slices.
+ */
+async function webhookStats(svc, receiver, receivedBefore, samples, atEnd) {
   const started = Date.now();
   let now = atEnd;
   while (now.pending > 0 && Date.now() - started < 30_000) {
     await new Promise((r) => setTimeout(r, 250));
     now = webhookBacklog(svc.dbPath);
   }
-  const pendingSeries = m.samples.map((s) => s.pending);
+  const pendingSeries = samples.map((s) => s.pending);
   const half = pendingSeries.slice(0, Math.ceil(pendingSeries.length / 2));
   return {
     backlogAtEnd: atEnd.pending,
@@ -331,13 +418,21 @@ async function webhookStats(svc, receiver, receivedBefore, m) {
 function ratios(results) {
   const get = (target, mode) => results.cases.find((c) => c.target === target && c.mode === mode && !c.error);
   const ratio = (a, b) => (a && b ? round(a.rps / b.rps, 2) : null);
+  /** The ratio of each round's slices: median and range (only with more than one round). */
+  const perRound = (a, b) => {
+    if (!a?.roundRps || !b?.roundRps || a.roundRps.length < 2 || a.roundRps.length !== b.roundRps.length) return undefined;
+    const each = a.roundRps.map((x, i) => x / b.roundRps[i]).sort((x, y) => x - y);
+    const mid = Math.floor(each.length / 2);
+    const median = each.length % 2 ? each[mid] : (each[mid - 1] + each[mid]) / 2;
+    return { median: round(median, 2), min: round(each[0], 2), max: round(each.at(-1), 2), each: a.roundRps.map((x, i) => round(x / b.roundRps[i], 2)) };
+  };
   const pk = (mode) => get('portkey', mode);
   const full = (mode) => get(FULL_KEY, mode);
   const out = [
-    { measure: 'svc everything-on vs Portkey, non-streamed req/s', target: '≥ 3×', value: ratio(full('json'), pk('json')), min: 3 },
-    { measure: 'svc everything-on vs Portkey, streamed req/s', target: '≥ 5×', value: ratio(full('streamed'), pk('streamed')), min: 5 },
-    { measure: 'svc plain proxy vs Portkey, non-streamed req/s', target: '≥ 5×', value: ratio(get('svc-plain', 'json'), pk('json')), min: 5 },
-    { measure: 'svc plain proxy vs Portkey, streamed req/s', target: '(no target)', value: ratio(get('svc-plain', 'streamed'), pk('streamed')) },
+    { measure: 'svc everything-on vs Portkey, non-streamed req/s', target: '≥ 3×', value: ratio(full('json'), pk('json')), rounds: perRound(full('json'), pk('json')), min: 3 },
+    { measure: 'svc everything-on vs Portkey, streamed req/s', target: '≥ 5×', value: ratio(full('streamed'), pk('streamed')), rounds: perRound(full('streamed'), pk('streamed')), min: 5 },
+    { measure: 'svc plain proxy vs Portkey, non-streamed req/s', target: '≥ 5×', value: ratio(get('svc-plain', 'json'), pk('json')), rounds: perRound(get('svc-plain', 'json'), pk('json')), min: 5 },
+    { measure: 'svc plain proxy vs Portkey, streamed req/s', target: '(no target)', value: ratio(get('svc-plain', 'streamed'), pk('streamed')), rounds: perRound(get('svc-plain', 'streamed'), pk('streamed')) },
   ];
   const f = results.fixedRate;
   out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, everything on, p50 (ms)`, target: '≤ 1 ms', value: f?.addedP50Ms ?? null, max: 1 });
@@ -409,8 +504,14 @@ function printResults(results) {
   out.push('Targets (issue 10):');
   out.push(
     table(
-      ['measure', 'target', 'this run', 'met'],
-      results.ratios.map((r) => [r.measure, r.target, r.value === null ? '—' : String(r.value), r.pass === undefined ? '' : r.pass ? 'yes' : 'NO']),
+      ['measure', 'target', 'this run', 'rounds: median (range)', 'met'],
+      results.ratios.map((r) => [
+        r.measure,
+        r.target,
+        r.value === null ? '—' : String(r.value),
+        r.rounds ? `${r.rounds.median} (${r.rounds.min}–${r.rounds.max})` : '',
+        r.pass === undefined ? '' : r.pass ? 'yes' : 'NO',
+      ]),
     ),
   );
   for (const u of results.unavailable) out.push(`unavailable: ${u.target} — ${u.reason}`);
@@ -419,7 +520,7 @@ function printResults(results) {
   out.push(`machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGb} GB, ${m.platform}, node ${m.node}, ${m.date}, commit ${m.gitCommit}${m.gitDirtyServer ? ' (server tree had uncommitted changes)' : ''}`);
   out.push(`load average: start ${m.loadavgStart.join(' ')}, end ${m.loadavgEnd.join(' ')}; shared machine: ${m.sharedMachine}`);
   out.push(`CPU steal (time the hypervisor gave to other guests) over the run: ${m.cpuStealPct ?? 'n/a'} %; per measurement: ${results.cases.map((c) => `${c.target}/${c.mode} ${c.cpuStealPct ?? '—'}`).join(', ')}`);
-  out.push(`settings: ${results.settings.durationS} s per measurement after ${results.settings.warmupS} s warm-up, ${results.settings.connections} connections; ${results.settings.pinning}`);
+  out.push(`settings: ${results.settings.durationS} s per target and mode in ${results.settings.rounds} interleaved slice(s) of ${results.settings.sliceS} s, after ${results.settings.warmupS} s warm-up, ${results.settings.connections} connections; ${results.settings.pinning}`);
   process.stdout.write(`${out.join('\n')}\n`);
 }
 

@@ -7,9 +7,10 @@ import { round } from './procs.mjs';
  * Runs autocannon against `url` (POST `body` with `headers`) and resolves with req/s, exact latency
  * percentiles (ms), error counts and the raw autocannon result.
  * `overallRate` switches to a fixed request rate; `amount` sends that many requests instead of running for
- * `durationS` (req/s is then over `durationS` if given, else not meaningful).
+ * `durationS` (req/s is then over `durationS` if given, else not meaningful); `keepLatencies` adds every
+ * latency (ms, sorted) to the result, for merging measurements.
  */
-export function load({ url, body, headers = {}, connections, durationS, overallRate, amount }) {
+export function load({ url, body, headers = {}, connections, durationS, overallRate, amount, keepLatencies = false }) {
   const latencies = [];
   let non2xx = 0;
   return new Promise((resolve, reject) => {
@@ -40,6 +41,7 @@ export function load({ url, body, headers = {}, connections, durationS, overallR
           errors: result.errors,
           timeouts: result.timeouts,
           throughputMBps: round(result.throughput.average / 1e6, 2),
+          ...(keepLatencies ? { latencies } : {}),
         });
       },
     );
