@@ -15,7 +15,7 @@
 // Interleaved: for each mode (json, streamed) the four targets (direct, svc everything on, svc plain proxy,
 // Portkey) are started together on core 1 and each is warmed up; then every round measures each target for
 // duration / rounds seconds, one at a time (only the one under load uses the core), in an order rotated from
-// round to round. A target's figures pool its slices (requests over the time measured, percentiles of all
+// round to round, each slice after up to 3 s of unmeasured load (an idle process shrinks its heap). A target's figures pool its slices (requests over the time measured, percentiles of all
 // latencies, peak RSS at the end), and each ratio is also given per round. On a host whose speed drifts (seen:
 // the fake upstream alone 43,011 req/s json in one run and 32,673 in the next) measurements minutes apart
 // carry the drift into a ratio; slices seconds apart do not. --rounds 1 measures each target once, whole.
@@ -65,7 +65,7 @@ const { values: opts } = parseArgs({
 });
 
 const durationS = Number(opts.duration ?? (opts.quick ? 5 : 15));
-const warmupS = Number(opts.warmup ?? (opts.quick ? 1 : 5));
+const warmupS = Number(opts.warmup ?? (opts.quick ? 1 : 10));
 const rounds = Number(opts.rounds ?? (opts.quick ? 1 : 4));
 const connections = Number(opts.connections);
 /** Extra node flags for the svc processes (e.g. `--svc-node-args=--max-semi-space-size=8`), for experiments. */
@@ -94,7 +94,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
-const perCaseBudgetS = warmupS + durationS + 60 + 5 * rounds;
+const perCaseBudgetS = warmupS + durationS + 60 + 8 * rounds;
 const watchdog = setTimeout(
   () => {
     log('bench watchdog: took too long, stopping everything');
@@ -306,6 +306,7 @@ async function startTargets(stream, upstream, receiver, portkeyEntry, fail) {
  */
 async function measureInterleaved(targets, stream, receiver) {
   const sliceS = durationS / rounds;
+  const sliceWarmupS = Math.min(3, warmupS);
   const live = [];
   const cases = [];
   for (const t of targets) {
@@ -323,6 +324,9 @@ async function measureInterleaved(targets, stream, receiver) {
     for (let i = 0; i < live.length; i++) {
       const t = live[(i + r) % live.length];
       const { acc } = t;
+      // A target idle since its last slice has shrunk its heap (V8's memory reducer): a few seconds of load
+      // first, so each slice measures the steady state as a long run would.
+      if (sliceWarmupS > 0) await load({ url: t.url, headers: t.headers, body: t.body, connections, durationS: sliceWarmupS });
       const cpu0 = cpuSecondsOf(t.proc.pid);
       const cores0 = coreTimes();
       const jiffies0 = cpuJiffies();
