@@ -15,7 +15,8 @@ import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { cpuTimesOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
-import { startSvc, exitUnlessSvcBuilt, SVC_BIN } from './lib/svc.mjs';
+import { startSvc, exitUnlessSvcBuilt } from './lib/svc.mjs';
+import { buildsOf, measureAlternately } from './lib/ab-builds.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -35,7 +36,7 @@ const durationS = Number(opts.duration);
 const rate = opts.rate ? Number(opts.rate) : undefined;
 const connections = rate ? 1 : Number(opts.connections);
 const nodeArgs = opts['svc-node-args'].split(/\s+/).filter(Boolean);
-const builds = [{ name: 'A', bin: SVC_BIN }, ...(opts['bin-b'] ? [{ name: 'B', bin: opts['bin-b'] }] : [])];
+const builds = buildsOf(opts['bin-b']);
 exitUnlessSvcBuilt();
 process.on('exit', killAllSync);
 pinSelf(0);
@@ -43,7 +44,6 @@ pinSelf(0);
 const upstream = await startFakeUpstream(0);
 const receiver = await startWebhookReceiver(0);
 const body = (opts.plain ? bodies.svcPlain : bodies.svcFull)(opts.stream);
-const usPerRequest = new Map(builds.map((b) => [b.name, []]));
 
 /** One measurement of one build: a fresh server, warm-up, then the timed load. */
 async function measure(build, run) {
@@ -60,32 +60,19 @@ async function measure(build, run) {
     const systemShare = round((100 * (cpu1.system - cpu0.system)) / cpuS, 0);
     const mem = memoryOf(svc.proc.pid);
     const us = round((cpuS * 1e6) / m.requests, 0);
-    usPerRequest.get(build.name).push(us);
     process.stdout.write(
       `${builds.length > 1 ? `${build.name} ` : ''}${opts.plain ? 'plain' : opts['no-webhook'] ? 'full without webhook' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  ` +
         `cpu ${round((100 * cpuS) / durationS, 0)}% (${systemShare}% in the kernel)  ${us} µs/req  peak RSS ${mem?.peakRssMb} MB  non2xx ${m.non2xx} errors ${m.errors}\n`,
     );
+    return us;
   } finally {
     await stop(svc.proc, 10_000);
   }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
 
 try {
-  for (let run = 0; run < Number(opts.runs); run++) {
-    const order = run % 2 === 0 ? builds : [...builds].reverse();
-    for (const build of order) await measure(build, run);
-  }
-  if (builds.length > 1) {
-    const a = median(usPerRequest.get('A'));
-    const b = median(usPerRequest.get('B'));
-    process.stdout.write(`median µs/req: A ${a} (${SVC_BIN})  B ${b} (${opts['bin-b']})  A/B ${round(a / b, 3)}\n`);
-  }
+  await measureAlternately(builds, Number(opts.runs), measure, 'µs/req');
 } finally {
   await stop(upstream.proc);
   await stop(receiver.proc);

@@ -24,7 +24,8 @@ import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { killAllSync, pinSelf, round, stop } from './lib/procs.mjs';
-import { exitUnlessSvcBuilt, startSvc, SVC_BIN } from './lib/svc.mjs';
+import { exitUnlessSvcBuilt, startSvc } from './lib/svc.mjs';
+import { buildsOf, measureAlternately } from './lib/ab-builds.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -57,11 +58,10 @@ pinSelf(0);
 
 const requests = Number(opts.requests);
 const connections = Number(opts.connections);
-const builds = [{ name: 'A', bin: SVC_BIN }, ...(opts['bin-b'] ? [{ name: 'B', bin: opts['bin-b'] }] : [])];
+const builds = buildsOf(opts['bin-b']);
 const upstream = await startFakeUpstream(0);
 const receiver = await startWebhookReceiver(0);
 const body = (opts.plain ? bodies.svcPlain : bodies.svcFull)(opts.stream);
-const perRequest = new Map(builds.map((b) => [b.name, []]));
 const callgrind = (pid, ...args) => execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
 
 /** Instructions per request of one build: a fresh server under callgrind, warm-up, then the counted requests. */
@@ -87,33 +87,20 @@ async function measure(build, run) {
     const instructions = Number(totals[1]);
     if (m.non2xx || m.errors) throw new Error(`${m.non2xx} non-2xx answers and ${m.errors} errors under callgrind`);
     const per = round(instructions / m.requests, 0);
-    perRequest.get(build.name).push(per);
     process.stdout.write(
       `${builds.length > 1 ? `${build.name} ` : ''}${opts.plain ? 'plain' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ` +
         `${m.requests} requests, ${(instructions / 1e9).toFixed(3)} G instructions, ${per.toLocaleString('en')} per request\n`,
     );
+    return per;
   } finally {
     await stop(svc.proc, 30_000);
     rmSync(`${out}.${svc.proc.pid}`, { force: true });
   }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
 
 try {
-  for (let run = 0; run < Number(opts.runs); run++) {
-    const order = run % 2 === 0 ? builds : [...builds].reverse();
-    for (const build of order) await measure(build, run);
-  }
-  if (builds.length > 1) {
-    const a = median(perRequest.get('A'));
-    const b = median(perRequest.get('B'));
-    process.stdout.write(`median instructions per request: A ${a.toLocaleString('en')} (${SVC_BIN})  B ${b.toLocaleString('en')} (${opts['bin-b']})  A/B ${round(a / b, 4)}\n`);
-  }
+  await measureAlternately(builds, Number(opts.runs), measure, 'instructions per request');
 } finally {
   await stop(upstream.proc);
   await stop(receiver.proc);

@@ -18,7 +18,7 @@ import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { installPortkey, PORTKEY_VERSION, startPortkey } from './lib/portkey.mjs';
-import { cpuSecondsOf, killAllSync, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
+import { cpuSecondsOf, killAllSync, median, memoryOf, pinSelf, round, stop } from './lib/procs.mjs';
 import { machineInfo } from './lib/report.mjs';
 import { REPO, startSvc, exitUnlessSvcBuilt } from './lib/svc.mjs';
 
@@ -48,11 +48,6 @@ setTimeout(() => {
 pinSelf(0);
 const log = (line) => process.stdout.write(`${line}\n`);
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
-};
 
 log(`installing @portkey-ai/gateway@${PORTKEY_VERSION} into a temp dir…`);
 const portkeyEntry = await installPortkey();

@@ -33,6 +33,7 @@ import {
   cpuSecondsOf,
   hasTaskset,
   killAllSync,
+  median,
   memoryOf,
   pinSelf,
   round,
@@ -425,10 +426,8 @@ function ratios(results) {
   /** The ratio of each round's slices: median and range (only with more than one round). */
   const perRound = (a, b) => {
     if (!a?.roundRps || !b?.roundRps || a.roundRps.length < 2 || a.roundRps.length !== b.roundRps.length) return undefined;
-    const each = a.roundRps.map((x, i) => x / b.roundRps[i]).sort((x, y) => x - y);
-    const mid = Math.floor(each.length / 2);
-    const median = each.length % 2 ? each[mid] : (each[mid - 1] + each[mid]) / 2;
-    return { median: round(median, 2), min: round(each[0], 2), max: round(each.at(-1), 2), each: a.roundRps.map((x, i) => round(x / b.roundRps[i], 2)) };
+    const each = a.roundRps.map((x, i) => x / b.roundRps[i]);
+    return { median: round(median(each), 2), min: round(Math.min(...each), 2), max: round(Math.max(...each), 2), each: each.map((x) => round(x, 2)) };
   };
   const pk = (mode) => get('portkey', mode);
   const full = (mode) => get(FULL_KEY, mode);

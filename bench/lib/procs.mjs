@@ -152,3 +152,10 @@ export function round(x, digits = 2) {
   const f = 10 ** digits;
   return Math.round(x * f) / f;
 }
+
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
