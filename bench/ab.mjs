@@ -5,8 +5,8 @@
 //                     [--bin-b PATH/bin.js] [--no-webhook]
 //
 // Same layout as run.mjs: load generator, fake upstream and webhook receiver on core 0, svc alone on core 1.
-// --no-webhook: everything on but the webhook (the key has no webhook URL). Prints, per run: req/s, p50/p99 (ms), svc CPU % (and the kernel's share of it) and µs of svc CPU per
-// request, peak RSS.
+// Prints, per run: req/s, p50/p99 (ms), svc CPU % (and the kernel's share of it), µs of svc CPU per request,
+// peak RSS. --no-webhook: everything on but the webhook (the key has no webhook URL).
 // With --bin-b (another build's apps/server/dist/bin.js, e.g. a copy of the build before a change), every
 // run measures both builds back to back, in alternating order (A B, B A, …), so a host whose speed drifts
 // moves both alike; the summary gives each build's median µs per request and their ratio.
@@ -69,7 +69,6 @@ async function measure(build, run) {
     await stop(svc.proc, 10_000);
   }
 }
-
 
 try {
   await measureAlternately(builds, Number(opts.runs), measure, 'µs/req');

@@ -48,7 +48,6 @@ setTimeout(() => {
 pinSelf(0);
 const log = (line) => process.stdout.write(`${line}\n`);
 
-
 log(`installing @portkey-ai/gateway@${PORTKEY_VERSION} into a temp dir…`);
 const portkeyEntry = await installPortkey();
 const upstream = await startFakeUpstream(0);

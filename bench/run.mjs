@@ -15,8 +15,9 @@
 // Interleaved: for each mode (json, streamed) the four targets (direct, svc everything on, svc plain proxy,
 // Portkey) are started together on core 1 and each is warmed up; then every round measures each target for
 // duration / rounds seconds, one at a time (only the one under load uses the core), in an order rotated from
-// round to round, each slice after up to 3 s of unmeasured load (an idle process shrinks its heap). A target's figures pool its slices (requests over the time measured, percentiles of all
-// latencies, peak RSS at the end), and each ratio is also given per round. On a host whose speed drifts (seen:
+// round to round, each slice after 3 s of unmeasured load (without it the first round ran 20–45 % below the
+// later ones for every target). A target's figures pool its slices (requests over the time measured,
+// percentiles of all latencies, peak RSS at the end), and each ratio is also given per round. On a host whose speed drifts (seen:
 // the fake upstream alone 43,011 req/s json in one run and 32,673 in the next) measurements minutes apart
 // carry the drift into a ratio; slices seconds apart do not. --rounds 1 measures each target once, whole.
 //   npm run bench -- --rounds N          # slices per target and mode (default 4; 1 with --quick)
@@ -26,7 +27,7 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
 import { bodies } from './lib/fixtures.mjs';
-import { load, probe } from './lib/load.mjs';
+import { latencySummary, load, probe } from './lib/load.mjs';
 import {
   coreBusy,
   coreTimes,
@@ -127,29 +128,18 @@ function checkProbe(name, stream, { status, text }) {
 }
 
 /**
- * Runs one measurement: probe, warm-up, then `durationS` of load (or fixed `rate`) while the target's CPU
- * time and the cores' busy time are read. `during` is polled every second (e.g. the webhook backlog).
+ * Runs one measurement of one target alone (the fixed-rate latency, the profile): probe, warm-up, then
+ * `durationS` of load (or fixed `rate`) while the target's CPU time and the cores' busy time are read.
  */
-async function measure({ name, url, headers, body, stream, pid, rate, during }) {
+async function measure({ name, url, headers, body, stream, pid, rate }) {
   const probed = checkProbe(name, stream, await probe({ url, headers, body }));
   if (warmupS > 0) await load({ url, headers, body, connections: rate ? 1 : connections, durationS: warmupS, overallRate: rate });
   const cpu0 = cpuSecondsOf(pid);
   const cores0 = coreTimes();
   const jiffies0 = cpuJiffies();
-  const samples = [];
-  const sampler = during
-    ? setInterval(() => {
-        try {
-          samples.push(during());
-        } catch {
-          // a sample may fail while the database is busy; the next one will do
-        }
-      }, 1000)
-    : null;
   const started = Date.now();
   const result = await load({ url, headers, body, connections: rate ? 1 : connections, durationS, overallRate: rate });
   const elapsedS = (Date.now() - started) / 1000;
-  if (sampler) clearInterval(sampler);
   const cpu1 = cpuSecondsOf(pid);
   return {
     ...result,
@@ -158,7 +148,6 @@ async function measure({ name, url, headers, body, stream, pid, rate, during }) 
     cpuStealPct: stealPct(jiffies0, cpuJiffies()),
     memory: memoryOf(pid),
     probe: probed,
-    samples,
     loadavg: os.loadavg().map((l) => round(l, 2)),
   };
 }
@@ -325,8 +314,8 @@ async function measureInterleaved(targets, stream, receiver) {
     for (let i = 0; i < live.length; i++) {
       const t = live[(i + r) % live.length];
       const { acc } = t;
-      // A target idle since its last slice has shrunk its heap (V8's memory reducer): a few seconds of load
-      // first, so each slice measures the steady state as a long run would.
+      // A few seconds of load first: a target idle while the others were measured, and one just warmed up
+      // in the first round, measured 20–45 % below its later slices (the fake upstream too).
       if (sliceWarmupS > 0) await load({ url: t.url, headers: t.headers, body: t.body, connections, durationS: sliceWarmupS });
       const cpu0 = cpuSecondsOf(t.proc.pid);
       const cores0 = coreTimes();
@@ -361,18 +350,12 @@ async function measureInterleaved(targets, stream, receiver) {
   }
   for (const t of live) {
     const { acc } = t;
-    const lat = acc.latencies.sort((a, b) => a - b);
-    const pct = (p) => (lat.length ? round(lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))], 3) : null);
     const mean = (xs) => (xs.length ? round(xs.reduce((a, b) => a + b, 0) / xs.length, 0) : null);
     const c = {
       target: t.name,
       requests: acc.requests,
       rps: round(acc.requests / acc.elapsedS, 0),
-      p50: pct(50),
-      p90: pct(90),
-      p99: pct(99),
-      max: lat.length ? round(lat.at(-1), 3) : null,
-      mean: lat.length ? round(lat.reduce((a, b) => a + b, 0) / lat.length, 3) : null,
+      ...latencySummary(acc.latencies.sort((a, b) => a - b)),
       non2xx: acc.non2xx,
       errors: acc.errors,
       timeouts: acc.timeouts,

@@ -28,15 +28,10 @@ export function load({ url, body, headers = {}, connections, durationS, overallR
       (err, result) => {
         if (err) return reject(err);
         latencies.sort((a, b) => a - b);
-        const pct = (p) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] : null);
         resolve({
           requests: latencies.length,
           rps: round(latencies.length / durationS, 0),
-          p50: round(pct(50), 3),
-          p90: round(pct(90), 3),
-          p99: round(pct(99), 3),
-          max: round(latencies.at(-1), 3),
-          mean: round(latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1), 3),
+          ...latencySummary(latencies),
           non2xx,
           errors: result.errors,
           timeouts: result.timeouts,
@@ -50,6 +45,13 @@ export function load({ url, body, headers = {}, connections, durationS, overallR
       latencies.push(responseTime);
     });
   });
+}
+
+/** p50, p90, p99, max and mean (ms, 3 decimals) of `sorted` latencies; null figures when there are none. */
+export function latencySummary(sorted) {
+  const n = sorted.length;
+  const pct = (p) => (n ? round(sorted[Math.min(n - 1, Math.floor((p / 100) * n))], 3) : null);
+  return { p50: pct(50), p90: pct(90), p99: pct(99), max: n ? round(sorted[n - 1], 3) : null, mean: n ? round(sorted.reduce((a, b) => a + b, 0) / n, 3) : null };
 }
 
 /** A few requests outside the measurement, to check the target answers 2xx with the expected shape. */

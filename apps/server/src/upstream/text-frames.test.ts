@@ -8,6 +8,9 @@ const openaiHead = { id: 'chatcmpl-D0q8CZXN1uEzngZGkU7FuV92lnXWq', object: 'chat
 /** What vLLM, Ollama and llama.cpp send (no fingerprint). */
 const bareHead = { id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1, model: 'llama-3' };
 
+/** The head's keys in another order (model first). */
+const modelFirst = { model: 'llama-3', id: 'chatcmpl-x', object: 'chat.completion.chunk', created: 1 };
+
 const textChoice = (content: string) => [{ index: 0, delta: { content }, logprobs: null, finish_reason: null }];
 const frame = (head: object, choices: unknown[], tail: Record<string, unknown> = {}) => JSON.stringify({ ...head, choices, ...tail });
 
@@ -95,7 +98,7 @@ describe('TextFrames (text deltas read without JSON.parse)', () => {
     for (const [first, parsed] of [
       [frame({ ...bareHead, usage: null }, textChoice('')), { ...bareHead, usage: null, choices: textChoice('') }],
       [frame({ ...bareHead, x: 1 }, textChoice('')), { ...bareHead, x: 1, choices: textChoice('') }],
-      [frame({ model: 'llama-3', ...bareHead }, textChoice('')), { model: 'llama-3', ...bareHead, choices: textChoice('') }],
+      [frame(modelFirst, textChoice('')), { ...modelFirst, choices: textChoice('') }],
       [frame({ ...bareHead, system_fingerprint: 'fp', service_tier: 'x' }, textChoice('')), { ...bareHead, system_fingerprint: 'fp', service_tier: 'x', choices: textChoice('') }],
       [frame({ choices: textChoice(''), ...bareHead }, []), { choices: textChoice(''), ...bareHead }],
       [JSON.stringify({ ...bareHead, choices: textChoice('') }, null, 1), { ...bareHead, choices: textChoice('') }],
