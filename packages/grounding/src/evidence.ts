@@ -1,4 +1,4 @@
-import { PREFIX_LEN, type SourceIndex } from './source-index.js';
+import { PREFIX_LEN, type Lookup, type SourceIndex } from './source-index.js';
 import type { Word } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
@@ -13,7 +13,7 @@ export interface Evidence {
   /** Source sentences with the stem as a content word. */
   postings: readonly number[] | undefined;
   /** Stems that follow the stem in the sources (content bigrams). */
-  successors: ReadonlySet<string> | undefined;
+  successors: Lookup<string> | undefined;
 }
 
 // Per source index, the evidence of the words looked up so far: an answer repeats words, and answers
@@ -28,7 +28,8 @@ export function evidenceReader(index: SourceIndex): (word: Word) => Evidence {
   let memo = memos.get(index);
   if (memo === undefined) memos.set(index, (memo = new Map()));
   const known = memo;
-  const limit = 512 + 2 * index.stems.size;
+  // (`postings.size` counts the content stems; the spellings looked up are a few per stem.)
+  const limit = 512 + 4 * index.postings.size;
   return (word) => {
     let evidence = known.get(word);
     if (evidence === undefined) {

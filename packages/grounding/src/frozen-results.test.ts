@@ -47,4 +47,14 @@ describe.skipIf(!haveData)('results on the dev set', () => {
     expect(digests(rows, new SourceIndexCache())).toBe(fresh);
     await expect(fresh + '\n').toMatchFileSnapshot('./__snapshots__/frozen-results.txt');
   });
+
+  it('are the same from indexes merged out of cached texts (as conversations: the context, the question, the next context)', () => {
+    const cache = new SourceIndexCache();
+    const conversation = (r: EvalRow, i: number): Case => ({
+      sources: [...r.context, r.question ?? 'What does it say?', ...rows[(i + 1) % rows.length]!.context],
+      answer: r.answer,
+      question: r.question ?? undefined,
+    });
+    expect(rows.map((r, i) => digest(conversation(r, i), cache))).toEqual(rows.map((r, i) => digest(conversation(r, i))));
+  });
 });

@@ -3,24 +3,45 @@ import { isWhiteSpace, readNumber, tokenize, type Token } from './tokenize.js';
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
 
-/** Everything the check needs to know about the sources, built once per check in linear time. */
+/** What the check asks of a set of values: membership only. */
+export interface Lookup<T> {
+  has(value: T): boolean;
+}
+
+/**
+ * Everything the check needs to know about the sources, built once per check in linear time, or put together
+ * from the indexes of the single texts (`mergeSourceIndexes`). Read-only once built.
+ */
 export interface SourceIndex {
-  stems: Set<string>;
-  prefixes: Set<string>;
+  stems: Lookup<string>;
+  prefixes: Lookup<string>;
   /** Consecutive content stems (function words skipped): first stem → second stems. */
-  bigrams: BigramSet;
-  numbers: Set<number>;
-  /** Sorted, for tolerance look-ups of rounded numbers. */
-  numberList: number[];
-  acronyms: Set<string>;
-  /** For each source sentence, its content stems. */
-  sentences: Array<Set<string>>;
-  /** Content stem → sentences containing it. */
-  postings: Map<string, number[]>;
-  negatedSentences: Set<number>;
+  bigrams: { get(first: string): Lookup<string> | undefined };
+  numbers: Lookup<number>;
+  /** Sorted, without repeats, for tolerance look-ups of rounded numbers. */
+  numberList: readonly number[];
+  acronyms: Lookup<string>;
+  /** For each source sentence, its content stems (and its negation and quantifier words). */
+  sentences: ReadonlyArray<Lookup<string>>;
+  /** Content stem → sentences containing it, in order; the same list each time for a stem. `size`: stems. */
+  postings: { get(stem: string): readonly number[] | undefined; readonly size: number };
+  negatedSentences: Lookup<number>;
   /** Number of content-word tokens in all sources. */
   contentWords: number;
   empty: boolean;
+}
+
+/** A `SourceIndex` as `buildSourceIndex` makes it: plain sets and maps. */
+export interface BuiltSourceIndex extends SourceIndex {
+  stems: Set<string>;
+  prefixes: Set<string>;
+  bigrams: BigramSet;
+  numbers: Set<number>;
+  numberList: number[];
+  acronyms: Set<string>;
+  sentences: Array<Set<string>>;
+  postings: Map<string, number[]>;
+  negatedSentences: Set<number>;
 }
 
 export function isContent(t: Token): boolean {
@@ -52,8 +73,8 @@ export function contentBigrams(tokens: readonly Token[], emit: (first: Token, se
   }
 }
 
-export function buildSourceIndex(sources: readonly string[]): SourceIndex {
-  const index: SourceIndex = {
+export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
+  const index: BuiltSourceIndex = {
     stems: new Set(),
     prefixes: new Set(),
     bigrams: new Map(),
@@ -155,58 +176,169 @@ function significantDigits(v: number): number {
   return Math.max(1, s.replace(/0+$/, '').length);
 }
 
+/** Parts at most in a merged index (its look-ups ask each part); a list with more is indexed as a whole. */
+const MAX_PARTS = 8;
+
 /**
- * Recently built source indexes, keyed by the exact source texts, least recently used dropped first.
- * System prompts and retrieved documents repeat across requests; an index is read-only once built, so a
- * cached one gives exactly the result of a fresh one.
+ * The indexes of consecutive runs of the sources as one index, without copying them: look-ups ask each part,
+ * and sentences are numbered on from part to part. Gives exactly what `buildSourceIndex` gives for all the
+ * texts of the parts in order. The parts are not changed (a cached part can be in any number of merges).
+ *
+ * @example
+ * mergeSourceIndexes([buildSourceIndex([systemPrompt]), buildSourceIndex([question])]);
+ */
+export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIndex {
+  const filled = parts.filter((p) => !p.empty);
+  if (filled.length <= 1) return filled[0] ?? buildSourceIndex([]);
+  const bases: number[] = [];
+  const sentences: Array<Set<string>> = [];
+  const negatedSentences = new Set<number>();
+  const numbers = new Set<number>();
+  let contentWords = 0;
+  // Distinct stems over all parts: those of the first, then those no earlier part has.
+  let postingsSize = filled[0]!.postings.size;
+  for (let k = 0; k < filled.length; k++) {
+    const part = filled[k]!;
+    const base = sentences.length;
+    bases.push(base);
+    for (const sentence of part.sentences) sentences.push(sentence);
+    for (const sid of part.negatedSentences) negatedSentences.add(base + sid);
+    for (const v of part.numbers) numbers.add(v);
+    contentWords += part.contentWords;
+    if (k > 0) {
+      for (const stem of part.postings.keys()) if (!filled.slice(0, k).some((p) => p.postings.has(stem))) postingsSize++;
+    }
+  }
+  const postings = new Map<string, readonly number[]>();
+  return {
+    stems: new AnyOf(filled.map((p) => p.stems)),
+    prefixes: new AnyOf(filled.map((p) => p.prefixes)),
+    acronyms: new AnyOf(filled.map((p) => p.acronyms)),
+    numbers,
+    numberList: [...numbers].sort((a, b) => a - b),
+    sentences,
+    negatedSentences,
+    contentWords,
+    empty: false,
+    bigrams: {
+      get(first) {
+        let found: Set<string> | undefined;
+        let several: Array<Set<string>> | undefined;
+        for (const part of filled) {
+          const seconds = part.bigrams.get(first);
+          if (seconds === undefined) continue;
+          if (found === undefined) found = seconds;
+          else (several ??= [found]).push(seconds);
+        }
+        return several ? new AnyOf(several) : found;
+      },
+    },
+    postings: {
+      size: postingsSize,
+      get(stem) {
+        let list: readonly number[] | undefined;
+        let shifted = false;
+        for (let k = 0; k < filled.length; k++) {
+          const own = filled[k]!.postings.get(stem);
+          if (own === undefined) continue;
+          if (list === undefined && k === 0) list = own;
+          else {
+            // A new list: kept per stem, since the check counts stems by the identity of their list.
+            if (!shifted && postings.has(stem)) return postings.get(stem);
+            const moved = own.map((sid) => sid + bases[k]!);
+            list = list === undefined ? moved : list.concat(moved);
+            shifted = true;
+          }
+        }
+        if (shifted) postings.set(stem, list);
+        return list;
+      },
+    },
+  };
+}
+
+/** Membership in any of several sets. */
+class AnyOf<T> implements Lookup<T> {
+  constructor(private readonly sets: ReadonlyArray<Lookup<T>>) {}
+
+  has(value: T): boolean {
+    for (const set of this.sets) if (set.has(value)) return true;
+    return false;
+  }
+}
+
+/**
+ * Indexes of recently seen source texts, each long text on its own, least recently used dropped first; the
+ * index of a list of sources merges its texts' indexes (`mergeSourceIndexes`). A system prompt or a retrieved
+ * document repeats across requests while the user's message changes every time: the long repeated text is
+ * indexed once, and per request only the new short texts are. An index is read-only once built, so a cached
+ * one gives exactly the result of a fresh one. The list asked for last is kept whole (one conversation
+ * repeated: no merge, and the evidence memo of its index is reused).
  *
  * @example
  * const cache = new SourceIndexCache(); checkGrounding(input, { sourceIndexCache: cache });
  */
 export class SourceIndexCache {
-  private readonly entries = new Map<string, SourceIndex>();
+  private readonly entries = new Map<string, BuiltSourceIndex>();
   private chars = 0;
-  /** The entry returned last, which is the most recently used one. */
+  /** The list asked for last and its index. */
   private last: { sources: readonly string[]; index: SourceIndex } | undefined;
 
   /**
-   * @param maxEntries indexes kept at most
-   * @param maxChars source characters kept at most, all entries together (an index takes several times
-   *   its source's size); sources longer than a quarter of this are indexed but not kept
+   * @param maxEntries texts kept at most
+   * @param maxChars characters kept at most, all texts together (an index takes several times its text's
+   *   size); texts longer than a quarter of this are indexed but not kept
+   * @param minChars shorter texts are indexed afresh each time, with their shorter neighbours, and not kept:
+   *   they cost little to index, and keeping every new user message would only churn the cache (and the old
+   *   generation of the heap)
    */
   constructor(
     readonly maxEntries = 256,
     readonly maxChars = 1_000_000,
+    readonly minChars = 256,
   ) {}
 
   get(sources: readonly string[]): SourceIndex {
-    // The same sources as last time (the common case: one system prompt) are found without building a key.
+    // The same sources as last time are found without a look-up per text.
     if (this.last && sameStrings(this.last.sources, sources)) return this.last.index;
-    // Length-prefixed: no two different source lists share a key.
-    let key = '';
-    for (const s of sources) key += `${s.length}:${s}`;
-    let index = this.entries.get(key);
-    if (index !== undefined) this.entries.delete(key);
-    else {
-      index = buildSourceIndex(sources);
-      if (key.length * 4 > this.maxChars) {
-        this.last = undefined;
-        return index;
+    const parts: BuiltSourceIndex[] = [];
+    let run: string[] = [];
+    for (const text of sources) {
+      if (text.length < this.minChars || text.length * 4 > this.maxChars) {
+        run.push(text);
+        continue;
       }
-      this.chars += key.length;
+      if (run.length > 0) parts.push(buildSourceIndex(run));
+      run = [];
+      parts.push(this.part(text));
     }
-    this.entries.set(key, index);
+    if (run.length > 0) parts.push(buildSourceIndex(run));
+    const index = parts.length <= MAX_PARTS ? mergeSourceIndexes(parts) : buildSourceIndex(sources);
+    this.last = { sources: [...sources], index };
+    return index;
+  }
+
+  /** Texts kept. */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The index of one text, from the cache when it is there. */
+  private part(text: string): BuiltSourceIndex {
+    let index = this.entries.get(text);
+    if (index !== undefined) {
+      this.entries.delete(text);
+    } else {
+      index = buildSourceIndex([text]);
+      this.chars += text.length;
+    }
+    this.entries.set(text, index);
     for (const [oldest] of this.entries) {
       if (this.entries.size <= this.maxEntries && this.chars <= this.maxChars) break;
       this.entries.delete(oldest);
       this.chars -= oldest.length;
     }
-    this.last = this.entries.has(key) ? { sources: [...sources], index } : undefined;
     return index;
-  }
-
-  get size(): number {
-    return this.entries.size;
   }
 }
 
