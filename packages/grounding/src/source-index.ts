@@ -250,7 +250,7 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
             shifted = true;
           }
         }
-        if (shifted) postings.set(stem, list);
+        if (shifted) postings.set(stem, list!);
         return list;
       },
     },
