@@ -273,6 +273,9 @@ export function createSender(options: { timeoutMs: number; allowPrivate: boolean
     return new Promise((resolve) => {
       const attempt = new Attempt(performance.now(), options.timeoutMs, resolve);
       let target: Target;
+      // The bytes once: signed and sent as they are (a string would be encoded to UTF-8 by the HMAC, for the
+      // content-length and again for the socket).
+      const body = Buffer.from(delivery.body, 'utf8');
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         'user-agent': USER_AGENT,
@@ -281,14 +284,14 @@ export function createSender(options: { timeoutMs: number; allowPrivate: boolean
       };
       try {
         target = targetOf(delivery.url);
-        if (delivery.secret) headers['x-svc-signature'] = signBody(delivery.body, delivery.secret);
+        if (delivery.secret) headers['x-svc-signature'] = signBody(body, delivery.secret);
       } catch (err) {
         attempt.fail(err);
         return;
       }
       deadlines.add(attempt);
       // Errors, thrown ones included, reach the handler's onResponseError.
-      agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body: delivery.body }, attempt);
+      agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, attempt);
     });
   }
 
