@@ -5,7 +5,7 @@
 // cent; callgrind counts what the process executes, JIT code, GC and the kernel-call wrappers included
 // (not time in the kernel), whatever else the machine does.
 //
-//   node bench/instructions.mjs [--plain] [--stream] [--requests N] [--warmup N] [--runs N] [--bin-b PATH/bin.js] [--keep]
+//   node bench/instructions.mjs [--plain] [--stream] [--no-webhook] [--requests N] [--warmup N] [--runs N] [--bin-b PATH/bin.js] [--keep]
 //                                  [--svc-node-args="…"]
 //
 // The server runs under `valgrind --tool=callgrind --instr-atstart=no` (about 50× slower); after a warm-up
@@ -37,6 +37,7 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '8' },
     'bin-b': { type: 'string' },
     keep: { type: 'boolean', default: false },
+    'no-webhook': { type: 'boolean', default: false },
     'svc-node-args': { type: 'string', default: '' },
   },
 });
@@ -69,7 +70,7 @@ async function measure(build, run) {
   const out = join(tmpdir(), `svc-instructions-${process.pid}-${build.name}-${run}`);
   const wrapper = ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}.%p`];
   const nodeArgs = [...opts['svc-node-args'].split(/\s+/).filter(Boolean), ...(opts.keep ? ['--perf-basic-prof'] : [])];
-  const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain ? undefined : receiver.hook, bin: build.bin, wrapper, nodeArgs, startTimeoutMs: 300_000 });
+  const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: opts.plain || opts['no-webhook'] ? undefined : receiver.hook, bin: build.bin, wrapper, nodeArgs, startTimeoutMs: 300_000 });
   try {
     const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };
     const probed = await probe(target);
@@ -88,7 +89,7 @@ async function measure(build, run) {
     if (m.non2xx || m.errors) throw new Error(`${m.non2xx} non-2xx answers and ${m.errors} errors under callgrind`);
     const per = round(instructions / m.requests, 0);
     process.stdout.write(
-      `${builds.length > 1 ? `${build.name} ` : ''}${opts.plain ? 'plain' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ` +
+      `${builds.length > 1 ? `${build.name} ` : ''}${opts.plain ? 'plain' : opts['no-webhook'] ? 'full without webhook' : 'full'} ${opts.stream ? 'streamed' : 'json'} run ${run + 1}: ` +
         `${m.requests} requests, ${(instructions / 1e9).toFixed(3)} G instructions, ${per.toLocaleString('en')} per request\n`,
     );
     return per;

@@ -9,7 +9,8 @@ import { freePort, spawnPinned, waitHttp } from './procs.mjs';
 
 const run = promisify(execFile);
 export const REPO = new URL('../../', import.meta.url).pathname;
-export const SVC_BIN = join(REPO, 'apps/server/dist/bin.js');
+/** The server measured: this checkout's build, or SVC_BENCH_BIN (a copy of a build, kept apart from rebuilds). */
+export const SVC_BIN = process.env.SVC_BENCH_BIN ?? join(REPO, 'apps/server/dist/bin.js');
 const EMAIL = 'bench@example.com';
 /** High enough never to limit: the limiter still runs on every request. */
 export const BENCH_RPM = 10_000_000;
