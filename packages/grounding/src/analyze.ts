@@ -45,6 +45,9 @@ export interface Analysis {
 
 const LOW_CLAIM_COVERAGE = 0.5;
 
+/** Checks run so far: numbers the marks of the stems one check counts (`Posting.check`). */
+let checks = 0;
+
 interface Claim {
   first: number;
   last: number;
@@ -84,7 +87,8 @@ export function analyze(sources: readonly string[], answer: string, question?: s
 
   for (let i = 0; i < tokens.length; ) {
     const t = tokens[i]!;
-    const num = isListMarker(answer, t) ? undefined : readNumber(tokens, i);
+    // Only a number (digits or a number word) can start a number mention.
+    const num = (t.word.value === undefined && t.word.numberWord === undefined) || isListMarker(answer, t) ? undefined : readNumber(tokens, i);
     if (num && t.word.value === undefined && num.values.length === 1 && num.values[0]! < 10) {
       // "two separate entities": small spelled-out counts are usually the writer's own count; they are
       // scored as ordinary words instead of hard number signals.
@@ -157,8 +161,9 @@ export function analyze(sources: readonly string[], answer: string, question?: s
   let unsupportedWords = 0;
   let unsupportedLongWords = 0;
   let contentWords = 0;
-  // Source stems the answer uses, by their postings list (one per stem).
-  const usedStems = new Set<readonly number[]>();
+  // Source stems the answer uses, each counted once (marked with this check's number).
+  const check = ++checks;
+  let usedStems = 0;
   for (const claim of claims) {
     const coverage = claim.content > 0 ? claim.support / claim.content : 1;
     const lowClaim = claim.content >= 3 && coverage < LOW_CLAIM_COVERAGE;
@@ -186,8 +191,11 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       contentWords++;
       unsupportedWords += 1 - s;
       if (s === 0 && tokens[i]!.word.norm.length >= 7) unsupportedLongWords++;
-      const postings = evidence[i]!.postings;
-      if (s > 0 && postings) usedStems.add(postings);
+      const posting = evidence[i]!.posting;
+      if (s > 0 && posting && posting.check !== check) {
+        posting.check = check;
+        usedStems++;
+      }
       if (s === 0) {
         const prev = runStart >= 0 ? tokens[runEnd]! : undefined;
         const joinable = prev !== undefined && prev.word.cap === tokens[i]!.word.cap && onlyJoiners(answer, prev.end, tokens[i]!.start);
@@ -231,7 +239,7 @@ export function analyze(sources: readonly string[], answer: string, question?: s
       localClaims > 0 ? localMissSum / localClaims : 0,
       droppedNegations,
       bigramMisses,
-      index.postings.size > 0 ? usedStems.size / index.postings.size : 0,
+      index.postings.size > 0 ? usedStems / index.postings.size : 0,
       Math.log((contentWords + 1) / (index.contentWords + 1)),
       unsupportedLongWords,
       Math.log1p(index.contentWords),
@@ -285,7 +293,8 @@ function mergeSpans(answer: string, spans: FlaggedSpan[]): FlaggedSpan[] {
 
 /** "1." or "2)" opening a line numbers a list item; it is not a claim. */
 function isListMarker(text: string, t: Token): boolean {
-  if (t.word.value === undefined || !/^[.)]/.test(text.slice(t.end, t.end + 1))) return false;
+  const next = text.charCodeAt(t.end);
+  if (t.word.value === undefined || !(next === 46 || next === 41)) return false;
   const lineStart = text.lastIndexOf('\n', t.start - 1) + 1;
   return /^[\s*#-]*$/.test(text.slice(lineStart, t.start));
 }
@@ -319,7 +328,7 @@ function scoreClaim(evidence: readonly Evidence[], support: readonly number[], f
     if (Number.isNaN(s)) continue;
     content++;
     sum += s;
-    const list = evidence[i]!.postings;
+    const list = evidence[i]!.posting?.sentences;
     // Very common words say little about which passage a claim comes from.
     if (!list || list.length > 64) continue;
     const w = 1 / list.length;

@@ -1,4 +1,4 @@
-import { PREFIX_LEN, type Lookup, type SourceIndex } from './source-index.js';
+import { PREFIX_LEN, type Lookup, type Posting, type SourceIndex } from './source-index.js';
 import type { Word } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
@@ -11,7 +11,7 @@ export interface Evidence {
   /** 1 in the sources (also as an acronym), RELATED_SUPPORT for a related form, 0 otherwise. */
   support: number;
   /** Source sentences with the stem as a content word. */
-  postings: readonly number[] | undefined;
+  posting: Posting | undefined;
   /** Stems that follow the stem in the sources (content bigrams). */
   successors: Lookup<string> | undefined;
 }
@@ -43,7 +43,7 @@ export function evidenceReader(index: SourceIndex): (word: Word) => Evidence {
 
 function readEvidence(index: SourceIndex, word: Word): Evidence {
   const inSources = index.stems.has(word.stem) || index.stems.has(word.norm);
-  return { inSources, support: inSources ? 1 : relatedSupport(index, word), postings: index.postings.get(word.stem), successors: index.bigrams.get(word.stem) };
+  return { inSources, support: inSources ? 1 : relatedSupport(index, word), posting: index.postings.get(word.stem), successors: index.bigrams.get(word.stem) };
 }
 
 function relatedSupport(index: SourceIndex, word: Word): number {

@@ -12,8 +12,8 @@ function expectSameIndex(view: SourceIndex, built: BuiltSourceIndex, probe: stri
   for (const stem of [...built.stems, ...others.stems]) {
     expect(view.stems.has(stem), stem).toBe(built.stems.has(stem));
     expect(view.acronyms.has(stem), stem).toBe(built.acronyms.has(stem));
-    expect(view.postings.get(stem), stem).toEqual(built.postings.get(stem));
-    expect(view.postings.get(stem), stem).toBe(view.postings.get(stem)); // one list per stem
+    expect(view.postings.get(stem)?.sentences, stem).toEqual(built.postings.get(stem)?.sentences);
+    expect(view.postings.get(stem), stem).toBe(view.postings.get(stem)); // one posting per stem
     for (const second of [...built.stems, ...others.stems]) {
       expect(view.bigrams.get(stem)?.has(second) ?? false).toBe(built.bigrams.get(stem)?.has(second) ?? false);
     }
@@ -102,7 +102,7 @@ describe('mergeSourceIndexes', () => {
     const merged = mergeSourceIndexes(texts.map((t) => buildSourceIndex([t])));
     const built = buildSourceIndex(texts);
     expectSameIndex(merged, built, 'Mumbai grossed 160 dollars in the US. Hotels are famous.');
-    expect(merged.postings.get('oberoi')).toEqual([0, 1, 6, 7]);
+    expect(merged.postings.get('oberoi')?.sentences).toEqual([0, 1, 6, 7]);
     expect(merged.negatedSentences.has(4)).toBe(true);
     // Parts of several texts each, as the cache makes them from runs of short texts.
     expectSameIndex(mergeSourceIndexes([buildSourceIndex(texts.slice(0, 3)), buildSourceIndex(texts.slice(3))]), built, 'Delhi');

@@ -23,12 +23,23 @@ export interface SourceIndex {
   acronyms: Lookup<string>;
   /** For each source sentence, its content stems (and its negation and quantifier words). */
   sentences: ReadonlyArray<Lookup<string>>;
-  /** Content stem → sentences containing it, in order; the same list each time for a stem. `size`: stems. */
-  postings: { get(stem: string): readonly number[] | undefined; readonly size: number };
+  /** Content stem → the sentences containing it; the same `Posting` each time for a stem. `size`: stems. */
+  postings: { get(stem: string): Posting | undefined; readonly size: number };
   negatedSentences: Lookup<number>;
   /** Number of content-word tokens in all sources. */
   contentWords: number;
   empty: boolean;
+}
+
+/** The sentences of the sources that hold one content stem. */
+export interface Posting {
+  /** Sentence numbers, ascending. */
+  sentences: readonly number[];
+  /**
+   * The number of the last check that counted this stem as used (`analyze` counts each stem once). The one
+   * field that changes after the index is built: a mark of the check, not a part of what the index says.
+   */
+  check: number;
 }
 
 /** A `SourceIndex` as `buildSourceIndex` makes it: plain sets and maps. */
@@ -40,7 +51,7 @@ export interface BuiltSourceIndex extends SourceIndex {
   numberList: number[];
   acronyms: Set<string>;
   sentences: Array<Set<string>>;
-  postings: Map<string, number[]>;
+  postings: Map<string, Posting & { sentences: number[] }>;
   negatedSentences: Set<number>;
 }
 
@@ -107,9 +118,9 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
         const sentence = index.sentences[sid]!;
         if (!sentence.has(t.word.stem)) {
           sentence.add(t.word.stem);
-          let list = index.postings.get(t.word.stem);
-          if (!list) index.postings.set(t.word.stem, (list = []));
-          list.push(sid);
+          let posting = index.postings.get(t.word.stem);
+          if (!posting) index.postings.set(t.word.stem, (posting = { sentences: [], check: 0 }));
+          posting.sentences.push(sid);
         }
       }
       if (t.word.negation || t.word.quantifier) {
@@ -209,7 +220,7 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
       for (const stem of part.postings.keys()) if (!filled.slice(0, k).some((p) => p.postings.has(stem))) postingsSize++;
     }
   }
-  const postings = new Map<string, readonly number[]>();
+  const postings = new Map<string, Posting>();
   return {
     stems: new AnyOf(filled.map((p) => p.stems)),
     prefixes: new AnyOf(filled.map((p) => p.prefixes)),
@@ -236,22 +247,26 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     postings: {
       size: postingsSize,
       get(stem) {
-        let list: readonly number[] | undefined;
-        let shifted = false;
+        let first: Posting | undefined;
+        let sentences: number[] | undefined;
         for (let k = 0; k < filled.length; k++) {
           const own = filled[k]!.postings.get(stem);
           if (own === undefined) continue;
-          if (list === undefined && k === 0) list = own;
+          if (k === 0) first = own;
           else {
-            // A new list: kept per stem, since the check counts stems by the identity of their list.
-            if (!shifted && postings.has(stem)) return postings.get(stem);
-            const moved = own.map((sid) => sid + bases[k]!);
-            list = list === undefined ? moved : list.concat(moved);
-            shifted = true;
+            // Sentences of several parts: a posting of this merge, made once per stem.
+            if (sentences === undefined) {
+              const made = postings.get(stem);
+              if (made !== undefined) return made;
+              sentences = first ? first.sentences.slice() : [];
+            }
+            for (const sid of own.sentences) sentences.push(sid + bases[k]!);
           }
         }
-        if (shifted) postings.set(stem, list!);
-        return list;
+        if (sentences === undefined) return first;
+        const posting = { sentences, check: 0 };
+        postings.set(stem, posting);
+        return posting;
       },
     },
   };

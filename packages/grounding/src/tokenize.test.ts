@@ -24,4 +24,13 @@ describe('tokenize', () => {
     expect(t.find((x) => x.word.norm === '1,200')!.word.value).toBe(1200);
     expect(t.map((x) => x.sentence)).toEqual([0, 0, 0, 0, 1, 1, 1, 2, 2]);
   });
+
+  it('looks each spelling up once: a word packed as it is read finds what was stored for it', () => {
+    const words = (text: string) => tokenize(text).map((t) => t.word);
+    const text = "Boots, boots and a Café: Omura's receipts, 181,674,817 or $5 — zoe\u0301 a";
+    const first = words(text);
+    expect(words(text)).toEqual(first);
+    words(text).forEach((w, i) => expect(w, first[i]!.norm).toBe(first[i])); // the same objects: found, not read anew
+    expect(first[3]).toBe(first[first.length - 1]); // "a" and "a"
+  });
 });

@@ -178,6 +178,9 @@ function runEnd(text: string, i: number, k: number): number {
 
 const NUMBER_SUFFIXES = ['st', 'nd', 'rd', 'th', 's'];
 
+/** 128 ** length: where `pack` puts a spelling's length above its characters. */
+const PACK_LENGTH_UNIT = Array.from({ length: 8 }, (_, length) => 128 ** length);
+
 /**
  * Split text into tokens with offsets, sentence indices and numeric values. Tokens are numbers
  * (keeping inner separators, "181,674,817", "5.68", and an ordinal or plural suffix, "2nd", "1990s"),
@@ -197,12 +200,22 @@ export function tokenize(text: string): Token[] {
       continue;
     }
     const start = i;
+    // A word of ASCII letters only is packed as it is read (WordTable's key when it has up to 7 of them).
+    let packed = -1;
     if (k === LETTER) {
+      let digits = 0;
+      for (; i < n; i++) {
+        const c = text.charCodeAt(i);
+        if (c >= 128 || ASCII_CLASS[c] !== LETTER) break;
+        digits = digits * 128 + c;
+      }
+      const length = i - start;
       i = runEnd(text, i, LETTER);
       // Inner apostrophes: "Omura's", "don't".
       while (i + 1 < n && (text.charCodeAt(i) === 39 || text.charCodeAt(i) === 0x2019) && classAt(text, i + 1) === LETTER) {
         i = runEnd(text, i + 1, LETTER);
       }
+      if (i - start === length && length <= 7) packed = length * PACK_LENGTH_UNIT[length]! + digits;
     } else if (k === DIGIT) {
       i = runEnd(text, i, DIGIT);
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
@@ -221,7 +234,7 @@ export function tokenize(text: string): Token[] {
       sentence++;
       sentenceStart = true;
     }
-    let word = words.get(text, start, i);
+    let word = packed >= 0 ? words.getPacked(packed, text, start, i) : words.get(text, start, i);
     if (word === undefined) {
       const raw = copyOf(text.slice(start, i));
       word = readWord(raw);

@@ -34,7 +34,11 @@ export class WordTable<T> {
 
   /** The value stored for `text.slice(start, end)`. */
   get(text: string, start: number, end: number): T | undefined {
-    const packed = pack(text, start, end);
+    return this.getPacked(pack(text, start, end), text, start, end);
+  }
+
+  /** `get`, given `pack(text, start, end)` (a tokenizer can pack a word as it reads it). */
+  getPacked(packed: number, text: string, start: number, end: number): T | undefined {
     const hash = packed >= 0 ? hashPacked(packed) : hashRange(text, start, end);
     const mask = this.slots.length - 1;
     for (let s = hash & mask; ; s = (s + 1) & mask) {
@@ -105,8 +109,9 @@ function hashPacked(packed: number): number {
 /**
  * `text[start, end)` as a number when it is at most 7 ASCII characters: the length, then 7 bits per
  * character, at most 52 bits, so exact in a double and equal only for equal spellings. -1 otherwise.
+ * (Equal to `(end - start) * 128 ** (end - start)` plus the characters read as base-128 digits.)
  */
-function pack(text: string, start: number, end: number): number {
+export function pack(text: string, start: number, end: number): number {
   if (end - start > 7) return -1;
   let packed = end - start;
   for (let i = start; i < end; i++) {
