@@ -1,5 +1,6 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDurationList } from './config.js';
+import { ConfigError, loadConfig, parseDurationList, parseProcesses } from './config.js';
 
 describe('loadConfig', () => {
   it('applies design §2 defaults', () => {
@@ -49,5 +50,32 @@ describe('parseDurationList', () => {
   it('parses units', () => {
     expect(parseDurationList('100ms, 2s,1.5m,1h,1d')).toEqual([100, 2000, 90_000, 3_600_000, 86_400_000]);
     expect(() => parseDurationList('5 seconds')).toThrow(/duration/);
+  });
+});
+
+describe('SVC_PROCESSES', () => {
+  it('defaults to 1 (a single process, no cluster); takes a positive integer or auto', () => {
+    expect(loadConfig({}).processes).toBe(1);
+    expect(loadConfig({ SVC_PROCESSES: '4' }).processes).toBe(4);
+    expect(loadConfig({ SVC_PROCESSES: 'auto' }).processes).toBe(availableParallelism());
+    expect(parseProcesses(' 2 ')).toBe(2);
+  });
+
+  it.each(['0', '-2', 'two', '1.5', '2e3', '0x4', '4096'])('refuses %j with a clear message', (value) => {
+    try {
+      loadConfig({ SVC_PROCESSES: value });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).problems).toEqual([
+        `SVC_PROCESSES: "${value}" is not a number of processes: use a whole number from 1 to 1024, or auto (one per core)`,
+      ]);
+    }
+    expect(() => parseProcesses(value)).toThrow('is not a number of processes');
+  });
+
+  it('needs a database file several processes can share', () => {
+    expect(() => loadConfig({ SVC_PROCESSES: '2', SVC_DATABASE_URL: 'sqlite::memory:' })).toThrow(/SVC_PROCESSES: several processes need a database file/);
+    expect(loadConfig({ SVC_PROCESSES: '1', SVC_DATABASE_URL: 'sqlite::memory:' }).processes).toBe(1);
   });
 });

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
@@ -14,6 +15,22 @@ export function parseDurationList(text: string): number[] {
       const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 'ms' | 's' | 'm' | 'h' | 'd'];
       return Math.round(Number(match[1]) * unit);
     });
+}
+
+/**
+ * SVC_PROCESSES / `--processes`: a positive integer, or `auto` for one process per core the OS gives us.
+ * Throws an Error whose message says what is accepted.
+ *
+ * @example
+ * parseProcesses('auto'); // os.availableParallelism()
+ */
+export function parseProcesses(text: string): number {
+  const value = text.trim();
+  if (value === 'auto') return availableParallelism();
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1024) {
+    throw new Error(`"${text}" is not a number of processes: use a whole number from 1 to 1024, or auto (one per core)`);
+  }
+  return Number(value);
 }
 
 const bool = z
@@ -56,6 +73,17 @@ const EnvSchema = z.object({
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  SVC_PROCESSES: z
+    .string()
+    .default('1')
+    .transform((v, ctx) => {
+      try {
+        return parseProcesses(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
 });
 
 export interface Config {
@@ -81,6 +109,8 @@ export interface Config {
   logLevel: z.infer<typeof EnvSchema>['SVC_LOG_LEVEL'];
   groundingJudge: 'off' | 'upstream';
   metricsToken: string | undefined;
+  /** Server processes sharing the port (node:cluster); 1 = a single process, no cluster. */
+  processes: number;
 }
 
 export class ConfigError extends Error {
@@ -109,6 +139,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (e.SVC_DATABASE_URL.startsWith('postgres') && !e.SVC_SECRET_KEY) {
     throw new ConfigError(['SVC_SECRET_KEY: required with a Postgres database (32 bytes, base64)']);
   }
+  if (e.SVC_PROCESSES > 1 && e.SVC_DATABASE_URL === 'sqlite::memory:') {
+    throw new ConfigError(['SVC_PROCESSES: several processes need a database file they can share, not sqlite::memory:']);
+  }
   return {
     host: e.SVC_HOST,
     port: e.SVC_PORT,
@@ -132,5 +165,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.SVC_LOG_LEVEL,
     groundingJudge: e.SVC_GROUNDING_JUDGE,
     metricsToken: e.SVC_METRICS_TOKEN,
+    processes: e.SVC_PROCESSES,
   };
 }

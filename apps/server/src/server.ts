@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
 import { createRequestListener } from './app.js';
 import { openStore, type Store } from './storage/store.js';
@@ -29,6 +30,8 @@ export interface RunningServer {
   store: Store;
   logger: Logger;
   firstRun: FirstRunCredentials | undefined;
+  /** `leased_by` of this process's webhook claims (a cluster primary releases them when the process dies). */
+  webhookWorkerId: string;
   /** Graceful: stop accepting, finish in-flight requests, stop the delivery worker, flush, close. */
   close(): Promise<void>;
 }
@@ -38,6 +41,20 @@ export interface StartOptions {
   /** Replaces the upstream chosen from config (tests). */
   upstream?: Upstream;
   clock?: () => number;
+  /**
+   * This process is a worker of a multi-process server (`cluster/primary.ts`): the primary migrated the
+   * database, did the first-run setup and released stale webhook leases, and holds the rate-limit counters
+   * (without Redis) and the metrics of every worker.
+   */
+  clusterWorker?: ClusterWorkerLink;
+}
+
+/** What a cluster worker's server asks of its primary. */
+export interface ClusterWorkerLink {
+  /** The Prometheus exposition of every worker's metrics together. */
+  scrapeMetrics(): Promise<string>;
+  /** Lets the primary collect this process's registry for `scrapeMetrics`. */
+  exposeMetrics(registry: Registry): void;
 }
 
 /**
@@ -47,12 +64,14 @@ export interface StartOptions {
  * const running = await startServer(loadConfig(process.env));
  */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger(config.logLevel);
+  const { clusterWorker } = options;
+  const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: clusterWorker !== undefined });
   const clock = options.clock ?? Date.now;
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { migrate: !clusterWorker });
   const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir));
   // One registry per server: tests run several in one process.
   const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()) });
+  clusterWorker?.exposeMetrics(metrics.registry);
   const baseUpstream =
     options.upstream ??
     (config.upstream.baseUrl
@@ -79,6 +98,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     secretBox,
     keyCache,
     onAttempt: (attempt) => metrics.webhookAttempt(attempt.outcome, attempt.finishedAt - attempt.createdAt),
+    ...(clusterWorker ? { releaseLeasesOnStart: false } : {}),
   });
   const listener = createRequestListener({
     config,
@@ -86,13 +106,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     upstream,
     logger,
     clock,
-    rateLimiter: createRateLimiter({ redis }),
+    rateLimiter: createRateLimiter({ redis, cluster: clusterWorker !== undefined && !redis }),
     keyCache,
     audit: combineSinks(usage, webhooks.audit),
     metrics,
     grounder: instrumentGrounder(config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(), metrics),
     webhooksRouter: webhooks.router,
-    publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken }),
+    publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken, scrape: clusterWorker?.scrapeMetrics }),
     dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: webhooks.actions }),
   });
 
@@ -111,7 +131,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
 
-  const firstRun = store.handle.dialect === 'sqlite' ? await bootstrapFirstRun(store, clock) : undefined;
+  const firstRun = store.handle.dialect === 'sqlite' && !clusterWorker ? await bootstrapFirstRun(store, clock) : undefined;
   webhooks.start();
   logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline' }, 'svc listening');
 
@@ -132,7 +152,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await store.close();
     })());
 
-  return { url, server, store, logger, firstRun, close };
+  return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, close };
 }
 
 /** Shared limits should hold from the first request; an unreachable Redis only delays start by a few seconds. */

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { loadConfig, ConfigError, type Config } from '../config.js';
+import cluster from 'node:cluster';
+import { loadConfig, ConfigError, parseProcesses, type Config } from '../config.js';
 import { openStore, type Store } from '../storage/store.js';
 import { migrate } from '../storage/migrations.js';
 import { generateApiKey } from '../auth/api-keys.js';
@@ -8,6 +9,7 @@ import { SecretBox } from '../crypto/secret-box.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { startServer } from '../server.js';
+import type { FirstRunCredentials } from './first-run.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 
 export interface CommandIO {
@@ -25,6 +27,25 @@ function positiveInt(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a positive integer');
   return n;
+}
+
+/** `--processes`: checked here for a clear option error, then passed on as SVC_PROCESSES (the flag wins). */
+function processesArg(value: string): string {
+  try {
+    parseProcesses(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return value;
+}
+
+function printFirstRun(io: CommandIO, url: string, firstRun: FirstRunCredentials): void {
+  io.stdout('');
+  io.stdout('First start: created a local user and an API key. They are shown only this once.');
+  io.stdout(`  API key:    ${firstRun.apiKey}`);
+  io.stdout(`  Dashboard:  ${url}/dashboard  (email ${firstRun.email}, password ${firstRun.password})`);
+  io.stdout(`  Try it:     curl ${url}/v1/chat/completions -H "Authorization: Bearer ${firstRun.apiKey}" -d '{"model":"svc01","messages":[{"role":"user","content":"Hello"}]}'`);
+  io.stdout('');
 }
 
 async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
@@ -58,9 +79,9 @@ function keyView(key: ApiKeyRecord) {
  * await makeProgram(io).parseAsync(['node', 'svc-server', 'keys', 'create', '--email', 'a@b.c']);
  */
 export function makeProgram(io: CommandIO): Command {
-  const config = () => {
+  const config = (overrides: Record<string, string | undefined> = {}) => {
     try {
-      return loadConfig(io.env);
+      return loadConfig({ ...io.env, ...overrides });
     } catch (err) {
       if (err instanceof ConfigError) throw new CommandError(err.message);
       throw err;
@@ -73,18 +94,23 @@ export function makeProgram(io: CommandIO): Command {
   program
     .command('start')
     .description('run the HTTP API and the webhook delivery worker (configured by SVC_* environment variables)')
-    .action(async () => {
-      const cfg = config();
+    .option('--processes <n>', 'server processes sharing the port: a number, or auto for one per core (default: SVC_PROCESSES, else 1)', processesArg)
+    .action(async (opts: { processes?: string }) => {
+      const cfg = config(opts.processes === undefined ? {} : { SVC_PROCESSES: opts.processes });
+      if (cfg.processes > 1) {
+        // node:cluster forks this same command: a worker runs the server; the primary supervises.
+        if (cluster.isWorker) return (await import('../cluster/worker.js')).runClusterWorker(cfg);
+        const primary = await (await import('../cluster/primary.js')).startPrimary(cfg);
+        io.stderr(`svc listening on ${primary.url}  (dashboard: ${primary.url}/dashboard; ${primary.processes} processes)`);
+        if (primary.firstRun) printFirstRun(io, primary.url, primary.firstRun);
+        const signal = await io.stopSignal();
+        io.stderr(`${signal} received: finishing in-flight requests and deliveries in every process…`);
+        await primary.close();
+        return;
+      }
       const running = await startServer(cfg);
       io.stderr(`svc listening on ${running.url}  (dashboard: ${running.url}/dashboard)`);
-      if (running.firstRun) {
-        io.stdout('');
-        io.stdout('First start: created a local user and an API key. They are shown only this once.');
-        io.stdout(`  API key:    ${running.firstRun.apiKey}`);
-        io.stdout(`  Dashboard:  ${running.url}/dashboard  (email ${running.firstRun.email}, password ${running.firstRun.password})`);
-        io.stdout(`  Try it:     curl ${running.url}/v1/chat/completions -H "Authorization: Bearer ${running.firstRun.apiKey}" -d '{"model":"svc01","messages":[{"role":"user","content":"Hello"}]}'`);
-        io.stdout('');
-      }
+      if (running.firstRun) printFirstRun(io, running.url, running.firstRun);
       const signal = await io.stopSignal();
       io.stderr(`${signal} received: finishing in-flight requests and deliveries…`);
       await running.close();

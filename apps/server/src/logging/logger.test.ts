@@ -13,6 +13,25 @@ function recorder() {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('BatchedStderr', () => {
+  it('shared with other processes (atomic), never writes more than PIPE_BUF bytes of lines at once', async () => {
+    const { out, writes } = recorder();
+    const batch = new BatchedStderr(out, true);
+    const line = `${'é'.repeat(99)}\n`; // 199 bytes in UTF-8
+    for (let i = 0; i < 41; i++) batch.write(line);
+    batch.flush();
+    await tick();
+    expect(writes.join('')).toBe(line.repeat(41));
+    for (const write of writes) expect(Buffer.byteLength(write)).toBeLessThanOrEqual(4096);
+    expect(writes[0]).toBe(line.repeat(20));
+  });
+
+  it('multi-process loggers put the pid on every line', async () => {
+    const { out, writes } = recorder();
+    createLogger('info', out, { multiProcess: true }).info('hello');
+    await tick();
+    expect(JSON.parse(writes[0]!)).toMatchObject({ service: 'svc', pid: process.pid, msg: 'hello' });
+  });
+
   it('gathers lines until 4 KiB, then writes them in one write, in order', async () => {
     const { out, writes } = recorder();
     const batch = new BatchedStderr(out);

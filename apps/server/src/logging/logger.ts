@@ -31,9 +31,21 @@ const BATCH_MS = 100;
  * @example
  * const logger = createLogger('info');
  */
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
-  return pino({ level, base: { service: 'svc' }, redact: { paths: REDACT, censor: '[redacted]' } }, destination ?? BatchedStderr.shared());
+export function createLogger(level: string, destination?: NodeJS.WritableStream, options: LoggerOptions = {}): Logger {
+  const base = options.multiProcess ? { service: 'svc', pid: process.pid } : { service: 'svc' };
+  return pino({ level, base, redact: { paths: REDACT, censor: '[redacted]' } }, destination ?? BatchedStderr.shared(options.multiProcess));
 }
+
+export interface LoggerOptions {
+  /**
+   * Several server processes write to one stderr (node:cluster workers): every line carries `pid`, and each
+   * write stays within PIPE_BUF so the kernel never interleaves two processes' lines.
+   */
+  multiProcess?: boolean;
+}
+
+/** Writes to a pipe up to this size are atomic (POSIX minimum; 4 KiB on Linux). */
+const PIPE_BUF = 4096;
 
 /**
  * Log lines gathered in memory and written to stderr in one write per 4 KiB or 100 ms, and at exit.
@@ -42,7 +54,8 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
  * either: that appends each line to a growing string and measures the whole string's byte length per line,
  * which copies the batch again at every line (~24 KB of garbage per request, measured with the sampling heap
  * profiler). `process.stderr` writes synchronously to files and pipes on Linux, so a batch is one `write`
- * and nothing is left in flight at exit. After an EPIPE (the reader went away) lines are dropped.
+ * and nothing is left in flight at exit. After an EPIPE (the reader went away) lines are dropped. `atomic`
+ * batches stay within PIPE_BUF bytes (shared with other processes: a longer write may be interleaved).
  */
 export class BatchedStderr implements pino.DestinationStream {
   private static instance: BatchedStderr | undefined;
@@ -51,16 +64,19 @@ export class BatchedStderr implements pino.DestinationStream {
   private broken = false;
 
   /** One per process (stderr is one): every logger of the process shares its batch and its exit flush. */
-  static shared(): BatchedStderr {
+  static shared(atomic = false): BatchedStderr {
     if (!BatchedStderr.instance) {
-      const batch = (BatchedStderr.instance = new BatchedStderr(process.stderr));
+      const batch = (BatchedStderr.instance = new BatchedStderr(process.stderr, atomic));
       setInterval(() => batch.flush(), BATCH_MS).unref();
       process.on('exit', () => batch.flush());
     }
     return BatchedStderr.instance;
   }
 
-  constructor(private readonly out: NodeJS.WritableStream) {
+  constructor(
+    private readonly out: NodeJS.WritableStream,
+    private readonly atomic = false,
+  ) {
     out.on('error', (err: NodeJS.ErrnoException) => {
       if (err.code !== 'EPIPE') throw err;
       this.broken = true;
@@ -70,9 +86,19 @@ export class BatchedStderr implements pino.DestinationStream {
 
   write(line: string): void {
     if (this.broken) return;
+    if (this.atomic) return this.writeAtomic(line);
     this.lines.push(line);
     this.bytes += line.length;
     if (this.bytes >= BATCH_BYTES) this.flush();
+  }
+
+  /** Flushes before a line would take the batch past PIPE_BUF bytes (counted in bytes: lines may hold UTF-8). */
+  private writeAtomic(line: string): void {
+    const size = Buffer.byteLength(line);
+    if (this.bytes + size > PIPE_BUF) this.flush();
+    this.lines.push(line);
+    this.bytes += size;
+    if (this.bytes >= PIPE_BUF) this.flush();
   }
 
   flush(): void {

@@ -101,6 +101,8 @@ export class Metrics {
         help: 'Deliveries in the outbox by state: pending (not yet delivered nor given up), due (pending and due now), failed.',
         labelNames: ['state'] as const,
         registers: [this.registry],
+        // Every process of a multi-process server reads the same outbox: its counts are not to be summed.
+        aggregator: 'max',
         async collect() {
           const counts = await backlog();
           this.set({ state: 'pending' }, counts.pending);

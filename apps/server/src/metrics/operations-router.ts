@@ -7,6 +7,8 @@ export interface OperationsRouterOptions {
   metrics: Metrics;
   /** SVC_METRICS_TOKEN. Unset: `/metrics` answers loopback clients only. */
   metricsToken: string | undefined;
+  /** The exposition `/metrics` serves; default `metrics.scrape()` (a cluster worker asks its primary for every process's). */
+  scrape?: () => Promise<string>;
 }
 
 const digest = (text: string) => createHash('sha256').update(text).digest();
@@ -26,6 +28,7 @@ function isLoopback(address: string | undefined): boolean {
  */
 export function operationsRouter(options: OperationsRouterOptions): Router {
   const { metrics, metricsToken } = options;
+  const scrape = options.scrape ?? (() => metrics.scrape());
   const expected = metricsToken === undefined ? undefined : digest(metricsToken);
   // Built on first request: the generator and the document cost a few MB of memory nobody may ask for.
   let openApi: Promise<string> | undefined;
@@ -50,7 +53,7 @@ export function operationsRouter(options: OperationsRouterOptions): Router {
       }
     }
     res.setHeader('cache-control', 'no-store');
-    res.type(metrics.contentType).send(await metrics.scrape());
+    res.type(metrics.contentType).send(await scrape());
   });
 
   return router;

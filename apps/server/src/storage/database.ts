@@ -111,7 +111,15 @@ function checkpointOnTimer(sqlite: SQLite.Database): () => void {
   sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   const timer = setInterval(() => {
     // A kysely transaction spans event-loop turns on this connection: leave the checkpoint to the next tick.
-    if (sqlite.open && !sqlite.inTransaction) sqlite.pragma('wal_checkpoint(PASSIVE)');
+    if (!sqlite.open || sqlite.inTransaction) return;
+    // PASSIVE never waits: while another process checkpoints, SQLite answers busy (a result row, not an
+    // error). Anything else (a full disk) must not escape a timer and end the process: the next tick retries,
+    // and the commits' autocheckpoint bounds the WAL meanwhile.
+    try {
+      sqlite.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      // Retried at the next tick.
+    }
   }, CHECKPOINT_INTERVAL_MS);
   timer.unref();
   return () => clearInterval(timer);
@@ -122,7 +130,7 @@ const STATEMENT_CACHE_MAX = 500;
 
 /**
  * The subset of better-sqlite3's `Database` kysely's SqliteDialect uses, with `prepare` answered from a
- * bounded cache (kysely's SQL strings are stable per query shape; parameters are bound at run time).
+ * bounded cache and transactions begun IMMEDIATE (kysely's SQL strings are stable per query shape; parameters are bound at run time).
  * Safe because kysely runs one query at a time on the single connection (its mutex) and never leaves a
  * statement mid-iteration when it releases the connection.
  */
@@ -133,7 +141,10 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDialectConfig['datab
     prepare(sql: string) {
       let stmt = cache.get(sql);
       if (stmt === undefined || stmt.busy) {
-        stmt = sqlite.prepare(sql);
+        // kysely's SqliteDriver begins every transaction with a plain (deferred) `begin`: one that reads, then
+        // writes fails with SQLITE_BUSY_SNAPSHOT, without the busy timeout waiting, when another process
+        // committed in between. IMMEDIATE takes the write lock at BEGIN, where the busy timeout applies.
+        stmt = sqlite.prepare(sql === 'begin' ? 'begin immediate' : sql);
         if (cache.size >= STATEMENT_CACHE_MAX) cache.clear();
         cache.set(sql, stmt);
       }

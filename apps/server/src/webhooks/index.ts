@@ -19,6 +19,12 @@ export interface WebhooksDeps extends ServiceDeps {
   concurrency?: number;
   /** Told about every recorded delivery attempt (metrics). */
   onAttempt?: WorkerOptions['onAttempt'];
+  /**
+   * Release every lease at start (default: on embedded SQLite, where this process is the only server). False
+   * in the workers of a multi-process server: their siblings' leases are live; the primary released the
+   * stale ones once, before forking them.
+   */
+  releaseLeasesOnStart?: boolean;
 }
 
 export interface Webhooks {
@@ -58,8 +64,8 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     retentionDays: config.webhooks.retentionDays,
     concurrency: deps.concurrency,
     onAttempt: deps.onAttempt,
-    // Embedded SQLite has one server process: what it had leased when it died is nobody's now.
-    releaseLeasesOnStart: store.handle.dialect === 'sqlite',
+    // Embedded SQLite with one server process: what it had leased when it died is nobody's now.
+    releaseLeasesOnStart: deps.releaseLeasesOnStart ?? store.handle.dialect === 'sqlite',
   });
   const audit = new OutboxSink(store.deliveries, worker);
   const actions = webhookActions({ deliveries: store.deliveries, worker, clock, timeoutMs: config.webhooks.timeoutMs });

@@ -67,7 +67,8 @@ export function retryDelay(scheduleMs: number[], retry: number, random: () => nu
  * const worker = new DeliveryWorker({ deliveries, keys, sender, … }); worker.start(); … await worker.stop();
  */
 export class DeliveryWorker {
-  readonly id = `worker-${randomBytes(6).toString('hex')}`;
+  /** `leased_by` of this worker's claims: the pid tells the processes of one machine apart, the random part their runs. */
+  readonly id = `worker-${process.pid}-${randomBytes(6).toString('hex')}`;
   private readonly concurrency: number;
   private readonly leaseMs: number;
   private readonly random: () => number;

@@ -23,9 +23,9 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `svc-server start` and resolves once it listens. */
-export function startServerProcess(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [SERVER_BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `svc-server start [args…]` and resolves once it listens. */
+export function startServerProcess(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [SERVER_BIN, 'start', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stdout!.resume();
   return new Promise((resolvePromise, reject) => {

@@ -1,0 +1,163 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import { AggregatorRegistry } from 'prom-client';
+import type { Config } from '../config.js';
+import { createLogger } from '../logging/logger.js';
+import { openStore } from '../storage/store.js';
+import { resolveSecretKey } from '../crypto/embedded-key.js';
+import { bootstrapFirstRun, type FirstRunCredentials } from '../admin/first-run.js';
+import { holdClusterRateLimits } from '../rate-limit/rate-limiter.js';
+import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
+
+/** A worker that lived this long counts as started well: its next crash restarts it after MIN_BACKOFF_MS again. */
+const STABLE_MS = 10_000;
+const MIN_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 15_000;
+
+export interface RunningPrimary {
+  /** `http://host:port` the workers share (port 0 resolved: every worker gets the primary's one port). */
+  url: string;
+  processes: number;
+  firstRun: FirstRunCredentials | undefined;
+  /**
+   * Graceful: every worker finishes its in-flight requests and webhook attempts; resolves once all have
+   * exited, rejects when one of them did not exit 0.
+   */
+  close(): Promise<void>;
+}
+
+interface Slot {
+  worker: Worker | undefined;
+  /** `leased_by` of the worker's webhook claims, once it is ready. */
+  webhookWorkerId: string | undefined;
+  startedAt: number;
+  /** Crashes in a row, each within STABLE_MS of its start: the backoff doubles with each. */
+  crashes: number;
+  restartTimer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The primary of a multi-process server (SVC_PROCESSES > 1, node:cluster). It does the one-time work once —
+ * migrations, the embedded secret key, the first-run user and key, releasing webhook leases a previous run
+ * left — then forks `config.processes` workers (`runClusterWorker`) that serve the one port, holds their
+ * rate-limit counters (without Redis) and answers their `/metrics` with everyone's. A worker that dies is
+ * replaced, after a backoff that grows while it keeps crashing at start; its webhook leases are released at
+ * once, so the replacement sends what it had in flight. The primary serves no requests itself.
+ *
+ * @example
+ * const primary = await startPrimary(config); … await primary.close();
+ */
+export async function startPrimary(config: Config, options: { logger?: Logger } = {}): Promise<RunningPrimary> {
+  const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: true });
+  const store = await openStore(config.databaseUrl);
+  let firstRun: FirstRunCredentials | undefined;
+  try {
+    resolveSecretKey(config.secretKey, store.handle.dataDir);
+    if (store.handle.dialect === 'sqlite') {
+      firstRun = await bootstrapFirstRun(store, Date.now);
+      // No server process is running yet: whatever is leased was left by a previous run.
+      const released = await store.deliveries.releaseLeases(Date.now());
+      if (released > 0) logger.info({ released }, 'resuming webhook deliveries left in flight by the previous run');
+    }
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+
+  if (!config.redisUrl) holdClusterRateLimits();
+  const aggregator = new AggregatorRegistry();
+  const onMessage = (worker: Worker, message: unknown) => {
+    if (!isSvcMessage<WorkerMessage>(message) || message.svc !== 'metrics') return;
+    const reply = (answer: PrimaryMessage) => {
+      if (worker.isConnected()) worker.send(answer);
+    };
+    aggregator.clusterMetrics().then(
+      (text) => reply({ svc: 'metrics', id: message.id, text }),
+      (err: unknown) => reply({ svc: 'metrics', id: message.id, error: (err as Error).message }),
+    );
+  };
+  cluster.on('message', onMessage);
+
+  const slots: Slot[] = Array.from({ length: config.processes }, () => ({
+    worker: undefined,
+    webhookWorkerId: undefined,
+    startedAt: 0,
+    crashes: 0,
+    restartTimer: undefined,
+  }));
+  let started = false;
+  let stopping = false;
+
+  /** Forks the worker of `slot`; resolves with its URL once it listens, rejects when it exits before. */
+  const fork = (slot: Slot): Promise<string> => {
+    const worker = cluster.fork();
+    Object.assign(slot, { worker, webhookWorkerId: undefined, startedAt: Date.now() });
+    return new Promise((resolve, reject) => {
+      worker.on('message', (message: unknown) => {
+        if (!isSvcMessage<WorkerMessage>(message) || message.svc !== 'ready') return;
+        slot.webhookWorkerId = message.webhookWorkerId;
+        resolve(message.url);
+      });
+      worker.once('exit', (code, signal) => {
+        reject(new Error(`a server process exited (${signal ?? `code ${code}`}) before listening; its error is above`));
+        if (slot.worker === worker) slot.worker = undefined;
+        if (started && !stopping) replace(slot, worker, code, signal);
+      });
+    });
+  };
+
+  const replace = (slot: Slot, dead: Worker, code: number | null, signal: string | null) => {
+    if (Date.now() - slot.startedAt >= STABLE_MS) slot.crashes = 0;
+    const backoffMs = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** slot.crashes);
+    slot.crashes += 1;
+    const leasedBy = slot.webhookWorkerId;
+    logger.error({ worker_pid: dead.process.pid, code, signal, restart_in_ms: backoffMs }, 'server process died; starting a replacement');
+    const released = leasedBy
+      ? store.deliveries.releaseLeases(Date.now(), leasedBy).then(
+          (count) => {
+            if (count > 0) logger.info({ released: count, leased_by: leasedBy }, 'released the webhook deliveries the dead process had in flight');
+          },
+          (err: unknown) => logger.error({ err }, 'could not release the dead process’s webhook leases; they are retried when they lapse'),
+        )
+      : Promise.resolve();
+    // The release comes first: the replacement claims what is due as it starts.
+    void released.then(() => {
+      if (stopping) return;
+      slot.restartTimer = setTimeout(() => {
+        slot.restartTimer = undefined;
+        if (!stopping) fork(slot).catch(() => {}); // A failed start is another exit: replaced again, later.
+      }, backoffMs);
+    });
+  };
+
+  /** Resolves with how the worker ended: undefined for a clean exit 0, else its code or signal. */
+  const stopWorker = (worker: Worker) =>
+    new Promise<string | undefined>((resolve) => {
+      if (worker.isDead()) return resolve(undefined);
+      worker.once('exit', (code, signal) => resolve(code === 0 ? undefined : (signal ?? `code ${code}`)));
+      if (worker.isConnected()) worker.send({ svc: 'stop' } satisfies PrimaryMessage);
+      else worker.kill('SIGTERM');
+    });
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      stopping = true;
+      for (const slot of slots) clearTimeout(slot.restartTimer);
+      const ends = await Promise.all(slots.map((slot) => (slot.worker ? stopWorker(slot.worker) : undefined)));
+      cluster.off('message', onMessage);
+      await store.close();
+      const unclean = ends.filter((end) => end !== undefined);
+      if (unclean.length > 0) throw new Error(`server processes did not stop cleanly (${unclean.join(', ')})`);
+    })());
+
+  let urls: string[];
+  try {
+    urls = await Promise.all(slots.map(fork));
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  started = true;
+  return { url: urls[0]!, processes: config.processes, firstRun, close };
+}

@@ -1,0 +1,72 @@
+import { AggregatorRegistry, type Registry } from 'prom-client';
+import type { Config } from '../config.js';
+import { startServer, type ClusterWorkerLink } from '../server.js';
+import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
+
+/** How long a `/metrics` request waits for the primary's aggregation (prom-client gives up on workers after 5 s). */
+const METRICS_TIMEOUT_MS = 10_000;
+
+/**
+ * One worker of a multi-process server (forked by `startPrimary`): the full server — HTTP API, dashboard,
+ * webhook delivery worker — on the port the primary shares. Resolves once the primary asked it to stop (or
+ * went away) and it has finished its in-flight requests and webhook attempts.
+ *
+ * @example
+ * if (cluster.isWorker) await runClusterWorker(config);
+ */
+export async function runClusterWorker(config: Config): Promise<void> {
+  // Ctrl-C and a service manager's stop reach every process of the group at once. The primary answers them by
+  // stopping its workers and waiting for them; a worker that stopped on its own would race that and look like
+  // a crash to restart.
+  const ignore = () => {};
+  process.on('SIGINT', ignore);
+  process.on('SIGTERM', ignore);
+  const link = linkToPrimary();
+  const running = await startServer(config, { clusterWorker: link });
+  send({ svc: 'ready', url: running.url, webhookWorkerId: running.webhookWorkerId });
+  await link.stopRequested;
+  await running.close();
+}
+
+function send(message: WorkerMessage): void {
+  if (process.connected) process.send!(message);
+}
+
+function linkToPrimary(): ClusterWorkerLink & { stopRequested: Promise<void> } {
+  const pending = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
+  let nextId = 0;
+  let requestStop!: () => void;
+  const stopRequested = new Promise<void>((resolve) => (requestStop = resolve));
+  process.on('message', (message: unknown) => {
+    if (!isSvcMessage<PrimaryMessage>(message)) return;
+    if (message.svc === 'stop') return requestStop();
+    const waiting = pending.get(message.id);
+    if (!waiting) return;
+    pending.delete(message.id);
+    clearTimeout(waiting.timer);
+    if ('text' in message) waiting.resolve(message.text);
+    else waiting.reject(new Error(`could not collect the metrics of every process: ${message.error}`));
+  });
+  // The primary is gone (killed): nobody restarts us nor holds the rate limits any more; stop like on a stop.
+  process.once('disconnect', () => requestStop());
+  return {
+    stopRequested,
+    exposeMetrics(registry: Registry) {
+      AggregatorRegistry.setRegistries([registry]);
+      // Constructing one is how prom-client starts answering the primary's requests for this process's metrics.
+      new AggregatorRegistry();
+    },
+    scrapeMetrics() {
+      return new Promise<string>((resolve, reject) => {
+        if (!process.connected) return reject(new Error('the primary process is gone'));
+        const id = nextId++;
+        const timer = setTimeout(() => {
+          pending.delete(id);
+          reject(new Error('the primary did not answer with the metrics in time'));
+        }, METRICS_TIMEOUT_MS);
+        pending.set(id, { resolve, reject, timer });
+        send({ svc: 'metrics', id });
+      });
+    },
+  };
+}
