@@ -28,12 +28,12 @@ export function exitUnlessSvcBuilt() {
 
 /**
  * Creates a data dir, a user and one API key (with webhook + signing secret when `webhookUrl` is given),
- * then starts the server pinned to `core`. `nodeArgs` (e.g. --cpu-prof) go before the script; `bin` is
+ * then starts the server pinned to `core` (a taskset list: `1`, or `0,1`), with `startArgs` after `start`. `nodeArgs` (e.g. --cpu-prof) go before the script; `bin` is
  * another build's bin.js (A/B runs), by default this checkout's; `wrapper` is a command the server runs
  * under (e.g. valgrind and its flags).
  * Returns { proc, url, key, dbPath, dataDir }.
  */
-export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], logLevel, bin = SVC_BIN, wrapper = [], startTimeoutMs }) {
+export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], logLevel, bin = SVC_BIN, wrapper = [], startTimeoutMs, startArgs = [] }) {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const dbPath = join(dataDir, 'svc.db');
   const port = await freePort();
@@ -54,7 +54,7 @@ export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], l
   const keyArgs = ['keys', 'create', '--email', EMAIL, '--name', 'bench', '--rate-limit-rpm', String(BENCH_RPM), '--json'];
   if (webhookUrl) keyArgs.push('--webhook-url', webhookUrl, '--signing-secret', 'whsec_benchbenchbenchbenchbenchbenchbenchbench');
   const { key } = JSON.parse(await admin(...keyArgs));
-  const command = [...wrapper, process.execPath, ...nodeArgs, bin, 'start'];
+  const command = [...wrapper, process.execPath, ...nodeArgs, bin, 'start', ...startArgs];
   const proc = spawnPinned(core, command[0], command.slice(1), {
     env,
     cwd: dataDir,
