@@ -33,6 +33,21 @@ export function parseProcesses(text: string): number {
   return Number(value);
 }
 
+/** A text setting read by `parse`, whose Error message becomes the setting's issue. */
+function parsedBy<T>(parse: (text: string) => T, defaultText: string) {
+  return z
+    .string()
+    .default(defaultText)
+    .transform((v, ctx) => {
+      try {
+        return parse(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    });
+}
+
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -57,33 +72,13 @@ const EnvSchema = z.object({
     .optional(),
   SVC_RATE_LIMIT_RPM: int(1, 10_000_000).default(600),
   SVC_WEBHOOK_TIMEOUT_MS: int(1, 600_000).default(10_000),
-  SVC_WEBHOOK_RETRY_SCHEDULE: z
-    .string()
-    .default('5s,5m,30m,2h,5h,10h,10h')
-    .transform((v, ctx) => {
-      try {
-        return parseDurationList(v);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-        return z.NEVER;
-      }
-    }),
+  SVC_WEBHOOK_RETRY_SCHEDULE: parsedBy(parseDurationList, '5s,5m,30m,2h,5h,10h,10h'),
   SVC_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
   SVC_RETENTION_DAYS: int(1, 3650).default(30),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  SVC_PROCESSES: z
-    .string()
-    .default('1')
-    .transform((v, ctx) => {
-      try {
-        return parseProcesses(v);
-      } catch (err) {
-        ctx.addIssue({ code: 'custom', message: (err as Error).message });
-        return z.NEVER;
-      }
-    }),
+  SVC_PROCESSES: parsedBy(parseProcesses, '1'),
 });
 
 export interface Config {

@@ -217,7 +217,7 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     for (const v of part.numbers) numbers.add(v);
     contentWords += part.contentWords;
     if (k > 0) {
-      for (const stem of part.postings.keys()) if (!filled.slice(0, k).some((p) => p.postings.has(stem))) postingsSize++;
+      for (const stem of part.postings.keys()) if (!filled.some((p, j) => j < k && p.postings.has(stem))) postingsSize++;
     }
   }
   const postings = new Map<string, Posting>();
@@ -316,19 +316,27 @@ export class SourceIndexCache {
   get(sources: readonly string[]): SourceIndex {
     // The same sources as last time are found without a look-up per text.
     if (this.last && sameStrings(this.last.sources, sources)) return this.last.index;
-    const parts: BuiltSourceIndex[] = [];
-    let run: string[] = [];
-    for (const text of sources) {
-      if (text.length < this.minChars || text.length * 4 > this.maxChars) {
-        run.push(text);
-        continue;
+    const kept = (text: string) => text.length >= this.minChars && text.length * 4 <= this.maxChars;
+    // The parts: each kept text, and each run of other texts between them. Too many: indexed as a whole.
+    let count = 0;
+    for (let i = 0; i < sources.length; i++) if (kept(sources[i]!) || i === 0 || kept(sources[i - 1]!)) count++;
+    let index: SourceIndex;
+    if (count > MAX_PARTS) index = buildSourceIndex(sources);
+    else {
+      const parts: BuiltSourceIndex[] = [];
+      let run: string[] = [];
+      for (const text of sources) {
+        if (!kept(text)) {
+          run.push(text);
+          continue;
+        }
+        if (run.length > 0) parts.push(buildSourceIndex(run));
+        run = [];
+        parts.push(this.part(text));
       }
       if (run.length > 0) parts.push(buildSourceIndex(run));
-      run = [];
-      parts.push(this.part(text));
+      index = mergeSourceIndexes(parts);
     }
-    if (run.length > 0) parts.push(buildSourceIndex(run));
-    const index = parts.length <= MAX_PARTS ? mergeSourceIndexes(parts) : buildSourceIndex(sources);
     this.last = { sources: [...sources], index };
     return index;
   }

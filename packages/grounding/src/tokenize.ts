@@ -1,5 +1,5 @@
 import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
-import { WordTable } from './word-table.js';
+import { packedSpelling, WordTable } from './word-table.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
 export interface Token {
@@ -178,9 +178,6 @@ function runEnd(text: string, i: number, k: number): number {
 
 const NUMBER_SUFFIXES = ['st', 'nd', 'rd', 'th', 's'];
 
-/** 128 ** length: where `pack` puts a spelling's length above its characters. */
-const PACK_LENGTH_UNIT = Array.from({ length: 8 }, (_, length) => 128 ** length);
-
 /**
  * Split text into tokens with offsets, sentence indices and numeric values. Tokens are numbers
  * (keeping inner separators, "181,674,817", "5.68", and an ordinal or plural suffix, "2nd", "1990s"),
@@ -215,7 +212,7 @@ export function tokenize(text: string): Token[] {
       while (i + 1 < n && (text.charCodeAt(i) === 39 || text.charCodeAt(i) === 0x2019) && classAt(text, i + 1) === LETTER) {
         i = runEnd(text, i + 1, LETTER);
       }
-      if (i - start === length && length <= 7) packed = length * PACK_LENGTH_UNIT[length]! + digits;
+      if (i - start === length && length <= 7) packed = packedSpelling(length, digits);
     } else if (k === DIGIT) {
       i = runEnd(text, i, DIGIT);
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {

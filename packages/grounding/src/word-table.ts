@@ -37,7 +37,7 @@ export class WordTable<T> {
     return this.getPacked(pack(text, start, end), text, start, end);
   }
 
-  /** `get`, given `pack(text, start, end)` (a tokenizer can pack a word as it reads it). */
+  /** `get`, given the range's packed form (`packedSpelling`, or -1): a tokenizer can pack a word as it reads it. */
   getPacked(packed: number, text: string, start: number, end: number): T | undefined {
     const hash = packed >= 0 ? hashPacked(packed) : hashRange(text, start, end);
     const mask = this.slots.length - 1;
@@ -106,12 +106,22 @@ function hashPacked(packed: number): number {
   return h ^ (h >>> 16);
 }
 
+/** 128 ** length, for spellings of up to 7 characters: where a packed spelling keeps its length. */
+const LENGTH_UNIT = Array.from({ length: 8 }, (_, length) => 128 ** length);
+
+/**
+ * The packed form of an ASCII spelling of `length` ≤ 7 characters whose character codes, read as base-128
+ * digits, make `digits`: what `pack` gives for it.
+ */
+export function packedSpelling(length: number, digits: number): number {
+  return length * LENGTH_UNIT[length]! + digits;
+}
+
 /**
  * `text[start, end)` as a number when it is at most 7 ASCII characters: the length, then 7 bits per
  * character, at most 52 bits, so exact in a double and equal only for equal spellings. -1 otherwise.
- * (Equal to `(end - start) * 128 ** (end - start)` plus the characters read as base-128 digits.)
  */
-export function pack(text: string, start: number, end: number): number {
+function pack(text: string, start: number, end: number): number {
   if (end - start > 7) return -1;
   let packed = end - start;
   for (let i = start; i < end; i++) {
