@@ -26,7 +26,7 @@ function run(args: string[], env: NodeJS.ProcessEnv) {
 }
 
 /** Starts `svc-server start` and resolves with its URL and everything it printed by then. */
-function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; stdout: () => string }> {
+function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; stdout: () => string; stderr: () => string }> {
   const child = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
@@ -40,7 +40,7 @@ function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: stri
       if (match) {
         clearTimeout(timer);
         // stdout (the first-run banner) is written before the listening line completes the start.
-        setTimeout(() => resolvePromise({ child, url: match[1]!, stdout: () => out }), 100);
+        setTimeout(() => resolvePromise({ child, url: match[1]!, stdout: () => out, stderr: () => err }), 100);
       }
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${err}`)));
@@ -62,6 +62,21 @@ afterEach(async () => {
 });
 
 describe('svc-server start (what npm start runs)', () => {
+  const glibc = process.platform === 'linux' && (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime !== undefined;
+
+  it.skipIf(!glibc)('fixes glibc malloc thresholds at start and says so in its start-up log (Linux with glibc)', async () => {
+    const { stderr } = await start(envFor(tempDir(), { SVC_LOG_LEVEL: 'info' }));
+    const listening = () =>
+      stderr()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg?: string; malloc?: unknown })
+        .find((entry) => entry.msg === 'svc listening');
+    // Log lines go out in batches (at most 100 ms apart): wait for it.
+    for (let waited = 0; listening() === undefined && waited < 5_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    expect(listening()?.malloc).toEqual({ applied: true, bytes: 131072 });
+  });
+
   it('on a first embedded start prints a key once, and a completion with it succeeds on the offline model', async () => {
     const dir = tempDir();
     const { child, url, stdout } = await start(envFor(dir));

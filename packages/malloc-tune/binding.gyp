@@ -1,0 +1,8 @@
+{
+  "targets": [
+    {
+      "target_name": "malloc_tune",
+      "sources": ["src/malloc_tune.c"]
+    }
+  ]
+}

@@ -1,0 +1,10 @@
+export type MallocTuning = { applied: true; bytes: number } | { applied: false; reason: string };
+
+/** glibc's own starting mmap and trim threshold (128 KiB), kept fixed. */
+export declare const DEFAULT_THRESHOLD_BYTES: number;
+
+/** Fixes glibc's malloc mmap and trim thresholds in this process (see index.js). */
+export declare function limitMallocRetention(options?: { bytes?: number; env?: NodeJS.ProcessEnv }): MallocTuning;
+
+/** What `limitMallocRetention` did in this process. */
+export declare function mallocTuning(): MallocTuning;

@@ -1,0 +1,40 @@
+import { createRequire } from 'node:module';
+
+/** glibc's own starting mmap and trim threshold (128 KiB), kept fixed. */
+export const DEFAULT_THRESHOLD_BYTES = 128 * 1024;
+
+/** @type {import('./index.js').MallocTuning} */
+let state = { applied: false, reason: 'not tried' };
+
+/**
+ * Fixes glibc's malloc mmap and trim thresholds (mallopt) in this process. By default glibc raises both
+ * whenever a large block is freed — up to 32 and 64 MB — and from then on keeps freed memory of every
+ * thread's arena instead of giving it back. V8's compiler and GC threads free such blocks all the time, so
+ * a busy server's RSS grew by ~15 MB that it never used again (`MALLOC_MMAP_THRESHOLD_=131072` does the same
+ * from the environment, which only a process's parent can set). A threshold already set in the
+ * environment wins; where the addon was not built or the C library is not glibc, nothing changes.
+ *
+ * @example
+ * limitMallocRetention(); // early in the process
+ * logger.info({ malloc: mallocTuning() }, 'started');
+ */
+export function limitMallocRetention({ bytes = DEFAULT_THRESHOLD_BYTES, env = process.env } = {}) {
+  if (env.MALLOC_MMAP_THRESHOLD_ !== undefined || env.MALLOC_TRIM_THRESHOLD_ !== undefined || /glibc\.malloc\.(mmap|trim)_threshold/.test(env.GLIBC_TUNABLES ?? '')) {
+    state = { applied: false, reason: 'set by the environment' };
+    return state;
+  }
+  let addon;
+  try {
+    addon = createRequire(import.meta.url)('./build/Release/malloc_tune.node');
+  } catch (err) {
+    state = { applied: false, reason: `addon not built (${String(err?.message ?? err).split('\n')[0]})` };
+    return state;
+  }
+  state = addon.setThresholds(bytes) ? { applied: true, bytes } : { applied: false, reason: 'not glibc' };
+  return state;
+}
+
+/** What `limitMallocRetention` did in this process. */
+export function mallocTuning() {
+  return state;
+}
