@@ -15,7 +15,8 @@ import { parseArgs } from 'node:util';
 import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
-import { killAllSync, median, round, stop } from './lib/procs.mjs';
+import { cpuSecondsOf, killAllSync, median, round, stop } from './lib/procs.mjs';
+import { readFileSync } from 'node:fs';
 import { REPO, exitUnlessSvcBuilt, startSvc, webhookBacklog } from './lib/svc.mjs';
 import { machineInfo } from './lib/report.mjs';
 
@@ -42,13 +43,26 @@ async function measure(processes, stream) {
     const probed = await probe(target);
     if (probed.status !== 200) throw new Error(`probe answered ${probed.status}: ${probed.text.slice(0, 300)}`);
     await load({ ...target, connections: 50, durationS: Number(opts.warmup) });
+    const pids = [svc.proc.pid, ...childrenOf(svc.proc.pid)];
+    const cpu0 = pids.map(cpuSecondsOf);
     const m = await load({ ...target, connections: 50, durationS: Number(opts.duration) });
+    // µs of CPU per request of each process: the first is the one started (the primary with --processes > 1).
+    const cpuUs = pids.map((pid, i) => round(((cpuSecondsOf(pid) - cpu0[i]) * 1e6) / m.requests, 0));
     if (m.non2xx || m.errors) throw new Error(`${m.non2xx} non-2xx answers and ${m.errors} errors`);
     const backlog = webhookBacklog(svc.dbPath).pending;
-    process.stdout.write(`${stream ? 'streamed' : 'json'} processes ${processes}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  backlog ${backlog}\n`);
-    return { processes, mode: stream ? 'streamed' : 'json', rps: m.rps, p50: m.p50, p99: m.p99, backlogAtEnd: backlog };
+    process.stdout.write(`${stream ? 'streamed' : 'json'} processes ${processes}: ${m.rps} req/s  p50 ${m.p50}  p99 ${m.p99} ms  backlog ${backlog}  CPU µs/request by process ${cpuUs.join(' + ')}\n`);
+    return { processes, mode: stream ? 'streamed' : 'json', rps: m.rps, p50: m.p50, p99: m.p99, backlogAtEnd: backlog, cpuUsPerRequestByProcess: cpuUs };
   } finally {
     await stop(svc.proc, 15_000);
+  }
+}
+
+/** The pids of a process's children (the cluster workers of a primary). */
+function childrenOf(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
   }
 }
 

@@ -6,7 +6,7 @@ import { createLogger } from '../logging/logger.js';
 import { openStore } from '../storage/store.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../admin/first-run.js';
-import { holdClusterRateLimits } from '../rate-limit/rate-limiter.js';
+import { answerClusterRateLimits } from '../rate-limit/rate-limiter.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** A worker that lived this long counts as started well: its next crash restarts it after MIN_BACKOFF_MS again. */
@@ -64,13 +64,19 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
     throw err;
   }
 
-  if (!config.redisUrl) holdClusterRateLimits();
+  // Without Redis the primary holds the workers' rate-limit counters; with it, the workers share Redis.
+  const answerRateLimits = config.redisUrl ? undefined : answerClusterRateLimits();
   const aggregator = new AggregatorRegistry();
   const onMessage = (worker: Worker, message: unknown) => {
-    if (!isSvcMessage<WorkerMessage>(message) || message.svc !== 'metrics') return;
+    if (!isSvcMessage<WorkerMessage>(message)) return;
     const reply = (answer: PrimaryMessage) => {
       if (worker.isConnected()) worker.send(answer);
     };
+    if (message.svc === 'rate-limit') {
+      answerRateLimits?.(message).then(reply, (err: unknown) => logger.error({ err }, 'could not answer a rate-limit check'));
+      return;
+    }
+    if (message.svc !== 'metrics') return;
     aggregator.clusterMetrics().then(
       (text) => reply({ svc: 'metrics', id: message.id, text }),
       (err: unknown) => reply({ svc: 'metrics', id: message.id, error: (err as Error).message }),

@@ -40,6 +40,7 @@ function linkToPrimary(): ClusterWorkerLink & { stopRequested: Promise<void> } {
   process.on('message', (message: unknown) => {
     if (!isSvcMessage<PrimaryMessage>(message)) return;
     if (message.svc === 'stop') return requestStop();
+    if (message.svc !== 'metrics') return;
     const waiting = pending.get(message.id);
     if (!waiting) return;
     pending.delete(message.id);
