@@ -4,7 +4,7 @@ export type MallocTuning = { applied: true; bytes: number } | { applied: false; 
 export declare const DEFAULT_THRESHOLD_BYTES: number;
 
 /** Fixes glibc's malloc mmap and trim thresholds in this process (see index.js). */
-export declare function limitMallocRetention(options?: { bytes?: number; env?: NodeJS.ProcessEnv }): MallocTuning;
+export declare function limitMallocRetention(options: { env: NodeJS.ProcessEnv; bytes?: number }): MallocTuning;
 
 /** What `limitMallocRetention` did in this process. */
 export declare function mallocTuning(): MallocTuning;

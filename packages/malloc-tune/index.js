@@ -12,13 +12,14 @@ let state = { applied: false, reason: 'not tried' };
  * thread's arena instead of giving it back. V8's compiler and GC threads free such blocks all the time, so
  * a busy server's RSS grew by ~15 MB that it never used again (`MALLOC_MMAP_THRESHOLD_=131072` does the same
  * from the environment, which only a process's parent can set). A threshold already set in the
- * environment wins; where the addon was not built or the C library is not glibc, nothing changes.
+ * environment (`env`: the process's environment, passed by the caller) wins; where the addon was not built
+ * or the C library is not glibc, nothing changes.
  *
  * @example
- * limitMallocRetention(); // early in the process
+ * limitMallocRetention({ env: process.env }); // early in the process
  * logger.info({ malloc: mallocTuning() }, 'started');
  */
-export function limitMallocRetention({ bytes = DEFAULT_THRESHOLD_BYTES, env = process.env } = {}) {
+export function limitMallocRetention({ env, bytes = DEFAULT_THRESHOLD_BYTES }) {
   if (env.MALLOC_MMAP_THRESHOLD_ !== undefined || env.MALLOC_TRIM_THRESHOLD_ !== undefined || /glibc\.malloc\.(mmap|trim)_threshold/.test(env.GLIBC_TUNABLES ?? '')) {
     state = { applied: false, reason: 'set by the environment' };
     return state;

@@ -12,7 +12,7 @@ if (![process.env.NODE_OPTIONS ?? '', ...process.execArgv].some((arg) => arg.inc
 }
 // glibc keeps memory freed by V8's helper threads once their blocks grew large (~15 MB of peak RSS under
 // load); fixed malloc thresholds give it back. The 'svc listening' log line says whether this applied.
-limitMallocRetention();
+limitMallocRetention({ env: process.env });
 
 const program = makeProgram({
   // The one place the environment is read; config.ts validates it.

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { limitMallocRetention } from '../index.js';
 
-const tuning = process.argv[2] === 'tuned' ? limitMallocRetention() : null;
+const tuning = process.argv[2] === 'tuned' ? limitMallocRetention({ env: process.env }) : null;
 const rssMb = () => (Number(readFileSync('/proc/self/statm', 'utf8').split(' ')[1]) * 4096) / 1e6;
 const collect = async () => {
   // ArrayBuffer memory is freed after the collection, possibly on a helper thread.
