@@ -74,7 +74,7 @@ describe('svc-server start (what npm start runs)', () => {
         .find((entry) => entry.msg === 'svc listening');
     // Log lines go out in batches (at most 100 ms apart): wait for it.
     for (let waited = 0; listening() === undefined && waited < 5_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-    expect(listening()?.malloc).toEqual({ applied: true, bytes: 131072 });
+    expect(listening()?.malloc).toEqual({ applied: true, bytes: 131072, trimBytes: 1048576 });
   });
 
   it('on a first embedded start prints a key once, and a completion with it succeeds on the offline model', async () => {

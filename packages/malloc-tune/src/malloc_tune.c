@@ -5,24 +5,37 @@
 #include <malloc.h>
 #endif
 
-// setThresholds(bytes): blocks of at least `bytes` are mapped on their own (and unmapped when freed), and a
-// heap's free top beyond `bytes` is given back. True once glibc took both, false where there is no mallopt.
+// setThresholds(mmapBytes, trimBytes = mmapBytes): blocks of at least `mmapBytes` are mapped on their own (and
+// unmapped when freed), and a heap's free top beyond `trimBytes` is given back. True once glibc took both,
+// false where there is no mallopt.
 static napi_value SetThresholds(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+  size_t argc = 2;
+  napi_value argv[2];
   napi_value result;
-  int64_t bytes = 0;
+  int64_t bytes[2] = {0, 0};
   int applied = 0;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1 ||
-      napi_get_value_int64(env, argv[0], &bytes) != napi_ok || bytes <= 0 || bytes > (int64_t)1 << 30) {
-    napi_throw_range_error(env, NULL, "setThresholds takes a byte count from 1 to 2^30");
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) argc = 0;
+  for (size_t i = 0; i < 2; i++) {
+    if (i >= argc) {
+      bytes[i] = bytes[0];
+      continue;
+    }
+    napi_valuetype type;
+    if (i == 1 && napi_typeof(env, argv[1], &type) == napi_ok && type == napi_undefined) {
+      bytes[1] = bytes[0];
+      continue;
+    }
+    if (napi_get_value_int64(env, argv[i], &bytes[i]) != napi_ok || bytes[i] <= 0 || bytes[i] > (int64_t)1 << 30) argc = 0;
+  }
+  if (argc == 0) {
+    napi_throw_range_error(env, NULL, "setThresholds takes byte counts from 1 to 2^30");
     return NULL;
   }
 #if defined(__GLIBC__)
-  // Setting the threshold also turns off glibc's dynamic threshold, which otherwise rises to the size of
-  // the largest block freed (up to 32 MB) and takes the trim threshold (twice that) with it; the trim
-  // threshold is set too, in case it rose before this call.
-  applied = mallopt(M_MMAP_THRESHOLD, (int)bytes) == 1 && mallopt(M_TRIM_THRESHOLD, (int)bytes) == 1;
+  // Setting the mmap threshold also turns off glibc's dynamic thresholds, which otherwise rise to the size
+  // of the largest block freed (up to 32 MB, and the trim threshold to twice that); the trim threshold is
+  // set too, in case it rose before this call.
+  applied = mallopt(M_MMAP_THRESHOLD, (int)bytes[0]) == 1 && mallopt(M_TRIM_THRESHOLD, (int)bytes[1]) == 1;
 #endif
   napi_get_boolean(env, applied, &result);
   return result;

@@ -1,7 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_THRESHOLD_BYTES, limitMallocRetention, mallocTuning } from '../index.js';
+import { DEFAULT_THRESHOLD_BYTES, DEFAULT_TRIM_BYTES, limitMallocRetention, mallocTuning } from '../index.js';
+
+const APPLIED = { applied: true, bytes: DEFAULT_THRESHOLD_BYTES, trimBytes: DEFAULT_TRIM_BYTES };
 
 const glibc = process.platform === 'linux' && process.report.getReport().header.glibcVersionRuntime !== undefined;
 const CHILD = fileURLToPath(new URL('./retain-child.js', import.meta.url));
@@ -17,7 +19,7 @@ describe.skipIf(!glibc)('limitMallocRetention on glibc', () => {
   it('applies, and freed memory goes back to the system where glibc by default keeps it', () => {
     const untouched = retained('default');
     const tuned = retained('tuned');
-    expect(tuned.tuning).toEqual({ applied: true, bytes: DEFAULT_THRESHOLD_BYTES });
+    expect(tuned.tuning).toEqual(APPLIED);
     // Both processes really held the blocks…
     expect(untouched.heldMb).toBeGreaterThan(20);
     expect(tuned.heldMb).toBeGreaterThan(20);
@@ -30,12 +32,13 @@ describe.skipIf(!glibc)('limitMallocRetention on glibc', () => {
     expect(limitMallocRetention({ env: { MALLOC_MMAP_THRESHOLD_: '65536' } })).toEqual({ applied: false, reason: 'set by the environment' });
     expect(limitMallocRetention({ env: { GLIBC_TUNABLES: 'glibc.malloc.trim_threshold=0' } })).toEqual({ applied: false, reason: 'set by the environment' });
     expect(mallocTuning()).toEqual({ applied: false, reason: 'set by the environment' });
-    expect(limitMallocRetention({ env: {} })).toEqual({ applied: true, bytes: DEFAULT_THRESHOLD_BYTES });
-    expect(mallocTuning()).toEqual({ applied: true, bytes: DEFAULT_THRESHOLD_BYTES });
+    expect(limitMallocRetention({ env: {} })).toEqual(APPLIED);
+    expect(mallocTuning()).toEqual(APPLIED);
   });
 
   it('refuses a threshold that is not a byte count', () => {
     expect(() => limitMallocRetention({ bytes: 0, env: {} })).toThrow(RangeError);
     expect(() => limitMallocRetention({ bytes: 2 ** 31, env: {} })).toThrow(RangeError);
+    expect(() => limitMallocRetention({ trimBytes: -1, env: {} })).toThrow(RangeError);
   });
 });
