@@ -5,30 +5,21 @@
 #include <malloc.h>
 #endif
 
-// setThresholds(mmapBytes, trimBytes = mmapBytes): blocks of at least `mmapBytes` are mapped on their own (and
-// unmapped when freed), and a heap's free top beyond `trimBytes` is given back. True once glibc took both,
-// false where there is no mallopt.
+// setThresholds(mmapBytes, trimBytes): blocks of at least `mmapBytes` are mapped on their own (and unmapped
+// when freed), and a heap's free top beyond `trimBytes` is given back. True once glibc took both, false where
+// there is no mallopt. index.js passes both.
 static napi_value SetThresholds(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   napi_value result;
   int64_t bytes[2] = {0, 0};
   int applied = 0;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc < 1) argc = 0;
-  for (size_t i = 0; i < 2; i++) {
-    if (i >= argc) {
-      bytes[i] = bytes[0];
-      continue;
-    }
-    napi_valuetype type;
-    if (i == 1 && napi_typeof(env, argv[1], &type) == napi_ok && type == napi_undefined) {
-      bytes[1] = bytes[0];
-      continue;
-    }
-    if (napi_get_value_int64(env, argv[i], &bytes[i]) != napi_ok || bytes[i] <= 0 || bytes[i] > (int64_t)1 << 30) argc = 0;
+  int valid = napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc == 2;
+  for (size_t i = 0; valid && i < 2; i++) {
+    valid = napi_get_value_int64(env, argv[i], &bytes[i]) == napi_ok && bytes[i] > 0 && bytes[i] <= (int64_t)1 << 30;
   }
-  if (argc == 0) {
-    napi_throw_range_error(env, NULL, "setThresholds takes byte counts from 1 to 2^30");
+  if (!valid) {
+    napi_throw_range_error(env, NULL, "setThresholds takes two byte counts from 1 to 2^30");
     return NULL;
   }
 #if defined(__GLIBC__)
