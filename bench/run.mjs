@@ -12,7 +12,7 @@
 // Cores: the load generator (this process), the fake upstream and the webhook receiver run on core 0; the
 // targets run on core 1 (for the direct baseline the target is a fake upstream of its own there).
 //
-// Interleaved: for each mode (json, streamed) the four targets (direct, svc everything on, svc plain proxy,
+// Interleaved: for each mode (json, streamed) the targets (direct, svc everything on, svc plain proxy, node-relay,
 // Portkey) are started together on core 1 and each is warmed up; then every round measures each target for
 // duration / rounds seconds, one at a time (only the one under load uses the core), in an order rotated from
 // round to round, each slice after 3 s of unmeasured load (without it the first round ran 20–45 % below the
@@ -21,6 +21,13 @@
 // the fake upstream alone 43,011 req/s json in one run and 32,673 in the next) measurements minutes apart
 // carry the drift into a ratio; slices seconds apart do not. --rounds 1 measures each target once, whole.
 //   npm run bench -- --rounds N          # slices per target and mode (default 4; 1 with --quick)
+//   npm run bench -- --skip-relay        # without the node-relay target
+//
+// A fifth target, node-relay (bench/lib/node-relay.mjs), is the floor under any Node gateway: a bare
+// node:http → undici relay with nothing else, which parses and re-serialises what it relays (the JSON answer;
+// each SSE frame). It has no target of its own; its ratio to Portkey shows how far a Node gateway can lead
+// on this core before doing any work of its own (it is not svc's plain proxy, which also authenticates,
+// validates, rate-limits, logs and counts).
 import { copyFileSync, existsSync, mkdirSync, writeFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import os from 'node:os';
@@ -41,7 +48,7 @@ import {
   stop,
   stopAll,
 } from './lib/procs.mjs';
-import { startFakeUpstream, startWebhookReceiver } from './lib/helpers.mjs';
+import { startFakeUpstream, startNodeRelay, startWebhookReceiver } from './lib/helpers.mjs';
 import { installPortkey, startPortkey, PORTKEY_VERSION } from './lib/portkey.mjs';
 import { REPO, startSvc, exitUnlessSvcBuilt, webhookBacklog, BENCH_RPM } from './lib/svc.mjs';
 import { cpuJiffies, machineInfo, stealPct, table } from './lib/report.mjs';
@@ -55,6 +62,7 @@ const { values: opts } = parseArgs({
     rate: { type: 'string', default: '200' },
     warmup: { type: 'string' },
     'skip-portkey': { type: 'boolean', default: false },
+    'skip-relay': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     'profile-streamed': { type: 'boolean', default: false },
     'profile-plain': { type: 'boolean', default: false },
@@ -271,6 +279,15 @@ async function startTargets(stream, upstream, receiver, portkeyEntry, fail) {
     [FULL_KEY, svcTarget(FULL_KEY, true, bodies.svcFull)],
     ['svc-plain', svcTarget('svc-plain', false, bodies.svcPlain)],
   ];
+  if (!opts['skip-relay']) {
+    starters.push([
+      'node-relay',
+      async () => {
+        const relay = await startNodeRelay({ core: TARGET_CORE, mode: 'frames', upstreamPort: new URL(upstream.url).port });
+        return { proc: relay.proc, url: `${relay.url}${chatPath}`, headers: {}, body: bodies.direct(stream) };
+      },
+    ]);
+  }
   if (portkeyEntry) {
     starters.push([
       'portkey',
@@ -419,6 +436,8 @@ function ratios(results) {
     { measure: 'svc everything-on vs Portkey, streamed req/s', target: '≥ 5×', value: ratio(full('streamed'), pk('streamed')), rounds: perRound(full('streamed'), pk('streamed')), min: 5 },
     { measure: 'svc plain proxy vs Portkey, non-streamed req/s', target: '≥ 5×', value: ratio(get('svc-plain', 'json'), pk('json')), rounds: perRound(get('svc-plain', 'json'), pk('json')), min: 5 },
     { measure: 'svc plain proxy vs Portkey, streamed req/s', target: '(no target)', value: ratio(get('svc-plain', 'streamed'), pk('streamed')), rounds: perRound(get('svc-plain', 'streamed'), pk('streamed')) },
+    { measure: 'bare Node relay vs Portkey, non-streamed req/s', target: '(the floor)', value: ratio(get('node-relay', 'json'), pk('json')), rounds: perRound(get('node-relay', 'json'), pk('json')) },
+    { measure: 'bare Node relay vs Portkey, streamed req/s', target: '(the floor)', value: ratio(get('node-relay', 'streamed'), pk('streamed')), rounds: perRound(get('node-relay', 'streamed'), pk('streamed')) },
   ];
   const f = results.fixedRate;
   out.push({ measure: `added latency vs direct at ${f?.rateRps} req/s, everything on, p50 (ms)`, target: '≤ 1 ms', value: f?.addedP50Ms ?? null, max: 1 });

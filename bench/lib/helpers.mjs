@@ -1,12 +1,12 @@
-// The bench's two helper servers, each started pinned to a core and awaited until it answers.
+// The bench's helper servers, each started pinned to a core and awaited until it answers.
 import { join } from 'node:path';
 import { freePort, spawnPinned, waitHttp } from './procs.mjs';
 
 const LIB = new URL('.', import.meta.url).pathname;
 
-async function startHelper(script, healthPath, core) {
+async function startHelper(script, healthPath, core, args = []) {
   const port = await freePort();
-  const proc = spawnPinned(core, process.execPath, [join(LIB, script), String(port)]);
+  const proc = spawnPinned(core, process.execPath, [join(LIB, script), ...args, String(port)]);
   const url = `http://127.0.0.1:${port}`;
   await waitHttp(`${url}${healthPath}`, { proc });
   return { proc, url };
@@ -33,4 +33,14 @@ export async function startFakeUpstream(core) {
 export async function startWebhookReceiver(core) {
   const helper = await startHelper('webhook-receiver.mjs', '/stats', core);
   return { ...helper, hook: `${helper.url}/hook` };
+}
+
+/**
+ * The bare Node relay (`node-relay.mjs`) to the fake upstream on `upstreamPort`, in `mode` (bytes | frames).
+ *
+ * @example
+ * const relay = await startNodeRelay({ core: 1, mode: 'frames', upstreamPort: 4000 }); // { proc, url }
+ */
+export function startNodeRelay({ core, mode, upstreamPort }) {
+  return startHelper('node-relay.mjs', '/', core, [mode, String(upstreamPort)]);
 }
