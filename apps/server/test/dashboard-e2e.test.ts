@@ -152,6 +152,10 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     await shot(page, '05-key-settings-tested');
 
     // A chat request → its delivery appears under Deliveries, with the exact payload; Redeliver sends it again.
+    // The receiver holds its answer until the list shows the delivery pending; the list then follows it to
+    // Delivered by itself, without Refresh.
+    let answer!: () => void;
+    receiver.queue.push({ until: new Promise<void>((resolve) => (answer = resolve)) });
     const response = await chat(server, token);
     const completion = (await response.json()) as { id: string };
     await receiver.waitFor((list) => list.some((d) => d.raw.toString('utf8').includes(completion.id)));
@@ -162,7 +166,9 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
     const row = page.locator('tr.clickable', { hasText: completion.id });
     await row.waitFor();
-    await expect.poll(() => row.textContent()).toContain('Delivered');
+    expect(await row.locator('td').nth(2).textContent()).toBe('Pending');
+    answer();
+    await expect.poll(() => row.locator('td').nth(2).textContent(), { timeout: 15_000 }).toBe('Delivered');
     await row.click();
     const payload = page.getByTestId('payload');
     await expect.poll(() => payload.textContent()).toBe(sent.raw.toString('utf8'));

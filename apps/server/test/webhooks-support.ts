@@ -9,6 +9,8 @@ export interface ReceiverReply {
   body?: string;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** Answer once this settles (after `delayMs`, if both are given). */
+  until?: Promise<unknown>;
   /** Never answer. */
   hang?: boolean;
   /** Destroy the connection without answering. */
@@ -38,7 +40,7 @@ export interface Receiver {
 
 /**
  * A real webhook receiver on 127.0.0.1 (random port) that records every request's raw bytes and answers as
- * told: 200 by default, or a queued status / delay / hang / connection reset.
+ * told: 200 by default, or a queued status / delay / hold / hang / connection reset.
  */
 export async function startReceiver(fallback: ReceiverReply = {}, options: { port?: number } = {}): Promise<Receiver> {
   const received: ReceivedDelivery[] = [];
@@ -84,6 +86,7 @@ export async function startReceiver(fallback: ReceiverReply = {}, options: { por
     }
     if (reply.hang) return;
     if (reply.delayMs) await delay(reply.delayMs);
+    if (reply.until) await reply.until.catch(() => undefined);
     if (res.destroyed) return;
     entry.replied = reply.status ?? 200;
     res.writeHead(entry.replied, { 'content-type': 'text/plain', ...reply.headers });

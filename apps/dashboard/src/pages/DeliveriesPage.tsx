@@ -4,6 +4,7 @@ import { link } from '../App.js';
 import { hrefOf } from '../router.js';
 import { formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
+import { nextRefreshMs } from '../delivery-refresh.js';
 import { ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
 
 interface Page {
@@ -34,6 +35,23 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
   );
   const [open, setOpen] = useState<string | null>(null);
   const [moreError, setMoreError] = useState<string | null>(null);
+  const [pagesLoaded, setPagesLoaded] = useState(1);
+  useEffect(() => setPagesLoaded(1), [keyId, status]);
+
+  // Pending rows change on their own (the worker sends them), so the first page follows them without a click.
+  const refreshIn = page.state === 'ready' && pagesLoaded === 1 ? nextRefreshMs(page.data.rows, Date.now()) : null;
+  useEffect(() => {
+    if (refreshIn === null) return;
+    const onVisible = () => void reload();
+    const timer = setTimeout(() => {
+      if (document.visibilityState === 'visible') onVisible();
+      else document.addEventListener('visibilitychange', onVisible, { once: true });
+    }, refreshIn);
+    return () => {
+      clearTimeout(timer);
+      document.removeEventListener('visibilitychange', onVisible);
+    };
+  }, [page.data, refreshIn, reload]);
 
   const loadMore = async () => {
     const current = page.data;
@@ -43,6 +61,7 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
     try {
       const next = await api<{ data: Delivery[]; has_more: boolean }>('GET', listPath(keyId, status, last.id));
       setPage({ rows: [...current.rows, ...next.data], hasMore: next.has_more });
+      setPagesLoaded((n) => n + 1);
     } catch (err) {
       setMoreError((err as Error).message);
     }

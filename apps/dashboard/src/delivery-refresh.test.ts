@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { nextRefreshMs } from './delivery-refresh.js';
+
+const now = Date.parse('2026-11-24T12:00:00Z');
+const at = (ms: number) => new Date(now + ms).toISOString();
+
+describe('nextRefreshMs', () => {
+  it('is null when nothing is pending', () => {
+    expect(nextRefreshMs([], now)).toBeNull();
+    expect(nextRefreshMs([{ status: 'delivered', attempts: 1, next_attempt_at: null }, { status: 'failed', attempts: 8, next_attempt_at: null }], now)).toBeNull();
+  });
+
+  it('looks again soon while a pending delivery has not been tried', () => {
+    expect(nextRefreshMs([{ status: 'pending', attempts: 2, next_attempt_at: at(60_000) }, { status: 'pending', attempts: 0, next_attempt_at: at(0) }], now)).toBe(1_500);
+  });
+
+  it('follows the earliest next attempt, one second after it', () => {
+    const rows = [
+      { status: 'pending' as const, attempts: 1, next_attempt_at: at(9_000) },
+      { status: 'pending' as const, attempts: 3, next_attempt_at: at(5_000) },
+    ];
+    expect(nextRefreshMs(rows, now)).toBe(6_000);
+  });
+
+  it('stays between 2 and 30 seconds', () => {
+    expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: at(-10_000) }], now)).toBe(2_000);
+    expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: null }], now)).toBe(2_000);
+    expect(nextRefreshMs([{ status: 'pending', attempts: 4, next_attempt_at: at(3_600_000) }], now)).toBe(30_000);
+  });
+});
