@@ -1,5 +1,8 @@
 // Zero-latency OpenAI-compatible upstream: a fixed ~200-token answer, or the same answer streamed in ~20
 // SSE chunks with a usage chunk. All bytes are prebuilt; run as `node fake-upstream.mjs PORT`.
+// FAKE_UPSTREAM_PACING in the environment: `burst` (default, what `npm run bench` measures) writes every frame
+// of a stream at once, so the gateway mostly reads a whole answer in one go; `frame` writes one frame per
+// event-loop turn, each in its own packet, as a real upstream sends tokens (bench/abort-rss.mjs uses it).
 import http from 'node:http';
 import { ANSWER, USAGE, answerPieces } from './fixtures.mjs';
 
@@ -31,6 +34,9 @@ const frames = [
   Buffer.from('data: [DONE]\n\n'),
 ];
 
+const PACING = process.env.FAKE_UPSTREAM_PACING ?? 'burst';
+if (PACING !== 'burst' && PACING !== 'frame') throw new Error(`FAKE_UPSTREAM_PACING must be burst or frame, not ${PACING}`);
+
 const server = http.createServer((req, res) => {
   if (req.method !== 'POST' || !req.url.endsWith('/chat/completions')) {
     res.writeHead(req.url === '/healthz' ? 200 : 404).end();
@@ -47,8 +53,19 @@ const server = http.createServer((req, res) => {
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    for (const f of frames) res.write(f);
-    res.end();
+    if (PACING === 'burst') {
+      for (const f of frames) res.write(f);
+      res.end();
+      return;
+    }
+    let next = 0;
+    const writeOne = () => {
+      if (res.destroyed) return;
+      res.write(frames[next++]);
+      if (next < frames.length) setImmediate(writeOne);
+      else res.end();
+    };
+    writeOne();
   });
 });
 server.keepAliveTimeout = 120_000;
