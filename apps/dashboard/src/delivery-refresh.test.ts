@@ -25,6 +25,7 @@ describe('nextRefreshMs', () => {
   it('stays between 2 and 30 seconds', () => {
     expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: at(-10_000) }], now)).toBe(2_000);
     expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: null }], now)).toBe(2_000);
+    expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: 'not a time' }], now)).toBe(2_000);
     expect(nextRefreshMs([{ status: 'pending', attempts: 4, next_attempt_at: at(3_600_000) }], now)).toBe(30_000);
   });
 });

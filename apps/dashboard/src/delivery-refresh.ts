@@ -9,6 +9,7 @@ export function nextRefreshMs(rows: Pick<Delivery, 'status' | 'attempts' | 'next
   const pending = rows.filter((d) => d.status === 'pending');
   if (pending.length === 0) return null;
   if (pending.some((d) => d.attempts === 0)) return 1_500;
-  const due = Math.min(...pending.map((d) => (d.next_attempt_at ? Date.parse(d.next_attempt_at) : now)));
+  // A missing or unreadable time counts as due now (never NaN, which would make the timer fire at once, forever).
+  const due = Math.min(...pending.map((d) => Date.parse(d.next_attempt_at ?? '') || now));
   return Math.min(30_000, Math.max(2_000, due - now + 1_000));
 }
