@@ -11,12 +11,11 @@
 // ones do, so the drops land mid-stream. Prints VmHWM / VmRSS before the drops, after them, and after the
 // load. With --bin-b, runs alternate between this checkout's build (A) and that one (B) and the summary
 // gives each one's median peak.
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { bodies } from './lib/fixtures.mjs';
 import { load, probe } from './lib/load.mjs';
 import { startFakeUpstream } from './lib/helpers.mjs';
-import { killAllSync, pinSelf, stop } from './lib/procs.mjs';
+import { killAllSync, memoryOf, pinSelf, stop } from './lib/procs.mjs';
 import { startSvc, exitUnlessSvcBuilt } from './lib/svc.mjs';
 import { buildsOf, measureAlternately } from './lib/ab-builds.mjs';
 
@@ -52,8 +51,10 @@ async function measure(build, run) {
     const target = { url: `${svc.url}/v1/chat/completions`, headers: { authorization: `Bearer ${svc.key}` }, body };
     const probed = await probe(target);
     if (probed.status !== 200) throw new Error(`probe answered ${probed.status}: ${probed.text.slice(0, 300)}`);
-    const kb = (field) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${svc.proc.pid}/status`, 'utf8'))[1]);
-    const mem = () => `peak ${(kb('VmHWM') / 1024).toFixed(1)} / now ${(kb('VmRSS') / 1024).toFixed(1)} MB`;
+    const mem = () => {
+      const { peakRssMb, rssMb } = memoryOf(svc.proc.pid);
+      return `peak ${peakRssMb.toFixed(1)} / now ${rssMb.toFixed(1)} MB`;
+    };
     const running = load({ ...target, connections: 50, durationS });
     await sleep(3000);
     const before = mem();
@@ -64,7 +65,7 @@ async function measure(build, run) {
     const after = mem();
     const m = await running;
     await sleep(500);
-    const peakMb = Math.round(kb('VmHWM') / 102.4) / 10;
+    const peakMb = memoryOf(svc.proc.pid).peakRssMb;
     process.stdout.write(`${builds.length > 1 ? `${build.name} ` : ''}run ${run + 1}: before the drops ${before}; after them ${after}; after the load ${mem()}; ${m.rps} req/s\n`);
     return peakMb;
   } finally {
