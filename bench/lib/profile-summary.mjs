@@ -1,5 +1,9 @@
-// Summarises a V8 .cpuprofile: self time by function and by module, total (inclusive) time by function.
-import { readFileSync } from 'node:fs';
+// Summarises a V8 .cpuprofile: self time by function and by module, total (inclusive) time by function, and
+// time charged to the nearest function of this repo on the stack, by function and by source file (the bundles'
+// source maps turn dist/chunk-*.js positions back into src/ files).
+import { existsSync, readFileSync } from 'node:fs';
+import { SourceMap } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
 /** Where a script comes from: a package, node's internals, or a file of this repo. */
 function moduleOf(url) {
@@ -10,6 +14,22 @@ function moduleOf(url) {
   const repo = /\/(apps\/[^/]+|packages\/[^/]+)\/dist\/([^/]+)$/.exec(url);
   if (repo) return `${repo[1]}/dist/${repo[2]}`;
   return url.replace(/^file:\/\//, '');
+}
+
+/** The source file (`apps/server/src/chat/grounder.ts`) of a position in a bundle, from its `.map`; else the bundle. */
+function sourceFileResolver() {
+  const maps = new Map();
+  return (url, line, column) => {
+    if (!maps.has(url)) {
+      const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+      maps.set(url, existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8'))) : null);
+    }
+    const entry = maps.get(url)?.findEntry(line, column);
+    const source = entry && 'originalSource' in entry ? entry.originalSource : url;
+    const bundle = /\/(apps|packages)\/([^/]+)\/dist\//.exec(url);
+    // Sources are named relative to the bundle (`../src/x.ts`); prefix the package they belong to.
+    return bundle ? `${bundle[1]}/${bundle[2]}/${source.replace(/^(\.\.\/)+/, '').replace(/^.*\/(apps|packages)\/[^/]+\//, '')}` : source;
+  };
 }
 
 /**
@@ -36,17 +56,23 @@ export function summarizeProfile(path, { top = 30 } = {}) {
   const modSelf = new Map();
   const fnTotal = new Map();
   const appSelf = new Map();
+  const srcSelf = new Map();
+  const sourceFileOf = sourceFileResolver();
   const isApp = (n) => /\/(apps|packages)\/[^/]+\/dist\//.test(n.callFrame.url);
   for (const [id, us] of selfUs) {
     // Self time charged to the nearest function of this repo on the stack (what the app asked for).
     let owner = '(no repo frame on the stack)';
+    let ownerFile = owner;
     for (let cur = id; cur !== undefined; cur = parent.get(cur)) {
-      if (isApp(byId.get(cur))) {
-        owner = keyOf(byId.get(cur));
+      const node = byId.get(cur);
+      if (isApp(node)) {
+        owner = keyOf(node);
+        ownerFile = sourceFileOf(node.callFrame.url, node.callFrame.lineNumber, node.callFrame.columnNumber);
         break;
       }
     }
     appSelf.set(owner, (appSelf.get(owner) ?? 0) + us);
+    srcSelf.set(ownerFile, (srcSelf.get(ownerFile) ?? 0) + us);
     const n = byId.get(id);
     fnSelf.set(keyOf(n), (fnSelf.get(keyOf(n)) ?? 0) + us);
     const mod = moduleOf(n.callFrame.url);
@@ -81,6 +107,9 @@ export function summarizeProfile(path, { top = 30 } = {}) {
     '',
     `Time charged to the nearest repo function on the stack (top ${top}):`,
     list(appSelf, top),
+    '',
+    `The same by source file (top ${top}):`,
+    list(srcSelf, top),
   ].join('\n');
 }
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from './database.js';
+import { openDatabase, WalCheckpointer, type DatabaseHandle } from './database.js';
 
 describe('SQLite WAL checkpoints', () => {
   let dir: string | undefined;
@@ -48,5 +48,53 @@ describe('SQLite WAL checkpoints', () => {
     expect(sqlite.pragma('page_size', { simple: true })).toBe(4096);
     sqlite.prepare('insert into t (v) values (?)').run('added');
     expect(sqlite.prepare('select v from t order by rowid').pluck().all()).toEqual(['kept', 'added']);
+  });
+});
+
+describe('WalCheckpointer', () => {
+  let dir: string | undefined;
+  let sqlite: SQLite.Database | undefined;
+  afterEach(() => {
+    sqlite?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('checkpoints once enough rows changed, else once the interval passed, never inside a transaction', () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
+    const file = join(dir, 'svc.db');
+    const db = (sqlite = new SQLite(file));
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0'); // only the checkpointer copies pages here
+    db.exec('create table t (v text)');
+    const insert = db.prepare('insert into t (v) values (?)');
+    const rows = (n: number) => {
+      for (let i = 0; i < n; i++) insert.run('x'.repeat(3000));
+    };
+    const fileSize = () => statSync(file).size;
+    let now = 0;
+    const checkpoints = new WalCheckpointer(db, { intervalMs: 1000, changes: 100, now: () => now });
+
+    rows(99);
+    now = 10;
+    const before = fileSize();
+    expect(checkpoints.tick()).toBe(false); // 99 changes, 10 ms: not due
+    expect(fileSize()).toBe(before);
+    rows(1);
+    expect(checkpoints.tick()).toBe(true); // 100 changes
+    expect(fileSize()).toBeGreaterThan(before + 99 * 3000);
+
+    rows(5);
+    now = 500;
+    expect(checkpoints.tick()).toBe(false); // 5 changes, 490 ms since the last one
+    now = 1010;
+    const small = fileSize();
+    expect(checkpoints.tick()).toBe(true); // the interval passed
+    expect(fileSize()).toBeGreaterThan(small);
+
+    rows(200);
+    db.exec('begin');
+    expect(checkpoints.tick()).toBe(false); // a transaction is open on the connection
+    db.exec('commit');
+    expect(checkpoints.tick()).toBe(true);
   });
 });
