@@ -16,6 +16,9 @@ function moduleOf(url) {
   return url.replace(/^file:\/\//, '');
 }
 
+/** A bundle of this repo (`…/apps/server/dist/chunk-X.js`): the workspace folder and the package's folder name. */
+const REPO_BUNDLE = /\/(apps|packages)\/([^/]+)\/dist\//;
+
 /** The source file (`apps/server/src/chat/grounder.ts`) of a position in a bundle, from its `.map`; else the bundle. */
 function sourceFileResolver() {
   const maps = new Map();
@@ -26,7 +29,7 @@ function sourceFileResolver() {
     }
     const entry = maps.get(url)?.findEntry(line, column);
     const source = entry && 'originalSource' in entry ? entry.originalSource : url;
-    const bundle = /\/(apps|packages)\/([^/]+)\/dist\//.exec(url);
+    const bundle = REPO_BUNDLE.exec(url);
     // Sources are named relative to the bundle (`../src/x.ts`); prefix the package they belong to.
     return bundle ? `${bundle[1]}/${bundle[2]}/${source.replace(/^(\.\.\/)+/, '').replace(/^.*\/(apps|packages)\/[^/]+\//, '')}` : source;
   };
@@ -58,7 +61,7 @@ export function summarizeProfile(path, { top = 30 } = {}) {
   const appSelf = new Map();
   const srcSelf = new Map();
   const sourceFileOf = sourceFileResolver();
-  const isApp = (n) => /\/(apps|packages)\/[^/]+\/dist\//.test(n.callFrame.url);
+  const isApp = (n) => REPO_BUNDLE.test(n.callFrame.url);
   for (const [id, us] of selfUs) {
     // Self time charged to the nearest function of this repo on the stack (what the app asked for).
     let owner = '(no repo frame on the stack)';

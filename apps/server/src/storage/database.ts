@@ -167,7 +167,7 @@ export class WalCheckpointer {
   }
 
   private changes(): number {
-    return Number(this.totalChanges.get());
+    return this.totalChanges.get() as number;
   }
 }
 
