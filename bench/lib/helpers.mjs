@@ -36,11 +36,12 @@ export async function startWebhookReceiver(core) {
 }
 
 /**
- * The bare Node relay (`node-relay.mjs`) to the fake upstream on `upstreamPort`, in `mode` (bytes | frames).
+ * The bare Node relay (`node-relay.mjs`) to the fake upstream on `upstreamPort`, in `mode` (bytes | frames,
+ * or frames+grounding | frames+webhook | frames+features, which deliver to `webhookUrl`).
  *
  * @example
  * const relay = await startNodeRelay({ core: 1, mode: 'frames', upstreamPort: 4000 }); // { proc, url }
  */
-export function startNodeRelay({ core, mode, upstreamPort }) {
-  return startHelper('node-relay.mjs', '/', core, [mode, String(upstreamPort)]);
+export function startNodeRelay({ core, mode, upstreamPort, webhookUrl }) {
+  return startHelper('node-relay.mjs', '/', core, [mode, String(upstreamPort), ...(webhookUrl ? [webhookUrl] : [])]);
 }
