@@ -36,8 +36,8 @@ export async function startWebhookReceiver(core) {
 }
 
 /**
- * The bare Node relay (`node-relay.mjs`) to the fake upstream on `upstreamPort`, in `mode` (bytes | frames,
- * or frames+grounding | frames+webhook | frames+features, which deliver to `webhookUrl`).
+ * The bare Node relay (`node-relay.mjs`) to the fake upstream on `upstreamPort`, in `mode` (bytes | frames |
+ * frames+grounding | frames+webhook | frames+features; the last two deliver to `webhookUrl`).
  *
  * @example
  * const relay = await startNodeRelay({ core: 1, mode: 'frames', upstreamPort: 4000 }); // { proc, url }
