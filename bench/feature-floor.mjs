@@ -75,11 +75,6 @@ if (!opts['skip-svc']) {
   ]);
 }
 
-async function receiverCount() {
-  const res = await fetch(`${receiver.url}/stats`);
-  return (await res.json()).received;
-}
-
 /** One target, one round: a fresh process, a probe, warm-up, then the timed load. */
 async function measure(name, start) {
   const t = await start();
@@ -90,12 +85,12 @@ async function measure(name, start) {
     await load({ ...t, connections, durationS: Number(opts.warmup) });
     // Deliveries of the warm-up still in flight land before the count starts.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const received0 = await receiverCount();
+    const received0 = await receiver.received();
     const cpu0 = cpuSecondsOf(t.proc.pid);
     const m = await load({ ...t, connections, durationS });
     const cpuS = cpuSecondsOf(t.proc.pid) - cpu0;
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const received = (await receiverCount()) - received0;
+    const received = (await receiver.received()) - received0;
     return { rps: m.rps, requests: m.requests, cpuUs: (cpuS * 1e6) / m.requests, received, non2xx: m.non2xx, errors: m.errors };
   } finally {
     await stop(t.proc);

@@ -117,12 +117,6 @@ watchdog.unref();
 
 pinSelf(LOADGEN_CORE);
 
-/** Starts the fake upstream on `core`; returns { proc, url, base } (base = the OpenAI-style /v1 URL). */
-async function receiverCount(receiver) {
-  const res = await fetch(`${receiver.url}/stats`);
-  return (await res.json()).received;
-}
-
 /** Checks one response has the shape a client expects before load is put on a target. */
 function checkProbe(name, stream, { status, text }) {
   if (status !== 200) throw new Error(`${name}: probe answered ${status}: ${text.slice(0, 300)}`);
@@ -321,7 +315,7 @@ async function measureInterleaved(targets, stream, receiver) {
       t.probed = checkProbe(t.name, stream, await probe(t));
       if (warmupS > 0) await load({ url: t.url, headers: t.headers, body: t.body, connections, durationS: warmupS });
       t.acc = { latencies: [], requests: 0, elapsedS: 0, cpuS: 0, non2xx: 0, errors: 0, timeouts: 0, mb: 0, coreBusy: [], steal: [], samples: [], roundRps: [] };
-      if (t.svc) t.receivedBefore = await receiverCount(receiver);
+      if (t.svc) t.receivedBefore = await receiver.received();
       live.push(t);
     } catch (err) {
       cases.push({ target: t.name, error: err.message });
@@ -416,7 +410,7 @@ async function webhookStats(svc, receiver, receivedBefore, samples, atEnd) {
     failedAtEnd: atEnd.failed,
     drainMs: now.pending === 0 ? Date.now() - started : null,
     pendingAfterDrainWait: now.pending,
-    receivedByReceiver: (await receiverCount(receiver)) - receivedBefore,
+    receivedByReceiver: (await receiver.received()) - receivedBefore,
   };
 }
 

@@ -25,14 +25,17 @@ export async function startFakeUpstream(core) {
 }
 
 /**
- * The webhook receiver (`webhook-receiver.mjs`): `hook` is the URL to deliver to, `${url}/stats` its counts.
+ * The webhook receiver (`webhook-receiver.mjs`): `hook` is the URL to deliver to, `received()` the number of
+ * deliveries it has had (its `/stats`).
  *
  * @example
- * const receiver = await startWebhookReceiver(0); // { proc, url, hook: `${url}/hook` }
+ * const receiver = await startWebhookReceiver(0); // { proc, url, hook: `${url}/hook`, received }
+ * const before = await receiver.received();
  */
 export async function startWebhookReceiver(core) {
   const helper = await startHelper('webhook-receiver.mjs', '/stats', core);
-  return { ...helper, hook: `${helper.url}/hook` };
+  const received = async () => (await (await fetch(`${helper.url}/stats`)).json()).received;
+  return { ...helper, hook: `${helper.url}/hook`, received };
 }
 
 /**

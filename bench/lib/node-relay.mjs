@@ -38,7 +38,7 @@ if (feature !== '' && relayMode !== 'frames') throw new Error('features go with 
 if (webhook && !webhookUrl) throw new Error('+webhook needs WEBHOOK_URL');
 
 const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { connections: 128, pipelining: 1 });
-const hooks = webhookUrl ? new Pool(webhookUrl.origin, { connections: 128, pipelining: 1 }) : undefined;
+const hooks = webhook ? new Pool(webhookUrl.origin, { connections: 128, pipelining: 1 }) : undefined;
 const SECRET = Buffer.from('whsec_relay-floor-secret', 'utf8');
 const sourceIndexCache = new SourceIndexCache();
 const headers = { 'content-type': 'application/json', authorization: 'Bearer x' };
