@@ -1,9 +1,18 @@
-import { analyze, type FlaggedSpan } from './analyze.js';
-import { DEFAULT_MODEL, predict, type Model } from './model.js';
-import type { SourceIndexCache } from './source-index.js';
+import { splitClaims } from './claims.js';
+import { claimSupport, DEFAULT_MODEL, type Model } from './model.js';
+import { buildSourceIndex, type SourceIndexCache } from './source-index.js';
+import { questionTerms, supportClaim, type ClaimSupport } from './support.js';
 
 /** Scores at or above this are `grounded`. */
 export const DEFAULT_GROUNDING_THRESHOLD = 0.5;
+
+/**
+ * Work per check is bounded whatever the input: sources past this many UTF-16 units (all texts together, in
+ * order) and answer text past its own bound are not read. Text left unread supports nothing and is not
+ * checked; `truncated` says when that happened.
+ */
+export const MAX_SOURCE_CHARS = 128_000;
+export const MAX_ANSWER_CHARS = 16_000;
 
 export interface GroundingInput {
   /** Texts the answer may rely on (system, user and tool messages). */
@@ -17,43 +26,188 @@ export interface GroundingInput {
 export interface GroundingOptions {
   /** Minimum score for `grounded`; defaults to DEFAULT_GROUNDING_THRESHOLD. */
   threshold?: number;
-  /** Calibrated model; defaults to DEFAULT_MODEL. */
+  /** Calibration; defaults to DEFAULT_MODEL. */
   model?: Model;
   /** Reuse the index of sources seen before (same texts → same result, less CPU). */
   sourceIndexCache?: SourceIndexCache;
 }
 
+/** A phrase of the answer the sources do not support. Spans never overlap. */
+export interface FlaggedSpan {
+  /** UTF-16 offsets into the answer; `text === answer.slice(start, end)`. */
+  start: number;
+  end: number;
+  text: string;
+  reason: string;
+  /** Support of the phrase in 0..1 (0: nothing in the sources backs it). */
+  score: number;
+}
+
+/** The passage of a source that best supports a claim. */
+export interface Evidence {
+  /** Index into `sources`. */
+  source: number;
+  /** UTF-16 offsets into `sources[source]`; `text === sources[source].slice(start, end)`. */
+  start: number;
+  end: number;
+  text: string;
+  /** Share of the claim's words, names and numbers the passage holds (less a penalty when it disagrees on negation). */
+  score: number;
+}
+
+/** One checkable sentence of the answer and how well the sources support it. */
+export interface ClaimResult {
+  /** UTF-16 offsets into the answer; `text === answer.slice(start, end)`. */
+  start: number;
+  end: number;
+  text: string;
+  /** Support in 0..1. */
+  score: number;
+  grounded: boolean;
+  /** The best supporting passage, or null when no source sentence shares a word with the claim. */
+  evidence: Evidence | null;
+}
+
 export interface GroundingResult {
   /** False when there was nothing to check: no answer text or no non-empty source. */
   checked: boolean;
-  /** `score >= threshold`; true when not checked. */
+  /** `score >= threshold`; true when not checked or when the answer makes no checkable claim. */
   grounded: boolean;
-  /** Support in 0..1, 1 = fully supported; 1 when not checked. */
+  /** Support in 0..1, 1 = fully supported; 1 when not checked or when there is no claim. */
   score: number;
-  /** Smallest unsupported phrases, ordered by position. */
+  /** Unsupported phrases of the claims that are not grounded, ordered by position, never overlapping. */
   flaggedSpans: FlaggedSpan[];
+  /** Every checkable claim of the answer, in order, with its evidence. */
+  claims: ClaimResult[];
+  /** Some of the sources or the answer was past the size bounds and was not read. */
+  truncated?: boolean;
 }
 
+// How much each claim's shortfall lowers the score beyond the weakest claim's: enough that weakening any claim
+// lowers the score, little enough that a long answer of well-supported claims stays grounded.
+const SHORTFALL_WEIGHT = 0.02;
+
 /**
- * Checks whether `answer` is supported by `sources`, offline and in well under a millisecond for
- * chat-sized inputs. Pure: no I/O, no state between calls (beyond the optional index cache, which
- * does not change results).
+ * Checks whether `answer` is supported by `sources`, offline and in well under a millisecond for chat-sized
+ * inputs. The answer is split into claims (sentences that assert something: greetings, offers of help and
+ * questions back are not claims); each claim is scored by how much of it the sources hold, anywhere and in
+ * one passage, and by the numbers and names it has that no source has. The answer is as grounded as its
+ * weakest claim. Pure: no I/O, no state between calls (beyond the optional index cache, which does not
+ * change results).
  *
  * @example
  * const r = checkGrounding({
  *   sources: ['The Oberoi Group is a hotel company with its head office in Delhi.'],
  *   question: 'Where is the head office of the Oberoi Group?',
- *   answer: 'Mumbai, the financial capital of India.',
+ *   answer: 'The head office is in Mumbai.',
  * });
  * r.grounded; // false
- * r.flaggedSpans.map((s) => s.reason);
- * // ["little support (0.00)", "'Mumbai' is not in the sources", "'India' is not in the sources"]
+ * r.flaggedSpans.map((s) => s.text); // ['Mumbai']
+ * r.claims[0].evidence?.text; // 'The Oberoi Group is a hotel company with its head office in Delhi.'
  */
 export function checkGrounding(input: GroundingInput, options: GroundingOptions = {}): GroundingResult {
   const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
-  const analysis = analyze(input.sources, input.answer, input.question ?? undefined, options.sourceIndexCache);
-  if (!analysis) return { checked: false, grounded: true, score: 1, flaggedSpans: [] };
-  const score = 1 - predict(options.model ?? DEFAULT_MODEL, analysis.features, analysis.contentWords);
-  const rounded = Math.round(score * 1000) / 1000;
-  return { checked: true, grounded: rounded >= threshold, score: rounded, flaggedSpans: analysis.spans };
+  const model = options.model ?? DEFAULT_MODEL;
+  const { sources, truncated: sourcesCut } = bounded(input.sources);
+  const answer = input.answer.length > MAX_ANSWER_CHARS ? input.answer.slice(0, MAX_ANSWER_CHARS) : input.answer;
+  const truncated = sourcesCut || answer.length < input.answer.length;
+  const notChecked: GroundingResult = { checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] };
+  if (!/[\p{L}\p{N}]/u.test(answer)) return notChecked;
+  const index = options.sourceIndexCache ? options.sourceIndexCache.get(sources) : buildSourceIndex(sources);
+  if (index.empty) return notChecked;
+  const question = questionTerms(input.question);
+  const supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim));
+  const scores = supports.map((c) => claimSupport(model, c));
+  const score = round(aggregate(scores));
+  const claims: ClaimResult[] = [];
+  const flaggedSpans: FlaggedSpan[] = [];
+  for (let i = 0; i < supports.length; i++) {
+    const c = supports[i]!;
+    const s = round(scores[i]!);
+    const passage = c.passage;
+    claims.push({
+      start: c.claim.start,
+      end: c.claim.end,
+      text: answer.slice(c.claim.start, c.claim.end),
+      score: s,
+      grounded: s >= threshold,
+      evidence: passage
+        ? { source: passage.source, start: passage.start, end: passage.end, text: sources[passage.source]!.slice(passage.start, passage.end), score: round(Math.max(0, passage.score)) }
+        : null,
+    });
+    if (s < threshold) flaggedSpans.push(...spansOf(answer, c, s));
+  }
+  const result: GroundingResult = { checked: true, grounded: score >= threshold, score, flaggedSpans, claims };
+  if (truncated) result.truncated = true;
+  return result;
+}
+
+/**
+ * The weakest claim's support, lowered a little by every other claim's shortfall. Adding a claim or
+ * weakening one never raises it; an answer with no claim has nothing unsupported (1).
+ */
+export function aggregate(scores: readonly number[]): number {
+  if (scores.length === 0) return 1;
+  let min = 1;
+  let logSum = 0;
+  for (const s of scores) {
+    min = Math.min(min, s);
+    logSum += Math.log(Math.max(s, 1e-9));
+  }
+  return min * Math.exp(SHORTFALL_WEIGHT * logSum);
+}
+
+function bounded(sources: readonly string[]): { sources: readonly string[]; truncated: boolean } {
+  let total = 0;
+  for (const s of sources) total += s.length;
+  if (total <= MAX_SOURCE_CHARS) return { sources, truncated: false };
+  const kept: string[] = [];
+  let budget = MAX_SOURCE_CHARS;
+  for (const s of sources) {
+    kept.push(s.length <= budget ? s : s.slice(0, budget));
+    budget -= Math.min(budget, s.length);
+  }
+  return { sources: kept, truncated: true };
+}
+
+function round(x: number): number {
+  return Math.round(x * 1000) / 1000;
+}
+
+/** The unsupported phrases of a claim: numbers, runs of names, runs of other words, or the claim itself. */
+function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSpan[] {
+  const out: FlaggedSpan[] = [];
+  const span = (start: number, end: number, reason: string, score: number) => out.push({ start, end, text: answer.slice(start, end), reason, score });
+  let run: { start: number; end: number; kind: string } | undefined;
+  const close = () => {
+    if (!run) return;
+    const text = answer.slice(run.start, run.end);
+    span(run.start, run.end, run.kind === 'name' ? `'${text}' is not in the sources` : 'not in the sources', 0);
+    run = undefined;
+  };
+  for (const { term, support } of c.terms) {
+    if (support > 0) {
+      close();
+      continue;
+    }
+    if (term.kind === 'number') {
+      close();
+      span(term.start, term.end, `number ${answer.slice(term.start, term.end)} is not in the sources`, 0);
+      continue;
+    }
+    // Words of one kind with only spaces, function words or punctuation between them form one phrase.
+    if (run && run.kind === term.kind) run.end = term.end;
+    else {
+      close();
+      run = { start: term.start, end: term.end, kind: term.kind };
+    }
+  }
+  close();
+  if (c.passage?.negationMismatch && c.claim.negations.length > 0) {
+    for (const t of c.claim.negations) {
+      if (!out.some((s) => s.start < t.end && t.start < s.end)) span(t.start, t.end, 'the closest source passage has no such negation', 0);
+    }
+  }
+  if (out.length === 0) span(c.claim.start, c.claim.end, `little support (${claimScore.toFixed(2)})`, claimScore);
+  return out.sort((a, b) => a.start - b.start);
 }

@@ -1,79 +1,78 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_GROUNDING_THRESHOLD } from './check.js';
-import { crossValidate, evaluate, fitAll, largeInputMs, parseRows, repeatedCrossValidation, type DatasetReport } from './evaluate.js';
+import { evaluate, fit, largeInputMs, leaveOneDatasetOut, measure, parseRows, rowClaims, byDataset, type EvalRow } from './evaluate.js';
+import { DEFAULT_MODEL, FEATURE_NAMES } from './model.js';
 
-/** `packages/grounding/{src,dist}/eval-cli.*` → the file beside the repository: `../shared/eval/…`. */
-export function defaultDataPath(moduleUrl: string = import.meta.url): string {
+/** `packages/grounding/{src,dist}/eval-cli.*` → the dev files beside the repository: `../shared/eval/…`. */
+export function defaultDataPaths(moduleUrl: string = import.meta.url): string[] {
   const packageDir = resolve(dirname(fileURLToPath(moduleUrl)), '..');
-  return resolve(packageDir, '..', '..', '..', 'shared', 'eval', 'grounding-dev.jsonl');
+  const dir = resolve(packageDir, '..', '..', '..', 'shared', 'eval');
+  return ['grounding-dev.jsonl', 'grounding-dev-more.jsonl'].map((f) => resolve(dir, f));
 }
 
-const USAGE = `usage: eval-cli [--data FILE] [--json] [--fit]
-  --data FILE  JSON Lines rows (default: ../shared/eval/grounding-dev.jsonl beside the repository)
-  --json       print the report as JSON on stdout
-  --fit        also print the model fitted on all rows (to update DEFAULT_MODEL)`;
+const USAGE = `usage: eval-cli [--data FILE[,FILE…]] [--json] [--fit] [--no-probes]
+  --data FILES  JSON Lines rows (default: ../shared/eval/grounding-dev.jsonl and grounding-dev-more.jsonl)
+  --json        print the report as JSON on stdout
+  --fit         also print the calibration fitted on all rows (to update DEFAULT_MODEL)`;
+
+const f3 = (x: number) => x.toFixed(3);
+const pct = (x: number) => `${Math.round(x * 100)} %`;
 
 function main(argv: string[]): number {
-  let data = defaultDataPath();
+  let files = defaultDataPaths();
   let json = false;
-  let fit = false;
+  let doFit = false;
+  let lambda = 1;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--data') {
       const v = argv[++i];
       if (!v) return fail('--data needs a file');
-      data = resolve(process.cwd(), v);
+      files = v.split(',').map((f) => resolve(process.cwd(), f));
     } else if (a === '--json') json = true;
-    else if (a === '--fit') fit = true;
+    else if (a === '--fit') doFit = true;
+    else if (a === '--lambda') lambda = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(USAGE + '\n');
       return 0;
     } else return fail(`unknown argument ${a}`);
   }
-  if (!existsSync(data)) return fail(`no data file at ${data} (use --data FILE)`);
-  const rows = parseRows(readFileSync(data, 'utf8'));
+  for (const f of files) if (!existsSync(f)) return fail(`no data file at ${f} (use --data FILE)`);
+  const rows: EvalRow[] = files.flatMap((f) => parseRows(readFileSync(f, 'utf8')));
+  const claims = rowClaims(rows);
+  const lodo = leaveOneDatasetOut(claims, lambda);
   const reports = evaluate(rows);
-  const cv = crossValidate(rows);
-  const repeated = repeatedCrossValidation(rows);
   const large = largeInputMs(rows);
-  const report = { data, threshold: DEFAULT_GROUNDING_THRESHOLD, datasets: reports, crossValidation: cv, repeatedCrossValidation: repeated, largeInputMs: large };
+  const fitted = doFit ? fit(claims, lambda) : undefined;
+  const inFitted = fitted ? new Map([...byDataset(claims)].map(([d, l]) => [d, measure(fitted, l)])) : undefined;
   if (json) {
-    process.stdout.write(JSON.stringify(fit ? { ...report, fittedModel: fitAll(rows) } : report, null, 2) + '\n');
+    process.stdout.write(JSON.stringify({ reports, leaveOneDatasetOut: Object.fromEntries(lodo), largeInput: large, fitted }, null, 2) + '\n');
     return 0;
   }
-  const out: string[] = [`grounding eval — ${data}`, `threshold ${DEFAULT_GROUNDING_THRESHOLD}`, ''];
-  for (const r of reports) out.push(...formatDataset(r, cv.perDataset[r.dataset], repeated[r.dataset]), '');
-  out.push(`100 KB sources + 4 KB answer: ${large.wallMs.toFixed(2)} ms (CPU time ${large.cpuMs.toFixed(2)} ms)`);
-  if (fit) out.push('', 'model fitted on all rows:', JSON.stringify(fitAll(rows)));
-  process.stdout.write(out.join('\n') + '\n');
-  return 0;
-}
-
-const f3 = (x: number): string => x.toFixed(3);
-
-function formatDataset(
-  r: DatasetReport,
-  cv: { balancedAccuracy: number; f1: number } | undefined,
-  repeated: { mean: number; min: number; max: number } | undefined,
-): string[] {
   const lines = [
-    `${r.dataset}  n=${r.n}`,
-    `  @svc/grounding        balanced accuracy ${f3(r.balancedAccuracy)}  F1 ${f3(r.f1)}  (precision ${f3(r.precision)}, recall ${f3(r.recall)})`,
+    `@svc/grounding on ${rows.length} rows (${files.map((f) => f.split('/').pop()).join(', ')}), threshold 0.5`,
+    '',
+    '| dataset | rows | BA | F1 | AUROC | flagged | leave-one-dataset-out BA (AUROC) | copy flagged | yeah+copy flagged | append: score rose | p50 / p99 ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
-  if (cv) lines.push(`  5-fold CV (grouped)   balanced accuracy ${f3(cv.balancedAccuracy)}  F1 ${f3(cv.f1)}`);
-  if (repeated) {
-    lines.push(`  10 × 5-fold CV        balanced accuracy mean ${f3(repeated.mean)}  (range ${f3(repeated.min)}–${f3(repeated.max)})`);
+  let lodoSum = 0;
+  for (const r of reports) {
+    const l = lodo.get(r.dataset)!;
+    lodoSum += l.balancedAccuracy;
+    lines.push(
+      `| ${r.dataset} | ${r.rows} | ${f3(r.balancedAccuracy)} | ${f3(r.f1)} | ${f3(r.auroc)} | ${pct(r.flagged)} | ${f3(l.balancedAccuracy)} (${f3(l.auroc)}) | ${pct(r.probes.copyFlagged)} | ${pct(r.probes.yeahCopyFlagged)} | ${pct(r.probes.appendRose)} | ${r.latencyMs.p50.toFixed(3)} / ${r.latencyMs.p99.toFixed(3)} |`,
+    );
   }
-  if (r.spanF1 !== undefined) {
-    lines.push(`  span char F1          ${f3(r.spanF1)}  (flag-everything baseline ${f3(r.flagAllSpanF1 ?? 0)})`);
+  lines.push('', `leave-one-dataset-out balanced accuracy, mean over ${reports.length} datasets: ${f3(lodoSum / reports.length)}`);
+  lines.push(`100 KB of sources with a 4 KB answer: ${large.wallMs.toFixed(1)} ms wall, ${large.cpuMs.toFixed(1)} ms CPU (median of 15)`);
+  if (fitted) {
+    lines.push('', `fitted on all rows (lambda ${lambda}): { bias: ${fitted.bias.toFixed(4)}, weights: [${fitted.weights.map((w) => w.toFixed(4)).join(', ')}] }  (${FEATURE_NAMES.join(', ')})`);
+    for (const [d, m] of inFitted!) lines.push(`  ${d}: BA ${f3(m.balancedAccuracy)}, AUROC ${f3(m.auroc)}, flagged ${pct(m.flagged)}`);
   }
-  for (const [name, b] of Object.entries(r.baselines)) {
-    lines.push(`  ${name.padEnd(21)} balanced accuracy ${f3(b.balancedAccuracy)}  F1 ${f3(b.f1)}`);
-  }
-  lines.push(`  latency               p50 ${r.latencyMs.p50.toFixed(3)} ms  p99 ${r.latencyMs.p99.toFixed(3)} ms`);
-  return lines;
+  void DEFAULT_MODEL;
+  process.stdout.write(lines.join('\n') + '\n');
+  return 0;
 }
 
 function fail(message: string): number {
@@ -81,6 +80,4 @@ function fail(message: string): number {
   return 2;
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  process.exitCode = main(process.argv.slice(2));
-}
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) process.exitCode = main(process.argv.slice(2));

@@ -1,11 +1,16 @@
 export {
+  aggregate,
   checkGrounding,
   DEFAULT_GROUNDING_THRESHOLD,
+  MAX_ANSWER_CHARS,
+  MAX_SOURCE_CHARS,
+  type ClaimResult,
+  type Evidence,
+  type FlaggedSpan,
   type GroundingInput,
   type GroundingOptions,
   type GroundingResult,
 } from './check.js';
-export type { FlaggedSpan } from './analyze.js';
 export { mergeJudgeSpans, JUDGE_REASON } from './judge.js';
-export { DEFAULT_MODEL, type Model } from './model.js';
+export { DEFAULT_MODEL, FEATURE_NAMES, type Model } from './model.js';
 export { SourceIndexCache } from './source-index.js';

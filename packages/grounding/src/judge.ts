@@ -1,5 +1,4 @@
-import type { FlaggedSpan } from './analyze.js';
-import { DEFAULT_GROUNDING_THRESHOLD, type GroundingResult } from './check.js';
+import { DEFAULT_GROUNDING_THRESHOLD, type FlaggedSpan, type GroundingResult } from './check.js';
 
 export const JUDGE_REASON = 'judge: unsupported';
 
@@ -27,15 +26,18 @@ export function mergeJudgeSpans(
     const start = answer.indexOf(phrase);
     if (start < 0) continue;
     const end = start + phrase.length;
-    if (added.some((s) => s.start === start && s.end === end)) continue;
+    // Spans never overlap: a phrase overlapping one the judge already gave is dropped.
+    if (added.some((s) => s.start < end && start < s.end)) continue;
     added.push({ start, end, text: phrase, reason: JUDGE_REASON, score: 0 });
   }
   if (added.length === 0) return result;
-  const flaggedSpans = [...result.flaggedSpans, ...added].sort((a, b) => a.start - b.start || b.end - a.end);
+  // The judge's phrase replaces the offline spans it overlaps.
+  const kept = result.flaggedSpans.filter((s) => !added.some((a) => a.start < s.end && s.start < a.end));
+  const flaggedSpans = [...kept, ...added].sort((a, b) => a.start - b.start);
   const fraction = coveredFraction(added, answer.length);
   // Below the threshold by construction, and lower the more of the answer the judge rejects.
   const score = Math.round(Math.min(result.score, threshold * (1 - fraction) * 0.99) * 1000) / 1000;
-  return { checked: true, grounded: false, score, flaggedSpans };
+  return { ...result, checked: true, grounded: false, score, flaggedSpans };
 }
 
 function coveredFraction(spans: readonly FlaggedSpan[], length: number): number {

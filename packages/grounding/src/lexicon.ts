@@ -70,3 +70,11 @@ export const SYNONYMS: ReadonlyMap<string, string> = new Map([
   ['film', 'movie'], ['begin', 'start'], ['commence', 'start'], ['purchase', 'buy'],
   ['large', 'big'], ['huge', 'big'], ['small', 'little'], ['receive', 'get'], ['obtain', 'get'],
 ]);
+
+/**
+ * Interjections and conversational markers: "Yeah.", "Sure,", "Hi!" carry no claim, and a sentence made only
+ * of them asserts nothing.
+ */
+export const CHATTER_WORDS = words(`yeah yes yep yup yea sure ok okay oh ah well hi hello hey thanks thank please
+sorry nope nah wow cool awesome hmm um uh lol haha absolutely certainly definitely indeed alright right great
+`);

@@ -26,9 +26,20 @@ export interface SourceIndex {
   /** Content stem → the sentences containing it; the same `Posting` each time for a stem. `size`: stems. */
   postings: { get(stem: string): Posting | undefined; readonly size: number };
   negatedSentences: Lookup<number>;
+  /** Where each sentence is: which source text (its position in the list given) and UTF-16 offsets into it. */
+  spans: readonly SentenceSpan[];
+  /** Source texts the index was built from, empty ones included. */
+  texts: number;
   /** Number of content-word tokens in all sources. */
   contentWords: number;
   empty: boolean;
+}
+
+/** A sentence of the sources: `sources[source].slice(start, end)`. */
+export interface SentenceSpan {
+  source: number;
+  start: number;
+  end: number;
 }
 
 /** The sentences of the sources that hold one content stem. */
@@ -53,6 +64,7 @@ export interface BuiltSourceIndex extends SourceIndex {
   sentences: Array<Set<string>>;
   postings: Map<string, Posting & { sentences: number[] }>;
   negatedSentences: Set<number>;
+  spans: SentenceSpan[];
 }
 
 export function isContent(t: Token): boolean {
@@ -95,10 +107,13 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
     sentences: [],
     postings: new Map(),
     negatedSentences: new Set(),
+    spans: [],
+    texts: sources.length,
     contentWords: 0,
     empty: true,
   };
-  for (const source of sources) {
+  for (let k = 0; k < sources.length; k++) {
+    const source = sources[k]!;
     if (!source || !/[\p{L}\p{N}]/u.test(source)) continue;
     index.empty = false;
     const tokens = tokenize(source);
@@ -107,7 +122,11 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i]!;
       const sid = base + t.sentence;
-      while (index.sentences.length <= sid) index.sentences.push(new Set());
+      while (index.sentences.length <= sid) {
+        index.sentences.push(new Set());
+        index.spans.push({ source: k, start: t.start, end: t.end });
+      }
+      index.spans[sid]!.end = t.end;
       if (!index.stems.has(t.word.stem)) {
         index.stems.add(t.word.stem);
         if (t.word.stem.length >= PREFIX_LEN) index.prefixes.add(t.word.stem.slice(0, PREFIX_LEN));
@@ -129,7 +148,12 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
       }
       if (t.word.value !== undefined || t.word.numberWord !== undefined) {
         const num = readNumber(tokens, i);
-        if (num) for (const v of num.values) index.numbers.add(v);
+        if (num) {
+          for (const v of num.values) {
+            index.numbers.add(v);
+            addToSentence(index, sid, numberKey(v));
+          }
+        }
       }
       // Acronyms from runs of capitalised words: "United States" → "us", "Department of Parks" → "dp".
       const prev = tokens[i - 1];
@@ -148,6 +172,21 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
   }
   index.numberList = [...index.numbers].sort((a, b) => a - b);
   return index;
+}
+
+/** How a number is kept among a sentence's stems (never a word's spelling). */
+export function numberKey(v: number): string {
+  return `#${v}`;
+}
+
+/** Adds a stem to a sentence's set and the sentence to the stem's posting. */
+function addToSentence(index: BuiltSourceIndex, sid: number, key: string): void {
+  const sentence = index.sentences[sid]!;
+  if (sentence.has(key)) return;
+  sentence.add(key);
+  let posting = index.postings.get(key);
+  if (!posting) index.postings.set(key, (posting = { sentences: [], check: 0 }));
+  posting.sentences.push(sid);
 }
 
 /** Is `text[from, to)` empty or white space only? */
@@ -199,9 +238,19 @@ const MAX_PARTS = 8;
  * mergeSourceIndexes([buildSourceIndex([systemPrompt]), buildSourceIndex([question])]);
  */
 export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIndex {
-  const filled = parts.filter((p) => !p.empty);
-  if (filled.length <= 1) return filled[0] ?? buildSourceIndex([]);
+  const texts = parts.reduce((n, p) => n + p.texts, 0);
+  // The parts with sentences, each with the source number of its first text (empty parts counted).
+  const filled: BuiltSourceIndex[] = [];
+  const shifts: number[] = [];
+  for (let k = 0, n = 0; k < parts.length; n += parts[k]!.texts, k++) {
+    if (parts[k]!.empty) continue;
+    filled.push(parts[k]!);
+    shifts.push(n);
+  }
+  if (filled.length === 0) return { ...buildSourceIndex([]), texts };
+  if (filled.length === 1 && shifts[0] === 0 && texts === filled[0]!.texts) return filled[0]!;
   const bases: number[] = [];
+  const spans: SentenceSpan[] = [];
   const sentences: Array<Set<string>> = [];
   const negatedSentences = new Set<number>();
   const numbers = new Set<number>();
@@ -213,6 +262,8 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     const base = sentences.length;
     bases.push(base);
     for (const sentence of part.sentences) sentences.push(sentence);
+    const shift = shifts[k]!;
+    for (const sp of part.spans) spans.push(shift === 0 ? sp : { source: sp.source + shift, start: sp.start, end: sp.end });
     for (const sid of part.negatedSentences) negatedSentences.add(base + sid);
     for (const v of part.numbers) numbers.add(v);
     contentWords += part.contentWords;
@@ -229,6 +280,8 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     numberList: [...numbers].sort((a, b) => a - b),
     sentences,
     negatedSentences,
+    spans,
+    texts,
     contentWords,
     empty: false,
     bigrams: {
