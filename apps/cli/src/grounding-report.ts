@@ -21,7 +21,26 @@ export function groundingReport(svc: SvcResult, answer: string): string {
     lines.push('', highlight(answer, spans), '');
     spans.forEach((span, i) => lines.push(`  ${i + 1}. ${kleur.red(`"${span.text}"`)} ${kleur.dim(`— ${span.reason} (score ${span.score.toFixed(2)})`)}`));
   }
+  const claims = svc.claims ?? [];
+  if (claims.length > 0) {
+    lines.push('', `Claims (${claims.length}), each with the passage that best supports it:`);
+    for (const c of claims) {
+      const verdict = c.grounded ? mark.ok() : mark.bad();
+      lines.push(`  ${verdict} ${clip(c.text, 100)} ${kleur.dim(`(score ${c.score.toFixed(2)})`)}`);
+      lines.push(
+        c.evidence
+          ? kleur.dim(`      evidence: message ${c.evidence.message_index} [${c.evidence.start}-${c.evidence.end}] "${clip(c.evidence.text, 100)}" (${c.evidence.score.toFixed(2)} of it found)`)
+          : kleur.dim('      evidence: none (no source sentence shares a word with it)'),
+      );
+    }
+  }
   return `${lines.join('\n')}\n`;
+}
+
+/** One line of at most `max` characters. */
+function clip(text: string, max: number): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 }
 
 /** Marks each span: red and underlined with colours, between » « without. */

@@ -172,6 +172,14 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     await row.click();
     const payload = page.getByTestId('payload');
     await expect.poll(() => payload.textContent()).toBe(sent.raw.toString('utf8'));
+    // Beside the payload, each claim of the answer with the passage of the request that supports it.
+    const claimsSent = (JSON.parse(sent.raw.toString('utf8')) as { claims: Array<{ text: string; evidence: { message_index: number; text: string } | null }> }).claims;
+    expect(claimsSent.length).toBeGreaterThan(0);
+    expect(claimsSent[0]!.evidence).toMatchObject({ message_index: 0 });
+    const firstClaim = page.getByTestId('claims').locator('tbody tr').first();
+    await expect.poll(() => firstClaim.textContent()).toContain(claimsSent[0]!.text);
+    expect(await firstClaim.textContent()).toContain(claimsSent[0]!.evidence!.text);
+    expect(await firstClaim.textContent()).toContain('Supported');
     const before = receiver.received.length;
     await page.getByRole('button', { name: 'Redeliver' }).click();
     await page.getByRole('status').filter({ hasText: 'Redelivery queued' }).waitFor();

@@ -74,6 +74,8 @@ describe('audit payload', () => {
       [
         'event', 'request_id', 'timestamp', 'user_id', 'model', 'input_tokens', 'output_tokens', 'total_tokens',
         'latency_ms', 'status_code', 'streaming', 'prompt', 'response_text', 'grounded', 'hallucination_score',
+        // additions beside the spec's fields (design §5)
+        'grounding_checked', 'flagged_spans', 'claims',
       ].sort(),
     );
     expect(payload).toMatchObject({
@@ -90,6 +92,9 @@ describe('audit payload', () => {
       response_text: completion.choices[0]!.message.content,
       grounded: svc.grounded,
       hallucination_score: 1 - svc.score,
+      grounding_checked: true,
+      flagged_spans: (svc as unknown as { flagged_spans: unknown }).flagged_spans,
+      claims: (svc as unknown as { claims: unknown }).claims,
     });
     expect(payload.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(Number.isInteger(payload.latency_ms)).toBe(true);

@@ -132,7 +132,7 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
       score: s,
       grounded: s >= threshold,
       evidence: passage
-        ? { source: passage.source, start: passage.start, end: passage.end, text: sources[passage.source]!.slice(passage.start, passage.end), score: round(Math.max(0, passage.score)) }
+        ? evidenceOf(sources[passage.source]!, passage.source, passage.start, passage.end, passage.score)
         : null,
     });
     if (s < threshold) flaggedSpans.push(...spansOf(answer, c, s));
@@ -169,6 +169,15 @@ function bounded(sources: readonly string[]): { sources: readonly string[]; trun
   }
   return { sources: kept, truncated: true };
 }
+
+/** The passage as a reader sees it: through its closing punctuation. */
+function evidenceOf(text: string, source: number, start: number, end: number, score: number): Evidence {
+  let e = end;
+  while (e < text.length && CLOSING.test(text[e]!)) e++;
+  return { source, start, end: e, text: text.slice(start, e), score: round(Math.max(0, score)) };
+}
+
+const CLOSING = /[.!?)"'\]\u201d\u2019]/;
 
 function round(x: number): number {
   return Math.round(x * 1000) / 1000;

@@ -30,7 +30,13 @@ export interface Claim {
 const CHATTER_SENTENCE = new RegExp(
   '^(?:' +
     [
-      "(?:i'?m|i am) (?:not (?:sure|certain)|happy to help|glad to help|here to help)",
+      "(?:i'?m |i am |i'?d be |i would be |always )?(?:happy|glad|here) to help",
+      "(?:i'?m|i am) not (?:sure|certain)",
+      'no problem',
+      'my pleasure',
+      'good luck',
+      'have a (?:nice|great|good|lovely) (?:day|evening|weekend)',
+      '(?:i )?hope you (?:enjoy|like|find)',
       "i (?:do not|don'?t) (?:know|remember)",
       'i hope (?:this|that|it) helps',
       'hope (?:this|that|it) helps',

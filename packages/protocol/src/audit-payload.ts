@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ClaimSchema, FlaggedSpanSchema } from './chat-response.js';
 
 export const AUDIT_EVENT = 'llm.request.completed';
 
@@ -25,5 +26,10 @@ export const AuditPayloadSchema = z.object({
   response_text: z.string(),
   grounded: z.boolean(),
   hallucination_score: z.number().min(0).max(1),
+  // Additions beside the spec's fields (design §5): whether the check ran, what it flagged, and each claim
+  // with its evidence (absent on test deliveries and when the check did not run).
+  grounding_checked: z.boolean().optional(),
+  flagged_spans: z.array(FlaggedSpanSchema).optional(),
+  claims: z.array(ClaimSchema).optional(),
 });
 export type AuditPayload = z.infer<typeof AuditPayloadSchema>;

@@ -11,13 +11,39 @@ export const FlaggedSpanSchema = z.object({
 });
 export type FlaggedSpan = z.infer<typeof FlaggedSpanSchema>;
 
-/** The `svc` object of a response (spec §2.4, design §3). */
+/**
+ * The passage of the request that best supports a claim: `messages[message_index]`'s text (its text parts
+ * joined as the audit prompt joins them), UTF-16 offsets into it.
+ */
+export const EvidenceSchema = z.object({
+  message_index: z.int().min(0),
+  start: z.int().min(0),
+  end: z.int().min(0),
+  text: z.string(),
+  /** Share of the claim's words, names and numbers the passage holds. */
+  score: z.number().min(0).max(1),
+});
+export type Evidence = z.infer<typeof EvidenceSchema>;
+
+/** One checkable sentence of the answer, how well the sources support it, and where. */
+export const ClaimSchema = z.object({
+  start: z.int().min(0),
+  end: z.int().min(0),
+  text: z.string(),
+  score: z.number().min(0).max(1),
+  grounded: z.boolean(),
+  evidence: EvidenceSchema.nullable(),
+});
+export type Claim = z.infer<typeof ClaimSchema>;
+
+/** The `svc` object of a response (spec §2.4, design §3); `claims` is an addition beside the spec's fields. */
 export const SvcResultSchema = z.object({
   dehallucinate_requested: z.boolean(),
   grounded: z.boolean(),
   score: z.number().min(0).max(1),
   flagged_spans: z.array(FlaggedSpanSchema),
   checked: z.boolean(),
+  claims: z.array(ClaimSchema).optional(),
 });
 export type SvcResult = z.infer<typeof SvcResultSchema>;
 

@@ -23,6 +23,19 @@ export interface AuditPayload {
   response_text: string;
   grounded: boolean;
   hallucination_score: number;
+  /** Whether the grounding check ran (requested, answer text, at least one source). Absent on test deliveries. */
+  grounding_checked?: boolean;
+  /** The check's unsupported phrases of `response_text` (UTF-16 offsets; never overlapping), when it ran. */
+  flagged_spans?: Array<{ start: number; end: number; text: string; reason: string; score: number }>;
+  /** Each claim of `response_text` with the passage of the request that best supports it, when the check ran. */
+  claims?: Array<{
+    start: number;
+    end: number;
+    text: string;
+    score: number;
+    grounded: boolean;
+    evidence: { message_index: number; start: number; end: number; text: string; score: number } | null;
+  }>;
 }
 
 type FieldCheck = (value: unknown) => boolean;

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react';
+import { GroundingClaims } from '../components/GroundingClaims.js';
 import { api, type ApiKey, type Delivery, type DeliveryDetail, type DeliveryStatus } from '../api.js';
 import { link } from '../App.js';
 import { hrefOf } from '../router.js';
@@ -283,6 +284,7 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           </tbody>
         </table>
       )}
+      <GroundingClaims payload={d.payload} />
       <h3>Payload</h3>
       <p className="muted small-text">Exactly the bytes that were signed and sent.</p>
       <pre className="payload" data-testid="payload">{d.payload}</pre>

@@ -1,8 +1,8 @@
-import { checkGrounding, mergeJudgeSpans, SourceIndexCache } from '@svc/grounding';
-import type { SvcResult } from '@svc/protocol';
+import { checkGrounding, mergeJudgeSpans, SourceIndexCache, type ClaimResult } from '@svc/grounding';
+import type { Claim, SvcResult } from '@svc/protocol';
 import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
-import { groundingSources, lastUserText } from './prompt.js';
+import { groundingSourceMessages, groundingSources, lastUserText } from './prompt.js';
 
 export interface GroundingRequest {
   messages: unknown;
@@ -28,9 +28,9 @@ export function createOfflineGrounder(): Grounder {
   return {
     async check({ messages, answer, requested }) {
       if (!requested || answer.trim() === '') return notChecked(requested);
-      const sources = groundingSources(messages);
-      if (sources.length === 0) return notChecked(requested);
-      const result = checkGrounding({ sources, answer, question: lastUserText(messages) }, { sourceIndexCache });
+      const sources = groundingSourceMessages(messages);
+      if (sources.texts.length === 0) return notChecked(requested);
+      const result = checkGrounding({ sources: sources.texts, answer, question: lastUserText(messages) }, { sourceIndexCache });
       if (!result.checked) return notChecked(requested);
       return {
         dehallucinate_requested: true,
@@ -38,8 +38,22 @@ export function createOfflineGrounder(): Grounder {
         score: result.score,
         flagged_spans: result.flaggedSpans,
         checked: true,
+        claims: result.claims.map((c) => toClaim(c, sources.messageIndex)),
       };
     },
+  };
+}
+
+/** A claim as the response carries it: evidence located by the message it is in. */
+function toClaim(c: ClaimResult, messageIndex: readonly number[]): Claim {
+  const e = c.evidence;
+  return {
+    start: c.start,
+    end: c.end,
+    text: c.text,
+    score: c.score,
+    grounded: c.grounded,
+    evidence: e ? { message_index: messageIndex[e.source]!, start: e.start, end: e.end, text: e.text, score: e.score } : null,
   };
 }
 
@@ -108,7 +122,7 @@ export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
         return result;
       }
       const merged = mergeJudgeSpans(
-        { checked: true, grounded: result.grounded, score: result.score, flaggedSpans: result.flagged_spans },
+        { checked: true, grounded: result.grounded, score: result.score, flaggedSpans: result.flagged_spans, claims: [] },
         request.answer,
         phrases,
       );
@@ -118,6 +132,7 @@ export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
         score: merged.score,
         flagged_spans: merged.flaggedSpans,
         checked: true,
+        ...(result.claims ? { claims: result.claims } : {}),
       };
     },
   };

@@ -20,10 +20,25 @@ export function renderPrompt(messages: unknown): string {
 
 /** Grounding sources: every system, developer, user and tool message; earlier assistant turns are not evidence. */
 export function groundingSources(messages: unknown): string[] {
-  return asMessages(messages)
-    .filter((m) => m.role === 'system' || m.role === 'developer' || m.role === 'user' || m.role === 'tool')
-    .map((m) => messageText(m.content))
-    .filter((text) => text.trim() !== '');
+  return groundingSourceMessages(messages).texts;
+}
+
+/** The grounding sources and, for each, the index of its message in the request's `messages`. */
+export function groundingSourceMessages(messages: unknown): { texts: string[]; messageIndex: number[] } {
+  const texts: string[] = [];
+  const messageIndex: number[] = [];
+  const list = Array.isArray(messages) ? (messages as unknown[]) : [];
+  for (let i = 0; i < list.length; i++) {
+    const m = list[i];
+    if (typeof m !== 'object' || m === null) continue;
+    const { role, content } = m as MessageLike;
+    if (role !== 'system' && role !== 'developer' && role !== 'user' && role !== 'tool') continue;
+    const text = messageText(content);
+    if (text.trim() === '') continue;
+    texts.push(text);
+    messageIndex.push(i);
+  }
+  return { texts, messageIndex };
 }
 
 /** The last user message's text (the question the answer responds to). */

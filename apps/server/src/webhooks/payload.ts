@@ -45,6 +45,8 @@ export function buildAuditPayload(request: CompletedRequest): SerialisedPayload 
     response_text: request.responseText,
     grounded: svc ? svc.grounded : true,
     hallucination_score: svc ? Math.min(1, Math.max(0, 1 - svc.score)) : 0,
+    grounding_checked: svc?.checked ?? false,
+    ...(svc?.checked ? { flagged_spans: svc.flagged_spans, claims: svc.claims ?? [] } : {}),
   });
 }
 
