@@ -26,24 +26,22 @@ export interface Claim {
   negations: Token[];
 }
 
-// Sentences that talk to the user rather than about the world: offers of help, thanks, hedges.
+// Sentences that talk to the user rather than about the world: offers of help, thanks, pleasantries.
 const CHATTER_SENTENCE = new RegExp(
   '^(?:' +
     [
       "(?:i'?m |i am |i'?d be |i would be |always )?(?:happy|glad|here) to help",
-      "(?:i'?m|i am) not (?:sure|certain)",
       'no problem',
       'my pleasure',
       'good luck',
       'have a (?:nice|great|good|lovely) (?:day|evening|weekend)',
       '(?:i )?hope you (?:enjoy|like|find)',
-      "i (?:do not|don'?t) (?:know|remember)",
       'i hope (?:this|that|it) helps',
       'hope (?:this|that|it) helps',
       '(?:please )?(?:let me know|feel free)',
       'is there anything else',
       'anything else',
-      '(?:that is|that\'s|what) a (?:good|great) question',
+      "(?:that is|that's|what) a (?:good|great) question",
       '(?:good|great|excellent|interesting) question',
       'thanks? (?:you )?for (?:asking|the question)',
       "you'?re welcome",
@@ -51,6 +49,32 @@ const CHATTER_SENTENCE = new RegExp(
     ')\\b',
   'i',
 );
+
+// Hedges that open a sentence ("I'm not sure, but he was born in 1813"): the hedge is not a claim (and its
+// "not" no negation of one); what follows it is.
+const HEDGE_PREFIX = new RegExp(
+  '^(?:' +
+    [
+      "(?:i'?m|i am) not (?:sure|certain)",
+      "i (?:do not|don'?t) (?:know|remember)(?: for sure)?",
+      'i (?:think|believe|guess|suppose|recall|remember)(?: that)?',
+      'to be honest',
+      'honestly',
+      'as far as i know',
+      'if i remember correctly',
+    ].join('|') +
+    ')(?:\\s*,)?(?:\\s*(?:but|and|though))?\\b',
+  'i',
+);
+
+function letterCount(text: string): number {
+  return text.match(/[\p{L}\p{N}]/gu)?.length ?? 0;
+}
+
+/** The text as a reader means it: " ' " between letters (as in "i ' m", from tokenised corpora) is an apostrophe. */
+function readable(text: string): string {
+  return text.replace(/(\p{L}) ' (\p{L})/gu, "$1'$2").replace(/\s+/g, ' ');
+}
 
 /**
  * The answer's claims: its sentences, minus conversation that asserts nothing about the sources (greetings,
@@ -76,14 +100,25 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   let first = from;
   while (first < to && CHATTER_WORDS.has(tokens[first]!.word.norm)) first++;
   if (first === to) return undefined;
-  const start = tokens[first]!.start;
   const last = tokens[to - 1]!;
+  // A question back to the user claims nothing (its "?" may stand after a space in tokenised text).
+  const after = answer.slice(last.end, tokens[to]?.start ?? answer.length);
+  if (/^[\s"'\u201d\u2019)]*\?/.test(after)) return undefined;
+  const whole = readable(answer.slice(tokens[first]!.start, last.end));
+  if (CHATTER_SENTENCE.test(whole)) return undefined;
+  const hedge = HEDGE_PREFIX.exec(whole);
+  if (hedge) {
+    // Skip the tokens that spell the hedge: as many letters and digits as it has.
+    const letters = letterCount(hedge[0]);
+    let skipped = 0;
+    while (first < to && skipped < letters) skipped += letterCount(answer.slice(tokens[first]!.start, tokens[first++]!.end));
+    while (first < to && CHATTER_WORDS.has(tokens[first]!.word.norm)) first++;
+    if (first === to) return undefined;
+  }
+  const start = tokens[first]!.start;
   let end = last.end;
   // Include closing punctuation so the claim reads as a sentence.
   while (end < answer.length && /[.!?)"'\u201d\u2019\]]/.test(answer[end]!)) end++;
-  const text = answer.slice(start, end);
-  if (/\?\s*["'\u201d\u2019)]*$/.test(text)) return undefined; // a question back to the user claims nothing
-  if (CHATTER_SENTENCE.test(text)) return undefined;
   const terms: Term[] = [];
   const negations: Token[] = [];
   for (let k = first; k < to; k++) {
@@ -94,9 +129,11 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
       const num = readNumber(tokens, k);
       if (num) {
         // List markers ("1." opening a line) are layout, not claims.
-        if (!(t.sentenceStart && w.value !== undefined && answer[t.end] === '.' && /\s/.test(answer[t.end + 1] ?? ' '))) {
-          terms.push({ kind: 'number', start: t.start, end: tokens[num.next - 1]!.end, token: t, values: num.values });
-        }
+        const listMarker = t.sentenceStart && w.value !== undefined && answer[t.end] === '.' && /\s/.test(answer[t.end + 1] ?? ' ');
+        // Digits glued to a word ("COVID-19", "Boeing-737") are part of a name, not a quantity.
+        const glued = t.start >= 2 && answer[t.start - 1] === '-' && /\p{L}/u.test(answer[t.start - 2]!);
+        if (glued) terms.push({ kind: 'name', start: t.start, end: t.end, token: t });
+        else if (!listMarker) terms.push({ kind: 'number', start: t.start, end: tokens[num.next - 1]!.end, token: t, values: num.values });
         k = num.next - 1;
         continue;
       }

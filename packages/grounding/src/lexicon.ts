@@ -14,6 +14,7 @@ both each either neither other another any some all most more many much few seve
 up down out off again further once here's there's what's who's let's whereas although though however
 thus therefore hence moreover furthermore additionally meanwhile overall instead rather indeed namely
 including include includes included like e.g i.e etc
+because still already even actually really quite perhaps maybe simply currently m t ll re ve d
 `);
 
 /**
@@ -29,6 +30,7 @@ highlighted highlighting note notes noted noting report reports reported explain
 detail details detailed outline outlines outlined cover covers covered covering core piece pieces point
 points main following below above here brief briefly overview present presents presented indicate
 indicates indicated according refer refers referred regarding related given write written author
+called named titled
 `);
 
 /** Negation cues; a claim that adds or drops one can flip the meaning. */
@@ -52,6 +54,8 @@ export const NUMBER_WORDS: ReadonlyMap<string, number> = new Map([
   ['nineteen', 19], ['twenty', 20], ['thirty', 30], ['forty', 40], ['fifty', 50], ['sixty', 60],
   ['seventy', 70], ['eighty', 80], ['ninety', 90], ['dozen', 12], ['hundred', 100],
   ['single', 1], ['pair', 2], ['twice', 2], ['half', 0.5], ['double', 2], ['triple', 3],
+  ['third', 3], ['fourth', 4], ['fifth', 5], ['sixth', 6], ['seventh', 7], ['eighth', 8], ['ninth', 9],
+  ['tenth', 10], ['eleventh', 11], ['twelfth', 12],
 ]);
 
 export const SCALE_WORDS: ReadonlyMap<string, number> = new Map([

@@ -17,8 +17,8 @@ export interface Model {
  * (class-balanced, L2-regularised, weights constrained to be non-negative).
  */
 export const DEFAULT_MODEL: Model = {
-  bias: -1.6351,
-  weights: [0.4886, 1.1084, 1.8851, 1.8851, 1.1281],
+  bias: -1.6696,
+  weights: [0.5199, 1.1893, 1.9196, 1.9196, 1.1785],
 };
 
 export function features(c: ClaimSupport): number[] {
