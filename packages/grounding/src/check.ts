@@ -103,7 +103,7 @@ const SHORTFALL_WEIGHT = 0.02;
  * });
  * r.grounded; // false
  * r.flaggedSpans.map((s) => s.text); // ['Mumbai']
- * r.claims[0].evidence?.text; // 'The Oberoi Group is a hotel company with its head office in Delhi.'
+ * r.claims[0]?.evidence?.text; // 'The Oberoi Group is a hotel company with its head office in Delhi.'
  */
 export function checkGrounding(input: GroundingInput, options: GroundingOptions = {}): GroundingResult {
   const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
