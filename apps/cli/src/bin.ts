@@ -1,6 +1,15 @@
 import { CliError } from './errors.js';
 import { makeProgram } from './program.js';
 
+// A reader that stops early (`svc-cli deliveries show ID | head -3`) closes the pipe: that ends the output, it
+// is not an error worth a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
 try {
   await makeProgram().parseAsync(process.argv);
 } catch (err) {

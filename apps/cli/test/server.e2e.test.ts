@@ -5,7 +5,7 @@ import { verifySignature } from '@svc/verify';
 import type { DeliveryDetail, DeliveryList } from '@svc/protocol';
 import { startFakeUpstream, type FakeUpstream } from '../../server/src/test-support/fake-upstream.js';
 import { startTestServer, type TestServer } from '../../server/src/test-support/test-server.js';
-import { runCli, startListen, useSandbox, type CliResult } from './cli-process.js';
+import { runCli, startCli, startListen, useSandbox, type CliResult } from './cli-process.js';
 import { SECRET } from './deliveries-fixture.js';
 import type { Receiver } from './receiver.js';
 
@@ -359,5 +359,32 @@ describe('bad input against the server', () => {
     const result = await cli(['deliveries', 'list', '--base-url', new URL(other.url).origin], 'sk-x');
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^svc-cli: unexpected response from http:\/\/127\.0\.0\.1:\d+\/v1\/webhooks\/deliveries: not JSON \(is --base-url an svc server\?\)\n$/);
+  });
+});
+
+describe('output into a pipe that closes early', () => {
+  let upstream: FakeUpstream;
+  let pacedServer: TestServer;
+
+  beforeAll(async () => {
+    // A long answer, one frame every 20 ms: the CLI is still writing chunks when its reader goes away.
+    upstream = await startFakeUpstream({ answer: 'word '.repeat(60).trim(), trickle: { intervalMs: 20 } });
+    pacedServer = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
+  });
+
+  afterAll(async () => {
+    await pacedServer?.close();
+    await upstream?.close();
+  });
+
+  it('a reader that stops early (| head -1) ends the output quietly: exit 0, no EPIPE stack', async () => {
+    const { token } = await pacedServer.createKey();
+    const run = startCli(['chat', 'Say many words.', '--json'], { cwd: sandbox.path, env: { SVC_BASE_URL: pacedServer.url, SVC_API_KEY: token } });
+    // Like `head -1`: read the first line, then close the pipe while the CLI is still writing chunks.
+    await run.waitFor('stdout', /\n/);
+    run.child.stdout!.destroy();
+    const result = await run.exited;
+    expect(result.stderr).not.toMatch(/EPIPE|Error|\bat /);
+    expect(result.code).toBe(0);
   });
 });
