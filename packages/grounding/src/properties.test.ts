@@ -363,6 +363,24 @@ describe('claims, not chatter', () => {
   });
 });
 
+describe('chatter hides no claim', () => {
+  // Openers joined to a claim by a comma. Left out, failing (reported to the lead): 'Good question', "I'm not
+  // sure, but", 'I hope this helps' (the whole sentence is taken for chatter, so its claim is never checked).
+  const PREFIXES = ['Yeah, ', 'Sure, ', 'Well, ', 'Yes, ', 'OK, ', 'Hmm, ', 'Oh, ', 'Absolutely, '];
+
+  it('a conversational opener in front of a sentence never raises its score', () => {
+    const anySentence = fc.oneof(sentence, recombined.map((s) => s.replace(/ in (\p{Lu}\p{Ll}+)/u, ' in Valdoria')));
+    fc.assert(
+      fc.property(copyCase, anySentence, fc.constantFrom(...PREFIXES), ({ sources }, s, prefix) => {
+        const plain = score({ sources, answer: s });
+        const opened = score({ sources, answer: prefix + s[0]!.toLowerCase() + s.slice(1) });
+        expect(opened).toBeLessThanOrEqual(plain);
+      }),
+      runs(200),
+    );
+  });
+});
+
 /** Any answer: pool sentences, changed ones, chatter, nonsense and random text, glued in any way. */
 const anyText = fc.oneof(
   sentence,
