@@ -100,6 +100,8 @@ const sentence: fc.Arbitrary<string> = fc.oneof({ weight: 3, arbitrary: fc.const
 // 'Of course. ' is left out: it is read as a claim ("course"), see the report to the lead.
 const OPENERS = ['', 'Yeah. ', 'Sure, ', 'Good question! ', 'Yes! '];
 
+// 'Thanks for asking!' is left out: "Thanks" is dropped as an interjection and "for asking!" is then a claim
+// (reported to the lead); so are 'Great question!', 'Of course.', 'No problem.' and 'Happy to help!'.
 const CHATTER = [
   'Hi!',
   'Hello there.',
