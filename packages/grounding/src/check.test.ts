@@ -1,0 +1,192 @@
+import { describe, expect, it } from 'vitest';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, MAX_ANSWER_CHARS, MAX_SOURCE_CHARS, type GroundingInput, type GroundingResult } from './index.js';
+
+// One row per signal: an input and what the check must say about it. `flagged` lists phrases that must be
+// inside some flagged span (with `reason` containing the given text); `clean` means no span at all.
+
+interface Row {
+  name: string;
+  input: GroundingInput;
+  grounded: boolean;
+  flagged?: { text: string; reason?: string }[];
+  clean?: boolean;
+}
+
+const MILK = 'A gallon of milk costs $2.79 at the corner store.';
+const REVENUE = 'Revenue grew 207% over the previous year.';
+const BOEING = 'The Boeing 737 MAX 8 entered service in 2017.';
+const GROSS = 'The film grossed $181,674,817 worldwide.';
+const SIBLINGS = 'She has 2 brothers and a sister.';
+const OBEROI = 'The Oberoi Group is a hotel company with its head office in Delhi.';
+const OPENING = 'The film grossed over $50 million in its opening weekend.';
+const APPLE = 'Apple is headquartered in Cupertino in the United States.';
+const FESTIVAL = 'The festival takes place every August.';
+
+const rows: Row[] = [
+  // Numbers
+  { name: 'a price copied', input: { sources: [MILK], answer: MILK }, grounded: true, clean: true },
+  { name: 'a price changed ($3.79 vs $2.79)', input: { sources: [MILK], answer: 'A gallon of milk costs $3.79 at the corner store.' }, grounded: false, flagged: [{ text: '3.79', reason: '3.79' }] },
+  { name: 'a percentage changed (307% vs 207%)', input: { sources: [REVENUE], answer: 'Revenue grew 307% over the previous year.' }, grounded: false, flagged: [{ text: '307', reason: '307' }] },
+  { name: '"percent" for "%"', input: { sources: [REVENUE], answer: 'Revenue grew 207 percent over the previous year.' }, grounded: true, clean: true },
+  { name: 'a model number changed (MAX 9 vs MAX 8)', input: { sources: [BOEING], answer: 'The Boeing 737 MAX 9 entered service in 2017.' }, grounded: false, flagged: [{ text: '9', reason: '9' }] },
+  { name: 'a model number copied (MAX 8)', input: { sources: [BOEING], answer: BOEING }, grounded: true, clean: true },
+  { name: 'a rounding ($181.7 million for 181,674,817)', input: { sources: [GROSS], answer: 'The film grossed $181.7 million worldwide.' }, grounded: true, clean: true },
+  { name: 'not a rounding ($182.7 million for 181,674,817)', input: { sources: [GROSS], answer: 'The film grossed $182.7 million worldwide.' }, grounded: false, flagged: [{ text: '182.7', reason: '182.7' }] },
+  { name: 'a number word for digits ("two" for 2)', input: { sources: [SIBLINGS], answer: 'She has two brothers and a sister.' }, grounded: true, clean: true },
+  { name: 'digits for a number word (2 for "two")', input: { sources: ['She has two brothers and a sister.'], answer: SIBLINGS }, grounded: true, clean: true },
+  { name: 'a wrong number word ("three" for 2)', input: { sources: [SIBLINGS], answer: 'She has three brothers and a sister.' }, grounded: false, flagged: [{ text: 'three', reason: 'three' }] },
+  { name: 'a year changed (1925 for 1952)', input: { sources: ['The hotel opened in 1952.'], answer: 'The hotel opened in 1925.' }, grounded: false, flagged: [{ text: '1925', reason: '1925' }] },
+  // Names
+  { name: 'a name changed (Mumbai vs Delhi)', input: { sources: [OBEROI], answer: 'The Oberoi Group has its head office in Mumbai.' }, grounded: false, flagged: [{ text: 'Mumbai', reason: "'Mumbai' is not in the sources" }] },
+  { name: 'the right name (Delhi)', input: { sources: [OBEROI], answer: 'The Oberoi Group has its head office in Delhi.' }, grounded: true, clean: true },
+  { name: 'a month changed (March vs August)', input: { sources: [FESTIVAL], answer: 'The festival takes place every March.' }, grounded: false, flagged: [{ text: 'March', reason: 'March' }] },
+  // Paraphrase
+  { name: 'inflections (grossing for grossed)', input: { sources: [OPENING], answer: 'The film was grossing over $50 million in its opening weekend.' }, grounded: true, clean: true },
+  { name: 'an acronym (US for United States)', input: { sources: [APPLE], answer: 'Apple is headquartered in Cupertino in the US.' }, grounded: true, clean: true },
+  { name: 'a synonym of an acronym (USA for United States)', input: { sources: [APPLE], answer: 'Apple is headquartered in Cupertino, USA.' }, grounded: true, clean: true },
+  // Question
+  {
+    name: "the question's words are not held against the answer",
+    input: { sources: [FESTIVAL], question: 'When does the Edinburgh Fringe festival take place?', answer: 'The Edinburgh Fringe festival takes place every August.' },
+    grounded: true,
+    clean: true,
+  },
+  { name: 'without the question the same words are names no source has', input: { sources: [FESTIVAL], answer: 'The Edinburgh Fringe festival takes place every August.' }, grounded: false, flagged: [{ text: 'Edinburgh Fringe', reason: 'Edinburgh Fringe' }] },
+  { name: 'a number from the question is not held against the answer', input: { sources: ['Tickets cost ten euros.'], question: 'Can 4 people go for 40 euros?', answer: 'Yes, 4 tickets cost 40 euros.' }, grounded: true, clean: true },
+  // Chatter
+  { name: 'greeting and offer of help only', input: { sources: [FESTIVAL], answer: 'Hi! I hope this helps. Let me know if you need anything else.' }, grounded: true, clean: true },
+  { name: 'a hedge and a question back only', input: { sources: [FESTIVAL], answer: "I'm not sure. Is there anything else?" }, grounded: true, clean: true },
+  { name: 'an opener before a copied sentence', input: { sources: [FESTIVAL], answer: `Sure, ${FESTIVAL}` }, grounded: true, clean: true },
+];
+
+function covers(r: GroundingResult, answer: string, text: string) {
+  const at = answer.indexOf(text);
+  expect(at, `${JSON.stringify(text)} is in the answer`).toBeGreaterThanOrEqual(0);
+  return r.flaggedSpans.filter((s) => s.start <= at && at + text.length <= s.end);
+}
+
+describe('checkGrounding, one signal per row', () => {
+  it.each(rows)('$name', ({ input, grounded, flagged, clean }) => {
+    const r = checkGrounding(input);
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(grounded);
+    expect(r.score >= DEFAULT_GROUNDING_THRESHOLD).toBe(grounded);
+    if (clean) expect(r.flaggedSpans).toEqual([]);
+    for (const f of flagged ?? []) {
+      const spans = covers(r, input.answer, f.text);
+      expect(spans.length, `a span covers ${JSON.stringify(f.text)}: ${JSON.stringify(r.flaggedSpans)}`).toBeGreaterThan(0);
+      if (f.reason) expect(spans.some((s) => s.reason.includes(f.reason!)), JSON.stringify(spans)).toBe(true);
+      for (const s of spans) expect(s.text).toBe(input.answer.slice(s.start, s.end));
+    }
+  });
+
+  it('chatter alone makes no claim', () => {
+    const r = checkGrounding({ sources: [FESTIVAL], answer: 'Hi! I hope this helps. Let me know if you need anything else.' });
+    expect(r.claims).toEqual([]);
+    expect(r.score).toBe(1);
+  });
+});
+
+describe('negation', () => {
+  const rows: [string, string, string][] = [
+    ['adding "not"', 'The museum is open on Mondays.', 'The museum is not open on Mondays.'],
+    ['dropping "not"', 'The museum is not open on Mondays.', 'The museum is open on Mondays.'],
+    ['adding "never"', 'The bakery sells bread on Sundays.', 'The bakery never sells bread on Sundays.'],
+    ["dropping \"n't\"", "The ferry doesn't run in winter.", 'The ferry does run in winter.'],
+  ];
+  it.each(rows)('%s lowers the score', (_, source, changed) => {
+    const same = checkGrounding({ sources: [source], answer: source });
+    const other = checkGrounding({ sources: [source], answer: changed });
+    expect(other.score).toBeLessThan(same.score);
+  });
+});
+
+describe('size bounds', () => {
+  const filler = 'The weather was mild and the market was busy. ';
+  const far = 'The lighthouse keeper was named Ingrid Solberg.';
+
+  it(`sources past MAX_SOURCE_CHARS (${MAX_SOURCE_CHARS}) are cut, marked truncated, and what is past the bound supports nothing`, () => {
+    const long = filler.repeat(Math.ceil(MAX_SOURCE_CHARS / filler.length)) + far;
+    expect(long.length).toBeGreaterThan(MAX_SOURCE_CHARS);
+    const r = checkGrounding({ sources: [long], answer: far });
+    expect(r.truncated).toBe(true);
+    expect(r.grounded).toBe(false);
+    // The same fact in a second source past the bound is not read either.
+    const two = checkGrounding({ sources: [filler.repeat(Math.ceil(MAX_SOURCE_CHARS / filler.length)), far], answer: far });
+    expect(two.truncated).toBe(true);
+    expect(two.grounded).toBe(false);
+    // Within the bound it is read.
+    const within = checkGrounding({ sources: [far, long], answer: far });
+    expect(within.truncated).toBe(true);
+    expect(within.grounded).toBe(true);
+  });
+
+  it(`an answer past MAX_ANSWER_CHARS (${MAX_ANSWER_CHARS}) is cut and marked truncated; its claims stay within the bound`, () => {
+    // A few supported sentences, blank space up to exactly the bound, then one no source supports. (Not
+    // hundreds of sentences: 145 copied sentences already aggregate below the threshold, reported to the lead.)
+    const answer = filler.repeat(20).padEnd(MAX_ANSWER_CHARS, ' ') + 'The harbour froze in 1740.';
+    expect(answer.length).toBeGreaterThan(MAX_ANSWER_CHARS);
+    const r = checkGrounding({ sources: [filler], answer });
+    expect(r.truncated).toBe(true);
+    expect(r.grounded).toBe(true);
+    for (const c of r.claims) expect(c.end).toBeLessThanOrEqual(MAX_ANSWER_CHARS);
+    for (const s of r.flaggedSpans) expect(s.end).toBeLessThanOrEqual(MAX_ANSWER_CHARS);
+  });
+
+  it('inputs within the bounds are not marked truncated', () => {
+    expect(checkGrounding({ sources: [filler], answer: filler }).truncated).toBeUndefined();
+    expect(checkGrounding({ sources: ['x'.repeat(MAX_SOURCE_CHARS)], answer: 'y'.repeat(MAX_ANSWER_CHARS) }).truncated).toBeUndefined();
+  });
+});
+
+describe('not checked', () => {
+  it.each([
+    ['no source', { sources: [], answer: 'The museum is open on Mondays.' }],
+    ['only empty sources', { sources: ['', '  \n', '...'], answer: 'The museum is open on Mondays.' }],
+    ['an empty answer', { sources: [FESTIVAL], answer: '' }],
+    ['an answer without a letter or digit', { sources: [FESTIVAL], answer: ' ... 😀 !' }],
+  ] as [string, GroundingInput][])('%s', (_, input) => {
+    expect(checkGrounding(input)).toEqual({ checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] });
+  });
+});
+
+describe('documented examples', () => {
+  it("checkGrounding's JSDoc example", () => {
+    const r = checkGrounding({
+      sources: [OBEROI],
+      question: 'Where is the head office of the Oberoi Group?',
+      answer: 'The head office is in Mumbai.',
+    });
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(['Mumbai']);
+    // The JSDoc shows the sentence with its full stop; the passage ends at its last word (reported to the lead).
+    expect([OBEROI, OBEROI.slice(0, -1)]).toContain(r.claims[0]?.evidence?.text);
+  });
+
+  it("packages/grounding/README.md's example: not grounded, a score near 0, Mumbai flagged", () => {
+    const answer = 'Mumbai, the financial capital of India.';
+    const r = checkGrounding({ sources: [OBEROI], question: 'Where is the head office of the Oberoi Group?', answer });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(false);
+    expect(r.score).toBeLessThan(0.1);
+    expect(covers(r, answer, 'Mumbai').length).toBeGreaterThan(0);
+    expect(covers(r, answer, 'India').length).toBeGreaterThan(0);
+  });
+
+  it("the root README's response example: 1925 flagged at 20..24 with its reason", () => {
+    const r = checkGrounding({ sources: ['The hotel opened in 1952 and has 120 rooms.'], answer: 'The hotel opened in 1925.' });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans).toEqual([{ start: 20, end: 24, text: '1925', reason: 'number 1925 is not in the sources', score: 0 }]);
+  });
+
+  it("the root README's quick-start conversation: the source sentence answers the question", () => {
+    const system = 'The library opens at 9 am and closes at noon on Saturdays.';
+    const question = 'When does the library close on Saturdays?';
+    const r = checkGrounding({ sources: [system, question], question, answer: system });
+    expect(r.grounded).toBe(true);
+    expect(r.flaggedSpans).toEqual([]);
+    expect(checkGrounding({ sources: [system, question], question, answer: 'The library closes at noon on Saturdays.' }).grounded).toBe(true);
+    expect(checkGrounding({ sources: [system, question], question, answer: 'The library closes at 5 pm on Saturdays.' }).grounded).toBe(false);
+  });
+});
