@@ -87,6 +87,55 @@ describe('checkGrounding, one signal per row', () => {
   });
 });
 
+describe('claims', () => {
+  it('a long answer copied from its source stays grounded however many sentences it has', () => {
+    const f = 'The weather was mild and the market was busy. ';
+    const r = checkGrounding({ sources: [f], answer: f.repeat(300) });
+    expect(r.claims).toHaveLength(300);
+    expect(r.grounded).toBe(true);
+  });
+
+  it.each([['Bananas.'], ['Otters juggle turquoise saxophones.']])('a claim no source shares a word with is flagged: %s', (claim) => {
+    const e = 'The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.';
+    expect(checkGrounding({ sources: [e], answer: claim }).grounded).toBe(false);
+    expect(checkGrounding({ sources: [e], answer: `${e} ${claim}` }).grounded).toBe(false);
+  });
+
+  it.each([
+    ['Dr. Smith moved to the U.S. in 1990.'],
+    ['He met J. K. Rowling at 3:30 p.m. on Monday.'],
+    ['Add 1 tsp. salt to the soup.'],
+  ])('a full stop after an abbreviation or an initial ends no claim: %s', (sentence) => {
+    const r = checkGrounding({ sources: [`Before that, nothing. ${sentence} After that, nothing.`], answer: sentence });
+    expect(r.claims.map((c) => c.text)).toEqual([sentence]);
+    expect(r.claims[0]!.evidence!.text).toBe(sentence);
+  });
+
+  it.each([
+    ['Good question, the head office is in Mumbai.'],
+    ["I'm not sure, but the head office is in Mumbai."],
+    ['I hope this helps, the head office is in Mumbai.'],
+  ])('an opener joined by a comma hides no claim: %s', (answer) => {
+    const r = checkGrounding({ sources: [OBEROI], answer });
+    expect(r.claims.map((c) => c.text)).toEqual(['the head office is in Mumbai.']);
+    expect(r.grounded).toBe(false);
+  });
+});
+
+describe('bounded work', () => {
+  // Inputs built to make the passage search quadratic: every sentence of the sources and of the answer shares its
+  // words. The check still answers (the CPU time is in the README; no timed assertion here).
+  it.each([
+    ['one-letter sentences', 'x. '.repeat(42_000), 'x. '.repeat(1_000)],
+    ['a log of one repeated line', 'The server restarted at noon. '.repeat(4_400), 'The server restarted at noon. '.repeat(540)],
+  ])('%s: answers, every claim checked', (_, source, answer) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(true);
+    expect(r.claims.length).toBeGreaterThan(500);
+  });
+});
+
 describe('negation', () => {
   const rows: [string, string, string][] = [
     ['adding "not"', 'The museum is open on Mondays.', 'The museum is not open on Mondays.'],
@@ -122,8 +171,7 @@ describe('size bounds', () => {
   });
 
   it(`an answer past MAX_ANSWER_CHARS (${MAX_ANSWER_CHARS}) is cut and marked truncated; its claims stay within the bound`, () => {
-    // A few supported sentences, blank space up to exactly the bound, then one no source supports. (Not
-    // hundreds of sentences: 145 copied sentences already aggregate below the threshold, reported to the lead.)
+    // A few supported sentences, blank space up to exactly the bound, then one no source supports.
     const answer = filler.repeat(20).padEnd(MAX_ANSWER_CHARS, ' ') + 'The harbour froze in 1740.';
     expect(answer.length).toBeGreaterThan(MAX_ANSWER_CHARS);
     const r = checkGrounding({ sources: [filler], answer });
@@ -159,8 +207,7 @@ describe('documented examples', () => {
     });
     expect(r.grounded).toBe(false);
     expect(r.flaggedSpans.map((s) => s.text)).toEqual(['Mumbai']);
-    // The JSDoc shows the sentence with its full stop; the passage ends at its last word (reported to the lead).
-    expect([OBEROI, OBEROI.slice(0, -1)]).toContain(r.claims[0]?.evidence?.text);
+    expect(r.claims[0]?.evidence?.text).toBe(OBEROI);
   });
 
   it("packages/grounding/README.md's example: not grounded, a score near 0, Mumbai flagged", () => {

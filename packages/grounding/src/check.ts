@@ -1,7 +1,7 @@
 import { splitClaims } from './claims.js';
-import { claimSupport, DEFAULT_MODEL, type Model } from './model.js';
+import { claimSupport, DEFAULT_MODEL, PERFECT, type Model } from './model.js';
 import { buildSourceIndex, type SourceIndexCache } from './source-index.js';
-import { questionTerms, supportClaim, type ClaimSupport } from './support.js';
+import { PassageSearch, questionTerms, supportClaim, type ClaimSupport } from './support.js';
 
 /** Scores at or above this are `grounded`. */
 export const DEFAULT_GROUNDING_THRESHOLD = 0.5;
@@ -84,7 +84,7 @@ export interface GroundingResult {
 }
 
 // How much each claim's shortfall lowers the score beyond the weakest claim's: enough that weakening any claim
-// lowers the score, little enough that a long answer of well-supported claims stays grounded.
+// lowers the score; measured from a claim the sources hold entirely, so any number of such claims costs nothing.
 const SHORTFALL_WEIGHT = 0.02;
 
 /**
@@ -116,9 +116,10 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
   const index = options.sourceIndexCache ? options.sourceIndexCache.get(sources) : buildSourceIndex(sources);
   if (index.empty) return notChecked;
   const question = questionTerms(input.question);
-  const supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim));
+  const search = new PassageSearch();
+  const supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search));
   const scores = supports.map((c) => claimSupport(model, c));
-  const score = round(aggregate(scores));
+  const score = round(aggregate(scores, claimSupport(model, PERFECT)));
   const claims: ClaimResult[] = [];
   const flaggedSpans: FlaggedSpan[] = [];
   for (let i = 0; i < supports.length; i++) {
@@ -143,16 +144,17 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
 }
 
 /**
- * The weakest claim's support, lowered a little by every other claim's shortfall. Adding a claim or
- * weakening one never raises it; an answer with no claim has nothing unsupported (1).
+ * The weakest claim's support, lowered a little by every other claim's shortfall from `ceiling` (the support of a
+ * claim the sources hold entirely). Adding a claim or weakening one never raises it; an answer with no claim has
+ * nothing unsupported (1).
  */
-export function aggregate(scores: readonly number[]): number {
+export function aggregate(scores: readonly number[], ceiling = 1): number {
   if (scores.length === 0) return 1;
   let min = 1;
   let logSum = 0;
   for (const s of scores) {
     min = Math.min(min, s);
-    logSum += Math.log(Math.max(s, 1e-9));
+    logSum += Math.log(Math.min(1, Math.max(s, 1e-9) / ceiling));
   }
   return min * Math.exp(SHORTFALL_WEIGHT * logSum);
 }

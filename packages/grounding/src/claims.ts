@@ -26,35 +26,30 @@ export interface Claim {
   negations: Token[];
 }
 
-// Sentences that talk to the user rather than about the world: offers of help, thanks, pleasantries.
-const CHATTER_SENTENCE = new RegExp(
+// Phrases that talk to the user rather than about the world: offers of help, thanks, pleasantries, and hedges
+// ("I'm not sure, but he was born in 1813"). Each is stripped from the start of a sentence (with the comma or
+// "but" after it); what follows, if anything, is the claim. A hedge's "not" negates no claim.
+const CONVERSATION_PREFIX = new RegExp(
   '^(?:' +
     [
       "(?:i'?m |i am |i'?d be |i would be |always )?(?:happy|glad|here) to help",
+      'glad i could help',
       'no problem',
       'my pleasure',
+      'of course',
       'good luck',
+      'sure thing',
       'have a (?:nice|great|good|lovely) (?:day|evening|weekend)',
+      '(?:i )?hope (?:this|that|it) helps',
       '(?:i )?hope you (?:enjoy|like|find)',
-      'i hope (?:this|that|it) helps',
-      'hope (?:this|that|it) helps',
       '(?:please )?(?:let me know|feel free)',
+      'let me (?:check|see|think|explain)',
       'is there anything else',
       'anything else',
-      "(?:that is|that's|what) a (?:good|great) question",
+      "(?:that is |that's |what )?a (?:good|great|excellent|interesting) question",
       '(?:good|great|excellent|interesting) question',
-      'thanks? (?:you )?for (?:asking|the question)',
+      'thanks? (?:you )?(?:so much )?for (?:asking|the question|reaching out|your question)',
       "you'?re welcome",
-    ].join('|') +
-    ')\\b',
-  'i',
-);
-
-// Hedges that open a sentence ("I'm not sure, but he was born in 1813"): the hedge is not a claim (and its
-// "not" no negation of one); what follows it is.
-const HEDGE_PREFIX = new RegExp(
-  '^(?:' +
-    [
       "(?:i'?m|i am) not (?:sure|certain)",
       "i (?:do not|don'?t) (?:know|remember)(?: for sure)?",
       'i (?:think|believe|guess|suppose|recall|remember)(?: that)?',
@@ -63,8 +58,15 @@ const HEDGE_PREFIX = new RegExp(
       'as far as i know',
       'if i remember correctly',
     ].join('|') +
-    ')(?:\\s*,)?(?:\\s*(?:but|and|though))?\\b',
-  'i',
+    ')(?=$|[^\\p{L}\\p{N}])[\\s,;:.!-]*(?:(?:but|and|though|so)\\b)?',
+  'iu',
+);
+
+/** Words that carry only conversation: a sentence left with nothing else ("if you need anything else") asserts nothing. */
+const CONVERSATION_WORDS = new Set(
+  `anything something else need needs question questions help helps helped asking ask thing things further
+assistance want more know let feel free reach hope day luck welcome pleasure problem course check glad happy
+sure enjoy find`.split(/\s+/),
 );
 
 function letterCount(text: string): number {
@@ -96,24 +98,21 @@ export function splitClaims(answer: string): Claim[] {
 }
 
 function readClaim(answer: string, tokens: readonly Token[], from: number, to: number): Claim | undefined {
-  // A leading interjection ("Yeah,", "Sure!", "Well,") is conversation, not part of the claim.
-  let first = from;
-  while (first < to && CHATTER_WORDS.has(tokens[first]!.word.norm)) first++;
-  if (first === to) return undefined;
   const last = tokens[to - 1]!;
   // A question back to the user claims nothing (its "?" may stand after a space in tokenised text).
   const after = answer.slice(last.end, tokens[to]?.start ?? answer.length);
   if (/^[\s"'\u201d\u2019)]*\?/.test(after)) return undefined;
-  const whole = readable(answer.slice(tokens[first]!.start, last.end));
-  if (CHATTER_SENTENCE.test(whole)) return undefined;
-  const hedge = HEDGE_PREFIX.exec(whole);
-  if (hedge) {
-    // Skip the tokens that spell the hedge: as many letters and digits as it has.
-    const letters = letterCount(hedge[0]);
-    let skipped = 0;
-    while (first < to && skipped < letters) skipped += letterCount(answer.slice(tokens[first]!.start, tokens[first++]!.end));
+  // Conversation at the start ("Yeah,", "Good question!", "I'm not sure, but") is not part of the claim.
+  let first = from;
+  for (;;) {
     while (first < to && CHATTER_WORDS.has(tokens[first]!.word.norm)) first++;
     if (first === to) return undefined;
+    const phrase = CONVERSATION_PREFIX.exec(readable(answer.slice(tokens[first]!.start, last.end)));
+    if (!phrase || letterCount(phrase[0]) === 0) break;
+    // Skip the tokens that spell the phrase: as many letters and digits as it has.
+    const letters = letterCount(phrase[0]);
+    let skipped = 0;
+    while (first < to && skipped < letters) skipped += letterCount(answer.slice(tokens[first]!.start, tokens[first++]!.end));
   }
   const start = tokens[first]!.start;
   let end = last.end;
@@ -141,7 +140,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
     if (!w.content || NEGATIONS.has(w.norm) || (!w.cap && CHATTER_WORDS.has(w.norm))) continue;
     terms.push({ kind: w.cap && k !== first ? 'name' : 'word', start: t.start, end: t.end, token: t });
   }
-  if (terms.length === 0) return undefined;
+  if (terms.length === 0 || terms.every((t) => t.kind === 'word' && CONVERSATION_WORDS.has(t.token.word.norm))) return undefined;
   return { start, end, terms, negations };
 }
 

@@ -9,12 +9,12 @@ import { DEFAULT_MODEL, FEATURE_NAMES, type Model } from './model.js';
 // better, raise them.
 const TOLERANCE = 0.02;
 const REACHED: Record<string, { lodo: number; inSample: number }> = {
-  'halueval-qa': { lodo: 0.796, inSample: 0.8 },
-  faithbench: { lodo: 0.54, inSample: 0.553 },
-  summedits: { lodo: 0.528, inSample: 0.555 },
-  'faithdial-audit': { lodo: 0.712, inSample: 0.723 },
-  'q2-wow': { lodo: 0.613, inSample: 0.62 },
-  wice: { lodo: 0.677, inSample: 0.703 },
+  'halueval-qa': { lodo: 0.798, inSample: 0.818 },
+  faithbench: { lodo: 0.553, inSample: 0.559 },
+  summedits: { lodo: 0.54, inSample: 0.532 },
+  'faithdial-audit': { lodo: 0.704, inSample: 0.715 },
+  'q2-wow': { lodo: 0.663, inSample: 0.663 },
+  wice: { lodo: 0.65, inSample: 0.69 },
 };
 /** Probes whose right answer is known (copy → grounded, appended unsupported sentence → score not higher). */
 const PROBE_MAX = 0.05;

@@ -2,7 +2,9 @@ import { splitClaims } from './claims.js';
 import { aggregate, checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './check.js';
 import { fitLogistic, type Sample } from './fit.js';
 import { binaryMetrics, percentile, type BinaryMetrics } from './metrics.js';
-import { DEFAULT_MODEL, FEATURE_NAMES, features, type Model } from './model.js';
+import { DEFAULT_MODEL, FEATURE_NAMES, features, PERFECT, type Model } from './model.js';
+
+const PERFECT_FEATURES = features(PERFECT);
 import { buildSourceIndex } from './source-index.js';
 import { questionTerms, supportClaim } from './support.js';
 
@@ -95,7 +97,7 @@ function supportOf(model: Model, x: readonly number[]): number {
 }
 
 export function rowScore(model: Model, r: RowClaims): number {
-  return aggregate(r.claims.map((x) => supportOf(model, x)));
+  return aggregate(r.claims.map((x) => supportOf(model, x)), supportOf(model, PERFECT_FEATURES));
 }
 
 /**
@@ -133,6 +135,10 @@ export function fit(rows: readonly RowClaims[], lambda = 1): Model {
     const i = FEATURE_NAMES.indexOf(name);
     weights[i] = Math.max(weights[i]!, -model.bias + HARD_MARGIN);
   }
+  // So is a claim of which no source holds a single term ("Bananas.").
+  const uncovered = FEATURE_NAMES.indexOf('uncovered');
+  const passage = FEATURE_NAMES.indexOf('passage_uncovered');
+  weights[passage] = Math.max(weights[passage]!, -model.bias + HARD_MARGIN - weights[uncovered]!);
   return { bias: model.bias, weights };
 }
 

@@ -1,4 +1,8 @@
-import type { Logistic } from './model.js';
+/** Logistic weights: P(positive) = σ(bias + Σ wᵢ·xᵢ). */
+export interface Logistic {
+  bias: number;
+  weights: readonly number[];
+}
 
 export interface Sample {
   features: readonly number[];

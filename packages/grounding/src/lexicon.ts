@@ -81,4 +81,5 @@ export const SYNONYMS: ReadonlyMap<string, string> = new Map([
  */
 export const CHATTER_WORDS = words(`yeah yes yep yup yea sure ok okay oh ah well hi hello hey thanks thank please
 sorry nope nah wow cool awesome hmm um uh lol haha absolutely certainly definitely indeed alright right great
+cheers
 `);

@@ -17,11 +17,14 @@ export interface Model {
  * (class-balanced, L2-regularised, weights constrained to be non-negative).
  */
 export const DEFAULT_MODEL: Model = {
-  bias: -1.6696,
-  weights: [0.5199, 1.1893, 1.9196, 1.9196, 1.1785],
+  bias: -1.6648,
+  weights: [0.5842, 1.3306, 1.9148, 1.9148, 1.1364],
 };
 
-export function features(c: ClaimSupport): number[] {
+/** What the calibration reads of a claim's support. */
+export type ClaimMeasures = Pick<ClaimSupport, 'coverage' | 'passage' | 'unsupportedNumbers' | 'unsupportedNames' | 'pairCoverage'>;
+
+export function features(c: ClaimMeasures): number[] {
   return [
     1 - c.coverage,
     1 - Math.max(0, c.passage?.score ?? 0),
@@ -31,8 +34,17 @@ export function features(c: ClaimSupport): number[] {
   ];
 }
 
+/** A claim every measure of which is as good as it gets: the sources hold all of it, in one sentence. */
+export const PERFECT: ClaimMeasures = {
+  coverage: 1,
+  passage: { source: 0, start: 0, end: 0, score: 1, negationMismatch: false, sentences: 0 },
+  unsupportedNumbers: 0,
+  unsupportedNames: 0,
+  pairCoverage: 1,
+};
+
 /** Support of a claim in 0..1: 1 − P(unsupported). */
-export function claimSupport(model: Model, c: ClaimSupport): number {
+export function claimSupport(model: Model, c: ClaimMeasures): number {
   const x = features(c);
   let z = model.bias;
   for (let i = 0; i < x.length; i++) z += (model.weights[i] ?? 0) * x[i]!;

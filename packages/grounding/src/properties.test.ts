@@ -97,12 +97,19 @@ const recombined: fc.Arbitrary<string> = fc
 
 const sentence: fc.Arbitrary<string> = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...POOL) }, { weight: 1, arbitrary: recombined });
 
-// 'Of course. ' is left out: it is read as a claim ("course"), see the report to the lead.
-const OPENERS = ['', 'Yeah. ', 'Sure, ', 'Good question! ', 'Yes! '];
+const OPENERS = ['', 'Yeah. ', 'Sure, ', 'Good question! ', 'Yes! ', 'Of course. ', 'Great question! ', "I'm not sure, but "];
 
-// 'Thanks for asking!' is left out: "Thanks" is dropped as an interjection and "for asking!" is then a claim
-// (reported to the lead); so are 'Great question!', 'Of course.', 'No problem.' and 'Happy to help!'.
 const CHATTER = [
+  'Thanks for asking!',
+  'Great question!',
+  'Of course.',
+  'No problem.',
+  'Happy to help!',
+  'Glad I could help.',
+  'Sure thing!',
+  'Cheers!',
+  'Have a nice day!',
+  'Good luck!',
   'Hi!',
   'Hello there.',
   'Let me know if you need anything else.',
@@ -328,9 +335,21 @@ describe('monotone', () => {
       if (NEGATION_RE.test(s)) return undefined;
       const m = / (is|was|are|were|will|can|did|does) /.exec(s);
       return m ? s.slice(0, m.index + m[0].length) + 'not ' + s.slice(m.index + m[0].length) : undefined;
-      // Known gap (reported to the lead): a negated sentence next to the copied one in a source hides the added
-      // "not", so the sources here have no negation.
-    }, copyCaseOf(sentence.filter((s) => !NEGATION_RE.test(s))));
+    });
+  });
+
+  it('adding a "not" lowers the score even beside a negated sentence of the same source', () => {
+    const e = 'The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.';
+    const sources = [`${e} Lena Fischer did not open any bakeries in Oslo before January 1900.`];
+    const copied = score({ sources, answer: e });
+    expect(score({ sources, answer: e.replace('was completed', 'was not completed') })).toBeLessThan(copied);
+  });
+
+  it('a source that shares every word with a claim but negates it does not lower the claim (adding a source)', () => {
+    const claim = 'The museum is open on Mondays.';
+    const alone = score({ sources: [claim], answer: claim });
+    const crowded = score({ sources: [Array(8).fill('The museum is not open on Mondays.').join(' ') + ' ' + claim], answer: claim });
+    expect(crowded).toBe(alone);
   });
 });
 
@@ -366,9 +385,8 @@ describe('claims, not chatter', () => {
 });
 
 describe('chatter hides no claim', () => {
-  // Openers joined to a claim by a comma. Left out, failing (reported to the lead): 'Good question', "I'm not
-  // sure, but", 'I hope this helps' (the whole sentence is taken for chatter, so its claim is never checked).
-  const PREFIXES = ['Yeah, ', 'Sure, ', 'Well, ', 'Yes, ', 'OK, ', 'Hmm, ', 'Oh, ', 'Absolutely, '];
+  // Openers joined to a claim by a comma: the opener is stripped and the claim still checked.
+  const PREFIXES = ['Yeah, ', 'Sure, ', 'Well, ', 'Yes, ', 'OK, ', 'Hmm, ', 'Oh, ', 'Absolutely, ', 'Good question, ', "I'm not sure, but ", 'I hope this helps, ', 'Good question: '];
 
   it('a conversational opener in front of a sentence never raises its score', () => {
     const anySentence = fc.oneof(sentence, recombined.map((s) => s.replace(/ in (\p{Lu}\p{Ll}+)/u, ' in Valdoria')));
@@ -423,12 +441,11 @@ describe('evidence', () => {
         const r = checkGrounding({ sources, answer: s });
         checkEvidence(sources, r);
         expect(r.claims.length).toBeGreaterThan(0);
-        // The passage runs from its first word to its last: the sentence's opening quote and closing punctuation
-        // are not part of it (reported to the lead), and a full stop after an abbreviation ("Dr.", "tsp.") ends
-        // a claim. So: every claim's words, in order, are in its passage.
+        // The passage runs from the sentence's first word through its closing punctuation; an abbreviation's full
+        // stop ("Dr.", "tsp.") ends no sentence. So every claim, as the answer has it, is in its passage.
         for (const c of r.claims) {
           expect(c.evidence).not.toBeNull();
-          expect(c.evidence!.text).toContain(c.text.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, ''));
+          expect(c.evidence!.text).toContain(c.text);
         }
       }),
       runs(300),

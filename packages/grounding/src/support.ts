@@ -26,6 +26,8 @@ export interface Passage {
   score: number;
   /** The claim has a negation the passage lacks, or the passage one the claim lacks. */
   negationMismatch: boolean;
+  /** Sentences in the window, less one. */
+  sentences: number;
 }
 
 /** Everything the calibration reads of one claim. Every field moves one way as sources are added. */
@@ -63,14 +65,18 @@ export function questionTerms(question: string | undefined): QuestionTerms {
   return { stems, numbers };
 }
 
-/** Candidate sentences kept for the passage search, by how many of the claim's terms they hold. */
-const CANDIDATES = 8;
+/**
+ * Sentences read per term when looking for a claim's passage. A term in more sentences than this (a word that
+ * fills a log) finds its passage through the claim's rarer terms; it bounds the work of one claim whatever the
+ * sources hold.
+ */
+export const MAX_POSTING = 1_000;
 
 /**
  * Measures how well the sources support one claim. Every measure is monotone in the sources: adding a
  * source can only find more terms and better passages, never fewer.
  */
-export function supportClaim(index: SourceIndex, question: QuestionTerms, claim: Claim): ClaimSupport {
+export function supportClaim(index: SourceIndex, question: QuestionTerms, claim: Claim, search: PassageSearch = new PassageSearch()): ClaimSupport {
   const terms: TermSupport[] = [];
   let covered = 0;
   let unsupportedNumbers = 0;
@@ -98,9 +104,10 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
   return {
     claim,
     terms,
+    // A claim without word pairs (one word, or words around numbers) is judged by its words alone.
     pairCoverage: pairs === 0 ? 1 : pairsFound / pairs,
     coverage: covered / claim.terms.length,
-    passage: bestPassage(index, claim),
+    passage: search.find(index, claim),
     unsupportedNumbers,
     unsupportedNames,
     unsupportedWords,
@@ -127,46 +134,86 @@ function termKeys(term: Term): string[] {
   return w.stem === w.norm ? [w.stem] : [w.stem, w.norm];
 }
 
-function bestPassage(index: SourceIndex, claim: Claim): Passage | undefined {
+/**
+ * Finds claims' passages within one check: a claim repeated in the answer is looked up once, and the postings
+ * read over all claims are bounded (`budget`), so no answer and sources, however repetitive, cost more than a
+ * few tens of milliseconds. Past the budget a claim gets no passage (it is then judged by its words alone).
+ */
+export class PassageSearch {
+  private readonly seen = new Map<string, Passage | undefined>();
+
+  /** @param budget sentence postings read at most over all claims of a check */
+  constructor(private budget = 150_000) {}
+
+  find(index: SourceIndex, claim: Claim): Passage | undefined {
+    const key = `${claim.negations.length > 0 ? '!' : ''}${claim.terms.map((t) => termKeys(t).join('|')).join(' ')}`;
+    if (this.seen.has(key)) return this.seen.get(key);
+    let passage: Passage | undefined;
+    if (this.budget > 0) {
+      const found = bestPassage(index, claim);
+      this.budget -= found.read;
+      passage = found.passage;
+    }
+    this.seen.set(key, passage);
+    return passage;
+  }
+}
+
+/**
+ * The best window of one sentence or two adjacent sentences of one source that holds the claim's terms, over
+ * every sentence that holds any of them: adding a source adds windows and never removes one, so the best can
+ * only get better. A window's negation is that of its sentence holding most of the claim's terms, so a negated
+ * neighbour does not excuse a claim's added or dropped "not".
+ */
+function bestPassage(index: SourceIndex, claim: Claim): { passage: Passage | undefined; read: number } {
   const keys = claim.terms.map(termKeys);
-  // Sentences by the number of the claim's terms they hold, through the postings.
   const hits = new Map<number, number>();
+  let read = 0;
   for (const k of keys) {
-    const seen = new Set<number>();
+    let seen: Set<number> | undefined;
     for (const key of k) {
       const posting = index.postings.get(key);
       if (!posting) continue;
-      for (const sid of posting.sentences) {
-        if (seen.has(sid)) continue;
-        seen.add(sid);
+      const list = posting.sentences;
+      const n = Math.min(list.length, MAX_POSTING);
+      read += n;
+      if (k.length > 1) seen ??= new Set();
+      for (let i = 0; i < n; i++) {
+        const sid = list[i]!;
+        if (seen) {
+          if (seen.has(sid)) continue;
+          seen.add(sid);
+        }
         hits.set(sid, (hits.get(sid) ?? 0) + 1);
       }
     }
   }
-  if (hits.size === 0) return undefined;
-  const candidates = [...hits].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, CANDIDATES);
+  if (hits.size === 0) return { passage: undefined, read };
   const claimNegated = claim.negations.length > 0;
-  let best: Passage | undefined;
-  const consider = (from: number, to: number) => {
-    const first = index.spans[from];
-    const last = index.spans[to];
-    if (!first || !last || first.source !== last.source) return;
-    let held = 0;
-    for (const k of keys) {
-      let found = false;
-      for (let sid = from; sid <= to && !found; sid++) for (const key of k) if (index.sentences[sid]!.has(key)) found = true;
-      if (found) held++;
-    }
-    let negated = false;
-    for (let sid = from; sid <= to; sid++) if (index.negatedSentences.has(sid)) negated = true;
-    const mismatch = negated !== claimNegated;
-    const score = held / keys.length - (mismatch ? NEGATION_MISMATCH : 0);
-    if (!best || score > best.score) best = { source: first.source, start: first.start, end: last.end, score, negationMismatch: mismatch };
+  const holds = (sid: number, k: readonly string[]) => {
+    const sentence = index.sentences[sid]!;
+    for (const key of k) if (sentence.has(key)) return true;
+    return false;
   };
-  for (const [sid] of candidates) {
-    consider(sid, sid);
-    consider(sid - 1, sid);
-    consider(sid, sid + 1);
+  let best: Passage | undefined;
+  const consider = (from: number, to: number, held: number, anchor: number) => {
+    const first = index.spans[from]!;
+    const last = index.spans[to]!;
+    const mismatch = index.negatedSentences.has(anchor) !== claimNegated;
+    const score = held / keys.length - (mismatch ? NEGATION_MISMATCH : 0);
+    if (!best || score > best.score || (score === best.score && to - from < best.sentences)) {
+      best = { source: first.source, start: first.start, end: last.end, score, negationMismatch: mismatch, sentences: to - from };
+    }
+  };
+  for (const [sid, own] of hits) {
+    consider(sid, sid, own, sid);
+    // With the next sentence of the same source (the pair with the previous one is the previous one's).
+    const next = sid + 1;
+    if (next >= index.spans.length || index.spans[next]!.source !== index.spans[sid]!.source) continue;
+    const theirs = hits.get(next) ?? 0;
+    let union = 0;
+    for (const k of keys) if (holds(sid, k) || holds(next, k)) union++;
+    if (union > own && union > theirs) consider(sid, next, union, own >= theirs ? sid : next);
   }
-  return best;
+  return { passage: best, read: read + hits.size * keys.length };
 }

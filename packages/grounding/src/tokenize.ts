@@ -227,7 +227,7 @@ export function tokenize(text: string): Token[] {
     } else {
       i += widthAt(text, i);
     }
-    if (out.length > 0 && sentenceBreak(text, prevEnd, start)) {
+    if (out.length > 0 && sentenceBreak(text, prevEnd, start) && !abbreviation(text, out[out.length - 1]!, prevEnd)) {
       sentence++;
       sentenceStart = true;
     }
@@ -261,6 +261,25 @@ function sentenceBreak(text: string, from: number, to: number): boolean {
     } else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019)) sawEnd = false;
   }
   return false;
+}
+
+// Words after which a full stop rarely ends a sentence ("Dr. Smith", "the U.S. market", "1 tsp. salt").
+const ABBREVIATIONS = new Set(
+  `mr mrs ms dr prof sr jr st mt ft vs etc inc ltd co corp dept est approx fig no vol pp ed eds gen gov sen rep
+rev col lt sgt capt cmdr jan feb mar apr jun jul aug sep sept oct nov dec tsp tbsp oz lb lbs min max cf al
+e.g i.e a.m p.m u.s u.k u.n d.c`.split(/\s+/),
+);
+
+/** Is the full stop after `prev` part of an abbreviation or an initial ("J. K. Rowling") rather than a sentence end? */
+function abbreviation(text: string, prev: Token, gapStart: number): boolean {
+  if (text.charCodeAt(gapStart) !== 46 || prev.end - prev.start > 6) return false;
+  // A single capital letter: an initial.
+  if (prev.end - prev.start === 1 && text.charCodeAt(prev.start) >= 65 && text.charCodeAt(prev.start) <= 90) return true;
+  // "U.S." is read as "U", ".", "S", ".": look back over single letters joined by full stops.
+  let from = prev.start;
+  while (from >= 2 && text.charCodeAt(from - 1) === 46 && /\p{L}/u.test(text[from - 2]!) && (from < 3 || !/\p{L}/u.test(text[from - 3]!))) from -= 2;
+  const word = text.slice(from, prev.end).toLowerCase();
+  return ABBREVIATIONS.has(word) || (prev.end - prev.start === 1 && /\p{Lu}/u.test(text[prev.start]!));
 }
 
 /** `/\s/` for one UTF-16 code unit. */
