@@ -97,8 +97,11 @@ export const ChatCompletionChunkSchema = z.looseObject({
 });
 export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunkSchema>;
 
+export const ModelSchema = z.object({ id: z.string(), object: z.literal('model'), created: z.int(), owned_by: z.string() });
+export type Model = z.infer<typeof ModelSchema>;
+
 export const ModelListSchema = z.object({
   object: z.literal('list'),
-  data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.int(), owned_by: z.string() })),
+  data: z.array(ModelSchema),
 });
 export type ModelList = z.infer<typeof ModelListSchema>;
