@@ -133,8 +133,8 @@ describe('real responses validate against the document', () => {
     for (const frame of frames.slice(0, -1)) expectMatches('post', '/v1/chat/completions', 200, JSON.parse(frame), 'text/event-stream');
 
     const badModel = await call('POST', '/v1/chat/completions', token, chat({ model: 'gpt-4' }));
-    expect(badModel.status).toBe(400);
-    expectMatches('post', '/v1/chat/completions', 400, badModel.json());
+    expect(badModel.status).toBe(404);
+    expectMatches('post', '/v1/chat/completions', 404, badModel.json());
 
     const noKey = await call('POST', '/v1/chat/completions', undefined, chat());
     expect(noKey.status).toBe(401);

@@ -56,6 +56,7 @@ export const ChatCompletionSchema = z.looseObject({
   model: z.string(),
   choices: z.array(ChoiceSchema),
   usage: UsageSchema,
+  service_tier: z.string().nullable().optional(),
   system_fingerprint: z.string().nullable().optional(),
   svc: SvcResultSchema,
 });
@@ -91,7 +92,9 @@ export const ChatCompletionChunkSchema = z.looseObject({
   created: z.int(),
   model: z.string(),
   choices: z.array(ChunkChoiceSchema),
-  usage: UsageSchema.nullable().optional(),
+  // A union, not `.nullable()`: the OpenAPI document then says `anyOf: [Usage, null]` (frames before the usage frame carry `usage: null`).
+  usage: z.union([UsageSchema, z.null()]).optional(),
+  service_tier: z.string().nullable().optional(),
   system_fingerprint: z.string().nullable().optional(),
   svc: SvcResultSchema.optional(),
 });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { decodeGenerator, encode, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
+import { ApiError } from '../http/errors.js';
 import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
 import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
@@ -53,6 +54,7 @@ interface GeneratedChoice {
  * - `thinking` adds `reasoning_content` explaining which passages were picked and why.
  * - `max_completion_tokens`/`max_tokens` (o200k_base tokens, reasoning included) cut the output with
  *   `finish_reason: "length"`; `stop` cuts the text before the first stop sequence. `n` gives n choices.
+ * - `logprobs: true` is refused (400 `invalid_value`, param `logprobs`): there are no probabilities to report.
  *
  * @example
  * const model = createOfflineModel();
@@ -99,6 +101,14 @@ export function createOfflineModel(): Upstream {
 }
 
 function generate(body: UpstreamBody, thinking: boolean): { choices: GeneratedChoice[]; usage: Usage } {
+  if (body.logprobs === true) {
+    // Deterministic extraction has no token distribution to report: a clear refusal, not made-up numbers.
+    throw new ApiError(
+      'invalid_value',
+      "The built-in offline model does not produce log probabilities: send 'logprobs' only when svc is connected to a real model (SVC_UPSTREAM_BASE_URL).",
+      { param: 'logprobs' },
+    );
+  }
   const plan = planAnswer(body, thinking);
   const limit = firstPositiveInt(body.max_completion_tokens, body.max_tokens) ?? Infinity;
   const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter(

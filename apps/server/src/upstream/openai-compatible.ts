@@ -447,6 +447,7 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
   const completion: UpstreamCompletion = { choices, usage: normalizeUsage(json.usage) };
   if (typeof json.id === 'string') completion.id = json.id;
   if (typeof json.created === 'number') completion.created = json.created;
+  if (typeof json.service_tier === 'string' || json.service_tier === null) completion.service_tier = json.service_tier;
   if (typeof json.system_fingerprint === 'string' || json.system_fingerprint === null) completion.system_fingerprint = json.system_fingerprint;
   return completion;
 }

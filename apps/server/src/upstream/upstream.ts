@@ -23,6 +23,7 @@ export interface UpstreamCompletion {
     logprobs?: unknown;
   }>;
   usage: Usage | null;
+  service_tier?: string | null;
   system_fingerprint?: string | null;
 }
 
