@@ -221,7 +221,13 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     responses: {
       200: {
         description: 'The completion (`application/json`), or, with `stream: true`, a stream of SSE frames (`text/event-stream`).',
-        headers: { ...REQUEST_ID_HEADER, ...RATE_LIMIT_HEADERS },
+        headers: {
+          ...REQUEST_ID_HEADER,
+          ...RATE_LIMIT_HEADERS,
+          'x-svc-checked': header('Non-streamed only: `svc.checked`, for clients that hide unknown body fields.', { type: 'string', example: 'true' }),
+          'x-svc-grounded': header('Non-streamed only: `svc.grounded`.', { type: 'string', example: 'true' }),
+          'x-svc-score': header('Non-streamed only: `svc.score`.', { type: 'string', example: '0.93' }),
+        },
         content: {
           'application/json': { schema: ChatCompletionSchema },
           'text/event-stream': {

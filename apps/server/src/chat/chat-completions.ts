@@ -137,7 +137,14 @@ async function complete(ctx: RequestContext): Promise<void> {
   ctx.failure = undefined;
   await audit(ctx, { statusCode: 200, streaming: false, messages: request.messages, responseText: answer, svc, usage });
   const json = JSON.stringify(body);
-  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+    // For clients that hide unknown body fields (design §3).
+    'x-svc-checked': String(svc.checked),
+    'x-svc-grounded': String(svc.grounded),
+    'x-svc-score': String(svc.score),
+  });
   res.end(json);
 }
 
