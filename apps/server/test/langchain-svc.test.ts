@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ChatOpenAI } from '@langchain/openai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText } from 'ai';
 import { SvcResultSchema, type SvcResult } from '@svc/protocol';
 import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
 
@@ -73,5 +75,16 @@ describe('svc from LangChain JS', () => {
     expect(headers[0]?.get('x-svc-checked')).toBe('true');
     expect(headers[0]?.get('x-svc-grounded')).toBe('true');
     expect(Number(headers[0]?.get('x-svc-score'))).toBeGreaterThan(0);
+  });
+});
+
+describe('svc from the AI SDK', () => {
+  it('generateText: result.response.body.svc', async () => {
+    const openai = createOpenAI({ apiKey: token, baseURL: `${server.url}/v1` });
+    const result = await generateText({ model: openai.chat('svc01'), messages: messages as never, maxRetries: 0 });
+    expect(result.text).toContain('Eiffel Tower');
+    const body = result.response.body as { svc?: unknown };
+    expect(SvcResultSchema.parse(body.svc)).toMatchObject({ checked: true, grounded: true });
+    expect(result.response.headers?.['x-svc-checked']).toBe('true');
   });
 });
