@@ -18,6 +18,8 @@ describe('upstreamHttpError', () => {
     ['404 for the configured model', 404, {}, openai('The model `gpt-9` does not exist.', 'model_not_found', 'model'), 502, 'upstream_error', 'upstream_error', null],
     ['400 naming the model', 400, {}, openai('invalid model ID', null, 'model'), 502, 'upstream_error', 'upstream_error', null],
     ['404 with no error body (wrong base URL)', 404, {}, '<html>Not Found</html>', 502, 'upstream_error', 'upstream_error', null],
+    ["404 for vLLM's unknown model (no param)", 404, {}, JSON.stringify({ object: 'error', message: 'The model `x` does not exist.', type: 'NotFoundError', param: null, code: 404 }), 502, 'upstream_error', 'upstream_error', null],
+    ["404 for Ollama's unknown model", 404, {}, openai('model "x" not found, try pulling it first'), 502, 'upstream_error', 'upstream_error', null],
     ['401 (svc\'s upstream key)', 401, {}, openai('Incorrect API key.', 'invalid_api_key'), 502, 'upstream_error', 'upstream_error', null],
     ['403', 403, {}, openai('Forbidden.'), 502, 'upstream_error', 'upstream_error', null],
     ['409', 409, {}, openai('Conflict.'), 502, 'upstream_error', 'upstream_error', null],

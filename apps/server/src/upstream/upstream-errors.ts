@@ -17,8 +17,8 @@ export interface UpstreamErrorBody {
  *
  * | upstream | client |
  * |---|---|
- * | 400, 404, 413, 422 about the request | 400 `invalid_request_error` with the upstream's message, code (else `upstream_invalid_request`) and param |
- * | the same naming `model` (or code `model_not_found`), a 404 without an error body | 502 `upstream_error`: svc's upstream configuration, not the request |
+ * | 400, 413, 422, and a 404 naming a param: about the request | 400 `invalid_request_error` with the upstream's message, code (else `upstream_invalid_request`) and param |
+ * | the same naming `model` (or code `model_not_found`), a 404 naming no param | 502 `upstream_error`: svc's upstream configuration, not the request |
  * | 429 | 429 `rate_limit_error` `upstream_rate_limited`, its `retry-after` / `retry-after-ms` passed on |
  * | 401, 403 (svc's own upstream key), 5xx, any other status | 502 `upstream_error` (`retry-after` passed on) |
  *
@@ -61,8 +61,9 @@ function isAboutTheRequest(status: number, body: UpstreamErrorBody): boolean {
   if (status !== 400 && status !== 404 && status !== 413 && status !== 422) return false;
   // The upstream model svc is configured with (SVC_UPSTREAM_MODEL) is unknown there: svc's fault, not the client's.
   if (body.param === 'model' || body.code === 'model_not_found') return false;
-  // A 404 with no error body is a wrong base URL, not an answer about the request.
-  if (status === 404 && body.message === null) return false;
+  // A 404 is nearly always svc's configuration — a wrong base URL, or a model vLLM/Ollama do not serve, which
+  // they report without a param — so only one that names a parameter of the request is about the request.
+  if (status === 404 && body.param === null) return false;
   return true;
 }
 
