@@ -220,4 +220,34 @@ describe('details SDKs notice', () => {
     upstream.setBehavior({});
     expect((await client.chat.completions.create(ask)).choices[0]!.message.content).toBe('Hello from the fake upstream.');
   });
+
+  it('breaking out of a stream (the SDK aborts it) settles every time, from the upstream and from the offline model', { timeout: 30_000 }, async () => {
+    upstream.setBehavior({ answer: Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), trickle: { intervalMs: 20 } });
+    const offline = await startTestServer();
+    try {
+      const { token: offlineToken } = await offline.createKey();
+      const offlineClient = new OpenAI({ apiKey: offlineToken, baseURL: `${offline.url}/v1`, maxRetries: 0 });
+      const document = Array.from({ length: 400 }, (_, i) => `Sentence ${i} says the tower has ${i} steps.`).join(' ');
+      for (const [name, sdk] of [['upstream', client], ['offline', offlineClient]] as const) {
+        for (let round = 0; round < 5; round++) {
+          upstream.requests.length = 0;
+          const stream = await sdk.chat.completions.create({
+            model: 'svc01',
+            stream: true,
+            messages: [{ role: 'system', content: document }, { role: 'user', content: 'Summarise the document.' }],
+          });
+          let seen = 0;
+          for await (const _chunk of stream) {
+            if (++seen === 3) break;
+          }
+          expect(seen, name).toBe(3);
+          if (name === 'upstream') await upstream.waitForAbort();
+        }
+        const after = await sdk.chat.completions.create({ ...ask, messages: [{ role: 'system', content: 'Hello is a greeting.' }, ...ask.messages] });
+        expect(after.choices[0]!.message.content, name).toBeTruthy();
+      }
+    } finally {
+      await offline.close();
+    }
+  });
 });
