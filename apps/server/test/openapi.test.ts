@@ -81,6 +81,7 @@ describe('GET /v1/openapi.json', () => {
       expect.arrayContaining([
         '/v1/chat/completions',
         '/v1/models',
+        '/v1/models/{model}',
         '/v1/webhooks/test',
         '/v1/webhooks/deliveries',
         '/v1/webhooks/deliveries/{id}',
@@ -156,6 +157,10 @@ describe('real responses validate against the document', () => {
     const { token } = await server.createKey();
     const models = await call('GET', '/v1/models', token);
     expectMatches('get', '/v1/models', 200, models.json());
+    expectMatches('get', '/v1/models/{model}', 200, (await call('GET', '/v1/models/svc01', token)).json());
+    const unknown = await call('GET', '/v1/models/gpt-4', token);
+    expect(unknown.status).toBe(404);
+    expectMatches('get', '/v1/models/{model}', 404, unknown.json());
     expectMatches('get', '/healthz', 200, (await call('GET', '/healthz', undefined)).json());
     expectMatches('get', '/readyz', 200, (await call('GET', '/readyz', undefined)).json());
   });

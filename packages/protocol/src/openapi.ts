@@ -212,7 +212,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     tags: ['Chat'],
     summary: 'Create a chat completion',
     description:
-      'OpenAI-compatible chat completions plus the optional `svc` config object. `model` must be `svc01`; `max_tokens` defaults to 4096 and `temperature` to 0.1 (1.0 in thinking mode). ' +
+      'OpenAI-compatible chat completions plus the optional `svc` config object. `model` must be `svc01`; `max_tokens` defaults to 4096 and `temperature` to 0.1 (1.0 in thinking mode); upstream, the limit goes as `max_completion_tokens` to OpenAI reasoning models (o1, o3, o4-mini, gpt-5, …, which also get no temperature but 1) and as `max_tokens` to others. ' +
+      'An upstream\'s own 400/413/422 about the request comes back as a 400 with its message, code and param; its 429 as a 429 `upstream_rate_limited`. ' +
       'With `stream: true` the answer is sent as server-sent events: `data: <ChatCompletionChunk>` frames, then `data: [DONE]`. ' +
       'An error after the stream started is sent as one `data: <ErrorBody>` frame and the stream closes. ' +
       'After the request, the audit webhook `llm.request.completed` is sent if the key has a webhook URL.',
