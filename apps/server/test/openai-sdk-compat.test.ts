@@ -128,6 +128,18 @@ describe('the token limit in the form the upstream model takes', () => {
     expect(upstream.requests).toHaveLength(3);
     expect(upstream.requests[2]!.body).toHaveProperty('max_completion_tokens', 4096);
   });
+
+  it('a model the rule does not know as a reasoning model, refusing a temperature: sent again without it, and none after', async () => {
+    upstream.setBehavior({ tokenLimitField: 'max_completion_tokens', fixedTemperature: true });
+    const first = await noRetry.chat.completions.create(ask);
+    expect(first.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    const sent = () => upstream.requests.map((r) => Object.keys(r.body).filter((k) => k.startsWith('max_') || k === 'temperature').sort());
+    // up-model learned max_completion_tokens in the test before (the lesson is per model, server-wide): the
+    // first request here still has the temperature, the next one not.
+    expect(sent()).toEqual([['max_completion_tokens', 'temperature'], ['max_completion_tokens']]);
+    await noRetry.chat.completions.create(ask);
+    expect(sent()).toEqual([['max_completion_tokens', 'temperature'], ['max_completion_tokens'], ['max_completion_tokens']]);
+  });
 });
 
 describe('details SDKs notice', () => {

@@ -38,6 +38,8 @@ export interface FakeUpstreamBehavior {
   errorParam?: string;
   /** The only token-limit field this server takes; the other is refused with 400 `unsupported_parameter` (as OpenAI's reasoning models refuse `max_tokens`). */
   tokenLimitField?: 'max_tokens' | 'max_completion_tokens';
+  /** Refuse any `temperature` but 1 (as OpenAI's reasoning models do), whatever the model's name. */
+  fixedTemperature?: boolean;
   /** `service_tier` of the completion and of every chunk. */
   serviceTier?: string;
   /** 200 with a non-JSON HTML body. */
@@ -359,7 +361,7 @@ function parameterRefusal(body: Record<string, unknown>, behavior: FakeUpstreamB
   if (refused && body[refused] !== undefined) {
     return { message: `Unsupported parameter: '${refused}' is not supported with this model. Use '${only}' instead.`, code: 'unsupported_parameter', param: refused };
   }
-  if (reasoning && body.temperature !== undefined && body.temperature !== 1) {
+  if ((reasoning || behavior.fixedTemperature) && body.temperature !== undefined && body.temperature !== 1) {
     return {
       message: `Unsupported value: 'temperature' does not support ${String(body.temperature)} with this model. Only the default (1) value is supported.`,
       code: 'unsupported_value',

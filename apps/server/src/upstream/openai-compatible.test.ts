@@ -65,6 +65,29 @@ afterEach(async () => {
   await fake.close();
 });
 
+describe('the token-limit rule (token-limit.ts) on the wire', () => {
+  const limitKeys = () => fake.requests.map((r) => Object.keys(r.body).filter((k) => k.startsWith('max_') || k === 'temperature').sort());
+
+  it.each(['complete', 'stream'] as const)('%s: an upstream refusing max_tokens and a temperature is taught both in one call, and sent the right body after', async (mode) => {
+    fake.setBehavior({ tokenLimitField: 'max_completion_tokens', fixedTemperature: true });
+    const call = () => (mode === 'complete' ? upstream.complete(request()) : upstream.stream(request()).then(collect));
+    await call();
+    expect(limitKeys()).toEqual([['max_tokens', 'temperature'], ['max_completion_tokens', 'temperature'], ['max_completion_tokens']]);
+    await call();
+    expect(limitKeys()).toHaveLength(4);
+    expect(fake.requests[3]!.body).toMatchObject({ max_completion_tokens: 64 });
+  });
+
+  it('retries only for a lesson it can learn: a refusal repeated after it reaches the caller', async () => {
+    fake.setBehavior({ status: 400, errorCode: 'unsupported_parameter', errorParam: 'max_tokens', errorMessage: "Unsupported parameter: 'max_tokens'." });
+    const error = (await upstream.complete(request()).catch((e: unknown) => e)) as UpstreamError;
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect(error.status).toBe(400);
+    // max_tokens refused → sent as max_completion_tokens; the same refusal again teaches nothing new.
+    expect(limitKeys()).toEqual([['max_tokens', 'temperature'], ['max_completion_tokens', 'temperature']]);
+  });
+});
+
 describe('non-streamed completions', () => {
   it('posts to {baseUrl}/chat/completions with the key and returns the normalised completion', async () => {
     const completion = await upstream.complete(request({ stream_options: { include_usage: true } }));

@@ -124,15 +124,20 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   }
 
   const tokenLimits = new TokenLimits();
-  /** `send` with the token limit in the form the model takes (token-limit.ts), once more in the other form when refused. */
+  /**
+   * `send` with the token limit in the form the model takes and no temperature where it takes none
+   * (token-limit.ts); sent again when the upstream refuses either (at most twice: one lesson each).
+   */
   async function sendAdapted(body: UpstreamBody, stream: boolean, signal: CallSignal): ReturnType<typeof send> {
-    const sent = tokenLimits.adapt(body);
-    try {
-      return await send(sent, stream, signal);
-    } catch (error) {
-      const retry = signal.aborted ? null : tokenLimits.retryAfter(sent, error);
-      if (retry === null) throw error;
-      return send(retry, stream, signal);
+    let sent = tokenLimits.adapt(body);
+    for (let retries = 0; ; retries++) {
+      try {
+        return await send(sent, stream, signal);
+      } catch (error) {
+        const retry = signal.aborted || retries === 2 ? null : tokenLimits.retryAfter(sent, error);
+        if (retry === null) throw error;
+        sent = retry;
+      }
     }
   }
 

@@ -56,4 +56,21 @@ describe('TokenLimits', () => {
     expect(limits.retryAfter(sent, new UpstreamError('upstream_error', 'HTTP 500', { upstreamStatus: 500 }))).toBeNull();
     expect(limits.fieldFor('m')).toBe('max_tokens');
   });
+
+  it('retries once without temperature after a 400 about it (a reasoning model the names miss), and sends none to that model from then on', () => {
+    const limits = new TokenLimits();
+    const sent = limits.adapt({ model: 'o9-future', messages, max_tokens: 10, temperature: 0.1 });
+    // o9 is in the family by name already; a name the rule cannot know:
+    const unknown = limits.adapt({ model: 'acme-thinker', messages, max_tokens: 10, temperature: 0.1 });
+    expect(sent).not.toHaveProperty('temperature');
+    expect(unknown).toHaveProperty('temperature', 0.1);
+    const refusal = new UpstreamError('upstream_invalid_request', "Unsupported value: 'temperature' does not support 0.1 with this model.", {
+      upstreamStatus: 400,
+      upstreamCode: 'unsupported_value',
+      param: 'temperature',
+    });
+    expect(limits.retryAfter(unknown, refusal)).toEqual({ model: 'acme-thinker', messages, max_tokens: 10 });
+    expect(limits.adapt({ model: 'acme-thinker', messages, max_tokens: 10, temperature: 0.7 })).toEqual({ model: 'acme-thinker', messages, max_tokens: 10 });
+    expect(limits.adapt({ model: 'other', messages, temperature: 0.7 })).toEqual({ model: 'other', messages, temperature: 0.7 });
+  });
 });

@@ -23,7 +23,9 @@ export function isReasoningModel(model: string): boolean {
  * 2. Every other model gets `max_tokens` (a client's `max_completion_tokens` is renamed): servers that only
  *    know `max_tokens` ignore the other name, and the answer would run unlimited.
  * 3. When the upstream nevertheless answers 400 `unsupported_parameter` for the form sent, the request is
- *    sent once more with the other form, and that model keeps the other form from then on.
+ *    sent once more with the other form, and that model keeps the other form from then on. Likewise a 400
+ *    about `temperature` (`unsupported_value` / `unsupported_parameter`, a reasoning model the names above
+ *    miss): sent once more without it, and that model gets none from then on.
  *
  * One instance per upstream: it remembers what each model accepts.
  *
@@ -35,6 +37,8 @@ export function isReasoningModel(model: string): boolean {
 export class TokenLimits {
   /** Models whose upstream refused the form the rule gave them. */
   private readonly learned = new Map<string, TokenLimitField>();
+  /** Models whose upstream refused a temperature. */
+  private readonly noTemperature = new Set<string>();
 
   /** The form `model` gets. */
   fieldFor(model: string): TokenLimitField {
@@ -51,6 +55,11 @@ export class TokenLimits {
    * token limit (and the model keeps the other form from now on); null for any other refusal.
    */
   retryAfter(sent: UpstreamBody, error: unknown): UpstreamBody | null {
+    if (sent.temperature !== undefined && isUnsupported(error, 'temperature')) {
+      this.noTemperature.add(sent.model);
+      const { temperature: _refused, ...rest } = sent;
+      return rest as UpstreamBody;
+    }
     const field = sentField(sent);
     if (field === null || !isUnsupported(error, field)) return null;
     const other: TokenLimitField = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
@@ -60,7 +69,8 @@ export class TokenLimits {
 
   private withField(body: UpstreamBody, field: TokenLimitField): UpstreamBody {
     const other: TokenLimitField = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    const dropTemperature = body.temperature !== undefined && body.temperature !== 1 && isReasoningModel(body.model);
+    const dropTemperature =
+      body.temperature !== undefined && ((body.temperature !== 1 && isReasoningModel(body.model)) || this.noTemperature.has(body.model));
     if (body[other] === undefined && !dropTemperature) return body;
     const out: Record<string, unknown> = {};
     for (const key in body) {
@@ -80,8 +90,13 @@ function sentField(body: UpstreamBody): TokenLimitField | null {
   return null;
 }
 
-/** An upstream 400 `unsupported_parameter` (OpenAI's code) naming `field`, by param or in its message. */
-function isUnsupported(error: unknown, field: TokenLimitField): boolean {
-  if (!(error instanceof UpstreamError) || error.upstreamStatus !== 400 || error.upstreamCode !== 'unsupported_parameter') return false;
-  return error.param === field || (error.param === null && error.message.includes(field));
+/**
+ * An upstream 400 `unsupported_parameter` naming `field`, by param or in its message (OpenAI's code); for
+ * `temperature` also `unsupported_value` (what OpenAI's reasoning models answer to a temperature but 1).
+ */
+function isUnsupported(error: unknown, field: TokenLimitField | 'temperature'): boolean {
+  if (!(error instanceof UpstreamError) || error.upstreamStatus !== 400) return false;
+  const code = error.upstreamCode;
+  if (code !== 'unsupported_parameter' && !(field === 'temperature' && code === 'unsupported_value')) return false;
+  return error.param === field || (error.param === null && error.message.includes(`'${field}'`));
 }
