@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import express, { type Express, type NextFunction, type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
-import { SVC_MODEL } from '@svc/protocol';
+import { SVC_MODEL, type Model } from '@svc/protocol';
 import type { Config } from './config.js';
 import type { Store } from './storage/store.js';
 import type { Upstream } from './upstream/upstream.js';
@@ -116,8 +116,15 @@ function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res:
   const v1 = express.Router();
   v1.use(auth);
   v1.use(limit);
+  const model: Model = { id: SVC_MODEL, object: 'model', created: 1_735_689_600, owned_by: 'svc' };
   v1.get('/models', (_req, res) => {
-    res.json({ object: 'list', data: [{ id: SVC_MODEL, object: 'model', created: 1_735_689_600, owned_by: 'svc' }] });
+    res.json({ object: 'list', data: [model] });
+  });
+  v1.get('/models/:model', (req, res) => {
+    if (req.params.model !== SVC_MODEL) {
+      throw new ApiError('model_not_found', `The model '${req.params.model}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
+    }
+    res.json(model);
   });
   if (deps.webhooksRouter) v1.use('/webhooks', deps.webhooksRouter);
   app.use('/v1', v1);

@@ -299,12 +299,17 @@ describe('errors', () => {
     ['temperature out of range', { model: 'svc01', messages: [{ role: 'user', content: 'x' }], temperature: 5 }, 'invalid_value', 'temperature'],
     ['max_tokens not an integer', { model: 'svc01', messages: [{ role: 'user', content: 'x' }], max_tokens: 1.5 }, 'invalid_type', 'max_tokens'],
     ['svc.thinking of wrong type', { model: 'svc01', messages: [{ role: 'user', content: 'x' }], svc: { thinking: 'yes' } }, 'invalid_type', 'svc.thinking'],
-    ['unknown model', { model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }, 'model_not_found', 'model'],
     ['body not an object', '[1,2]', 'invalid_type', null],
   ])('400 for %s', async (_name, body, code, param) => {
     const res = await post(body);
     expect(res.status).toBe(400);
     expect(JSON.parse(res.text)).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', code, param } });
+  });
+
+  it('404 model_not_found with param model for an unknown model (as OpenAI answers)', async () => {
+    const res = await post({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] });
+    expect(res.status).toBe(404);
+    expect(JSON.parse(res.text)).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', code: 'model_not_found', param: 'model' } });
   });
 
   it('413 for a body over 10 MiB', async () => {
@@ -330,12 +335,12 @@ describe('errors', () => {
     expect(JSON.parse(res.text)).toEqual({ error: { message: expect.any(String), type: 'upstream_error', code, param: null } });
   });
 
-  it('502 with the upstream retry-after when upstream rate-limits', async () => {
+  it('429 upstream_rate_limited with the upstream retry-after when upstream rate-limits', async () => {
     upstream.setBehavior({ status: 429, retryAfter: '7' });
     const res = await post({ model: 'svc01', messages: [{ role: 'user', content: 'x' }], stream: true });
-    expect(res.status).toBe(502);
+    expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('7');
-    expect(JSON.parse(res.text).error.code).toBe('upstream_error');
+    expect(JSON.parse(res.text).error).toMatchObject({ type: 'rate_limit_error', code: 'upstream_rate_limited' });
   });
 
   it('502 upstream_unavailable when nothing listens upstream', async () => {

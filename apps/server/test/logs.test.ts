@@ -48,9 +48,9 @@ describe('logs', () => {
     expect((await post('/v1/chat/completions', token, { ...body, stream: true })).status).toBe(200);
     upstream.nextBehavior({ status: 500, errorMessage: 'upstream is down' });
     expect((await post('/v1/chat/completions', token, body)).status).toBe(502);
-    expect((await post('/v1/chat/completions', token, { ...body, model: PROMPT_MARKER })).status).toBe(400);
+    expect((await post('/v1/chat/completions', token, { ...body, model: PROMPT_MARKER })).status).toBe(404);
     expect((await post('/v1/webhooks/test', token)).status).toBe(200);
-    // Four audited requests (200, 200, 502, 400) and the test delivery.
+    // Four audited requests (200, 200, 502, 404) and the test delivery.
     await receiver.waitFor((received) => received.length >= 5);
     const lines = await eventually(() => {
       const all = parsed(from);
@@ -70,10 +70,10 @@ describe('logs', () => {
     expect(okLine.latency_ms).toEqual(expect.any(Number));
     expect(okLine.upstream_latency_ms).toEqual(expect.any(Number));
     expect(okLine.tokens).toBeGreaterThan(0);
-    expect(requests.map((l) => l.status).sort()).toEqual([200, 200, 200, 400, 502]);
+    expect(requests.map((l) => l.status).sort()).toEqual([200, 200, 200, 404, 502]);
     expect(requests.map((l) => l.path).sort()).toEqual([...Array(4).fill('/v1/chat/completions'), '/v1/webhooks/test']);
-    // Every request that reached the upstream (not the 400) says how long the upstream took.
-    for (const line of requests.filter((l) => l.path === '/v1/chat/completions' && l.status !== 400)) {
+    // Every request that reached the upstream (not the 404) says how long the upstream took.
+    for (const line of requests.filter((l) => l.path === '/v1/chat/completions' && l.status !== 404)) {
       expect(line.upstream_latency_ms, JSON.stringify(line)).toEqual(expect.any(Number));
       expect(line.key_prefix).toBe(key.prefix);
     }

@@ -81,6 +81,7 @@ describe('GET /v1/openapi.json', () => {
       expect.arrayContaining([
         '/v1/chat/completions',
         '/v1/models',
+        '/v1/models/{model}',
         '/v1/webhooks/test',
         '/v1/webhooks/deliveries',
         '/v1/webhooks/deliveries/{id}',
@@ -133,8 +134,8 @@ describe('real responses validate against the document', () => {
     for (const frame of frames.slice(0, -1)) expectMatches('post', '/v1/chat/completions', 200, JSON.parse(frame), 'text/event-stream');
 
     const badModel = await call('POST', '/v1/chat/completions', token, chat({ model: 'gpt-4' }));
-    expect(badModel.status).toBe(400);
-    expectMatches('post', '/v1/chat/completions', 400, badModel.json());
+    expect(badModel.status).toBe(404);
+    expectMatches('post', '/v1/chat/completions', 404, badModel.json());
 
     const noKey = await call('POST', '/v1/chat/completions', undefined, chat());
     expect(noKey.status).toBe(401);
@@ -156,6 +157,10 @@ describe('real responses validate against the document', () => {
     const { token } = await server.createKey();
     const models = await call('GET', '/v1/models', token);
     expectMatches('get', '/v1/models', 200, models.json());
+    expectMatches('get', '/v1/models/{model}', 200, (await call('GET', '/v1/models/svc01', token)).json());
+    const unknown = await call('GET', '/v1/models/gpt-4', token);
+    expect(unknown.status).toBe(404);
+    expectMatches('get', '/v1/models/{model}', 404, unknown.json());
     expectMatches('get', '/healthz', 200, (await call('GET', '/healthz', undefined)).json());
     expectMatches('get', '/readyz', 200, (await call('GET', '/readyz', undefined)).json());
   });

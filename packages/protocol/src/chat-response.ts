@@ -82,6 +82,7 @@ export const ChatCompletionSchema = z.looseObject({
   model: z.string(),
   choices: z.array(ChoiceSchema),
   usage: UsageSchema,
+  service_tier: z.string().nullable().optional(),
   system_fingerprint: z.string().nullable().optional(),
   svc: SvcResultSchema,
 });
@@ -117,14 +118,19 @@ export const ChatCompletionChunkSchema = z.looseObject({
   created: z.int(),
   model: z.string(),
   choices: z.array(ChunkChoiceSchema),
-  usage: UsageSchema.nullable().optional(),
+  // A union, not `.nullable()`: the OpenAPI document then says `anyOf: [Usage, null]` (frames before the usage frame carry `usage: null`).
+  usage: z.union([UsageSchema, z.null()]).optional(),
+  service_tier: z.string().nullable().optional(),
   system_fingerprint: z.string().nullable().optional(),
   svc: SvcResultSchema.optional(),
 });
 export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunkSchema>;
 
+export const ModelSchema = z.object({ id: z.string(), object: z.literal('model'), created: z.int(), owned_by: z.string() });
+export type Model = z.infer<typeof ModelSchema>;
+
 export const ModelListSchema = z.object({
   object: z.literal('list'),
-  data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.int(), owned_by: z.string() })),
+  data: z.array(ModelSchema),
 });
 export type ModelList = z.infer<typeof ModelListSchema>;

@@ -16,6 +16,7 @@ import {
   ChunkChoiceSchema,
   FlaggedSpanSchema,
   ModelListSchema,
+  ModelSchema,
   SvcResultSchema,
   UsageSchema,
 } from './chat-response.js';
@@ -58,6 +59,7 @@ const COMPONENTS: ReadonlyArray<[string, z.ZodType, string]> = [
   ['FlaggedSpan', FlaggedSpanSchema, 'A span of the first choice\'s `message.content` the check could not support; UTF-16 offsets, `text` = `content.slice(start, end)`.'],
   ['ChatCompletionChunk', ChatCompletionChunkSchema, 'One streamed frame (`data: <chunk>`). The frame with the first choice\'s `finish_reason` also carries `svc`; a `choices: []` usage frame follows only with `stream_options.include_usage`.'],
   ['ChunkChoice', ChunkChoiceSchema, 'One choice delta of a streamed frame.'],
+  ['Model', ModelSchema, 'A model this service answers to.'],
   ['ModelList', ModelListSchema, 'The models this service answers to (`svc01`).'],
   ['ErrorBody', ErrorBodySchema, 'Every error: `{ "error": { message, type, code, param } }`. `param` is null when none, and absent only on the test-webhook no-URL error.'],
   ['WebhookTestResult', WebhookTestResultSchema, 'Outcome of the synchronous test delivery; `status_code` and `error` only when `success` is false.'],
@@ -75,12 +77,14 @@ const ERROR_MESSAGES: Record<ErrorCode, string> = {
   invalid_type: "Invalid type for 'temperature': expected a number, but got a string.",
   invalid_value: "Invalid value for 'temperature': must be between 0 and 2.",
   model_not_found: "The model 'gpt-4' does not exist. Use 'svc01'.",
+  upstream_invalid_request: "The upstream model rejected the request: 'top_p' is not supported with this model.",
   invalid_request: 'No webhook URL is configured for this API key. Set one in the dashboard under Settings, API Keys, then try again.',
   missing_api_key: 'You did not provide an API key. Send it as "Authorization: Bearer <API_KEY>".',
   invalid_api_key: 'Incorrect API key provided.',
   not_found: "No webhook delivery 'whd_…' exists for this API key.",
   request_too_large: 'The request body is larger than the 10 MiB limit.',
   rate_limit_exceeded: 'Rate limit reached: 600 requests per minute for this API key. Retry after 12s.',
+  upstream_rate_limited: 'Upstream rate limit reached: Rate limit reached for requests. Retry after the time in `retry-after`.',
   upstream_error: 'Upstream failed: the model is overloaded.',
   upstream_timeout: 'Upstream did not complete within 120000 ms.',
   upstream_unavailable: 'Could not reach the upstream or the connection was lost.',
@@ -123,7 +127,12 @@ function errorResponses(codes: readonly ErrorCode[]) {
       description: `${STATUS_TEXT[status] ?? 'Error'}. Codes: ${list.map((c) => `\`${c}\``).join(', ')}.`,
       headers: {
         ...REQUEST_ID_HEADER,
-        ...(status === 429 ? { 'retry-after': header('Seconds to wait before retrying.', { type: 'integer', example: 12 }) } : {}),
+        ...(status === 429
+          ? {
+              'retry-after': header('Seconds to wait before retrying.', { type: 'integer', example: 12 }),
+              'retry-after-ms': header('Milliseconds to wait before retrying (svc\'s own limit; what the OpenAI SDKs read first).', { type: 'integer', example: 11250 }),
+            }
+          : {}),
       },
       content: {
         'application/json': {
@@ -203,7 +212,8 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     tags: ['Chat'],
     summary: 'Create a chat completion',
     description:
-      'OpenAI-compatible chat completions plus the optional `svc` config object. `model` must be `svc01`; `max_tokens` defaults to 4096 and `temperature` to 0.1 (1.0 in thinking mode). ' +
+      'OpenAI-compatible chat completions plus the optional `svc` config object. `model` must be `svc01`; `max_tokens` defaults to 4096 and `temperature` to 0.1 (1.0 in thinking mode); upstream, the limit goes as `max_completion_tokens` to OpenAI reasoning models (o1, o3, o4-mini, gpt-5, …, which also get no temperature but 1) and as `max_tokens` to others. ' +
+      'An upstream\'s own 400/413/422 about the request comes back as a 400 with its message, code and param; its 429 as a 429 `upstream_rate_limited`. ' +
       'With `stream: true` the answer is sent as server-sent events: `data: <ChatCompletionChunk>` frames, then `data: [DONE]`. ' +
       'An error after the stream started is sent as one `data: <ErrorBody>` frame and the stream closes. ' +
       'After the request, the audit webhook `llm.request.completed` is sent if the key has a webhook URL.',
@@ -212,7 +222,13 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     responses: {
       200: {
         description: 'The completion (`application/json`), or, with `stream: true`, a stream of SSE frames (`text/event-stream`).',
-        headers: { ...REQUEST_ID_HEADER, ...RATE_LIMIT_HEADERS },
+        headers: {
+          ...REQUEST_ID_HEADER,
+          ...RATE_LIMIT_HEADERS,
+          'x-svc-checked': header('Non-streamed only: `svc.checked`, for clients that hide unknown body fields.', { type: 'string', example: 'true' }),
+          'x-svc-grounded': header('Non-streamed only: `svc.grounded`.', { type: 'string', example: 'true' }),
+          'x-svc-score': header('Non-streamed only: `svc.score`.', { type: 'string', example: '0.93' }),
+        },
         content: {
           'application/json': { schema: ChatCompletionSchema },
           'text/event-stream': {
@@ -230,7 +246,9 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         'invalid_value',
         'model_not_found',
         'invalid_request',
+        'upstream_invalid_request',
         'request_too_large',
+        'upstream_rate_limited',
         'upstream_error',
         'upstream_timeout',
         'upstream_unavailable',
@@ -248,6 +266,17 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     summary: 'List models',
     security: apiKey,
     responses: { 200: json(ModelListSchema, 'The model list (`svc01`).'), ...errorResponses(AUTH_ERRORS) },
+  });
+
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/models/{model}',
+    operationId: 'retrieveModel',
+    tags: ['Models'],
+    summary: 'Retrieve a model',
+    security: apiKey,
+    request: { params: z.object({ model: z.string().meta({ description: 'Model id.', example: 'svc01' }) }) },
+    responses: { 200: json(ModelSchema, 'The model (`svc01`).'), ...errorResponses(['model_not_found', ...AUTH_ERRORS]) },
   });
 
   registry.registerPath({

@@ -130,13 +130,21 @@ async function complete(ctx: RequestContext): Promise<void> {
       finish_reason: c.finish_reason,
     })),
     usage,
+    ...(completion.service_tier !== undefined ? { service_tier: completion.service_tier } : {}),
     ...(completion.system_fingerprint !== undefined ? { system_fingerprint: completion.system_fingerprint } : {}),
     svc,
   };
   ctx.failure = undefined;
   await audit(ctx, { statusCode: 200, streaming: false, messages: request.messages, responseText: answer, svc, usage });
   const json = JSON.stringify(body);
-  res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+    // For clients that hide unknown body fields (design §3).
+    'x-svc-checked': String(svc.checked),
+    'x-svc-grounded': String(svc.grounded),
+    'x-svc-score': String(svc.score),
+  });
   res.end(json);
 }
 
@@ -204,7 +212,10 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   const computeSvc = async () =>
     ctx.deps.grounder.check({ messages: request.messages, answer: texts[0] ?? '', requested });
 
-  const frames = new FrameJson(ctx.requestId, created, SVC_MODEL);
+  const frames = new FrameJson(ctx.requestId, created, SVC_MODEL, { includeUsage });
+  /** The upstream's last `system_fingerprint`, for the usage frame; whether its `service_tier` is known. */
+  let lastFingerprint: string | null | undefined;
+  let tierKnown = false;
 
   /** Adjusts an upstream chunk's choices (ours alone) in place for the client, and keeps the text. */
   const relay = (chunk: ChatCompletionChunk): void => {
@@ -226,6 +237,11 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
   try {
     for await (const batch of chunks) {
       for (const chunk of batch) {
+        if (chunk.system_fingerprint !== undefined) lastFingerprint = chunk.system_fingerprint;
+        if (!tierKnown && typeof chunk.service_tier === 'string') {
+          tierKnown = true;
+          frames.serviceTier(chunk.service_tier);
+        }
         if (chunk.usage) usage = chunk.usage;
         if (!chunk.choices || chunk.choices.length === 0) continue;
         relay(chunk);
@@ -259,7 +275,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
       for (const h of held.splice(0)) await write(frames.of(h.choices, h.system_fingerprint, svc));
     }
     usage ??= await countUsage(request.messages, texts);
-    if (includeUsage) await write(frames.usage(usage));
+    if (includeUsage) await write(frames.usage(usage, lastFingerprint));
     await audit(ctx, {
       statusCode: ctx.abort.aborted ? CLIENT_CLOSED_STATUS : 200,
       streaming: true,

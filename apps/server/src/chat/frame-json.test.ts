@@ -5,10 +5,13 @@ import { FrameJson } from './frame-json.js';
 type Choices = ChatCompletionChunk['choices'];
 
 /** What the relay sent before: the frame object, stringified. */
-function reference(id: string, created: number, model: string, choices: unknown[], fingerprint?: string | null, svc?: unknown): string {
-  const frame: Record<string, unknown> = { id, object: 'chat.completion.chunk', created, model, choices };
+function reference(id: string, created: number, model: string, choices: unknown[], fingerprint?: string | null, svc?: unknown, extra: { tier?: string; usageNull?: boolean } = {}): string {
+  const frame: Record<string, unknown> = { id, object: 'chat.completion.chunk', created, model };
+  if (extra.tier !== undefined) frame.service_tier = extra.tier;
+  frame.choices = choices;
   if (fingerprint !== undefined) frame.system_fingerprint = fingerprint;
   if (svc !== undefined) frame.svc = svc;
+  if (extra.usageNull) frame.usage = null;
   return JSON.stringify(frame);
 }
 
@@ -58,5 +61,19 @@ describe('FrameJson (the JSON of relayed stream frames)', () => {
     const frames = new FrameJson('chatcmpl-1', 7, 'svc01');
     const usage = { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, prompt_tokens_details: { cached_tokens: 0 } };
     expect(frames.usage(usage)).toBe(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 7, model: 'svc01', choices: [], usage }));
+    expect(frames.usage(usage, 'fp_1')).toBe(
+      JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 7, model: 'svc01', choices: [], system_fingerprint: 'fp_1', usage }),
+    );
+  });
+
+  it('with includeUsage, writes "usage": null on every frame but the usage frame; service_tier after model once known', () => {
+    const frames = new FrameJson('chatcmpl-1', 7, 'svc01', { includeUsage: true });
+    const choices = [{ index: 0, delta: { content: 'Hi' }, logprobs: null, finish_reason: null }];
+    expect(frames.of(choices as Choices, 'fp_1')).toBe(reference('chatcmpl-1', 7, 'svc01', choices, 'fp_1', undefined, { usageNull: true }));
+    frames.serviceTier('default');
+    const svc = { grounded: true };
+    expect(frames.of(choices as Choices, undefined, svc as never)).toBe(reference('chatcmpl-1', 7, 'svc01', choices, undefined, svc, { tier: 'default', usageNull: true }));
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    expect(frames.usage(usage)).toBe(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 7, model: 'svc01', service_tier: 'default', choices: [], usage }));
   });
 });

@@ -4,19 +4,32 @@ type Choice = ChatCompletionChunk['choices'][number];
 
 /**
  * The JSON of a stream's frames: byte for byte what `JSON.stringify` gives for
- * `{ id, object, created, model, choices, system_fingerprint?, svc? }` (and `{ …, choices: [], usage }`), with the part before `choices` made
- * once per stream and the common choice (one text delta) written by hand. Stringifying each frame was the
- * largest share of the relay's own time (~0.9 µs a frame; this takes ~0.35).
+ * `{ id, object, created, model, service_tier?, choices, system_fingerprint?, svc?, usage? }` (and
+ * `{ …, choices: [], system_fingerprint?, usage }`), with the part before `choices` made once per stream and
+ * the common choice (one text delta) written by hand. Stringifying each frame was the largest share of the
+ * relay's own time (~0.9 µs a frame; this takes ~0.35).
+ *
+ * With `includeUsage` (the client's `stream_options.include_usage`) every frame before the usage frame
+ * carries `"usage": null`, as OpenAI's do.
  *
  * @example
- * const frames = new FrameJson(requestId, created, SVC_MODEL);
+ * const frames = new FrameJson(requestId, created, SVC_MODEL, { includeUsage: true });
  * sse.write(frames.of(chunk.choices, chunk.system_fingerprint));
  */
 export class FrameJson {
-  private readonly head: string;
+  private head: string;
+  private readonly start: string;
+  private readonly tail: string;
 
-  constructor(id: string, created: number, model: string) {
-    this.head = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)},"choices":`;
+  constructor(id: string, created: number, model: string, options: { includeUsage?: boolean } = {}) {
+    this.start = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)}`;
+    this.head = `${this.start},"choices":`;
+    this.tail = options.includeUsage ? ',"usage":null}' : '}';
+  }
+
+  /** The upstream's `service_tier`, in every frame from now on (after `model`, as OpenAI sends it). */
+  serviceTier(tier: string): void {
+    this.head = `${this.start},"service_tier":${JSON.stringify(tier)},"choices":`;
   }
 
   /** `system_fingerprint` and `svc` are left out when undefined (as `JSON.stringify` leaves them out). */
@@ -24,12 +37,13 @@ export class FrameJson {
     let json = this.head + (choices.length === 1 ? (textChoiceJson(choices[0]!) ?? JSON.stringify(choices)) : JSON.stringify(choices));
     if (systemFingerprint !== undefined) json += `,"system_fingerprint":${JSON.stringify(systemFingerprint)}`;
     if (svc !== undefined) json += `,"svc":${JSON.stringify(svc)}`;
-    return `${json}}`;
+    return json + this.tail;
   }
 
-  /** The usage frame (`choices: []`, then `usage`). */
-  usage(usage: Usage): string {
-    return `${this.head}[],"usage":${JSON.stringify(usage)}}`;
+  /** The usage frame (`choices: []`, `system_fingerprint` when known, then `usage`). */
+  usage(usage: Usage, systemFingerprint?: string | null): string {
+    const fingerprint = systemFingerprint !== undefined ? `,"system_fingerprint":${JSON.stringify(systemFingerprint)}` : '';
+    return `${this.head}[]${fingerprint},"usage":${JSON.stringify(usage)}}`;
   }
 }
 

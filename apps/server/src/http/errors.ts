@@ -13,11 +13,13 @@ export class ApiError extends Error {
   /** false only for the test-webhook no-URL error, whose body has no `param` (spec §4.2). */
   readonly includeParam: boolean;
   readonly headers: Record<string, string>;
+  /** The body's `code` when it is not `code` itself: an upstream's own code passed on (design §4). */
+  readonly wireCode: string | null;
 
   constructor(
     code: ErrorCode,
     message: string,
-    options: { param?: string | null; includeParam?: boolean; headers?: Record<string, string>; cause?: unknown } = {},
+    options: { param?: string | null; includeParam?: boolean; headers?: Record<string, string>; wireCode?: string | null; cause?: unknown } = {},
   ) {
     super(message, { cause: options.cause });
     this.name = 'ApiError';
@@ -26,11 +28,12 @@ export class ApiError extends Error {
     this.param = options.param ?? null;
     this.includeParam = options.includeParam ?? true;
     this.headers = options.headers ?? {};
+    this.wireCode = options.wireCode ?? null;
   }
 
   toBody(): ErrorBody {
     const { type } = ERROR_CODES[this.code];
-    const error: ErrorBody['error'] = { message: this.message, type, code: this.code };
+    const error: ErrorBody['error'] = { message: this.message, type, code: this.wireCode ?? this.code };
     if (this.includeParam) error.param = this.param;
     return { error };
   }

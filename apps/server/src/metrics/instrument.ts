@@ -1,14 +1,15 @@
 import { performance } from 'node:perf_hooks';
 import type { ChatCompletionChunk } from '@svc/protocol';
 import type { Grounder } from '../chat/grounder.js';
-import { UpstreamError, type CallSignal, type ChunkStream, type Upstream } from '../upstream/upstream.js';
+import { ApiError } from '../http/errors.js';
+import type { CallSignal, ChunkStream, Upstream } from '../upstream/upstream.js';
 import type { Metrics } from './metrics.js';
 
 const seconds = (since: number) => (performance.now() - since) / 1000;
 
-/** An upstream failure's label: its design §4 code, or `client_closed` when the caller aborted. */
+/** An upstream failure's label: its design §4 code (the offline model's 400s too), or `client_closed` when the caller aborted. */
 function errorCode(err: unknown, signal: CallSignal): string {
-  if (err instanceof UpstreamError) return err.code;
+  if (err instanceof ApiError) return err.code;
   if (signal.aborted) return 'client_closed';
   return 'internal_error';
 }

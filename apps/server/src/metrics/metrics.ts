@@ -59,7 +59,7 @@ export class Metrics {
   });
   private readonly upstreamErrors = new Counter({
     name: 'svc_upstream_errors_total',
-    help: 'Failed upstream calls by error code (upstream_error, upstream_timeout, upstream_unavailable, upstream_invalid_response, client_closed).',
+    help: 'Failed upstream calls by error code (upstream_error, upstream_timeout, upstream_unavailable, upstream_invalid_response, upstream_rate_limited, upstream_invalid_request, client_closed).',
     labelNames: ['code'] as const,
     registers: [this.registry],
   });

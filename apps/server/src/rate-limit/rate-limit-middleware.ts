@@ -24,10 +24,19 @@ export function createRateLimit(deps: { limiter: RateLimiter; defaultRpm: number
       throw new ApiError(
         'rate_limit_exceeded',
         `Rate limit reached: ${decision.limit} requests per minute for this API key. Retry after ${formatResetDuration(decision.resetMs)}.`,
-        { headers: { 'retry-after': String(Math.max(1, Math.ceil(decision.resetMs / 1000))) } },
+        { headers: retryAfterHeaders(decision.resetMs) },
       );
     }
   };
+}
+
+/**
+ * `retry-after` (whole seconds, rounded up) and `retry-after-ms` for a window that frees a request in `resetMs`:
+ * the OpenAI SDKs read `retry-after-ms` first and wait exactly that long.
+ */
+export function retryAfterHeaders(resetMs: number): Record<string, string> {
+  const ms = Math.max(1, Math.ceil(resetMs));
+  return { 'retry-after': String(Math.ceil(ms / 1000)), 'retry-after-ms': String(ms) };
 }
 
 /** Express middleware of a rate limit (after `bearerAuth`). */

@@ -33,6 +33,15 @@ export interface FakeUpstreamBehavior {
   errorMessage?: string;
   /** `retry-after` header sent with `status`. */
   retryAfter?: string;
+  /** `code` and `param` of the error body for `status` (default null). */
+  errorCode?: string;
+  errorParam?: string;
+  /** The only token-limit field this server takes; the other is refused with 400 `unsupported_parameter` (as OpenAI's reasoning models refuse `max_tokens`). */
+  tokenLimitField?: 'max_tokens' | 'max_completion_tokens';
+  /** Refuse any `temperature` but 1 (as OpenAI's reasoning models do), whatever the model's name. */
+  fixedTemperature?: boolean;
+  /** `service_tier` of the completion and of every chunk. */
+  serviceTier?: string;
   /** 200 with a non-JSON HTML body. */
   garbage?: boolean;
   /** 200 with exactly this JSON body (e.g. a schema-invalid completion), streamed or not. */
@@ -161,7 +170,13 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
       const headers: Record<string, string> = { ...current.headers };
       if (current.retryAfter) headers['retry-after'] = current.retryAfter;
       const type = current.status === 429 ? 'rate_limit_error' : current.status >= 500 ? 'server_error' : 'invalid_request_error';
-      sendJson(res, current.status, { error: { message: current.errorMessage ?? `Fake upstream failure ${current.status}`, type, code: null, param: null } }, headers);
+      const error = { message: current.errorMessage ?? `Fake upstream failure ${current.status}`, type, code: current.errorCode ?? null, param: current.errorParam ?? null };
+      sendJson(res, current.status, { error }, headers);
+      return;
+    }
+    const refusal = parameterRefusal(body, current);
+    if (refusal) {
+      sendJson(res, 400, { error: { ...refusal, type: 'invalid_request_error' } });
       return;
     }
     if (current.rawJson !== undefined) {
@@ -203,6 +218,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
         created,
         model,
         choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+        ...(current.serviceTier ? { service_tier: current.serviceTier } : {}),
         system_fingerprint: 'fp_fake',
       };
       if (current.usage !== false) completion.usage = usage;
@@ -243,6 +259,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
       object: 'chat.completion.chunk',
       created,
       model,
+      ...(current.serviceTier ? { service_tier: current.serviceTier } : {}),
       system_fingerprint: 'fp_fake',
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     });
@@ -260,7 +277,8 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     frames.push(frame(chunk({}, finishReason)));
     const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     if (includeUsage && current.usage !== false) {
-      frames.push(frame({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_fake', choices: [], usage }));
+      const tier = current.serviceTier ? { service_tier: current.serviceTier } : {};
+      frames.push(frame({ id, object: 'chat.completion.chunk', created, model, ...tier, system_fingerprint: 'fp_fake', choices: [], usage }));
     }
     frames.push(`data: [DONE]${eol}${eol}`);
 
@@ -325,6 +343,32 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** OpenAI's reasoning models as the fake knows them (its own list, not svc's rule, so tests check the rule). */
+const REASONING_MODELS = ['o1', 'o1-mini', 'o3', 'o3-mini', 'o3-pro', 'o4-mini', 'gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-5.1'];
+
+/**
+ * The 400 a real server gives for parameters its model does not take: OpenAI's reasoning models refuse
+ * `max_tokens` and a `temperature` other than 1 (their messages, codes and params); `tokenLimitField` makes
+ * any model refuse the other field.
+ */
+function parameterRefusal(body: Record<string, unknown>, behavior: FakeUpstreamBehavior): { message: string; code: string; param: string } | null {
+  const model = String(body.model ?? '');
+  const reasoning = REASONING_MODELS.some((name) => model === name || model.startsWith(`${name}-`));
+  const only = behavior.tokenLimitField ?? (reasoning ? 'max_completion_tokens' : undefined);
+  const refused = only === 'max_completion_tokens' ? 'max_tokens' : only === 'max_tokens' ? 'max_completion_tokens' : undefined;
+  if (refused && body[refused] !== undefined) {
+    return { message: `Unsupported parameter: '${refused}' is not supported with this model. Use '${only}' instead.`, code: 'unsupported_parameter', param: refused };
+  }
+  if ((reasoning || behavior.fixedTemperature) && body.temperature !== undefined && body.temperature !== 1) {
+    return {
+      message: `Unsupported value: 'temperature' does not support ${String(body.temperature)} with this model. Only the default (1) value is supported.`,
+      code: 'unsupported_value',
+      param: 'temperature',
+    };
+  }
+  return null;
 }
 
 function readBody(req: IncomingMessage): Promise<string> {

@@ -192,6 +192,35 @@ describe('tools', () => {
   });
 });
 
+describe('response_format and logprobs', () => {
+  const schema = {
+    type: 'object',
+    properties: { founded: { type: 'integer', minimum: 1900, maximum: 2000 }, city: { type: 'string' }, tags: { type: 'array', items: { type: 'string' }, minItems: 1 } },
+    required: ['founded', 'city', 'tags'],
+    additionalProperties: false,
+  };
+
+  it('json_schema → JSON valid against the schema, streamed and not', async () => {
+    const format = { type: 'json_schema', json_schema: { name: 'facts', strict: true, schema } };
+    const text = content(await complete(body('When was Acme founded, in which city?', { response_format: format })));
+    expect(validateJsonSchema(schema, JSON.parse(text))).toEqual([]);
+    const streamed = (await stream(body('When was Acme founded, in which city?', { response_format: format }))).map((c) => c.choices[0]?.delta.content ?? '').join('');
+    expect(streamed).toBe(text);
+  });
+
+  it('json_object → {"answer": the extractive answer}; text → plain text', async () => {
+    const plain = content(await complete(body('When was Acme founded?')));
+    expect(JSON.parse(content(await complete(body('When was Acme founded?', { response_format: { type: 'json_object' } }))))).toEqual({ answer: plain });
+    expect(content(await complete(body('When was Acme founded?', { response_format: { type: 'text' } })))).toBe(plain);
+  });
+
+  it('refuses logprobs: true with 400 invalid_value (param logprobs), before streaming', async () => {
+    await expect(complete(body('When?', { logprobs: true }))).rejects.toMatchObject({ status: 400, code: 'invalid_value', param: 'logprobs' });
+    await expect(model.stream({ body: body('When?', { logprobs: true }), signal, thinking: false })).rejects.toMatchObject({ status: 400, param: 'logprobs' });
+    expect(content(await complete(body('When was Acme founded?', { logprobs: false })))).toContain('1952');
+  });
+});
+
 describe('thinking', () => {
   it('explains which passages were picked, in both modes', async () => {
     const completion = await complete(body('How much can the Roadrunner lift?'), true);

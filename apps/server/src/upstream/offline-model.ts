@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { decodeGenerator, encode, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
+import { ApiError } from '../http/errors.js';
 import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
 import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
@@ -53,6 +54,9 @@ interface GeneratedChoice {
  * - `thinking` adds `reasoning_content` explaining which passages were picked and why.
  * - `max_completion_tokens`/`max_tokens` (o200k_base tokens, reasoning included) cut the output with
  *   `finish_reason: "length"`; `stop` cuts the text before the first stop sequence. `n` gives n choices.
+ * - `response_format`: `json_object` → `{"answer": "<the answer>"}`; `json_schema` → a value valid against the
+ *   schema, built like tool arguments (so `parse()`/`generateObject`/`withStructuredOutput` work offline).
+ * - `logprobs: true` is refused (400 `invalid_value`, param `logprobs`): there are no probabilities to report.
  *
  * @example
  * const model = createOfflineModel();
@@ -99,6 +103,14 @@ export function createOfflineModel(): Upstream {
 }
 
 function generate(body: UpstreamBody, thinking: boolean): { choices: GeneratedChoice[]; usage: Usage } {
+  if (body.logprobs === true) {
+    // Deterministic extraction has no token distribution to report: a clear refusal, not made-up numbers.
+    throw new ApiError(
+      'invalid_value',
+      "The built-in offline model does not produce log probabilities: send 'logprobs' only when svc is connected to a real model (SVC_UPSTREAM_BASE_URL).",
+      { param: 'logprobs' },
+    );
+  }
   const plan = planAnswer(body, thinking);
   const limit = firstPositiveInt(body.max_completion_tokens, body.max_tokens) ?? Infinity;
   const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter(
@@ -231,7 +243,34 @@ function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
       picked.map((p, i) => `Passage ${i + 1} (score ${p.score.toFixed(2)}) matches ${formatList(p.matched)}: "${clip(p.text, 80)}"`).join(' ') +
       ` I quote ${picked.length > 1 ? 'these sentences' : 'this sentence'} verbatim, in document order, so that every statement stays grounded in the sources.`;
   }
+  const format = structuredFormat(body.response_format);
+  if (format) {
+    const json = structuredContent(format, content, sampleHints(question || lastUserText));
+    reasoning += ` The request asks for ${format.kind === 'json_schema' ? 'JSON matching its schema' : 'a JSON object'}, so I answer with ${format.kind === 'json_schema' ? 'a value built from that schema, filled from the question where a field asks for it' : 'the answer under "answer"'}.`;
+    return { content: json, reasoning: thinking ? reasoning : null, toolCalls: [] };
+  }
   return { content, reasoning: thinking ? reasoning : null, toolCalls: [] };
+}
+
+type StructuredFormat = { kind: 'json_object' } | { kind: 'json_schema'; schema: JsonSchema };
+
+/** `response_format` asking for JSON, or null (absent, `text`, or a shape the offline model does not know). */
+function structuredFormat(value: unknown): StructuredFormat | null {
+  if (!isRecord(value)) return null;
+  if (value.type === 'json_object') return { kind: 'json_object' };
+  if (value.type === 'json_schema' && isRecord(value.json_schema)) {
+    return { kind: 'json_schema', schema: isRecord(value.json_schema.schema) ? value.json_schema.schema : {} };
+  }
+  return null;
+}
+
+/**
+ * The answer as `response_format` asks: `json_object` → `{"answer": <the extractive answer>}`; `json_schema` →
+ * a value valid against the schema (the same filler as tool arguments), filled from the question.
+ */
+function structuredContent(format: StructuredFormat, answer: string, hints: SampleHints): string {
+  if (format.kind === 'json_object') return JSON.stringify({ answer });
+  return JSON.stringify(sampleFromSchema(format.schema, hints) ?? null);
 }
 
 /** The query of the last user message, and the rest of it when it is long enough to be a pasted document. */

@@ -65,6 +65,29 @@ afterEach(async () => {
   await fake.close();
 });
 
+describe('the token-limit rule (token-limit.ts) on the wire', () => {
+  const limitKeys = () => fake.requests.map((r) => Object.keys(r.body).filter((k) => k.startsWith('max_') || k === 'temperature').sort());
+
+  it.each(['complete', 'stream'] as const)('%s: an upstream refusing max_tokens and a temperature is taught both in one call, and sent the right body after', async (mode) => {
+    fake.setBehavior({ tokenLimitField: 'max_completion_tokens', fixedTemperature: true });
+    const call = () => (mode === 'complete' ? upstream.complete(request()) : upstream.stream(request()).then(collect));
+    await call();
+    expect(limitKeys()).toEqual([['max_tokens', 'temperature'], ['max_completion_tokens', 'temperature'], ['max_completion_tokens']]);
+    await call();
+    expect(limitKeys()).toHaveLength(4);
+    expect(fake.requests[3]!.body).toMatchObject({ max_completion_tokens: 64 });
+  });
+
+  it('retries only for a lesson it can learn: a refusal repeated after it reaches the caller', async () => {
+    fake.setBehavior({ status: 400, errorCode: 'unsupported_parameter', errorParam: 'max_tokens', errorMessage: "Unsupported parameter: 'max_tokens'." });
+    const error = (await upstream.complete(request()).catch((e: unknown) => e)) as UpstreamError;
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect(error.status).toBe(400);
+    // max_tokens refused → sent as max_completion_tokens; the same refusal again teaches nothing new.
+    expect(limitKeys()).toEqual([['max_tokens', 'temperature'], ['max_completion_tokens', 'temperature']]);
+  });
+});
+
 describe('non-streamed completions', () => {
   it('posts to {baseUrl}/chat/completions with the key and returns the normalised completion', async () => {
     const completion = await upstream.complete(request({ stream_options: { include_usage: true } }));
@@ -190,11 +213,27 @@ describe('failures', () => {
     options?: Partial<OpenAICompatibleUpstreamOptions>;
     message?: RegExp;
     retryAfter?: string;
+    /** Default 502. */
+    status?: number;
+    /** The body's `code` and `param`, when not `code` and null. */
+    wire?: { code: string; param: string | null };
   };
   const beforeStream: Scenario[] = [
     { name: 'HTTP 500', behavior: { status: 500, errorMessage: 'The engine is overloaded.' }, code: 'upstream_error', message: /HTTP 500: The engine is overloaded\./ },
-    { name: 'HTTP 429 with retry-after', behavior: { status: 429, retryAfter: '7' }, code: 'upstream_error', message: /HTTP 429/, retryAfter: '7' },
+    { name: 'HTTP 429 with retry-after', behavior: { status: 429, retryAfter: '7' }, code: 'upstream_rate_limited', status: 429, message: /rate limit/i, retryAfter: '7' },
     { name: 'HTTP 401 echoing the key', behavior: { status: 401, errorMessage: `Incorrect API key provided: ${API_KEY}.` }, code: 'upstream_error', message: /\[redacted\]/ },
+    { name: 'HTTP 403', behavior: { status: 403, errorMessage: 'Project does not have access.' }, code: 'upstream_error', message: /HTTP 403/ },
+    {
+      name: 'HTTP 400 about a parameter',
+      behavior: { status: 400, errorMessage: `Unsupported parameter: 'top_p' (key ${API_KEY}).`, errorCode: 'unsupported_parameter', errorParam: 'top_p' },
+      code: 'upstream_invalid_request',
+      status: 400,
+      message: /^Unsupported parameter: 'top_p' \(key \[redacted\]\)\.$/,
+      wire: { code: 'unsupported_parameter', param: 'top_p' },
+    },
+    { name: 'HTTP 422 without a code', behavior: { status: 422, errorMessage: 'messages: field required' }, code: 'upstream_invalid_request', status: 400, wire: { code: 'upstream_invalid_request', param: null } },
+    { name: 'HTTP 413', behavior: { status: 413, errorMessage: 'Prompt too long.', errorCode: 'context_length_exceeded' }, code: 'upstream_invalid_request', status: 400, wire: { code: 'context_length_exceeded', param: null } },
+    { name: 'HTTP 404 for the upstream model (svc\'s configuration)', behavior: { status: 404, errorCode: 'model_not_found', errorParam: 'model' }, code: 'upstream_error', message: /HTTP 404/ },
     { name: 'a non-JSON 200', behavior: { garbage: true }, code: 'upstream_invalid_response' },
     { name: 'a reset before headers', behavior: { resetBeforeHeaders: true }, code: 'upstream_unavailable' },
     { name: 'no headers in time', behavior: { hang: true }, code: 'upstream_timeout', options: { firstByteTimeoutMs: 150 }, message: /150 ms/ },
@@ -202,7 +241,7 @@ describe('failures', () => {
   ];
 
   describe.each(['complete', 'stream'] as const)('%s rejects before anything was produced', (mode) => {
-    it.each(beforeStream)('on $name → $code', async ({ behavior, code, options, message, retryAfter }) => {
+    it.each(beforeStream)('on $name → $code', async ({ behavior, code, options, message, retryAfter, status, wire }) => {
       if (options) {
         await upstream.close();
         upstream = make(options);
@@ -211,10 +250,11 @@ describe('failures', () => {
       const error = await failure(mode === 'complete' ? upstream.complete(request()) : upstream.stream(request()));
       expect(error).toBeInstanceOf(UpstreamError);
       expect(error.code).toBe(code);
-      expect(error.status).toBe(502);
+      expect(error.status).toBe(status ?? 502);
       expect(error.message).not.toContain(API_KEY);
       if (message) expect(error.message).toMatch(message);
       expect(error.headers['retry-after']).toBe(retryAfter);
+      expect(error.toBody().error).toMatchObject(wire ?? { code, param: null });
     });
   });
 

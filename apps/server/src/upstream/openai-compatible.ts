@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { Dispatcher } from 'undici';
 import {
@@ -14,6 +13,8 @@ import {
 import { Pool, request } from '../http/undici-dispatchers.js';
 import { SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
+import { TokenLimits } from './token-limit.js';
+import { upstreamHttpError } from './upstream-errors.js';
 import { Cancellation, UpstreamError, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
 export interface OpenAICompatibleUpstreamOptions {
@@ -58,7 +59,8 @@ const CONNECT_FAILURE_CODES = new Set([
  * Failures become `UpstreamError`s with the 502 codes of design §4:
  * - no connection (refused, DNS, reset before headers) → `upstream_unavailable`;
  * - no headers within `firstByteTimeoutMs`, or the whole exchange over `timeoutMs` → `upstream_timeout`;
- * - non-2xx → `upstream_error` with upstream's status and message (upstream 429/503 `retry-after` carried);
+ * - non-2xx → `upstreamHttpError` (upstream-errors.ts): a 4xx about the request → 400 with the upstream's
+ *   message, code and param; 429 → 429 `upstream_rate_limited`; anything else `upstream_error` (`retry-after` carried);
  * - a 2xx body that is not JSON / not a completion → `upstream_invalid_response`.
  * While iterating a stream: an `{"error":…}` frame → `upstream_error`; a reset → `upstream_unavailable`; a
  * non-JSON or malformed frame, or an end without `[DONE]` before every choice finished → `upstream_invalid_response`;
@@ -112,7 +114,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       exchange.headersReceived();
       if (response.statusCode < 200 || response.statusCode >= 300) {
         const text = await readText(response.body, ERROR_BODY_LIMIT);
-        throw httpError(response.statusCode, response.headers, text, redact);
+        throw upstreamHttpError(response.statusCode, response.headers, text, redact);
       }
       return { response, exchange };
     } catch (error) {
@@ -121,11 +123,29 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
     }
   }
 
+  const tokenLimits = new TokenLimits();
+  /**
+   * `send` with the token limit in the form the model takes and no temperature where it takes none
+   * (token-limit.ts); sent again when the upstream refuses either (at most twice: one lesson each).
+   */
+  async function sendAdapted(body: UpstreamBody, stream: boolean, signal: CallSignal): ReturnType<typeof send> {
+    let sent = tokenLimits.adapt(body);
+    for (let retries = 0; ; retries++) {
+      try {
+        return await send(sent, stream, signal);
+      } catch (error) {
+        const retry = signal.aborted || retries === 2 ? null : tokenLimits.retryAfter(sent, error);
+        if (retry === null) throw error;
+        sent = retry;
+      }
+    }
+  }
+
   return {
     async complete({ body, signal }: UpstreamRequest): Promise<UpstreamCompletion> {
       signal.throwIfAborted();
       const { stream: _stream, stream_options: _streamOptions, ...rest } = body;
-      const { response, exchange } = await send(rest, false, signal);
+      const { response, exchange } = await sendAdapted(rest, false, signal);
       try {
         const text = await readText(response.body, Infinity);
         return parseCompletion(text, redact);
@@ -138,7 +158,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
 
     async stream({ body, signal }: UpstreamRequest): Promise<ChunkStream> {
       signal.throwIfAborted();
-      const { response, exchange } = await send({ ...body, stream: true }, true, signal);
+      const { response, exchange } = await sendAdapted({ ...body, stream: true }, true, signal);
       const contentType = String(response.headers['content-type'] ?? '');
       if (contentType && !contentType.includes('text/event-stream')) {
         // A server that ignored `stream: true` or put an error in a 200: still before the first byte, so a plain 502.
@@ -432,6 +452,7 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
   const completion: UpstreamCompletion = { choices, usage: normalizeUsage(json.usage) };
   if (typeof json.id === 'string') completion.id = json.id;
   if (typeof json.created === 'number') completion.created = json.created;
+  if (typeof json.service_tier === 'string' || json.service_tier === null) completion.service_tier = json.service_tier;
   if (typeof json.system_fingerprint === 'string' || json.system_fingerprint === null) completion.system_fingerprint = json.system_fingerprint;
   return completion;
 }
@@ -582,15 +603,6 @@ function normalizeUsage(value: unknown): Usage | null {
   if (!Number.isInteger(prompt) || !Number.isInteger(completion)) return null;
   const total = Number.isInteger(value.total_tokens) ? (value.total_tokens as number) : (prompt as number) + (completion as number);
   return { ...value, prompt_tokens: prompt as number, completion_tokens: completion as number, total_tokens: total };
-}
-
-function httpError(status: number, headers: IncomingHttpHeaders, text: string, redact: (text: string) => string): UpstreamError {
-  const detail = embeddedError(tryJson(text));
-  const retryAfter = headers['retry-after'];
-  return new UpstreamError('upstream_error', `Upstream responded with HTTP ${status}${detail ? `: ${redact(detail)}` : '.'}`, {
-    upstreamStatus: status,
-    retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-  });
 }
 
 /** The message of an OpenAI-style error body (`{"error":{"message"}}`, `{"error":"…"}`), shortened; null when none. */

@@ -23,6 +23,7 @@ export interface UpstreamCompletion {
     logprobs?: unknown;
   }>;
   usage: Usage | null;
+  service_tier?: string | null;
   system_fingerprint?: string | null;
 }
 
@@ -100,22 +101,43 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-export type UpstreamErrorCode = 'upstream_error' | 'upstream_timeout' | 'upstream_unavailable' | 'upstream_invalid_response';
+export type UpstreamErrorCode =
+  | 'upstream_error'
+  | 'upstream_timeout'
+  | 'upstream_unavailable'
+  | 'upstream_invalid_response'
+  | 'upstream_rate_limited'
+  | 'upstream_invalid_request';
 
-/** An upstream failure, mapped to one of the 502 codes of design §4. */
+/**
+ * An upstream failure, mapped onto design §4: a 502 code, or — for an upstream's 4xx about the request's
+ * content and its 429 — the 400 / 429 the client should see, with the upstream's own `code` and `param`.
+ */
 export class UpstreamError extends ApiError {
   readonly upstreamStatus: number | null;
+  /** The upstream's own error code (`unsupported_parameter`, …), when it named one. */
+  readonly upstreamCode: string | null;
 
   constructor(
     code: UpstreamErrorCode,
     message: string,
-    options: { upstreamStatus?: number | null; retryAfter?: string | null; cause?: unknown } = {},
+    options: {
+      upstreamStatus?: number | null;
+      retryAfter?: string | null;
+      headers?: Record<string, string>;
+      upstreamCode?: string | null;
+      param?: string | null;
+      cause?: unknown;
+    } = {},
   ) {
     super(code, message, {
       cause: options.cause,
-      headers: options.retryAfter ? { 'retry-after': options.retryAfter } : {},
+      param: options.param ?? null,
+      wireCode: code === 'upstream_invalid_request' ? options.upstreamCode : null,
+      headers: options.headers ?? (options.retryAfter ? { 'retry-after': options.retryAfter } : {}),
     });
     this.name = 'UpstreamError';
     this.upstreamStatus = options.upstreamStatus ?? null;
+    this.upstreamCode = options.upstreamCode ?? null;
   }
 }

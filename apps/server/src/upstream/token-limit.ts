@@ -1,0 +1,102 @@
+import type { UpstreamBody } from './upstream.js';
+import { UpstreamError } from './upstream.js';
+
+export type TokenLimitField = 'max_tokens' | 'max_completion_tokens';
+
+/**
+ * OpenAI's reasoning families: o1, o3, o4-mini, … and gpt-5 (gpt-5-mini, gpt-5.1, gpt-5-codex, …) but not
+ * gpt-5-chat, optionally behind a router's `provider/` prefix (`openai/o4-mini`). They reject `max_tokens`
+ * (they want `max_completion_tokens`) and any `temperature` but 1.
+ */
+const REASONING_MODEL = /^(?:[^/]*\/)*(?:o[1-9]\d*|gpt-5(?!-chat)(?:\.\d+)?)(?:-|$)/i;
+
+/** True for upstream model names of OpenAI's reasoning families (see `REASONING_MODEL`). */
+export function isReasoningModel(model: string): boolean {
+  return REASONING_MODEL.test(model);
+}
+
+/**
+ * The documented rule for the form of the token limit (design §3, README "Upstream models"):
+ *
+ * 1. Models of OpenAI's reasoning families get `max_completion_tokens` (a client's `max_tokens` is renamed),
+ *    and no `temperature` unless it is 1 (the only value they accept; svc's default 0.1 would be refused).
+ * 2. Every other model gets `max_tokens` (a client's `max_completion_tokens` is renamed): servers that only
+ *    know `max_tokens` ignore the other name, and the answer would run unlimited.
+ * 3. When the upstream nevertheless answers 400 `unsupported_parameter` for the form sent, the request is
+ *    sent once more with the other form, and that model keeps the other form from then on. Likewise a 400
+ *    about `temperature` (`unsupported_value` / `unsupported_parameter`, a reasoning model the names above
+ *    miss): sent once more without it, and that model gets none from then on.
+ *
+ * One instance per upstream: it remembers what each model accepts.
+ *
+ * @example
+ * const limits = new TokenLimits();
+ * const sent = limits.adapt({ model: 'o4-mini', messages, max_tokens: 4096, temperature: 0.1 });
+ * // → { model: 'o4-mini', messages, max_completion_tokens: 4096 }
+ */
+export class TokenLimits {
+  /** Models whose upstream refused the form the rule gave them. */
+  private readonly learned = new Map<string, TokenLimitField>();
+  /** Models whose upstream refused a temperature. */
+  private readonly noTemperature = new Set<string>();
+
+  /** The form `model` gets. */
+  fieldFor(model: string): TokenLimitField {
+    return this.learned.get(model) ?? (isReasoningModel(model) ? 'max_completion_tokens' : 'max_tokens');
+  }
+
+  /** `body` with its token limit in the model's form (and a reasoning model's unsupported temperature dropped); `body` itself when nothing changes. */
+  adapt(body: UpstreamBody): UpstreamBody {
+    return this.withField(body, this.fieldFor(body.model));
+  }
+
+  /**
+   * After the upstream refused `sent`: the body to send once more when the refusal was about the form of the
+   * token limit (and the model keeps the other form from now on); null for any other refusal.
+   */
+  retryAfter(sent: UpstreamBody, error: unknown): UpstreamBody | null {
+    if (sent.temperature !== undefined && isUnsupported(error, 'temperature')) {
+      this.noTemperature.add(sent.model);
+      const { temperature: _refused, ...rest } = sent;
+      return rest as UpstreamBody;
+    }
+    const field = sentField(sent);
+    if (field === null || !isUnsupported(error, field)) return null;
+    const other: TokenLimitField = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
+    this.learned.set(sent.model, other);
+    return this.withField(sent, other);
+  }
+
+  private withField(body: UpstreamBody, field: TokenLimitField): UpstreamBody {
+    const other: TokenLimitField = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
+    const dropTemperature =
+      body.temperature !== undefined && ((body.temperature !== 1 && isReasoningModel(body.model)) || this.noTemperature.has(body.model));
+    if (body[other] === undefined && !dropTemperature) return body;
+    const out: Record<string, unknown> = {};
+    for (const key in body) {
+      if (key === 'temperature' && dropTemperature) continue;
+      if (key === other) {
+        // The client's own `field` wins over a renamed `other` (a client that sent both).
+        if (body[field] === undefined) out[field] = body[other];
+      } else out[key] = body[key];
+    }
+    return out as UpstreamBody;
+  }
+}
+
+function sentField(body: UpstreamBody): TokenLimitField | null {
+  if (body.max_completion_tokens !== undefined) return 'max_completion_tokens';
+  if (body.max_tokens !== undefined) return 'max_tokens';
+  return null;
+}
+
+/**
+ * An upstream 400 `unsupported_parameter` naming `field`, by param or in its message (OpenAI's code); for
+ * `temperature` also `unsupported_value` (what OpenAI's reasoning models answer to a temperature but 1).
+ */
+function isUnsupported(error: unknown, field: TokenLimitField | 'temperature'): boolean {
+  if (!(error instanceof UpstreamError) || error.upstreamStatus !== 400) return false;
+  const code = error.upstreamCode;
+  if (code !== 'unsupported_parameter' && !(field === 'temperature' && code === 'unsupported_value')) return false;
+  return error.param === field || (error.param === null && error.message.includes(`'${field}'`));
+}

@@ -1,0 +1,100 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { UpstreamError } from './upstream.js';
+
+/** Longest upstream message passed on; longer ones are cut with `…`. */
+const MESSAGE_LIMIT = 2000;
+
+/** What an upstream error body says, from OpenAI's `{"error":{…}}`, vLLM's top-level `{"object":"error",…}` or Ollama's `{"error":"…"}`. */
+export interface UpstreamErrorBody {
+  message: string | null;
+  code: string | null;
+  param: string | null;
+}
+
+/**
+ * Maps a non-2xx upstream answer onto what the client gets (design §4), so that client libraries keep the
+ * upstream's meaning:
+ *
+ * | upstream | client |
+ * |---|---|
+ * | 400, 413, 422, and a 404 naming a param: about the request | 400 `invalid_request_error` with the upstream's message, code (else `upstream_invalid_request`) and param |
+ * | the same naming `model` (or code `model_not_found`), a 404 naming no param | 502 `upstream_error`: svc's upstream configuration, not the request |
+ * | 429 | 429 `rate_limit_error` `upstream_rate_limited`, its `retry-after` / `retry-after-ms` passed on |
+ * | 401, 403 (svc's own upstream key), 5xx, any other status | 502 `upstream_error` (`retry-after` passed on) |
+ *
+ * `redact` removes svc's upstream key from anything echoed back.
+ *
+ * @example
+ * throw upstreamHttpError(400, { 'content-type': 'application/json' }, '{"error":{"message":"bad","code":"x","param":"top_p"}}', (t) => t);
+ */
+export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, text: string, redact: (text: string) => string): UpstreamError {
+  const body = readErrorBody(text);
+  const message = body.message === null ? null : shorten(redact(body.message));
+  const retryAfter = header(headers, 'retry-after');
+  if (status === 429) {
+    const passed: Record<string, string> = {};
+    if (retryAfter) passed['retry-after'] = retryAfter;
+    const retryAfterMs = header(headers, 'retry-after-ms');
+    if (retryAfterMs) passed['retry-after-ms'] = retryAfterMs;
+    return new UpstreamError('upstream_rate_limited', `Upstream rate limit reached${message ? `: ${message}` : '.'}`, {
+      upstreamStatus: status,
+      upstreamCode: body.code,
+      headers: passed,
+    });
+  }
+  if (isAboutTheRequest(status, body)) {
+    return new UpstreamError('upstream_invalid_request', message ?? `The upstream model rejected the request (HTTP ${status}).`, {
+      upstreamStatus: status,
+      upstreamCode: body.code === null ? null : redact(body.code),
+      param: body.param === null ? null : redact(body.param),
+    });
+  }
+  return new UpstreamError('upstream_error', `Upstream responded with HTTP ${status}${message ? `: ${message}` : '.'}`, {
+    upstreamStatus: status,
+    upstreamCode: body.code,
+    retryAfter,
+  });
+}
+
+/** True when the upstream rejected what the client sent (not svc's configuration, not the upstream itself). */
+function isAboutTheRequest(status: number, body: UpstreamErrorBody): boolean {
+  if (status !== 400 && status !== 404 && status !== 413 && status !== 422) return false;
+  // The upstream model svc is configured with (SVC_UPSTREAM_MODEL) is unknown there: svc's fault, not the client's.
+  if (body.param === 'model' || body.code === 'model_not_found') return false;
+  // A 404 is nearly always svc's configuration — a wrong base URL, or a model vLLM/Ollama do not serve, which
+  // they report without a param — so only one that names a parameter of the request is about the request.
+  if (status === 404 && body.param === null) return false;
+  return true;
+}
+
+/** The message, code and param of an upstream error body; nulls for what it does not say (or a body that is not JSON). */
+export function readErrorBody(text: string): UpstreamErrorBody {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { message: null, code: null, param: null };
+  }
+  if (!isRecord(json)) return { message: null, code: null, param: null };
+  const error = typeof json.error === 'string' ? { message: json.error } : isRecord(json.error) ? json.error : json.object === 'error' ? json : null;
+  if (error === null) return { message: null, code: null, param: null };
+  return {
+    message: typeof error.message === 'string' && error.message.trim() !== '' ? error.message : null,
+    code: typeof error.code === 'string' && error.code !== '' ? error.code : null,
+    param: typeof error.param === 'string' && error.param !== '' ? error.param : null,
+  };
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function shorten(message: string): string {
+  const oneLine = message.replace(/\s+/g, ' ').trim();
+  return oneLine.length > MESSAGE_LIMIT ? `${oneLine.slice(0, MESSAGE_LIMIT)}…` : oneLine;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

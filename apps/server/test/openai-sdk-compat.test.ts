@@ -1,0 +1,265 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { setTimeout as delay } from 'node:timers/promises';
+import OpenAI from 'openai';
+import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+
+/**
+ * What the official `openai` client notices about svc in front of an upstream: error classes and their
+ * fields, (no) retries, the token-limit form reasoning models need, stream frame details, aborts.
+ */
+
+let upstream: FakeUpstream;
+let server: TestServer;
+let token: string;
+/** The SDK's defaults (2 retries), as users run it. */
+let client: OpenAI;
+let noRetry: OpenAI;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  server = await startTestServer({
+    env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_API_KEY: 'sk-upstream-secret', SVC_UPSTREAM_MODEL: 'up-model', SVC_UPSTREAM_THINKING_MODEL: 'o4-mini' },
+  });
+  ({ token } = await server.createKey());
+  client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1` });
+  noRetry = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await upstream?.close();
+});
+
+beforeEach(() => {
+  upstream.setBehavior({});
+  upstream.requests.length = 0;
+});
+
+const ask = { model: 'svc01', messages: [{ role: 'user' as const, content: 'Say hello.' }] };
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await delay(5);
+}
+
+async function rejection(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    return error as InstanceType<typeof OpenAI.APIError>;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('upstream 4xx keep their meaning', () => {
+  it.each([false, true])("an upstream 400 is a BadRequestError with the upstream's message, code and param, not retried (stream: %s)", async (stream) => {
+    upstream.setBehavior({
+      status: 400,
+      errorMessage: "Unsupported parameter: 'top_p' is not supported with this model (key sk-upstream-secret).",
+      errorCode: 'unsupported_parameter',
+      errorParam: 'top_p',
+    });
+    const error = await rejection(client.chat.completions.create({ ...ask, top_p: 0.5, stream }));
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error.status).toBe(400);
+    expect(error.code).toBe('unsupported_parameter');
+    expect(error.param).toBe('top_p');
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.message).toContain("Unsupported parameter: 'top_p'");
+    expect(error.message).not.toContain('sk-upstream-secret');
+    // The SDK retries 408/409/429/5xx: a 400 reaches the upstream exactly once.
+    expect(upstream.requests).toHaveLength(1);
+  });
+
+  it("an upstream 429 is a RateLimitError (upstream_rate_limited) with the upstream's retry-after", async () => {
+    upstream.setBehavior({ status: 429, retryAfter: '7', errorMessage: 'Rate limit reached for requests.' });
+    const error = await rejection(noRetry.chat.completions.create(ask));
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(error.code).toBe('upstream_rate_limited');
+    expect(error.headers?.get('retry-after')).toBe('7');
+  });
+
+  it.each([
+    ['401 (svc\'s upstream key)', 401],
+    ['403', 403],
+    ['500', 500],
+  ])('an upstream %s stays a 502 upstream_error', async (_name, status) => {
+    upstream.setBehavior({ status });
+    const error = await rejection(noRetry.chat.completions.create(ask));
+    expect(error.status).toBe(502);
+    expect(error.code).toBe('upstream_error');
+    expect(error.type).toBe('upstream_error');
+  });
+});
+
+describe('the token limit in the form the upstream model takes', () => {
+  it('a reasoning model (svc.thinking → o4-mini) gets max_completion_tokens and temperature 1; the fake refuses anything else', async () => {
+    const completion = await noRetry.chat.completions.create({ ...ask, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect(completion.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    expect(upstream.requests).toHaveLength(1);
+    const sent = upstream.requests[0]!.body;
+    expect(sent).toMatchObject({ model: 'o4-mini', max_completion_tokens: 4096, temperature: 1 });
+    expect(sent).not.toHaveProperty('max_tokens');
+  });
+
+  it("a client's max_tokens is sent as max_completion_tokens to a reasoning model, streamed too", async () => {
+    const stream = await noRetry.chat.completions.create({ ...ask, max_tokens: 50, stream: true, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsStreaming);
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('Hello from the fake upstream.');
+    expect(upstream.requests[0]!.body).toMatchObject({ model: 'o4-mini', max_completion_tokens: 50 });
+    expect(upstream.requests[0]!.body).not.toHaveProperty('max_tokens');
+  });
+
+  it('other models get max_tokens (svc default 4096) and the default temperature', async () => {
+    await noRetry.chat.completions.create({ ...ask, max_completion_tokens: 64 });
+    expect(upstream.requests[0]!.body).toMatchObject({ model: 'up-model', max_tokens: 64, temperature: 0.1 });
+    expect(upstream.requests[0]!.body).not.toHaveProperty('max_completion_tokens');
+  });
+
+  it('an upstream that refuses the form with 400 unsupported_parameter gets the other form once, and keeps it', async () => {
+    // This model name is no reasoning model by the rule, but its server takes only max_completion_tokens.
+    upstream.setBehavior({ tokenLimitField: 'max_completion_tokens' });
+    const first = await client.chat.completions.create(ask);
+    expect(first.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    expect(upstream.requests.map((r) => Object.keys(r.body).filter((k) => k.startsWith('max_')))).toEqual([['max_tokens'], ['max_completion_tokens']]);
+    await client.chat.completions.create(ask);
+    expect(upstream.requests).toHaveLength(3);
+    expect(upstream.requests[2]!.body).toHaveProperty('max_completion_tokens', 4096);
+  });
+
+  it('a model the rule does not know as a reasoning model, refusing a temperature: sent again without it, and none after', async () => {
+    upstream.setBehavior({ tokenLimitField: 'max_completion_tokens', fixedTemperature: true });
+    const first = await noRetry.chat.completions.create(ask);
+    expect(first.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    const sent = () => upstream.requests.map((r) => Object.keys(r.body).filter((k) => k.startsWith('max_') || k === 'temperature').sort());
+    // up-model learned max_completion_tokens in the test before (the lesson is per model, server-wide): the
+    // first request here still has the temperature, the next one not.
+    expect(sent()).toEqual([['max_completion_tokens', 'temperature'], ['max_completion_tokens']]);
+    await noRetry.chat.completions.create(ask);
+    expect(sent()).toEqual([['max_completion_tokens', 'temperature'], ['max_completion_tokens'], ['max_completion_tokens']]);
+  });
+});
+
+describe('details SDKs notice', () => {
+  it('an unknown model is a NotFoundError (404 model_not_found, param model), for chat and models.retrieve', async () => {
+    const chat = await rejection(client.chat.completions.create({ ...ask, model: 'gpt-4o' }));
+    expect(chat).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(chat).toMatchObject({ status: 404, code: 'model_not_found', param: 'model', type: 'invalid_request_error' });
+    const retrieve = await rejection(client.models.retrieve('gpt-4o'));
+    expect(retrieve).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(retrieve).toMatchObject({ code: 'model_not_found', param: 'model' });
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('models.retrieve("svc01") returns the model object', async () => {
+    expect(await client.models.retrieve('svc01')).toEqual({ id: 'svc01', object: 'model', created: expect.any(Number), owned_by: 'svc' });
+  });
+
+  it('with include_usage every chunk before the usage chunk has usage null; fingerprint and service_tier on every chunk', async () => {
+    upstream.setBehavior({ serviceTier: 'default' });
+    const stream = await client.chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } });
+    const chunks: OpenAI.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    const last = chunks.at(-1)!;
+    expect(last.choices).toEqual([]);
+    expect(last.usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number) });
+    expect(last.system_fingerprint).toBe('fp_fake');
+    for (const chunk of chunks.slice(0, -1)) {
+      expect(chunk).toHaveProperty('usage', null);
+      expect(chunk.system_fingerprint).toBe('fp_fake');
+    }
+    for (const chunk of chunks) expect(chunk.service_tier).toBe('default');
+  });
+
+  it('without include_usage chunks carry no usage key', async () => {
+    const stream = await client.chat.completions.create({ ...ask, stream: true });
+    for await (const chunk of stream) expect(chunk).not.toHaveProperty('usage');
+  });
+
+  it("passes the upstream's service_tier on a non-streamed completion", async () => {
+    upstream.setBehavior({ serviceTier: 'flex' });
+    const completion = await client.chat.completions.create(ask);
+    expect(completion.service_tier).toBe('flex');
+    expect(completion.system_fingerprint).toBe('fp_fake');
+  });
+
+  it("svc's own 429 carries retry-after and retry-after-ms: the time until the window frees a request", async () => {
+    const { token: limited } = await server.createKey({ rateLimitRpm: 1 });
+    const limitedClient = new OpenAI({ apiKey: limited, baseURL: `${server.url}/v1`, maxRetries: 0 });
+    await limitedClient.models.list();
+    // The window opened at the first request; a second later less than 59 s of it are left.
+    await delay(1_100);
+    const error = await rejection(limitedClient.models.list());
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(error.code).toBe('rate_limit_exceeded');
+    const ms = Number(error.headers?.get('retry-after-ms'));
+    const seconds = Number(error.headers?.get('retry-after'));
+    expect(ms).toBeGreaterThan(0);
+    expect(ms).toBeLessThanOrEqual(58_900);
+    expect(seconds).toBe(Math.ceil(ms / 1000));
+    expect(seconds).toBeLessThanOrEqual(59);
+  });
+
+  it('aborting a stream mid-way settles the call every time and closes the upstream request', { timeout: 30_000 }, async () => {
+    upstream.setBehavior({ answer: Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), trickle: { intervalMs: 20 } });
+    for (let round = 0; round < 5; round++) {
+      upstream.requests.length = 0;
+      const controller = new AbortController();
+      const stream = await client.chat.completions.create({ ...ask, stream: true }, { signal: controller.signal });
+      let seen = 0;
+      // The SDK's stream iterator ends quietly when its signal aborts (no APIUserAbortError mid-stream).
+      for await (const _chunk of stream) {
+        if (++seen === 3) controller.abort();
+      }
+      expect(seen).toBe(3);
+      const aborted = await upstream.waitForAbort();
+      expect(aborted.body.stream).toBe(true);
+    }
+    // Aborted while svc still waits for the upstream's headers: create() rejects, the upstream request is closed.
+    upstream.setBehavior({ hang: true });
+    for (let round = 0; round < 3; round++) {
+      upstream.requests.length = 0;
+      const controller = new AbortController();
+      const pending = client.chat.completions.create({ ...ask, stream: true }, { signal: controller.signal });
+      await until(() => upstream.requests.length === 1);
+      controller.abort();
+      await expect(pending).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
+      await upstream.waitForAbort();
+    }
+    // The server still answers at once afterwards.
+    upstream.setBehavior({});
+    expect((await client.chat.completions.create(ask)).choices[0]!.message.content).toBe('Hello from the fake upstream.');
+  });
+
+  it('breaking out of a stream (the SDK aborts it) settles every time, from the upstream and from the offline model', { timeout: 30_000 }, async () => {
+    upstream.setBehavior({ answer: Array.from({ length: 200 }, (_, i) => `word${i}`).join(' '), trickle: { intervalMs: 20 } });
+    const offline = await startTestServer();
+    try {
+      const { token: offlineToken } = await offline.createKey();
+      const offlineClient = new OpenAI({ apiKey: offlineToken, baseURL: `${offline.url}/v1`, maxRetries: 0 });
+      const document = Array.from({ length: 400 }, (_, i) => `Sentence ${i} says the tower has ${i} steps.`).join(' ');
+      for (const [name, sdk] of [['upstream', client], ['offline', offlineClient]] as const) {
+        for (let round = 0; round < 5; round++) {
+          upstream.requests.length = 0;
+          const stream = await sdk.chat.completions.create({
+            model: 'svc01',
+            stream: true,
+            messages: [{ role: 'system', content: document }, { role: 'user', content: 'Summarise the document.' }],
+          });
+          let seen = 0;
+          for await (const _chunk of stream) {
+            if (++seen === 3) break;
+          }
+          expect(seen, name).toBe(3);
+          if (name === 'upstream') await upstream.waitForAbort();
+        }
+        const after = await sdk.chat.completions.create({ ...ask, messages: [{ role: 'system', content: 'Hello is a greeting.' }, ...ask.messages] });
+        expect(after.choices[0]!.message.content, name).toBeTruthy();
+      }
+    } finally {
+      await offline.close();
+    }
+  });
+});
