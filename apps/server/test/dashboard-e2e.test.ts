@@ -45,7 +45,13 @@ async function chat(server: TestServer, token: string) {
   return fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'The sky is blue. What colour is the sky?' }] }),
+    body: JSON.stringify({
+      model: 'svc01',
+      messages: [
+        { role: 'system', content: 'The sky is blue because air scatters blue light more than red light.' },
+        { role: 'user', content: 'What colour is the sky?' },
+      ],
+    }),
   });
 }
 
