@@ -91,7 +91,7 @@ describe('audit payload', () => {
       prompt: `system: ${DOC}\nuser: Where is it?`,
       response_text: completion.choices[0]!.message.content,
       grounded: svc.grounded,
-      hallucination_score: 1 - svc.score,
+      hallucination_score: Math.round((1 - svc.score) * 1000) / 1000,
       grounding_checked: true,
       flagged_spans: (svc as unknown as { flagged_spans: unknown }).flagged_spans,
       claims: (svc as unknown as { claims: unknown }).claims,

@@ -44,7 +44,8 @@ export function buildAuditPayload(request: CompletedRequest): SerialisedPayload 
     prompt: renderPrompt(request.messages),
     response_text: request.responseText,
     grounded: svc ? svc.grounded : true,
-    hallucination_score: svc ? Math.min(1, Math.max(0, 1 - svc.score)) : 0,
+    // 1 − score, kept to the score's three decimals (no 0.15900000000000003 in receivers' logs).
+    hallucination_score: svc ? Math.min(1, Math.max(0, Math.round((1 - svc.score) * 1000) / 1000)) : 0,
     grounding_checked: svc?.checked ?? false,
     ...(svc?.checked ? { flagged_spans: svc.flagged_spans, claims: svc.claims ?? [] } : {}),
   });
