@@ -12,7 +12,7 @@ describe('loadConfig', () => {
       redisUrl: undefined,
       upstream: { baseUrl: undefined, model: 'gpt-4o-mini', thinkingModel: 'gpt-4o-mini', timeoutMs: 120_000 },
       rateLimitRpm: 600,
-      webhooks: { timeoutMs: 10_000, allowPrivate: true, retentionDays: 30 },
+      webhooks: { timeoutMs: 10_000, allowPrivate: 'loopback', retentionDays: 30 },
       logLevel: 'info',
     });
     expect(config.webhooks.retryScheduleMs).toEqual([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
@@ -21,6 +21,19 @@ describe('loadConfig', () => {
   it('blocks private webhook targets by default when bound beyond loopback', () => {
     expect(loadConfig({ SVC_HOST: '0.0.0.0' }).webhooks.allowPrivate).toBe(false);
     expect(loadConfig({ SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate).toBe(true);
+  });
+
+  it('reads SVC_WEBHOOK_ALLOW_PRIVATE as false, loopback or true, whatever the bind', () => {
+    expect(loadConfig({ SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'loopback' }).webhooks.allowPrivate).toBe('loopback');
+    expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'false' }).webhooks.allowPrivate).toBe(false);
+    expect(loadConfig({ SVC_HOST: '::1' }).webhooks.allowPrivate).toBe('loopback');
+    expect(() => loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'private' })).toThrow(/SVC_WEBHOOK_ALLOW_PRIVATE: must be false, loopback or true/);
+  });
+
+  it('reads the operator caps on keys', () => {
+    expect(loadConfig({}).limits).toEqual({ maxKeyRateLimitRpm: 100_000, maxKeysPerUser: 100 });
+    expect(loadConfig({ SVC_MAX_KEY_RATE_LIMIT_RPM: '1200', SVC_MAX_KEYS_PER_USER: '3' }).limits).toEqual({ maxKeyRateLimitRpm: 1200, maxKeysPerUser: 3 });
+    expect(() => loadConfig({ SVC_MAX_KEYS_PER_USER: '0' })).toThrow(/SVC_MAX_KEYS_PER_USER/);
   });
 
   it('maps the thinking model and trims the base URL', () => {

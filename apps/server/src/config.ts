@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import type { AllowPrivate } from './webhooks/url-guard.js';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 
@@ -73,12 +74,17 @@ const EnvSchema = z.object({
   SVC_RATE_LIMIT_RPM: int(1, 10_000_000).default(600),
   SVC_WEBHOOK_TIMEOUT_MS: int(1, 600_000).default(10_000),
   SVC_WEBHOOK_RETRY_SCHEDULE: parsedBy(parseDurationList, '5s,5m,30m,2h,5h,10h,10h'),
-  SVC_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
+  SVC_WEBHOOK_ALLOW_PRIVATE: z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'loopback'], { message: 'must be false, loopback or true' })
+    .transform((v): AllowPrivate => (v === 'loopback' ? 'loopback' : v === 'true' || v === '1' || v === 'yes'))
+    .optional(),
   SVC_RETENTION_DAYS: int(1, 3650).default(30),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SVC_PROCESSES: parsedBy(parseProcesses, '1'),
+  SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
+  SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
 });
 
 export interface Config {
@@ -98,7 +104,8 @@ export interface Config {
   webhooks: {
     timeoutMs: number;
     retryScheduleMs: number[];
-    allowPrivate: boolean;
+    /** false: public receivers only; 'loopback': also loopback; true: also private and link-local (design §2). */
+    allowPrivate: AllowPrivate;
     retentionDays: number;
   };
   logLevel: z.infer<typeof EnvSchema>['SVC_LOG_LEVEL'];
@@ -106,6 +113,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** Server processes sharing the port (node:cluster); 1 = a single process, no cluster. */
   processes: number;
+  /** Operator caps on what users may set: a key's own rate limit, and active keys per user. */
+  limits: { maxKeyRateLimitRpm: number; maxKeysPerUser: number };
 }
 
 export class ConfigError extends Error {
@@ -154,12 +163,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhooks: {
       timeoutMs: e.SVC_WEBHOOK_TIMEOUT_MS,
       retryScheduleMs: e.SVC_WEBHOOK_RETRY_SCHEDULE,
-      allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE ?? LOOPBACK_HOSTS.has(e.SVC_HOST),
+      allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE ?? (LOOPBACK_HOSTS.has(e.SVC_HOST) ? 'loopback' : false),
       retentionDays: e.SVC_RETENTION_DAYS,
     },
     logLevel: e.SVC_LOG_LEVEL,
     groundingJudge: e.SVC_GROUNDING_JUDGE,
     metricsToken: e.SVC_METRICS_TOKEN,
     processes: e.SVC_PROCESSES,
+    limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
   };
 }

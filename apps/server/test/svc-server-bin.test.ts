@@ -164,4 +164,16 @@ describe('admin commands', () => {
     expect(badRpm.code).not.toBe(0);
     expect(badRpm.stderr).toContain('positive integer');
   });
+
+  it('keys create keeps to SVC_MAX_KEY_RATE_LIMIT_RPM and SVC_MAX_KEYS_PER_USER', () => {
+    const env = { ...envFor(tempDir()), SVC_MAX_KEY_RATE_LIMIT_RPM: '500', SVC_MAX_KEYS_PER_USER: '1' };
+    run(['users', 'create', '--email', 'c@example.com', '--password', 'long-enough-pw'], env);
+    const over = run(['keys', 'create', '--rate-limit-rpm', '501'], env);
+    expect(over.code).toBe(1);
+    expect(over.stderr).toMatch(/--rate-limit-rpm: .*1 to 500 .*SVC_MAX_KEY_RATE_LIMIT_RPM/);
+    expect(run(['keys', 'create', '--rate-limit-rpm', '500'], env).code).toBe(0);
+    const second = run(['keys', 'create'], env);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/SVC_MAX_KEYS_PER_USER=1/);
+  });
 });

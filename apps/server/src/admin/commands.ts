@@ -4,6 +4,8 @@ import { loadConfig, ConfigError, parseProcesses, type Config } from '../config.
 import { openStore, type Store } from '../storage/store.js';
 import { migrate } from '../storage/migrations.js';
 import { generateApiKey } from '../auth/api-keys.js';
+import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
+import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
 import { SecretBox } from '../crypto/secret-box.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
@@ -166,6 +168,12 @@ export function makeProgram(io: CommandIO): Command {
             user = first;
           }
           if (!user) throw new CommandError(`no such user: ${opts.userId ?? opts.email}`);
+          let rateLimitRpm: number | null = null;
+          try {
+            rateLimitRpm = keyRateLimit(opts.rateLimitRpm, cfg.limits);
+          } catch (err) {
+            throw new CommandError(`--rate-limit-rpm: ${(err as Error).message}`);
+          }
           let webhookUrl: string | null = null;
           if (opts.webhookUrl !== undefined) {
             try {
@@ -180,16 +188,21 @@ export function makeProgram(io: CommandIO): Command {
             secretEnc = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(opts.signingSecret);
           }
           const generated = generateApiKey();
-          const key = await store.keys.create({
-            userId: user.id,
-            name: opts.name,
-            prefix: generated.prefix,
-            keyHash: generated.hash,
-            now: Date.now(),
-            rateLimitRpm: opts.rateLimitRpm ?? null,
-            webhookUrl,
-            signingSecretEnc: secretEnc,
-            signingSecretLast4: opts.signingSecret ? opts.signingSecret.slice(-4) : null,
+          const owner = user;
+          const create = () =>
+            store.keys.create({
+              userId: owner.id,
+              name: opts.name,
+              prefix: generated.prefix,
+              keyHash: generated.hash,
+              now: Date.now(),
+              rateLimitRpm,
+              webhookUrl,
+              signingSecretEnc: secretEnc,
+              signingSecretLast4: opts.signingSecret ? opts.signingSecret.slice(-4) : null,
+            });
+          const key = await new KeyQuota(store.keys, cfg.limits).create(owner.id, create).catch((err: unknown) => {
+            throw err instanceof ApiError ? new CommandError(err.message) : err;
           });
           if (opts.json) io.stdout(JSON.stringify({ ...keyView(key), key: generated.token }));
           else {

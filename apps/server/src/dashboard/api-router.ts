@@ -3,6 +3,7 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { DeliveryRow, DeliveryRowStatus } from '../storage/deliveries-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
+import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { generateSigningSecret } from '../crypto/secret-box.js';
 import { ApiError } from '../http/errors.js';
@@ -36,7 +37,6 @@ export interface DashboardApiDeps extends ServiceDeps {
 
 const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed'];
 const MAX_NAME_LENGTH = 64;
-const MAX_RPM = 10_000_000;
 const DAY_MS = 86_400_000;
 
 /** Verifying against this when the email is unknown keeps the timing of both failures alike. */
@@ -78,6 +78,7 @@ function isoDay(ms: number): string {
 export function createDashboardApi(deps: DashboardApiDeps): Router {
   const { store, clock, keyCache } = deps;
   const sessions = new Sessions(store.sessions, store.users, clock);
+  const quota = new KeyQuota(store.keys, deps.config.limits);
   const loginLimit = deps.loginAttemptsPerMinute ?? 5;
   const failedLogins = new RateLimiterMemory({ points: loginLimit, duration: 60 });
   // A wider net per address alone, against one client trying many emails.
@@ -124,6 +125,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       user: { id: user.id, email: user.email },
       csrf_token: csrfToken,
       default_rate_limit_rpm: deps.config.rateLimitRpm,
+      max_rate_limit_rpm: deps.config.limits.maxKeyRateLimitRpm,
     });
   });
 
@@ -159,13 +161,10 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const name = stringField(bodyOf(req), 'name', { max: MAX_NAME_LENGTH }).trim();
     if (!name) throw new ApiError('missing_required_parameter', "Enter a name for the key.", { param: 'name' });
     const generated = generateApiKey();
-    const key = await store.keys.create({
-      userId: signedInOf(res).user.id,
-      name,
-      prefix: generated.prefix,
-      keyHash: generated.hash,
-      now: clock(),
-    });
+    const userId = signedInOf(res).user.id;
+    const key = await quota.create(userId, () =>
+      store.keys.create({ userId, name, prefix: generated.prefix, keyHash: generated.hash, now: clock() }),
+    );
     res.status(201).json({ key: keyView(key), token: generated.token });
   });
 
@@ -186,15 +185,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       else if (typeof url !== 'string') throw new ApiError('invalid_type', 'The webhook URL must be a string.', { param: 'webhook_url' });
       else patch.webhook_url = await validateWebhookUrl(url.trim(), { allowPrivate: deps.config.webhooks.allowPrivate });
     }
-    if ('rate_limit_rpm' in body) {
-      const rpm = body.rate_limit_rpm;
-      if (rpm === null || rpm === '') patch.rate_limit_rpm = null;
-      else if (typeof rpm !== 'number' || !Number.isInteger(rpm) || rpm < 1 || rpm > MAX_RPM) {
-        throw new ApiError('invalid_value', `The rate limit must be a whole number from 1 to ${MAX_RPM.toLocaleString('en')} requests per minute, or empty for the default.`, {
-          param: 'rate_limit_rpm',
-        });
-      } else patch.rate_limit_rpm = rpm;
-    }
+    if ('rate_limit_rpm' in body) patch.rate_limit_rpm = keyRateLimit(body.rate_limit_rpm, deps.config.limits);
     await store.keys.update(key.id, patch, clock());
     res.json({ key: keyView(await changed(key)) });
   });

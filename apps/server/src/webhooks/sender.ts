@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../http/undici-dispatchers.js';
 import { signBody } from './signer.js';
-import { assertAllowedUrl, guardedLookup } from './url-guard.js';
+import { assertAllowedUrl, guardedLookup, type AllowPrivate } from './url-guard.js';
 
 /** How much of a receiver's response body the attempt log keeps. */
 export const RESPONSE_BODY_LIMIT = 2048;
@@ -239,19 +239,19 @@ class Deadlines {
 
 /**
  * Posts deliveries with undici: one shared keep-alive agent, a total timeout per attempt, redirects never
- * followed (a 3xx is a failure), and — unless `allowPrivate` — every address checked after DNS resolution.
+ * followed (a 3xx is a failure), and — unless `allowPrivate` is true — every address checked after DNS resolution.
  *
  * @example
  * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false });
  * const outcome = await sender.send({ url, body, event, deliveryId, secret });
  */
-export function createSender(options: { timeoutMs: number; allowPrivate: boolean; connections?: number }): Sender {
+export function createSender(options: { timeoutMs: number; allowPrivate: AllowPrivate; connections?: number }): Sender {
   const agent = new Agent({
     connections: options.connections ?? 128,
     keepAliveTimeout: 4_000,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
-    connect: { timeout: options.timeoutMs, ...(options.allowPrivate ? {} : { lookup: guardedLookup }) },
+    connect: { timeout: options.timeoutMs, ...(options.allowPrivate === true ? {} : { lookup: guardedLookup(options.allowPrivate) }) },
   });
   const deadlines = new Deadlines();
   const targets = new Map<string, Target>();
