@@ -68,6 +68,9 @@ function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res:
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // req.ip (the sign-in limiter's key) and req.secure (the session cookie's Secure flag) believe
+  // X-Forwarded-For / X-Forwarded-Proto only from the proxies SVC_TRUST_PROXY names.
+  app.set('trust proxy', deps.config.trustProxy);
 
   const authenticate = createAuthenticator({
     keyCache: deps.keyCache,

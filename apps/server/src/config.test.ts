@@ -92,3 +92,22 @@ describe('SVC_PROCESSES', () => {
     expect(loadConfig({ SVC_PROCESSES: '1', SVC_DATABASE_URL: 'sqlite::memory:' }).processes).toBe(1);
   });
 });
+
+describe('parseTrustProxy (SVC_TRUST_PROXY)', () => {
+  it.each([
+    ['false', false],
+    ['true', true],
+    ['1', 1],
+    ['loopback', ['loopback']],
+    ['loopback, 10.0.0.0/8, 192.168.1.5, fd00::/8, 172.16.0.0/255.240.0.0', ['loopback', '10.0.0.0/8', '192.168.1.5', 'fd00::/8', '172.16.0.0/255.240.0.0']],
+  ])('reads %s', (text, value) => {
+    expect(loadConfig({ SVC_TRUST_PROXY: text }).trustProxy).toEqual(value);
+  });
+
+  it('defaults to false and refuses what Express would not understand', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    for (const bad of ['yes please', '10.0.0.0/33', 'proxy.example.com', '1.2.3.4/8/9']) {
+      expect(() => loadConfig({ SVC_TRUST_PROXY: bad }), bad).toThrow(/SVC_TRUST_PROXY: .*not an address, CIDR/);
+    }
+  });
+});

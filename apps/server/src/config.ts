@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import type { AllowPrivate } from './webhooks/url-guard.js';
@@ -32,6 +33,37 @@ export function parseProcesses(text: string): number {
     throw new Error(`"${text}" is not a number of processes: use a whole number from 1 to 1024, or auto (one per core)`);
   }
   return Number(value);
+}
+
+/** What Express's `trust proxy` takes: false, true (every hop), a hop count, or addresses/CIDRs/names. */
+export type TrustProxy = boolean | number | string[];
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * SVC_TRUST_PROXY, in the forms of Express's `trust proxy`: `false`, `true`, a hop count (`1`), or a
+ * comma-separated list of addresses, CIDRs and the names loopback, linklocal, uniquelocal.
+ *
+ * @example
+ * parseTrustProxy('loopback, 10.0.0.0/8'); // ['loopback', '10.0.0.0/8']
+ */
+export function parseTrustProxy(text: string): TrustProxy {
+  const value = text.trim();
+  if (value === 'false' || value === '') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((part) => part.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (PROXY_NAMES.has(entry)) continue;
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= maxBits) || (family === 4 && isIP(bits) === 4);
+    if (family === 0 || extra !== undefined || !bitsOk) {
+      throw new Error(`"${entry}" is not an address, CIDR or one of loopback, linklocal, uniquelocal (use false, true, a hop count, or a comma-separated list)`);
+    }
+  }
+  return entries;
 }
 
 /** A text setting read by `parse`, whose Error message becomes the setting's issue. */
@@ -83,6 +115,7 @@ const EnvSchema = z.object({
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SVC_PROCESSES: parsedBy(parseProcesses, '1'),
+  SVC_TRUST_PROXY: parsedBy(parseTrustProxy, 'false'),
   SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
   SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
 });
@@ -113,6 +146,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** Server processes sharing the port (node:cluster); 1 = a single process, no cluster. */
   processes: number;
+  /** Which proxies' X-Forwarded-For / X-Forwarded-Proto are believed (Express `trust proxy`). */
+  trustProxy: TrustProxy;
   /** Operator caps on what users may set: a key's own rate limit, and active keys per user. */
   limits: { maxKeyRateLimitRpm: number; maxKeysPerUser: number };
 }
@@ -170,6 +205,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     groundingJudge: e.SVC_GROUNDING_JUDGE,
     metricsToken: e.SVC_METRICS_TOKEN,
     processes: e.SVC_PROCESSES,
+    trustProxy: e.SVC_TRUST_PROXY,
     limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
   };
 }

@@ -4,6 +4,7 @@ import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { DeliveryRow, DeliveryRowStatus } from '../storage/deliveries-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
+import { ConcurrencyGate } from '../auth/concurrency-gate.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { generateSigningSecret } from '../crypto/secret-box.js';
 import { ApiError } from '../http/errors.js';
@@ -33,6 +34,11 @@ export interface DashboardApiDeps extends ServiceDeps {
   webhooks: DashboardWebhooks;
   /** Failed sign-ins allowed per IP and email per minute (default 5). */
   loginAttemptsPerMinute?: number;
+  /**
+   * Password checks (scrypt) running at once (default 2); more sign-ins at that moment are refused with 429.
+   * libuv's pool has 4 threads: the rest stay free for gzip, file and DNS work.
+   */
+  loginConcurrency?: number;
 }
 
 const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed'];
@@ -83,6 +89,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   const failedLogins = new RateLimiterMemory({ points: loginLimit, duration: 60 });
   // A wider net per address alone, against one client trying many emails.
   const failedLoginsPerIp = new RateLimiterMemory({ points: loginLimit * 6, duration: 60 });
+  const passwordChecks = new ConcurrencyGate(deps.loginConcurrency ?? 2);
 
   const api = express.Router();
   api.use(express.json({ limit: '100kb', strict: false }));
@@ -97,17 +104,28 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const password = stringField(body, 'password', { max: 1024 });
     const ip = req.ip ?? 'unknown';
     const pairKey = `${ip}|${email}`;
-    const [pair, perIp] = await Promise.all([failedLogins.get(pairKey), failedLoginsPerIp.get(ip)]);
-    const blocked = [pair, perIp].find((r) => r !== null && r.remainingPoints <= 0);
-    if (blocked) throw tooManyAttempts(blocked);
-
-    const user = await store.users.byEmail(email);
-    const ok = user ? await verifyPassword(password, user.password_hash) : (await verifyPassword(password, await dummyHash), false);
-    if (!user || !ok) {
-      await Promise.all([failedLogins.penalty(pairKey, 1), failedLoginsPerIp.penalty(ip, 1)]);
-      throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
+    // Every attempt is counted before its password is checked, concurrent ones included: 300 wrong
+    // passwords sent at once get `loginLimit` checks, not 300. A success gives its points back.
+    const limited = await consumeOrLimited(failedLogins, pairKey);
+    if (limited) throw tooManyAttempts(limited);
+    const ipLimited = await consumeOrLimited(failedLoginsPerIp, ip);
+    if (ipLimited) throw tooManyAttempts(ipLimited);
+    const release = passwordChecks.tryEnter();
+    if (!release) {
+      throw new ApiError('rate_limit_exceeded', 'Too many sign-ins are being checked right now. Try again in a second.', {
+        headers: { 'retry-after': '1' },
+      });
     }
-    await failedLogins.delete(pairKey);
+    let user: Awaited<ReturnType<typeof store.users.byEmail>>;
+    let ok: boolean;
+    try {
+      user = await store.users.byEmail(email);
+      ok = user ? await verifyPassword(password, user.password_hash) : (await verifyPassword(password, await dummyHash), false);
+    } finally {
+      release();
+    }
+    if (!user || !ok) throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
+    await Promise.all([failedLogins.delete(pairKey), failedLoginsPerIp.reward(ip, 1)]);
     const csrfToken = await sessions.start(req, res, user);
     res.json({ user: { id: user.id, email: user.email }, csrf_token: csrfToken });
   });
@@ -293,6 +311,17 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     throw new ApiError('not_found', `Unknown dashboard API URL: ${req.method} ${req.baseUrl}${req.path}.`);
   });
   return api;
+}
+
+/** Takes one point; the limiter's state when there was none left, else undefined. */
+async function consumeOrLimited(limiter: RateLimiterMemory, key: string): Promise<RateLimiterRes | undefined> {
+  try {
+    await limiter.consume(key, 1);
+    return undefined;
+  } catch (err) {
+    if (err instanceof RateLimiterRes) return err;
+    throw err;
+  }
 }
 
 function tooManyAttempts(limited: RateLimiterRes): ApiError {
