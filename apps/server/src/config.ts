@@ -110,6 +110,8 @@ const EnvSchema = z.object({
     .enum(['true', 'false', '1', '0', 'yes', 'no', 'loopback'], { message: 'must be false, loopback or true' })
     .transform((v): AllowPrivate => (v === 'loopback' ? 'loopback' : v === 'true' || v === '1' || v === 'yes'))
     .optional(),
+  SVC_WEBHOOK_CONCURRENCY: int(1, 100_000).default(256),
+  SVC_WEBHOOK_RECEIVER_CONCURRENCY: int(1, 100_000).default(32),
   SVC_RETENTION_DAYS: int(1, 3650).default(30),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
@@ -140,6 +142,10 @@ export interface Config {
     /** false: public receivers only; 'loopback': also loopback; true: also private and link-local (design §2). */
     allowPrivate: AllowPrivate;
     retentionDays: number;
+    /** Delivery attempts in flight at most, across receivers. */
+    concurrency: number;
+    /** Attempts in flight (and connections) to one receiver origin at most. */
+    receiverConcurrency: number;
   };
   logLevel: z.infer<typeof EnvSchema>['SVC_LOG_LEVEL'];
   groundingJudge: 'off' | 'upstream';
@@ -200,6 +206,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       retryScheduleMs: e.SVC_WEBHOOK_RETRY_SCHEDULE,
       allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE ?? (LOOPBACK_HOSTS.has(e.SVC_HOST) ? 'loopback' : false),
       retentionDays: e.SVC_RETENTION_DAYS,
+      concurrency: e.SVC_WEBHOOK_CONCURRENCY,
+      receiverConcurrency: Math.min(e.SVC_WEBHOOK_RECEIVER_CONCURRENCY, e.SVC_WEBHOOK_CONCURRENCY),
     },
     logLevel: e.SVC_LOG_LEVEL,
     groundingJudge: e.SVC_GROUNDING_JUDGE,

@@ -62,6 +62,18 @@ const CLAIM_SQL = `update webhook_deliveries set lease_until = ?, leased_by = ?,
     and (lease_until is null or lease_until <= ?) order by next_attempt_at asc limit ?)
   and status = 'pending' and (lease_until is null or lease_until <= ?)
   returning *`;
+/** CLAIM_SQL leaving out the rows of `n` receivers (`url not like ?`, one per origin; see `claimDue`). */
+function claimSqlExcluding(n: number): string {
+  if (n === 0) return CLAIM_SQL;
+  const clauses = Array.from({ length: n }, () => ` and url not like ? escape '\\'`).join('');
+  return CLAIM_SQL.replace('and (lease_until is null or lease_until <= ?) order by', `and (lease_until is null or lease_until <= ?)${clauses} order by`);
+}
+
+/** The LIKE pattern of every URL under `origin` (`https://h:8443` → `https://h:8443/%`), wildcards escaped. */
+export function originPattern(origin: string): string {
+  return `${origin.replace(/[\\%_]/g, '\\$&')}/%`;
+}
+
 const NEXT_DUE_SQL = `select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > ?
   order by next_attempt_at asc limit 1`;
 const RECORD_SQL = `update webhook_deliveries set attempts = attempts + 1, status = ?, next_attempt_at = ?, lease_until = null,
@@ -262,10 +274,11 @@ export class DeliveriesStore {
    * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
    * `now + leaseMs`, oldest due first, and returns them.
    */
-  async claimDue(now: number, limit: number, leaseMs: number, workerId: string): Promise<DeliveryRow[]> {
+  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<DeliveryRow[]> {
     if (limit <= 0) return [];
+    const patterns = excludeOrigins.map(originPattern);
     if (this.fast?.usable) {
-      const rows = this.fast.get(CLAIM_SQL).all(now + leaseMs, workerId, now, now, now, limit, now) as DeliveryRow[];
+      const rows = this.fast.get(claimSqlExcluding(patterns.length)).all(now + leaseMs, workerId, now, now, now, ...patterns, limit, now) as DeliveryRow[];
       return rows.sort(byDue);
     }
     let candidates = this.db
@@ -276,6 +289,7 @@ export class DeliveriesStore {
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
       .orderBy('next_attempt_at', 'asc')
       .limit(limit);
+    for (const pattern of patterns) candidates = candidates.where(sql<boolean>`url not like ${pattern} escape '\\'`);
     if (this.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
     // A materialised CTE: Postgres may re-run an `IN (… LIMIT n)` sub-select per row and exceed the limit.
     const rows = await this.db
@@ -388,6 +402,21 @@ export class DeliveriesStore {
     if (leasedBy !== undefined) query = query.where('leased_by', '=', leasedBy);
     const result = await query.executeTakeFirst();
     return Number(result.numUpdatedRows);
+  }
+
+  /**
+   * Gives rows leased by `workerId` back to the outbox unattempted (their receiver had no room): due as they
+   * were, claimable by the next claim that does not leave their receiver out.
+   */
+  async releaseClaims(ids: readonly string[], workerId: string, now: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_until: null, leased_by: null, updated_at: now })
+      .where('id', 'in', ids)
+      .where('leased_by', '=', workerId)
+      .where('status', '=', 'pending')
+      .execute();
   }
 
   /** Any delivery by id (worker use). */

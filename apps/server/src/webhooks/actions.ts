@@ -44,7 +44,8 @@ export function webhookActions(deps: WebhookActionsDeps) {
       });
       const row = await deps.deliveries.byId(id);
       if (!row) throw new Error(`test delivery ${id} vanished`);
-      const outcome = await deps.worker.attempt(row, { retries: false, freshKey: true });
+      // `direct`: its own connections, never queued behind the worker's attempts to the same receiver.
+      const outcome = await deps.worker.attempt(row, { retries: false, freshKey: true, direct: true });
       return outcome.ok
         ? { success: true, delivered_to: url }
         : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error };

@@ -33,7 +33,8 @@ export interface AttemptOutcome {
 }
 
 export interface Sender {
-  send(delivery: OutgoingDelivery): Promise<AttemptOutcome>;
+  /** One attempt; `direct` (test sends) uses connections of its own, never queued behind the worker's. */
+  send(delivery: OutgoingDelivery, options?: { direct?: boolean }): Promise<AttemptOutcome>;
   close(): Promise<void>;
 }
 
@@ -238,21 +239,25 @@ class Deadlines {
 }
 
 /**
- * Posts deliveries with undici: one shared keep-alive agent, a total timeout per attempt, redirects never
- * followed (a 3xx is a failure), and — unless `allowPrivate` is true — every address checked after DNS resolution.
+ * Posts deliveries with undici: keep-alive agents with a pool per receiver (origin) of at most `connections`
+ * (the worker's per-receiver share; no ceiling across receivers), a total timeout per attempt, redirects
+ * never followed (a 3xx is a failure), and — unless `allowPrivate` is true — every address checked after DNS
+ * resolution. Direct sends (test sends) go through an agent of their own.
  *
  * @example
- * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false });
+ * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false, connections: 32 });
  * const outcome = await sender.send({ url, body, event, deliveryId, secret });
  */
 export function createSender(options: { timeoutMs: number; allowPrivate: AllowPrivate; connections?: number }): Sender {
-  const agent = new Agent({
-    connections: options.connections ?? 128,
+  const agentOptions = {
     keepAliveTimeout: 4_000,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
     connect: { timeout: options.timeoutMs, ...(options.allowPrivate === true ? {} : { lookup: guardedLookup(options.allowPrivate) }) },
-  });
+  };
+  const agent = new Agent({ ...agentOptions, connections: options.connections ?? 32 });
+  // Made on the first test send; its pools have no connection limit (test sends are one per user action).
+  let directAgent: InstanceType<typeof Agent> | undefined;
   const deadlines = new Deadlines();
   const targets = new Map<string, Target>();
 
@@ -269,7 +274,7 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
     return target;
   }
 
-  function send(delivery: OutgoingDelivery): Promise<AttemptOutcome> {
+  function send(delivery: OutgoingDelivery, sendOptions?: { direct?: boolean }): Promise<AttemptOutcome> {
     return new Promise((resolve) => {
       const attempt = new Attempt(performance.now(), options.timeoutMs, resolve);
       let target: Target;
@@ -291,7 +296,8 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
       }
       deadlines.add(attempt);
       // Errors, thrown ones included, reach the handler's onResponseError.
-      agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, attempt);
+      const dispatcher = sendOptions?.direct ? (directAgent ??= new Agent(agentOptions)) : agent;
+      dispatcher.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, attempt);
     });
   }
 
@@ -299,7 +305,7 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
     send,
     async close() {
       deadlines.close();
-      await agent.close();
+      await Promise.all([agent.close(), directAgent?.close()]);
     },
   };
 }
