@@ -124,6 +124,7 @@ Examples:
 function status(value: string): string {
   if (value === 'delivered') return kleur.green(value);
   if (value === 'failed') return kleur.red(value);
+  if (value === 'cancelled') return kleur.gray(value);
   return kleur.yellow(value);
 }
 

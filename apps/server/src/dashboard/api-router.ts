@@ -28,6 +28,10 @@ export interface DashboardWebhooks {
   sendTest(key: ApiKeyRecord): Promise<TestDeliveryResult>;
   /** A new attempt now for one of the key's deliveries; undefined when the key has no such delivery. */
   redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
+  /** Stops one of the key's pending deliveries; undefined when the key has no such delivery. */
+  cancel(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
+  /** The key's webhook URL is changing to `url`: cancels (null) or retargets its pending deliveries. */
+  urlChanged(key: ApiKeyRecord, url: string | null): Promise<void>;
 }
 
 export interface DashboardApiDeps extends ServiceDeps {
@@ -41,7 +45,7 @@ export interface DashboardApiDeps extends ServiceDeps {
   loginConcurrency?: number;
 }
 
-const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed'];
+const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed', 'cancelled'];
 const MAX_NAME_LENGTH = 64;
 const DAY_MS = 86_400_000;
 
@@ -205,6 +209,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     }
     if ('rate_limit_rpm' in body) patch.rate_limit_rpm = keyRateLimit(body.rate_limit_rpm, deps.config.limits);
     await store.keys.update(key.id, patch, clock());
+    if (patch.webhook_url !== undefined) await deps.webhooks.urlChanged(key, patch.webhook_url);
     res.json({ key: keyView(await changed(key)) });
   });
 
@@ -265,6 +270,13 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const row = await deps.webhooks.redeliver(key, String(req.params.did));
     if (!row) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
     res.status(202).json(deliveryView(row));
+  });
+
+  api.post('/keys/:id/deliveries/:did/cancel', async (req, res) => {
+    const key = await ownKey(req, res);
+    const row = await deps.webhooks.cancel(key, String(req.params.did));
+    if (!row) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
+    res.json(deliveryView(row));
   });
 
   api.get('/usage', async (req, res) => {
