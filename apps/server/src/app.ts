@@ -12,6 +12,7 @@ import { bearerAuth, createAuthenticator } from './auth/bearer-auth.js';
 import { createRateLimit, rateLimit } from './rate-limit/rate-limit-middleware.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
+import { hostCheck } from './http/host-check.js';
 import { chatRoute, isChatRequest } from './chat/chat-completions.js';
 import { logOnClose, newRequestId } from './http/exchange.js';
 import type { Grounder } from './chat/grounder.js';
@@ -111,8 +112,10 @@ function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res:
   });
   app.get('/readyz', async (_req, res) => {
     const ok = await deps.store.ping();
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'database unreachable' });
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'database unreachable or not writable' });
   });
+  // Browser-facing routes answer only to the server's own names (DNS rebinding); the API needs a key anyway.
+  app.use(['/dashboard', '/metrics'], hostCheck({ bindHost: deps.config.host, allowed: deps.config.allowedHosts }));
   if (deps.publicRouter) app.use(deps.publicRouter);
   if (deps.dashboardRouter) app.use('/dashboard', deps.dashboardRouter);
 

@@ -66,6 +66,23 @@ export function parseTrustProxy(text: string): TrustProxy {
   return entries;
 }
 
+/**
+ * SVC_ALLOWED_HOSTS: comma-separated host names the dashboard and /metrics answer to besides localhost, the
+ * bind host and IP addresses; `.example.com` allows the name and every subdomain.
+ *
+ * @example
+ * parseAllowedHosts('svc.example.com, .internal'); // ['svc.example.com', '.internal']
+ */
+export function parseAllowedHosts(text: string): string[] {
+  const names = text.split(',').map((part) => part.trim().toLowerCase()).filter(Boolean);
+  for (const name of names) {
+    if (!/^\.?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/.test(name)) {
+      throw new Error(`"${name}" is not a host name (like svc.example.com, or .example.com for every subdomain)`);
+    }
+  }
+  return names;
+}
+
 /** A text setting read by `parse`, whose Error message becomes the setting's issue. */
 function parsedBy<T>(parse: (text: string) => T, defaultText: string) {
   return z
@@ -118,6 +135,7 @@ const EnvSchema = z.object({
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SVC_PROCESSES: parsedBy(parseProcesses, '1'),
   SVC_TRUST_PROXY: parsedBy(parseTrustProxy, 'false'),
+  SVC_ALLOWED_HOSTS: parsedBy(parseAllowedHosts, ''),
   SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
   SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
 });
@@ -152,6 +170,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** Server processes sharing the port (node:cluster); 1 = a single process, no cluster. */
   processes: number;
+  /** Host names the dashboard and /metrics answer to besides localhost, the bind host and IP addresses. */
+  allowedHosts: string[];
   /** Which proxies' X-Forwarded-For / X-Forwarded-Proto are believed (Express `trust proxy`). */
   trustProxy: TrustProxy;
   /** Operator caps on what users may set: a key's own rate limit, and active keys per user. */
@@ -214,6 +234,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsToken: e.SVC_METRICS_TOKEN,
     processes: e.SVC_PROCESSES,
     trustProxy: e.SVC_TRUST_PROXY,
+    allowedHosts: e.SVC_ALLOWED_HOSTS,
     limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
   };
 }

@@ -113,7 +113,12 @@ export function makeProgram(io: CommandIO): Command {
       const running = await startServer(cfg);
       io.stderr(`svc listening on ${running.url}  (dashboard: ${running.url}/dashboard)`);
       if (running.firstRun) printFirstRun(io, running.url, running.firstRun);
-      const signal = await io.stopSignal();
+      const signal = await Promise.race([
+        io.stopSignal(),
+        running.failed.then((err) => {
+          throw new CommandError(`svc stopped: ${err.message}`);
+        }),
+      ]);
       io.stderr(`${signal} received: finishing in-flight requests and deliveries…`);
       await running.close();
     });
