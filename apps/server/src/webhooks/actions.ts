@@ -58,6 +58,8 @@ export function webhookActions(deps: WebhookActionsDeps) {
      */
     async redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined> {
       if (!key.webhook_url) {
+        // Another key's delivery stays a 404 whatever this key's settings.
+        if (!(await deps.deliveries.get(key.id, deliveryId))) return undefined;
         throw new ApiError('invalid_request', 'This API key has no webhook URL, so there is nowhere to redeliver to. Set a webhook URL for the key first.');
       }
       const row = await deps.deliveries.redeliver(key.id, deliveryId, deps.clock(), key.webhook_url ?? undefined);
