@@ -128,7 +128,7 @@ const EnvSchema = z.object({
     .transform((v): AllowPrivate => (v === 'loopback' ? 'loopback' : v === 'true' || v === '1' || v === 'yes'))
     .optional(),
   SVC_WEBHOOK_CONCURRENCY: int(1, 100_000).default(256),
-  SVC_WEBHOOK_RECEIVER_CONCURRENCY: int(1, 100_000).default(32),
+  SVC_WEBHOOK_RECEIVER_CONCURRENCY: int(1, 100_000).default(64),
   SVC_RETENTION_DAYS: int(1, 3650).default(30),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),

@@ -245,7 +245,7 @@ class Deadlines {
  * resolution. Direct sends (test sends) go through an agent of their own.
  *
  * @example
- * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false, connections: 32 });
+ * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false, connections: 64 });
  * const outcome = await sender.send({ url, body, event, deliveryId, secret });
  */
 export function createSender(options: { timeoutMs: number; allowPrivate: AllowPrivate; connections?: number }): Sender {
@@ -255,7 +255,7 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
     bodyTimeout: options.timeoutMs,
     connect: { timeout: options.timeoutMs, ...(options.allowPrivate === true ? {} : { lookup: guardedLookup(options.allowPrivate) }) },
   };
-  const agent = new Agent({ ...agentOptions, connections: options.connections ?? 32 });
+  const agent = new Agent({ ...agentOptions, connections: options.connections ?? 64 });
   // Made on the first test send; its pools have no connection limit (test sends are one per user action).
   let directAgent: InstanceType<typeof Agent> | undefined;
   const deadlines = new Deadlines();

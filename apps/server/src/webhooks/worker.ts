@@ -54,7 +54,7 @@ export interface WorkerOptions {
   /** Attempts in flight at most. Default 256: under load an attempt waits for the busy event loop, so throughput is concurrency / latency. */
   concurrency?: number;
   /**
-   * Attempts in flight to one receiver (URL origin) at most, default 32: a receiver that never answers holds
+   * Attempts in flight to one receiver (URL origin) at most, default 64: a receiver that never answers holds
    * this many slots, never all of them. As many of its rows again wait in memory for its next free slot;
    * the rest stay in the outbox, and claims leave the receiver out while it is full.
    */
@@ -129,7 +129,7 @@ export class DeliveryWorker {
 
   constructor(private readonly options: WorkerOptions) {
     this.concurrency = options.concurrency ?? 256;
-    this.perReceiver = options.perReceiver ?? 32;
+    this.perReceiver = options.perReceiver ?? 64;
     // An attempt ends by its timeout, after waiting at most one attempt for its receiver's slot; the margin
     // covers the database write that follows it.
     this.leaseMs = 2 * options.timeoutMs + 15_000;
