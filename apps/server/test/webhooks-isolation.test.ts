@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
 import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { startReceiver, type Receiver } from './webhooks-support.js';
+import { eventually, startReceiver, type Receiver } from './webhooks-support.js';
 
 /**
  * Deliveries isolated per receiver (issue #26 §6): a receiver that never answers holds its own share of the
@@ -52,6 +52,30 @@ async function chat(srv: TestServer, token: string, n: number) {
   );
   expect(results.every((s) => s === 200)).toBe(true);
 }
+
+describe('a share per receiver', () => {
+  it('a backlog far beyond one receiver’s share is all delivered (rows given back are claimed again), never more than the share at once', async () => {
+    const { srv, healthy } = await setUp();
+    let open = 0;
+    let most = 0;
+    // Each answer waits a turn, so attempts overlap and the share is what limits them.
+    healthy.fallback = { delayMs: 20 };
+    const { token } = await srv.createKey({ webhookUrl: healthy.url });
+    const tick = setInterval(() => {
+      open = healthy.received.filter((r) => r.replied === undefined).length;
+      most = Math.max(most, open);
+    }, 5);
+    try {
+      await chat(srv, token, 150);
+      await eventually(() => healthy.received.length >= 150 && healthy.received.every((x) => x.replied !== undefined), 60_000);
+    } finally {
+      clearInterval(tick);
+    }
+    expect(healthy.received).toHaveLength(150);
+    expect(new Set(healthy.received.map((r) => r.headers['x-svc-delivery'])).size).toBe(150);
+    expect(most).toBeLessThanOrEqual(4);
+  });
+});
 
 describe('one receiver that never answers', () => {
   it('holds only its share: another key’s 60 deliveries all arrive while its attempts still hang', async () => {

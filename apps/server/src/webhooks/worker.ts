@@ -339,10 +339,14 @@ export class DeliveryWorker {
     setImmediate(() => {
       const ids = this.releases;
       this.releases = [];
-      this.options.deliveries.releaseClaims(ids, this.id, this.options.clock()).catch((err: unknown) => {
-        // Their leases lapse instead; they are tried then.
-        this.options.logger.warn({ err, deliveries: ids.length }, 'could not give webhook deliveries back to the outbox');
-      });
+      this.options.deliveries.releaseClaims(ids, this.id, this.options.clock()).then(
+        // Claimable again: a claim must see them even if no attempt of their receiver is left to finish.
+        () => this.wake(),
+        (err: unknown) => {
+          // Their leases lapse instead; they are tried then.
+          this.options.logger.warn({ err, deliveries: ids.length }, 'could not give webhook deliveries back to the outbox');
+        },
+      );
     });
   }
 
