@@ -124,7 +124,7 @@ export class DeliveryWorker {
   private readonly held = new Set<string>();
   /** Receivers left out of a claim, or whose rows were given back: a claim is due once they have room. */
   private readonly starved = new Set<string>();
-  private releases: string[] = [];
+  private releases: Array<{ id: string; origin: string }> = [];
   private readonly origins = new Map<string, string>();
 
   constructor(private readonly options: WorkerOptions) {
@@ -302,7 +302,7 @@ export class DeliveryWorker {
       return true;
     }
     this.starved.add(origin);
-    this.release(row.id);
+    this.release(row.id, origin);
     return !excluded.includes(origin);
   }
 
@@ -333,15 +333,21 @@ export class DeliveryWorker {
   }
 
   /** Gives a claimed row back unattempted; batched, one statement per tick. */
-  private release(id: string): void {
-    this.releases.push(id);
+  private release(id: string, origin: string): void {
+    this.releases.push({ id, origin });
     if (this.releases.length > 1) return;
     setImmediate(() => {
-      const ids = this.releases;
+      const batch = this.releases;
       this.releases = [];
+      const ids = batch.map((r) => r.id);
       this.options.deliveries.releaseClaims(ids, this.id, this.options.clock()).then(
-        // Claimable again: a claim must see them even if no attempt of their receiver is left to finish.
-        () => this.wake(),
+        () => {
+          // Claimable again. When their receiver emptied meanwhile, no attempt of its is left to ask for a
+          // claim: ask now. (While it is still full, its finishing attempts will; asking now could only
+          // return rows a claim leaves out by origin pattern and does not match, again and again.)
+          const full = new Set(this.fullReceivers());
+          if (batch.some((r) => !full.has(r.origin))) this.wake();
+        },
         (err: unknown) => {
           // Their leases lapse instead; they are tried then.
           this.options.logger.warn({ err, deliveries: ids.length }, 'could not give webhook deliveries back to the outbox');
