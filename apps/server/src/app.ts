@@ -114,8 +114,10 @@ function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res:
     const ok = await deps.store.ping();
     res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'database unreachable or not writable' });
   });
-  // Browser-facing routes answer only to the server's own names (DNS rebinding); the API needs a key anyway.
-  app.use(['/dashboard', '/metrics'], hostCheck({ bindHost: deps.config.host, allowed: deps.config.allowedHosts }));
+  // Routes a browser reaches by the server's address alone answer only to its own names (DNS rebinding): the
+  // dashboard, and /metrics while it trusts loopback clients instead of a token. The API needs a key anyway.
+  const byAddress = deps.config.metricsToken === undefined ? ['/dashboard', '/metrics'] : ['/dashboard'];
+  app.use(byAddress, hostCheck({ bindHost: deps.config.host, allowed: deps.config.allowedHosts }));
   if (deps.publicRouter) app.use(deps.publicRouter);
   if (deps.dashboardRouter) app.use('/dashboard', deps.dashboardRouter);
 

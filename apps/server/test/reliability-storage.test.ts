@@ -98,6 +98,22 @@ describe('Host header (DNS rebinding)', () => {
     expect((await get(srv.url, '/v1/models', 'rebind.attacker.example')).status).toBe(401);
     expect((await get(srv.url, '/healthz', 'rebind.attacker.example')).status).toBe(200);
   });
+
+  it('/metrics behind SVC_METRICS_TOKEN answers any Host (a scraper may use any name; the token is the guard)', async () => {
+    const token = 'metrics-token-0123456789';
+    const srv = await server({ SVC_METRICS_TOKEN: token });
+    const { hostname, port } = new URL(srv.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      request({ hostname, port, path: '/metrics', headers: { host: 'svc.monitoring.svc.cluster.local', authorization: `Bearer ${token}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(status).toBe(200);
+    expect((await get(srv.url, '/dashboard/api/me', 'svc.monitoring.svc.cluster.local')).status).toBe(421);
+  });
 });
 
 describe('the database file', () => {
