@@ -189,12 +189,17 @@ describe('replay and deliveries against the server', () => {
     const copies = log.filter((e) => e.id === id);
     expect(copies).toHaveLength(2);
     for (const copy of copies) expect(Buffer.from(copy.body_base64, 'base64').toString('utf8')).toBe(detail.payload);
+
+    const cancel = await cli(['deliveries', 'cancel', id], token);
+    expect(cancel.code).toBe(1);
+    expect(cancel.stderr).toMatch(/is delivered; only pending deliveries can be cancelled\. \(400 invalid_request\)\n$/);
   });
 
   it.each([
     [['deliveries', 'show', 'whd_00000000000000000000000000000000'], /^svc-cli: No webhook delivery 'whd_0+' exists for this API key\. \(404 not_found\)\n$/],
     [['deliveries', 'redeliver', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/],
-    [['deliveries', 'list', '--status', 'lost'], /^svc-cli: option '--status <status>' argument 'lost' is invalid\. Allowed choices are pending, delivered, failed\.\n$/],
+    [['deliveries', 'cancel', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/],
+    [['deliveries', 'list', '--status', 'lost'], /^svc-cli: option '--status <status>' argument 'lost' is invalid\. Allowed choices are pending, delivered, failed, cancelled\.\n$/],
     [['deliveries', 'list', '--before', 'nope'], /^svc-cli: 'before' must be a delivery id .* \(400 invalid_value\)\n$/],
   ])('%j: one line on stderr, exit 1', async (args, message) => {
     const { token } = await server.createKey();

@@ -26,7 +26,7 @@ export interface Me {
   default_rate_limit_rpm: number;
 }
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'cancelled';
 
 export interface Delivery {
   id: string;

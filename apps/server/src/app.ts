@@ -12,6 +12,7 @@ import { bearerAuth, createAuthenticator } from './auth/bearer-auth.js';
 import { createRateLimit, rateLimit } from './rate-limit/rate-limit-middleware.js';
 import { ApiError } from './http/errors.js';
 import { errorHandler } from './http/error-handler.js';
+import { hostCheck } from './http/host-check.js';
 import { chatRoute, isChatRequest } from './chat/chat-completions.js';
 import { logOnClose, newRequestId } from './http/exchange.js';
 import type { Grounder } from './chat/grounder.js';
@@ -68,6 +69,9 @@ function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res:
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // req.ip (the sign-in limiter's key) and req.secure (the session cookie's Secure flag) believe
+  // X-Forwarded-For / X-Forwarded-Proto only from the proxies SVC_TRUST_PROXY names.
+  app.set('trust proxy', deps.config.trustProxy);
 
   const authenticate = createAuthenticator({
     keyCache: deps.keyCache,
@@ -108,8 +112,12 @@ function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res:
   });
   app.get('/readyz', async (_req, res) => {
     const ok = await deps.store.ping();
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'database unreachable' });
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'database unreachable or not writable' });
   });
+  // Routes a browser reaches by the server's address alone answer only to its own names (DNS rebinding): the
+  // dashboard, and /metrics while it trusts loopback clients instead of a token. The API needs a key anyway.
+  const byAddress = deps.config.metricsToken === undefined ? ['/dashboard', '/metrics'] : ['/dashboard'];
+  app.use(byAddress, hostCheck({ bindHost: deps.config.host, allowed: deps.config.allowedHosts }));
   if (deps.publicRouter) app.use(deps.publicRouter);
   if (deps.dashboardRouter) app.use('/dashboard', deps.dashboardRouter);
 

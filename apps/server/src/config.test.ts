@@ -12,7 +12,7 @@ describe('loadConfig', () => {
       redisUrl: undefined,
       upstream: { baseUrl: undefined, model: 'gpt-4o-mini', thinkingModel: 'gpt-4o-mini', timeoutMs: 120_000 },
       rateLimitRpm: 600,
-      webhooks: { timeoutMs: 10_000, allowPrivate: true, retentionDays: 30 },
+      webhooks: { timeoutMs: 10_000, allowPrivate: 'loopback', retentionDays: 30 },
       logLevel: 'info',
     });
     expect(config.webhooks.retryScheduleMs).toEqual([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
@@ -21,6 +21,19 @@ describe('loadConfig', () => {
   it('blocks private webhook targets by default when bound beyond loopback', () => {
     expect(loadConfig({ SVC_HOST: '0.0.0.0' }).webhooks.allowPrivate).toBe(false);
     expect(loadConfig({ SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate).toBe(true);
+  });
+
+  it('reads SVC_WEBHOOK_ALLOW_PRIVATE as false, loopback or true, whatever the bind', () => {
+    expect(loadConfig({ SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'loopback' }).webhooks.allowPrivate).toBe('loopback');
+    expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'false' }).webhooks.allowPrivate).toBe(false);
+    expect(loadConfig({ SVC_HOST: '::1' }).webhooks.allowPrivate).toBe('loopback');
+    expect(() => loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'private' })).toThrow(/SVC_WEBHOOK_ALLOW_PRIVATE: must be false, loopback or true/);
+  });
+
+  it('reads the operator caps on keys', () => {
+    expect(loadConfig({}).limits).toEqual({ maxKeyRateLimitRpm: 100_000, maxKeysPerUser: 100 });
+    expect(loadConfig({ SVC_MAX_KEY_RATE_LIMIT_RPM: '1200', SVC_MAX_KEYS_PER_USER: '3' }).limits).toEqual({ maxKeyRateLimitRpm: 1200, maxKeysPerUser: 3 });
+    expect(() => loadConfig({ SVC_MAX_KEYS_PER_USER: '0' })).toThrow(/SVC_MAX_KEYS_PER_USER/);
   });
 
   it('maps the thinking model and trims the base URL', () => {
@@ -77,5 +90,24 @@ describe('SVC_PROCESSES', () => {
   it('needs a database file several processes can share', () => {
     expect(() => loadConfig({ SVC_PROCESSES: '2', SVC_DATABASE_URL: 'sqlite::memory:' })).toThrow(/SVC_PROCESSES: several processes need a database file/);
     expect(loadConfig({ SVC_PROCESSES: '1', SVC_DATABASE_URL: 'sqlite::memory:' }).processes).toBe(1);
+  });
+});
+
+describe('parseTrustProxy (SVC_TRUST_PROXY)', () => {
+  it.each([
+    ['false', false],
+    ['true', true],
+    ['1', 1],
+    ['loopback', ['loopback']],
+    ['loopback, 10.0.0.0/8, 192.168.1.5, fd00::/8, 172.16.0.0/255.240.0.0', ['loopback', '10.0.0.0/8', '192.168.1.5', 'fd00::/8', '172.16.0.0/255.240.0.0']],
+  ])('reads %s', (text, value) => {
+    expect(loadConfig({ SVC_TRUST_PROXY: text }).trustProxy).toEqual(value);
+  });
+
+  it('defaults to false and refuses what Express would not understand', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    for (const bad of ['yes please', '10.0.0.0/33', 'proxy.example.com', '1.2.3.4/8/9']) {
+      expect(() => loadConfig({ SVC_TRUST_PROXY: bad }), bad).toThrow(/SVC_TRUST_PROXY: .*not an address, CIDR/);
+    }
   });
 });

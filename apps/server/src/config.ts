@@ -1,5 +1,7 @@
+import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
+import type { AllowPrivate } from './webhooks/url-guard.js';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 
@@ -31,6 +33,54 @@ export function parseProcesses(text: string): number {
     throw new Error(`"${text}" is not a number of processes: use a whole number from 1 to 1024, or auto (one per core)`);
   }
   return Number(value);
+}
+
+/** What Express's `trust proxy` takes: false, true (every hop), a hop count, or addresses/CIDRs/names. */
+export type TrustProxy = boolean | number | string[];
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * SVC_TRUST_PROXY, in the forms of Express's `trust proxy`: `false`, `true`, a hop count (`1`), or a
+ * comma-separated list of addresses, CIDRs and the names loopback, linklocal, uniquelocal.
+ *
+ * @example
+ * parseTrustProxy('loopback, 10.0.0.0/8'); // ['loopback', '10.0.0.0/8']
+ */
+export function parseTrustProxy(text: string): TrustProxy {
+  const value = text.trim();
+  if (value === 'false' || value === '') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((part) => part.trim()).filter(Boolean);
+  for (const entry of entries) {
+    if (PROXY_NAMES.has(entry)) continue;
+    const [address = '', bits, extra] = entry.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= maxBits) || (family === 4 && isIP(bits) === 4);
+    if (family === 0 || extra !== undefined || !bitsOk) {
+      throw new Error(`"${entry}" is not an address, CIDR or one of loopback, linklocal, uniquelocal (use false, true, a hop count, or a comma-separated list)`);
+    }
+  }
+  return entries;
+}
+
+/**
+ * SVC_ALLOWED_HOSTS: comma-separated host names the dashboard and /metrics answer to besides localhost, the
+ * bind host and IP addresses; `.example.com` allows the name and every subdomain.
+ *
+ * @example
+ * parseAllowedHosts('svc.example.com, .internal'); // ['svc.example.com', '.internal']
+ */
+export function parseAllowedHosts(text: string): string[] {
+  const names = text.split(',').map((part) => part.trim().toLowerCase()).filter(Boolean);
+  for (const name of names) {
+    if (!/^\.?[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$/.test(name)) {
+      throw new Error(`"${name}" is not a host name (like svc.example.com, or .example.com for every subdomain)`);
+    }
+  }
+  return names;
 }
 
 /** A text setting read by `parse`, whose Error message becomes the setting's issue. */
@@ -73,12 +123,21 @@ const EnvSchema = z.object({
   SVC_RATE_LIMIT_RPM: int(1, 10_000_000).default(600),
   SVC_WEBHOOK_TIMEOUT_MS: int(1, 600_000).default(10_000),
   SVC_WEBHOOK_RETRY_SCHEDULE: parsedBy(parseDurationList, '5s,5m,30m,2h,5h,10h,10h'),
-  SVC_WEBHOOK_ALLOW_PRIVATE: bool.optional(),
+  SVC_WEBHOOK_ALLOW_PRIVATE: z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'loopback'], { message: 'must be false, loopback or true' })
+    .transform((v): AllowPrivate => (v === 'loopback' ? 'loopback' : v === 'true' || v === '1' || v === 'yes'))
+    .optional(),
+  SVC_WEBHOOK_CONCURRENCY: int(1, 100_000).default(256),
+  SVC_WEBHOOK_RECEIVER_CONCURRENCY: int(1, 100_000).default(64),
   SVC_RETENTION_DAYS: int(1, 3650).default(30),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SVC_PROCESSES: parsedBy(parseProcesses, '1'),
+  SVC_TRUST_PROXY: parsedBy(parseTrustProxy, 'false'),
+  SVC_ALLOWED_HOSTS: parsedBy(parseAllowedHosts, ''),
+  SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
+  SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
 });
 
 export interface Config {
@@ -98,14 +157,25 @@ export interface Config {
   webhooks: {
     timeoutMs: number;
     retryScheduleMs: number[];
-    allowPrivate: boolean;
+    /** false: public receivers only; 'loopback': also loopback; true: also private and link-local (design §2). */
+    allowPrivate: AllowPrivate;
     retentionDays: number;
+    /** Delivery attempts in flight at most, across receivers. */
+    concurrency: number;
+    /** Attempts in flight (and connections) to one receiver origin at most. */
+    receiverConcurrency: number;
   };
   logLevel: z.infer<typeof EnvSchema>['SVC_LOG_LEVEL'];
   groundingJudge: 'off' | 'upstream';
   metricsToken: string | undefined;
   /** Server processes sharing the port (node:cluster); 1 = a single process, no cluster. */
   processes: number;
+  /** Host names the dashboard and /metrics answer to besides localhost, the bind host and IP addresses. */
+  allowedHosts: string[];
+  /** Which proxies' X-Forwarded-For / X-Forwarded-Proto are believed (Express `trust proxy`). */
+  trustProxy: TrustProxy;
+  /** Operator caps on what users may set: a key's own rate limit, and active keys per user. */
+  limits: { maxKeyRateLimitRpm: number; maxKeysPerUser: number };
 }
 
 export class ConfigError extends Error {
@@ -154,12 +224,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhooks: {
       timeoutMs: e.SVC_WEBHOOK_TIMEOUT_MS,
       retryScheduleMs: e.SVC_WEBHOOK_RETRY_SCHEDULE,
-      allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE ?? LOOPBACK_HOSTS.has(e.SVC_HOST),
+      allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE ?? (LOOPBACK_HOSTS.has(e.SVC_HOST) ? 'loopback' : false),
       retentionDays: e.SVC_RETENTION_DAYS,
+      concurrency: e.SVC_WEBHOOK_CONCURRENCY,
+      receiverConcurrency: Math.min(e.SVC_WEBHOOK_RECEIVER_CONCURRENCY, e.SVC_WEBHOOK_CONCURRENCY),
     },
     logLevel: e.SVC_LOG_LEVEL,
     groundingJudge: e.SVC_GROUNDING_JUDGE,
     metricsToken: e.SVC_METRICS_TOKEN,
     processes: e.SVC_PROCESSES,
+    trustProxy: e.SVC_TRUST_PROXY,
+    allowedHosts: e.SVC_ALLOWED_HOSTS,
+    limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
   };
 }

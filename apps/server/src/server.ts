@@ -35,6 +35,11 @@ export interface RunningServer {
   webhookWorkerId: string;
   /** Graceful: stop accepting, finish in-flight requests, stop the delivery worker, flush, close. */
   close(): Promise<void>;
+  /**
+   * Settles only when the server stopped on its own because it cannot go on safely (its SQLite file was
+   * deleted or replaced): with the reason, after `close()` finished. The caller should exit non-zero.
+   */
+  failed: Promise<Error>;
 }
 
 export interface StartOptions {
@@ -153,7 +158,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await store.close();
     })());
 
-  return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, close };
+  const failed = new Promise<Error>((resolve) => {
+    store.handle.onFileLost((problem) => {
+      logger.fatal({ err: problem }, `stopping: ${problem.message}. Restore the file from a backup before starting again.`);
+      void close().finally(() => resolve(problem));
+    });
+  });
+  return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, close, failed };
 }
 
 /** Shared limits should hold from the first request; an unreachable Redis only delays start by a few seconds. */

@@ -8,40 +8,8 @@ import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { dashboardStatic } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './webhooks-support.js';
+import { DashboardClient } from './support/dashboard-client.js';
 
-const PASSWORD = 'correct horse battery staple';
-
-/** A browser-like client: keeps the session cookie, sends the CSRF token on writes unless told not to. */
-class DashboardClient {
-  cookie = '';
-  csrf = '';
-  constructor(private readonly base: string) {}
-
-  async request(method: string, path: string, body?: unknown, options: { csrf?: boolean } = {}) {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (this.cookie) headers.cookie = this.cookie;
-    if (method !== 'GET' && options.csrf !== false && this.csrf) headers['x-csrf-token'] = this.csrf;
-    const res = await fetch(`${this.base}/dashboard/api${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const setCookie = res.headers.get('set-cookie');
-    if (setCookie) {
-      const pair = setCookie.split(';')[0] ?? '';
-      this.cookie = pair.endsWith('=') ? '' : pair;
-    }
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as any };
-  }
-
-  async login(email: string, password = PASSWORD) {
-    const res = await this.request('POST', '/login', { email, password });
-    if (res.status === 200) this.csrf = res.body.csrf_token;
-    return res;
-  }
-}
 
 let server: TestServer;
 let alice: { email: string; keyId: string; token: string };

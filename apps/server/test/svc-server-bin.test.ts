@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -62,6 +62,19 @@ afterEach(async () => {
 });
 
 describe('svc-server start (what npm start runs)', () => {
+  it('exits 1 with a clear message when its database file is deleted under it, and the next start refuses', async () => {
+    const dir = tempDir();
+    const env = envFor(dir);
+    const { child, stderr } = await start(env);
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    for (const f of ['svc.db', 'svc.db-wal', 'svc.db-shm']) if (existsSync(join(dir, f))) unlinkSync(join(dir, f));
+    expect(await exited).toBe(1);
+    expect(stderr()).toMatch(/svc stopped: the database file .*svc\.db was deleted while svc was running/);
+    const again = run(['start'], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/svc\.db is missing, but .* was set up by svc/);
+  });
+
   const glibc = process.platform === 'linux' && (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime !== undefined;
 
   it.skipIf(!glibc)('fixes glibc malloc thresholds at start and says so in its start-up log (Linux with glibc)', async () => {
@@ -163,5 +176,17 @@ describe('admin commands', () => {
     const badRpm = run(['keys', 'create', '--rate-limit-rpm', 'lots'], env);
     expect(badRpm.code).not.toBe(0);
     expect(badRpm.stderr).toContain('positive integer');
+  });
+
+  it('keys create keeps to SVC_MAX_KEY_RATE_LIMIT_RPM and SVC_MAX_KEYS_PER_USER', () => {
+    const env = { ...envFor(tempDir()), SVC_MAX_KEY_RATE_LIMIT_RPM: '500', SVC_MAX_KEYS_PER_USER: '1' };
+    run(['users', 'create', '--email', 'c@example.com', '--password', 'long-enough-pw'], env);
+    const over = run(['keys', 'create', '--rate-limit-rpm', '501'], env);
+    expect(over.code).toBe(1);
+    expect(over.stderr).toMatch(/--rate-limit-rpm: .*1 to 500 .*SVC_MAX_KEY_RATE_LIMIT_RPM/);
+    expect(run(['keys', 'create', '--rate-limit-rpm', '500'], env).code).toBe(0);
+    const second = run(['keys', 'create'], env);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/SVC_MAX_KEYS_PER_USER=1/);
   });
 });

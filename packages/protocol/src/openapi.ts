@@ -340,7 +340,23 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     request: { params: DeliveryIdParams },
     responses: {
       202: json(DeliverySchema, 'The delivery, pending again.'),
-      ...errorResponses(['not_found', ...AUTH_ERRORS]),
+      ...errorResponses(['not_found', 'invalid_request', ...AUTH_ERRORS]),
+    },
+  });
+
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/webhooks/deliveries/{id}/cancel',
+    operationId: 'cancelDelivery',
+    tags: ['Webhooks'],
+    summary: 'Stop a pending delivery',
+    description:
+      'Marks a pending delivery `cancelled` (no more attempts; `last_error` gives the reason). An attempt already in flight finishes and is logged. Redeliver resumes it.',
+    security: apiKey,
+    request: { params: DeliveryIdParams },
+    responses: {
+      200: json(DeliverySchema, 'The delivery, cancelled.'),
+      ...errorResponses(['not_found', 'invalid_request', ...AUTH_ERRORS]),
     },
   });
 

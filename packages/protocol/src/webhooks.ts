@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed'] as const;
+/** `cancelled`: stopped before delivery (by a cancel, or because the key's webhook URL was cleared); `last_error` says why. */
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
 export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
 export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
 

@@ -6,7 +6,7 @@ import { kleur, processIo, table, type Io } from '../output.js';
 
 // Only types come from @svc/protocol, so the CLI never loads zod at run time (start-up time); the
 // `satisfies` keeps this list complete and in step with the schema.
-const STATUSES = Object.keys({ pending: true, delivered: true, failed: true } satisfies Record<DeliveryStatus, true>);
+const STATUSES = Object.keys({ pending: true, delivered: true, failed: true, cancelled: true } satisfies Record<DeliveryStatus, true>);
 
 interface ListOptions {
   limit?: number;
@@ -14,7 +14,7 @@ interface ListOptions {
   before?: string;
 }
 
-/** `svc-cli deliveries list|show|redeliver`: the server's deliveries API for the calling key. */
+/** `svc-cli deliveries list|show|redeliver|cancel`: the server's deliveries API for the calling key. */
 export function makeDeliveriesCommand(io: Io = processIo): Command {
   const deliveries = new Command('deliveries').description("webhook deliveries of the API key, as the server recorded them");
   deliveries.addHelpText(
@@ -23,7 +23,8 @@ export function makeDeliveriesCommand(io: Io = processIo): Command {
 Examples:
   $ svc-cli deliveries list --status failed
   $ svc-cli deliveries show <id>
-  $ svc-cli deliveries redeliver <id>`,
+  $ svc-cli deliveries redeliver <id>
+  $ svc-cli deliveries cancel <id>`,
   );
 
   deliveries
@@ -118,12 +119,27 @@ Examples:
       io.out(`Redelivery of ${data.id ?? id} to ${data.url ?? 'the webhook URL'} requested${state}\n`);
     });
 
+  deliveries
+    .command('cancel')
+    .description('stop a pending delivery: no more attempts (redeliver resumes it)')
+    .argument('<id>', 'delivery id')
+    .action(async (id: string, _opts: unknown, command: Command) => {
+      const { json } = globalOptions(command);
+      const { data, raw } = await apiClientFor(command).json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/cancel`);
+      if (json) {
+        io.out(`${raw.trim()}\n`);
+        return;
+      }
+      io.out(`Delivery ${data.id ?? id} ${status(data.status ?? 'cancelled')}\n`);
+    });
+
   return deliveries;
 }
 
 function status(value: string): string {
   if (value === 'delivered') return kleur.green(value);
   if (value === 'failed') return kleur.red(value);
+  if (value === 'cancelled') return kleur.gray(value);
   return kleur.yellow(value);
 }
 

@@ -18,6 +18,7 @@ const STATUS_OPTIONS: Array<{ value: '' | DeliveryStatus; label: string }> = [
   { value: 'delivered', label: 'Delivered' },
   { value: 'pending', label: 'Pending (retrying)' },
   { value: 'failed', label: 'Failed' },
+  { value: 'cancelled', label: 'Cancelled' },
 ];
 
 function listPath(keyId: string, status: string, before?: string): string {
@@ -212,6 +213,18 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
     }
   };
 
+  const doCancel = async () => {
+    setRedeliver({ busy: true });
+    try {
+      const row = await api<Delivery>('POST', `${path}/cancel`, {});
+      onRedelivered(row);
+      setRedeliver({ busy: false, message: 'Cancelled: no further attempts will be made.' });
+      void reload();
+    } catch (err) {
+      setRedeliver({ busy: false, error: (err as Error).message });
+    }
+  };
+
   if (detail.state === 'error' && !detail.data) return <ErrorMessage message={detail.message} onRetry={reload} />;
   if (!detail.data) return <Spinner label="Loading delivery…" />;
   const d = detail.data;
@@ -242,6 +255,11 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           <button type="button" className="button primary" onClick={doRedeliver} disabled={redeliver.busy}>
             {redeliver.busy ? 'Redelivering…' : 'Redeliver'}
           </button>
+          {d.status === 'pending' && (
+            <button type="button" className="button ghost" onClick={doCancel} disabled={redeliver.busy}>
+              Cancel delivery
+            </button>
+          )}
           <button type="button" className="button ghost" onClick={reload}>
             Refresh
           </button>

@@ -4,6 +4,8 @@ import { loadConfig, ConfigError, parseProcesses, type Config } from '../config.
 import { openStore, type Store } from '../storage/store.js';
 import { migrate } from '../storage/migrations.js';
 import { generateApiKey } from '../auth/api-keys.js';
+import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
+import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
 import { SecretBox } from '../crypto/secret-box.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
@@ -111,7 +113,12 @@ export function makeProgram(io: CommandIO): Command {
       const running = await startServer(cfg);
       io.stderr(`svc listening on ${running.url}  (dashboard: ${running.url}/dashboard)`);
       if (running.firstRun) printFirstRun(io, running.url, running.firstRun);
-      const signal = await io.stopSignal();
+      const signal = await Promise.race([
+        io.stopSignal(),
+        running.failed.then((err) => {
+          throw new CommandError(`svc stopped: ${err.message}`);
+        }),
+      ]);
       io.stderr(`${signal} received: finishing in-flight requests and deliveries…`);
       await running.close();
     });
@@ -166,6 +173,12 @@ export function makeProgram(io: CommandIO): Command {
             user = first;
           }
           if (!user) throw new CommandError(`no such user: ${opts.userId ?? opts.email}`);
+          let rateLimitRpm: number | null = null;
+          try {
+            rateLimitRpm = keyRateLimit(opts.rateLimitRpm, cfg.limits);
+          } catch (err) {
+            throw new CommandError(`--rate-limit-rpm: ${(err as Error).message}`);
+          }
           let webhookUrl: string | null = null;
           if (opts.webhookUrl !== undefined) {
             try {
@@ -180,16 +193,21 @@ export function makeProgram(io: CommandIO): Command {
             secretEnc = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(opts.signingSecret);
           }
           const generated = generateApiKey();
-          const key = await store.keys.create({
-            userId: user.id,
-            name: opts.name,
-            prefix: generated.prefix,
-            keyHash: generated.hash,
-            now: Date.now(),
-            rateLimitRpm: opts.rateLimitRpm ?? null,
-            webhookUrl,
-            signingSecretEnc: secretEnc,
-            signingSecretLast4: opts.signingSecret ? opts.signingSecret.slice(-4) : null,
+          const owner = user;
+          const create = () =>
+            store.keys.create({
+              userId: owner.id,
+              name: opts.name,
+              prefix: generated.prefix,
+              keyHash: generated.hash,
+              now: Date.now(),
+              rateLimitRpm,
+              webhookUrl,
+              signingSecretEnc: secretEnc,
+              signingSecretLast4: opts.signingSecret ? opts.signingSecret.slice(-4) : null,
+            });
+          const key = await new KeyQuota(store.keys, cfg.limits).create(owner.id, create).catch((err: unknown) => {
+            throw err instanceof ApiError ? new CommandError(err.message) : err;
           });
           if (opts.json) io.stdout(JSON.stringify({ ...keyView(key), key: generated.token }));
           else {

@@ -24,7 +24,13 @@ export async function runClusterWorker(config: Config): Promise<void> {
   const link = linkToPrimary();
   const running = await startServer(config, { clusterWorker: link });
   send({ svc: 'ready', url: running.url, webhookWorkerId: running.webhookWorkerId });
-  await link.stopRequested;
+  // A lost database file stops this process on its own (logged fatal); it exits non-zero, like a crash.
+  await Promise.race([
+    link.stopRequested,
+    running.failed.then((err) => {
+      throw err;
+    }),
+  ]);
   await running.close();
 }
 

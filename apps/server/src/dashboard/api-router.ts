@@ -3,6 +3,8 @@ import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { DeliveryRow, DeliveryRowStatus } from '../storage/deliveries-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
+import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
+import { ConcurrencyGate } from '../auth/concurrency-gate.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { generateSigningSecret } from '../crypto/secret-box.js';
 import { ApiError } from '../http/errors.js';
@@ -26,17 +28,25 @@ export interface DashboardWebhooks {
   sendTest(key: ApiKeyRecord): Promise<TestDeliveryResult>;
   /** A new attempt now for one of the key's deliveries; undefined when the key has no such delivery. */
   redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
+  /** Stops one of the key's pending deliveries; undefined when the key has no such delivery. */
+  cancel(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
+  /** The key's webhook URL is changing to `url`: cancels (null) or retargets its pending deliveries. */
+  urlChanged(key: ApiKeyRecord, url: string | null): Promise<void>;
 }
 
 export interface DashboardApiDeps extends ServiceDeps {
   webhooks: DashboardWebhooks;
   /** Failed sign-ins allowed per IP and email per minute (default 5). */
   loginAttemptsPerMinute?: number;
+  /**
+   * Password checks (scrypt) running at once (default 2); more sign-ins at that moment are refused with 429.
+   * libuv's pool has 4 threads: the rest stay free for gzip, file and DNS work.
+   */
+  loginConcurrency?: number;
 }
 
-const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed'];
+const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed', 'cancelled'];
 const MAX_NAME_LENGTH = 64;
-const MAX_RPM = 10_000_000;
 const DAY_MS = 86_400_000;
 
 /** Verifying against this when the email is unknown keeps the timing of both failures alike. */
@@ -78,10 +88,12 @@ function isoDay(ms: number): string {
 export function createDashboardApi(deps: DashboardApiDeps): Router {
   const { store, clock, keyCache } = deps;
   const sessions = new Sessions(store.sessions, store.users, clock);
+  const quota = new KeyQuota(store.keys, deps.config.limits);
   const loginLimit = deps.loginAttemptsPerMinute ?? 5;
   const failedLogins = new RateLimiterMemory({ points: loginLimit, duration: 60 });
   // A wider net per address alone, against one client trying many emails.
   const failedLoginsPerIp = new RateLimiterMemory({ points: loginLimit * 6, duration: 60 });
+  const passwordChecks = new ConcurrencyGate(deps.loginConcurrency ?? 2);
 
   const api = express.Router();
   api.use(express.json({ limit: '100kb', strict: false }));
@@ -96,17 +108,28 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const password = stringField(body, 'password', { max: 1024 });
     const ip = req.ip ?? 'unknown';
     const pairKey = `${ip}|${email}`;
-    const [pair, perIp] = await Promise.all([failedLogins.get(pairKey), failedLoginsPerIp.get(ip)]);
-    const blocked = [pair, perIp].find((r) => r !== null && r.remainingPoints <= 0);
-    if (blocked) throw tooManyAttempts(blocked);
-
-    const user = await store.users.byEmail(email);
-    const ok = user ? await verifyPassword(password, user.password_hash) : (await verifyPassword(password, await dummyHash), false);
-    if (!user || !ok) {
-      await Promise.all([failedLogins.penalty(pairKey, 1), failedLoginsPerIp.penalty(ip, 1)]);
-      throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
+    // Every attempt is counted before its password is checked, concurrent ones included: 300 wrong
+    // passwords sent at once get `loginLimit` checks, not 300. A success gives its points back.
+    const limited = await consumeOrLimited(failedLogins, pairKey);
+    if (limited) throw tooManyAttempts(limited);
+    const ipLimited = await consumeOrLimited(failedLoginsPerIp, ip);
+    if (ipLimited) throw tooManyAttempts(ipLimited);
+    const release = passwordChecks.tryEnter();
+    if (!release) {
+      throw new ApiError('rate_limit_exceeded', 'Too many sign-ins are being checked right now. Try again in a second.', {
+        headers: { 'retry-after': '1' },
+      });
     }
-    await failedLogins.delete(pairKey);
+    let user: Awaited<ReturnType<typeof store.users.byEmail>>;
+    let ok: boolean;
+    try {
+      user = await store.users.byEmail(email);
+      ok = user ? await verifyPassword(password, user.password_hash) : (await verifyPassword(password, await dummyHash), false);
+    } finally {
+      release();
+    }
+    if (!user || !ok) throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
+    await Promise.all([failedLogins.delete(pairKey), failedLoginsPerIp.reward(ip, 1)]);
     const csrfToken = await sessions.start(req, res, user);
     res.json({ user: { id: user.id, email: user.email }, csrf_token: csrfToken });
   });
@@ -124,6 +147,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       user: { id: user.id, email: user.email },
       csrf_token: csrfToken,
       default_rate_limit_rpm: deps.config.rateLimitRpm,
+      max_rate_limit_rpm: deps.config.limits.maxKeyRateLimitRpm,
     });
   });
 
@@ -159,13 +183,10 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const name = stringField(bodyOf(req), 'name', { max: MAX_NAME_LENGTH }).trim();
     if (!name) throw new ApiError('missing_required_parameter', "Enter a name for the key.", { param: 'name' });
     const generated = generateApiKey();
-    const key = await store.keys.create({
-      userId: signedInOf(res).user.id,
-      name,
-      prefix: generated.prefix,
-      keyHash: generated.hash,
-      now: clock(),
-    });
+    const userId = signedInOf(res).user.id;
+    const key = await quota.create(userId, () =>
+      store.keys.create({ userId, name, prefix: generated.prefix, keyHash: generated.hash, now: clock() }),
+    );
     res.status(201).json({ key: keyView(key), token: generated.token });
   });
 
@@ -186,16 +207,9 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       else if (typeof url !== 'string') throw new ApiError('invalid_type', 'The webhook URL must be a string.', { param: 'webhook_url' });
       else patch.webhook_url = await validateWebhookUrl(url.trim(), { allowPrivate: deps.config.webhooks.allowPrivate });
     }
-    if ('rate_limit_rpm' in body) {
-      const rpm = body.rate_limit_rpm;
-      if (rpm === null || rpm === '') patch.rate_limit_rpm = null;
-      else if (typeof rpm !== 'number' || !Number.isInteger(rpm) || rpm < 1 || rpm > MAX_RPM) {
-        throw new ApiError('invalid_value', `The rate limit must be a whole number from 1 to ${MAX_RPM.toLocaleString('en')} requests per minute, or empty for the default.`, {
-          param: 'rate_limit_rpm',
-        });
-      } else patch.rate_limit_rpm = rpm;
-    }
+    if ('rate_limit_rpm' in body) patch.rate_limit_rpm = keyRateLimit(body.rate_limit_rpm, deps.config.limits);
     await store.keys.update(key.id, patch, clock());
+    if (patch.webhook_url !== undefined) await deps.webhooks.urlChanged(key, patch.webhook_url);
     res.json({ key: keyView(await changed(key)) });
   });
 
@@ -258,6 +272,13 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     res.status(202).json(deliveryView(row));
   });
 
+  api.post('/keys/:id/deliveries/:did/cancel', async (req, res) => {
+    const key = await ownKey(req, res);
+    const row = await deps.webhooks.cancel(key, String(req.params.did));
+    if (!row) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
+    res.json(deliveryView(row));
+  });
+
   api.get('/usage', async (req, res) => {
     const userId = signedInOf(res).user.id;
     const daysText = typeof req.query.days === 'string' ? req.query.days : '30';
@@ -302,6 +323,17 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     throw new ApiError('not_found', `Unknown dashboard API URL: ${req.method} ${req.baseUrl}${req.path}.`);
   });
   return api;
+}
+
+/** Takes one point; the limiter's state when there was none left, else undefined. */
+async function consumeOrLimited(limiter: RateLimiterMemory, key: string): Promise<RateLimiterRes | undefined> {
+  try {
+    await limiter.consume(key, 1);
+    return undefined;
+  } catch (err) {
+    if (err instanceof RateLimiterRes) return err;
+    throw err;
+  }
 }
 
 function tooManyAttempts(limited: RateLimiterRes): ApiError {

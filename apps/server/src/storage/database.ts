@@ -1,10 +1,10 @@
-import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from 'kysely';
 import type PgModule from 'pg';
 import type { Database } from './schema.js';
+import { DatabaseFileError, fileIdentity, prepareSqliteFile } from './sqlite-file.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -19,8 +19,18 @@ export interface DatabaseHandle {
    * directly (a kysely transaction may be open across event-loop turns).
    */
   sqlite?: SQLite.Database;
+  /**
+   * SQLite: why the database file is no longer the one opened (deleted or replaced under the running server,
+   * where writes would go to a file nobody can open again), or undefined while it is. Always undefined for Postgres.
+   */
+  fileProblem(): string | undefined;
+  /** SQLite: `listener` is told once, within FILE_CHECK_MS, when `fileProblem` first finds one. */
+  onFileLost(listener: (problem: DatabaseFileError) => void): void;
   close(): Promise<void>;
 }
+
+/** How often a running server checks that its SQLite file is still there. */
+export const FILE_CHECK_MS = 2_000;
 
 let pgModule: typeof PgModule | undefined;
 
@@ -44,8 +54,11 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     const file = path === ':memory:' ? ':memory:' : resolve(path);
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    if (file !== ':memory:') prepareSqliteFile(file);
     const sqlite = new SQLite(file);
+    // No memory-mapped I/O (SQLite's default, made explicit): a file truncated or gone under a mapping would
+    // end the process with SIGBUS instead of an error.
+    sqlite.pragma('mmap_size = 0');
     // Takes effect on a new database only (before its first table); an existing one keeps its page size.
     sqlite.pragma(`page_size = ${PAGE_SIZE}`);
     sqlite.pragma('journal_mode = WAL');
@@ -56,13 +69,17 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
     sqlite.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     const stopCheckpoints = checkpointOnTimer(sqlite);
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const watch = watchFile(file);
     return {
       db,
       dialect: 'sqlite',
       sqlite,
       dataDir: file === ':memory:' ? undefined : dirname(file),
+      fileProblem: watch.problem,
+      onFileLost: watch.onLost,
       close: () => {
         stopCheckpoints();
+        watch.stop();
         return db.destroy();
       },
     };
@@ -72,7 +89,40 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   // An idle client error (server restart) must not crash the process; the pool replaces the client.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', dataDir: undefined, close: () => db.destroy() };
+  return { db, dialect: 'postgres', dataDir: undefined, fileProblem: () => undefined, onFileLost: () => {}, close: () => db.destroy() };
+}
+
+/** Notices the SQLite file being deleted or replaced (a check every FILE_CHECK_MS once someone listens). */
+function watchFile(file: string) {
+  const opened = file === ':memory:' ? undefined : fileIdentity(file);
+  const listeners: Array<(problem: DatabaseFileError) => void> = [];
+  let timer: NodeJS.Timeout | undefined;
+  let reported = false;
+  const problem = (): string | undefined => {
+    if (opened === undefined) return undefined;
+    const now = fileIdentity(file);
+    if (now === opened) return undefined;
+    return now === undefined
+      ? `the database file ${file} was deleted while svc was running; writes from now on would be lost`
+      : `the database file ${file} was replaced by another file while svc was running; writes would go to the old one`;
+  };
+  const check = () => {
+    const found = problem();
+    if (found === undefined || reported) return;
+    reported = true;
+    clearInterval(timer);
+    for (const listener of listeners) listener(new DatabaseFileError(found));
+  };
+  return {
+    problem,
+    onLost(listener: (problem: DatabaseFileError) => void) {
+      listeners.push(listener);
+      if (opened !== undefined && timer === undefined && !reported) timer = setInterval(check, FILE_CHECK_MS).unref();
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
 }
 
 /**

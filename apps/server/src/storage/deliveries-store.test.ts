@@ -58,6 +58,19 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     };
   }
 
+  it('claimDue leaves out the receivers it is told to (by URL origin, wildcards taken literally); releaseClaims gives rows back', async () => {
+    const full = delivery({ url: 'https://busy.example:8443/hooks' });
+    const underscore = delivery({ url: 'https://a_b.example/x' });
+    const other = delivery({ url: 'https://busy.example/hooks' }); // another port: another origin
+    await store.deliveries.insertMany([full, underscore, other]);
+    const claimed = await store.deliveries.claimDue(T0, 10, 60_000, 'w1', ['https://busy.example:8443', 'https://aXb.example']);
+    expect(claimed.map((r) => r.id).sort()).toEqual([underscore.id, other.id].sort());
+    await store.deliveries.releaseClaims([underscore.id, other.id], 'someone-else', T0);
+    expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w1')).toHaveLength(1);
+    await store.deliveries.releaseClaims([underscore.id, other.id, full.id], 'w1', T0);
+    expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w2')).toHaveLength(3);
+  });
+
   const success = { attemptedAt: T0 + 1, statusCode: 200, durationMs: 12.4, outcome: 'success' as const, error: null, responseBody: 'ok' };
   const failure = { attemptedAt: T0 + 1, statusCode: 500, durationMs: 30, outcome: 'failure' as const, error: 'HTTP 500', responseBody: 'boom' };
 

@@ -62,10 +62,26 @@ const CLAIM_SQL = `update webhook_deliveries set lease_until = ?, leased_by = ?,
     and (lease_until is null or lease_until <= ?) order by next_attempt_at asc limit ?)
   and status = 'pending' and (lease_until is null or lease_until <= ?)
   returning *`;
+/** CLAIM_SQL leaving out the rows of `n` receivers (`url not like ?`, one per origin; see `claimDue`). */
+function claimSqlExcluding(n: number): string {
+  if (n === 0) return CLAIM_SQL;
+  const clauses = Array.from({ length: n }, () => ` and url not like ? escape '\\'`).join('');
+  return CLAIM_SQL.replace('and (lease_until is null or lease_until <= ?) order by', `and (lease_until is null or lease_until <= ?)${clauses} order by`);
+}
+
+/** The LIKE pattern of every URL under `origin` (`https://h:8443` → `https://h:8443/%`), wildcards escaped. */
+export function originPattern(origin: string): string {
+  return `${origin.replace(/[\\%_]/g, '\\$&')}/%`;
+}
+
 const NEXT_DUE_SQL = `select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > ?
   order by next_attempt_at asc limit 1`;
-const RECORD_SQL = `update webhook_deliveries set attempts = attempts + 1, status = ?, next_attempt_at = ?, lease_until = null,
-  leased_by = null, last_status_code = ?, last_error = ?, updated_at = ?, delivered_at = coalesce(?, delivered_at)
+// A delivery cancelled while its attempt was in flight stays cancelled (with its reason); the attempt is logged.
+const RECORD_SQL = `update webhook_deliveries set attempts = attempts + 1,
+  status = case when status = 'cancelled' then status else ? end,
+  next_attempt_at = case when status = 'cancelled' then null else ? end, lease_until = null, leased_by = null,
+  last_status_code = ?, last_error = case when status = 'cancelled' then last_error else ? end, updated_at = ?,
+  delivered_at = coalesce(?, delivered_at)
   where id = ? returning attempts`;
 
 /**
@@ -93,8 +109,11 @@ function recordManySql(dialect: Dialect, n: number): string {
     const row = () =>
       `(cast(${p()} as text), cast(${p()} as text), cast(${p()} as bigint), cast(${p()} as integer), cast(${p()} as text), cast(${p()} as bigint), cast(${p()} as bigint))`;
     return `with v(id, status, next_attempt_at, status_code, error, attempted_at, delivered_at) as (values ${Array.from({ length: n }, row).join(', ')})
-  update webhook_deliveries set attempts = webhook_deliveries.attempts + 1, status = v.status, next_attempt_at = v.next_attempt_at,
-  lease_until = null, leased_by = null, last_status_code = v.status_code, last_error = v.error, updated_at = v.attempted_at,
+  update webhook_deliveries set attempts = webhook_deliveries.attempts + 1,
+  status = case when webhook_deliveries.status = 'cancelled' then webhook_deliveries.status else v.status end,
+  next_attempt_at = case when webhook_deliveries.status = 'cancelled' then null else v.next_attempt_at end,
+  lease_until = null, leased_by = null, last_status_code = v.status_code,
+  last_error = case when webhook_deliveries.status = 'cancelled' then webhook_deliveries.last_error else v.error end, updated_at = v.attempted_at,
   delivered_at = coalesce(v.delivered_at, webhook_deliveries.delivered_at)
   from v where webhook_deliveries.id = v.id returning webhook_deliveries.id, webhook_deliveries.attempts`;
   });
@@ -262,10 +281,11 @@ export class DeliveriesStore {
    * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
    * `now + leaseMs`, oldest due first, and returns them.
    */
-  async claimDue(now: number, limit: number, leaseMs: number, workerId: string): Promise<DeliveryRow[]> {
+  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<DeliveryRow[]> {
     if (limit <= 0) return [];
+    const patterns = excludeOrigins.map(originPattern);
     if (this.fast?.usable) {
-      const rows = this.fast.get(CLAIM_SQL).all(now + leaseMs, workerId, now, now, now, limit, now) as DeliveryRow[];
+      const rows = this.fast.get(claimSqlExcluding(patterns.length)).all(now + leaseMs, workerId, now, now, now, ...patterns, limit, now) as DeliveryRow[];
       return rows.sort(byDue);
     }
     let candidates = this.db
@@ -276,6 +296,7 @@ export class DeliveriesStore {
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<=', now)]))
       .orderBy('next_attempt_at', 'asc')
       .limit(limit);
+    for (const pattern of patterns) candidates = candidates.where(sql<boolean>`url not like ${pattern} escape '\\'`);
     if (this.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
     // A materialised CTE: Postgres may re-run an `IN (… LIMIT n)` sub-select per row and exceed the limit.
     const rows = await this.db
@@ -390,6 +411,21 @@ export class DeliveriesStore {
     return Number(result.numUpdatedRows);
   }
 
+  /**
+   * Gives rows leased by `workerId` back to the outbox unattempted (their receiver had no room): due as they
+   * were, claimable by the next claim that does not leave their receiver out.
+   */
+  async releaseClaims(ids: readonly string[], workerId: string, now: number): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db
+      .updateTable('webhook_deliveries')
+      .set({ lease_until: null, leased_by: null, updated_at: now })
+      .where('id', 'in', ids)
+      .where('leased_by', '=', workerId)
+      .where('status', '=', 'pending')
+      .execute();
+  }
+
   /** Any delivery by id (worker use). */
   async byId(id: string): Promise<DeliveryRow | undefined> {
     const row = await this.db.selectFrom('webhook_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
@@ -410,6 +446,43 @@ export class DeliveriesStore {
       .returningAll()
       .executeTakeFirst();
     return row;
+  }
+
+  /**
+   * Cancels one pending delivery of `keyId`: status `cancelled`, `reason` as its last error, no further
+   * attempt. Returns the row, or undefined when the key has no pending delivery with that id.
+   */
+  async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {
+    return this.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'cancelled', next_attempt_at: null, lease_until: null, leased_by: null, last_error: reason, updated_at: now })
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .where('status', '=', 'pending')
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /** Cancels every pending delivery of `keyId` (its webhook URL was cleared). Returns how many. */
+  async cancelPending(keyId: string, now: number, reason: string): Promise<number> {
+    const result = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'cancelled', next_attempt_at: null, lease_until: null, leased_by: null, last_error: reason, updated_at: now })
+      .where('key_id', '=', keyId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /** Points every pending delivery of `keyId` at `url` (the key's new webhook URL): their next attempts go there. */
+  async retargetPending(keyId: string, url: string, now: number): Promise<number> {
+    const result = await this.db
+      .updateTable('webhook_deliveries')
+      .set({ url, updated_at: now })
+      .where('key_id', '=', keyId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   /**

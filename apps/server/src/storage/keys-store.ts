@@ -73,6 +73,17 @@ export class KeysStore {
     return query.execute();
   }
 
+  /** How many keys `userId` holds that are not revoked (the SVC_MAX_KEYS_PER_USER count). */
+  async countActive(userId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   async update(id: string, patch: ApiKeyPatch, now: number): Promise<ApiKeyRecord | undefined> {
     const values: Updateable<ApiKeysTable> = { ...patch, updated_at: now };
     await this.db.updateTable('api_keys').set(values).where('id', '=', id).execute();

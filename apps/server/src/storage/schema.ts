@@ -37,7 +37,7 @@ export interface WebhookDeliveriesTable {
   request_id: string;
   url: string;
   payload: string;
-  status: 'pending' | 'delivered' | 'failed';
+  status: 'pending' | 'delivered' | 'failed' | 'cancelled';
   attempts: number;
   next_attempt_at: number | null;
   lease_until: number | null;

@@ -22,6 +22,7 @@ export interface Store {
   deliveries: DeliveriesStore;
   sessions: SessionsStore;
   /** true when the database answers a trivial query. */
+  /** True when the database takes a write now (a one-row write, and on SQLite the file is still the one opened). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -44,8 +45,15 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     deliveries: new DeliveriesStore(db, handle.dialect, statements),
     sessions: new SessionsStore(db),
     async ping() {
+      if (handle.fileProblem() !== undefined) return false;
       try {
-        await db.selectFrom('svc_meta').select('key').limit(1).execute();
+        // A write, not a read: a full disk, a read-only file system or a lost write lock fail it.
+        const value = String(Date.now());
+        await db
+          .insertInto('svc_meta')
+          .values({ key: 'readyz_write_probe', value })
+          .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+          .execute();
         return true;
       } catch {
         return false;

@@ -1,4 +1,5 @@
 import type { WebhookTestResult } from '@svc/protocol';
+import { ApiError } from '../http/errors.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { newDeliveryId, type DeliveriesStore, type DeliveryRow } from '../storage/deliveries-store.js';
 import { buildTestPayload } from './payload.js';
@@ -44,17 +45,48 @@ export function webhookActions(deps: WebhookActionsDeps) {
       });
       const row = await deps.deliveries.byId(id);
       if (!row) throw new Error(`test delivery ${id} vanished`);
-      const outcome = await deps.worker.attempt(row, { retries: false, freshKey: true });
+      // `direct`: its own connections, never queued behind the worker's attempts to the same receiver.
+      const outcome = await deps.worker.attempt(row, { retries: false, freshKey: true, direct: true });
       return outcome.ok
         ? { success: true, delivered_to: url }
         : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error };
     },
 
-    /** A new attempt now: same bytes, same delivery id, to the key's current URL. undefined when not the key's. */
+    /**
+     * A new attempt now: same bytes, same delivery id, to the key's current URL (a cancelled delivery resumes).
+     * undefined when not the key's; a 400 when the key has no webhook URL (there is nowhere to send it).
+     */
     async redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined> {
+      if (!key.webhook_url) {
+        // Another key's delivery stays a 404 whatever this key's settings.
+        if (!(await deps.deliveries.get(key.id, deliveryId))) return undefined;
+        throw new ApiError('invalid_request', 'This API key has no webhook URL, so there is nowhere to redeliver to. Set a webhook URL for the key first.');
+      }
       const row = await deps.deliveries.redeliver(key.id, deliveryId, deps.clock(), key.webhook_url ?? undefined);
       if (row) deps.worker.wake();
       return row;
+    },
+
+    /**
+     * Stops a pending delivery (status `cancelled`, reason in `last_error`). undefined when the key has no such
+     * delivery; a 400 when it is not pending. An attempt already in flight finishes and is logged.
+     */
+    async cancel(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined> {
+      const row = await deps.deliveries.cancel(key.id, deliveryId, deps.clock(), 'cancelled by request');
+      if (row) return row;
+      const found = await deps.deliveries.get(key.id, deliveryId);
+      if (!found) return undefined;
+      throw new ApiError('invalid_request', `Delivery ${deliveryId} is ${found.delivery.status}; only pending deliveries can be cancelled.`);
+    },
+
+    /**
+     * Applies a change of the key's webhook URL to its pending deliveries: cleared → they are cancelled (with
+     * the reason); changed → their next attempts go to the new URL.
+     */
+    async urlChanged(key: ApiKeyRecord, url: string | null): Promise<void> {
+      if (url === key.webhook_url) return;
+      if (url === null) await deps.deliveries.cancelPending(key.id, deps.clock(), "cancelled: the key's webhook URL was removed");
+      else await deps.deliveries.retargetPending(key.id, url, deps.clock());
     },
   };
 }

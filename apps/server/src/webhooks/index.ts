@@ -15,7 +15,7 @@ export { webhookActions, type WebhookActions } from './actions.js';
 
 
 export interface WebhooksDeps extends ServiceDeps {
-  /** Attempts in flight at most (default 256). */
+  /** Attempts in flight at most (default SVC_WEBHOOK_CONCURRENCY). */
   concurrency?: number;
   /** Told about every recorded delivery attempt (metrics). */
   onAttempt?: WorkerOptions['onAttempt'];
@@ -51,7 +51,8 @@ export interface Webhooks {
  */
 export function createWebhooks(deps: WebhooksDeps): Webhooks {
   const { config, store, logger, clock, secretBox } = deps;
-  const sender = createSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate });
+  const perReceiver = config.webhooks.receiverConcurrency;
+  const sender = createSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, connections: perReceiver });
   const worker = new DeliveryWorker({
     deliveries: store.deliveries,
     keys: store.keys,
@@ -62,7 +63,8 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     timeoutMs: config.webhooks.timeoutMs,
     retryScheduleMs: config.webhooks.retryScheduleMs,
     retentionDays: config.webhooks.retentionDays,
-    concurrency: deps.concurrency,
+    concurrency: deps.concurrency ?? config.webhooks.concurrency,
+    perReceiver,
     onAttempt: deps.onAttempt,
     // Embedded SQLite with one server process: what it had leased when it died is nobody's now.
     releaseLeasesOnStart: deps.releaseLeasesOnStart ?? store.handle.dialect === 'sqlite',

@@ -128,5 +128,12 @@ export function webhooksRouter(deps: RoutesDeps): Router {
     res.status(202).json(toDelivery(row));
   });
 
+  router.post('/deliveries/:id/cancel', async (req, res) => {
+    const id = String(req.params.id);
+    const row = await deps.actions.cancel(caller(res), id);
+    if (!row) throw notFound(id);
+    res.json(toDelivery(row));
+  });
+
   return router;
 }

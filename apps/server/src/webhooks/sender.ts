@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../http/undici-dispatchers.js';
 import { signBody } from './signer.js';
-import { assertAllowedUrl, guardedLookup } from './url-guard.js';
+import { assertAllowedUrl, guardedLookup, type AllowPrivate } from './url-guard.js';
 
 /** How much of a receiver's response body the attempt log keeps. */
 export const RESPONSE_BODY_LIMIT = 2048;
@@ -33,7 +33,8 @@ export interface AttemptOutcome {
 }
 
 export interface Sender {
-  send(delivery: OutgoingDelivery): Promise<AttemptOutcome>;
+  /** One attempt; `direct` (test sends) uses connections of its own, never queued behind the worker's. */
+  send(delivery: OutgoingDelivery, options?: { direct?: boolean }): Promise<AttemptOutcome>;
   close(): Promise<void>;
 }
 
@@ -238,21 +239,25 @@ class Deadlines {
 }
 
 /**
- * Posts deliveries with undici: one shared keep-alive agent, a total timeout per attempt, redirects never
- * followed (a 3xx is a failure), and — unless `allowPrivate` — every address checked after DNS resolution.
+ * Posts deliveries with undici: keep-alive agents with a pool per receiver (origin) of at most `connections`
+ * (the worker's per-receiver share; no ceiling across receivers), a total timeout per attempt, redirects
+ * never followed (a 3xx is a failure), and — unless `allowPrivate` is true — every address checked after DNS
+ * resolution. Direct sends (test sends) go through an agent of their own.
  *
  * @example
- * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false });
+ * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false, connections: 64 });
  * const outcome = await sender.send({ url, body, event, deliveryId, secret });
  */
-export function createSender(options: { timeoutMs: number; allowPrivate: boolean; connections?: number }): Sender {
-  const agent = new Agent({
-    connections: options.connections ?? 128,
+export function createSender(options: { timeoutMs: number; allowPrivate: AllowPrivate; connections?: number }): Sender {
+  const agentOptions = {
     keepAliveTimeout: 4_000,
     headersTimeout: options.timeoutMs,
     bodyTimeout: options.timeoutMs,
-    connect: { timeout: options.timeoutMs, ...(options.allowPrivate ? {} : { lookup: guardedLookup }) },
-  });
+    connect: { timeout: options.timeoutMs, ...(options.allowPrivate === true ? {} : { lookup: guardedLookup(options.allowPrivate) }) },
+  };
+  const agent = new Agent({ ...agentOptions, connections: options.connections ?? 64 });
+  // Made on the first test send; its pools have no connection limit (test sends are one per user action).
+  let directAgent: InstanceType<typeof Agent> | undefined;
   const deadlines = new Deadlines();
   const targets = new Map<string, Target>();
 
@@ -269,7 +274,7 @@ export function createSender(options: { timeoutMs: number; allowPrivate: boolean
     return target;
   }
 
-  function send(delivery: OutgoingDelivery): Promise<AttemptOutcome> {
+  function send(delivery: OutgoingDelivery, sendOptions?: { direct?: boolean }): Promise<AttemptOutcome> {
     return new Promise((resolve) => {
       const attempt = new Attempt(performance.now(), options.timeoutMs, resolve);
       let target: Target;
@@ -291,7 +296,8 @@ export function createSender(options: { timeoutMs: number; allowPrivate: boolean
       }
       deadlines.add(attempt);
       // Errors, thrown ones included, reach the handler's onResponseError.
-      agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, attempt);
+      const dispatcher = sendOptions?.direct ? (directAgent ??= new Agent(agentOptions)) : agent;
+      dispatcher.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers, body }, attempt);
     });
   }
 
@@ -299,7 +305,7 @@ export function createSender(options: { timeoutMs: number; allowPrivate: boolean
     send,
     async close() {
       deadlines.close();
-      await agent.close();
+      await Promise.all([agent.close(), directAgent?.close()]);
     },
   };
 }

@@ -4,6 +4,19 @@ import { ApiError } from '../http/errors.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
+/**
+ * SVC_WEBHOOK_ALLOW_PRIVATE (design §2): `false` public addresses only; `'loopback'` also loopback receivers
+ * (127.0.0.0/8, ::1 and its IPv4-mapped form: local development); `true` also private, link-local (the cloud
+ * metadata address) and every other non-public range.
+ */
+export type AllowPrivate = boolean | 'loopback';
+
+/** What SVC_WEBHOOK_ALLOW_PRIVATE would have to be for an address in `range` to be reached. */
+function settingNote(range: string, allow: AllowPrivate): string {
+  if (range === 'loopback' && allow === false) return 'SVC_WEBHOOK_ALLOW_PRIVATE=false; loopback needs loopback or true';
+  return `SVC_WEBHOOK_ALLOW_PRIVATE=${String(allow)}; only true allows it`;
+}
+
 /** A webhook attempt refused by the SSRF guard; its message is what the attempt log shows. */
 export class WebhookAddressRefusedError extends Error {
   readonly code = 'SVC_WEBHOOK_ADDRESS_REFUSED';
@@ -11,11 +24,13 @@ export class WebhookAddressRefusedError extends Error {
     readonly host: string,
     readonly address: string,
     readonly range: string,
+    allow: AllowPrivate = false,
   ) {
+    const note = settingNote(range, allow);
     super(
       host === address
-        ? `refused to connect to ${address}: ${range} address (SVC_WEBHOOK_ALLOW_PRIVATE is off)`
-        : `refused to connect to ${host}: it resolves to ${address}, a ${range} address (SVC_WEBHOOK_ALLOW_PRIVATE is off)`,
+        ? `refused to connect to ${address}: ${range} address (${note})`
+        : `refused to connect to ${host}: it resolves to ${address}, a ${range} address (${note})`,
     );
     this.name = 'WebhookAddressRefusedError';
   }
@@ -49,6 +64,10 @@ const V6_RANGES: Array<[string, number, string]> = [
   ['2001:db8::', 32, 'documentation'],
   ['fc00::', 7, 'unique local'],
   ['fe80::', 10, 'link-local'],
+  // Teredo tunnels to an address it embeds (obfuscated); no receiver needs one, so none is reached.
+  ['2001::', 32, 'Teredo'],
+  // Local-use NAT64 (RFC 8215): translated to whatever IPv4 the local translator chooses.
+  ['64:ff9b:1::', 48, 'local-use NAT64'],
   ['fec0::', 10, 'site-local'],
   ['ff00::', 8, 'multicast'],
 ];
@@ -86,8 +105,9 @@ function match(value: bigint, width: number, ranges: Range[]): string | undefine
 
 /**
  * The name of the non-public range an IP address falls in (loopback, private, link-local, CGNAT, multicast,
- * ULA, …), or undefined for a public address. IPv6 forms that embed an IPv4 address (IPv4-mapped
- * `::ffff:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`) are judged by that IPv4 address.
+ * ULA, Teredo, …), or undefined for a public address. IPv6 forms that embed an IPv4 address (IPv4-mapped
+ * `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, IPv4-compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`,
+ * 6to4 `2002::/16`) are judged by that IPv4 address.
  *
  * @example
  * blockedRange('169.254.169.254') // 'link-local'
@@ -101,11 +121,34 @@ export function blockedRange(address: string): string | undefined {
   const direct = match(value, 128, v6Ranges);
   if (direct) return direct;
   const high96 = value >> 32n;
-  const embedsV4 = high96 === 0xffffn || high96 === 0n || high96 === 0x64ff9b0000000000000000n;
-  if (embedsV4) return match(value & 0xffffffffn, 32, v4Ranges);
+  const embedsV4 = high96 === 0xffffn || high96 === 0xffff0000n || high96 === 0n || high96 === 0x64ff9b0000000000000000n;
+  if (embedsV4) return embedded(value & 0xffffffffn, high96 === 0xffffn);
   // 6to4 (2002::/16) carries an IPv4 address in bits 16..48.
-  if (value >> 112n === 0x2002n) return match((value >> 80n) & 0xffffffffn, 32, v4Ranges);
+  if (value >> 112n === 0x2002n) return embedded((value >> 80n) & 0xffffffffn, false);
   return undefined;
+}
+
+/**
+ * The range of an IPv4 address carried in an IPv6 one. Only the IPv4-mapped form (`::ffff:a.b.c.d`) is the
+ * local IPv4 stack itself: a loopback address in a translated, compatible, NAT64 or 6to4 form goes through
+ * a translator or relay, never to this host's loopback, so it gets its own name (refused under `loopback`).
+ */
+function embedded(v4: bigint, mapped: boolean): string | undefined {
+  const range = match(v4, 32, v4Ranges);
+  return range === 'loopback' && !mapped ? 'loopback via IPv6 translation' : range;
+}
+
+/**
+ * Whether SVC_WEBHOOK_ALLOW_PRIVATE lets a webhook reach `address`.
+ *
+ * @example
+ * isAllowedAddress('127.0.0.1', 'loopback')       // true
+ * isAllowedAddress('169.254.169.254', 'loopback') // false
+ */
+export function isAllowedAddress(address: string, allow: AllowPrivate): boolean {
+  if (allow === true) return true;
+  const range = blockedRange(address);
+  return range === undefined || (allow === 'loopback' && range === 'loopback');
 }
 
 /** The host of a parsed URL as an IP literal (brackets removed), or undefined for a name. */
@@ -114,21 +157,21 @@ function literalAddress(url: URL): string | undefined {
   return isIP(host) ? host : undefined;
 }
 
-/** Throws WebhookAddressRefusedError when `address` may not be contacted. */
-export function assertAllowedAddress(host: string, address: string): void {
-  const range = blockedRange(address);
-  if (range) throw new WebhookAddressRefusedError(host, address, range);
+/** Throws WebhookAddressRefusedError when `address` may not be contacted under `allow`. */
+export function assertAllowedAddress(host: string, address: string, allow: AllowPrivate): void {
+  if (isAllowedAddress(address, allow)) return;
+  throw new WebhookAddressRefusedError(host, address, blockedRange(address) ?? 'non-public', allow);
 }
 
 /**
- * Checks a webhook URL when it is set: http(s), no credentials, at most 2048 characters and, unless
- * `allowPrivate`, not an IP literal in a non-public range (names are resolved and checked on every attempt).
+ * Checks a webhook URL when it is set: http(s), no credentials, at most 2048 characters and not an IP literal
+ * that `allowPrivate` keeps out (names are resolved and checked on every attempt).
  * Returns the WHATWG-normalised URL (so `http://2130706433/` is seen as `http://127.0.0.1/`).
  *
  * @example
  * key.webhook_url = await validateWebhookUrl(input, { allowPrivate: config.webhooks.allowPrivate });
  */
-export async function validateWebhookUrl(url: string, options: { allowPrivate: boolean }): Promise<string> {
+export async function validateWebhookUrl(url: string, options: { allowPrivate: AllowPrivate }): Promise<string> {
   const invalid = (message: string) => new ApiError('invalid_value', message, { param: 'webhook_url' });
   if (typeof url !== 'string' || url.length === 0) throw invalid('The webhook URL must be a non-empty string.');
   if (url.length > MAX_WEBHOOK_URL_LENGTH) {
@@ -148,9 +191,11 @@ export async function validateWebhookUrl(url: string, options: { allowPrivate: b
     throw invalid(`The webhook URL is longer than ${MAX_WEBHOOK_URL_LENGTH} characters once normalised.`);
   }
   const literal = literalAddress(parsed);
-  if (!options.allowPrivate && literal) {
-    const range = blockedRange(literal);
-    if (range) throw invalid(`The webhook URL points at ${literal}, a ${range} address; webhooks must reach a public address.`);
+  if (literal && !isAllowedAddress(literal, options.allowPrivate)) {
+    const range = blockedRange(literal) ?? 'non-public';
+    throw invalid(
+      `The webhook URL points at ${literal}, a ${range} address; webhooks must reach a public address (${settingNote(range, options.allowPrivate)}).`,
+    );
   }
   return parsed.href;
 }
@@ -159,25 +204,29 @@ export async function validateWebhookUrl(url: string, options: { allowPrivate: b
  * Checks the URL of one attempt before connecting: scheme and credentials again, and an IP-literal host
  * against the blocked ranges. Hostnames are checked by `guardedLookup` as the socket connects.
  */
-export function assertAllowedUrl(url: URL, allowPrivate: boolean): void {
+export function assertAllowedUrl(url: URL, allowPrivate: AllowPrivate): void {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported URL scheme ${url.protocol}`);
   if (url.username || url.password) throw new Error('URL carries credentials');
   const literal = literalAddress(url);
-  if (!allowPrivate && literal) assertAllowedAddress(literal, literal);
+  if (literal) assertAllowedAddress(literal, literal, allowPrivate);
 }
 
 /**
  * A `lookup` for sockets: resolves like `dns.lookup`, then refuses the connection when any resolved address
- * is non-public. The socket connects to exactly the addresses vetted here, so a second DNS answer (DNS
- * rebinding) cannot slip in between the check and the connect.
+ * is one `allow` keeps out. The socket connects to exactly the addresses vetted here, so a second DNS answer
+ * (DNS rebinding) cannot slip in between the check and the connect.
+ *
+ * @example
+ * new Agent({ connect: { lookup: guardedLookup('loopback') } });
  */
-export const guardedLookup: LookupFunction = (hostname, options, callback) => {
+export const guardedLookup = (allow: AllowPrivate): LookupFunction => (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, '', 0);
     const list = addresses as LookupAddress[];
     for (const { address } of list) {
-      const range = blockedRange(address);
-      if (range) return callback(new WebhookAddressRefusedError(hostname, address, range) as NodeJS.ErrnoException, '', 0);
+      if (isAllowedAddress(address, allow)) continue;
+      const refused = new WebhookAddressRefusedError(hostname, address, blockedRange(address) ?? 'non-public', allow);
+      return callback(refused as NodeJS.ErrnoException, '', 0);
     }
     if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, list);
     const first = list[0];

@@ -26,6 +26,12 @@ function notPrepared(err: unknown): AttemptOutcome {
 /** What an attempt needs of its delivery once sent (not the payload). */
 type AttemptedDelivery = Pick<DeliveryRow, 'id' | 'key_id' | 'request_id' | 'created_at' | 'attempts' | 'lease_until'>;
 
+/** One receiver's attempts in flight here, and the claimed rows waiting for one of its slots. */
+interface ReceiverShare {
+  active: number;
+  waiting: DeliveryRow[];
+}
+
 interface PendingRecord {
   deliveryId: string;
   keyId: string;
@@ -47,6 +53,12 @@ export interface WorkerOptions {
   retentionDays: number;
   /** Attempts in flight at most. Default 256: under load an attempt waits for the busy event loop, so throughput is concurrency / latency. */
   concurrency?: number;
+  /**
+   * Attempts in flight to one receiver (URL origin) at most, default 64: a receiver that never answers holds
+   * this many slots, never all of them. As many of its rows again wait in memory for its next free slot;
+   * the rest stay in the outbox, and claims leave the receiver out while it is full.
+   */
+  perReceiver?: number;
   /** Random in [0, 1); tests may fix it. */
   random?: () => number;
   /** Told about every recorded attempt (metrics); `createdAt` is when the request completed. */
@@ -105,11 +117,22 @@ export class DeliveryWorker {
   /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
   private reserved = 0;
   private readonly secrets = new Map<string, { secret: string | null; expires: number }>();
+  private readonly perReceiver: number;
+  /** Receivers (URL origins) with attempts in flight or rows waiting here. */
+  private readonly receivers = new Map<string, ReceiverShare>();
+  /** Ids of the deliveries in flight or waiting here: a claim that returns one again (lease lapsed) is ignored. */
+  private readonly held = new Set<string>();
+  /** Receivers left out of a claim, or whose rows were given back: a claim is due once they have room. */
+  private readonly starved = new Set<string>();
+  private releases: Array<{ id: string; origin: string }> = [];
+  private readonly origins = new Map<string, string>();
 
   constructor(private readonly options: WorkerOptions) {
     this.concurrency = options.concurrency ?? 256;
-    // An attempt ends by its timeout; the margin covers the database write that follows it.
-    this.leaseMs = options.timeoutMs + 15_000;
+    this.perReceiver = options.perReceiver ?? 64;
+    // An attempt ends by its timeout, after waiting at most one attempt for its receiver's slot; the margin
+    // covers the database write that follows it.
+    this.leaseMs = 2 * options.timeoutMs + 15_000;
     this.random = options.random ?? Math.random;
   }
 
@@ -154,6 +177,11 @@ export class DeliveryWorker {
     clearTimeout(this.timer);
     this.timerAt = Infinity;
     clearInterval(this.purgeTimer);
+    // Rows waiting for a receiver's slot go back to the outbox now rather than when their lease lapses.
+    const waiting: string[] = [];
+    for (const share of this.receivers.values()) waiting.push(...share.waiting.splice(0).map((row) => row.id));
+    for (const id of waiting) this.held.delete(id);
+    await this.options.deliveries.releaseClaims(waiting, this.id, this.options.clock()).catch(() => undefined);
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
@@ -178,11 +206,17 @@ export class DeliveryWorker {
         this.pumpAgain = false;
         const free = this.concurrency - this.inFlight.size - this.reserved;
         if (free <= 0) return; // A finishing attempt pumps again.
+        // Receivers at their share are left out (a finishing attempt of theirs asks again), and one claim
+        // takes at most two shares' worth, so one receiver's backlog is not claimed only to be given back.
+        const full = this.fullReceivers();
+        for (const origin of full) this.starved.add(origin);
+        const limit = Math.min(free, 2 * this.perReceiver);
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
-        const rows = await this.options.deliveries.claimDue(this.lastClaimAt, free, this.leaseMs, this.id);
-        for (const row of rows) this.launch(row);
-        if (rows.length === free) this.pumpAgain = true;
+        const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full);
+        let progress = false;
+        for (const row of rows) if (this.launch(row, full)) progress = true;
+        if (rows.length === limit && progress) this.pumpAgain = true;
         else if (this.wakes === wakes) this.claimable = false;
       } while (this.pumpAgain && this.running);
       // While attempts are in flight the timer is re-armed at most every ARM_INTERVAL_MS, not after every
@@ -217,27 +251,109 @@ export class DeliveryWorker {
     this.reserved = Math.max(0, this.reserved - rows.length);
     // Stopped meanwhile: the leases lapse and the rows are retried then (or on the next start).
     if (!this.running) return;
-    for (const row of rows) this.launch(row);
+    for (const row of rows) this.launch(row, []);
   }
 
   unreserve(count: number): void {
     this.reserved = Math.max(0, this.reserved - count);
   }
 
-  private launch(row: DeliveryRow): void {
+  /** The URL origin a delivery goes to (its receiver); the URL itself when it does not parse. */
+  private originOf(url: string): string {
+    let origin = this.origins.get(url);
+    if (origin === undefined) {
+      try {
+        origin = new URL(url).origin;
+      } catch {
+        origin = url;
+      }
+      if (this.origins.size >= 1024) this.origins.clear();
+      this.origins.set(url, origin);
+    }
+    return origin;
+  }
+
+  private fullReceivers(): string[] {
+    const full: string[] = [];
+    for (const [origin, share] of this.receivers) if (share.active >= this.perReceiver) full.push(origin);
+    return full;
+  }
+
+  /**
+   * Starts a claimed row's attempt when its receiver has room, else lets it wait for the receiver's next free
+   * slot (at most one share's worth), else gives it back to the outbox. True unless given back to a receiver
+   * that was not already left out (`excluded`): then the next claim would return it again.
+   */
+  private launch(row: DeliveryRow, excluded: readonly string[]): boolean {
+    if (this.held.has(row.id)) return false;
+    const origin = this.originOf(row.url);
+    let share = this.receivers.get(origin);
+    if (share === undefined) {
+      share = { active: 0, waiting: [] };
+      this.receivers.set(origin, share);
+    }
+    if (share.active < this.perReceiver) {
+      this.startAttempt(row, origin, share);
+      return true;
+    }
+    if (share.waiting.length < this.perReceiver) {
+      this.held.add(row.id);
+      share.waiting.push(row);
+      return true;
+    }
+    this.starved.add(origin);
+    this.release(row.id, origin);
+    return !excluded.includes(origin);
+  }
+
+  private startAttempt(row: DeliveryRow, origin: string, share: ReceiverShare): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
+    share.active += 1;
+    this.held.add(deliveryId);
     const task = this.attempt(row)
       .catch((err: unknown) => {
         this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
       })
       .finally(() => {
         this.inFlight.delete(task);
+        this.held.delete(deliveryId);
+        share.active -= 1;
+        const next = share.waiting.shift();
+        if (next && this.running) this.startAttempt(next, origin, share);
+        else if (next) this.held.delete(next.id);
+        if (share.active === 0 && share.waiting.length === 0) this.receivers.delete(origin);
+        // Rows of this receiver were left in the outbox for want of room: now there is some.
+        if (share.waiting.length === 0 && share.active < this.perReceiver && this.starved.delete(origin)) this.claimable = true;
         // A slot is free: claim only if rows may be waiting for one. Nothing else can have fallen due: new
         // rows arrive leased (`adopt`) or wake the worker, and retries arm the timer for their time.
         if (this.running && this.claimable) this.schedulePump();
       });
     this.inFlight.add(task);
+  }
+
+  /** Gives a claimed row back unattempted; batched, one statement per tick. */
+  private release(id: string, origin: string): void {
+    this.releases.push({ id, origin });
+    if (this.releases.length > 1) return;
+    setImmediate(() => {
+      const batch = this.releases;
+      this.releases = [];
+      const ids = batch.map((r) => r.id);
+      this.options.deliveries.releaseClaims(ids, this.id, this.options.clock()).then(
+        () => {
+          // Claimable again. When their receiver emptied meanwhile, no attempt of its is left to ask for a
+          // claim: ask now. (While it is still full, its finishing attempts will; asking now could only
+          // return rows a claim leaves out by origin pattern and does not match, again and again.)
+          const full = new Set(this.fullReceivers());
+          if (batch.some((r) => !full.has(r.origin))) this.wake();
+        },
+        (err: unknown) => {
+          // Their leases lapse instead; they are tried then.
+          this.options.logger.warn({ err, deliveries: ids.length }, 'could not give webhook deliveries back to the outbox');
+        },
+      );
+    });
   }
 
   private async armTimer(): Promise<void> {
@@ -339,9 +455,9 @@ export class DeliveryWorker {
    * and a payload kept across that wait outlived young-generation collections: ~2.3 KB per delivery
    * promoted to the old space (V8's sampling heap profiler), a quarter of all promoted bytes.
    */
-  attempt(row: DeliveryRow, options: { retries?: boolean; freshKey?: boolean } = {}): Promise<AttemptOutcome> {
+  attempt(row: DeliveryRow, options: { retries?: boolean; freshKey?: boolean; direct?: boolean } = {}): Promise<AttemptOutcome> {
     const attemptedAt = this.options.clock();
-    const sent = this.send(row, options.freshKey ?? false);
+    const sent = this.send(row, options.freshKey ?? false, options.direct ?? false);
     const delivery: AttemptedDelivery = {
       id: row.id,
       key_id: row.key_id,
@@ -353,7 +469,7 @@ export class DeliveryWorker {
     return this.settle(delivery, attemptedAt, sent, options.retries ?? true);
   }
 
-  private async send(row: DeliveryRow, freshKey: boolean): Promise<AttemptOutcome> {
+  private async send(row: DeliveryRow, freshKey: boolean, direct: boolean): Promise<AttemptOutcome> {
     let secret: string | null;
     try {
       secret = await this.secretFor(row.key_id, freshKey);
@@ -361,7 +477,8 @@ export class DeliveryWorker {
       return notPrepared(err);
     }
     // Returned, not awaited: this function, and the row with it, is done once the request is handed over.
-    return this.options.sender.send({ url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret }).catch(notPrepared);
+    const delivery = { url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret };
+    return this.options.sender.send(delivery, direct ? { direct } : undefined).catch(notPrepared);
   }
 
   private async settle(row: AttemptedDelivery, attemptedAt: number, sent: Promise<AttemptOutcome>, retries: boolean): Promise<AttemptOutcome> {

@@ -1,0 +1,167 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { startServer } from '../src/server.js';
+import { openStore } from '../src/storage/store.js';
+import { DATA_DIR_MARKER, DatabaseFileError } from '../src/storage/sqlite-file.js';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+
+/**
+ * Storage faults told the truth, and local files and routes kept to their owner (issue #26 §9, §11): /readyz
+ * probes a write; a database file deleted under a running server stops it with a clear log; a start never
+ * silently creates an empty database where one is expected; svc.db and its WAL/SHM are 0600, a data
+ * directory svc creates 0700; the dashboard and /metrics answer only to the server's own host names.
+ */
+
+const servers: TestServer[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-storage-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function server(env: Record<string, string> = {}) {
+  const s = await startTestServer({ env });
+  servers.push(s);
+  return s;
+}
+
+/** A GET with a chosen Host header (fetch does not let one set it). */
+function get(url: string, path: string, host: string): Promise<{ status: number; body: any }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, headers: { host } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? JSON.parse(text) : text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+describe('file modes', () => {
+  it('svc.db, its WAL and SHM files are 0600; a data directory svc creates is 0700', async () => {
+    const base = tempDir();
+    const dataDir = join(base, 'new', 'data');
+    const srv = await server({ SVC_DATABASE_URL: `sqlite:${join(dataDir, 'svc.db')}` });
+    await srv.createKey();
+    for (const file of ['svc.db', 'svc.db-wal', 'svc.db-shm']) expect(mode(join(dataDir, file)), file).toBe(0o600);
+    expect(mode(dataDir)).toBe(0o700);
+    expect(mode(join(base, 'new'))).toBe(0o700);
+  });
+
+  it('an existing database left world-readable is tightened to 0600 on open, and memory-mapped I/O is off', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'svc.db');
+    (await openStore(`sqlite:${file}`)).close();
+    const store = await openStore(`sqlite:${file}`);
+    await store.close();
+    writeFileSync(join(dir, 'unrelated.txt'), 'x');
+    const { chmodSync } = await import('node:fs');
+    chmodSync(file, 0o644);
+    const again = await openStore(`sqlite:${file}`);
+    try {
+      expect(mode(file)).toBe(0o600);
+      expect(again.handle.sqlite!.pragma('mmap_size', { simple: true })).toBe(0);
+    } finally {
+      await again.close();
+    }
+  });
+});
+
+describe('Host header (DNS rebinding)', () => {
+  it('the dashboard and /metrics answer 421 to a foreign name; IPs, localhost and SVC_ALLOWED_HOSTS pass; the API is unaffected', async () => {
+    const srv = await server({ SVC_ALLOWED_HOSTS: 'svc.example.com, .corp.example' });
+    const port = new URL(srv.url).port;
+    for (const path of ['/dashboard/api/me', '/dashboard/', '/metrics']) {
+      const res = await get(srv.url, path, `rebind.attacker.example:${port}`);
+      expect(res.status, path).toBe(421);
+      expect(res.body.error).toMatchObject({ code: 'misdirected_request', message: expect.stringContaining('SVC_ALLOWED_HOSTS') });
+    }
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, 'svc.example.com', 'a.corp.example', 'corp.example']) {
+      expect((await get(srv.url, '/dashboard/api/me', host)).status, host).toBe(401);
+    }
+    expect((await get(srv.url, '/metrics', `localhost:${port}`)).status).toBe(200);
+    expect((await get(srv.url, '/v1/models', 'rebind.attacker.example')).status).toBe(401);
+    expect((await get(srv.url, '/healthz', 'rebind.attacker.example')).status).toBe(200);
+  });
+
+  it('/metrics behind SVC_METRICS_TOKEN answers any Host (a scraper may use any name; the token is the guard)', async () => {
+    const token = 'metrics-token-0123456789';
+    const srv = await server({ SVC_METRICS_TOKEN: token });
+    const { hostname, port } = new URL(srv.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      request({ hostname, port, path: '/metrics', headers: { host: 'svc.monitoring.svc.cluster.local', authorization: `Bearer ${token}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(status).toBe(200);
+    expect((await get(srv.url, '/dashboard/api/me', 'svc.monitoring.svc.cluster.local')).status).toBe(421);
+  });
+});
+
+describe('the database file', () => {
+  it('/readyz probes a write: a database that takes no writes is not ready', async () => {
+    const srv = await server();
+    expect((await fetch(`${srv.url}/readyz`)).status).toBe(200);
+    srv.running.store.handle.sqlite!.pragma('query_only = ON');
+    const res = await fetch(`${srv.url}/readyz`);
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ status: 'database unreachable or not writable' });
+    srv.running.store.handle.sqlite!.pragma('query_only = OFF');
+    expect((await fetch(`${srv.url}/readyz`)).status).toBe(200);
+  });
+
+  it('deleted under a running server: /readyz fails at once, the server stops with a clear error log, the next start refuses', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'svc.db');
+    const env = { SVC_DATABASE_URL: `sqlite:${file}` };
+    const srv = await server(env);
+    await srv.createKey();
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) unlinkSync(f);
+    expect((await fetch(`${srv.url}/readyz`)).status).toBe(503);
+    const reason = await srv.running.failed;
+    expect(reason).toBeInstanceOf(DatabaseFileError);
+    expect(reason.message).toMatch(/was deleted while svc was running/);
+    const fatal = srv.logs.map((l) => JSON.parse(l) as { level: number; msg: string }).find((l) => l.level === 60);
+    expect(fatal?.msg).toMatch(/^stopping: the database file .*svc\.db was deleted while svc was running.*Restore the file from a backup/);
+    await expect(fetch(`${srv.url}/healthz`)).rejects.toThrow();
+
+    // The next start does not quietly begin again with an empty database.
+    const config = loadConfig({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_LOG_LEVEL: 'silent', ...env });
+    await expect(startServer(config)).rejects.toThrow(/svc\.db is missing, but .* was set up by svc \(\.svc-data-dir is there\).*Restore it .*point SVC_DATABASE_URL at a new directory/);
+    expect(existsSync(file)).toBe(false);
+    // Starting over is a deliberate step: an emptied directory.
+    for (const name of readdirSync(dir)) unlinkSync(join(dir, name));
+    const fresh = await startServer(config);
+    await fresh.close();
+    expect(existsSync(file)).toBe(true);
+  });
+
+  it('a new database is created only in a new or empty directory', async () => {
+    const busy = tempDir();
+    writeFileSync(join(busy, 'notes.txt'), 'not svc data');
+    await expect(openStore(`sqlite:${join(busy, 'svc.db')}`)).rejects.toThrow(/Refusing to create a new database .* already holds other files/);
+    const empty = tempDir();
+    mkdirSync(join(empty, 'd'));
+    const store = await openStore(`sqlite:${join(empty, 'd', 'svc.db')}`);
+    await store.close();
+    expect(existsSync(join(empty, 'd', DATA_DIR_MARKER))).toBe(true);
+  });
+});
