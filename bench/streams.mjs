@@ -1,0 +1,324 @@
+#!/usr/bin/env node
+// Many concurrent streams at a model's pace (issue 32): N clients each keep one streamed chat completion open
+// (a new one as soon as the last ended) against a paced upstream, through each target in turn.
+//
+//   npm run bench:streams                                   # 1,000 streams, 10 tokens/s, 50 tokens, 25 s measured
+//   npm run bench:streams -- --streams 300 --duration 10    # smaller
+//   npm run bench:streams -- --rate 1 --tokens 50 --streams 10000 --targets svc-full   # open streams, RSS per stream
+//        (past ~9,000 streams a process needs more than 20,000 descriptors: run under prlimit --nofile=65536:65536)
+//   options: --rate R (tokens/s)  --tokens T (answer length)  --jitter J (each gap within ±J of 1/R, 0..1)
+//            --targets direct,svc-full,svc-plain,node-relay,portkey   --skip-portkey   --settle S
+//
+// Targets, one at a time on core 1 (taskset), the load generator (this process), the paced upstream and the
+// webhook receiver on core 0: direct (a paced upstream of its own on core 1), svc-full (key with a signed
+// webhook, dehallucinate on a system-message source), svc-plain (no webhook, dehallucinate off),
+// node-relay (bench/lib/node-relay.mjs, frames parsed and re-serialised, no pool cap), portkey (installed
+// on demand like `npm run bench`). svc runs with SVC_MAX_IN_FLIGHT = 2 × streams (never refusing here).
+//
+// Per target: 20 warm-up streams; RSS idle; then the N clients start spread over one stream's length; after
+// that length plus --settle seconds, --duration seconds are measured:
+//   completions/s and their ratio to the ideal N / ((T − 1) / R) and to direct;
+//   time to first token (request sent → first content frame) and inter-token gaps seen by the clients,
+//   p50/p99, and what the target adds to direct's;
+//   CPU µs per relayed frame: the target's user+system CPU (/proc) over the upstream's frames written
+//   (T content frames, finish, usage, [DONE] per stream), both in the window;
+//   RSS per open stream: (median RSS in the window − RSS idle) / N.
+// Writes bench/results/streams-latest.json and streams-<date>-<commit>.json with the machine's facts.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setMaxListeners } from 'node:events';
+import { Agent, request } from 'undici';
+import { bodies } from './lib/fixtures.mjs';
+import { cpuSecondsOf, hasTaskset, killAllSync, median, memoryOf, pinSelf, round, stop, stopAll } from './lib/procs.mjs';
+import { startNodeRelay, startPacedUpstream, startWebhookReceiver } from './lib/helpers.mjs';
+import { installPortkey, startPortkey, PORTKEY_VERSION } from './lib/portkey.mjs';
+import { REPO, exitUnlessSvcBuilt, startSvc } from './lib/svc.mjs';
+import { machineInfo, table } from './lib/report.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    streams: { type: 'string', default: '1000' },
+    rate: { type: 'string', default: '10' },
+    tokens: { type: 'string', default: '50' },
+    jitter: { type: 'string', default: '0.2' },
+    duration: { type: 'string', default: '25' },
+    settle: { type: 'string', default: '3' },
+    targets: { type: 'string', default: 'direct,svc-full,svc-plain,node-relay,portkey' },
+    'skip-portkey': { type: 'boolean', default: false },
+  },
+});
+const N = Number(opts.streams);
+const RATE = Number(opts.rate);
+const TOKENS = Number(opts.tokens);
+const JITTER = Number(opts.jitter);
+const DURATION_S = Number(opts.duration);
+const SETTLE_S = Number(opts.settle);
+const TARGETS = opts.targets.split(',').filter((t) => !(t === 'portkey' && opts['skip-portkey']));
+const STREAM_S = (TOKENS - 1) / RATE;
+const IDEAL_PER_S = N / STREAM_S;
+const LOAD_CORE = 0;
+const TARGET_CORE = 1;
+const CHAT = '/v1/chat/completions';
+const log = (msg) => process.stderr.write(`${msg}\n`);
+
+exitUnlessSvcBuilt();
+const nofile = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
+if (2 * N + 200 > nofile) {
+  log(`${N} streams need about ${2 * N + 200} file descriptors per process; this one may open ${nofile}. Run under: prlimit --nofile=65536:65536 npm run bench:streams -- …`);
+  process.exit(2);
+}
+pinSelf(LOAD_CORE);
+
+// One keep-alive agent for every client, without a cap on connections (each client holds its own).
+const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 4_000, connect: { timeout: 60_000 }, headersTimeout: 120_000, bodyTimeout: 120_000 });
+const CONTENT = /"content":"[^"]/;
+
+/** What the clients saw; the `window` fields only while `measuring`. */
+function newTally() {
+  return { measuring: false, completions: 0, incomplete: 0, statuses: {}, errors: {}, ttftMs: [], gapMs: [] };
+}
+
+/** One stream: request, read every frame, record first-token time and gaps; true when it came whole. */
+async function oneStream(target, tally, signal) {
+  const sentAt = performance.now();
+  const inWindowAtStart = tally.measuring;
+  const res = await request(target.url, { method: 'POST', headers: { 'content-type': 'application/json', ...target.headers }, body: target.body, dispatcher: agent, signal });
+  if (res.statusCode !== 200) {
+    tally.statuses[res.statusCode] = (tally.statuses[res.statusCode] ?? 0) + 1;
+    await res.body.dump();
+    return false;
+  }
+  res.body.setEncoding('utf8');
+  let pending = '';
+  let contentFrames = 0;
+  let lastAt = 0;
+  let done = false;
+  for await (const part of res.body) {
+    const now = performance.now();
+    pending += part;
+    for (let end = pending.indexOf('\n\n'); end !== -1; end = pending.indexOf('\n\n')) {
+      const frame = pending.slice(0, end);
+      pending = pending.slice(end + 2);
+      if (frame === 'data: [DONE]') {
+        done = true;
+        continue;
+      }
+      if (!CONTENT.test(frame)) continue;
+      if (contentFrames === 0) {
+        if (inWindowAtStart && tally.measuring) tally.ttftMs.push(now - sentAt);
+      } else if (tally.measuring) tally.gapMs.push(now - lastAt);
+      contentFrames += 1;
+      lastAt = now;
+    }
+  }
+  const whole = done && contentFrames === TOKENS;
+  if (tally.measuring) {
+    if (whole) tally.completions += 1;
+    else tally.incomplete += 1;
+  }
+  return whole;
+}
+
+/** A client: waits `startAfterMs`, then keeps one stream open until `control.stopping`. */
+async function client(target, tally, control, startAfterMs) {
+  await sleep(startAfterMs);
+  while (!control.stopping) {
+    try {
+      await oneStream(target, tally, control.abort.signal);
+    } catch (err) {
+      if (control.stopping) return;
+      const code = err?.code ?? err?.name ?? 'error';
+      tally.errors[code] = (tally.errors[code] ?? 0) + 1;
+      await sleep(100);
+    }
+  }
+}
+
+const pct = (xs, p) => {
+  if (xs.length === 0) return null;
+  const s = Float64Array.from(xs).sort();
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+async function measureTarget(name, target, upstream) {
+  log(`${name}: warm-up…`);
+  const warm = newTally();
+  await Promise.all(Array.from({ length: 20 }, () => oneStream(target, warm).catch(() => false)));
+  const idle = memoryOf(target.proc.pid);
+  const tally = newTally();
+  const control = { stopping: false, abort: new AbortController() };
+  setMaxListeners(0, control.abort.signal); // one listener per open stream
+  log(`${name}: ${N} clients over ${STREAM_S.toFixed(1)} s, settle ${SETTLE_S} s, measure ${DURATION_S} s…`);
+  const clients = Array.from({ length: N }, (_, i) => client(target, tally, control, (i / N) * STREAM_S * 1000));
+  await sleep((STREAM_S + SETTLE_S) * 1000);
+
+  const upBefore = await upstream.stats();
+  const cpuBefore = cpuSecondsOf(target.proc.pid);
+  const startedAt = performance.now();
+  tally.measuring = true;
+  const rss = [];
+  const sampler = setInterval(() => {
+    const m = memoryOf(target.proc.pid);
+    if (m) rss.push(m.rssMb);
+  }, 1000);
+  await sleep(DURATION_S * 1000);
+  tally.measuring = false;
+  clearInterval(sampler);
+  const seconds = (performance.now() - startedAt) / 1000;
+  const cpuAfter = cpuSecondsOf(target.proc.pid);
+  const upAfter = await upstream.stats();
+  const peak = memoryOf(target.proc.pid);
+  control.stopping = true;
+  control.abort.abort();
+  await Promise.all(clients);
+
+  const frames = upAfter.frames - upBefore.frames;
+  const rssMb = rss.length ? median(rss) : null;
+  return {
+    target: name,
+    completionsPerS: round(tally.completions / seconds, 1),
+    ofIdeal: round(tally.completions / seconds / IDEAL_PER_S, 3),
+    incomplete: tally.incomplete,
+    statuses: tally.statuses,
+    errors: tally.errors,
+    ttftP50Ms: round(pct(tally.ttftMs, 50), 2),
+    ttftP99Ms: round(pct(tally.ttftMs, 99), 2),
+    gapP50Ms: round(pct(tally.gapMs, 50), 2),
+    gapP99Ms: round(pct(tally.gapMs, 99), 2),
+    framesRelayed: frames,
+    cpuPct: round((100 * (cpuAfter - cpuBefore)) / seconds, 1),
+    cpuUsPerFrame: frames > 0 ? round(((cpuAfter - cpuBefore) * 1e6) / frames, 1) : null,
+    rssIdleMb: idle?.rssMb ?? null,
+    rssMb,
+    peakRssMb: peak?.peakRssMb ?? null,
+    rssKbPerStream: rssMb !== null && idle ? round(((rssMb - idle.rssMb) * 1024) / N, 1) : null,
+    upstreamPeakOpen: upAfter.peakOpen,
+    seconds: round(seconds, 2),
+  };
+}
+
+async function startTarget(name, { upstream, receiver, portkeyEntry }) {
+  const svcEnv = { SVC_MAX_IN_FLIGHT: String(Math.max(4096, 2 * N)) };
+  switch (name) {
+    case 'direct': {
+      const own = await startPacedUpstream(TARGET_CORE, { rate: RATE, tokens: TOKENS, jitter: JITTER });
+      return { proc: own.proc, url: `${own.url}${CHAT}`, headers: {}, body: bodies.direct(true), upstream: own };
+    }
+    case 'svc-full':
+    case 'svc-plain': {
+      const full = name === 'svc-full';
+      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: full ? receiver.hook : undefined, env: svcEnv });
+      return { proc: svc.proc, url: `${svc.url}${CHAT}`, headers: { authorization: `Bearer ${svc.key}` }, body: full ? bodies.svcFull(true) : bodies.svcPlain(true) };
+    }
+    case 'node-relay': {
+      const relay = await startNodeRelay({ core: TARGET_CORE, mode: 'frames', upstreamPort: new URL(upstream.url).port });
+      return { proc: relay.proc, url: `${relay.url}${CHAT}`, headers: {}, body: bodies.direct(true) };
+    }
+    case 'portkey': {
+      const pk = await startPortkey({ core: TARGET_CORE, entry: portkeyEntry, upstreamUrl: upstream.base });
+      return { proc: pk.proc, url: `${pk.url}${CHAT}`, headers: pk.headers, body: bodies.direct(true) };
+    }
+    default:
+      throw new Error(`unknown target ${name}`);
+  }
+}
+
+async function main() {
+  const results = {
+    machine: { ...machineInfo(REPO), taskset: hasTaskset, nofile },
+    settings: { streams: N, rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
+    targets: [],
+    unavailable: [],
+  };
+  let portkeyEntry = null;
+  if (TARGETS.includes('portkey')) {
+    log(`installing @portkey-ai/gateway@${PORTKEY_VERSION} into a temp dir…`);
+    try {
+      portkeyEntry = await installPortkey();
+    } catch (err) {
+      results.unavailable.push({ target: 'portkey', reason: String(err?.message ?? err).slice(0, 300) });
+    }
+  }
+  const upstream = await startPacedUpstream(LOAD_CORE, { rate: RATE, tokens: TOKENS, jitter: JITTER });
+  const receiver = await startWebhookReceiver(LOAD_CORE);
+  for (const name of TARGETS) {
+    if (name === 'portkey' && !portkeyEntry) continue;
+    let target;
+    try {
+      target = await startTarget(name, { upstream, receiver, portkeyEntry });
+      results.targets.push(await measureTarget(name, target, target.upstream ?? upstream));
+    } catch (err) {
+      log(`${name}: failed: ${err?.stack ?? err}`);
+      results.unavailable.push({ target: name, reason: String(err?.message ?? err).slice(0, 300) });
+    } finally {
+      if (target) await stop(target.proc);
+      if (target?.upstream) await stop(target.upstream.proc);
+    }
+  }
+  const direct = results.targets.find((t) => t.target === 'direct');
+  const portkey = results.targets.find((t) => t.target === 'portkey');
+  const relay = results.targets.find((t) => t.target === 'node-relay');
+  for (const t of results.targets) {
+    t.ofDirect = direct ? round(t.completionsPerS / direct.completionsPerS, 3) : null;
+    t.addedTtftP50Ms = direct ? round(t.ttftP50Ms - direct.ttftP50Ms, 2) : null;
+    t.addedTtftP99Ms = direct ? round(t.ttftP99Ms - direct.ttftP99Ms, 2) : null;
+    t.addedGapP99Ms = direct ? round(t.gapP99Ms - direct.gapP99Ms, 2) : null;
+    t.cpuOfPortkey = portkey && t.cpuUsPerFrame !== null ? round(t.cpuUsPerFrame / portkey.cpuUsPerFrame, 2) : null;
+    t.cpuOfRelay = relay && t.cpuUsPerFrame !== null ? round(t.cpuUsPerFrame / relay.cpuUsPerFrame, 2) : null;
+  }
+
+  const outDir = join(REPO, 'bench/results');
+  mkdirSync(outDir, { recursive: true });
+  const stamp = `${results.machine.date.slice(0, 10)}-${results.machine.gitCommit ?? 'nogit'}`;
+  const json = JSON.stringify(results, null, 2);
+  writeFileSync(join(outDir, 'streams-latest.json'), json);
+  writeFileSync(join(outDir, `streams-${stamp}-${N}x${RATE}tps.json`), json);
+
+  log(`\n${N} streams × ${TOKENS} tokens at ${RATE} tokens/s (jitter ±${JITTER * 100} %), ${DURATION_S} s measured; ideal ${round(IDEAL_PER_S, 1)} completions/s`);
+  process.stdout.write(
+    `${table(
+      ['target', 'compl/s', 'of ideal', 'of direct', 'TTFT p50 / p99 ms', '+TTFT p99', 'gap p99 ms', '+gap p99', 'CPU µs/frame', 'CPU %', 'RSS idle→open MB', 'KB/stream', 'incomplete/errors'],
+      results.targets.map((t) => [
+        t.target,
+        t.completionsPerS,
+        t.ofIdeal,
+        t.ofDirect,
+        `${t.ttftP50Ms?.toFixed(1)} / ${t.ttftP99Ms?.toFixed(1)}`,
+        t.addedTtftP99Ms,
+        t.gapP99Ms,
+        t.addedGapP99Ms,
+        t.cpuUsPerFrame,
+        t.cpuPct,
+        `${t.rssIdleMb} → ${t.rssMb}`,
+        t.rssKbPerStream,
+        `${t.incomplete} / ${Object.values(t.statuses).reduce((a, b) => a + b, 0) + Object.values(t.errors).reduce((a, b) => a + b, 0)}`,
+      ]),
+    )}\n`,
+  );
+  for (const u of results.unavailable) log(`unavailable: ${u.target}: ${u.reason}`);
+}
+
+const watchdog = setTimeout(
+  () => {
+    log('watchdog: the bench ran too long; stopping everything');
+    killAllSync();
+    process.exit(3);
+  },
+  (TARGETS.length * (STREAM_S * 3 + SETTLE_S + DURATION_S + 60) + 600) * 1000,
+);
+watchdog.unref();
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    killAllSync();
+    process.exit(130);
+  });
+}
+try {
+  await main();
+} finally {
+  await stopAll();
+  await agent.close().catch(() => {});
+}
