@@ -28,9 +28,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { setMaxListeners } from 'node:events';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import { bodies } from './lib/fixtures.mjs';
 import { cpuSecondsOf, hasTaskset, killAllSync, median, memoryOf, pinSelf, round, stop, stopAll } from './lib/procs.mjs';
 import { startNodeRelay, startPacedUpstream, startWebhookReceiver } from './lib/helpers.mjs';
@@ -62,6 +62,7 @@ const IDEAL_PER_S = N / STREAM_S;
 const LOAD_CORE = 0;
 const TARGET_CORE = 1;
 const CHAT = '/v1/chat/completions';
+const JSON_HEADERS = { 'content-type': 'application/json' };
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
 exitUnlessSvcBuilt();
@@ -74,52 +75,89 @@ pinSelf(LOAD_CORE);
 
 // One keep-alive agent for every client, without a cap on connections (each client holds its own).
 const agent = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 4_000, connect: { timeout: 60_000 }, headersTimeout: 120_000, bodyTimeout: 120_000 });
-const CONTENT = /"content":"[^"]/;
 
 /** What the clients saw; the `window` fields only while `measuring`. */
 function newTally() {
   return { measuring: false, completions: 0, incomplete: 0, statuses: {}, errors: {}, ttftMs: [], gapMs: [] };
 }
 
-/** One stream: request, read every frame, record first-token time and gaps; true when it came whole. */
-async function oneStream(target, tally, signal) {
-  const sentAt = performance.now();
-  const inWindowAtStart = tally.measuring;
-  const res = await request(target.url, { method: 'POST', headers: { 'content-type': 'application/json', ...target.headers }, body: target.body, dispatcher: agent, signal });
-  if (res.statusCode !== 200) {
-    tally.statuses[res.statusCode] = (tally.statuses[res.statusCode] ?? 0) + 1;
-    await res.body.dump();
-    return false;
-  }
-  res.body.setEncoding('utf8');
-  let pending = '';
-  let contentFrames = 0;
-  let lastAt = 0;
-  let done = false;
-  for await (const part of res.body) {
-    const now = performance.now();
-    pending += part;
-    for (let end = pending.indexOf('\n\n'); end !== -1; end = pending.indexOf('\n\n')) {
-      const frame = pending.slice(0, end);
-      pending = pending.slice(end + 2);
-      if (frame === 'data: [DONE]') {
+const NEEDLE_CONTENT = Buffer.from('"content":"');
+const QUOTE = 0x22;
+const LF = 0x0a;
+const DONE = 'data: [DONE]';
+
+/**
+ * One stream: request, read every frame, record first-token time and gaps; resolves true when it came whole
+ * (every content token and [DONE]). Through undici's dispatch API on raw Buffers: the clients share one core
+ * with the upstream, and a Readable per response plus string decoding cost more than a target's own work.
+ */
+function oneStream(target, tally, active) {
+  return new Promise((resolve, reject) => {
+    const sentAt = performance.now();
+    const inWindowAtStart = tally.measuring;
+    let status = 0;
+    let rest = null;
+    let contentFrames = 0;
+    let lastAt = 0;
+    let done = false;
+    let controller;
+    const frame = (buf, start, end, now) => {
+      if (end - start === DONE.length && buf[start + 6] === 0x5b /* [ */) {
         done = true;
-        continue;
+        return;
       }
-      if (!CONTENT.test(frame)) continue;
+      const at = buf.indexOf(NEEDLE_CONTENT, start);
+      if (at === -1 || at >= end || buf[at + NEEDLE_CONTENT.length] === QUOTE) return;
       if (contentFrames === 0) {
         if (inWindowAtStart && tally.measuring) tally.ttftMs.push(now - sentAt);
       } else if (tally.measuring) tally.gapMs.push(now - lastAt);
       contentFrames += 1;
       lastAt = now;
-    }
-  }
-  const whole = done && contentFrames === TOKENS;
-  if (tally.measuring) {
-    if (whole) tally.completions += 1;
-    else tally.incomplete += 1;
-  }
-  return whole;
+    };
+    agent.dispatch(
+      { origin: target.origin, path: target.path, method: 'POST', headers: target.headers, body: target.body },
+      {
+        onRequestStart(c) {
+          controller = c;
+          active?.add(c);
+        },
+        onResponseStart(_c, statusCode) {
+          status = statusCode;
+        },
+        onResponseData(_c, chunk) {
+          if (status !== 200) return;
+          const now = performance.now();
+          const buf = rest ? Buffer.concat([rest, chunk]) : chunk;
+          let start = 0;
+          for (let i = buf.indexOf(LF); i !== -1 && i + 1 < buf.length; i = buf.indexOf(LF, i + 1)) {
+            if (buf[i + 1] !== LF) continue;
+            frame(buf, start, i, now);
+            start = i + 2;
+            i += 1;
+          }
+          rest = start < buf.length ? buf.subarray(start) : null;
+        },
+        onResponseEnd() {
+          active?.delete(controller);
+          if (status !== 200) {
+            tally.statuses[status] = (tally.statuses[status] ?? 0) + 1;
+            resolve(false);
+            return;
+          }
+          const whole = done && contentFrames === TOKENS;
+          if (tally.measuring) {
+            if (whole) tally.completions += 1;
+            else tally.incomplete += 1;
+          }
+          resolve(whole);
+        },
+        onResponseError(_c, err) {
+          active?.delete(controller);
+          reject(err);
+        },
+      },
+    );
+  });
 }
 
 /** A client: waits `startAfterMs`, then keeps one stream open until `control.stopping`. */
@@ -127,7 +165,7 @@ async function client(target, tally, control, startAfterMs) {
   await sleep(startAfterMs);
   while (!control.stopping) {
     try {
-      await oneStream(target, tally, control.abort.signal);
+      await oneStream(target, tally, control.active);
     } catch (err) {
       if (control.stopping) return;
       const code = err?.code ?? err?.name ?? 'error';
@@ -149,14 +187,14 @@ async function measureTarget(name, target, upstream) {
   await Promise.all(Array.from({ length: 20 }, () => oneStream(target, warm).catch(() => false)));
   const idle = memoryOf(target.proc.pid);
   const tally = newTally();
-  const control = { stopping: false, abort: new AbortController() };
-  setMaxListeners(0, control.abort.signal); // one listener per open stream
+  const control = { stopping: false, active: new Set() };
   log(`${name}: ${N} clients over ${STREAM_S.toFixed(1)} s, settle ${SETTLE_S} s, measure ${DURATION_S} s…`);
   const clients = Array.from({ length: N }, (_, i) => client(target, tally, control, (i / N) * STREAM_S * 1000));
   await sleep((STREAM_S + SETTLE_S) * 1000);
 
   const upBefore = await upstream.stats();
   const cpuBefore = cpuSecondsOf(target.proc.pid);
+  const clientCpuBefore = process.cpuUsage();
   const startedAt = performance.now();
   tally.measuring = true;
   const rss = [];
@@ -169,10 +207,11 @@ async function measureTarget(name, target, upstream) {
   clearInterval(sampler);
   const seconds = (performance.now() - startedAt) / 1000;
   const cpuAfter = cpuSecondsOf(target.proc.pid);
+  const clientCpu = process.cpuUsage(clientCpuBefore);
   const upAfter = await upstream.stats();
   const peak = memoryOf(target.proc.pid);
   control.stopping = true;
-  control.abort.abort();
+  for (const c of control.active) c.abort(new Error('bench stopped'));
   await Promise.all(clients);
 
   const frames = upAfter.frames - upBefore.frames;
@@ -196,6 +235,7 @@ async function measureTarget(name, target, upstream) {
     peakRssMb: peak?.peakRssMb ?? null,
     rssKbPerStream: rssMb !== null && idle ? round(((rssMb - idle.rssMb) * 1024) / N, 1) : null,
     upstreamPeakOpen: upAfter.peakOpen,
+    clientCpuPct: round((clientCpu.user + clientCpu.system) / 1e4 / seconds, 1),
     seconds: round(seconds, 2),
   };
 }
@@ -205,21 +245,21 @@ async function startTarget(name, { upstream, receiver, portkeyEntry }) {
   switch (name) {
     case 'direct': {
       const own = await startPacedUpstream(TARGET_CORE, { rate: RATE, tokens: TOKENS, jitter: JITTER });
-      return { proc: own.proc, url: `${own.url}${CHAT}`, headers: {}, body: bodies.direct(true), upstream: own };
+      return { proc: own.proc, origin: own.url, path: CHAT, headers: JSON_HEADERS, body: bodies.direct(true), upstream: own };
     }
     case 'svc-full':
     case 'svc-plain': {
       const full = name === 'svc-full';
       const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: full ? receiver.hook : undefined, env: svcEnv });
-      return { proc: svc.proc, url: `${svc.url}${CHAT}`, headers: { authorization: `Bearer ${svc.key}` }, body: full ? bodies.svcFull(true) : bodies.svcPlain(true) };
+      return { proc: svc.proc, origin: svc.url, path: CHAT, headers: { ...JSON_HEADERS, authorization: `Bearer ${svc.key}` }, body: full ? bodies.svcFull(true) : bodies.svcPlain(true) };
     }
     case 'node-relay': {
       const relay = await startNodeRelay({ core: TARGET_CORE, mode: 'frames', upstreamPort: new URL(upstream.url).port });
-      return { proc: relay.proc, url: `${relay.url}${CHAT}`, headers: {}, body: bodies.direct(true) };
+      return { proc: relay.proc, origin: relay.url, path: CHAT, headers: JSON_HEADERS, body: bodies.direct(true) };
     }
     case 'portkey': {
       const pk = await startPortkey({ core: TARGET_CORE, entry: portkeyEntry, upstreamUrl: upstream.base });
-      return { proc: pk.proc, url: `${pk.url}${CHAT}`, headers: pk.headers, body: bodies.direct(true) };
+      return { proc: pk.proc, origin: pk.url, path: CHAT, headers: { ...JSON_HEADERS, ...pk.headers }, body: bodies.direct(true) };
     }
     default:
       throw new Error(`unknown target ${name}`);
@@ -228,7 +268,8 @@ async function startTarget(name, { upstream, receiver, portkeyEntry }) {
 
 async function main() {
   const results = {
-    machine: { ...machineInfo(REPO), taskset: hasTaskset, nofile },
+    // Other work on the host takes the targets' core too: the load average says how much (niceness: `nice -n -10 npm run bench:streams`).
+    machine: { ...machineInfo(REPO), taskset: hasTaskset, nofile, niceness: os.getPriority(), loadAverageAtStart: os.loadavg().map((x) => round(x, 2)) },
     settings: { streams: N, rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
     targets: [],
     unavailable: [],
@@ -258,6 +299,7 @@ async function main() {
       if (target?.upstream) await stop(target.upstream.proc);
     }
   }
+  results.machine.loadAverageAtEnd = os.loadavg().map((x) => round(x, 2));
   const direct = results.targets.find((t) => t.target === 'direct');
   const portkey = results.targets.find((t) => t.target === 'portkey');
   const relay = results.targets.find((t) => t.target === 'node-relay');
@@ -277,6 +319,7 @@ async function main() {
   writeFileSync(join(outDir, 'streams-latest.json'), json);
   writeFileSync(join(outDir, `streams-${stamp}-${N}x${RATE}tps.json`), json);
 
+  log(`\nload average ${results.machine.loadAverageAtStart.join(' ')} → ${results.machine.loadAverageAtEnd.join(' ')}, niceness ${results.machine.niceness}`);
   log(`\n${N} streams × ${TOKENS} tokens at ${RATE} tokens/s (jitter ±${JITTER * 100} %), ${DURATION_S} s measured; ideal ${round(IDEAL_PER_S, 1)} completions/s`);
   process.stdout.write(
     `${table(
