@@ -8,6 +8,7 @@
 //        (past ~9,000 streams a process needs more than 20,000 descriptors: run under prlimit --nofile=65536:65536)
 //   options: --rate R (tokens/s)  --tokens T (answer length)  --jitter J (each gap within ±J of 1/R, 0..1)
 //            --targets direct,svc-full,svc-plain,node-relay,portkey   --skip-portkey   --settle S
+//            --svc-node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"   node flags for the svc processes
 //
 // Targets, one at a time on core 1 (taskset), the load generator (this process), the paced upstream and the
 // webhook receiver on core 0: direct (a paced upstream of its own on core 1), svc-full (key with a signed
@@ -48,6 +49,7 @@ const { values: opts } = parseArgs({
     settle: { type: 'string', default: '3' },
     targets: { type: 'string', default: 'direct,svc-full,svc-plain,node-relay,portkey' },
     'skip-portkey': { type: 'boolean', default: false },
+    'svc-node-args': { type: 'string', default: '' },
   },
 });
 const N = Number(opts.streams);
@@ -175,6 +177,16 @@ async function client(target, tally, control, startAfterMs) {
   }
 }
 
+/** The main thread's time on the CPU and waiting in the run queue (/proc/PID/schedstat), or null. */
+function schedOf(pid) {
+  try {
+    const [runNs, waitNs] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+    return { runNs, waitNs };
+  } catch {
+    return null;
+  }
+}
+
 const pct = (xs, p) => {
   if (xs.length === 0) return null;
   const s = Float64Array.from(xs).sort();
@@ -194,6 +206,7 @@ async function measureTarget(name, target, upstream) {
 
   const upBefore = await upstream.stats();
   const cpuBefore = cpuSecondsOf(target.proc.pid);
+  const schedBefore = schedOf(target.proc.pid);
   const clientCpuBefore = process.cpuUsage();
   const startedAt = performance.now();
   tally.measuring = true;
@@ -207,6 +220,7 @@ async function measureTarget(name, target, upstream) {
   clearInterval(sampler);
   const seconds = (performance.now() - startedAt) / 1000;
   const cpuAfter = cpuSecondsOf(target.proc.pid);
+  const schedAfter = schedOf(target.proc.pid);
   const clientCpu = process.cpuUsage(clientCpuBefore);
   const upAfter = await upstream.stats();
   const peak = memoryOf(target.proc.pid);
@@ -229,6 +243,8 @@ async function measureTarget(name, target, upstream) {
     gapP99Ms: round(pct(tally.gapMs, 99), 2),
     framesRelayed: frames,
     cpuPct: round((100 * (cpuAfter - cpuBefore)) / seconds, 1),
+    // The main thread's time runnable but waiting for the core (other work on the host), in % of the window.
+    runQueueWaitPct: schedBefore && schedAfter ? round((100 * (schedAfter.waitNs - schedBefore.waitNs)) / 1e9 / seconds, 1) : null,
     cpuUsPerFrame: frames > 0 ? round(((cpuAfter - cpuBefore) * 1e6) / frames, 1) : null,
     rssIdleMb: idle?.rssMb ?? null,
     rssMb,
@@ -250,7 +266,8 @@ async function startTarget(name, { upstream, receiver, portkeyEntry }) {
     case 'svc-full':
     case 'svc-plain': {
       const full = name === 'svc-full';
-      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: full ? receiver.hook : undefined, env: svcEnv });
+      const nodeArgs = opts['svc-node-args'].split(' ').filter(Boolean);
+      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: full ? receiver.hook : undefined, env: svcEnv, nodeArgs });
       return { proc: svc.proc, origin: svc.url, path: CHAT, headers: { ...JSON_HEADERS, authorization: `Bearer ${svc.key}` }, body: full ? bodies.svcFull(true) : bodies.svcPlain(true) };
     }
     case 'node-relay': {
@@ -295,7 +312,7 @@ async function main() {
       log(`${name}: failed: ${err?.stack ?? err}`);
       results.unavailable.push({ target: name, reason: String(err?.message ?? err).slice(0, 300) });
     } finally {
-      if (target) await stop(target.proc);
+      if (target) await stop(target.proc, 15_000); // svc finishes its deliveries (and writes a --cpu-prof) on SIGTERM
       if (target?.upstream) await stop(target.upstream.proc);
     }
   }
@@ -323,7 +340,7 @@ async function main() {
   log(`\n${N} streams × ${TOKENS} tokens at ${RATE} tokens/s (jitter ±${JITTER * 100} %), ${DURATION_S} s measured; ideal ${round(IDEAL_PER_S, 1)} completions/s`);
   process.stdout.write(
     `${table(
-      ['target', 'compl/s', 'of ideal', 'of direct', 'TTFT p50 / p99 ms', '+TTFT p99', 'gap p99 ms', '+gap p99', 'CPU µs/frame', 'CPU %', 'RSS idle→open MB', 'KB/stream', 'incomplete/errors'],
+      ['target', 'compl/s', 'of ideal', 'of direct', 'TTFT p50 / p99 ms', '+TTFT p99', 'gap p99 ms', '+gap p99', 'CPU µs/frame', 'CPU %', 'waiting for CPU %', 'RSS idle→open MB', 'KB/stream', 'incomplete/errors'],
       results.targets.map((t) => [
         t.target,
         t.completionsPerS,
@@ -335,6 +352,7 @@ async function main() {
         t.addedGapP99Ms,
         t.cpuUsPerFrame,
         t.cpuPct,
+        t.runQueueWaitPct,
         `${t.rssIdleMb} → ${t.rssMb}`,
         t.rssKbPerStream,
         `${t.incomplete} / ${Object.values(t.statuses).reduce((a, b) => a + b, 0) + Object.values(t.errors).reduce((a, b) => a + b, 0)}`,
