@@ -229,7 +229,7 @@ async function measureTarget(name, target, upstream) {
   await Promise.all(clients);
 
   const frames = upAfter.frames - upBefore.frames;
-  const rssMb = rss.length ? median(rss) : null;
+  const rssMb = rss.length ? round(median(rss), 1) : null;
   return {
     target: name,
     completionsPerS: round(tally.completions / seconds, 1),
