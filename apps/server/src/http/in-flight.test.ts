@@ -35,6 +35,17 @@ describe('InFlightLimit', () => {
     expect(limit.requests).toBe(2);
   });
 
+  it('takes no slot for a response that already closed (its close event is gone)', () => {
+    const limit = new InFlightLimit(1);
+    const gone = response();
+    gone.destroy();
+    limit.admit(gone);
+    limit.streaming(gone);
+    expect({ requests: limit.requests, streams: limit.streams }).toEqual({ requests: 0, streams: 0 });
+    limit.admit(response());
+    expect(limit.requests).toBe(1);
+  });
+
   it('rejects a maximum that is not a positive integer', () => {
     for (const bad of [0, -1, 1.5, Number.NaN]) expect(() => new InFlightLimit(bad)).toThrow(TypeError);
   });

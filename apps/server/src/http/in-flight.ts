@@ -45,8 +45,12 @@ export class InFlightLimit {
     return this.#rejections;
   }
 
-  /** Takes a slot for `res` until it closes; throws a 429 `ApiError` (nothing taken) when all are taken. */
+  /**
+   * Takes a slot for `res` until it closes; throws a 429 `ApiError` (nothing taken) when all are taken. A
+   * response already closed (the client left during auth) takes none: its 'close' would never come.
+   */
   admit(res: ServerResponse): void {
+    if (res.destroyed) return;
     if (this.#requests >= this.max) {
       this.#rejections += 1;
       this.#onReject?.();
@@ -64,6 +68,7 @@ export class InFlightLimit {
 
   /** Counts an admitted `res` as an open stream until it closes. */
   streaming(res: ServerResponse): void {
+    if (res.destroyed) return;
     this.#streams += 1;
     res.once('close', () => {
       this.#streams -= 1;
