@@ -23,7 +23,7 @@
 //   p50/p99, and what the target adds to direct's;
 //   CPU µs per relayed frame: the target's user+system CPU (/proc) over the upstream's frames written
 //   (T content frames, finish, usage, [DONE] per stream), both in the window;
-//   RSS per open stream: (median RSS in the window − RSS idle) / N.
+//   RSS per open stream: the median over 1 s samples of (RSS − RSS idle) / streams open at the upstream.
 // Writes bench/results/streams-latest.json and streams-<date>-<commit>.json with the machine's facts.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -211,9 +211,16 @@ async function measureTarget(name, target, upstream) {
   const startedAt = performance.now();
   tally.measuring = true;
   const rss = [];
-  const sampler = setInterval(() => {
+  const perStreamKb = [];
+  const openUpstream = [];
+  const sampler = setInterval(async () => {
     const m = memoryOf(target.proc.pid);
-    if (m) rss.push(m.rssMb);
+    if (!m) return;
+    rss.push(m.rssMb);
+    // Per stream the target has open upstream at that moment: a starved target holds fewer than N.
+    const { open } = await upstream.stats();
+    openUpstream.push(open);
+    if (idle && open > 0) perStreamKb.push(((m.rssMb - idle.rssMb) * 1024) / open);
   }, 1000);
   await sleep(DURATION_S * 1000);
   tally.measuring = false;
@@ -249,7 +256,8 @@ async function measureTarget(name, target, upstream) {
     rssIdleMb: idle?.rssMb ?? null,
     rssMb,
     peakRssMb: peak?.peakRssMb ?? null,
-    rssKbPerStream: rssMb !== null && idle ? round(((rssMb - idle.rssMb) * 1024) / N, 1) : null,
+    rssKbPerStream: perStreamKb.length ? round(median(perStreamKb), 1) : null,
+    upstreamOpenMedian: openUpstream.length ? median(openUpstream) : null,
     upstreamPeakOpen: upAfter.peakOpen,
     clientCpuPct: round((clientCpu.user + clientCpu.system) / 1e4 / seconds, 1),
     seconds: round(seconds, 2),
@@ -340,7 +348,7 @@ async function main() {
   log(`\n${N} streams × ${TOKENS} tokens at ${RATE} tokens/s (jitter ±${JITTER * 100} %), ${DURATION_S} s measured; ideal ${round(IDEAL_PER_S, 1)} completions/s`);
   process.stdout.write(
     `${table(
-      ['target', 'compl/s', 'of ideal', 'of direct', 'TTFT p50 / p99 ms', '+TTFT p99', 'gap p99 ms', '+gap p99', 'CPU µs/frame', 'CPU %', 'waiting for CPU %', 'RSS idle→open MB', 'KB/stream', 'incomplete/errors'],
+      ['target', 'compl/s', 'of ideal', 'of direct', 'TTFT p50 / p99 ms', '+TTFT p99', 'gap p99 ms', '+gap p99', 'CPU µs/frame', 'CPU %', 'waiting for CPU %', 'RSS idle→open MB', 'open upstream', 'KB/stream', 'incomplete/errors'],
       results.targets.map((t) => [
         t.target,
         t.completionsPerS,
@@ -354,6 +362,7 @@ async function main() {
         t.cpuPct,
         t.runQueueWaitPct,
         `${t.rssIdleMb} → ${t.rssMb}`,
+        t.upstreamOpenMedian,
         t.rssKbPerStream,
         `${t.incomplete} / ${Object.values(t.statuses).reduce((a, b) => a + b, 0) + Object.values(t.errors).reduce((a, b) => a + b, 0)}`,
       ]),
