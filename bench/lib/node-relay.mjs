@@ -37,7 +37,9 @@ if (!['bytes', 'frames'].includes(relayMode) || !['', 'grounding', 'webhook', 'f
 if (feature !== '' && relayMode !== 'frames') throw new Error('features go with the frames mode');
 if (webhook && !webhookUrl) throw new Error('+webhook needs WEBHOOK_URL');
 
-const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { connections: 128, pipelining: 1 });
+// No cap on connections: a fixed pool queues the stream past it unseen (streams at a model's pace hold
+// their connection for seconds).
+const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { connections: null, pipelining: 1 });
 const hooks = webhook ? new Pool(webhookUrl.origin, { connections: 128, pipelining: 1 }) : undefined;
 const SECRET = Buffer.from('whsec_relay-floor-secret', 'utf8');
 const sourceIndexCache = new SourceIndexCache();

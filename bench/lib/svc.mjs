@@ -30,10 +30,10 @@ export function exitUnlessSvcBuilt() {
  * Creates a data dir, a user and one API key (with webhook + signing secret when `webhookUrl` is given),
  * then starts the server pinned to `core` (a taskset list: `1`, or `0,1`), with `startArgs` after `start`. `nodeArgs` (e.g. --cpu-prof) go before the script; `bin` is
  * another build's bin.js (A/B runs), by default this checkout's; `wrapper` is a command the server runs
- * under (e.g. valgrind and its flags).
+ * under (e.g. valgrind and its flags); `env` adds settings (e.g. SVC_MAX_IN_FLIGHT).
  * Returns { proc, url, key, dbPath, dataDir }.
  */
-export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], logLevel, bin = SVC_BIN, wrapper = [], startTimeoutMs, startArgs = [] }) {
+export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], logLevel, bin = SVC_BIN, wrapper = [], startTimeoutMs, startArgs = [], env: extraEnv = {} }) {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const dbPath = join(dataDir, 'svc.db');
   const port = await freePort();
@@ -48,6 +48,7 @@ export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], l
     SVC_UPSTREAM_API_KEY: 'sk-bench',
     SVC_RATE_LIMIT_RPM: String(BENCH_RPM),
     ...(logLevel ? { SVC_LOG_LEVEL: logLevel } : {}),
+    ...extraEnv,
   };
   const admin = async (...args) => (await run(process.execPath, [bin, ...args], { env, cwd: dataDir })).stdout;
   await admin('users', 'create', '--email', EMAIL, '--password', 'bench-password-1234');

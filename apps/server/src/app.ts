@@ -17,6 +17,7 @@ import { chatRoute, isChatRequest } from './chat/chat-completions.js';
 import { logOnClose, newRequestId } from './http/exchange.js';
 import type { Grounder } from './chat/grounder.js';
 import type { Metrics } from './metrics/metrics.js';
+import { InFlightLimit } from './http/in-flight.js';
 
 export interface AppDeps {
   config: Config;
@@ -30,6 +31,8 @@ export interface AppDeps {
   grounder: Grounder;
   /** Prometheus series; requests are counted where they are logged. */
   metrics?: Metrics;
+  /** The chat requests in flight and their maximum; default: a limit of `config.maxInFlight`. */
+  inFlight?: InFlightLimit;
   /** Mounted at /v1/webhooks, behind auth and rate limiting. */
   webhooksRouter?: Router;
   /** Mounted at /dashboard (static SPA + /dashboard/api). */
@@ -79,7 +82,8 @@ function build(deps: AppDeps): { app: Express; chat: (req: IncomingMessage, res:
     touchLastUsed: (id, at) => deps.store.keys.touchLastUsed(id, at),
   });
   const applyLimit = createRateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm });
-  const chat = chatRoute({ ...deps, authenticate, applyLimit });
+  const inFlight = deps.inFlight ?? new InFlightLimit(deps.config.maxInFlight);
+  const chat = chatRoute({ ...deps, authenticate, applyLimit, inFlight });
   // Other spellings of the path (trailing slash, upper case) that Express' routing matches: same handler,
   // which does its own request id, log line, auth, limit and body.
   app.post('/v1/chat/completions', (req: Request, res: Response) => chat(req, res));

@@ -11,6 +11,7 @@ describe('loadConfig', () => {
       databaseUrl: 'sqlite:./data/svc.db',
       redisUrl: undefined,
       upstream: { baseUrl: undefined, model: 'gpt-4o-mini', thinkingModel: 'gpt-4o-mini', timeoutMs: 120_000 },
+      maxInFlight: 4096,
       rateLimitRpm: 600,
       webhooks: { timeoutMs: 10_000, allowPrivate: 'loopback', retentionDays: 30 },
       logLevel: 'info',
@@ -50,6 +51,13 @@ describe('loadConfig', () => {
       expect(err).toBeInstanceOf(ConfigError);
       const problems = (err as ConfigError).problems.join('\n');
       for (const name of ['SVC_PORT', 'SVC_RATE_LIMIT_RPM', 'SVC_WEBHOOK_RETRY_SCHEDULE', 'SVC_DATABASE_URL']) expect(problems).toContain(name);
+    }
+  });
+
+  it('takes SVC_MAX_IN_FLIGHT as a positive whole number', () => {
+    expect(loadConfig({ SVC_MAX_IN_FLIGHT: '5' }).maxInFlight).toBe(5);
+    for (const bad of ['0', '-3', '2.5', 'many']) {
+      expect(() => loadConfig({ SVC_MAX_IN_FLIGHT: bad })).toThrow(/SVC_MAX_IN_FLIGHT/);
     }
   });
 

@@ -116,6 +116,7 @@ const EnvSchema = z.object({
   SVC_UPSTREAM_MODEL: z.string().min(1).default('gpt-4o-mini'),
   SVC_UPSTREAM_THINKING_MODEL: z.string().min(1).optional(),
   SVC_UPSTREAM_TIMEOUT_MS: int(1, 3_600_000).default(120_000),
+  SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
   SVC_SECRET_KEY: z
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
@@ -152,6 +153,11 @@ export interface Config {
     thinkingModel: string;
     timeoutMs: number;
   };
+  /**
+   * Chat requests in flight per process (SVC_MAX_IN_FLIGHT); past it a request gets 429
+   * `too_many_requests_in_flight` at once. Nothing else bounds the upstream connections.
+   */
+  maxInFlight: number;
   secretKey: Buffer | undefined;
   rateLimitRpm: number;
   webhooks: {
@@ -219,6 +225,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       thinkingModel: e.SVC_UPSTREAM_THINKING_MODEL ?? e.SVC_UPSTREAM_MODEL,
       timeoutMs: e.SVC_UPSTREAM_TIMEOUT_MS,
     },
+    maxInFlight: e.SVC_MAX_IN_FLIGHT,
     secretKey: e.SVC_SECRET_KEY ? Buffer.from(e.SVC_SECRET_KEY, 'base64') : undefined,
     rateLimitRpm: e.SVC_RATE_LIMIT_RPM,
     webhooks: {

@@ -23,6 +23,7 @@ import { createDashboardRouter } from './dashboard/index.js';
 import { createMetrics } from './metrics/metrics.js';
 import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
 import { operationsRouter } from './metrics/operations-router.js';
+import { InFlightLimit } from './http/in-flight.js';
 
 export interface RunningServer {
   /** `http://host:port` actually bound (port 0 resolved). */
@@ -78,6 +79,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // One registry per server: tests run several in one process.
   const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()) });
   clusterWorker?.exposeMetrics(metrics.registry);
+  const inFlight = new InFlightLimit(config.maxInFlight, { onReject: () => metrics.inFlightRejected() });
+  metrics.inFlight(inFlight);
   const baseUpstream =
     options.upstream ??
     (config.upstream.baseUrl
@@ -85,6 +88,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           baseUrl: config.upstream.baseUrl,
           apiKey: config.upstream.apiKey,
           timeoutMs: config.upstream.timeoutMs,
+          // SVC_MAX_IN_FLIGHT bounds the requests; the pool must not queue below it.
+          connections: config.maxInFlight,
         })
       : createOfflineModel());
   const upstream = instrumentUpstream(baseUpstream, metrics);
@@ -116,6 +121,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     keyCache,
     audit: combineSinks(usage, webhooks.audit),
     metrics,
+    inFlight,
     grounder: instrumentGrounder(config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(), metrics),
     webhooksRouter: webhooks.router,
     publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken, scrape: clusterWorker?.scrapeMetrics }),

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   request_too_large: { status: 413, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   upstream_rate_limited: { status: 429, type: 'rate_limit_error' },
+  too_many_requests_in_flight: { status: 429, type: 'rate_limit_error' },
   upstream_error: { status: 502, type: 'upstream_error' },
   upstream_timeout: { status: 502, type: 'upstream_error' },
   upstream_unavailable: { status: 502, type: 'upstream_error' },

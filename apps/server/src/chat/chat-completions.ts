@@ -12,6 +12,7 @@ import type { Authenticate } from '../auth/bearer-auth.js';
 import type { ApiError } from '../http/errors.js';
 import { answerError, toApiError, type OnRequestFailed } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logOnClose, newRequestId, type LoggedRequest } from '../http/exchange.js';
+import type { InFlightLimit } from '../http/in-flight.js';
 import { readJsonBody } from '../http/json-body.js';
 import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
@@ -24,6 +25,7 @@ import { parseChatRequest, toUpstreamBody } from './request.js';
 export type ChatRouteDeps = Pick<AppDeps, 'config' | 'upstream' | 'audit' | 'grounder' | 'clock' | 'metrics' | 'logger'> & {
   authenticate: Authenticate;
   applyLimit: ApplyRateLimit;
+  inFlight: InFlightLimit;
 };
 
 interface RequestContext {
@@ -98,6 +100,8 @@ async function complete(ctx: RequestContext): Promise<void> {
   ctx.key = authenticated instanceof Promise ? await authenticated : authenticated;
   ctx.log.key = ctx.key;
   await deps.applyLimit(ctx.key, res);
+  // Before the body is read: a refused request costs no memory and is answered at once.
+  deps.inFlight.admit(res);
   // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
   const raw = (await readJsonBody(req)) as Record<string, unknown> | undefined;
   ctx.failure = { streaming: raw?.stream === true, messages: raw?.messages };
@@ -106,6 +110,7 @@ async function complete(ctx: RequestContext): Promise<void> {
   const upstream = toUpstreamBody(request, deps.config.upstream);
   ctx.upstreamStartedAt = deps.clock();
   if (upstream.streaming) {
+    deps.inFlight.streaming(res);
     const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
     ctx.failure = undefined;
     await streamCompletion(ctx, request, chunks);

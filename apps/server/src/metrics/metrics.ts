@@ -77,7 +77,12 @@ export class Metrics {
   });
   private readonly rateLimitRejections = new Counter({
     name: 'svc_rate_limit_rejections_total',
-    help: 'Requests refused with 429 rate_limit_exceeded.',
+    help: 'Requests answered 429 (rate_limit_exceeded; also too_many_requests_in_flight, counted apart in svc_chat_in_flight_rejections_total).',
+    registers: [this.registry],
+  });
+  private readonly inFlightRejections = new Counter({
+    name: 'svc_chat_in_flight_rejections_total',
+    help: 'Chat requests refused with 429 too_many_requests_in_flight (SVC_MAX_IN_FLIGHT reached).',
     registers: [this.registry],
   });
   private readonly webhookAttempts = new Counter({
@@ -112,6 +117,41 @@ export class Metrics {
       });
     }
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Exposes the chat requests and streams in flight and their maximum, read from `source` on every scrape.
+   * Summed over the processes of a multi-process server, like the maximum (which is per process).
+   */
+  inFlight(source: { readonly requests: number; readonly streams: number; readonly max: number }): void {
+    new Gauge({
+      name: 'svc_chat_requests_in_flight',
+      help: 'Chat requests admitted whose response has not closed (streams included).',
+      registers: [this.registry],
+      collect() {
+        this.set(source.requests);
+      },
+    });
+    new Gauge({
+      name: 'svc_chat_streams_open',
+      help: 'Streamed chat completions whose response has not closed.',
+      registers: [this.registry],
+      collect() {
+        this.set(source.streams);
+      },
+    });
+    new Gauge({
+      name: 'svc_chat_requests_in_flight_max',
+      help: 'SVC_MAX_IN_FLIGHT: chat requests in flight past which a request is refused with 429 too_many_requests_in_flight.',
+      registers: [this.registry],
+      collect() {
+        this.set(source.max);
+      },
+    });
+  }
+
+  inFlightRejected(): void {
+    this.inFlightRejections.inc();
   }
 
   /** The Prometheus text exposition of every series. */

@@ -62,6 +62,11 @@ export interface FakeUpstreamBehavior {
   errorEvent?: boolean;
   /** Wait this long before sending headers. */
   delayMs?: number;
+  /**
+   * Hold the headers until this many requests are open at once (or `timeoutMs` passed, default 30 s): proves a
+   * client sends that many requests concurrently, without timing anything.
+   */
+  waitForOpen?: { count: number; timeoutMs?: number };
   /** Write SSE frames with `\r\n` line ends. */
   crlf?: boolean;
   /** Put `: keep-alive` comment lines between frames. */
@@ -92,6 +97,10 @@ export interface FakeUpstream {
   requests: FakeUpstreamRequest[];
   /** TCP connections accepted so far (a client that reuses connections keeps this low). */
   readonly connections: number;
+  /** Requests received whose response has not closed yet. */
+  readonly open: number;
+  /** The most requests open at one moment so far: a client that queues requests keeps this at its queue's width. */
+  readonly peakOpen: number;
   /** Behaviour for every following request (not taken from the queue). */
   setBehavior(behavior: FakeUpstreamBehavior): void;
   /** Queue a behaviour for the next request only; queued behaviours are used in order. */
@@ -129,6 +138,24 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     void handle(req, res);
   });
   let connections = 0;
+  let open = 0;
+  let peakOpen = 0;
+  const openWaiters = new Set<() => void>();
+  function openReached(count: number, timeoutMs: number): Promise<void> {
+    if (open >= count) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        openWaiters.delete(check);
+        resolve();
+      };
+      const check = (): void => {
+        if (open >= count || closed) done();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      openWaiters.add(check);
+    });
+  }
   server.on('connection', (socket) => {
     connections += 1;
     sockets.add(socket);
@@ -136,6 +163,12 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    open += 1;
+    peakOpen = Math.max(peakOpen, open);
+    for (const waiter of openWaiters) waiter();
+    res.once('close', () => {
+      open -= 1;
+    });
     const raw = await readBody(req);
     let body: Record<string, unknown>;
     try {
@@ -165,6 +198,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     if (current.resetBeforeHeaders) return reset();
     if (current.hang) return;
     if (current.delayMs) await delay(current.delayMs);
+    if (current.waitForOpen) await openReached(current.waitForOpen.count, current.waitForOpen.timeoutMs ?? 30_000);
     if (res.destroyed) return;
     if (current.status && current.status >= 300) {
       const headers: Record<string, string> = { ...current.headers };
@@ -315,6 +349,12 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     get connections() {
       return connections;
     },
+    get open() {
+      return open;
+    },
+    get peakOpen() {
+      return peakOpen;
+    },
     setBehavior(next) {
       behavior = next;
     },
@@ -339,6 +379,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     },
     async close() {
       closed = true;
+      for (const waiter of openWaiters) waiter();
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

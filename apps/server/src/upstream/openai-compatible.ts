@@ -28,7 +28,10 @@ export interface OpenAICompatibleUpstreamOptions {
   firstByteTimeoutMs?: number;
   /** Dispatcher to send through (a `MockAgent`, an `Agent`); default: an own keep-alive `Pool`. */
   dispatcher?: Dispatcher;
-  /** Connections of the own pool. Default 128. */
+  /**
+   * Connections of the own pool: requests past it wait in the pool, unseen. Default unbounded; the server
+   * passes SVC_MAX_IN_FLIGHT, which its chat route enforces with an immediate 429.
+   */
   connections?: number;
 }
 
@@ -81,7 +84,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   const ownPool = options.dispatcher
     ? null
     : new Pool(origin, {
-        connections: options.connections ?? 128,
+        connections: options.connections ?? null,
         pipelining: 1,
         keepAliveTimeout: 30_000,
         keepAliveMaxTimeout: 600_000,
