@@ -1,17 +1,19 @@
-import { useState } from 'react';
 import { api, type Usage, type UsagePoint } from '../api.js';
 import { formatNumber } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ErrorMessage, Spinner } from '../components/Status.js';
 import { BarChart } from '../components/BarChart.js';
+import { navigate, useTitle } from '../router.js';
 
 function sum(points: UsagePoint[], field: 'requests' | 'total_tokens' | 'input_tokens' | 'output_tokens'): number {
   return points.reduce((acc, p) => acc + p[field], 0);
 }
 
-export function UsagePage() {
+export function UsagePage({ keyId = '' }: { keyId?: string }) {
+  useTitle('Usage');
   const [usage, reload] = useLoad(() => api<Usage>('GET', '/usage?days=30'), []);
-  const [keyId, setKeyId] = useState('');
+  // The chosen key lives in the URL (?key=…), so a view can be bookmarked and shared.
+  const setKeyId = (id: string) => navigate(id ? { page: 'usage', keyId: id } : { page: 'usage' });
 
   if (usage.state === 'error' && !usage.data) return <ErrorMessage message={usage.message} onRetry={reload} />;
   if (!usage.data) return <Spinner label="Loading usage…" />;
