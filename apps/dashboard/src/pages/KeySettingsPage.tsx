@@ -198,8 +198,10 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
 
 /** Catches the URL mistakes a newcomer makes before the server sees them; the server checks the rest. */
 export function webhookUrlProblem(value: string): string | null {
-  if (value === '') return null;
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
+  // Only what looks like a host without its scheme (`localhost:4000`, `example.com/hook`); other text is
+  // left to the server's own message.
+  const hostLike = /^(localhost|\[[0-9a-f:]+\]|[\w-]+(\.[\w-]+)+)(:\d+)?([/?#]\S*)?$/i.test(value);
+  if (value !== '' && hostLike && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
     const example = /^(localhost|127\.|\[::1\])/i.test(value) ? `http://${value}` : `https://${value}`;
     return `Add http:// or https:// at the start, e.g. ${example}`;
   }
