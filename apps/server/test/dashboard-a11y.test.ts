@@ -69,6 +69,12 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
       body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'The sky is blue. What colour is the sky?' }] }),
     });
     expect(chat.status).toBe(200);
+    const bad = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01' }),
+    });
+    expect(bad.status).toBe(400);
     await receiver.waitFor((r) => r.length >= 1, 30_000);
   }, 120_000);
 
@@ -287,10 +293,26 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
     }
   });
 
-  it('the Usage key choice is in the URL', { timeout: 60_000 }, async () => {
+  it('Usage shows requests, errors by class, latency p50/p95, tokens and the ungrounded share per day; the key is in the URL', { timeout: 60_000 }, async () => {
     const { context, page } = await signedIn('light');
     try {
       await page.goto(`${server.url}/dashboard/usage`);
+      const summary = page.getByTestId('usage-summary');
+      await expect
+        .poll(async () => {
+          await page.reload();
+          await summary.waitFor();
+          return summary.textContent();
+        }, { timeout: 20_000 })
+        .toContain('Requests2');
+      const text = (await summary.textContent()) ?? '';
+      expect(text).toContain('Errors 4xx / 5xx1 / 0');
+      expect(text).toMatch(/Latency p50 \/ p95≤ [\d.]+ m?s \/ ≤ [\d.]+ m?s/);
+      expect(text).toMatch(/Checked answers judged ungrounded\d+ % of 1/);
+      const today = new Date().toISOString().slice(0, 10);
+      const dayRow = page.locator('.usage-days-table tbody tr').first();
+      expect(await dayRow.locator('td').first().textContent()).toBe(today);
+      expect(await dayRow.locator('td').nth(2).textContent()).toBe('1 / 0');
       await page.getByRole('combobox', { name: 'Key' }).selectOption(keyId);
       await expect.poll(() => new URL(page.url()).searchParams.get('key')).toBe(keyId);
       await page.reload();
