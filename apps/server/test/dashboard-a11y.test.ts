@@ -107,8 +107,11 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
       heading: 'Deliveries',
       title: `Deliveries of ${keyName} — svc`,
       open: async (page) => {
-        await page.getByRole('button', { name: 'Details' }).first().click();
-        await page.getByTestId('payload').waitFor();
+        // The oldest delivery is the answered chat request (with its grounding table).
+        await page.getByRole('button', { name: 'Details' }).last().click();
+        await page.getByTestId('claims').waitFor();
+        // Long claims wrap inside their column instead of running into the next one.
+        expect(await page.getByTestId('claims').locator('td').first().evaluate((td) => getComputedStyle(td).whiteSpace)).toBe('normal');
       },
     },
     { name: 'usage', path: '/dashboard/usage', heading: 'Usage', title: 'Usage — svc' },
