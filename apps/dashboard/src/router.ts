@@ -53,19 +53,38 @@ export function addNavigationGuard(guard: Guard): () => void {
   return () => guards.delete(guard);
 }
 
+/** True when a registered guard wants to stay on the page (it has asked the user). */
+function blocked(): boolean {
+  for (const guard of guards) if (guard()) return true;
+  return false;
+}
+
+/** Marks the popstate events `navigate` sends itself, which have passed the guards already. */
+const IN_APP = { svcInApp: true };
+
 export function navigate(route: Route, options: { replace?: boolean } = {}): void {
-  for (const guard of guards) if (guard()) return;
+  if (blocked()) return;
   const href = hrefOf(route);
   if (options.replace) window.history.replaceState(null, '', href);
   else if (href !== window.location.pathname + window.location.search) window.history.pushState(null, '', href);
-  window.dispatchEvent(new PopStateEvent('popstate'));
+  window.dispatchEvent(new PopStateEvent('popstate', { state: IN_APP }));
   window.scrollTo(0, 0);
 }
 
 export function useRoute(): Route {
   const [route, setRoute] = useState(() => parseRoute(window.location.pathname, window.location.search));
   useEffect(() => {
-    const update = () => setRoute(parseRoute(window.location.pathname, window.location.search));
+    let here = window.location.pathname + window.location.search;
+    const update = (event: PopStateEvent) => {
+      // Back and Forward within the app: with unsaved edits the user may choose to stay, which puts the
+      // page's own URL back.
+      if (event.state !== IN_APP && blocked()) {
+        window.history.pushState(null, '', here);
+        return;
+      }
+      here = window.location.pathname + window.location.search;
+      setRoute(parseRoute(window.location.pathname, window.location.search));
+    };
     window.addEventListener('popstate', update);
     return () => window.removeEventListener('popstate', update);
   }, []);

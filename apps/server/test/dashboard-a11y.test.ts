@@ -262,6 +262,26 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Usage' }).click();
       await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
       expect(asked).toBe(false);
+
+      // Back within the app with unsaved edits asks too; staying keeps the page and its URL.
+      await page.goto(`${server.url}/dashboard/settings/api-keys`);
+      await page.locator(`tr[data-key-id="${keyId}"]`).getByRole('link', { name: 'Settings' }).click();
+      await page.getByRole('heading', { name: keyName, level: 1 }).waitFor();
+      await urlField.fill('https://example.com/unsaved');
+      const answers: Array<'dismiss' | 'accept'> = ['dismiss', 'accept'];
+      const backDialogs: string[] = [];
+      page.removeAllListeners('dialog'); // the unused once-handler above
+      page.on('dialog', (d) => {
+        backDialogs.push(d.message());
+        void (answers.shift() === 'accept' ? d.accept() : d.dismiss());
+      });
+      await page.goBack();
+      await expect.poll(() => backDialogs.length).toBe(1);
+      await expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard/settings/api-keys/${keyId}`);
+      expect(await urlField.inputValue()).toBe('https://example.com/unsaved');
+      await page.goBack();
+      await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
+      expect(backDialogs).toHaveLength(2);
     } finally {
       await context.close();
       await failing.close();
