@@ -1,9 +1,22 @@
 import type { AuditPayload } from '@svc/protocol';
-import { clockTime, kleur, mark } from './output.js';
+import { clockTime, kleur, mark, visibleLength } from './output.js';
+import { shortId, truncate } from './short-id.js';
 import type { SendOutcome } from './send-delivery.js';
 
+/** The terminal width the default (not `--wide`) output fits. */
+export const LINE_WIDTH = 80;
+
+interface Detail {
+  text: string;
+  /** Details with a drop rank are left out, lowest rank first, when the line would pass 80 columns. */
+  drop?: number;
+}
+
 /**
- * `12:03:04  --> llm.request.completed [chatcmpl-…]  svc01 200 · 12+34=46 tokens · 532 ms · grounded (hallucination 0.07) · test · signature ✔  dlv_…`
+ * One line per received delivery. By default it fits 80 columns:
+ * `12:03:04  --> llm.request.completed [chatcmpl-3Jx0…]  200 · 46 tok · not grounded · sig ✔`
+ * (request id cut, latency then tokens left out when there is no room). `wide` prints everything:
+ * `12:03:04  --> llm.request.completed [chatcmpl-…]  svc01 200 · 12+34=46 tokens · 532 ms · grounded (hallucination 0.07) · test · signature ✔  whd_…`
  *
  * Fields missing from the body are left out, so a body that is not an audit payload still prints.
  */
@@ -12,54 +25,90 @@ export function formatReceivedLine(input: {
   body: Buffer;
   headers: Record<string, string | string[] | undefined>;
   signature: 'valid' | 'invalid' | 'unchecked';
+  wide?: boolean;
 }): string {
+  const wide = input.wide === true;
   const payload = parsePayload(input.body);
   const header = (name: string): string | undefined => {
     const value = input.headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
   const event = str(payload?.event) ?? header('x-svc-event') ?? 'unknown event';
-  const parts: string[] = [];
   const head = `${clockTime(input.time)}  --> ${kleur.cyan(event)}`;
   const requestId = str(payload?.request_id);
-  const details: string[] = [];
+  const details: Detail[] = [];
 
   if (!payload) {
-    details.push(kleur.yellow(`body is not a JSON object (${input.body.length} bytes)`));
+    details.push({ text: kleur.yellow(wide ? `body is not a JSON object (${input.body.length} bytes)` : 'not JSON') });
   } else {
-    const model = str(payload.model);
+    const model = wide ? str(payload.model) : undefined;
     const status = num(payload.status_code);
-    if (model || status !== undefined) details.push([model, status !== undefined ? String(status) : undefined].filter(Boolean).join(' '));
+    if (model || status !== undefined) details.push({ text: [model, status !== undefined ? String(status) : undefined].filter(Boolean).join(' ') });
     const inTokens = num(payload.input_tokens);
     const outTokens = num(payload.output_tokens);
     const total = num(payload.total_tokens);
-    if (inTokens !== undefined || outTokens !== undefined || total !== undefined) {
-      details.push(`${inTokens ?? '?'}+${outTokens ?? '?'}=${total ?? '?'} tokens`);
+    if (wide && (inTokens !== undefined || outTokens !== undefined || total !== undefined)) {
+      details.push({ text: `${inTokens ?? '?'}+${outTokens ?? '?'}=${total ?? '?'} tokens` });
+    } else if (total !== undefined) {
+      details.push({ text: `${total} tok`, drop: 2 });
     }
     const latency = num(payload.latency_ms);
-    if (latency !== undefined) details.push(`${latency} ms`);
+    if (latency !== undefined) details.push({ text: `${latency} ms`, drop: 1 });
     if (typeof payload.grounded === 'boolean') {
       const score = num(payload.hallucination_score);
-      const scoreText = score !== undefined ? ` (hallucination ${score.toFixed(2)})` : '';
-      details.push(payload.grounded ? kleur.green(`grounded${scoreText}`) : kleur.red(`not grounded${scoreText}`));
+      const scoreText = wide && score !== undefined ? ` (hallucination ${score.toFixed(2)})` : '';
+      details.push({ text: payload.grounded ? kleur.green(`grounded${scoreText}`) : kleur.red(`not grounded${scoreText}`) });
     }
-    if (payload.test === true) details.push(kleur.yellow('test'));
+    if (payload.test === true) details.push({ text: kleur.yellow('test') });
   }
-  if (input.signature !== 'unchecked') details.push(`signature ${input.signature === 'valid' ? mark.ok() : mark.bad()}`);
-
-  parts.push(requestId ? `${head} [${requestId}]` : head);
-  if (details.length > 0) parts.push(details.join(' · '));
+  if (input.signature !== 'unchecked') {
+    details.push({ text: `${wide ? 'signature' : 'sig'} ${input.signature === 'valid' ? mark.ok() : mark.bad()}` });
+  }
   const deliveryId = header('x-svc-delivery');
-  if (deliveryId) parts.push(kleur.dim(deliveryId));
-  return `${parts.join('  ')}\n`;
+
+  if (wide) {
+    const parts = [requestId ? `${head} [${requestId}]` : head];
+    if (details.length > 0) parts.push(details.map((d) => d.text).join(' · '));
+    if (deliveryId) parts.push(kleur.dim(deliveryId));
+    return `${parts.join('  ')}\n`;
+  }
+
+  // Leave out the droppable details until the request id keeps at least 14 characters.
+  let kept = details;
+  for (let rank = 0; ; rank++) {
+    const detailText = kept.map((d) => d.text).join(' · ');
+    const fixed = visibleLength(head) + (detailText ? 2 + visibleLength(detailText) : 0);
+    const room = LINE_WIDTH - fixed - 3; // ' [' + ']'
+    const droppable = kept.some((d) => d.drop !== undefined);
+    if (!requestId || requestId.length <= room || room >= 14 || !droppable) {
+      const id = requestId ? ` [${truncate(requestId, Math.max(room, 2))}]` : '';
+      return `${head}${id}${detailText ? `  ${detailText}` : ''}\n`;
+    }
+    kept = kept.filter((d) => d.drop === undefined || d.drop > rank + 1);
+  }
 }
 
-/** `12:03:04  <-- [200] POST http://localhost:3000/webhooks [dlv_…]`, or the failure. */
-export function formatSentLine(time: Date, url: string, outcome: SendOutcome, deliveryId: string | null | undefined): string {
-  const id = deliveryId ? ` ${kleur.dim(`[${deliveryId}]`)}` : '';
-  if (!outcome.ok && outcome.status === null) return `${clockTime(time)}  ${mark.bad()} POST ${url} failed: ${outcome.error}${id}\n`;
+/**
+ * `12:03:04  <-- [200] POST http://localhost:3000/webhooks [4b5c6d7e]`, or the failure; the URL is cut
+ * to fit 80 columns unless `wide`, which also prints the full delivery id.
+ */
+export function formatSentLine(time: Date, url: string, outcome: SendOutcome, deliveryId: string | null | undefined, wide = false): string {
+  const id = deliveryId ? ` ${kleur.dim(`[${wide ? deliveryId : shortId(deliveryId)}]`)}` : '';
+  const fit = (before: string, after: string): string =>
+    wide ? `${before}${url}${after}` : `${before}${truncate(url, Math.max(LINE_WIDTH - visibleLength(before) - visibleLength(after), 20))}${after}`;
+  if (!outcome.ok && outcome.status === null) {
+    const before = `${clockTime(time)}  ${mark.bad()} POST `;
+    if (wide) return `${before}${url} failed: ${outcome.error}${id}\n`;
+    // The URL says which target failed, so the delivery id, then the error text give way first.
+    const failed = (shownId: string): string => {
+      const errorRoom = LINE_WIDTH - visibleLength(before) - url.length - visibleLength(shownId) - ' failed: '.length;
+      return ` failed: ${truncate(outcome.error, Math.max(errorRoom, 18))}${shownId}`;
+    };
+    const withId = failed(id);
+    return `${fit(before, visibleLength(before) + url.length + visibleLength(withId) <= LINE_WIDTH ? withId : failed(''))}\n`;
+  }
   const status = outcome.ok ? kleur.green(`[${outcome.status}]`) : kleur.red(`[${outcome.status}]`);
-  return `${clockTime(time)}  <-- ${status} POST ${url}${id}\n`;
+  return `${fit(`${clockTime(time)}  <-- ${status} POST `, id)}\n`;
 }
 
 function parsePayload(body: Buffer): Partial<Record<keyof AuditPayload, unknown>> | undefined {

@@ -15,6 +15,8 @@ export interface ListenerOptions {
   forwardTo?: string;
   /** Print each raw body on one line to stdout (human lines then go to stderr). */
   json: boolean;
+  /** Full ids and every detail; otherwise each line fits 80 columns. */
+  wide?: boolean;
   logFile: string;
   io: Io;
   clock?: () => Date;
@@ -95,7 +97,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
 
     // Everything a caller can observe is done before answering: the sender's call returning means
     // the delivery is printed and logged.
-    human(formatReceivedLine({ time, body, headers, signature }));
+    human(formatReceivedLine({ time, body, headers, signature, wide: options.wide }));
     if (options.json) io.out(`${body.toString('utf8')}\n`);
     try {
       await log.append({
@@ -122,7 +124,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const outcome = await sendDelivery(options.forwardTo, body, deliveryHeaders(req.headers));
     if (outcome.ok) stats.forwarded++;
     else stats.forwardFailed++;
-    const line = formatSentLine(clock(), options.forwardTo, outcome, deliveryId);
+    const line = formatSentLine(clock(), options.forwardTo, outcome, deliveryId, options.wide);
     if (outcome.status === null) io.err(line);
     else human(line);
   }

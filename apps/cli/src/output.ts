@@ -35,7 +35,8 @@ export function clockTime(date: Date): string {
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g;
 
-function visibleLength(text: string): number {
+/** Columns `text` takes in a terminal, colour escapes not counted. */
+export function visibleLength(text: string): number {
   return text.replace(ANSI, '').length;
 }
 

@@ -12,12 +12,12 @@ import { startReceiver } from './receiver.js';
 describe('svc-cli listen', () => {
   const sandbox = useSandbox();
 
-  it('prints Ready with its real URL, one line per delivery, ✔ for the right secret and ✘ + 401 for a wrong one', async () => {
+  it('prints Ready with its real URL, one line per delivery within 80 columns, ✔ for the right secret and ✘ + 401 for a wrong one', async () => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     expect(listen.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect(listen.url).not.toContain(':0/');
 
-    const good = await postDelivery(listen.url, samplePayload('test-good'), { secret: SECRET, deliveryId: 'whd_good' });
+    const good = await postDelivery(listen.url, samplePayload('chatcmpl-3Jx0d7rZr1kqzqgm1o3mX0w9'), { secret: SECRET, deliveryId: 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e' });
     expect(good.status).toBe(200);
     const bad = await postDelivery(listen.url, samplePayload('test-bad'), { secret: 'whsec_wrong', deliveryId: 'whd_bad' });
     expect(bad.status).toBe(401);
@@ -26,25 +26,35 @@ describe('svc-cli listen', () => {
 
     const lines = listen.stdout().trimEnd().split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d {2}--> llm\.request\.completed \[test-good\]/);
-    expect(lines[0]).toContain('svc01 200');
-    expect(lines[0]).toContain('12+34=46 tokens');
-    expect(lines[0]).toContain('532 ms');
-    expect(lines[0]).toContain('not grounded (hallucination 0.25)');
-    expect(lines[0]).toContain('test');
-    expect(lines[0]).toContain('signature ✔');
-    expect(lines[0]).toContain('whd_good');
-    expect(lines[1]).toContain('[test-bad]');
-    expect(lines[1]).toContain('signature ✘');
-    expect(lines[2]).toContain('signature ✘');
+    for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(80);
+    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d {2}--> llm\.request\.completed \[chatcm\w*…\] {2}200 · not grounded · test · sig ✔$/);
+    expect(lines[1]).toMatch(/--> llm\.request\.completed \[test-b\w*…\] {2}200 · [^\n]*sig ✘$/);
+    expect(lines[2]).toContain('sig ✘');
     expect(listen.stdout()).not.toMatch(/\u001b\[/);
+  });
+
+  it('--wide prints every detail and the full ids', async () => {
+    const listen = await startListen(['--secret', SECRET, '--wide'], { cwd: sandbox.path });
+    await postDelivery(listen.url, samplePayload('chatcmpl-3Jx0d7rZr1kqzqgm1o3mX0w9'), { secret: SECRET, deliveryId: 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e' });
+    const [line] = listen.stdout().trimEnd().split('\n');
+    expect(line).toMatch(/^\d\d:\d\d:\d\d {2}--> llm\.request\.completed \[chatcmpl-3Jx0d7rZr1kqzqgm1o3mX0w9\] {2}/);
+    expect(line).toContain('svc01 200 · 12+34=46 tokens · 532 ms · not grounded (hallucination 0.25) · test · signature ✔  whd_0193a1b2c3d4e5f60718293a4b5c6d7e');
+  });
+
+  it('without a secret or test marker there is room for tokens and latency', async () => {
+    const listen = await startListen([], { cwd: sandbox.path });
+    const body = samplePayload('chatcmpl-3Jx0d7rZr1kqzqgm1o3mX0w9').replace('"test":true', '"test":false').replace('"grounded":false', '"grounded":true');
+    await postDelivery(listen.url, body);
+    const [line] = listen.stdout().trimEnd().split('\n');
+    expect(line!.length).toBeLessThanOrEqual(80);
+    expect(line).toMatch(/\[chatcmpl-\w+…\] {2}200 · 46 tok · grounded$/);
   });
 
   it('without --secret accepts every delivery and shows no signature mark', async () => {
     const listen = await startListen([], { cwd: sandbox.path });
     expect((await postDelivery(listen.url, samplePayload(), { secret: 'anything' })).status).toBe(200);
     expect(listen.stdout()).toContain('--> llm.request.completed [test-0001]');
-    expect(listen.stdout()).not.toContain('signature');
+    expect(listen.stdout()).not.toContain('sig ');
   });
 
   it('--json prints each raw body on one line of stdout, byte-for-byte, and nothing else', async () => {
@@ -143,7 +153,7 @@ describe('svc-cli listen', () => {
 
     const plain = await startListen(['--secret', SECRET, '--no-color'], { cwd: sandbox.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
     await postDelivery(plain.url, samplePayload(), { secret: SECRET });
-    expect(plain.stdout()).toContain('signature ✔');
+    expect(plain.stdout()).toContain('sig ✔');
     expect(plain.stdout() + plain.stderr()).not.toContain('\u001b[');
   });
 

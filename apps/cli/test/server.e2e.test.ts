@@ -49,8 +49,9 @@ describe('listen receives real deliveries from the server', () => {
     expect(chat.code).toBe(0);
     const requestId = chat.stderr.match(/(chatcmpl-\S+)/)![1]!;
 
-    const [line] = await listen.waitFor('stderr', new RegExp(`--> llm\\.request\\.completed \\[${requestId}\\][^\\n]*`));
-    expect(line).toMatch(/svc01 200 · \d+\+\d+=\d+ tokens · \d+ ms · (grounded|not grounded) \(hallucination \d\.\d\d\) · signature ✔  whd_/);
+    const [line] = await listen.waitFor('stderr', new RegExp(`--> llm\\.request\\.completed \\[${requestId.slice(0, 10)}[^\\n]*`));
+    expect(line.length).toBeLessThanOrEqual(80);
+    expect(line).toMatch(/\] {2}200 · (\d+ tok · )?(grounded|not grounded) · sig ✔$/);
     expect(line).not.toContain('· test ·');
 
     const delivery = await deliveryFor(token, requestId);
@@ -74,7 +75,7 @@ describe('listen receives real deliveries from the server', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(`✔ Test delivery to ${listen.url} succeeded\n`);
-    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · signature ✔  whd_/);
+    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · sig ✔\n/);
   });
 
   it('a wrong secret: the listener prints ✘ and answers 401, so webhooks test exits 1 with the status', async () => {
@@ -83,7 +84,7 @@ describe('listen receives real deliveries from the server', () => {
     const result = await cli(['webhooks', 'test'], token);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`svc-cli: test delivery to ${listen.url} failed: the receiver answered 401\n`);
-    expect(listen.stdout()).toContain('signature ✘');
+    expect(listen.stdout()).toContain('sig ✘');
   });
 
   it('webhooks test --json prints the server result', async () => {
@@ -116,7 +117,7 @@ describe('listen receives real deliveries from the server', () => {
     expect(forwarded!.headers['x-svc-event']).toBe('llm.request.completed');
     expect(forwarded!.headers['content-type']).toMatch(/^application\/json/);
     expect(verifySignature(forwarded!.body, forwarded!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
-    await listen.waitFor('stdout', new RegExp(`<-- \\[200\\] POST ${target.url} \\[${delivery.id}\\]`));
+    await listen.waitFor('stdout', new RegExp(`<-- \\[200\\] POST ${target.url} \\[${delivery.id.slice(-8)}\\]`));
 
     await target.close();
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
@@ -155,9 +156,17 @@ describe('replay and deliveries against the server', () => {
     const list = await cli(['deliveries', 'list'], token);
     expect(list.code).toBe(0);
     const lines = list.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^ID\s+STATUS\s+CODE\s+ATTEMPTS\s+CREATED\s+REQUEST\s+URL$/);
+    expect(lines[0]).toMatch(/^ID\s+STATUS\s+CODE\s+ATTEMPTS\s+CREATED\s+REQUEST$/);
     expect(lines).toHaveLength(3);
-    expect(lines[1]).toMatch(new RegExp(`^whd_[0-9a-f]{32}  delivered  200\\s+1\\s+\\S+Z  test-\\S+\\s+${listen.url}$`));
+    for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(80);
+    expect(lines[1]).toMatch(/^[0-9a-f]{8}  delivered  200\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d  test-\S+$/);
+
+    const wide = await cli(['deliveries', 'list', '--wide'], token);
+    const wideLines = wide.stdout.trimEnd().split('\n');
+    expect(wideLines[0]).toMatch(/^ID\s+STATUS\s+CODE\s+ATTEMPTS\s+CREATED\s+REQUEST\s+URL$/);
+    expect(wideLines[1]).toMatch(new RegExp(`^whd_[0-9a-f]{32}  delivered  200\\s+1\\s+\\S+Z  test-\\S+\\s+${listen.url}$`));
+    const id = wideLines[1]!.split(/\s+/)[0]!;
+    expect(id.endsWith(lines[1]!.split(/\s+/)[0]!)).toBe(true);
 
     const limited = await cli(['deliveries', 'list', '--limit', '1'], token);
     expect(limited.stdout.trimEnd().split('\n')).toHaveLength(2);
@@ -171,8 +180,8 @@ describe('replay and deliveries against the server', () => {
     expect(failedOnly.code).toBe(0);
     expect(failedOnly.stderr).toBe('No deliveries.\n');
 
-    const id = lines[1]!.split(/\s+/)[0]!;
-    const show = await cli(['deliveries', 'show', id], token);
+    // The short id from the narrow list names the delivery.
+    const show = await cli(['deliveries', 'show', lines[1]!.split(/\s+/)[0]!], token);
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(new RegExp(`^id\\s+${id}\\n`));
     expect(show.stdout).toMatch(/status\s+delivered/);
@@ -183,7 +192,7 @@ describe('replay and deliveries against the server', () => {
     const redeliver = await cli(['deliveries', 'redeliver', id], token);
     expect(redeliver.code).toBe(0);
     expect(redeliver.stdout).toContain(`Redelivery of ${id} to ${listen.url} requested`);
-    await listen.waitFor('stdout', new RegExp(`(?:.*\\n){${before}}.*signature ✔  ${id}\\n`));
+    await listen.waitFor('stdout', new RegExp(`(?:.*\\n){${before}}.*sig ✔\\n`));
     const detail = JSON.parse((await cli(['deliveries', 'show', id, '--json'], token)).stdout) as DeliveryDetail;
     const log = readFileSync(join(sandbox.path, '.svc', 'deliveries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     const copies = log.filter((e) => e.id === id);

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, setCsrfToken, setSignedOutHandler, type Me } from './api.js';
-import { hrefOf, navigate, useRoute, type Route } from './router.js';
+import { hrefOf, navigate, useRoute, useTitle, type Route } from './router.js';
 import { LoginPage } from './pages/LoginPage.js';
 import { KeysPage } from './pages/KeysPage.js';
 import { KeySettingsPage } from './pages/KeySettingsPage.js';
@@ -92,8 +92,27 @@ function Page({ route, me }: { route: Route; me: Me }) {
     case 'deliveries':
       return <DeliveriesPage keyId={route.keyId} />;
     case 'usage':
-      return <UsagePage />;
+      return <UsagePage keyId={route.keyId} />;
+    case 'not-found':
+      return <NotFoundPage />;
   }
+}
+
+function NotFoundPage() {
+  useTitle('Page not found');
+  return (
+    <section>
+      <h1>Page not found</h1>
+      <div className="card empty">
+        <p>
+          There is no dashboard page at <code>{window.location.pathname}</code>.
+        </p>
+        <a className="button" href={hrefOf({ page: 'keys' })} onClick={link({ page: 'keys' })}>
+          Go to API Keys
+        </a>
+      </div>
+    </section>
+  );
 }
 
 /** A click handler for in-app links: plain clicks navigate in place, modified clicks open as usual. */
@@ -106,7 +125,7 @@ export function link(route: Route) {
 }
 
 function NavLink({ route, current, label }: { route: Route; current: Route; label: string }) {
-  const active = route.page === 'usage' ? current.page === 'usage' : current.page !== 'usage';
+  const active = route.page === 'usage' ? current.page === 'usage' : current.page !== 'usage' && current.page !== 'not-found';
   return (
     <a className={`nav-link${active ? ' active' : ''}`} href={hrefOf(route)} onClick={link(route)} aria-current={active ? 'page' : undefined}>
       {label}

@@ -72,12 +72,21 @@ export interface UsagePoint {
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;
+  errors_4xx: number;
+  errors_5xx: number;
+  /** Bucket bounds (100, 250, 500 ms …); above 30000 means slower than 30 s. */
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+  grounding_checked: number;
+  ungrounded: number;
+  ungrounded_share: number | null;
 }
 
 export interface Usage {
   days: string[];
   total: UsagePoint[];
-  keys: Array<{ key_id: string; name: string; prefix: string; revoked: boolean; series: UsagePoint[] }>;
+  total_summary: UsagePoint;
+  keys: Array<{ key_id: string; name: string; prefix: string; revoked: boolean; series: UsagePoint[]; summary: UsagePoint }>;
 }
 
 /** An error answer of the API: `{ error: { message, type, code, param } }`. */

@@ -309,6 +309,38 @@ describe('keys and webhook settings', () => {
     const one = await client.request('GET', `/usage?key_id=${alice.keyId}`);
     expect(one.body.keys).toHaveLength(1);
   });
+
+  it('counts errors by status class, latency percentiles and ungrounded answers from real requests', { timeout: 60_000 }, async () => {
+    const userId = (await server.running.store.keys.byId(alice.keyId))!.user_id;
+    const { key, token } = await server.createKey({ userId, name: 'quality' });
+    const send = (body: unknown) =>
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const ask = { model: 'svc01', messages: [{ role: 'user', content: 'What colour is the sky?' }] };
+    expect((await send(ask)).status).toBe(200);
+    expect((await send(ask)).status).toBe(200);
+    expect((await send({ model: 'svc01' })).status).toBe(400);
+
+    type Point = { requests: number; errors_4xx: number; errors_5xx: number; latency_p50_ms: number | null; latency_p95_ms: number | null; grounding_checked: number; ungrounded: number; ungrounded_share: number | null };
+    let today: Point | undefined;
+    let summary: Point | undefined;
+    await expect
+      .poll(async () => {
+        const usage = await client.request('GET', `/usage?key_id=${key.id}`);
+        today = usage.body.keys[0].series.at(-1);
+        summary = usage.body.keys[0].summary;
+        return today?.requests;
+      }, { timeout: 20_000 })
+      .toBe(3);
+    expect(today).toMatchObject({ errors_4xx: 1, errors_5xx: 0, grounding_checked: 2 });
+    expect(today!.latency_p50_ms).toBeGreaterThan(0);
+    expect(today!.latency_p95_ms).toBeGreaterThanOrEqual(today!.latency_p50_ms!);
+    expect(today!.ungrounded_share).toBe(today!.ungrounded / 2);
+    expect(summary).toEqual({ ...today, day: expect.stringMatching(/^\d{4}-\d\d-\d\d\.\.\d{4}-\d\d-\d\d$/) });
+  });
 });
 
 describe('blocked private webhook addresses', () => {

@@ -2,7 +2,11 @@ import { Command, Option } from 'commander';
 import type { Delivery, DeliveryDetail, DeliveryList, DeliveryStatus } from '@svc/protocol';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { parsePositiveInt } from '../options.js';
-import { kleur, processIo, table, type Io } from '../output.js';
+import type { ApiClient } from '../api-client.js';
+import { LINE_WIDTH } from '../delivery-line.js';
+import { CliError } from '../errors.js';
+import { kleur, processIo, table, visibleLength, type Io } from '../output.js';
+import { idMatches, shortId, truncate } from '../short-id.js';
 
 // Only types come from @svc/protocol, so the CLI never loads zod at run time (start-up time); the
 // `satisfies` keeps this list complete and in step with the schema.
@@ -12,6 +16,7 @@ interface ListOptions {
   limit?: number;
   status?: string;
   before?: string;
+  wide?: boolean;
 }
 
 /** `svc-cli deliveries list|show|redeliver|cancel`: the server's deliveries API for the calling key. */
@@ -33,12 +38,14 @@ Examples:
     .addOption(new Option('-l, --limit <n>', 'how many').argParser(parsePositiveInt))
     .addOption(new Option('--status <status>', 'only deliveries in this state').choices(STATUSES))
     .addOption(new Option('--before <cursor>', 'continue after this cursor (printed when there are more)'))
+    .option('-w, --wide', 'full ids, times and URLs (one line per delivery fits 80 columns otherwise)')
     .addHelpText(
       'after',
       `
 Examples:
   $ svc-cli deliveries list
   $ svc-cli deliveries list --limit 50 --status failed
+  $ svc-cli deliveries list --wide
   $ svc-cli deliveries list --json | jq '.data[].id'`,
     )
     .action(async (opts: ListOptions, command: Command) => {
@@ -57,12 +64,7 @@ Examples:
         io.err('No deliveries.\n');
         return;
       }
-      io.out(
-        table(
-          ['ID', 'STATUS', 'CODE', 'ATTEMPTS', 'CREATED', 'REQUEST', 'URL'],
-          data.data.map((d) => [d.id, status(d.status), d.last_status_code === null ? '-' : String(d.last_status_code), String(d.attempts), d.created_at, d.request_id, d.url]),
-        ),
-      );
+      io.out(opts.wide ? wideTable(data.data) : narrowTable(data.data));
       if (data.has_more && data.next_cursor) io.err(`More: svc-cli deliveries list --before ${data.next_cursor}\n`);
     });
 
@@ -74,12 +76,14 @@ Examples:
       'after',
       `
 Examples:
-  $ svc-cli deliveries show 4f1c2d0e-…
-  $ svc-cli deliveries show 4f1c2d0e-… --json | jq -r .payload`,
+  $ svc-cli deliveries show 4b5c6d7e          (the short id deliveries list prints)
+  $ svc-cli deliveries show whd_0193… --json | jq -r .payload`,
     )
-    .action(async (id: string, _opts: unknown, command: Command) => {
+    .action(async (given: string, _opts: unknown, command: Command) => {
       const { json } = globalOptions(command);
-      const { data, raw } = await apiClientFor(command).json<DeliveryDetail>('GET', `/v1/webhooks/deliveries/${encodeURIComponent(id)}`);
+      const api = apiClientFor(command);
+      const id = await resolveDeliveryId(api, given);
+      const { data, raw } = await api.json<DeliveryDetail>('GET', `/v1/webhooks/deliveries/${encodeURIComponent(id)}`);
       if (json) {
         io.out(`${raw.trim()}\n`);
         return;
@@ -106,11 +110,13 @@ Examples:
       'after',
       `
 Examples:
-  $ svc-cli deliveries redeliver 4f1c2d0e-…`,
+  $ svc-cli deliveries redeliver 4b5c6d7e`,
     )
-    .action(async (id: string, _opts: unknown, command: Command) => {
+    .action(async (given: string, _opts: unknown, command: Command) => {
       const { json } = globalOptions(command);
-      const { data, raw } = await apiClientFor(command).json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`);
+      const api = apiClientFor(command);
+      const id = await resolveDeliveryId(api, given);
+      const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`);
       if (json) {
         io.out(`${raw.trim()}\n`);
         return;
@@ -122,10 +128,12 @@ Examples:
   deliveries
     .command('cancel')
     .description('stop a pending delivery: no more attempts (redeliver resumes it)')
-    .argument('<id>', 'delivery id')
-    .action(async (id: string, _opts: unknown, command: Command) => {
+    .argument('<id>', 'delivery id (or the short id `deliveries list` shows)')
+    .action(async (given: string, _opts: unknown, command: Command) => {
       const { json } = globalOptions(command);
-      const { data, raw } = await apiClientFor(command).json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/cancel`);
+      const api = apiClientFor(command);
+      const id = await resolveDeliveryId(api, given);
+      const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/cancel`);
       if (json) {
         io.out(`${raw.trim()}\n`);
         return;
@@ -134,6 +142,56 @@ Examples:
     });
 
   return deliveries;
+}
+
+/** ID, STATUS, CODE, ATTEMPTS, CREATED, REQUEST: short id, local time to the minute, request id cut to fit 80 columns. */
+function narrowTable(rows: Delivery[]): string {
+  const header = ['ID', 'STATUS', 'CODE', 'ATTEMPTS', 'CREATED', 'REQUEST'];
+  const cells = rows.map((d) => [shortId(d.id), status(d.status), code(d), String(d.attempts), localMinute(new Date(d.created_at))]);
+  const widths = header.slice(0, -1).map((h, i) => Math.max(h.length, ...cells.map((row) => visibleLength(row[i] ?? ''))));
+  const room = LINE_WIDTH - widths.reduce((sum, w) => sum + w + 2, 0);
+  return table(header, cells.map((row, i) => [...row, truncate(rows[i]!.request_id, Math.max(room, header.at(-1)!.length))]));
+}
+
+function wideTable(rows: Delivery[]): string {
+  return table(
+    ['ID', 'STATUS', 'CODE', 'ATTEMPTS', 'CREATED', 'REQUEST', 'URL'],
+    rows.map((d) => [d.id, status(d.status), code(d), String(d.attempts), d.created_at, d.request_id, d.url]),
+  );
+}
+
+function code(d: Delivery): string {
+  return d.last_status_code === null ? '-' : String(d.last_status_code);
+}
+
+/** `2026-11-25 12:03`, local time. */
+function localMinute(date: Date): string {
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+const FULL_ID = /^whd_[0-9a-f]{32}$/;
+const SHORT_ID = /^…?[0-9a-f]{4,31}$/;
+/** Deliveries looked through to find the one a short id names. */
+const SEARCH_PAGES = 10;
+
+/** The full id for a short one (its tail, as `deliveries list` prints it), looked up among the latest deliveries. */
+async function resolveDeliveryId(api: ApiClient, given: string): Promise<string> {
+  if (FULL_ID.test(given) || !SHORT_ID.test(given)) return given;
+  const matches: string[] = [];
+  let before: string | null = null;
+  let seen = 0;
+  for (let page = 0; page < SEARCH_PAGES; page++) {
+    const query: string = before ? `&before=${encodeURIComponent(before)}` : '';
+    const { data }: { data: DeliveryList } = await api.json<DeliveryList>('GET', `/v1/webhooks/deliveries?limit=100${query}`);
+    seen += data.data.length;
+    for (const d of data.data) if (idMatches(d.id, given)) matches.push(d.id);
+    if (!data.has_more || !data.next_cursor) break;
+    before = data.next_cursor;
+  }
+  if (matches.length === 1) return matches[0]!;
+  if (matches.length === 0) throw new CliError(`no delivery ending in ${given} among the latest ${seen}; pass the full id (svc-cli deliveries list --wide)`);
+  throw new CliError(`${matches.length} deliveries end in ${given}; pass more of the id (svc-cli deliveries list --wide)`);
 }
 
 function status(value: string): string {

@@ -12,6 +12,7 @@ interface ListenOptions {
   secret?: string;
   forwardTo?: string;
   log: string;
+  wide?: boolean;
 }
 
 /** `svc-cli listen`: a local receiver for audit webhooks, in the manner of `stripe listen`. */
@@ -23,6 +24,7 @@ export function makeListenCommand(io: Io = processIo): Command {
     .addOption(new Option('--path <path>', 'path deliveries are POSTed to').default('/').argParser(parsePath))
     .addOption(new Option('-s, --secret <secret>', "the key's signing secret: verify X-Svc-Signature, answer 401 when wrong").env('SVC_WEBHOOK_SECRET'))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes and X-Svc-* headers) to this URL').argParser(parseForwardUrl))
+    .option('-w, --wide', 'print full ids and every detail (lines are cut to 80 columns otherwise)')
     .addOption(new Option('--log <file>', 'append every delivery (headers and raw body) to this JSON-lines file').default(DEFAULT_LOG_FILE))
     .addHelpText(
       'after',
@@ -49,6 +51,7 @@ Examples:
         secret: opts.secret,
         forwardTo: opts.forwardTo,
         json,
+        wide: opts.wide === true,
         logFile: opts.log,
         io,
       });

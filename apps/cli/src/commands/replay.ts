@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { sign } from '@svc/verify';
 import { DEFAULT_LOG_FILE, readDeliveryLog, type LoggedDelivery } from '../delivery-log.js';
 import { formatSentLine } from '../delivery-line.js';
+import { idMatches } from '../short-id.js';
 import { CliError } from '../errors.js';
 import { globalOptions } from '../global-options.js';
 import { parseForwardUrl, parsePositiveInt } from '../options.js';
@@ -13,6 +14,7 @@ interface ReplayOptions {
   log: string;
   to?: string;
   secret?: string;
+  wide?: boolean;
 }
 
 /** `svc-cli replay`: resends deliveries recorded by `listen`, byte-for-byte. */
@@ -24,6 +26,7 @@ export function makeReplayCommand(io: Io = processIo): Command {
     .addOption(new Option('--log <file>', 'delivery log written by listen').default(DEFAULT_LOG_FILE))
     .addOption(new Option('--to <url>', 'send here instead of the URL each delivery was received at').argParser(parseForwardUrl))
     .addOption(new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature)').env('SVC_WEBHOOK_SECRET'))
+    .option('-w, --wide', 'print full ids and URLs (lines are cut to 80 columns otherwise)')
     .addHelpText(
       'after',
       `
@@ -50,7 +53,7 @@ Examples:
         if (json) {
           io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error })}\n`);
         } else {
-          const line = formatSentLine(new Date(), url, outcome, entry.id);
+          const line = formatSentLine(new Date(), url, outcome, entry.id, opts.wide === true);
           if (outcome.status === null) io.err(line);
           else io.out(line);
         }
@@ -65,7 +68,8 @@ function select(entries: LoggedDelivery[], ids: string[], opts: ReplayOptions): 
   if (entries.length === 0) throw new CliError(`the delivery log ${opts.log} is empty`);
   const chosen: LoggedDelivery[] = [];
   for (const id of ids) {
-    const entry = entries.findLast((e) => e.id === id);
+    // The short ids listen prints (the id's tail) name a delivery too.
+    const entry = entries.findLast((e) => e.id === id) ?? entries.findLast((e) => e.id !== null && idMatches(e.id, id));
     if (!entry) throw new CliError(`delivery ${id} is not in ${opts.log}`);
     chosen.push(entry);
   }

@@ -1,6 +1,7 @@
+import { useEffect, useRef, useState } from 'react';
 import { formatNumber } from '../format.js';
 
-const WIDTH = 600;
+const DEFAULT_WIDTH = 600;
 const HEIGHT = 220;
 const PAD = { top: 12, right: 8, bottom: 28, left: 48 };
 
@@ -14,6 +15,20 @@ function niceMax(value: number): number {
 
 /** A bar per day as inline SVG (no chart library, nothing fetched), with a title on every bar. */
 export function BarChart({ points, label, unit, tone }: { points: Array<{ day: string; value: number }>; label: string; unit: string; tone: 'primary' | 'secondary' }) {
+  // The drawing is as wide as its box, one unit per CSS pixel, so axis labels stay 11 px on a phone
+  // instead of shrinking with the picture.
+  const box = useRef<HTMLDivElement>(null);
+  const [WIDTH, setWidth] = useState(DEFAULT_WIDTH);
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    const observer = new ResizeObserver(([entry]) => {
+      const width = Math.floor(entry?.contentRect.width ?? 0);
+      if (width > 0) setWidth(width);
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, []);
   const max = niceMax(Math.max(0, ...points.map((p) => p.value)));
   const innerW = WIDTH - PAD.left - PAD.right;
   const innerH = HEIGHT - PAD.top - PAD.bottom;
@@ -23,7 +38,8 @@ export function BarChart({ points, label, unit, tone }: { points: Array<{ day: s
   const ticks = max <= 4 ? Array.from({ length: max + 1 }, (_, i) => i) : [0, 0.25, 0.5, 0.75, 1].map((f) => f * max);
   const y = (v: number) => PAD.top + innerH - (v / max) * innerH;
   return (
-    <svg className={`chart ${tone}`} viewBox={`0 0 ${WIDTH} ${HEIGHT}`} role="img" aria-label={label}>
+    <div ref={box} className="chart-box">
+    <svg className={`chart ${tone}`} viewBox={`0 0 ${WIDTH} ${HEIGHT}`} width={WIDTH} height={HEIGHT} role="img" aria-label={label}>
       {ticks.map((t) => (
         <g key={t}>
           <line className="grid" x1={PAD.left} x2={WIDTH - PAD.right} y1={y(t)} y2={y(t)} />
@@ -49,5 +65,6 @@ export function BarChart({ points, label, unit, tone }: { points: Array<{ day: s
         );
       })}
     </svg>
+    </div>
   );
 }

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 
 export function Spinner({ label }: { label: string }) {
   return (
@@ -60,6 +60,10 @@ export function ShowOnce({ label, value, note, onDone }: { label: string; value:
   );
 }
 
+/**
+ * A modal confirmation. It opens on Cancel (the safe choice, so Enter never destroys anything by
+ * accident), keeps Tab inside itself, closes on Escape and gives focus back to what opened it.
+ */
 export function ConfirmDialog(props: {
   title: string;
   body: string;
@@ -69,17 +73,52 @@ export function ConfirmDialog(props: {
   onConfirm: () => void;
   onCancel: () => void;
 }) {
+  const dialog = useRef<HTMLDivElement>(null);
+  const cancel = useRef<HTMLButtonElement>(null);
+  const { onCancel, busy } = props;
+
+  useEffect(() => {
+    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    cancel.current?.focus();
+    return () => opener?.focus();
+  }, []);
+
+  useEffect(() => {
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === 'Escape' && !busy) {
+        event.preventDefault();
+        onCancel();
+        return;
+      }
+      if (event.key !== 'Tab' || !dialog.current) return;
+      const focusable = [...dialog.current.querySelectorAll<HTMLElement>('button:not(:disabled), a[href], input:not(:disabled), select, textarea, [tabindex]:not([tabindex="-1"])')];
+      const first = focusable[0];
+      const last = focusable.at(-1);
+      if (!first || !last) return;
+      const inside = dialog.current.contains(document.activeElement);
+      if (event.shiftKey && (document.activeElement === first || !inside)) {
+        event.preventDefault();
+        last.focus();
+      } else if (!event.shiftKey && (document.activeElement === last || !inside)) {
+        event.preventDefault();
+        first.focus();
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [onCancel, busy]);
+
   return (
     <div className="backdrop" onClick={props.onCancel}>
-      <div className="dialog" role="dialog" aria-modal="true" aria-labelledby="dialog-title" onClick={(e) => e.stopPropagation()}>
+      <div ref={dialog} className="dialog" role="dialog" aria-modal="true" aria-labelledby="dialog-title" aria-describedby="dialog-body" onClick={(e) => e.stopPropagation()}>
         <h2 id="dialog-title">{props.title}</h2>
-        <p>{props.body}</p>
+        <p id="dialog-body">{props.body}</p>
         {props.error && <ErrorMessage message={props.error} />}
         <div className="actions end">
-          <button type="button" className="button ghost" onClick={props.onCancel} disabled={props.busy}>
+          <button ref={cancel} type="button" className="button" onClick={props.onCancel} disabled={props.busy}>
             Cancel
           </button>
-          <button type="button" className="button danger" onClick={props.onConfirm} disabled={props.busy} autoFocus>
+          <button type="button" className="button danger" onClick={props.onConfirm} disabled={props.busy}>
             {props.busy ? 'Working…' : props.confirmLabel}
           </button>
         </div>

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
 import { api, type ApiKey, type Delivery, type DeliveryDetail, type DeliveryStatus } from '../api.js';
 import { link } from '../App.js';
-import { hrefOf } from '../router.js';
+import { hrefOf, useTitle } from '../router.js';
 import { formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { nextRefreshMs } from '../delivery-refresh.js';
@@ -70,6 +70,7 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
   };
 
   const name = key.data?.name ?? '…';
+  useTitle(key.data ? `Deliveries of ${key.data.name}` : 'Deliveries');
   return (
     <section>
       <nav className="breadcrumb" aria-label="Breadcrumb">
@@ -121,7 +122,9 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
                 <th>Status</th>
                 <th>Code</th>
                 <th>Attempts</th>
-                <th aria-label="Details" />
+                <th>
+                  <span className="visually-hidden">Details</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -235,7 +238,7 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           <div>
             <dt>Delivery id</dt>
             <dd>
-              <code>{d.id}</code>
+              <code className="id">{d.id}</code>
             </dd>
           </div>
           <div>
@@ -271,7 +274,7 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
         </div>
       )}
       {redeliver.error && <ErrorMessage message={redeliver.error} />}
-      <h3>Attempts</h3>
+      <h2 className="subhead">Attempts</h2>
       {d.attempt_log.length === 0 ? (
         <p className="muted">No attempt yet.</p>
       ) : (
@@ -289,23 +292,23 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           <tbody>
             {d.attempt_log.map((a) => (
               <tr key={a.attempt}>
-                <td>{a.attempt}</td>
-                <td>{formatTime(a.attempted_at)}</td>
-                <td>
+                <td data-label="#">{a.attempt}</td>
+                <td data-label="Time">{formatTime(a.attempted_at)}</td>
+                <td data-label="Outcome">
                   <OutcomeBadge outcome={a.outcome} />
                 </td>
-                <td>{a.status_code ?? '—'}</td>
-                <td>{a.duration_ms} ms</td>
-                <td className="wrap">{a.error ?? (a.response_body ? <code className="truncate">{a.response_body}</code> : '—')}</td>
+                <td data-label="Code">{a.status_code ?? '—'}</td>
+                <td data-label="Duration">{a.duration_ms} ms</td>
+                <td className="wrap" data-label="Error / response">{a.error ?? (a.response_body ? <code className="truncate">{a.response_body}</code> : '—')}</td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
       <GroundingClaims payload={d.payload} />
-      <h3>Payload</h3>
+      <h2 className="subhead">Payload</h2>
       <p className="muted small-text">Exactly the bytes that were signed and sent.</p>
-      <pre className="payload" data-testid="payload">{d.payload}</pre>
+      <pre className="payload" data-testid="payload" tabIndex={0} aria-label="Payload">{d.payload}</pre>
     </div>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, ApiError, type ApiKey, type Me, type TestResult } from '../api.js';
 import { link } from '../App.js';
-import { hrefOf } from '../router.js';
+import { addNavigationGuard, hrefOf, useTitle } from '../router.js';
 import { formatDate, formatRelative, formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
@@ -17,6 +17,7 @@ async function findKey(keyId: string): Promise<ApiKey | null> {
 
 export function KeySettingsPage({ keyId, me }: { keyId: string; me: Me }) {
   const [loaded, reload, setKey] = useLoad(() => findKey(keyId), [keyId]);
+  useTitle(loaded.data ? `${loaded.data.name} · API Keys` : 'API Keys');
 
   if (loaded.state === 'error' && !loaded.data) return <ErrorMessage message={loaded.message} onRetry={reload} />;
   if (!loaded.data) return loaded.state === 'loading' ? <Spinner label="Loading key…" /> : <NotFound />;
@@ -87,8 +88,10 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
   const dirty = url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
 
   useEffect(() => setSaved(false), [url, rpm]);
+  useUnsavedChangesWarning(dirty);
 
   const fail = (err: unknown) => {
+    setSaved(false);
     const param = err instanceof ApiError ? err.param : null;
     const message = (err as Error).message;
     setErrors(param === 'webhook_url' || param === 'rate_limit_rpm' ? { [param]: message } : { form: message });
@@ -96,6 +99,12 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
 
   const save = async (event: FormEvent) => {
     event.preventDefault();
+    setSaved(false);
+    const urlProblem = webhookUrlProblem(url.trim());
+    if (urlProblem) {
+      setErrors({ webhook_url: urlProblem });
+      return;
+    }
     const rpmValue = rpm.trim() === '' ? null : Number(rpm);
     if (rpmValue !== null && (!Number.isInteger(rpmValue) || rpmValue < 1)) {
       setErrors({ rate_limit_rpm: 'Enter a whole number of requests per minute (1 or more), or leave it empty for the default.' });
@@ -117,6 +126,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
 
   const sendTest = async () => {
     setBusy('test');
+    setSaved(false);
     setErrors({});
     setTest(null);
     try {
@@ -177,13 +187,50 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
             </span>
           ) : (
             <span>
-              Test failed{test.status_code != null ? ` with HTTP ${test.status_code}` : ''}: {test.error ?? 'no details'} (<code>{test.delivered_to}</code>)
+              {testFailure(test)} (<code>{test.delivered_to}</code>)
             </span>
           )}
         </div>
       )}
     </form>
   );
+}
+
+/** Catches the URL mistakes a newcomer makes before the server sees them; the server checks the rest. */
+export function webhookUrlProblem(value: string): string | null {
+  // Only what looks like a host without its scheme (`localhost:4000`, `example.com/hook`); other text is
+  // left to the server's own message.
+  const hostLike = /^(localhost|\[[0-9a-f:]+\]|[\w-]+(\.[\w-]+)+)(:\d+)?([/?#]\S*)?$/i.test(value);
+  if (value !== '' && hostLike && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) {
+    const example = /^(localhost|127\.|\[::1\])/i.test(value) ? `http://${value}` : `https://${value}`;
+    return `Add http:// or https:// at the start, e.g. ${example}`;
+  }
+  return null;
+}
+
+/** `Test failed with HTTP 403: Forbidden`, without repeating `HTTP 403` when that is all the error says. */
+export function testFailure(test: TestResult): string {
+  const status = test.status_code != null ? ` with HTTP ${test.status_code}` : '';
+  const error = test.error?.trim();
+  if (!error || (test.status_code != null && error === `HTTP ${test.status_code}`)) return `Test failed${status || ': no details'}`;
+  return `Test failed${status}: ${error}`;
+}
+
+/** Asks before unsaved edits are lost: leaving within the app (confirm) or the page itself (beforeunload). */
+function useUnsavedChangesWarning(dirty: boolean) {
+  useEffect(() => {
+    if (!dirty) return;
+    const beforeUnload = (event: BeforeUnloadEvent) => {
+      event.preventDefault();
+      event.returnValue = '';
+    };
+    window.addEventListener('beforeunload', beforeUnload);
+    const removeGuard = addNavigationGuard(() => !window.confirm('You have unsaved changes to the webhook settings. Leave without saving?'));
+    return () => {
+      window.removeEventListener('beforeunload', beforeUnload);
+      removeGuard();
+    };
+  }, [dirty]);
 }
 
 function SigningSecret({ apiKey, onChanged }: { apiKey: ApiKey; onChanged: (key: ApiKey) => void }) {

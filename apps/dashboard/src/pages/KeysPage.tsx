@@ -1,13 +1,14 @@
 import { useState, type FormEvent } from 'react';
 import { api, ApiError, type ApiKey } from '../api.js';
 import { link } from '../App.js';
-import { hrefOf } from '../router.js';
+import { hrefOf, useTitle } from '../router.js';
 import { formatDate, formatRelative } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 
 export function KeysPage() {
+  useTitle('API Keys');
   const [keys, reload] = useLoad(() => api<{ data: ApiKey[] }>('GET', '/keys').then((r) => r.data), []);
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<{ key: ApiKey; token: string } | null>(null);
@@ -74,7 +75,9 @@ export function KeysPage() {
                 <th>Created</th>
                 <th>Last used</th>
                 <th>Last delivery</th>
-                <th aria-label="Actions" />
+                <th>
+                  <span className="visually-hidden">Actions</span>
+                </th>
               </tr>
             </thead>
             <tbody>

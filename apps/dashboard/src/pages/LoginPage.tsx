@@ -1,7 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { api, ApiError, setCsrfToken } from '../api.js';
+import { useTitle } from '../router.js';
 
 export function LoginPage({ onSignedIn }: { onSignedIn: () => void }) {
+  useTitle('Sign in');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);

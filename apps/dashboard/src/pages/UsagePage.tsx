@@ -1,35 +1,80 @@
-import { useState } from 'react';
 import { api, type Usage, type UsagePoint } from '../api.js';
 import { formatNumber } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ErrorMessage, Spinner } from '../components/Status.js';
 import { BarChart } from '../components/BarChart.js';
+import { navigate, useTitle } from '../router.js';
 
-function sum(points: UsagePoint[], field: 'requests' | 'total_tokens' | 'input_tokens' | 'output_tokens'): number {
-  return points.reduce((acc, p) => acc + p[field], 0);
+/** `≤ 250 ms`: latency is counted in buckets, so a percentile is the bound of its bucket. */
+function latency(ms: number | null): string {
+  if (ms === null) return '—';
+  if (ms > 30_000) return '> 30 s';
+  return ms >= 1000 ? `≤ ${ms / 1000} s` : `≤ ${ms} ms`;
 }
 
-export function UsagePage() {
+function share(p: UsagePoint): string {
+  return p.ungrounded_share === null ? '—' : `${Math.round(p.ungrounded_share * 100)} % of ${formatNumber(p.grounding_checked)}`;
+}
+
+function errors(p: UsagePoint): string {
+  return `${formatNumber(p.errors_4xx)} / ${formatNumber(p.errors_5xx)}`;
+}
+
+/** The columns every usage table shows, after its first one. */
+function Cells({ p }: { p: UsagePoint }) {
+  return (
+    <>
+      <td className="num" data-label="Requests">{formatNumber(p.requests)}</td>
+      <td className="num" data-label="Errors 4xx / 5xx">{errors(p)}</td>
+      <td className="num" data-label="Latency p50">{latency(p.latency_p50_ms)}</td>
+      <td className="num" data-label="Latency p95">{latency(p.latency_p95_ms)}</td>
+      <td className="num" data-label="Tokens">{formatNumber(p.total_tokens)}</td>
+      <td className="num" data-label="Ungrounded">{share(p)}</td>
+    </>
+  );
+}
+
+function HeadCells() {
+  return (
+    <>
+      <th className="num">Requests</th>
+      <th className="num">Errors 4xx / 5xx</th>
+      <th className="num">Latency p50</th>
+      <th className="num">Latency p95</th>
+      <th className="num">Tokens</th>
+      <th className="num">Ungrounded</th>
+    </>
+  );
+}
+
+export function UsagePage({ keyId = '' }: { keyId?: string }) {
+  useTitle('Usage');
   const [usage, reload] = useLoad(() => api<Usage>('GET', '/usage?days=30'), []);
-  const [keyId, setKeyId] = useState('');
+  // The chosen key lives in the URL (?key=…), so a view can be bookmarked and shared.
+  const setKeyId = (id: string) => navigate(id ? { page: 'usage', keyId: id } : { page: 'usage' });
 
   if (usage.state === 'error' && !usage.data) return <ErrorMessage message={usage.message} onRetry={reload} />;
   if (!usage.data) return <Spinner label="Loading usage…" />;
   const data = usage.data;
   const selected = data.keys.find((k) => k.key_id === keyId);
   const series = selected ? selected.series : data.total;
+  const summary = selected ? selected.summary : data.total_summary;
   const scope = selected ? `key “${selected.name}”` : 'all keys';
+  const activeDays = series.filter((p) => p.requests > 0).reverse();
 
   return (
     <section>
       <div className="page-head">
         <div>
           <h1>Usage</h1>
-          <p className="muted">Requests and tokens per day (UTC) for the last 30 days.</p>
+          <p className="muted">
+            Requests, errors, latency, tokens and ungrounded answers per day (UTC) for the last 30 days. Latency is counted in buckets, so
+            p50 and p95 are upper bounds.
+          </p>
         </div>
         <div className="field inline">
           <label htmlFor="usage-key">Key</label>
-          <select id="usage-key" name="key" value={keyId} onChange={(e) => setKeyId(e.target.value)}>
+          <select id="usage-key" name="key" value={selected ? keyId : ''} onChange={(e) => setKeyId(e.target.value)}>
             <option value="">All keys (total)</option>
             {data.keys.map((k) => (
               <option key={k.key_id} value={k.key_id}>
@@ -39,18 +84,28 @@ export function UsagePage() {
           </select>
         </div>
       </div>
-      <div className="stats">
+      <div className="stats" data-testid="usage-summary">
         <div className="stat">
           <span className="stat-label">Requests</span>
-          <span className="stat-value">{formatNumber(sum(series, 'requests'))}</span>
+          <span className="stat-value">{formatNumber(summary.requests)}</span>
         </div>
         <div className="stat">
-          <span className="stat-label">Input tokens</span>
-          <span className="stat-value">{formatNumber(sum(series, 'input_tokens'))}</span>
+          <span className="stat-label">Errors 4xx / 5xx</span>
+          <span className="stat-value">{errors(summary)}</span>
         </div>
         <div className="stat">
-          <span className="stat-label">Output tokens</span>
-          <span className="stat-value">{formatNumber(sum(series, 'output_tokens'))}</span>
+          <span className="stat-label">Latency p50 / p95</span>
+          <span className="stat-value">
+            {latency(summary.latency_p50_ms)} / {latency(summary.latency_p95_ms)}
+          </span>
+        </div>
+        <div className="stat">
+          <span className="stat-label">Tokens (input + output)</span>
+          <span className="stat-value">{formatNumber(summary.total_tokens)}</span>
+        </div>
+        <div className="stat">
+          <span className="stat-label">Checked answers judged ungrounded</span>
+          <span className="stat-value">{share(summary)}</span>
         </div>
       </div>
       <div className="grid-2">
@@ -63,15 +118,36 @@ export function UsagePage() {
           <BarChart label={`Tokens per day, ${scope}`} points={series.map((p) => ({ day: p.day, value: p.total_tokens }))} unit="tokens" tone="secondary" />
         </div>
       </div>
+      <h2 className="section-title">Per day, {scope}</h2>
+      {activeDays.length === 0 ? (
+        <div className="card empty">No requests in the last 30 days.</div>
+      ) : (
+        <div className="card table-card">
+          <table className="table usage-days-table">
+            <thead>
+              <tr>
+                <th>Day</th>
+                <HeadCells />
+              </tr>
+            </thead>
+            <tbody>
+              {activeDays.map((p) => (
+                <tr key={p.day}>
+                  <td data-label="Day">{p.day}</td>
+                  <Cells p={p} />
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <h2 className="section-title">Per key, last 30 days</h2>
       <div className="card table-card">
-        <table className="table">
+        <table className="table usage-keys-table">
           <thead>
             <tr>
               <th>Key</th>
-              <th className="num">Requests</th>
-              <th className="num">Input tokens</th>
-              <th className="num">Output tokens</th>
-              <th className="num">Total tokens</th>
+              <HeadCells />
             </tr>
           </thead>
           <tbody>
@@ -80,18 +156,12 @@ export function UsagePage() {
                 <td data-label="Key">
                   {k.name} <code className="muted">{k.prefix}</code>
                 </td>
-                <td className="num" data-label="Requests">{formatNumber(sum(k.series, 'requests'))}</td>
-                <td className="num" data-label="Input tokens">{formatNumber(sum(k.series, 'input_tokens'))}</td>
-                <td className="num" data-label="Output tokens">{formatNumber(sum(k.series, 'output_tokens'))}</td>
-                <td className="num" data-label="Total tokens">{formatNumber(sum(k.series, 'total_tokens'))}</td>
+                <Cells p={k.summary} />
               </tr>
             ))}
             <tr className="total-row">
               <td data-label="Key">Total</td>
-              <td className="num" data-label="Requests">{formatNumber(sum(data.total, 'requests'))}</td>
-              <td className="num" data-label="Input tokens">{formatNumber(sum(data.total, 'input_tokens'))}</td>
-              <td className="num" data-label="Output tokens">{formatNumber(sum(data.total, 'output_tokens'))}</td>
-              <td className="num" data-label="Total tokens">{formatNumber(sum(data.total, 'total_tokens'))}</td>
+              <Cells p={data.total_summary} />
             </tr>
           </tbody>
         </table>

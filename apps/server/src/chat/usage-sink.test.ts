@@ -23,4 +23,19 @@ describe('UsageSink', () => {
     expect(byDay).toEqual({ '2026-11-22': 2, '2026-11-23': 2, '1969-12-31': 1, '1970-01-01': 1 });
     expect(written.every((w) => w.inputTokens === 2 * w.requests && w.outputTokens === 3 * w.requests)).toBe(true);
   });
+
+  it('counts errors by status class, latency buckets and ungrounded answers among the checked ones', async () => {
+    const { sink, written } = sinkWithStore();
+    const day = Date.UTC(2026, 10, 23, 12);
+    const request = (statusCode: number, latencyMs: number, svc: { checked: boolean; grounded: boolean } | null) =>
+      ({ ...at(day), startedAt: day - latencyMs, statusCode, svc }) as unknown as CompletedRequest;
+    await sink.record(request(200, 80, { checked: true, grounded: true }));
+    await sink.record(request(200, 700, { checked: true, grounded: false }));
+    await sink.record(request(200, 90, { checked: false, grounded: true }));
+    await sink.record(request(429, 5, null));
+    await sink.record(request(502, 40_000, null));
+    await sink.close();
+    expect(written).toHaveLength(1);
+    expect(written[0]).toMatchObject({ requests: 5, errors4xx: 1, errors5xx: 1, groundingChecked: 2, ungrounded: 1, latency: [3, 0, 0, 1, 0, 0, 0, 0, 1] });
+  });
 });

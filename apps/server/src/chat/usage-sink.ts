@@ -1,11 +1,13 @@
 import type { Logger } from 'pino';
 import type { UsageIncrement, UsageStore } from '../storage/usage-store.js';
+import { LATENCY_COLUMNS, latencyBucket } from '../storage/usage-latency.js';
 import type { AuditSink, CompletedRequest } from './audit.js';
 
 const DAY_MS = 86_400_000;
 
 /**
- * Per-key, per-day request and token counters for the dashboard's Usage view. Counts are summed in memory
+ * Per-key, per-day counters for the dashboard's Usage view (requests, tokens, errors, latency buckets,
+ * grounding outcomes). Counts are summed in memory
  * and written once a second (and on close), so the hot path does no write for them.
  */
 export class UsageSink implements AuditSink {
@@ -27,18 +29,24 @@ export class UsageSink implements AuditSink {
   async record(request: CompletedRequest): Promise<void> {
     const day = this.dayOf(request.finishedAt);
     const id = `${request.key.id}|${day}`;
-    const inc = this.pending.get(id) ?? {
+    const latency = new Array<number>(LATENCY_COLUMNS.length).fill(0);
+    latency[latencyBucket(Math.max(0, request.finishedAt - request.startedAt))] = 1;
+    const one: UsageIncrement = {
       keyId: request.key.id,
       userId: request.key.user_id,
       day,
-      requests: 0,
-      inputTokens: 0,
-      outputTokens: 0,
+      requests: 1,
+      inputTokens: request.usage.prompt_tokens,
+      outputTokens: request.usage.completion_tokens,
+      errors4xx: request.statusCode >= 400 && request.statusCode < 500 ? 1 : 0,
+      errors5xx: request.statusCode >= 500 ? 1 : 0,
+      groundingChecked: request.svc?.checked ? 1 : 0,
+      ungrounded: request.svc?.checked && !request.svc.grounded ? 1 : 0,
+      latency,
     };
-    inc.requests += 1;
-    inc.inputTokens += request.usage.prompt_tokens;
-    inc.outputTokens += request.usage.completion_tokens;
-    this.pending.set(id, inc);
+    const cur = this.pending.get(id);
+    if (cur) addInto(cur, one);
+    else this.pending.set(id, one);
   }
 
   private dayOf(at: number): string {
@@ -60,11 +68,8 @@ export class UsageSink implements AuditSink {
       for (const inc of batch) {
         const id = `${inc.keyId}|${inc.day}`;
         const cur = this.pending.get(id);
-        if (cur) {
-          cur.requests += inc.requests;
-          cur.inputTokens += inc.inputTokens;
-          cur.outputTokens += inc.outputTokens;
-        } else this.pending.set(id, inc);
+        if (cur) addInto(cur, inc);
+        else this.pending.set(id, inc);
       }
     }
   }
@@ -73,6 +78,18 @@ export class UsageSink implements AuditSink {
     clearInterval(this.timer);
     await this.flush();
   }
+}
+
+/** Adds the counters of `inc` to `into` (same key and day). */
+function addInto(into: UsageIncrement, inc: UsageIncrement): void {
+  into.requests += inc.requests;
+  into.inputTokens += inc.inputTokens;
+  into.outputTokens += inc.outputTokens;
+  into.errors4xx = (into.errors4xx ?? 0) + (inc.errors4xx ?? 0);
+  into.errors5xx = (into.errors5xx ?? 0) + (inc.errors5xx ?? 0);
+  into.groundingChecked = (into.groundingChecked ?? 0) + (inc.groundingChecked ?? 0);
+  into.ungrounded = (into.ungrounded ?? 0) + (inc.ungrounded ?? 0);
+  into.latency = LATENCY_COLUMNS.map((_, i) => (into.latency?.[i] ?? 0) + (inc.latency?.[i] ?? 0));
 }
 
 /** Fans one completed request out to several sinks, all at once; settles when every one has. */

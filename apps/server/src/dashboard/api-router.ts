@@ -13,6 +13,7 @@ import { DashboardError } from './errors.js';
 import { Sessions, signedInOf } from './session.js';
 import { attemptView, deliveryView, keyView } from './views.js';
 import type { ServiceDeps } from '../service-deps.js';
+import { usageView } from './usage-view.js';
 
 /** What one test delivery did, as `POST /v1/webhooks/test` reports it (design §5). */
 export interface TestDeliveryResult {
@@ -294,29 +295,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const today = clock();
     const dayList = Array.from({ length: days }, (_, i) => isoDay(today - (days - 1 - i) * DAY_MS));
     const rows = await store.usage.byDay(userId, dayList[0] as string, keyId);
-    const empty = () => dayList.map((day) => ({ day, requests: 0, input_tokens: 0, output_tokens: 0, total_tokens: 0 }));
-    const total = empty();
-    const byKey = new Map<string, ReturnType<typeof empty>>();
-    for (const row of rows) {
-      const index = dayList.indexOf(row.day);
-      if (index < 0) continue;
-      const series = byKey.get(row.key_id) ?? empty();
-      byKey.set(row.key_id, series);
-      for (const point of [series[index], total[index]]) {
-        if (!point) continue;
-        point.requests += Number(row.requests);
-        point.input_tokens += Number(row.input_tokens);
-        point.output_tokens += Number(row.output_tokens);
-        point.total_tokens += Number(row.input_tokens) + Number(row.output_tokens);
-      }
-    }
-    res.json({
-      days: dayList,
-      total,
-      keys: keys
-        .filter((k) => keyId === undefined || k.id === keyId)
-        .map((k) => ({ key_id: k.id, name: k.name, prefix: k.prefix, revoked: k.revoked_at !== null, series: byKey.get(k.id) ?? empty() })),
-    });
+    res.json(usageView(rows, keys.filter((k) => keyId === undefined || k.id === keyId), dayList));
   });
 
   api.use((req: Request) => {

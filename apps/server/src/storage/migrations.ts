@@ -1,6 +1,7 @@
 import { type Kysely, type Migration, Migrator, sql } from 'kysely';
 import type { Dialect } from './database.js';
 import type { Database } from './schema.js';
+import { LATENCY_COLUMNS } from './usage-latency.js';
 
 /** Migrations in order; append new ones, never edit a released one. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -102,6 +103,16 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
         await db.schema.createIndex('sessions_user_idx').on('sessions').column('user_id').execute();
         await db.schema.createIndex('sessions_expires_idx').on('sessions').column('expires_at').execute();
+      },
+    },
+    '003_usage_quality': {
+      // Errors, a latency histogram and grounding outcomes per key and day, for the Usage view.
+      async up(db: Kysely<unknown>) {
+        const counters = ['errors_4xx', 'errors_5xx', 'grounding_checked', 'ungrounded', ...LATENCY_COLUMNS];
+        // One column per statement: SQLite adds a single column per ALTER TABLE.
+        for (const column of counters) {
+          await db.schema.alterTable('usage_daily').addColumn(column, time, (c) => c.notNull().defaultTo(0)).execute();
+        }
       },
     },
   };

@@ -68,6 +68,21 @@ export interface UsageDailyTable {
   requests: number;
   input_tokens: number;
   output_tokens: number;
+  errors_4xx: number;
+  errors_5xx: number;
+  /** Answers the grounding check ran on, and those of them it judged not grounded. */
+  grounding_checked: number;
+  ungrounded: number;
+  /** Requests per latency bucket (see usage-latency.ts). */
+  latency_0: number;
+  latency_1: number;
+  latency_2: number;
+  latency_3: number;
+  latency_4: number;
+  latency_5: number;
+  latency_6: number;
+  latency_7: number;
+  latency_8: number;
 }
 
 /** A dashboard sign-in: only the SHA-256 of the cookie's token is stored. */

@@ -67,4 +67,14 @@ describe.each(variants)('storage on %s', (_name, url) => {
     ]);
     expect(await store.usage.byDay(user.id, '2026-11-02')).toHaveLength(1);
   });
+
+  it('adds errors, latency buckets and grounding outcomes per key and day', async () => {
+    const user = await store.users.create({ email: `q-${Date.now()}@example.com`, passwordHash: 'h', now: 1 });
+    const inc = { keyId: 'key_q', userId: user.id, day: '2026-11-03', requests: 2, inputTokens: 1, outputTokens: 1, errors4xx: 1, errors5xx: 0, groundingChecked: 1, ungrounded: 1, latency: [1, 0, 0, 1, 0, 0, 0, 0, 0] };
+    await store.usage.add([inc]);
+    await store.usage.add([{ ...inc, errors4xx: 0, errors5xx: 2, latency: [0, 0, 0, 0, 0, 0, 0, 0, 2] }]);
+    const [row] = await store.usage.byDay(user.id, '2026-11-03');
+    expect(row).toMatchObject({ requests: 4, errors_4xx: 1, errors_5xx: 2, grounding_checked: 2, ungrounded: 2 });
+    expect([row!.latency_0, row!.latency_3, row!.latency_8].map(Number)).toEqual([1, 1, 2]);
+  });
 });

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database, UsageDailyTable } from './schema.js';
+import { LATENCY_COLUMNS } from './usage-latency.js';
 
 export type UsageRow = UsageDailyTable;
 
@@ -10,7 +11,31 @@ export interface UsageIncrement {
   requests: number;
   inputTokens: number;
   outputTokens: number;
+  /** Optional so older callers and tests that count only requests and tokens still fit. */
+  errors4xx?: number;
+  errors5xx?: number;
+  groundingChecked?: number;
+  ungrounded?: number;
+  /** Requests per latency bucket, in LATENCY_COLUMNS order. */
+  latency?: number[];
 }
+
+/** The stored counters of one increment, column by column. */
+function counters(inc: UsageIncrement): Omit<UsageDailyTable, 'key_id' | 'user_id' | 'day'> {
+  const latency = Object.fromEntries(LATENCY_COLUMNS.map((column, i) => [column, inc.latency?.[i] ?? 0])) as Record<(typeof LATENCY_COLUMNS)[number], number>;
+  return {
+    requests: inc.requests,
+    input_tokens: inc.inputTokens,
+    output_tokens: inc.outputTokens,
+    errors_4xx: inc.errors4xx ?? 0,
+    errors_5xx: inc.errors5xx ?? 0,
+    grounding_checked: inc.groundingChecked ?? 0,
+    ungrounded: inc.ungrounded ?? 0,
+    ...latency,
+  };
+}
+
+const COUNTER_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'errors_4xx', 'errors_5xx', 'grounding_checked', 'ungrounded', ...LATENCY_COLUMNS] as const;
 
 export class UsageStore {
   constructor(private readonly db: Kysely<Database>) {}
@@ -18,25 +43,13 @@ export class UsageStore {
   /** Adds counts to the per-key, per-day rows (one upsert per row). */
   async add(increments: UsageIncrement[]): Promise<void> {
     if (increments.length === 0) return;
+    const sumOnConflict = Object.fromEntries(COUNTER_COLUMNS.map((column) => [column, sql`usage_daily.${sql.ref(column)} + excluded.${sql.ref(column)}`]));
     await this.db.transaction().execute(async (trx) => {
       for (const inc of increments) {
         await trx
           .insertInto('usage_daily')
-          .values({
-            key_id: inc.keyId,
-            user_id: inc.userId,
-            day: inc.day,
-            requests: inc.requests,
-            input_tokens: inc.inputTokens,
-            output_tokens: inc.outputTokens,
-          })
-          .onConflict((oc) =>
-            oc.columns(['key_id', 'day']).doUpdateSet({
-              requests: sql`usage_daily.requests + excluded.requests`,
-              input_tokens: sql`usage_daily.input_tokens + excluded.input_tokens`,
-              output_tokens: sql`usage_daily.output_tokens + excluded.output_tokens`,
-            }),
-          )
+          .values({ key_id: inc.keyId, user_id: inc.userId, day: inc.day, ...counters(inc) })
+          .onConflict((oc) => oc.columns(['key_id', 'day']).doUpdateSet(sumOnConflict))
           .execute();
       }
     });

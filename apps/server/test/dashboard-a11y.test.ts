@@ -1,0 +1,348 @@
+/// <reference lib="dom" />
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { hashPassword } from '../src/auth/passwords.js';
+import { findDashboardDist } from '../src/dashboard/static-files.js';
+import { startReceiver, type Receiver } from './webhooks-support.js';
+
+// Accessibility, keyboard use, narrow screens and dark mode of the dashboard, in Chromium with axe-core.
+const CHROMIUM = '/usr/bin/chromium';
+const REQUIRED = process.env.SVC_TEST_CHROMIUM_REQUIRED === '1';
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const HERE = dirname(fileURLToPath(import.meta.url));
+// SVC_UPDATE_SCREENSHOTS=1 writes the README's screenshots; otherwise they go with the other artifacts.
+const SHOTS = process.env.SVC_UPDATE_SCREENSHOTS === '1' ? join(HERE, '..', '..', '..', 'docs', 'screenshots') : join(HERE, '..', 'test-artifacts', 'screenshots');
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PASSWORD = 'a11y password 12345';
+const WIDTHS = [1280, 390] as const;
+
+interface Violation {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/** axe-core's serious and critical violations on the page as it is now. */
+async function seriousViolations(page: Page): Promise<Violation[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: AXE_SOURCE });
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 5).map((n) => n.target.join(' ')) }));
+  });
+}
+
+describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromium', () => {
+  let browser: Browser;
+  let server: TestServer;
+  let receiver: Receiver;
+  let email: string;
+  let keyId: string;
+  let keyName: string;
+
+  beforeAll(async () => {
+    if (!HAVE_CHROMIUM) throw new Error(`SVC_TEST_CHROMIUM_REQUIRED=1 but ${CHROMIUM} is missing: apt-get install chromium`);
+    if (!findDashboardDist()) throw new Error('apps/dashboard/dist is missing: run npm run build first');
+    mkdirSync(SHOTS, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+    });
+    server = await startTestServer();
+    receiver = await startReceiver();
+    email = 'a11y@example.test';
+    const user = await server.running.store.users.create({ email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    keyName = 'production';
+    const { token, key } = await server.createKey({ userId: user.id, webhookUrl: receiver.url, name: keyName });
+    keyId = key.id;
+    const chat = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'The sky is blue. What colour is the sky?' }] }),
+    });
+    expect(chat.status).toBe(200);
+    const bad = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01' }),
+    });
+    expect(bad.status).toBe(400);
+    await receiver.waitFor((r) => r.length >= 1, 30_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await receiver?.close();
+  });
+
+  async function signedIn(colorScheme: 'light' | 'dark', width = 1280): Promise<{ context: BrowserContext; page: Page }> {
+    // bypassCSP lets axe's source be injected; the dashboard's own CSP is tested in dashboard-e2e.
+    const context = await browser.newContext({ viewport: { width, height: 860 }, colorScheme, bypassCSP: true });
+    const page = await context.newPage();
+    await page.goto(`${server.url}/dashboard/`);
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
+    return { context, page };
+  }
+
+  /** Each page: how to get there, its heading and its title. */
+  const pages = (): Array<{ name: string; path: string; heading: string; title: string; open?: (page: Page) => Promise<void> }> => [
+    { name: 'api-keys', path: '/dashboard/settings/api-keys', heading: 'API Keys', title: 'API Keys — svc' },
+    { name: 'key-settings', path: `/dashboard/settings/api-keys/${keyId}`, heading: keyName, title: `${keyName} · API Keys — svc` },
+    { name: 'deliveries', path: `/dashboard/settings/api-keys/${keyId}/deliveries`, heading: 'Deliveries', title: `Deliveries of ${keyName} — svc` },
+    {
+      name: 'delivery-detail',
+      path: `/dashboard/settings/api-keys/${keyId}/deliveries`,
+      heading: 'Deliveries',
+      title: `Deliveries of ${keyName} — svc`,
+      open: async (page) => {
+        // The oldest delivery is the answered chat request (with its grounding table).
+        await page.getByRole('button', { name: 'Details' }).last().click();
+        await page.getByTestId('claims').waitFor();
+        // Long claims wrap inside their column instead of running into the next one.
+        expect(await page.getByTestId('claims').locator('td').first().evaluate((td) => getComputedStyle(td).whiteSpace)).toBe('normal');
+      },
+    },
+    { name: 'usage', path: '/dashboard/usage', heading: 'Usage', title: 'Usage — svc' },
+    { name: 'not-found', path: '/dashboard/nope', heading: 'Page not found', title: 'Page not found — svc' },
+  ];
+
+  for (const colorScheme of ['light', 'dark'] as const) {
+    it(`${colorScheme}: axe finds no serious or critical violation on any page at 1280 and 390 px; each page has its title`, { timeout: 240_000 }, async () => {
+      const found: Record<string, Violation[]> = {};
+      const anonymous = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme, bypassCSP: true });
+      try {
+        const page = await anonymous.newPage();
+        await page.goto(`${server.url}/dashboard/`);
+        await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+        expect(await page.title()).toBe('Sign in — svc');
+        await page.screenshot({ path: join(SHOTS, `sign-in-${colorScheme}.png`), fullPage: true });
+        for (const width of WIDTHS) {
+          await page.setViewportSize({ width, height: 860 });
+          const v = await seriousViolations(page);
+          if (v.length > 0) found[`sign-in@${width}`] = v;
+        }
+      } finally {
+        await anonymous.close();
+      }
+
+      const { context, page } = await signedIn(colorScheme);
+      try {
+        for (const target of pages()) {
+          await page.setViewportSize({ width: 1280, height: 860 });
+          await page.goto(`${server.url}${target.path}`);
+          await page.getByRole('heading', { name: target.heading, level: 1 }).waitFor();
+          await target.open?.(page);
+          await expect.poll(() => page.title()).toBe(target.title);
+          await page.screenshot({ path: join(SHOTS, `${target.name}-${colorScheme}.png`), fullPage: true });
+          for (const width of WIDTHS) {
+            await page.setViewportSize({ width, height: 860 });
+            const v = await seriousViolations(page);
+            if (v.length > 0) found[`${target.name}@${width}`] = v;
+          }
+        }
+      } finally {
+        await context.close();
+      }
+      expect(found).toEqual({});
+    });
+  }
+
+  it('an unknown dashboard path shows a 404 page, not API Keys', { timeout: 60_000 }, async () => {
+    const { context, page } = await signedIn('light');
+    try {
+      await page.goto(`${server.url}/dashboard/nope`);
+      await page.getByRole('heading', { name: 'Page not found', level: 1 }).waitFor();
+      expect(await page.getByRole('heading', { name: 'API Keys', level: 1 }).count()).toBe(0);
+      await page.getByRole('link', { name: 'Go to API Keys' }).click();
+      await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the Revoke confirmation opens on Cancel, keeps Tab inside, closes on Escape and returns focus', { timeout: 60_000 }, async () => {
+    const { context, page } = await signedIn('light');
+    try {
+      const revoke = page.locator(`tr[data-key-id="${keyId}"]`).getByRole('button', { name: 'Revoke' });
+      await revoke.click();
+      const dialog = page.getByRole('dialog');
+      await dialog.waitFor();
+      const focused = () => page.evaluate(() => document.activeElement?.textContent ?? '');
+      expect(await focused()).toBe('Cancel');
+      await page.keyboard.press('Tab');
+      expect(await focused()).toBe('Revoke key');
+      await page.keyboard.press('Tab');
+      expect(await focused()).toBe('Cancel');
+      await page.keyboard.press('Shift+Tab');
+      expect(await focused()).toBe('Revoke key');
+      await page.keyboard.press('Shift+Tab');
+      expect(await focused()).toBe('Cancel');
+      // Enter on the initial focus cancels: nothing is revoked by accident.
+      await page.keyboard.press('Enter');
+      await expect.poll(() => dialog.count()).toBe(0);
+      await revoke.click();
+      await dialog.waitFor();
+      await page.keyboard.press('Escape');
+      await expect.poll(() => dialog.count()).toBe(0);
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Revoke');
+      expect(await page.locator(`tr[data-key-id="${keyId}"]`).getByText('Revoked').count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('key settings: clear URL errors, no stale "Saved", a test failure said once, a warning before unsaved edits are lost', { timeout: 90_000 }, async () => {
+    const failing = await startReceiver({ status: 403 });
+    const { context, page } = await signedIn('light');
+    try {
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${keyId}`);
+      await page.getByRole('heading', { name: keyName, level: 1 }).waitFor();
+      const urlField = page.getByLabel('Webhook URL');
+      const saved = page.getByRole('status').filter({ hasText: 'Saved' });
+
+      await urlField.fill('localhost:4000');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expect.poll(() => page.getByTestId('webhook_url-error').textContent()).toBe('Add http:// or https:// at the start, e.g. http://localhost:4000');
+
+      // Unsaved edits: leaving within the app asks first; leaving the page triggers beforeunload.
+      expect(await page.evaluate(() => {
+        const event = new Event('beforeunload', { cancelable: true });
+        window.dispatchEvent(event);
+        return event.defaultPrevented;
+      })).toBe(true);
+      const dialogs: string[] = [];
+      page.once('dialog', (d) => {
+        dialogs.push(d.message());
+        void d.dismiss();
+      });
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Usage' }).click();
+      await expect.poll(() => dialogs.length).toBe(1);
+      expect(dialogs[0]).toContain('unsaved changes');
+      expect(await urlField.inputValue()).toBe('localhost:4000');
+      expect(page.url()).toContain(`/api-keys/${keyId}`);
+
+      await urlField.fill(failing.url);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await saved.waitFor();
+      // Saved: no warning any more.
+      expect(await page.evaluate(() => {
+        const event = new Event('beforeunload', { cancelable: true });
+        window.dispatchEvent(event);
+        return event.defaultPrevented;
+      })).toBe(false);
+
+      await page.getByRole('button', { name: 'Send test' }).click();
+      const result = page.getByTestId('test-result');
+      await expect.poll(() => result.textContent(), { timeout: 30_000 }).toContain('Test failed with HTTP 403');
+      const text = (await result.textContent()) ?? '';
+      expect(text.match(/HTTP 403/g)).toHaveLength(1);
+      expect(await saved.count()).toBe(0);
+
+      // Put the working receiver back for the other tests.
+      await urlField.fill(receiver.url);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await saved.waitFor();
+      let asked = false;
+      page.once('dialog', (d) => {
+        asked = true;
+        void d.accept();
+      });
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Usage' }).click();
+      await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+      expect(asked).toBe(false);
+
+      // Back within the app with unsaved edits asks too; staying keeps the page and its URL.
+      await page.goto(`${server.url}/dashboard/settings/api-keys`);
+      await page.locator(`tr[data-key-id="${keyId}"]`).getByRole('link', { name: 'Settings' }).click();
+      await page.getByRole('heading', { name: keyName, level: 1 }).waitFor();
+      await urlField.fill('https://example.com/unsaved');
+      const answers: Array<'dismiss' | 'accept'> = ['dismiss', 'accept'];
+      const backDialogs: string[] = [];
+      page.removeAllListeners('dialog'); // the unused once-handler above
+      page.on('dialog', (d) => {
+        backDialogs.push(d.message());
+        void (answers.shift() === 'accept' ? d.accept() : d.dismiss());
+      });
+      await page.goBack();
+      await expect.poll(() => backDialogs.length).toBe(1);
+      await expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard/settings/api-keys/${keyId}`);
+      expect(await urlField.inputValue()).toBe('https://example.com/unsaved');
+      await page.goBack();
+      await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
+      expect(backDialogs).toHaveLength(2);
+    } finally {
+      await context.close();
+      await failing.close();
+    }
+  });
+
+  it('at 390 px the delivery id is whole, attempts keep their labels and chart labels are at least 11 px', { timeout: 60_000 }, async () => {
+    const { context, page } = await signedIn('light', 390);
+    try {
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${keyId}/deliveries`);
+      await page.getByRole('button', { name: 'Details' }).first().click();
+      const id = page.locator('code.id');
+      await id.waitFor();
+      const box = await id.boundingBox();
+      expect(box!.x).toBeGreaterThanOrEqual(0);
+      expect(box!.x + box!.width).toBeLessThanOrEqual(390);
+      expect(await id.evaluate((el) => el.scrollWidth <= el.clientWidth + 1)).toBe(true);
+      const labels = await page.locator('.attempts-table td').evaluateAll((cells) => cells.map((td) => getComputedStyle(td, '::before').content));
+      expect(labels.slice(0, 5)).toEqual(['"#"', '"Time"', '"Outcome"', '"Code"', '"Duration"']);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+
+      await page.goto(`${server.url}/dashboard/usage`);
+      await page.locator('.chart .axis').first().waitFor();
+      const sizes = await page.locator('.chart .axis').evaluateAll((texts) =>
+        texts.map((t) => (t as SVGGraphicsElement).getScreenCTM()!.a * parseFloat(getComputedStyle(t).fontSize)),
+      );
+      expect(sizes.length).toBeGreaterThan(0);
+      for (const size of sizes) expect(size).toBeGreaterThanOrEqual(11);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('Usage shows requests, errors by class, latency p50/p95, tokens and the ungrounded share per day; the key is in the URL', { timeout: 60_000 }, async () => {
+    const { context, page } = await signedIn('light');
+    try {
+      await page.goto(`${server.url}/dashboard/usage`);
+      const summary = page.getByTestId('usage-summary');
+      await expect
+        .poll(async () => {
+          await page.reload();
+          await summary.waitFor();
+          return summary.textContent();
+        }, { timeout: 20_000 })
+        .toContain('Requests2');
+      const text = (await summary.textContent()) ?? '';
+      expect(text).toContain('Errors 4xx / 5xx1 / 0');
+      expect(text).toMatch(/Latency p50 \/ p95≤ [\d.]+ m?s \/ ≤ [\d.]+ m?s/);
+      expect(text).toMatch(/Checked answers judged ungrounded\d+ % of 1/);
+      const today = new Date().toISOString().slice(0, 10);
+      const dayRow = page.locator('.usage-days-table tbody tr').first();
+      expect(await dayRow.locator('td').first().textContent()).toBe(today);
+      expect(await dayRow.locator('td').nth(2).textContent()).toBe('1 / 0');
+      await page.getByRole('combobox', { name: 'Key' }).selectOption(keyId);
+      await expect.poll(() => new URL(page.url()).searchParams.get('key')).toBe(keyId);
+      await page.reload();
+      await page.getByRole('heading', { name: 'Usage', level: 1 }).waitFor();
+      expect(await page.getByRole('combobox', { name: 'Key' }).inputValue()).toBe(keyId);
+    } finally {
+      await context.close();
+    }
+  });
+});
