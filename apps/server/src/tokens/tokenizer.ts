@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 
@@ -66,39 +67,143 @@ function tokenizer(): O200k {
  */
 const ORDINARY = { disallowedSpecial: new Set<string>() };
 
-/** BPE merging is quadratic in the length of one pre-token: longer runs are encoded in pieces of this size. */
+/**
+ * BPE merging is quadratic in the length of one pre-token, and o200k's pre-tokenizer makes one pre-token of a
+ * run of non-space characters (a pasted hash, base64) and one of a run of white space (200 KB of spaces took
+ * 41 s). No piece handed to the encoder holds a run longer than this.
+ */
 const MAX_RUN = 64;
-const LONG_RUN = /\S{65,}/g;
+const LONG_RUN = /\S{65,}|\s{65,}/g;
+/**
+ * Other text is handed to the encoder in slices of at most this many characters, each cut before a space that
+ * follows a non-space character: o200k's pre-tokenizer starts a pre-token there anyway, so the tokens are the
+ * same as for the whole text.
+ */
+const SLICE = 8192;
+const WHITE_SPACE = /\s/;
 
 /**
- * o200k_base tokens of `text`, in time linear in its length: a run of more than 64 non-space characters
- * (a pasted hash, base64, or an attack) is encoded in 64-character pieces, which decode to the same text.
+ * The pieces `text` is encoded in: slices of text without long runs, and 64-character pieces of long runs
+ * (their tokens decode to the same text). Of a long white-space run, the last 1–64 characters stay with the
+ * text that follows, where o200k puts a run's last space (in front of the next word).
+ */
+function* pieces(text: string): Generator<string> {
+  let last = 0;
+  for (const match of text.matchAll(LONG_RUN)) {
+    const run = match[0];
+    yield* slices(text, last, match.index);
+    let i = 0;
+    if (WHITE_SPACE.test(run[0]!)) {
+      for (; run.length - i > MAX_RUN; i += MAX_RUN) yield run.slice(i, i + MAX_RUN);
+      last = match.index + i;
+      continue;
+    }
+    while (i < run.length) {
+      let end = Math.min(run.length, i + MAX_RUN);
+      // never cut a surrogate pair in two
+      if (end < run.length && isHighSurrogate(run.charCodeAt(end - 1))) end -= 1;
+      yield run.slice(i, end);
+      i = end;
+    }
+    last = match.index + run.length;
+  }
+  yield* slices(text, last, text.length);
+}
+
+/** `text[from, to)` (no run over 64 characters) in slices of at most SLICE characters. */
+function* slices(text: string, from: number, to: number): Generator<string> {
+  while (to - from > SLICE) {
+    // Look back at most half a slice for a space after a non-space: linear however the text looks.
+    let cut = from + SLICE;
+    while (cut > from + SLICE / 2 && !(text.charCodeAt(cut) === 32 && !WHITE_SPACE.test(text[cut - 1]!))) cut--;
+    if (cut <= from + SLICE / 2) {
+      cut = from + SLICE;
+      if (isHighSurrogate(text.charCodeAt(cut - 1))) cut -= 1;
+    }
+    yield text.slice(from, cut);
+    from = cut;
+  }
+  if (to > from) yield text.slice(from, to);
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function bpe(piece: string): number[] {
+  return tokenizer().encode(piece, ORDINARY);
+}
+
+/**
+ * o200k_base tokens of `text`, in time linear in its length: long runs of non-space or white-space characters
+ * are encoded in 64-character pieces (see `pieces`). Synchronous: for text of any size from a request, use
+ * `countTokensBounded` / `encodeBounded`, which yield to the event loop and stop early.
  *
  * @example
  * await loadTokenizer(); encode('Hello world').length === 2;
  */
 export function encode(text: string): number[] {
-  const { encode: encodeSpecial } = tokenizer();
-  const bpe = (piece: string): number[] => encodeSpecial(piece, ORDINARY);
-  LONG_RUN.lastIndex = 0;
-  if (!LONG_RUN.test(text)) return bpe(text);
   const tokens: number[] = [];
-  let last = 0;
-  LONG_RUN.lastIndex = 0;
-  for (const match of text.matchAll(LONG_RUN)) {
-    if (match.index > last) tokens.push(...bpe(text.slice(last, match.index)));
-    const run = match[0];
-    for (let i = 0; i < run.length; ) {
-      let end = Math.min(run.length, i + MAX_RUN);
-      // never cut a surrogate pair in two
-      if (end < run.length && /[\uD800-\uDBFF]/.test(run[end - 1]!)) end -= 1;
-      for (const t of bpe(run.slice(i, end))) tokens.push(t);
-      i = end;
-    }
-    last = match.index + run.length;
-  }
-  if (last < text.length) tokens.push(...bpe(text.slice(last)));
+  // A loop, not push(...array): spreading a long array as arguments overflows the stack (>~120k tokens).
+  for (const piece of pieces(text)) for (const t of bpe(piece)) tokens.push(t);
   return tokens;
+}
+
+/** Characters encoded between yields to the event loop (a few milliseconds of work). */
+const CHARS_PER_TURN = 8 * 1024;
+
+/**
+ * Characters of one text counted exactly by `countTokensBounded`; the rest is estimated at the same
+ * characters-per-token ratio. Counting 256 Ki characters takes 30–300 ms of CPU (prose to mixed scripts), in
+ * slices of a few milliseconds.
+ */
+export const EXACT_COUNT_CHARS = 256 * 1024;
+
+/**
+ * Usage counting for text of any size: the exact o200k_base count of the first EXACT_COUNT_CHARS characters,
+ * plus the rest of the text estimated at the ratio measured on them; yields to the event loop every 8 Ki
+ * characters, so a 10 MiB message never holds up other requests.
+ *
+ * @example
+ * await countTokensBounded('Hello world') === 2;
+ */
+export async function countTokensBounded(text: string): Promise<number> {
+  let tokens = 0;
+  let counted = 0;
+  let sinceYield = 0;
+  for (const piece of pieces(text)) {
+    if (counted >= EXACT_COUNT_CHARS) break;
+    tokens += bpe(piece).length;
+    counted += piece.length;
+    sinceYield += piece.length;
+    if (sinceYield >= CHARS_PER_TURN) {
+      sinceYield = 0;
+      await yieldToEventLoop();
+    }
+  }
+  if (counted < text.length && counted > 0) tokens += Math.ceil(((text.length - counted) * tokens) / counted);
+  return tokens;
+}
+
+/**
+ * The first tokens of `text`, at most `maxTokens` of them (`truncated` when there were more), yielding to the
+ * event loop every 8 Ki characters: the offline model encodes its answers with it.
+ */
+export async function encodeBounded(text: string, maxTokens: number): Promise<{ tokens: number[]; truncated: boolean }> {
+  const tokens: number[] = [];
+  let sinceYield = 0;
+  for (const piece of pieces(text)) {
+    for (const t of bpe(piece)) {
+      if (tokens.length >= maxTokens) return { tokens, truncated: true };
+      tokens.push(t);
+    }
+    sinceYield += piece.length;
+    if (sinceYield >= CHARS_PER_TURN) {
+      sinceYield = 0;
+      await yieldToEventLoop();
+    }
+  }
+  return { tokens, truncated: false };
 }
 
 export function decodeGenerator(tokens: Iterable<number>): Generator<string> {
@@ -106,5 +211,7 @@ export function decodeGenerator(tokens: Iterable<number>): Generator<string> {
 }
 
 export function countTokens(text: string): number {
-  return text ? encode(text).length : 0;
+  let count = 0;
+  for (const piece of pieces(text)) count += bpe(piece).length;
+  return count;
 }
