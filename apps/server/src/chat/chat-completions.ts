@@ -214,7 +214,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
         started.add(choice.index);
         if (delta.role === undefined) delta.role = 'assistant';
       }
-      if (typeof delta.content === 'string') texts[choice.index] = (texts[choice.index] ?? '') + delta.content;
+      if (typeof delta.content === 'string') texts[choice.index] = keep(texts[choice.index] ?? '', delta.content);
       if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
         firstToken = true;
         ctx.deps.metrics?.firstToken((ctx.deps.clock() - ctx.startedAt) / 1000);
@@ -270,21 +270,41 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
     });
     await write('[DONE]');
   } catch (err) {
+    // Whatever failed (upstream, counting, the audit of a finished stream), the delivery is recorded and the
+    // client gets an error frame: nothing in this path may throw past them.
     const error = toApiError(err);
     const clientGone = ctx.abort.aborted;
     sse.hold();
-    await audit(ctx, {
-      statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
-      streaming: true,
-      messages: request.messages,
-      responseText: texts[0] ?? '',
-      svc,
-      usage: usage ?? (await countUsage(request.messages, texts)),
-    });
     if (!clientGone) await write(JSON.stringify(error.toBody()));
+    try {
+      await audit(ctx, {
+        statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
+        streaming: true,
+        messages: request.messages,
+        responseText: texts[0] ?? '',
+        svc,
+        usage: usage ?? (await countUsage(request.messages, texts).catch(() => NO_USAGE)),
+      });
+    } catch (auditError) {
+      ctx.deps.logger.error({ err: auditError, requestId: ctx.requestId }, 'could not record the delivery of a failed stream');
+    }
   } finally {
     sse.end();
   }
+}
+
+const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+/**
+ * Characters of one choice's streamed text kept for the grounding check and the audit's `response_text`.
+ * V8 strings end at 2^29 - 24 characters: an upstream that streams more would make the concatenation throw.
+ * The text past this is relayed to the client but not kept (nor counted, when svc counts usage itself).
+ */
+export const MAX_KEPT_TEXT_CHARS = 2 ** 28;
+
+function keep(text: string, more: string): string {
+  if (text.length + more.length <= MAX_KEPT_TEXT_CHARS) return text + more;
+  return text.length >= MAX_KEPT_TEXT_CHARS ? text : text + more.slice(0, MAX_KEPT_TEXT_CHARS - text.length);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { decodeGenerator, encode, loadTokenizer } from '../tokens/tokenizer.js';
+import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
@@ -67,7 +67,7 @@ export function createOfflineModel(): Upstream {
     async complete({ body, signal, thinking }: UpstreamRequest): Promise<UpstreamCompletion> {
       await loadTokenizer();
       signal.throwIfAborted();
-      const { choices, usage } = generate(body, thinking);
+      const { choices, usage } = await generate(body, thinking);
       return {
         id: `chatcmpl-${randomId()}`,
         created: Math.floor(Date.now() / 1000),
@@ -89,7 +89,7 @@ export function createOfflineModel(): Upstream {
     async stream({ body, signal, thinking }: UpstreamRequest): Promise<ChunkStream> {
       await loadTokenizer();
       signal.throwIfAborted();
-      const generated = generate(body, thinking);
+      const generated = await generate(body, thinking);
       const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
       return oneByOne(streamChunks(generated, body.model, includeUsage, signal));
     },
@@ -98,45 +98,50 @@ export function createOfflineModel(): Upstream {
   };
 }
 
-function generate(body: UpstreamBody, thinking: boolean): { choices: GeneratedChoice[]; usage: Usage } {
+/**
+ * Plans the answer and encodes it. Encoding and counting go through the bounded tokenizer calls, which yield
+ * to the event loop: a 10 MiB message or 3 MB of white space does not hold up other requests.
+ */
+async function generate(body: UpstreamBody, thinking: boolean): Promise<{ choices: GeneratedChoice[]; usage: Usage }> {
   const plan = planAnswer(body, thinking);
   const limit = firstPositiveInt(body.max_completion_tokens, body.max_tokens) ?? Infinity;
   const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter(
     (s): s is string => typeof s === 'string' && s.length > 0,
   );
   const n = firstPositiveInt(body.n) ?? 1;
-  const choices = Array.from({ length: n }, () => budget(plan, limit, stops));
+  const choices: GeneratedChoice[] = [];
+  for (let i = 0; i < n; i++) choices.push(await budget(plan, limit, stops));
   const completionTokens = choices.reduce(
     (sum, c) => sum + c.reasoningTokens.length + (c.contentTokens?.length ?? 0) + c.toolCalls.reduce((s, t) => s + t.tokens.length, 0),
     0,
   );
   const reasoningTokens = choices.reduce((sum, c) => sum + c.reasoningTokens.length, 0);
-  const promptTokens = countPromptTokens(body);
+  const promptTokens = await countPromptTokens(body);
   const usage: Usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
   if (thinking) usage.completion_tokens_details = { reasoning_tokens: reasoningTokens };
   return { choices, usage };
 }
 
 /** Spends the token budget on reasoning first, then on the answer, like reasoning models do. */
-function budget(plan: Plan, limit: number, stops: string[]): GeneratedChoice {
+async function budget(plan: Plan, limit: number, stops: string[]): Promise<GeneratedChoice> {
   let remaining = limit;
   let truncated = false;
-  const take = (tokens: number[]): number[] => {
-    if (tokens.length <= remaining) {
-      remaining -= tokens.length;
-      return tokens;
+  /** The tokens of `text` that fit in what is left of the budget; encodes no further than that. */
+  const take = async (text: string): Promise<number[]> => {
+    const { tokens, truncated: cut } = await encodeBounded(text, Math.max(0, remaining));
+    remaining -= tokens.length;
+    if (cut) {
+      truncated = true;
+      remaining = 0;
     }
-    truncated = true;
-    const kept = tokens.slice(0, Math.max(0, remaining));
-    remaining = 0;
-    return kept;
+    return tokens;
   };
-  const reasoningTokens = plan.reasoning ? take(encode(plan.reasoning)) : [];
+  const reasoningTokens = plan.reasoning ? await take(plan.reasoning) : [];
   if (plan.toolCalls.length > 0) {
     const toolCalls: GeneratedChoice['toolCalls'] = [];
     for (const call of plan.toolCalls) {
       if (remaining <= 0 && truncated) break;
-      const tokens = take(encode(call.arguments));
+      const tokens = await take(call.arguments);
       toolCalls.push({ id: `call_${randomId()}`, type: 'function', function: { name: call.name, arguments: decodeAll(tokens) }, tokens });
     }
     return { reasoningTokens, contentTokens: null, toolCalls, finishReason: truncated ? 'length' : 'tool_calls' };
@@ -148,7 +153,7 @@ function budget(plan: Plan, limit: number, stops: string[]): GeneratedChoice {
       content = content.slice(0, at);
     }
   }
-  const contentTokens = take(encode(content));
+  const contentTokens = await take(content);
   return { reasoningTokens, contentTokens, toolCalls: [], finishReason: truncated ? 'length' : 'stop' };
 }
 
@@ -416,14 +421,14 @@ function decodeAll(tokens: number[]): string {
 }
 
 /** Roughly OpenAI's chat accounting: each message's role and text, 3 tokens of framing each, 3 for the reply. */
-function countPromptTokens(body: UpstreamBody): number {
+async function countPromptTokens(body: UpstreamBody): Promise<number> {
   let total = 3;
   for (const message of Array.isArray(body.messages) ? body.messages : []) {
     if (!isRecord(message)) continue;
-    total += 3 + encode(String(message.role ?? '')).length + encode(messageText(message.content)).length;
-    if (Array.isArray(message.tool_calls)) total += encode(JSON.stringify(message.tool_calls)).length;
+    total += 3 + (await countTokensBounded(String(message.role ?? ''))) + (await countTokensBounded(messageText(message.content)));
+    if (Array.isArray(message.tool_calls)) total += await countTokensBounded(JSON.stringify(message.tool_calls));
   }
-  if (Array.isArray(body.tools) && body.tools.length > 0) total += encode(JSON.stringify(body.tools)).length;
+  if (Array.isArray(body.tools) && body.tools.length > 0) total += await countTokensBounded(JSON.stringify(body.tools));
   return total;
 }
 
