@@ -133,3 +133,59 @@ describe('a very large streamed answer without usage', () => {
     expect(server.logs.filter((line) => line.includes('"level":50'))).toEqual([]);
   });
 });
+
+describe("the offline model's JSON Schema filler (tool_choice: required)", () => {
+  const tool = (parameters: Record<string, unknown>) => ({ type: 'function', function: { name: 'lookup', description: 'Look it up.', parameters } });
+  const ask = (srv: TestServer, token: string, parameters: Record<string, unknown>, stream = false) =>
+    post(srv.url, token, {
+      model: 'svc01',
+      stream,
+      messages: [{ role: 'user', content: 'Look up Paris.' }],
+      tools: [{ type: 'function', function: { name: 'other', parameters: { type: 'object' } } }, tool(parameters)],
+      tool_choice: { type: 'function', function: { name: 'lookup' } },
+    });
+  const string = (extra: Record<string, unknown>) => ({ type: 'object', properties: { q: { type: 'string', ...extra } }, required: ['q'] });
+
+  // Each took 16 s, never returned, took 7 min and 2.5 GB then a 500, or was a 500 (stack overflow).
+  const REFUSED: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['minLength: 30000', string({ minLength: 30_000 }), /minLength 30000, above the offline model's limit of 10000/],
+    ['minLength: 1e9', string({ minLength: 1e9 }), /minLength 1000000000/],
+    ['minItems: 1e8', { type: 'object', properties: { ids: { type: 'array', items: { type: 'integer' }, minItems: 1e8 } }, required: ['ids'] }, /minItems 100000000/],
+    ['1,000 × 1,000 nested items', { type: 'array', minItems: 1000, items: { type: 'array', minItems: 1000, items: { type: 'string' } } }, /more than 200000 steps/],
+    ['strings adding up past 1 M characters', { type: 'array', minItems: 1000, items: { type: 'string', minLength: 5000 } }, /more than 1000000 characters/],
+    ['a $ref to itself', { $ref: '#' }, /deeper than 64 levels/],
+    ['a $ref cycle through definitions', { type: 'object', definitions: { a: { $ref: '#/definitions/b' }, b: { $ref: '#/definitions/a' } }, properties: { x: { $ref: '#/definitions/a' } }, required: ['x'] }, /\$ref cycle/],
+    ['allOf branching into the root', { allOf: [{ $ref: '#' }, { $ref: '#' }, { $ref: '#' }] }, /steps|levels/],
+  ];
+
+  it('refuses schemas past its bounds with 400 invalid_value naming the parameters, streamed or not', async () => {
+    server = await startTestServer({ env: { SVC_RATE_LIMIT_RPM: '100000' } });
+    const { token } = await server.createKey({ webhookUrl: WEBHOOK_URL });
+    for (const [what, parameters, message] of REFUSED) {
+      for (const stream of [false, true]) {
+        const res = await ask(server, token, parameters, stream);
+        expect(res.status, `${what} (stream: ${stream}): ${res.text.slice(0, 300)}`).toBe(400);
+        expect(res.json.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'tools[1].function.parameters' });
+        expect(res.json.error.message).toMatch(message);
+      }
+    }
+    // (The unreachable webhook's failed attempts are warnings; nothing of the requests is logged as an error.)
+    expect(server.logs.filter((line) => JSON.parse(line).level >= 50)).toEqual([]);
+  });
+
+  it('still fills schemas within them: 10,000 characters, 1,000 items, a recursive tree', async () => {
+    server = await startTestServer({ env: { SVC_RATE_LIMIT_RPM: '100000' } });
+    const { token } = await server.createKey({ webhookUrl: WEBHOOK_URL });
+    const tree = { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#' } } }, required: ['name', 'children'] };
+    const fits: Array<[Record<string, unknown>, (args: any) => void]> = [
+      [string({ minLength: 10_000 }), (args) => expect(args.q.length).toBe(10_000)],
+      [{ type: 'object', properties: { ids: { type: 'array', items: { type: 'integer' }, minItems: 1000 } }, required: ['ids'] }, (args) => expect(args.ids).toHaveLength(1000)],
+      [tree, (args) => expect(args.name).toEqual(expect.any(String))],
+    ];
+    for (const [parameters, check] of fits) {
+      const res = await ask(server, token, parameters);
+      expect(res.status, res.text.slice(0, 300)).toBe(200);
+      check(JSON.parse(res.json.choices[0].message.tool_calls[0].function.arguments));
+    }
+  });
+});

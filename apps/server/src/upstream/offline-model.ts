@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
-import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
+import { ApiError } from '../http/errors.js';
+import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
 import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
 
@@ -204,7 +205,7 @@ function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
     const hints = sampleHints(question || lastUserText);
     const toolCalls = calledTools.map((tool, i) => ({
       name: tool.name,
-      arguments: JSON.stringify(sampleFromSchema(tool.parameters, { ...hints, nameOffset: i }) ?? {}),
+      arguments: JSON.stringify(fillParameters(body.tools, tool, { ...hints, nameOffset: i }) ?? {}),
     }));
     const reasoning = thinking
       ? `${toolWhy} ${toolCalls.map((c) => `${c.name} gets ${c.arguments}, built from its JSON Schema with values taken from the question where a field's name asks for them.`).join(' ')}`
@@ -237,6 +238,22 @@ function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
       ` I quote ${picked.length > 1 ? 'these sentences' : 'this sentence'} verbatim, in document order, so that every statement stays grounded in the sources.`;
   }
   return { content, reasoning: thinking ? reasoning : null, toolCalls: [] };
+}
+
+/**
+ * Arguments for `tool` from its JSON Schema; a schema past the filler's bounds (SCHEMA_BOUNDS: a 10,000
+ * character string, 1,000 items, 1 M characters in all, 200,000 steps, 64 levels) is the request's mistake:
+ * 400 `invalid_value` naming the tool's parameters.
+ */
+function fillParameters(tools: unknown, tool: FunctionToolDef, hints: SampleHints): unknown {
+  try {
+    return sampleFromSchema(tool.parameters, hints);
+  } catch (err) {
+    if (!(err instanceof SchemaBoundsError)) throw err;
+    const index = Array.isArray(tools) ? tools.findIndex((t) => isRecord(t) && isRecord(t.function) && t.function.name === tool.name) : -1;
+    const param = index === -1 ? 'tool_choice' : `tools[${index}].function.parameters`;
+    throw new ApiError('invalid_value', `The offline model cannot fill the parameters of tool '${tool.name}': ${err.message}.`, { param });
+  }
 }
 
 /** The query of the last user message, and the rest of it when it is long enough to be a pasted document. */
