@@ -73,41 +73,60 @@ const ORDINARY = { disallowedSpecial: new Set<string>() };
  * 41 s). No piece handed to the encoder holds a run longer than this.
  */
 const MAX_RUN = 64;
-const LONG_RUN = /\S{65,}|\s{65,}/g;
 /**
  * Other text is handed to the encoder in slices of at most this many characters, each cut before a space that
  * follows a non-space character: o200k's pre-tokenizer starts a pre-token there anyway, so the tokens are the
  * same as for the whole text.
  */
 const SLICE = 8192;
-const WHITE_SPACE = /\s/;
+
+/** JavaScript's `\s`, by code unit (a regular expression over the whole text scanned 9 MiB in one go). */
+function isSpace(code: number): boolean {
+  if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
+  if (code < 0xa0) return false;
+  return (
+    code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 ||
+    code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff
+  );
+}
 
 /**
- * The pieces `text` is encoded in: slices of text without long runs, and 64-character pieces of long runs
- * (their tokens decode to the same text). Of a long white-space run, the last 1–64 characters stay with the
- * text that follows, where o200k puts a run's last space (in front of the next word).
+ * The pieces `text` is encoded in, found in one pass and handed out as they are found: slices of text without
+ * long runs, and 64-character pieces of runs longer than that (their tokens decode to the same text). Of a
+ * long white-space run, the last 1–64 characters stay with the text that follows, where o200k puts a run's
+ * last space (in front of the next word).
  */
 function* pieces(text: string): Generator<string> {
-  let last = 0;
-  for (const match of text.matchAll(LONG_RUN)) {
-    const run = match[0];
-    yield* slices(text, last, match.index);
-    let i = 0;
-    if (WHITE_SPACE.test(run[0]!)) {
-      for (; run.length - i > MAX_RUN; i += MAX_RUN) yield run.slice(i, i + MAX_RUN);
-      last = match.index + i;
-      continue;
+  let pending = 0; // start of the text not handed out yet
+  for (let i = 0; i < text.length; ) {
+    const space = isSpace(text.charCodeAt(i));
+    let end = i + 1;
+    while (end < text.length && isSpace(text.charCodeAt(end)) === space) end++;
+    if (end - i > MAX_RUN) {
+      yield* slices(text, pending, i);
+      let at = i;
+      if (space) {
+        for (; end - at > MAX_RUN; at += MAX_RUN) yield text.slice(at, at + MAX_RUN);
+        pending = at;
+      } else {
+        while (at < end) {
+          let cut = Math.min(end, at + MAX_RUN);
+          // never cut a surrogate pair in two
+          if (cut < end && isHighSurrogate(text.charCodeAt(cut - 1))) cut -= 1;
+          yield text.slice(at, cut);
+          at = cut;
+        }
+        pending = end;
+      }
+    } else if (i - pending >= SLICE && ((space && text.charCodeAt(i) === 32) || i - pending >= 4 * SLICE)) {
+      // Hand out what is pending before a space that ends a word (exact), or, in text without such spaces,
+      // at any run boundary (approximate): never more than a few slices are scanned before they are encoded.
+      yield* slices(text, pending, i);
+      pending = i;
     }
-    while (i < run.length) {
-      let end = Math.min(run.length, i + MAX_RUN);
-      // never cut a surrogate pair in two
-      if (end < run.length && isHighSurrogate(run.charCodeAt(end - 1))) end -= 1;
-      yield run.slice(i, end);
-      i = end;
-    }
-    last = match.index + run.length;
+    i = end;
   }
-  yield* slices(text, last, text.length);
+  yield* slices(text, pending, text.length);
 }
 
 /** `text[from, to)` (no run over 64 characters) in slices of at most SLICE characters. */
@@ -115,7 +134,7 @@ function* slices(text: string, from: number, to: number): Generator<string> {
   while (to - from > SLICE) {
     // Look back at most half a slice for a space after a non-space: linear however the text looks.
     let cut = from + SLICE;
-    while (cut > from + SLICE / 2 && !(text.charCodeAt(cut) === 32 && !WHITE_SPACE.test(text[cut - 1]!))) cut--;
+    while (cut > from + SLICE / 2 && !(text.charCodeAt(cut) === 32 && !isSpace(text.charCodeAt(cut - 1)))) cut--;
     if (cut <= from + SLICE / 2) {
       cut = from + SLICE;
       if (isHighSurrogate(text.charCodeAt(cut - 1))) cut -= 1;
