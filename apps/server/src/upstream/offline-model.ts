@@ -20,6 +20,12 @@ const MAX_SENTENCES = 3;
 const RELATIVE_CUTOFF = 0.6;
 /** A last user message this long (in words) also counts as a source: a pasted document. */
 const PASTED_DOCUMENT_WORDS = 40;
+/**
+ * Characters of the conversation the offline model reads: the last user message first, then the sources in
+ * order, until this many; the rest is ignored, as past a model's context window. Ranking sentences costs
+ * about 1.5 µs a character in one go: a 9 MiB message held the event loop for 4 s.
+ */
+export const MAX_READ_CHARS = 64 * 1024;
 /** Stream chunks between yields to the event loop. */
 const CHUNKS_PER_TICK = 32;
 
@@ -161,13 +167,19 @@ async function budget(plan: Plan, limit: number, stops: string[]): Promise<Gener
 function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
   const messages = (Array.isArray(body.messages) ? body.messages : []).filter(isRecord);
   const lastUserIndex = messages.map((m) => m.role).lastIndexOf('user');
-  const lastUserText = lastUserIndex === -1 ? '' : messageText(messages[lastUserIndex]!.content);
+  let unread = MAX_READ_CHARS;
+  const read = (text: string): string => {
+    const kept = text.length <= unread ? text : text.slice(0, unread);
+    unread -= kept.length;
+    return kept;
+  };
+  const lastUserText = lastUserIndex === -1 ? '' : read(messageText(messages[lastUserIndex]!.content));
   const { question, pasted } = splitQuestion(lastUserText);
 
   const sources: string[] = [];
   messages.forEach((message, i) => {
     if (['system', 'developer', 'tool', 'function'].includes(String(message.role)) || (message.role === 'user' && i !== lastUserIndex)) {
-      const text = messageText(message.content);
+      const text = read(messageText(message.content));
       if (text.trim()) sources.push(text);
     }
   });
