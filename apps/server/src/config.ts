@@ -33,6 +33,24 @@ export function parseProcesses(text: string): number {
   return Number(value);
 }
 
+const SIZE_UNITS = { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 } as const;
+
+/**
+ * A byte count: a whole number of bytes, or one with a unit (`B`, `KiB`, `MiB`, `GiB`), e.g. `256MiB`.
+ * Throws an Error whose message says what is accepted.
+ *
+ * @example
+ * parseByteSize('256MiB'); // 268435456
+ */
+export function parseByteSize(text: string): number {
+  const match = /^(\d+)\s*(B|KiB|MiB|GiB)?$/.exec(text.trim());
+  if (!match) throw new Error(`"${text}" is not a size: use a whole number of bytes, or one with B, KiB, MiB or GiB (e.g. 256MiB)`);
+  return Number(match[1]) * SIZE_UNITS[(match[2] ?? 'B') as keyof typeof SIZE_UNITS];
+}
+
+/** The largest chat request body (design §4 `request_too_large`). */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
 /** A text setting read by `parse`, whose Error message becomes the setting's issue. */
 function parsedBy<T>(parse: (text: string) => T, defaultText: string) {
   return z
@@ -79,6 +97,10 @@ const EnvSchema = z.object({
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SVC_PROCESSES: parsedBy(parseProcesses, '1'),
+  SVC_MAX_BODY_BYTES_IN_FLIGHT: parsedBy(parseByteSize, '256MiB').refine(
+    (v) => v >= MAX_BODY_BYTES && v <= 1024 ** 4,
+    'must be from 10MiB (one largest body) to 1024GiB',
+  ),
 });
 
 export interface Config {
@@ -106,6 +128,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** Server processes sharing the port (node:cluster); 1 = a single process, no cluster. */
   processes: number;
+  /** Request-body bytes one process holds at once, over all requests; past it new bodies get 429 at once. */
+  maxBodyBytesInFlight: number;
 }
 
 export class ConfigError extends Error {
@@ -161,5 +185,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     groundingJudge: e.SVC_GROUNDING_JUDGE,
     metricsToken: e.SVC_METRICS_TOKEN,
     processes: e.SVC_PROCESSES,
+    maxBodyBytesInFlight: e.SVC_MAX_BODY_BYTES_IN_FLIGHT,
   };
 }

@@ -12,7 +12,7 @@ import type { Authenticate } from '../auth/bearer-auth.js';
 import type { ApiError } from '../http/errors.js';
 import { answerError, toApiError, type OnRequestFailed } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logOnClose, newRequestId, type LoggedRequest } from '../http/exchange.js';
-import { readJsonBody } from '../http/json-body.js';
+import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { Cancellation, type ChunkStream } from '../upstream/upstream.js';
@@ -46,6 +46,8 @@ interface RequestContext {
   failure?: { streaming: boolean; messages: unknown };
   /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
   upstreamStartedAt?: number;
+  /** Request-body bytes in flight over all of this route's requests (SVC_MAX_BODY_BYTES_IN_FLIGHT). */
+  bodyBudget: BodyBudget;
   upstreamFinishedAt?: number;
 }
 
@@ -60,13 +62,14 @@ interface RequestContext {
  * http.createServer((req, res) => (isChatRequest(req) ? chat(req, res) : app(req, res)));
  */
 export function chatRoute(deps: ChatRouteDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const bodyBudget = new BodyBudget(deps.config.maxBodyBytesInFlight);
   return (req, res) => {
     const startedAt = deps.clock();
     const requestId = newRequestId();
     res.setHeader('x-request-id', requestId);
     const log: LoggedRequest = { requestId, startedAt, method: req.method ?? 'POST', url: req.url ?? '/' };
     logOnClose(res, log, deps.logger, deps.clock, deps.metrics);
-    const ctx = { deps, req, res, log, requestId, startedAt, abort: new Cancellation() } as RequestContext;
+    const ctx = { deps, req, res, log, requestId, startedAt, abort: new Cancellation(), bodyBudget } as RequestContext;
     res.on('close', () => {
       if (!res.writableFinished) ctx.abort.abort(new Error('client closed the connection'));
     });
@@ -99,7 +102,7 @@ async function complete(ctx: RequestContext): Promise<void> {
   ctx.log.key = ctx.key;
   await deps.applyLimit(ctx.key, res);
   // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
-  const raw = (await readJsonBody(req)) as Record<string, unknown> | undefined;
+  const raw = (await readJsonBody(req, JSON_BODY_LIMIT, ctx.bodyBudget)) as Record<string, unknown> | undefined;
   ctx.failure = { streaming: raw?.stream === true, messages: raw?.messages };
 
   const request = parseChatRequest(raw);
