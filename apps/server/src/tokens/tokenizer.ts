@@ -20,6 +20,9 @@ export async function loadTokenizer(): Promise<void> {
   o200k ??= await (loading ??= readRanks().then((ranks) => GptEncoding.getEncodingApi('o200k_base', () => ranks)));
 }
 
+/** Lines of the ranks file parsed between yields to the event loop (a few milliseconds). */
+const LINES_PER_TURN = 5000;
+
 const RANKS_FILE = createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken');
 
 /**
@@ -30,7 +33,13 @@ export async function readRanks(file = RANKS_FILE): Promise<Array<string | numbe
   const text = await readFile(file, 'latin1');
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const ranks: Array<string | number[]> = [];
+  // 200,000 lines took ~300 ms in one go: a first use (a client leaving mid-stream) held every request up.
+  let linesToYield = LINES_PER_TURN;
   for (let start = 0; start < text.length; ) {
+    if (--linesToYield === 0) {
+      linesToYield = LINES_PER_TURN;
+      await yieldToEventLoop();
+    }
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
     const space = text.indexOf(' ', start);
