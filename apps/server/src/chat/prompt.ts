@@ -39,7 +39,7 @@ const REPLY_PRIMING_TOKENS = 3;
 
 /**
  * Token counts (o200k_base) for when upstream reports no usage. Each text is counted with
- * `countTokensBounded`: exactly up to 256 Ki characters, estimated beyond, yielding to the event loop as it
+ * `countTokensBounded`: exactly up to 128 Ki characters, estimated beyond, yielding to the event loop as it
  * goes — a 10 MiB message or a 500 MB streamed answer costs a bounded, interleaved amount of CPU.
  */
 export async function countUsage(messages: unknown, completionTexts: string[]): Promise<Usage> {

@@ -87,7 +87,7 @@ const MAX_RUN = 64;
  * follows a non-space character: o200k's pre-tokenizer starts a pre-token there anyway, so the tokens are the
  * same as for the whole text.
  */
-const SLICE = 8192;
+const SLICE = 2048;
 
 /** JavaScript's `\s`, by code unit (a regular expression over the whole text scanned 9 MiB in one go). */
 function isSpace(code: number): boolean {
@@ -177,20 +177,34 @@ export function encode(text: string): number[] {
   return tokens;
 }
 
-/** Characters encoded between yields to the event loop (a few milliseconds of work). */
-const CHARS_PER_TURN = 8 * 1024;
+/**
+ * Milliseconds of encoding between yields to the event loop. Several large requests encode at once, each a
+ * turn per loop iteration: their turns add up to what every other request waits.
+ */
+const TURN_MS = 2;
+
+/** Says when a turn of TURN_MS is used up (then the caller yields). */
+function turns(): () => boolean {
+  let since = performance.now();
+  return () => {
+    const now = performance.now();
+    if (now - since < TURN_MS) return false;
+    since = now;
+    return true;
+  };
+}
 
 /**
  * Characters of one text counted exactly by `countTokensBounded`; the rest is estimated at the same
- * characters-per-token ratio. Counting 256 Ki characters takes 30–300 ms of CPU (prose to mixed scripts), in
- * slices of a few milliseconds.
+ * characters-per-token ratio. Counting 128 Ki characters takes 15–150 ms of CPU (prose to mixed scripts), in
+ * turns of 2 ms.
  */
-export const EXACT_COUNT_CHARS = 256 * 1024;
+export const EXACT_COUNT_CHARS = 128 * 1024;
 
 /**
  * Usage counting for text of any size: the exact o200k_base count of the first EXACT_COUNT_CHARS characters,
- * plus the rest of the text estimated at the ratio measured on them; yields to the event loop every 8 Ki
- * characters, so a 10 MiB message never holds up other requests.
+ * plus the rest of the text estimated at the ratio measured on them; yields to the event loop every 2 ms, so
+ * a 10 MiB message never holds up other requests.
  *
  * @example
  * await countTokensBounded('Hello world') === 2;
@@ -198,16 +212,12 @@ export const EXACT_COUNT_CHARS = 256 * 1024;
 export async function countTokensBounded(text: string): Promise<number> {
   let tokens = 0;
   let counted = 0;
-  let sinceYield = 0;
+  const turnUsed = turns();
   for (const piece of pieces(text)) {
     if (counted >= EXACT_COUNT_CHARS) break;
     tokens += bpe(piece).length;
     counted += piece.length;
-    sinceYield += piece.length;
-    if (sinceYield >= CHARS_PER_TURN) {
-      sinceYield = 0;
-      await yieldToEventLoop();
-    }
+    if (turnUsed()) await yieldToEventLoop();
   }
   if (counted < text.length && counted > 0) tokens += Math.ceil(((text.length - counted) * tokens) / counted);
   return tokens;
@@ -215,21 +225,17 @@ export async function countTokensBounded(text: string): Promise<number> {
 
 /**
  * The first tokens of `text`, at most `maxTokens` of them (`truncated` when there were more), yielding to the
- * event loop every 8 Ki characters: the offline model encodes its answers with it.
+ * event loop every 2 ms: the offline model encodes its answers with it.
  */
 export async function encodeBounded(text: string, maxTokens: number): Promise<{ tokens: number[]; truncated: boolean }> {
   const tokens: number[] = [];
-  let sinceYield = 0;
+  const turnUsed = turns();
   for (const piece of pieces(text)) {
     for (const t of bpe(piece)) {
       if (tokens.length >= maxTokens) return { tokens, truncated: true };
       tokens.push(t);
     }
-    sinceYield += piece.length;
-    if (sinceYield >= CHARS_PER_TURN) {
-      sinceYield = 0;
-      await yieldToEventLoop();
-    }
+    if (turnUsed()) await yieldToEventLoop();
   }
   return { tokens, truncated: false };
 }
