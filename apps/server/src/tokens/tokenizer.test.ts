@@ -63,7 +63,15 @@ describe('encode', () => {
   });
 
   it('round-trips long runs, including surrogate pairs at piece boundaries', () => {
-    const runs = ['a'.repeat(1000), `${'x'.repeat(63)}😀${'y'.repeat(200)}`, `pre ${'ab'.repeat(500)} post`, '😀'.repeat(300)];
+    const runs = [
+      'a'.repeat(1000),
+      `${'x'.repeat(63)}😀${'y'.repeat(200)}`,
+      `pre ${'ab'.repeat(500)} post`,
+      '😀'.repeat(300),
+      // across the 4096-character steps a run is scanned in
+      `${'x'.repeat(4095)}${'😀'.repeat(3000)}`,
+      `a${' '.repeat(4096 * 3 + 5)}b${'\n'.repeat(5000)}c`,
+    ];
     for (const text of runs) expect(decode(encode(text))).toBe(text);
   });
 

@@ -88,6 +88,8 @@ const MAX_RUN = 64;
  * same as for the whole text.
  */
 const SLICE = 2048;
+/** Characters of one run scanned at a time (a multiple of MAX_RUN). */
+const RUN_SCAN = 64 * MAX_RUN;
 
 /** JavaScript's `\s`, by code unit (a regular expression over the whole text scanned 9 MiB in one go). */
 function isSpace(code: number): boolean {
@@ -109,12 +111,16 @@ function* pieces(text: string): Generator<string> {
   let pending = 0; // start of the text not handed out yet
   for (let i = 0; i < text.length; ) {
     const space = isSpace(text.charCodeAt(i));
+    // A run is scanned RUN_SCAN characters at a time: 3 MB of spaces is not one step.
+    const limit = Math.min(text.length, i + RUN_SCAN);
     let end = i + 1;
-    while (end < text.length && isSpace(text.charCodeAt(end)) === space) end++;
+    while (end < limit && isSpace(text.charCodeAt(end)) === space) end++;
+    const continues = end === limit && end < text.length && isSpace(text.charCodeAt(end)) === space;
+    if (continues && !space && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
     if (end - i > MAX_RUN) {
       yield* slices(text, pending, i);
       let at = i;
-      if (space) {
+      if (space && !continues) {
         for (; end - at > MAX_RUN; at += MAX_RUN) yield text.slice(at, at + MAX_RUN);
         pending = at;
       } else {
