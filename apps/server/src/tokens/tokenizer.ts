@@ -17,7 +17,12 @@ let loading: Promise<O200k> | undefined;
 
 /** Loads the o200k_base tokenizer once; `encode` / `decodeGenerator` / `countTokens` need it loaded. */
 export async function loadTokenizer(): Promise<void> {
-  o200k ??= await (loading ??= readRanks().then((ranks) => GptEncoding.getEncodingApi('o200k_base', () => ranks)));
+  o200k ??= await (loading ??= readRanks().then((ranks) => {
+    const encoding = GptEncoding.getEncodingApi('o200k_base', () => ranks);
+    // The first encode sets up the encoder's lookups (~100 ms): here, not in the first request that counts.
+    encoding.encode('Hello, world. 1889 ', ORDINARY);
+    return encoding;
+  }));
 }
 
 /** Lines of the ranks file parsed between yields to the event loop (a few milliseconds). */
