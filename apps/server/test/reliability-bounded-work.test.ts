@@ -136,14 +136,18 @@ describe('a very large streamed answer without usage', () => {
 
 describe("the offline model's JSON Schema filler (tool_choice: required)", () => {
   const tool = (parameters: Record<string, unknown>) => ({ type: 'function', function: { name: 'lookup', description: 'Look it up.', parameters } });
-  const ask = (srv: TestServer, token: string, parameters: Record<string, unknown>, stream = false) =>
-    post(srv.url, token, {
+  const ask = (srv: TestServer, token: string, parameters: Record<string, unknown>, stream = false) => {
+    const body = JSON.stringify({
       model: 'svc01',
       stream,
       messages: [{ role: 'user', content: 'Look up Paris.' }],
-      tools: [{ type: 'function', function: { name: 'other', parameters: { type: 'object' } } }, tool(parameters)],
+      tools: [{ type: 'function', function: { name: 'other', parameters: { type: 'object' } } }, tool(typeof parameters.raw === 'string' ? { RAW: 1 } : parameters)],
       tool_choice: { type: 'function', function: { name: 'lookup' } },
     });
+    return post(srv.url, token, typeof parameters.raw === 'string' ? body.replace('{"RAW":1}', parameters.raw) : body);
+  };
+  /** Too deep for JSON.stringify here: sent as text (see `ask`). */
+  const deepAllOf = (levels: number) => ({ raw: `${'{"allOf":['.repeat(levels)}{"type":"string"}${']}'.repeat(levels)}` });
   const string = (extra: Record<string, unknown>) => ({ type: 'object', properties: { q: { type: 'string', ...extra } }, required: ['q'] });
 
   // Each took 16 s, never returned, took 7 min and 2.5 GB then a 500, or was a 500 (stack overflow).
@@ -156,6 +160,7 @@ describe("the offline model's JSON Schema filler (tool_choice: required)", () =>
     ['a $ref to itself', { $ref: '#' }, /deeper than 64 levels/],
     ['a $ref cycle through definitions', { type: 'object', definitions: { a: { $ref: '#/definitions/b' }, b: { $ref: '#/definitions/a' } }, properties: { x: { $ref: '#/definitions/a' } }, required: ['x'] }, /\$ref cycle/],
     ['allOf branching into the root', { allOf: [{ $ref: '#' }, { $ref: '#' }, { $ref: '#' }] }, /steps|levels/],
+    ['allOf nested 10,000 levels deep', deepAllOf(10_000), /deeper than 64 levels/],
   ];
 
   it('refuses schemas past its bounds with 400 invalid_value naming the parameters, streamed or not', async () => {

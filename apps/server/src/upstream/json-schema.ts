@@ -136,6 +136,9 @@ function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleSt
 /** Resolves `$ref` and merges `allOf` and the first `anyOf`/`oneOf` branch into one schema. */
 function flatten(schema: JsonSchema, root: JsonSchema, depth: number, work: Work): JsonSchema {
   spend(work);
+  if (depth > SCHEMA_BOUNDS.maxDepth) {
+    throw new SchemaBoundsError(`it nests deeper than ${SCHEMA_BOUNDS.maxDepth} levels`);
+  }
   let current = schema;
   if (typeof current.$ref === 'string' && depth <= MAX_DEPTH) {
     const { $ref, ...rest } = current;
