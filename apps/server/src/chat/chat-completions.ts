@@ -46,9 +46,9 @@ interface RequestContext {
   failure?: { streaming: boolean; messages: unknown };
   /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
   upstreamStartedAt?: number;
+  upstreamFinishedAt?: number;
   /** Request-body bytes in flight over all of this route's requests (SVC_MAX_BODY_BYTES_IN_FLIGHT). */
   bodyBudget: BodyBudget;
-  upstreamFinishedAt?: number;
 }
 
 /**
@@ -289,7 +289,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
         usage: usage ?? (await countUsage(request.messages, texts).catch(() => NO_USAGE)),
       });
     } catch (auditError) {
-      ctx.deps.logger.error({ err: auditError, requestId: ctx.requestId }, 'could not record the delivery of a failed stream');
+      ctx.deps.logger.error({ err: auditError, request_id: ctx.requestId }, 'could not record the delivery of a failed stream');
     }
   } finally {
     sse.end();

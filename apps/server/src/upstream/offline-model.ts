@@ -111,7 +111,7 @@ export function createOfflineModel(): Upstream {
  * to the event loop: a 10 MiB message or 3 MB of white space does not hold up other requests.
  */
 async function generate(body: UpstreamBody, thinking: boolean): Promise<{ choices: GeneratedChoice[]; usage: Usage }> {
-  // The request body was parsed in this same turn (10 MiB: tens of ms): plan in the next one.
+  // Planning a large conversation takes tens of ms: a turn of its own, not the one that read the request.
   await yieldToEventLoop();
   const plan = planAnswer(body, thinking);
   const limit = firstPositiveInt(body.max_completion_tokens, body.max_tokens) ?? Infinity;
