@@ -127,7 +127,7 @@ async function underLoad(url: string, token: string, heavy: Heavy[]) {
     }
     return statuses;
   })();
-  // ROUNDS rounds of all the heavy inputs at once: enough polls (~100) that p99 is not simply the worst one.
+  // ROUNDS rounds of all the heavy inputs at once: a longer window (~45 polls, of which p99 is the worst one).
   const answers: Array<{ h: Heavy; status: number; text: string }> = [];
   for (let round = 0; round < ROUNDS; round++) {
     answers.push(
