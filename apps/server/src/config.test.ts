@@ -119,3 +119,14 @@ describe('parseTrustProxy (SVC_TRUST_PROXY)', () => {
     }
   });
 });
+
+describe('SVC_MAX_BODY_BYTES_IN_FLIGHT', () => {
+  it('defaults to 256 MiB; takes bytes or a size with a unit, at least one largest body', () => {
+    expect(loadConfig({}).maxBodyBytesInFlight).toBe(256 * 1024 * 1024);
+    expect(loadConfig({ SVC_MAX_BODY_BYTES_IN_FLIGHT: '1GiB' }).maxBodyBytesInFlight).toBe(1024 ** 3);
+    expect(loadConfig({ SVC_MAX_BODY_BYTES_IN_FLIGHT: '20971520' }).maxBodyBytesInFlight).toBe(20 * 1024 * 1024);
+    for (const bad of ['1MiB', 'lots', '-5', '2TB']) {
+      expect(() => loadConfig({ SVC_MAX_BODY_BYTES_IN_FLIGHT: bad })).toThrow(/SVC_MAX_BODY_BYTES_IN_FLIGHT/);
+    }
+  });
+});

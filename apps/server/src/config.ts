@@ -82,6 +82,23 @@ export function parseAllowedHosts(text: string): string[] {
   }
   return names;
 }
+const SIZE_UNITS = { B: 1, KiB: 1024, MiB: 1024 ** 2, GiB: 1024 ** 3 } as const;
+
+/**
+ * A byte count: a whole number of bytes, or one with a unit (`B`, `KiB`, `MiB`, `GiB`), e.g. `256MiB`.
+ * Throws an Error whose message says what is accepted.
+ *
+ * @example
+ * parseByteSize('256MiB'); // 268435456
+ */
+export function parseByteSize(text: string): number {
+  const match = /^(\d+)\s*(B|KiB|MiB|GiB)?$/.exec(text.trim());
+  if (!match) throw new Error(`"${text}" is not a size: use a whole number of bytes, or one with B, KiB, MiB or GiB (e.g. 256MiB)`);
+  return Number(match[1]) * SIZE_UNITS[(match[2] ?? 'B') as keyof typeof SIZE_UNITS];
+}
+
+/** The largest chat request body (design §4 `request_too_large`). */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 /** A text setting read by `parse`, whose Error message becomes the setting's issue. */
 function parsedBy<T>(parse: (text: string) => T, defaultText: string) {
@@ -139,6 +156,10 @@ const EnvSchema = z.object({
   SVC_ALLOWED_HOSTS: parsedBy(parseAllowedHosts, ''),
   SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
   SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
+  SVC_MAX_BODY_BYTES_IN_FLIGHT: parsedBy(parseByteSize, '256MiB').refine(
+    (v) => v >= MAX_BODY_BYTES && v <= 1024 ** 4,
+    'must be from 10MiB (one largest body) to 1024GiB',
+  ),
 });
 
 export interface Config {
@@ -182,6 +203,8 @@ export interface Config {
   trustProxy: TrustProxy;
   /** Operator caps on what users may set: a key's own rate limit, and active keys per user. */
   limits: { maxKeyRateLimitRpm: number; maxKeysPerUser: number };
+  /** Request-body bytes one process holds at once, over all requests; past it new bodies get 429 at once. */
+  maxBodyBytesInFlight: number;
 }
 
 export class ConfigError extends Error {
@@ -243,5 +266,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: e.SVC_TRUST_PROXY,
     allowedHosts: e.SVC_ALLOWED_HOSTS,
     limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
+    maxBodyBytesInFlight: e.SVC_MAX_BODY_BYTES_IN_FLIGHT,
   };
 }

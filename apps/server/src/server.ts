@@ -9,6 +9,7 @@ import { createRequestListener } from './app.js';
 import { openStore, type Store } from './storage/store.js';
 import { createLogger } from './logging/logger.js';
 import { createOfflineModel } from './upstream/offline-model.js';
+import { loadTokenizer } from './tokens/tokenizer.js';
 import { createOpenAICompatibleUpstream } from './upstream/openai-compatible.js';
 import type { Upstream } from './upstream/upstream.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
@@ -93,6 +94,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         })
       : createOfflineModel());
   const upstream = instrumentUpstream(baseUpstream, metrics);
+  // The offline model tokenizes every answer: load the tokenizer now rather than in the first request.
+  if (!options.upstream && !config.upstream.baseUrl) await loadTokenizer();
   // ioredis is loaded only when configured (~20 MB RSS otherwise spent for nothing).
   const redis = config.redisUrl
     ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false })

@@ -13,7 +13,7 @@ import type { ApiError } from '../http/errors.js';
 import { answerError, toApiError, type OnRequestFailed } from '../http/error-handler.js';
 import { CLIENT_CLOSED_STATUS, logOnClose, newRequestId, type LoggedRequest } from '../http/exchange.js';
 import type { InFlightLimit } from '../http/in-flight.js';
-import { readJsonBody } from '../http/json-body.js';
+import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { Cancellation, type ChunkStream } from '../upstream/upstream.js';
@@ -49,6 +49,8 @@ interface RequestContext {
   /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
   upstreamStartedAt?: number;
   upstreamFinishedAt?: number;
+  /** Request-body bytes in flight over all of this route's requests (SVC_MAX_BODY_BYTES_IN_FLIGHT). */
+  bodyBudget: BodyBudget;
 }
 
 /**
@@ -62,13 +64,14 @@ interface RequestContext {
  * http.createServer((req, res) => (isChatRequest(req) ? chat(req, res) : app(req, res)));
  */
 export function chatRoute(deps: ChatRouteDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const bodyBudget = new BodyBudget(deps.config.maxBodyBytesInFlight);
   return (req, res) => {
     const startedAt = deps.clock();
     const requestId = newRequestId();
     res.setHeader('x-request-id', requestId);
     const log: LoggedRequest = { requestId, startedAt, method: req.method ?? 'POST', url: req.url ?? '/' };
     logOnClose(res, log, deps.logger, deps.clock, deps.metrics);
-    const ctx = { deps, req, res, log, requestId, startedAt, abort: new Cancellation() } as RequestContext;
+    const ctx = { deps, req, res, log, requestId, startedAt, abort: new Cancellation(), bodyBudget } as RequestContext;
     res.on('close', () => {
       if (!res.writableFinished) ctx.abort.abort(new Error('client closed the connection'));
     });
@@ -103,7 +106,7 @@ async function complete(ctx: RequestContext): Promise<void> {
   // Before the body is read: a refused request costs no memory and is answered at once.
   deps.inFlight.admit(res);
   // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
-  const raw = (await readJsonBody(req)) as Record<string, unknown> | undefined;
+  const raw = (await readJsonBody(req, JSON_BODY_LIMIT, ctx.bodyBudget)) as Record<string, unknown> | undefined;
   ctx.failure = { streaming: raw?.stream === true, messages: raw?.messages };
 
   const request = parseChatRequest(raw);
@@ -230,7 +233,7 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
         started.add(choice.index);
         if (delta.role === undefined) delta.role = 'assistant';
       }
-      if (typeof delta.content === 'string') texts[choice.index] = (texts[choice.index] ?? '') + delta.content;
+      if (typeof delta.content === 'string') texts[choice.index] = keep(texts[choice.index] ?? '', delta.content);
       if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
         firstToken = true;
         ctx.deps.metrics?.firstToken((ctx.deps.clock() - ctx.startedAt) / 1000);
@@ -291,21 +294,41 @@ async function streamCompletion(ctx: RequestContext, request: ChatCompletionRequ
     });
     await write('[DONE]');
   } catch (err) {
+    // Whatever failed (upstream, counting, the audit of a finished stream), the delivery is recorded and the
+    // client gets an error frame: nothing in this path may throw past them.
     const error = toApiError(err);
     const clientGone = ctx.abort.aborted;
     sse.hold();
-    await audit(ctx, {
-      statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
-      streaming: true,
-      messages: request.messages,
-      responseText: texts[0] ?? '',
-      svc,
-      usage: usage ?? (await countUsage(request.messages, texts)),
-    });
     if (!clientGone) await write(JSON.stringify(error.toBody()));
+    try {
+      await audit(ctx, {
+        statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
+        streaming: true,
+        messages: request.messages,
+        responseText: texts[0] ?? '',
+        svc,
+        usage: usage ?? (await countUsage(request.messages, texts).catch(() => NO_USAGE)),
+      });
+    } catch (auditError) {
+      ctx.deps.logger.error({ err: auditError, request_id: ctx.requestId }, 'could not record the delivery of a failed stream');
+    }
   } finally {
     sse.end();
   }
+}
+
+const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+/**
+ * Characters of one choice's streamed text kept for the grounding check and the audit's `response_text`.
+ * V8 strings end at 2^29 - 24 characters: an upstream that streams more would make the concatenation throw.
+ * The text past this is relayed to the client but not kept (nor counted, when svc counts usage itself).
+ */
+export const MAX_KEPT_TEXT_CHARS = 2 ** 28;
+
+function keep(text: string, more: string): string {
+  if (text.length + more.length <= MAX_KEPT_TEXT_CHARS) return text + more;
+  return text.length >= MAX_KEPT_TEXT_CHARS ? text : text + more.slice(0, MAX_KEPT_TEXT_CHARS - text.length);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { messageText } from '@svc/protocol';
-import { countTokens, loadTokenizer } from '../tokens/tokenizer.js';
+import { countTokensBounded, loadTokenizer } from '../tokens/tokenizer.js';
 import type { Usage } from '@svc/protocol';
 
 interface MessageLike {
@@ -52,14 +52,18 @@ export function lastUserText(messages: unknown): string | undefined {
 const TOKENS_PER_MESSAGE = 3;
 const REPLY_PRIMING_TOKENS = 3;
 
-/** Token counts (o200k_base) for when upstream reports no usage. */
+/**
+ * Token counts (o200k_base) for when upstream reports no usage. Each text is counted with
+ * `countTokensBounded`: exactly up to 128 Ki characters, estimated beyond, yielding to the event loop as it
+ * goes — a 10 MiB message or a 500 MB streamed answer costs a bounded, interleaved amount of CPU.
+ */
 export async function countUsage(messages: unknown, completionTexts: string[]): Promise<Usage> {
   await loadTokenizer();
-  const list = asMessages(messages);
   let prompt = REPLY_PRIMING_TOKENS;
-  for (const m of list) {
-    prompt += TOKENS_PER_MESSAGE + countTokens(`${typeof m.role === 'string' ? m.role : ''}\n${messageText(m.content)}`);
+  for (const m of asMessages(messages)) {
+    prompt += TOKENS_PER_MESSAGE + (await countTokensBounded(`${typeof m.role === 'string' ? m.role : ''}\n${messageText(m.content)}`));
   }
-  const completion = completionTexts.reduce((sum, text) => sum + countTokens(text), 0);
+  let completion = 0;
+  for (const text of completionTexts) completion += await countTokensBounded(text ?? '');
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }

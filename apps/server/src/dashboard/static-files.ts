@@ -38,10 +38,11 @@ export function dashboardStatic(distDir: string | undefined): Router {
     });
     return router;
   }
-  router.use(
-    '/assets',
-    express.static(join(distDir, 'assets'), { immutable: true, maxAge: '365d', index: false, fallthrough: false }),
-  );
+  router.use('/assets', express.static(join(distDir, 'assets'), { immutable: true, maxAge: '365d', index: false }));
+  // A missing (or malformed) asset is a plain 404, not the SPA's page and not an error with the file's path.
+  router.use('/assets', (_req, res) => {
+    res.status(404).type('text/plain').send('Not found\n');
+  });
   router.use(express.static(distDir, { index: false, maxAge: 0 }));
   const html = readFileSync(indexFile);
   router.get('/{*path}', (_req, res) => {

@@ -30,11 +30,29 @@ export function toApiError(err: unknown): ApiError {
     case 'request.size.invalid':
     case 'stream.encoding.set':
       return new ApiError('invalid_request', 'The request body could not be read completely.');
-    default:
+    default: {
+      const status = clientErrorStatus(err);
+      if (status === 404) return new ApiError('not_found', 'Not found. Please check the URL.');
+      if (err instanceof URIError || status !== undefined) {
+        // Express's router and `send` fail this way on a path, parameter or cookie with malformed percent-encoding.
+        return new ApiError('invalid_request', "The request URL is malformed: every '%' must start a valid percent-encoded UTF-8 sequence.");
+      }
       return new ApiError('internal_error', 'The server had an error while processing your request. Please retry.', {
         cause: err,
       });
+    }
   }
+}
+
+/**
+ * The 4xx status of an error that Express, its router or `send` / `serve-static` made for a client's mistake
+ * (http-errors style `status`/`statusCode`), else undefined: those are answered as such, not as a 500.
+ */
+function clientErrorStatus(err: unknown): number | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { status, statusCode } = err as { status?: unknown; statusCode?: unknown };
+  const code = typeof status === 'number' ? status : statusCode;
+  return typeof code === 'number' && code >= 400 && code < 500 ? code : undefined;
 }
 
 /**

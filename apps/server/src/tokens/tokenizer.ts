@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 
@@ -16,8 +17,16 @@ let loading: Promise<O200k> | undefined;
 
 /** Loads the o200k_base tokenizer once; `encode` / `decodeGenerator` / `countTokens` need it loaded. */
 export async function loadTokenizer(): Promise<void> {
-  o200k ??= await (loading ??= readRanks().then((ranks) => GptEncoding.getEncodingApi('o200k_base', () => ranks)));
+  o200k ??= await (loading ??= readRanks().then((ranks) => {
+    const encoding = GptEncoding.getEncodingApi('o200k_base', () => ranks);
+    // The first encode sets up the encoder's lookups (~100 ms): here, not in the first request that counts.
+    encoding.encode('Hello, world. 1889 ', ORDINARY);
+    return encoding;
+  }));
 }
+
+/** Lines of the ranks file parsed between yields to the event loop (a few milliseconds). */
+const LINES_PER_TURN = 5000;
 
 const RANKS_FILE = createRequire(import.meta.url).resolve('gpt-tokenizer/data/o200k_base.tiktoken');
 
@@ -29,7 +38,13 @@ export async function readRanks(file = RANKS_FILE): Promise<Array<string | numbe
   const text = await readFile(file, 'latin1');
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const ranks: Array<string | number[]> = [];
+  // 200,000 lines took ~300 ms in one go: a first use (a client leaving mid-stream) held every request up.
+  let linesToYield = LINES_PER_TURN;
   for (let start = 0; start < text.length; ) {
+    if (--linesToYield === 0) {
+      linesToYield = LINES_PER_TURN;
+      await yieldToEventLoop();
+    }
     let end = text.indexOf('\n', start);
     if (end === -1) end = text.length;
     const space = text.indexOf(' ', start);
@@ -66,39 +81,174 @@ function tokenizer(): O200k {
  */
 const ORDINARY = { disallowedSpecial: new Set<string>() };
 
-/** BPE merging is quadratic in the length of one pre-token: longer runs are encoded in pieces of this size. */
+/**
+ * BPE merging is quadratic in the length of one pre-token, and o200k's pre-tokenizer makes one pre-token of a
+ * run of non-space characters (a pasted hash, base64) and one of a run of white space (200 KB of spaces took
+ * 41 s). No piece handed to the encoder holds a run longer than this.
+ */
 const MAX_RUN = 64;
-const LONG_RUN = /\S{65,}/g;
+/**
+ * Other text is handed to the encoder in slices of at most this many characters, each cut before a space that
+ * follows a non-space character: o200k's pre-tokenizer starts a pre-token there anyway, so the tokens are the
+ * same as for the whole text.
+ */
+const SLICE = 2048;
+/** Characters of one run scanned at a time (a multiple of MAX_RUN). */
+const RUN_SCAN = 64 * MAX_RUN;
+
+/** JavaScript's `\s`, by code unit (a regular expression over the whole text scanned 9 MiB in one go). */
+function isSpace(code: number): boolean {
+  if (code <= 32) return code === 32 || (code >= 9 && code <= 13);
+  if (code < 0xa0) return false;
+  return (
+    code === 0xa0 || code === 0x1680 || (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 ||
+    code === 0x202f || code === 0x205f || code === 0x3000 || code === 0xfeff
+  );
+}
 
 /**
- * o200k_base tokens of `text`, in time linear in its length: a run of more than 64 non-space characters
- * (a pasted hash, base64, or an attack) is encoded in 64-character pieces, which decode to the same text.
+ * The pieces `text` is encoded in, found in one pass and handed out as they are found: slices of text without
+ * long runs, and 64-character pieces of runs longer than that (their tokens decode to the same text). Of a
+ * long white-space run, the last 1–64 characters stay with the text that follows, where o200k puts a run's
+ * last space (in front of the next word).
+ */
+function* pieces(text: string): Generator<string> {
+  let pending = 0; // start of the text not handed out yet
+  for (let i = 0; i < text.length; ) {
+    const space = isSpace(text.charCodeAt(i));
+    // A run is scanned RUN_SCAN characters at a time: 3 MB of spaces is not one step.
+    const limit = Math.min(text.length, i + RUN_SCAN);
+    let end = i + 1;
+    while (end < limit && isSpace(text.charCodeAt(end)) === space) end++;
+    const continues = end === limit && end < text.length && isSpace(text.charCodeAt(end)) === space;
+    if (continues && !space && isHighSurrogate(text.charCodeAt(end - 1))) end -= 1;
+    if (end - i > MAX_RUN) {
+      yield* slices(text, pending, i);
+      let at = i;
+      if (space && !continues) {
+        for (; end - at > MAX_RUN; at += MAX_RUN) yield text.slice(at, at + MAX_RUN);
+        pending = at;
+      } else {
+        while (at < end) {
+          let cut = Math.min(end, at + MAX_RUN);
+          // never cut a surrogate pair in two
+          if (cut < end && isHighSurrogate(text.charCodeAt(cut - 1))) cut -= 1;
+          yield text.slice(at, cut);
+          at = cut;
+        }
+        pending = end;
+      }
+    } else if (i - pending >= SLICE && ((space && text.charCodeAt(i) === 32) || i - pending >= 4 * SLICE)) {
+      // Hand out what is pending before a space that ends a word (exact), or, in text without such spaces,
+      // at any run boundary (approximate): never more than a few slices are scanned before they are encoded.
+      yield* slices(text, pending, i);
+      pending = i;
+    }
+    i = end;
+  }
+  yield* slices(text, pending, text.length);
+}
+
+/** `text[from, to)` (no run over 64 characters) in slices of at most SLICE characters. */
+function* slices(text: string, from: number, to: number): Generator<string> {
+  while (to - from > SLICE) {
+    // Look back at most half a slice for a space after a non-space: linear however the text looks.
+    let cut = from + SLICE;
+    while (cut > from + SLICE / 2 && !(text.charCodeAt(cut) === 32 && !isSpace(text.charCodeAt(cut - 1)))) cut--;
+    if (cut <= from + SLICE / 2) {
+      cut = from + SLICE;
+      if (isHighSurrogate(text.charCodeAt(cut - 1))) cut -= 1;
+    }
+    yield text.slice(from, cut);
+    from = cut;
+  }
+  if (to > from) yield text.slice(from, to);
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function bpe(piece: string): number[] {
+  return tokenizer().encode(piece, ORDINARY);
+}
+
+/**
+ * o200k_base tokens of `text`, in time linear in its length: long runs of non-space or white-space characters
+ * are encoded in 64-character pieces (see `pieces`). Synchronous: for text of any size from a request, use
+ * `countTokensBounded` / `encodeBounded`, which yield to the event loop and stop early.
  *
  * @example
  * await loadTokenizer(); encode('Hello world').length === 2;
  */
 export function encode(text: string): number[] {
-  const { encode: encodeSpecial } = tokenizer();
-  const bpe = (piece: string): number[] => encodeSpecial(piece, ORDINARY);
-  LONG_RUN.lastIndex = 0;
-  if (!LONG_RUN.test(text)) return bpe(text);
   const tokens: number[] = [];
-  let last = 0;
-  LONG_RUN.lastIndex = 0;
-  for (const match of text.matchAll(LONG_RUN)) {
-    if (match.index > last) tokens.push(...bpe(text.slice(last, match.index)));
-    const run = match[0];
-    for (let i = 0; i < run.length; ) {
-      let end = Math.min(run.length, i + MAX_RUN);
-      // never cut a surrogate pair in two
-      if (end < run.length && /[\uD800-\uDBFF]/.test(run[end - 1]!)) end -= 1;
-      for (const t of bpe(run.slice(i, end))) tokens.push(t);
-      i = end;
-    }
-    last = match.index + run.length;
-  }
-  if (last < text.length) tokens.push(...bpe(text.slice(last)));
+  // A loop, not push(...array): spreading a long array as arguments overflows the stack (>~120k tokens).
+  for (const piece of pieces(text)) for (const t of bpe(piece)) tokens.push(t);
   return tokens;
+}
+
+/**
+ * Milliseconds of encoding between yields to the event loop. Several large requests encode at once, each a
+ * turn per loop iteration: their turns add up to what every other request waits.
+ */
+const TURN_MS = 2;
+
+/** Says when a turn of TURN_MS is used up (then the caller yields). */
+function turns(): () => boolean {
+  let since = performance.now();
+  return () => {
+    const now = performance.now();
+    if (now - since < TURN_MS) return false;
+    since = now;
+    return true;
+  };
+}
+
+/**
+ * Characters of one text counted exactly by `countTokensBounded`; the rest is estimated at the same
+ * characters-per-token ratio. Counting 128 Ki characters takes 15–150 ms of CPU (prose to mixed scripts), in
+ * turns of 2 ms.
+ */
+export const EXACT_COUNT_CHARS = 128 * 1024;
+
+/**
+ * Usage counting for text of any size: the exact o200k_base count of the first EXACT_COUNT_CHARS characters,
+ * plus the rest of the text estimated at the ratio measured on them; yields to the event loop every 2 ms, so
+ * a 10 MiB message never holds up other requests.
+ *
+ * @example
+ * await countTokensBounded('Hello world') === 2;
+ */
+export async function countTokensBounded(text: string): Promise<number> {
+  let tokens = 0;
+  let counted = 0;
+  const turnUsed = turns();
+  for (const piece of pieces(text)) {
+    if (counted >= EXACT_COUNT_CHARS) break;
+    tokens += bpe(piece).length;
+    counted += piece.length;
+    if (turnUsed()) await yieldToEventLoop();
+  }
+  if (counted < text.length && counted > 0) tokens += Math.ceil(((text.length - counted) * tokens) / counted);
+  return tokens;
+}
+
+/**
+ * The first tokens of `text`, at most `maxTokens` of them (`truncated` when there were more), yielding to the
+ * event loop every 2 ms: the offline model encodes its answers with it.
+ */
+export async function encodeBounded(text: string, maxTokens: number): Promise<{ tokens: number[]; truncated: boolean }> {
+  const tokens: number[] = [];
+  const turnUsed = turns();
+  for (const piece of pieces(text)) {
+    for (const t of bpe(piece)) {
+      if (tokens.length >= maxTokens) return { tokens, truncated: true };
+      tokens.push(t);
+    }
+    if (turnUsed()) await yieldToEventLoop();
+  }
+  return { tokens, truncated: false };
 }
 
 export function decodeGenerator(tokens: Iterable<number>): Generator<string> {
@@ -106,5 +256,7 @@ export function decodeGenerator(tokens: Iterable<number>): Generator<string> {
 }
 
 export function countTokens(text: string): number {
-  return text ? encode(text).length : 0;
+  let count = 0;
+  for (const piece of pieces(text)) count += bpe(piece).length;
+  return count;
 }

@@ -40,6 +40,45 @@ function wordTest(list: string): { test(name: string): boolean } {
 const MAX_DEPTH = 12;
 
 /**
+ * Bounds on filling (and checking) one schema, so that a tool's parameters cannot stall the event loop or
+ * exhaust memory (issue #26: `minLength: 1e9` never returned, `minItems: 1e8` took 7 min and 2.5 GB, `$ref`
+ * cycles overflowed the stack). Past one, `SchemaBoundsError` says which; the offline model answers 400.
+ */
+export const SCHEMA_BOUNDS = {
+  /** Longest string the filler writes (`minLength` above it is refused). */
+  maxStringLength: 10_000,
+  /** Most array items the filler writes (`minItems` above it is refused). */
+  maxItems: 1_000,
+  /** Characters of all strings of one filled value together. */
+  maxOutputChars: 1_000_000,
+  /** Schema nodes visited (filling and checking together): catches nesting, combinators and `$ref` cycles. */
+  maxSteps: 200_000,
+  /** Nesting of one check (`$ref` chains and cycles included). */
+  maxDepth: 64,
+} as const;
+
+/** A schema the offline model cannot fill within SCHEMA_BOUNDS; the message says which bound. */
+export class SchemaBoundsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SchemaBoundsError';
+  }
+}
+
+/** The work one fill or check has done so far, against SCHEMA_BOUNDS. */
+interface Work {
+  steps: number;
+  chars: number;
+}
+
+function spend(work: Work, steps = 1): void {
+  work.steps += steps;
+  if (work.steps > SCHEMA_BOUNDS.maxSteps) {
+    throw new SchemaBoundsError(`it takes more than ${SCHEMA_BOUNDS.maxSteps} steps to fill (deep nesting, many items, combinators or a $ref cycle)`);
+  }
+}
+
+/**
  * A value valid against `schema`, filled from `hints` where a field's name suggests it
  * (a `city` from a capitalised word, a `query` from the question, numbers in range from the question).
  *
@@ -49,7 +88,7 @@ const MAX_DEPTH = 12;
  * // { city: 'Paris' }
  */
 export function sampleFromSchema(schema: unknown, hints: SampleHints): unknown {
-  const state = { hints, usedNumbers: 0, usedNames: hints.nameOffset ?? 0 };
+  const state: SampleState = { hints, usedNumbers: 0, usedNames: hints.nameOffset ?? 0, work: { steps: 0, chars: 0 } };
   return sample(asSchema(schema), asSchema(schema), '', state, 0, 0);
 }
 
@@ -57,10 +96,12 @@ interface SampleState {
   hints: SampleHints;
   usedNumbers: number;
   usedNames: number;
+  work: Work;
 }
 
 function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number, variant: number): unknown {
-  const schema = flatten(raw, root, depth);
+  spend(state.work);
+  const schema = flatten(raw, root, depth, state.work);
   if (depth > MAX_DEPTH) return null;
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) {
@@ -70,7 +111,7 @@ function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleSt
     return schema.enum[variant % schema.enum.length];
   }
   const type = pickType(schema);
-  if (schema.default !== undefined && validateJsonSchema(schema, schema.default, root).length === 0 && type !== 'object' && type !== 'array') {
+  if (schema.default !== undefined && validate(schema, schema.default, root, '$', state.work, 0).length === 0 && type !== 'object' && type !== 'array') {
     if (!(type === 'string' && (PLACE.test(name) || FREE_TEXT.test(name)))) return schema.default;
   }
   switch (type) {
@@ -93,24 +134,28 @@ function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleSt
 }
 
 /** Resolves `$ref` and merges `allOf` and the first `anyOf`/`oneOf` branch into one schema. */
-function flatten(schema: JsonSchema, root: JsonSchema, depth: number): JsonSchema {
+function flatten(schema: JsonSchema, root: JsonSchema, depth: number, work: Work): JsonSchema {
+  spend(work);
+  if (depth > SCHEMA_BOUNDS.maxDepth) {
+    throw new SchemaBoundsError(`it nests deeper than ${SCHEMA_BOUNDS.maxDepth} levels`);
+  }
   let current = schema;
   if (typeof current.$ref === 'string' && depth <= MAX_DEPTH) {
     const { $ref, ...rest } = current;
-    current = { ...flatten(resolveRef($ref as string, root), root, depth + 1), ...rest };
+    current = { ...flatten(resolveRef($ref as string, root), root, depth + 1, work), ...rest };
   }
   for (const key of ['anyOf', 'oneOf'] as const) {
     const branches = current[key];
     if (Array.isArray(branches) && branches.length > 0) {
       const { [key]: _dropped, ...rest } = current;
       // Prefer a non-null branch: `anyOf: [{type:'null'}, X]` means an optional X.
-      const branch = branches.map(asSchema).find((b) => flatten(b, root, depth + 1).type !== 'null') ?? asSchema(branches[0]);
-      current = mergeSchemas(rest, flatten(branch, root, depth + 1));
+      const branch = branches.map(asSchema).find((b) => flatten(b, root, depth + 1, work).type !== 'null') ?? asSchema(branches[0]);
+      current = mergeSchemas(rest, flatten(branch, root, depth + 1, work));
     }
   }
   if (Array.isArray(current.allOf)) {
     const { allOf, ...rest } = current;
-    current = (allOf as unknown[]).reduce<JsonSchema>((acc, part) => mergeSchemas(acc, flatten(asSchema(part), root, depth + 1)), rest);
+    current = (allOf as unknown[]).reduce<JsonSchema>((acc, part) => mergeSchemas(acc, flatten(asSchema(part), root, depth + 1, work)), rest);
   }
   return current;
 }
@@ -137,7 +182,7 @@ function pickType(schema: JsonSchema): string {
 }
 
 function sampleNumber(schema: JsonSchema, integer: boolean, state: SampleState, variant: number): number {
-  const ok = (v: number): boolean => validateJsonSchema({ ...schema, type: integer ? 'integer' : 'number' }, v, {}).length === 0;
+  const ok = (v: number): boolean => validate({ ...schema, type: integer ? 'integer' : 'number' }, v, {}, '$', state.work, 0).length === 0;
   for (let i = state.usedNumbers; i < state.hints.numbers.length; i++) {
     const candidate = state.hints.numbers[i]!;
     if (ok(candidate)) {
@@ -194,28 +239,40 @@ function sampleString(schema: JsonSchema, root: JsonSchema, name: string, state:
   if (typeof schema.default === 'string') candidates.push(schema.default);
   if (Array.isArray(schema.examples) && typeof schema.examples[0] === 'string') candidates.push(schema.examples[0]);
   if (typeof schema.pattern === 'string') {
-    // Any word or name of the question that happens to match the pattern.
-    candidates.push(...hints.names, ...hints.question.split(/[\s,;:!?()"]+/).filter(Boolean));
+    // Any word or name of the question that happens to match the pattern (the first hundred: a pasted
+    // document is not searched word by word).
+    candidates.push(...hints.names.slice(0, 100), ...hints.question.slice(0, 10_000).split(/[\s,;:!?()"]+/).filter(Boolean).slice(0, 100));
   }
   const keyword = hints.keywords.find((k) => !name.toLowerCase().includes(k)) ?? hints.keywords[0];
   if (keyword) candidates.push(keyword);
   candidates.push(name || 'value');
+  const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
+  if (min > SCHEMA_BOUNDS.maxStringLength) {
+    throw new SchemaBoundsError(`${name ? `property '${name}' has ` : ''}minLength ${min}, above the offline model's limit of ${SCHEMA_BOUNDS.maxStringLength}`);
+  }
   const fitted = candidates.map((c) => fitLength(variant > 0 ? `${c}-${variant}` : c, schema));
-  return fitted.find((c) => validateJsonSchema({ ...schema, type: 'string' }, c, root).length === 0) ?? fitted[0]!;
+  const value = fitted.find((c) => validate({ ...schema, type: 'string' }, c, root, '$', state.work, 0).length === 0) ?? fitted[0]!;
+  state.work.chars += value.length;
+  if (state.work.chars > SCHEMA_BOUNDS.maxOutputChars) {
+    throw new SchemaBoundsError(`its strings add up to more than ${SCHEMA_BOUNDS.maxOutputChars} characters`);
+  }
+  return value;
 }
 
+/** `value` cut to maxLength or padded with 'x' to minLength (code points; minLength already bounded). */
 function fitLength(value: string, schema: JsonSchema): string {
-  const chars = [...value];
   const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
-  let out = chars.slice(0, max);
-  while (out.length < min) out = out.concat('x');
-  return out.join('');
+  const chars = [...value.slice(0, 2 * SCHEMA_BOUNDS.maxStringLength)].slice(0, Math.min(max, SCHEMA_BOUNDS.maxStringLength));
+  return chars.join('') + 'x'.repeat(Math.max(0, min - chars.length));
 }
 
 function sampleArray(schema: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number): unknown[] {
   const min = typeof schema.minItems === 'number' ? schema.minItems : 1;
   const max = typeof schema.maxItems === 'number' ? schema.maxItems : Infinity;
+  if (min > SCHEMA_BOUNDS.maxItems) {
+    throw new SchemaBoundsError(`${name ? `property '${name}' has ` : ''}minItems ${min}, above the offline model's limit of ${SCHEMA_BOUNDS.maxItems}`);
+  }
   const count = Math.min(Math.max(min, 1), max);
   const singular = name.replace(/s$/, '');
   if (Array.isArray(schema.items)) {
@@ -231,7 +288,7 @@ function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, 
   const out: Record<string, unknown> = {};
   const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
   for (const [key, sub] of Object.entries(properties)) {
-    const subSchema = flatten(asSchema(sub), root, depth + 1);
+    const subSchema = flatten(asSchema(sub), root, depth + 1, state.work);
     // Optional fields only when they carry a default or the question clearly supplies them.
     const supplied =
       subSchema.default !== undefined ||
@@ -242,9 +299,13 @@ function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, 
   for (const key of required) {
     if (!(key in out)) out[key] = sample(isRecord(schema.additionalProperties) ? schema.additionalProperties : {}, root, key, state, depth + 1, 0);
   }
+  let filled = Object.keys(out).length;
   for (const [key, sub] of Object.entries(properties)) {
-    if (Object.keys(out).length >= minProperties) break;
-    if (!(key in out)) out[key] = sample(asSchema(sub), root, key, state, depth + 1, 0);
+    if (filled >= minProperties) break;
+    if (!(key in out)) {
+      out[key] = sample(asSchema(sub), root, key, state, depth + 1, 0);
+      filled++;
+    }
   }
   return out;
 }
@@ -256,13 +317,23 @@ function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, 
  * validateJsonSchema({ type: 'integer', minimum: 1 }, 0) // ['$: must be >= 1']
  */
 export function validateJsonSchema(schema: unknown, value: unknown, root: unknown = schema, path = '$'): string[] {
+  return validate(schema, value, root, path, { steps: 0, chars: 0 }, 0);
+}
+
+/** `validateJsonSchema` within SCHEMA_BOUNDS: `work` is shared with the fill that called it. */
+function validate(schema: unknown, value: unknown, root: unknown, path: string, work: Work, depth: number): string[] {
+  spend(work);
+  if (depth > SCHEMA_BOUNDS.maxDepth) {
+    throw new SchemaBoundsError(`it nests deeper than ${SCHEMA_BOUNDS.maxDepth} levels (a $ref cycle?)`);
+  }
+  const next = depth + 1;
   const s = asSchema(schema);
   const r = asSchema(root);
   const errors: string[] = [];
   const fail = (message: string): void => {
     errors.push(`${path}: ${message}`);
   };
-  if (typeof s.$ref === 'string') errors.push(...validateJsonSchema(resolveRef(s.$ref, r), value, r, path));
+  if (typeof s.$ref === 'string') append(errors, validate(resolveRef(s.$ref, r), value, r, path, work, next));
   if (s.type !== undefined) {
     const types = Array.isArray(s.type) ? s.type : [s.type];
     const actual = jsonType(value);
@@ -297,10 +368,14 @@ export function validateJsonSchema(schema: unknown, value: unknown, root: unknow
   if (Array.isArray(value)) {
     if (typeof s.minItems === 'number' && value.length < s.minItems) fail(`must have at least ${s.minItems} items`);
     if (typeof s.maxItems === 'number' && value.length > s.maxItems) fail(`must have at most ${s.maxItems} items`);
-    if (s.uniqueItems === true && value.some((v, i) => value.findIndex((w) => deepEqual(v, w)) !== i)) fail('must have unique items');
+    if (s.uniqueItems === true) {
+      const seen = new Set<string>();
+      spend(work, value.length);
+      if (value.some((v) => seen.size === seen.add(JSON.stringify(canonical(v))).size)) fail('must have unique items');
+    }
     value.forEach((item, i) => {
       const itemSchema = Array.isArray(s.items) ? s.items[i] : s.items;
-      if (itemSchema !== undefined) errors.push(...validateJsonSchema(itemSchema, item, r, `${path}[${i}]`));
+      if (itemSchema !== undefined) append(errors, validate(itemSchema, item, r, `${path}[${i}]`, work, next));
     });
   }
   if (isRecord(value)) {
@@ -310,15 +385,20 @@ export function validateJsonSchema(schema: unknown, value: unknown, root: unknow
     if (typeof s.minProperties === 'number' && count < s.minProperties) fail(`must have at least ${s.minProperties} properties`);
     if (typeof s.maxProperties === 'number' && count > s.maxProperties) fail(`must have at most ${s.maxProperties} properties`);
     for (const [key, item] of Object.entries(value)) {
-      if (key in properties) errors.push(...validateJsonSchema(properties[key], item, r, `${path}.${key}`));
+      if (key in properties) append(errors, validate(properties[key], item, r, `${path}.${key}`, work, next));
       else if (s.additionalProperties === false) fail(`unexpected property ${key}`);
-      else if (isRecord(s.additionalProperties)) errors.push(...validateJsonSchema(s.additionalProperties, item, r, `${path}.${key}`));
+      else if (isRecord(s.additionalProperties)) append(errors, validate(s.additionalProperties, item, r, `${path}.${key}`, work, next));
     }
   }
-  if (Array.isArray(s.allOf)) for (const part of s.allOf) errors.push(...validateJsonSchema(part, value, r, path));
-  if (Array.isArray(s.anyOf) && !s.anyOf.some((part) => validateJsonSchema(part, value, r, path).length === 0)) fail('must match a schema of anyOf');
-  if (Array.isArray(s.oneOf) && s.oneOf.filter((part) => validateJsonSchema(part, value, r, path).length === 0).length !== 1) fail('must match exactly one schema of oneOf');
+  if (Array.isArray(s.allOf)) for (const part of s.allOf) append(errors, validate(part, value, r, path, work, next));
+  if (Array.isArray(s.anyOf) && !s.anyOf.some((part) => validate(part, value, r, path, work, next).length === 0)) fail('must match a schema of anyOf');
+  if (Array.isArray(s.oneOf) && s.oneOf.filter((part) => validate(part, value, r, path, work, next).length === 0).length !== 1) fail('must match exactly one schema of oneOf');
   return errors;
+}
+
+/** `errors.push(...more)` without spreading: a long list as call arguments overflows the stack. */
+function append(errors: string[], more: string[]): void {
+  for (const error of more) errors.push(error);
 }
 
 function resolveRef(ref: string, root: JsonSchema): JsonSchema {

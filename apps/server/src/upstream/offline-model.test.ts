@@ -331,3 +331,13 @@ describe('JSON Schema sampling', () => {
     ]);
   });
 });
+
+describe('large inputs', () => {
+  it('reads the beginning and the end of a 9 MiB pasted document (MAX_READ_CHARS), so the question at its end is answered', async () => {
+    const filler = 'Nothing of note happened that year in the valley. '.repeat(190_000);
+    const question = 'When was Acme Rockets founded?';
+    const completion = await complete(body(`${DOC} ${filler}${question}`, {}, null));
+    expect(content(completion)).toContain('Acme Rockets was founded in 1952');
+    expect(completion.usage?.prompt_tokens).toBeGreaterThan(1_000_000);
+  });
+});

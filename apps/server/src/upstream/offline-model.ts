@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { decodeGenerator, encode, loadTokenizer } from '../tokens/tokenizer.js';
+import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
-import { sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
+import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
 import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
 
@@ -20,6 +20,13 @@ const MAX_SENTENCES = 3;
 const RELATIVE_CUTOFF = 0.6;
 /** A last user message this long (in words) also counts as a source: a pasted document. */
 const PASTED_DOCUMENT_WORDS = 40;
+/**
+ * Characters of the conversation the offline model reads: the last user message first (its beginning and its
+ * end, where the question usually is), then the sources in order, until this many; the rest is ignored, as past
+ * a model's context window. Ranking sentences costs about 2 µs a character in one go (16 Ki: ~30 ms): a 9 MiB
+ * message held the event loop for 4 s.
+ */
+export const MAX_READ_CHARS = 16 * 1024;
 /** Stream chunks between yields to the event loop. */
 const CHUNKS_PER_TICK = 32;
 
@@ -71,7 +78,7 @@ export function createOfflineModel(): Upstream {
     async complete({ body, signal, thinking }: UpstreamRequest): Promise<UpstreamCompletion> {
       await loadTokenizer();
       signal.throwIfAborted();
-      const { choices, usage } = generate(body, thinking);
+      const { choices, usage } = await generate(body, thinking);
       return {
         id: `chatcmpl-${randomId()}`,
         created: Math.floor(Date.now() / 1000),
@@ -93,7 +100,7 @@ export function createOfflineModel(): Upstream {
     async stream({ body, signal, thinking }: UpstreamRequest): Promise<ChunkStream> {
       await loadTokenizer();
       signal.throwIfAborted();
-      const generated = generate(body, thinking);
+      const generated = await generate(body, thinking);
       const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
       return oneByOne(streamChunks(generated, body.model, includeUsage, signal));
     },
@@ -102,7 +109,13 @@ export function createOfflineModel(): Upstream {
   };
 }
 
-function generate(body: UpstreamBody, thinking: boolean): { choices: GeneratedChoice[]; usage: Usage } {
+/**
+ * Plans the answer and encodes it. Encoding and counting go through the bounded tokenizer calls, which yield
+ * to the event loop: a 10 MiB message or 3 MB of white space does not hold up other requests.
+ */
+async function generate(body: UpstreamBody, thinking: boolean): Promise<{ choices: GeneratedChoice[]; usage: Usage }> {
+  // Planning a large conversation takes tens of ms: a turn of its own, not the one that read the request.
+  await yieldToEventLoop();
   if (body.logprobs === true) {
     // Deterministic extraction has no token distribution to report: a clear refusal, not made-up numbers.
     throw new ApiError(
@@ -117,38 +130,39 @@ function generate(body: UpstreamBody, thinking: boolean): { choices: GeneratedCh
     (s): s is string => typeof s === 'string' && s.length > 0,
   );
   const n = firstPositiveInt(body.n) ?? 1;
-  const choices = Array.from({ length: n }, () => budget(plan, limit, stops));
+  const choices: GeneratedChoice[] = [];
+  for (let i = 0; i < n; i++) choices.push(await budget(plan, limit, stops));
   const completionTokens = choices.reduce(
     (sum, c) => sum + c.reasoningTokens.length + (c.contentTokens?.length ?? 0) + c.toolCalls.reduce((s, t) => s + t.tokens.length, 0),
     0,
   );
   const reasoningTokens = choices.reduce((sum, c) => sum + c.reasoningTokens.length, 0);
-  const promptTokens = countPromptTokens(body);
+  const promptTokens = await countPromptTokens(body);
   const usage: Usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
   if (thinking) usage.completion_tokens_details = { reasoning_tokens: reasoningTokens };
   return { choices, usage };
 }
 
 /** Spends the token budget on reasoning first, then on the answer, like reasoning models do. */
-function budget(plan: Plan, limit: number, stops: string[]): GeneratedChoice {
+async function budget(plan: Plan, limit: number, stops: string[]): Promise<GeneratedChoice> {
   let remaining = limit;
   let truncated = false;
-  const take = (tokens: number[]): number[] => {
-    if (tokens.length <= remaining) {
-      remaining -= tokens.length;
-      return tokens;
+  /** The tokens of `text` that fit in what is left of the budget; encodes no further than that. */
+  const take = async (text: string): Promise<number[]> => {
+    const { tokens, truncated: cut } = await encodeBounded(text, Math.max(0, remaining));
+    remaining -= tokens.length;
+    if (cut) {
+      truncated = true;
+      remaining = 0;
     }
-    truncated = true;
-    const kept = tokens.slice(0, Math.max(0, remaining));
-    remaining = 0;
-    return kept;
+    return tokens;
   };
-  const reasoningTokens = plan.reasoning ? take(encode(plan.reasoning)) : [];
+  const reasoningTokens = plan.reasoning ? await take(plan.reasoning) : [];
   if (plan.toolCalls.length > 0) {
     const toolCalls: GeneratedChoice['toolCalls'] = [];
     for (const call of plan.toolCalls) {
       if (remaining <= 0 && truncated) break;
-      const tokens = take(encode(call.arguments));
+      const tokens = await take(call.arguments);
       toolCalls.push({ id: `call_${randomId()}`, type: 'function', function: { name: call.name, arguments: decodeAll(tokens) }, tokens });
     }
     return { reasoningTokens, contentTokens: null, toolCalls, finishReason: truncated ? 'length' : 'tool_calls' };
@@ -160,20 +174,26 @@ function budget(plan: Plan, limit: number, stops: string[]): GeneratedChoice {
       content = content.slice(0, at);
     }
   }
-  const contentTokens = take(encode(content));
+  const contentTokens = await take(content);
   return { reasoningTokens, contentTokens, toolCalls: [], finishReason: truncated ? 'length' : 'stop' };
 }
 
 function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
   const messages = (Array.isArray(body.messages) ? body.messages : []).filter(isRecord);
   const lastUserIndex = messages.map((m) => m.role).lastIndexOf('user');
-  const lastUserText = lastUserIndex === -1 ? '' : messageText(messages[lastUserIndex]!.content);
+  let unread = MAX_READ_CHARS;
+  const read = (text: string): string => {
+    const kept = text.length <= unread ? text : text.slice(0, unread);
+    unread -= kept.length;
+    return kept;
+  };
+  const lastUserText = lastUserIndex === -1 ? '' : read(headAndTail(messageText(messages[lastUserIndex]!.content), MAX_READ_CHARS));
   const { question, pasted } = splitQuestion(lastUserText);
 
   const sources: string[] = [];
   messages.forEach((message, i) => {
     if (['system', 'developer', 'tool', 'function'].includes(String(message.role)) || (message.role === 'user' && i !== lastUserIndex)) {
-      const text = messageText(message.content);
+      const text = read(messageText(message.content));
       if (text.trim()) sources.push(text);
     }
   });
@@ -211,7 +231,7 @@ function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
     const hints = sampleHints(question || lastUserText);
     const toolCalls = calledTools.map((tool, i) => ({
       name: tool.name,
-      arguments: JSON.stringify(sampleFromSchema(tool.parameters, { ...hints, nameOffset: i }) ?? {}),
+      arguments: JSON.stringify(fillParameters(body.tools, tool, { ...hints, nameOffset: i }) ?? {}),
     }));
     const reasoning = thinking
       ? `${toolWhy} ${toolCalls.map((c) => `${c.name} gets ${c.arguments}, built from its JSON Schema with values taken from the question where a field's name asks for them.`).join(' ')}`
@@ -270,7 +290,33 @@ function structuredFormat(value: unknown): StructuredFormat | null {
  */
 function structuredContent(format: StructuredFormat, answer: string, hints: SampleHints): string {
   if (format.kind === 'json_object') return JSON.stringify({ answer });
-  return JSON.stringify(sampleFromSchema(format.schema, hints) ?? null);
+  try {
+    return JSON.stringify(sampleFromSchema(format.schema, hints) ?? null);
+  } catch (err) {
+    if (!(err instanceof SchemaBoundsError)) throw err;
+    throw new ApiError('invalid_value', `The offline model cannot fill the response_format schema: ${err.message}.`, { param: 'response_format' });
+  }
+}
+
+/**
+ * Arguments for `tool` from its JSON Schema; a schema past the filler's bounds (SCHEMA_BOUNDS: a 10,000
+ * character string, 1,000 items, 1 M characters in all, 200,000 steps, 64 levels) is the request's mistake:
+ * 400 `invalid_value` naming the tool's parameters.
+ */
+function fillParameters(tools: unknown, tool: FunctionToolDef, hints: SampleHints): unknown {
+  try {
+    return sampleFromSchema(tool.parameters, hints);
+  } catch (err) {
+    if (!(err instanceof SchemaBoundsError)) throw err;
+    const index = Array.isArray(tools) ? tools.findIndex((t) => isRecord(t) && isRecord(t.function) && t.function.name === tool.name) : -1;
+    const param = index === -1 ? 'tool_choice' : `tools[${index}].function.parameters`;
+    throw new ApiError('invalid_value', `The offline model cannot fill the parameters of tool '${tool.name}': ${err.message}.`, { param });
+  }
+}
+
+/** `text`, or its first and last `max / 2` characters when longer. */
+function headAndTail(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max / 2 - 1)}\n${text.slice(text.length - max / 2)}`;
 }
 
 /** The query of the last user message, and the rest of it when it is long enough to be a pasted document. */
@@ -455,14 +501,14 @@ function decodeAll(tokens: number[]): string {
 }
 
 /** Roughly OpenAI's chat accounting: each message's role and text, 3 tokens of framing each, 3 for the reply. */
-function countPromptTokens(body: UpstreamBody): number {
+async function countPromptTokens(body: UpstreamBody): Promise<number> {
   let total = 3;
   for (const message of Array.isArray(body.messages) ? body.messages : []) {
     if (!isRecord(message)) continue;
-    total += 3 + encode(String(message.role ?? '')).length + encode(messageText(message.content)).length;
-    if (Array.isArray(message.tool_calls)) total += encode(JSON.stringify(message.tool_calls)).length;
+    total += 3 + (await countTokensBounded(String(message.role ?? ''))) + (await countTokensBounded(messageText(message.content)));
+    if (Array.isArray(message.tool_calls)) total += await countTokensBounded(JSON.stringify(message.tool_calls));
   }
-  if (Array.isArray(body.tools) && body.tools.length > 0) total += encode(JSON.stringify(body.tools)).length;
+  if (Array.isArray(body.tools) && body.tools.length > 0) total += await countTokensBounded(JSON.stringify(body.tools));
   return total;
 }
 

@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+
+/**
+ * Issue #26: client mistakes that were 500s logged as errors with stacks (one with the absolute build path).
+ * Each is now the right 4xx in the OpenAI error shape (a plain 404 for a missing asset), and nothing is logged
+ * above info: no stack, no file-system path.
+ */
+
+const PASSWORD = 'correct horse battery staple';
+const MALFORMED = '%E0%A4%A';
+
+let server: TestServer;
+let token: string;
+let email: string;
+let keyId: string;
+let session: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  const created = await server.createKey({ name: 'mistakes' });
+  ({ token } = created);
+  email = created.user.email;
+  keyId = created.key.id;
+  const login = await fetch(`${server.url}/dashboard/api/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: PASSWORD }),
+  });
+  expect(login.status).toBe(200);
+  session = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+const CASES: Array<{ what: string; path: () => string; headers?: () => Record<string, string>; status: number; code?: string }> = [
+  { what: 'a delivery id', path: () => `/v1/webhooks/deliveries/${MALFORMED}`, headers: () => ({ authorization: `Bearer ${token}` }), status: 400, code: 'invalid_request' },
+  { what: 'a redelivery', path: () => `/v1/webhooks/deliveries/${MALFORMED}/redeliver`, headers: () => ({ authorization: `Bearer ${token}` }), status: 400, code: 'invalid_request' },
+  { what: 'a dashboard page', path: () => `/dashboard/${MALFORMED}`, status: 400, code: 'invalid_request' },
+  { what: "a key's deliveries (signed in)", path: () => `/dashboard/api/keys/${MALFORMED}/deliveries`, headers: () => ({ cookie: session }), status: 400, code: 'invalid_request' },
+  { what: 'the session cookie', path: () => '/dashboard/api/keys', headers: () => ({ cookie: `svc_session=${MALFORMED}` }), status: 401, code: 'not_signed_in' },
+  { what: 'a missing asset', path: () => '/dashboard/assets/index-0000000.js', status: 404 },
+  { what: 'a malformed asset name', path: () => `/dashboard/assets/${MALFORMED}.js`, status: 404 },
+];
+
+describe('malformed percent-encoding and missing files', () => {
+  for (const c of CASES) {
+    it(`${c.what}: ${c.status}`, async () => {
+      const before = server.logs.length;
+      const method = c.what === 'a redelivery' ? 'POST' : 'GET';
+      const res = await fetch(`${server.url}${c.path()}`, { method, headers: c.headers?.() });
+      expect(res.status).toBe(c.status);
+      const text = await res.text();
+      if (c.code) {
+        expect(JSON.parse(text)).toEqual({ error: { message: expect.any(String), type: expect.any(String), code: c.code, param: null } });
+      } else {
+        expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+        expect(text).toBe('Not found\n');
+      }
+      const logged = server.logs.slice(before).map((line) => JSON.parse(line) as { level: number });
+      expect(logged.filter((line) => line.level > 30)).toEqual([]);
+      const all = server.logs.slice(before).join('\n');
+      expect(all).not.toContain('stack');
+      expect(all).not.toContain(process.cwd());
+      expect(text).not.toContain(process.cwd());
+    });
+  }
+
+  it('a well-formed id still reaches the routes (404 not_found for an unknown delivery, 200 for own key)', async () => {
+    const res = await fetch(`${server.url}/v1/webhooks/deliveries/whd_unknown`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as any).error.code).toBe('not_found');
+    const own = await fetch(`${server.url}/dashboard/api/keys/${keyId}/deliveries`, { headers: { cookie: session } });
+    expect(own.status).toBe(200);
+  });
+});
