@@ -37,7 +37,8 @@ afterAll(() => {
 
 /** The built server on the offline model, with a fresh database and an API key. */
 async function startServer(name: string): Promise<{ url: string; token: string }> {
-  const env = processEnv({ SVC_DATABASE_URL: `sqlite:${join(dir, `${name}.db`)}`, SVC_PORT: '0', SVC_RATE_LIMIT_RPM: '100000' });
+  // A directory per server: svc refuses to start a second, new database beside an existing one.
+  const env = processEnv({ SVC_DATABASE_URL: `sqlite:${join(dir, name, 'svc.db')}`, SVC_PORT: '0', SVC_RATE_LIMIT_RPM: '100000' });
   cli(['users', 'create', '--email', 'loop@example.test', '--password', 'correct horse battery'], env);
   const { key } = JSON.parse(cli(['keys', 'create', '--email', 'loop@example.test', '--json'], env)) as { key: string };
   const server = await spawnServer(env, output, children);

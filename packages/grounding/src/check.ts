@@ -8,7 +8,7 @@ export const DEFAULT_GROUNDING_THRESHOLD = 0.5;
 
 /**
  * Work per check is bounded whatever the input: sources past this many UTF-16 units (all texts together, in
- * order) and answer text past its own bound are not read. Text left unread supports nothing and is not
+ * order) and answer (and question) text past its own bound are not read. Text left unread supports nothing and is not
  * checked; `truncated` says when that happened.
  */
 export const MAX_SOURCE_CHARS = 128_000;
@@ -115,7 +115,8 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
   if (!/[\p{L}\p{N}]/u.test(answer)) return notChecked;
   const index = options.sourceIndexCache ? options.sourceIndexCache.get(sources) : buildSourceIndex(sources);
   if (index.empty) return notChecked;
-  const question = questionTerms(input.question);
+  // The question is read within the answer's bound: a pasted document is also a source, and read there.
+  const question = questionTerms(input.question && input.question.length > MAX_ANSWER_CHARS ? input.question.slice(0, MAX_ANSWER_CHARS) : input.question);
   const search = new PassageSearch();
   const supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search));
   const scores = supports.map((c) => claimSupport(model, c));

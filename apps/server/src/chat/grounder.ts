@@ -2,6 +2,7 @@ import { checkGrounding, mergeJudgeSpans, SourceIndexCache, type ClaimResult } f
 import type { Claim, SvcResult } from '@svc/protocol';
 import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
+import { GroundingThread } from './grounding-thread.js';
 import { groundingSourceMessages, groundingSources, lastUserText } from './prompt.js';
 
 export interface GroundingRequest {
@@ -21,8 +22,14 @@ export function notChecked(requested: boolean): SvcResult {
   return { dehallucinate_requested: requested, grounded: true, score: 1, flagged_spans: [], checked: false };
 }
 
-/** The offline check of `@svc/grounding`: runs when requested, the answer has text and there is a source. */
-export function createOfflineGrounder(): Grounder {
+/** Checks of inputs larger than this (UTF-16 units of sources and answer) run on the grounding thread. */
+export const INLINE_GROUNDING_CHARS = 32_000;
+
+/**
+ * The offline check of `@svc/grounding`: runs when requested, the answer has text and there is a source. Large
+ * inputs are checked on a worker thread when the build has one (`thread`), so they never stall other requests.
+ */
+export function createOfflineGrounder(thread: GroundingThread | undefined = GroundingThread.beside(import.meta.url)): Grounder {
   // System prompts repeat across requests: their index is built once (same result, a fraction of the CPU).
   const sourceIndexCache = new SourceIndexCache();
   return {
@@ -30,7 +37,10 @@ export function createOfflineGrounder(): Grounder {
       if (!requested || answer.trim() === '') return notChecked(requested);
       const sources = groundingSourceMessages(messages);
       if (sources.texts.length === 0) return notChecked(requested);
-      const result = checkGrounding({ sources: sources.texts, answer, question: lastUserText(messages) }, { sourceIndexCache });
+      const input = { sources: sources.texts, answer, question: lastUserText(messages) };
+      let size = answer.length;
+      for (const text of sources.texts) size += text.length;
+      const result = thread && size > INLINE_GROUNDING_CHARS ? await thread.check(input) : checkGrounding(input, { sourceIndexCache });
       if (!result.checked) return notChecked(requested);
       return {
         dehallucinate_requested: true,

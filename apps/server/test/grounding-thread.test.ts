@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { checkGrounding } from '@svc/grounding';
+import { GroundingThread } from '../src/chat/grounding-thread.js';
+import { createOfflineGrounder, INLINE_GROUNDING_CHARS } from '../src/chat/grounder.js';
+
+// The thread runs the build's dist/grounding-worker.js (npm test builds first).
+const thread = GroundingThread.beside(new URL('../dist/index.js', import.meta.url).href);
+
+const DOC = 'The tower was finished in 1889 and is 330 metres tall. It stands in Paris. '.repeat(600);
+const ANSWER = 'The tower was finished in 1889. It stands in Rome.';
+
+describe('grounding on a worker thread', () => {
+  it('is found beside the build, and not beside the source (checks there stay inline)', () => {
+    expect(thread).toBeDefined();
+    expect(GroundingThread.beside(import.meta.url)).toBeUndefined();
+  });
+
+  it('gives exactly the inline result, for concurrent checks', async () => {
+    const inputs = [0, 1, 2, 3].map((i) => ({ sources: [DOC, `Note ${i}.`], answer: `${ANSWER} Note ${i}.`, question: 'Where is it?' }));
+    const results = await Promise.all(inputs.map((input) => thread!.check(input)));
+    results.forEach((r, i) => expect(r).toEqual(checkGrounding(inputs[i]!)));
+    expect(results[0]!.grounded).toBe(false);
+  });
+
+  it('is what the offline grounder uses past INLINE_GROUNDING_CHARS, with the same svc result', async () => {
+    expect(DOC.length).toBeGreaterThan(INLINE_GROUNDING_CHARS);
+    const messages = [{ role: 'system', content: DOC }, { role: 'user', content: 'Where is it?' }];
+    const viaThread = await createOfflineGrounder(thread).check({ messages, answer: ANSWER, requested: true });
+    const inline = await createOfflineGrounder(undefined).check({ messages, answer: ANSWER, requested: true });
+    expect(viaThread).toEqual(inline);
+    expect(viaThread.claims?.[1]).toMatchObject({ text: 'It stands in Rome.', grounded: false });
+  });
+});
