@@ -178,6 +178,20 @@ describe("the offline model's JSON Schema filler (tool_choice: required)", () =>
     expect(server.logs.filter((line) => JSON.parse(line).level >= 50)).toEqual([]);
   });
 
+  it('a pattern that backtracks exponentially, tried on a crafted question, does not stall the server', async () => {
+    server = await startTestServer({ env: { SVC_RATE_LIMIT_RPM: '100000' } });
+    const { token } = await server.createKey({ webhookUrl: WEBHOOK_URL });
+    // `^(a+)+$` against "aaa…ab" takes 2^40 steps: the filler tries the question's words against the pattern.
+    const res = await post(server.url, token, {
+      model: 'svc01',
+      messages: [{ role: 'user', content: `Look up ${'a'.repeat(40)}b please.` }],
+      tools: [tool(string({ pattern: '^(a+)+$' }))],
+      tool_choice: { type: 'function', function: { name: 'lookup' } },
+    });
+    expect(res.status, res.text.slice(0, 300)).toBe(200);
+    expect(JSON.parse(res.json.choices[0].message.tool_calls[0].function.arguments)).toHaveProperty('q');
+  });
+
   it('still fills schemas within them: 10,000 characters, 1,000 items, a recursive tree', async () => {
     server = await startTestServer({ env: { SVC_RATE_LIMIT_RPM: '100000' } });
     const { token } = await server.createKey({ webhookUrl: WEBHOOK_URL });

@@ -356,12 +356,7 @@ function validate(schema: unknown, value: unknown, root: unknown, path: string, 
     if (typeof s.minLength === 'number' && length < s.minLength) fail(`must have at least ${s.minLength} characters`);
     if (typeof s.maxLength === 'number' && length > s.maxLength) fail(`must have at most ${s.maxLength} characters`);
     if (typeof s.pattern === 'string') {
-      let pattern: RegExp | null = null;
-      try {
-        pattern = new RegExp(s.pattern, 'u');
-      } catch {
-        // An invalid pattern constrains nothing we can check.
-      }
+      const pattern = checkablePattern(s.pattern);
       if (pattern && !pattern.test(value)) fail(`must match ${s.pattern}`);
     }
   }
@@ -438,4 +433,56 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+const checkable = new Map<string, RegExp | null>();
+
+/**
+ * The schema's `pattern` as a RegExp the filler may run, or null when it constrains nothing we check: an invalid
+ * pattern, or one that can take exponential time on a crafted string (a quantified group that itself holds a
+ * quantifier or an alternation: `(a+)+`, `(a|a)*`). The pattern and the strings it is tried on both come from
+ * the request, and a JavaScript RegExp cannot be stopped once it runs.
+ */
+export function checkablePattern(source: string): RegExp | null {
+  let known = checkable.get(source);
+  if (known !== undefined) return known;
+  known = null;
+  if (source.length <= 1000 && !backtracksExponentially(source)) {
+    try {
+      known = new RegExp(source, 'u');
+    } catch {
+      // An invalid pattern constrains nothing we can check.
+    }
+  }
+  if (checkable.size > 1000) checkable.clear();
+  checkable.set(source, known);
+  return known;
+}
+
+/** Does a quantified group hold a quantifier or an alternation (star height above one)? */
+function backtracksExponentially(source: string): boolean {
+  // For each open group: whether it holds a quantifier or a `|` so far.
+  const open: boolean[] = [];
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') {
+      i++;
+      continue;
+    }
+    if (c === '[') {
+      // A character class: skip to its closing bracket.
+      for (i++; i < source.length && source[i] !== ']'; i++) if (source[i] === '\\') i++;
+      continue;
+    }
+    if (c === '(') open.push(false);
+    else if (c === ')') {
+      const risky = open.pop() ?? false;
+      const next = source[i + 1];
+      const quantified = next === '*' || next === '+' || (next === '{' && /^\{\d*,\d*\}|^\{\d{2,}\}/.test(source.slice(i + 1)));
+      if (risky && quantified) return true;
+      // What the group held, the group around it holds too; a quantified group is a quantifier in it.
+      if (open.length > 0) open[open.length - 1] ||= risky || quantified;
+    } else if ((c === '*' || c === '+' || c === '|' || c === '{') && open.length > 0) open[open.length - 1] = true;
+  }
+  return false;
 }
