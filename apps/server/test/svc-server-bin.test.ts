@@ -75,6 +75,17 @@ describe('svc-server start (what npm start runs)', () => {
     expect(again.stderr).toMatch(/svc\.db is missing, but .* was set up by svc/);
   });
 
+  it('with --processes 2 the whole server stops (exit 1) when its database file is deleted, instead of replacing workers', async () => {
+    const dir = tempDir();
+    const env = envFor(dir, { SVC_PROCESSES: '2' });
+    const { child, stderr } = await start(env);
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    for (const f of ['svc.db', 'svc.db-wal', 'svc.db-shm']) if (existsSync(join(dir, f))) unlinkSync(join(dir, f));
+    expect(await exited).toBe(1);
+    expect(stderr()).toMatch(/svc stopped: the database file .*svc\.db was deleted while svc was running/);
+    expect(stderr()).not.toMatch(/starting a replacement/);
+  });
+
   const glibc = process.platform === 'linux' && (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime !== undefined;
 
   it.skipIf(!glibc)('fixes glibc malloc thresholds at start and says so in its start-up log (Linux with glibc)', async () => {

@@ -105,7 +105,12 @@ export function makeProgram(io: CommandIO): Command {
         const primary = await (await import('../cluster/primary.js')).startPrimary(cfg);
         io.stderr(`svc listening on ${primary.url}  (dashboard: ${primary.url}/dashboard; ${primary.processes} processes)`);
         if (primary.firstRun) printFirstRun(io, primary.url, primary.firstRun);
-        const signal = await io.stopSignal();
+        const signal = await Promise.race([
+          io.stopSignal(),
+          primary.failed.then((err) => {
+            throw new CommandError(`svc stopped: ${err.message}`);
+          }),
+        ]);
         io.stderr(`${signal} received: finishing in-flight requests and deliveries in every process…`);
         await primary.close();
         return;

@@ -24,6 +24,11 @@ export interface RunningPrimary {
    * exited, rejects when one of them did not exit 0.
    */
   close(): Promise<void>;
+  /**
+   * Resolves when the database file was deleted or replaced under the running server (SQLite): the primary then
+   * stops replacing workers (each would refuse to start) and closes; the command exits non-zero.
+   */
+  failed: Promise<Error>;
 }
 
 interface Slot {
@@ -94,6 +99,21 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
   let started = false;
   let stopping = false;
 
+  // The database file deleted or replaced under the running server: stop every process, replace none.
+  let lost: ((problem: Error) => void) | undefined;
+  const failed = new Promise<Error>((resolve) => (lost = resolve));
+  let lostOnce = false;
+  const databaseLost = (found: Error | string) => {
+    if (lostOnce) return;
+    lostOnce = true;
+    const problem = typeof found === 'string' ? new Error(found) : found;
+    logger.fatal({ err: problem }, `stopping every process: ${problem.message}. Restore the file from a backup before starting again.`);
+    stopping = true;
+    void close()
+      .catch(() => {})
+      .finally(() => lost!(problem));
+  };
+
   /** Forks the worker of `slot`; resolves with its URL once it listens, rejects when it exits before. */
   const fork = (slot: Slot): Promise<string> => {
     const worker = cluster.fork();
@@ -113,6 +133,12 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
   };
 
   const replace = (slot: Slot, dead: Worker, code: number | null, signal: string | null) => {
+    // A worker that stopped because the database file is gone is not replaced: every replacement would refuse.
+    const problem = store.handle.fileProblem();
+    if (problem) {
+      databaseLost(problem);
+      return;
+    }
     if (Date.now() - slot.startedAt >= STABLE_MS) slot.crashes = 0;
     const backoffMs = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** slot.crashes);
     slot.crashes += 1;
@@ -165,5 +191,6 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
     throw err;
   }
   started = true;
-  return { url: urls[0]!, processes: config.processes, firstRun, close };
+  store.handle.onFileLost(databaseLost);
+  return { url: urls[0]!, processes: config.processes, firstRun, close, failed };
 }
