@@ -1,4 +1,5 @@
-const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+// `long` time carries the time zone ("1:10:18 AM UTC"): a time without it is ambiguous to a team across zones.
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'long' });
 const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
 const numbers = new Intl.NumberFormat();
 
