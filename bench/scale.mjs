@@ -77,6 +77,7 @@ const env = {
   SVC_REDIS_URL: REDIS_URL,
   SVC_SECRET_KEY: randomBytes(32).toString('base64'),
   SVC_RATE_LIMIT_RPM: String(BENCH_RPM),
+  SVC_MAX_KEY_RATE_LIMIT_RPM: String(BENCH_RPM),
   SVC_LOG_LEVEL: 'warn',
 };
 

@@ -47,6 +47,8 @@ export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], l
     SVC_UPSTREAM_BASE_URL: upstreamUrl,
     SVC_UPSTREAM_API_KEY: 'sk-bench',
     SVC_RATE_LIMIT_RPM: String(BENCH_RPM),
+    // The operator's cap on a key's own limit (default 100,000 rpm) must allow the bench's.
+    SVC_MAX_KEY_RATE_LIMIT_RPM: String(BENCH_RPM),
     ...(logLevel ? { SVC_LOG_LEVEL: logLevel } : {}),
     ...extraEnv,
   };
