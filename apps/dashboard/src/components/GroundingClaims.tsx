@@ -1,12 +1,4 @@
-/** A claim of the answer as the audit payload carries it (see @svc/protocol's ClaimSchema). */
-interface PayloadClaim {
-  start: number;
-  end: number;
-  text: string;
-  score: number;
-  grounded: boolean;
-  evidence: { message_index: number; start: number; end: number; text: string; score: number } | null;
-}
+import type { Claim as PayloadClaim } from '@svc/protocol';
 
 /** The grounding fields of a payload, read defensively: the bytes are the receiver's, not a typed value. */
 function readGrounding(payload: string): { grounded: boolean; claims: PayloadClaim[] } | undefined {
