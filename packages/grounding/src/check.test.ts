@@ -122,6 +122,16 @@ describe('claims', () => {
   });
 });
 
+describe('flagged phrases', () => {
+  it('punctuation ends a phrase: names around a parenthesis are two spans', () => {
+    const r = checkGrounding({ sources: ['Hello there.'], answer: 'Set Alpha Beta (and Gamma Delta) first.' });
+    const texts = r.flaggedSpans.map((s) => s.text);
+    expect(texts).toContain('Alpha Beta');
+    expect(texts).toContain('Gamma Delta');
+    expect(texts.some((t) => t.includes('('))).toBe(false);
+  });
+});
+
 describe('bounded work', () => {
   // Inputs built to make the passage search quadratic: every sentence of the sources and of the answer shares its
   // words. The check still answers (the CPU time is in the README; no timed assertion here).

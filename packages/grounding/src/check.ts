@@ -186,6 +186,8 @@ function round(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
 
+const PHRASE_BREAK = /[,;:()[\]{}"“”!?]/;
+
 /** The unsupported phrases of a claim: numbers, runs of names, runs of other words, or the claim itself. */
 function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSpan[] {
   const out: FlaggedSpan[] = [];
@@ -207,8 +209,9 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
       span(term.start, term.end, `number ${answer.slice(term.start, term.end)} is not in the sources`, 0);
       continue;
     }
-    // Words of one kind with only spaces, function words or punctuation between them form one phrase.
-    if (run && run.kind === term.kind) run.end = term.end;
+    // Words of one kind with only spaces or function words between them form one phrase; punctuation ends it
+    // ("SVC_UPSTREAM_BASE_URL (and …" is two phrases).
+    if (run && run.kind === term.kind && !PHRASE_BREAK.test(answer.slice(run.end, term.start))) run.end = term.end;
     else {
       close();
       run = { start: term.start, end: term.end, kind: term.kind };
