@@ -23,15 +23,13 @@ export interface SourceIndex {
   acronyms: Lookup<string>;
   /** For each source sentence, its content stems (and its negation and quantifier words). */
   sentences: ReadonlyArray<Lookup<string>>;
-  /** Content stem → the sentences containing it; the same `Posting` each time for a stem. `size`: stems. */
-  postings: { get(stem: string): Posting | undefined; readonly size: number };
+  /** Content stem (or a number's key) → the sentences containing it; the same `Posting` each time for a key. */
+  postings: { get(stem: string): Posting | undefined };
   negatedSentences: Lookup<number>;
   /** Where each sentence is: which source text (its position in the list given) and UTF-16 offsets into it. */
   spans: readonly SentenceSpan[];
   /** Source texts the index was built from, empty ones included. */
   texts: number;
-  /** Number of content-word tokens in all sources. */
-  contentWords: number;
   empty: boolean;
 }
 
@@ -46,11 +44,6 @@ export interface SentenceSpan {
 export interface Posting {
   /** Sentence numbers, ascending. */
   sentences: readonly number[];
-  /**
-   * The number of the last check that counted this stem as used (`analyze` counts each stem once). The one
-   * field that changes after the index is built: a mark of the check, not a part of what the index says.
-   */
-  check: number;
 }
 
 /** A `SourceIndex` as `buildSourceIndex` makes it: plain sets and maps. */
@@ -67,10 +60,6 @@ export interface BuiltSourceIndex extends SourceIndex {
   spans: SentenceSpan[];
 }
 
-export function isContent(t: Token): boolean {
-  return t.word.content;
-}
-
 /** Pairs of stems, stored without building a key string per pair. */
 export type BigramSet = Map<string, Set<string>>;
 
@@ -78,10 +67,6 @@ export function addBigram(set: BigramSet, first: string, second: string): void {
   let seconds = set.get(first);
   if (!seconds) set.set(first, (seconds = new Set()));
   seconds.add(second);
-}
-
-export function hasBigram(set: BigramSet, first: string, second: string): boolean {
-  return set.get(first)?.has(second) ?? false;
 }
 
 /** Consecutive content words (and numbers) of a sentence, skipping function words in between. */
@@ -109,7 +94,6 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
     negatedSentences: new Set(),
     spans: [],
     texts: sources.length,
-    contentWords: 0,
     empty: true,
   };
   for (let k = 0; k < sources.length; k++) {
@@ -132,16 +116,7 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
         if (t.word.stem.length >= PREFIX_LEN) index.prefixes.add(t.word.stem.slice(0, PREFIX_LEN));
       }
       if (t.word.norm !== t.word.stem) index.stems.add(t.word.norm);
-      if (t.word.content) {
-        index.contentWords++;
-        const sentence = index.sentences[sid]!;
-        if (!sentence.has(t.word.stem)) {
-          sentence.add(t.word.stem);
-          let posting = index.postings.get(t.word.stem);
-          if (!posting) index.postings.set(t.word.stem, (posting = { sentences: [], check: 0 }));
-          posting.sentences.push(sid);
-        }
-      }
+      if (t.word.content) addToSentence(index, sid, t.word.stem);
       if (t.word.negation || t.word.quantifier) {
         if (t.word.negation) index.negatedSentences.add(sid);
         index.sentences[sid]!.add(t.word.norm);
@@ -185,7 +160,7 @@ function addToSentence(index: BuiltSourceIndex, sid: number, key: string): void 
   if (sentence.has(key)) return;
   sentence.add(key);
   let posting = index.postings.get(key);
-  if (!posting) index.postings.set(key, (posting = { sentences: [], check: 0 }));
+  if (!posting) index.postings.set(key, (posting = { sentences: [] }));
   posting.sentences.push(sid);
 }
 
@@ -254,9 +229,6 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
   const sentences: Array<Set<string>> = [];
   const negatedSentences = new Set<number>();
   const numbers = new Set<number>();
-  let contentWords = 0;
-  // Distinct stems over all parts: those of the first, then those no earlier part has.
-  let postingsSize = filled[0]!.postings.size;
   for (let k = 0; k < filled.length; k++) {
     const part = filled[k]!;
     const base = sentences.length;
@@ -266,10 +238,6 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     for (const sp of part.spans) spans.push(shift === 0 ? sp : { source: sp.source + shift, start: sp.start, end: sp.end });
     for (const sid of part.negatedSentences) negatedSentences.add(base + sid);
     for (const v of part.numbers) numbers.add(v);
-    contentWords += part.contentWords;
-    if (k > 0) {
-      for (const stem of part.postings.keys()) if (!filled.some((p, j) => j < k && p.postings.has(stem))) postingsSize++;
-    }
   }
   const postings = new Map<string, Posting>();
   return {
@@ -282,7 +250,6 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     negatedSentences,
     spans,
     texts,
-    contentWords,
     empty: false,
     bigrams: {
       get(first) {
@@ -298,7 +265,6 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
       },
     },
     postings: {
-      size: postingsSize,
       get(stem) {
         let first: Posting | undefined;
         let sentences: number[] | undefined;
@@ -317,7 +283,7 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
           }
         }
         if (sentences === undefined) return first;
-        const posting = { sentences, check: 0 };
+        const posting = { sentences };
         postings.set(stem, posting);
         return posting;
       },

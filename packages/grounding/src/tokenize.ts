@@ -72,12 +72,6 @@ function undouble(w: string): string {
   return w;
 }
 
-/** Lower-case, strip accents and a trailing possessive. */
-export function normalize(raw: string): string {
-  // eslint-disable-next-line no-control-regex
-  return normalizeWord(raw, /^[\x00-\x7f]*$/.test(raw));
-}
-
 function parseDigits(raw: string): number | undefined {
   const m = /^(\p{N}+(?:[.,]\p{N}+)*)/u.exec(raw);
   if (!m?.[1]) return undefined;
@@ -289,10 +283,6 @@ export function isWhiteSpace(c: number): boolean {
 }
 
 const WIDE_SPACE_RE = /\s/;
-
-export function isStopword(t: Token): boolean {
-  return STOPWORDS.has(t.word.norm);
-}
 
 /**
  * The numeric values a number mention can stand for: "160 million" → 160 and 160,000,000;
