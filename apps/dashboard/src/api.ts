@@ -66,28 +66,7 @@ export interface TestResult {
   error?: string | null;
 }
 
-export interface UsagePoint {
-  day: string;
-  requests: number;
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  errors_4xx: number;
-  errors_5xx: number;
-  /** Bucket bounds (100, 250, 500 ms …); above 30000 means slower than 30 s. */
-  latency_p50_ms: number | null;
-  latency_p95_ms: number | null;
-  grounding_checked: number;
-  ungrounded: number;
-  ungrounded_share: number | null;
-}
-
-export interface Usage {
-  days: string[];
-  total: UsagePoint[];
-  total_summary: UsagePoint;
-  keys: Array<{ key_id: string; name: string; prefix: string; revoked: boolean; series: UsagePoint[]; summary: UsagePoint }>;
-}
+export type { UsagePoint, UsageReport as Usage } from '@svc/protocol';
 
 /** An error answer of the API: `{ error: { message, type, code, param } }`. */
 export class ApiError extends Error {

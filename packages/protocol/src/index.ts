@@ -3,3 +3,4 @@ export * from './chat-response.js';
 export * from './audit-payload.js';
 export * from './errors.js';
 export * from './webhooks.js';
+export * from './dashboard-usage.js';

@@ -1,27 +1,10 @@
 import type { ApiKeyRecord } from '../storage/keys-store.js';
+import type { UsagePoint, UsageReport } from '@svc/protocol';
 import { LATENCY_BOUNDS_MS, LATENCY_COLUMNS, latencyQuantile } from '../storage/usage-latency.js';
 import type { UsageRow } from '../storage/usage-store.js';
 
 /** Above the last bucket's bound a percentile is reported as this (the dashboard shows `> 30 s`). */
 const OVER_MAX_MS = LATENCY_BOUNDS_MS[LATENCY_BOUNDS_MS.length - 1]! + 1;
-
-/** One day (or a whole window) of usage as the dashboard API answers it. */
-export interface UsagePoint {
-  day: string;
-  requests: number;
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  errors_4xx: number;
-  errors_5xx: number;
-  /** Upper bounds of the latency buckets holding the 50th and 95th percentile; null without requests. */
-  latency_p50_ms: number | null;
-  latency_p95_ms: number | null;
-  grounding_checked: number;
-  ungrounded: number;
-  /** ungrounded / grounding_checked, null when no answer was checked. */
-  ungrounded_share: number | null;
-}
 
 interface Tally {
   requests: number;
@@ -76,7 +59,7 @@ function point(day: string, t: Tally): UsagePoint {
  * @example
  * res.json(usageView(await store.usage.byDay(userId, days[0]), keys, days));
  */
-export function usageView(rows: UsageRow[], keys: ApiKeyRecord[], days: string[]) {
+export function usageView(rows: UsageRow[], keys: ApiKeyRecord[], days: string[]): UsageReport {
   const index = new Map(days.map((day, i) => [day, i]));
   const total = days.map(emptyTally);
   const byKey = new Map<string, Tally[]>();
