@@ -108,15 +108,13 @@ const SHORTFALL_WEIGHT = 0.02;
 export function checkGrounding(input: GroundingInput, options: GroundingOptions = {}): GroundingResult {
   const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
   const model = options.model ?? DEFAULT_MODEL;
-  const { sources, truncated: sourcesCut } = bounded(input.sources);
-  const answer = input.answer.length > MAX_ANSWER_CHARS ? input.answer.slice(0, MAX_ANSWER_CHARS) : input.answer;
-  const truncated = sourcesCut || answer.length < input.answer.length;
+  const { input: read, truncated } = boundedInput(input);
+  const { sources, answer } = read;
   const notChecked: GroundingResult = { checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] };
   if (!/[\p{L}\p{N}]/u.test(answer)) return notChecked;
   const index = options.sourceIndexCache ? options.sourceIndexCache.get(sources) : buildSourceIndex(sources);
   if (index.empty) return notChecked;
-  // The question is read within the answer's bound: a pasted document is also a source, and read there.
-  const question = questionTerms(input.question && input.question.length > MAX_ANSWER_CHARS ? input.question.slice(0, MAX_ANSWER_CHARS) : input.question);
+  const question = questionTerms(read.question);
   const search = new PassageSearch();
   const supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search));
   const scores = supports.map((c) => claimSupport(model, c));
@@ -160,17 +158,30 @@ export function aggregate(scores: readonly number[], ceiling = 1): number {
   return min * Math.exp(SHORTFALL_WEIGHT * logSum);
 }
 
-function bounded(sources: readonly string[]): { sources: readonly string[]; truncated: boolean } {
+/**
+ * What `checkGrounding` reads of an input: sources up to MAX_SOURCE_CHARS (all texts, in order), the answer and
+ * the question up to MAX_ANSWER_CHARS (a pasted document in the question is also a source, and read there).
+ * A caller that hands the input on (to a worker thread) can cut it first and copy no more than is read.
+ */
+export function boundedInput(input: GroundingInput): { input: GroundingInput; truncated: boolean } {
   let total = 0;
-  for (const s of sources) total += s.length;
-  if (total <= MAX_SOURCE_CHARS) return { sources, truncated: false };
-  const kept: string[] = [];
-  let budget = MAX_SOURCE_CHARS;
-  for (const s of sources) {
-    kept.push(s.length <= budget ? s : s.slice(0, budget));
-    budget -= Math.min(budget, s.length);
+  for (const s of input.sources) total += s.length;
+  let sources = input.sources;
+  if (total > MAX_SOURCE_CHARS) {
+    const kept: string[] = [];
+    let budget = MAX_SOURCE_CHARS;
+    for (const s of input.sources) {
+      kept.push(s.length <= budget ? s : s.slice(0, budget));
+      budget -= Math.min(budget, s.length);
+    }
+    sources = kept;
   }
-  return { sources: kept, truncated: true };
+  const cut = (text: string) => (text.length > MAX_ANSWER_CHARS ? text.slice(0, MAX_ANSWER_CHARS) : text);
+  const answer = cut(input.answer);
+  return {
+    input: { sources, answer, question: input.question === undefined ? undefined : cut(input.question) },
+    truncated: sources !== input.sources || answer.length < input.answer.length,
+  };
 }
 
 /** The passage as a reader sees it: through its closing punctuation. */

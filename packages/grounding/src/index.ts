@@ -1,5 +1,6 @@
 export {
   aggregate,
+  boundedInput,
   checkGrounding,
   DEFAULT_GROUNDING_THRESHOLD,
   MAX_ANSWER_CHARS,

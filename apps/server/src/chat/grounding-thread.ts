@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { GroundingInput, GroundingResult } from '@svc/grounding';
+import { boundedInput, type GroundingInput, type GroundingResult } from '@svc/grounding';
 
 /**
  * Runs grounding checks of large inputs on one worker thread, so a request with 100 KB of sources does not hold
@@ -25,9 +25,14 @@ export class GroundingThread {
   check(input: GroundingInput): Promise<GroundingResult> {
     const worker = this.start();
     const id = this.next++;
+    // Only what the check reads is copied to the thread (a 9 MiB message is 128 KB of it).
+    const bounded = boundedInput(input);
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      worker.postMessage({ id, input: { sources: input.sources, answer: input.answer, question: input.question } });
+      this.pending.set(id, {
+        resolve: (result) => resolve(bounded.truncated && result.checked ? { ...result, truncated: true } : result),
+        reject,
+      });
+      worker.postMessage({ id, input: bounded.input });
     });
   }
 
