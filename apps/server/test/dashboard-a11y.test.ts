@@ -5,10 +5,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 import { hashPassword } from '../src/auth/passwords.js';
 import { findDashboardDist } from '../src/dashboard/static-files.js';
-import { startReceiver, type Receiver } from './webhooks-support.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
 
 // Accessibility, keyboard use, narrow screens and dark mode of the dashboard, in Chromium with axe-core.
 const CHROMIUM = '/usr/bin/chromium';

@@ -2,12 +2,12 @@ import { createHmac } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 import { newDeliveryId } from '../src/storage/deliveries-store.js';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { dashboardStatic } from '../src/dashboard/static-files.js';
-import { startReceiver, type Receiver } from './webhooks-support.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
 import { DashboardClient } from './support/dashboard-client.js';
 
 

@@ -4,10 +4,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 import { hashPassword } from '../src/auth/passwords.js';
 import { findDashboardDist } from '../src/dashboard/static-files.js';
-import { startReceiver, type Receiver } from './webhooks-support.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const REQUIRED = process.env.SVC_TEST_CHROMIUM_REQUIRED === '1';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Agent, request } from 'undici';
 import { ERROR_CODES, ErrorBodySchema } from '@svc/protocol';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 
 /** Fixed so a failure can be replayed; override with SVC_FUZZ_SEED to explore. */
 const SEED = Number(process.env.SVC_FUZZ_SEED ?? 20261122);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { SvcResultSchema, type SvcResult } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 
 // A retrieval-style conversation: two documents in the system prompt, a tool result, the user's question.
 const HOURS = 'Opening hours. The library opens at 9 am and closes at noon on Saturdays. It is closed on Sundays.';

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { checkGrounding, JUDGE_REASON } from '@svc/grounding';
 import type { SvcResult } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 import { JUDGE_SYSTEM_PROMPT, parseJudgeReply } from '../src/chat/grounder.js';
 
 const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall.';

@@ -3,7 +3,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText } from 'ai';
 import { SvcResultSchema, type SvcResult } from '@svc/protocol';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 
 /**
  * Reading svc's grounding result (`svc`) from LangChain JS, the ways the README documents: LangChain keeps

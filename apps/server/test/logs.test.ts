@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { eventually, startReceiver, type Receiver } from './webhooks-support.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
 
 const SECRET = 'whsec_log-test-secret-Qm9vJ3Rj';
 const PROMPT_MARKER = 'prompt-marker-4f1c9a';

@@ -1,8 +1,8 @@
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { eventually, startReceiver, type Receiver } from './webhooks-support.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
 
 const TOKEN = 'metrics-token-for-tests';
 const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889.';

@@ -6,9 +6,9 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '@svc/verify';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { adminCommand, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
-import { eventually, startReceiver, type ReceivedDelivery, type Receiver } from './webhooks-support.js';
+import { eventually, startReceiver, type ReceivedDelivery, type Receiver } from './support/webhooks.js';
 
 const SECRET = 'whsec_multi-process-test-c2VjcmV0';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 import { validateJsonSchema } from '../src/upstream/json-schema.js';
 import { NO_SOURCE_ANSWER } from '../src/upstream/offline-model.js';
 

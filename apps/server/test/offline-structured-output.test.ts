@@ -5,7 +5,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { generateObject } from 'ai';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 
 /** Structured output from the built-in offline model (no SVC_UPSTREAM_BASE_URL), through three client libraries. */
 

@@ -5,9 +5,9 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import ajvFormats from 'ajv-formats';
 import { ERROR_CODES } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { eventually, startReceiver, type Receiver } from './webhooks-support.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
 
 // ajv-formats is CommonJS: under ESM its plugin is the `default` of the default import.
 const addFormats = ajvFormats.default;

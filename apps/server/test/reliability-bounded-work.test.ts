@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 import { until } from './support/reliability-http.js';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 
 /**
  * Issue #26: client mistakes that were 500s logged as errors with stacks (one with the absolute build path).

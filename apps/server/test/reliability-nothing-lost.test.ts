@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createTestPostgres } from '../src/test-support/databases.js';
+import { createTestPostgres } from './support/databases.js';
 import {
   FlappingReceiver,
   cli,

@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { chat, until, type ChatOutcome } from './support/reliability-http.js';
 import { FlappingReceiver, cli, killAll, leakedSecrets, processEnv, requireBuiltServer, spawnServer } from './support/reliability-kit.js';
 

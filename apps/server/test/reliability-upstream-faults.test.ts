@@ -1,8 +1,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { startReceiver, type Receiver } from './webhooks-support.js';
+import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
 import { activeResources, chat, until, type ChatOutcome } from './support/reliability-http.js';
 import { leakedSecrets } from './support/reliability-kit.js';
 

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestPostgres, testRedis } from '../src/test-support/databases.js';
+import { createTestPostgres, testRedis } from './support/databases.js';
 import { Agent, request } from 'undici';
 import { adminCommand, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
-import { startReceiver } from './webhooks-support.js';
+import { startReceiver } from './support/webhooks.js';
 
 const pgDb = await createTestPostgres('scale-out');
 const redis = await testRedis('scale-out');

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { eventually } from './webhooks-support.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { eventually } from './support/webhooks.js';
 
 const ANSWER = Array.from({ length: 12 }, (_, i) => `token${i}`).join(' ');
 

@@ -4,11 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { AuditPayloadSchema, type AuditPayload } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
 import { signBody } from '../src/webhooks/signer.js';
 import { buildAuditPayload } from '../src/webhooks/payload.js';
-import { eventually, startReceiver, type Receiver, type ReceivedDelivery } from './webhooks-support.js';
+import { eventually, startReceiver, type Receiver, type ReceivedDelivery } from './support/webhooks.js';
 
 const SECRET = 'whsec_test-secret-for-webhooks';
 const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall.';

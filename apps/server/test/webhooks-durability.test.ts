@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startReceiver, type Receiver } from './webhooks-support.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
 
 const BIN = resolve(import.meta.dirname, '../dist/bin.js');
 const SECRET = 'whsec_durability';

@@ -8,9 +8,9 @@ import {
   WebhookTestResultSchema,
   type DeliveryDetail,
 } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { eventually, startReceiver, type Receiver, type ReceiverReply } from './webhooks-support.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { eventually, startReceiver, type Receiver, type ReceiverReply } from './support/webhooks.js';
 
 const TIMEOUT_MS = 500;
 

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { DeliveryDetailSchema, DeliveryListSchema } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from '../src/test-support/fake-upstream.js';
-import { startTestServer, type TestServer } from '../src/test-support/test-server.js';
-import { eventually, startReceiver, type Receiver } from './webhooks-support.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
 import { DashboardClient } from './support/dashboard-client.js';
 
 let upstream: FakeUpstream;

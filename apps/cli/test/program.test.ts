@@ -1,0 +1,68 @@
+import { CommanderError } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { makeProgram } from '../src/program.js';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return { io: { out: (t: string) => void out.push(t), err: (t: string) => void err.push(t) }, out, err };
+}
+
+async function parse(args: string[]): Promise<{ error: CommanderError; out: string; err: string }> {
+  const { io, out, err } = capture();
+  const program = makeProgram(io, { exitOverride: true });
+  const error = await program.parseAsync(['node', 'svc-cli', ...args]).then(
+    () => {
+      throw new Error('expected commander to stop');
+    },
+    (e: unknown) => e as CommanderError,
+  );
+  expect(error).toBeInstanceOf(CommanderError);
+  return { error, out: out.join(''), err: err.join('') };
+}
+
+describe('svc-cli --help', () => {
+  it.each([
+    [[]],
+    [['webhooks']],
+    [['webhooks', 'test']],
+    [['listen']],
+    [['replay']],
+    [['deliveries']],
+    [['deliveries', 'list']],
+    [['deliveries', 'show']],
+    [['deliveries', 'redeliver']],
+    [['chat']],
+  ])('%j has examples and the global options', async (path) => {
+    const { error, out } = await parse([...path, '--help']);
+    expect(error.code).toBe('commander.helpDisplayed');
+    expect(error.exitCode).toBe(0);
+    expect(out).toContain('Examples:');
+    expect(out).toMatch(/\$ svc-cli /);
+    expect(out).toContain('--base-url <url>');
+    expect(out).toContain('env: SVC_API_KEY');
+  });
+
+  it('--version prints the package version', async () => {
+    const { error, out } = await parse(['--version']);
+    expect(error.code).toBe('commander.version');
+    expect(out).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
+});
+
+describe('option errors are one line prefixed svc-cli:', () => {
+  it.each([
+    [['listen', '--port', '65536'], 'commander.invalidArgument', "svc-cli: option '-p, --port <port>' argument '65536' is invalid. Must be an integer from 0 to 65535 (0 picks a free port).\n"],
+    [['--base-url', 'x', 'deliveries', 'list'], 'commander.invalidArgument', "svc-cli: option '--base-url <url>' argument 'x' is invalid. Must be an absolute http:// or https:// URL.\n"],
+    [['deliveries', 'list', '--limit', 'ten'], 'commander.invalidArgument', "svc-cli: option '-l, --limit <n>' argument 'ten' is invalid. Must be a positive integer.\n"],
+    [['chat'], 'commander.missingArgument', "svc-cli: missing required argument 'prompt'\n"],
+    [['deliveries', 'show'], 'commander.missingArgument', "svc-cli: missing required argument 'id'\n"],
+    [['lisen'], 'commander.unknownCommand', "svc-cli: unknown command 'lisen' (did you mean listen?)\n"],
+    [['listen', '--bogus'], 'commander.unknownOption', "svc-cli: unknown option '--bogus'\n"],
+  ])('%j', async (args, code, message) => {
+    const { error, err } = await parse(args);
+    expect(error.code).toBe(code);
+    expect(error.exitCode).toBe(1);
+    expect(err).toBe(message);
+  });
+});

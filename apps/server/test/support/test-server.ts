@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { loadConfig, type Config } from '../../src/config.js';
+import { startServer, type RunningServer, type StartOptions } from '../../src/server.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { generateApiKey } from '../../src/auth/api-keys.js';
+import { hashPassword } from '../../src/auth/passwords.js';
+import type { ApiKeyRecord } from '../../src/storage/keys-store.js';
+import type { UserRecord } from '../../src/storage/users-store.js';
+import { SecretBox } from '../../src/crypto/secret-box.js';
+import { resolveSecretKey } from '../../src/crypto/embedded-key.js';
+
+export interface TestServer {
+  url: string;
+  running: RunningServer;
+  config: Config;
+  /** Every log line the server wrote (JSON strings). */
+  logs: string[];
+  dataDir: string;
+  /** A user with a key; webhook options are stored as the admin command stores them. */
+  createKey(options?: {
+    userId?: string;
+    webhookUrl?: string | null;
+    signingSecret?: string | null;
+    rateLimitRpm?: number | null;
+    name?: string;
+  }): Promise<{ token: string; key: ApiKeyRecord; user: UserRecord }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real server on 127.0.0.1:0 over a fresh SQLite file (or `env.SVC_DATABASE_URL`), logs captured.
+ *
+ * @example
+ * const srv = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: fake.url } });
+ * const { token } = await srv.createKey({ webhookUrl: receiver.url });
+ */
+export async function startTestServer(
+  options: { env?: Record<string, string>; upstream?: StartOptions['upstream']; clock?: () => number } = {},
+): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-'));
+  const config = loadConfig({
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: '0',
+    SVC_DATABASE_URL: `sqlite:${join(dataDir, 'svc.db')}`,
+    SVC_LOG_LEVEL: 'info',
+    ...options.env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of String(chunk).split('\n')) if (line) logs.push(line);
+      cb();
+    },
+  });
+  const logger = createLogger(config.logLevel, sink);
+  const running = await startServer(config, { logger, upstream: options.upstream, clock: options.clock });
+  const box = new SecretBox(resolveSecretKey(config.secretKey, running.store.handle.dataDir));
+  let users = 0;
+  return {
+    url: running.url,
+    running,
+    config,
+    logs,
+    dataDir,
+    async createKey(opts = {}) {
+      const now = Date.now();
+      const user =
+        (opts.userId ? await running.store.users.byId(opts.userId) : undefined) ??
+        (await running.store.users.create({
+          email: `user${++users}-${now}@example.test`,
+          passwordHash: await hashPassword('correct horse battery staple'),
+          now,
+        }));
+      const generated = generateApiKey();
+      const key = await running.store.keys.create({
+        userId: user.id,
+        name: opts.name ?? 'test',
+        prefix: generated.prefix,
+        keyHash: generated.hash,
+        now,
+        rateLimitRpm: opts.rateLimitRpm ?? null,
+        webhookUrl: opts.webhookUrl ?? null,
+        signingSecretEnc: opts.signingSecret ? box.seal(opts.signingSecret) : null,
+        signingSecretLast4: opts.signingSecret ? opts.signingSecret.slice(-4) : null,
+      });
+      return { token: generated.token, key, user };
+    },
+    async close() {
+      await running.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import pino from 'pino';
+import type { UsageIncrement, UsageStore } from '../../../src/storage/usage-store.js';
+import type { CompletedRequest } from '../../../src/chat/audit.js';
+import { UsageSink } from '../../../src/chat/usage-sink.js';
+
+function sinkWithStore() {
+  const written: UsageIncrement[] = [];
+  const store = { add: async (batch: UsageIncrement[]) => void written.push(...batch) } as unknown as UsageStore;
+  return { sink: new UsageSink(store, pino({ level: 'silent' }), 60_000), written };
+}
+
+const at = (finishedAt: number) =>
+  ({ finishedAt, key: { id: 'k1', user_id: 'u1' }, usage: { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 } }) as unknown as CompletedRequest;
+
+describe('UsageSink', () => {
+  it('counts each request on its UTC day, across midnight and before 1970', async () => {
+    const { sink, written } = sinkWithStore();
+    const midnight = Date.UTC(2026, 10, 23);
+    for (const t of [midnight - 1, midnight, midnight + 1, midnight - 1, Date.UTC(1969, 11, 31, 23), Date.UTC(1970, 0, 1)]) await sink.record(at(t));
+    await sink.close();
+    const byDay = Object.fromEntries(written.map((w) => [w.day, w.requests]));
+    expect(byDay).toEqual({ '2026-11-22': 2, '2026-11-23': 2, '1969-12-31': 1, '1970-01-01': 1 });
+    expect(written.every((w) => w.inputTokens === 2 * w.requests && w.outputTokens === 3 * w.requests)).toBe(true);
+  });
+
+  it('counts errors by status class, latency buckets and ungrounded answers among the checked ones', async () => {
+    const { sink, written } = sinkWithStore();
+    const day = Date.UTC(2026, 10, 23, 12);
+    const request = (statusCode: number, latencyMs: number, svc: { checked: boolean; grounded: boolean } | null) =>
+      ({ ...at(day), startedAt: day - latencyMs, statusCode, svc }) as unknown as CompletedRequest;
+    await sink.record(request(200, 80, { checked: true, grounded: true }));
+    await sink.record(request(200, 700, { checked: true, grounded: false }));
+    await sink.record(request(200, 90, { checked: false, grounded: true }));
+    await sink.record(request(429, 5, null));
+    await sink.record(request(502, 40_000, null));
+    await sink.close();
+    expect(written).toHaveLength(1);
+    expect(written[0]).toMatchObject({ requests: 5, errors4xx: 1, errors5xx: 1, groundingChecked: 2, ungrounded: 1, latency: [3, 0, 0, 1, 0, 0, 0, 0, 1] });
+  });
+});

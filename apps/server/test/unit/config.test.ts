@@ -1,0 +1,132 @@
+import { availableParallelism } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDurationList, parseProcesses } from '../../src/config.js';
+
+describe('loadConfig', () => {
+  it('applies design §2 defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      databaseUrl: 'sqlite:./data/svc.db',
+      redisUrl: undefined,
+      upstream: { baseUrl: undefined, model: 'gpt-4o-mini', thinkingModel: 'gpt-4o-mini', timeoutMs: 120_000 },
+      maxInFlight: 4096,
+      rateLimitRpm: 600,
+      webhooks: { timeoutMs: 10_000, allowPrivate: 'loopback', retentionDays: 30 },
+      logLevel: 'info',
+    });
+    expect(config.webhooks.retryScheduleMs).toEqual([5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6]);
+  });
+
+  it('blocks private webhook targets by default when bound beyond loopback', () => {
+    expect(loadConfig({ SVC_HOST: '0.0.0.0' }).webhooks.allowPrivate).toBe(false);
+    expect(loadConfig({ SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' }).webhooks.allowPrivate).toBe(true);
+  });
+
+  it('reads SVC_WEBHOOK_ALLOW_PRIVATE as false, loopback or true, whatever the bind', () => {
+    expect(loadConfig({ SVC_HOST: '0.0.0.0', SVC_WEBHOOK_ALLOW_PRIVATE: 'loopback' }).webhooks.allowPrivate).toBe('loopback');
+    expect(loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'false' }).webhooks.allowPrivate).toBe(false);
+    expect(loadConfig({ SVC_HOST: '::1' }).webhooks.allowPrivate).toBe('loopback');
+    expect(() => loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'private' })).toThrow(/SVC_WEBHOOK_ALLOW_PRIVATE: must be false, loopback or true/);
+  });
+
+  it('reads the operator caps on keys', () => {
+    expect(loadConfig({}).limits).toEqual({ maxKeyRateLimitRpm: 100_000, maxKeysPerUser: 100 });
+    expect(loadConfig({ SVC_MAX_KEY_RATE_LIMIT_RPM: '1200', SVC_MAX_KEYS_PER_USER: '3' }).limits).toEqual({ maxKeyRateLimitRpm: 1200, maxKeysPerUser: 3 });
+    expect(() => loadConfig({ SVC_MAX_KEYS_PER_USER: '0' })).toThrow(/SVC_MAX_KEYS_PER_USER/);
+  });
+
+  it('maps the thinking model and trims the base URL', () => {
+    const config = loadConfig({ SVC_UPSTREAM_BASE_URL: 'https://api.example.com/v1/', SVC_UPSTREAM_THINKING_MODEL: 'o3' });
+    expect(config.upstream.baseUrl).toBe('https://api.example.com/v1');
+    expect(config.upstream.thinkingModel).toBe('o3');
+  });
+
+  it('lists every problem at once', () => {
+    try {
+      loadConfig({ SVC_PORT: 'eighty', SVC_RATE_LIMIT_RPM: '-1', SVC_WEBHOOK_RETRY_SCHEDULE: '5s,soon', SVC_DATABASE_URL: 'mysql://x' });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const problems = (err as ConfigError).problems.join('\n');
+      for (const name of ['SVC_PORT', 'SVC_RATE_LIMIT_RPM', 'SVC_WEBHOOK_RETRY_SCHEDULE', 'SVC_DATABASE_URL']) expect(problems).toContain(name);
+    }
+  });
+
+  it('takes SVC_MAX_IN_FLIGHT as a positive whole number', () => {
+    expect(loadConfig({ SVC_MAX_IN_FLIGHT: '5' }).maxInFlight).toBe(5);
+    for (const bad of ['0', '-3', '2.5', 'many']) {
+      expect(() => loadConfig({ SVC_MAX_IN_FLIGHT: bad })).toThrow(/SVC_MAX_IN_FLIGHT/);
+    }
+  });
+
+  it('requires SVC_SECRET_KEY with Postgres', () => {
+    expect(() => loadConfig({ SVC_DATABASE_URL: 'postgres://localhost/db' })).toThrow(/SVC_SECRET_KEY/);
+    expect(() => loadConfig({ SVC_DATABASE_URL: 'postgres://localhost/db', SVC_SECRET_KEY: Buffer.alloc(32, 1).toString('base64') })).not.toThrow();
+  });
+});
+
+describe('parseDurationList', () => {
+  it('parses units', () => {
+    expect(parseDurationList('100ms, 2s,1.5m,1h,1d')).toEqual([100, 2000, 90_000, 3_600_000, 86_400_000]);
+    expect(() => parseDurationList('5 seconds')).toThrow(/duration/);
+  });
+});
+
+describe('SVC_PROCESSES', () => {
+  it('defaults to 1 (a single process, no cluster); takes a positive integer or auto', () => {
+    expect(loadConfig({}).processes).toBe(1);
+    expect(loadConfig({ SVC_PROCESSES: '4' }).processes).toBe(4);
+    expect(loadConfig({ SVC_PROCESSES: 'auto' }).processes).toBe(availableParallelism());
+    expect(parseProcesses(' 2 ')).toBe(2);
+  });
+
+  it.each(['0', '-2', 'two', '1.5', '2e3', '0x4', '4096'])('refuses %j with a clear message', (value) => {
+    try {
+      loadConfig({ SVC_PROCESSES: value });
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).problems).toEqual([
+        `SVC_PROCESSES: "${value}" is not a number of processes: use a whole number from 1 to 1024, or auto (one per core)`,
+      ]);
+    }
+    expect(() => parseProcesses(value)).toThrow('is not a number of processes');
+  });
+
+  it('needs a database file several processes can share', () => {
+    expect(() => loadConfig({ SVC_PROCESSES: '2', SVC_DATABASE_URL: 'sqlite::memory:' })).toThrow(/SVC_PROCESSES: several processes need a database file/);
+    expect(loadConfig({ SVC_PROCESSES: '1', SVC_DATABASE_URL: 'sqlite::memory:' }).processes).toBe(1);
+  });
+});
+
+describe('parseTrustProxy (SVC_TRUST_PROXY)', () => {
+  it.each([
+    ['false', false],
+    ['true', true],
+    ['1', 1],
+    ['loopback', ['loopback']],
+    ['loopback, 10.0.0.0/8, 192.168.1.5, fd00::/8, 172.16.0.0/255.240.0.0', ['loopback', '10.0.0.0/8', '192.168.1.5', 'fd00::/8', '172.16.0.0/255.240.0.0']],
+  ])('reads %s', (text, value) => {
+    expect(loadConfig({ SVC_TRUST_PROXY: text }).trustProxy).toEqual(value);
+  });
+
+  it('defaults to false and refuses what Express would not understand', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    for (const bad of ['yes please', '10.0.0.0/33', 'proxy.example.com', '1.2.3.4/8/9']) {
+      expect(() => loadConfig({ SVC_TRUST_PROXY: bad }), bad).toThrow(/SVC_TRUST_PROXY: .*not an address, CIDR/);
+    }
+  });
+});
+
+describe('SVC_MAX_BODY_BYTES_IN_FLIGHT', () => {
+  it('defaults to 256 MiB; takes bytes or a size with a unit, at least one largest body', () => {
+    expect(loadConfig({}).maxBodyBytesInFlight).toBe(256 * 1024 * 1024);
+    expect(loadConfig({ SVC_MAX_BODY_BYTES_IN_FLIGHT: '1GiB' }).maxBodyBytesInFlight).toBe(1024 ** 3);
+    expect(loadConfig({ SVC_MAX_BODY_BYTES_IN_FLIGHT: '20971520' }).maxBodyBytesInFlight).toBe(20 * 1024 * 1024);
+    for (const bad of ['1MiB', 'lots', '-5', '2TB']) {
+      expect(() => loadConfig({ SVC_MAX_BODY_BYTES_IN_FLIGHT: bad })).toThrow(/SVC_MAX_BODY_BYTES_IN_FLIGHT/);
+    }
+  });
+});

@@ -1,0 +1,31 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { SecretBox, generateSigningSecret } from '../../../src/crypto/secret-box.js';
+
+describe('SecretBox', () => {
+  const box = new SecretBox(randomBytes(32));
+
+  it('round-trips and never stores the plaintext', () => {
+    const secret = generateSigningSecret();
+    const sealed = box.seal(secret);
+    expect(sealed).not.toContain(secret);
+    expect(sealed).not.toContain(secret.slice(6, 20));
+    expect(box.open(sealed)).toBe(secret);
+    expect(box.seal(secret)).not.toBe(sealed);
+  });
+
+  it('refuses tampered or foreign ciphertexts', () => {
+    const sealed = box.seal('whsec_abc');
+    const parts = sealed.split('.');
+    parts[3] = Buffer.from('whsec_abd').toString('base64url');
+    expect(() => box.open(parts.join('.'))).toThrow();
+    expect(() => new SecretBox(randomBytes(32)).open(sealed)).toThrow();
+    expect(() => box.open('plain')).toThrow();
+  });
+
+  it('generates whsec_ secrets of 32 random bytes', () => {
+    const secret = generateSigningSecret();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(generateSigningSecret()).not.toBe(secret);
+  });
+});

@@ -1,0 +1,255 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestPostgres } from '../../support/databases.js';
+import { openStore, type Store } from '../../../src/storage/store.js';
+import { newDeliveryId, type NewDelivery } from '../../../src/storage/deliveries-store.js';
+
+const postgres = await createTestPostgres('deliveries-store');
+const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
+  [
+    'sqlite',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-deliveries-'));
+      return { url: `sqlite:${join(dir, 'svc.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  ],
+];
+if (postgres) {
+  // One database per run; each test empties the tables it uses.
+  variants.push(['postgres', async () => ({ url: postgres.url, cleanup: async () => {} })]);
+}
+afterAll(async () => {
+  await postgres?.drop();
+});
+
+const T0 = 1_700_000_000_000;
+
+describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
+  let store: Store;
+  let cleanup: () => Promise<void>;
+
+  beforeEach(async () => {
+    const db = await open();
+    cleanup = db.cleanup;
+    store = await openStore(db.url, { poolSize: 8 });
+    await store.handle.db.deleteFrom('webhook_attempts').execute();
+    await store.handle.db.deleteFrom('webhook_deliveries').execute();
+  });
+
+  afterEach(async () => {
+    await store.close();
+    await cleanup();
+  });
+
+  function delivery(overrides: Partial<NewDelivery> = {}): NewDelivery {
+    const id = newDeliveryId();
+    return {
+      id,
+      keyId: 'key_a',
+      userId: '7f1c0f5e-8a43-4c55-9a0e-3f2f1a1b2c3d',
+      event: 'llm.request.completed',
+      requestId: `chatcmpl-${id}`,
+      url: 'https://example.com/hooks',
+      payload: `{"request_id":"chatcmpl-${id}","x":"é"}`,
+      now: T0,
+      ...overrides,
+    };
+  }
+
+  it('claimDue leaves out the receivers it is told to (by URL origin, wildcards taken literally); releaseClaims gives rows back', async () => {
+    const full = delivery({ url: 'https://busy.example:8443/hooks' });
+    const underscore = delivery({ url: 'https://a_b.example/x' });
+    const other = delivery({ url: 'https://busy.example/hooks' }); // another port: another origin
+    await store.deliveries.insertMany([full, underscore, other]);
+    const claimed = await store.deliveries.claimDue(T0, 10, 60_000, 'w1', ['https://busy.example:8443', 'https://aXb.example']);
+    expect(claimed.map((r) => r.id).sort()).toEqual([underscore.id, other.id].sort());
+    await store.deliveries.releaseClaims([underscore.id, other.id], 'someone-else', T0);
+    expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w1')).toHaveLength(1);
+    await store.deliveries.releaseClaims([underscore.id, other.id, full.id], 'w1', T0);
+    expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w2')).toHaveLength(3);
+  });
+
+  const success = { attemptedAt: T0 + 1, statusCode: 200, durationMs: 12.4, outcome: 'success' as const, error: null, responseBody: 'ok' };
+  const failure = { attemptedAt: T0 + 1, statusCode: 500, durationMs: 30, outcome: 'failure' as const, error: 'HTTP 500', responseBody: 'boom' };
+
+  it('claims only due, unleased rows, oldest due first, up to the limit, and stores the exact bytes', async () => {
+    const a = delivery({ nextAttemptAt: T0 - 10 });
+    const b = delivery({ nextAttemptAt: T0 - 20 });
+    const later = delivery({ nextAttemptAt: T0 + 60_000 });
+    await store.deliveries.insertMany([a, b, later]);
+    const claimed = await store.deliveries.claimDue(T0, 10, 30_000, 'w1');
+    expect(claimed.map((r) => r.id)).toEqual([b.id, a.id]);
+    expect(claimed[0]).toMatchObject({ status: 'pending', leased_by: 'w1', lease_until: T0 + 30_000, attempts: 0, payload: b.payload });
+    // Leased: nobody else gets them until the lease lapses.
+    expect(await store.deliveries.claimDue(T0 + 1, 10, 30_000, 'w2')).toEqual([]);
+    const reclaimed = await store.deliveries.claimDue(T0 + 30_000, 1, 30_000, 'w2');
+    expect(reclaimed.map((r) => r.id)).toEqual([b.id]);
+  });
+
+  it('never hands the same row to two concurrent claimers', async () => {
+    const rows = Array.from({ length: 40 }, () => delivery());
+    await store.deliveries.insertMany(rows);
+    const claims = await Promise.all(Array.from({ length: 6 }, (_, i) => store.deliveries.claimDue(T0, 10, 30_000, `w${i}`)));
+    const ids = claims.flat().map((r) => r.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.length).toBeLessThanOrEqual(40);
+    // Whatever the first round left is claimable next.
+    const rest = await store.deliveries.claimDue(T0, 100, 30_000, 'w9');
+    expect(ids.length + rest.length).toBe(40);
+  });
+
+  it('records attempts in order, moves the status on and releases the lease', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    await store.deliveries.claimDue(T0, 1, 30_000, 'w1');
+    expect(await store.deliveries.recordAttempt(d.id, failure, { status: 'pending', nextAttemptAt: T0 + 5_000 })).toBe(1);
+    let row = await store.deliveries.byId(d.id);
+    expect(row).toMatchObject({ status: 'pending', attempts: 1, next_attempt_at: T0 + 5_000, lease_until: null, leased_by: null, last_status_code: 500, last_error: 'HTTP 500' });
+    await store.deliveries.claimDue(T0 + 5_000, 1, 30_000, 'w1');
+    expect(await store.deliveries.recordAttempt(d.id, { ...success, attemptedAt: T0 + 5_001 }, { status: 'delivered' })).toBe(2);
+    row = await store.deliveries.byId(d.id);
+    expect(row).toMatchObject({ status: 'delivered', attempts: 2, next_attempt_at: null, delivered_at: T0 + 5_001, last_status_code: 200, last_error: null });
+    const found = await store.deliveries.get('key_a', d.id);
+    expect(found?.attempts.map((a) => [a.attempt, a.status_code, a.outcome, a.error, a.response_body, a.duration_ms])).toEqual([
+      [1, 500, 'failure', 'HTTP 500', 'boom', 30],
+      [2, 200, 'success', null, 'ok', 12],
+    ]);
+    expect(found?.delivery.payload).toBe(d.payload);
+  });
+
+  it('records a batch of 70 mixed attempts in one call (chunks of 64 + 4 + 2), each delivery moved on by its own result', async () => {
+    const rows = Array.from({ length: 70 }, () => delivery());
+    await store.deliveries.insertMany(rows);
+    await store.deliveries.recordAttempt(rows[5]!.id, failure, { status: 'pending', nextAttemptAt: T0 });
+    const batch = rows.map((d, i) => {
+      const attemptedAt = T0 + 10 + i;
+      if (i % 3 === 0) return { deliveryId: d.id, result: { ...failure, attemptedAt, error: `HTTP 5${i}` }, next: { status: 'pending' as const, nextAttemptAt: T0 + 1_000 + i } };
+      if (i % 7 === 0) return { deliveryId: d.id, result: { ...failure, attemptedAt, statusCode: null }, next: { status: 'failed' as const } };
+      return { deliveryId: d.id, result: { ...success, attemptedAt, statusCode: 200 + (i % 5), responseBody: `ok ${i}` }, next: { status: 'delivered' as const } };
+    });
+    const numbers = await store.deliveries.recordAttempts(batch);
+    expect(numbers).toEqual(rows.map((_, i) => (i === 5 ? 2 : 1)));
+    for (const [i, d] of rows.entries()) {
+      const found = await store.deliveries.get('key_a', d.id);
+      const { result, next } = batch[i]!;
+      expect(found?.delivery).toMatchObject({
+        status: next.status,
+        attempts: i === 5 ? 2 : 1,
+        next_attempt_at: next.status === 'pending' ? next.nextAttemptAt : null,
+        lease_until: null,
+        last_status_code: result.statusCode,
+        last_error: result.error,
+        updated_at: result.attemptedAt,
+        delivered_at: next.status === 'delivered' ? result.attemptedAt : null,
+      });
+      expect(found?.attempts.at(-1)).toMatchObject({ attempt: i === 5 ? 2 : 1, attempted_at: result.attemptedAt, status_code: result.statusCode, error: result.error, response_body: result.responseBody });
+    }
+  });
+
+  it('counts each attempt when a batch holds one delivery twice', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    const numbers = await store.deliveries.recordAttempts([
+      { deliveryId: d.id, result: failure, next: { status: 'pending', nextAttemptAt: T0 + 10 } },
+      { deliveryId: d.id, result: { ...success, attemptedAt: T0 + 20 }, next: { status: 'delivered' } },
+    ]);
+    expect(numbers).toEqual([1, 2]);
+    const found = await store.deliveries.get('key_a', d.id);
+    expect(found?.delivery).toMatchObject({ status: 'delivered', attempts: 2, delivered_at: T0 + 20, last_status_code: 200 });
+    expect(found?.attempts.map((a) => a.attempt)).toEqual([1, 2]);
+  });
+
+  it('records nothing of a batch naming a delivery that does not exist', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    await expect(
+      store.deliveries.recordAttempts([
+        { deliveryId: d.id, result: success, next: { status: 'delivered' } },
+        { deliveryId: 'whd_missing', result: success, next: { status: 'delivered' } },
+      ]),
+    ).rejects.toThrow('delivery whd_missing does not exist');
+    expect(await store.deliveries.get('key_a', d.id)).toMatchObject({ delivery: { status: 'pending', attempts: 0 }, attempts: [] });
+  });
+
+  it('records while another transaction holds the connection (SQLite: the statements then go through kysely)', async () => {
+    const rows = Array.from({ length: 3 }, () => delivery());
+    await store.deliveries.insertMany(rows);
+    let recorded: Promise<number[]> | undefined;
+    await store.handle.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('webhook_deliveries').select('id').execute();
+      recorded = store.deliveries.recordAttempts(rows.map((d) => ({ deliveryId: d.id, result: success, next: { status: 'delivered' as const } })));
+    });
+    expect(await recorded).toEqual([1, 1, 1]);
+    expect((await store.deliveries.list('key_a', { limit: 10, status: 'delivered' })).rows).toHaveLength(3);
+  });
+
+  it('lists one key newest first with a cursor and a status filter; get is scoped to the key', async () => {
+    const rows = [0, 1, 2, 3, 4].map((i) => delivery({ now: T0 + i }));
+    await store.deliveries.insertMany([...rows, delivery({ keyId: 'key_b' })]);
+    await store.deliveries.recordAttempt(rows[1]!.id, failure, { status: 'failed' });
+    const page1 = await store.deliveries.list('key_a', { limit: 2 });
+    expect(page1.rows.map((r) => r.id)).toEqual([rows[4]!.id, rows[3]!.id]);
+    expect(page1.hasMore).toBe(true);
+    const page2 = await store.deliveries.list('key_a', { limit: 2, before: rows[3]!.id });
+    expect(page2.rows.map((r) => r.id)).toEqual([rows[2]!.id, rows[1]!.id]);
+    const page3 = await store.deliveries.list('key_a', { limit: 2, before: rows[1]!.id });
+    expect(page3).toMatchObject({ hasMore: false });
+    expect(page3.rows.map((r) => r.id)).toEqual([rows[0]!.id]);
+    expect((await store.deliveries.list('key_a', { limit: 10, status: 'failed' })).rows.map((r) => r.id)).toEqual([rows[1]!.id]);
+    expect(await store.deliveries.list('key_b', { limit: 10, before: rows[3]!.id })).toEqual({ rows: [], hasMore: false });
+    expect(await store.deliveries.get('key_b', rows[0]!.id)).toBeUndefined();
+  });
+
+  it('redelivers with the same id and bytes, due now, for the owning key only', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    await store.deliveries.recordAttempt(d.id, failure, { status: 'failed' });
+    expect(await store.deliveries.redeliver('key_b', d.id, T0 + 100)).toBeUndefined();
+    const row = await store.deliveries.redeliver('key_a', d.id, T0 + 100, 'https://example.org/new');
+    expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload: d.payload, url: 'https://example.org/new', attempts: 1 });
+    expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => r.id)).toEqual([d.id]);
+  });
+
+  it('reports the next future due time and the backlog', async () => {
+    expect(await store.deliveries.nextDueAfter(T0)).toBeUndefined();
+    const a = delivery({ nextAttemptAt: T0 + 500 });
+    const b = delivery({ nextAttemptAt: T0 + 200 });
+    const due = delivery({ nextAttemptAt: T0 - 1 });
+    const c = delivery();
+    await store.deliveries.insertMany([a, b, due, c]);
+    await store.deliveries.recordAttempt(c.id, failure, { status: 'failed' });
+    expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 200);
+    expect(await store.deliveries.nextDueAfter(T0 + 200)).toBe(T0 + 500);
+    expect(await store.deliveries.backlog(T0)).toEqual({ pending: 3, due: 1, failed: 1 });
+  });
+
+  it('purges finished deliveries and their attempts past retention, keeping pending ones', async () => {
+    const old = delivery({ now: T0 - 10_000 });
+    const oldPending = delivery({ now: T0 - 10_000 });
+    const recent = delivery({ now: T0 });
+    await store.deliveries.insertMany([old, oldPending, recent]);
+    await store.deliveries.recordAttempt(old.id, success, { status: 'delivered' });
+    await store.deliveries.recordAttempt(recent.id, success, { status: 'delivered' });
+    expect(await store.deliveries.purgeOlderThan(T0 - 1)).toBe(1);
+    expect(await store.deliveries.byId(old.id)).toBeUndefined();
+    expect(await store.deliveries.byId(oldPending.id)).toBeDefined();
+    expect(await store.deliveries.get('key_a', recent.id)).toMatchObject({ attempts: [{ attempt: 1 }] });
+    const orphans = await store.handle.db.selectFrom('webhook_attempts').select('id').where('delivery_id', '=', old.id).execute();
+    expect(orphans).toEqual([]);
+  });
+});
+
+describe('delivery ids', () => {
+  it('are whd_ + 32 hex digits, ordered by creation time across milliseconds, and distinct', async () => {
+    const first = newDeliveryId();
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    const ids = Array.from({ length: 1000 }, () => newDeliveryId());
+    for (const id of [first, ...ids]) expect(id).toMatch(/^whd_[0-9a-f]{32}$/);
+    expect(ids.every((id) => id > first)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    // The first 12 hex digits are the creation time in ms.
+    expect(Math.abs(Number.parseInt(ids[0]!.slice(4, 16), 16) - Date.now())).toBeLessThan(60_000);
+  });
+});

@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../../src/storage/store.js';
+import { createTestPostgres } from '../../support/databases.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
+const pgDb = await createTestPostgres('storage suite');
+
+const variants: Array<[string, string]> = [['sqlite', `sqlite:${join(dir, 'svc.db')}`]];
+if (pgDb) variants.push(['postgres', pgDb.url]);
+
+afterAll(async () => {
+  await pgDb?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe.each(variants)('storage on %s', (_name, url) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await openStore(url);
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
+
+  it('migrates idempotently and answers ping', async () => {
+    const again = await openStore(url);
+    expect(await again.ping()).toBe(true);
+    await again.close();
+    expect(await store.ping()).toBe(true);
+  });
+
+  it('creates users with UUID ids and finds them by case-insensitive email', async () => {
+    const user = await store.users.create({ email: ' Ana@Example.com ', passwordHash: 'h', now: 1 });
+    expect(user.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await store.users.byEmail('ANA@example.COM'))?.id).toBe(user.id);
+    await expect(store.users.create({ email: 'ana@example.com', passwordHash: 'h', now: 2 })).rejects.toThrow();
+    expect(await store.users.count()).toBeGreaterThanOrEqual(1);
+  });
+
+  it('stores keys by hash, updates settings, revokes once, and records last delivery status', async () => {
+    const user = await store.users.create({ email: `k-${Date.now()}@example.com`, passwordHash: 'h', now: 1 });
+    const key = await store.keys.create({ userId: user.id, name: 'k', prefix: 'sk-svc-abcd…wxyz', keyHash: `hash-${user.id}`, now: 1_700_000_000_000 });
+    expect((await store.keys.byHash(`hash-${user.id}`))?.id).toBe(key.id);
+    expect(await store.keys.byHash('nope')).toBeUndefined();
+    const updated = await store.keys.update(key.id, { webhook_url: 'https://h.example/x', rate_limit_rpm: 10 }, 2_000_000_000_000);
+    expect(updated).toMatchObject({ webhook_url: 'https://h.example/x', rate_limit_rpm: 10, updated_at: 2_000_000_000_000 });
+    expect(typeof updated!.created_at).toBe('number');
+    await store.keys.setLastDelivery(key.id, { at: 5, outcome: 'failure', statusCode: 500, error: 'HTTP 500' });
+    expect(await store.keys.byId(key.id)).toMatchObject({ last_delivery_at: 5, last_delivery_outcome: 'failure', last_delivery_status_code: 500 });
+    expect(await store.keys.revoke(key.id, 3)).toBe(true);
+    expect(await store.keys.revoke(key.id, 4)).toBe(false);
+    expect((await store.keys.list(user.id)).map((k) => k.revoked_at)).toEqual([3]);
+  });
+
+  it('adds usage per key and day', async () => {
+    const user = await store.users.create({ email: `u-${Date.now()}@example.com`, passwordHash: 'h', now: 1 });
+    const inc = { keyId: 'key_1', userId: user.id, day: '2026-11-01', requests: 1, inputTokens: 10, outputTokens: 5 };
+    await store.usage.add([inc, { ...inc, day: '2026-11-02' }]);
+    await store.usage.add([{ ...inc, requests: 2, inputTokens: 1, outputTokens: 1 }]);
+    const rows = await store.usage.byDay(user.id, '2026-10-01');
+    expect(rows.map((r) => [r.day, r.requests, r.input_tokens, r.output_tokens])).toEqual([
+      ['2026-11-01', 3, 11, 6],
+      ['2026-11-02', 1, 10, 5],
+    ]);
+    expect(await store.usage.byDay(user.id, '2026-11-02')).toHaveLength(1);
+  });
+
+  it('adds errors, latency buckets and grounding outcomes per key and day', async () => {
+    const user = await store.users.create({ email: `q-${Date.now()}@example.com`, passwordHash: 'h', now: 1 });
+    const inc = { keyId: 'key_q', userId: user.id, day: '2026-11-03', requests: 2, inputTokens: 1, outputTokens: 1, errors4xx: 1, errors5xx: 0, groundingChecked: 1, ungrounded: 1, latency: [1, 0, 0, 1, 0, 0, 0, 0, 0] };
+    await store.usage.add([inc]);
+    await store.usage.add([{ ...inc, errors4xx: 0, errors5xx: 2, latency: [0, 0, 0, 0, 0, 0, 0, 0, 2] }]);
+    const [row] = await store.usage.byDay(user.id, '2026-11-03');
+    expect(row).toMatchObject({ requests: 4, errors_4xx: 1, errors_5xx: 2, grounding_checked: 2, ungrounded: 2 });
+    expect([row!.latency_0, row!.latency_3, row!.latency_8].map(Number)).toEqual([1, 1, 2]);
+  });
+});

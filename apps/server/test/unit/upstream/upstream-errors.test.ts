@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { readErrorBody, upstreamHttpError } from '../../../src/upstream/upstream-errors.js';
+
+const KEY = 'sk-upstream-secret';
+const redact = (text: string): string => text.split(KEY).join('[redacted]');
+const openai = (message: string, code: string | null = null, param: string | null = null) =>
+  JSON.stringify({ error: { message, type: 'invalid_request_error', code, param } });
+
+describe('upstreamHttpError', () => {
+  it.each([
+    // [name, status, headers, body, status, code, wire code, param]
+    ['400 naming a parameter', 400, {}, openai("Unsupported parameter: 'top_p'.", 'unsupported_parameter', 'top_p'), 400, 'upstream_invalid_request', 'unsupported_parameter', 'top_p'],
+    ['400 without a code', 400, {}, openai('Bad messages.'), 400, 'upstream_invalid_request', 'upstream_invalid_request', null],
+    ['404 about the content', 404, {}, openai('No such file.', 'file_not_found', 'messages[0].content'), 400, 'upstream_invalid_request', 'file_not_found', 'messages[0].content'],
+    ['413', 413, {}, openai('Too large.', 'context_length_exceeded', 'messages'), 400, 'upstream_invalid_request', 'context_length_exceeded', 'messages'],
+    ['422 (vLLM top-level body)', 422, {}, JSON.stringify({ object: 'error', message: 'max_tokens too large', type: 'BadRequestError', param: null, code: 422 }), 400, 'upstream_invalid_request', 'upstream_invalid_request', null],
+    ["400 (Ollama's string error)", 400, {}, JSON.stringify({ error: 'invalid options' }), 400, 'upstream_invalid_request', 'upstream_invalid_request', null],
+    ['404 for the configured model', 404, {}, openai('The model `gpt-9` does not exist.', 'model_not_found', 'model'), 502, 'upstream_error', 'upstream_error', null],
+    ['400 naming the model', 400, {}, openai('invalid model ID', null, 'model'), 502, 'upstream_error', 'upstream_error', null],
+    ['404 with no error body (wrong base URL)', 404, {}, '<html>Not Found</html>', 502, 'upstream_error', 'upstream_error', null],
+    ["404 for vLLM's unknown model (no param)", 404, {}, JSON.stringify({ object: 'error', message: 'The model `x` does not exist.', type: 'NotFoundError', param: null, code: 404 }), 502, 'upstream_error', 'upstream_error', null],
+    ["404 for Ollama's unknown model", 404, {}, openai('model "x" not found, try pulling it first'), 502, 'upstream_error', 'upstream_error', null],
+    ['401 (svc\'s upstream key)', 401, {}, openai('Incorrect API key.', 'invalid_api_key'), 502, 'upstream_error', 'upstream_error', null],
+    ['403', 403, {}, openai('Forbidden.'), 502, 'upstream_error', 'upstream_error', null],
+    ['409', 409, {}, openai('Conflict.'), 502, 'upstream_error', 'upstream_error', null],
+    ['500', 500, {}, openai('Boom.'), 502, 'upstream_error', 'upstream_error', null],
+    ['503 with retry-after', 503, { 'retry-after': '3' }, openai('Overloaded.'), 502, 'upstream_error', 'upstream_error', null],
+    ['429', 429, { 'retry-after': '7', 'retry-after-ms': '6500' }, openai('Rate limit reached.', 'rate_limit_exceeded'), 429, 'upstream_rate_limited', 'upstream_rate_limited', null],
+  ] as const)('%s', (_name, status, headers, body, clientStatus, code, wireCode, param) => {
+    const error = upstreamHttpError(status, headers, body, redact);
+    expect(error.status).toBe(clientStatus);
+    expect(error.code).toBe(code);
+    expect(error.upstreamStatus).toBe(status);
+    expect(error.toBody()).toEqual({ error: { message: expect.any(String), type: expect.any(String), code: wireCode, param } });
+  });
+
+  it('passes the upstream message as it is for a 4xx about the request, key redacted', () => {
+    const error = upstreamHttpError(400, {}, openai(`Bad value near '${KEY}'.`, 'invalid_value', 'stop'), redact);
+    expect(error.message).toBe("Bad value near '[redacted]'.");
+  });
+
+  it("passes a 429's retry-after and retry-after-ms, and a 503's retry-after", () => {
+    expect(upstreamHttpError(429, { 'retry-after': '7', 'retry-after-ms': '6500' }, '', redact).headers).toEqual({ 'retry-after': '7', 'retry-after-ms': '6500' });
+    expect(upstreamHttpError(429, {}, '', redact).headers).toEqual({});
+    expect(upstreamHttpError(503, { 'retry-after': '3' }, '', redact).headers).toEqual({ 'retry-after': '3' });
+  });
+
+  it('keeps the upstream key out of 401 messages', () => {
+    expect(upstreamHttpError(401, {}, openai(`Incorrect API key provided: ${KEY}.`), redact).message).not.toContain(KEY);
+  });
+});
+
+describe('readErrorBody', () => {
+  it('reads nothing from non-JSON or bodies without an error', () => {
+    expect(readErrorBody('nope')).toEqual({ message: null, code: null, param: null });
+    expect(readErrorBody('{"choices":[]}')).toEqual({ message: null, code: null, param: null });
+  });
+});

@@ -1,0 +1,96 @@
+// The outbox hands committed rows to the worker only after the responses waiting on them were written: a
+// response is never behind the signing and sending of its own webhook. Real SQLite store; the worker is a
+// recorder of what the outbox tells it.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { CompletedRequest } from '../../../src/chat/audit.js';
+import type { ApiKeyRecord } from '../../../src/storage/keys-store.js';
+import { openStore, type Store } from '../../../src/storage/store.js';
+import { OutboxSink, type OutboxWorker } from '../../../src/webhooks/outbox.js';
+
+let dir: string;
+let store: Store;
+let key: ApiKeyRecord;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-outbox-'));
+  store = await openStore(`sqlite:${join(dir, 'svc.db')}`);
+  const user = await store.users.create({ email: 'outbox@example.test', passwordHash: 'x', now: Date.now() });
+  key = await store.keys.create({ userId: user.id, name: 'k', prefix: 'svc_k', keyHash: randomBytes(8).toString('hex'), now: Date.now(), webhookUrl: 'https://hooks.example.test/in' });
+});
+
+afterEach(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function completed(requestId: string): CompletedRequest {
+  const now = Date.now();
+  return {
+    requestId,
+    key,
+    startedAt: now - 5,
+    finishedAt: now,
+    statusCode: 200,
+    streaming: false,
+    messages: [{ role: 'user', content: 'hi' }],
+    responseText: 'hello',
+    svc: null,
+    usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+  };
+}
+
+/** Records the order of events: the outbox's calls and the moments the test marks. */
+function recordingWorker(free: number, events: string[]): OutboxWorker {
+  return {
+    reserve(count) {
+      const take = Math.min(count, free);
+      events.push(`reserve ${count} → ${take}`);
+      return { take, lease: { until: Date.now() + 60_000, by: 'worker-test' } };
+    },
+    adopt(rows) {
+      events.push(`adopt ${rows.map((r) => r.request_id).join(',')}`);
+    },
+    unreserve(count) {
+      events.push(`unreserve ${count}`);
+    },
+    wake() {
+      events.push('wake');
+    },
+  };
+}
+
+describe('OutboxSink', () => {
+  it('resolves every record of a tick with one insert, and hands the rows over after the waiting code ran', async () => {
+    const events: string[] = [];
+    const sink = new OutboxSink(store.deliveries, recordingWorker(8, events));
+    // What the chat route does once its record resolves: write the response (here: mark it).
+    const responded = ['req-a', 'req-b'].map((id) => sink.record(completed(id)).then(() => events.push(`respond ${id}`)));
+    await Promise.all(responded);
+    expect(events).toEqual(['reserve 2 → 2', 'respond req-a', 'respond req-b']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['reserve 2 → 2', 'respond req-a', 'respond req-b', 'adopt req-a,req-b']);
+    const { rows } = await store.deliveries.list(key.id, { limit: 10 });
+    expect(rows.every((r) => r.leased_by === 'worker-test')).toBe(true);
+    expect(rows.map((r) => r.request_id).sort()).toEqual(['req-a', 'req-b']);
+  });
+
+  it('rows beyond the free slots are inserted unleased and the worker is woken to claim them, also after the responses', async () => {
+    const events: string[] = [];
+    const sink = new OutboxSink(store.deliveries, recordingWorker(1, events));
+    await Promise.all(['req-a', 'req-b', 'req-c'].map((id) => sink.record(completed(id)).then(() => events.push(`respond ${id}`))));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['reserve 3 → 1', 'respond req-a', 'respond req-b', 'respond req-c', 'adopt req-a', 'wake']);
+  });
+
+  it('a key without a webhook URL records nothing', async () => {
+    const events: string[] = [];
+    const sink = new OutboxSink(store.deliveries, recordingWorker(8, events));
+    await sink.record({ ...completed('req-x'), key: { ...key, webhook_url: null } });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual([]);
+  });
+});

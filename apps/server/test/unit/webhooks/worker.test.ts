@@ -1,0 +1,188 @@
+// The worker queries the outbox only when rows may be waiting for it: a finishing attempt with nothing
+// possibly due makes no query at all, while rows it was not handed (beyond its free slots) and retries still
+// go out. Real SQLite store, real sender, real receiver.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { eventually, startReceiver, type Receiver } from '../../support/webhooks.js';
+import { SecretBox } from '../../../src/crypto/secret-box.js';
+import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery } from '../../../src/storage/deliveries-store.js';
+import { openStore, type Store } from '../../../src/storage/store.js';
+import { createSender, type Sender } from '../../../src/webhooks/sender.js';
+import { DeliveryWorker } from '../../../src/webhooks/worker.js';
+
+let dir: string;
+let store: Store;
+let receiver: Receiver;
+let sender: Sender;
+let worker: DeliveryWorker | undefined;
+let keyId: string;
+let userId: string;
+const queries = { claimDue: 0, nextDueAfter: 0 };
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'svc-worker-'));
+  store = await openStore(`sqlite:${join(dir, 'svc.db')}`);
+  receiver = await startReceiver();
+  sender = createSender({ timeoutMs: 2_000, allowPrivate: true });
+  const user = await store.users.create({ email: 'worker@example.test', passwordHash: 'x', now: Date.now() });
+  const key = await store.keys.create({ userId: user.id, name: 'k', prefix: 'svc_k', keyHash: randomBytes(8).toString('hex'), now: Date.now(), webhookUrl: receiver.url });
+  keyId = key.id;
+  userId = user.id;
+  queries.claimDue = 0;
+  queries.nextDueAfter = 0;
+  const { deliveries } = store;
+  const claimDue = deliveries.claimDue.bind(deliveries);
+  const nextDueAfter = deliveries.nextDueAfter.bind(deliveries);
+  deliveries.claimDue = (...args: Parameters<typeof claimDue>) => {
+    queries.claimDue += 1;
+    return claimDue(...args);
+  };
+  deliveries.nextDueAfter = (...args: Parameters<typeof nextDueAfter>) => {
+    queries.nextDueAfter += 1;
+    return nextDueAfter(...args);
+  };
+});
+
+afterEach(async () => {
+  await worker?.stop();
+  worker = undefined;
+  await sender.close();
+  await receiver.close();
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function startWorker(options: { concurrency?: number; retryScheduleMs?: number[] } = {}): DeliveryWorker {
+  worker = new DeliveryWorker({
+    deliveries: store.deliveries,
+    keys: store.keys,
+    sender,
+    secretBox: new SecretBox(randomBytes(32)),
+    logger: pino({ level: 'silent' }),
+    clock: Date.now,
+    timeoutMs: 2_000,
+    retryScheduleMs: options.retryScheduleMs ?? [50, 50],
+    retentionDays: 30,
+    concurrency: options.concurrency,
+  });
+  worker.start();
+  return worker;
+}
+
+function newDeliveries(count: number): NewDelivery[] {
+  return Array.from({ length: count }, () => {
+    const id = newDeliveryId();
+    return { id, keyId, userId, event: 'llm.request.completed', requestId: `chatcmpl-${id}`, url: receiver.url, payload: `{"id":"${id}"}`, now: Date.now() };
+  });
+}
+
+/** What the outbox does with new deliveries: as many inserted leased and handed over as slots are free, the rest left to claim. */
+async function handOver(w: DeliveryWorker, batch: NewDelivery[]): Promise<void> {
+  const { take, lease } = w.reserve(batch.length);
+  for (const d of batch.slice(0, take)) d.lease = lease;
+  await store.deliveries.insertMany(batch);
+  w.adopt(batch.slice(0, take).map(newDeliveryRow));
+  if (take < batch.length) w.wake();
+}
+
+const delivered = async (ids: string[]) => {
+  const statuses = await Promise.all(ids.map(async (id) => (await store.deliveries.byId(id))?.status));
+  return statuses.every((s) => s === 'delivered');
+};
+
+describe('DeliveryWorker', () => {
+  it('makes no query when attempts finish with nothing possibly due', async () => {
+    const w = startWorker();
+    // Start: one claim (nothing waiting) and one look for the next due time.
+    await eventually(() => queries.nextDueAfter >= 1);
+    const atStart = { ...queries };
+    const ids: string[] = [];
+    for (let round = 0; round < 5; round++) {
+      const batch = newDeliveries(8);
+      ids.push(...batch.map((d) => d.id));
+      await handOver(w, batch);
+      await receiver.waitFor((r) => r.length >= ids.length);
+      await eventually(() => delivered(ids));
+    }
+    expect(new Set(receiver.received.map((r) => r.headers['x-svc-delivery']))).toEqual(new Set(ids));
+    expect(queries).toEqual(atStart);
+  });
+
+  it('claims and delivers the rows beyond its free slots', async () => {
+    const w = startWorker({ concurrency: 2 });
+    const batch = newDeliveries(7);
+    await handOver(w, batch);
+    await eventually(() => delivered(batch.map((d) => d.id)));
+    expect(receiver.received).toHaveLength(7);
+    expect(queries.claimDue).toBeGreaterThan(1);
+  });
+
+  it('sends a failed attempt again per the retry schedule, with nothing else waking it', async () => {
+    const w = startWorker({ retryScheduleMs: [50, 50] });
+    await eventually(() => queries.nextDueAfter >= 1);
+    receiver.queue.push({ status: 500 }, { status: 503 });
+    const batch = newDeliveries(1);
+    await handOver(w, batch);
+    await eventually(() => delivered([batch[0]!.id]));
+    expect(receiver.received.map((r) => r.replied)).toEqual([500, 503, 200]);
+    expect((await store.deliveries.byId(batch[0]!.id))?.attempts).toBe(3);
+  });
+
+  it('sends a redelivered row again once woken', async () => {
+    const w = startWorker();
+    const batch = newDeliveries(1);
+    await handOver(w, batch);
+    await eventually(() => delivered([batch[0]!.id]));
+    await store.deliveries.redeliver(keyId, batch[0]!.id, Date.now());
+    w.wake();
+    await receiver.waitFor((r) => r.length >= 2);
+    await eventually(() => delivered([batch[0]!.id]));
+    expect(receiver.received.map((r) => r.headers['x-svc-delivery'])).toEqual([batch[0]!.id, batch[0]!.id]);
+  });
+
+  it('lets go of the row and its payload once sent, while the attempt waits for its record', async () => {
+    const w = startWorker();
+    // Recording waits at this gate: the attempt has been sent but has not finished.
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    let recording = false;
+    const recordAttempts = store.deliveries.recordAttempts.bind(store.deliveries);
+    store.deliveries.recordAttempts = async (...args: Parameters<typeof recordAttempts>) => {
+      recording = true;
+      await gate;
+      return recordAttempts(...args);
+    };
+    const [delivery] = newDeliveries(1);
+    delivery!.payload = JSON.stringify({ text: 'x'.repeat(4000) });
+    const { take, lease } = w.reserve(1);
+    expect(take).toBe(1);
+    delivery!.lease = lease;
+    await store.deliveries.insertMany([delivery!]);
+    // The row is made, handed over and forgotten in a function of its own: no reference stays in this scope.
+    const launch = (): { attempt: Promise<unknown>; row: WeakRef<DeliveryRow> } => {
+      const row = newDeliveryRow(delivery!);
+      delivery!.payload = '';
+      return { attempt: w.attempt(row), row: new WeakRef(row) };
+    };
+    const { attempt, row } = launch();
+    await receiver.waitFor((r) => r.length === 1);
+    await eventually(() => recording);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    collectGarbage();
+    expect(row.deref()).toBeUndefined();
+    openGate();
+    await attempt;
+    expect((await store.deliveries.byId(delivery!.id))?.status).toBe('delivered');
+  });
+});
+
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
