@@ -4,3 +4,4 @@ export * from './audit-payload.js';
 export * from './errors.js';
 export * from './webhooks.js';
 export * from './dashboard-usage.js';
+export * from './responses.js';

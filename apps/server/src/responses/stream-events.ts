@@ -1,0 +1,187 @@
+import type { ChatCompletionChunk, ResponseObject, ResponseOutputItem, SvcResult } from '@svc/protocol';
+import { finishedStatus, responseUsage } from './translate.js';
+
+type MessageItem = Extract<ResponseOutputItem, { type: 'message' }>;
+type FunctionCallItem = Extract<ResponseOutputItem, { type: 'function_call' }>;
+
+/** The open content part of the open message: text or a refusal, each with its own event names. */
+interface OpenPart {
+  kind: 'output_text' | 'refusal';
+  index: number;
+  text: string;
+}
+
+/**
+ * Turns a chat completion stream into the Responses API's semantic events, in OpenAI's order:
+ * `response.created`, `response.in_progress`, then per output item `output_item.added`, its parts and deltas,
+ * `output_item.done`, and last `response.completed` (or `response.incomplete` / `response.failed`).
+ * Every method returns the SSE text to write (possibly empty); `sequence_number` counts every event.
+ *
+ * @example
+ * const events = new ResponseEvents(pendingResponse(base), newItemId, now);
+ * write(events.start());
+ * for (const chunk of chatChunks) write(events.chunk(chunk));
+ * write(events.finish());
+ */
+export class ResponseEvents {
+  private sequence = 0;
+  private out = '';
+  private readonly output: ResponseOutputItem[] = [];
+  private message: MessageItem | null = null;
+  private part: OpenPart | null = null;
+  /** The open function calls, by their chat `tool_calls[].index`. */
+  private readonly calls = new Map<number, { item: FunctionCallItem; outputIndex: number }>();
+  private finishReason: string | null = null;
+  private svc: SvcResult | undefined;
+  private usage: ResponseObject['usage'] = null;
+
+  constructor(
+    private readonly response: ResponseObject,
+    private readonly newItemId: (prefix: 'msg' | 'fc') => string,
+    private readonly now: () => number,
+  ) {}
+
+  start(): string {
+    this.emit('response.created', { response: this.response });
+    this.emit('response.in_progress', { response: this.response });
+    return this.flush();
+  }
+
+  chunk(chunk: ChatCompletionChunk): string {
+    if (chunk.usage) this.usage = responseUsage(chunk.usage);
+    if (chunk.svc) this.svc = chunk.svc;
+    // One response per request: choices other than the first (n > 1) have no place in it.
+    const choice = chunk.choices.find((c) => c.index === 0);
+    if (choice) {
+      const { delta } = choice;
+      if (delta.content) this.text('output_text', delta.content);
+      if (delta.refusal) this.text('refusal', delta.refusal);
+      for (const call of delta.tool_calls ?? []) {
+        let open = this.calls.get(call.index);
+        if (!open) {
+          this.closeMessage();
+          const item: FunctionCallItem = {
+            type: 'function_call',
+            id: this.newItemId('fc'),
+            call_id: call.id ?? '',
+            name: call.function?.name ?? '',
+            arguments: '',
+            status: 'in_progress',
+          };
+          open = { item, outputIndex: this.output.push(item) - 1 };
+          this.calls.set(call.index, open);
+          this.emit('response.output_item.added', { output_index: open.outputIndex, item: { ...item } });
+        }
+        const args = call.function?.arguments;
+        if (args) {
+          open.item.arguments += args;
+          this.emit('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.outputIndex, delta: args });
+        }
+      }
+      if (choice.finish_reason) this.finishReason = choice.finish_reason;
+    }
+    return this.flush();
+  }
+
+  /** After the chat stream's last frame: closes what is open and sends the final response. */
+  finish(): string {
+    const status = finishedStatus(this.finishReason);
+    const itemStatus = status.status === 'completed' ? 'completed' : 'incomplete';
+    this.closeMessage(itemStatus);
+    this.closeCalls(itemStatus);
+    const response: ResponseObject = {
+      ...this.response,
+      ...status,
+      completed_at: this.now(),
+      output: this.output,
+      usage: this.usage,
+      ...(this.svc && { svc: this.svc }),
+    };
+    this.emit(status.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+    return this.flush();
+  }
+
+  /** The stream broke after it started: `response.failed` with the error, as OpenAI ends a failed stream. */
+  fail(error: { code: string; message: string }): string {
+    this.closeMessage('incomplete');
+    this.closeCalls('incomplete');
+    const response: ResponseObject = { ...this.response, status: 'failed', error, output: this.output, usage: this.usage };
+    this.emit('response.failed', { response });
+    return this.flush();
+  }
+
+  /** The response as it ends (for storage and the audit), once `finish` or `fail` has run. */
+  get result(): ResponseObject {
+    return { ...this.response, output: this.output, usage: this.usage, ...(this.svc && { svc: this.svc }) };
+  }
+
+  private text(kind: OpenPart['kind'], delta: string): void {
+    if (!this.message) {
+      this.closeCalls('completed');
+      this.message = { type: 'message', id: this.newItemId('msg'), status: 'in_progress', role: 'assistant', content: [] };
+      this.output.push(this.message);
+      this.emit('response.output_item.added', { output_index: this.output.length - 1, item: { ...this.message, content: [] } });
+    }
+    if (this.part?.kind !== kind) {
+      this.closePart();
+      this.part = { kind, index: this.message.content.length, text: '' };
+      this.message.content.push(partOf(this.part));
+      this.emit('response.content_part.added', { ...this.where(), content_index: this.part.index, part: partOf(this.part) });
+    }
+    this.part.text += delta;
+    const name = kind === 'output_text' ? 'response.output_text.delta' : 'response.refusal.delta';
+    this.emit(name, { ...this.where(), content_index: this.part.index, delta, ...(kind === 'output_text' && { logprobs: [] }) });
+  }
+
+  private closePart(): void {
+    const part = this.part;
+    if (!part || !this.message) return;
+    this.part = null;
+    const done = partOf(part);
+    this.message.content[part.index] = done;
+    if (part.kind === 'output_text') {
+      this.emit('response.output_text.done', { ...this.where(), content_index: part.index, text: part.text, logprobs: [] });
+    } else {
+      this.emit('response.refusal.done', { ...this.where(), content_index: part.index, refusal: part.text });
+    }
+    this.emit('response.content_part.done', { ...this.where(), content_index: part.index, part: done });
+  }
+
+  private closeMessage(status: MessageItem['status'] = 'completed'): void {
+    if (!this.message) return;
+    this.closePart();
+    this.message.status = status;
+    this.emit('response.output_item.done', { output_index: this.output.indexOf(this.message), item: this.message });
+    this.message = null;
+  }
+
+  private closeCalls(status: FunctionCallItem['status']): void {
+    for (const { item, outputIndex } of this.calls.values()) {
+      item.status = status;
+      this.emit('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
+      this.emit('response.output_item.done', { output_index: outputIndex, item });
+    }
+    this.calls.clear();
+  }
+
+  private where(): { item_id: string; output_index: number } {
+    const message = this.message!;
+    return { item_id: message.id, output_index: this.output.indexOf(message) };
+  }
+
+  private emit(type: string, fields: Record<string, unknown>): void {
+    this.out += `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...fields })}\n\n`;
+  }
+
+  private flush(): string {
+    const text = this.out;
+    this.out = '';
+    return text;
+  }
+}
+
+function partOf(part: OpenPart): MessageItem['content'][number] {
+  return part.kind === 'output_text'
+    ? { type: 'output_text', text: part.text, annotations: [], logprobs: [] }
+    : { type: 'refusal', refusal: part.text };
+}

@@ -1,0 +1,311 @@
+import {
+  DEFAULT_MAX_TOKENS,
+  DEFAULT_TEMPERATURE,
+  SVC_MODEL,
+  type ChatCompletion,
+  type ChatCompletionRequest,
+  type ChatMessage,
+  type ResponseContentPart,
+  type ResponseCreateRequest,
+  type ResponseFunctionTool,
+  type ResponseInputItem,
+  type ResponseObject,
+  type ResponseOutputItem,
+  type ResponseUsage,
+  type Usage,
+} from '@svc/protocol';
+import { ApiError } from '../http/errors.js';
+
+// The Responses API is served over chat completions: a request becomes a chat request (its items become
+// messages), and the chat answer becomes a response object. Both directions are pure functions, so the
+// stored conversation, the upstream and the offline model all see the same translation.
+
+/** The request's own input as items: a string is one user message. */
+export function inputItems(request: ResponseCreateRequest): ResponseInputItem[] {
+  if (request.input === undefined) return [];
+  if (typeof request.input === 'string') return [{ type: 'message', role: 'user', content: request.input }];
+  return request.input;
+}
+
+/**
+ * The chat request that serves a Responses request. `history` is the conversation of `previous_response_id`
+ * (its input items and output, oldest first); `instructions` are not carried over from it, as in OpenAI's API.
+ *
+ * @example
+ * toChatRequest({ model: 'svc01', input: 'Hi', instructions: 'Be brief.' }, [])
+ * // { model: 'svc01', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], … }
+ */
+export function toChatRequest(request: ResponseCreateRequest, history: readonly ResponseInputItem[]): ChatCompletionRequest {
+  const messages: ChatMessage[] = [];
+  if (request.instructions) messages.push({ role: 'system', content: request.instructions });
+  appendItems(messages, history, 'previous_response_id');
+  appendItems(messages, inputItems(request), 'input');
+  if (messages.length === 0) throw new ApiError('missing_required_parameter', "Missing required parameter: 'input'.", { param: 'input' });
+
+  const chat: ChatCompletionRequest = {
+    model: request.model,
+    messages,
+    max_tokens: request.max_output_tokens ?? DEFAULT_MAX_TOKENS,
+  };
+  if (request.temperature != null) chat.temperature = request.temperature;
+  if (request.top_p != null) chat.top_p = request.top_p;
+  if (request.user !== undefined) chat.user = request.user;
+  if (request.reasoning?.effort != null) chat.reasoning_effort = request.reasoning.effort;
+  if (request.tools !== undefined && request.tools.length > 0) {
+    chat.tools = functionTools(request).map((tool) => ({
+      type: 'function',
+      function: {
+        name: tool.name,
+        ...(tool.description != null && { description: tool.description }),
+        ...(tool.parameters != null && { parameters: tool.parameters }),
+        ...(tool.strict != null && { strict: tool.strict }),
+      },
+    }));
+  }
+  if (request.tool_choice !== undefined) {
+    chat.tool_choice =
+      typeof request.tool_choice === 'string' ? request.tool_choice : { type: 'function', function: { name: request.tool_choice.name } };
+  }
+  if (request.parallel_tool_calls != null) chat.parallel_tool_calls = request.parallel_tool_calls;
+  const format = request.text?.format;
+  if (format?.type === 'json_object') chat.response_format = { type: 'json_object' };
+  if (format?.type === 'json_schema') {
+    chat.response_format = {
+      type: 'json_schema',
+      json_schema: {
+        name: format.name,
+        schema: format.schema,
+        ...(format.description !== undefined && { description: format.description }),
+        ...(format.strict != null && { strict: format.strict }),
+      },
+    };
+  }
+  if (request.stream) chat.stream = true;
+  if (request.svc !== undefined) chat.svc = request.svc;
+  return chat;
+}
+
+/** The function tools of a request; any other tool type (web search, file search, …) is refused by name. */
+export function functionTools(request: ResponseCreateRequest): ResponseFunctionTool[] {
+  const tools: ResponseFunctionTool[] = [];
+  for (const [i, tool] of (request.tools ?? []).entries()) {
+    if (tool.type !== 'function') {
+      throw new ApiError(
+        'invalid_value',
+        `svc serves function tools only: the built-in tool type '${tool.type}' is not supported. Declare a function tool and run it in your application instead.`,
+        { param: `tools[${i}].type` },
+      );
+    }
+    const name = (tool as { name?: unknown }).name;
+    if (typeof name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(name)) {
+      throw new ApiError('invalid_value', `Invalid value for 'tools[${i}].name': must be 1-64 characters of a-z, A-Z, 0-9, _ or -.`, {
+        param: `tools[${i}].name`,
+      });
+    }
+    tools.push(tool as ResponseFunctionTool);
+  }
+  return tools;
+}
+
+function appendItems(messages: ChatMessage[], items: readonly ResponseInputItem[], param: string): void {
+  for (const [i, item] of items.entries()) {
+    const where = `${param}[${i}]`;
+    if (item.type === 'reasoning') continue;
+    if (item.type === 'function_call') {
+      const call = { id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } };
+      // Calls of one turn follow the assistant's message (if any): they belong to that one chat message.
+      const last = messages.at(-1);
+      if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
+      else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+      continue;
+    }
+    if (item.type === 'function_call_output') {
+      const content = typeof item.output === 'string' ? item.output : textOf(item.output, `${where}.output`);
+      messages.push({ role: 'tool', tool_call_id: item.call_id, content });
+      continue;
+    }
+    if (item.role === 'user') {
+      messages.push({ role: 'user', content: typeof item.content === 'string' ? item.content : userParts(item.content, where) });
+    } else if (item.role === 'assistant') {
+      const content = typeof item.content === 'string' ? item.content : textOf(item.content, `${where}.content`);
+      const refusal = typeof item.content === 'string' ? undefined : item.content.find((part) => part.type === 'refusal');
+      messages.push({ role: 'assistant', content, ...(refusal?.type === 'refusal' && { refusal: refusal.refusal }) });
+    } else {
+      const content = typeof item.content === 'string' ? item.content : textOf(item.content, `${where}.content`);
+      messages.push({ role: item.role, content });
+    }
+  }
+}
+
+/** The text of text parts; images and files are only read in a user message. */
+function textOf(parts: readonly ResponseContentPart[], param: string): string {
+  const texts: string[] = [];
+  for (const [i, part] of parts.entries()) {
+    if (part.type === 'input_text' || part.type === 'output_text') texts.push(part.text);
+    else if (part.type !== 'refusal') {
+      throw new ApiError('invalid_value', `Invalid value for '${param}[${i}].type': '${part.type}' is only accepted in a user message.`, {
+        param: `${param}[${i}].type`,
+      });
+    }
+  }
+  return texts.join('\n');
+}
+
+type UserPart = Extract<ChatMessage, { role: 'user' }>['content'] extends string | (infer P)[] ? P : never;
+
+function userParts(parts: readonly ResponseContentPart[], where: string): UserPart[] {
+  return parts.map((part, i): UserPart => {
+    const param = `${where}.content[${i}]`;
+    switch (part.type) {
+      case 'input_text':
+      case 'output_text':
+        return { type: 'text', text: part.text };
+      case 'input_image':
+        if (!part.image_url) {
+          throw new ApiError('invalid_value', `'${param}' needs an 'image_url' (a URL or a data: URL); uploaded file ids are not served by svc.`, {
+            param: `${param}.image_url`,
+          });
+        }
+        return { type: 'image_url', image_url: { url: part.image_url, ...(part.detail && { detail: part.detail }) } };
+      case 'input_file':
+        if (!part.file_data) {
+          throw new ApiError('invalid_value', `'${param}' needs 'file_data'; uploaded file ids are not served by svc.`, {
+            param: `${param}.file_data`,
+          });
+        }
+        return { type: 'file', file: { file_data: part.file_data, ...(part.filename && { filename: part.filename }) } };
+      case 'refusal':
+        throw new ApiError('invalid_value', `Invalid value for '${param}.type': 'refusal' is only accepted in an assistant message.`, {
+          param: `${param}.type`,
+        });
+    }
+  });
+}
+
+/** What a response object takes from its request, before anything is generated. */
+export interface ResponseBase {
+  id: string;
+  createdAt: number;
+  request: ResponseCreateRequest;
+}
+
+/**
+ * A response object in progress (status `in_progress`, no output): the body of `response.created`, and the
+ * frame every later state fills in.
+ */
+export function pendingResponse({ id, createdAt, request }: ResponseBase): ResponseObject {
+  const format = request.text?.format ?? { type: 'text' as const };
+  return {
+    id,
+    object: 'response',
+    created_at: createdAt,
+    status: 'in_progress',
+    completed_at: null,
+    error: null,
+    incomplete_details: null,
+    instructions: request.instructions ?? null,
+    max_output_tokens: request.max_output_tokens ?? DEFAULT_MAX_TOKENS,
+    metadata: request.metadata ?? {},
+    model: SVC_MODEL,
+    output: [],
+    parallel_tool_calls: request.parallel_tool_calls ?? true,
+    previous_response_id: request.previous_response_id ?? null,
+    reasoning: { effort: request.reasoning?.effort ?? null, summary: null },
+    store: request.store ?? true,
+    temperature: request.temperature ?? DEFAULT_TEMPERATURE,
+    text: { format },
+    tool_choice: request.tool_choice ?? 'auto',
+    tools: request.tools === undefined ? [] : functionTools(request),
+    top_p: request.top_p ?? 1,
+    truncation: 'disabled',
+    usage: null,
+    user: request.user ?? null,
+  };
+}
+
+/** A chat finish reason as a response's status. */
+export function finishedStatus(finishReason: string | null | undefined): Pick<ResponseObject, 'status' | 'incomplete_details'> {
+  if (finishReason === 'length') return { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } };
+  if (finishReason === 'content_filter') return { status: 'incomplete', incomplete_details: { reason: 'content_filter' } };
+  return { status: 'completed', incomplete_details: null };
+}
+
+/** Chat usage in the Responses API's names. */
+export function responseUsage(usage: Usage): ResponseUsage {
+  const details = usage as { prompt_tokens_details?: { cached_tokens?: number }; completion_tokens_details?: { reasoning_tokens?: number } };
+  return {
+    input_tokens: usage.prompt_tokens,
+    input_tokens_details: { cached_tokens: details.prompt_tokens_details?.cached_tokens ?? 0 },
+    output_tokens: usage.completion_tokens,
+    output_tokens_details: { reasoning_tokens: details.completion_tokens_details?.reasoning_tokens ?? 0 },
+    total_tokens: usage.total_tokens,
+  };
+}
+
+/**
+ * The finished response for a chat completion: its message as a `message` item, each tool call as a
+ * `function_call` item, usage renamed, and svc's result as in chat.
+ *
+ * @param newItemId makes an output item's id from its prefix (`msg`, `fc`).
+ */
+export function completedResponse(
+  base: ResponseBase,
+  completion: ChatCompletion,
+  completedAt: number,
+  newItemId: (prefix: 'msg' | 'fc') => string,
+): ResponseObject {
+  const choice = completion.choices[0];
+  const status = finishedStatus(choice?.finish_reason);
+  const itemStatus = status.status === 'completed' ? 'completed' : 'incomplete';
+  const output: ResponseOutputItem[] = [];
+  const message = choice?.message;
+  if (message && (message.content || message.refusal)) {
+    output.push({
+      type: 'message',
+      id: newItemId('msg'),
+      status: itemStatus,
+      role: 'assistant',
+      content: message.refusal
+        ? [{ type: 'refusal', refusal: message.refusal }]
+        : [{ type: 'output_text', text: message.content ?? '', annotations: [], logprobs: [] }],
+    });
+  }
+  for (const call of message?.tool_calls ?? []) {
+    output.push({
+      type: 'function_call',
+      id: newItemId('fc'),
+      call_id: call.id,
+      name: call.function.name,
+      arguments: call.function.arguments,
+      status: 'completed',
+    });
+  }
+  return {
+    ...pendingResponse(base),
+    ...status,
+    completed_at: completedAt,
+    output,
+    usage: responseUsage(completion.usage),
+    svc: completion.svc,
+  };
+}
+
+/** The output items as input items: what `previous_response_id` hands the next turn. */
+export function outputAsInput(output: readonly ResponseOutputItem[]): ResponseInputItem[] {
+  return output.map((item): ResponseInputItem => {
+    if (item.type === 'function_call') {
+      return { type: 'function_call', id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments };
+    }
+    return { type: 'message', id: item.id, role: 'assistant', content: item.content };
+  });
+}
+
+/** The assistant's text in a response (what grounding and the audit payload read). */
+export function outputText(output: readonly ResponseOutputItem[]): string {
+  const texts: string[] = [];
+  for (const item of output) {
+    if (item.type !== 'message') continue;
+    for (const part of item.content) if (part.type === 'output_text') texts.push(part.text);
+  }
+  return texts.join('');
+}

@@ -1,0 +1,123 @@
+import { describe, expect, it } from 'vitest';
+import { ResponseCreateRequestSchema, type ChatCompletionChunk } from '@svc/protocol';
+import { ResponseEvents } from '../../../src/responses/stream-events.js';
+import { pendingResponse } from '../../../src/responses/translate.js';
+
+interface Event {
+  type: string;
+  sequence_number: number;
+  [key: string]: unknown;
+}
+
+function parseSse(text: string): Event[] {
+  return text
+    .split('\n\n')
+    .filter(Boolean)
+    .map((block) => {
+      const [eventLine, dataLine] = block.split('\n');
+      const event = JSON.parse(dataLine!.slice('data: '.length)) as Event;
+      expect(eventLine).toBe(`event: ${event.type}`);
+      return event;
+    });
+}
+
+const chunk = (choices: ChatCompletionChunk['choices'], extra: Partial<ChatCompletionChunk> = {}): ChatCompletionChunk => ({
+  id: 'c',
+  object: 'chat.completion.chunk',
+  created: 1,
+  model: 'svc01',
+  choices,
+  ...extra,
+});
+const svc = { dehallucinate_requested: true, grounded: true, score: 1, flagged_spans: [], checked: true };
+
+function run(chunks: ChatCompletionChunk[]): Event[] {
+  let n = 0;
+  const base = { id: 'resp_1', createdAt: 1, request: ResponseCreateRequestSchema.parse({ model: 'svc01', input: 'Hi', stream: true }) };
+  const events = new ResponseEvents(pendingResponse(base), (prefix) => `${prefix}_${++n}`, () => 2);
+  let text = events.start();
+  for (const c of chunks) text += events.chunk(c);
+  text += events.finish();
+  return parseSse(text);
+}
+
+describe('ResponseEvents', () => {
+  it('streams text in OpenAI\'s order, numbers every event, and ends with the whole response, usage and svc', () => {
+    const events = run([
+      chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]),
+      chunk([{ index: 0, delta: { content: 'Hel' }, finish_reason: null }]),
+      chunk([{ index: 0, delta: { content: 'lo.' }, finish_reason: null }]),
+      chunk([{ index: 0, delta: {}, finish_reason: 'stop' }], { svc }),
+      chunk([], { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }),
+    ]);
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events[0]).toMatchObject({ response: { id: 'resp_1', status: 'in_progress', output: [] } });
+    expect(events[4]).toMatchObject({ item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hel' });
+    expect(events[6]).toMatchObject({ text: 'Hello.' });
+    const completed = events.at(-1)!.response as Record<string, unknown>;
+    expect(completed).toMatchObject({
+      status: 'completed',
+      completed_at: 2,
+      output: [{ type: 'message', id: 'msg_1', status: 'completed', content: [{ type: 'output_text', text: 'Hello.' }] }],
+      usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 },
+      svc,
+    });
+  });
+
+  it('streams parallel tool calls as function_call items with argument deltas', () => {
+    const events = run([
+      chunk([{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'f', arguments: '' } }] }, finish_reason: null }]),
+      chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"x":' } }] }, finish_reason: null }]),
+      chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '1}' } }] }, finish_reason: null }]),
+      chunk([{ index: 0, delta: { tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'g', arguments: '{}' } }] }, finish_reason: null }]),
+      chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }], { svc }),
+    ]);
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.delta',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(events[2]).toMatchObject({ output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: 'call_a', name: 'f', arguments: '', status: 'in_progress' } });
+    expect(events[7]).toMatchObject({ item_id: 'fc_1', arguments: '{"x":1}', name: 'f' });
+    expect((events.at(-1)!.response as { output: unknown[] }).output).toEqual([
+      { type: 'function_call', id: 'fc_1', call_id: 'call_a', name: 'f', arguments: '{"x":1}', status: 'completed' },
+      { type: 'function_call', id: 'fc_2', call_id: 'call_b', name: 'g', arguments: '{}', status: 'completed' },
+    ]);
+  });
+
+  it('ends a cut answer with response.incomplete', () => {
+    const events = run([chunk([{ index: 0, delta: { content: 'Hel' }, finish_reason: 'length' }])]);
+    expect(events.at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } });
+  });
+
+  it('ends a broken stream with response.failed carrying the error and what was streamed', () => {
+    let n = 0;
+    const base = { id: 'resp_1', createdAt: 1, request: ResponseCreateRequestSchema.parse({ model: 'svc01', input: 'Hi' }) };
+    const events = new ResponseEvents(pendingResponse(base), (p) => `${p}_${++n}`, () => 2);
+    const text = events.start() + events.chunk(chunk([{ index: 0, delta: { content: 'Hel' }, finish_reason: null }])) + events.fail({ code: 'upstream_error', message: 'boom' });
+    const parsed = parseSse(text);
+    expect(parsed.at(-2)).toMatchObject({ type: 'response.output_item.done', item: { status: 'incomplete' } });
+    expect(parsed.at(-1)).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'upstream_error', message: 'boom' } } });
+  });
+});

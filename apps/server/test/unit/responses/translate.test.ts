@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { ResponseCreateRequestSchema, type ChatCompletion } from '@svc/protocol';
+import { completedResponse, outputAsInput, outputText, toChatRequest } from '../../../src/responses/translate.js';
+import { ApiError } from '../../../src/http/errors.js';
+
+const parse = (body: unknown) => ResponseCreateRequestSchema.parse(body);
+let n = 0;
+const newItemId = (prefix: string) => `${prefix}_${++n}`;
+
+describe('toChatRequest', () => {
+  it('puts instructions first as a system message and a string input as the user message, with the defaults', () => {
+    const chat = toChatRequest(parse({ model: 'svc01', input: 'Hi', instructions: 'Be brief.' }), []);
+    expect(chat.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi' },
+    ]);
+    expect(chat.max_tokens).toBe(4096);
+    expect(chat.stream).toBeUndefined();
+  });
+
+  it('maps function tools, tool_choice, text.format, reasoning, max_output_tokens and svc', () => {
+    const chat = toChatRequest(
+      parse({
+        model: 'svc01',
+        input: 'Weather in Paris?',
+        tools: [{ type: 'function', name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: {} }, strict: true }],
+        tool_choice: { type: 'function', name: 'get_weather' },
+        parallel_tool_calls: false,
+        text: { format: { type: 'json_schema', name: 'w', schema: { type: 'object' }, strict: true } },
+        reasoning: { effort: 'low' },
+        max_output_tokens: 100,
+        temperature: 0.5,
+        svc: { thinking: true, dehallucinate: false },
+        stream: true,
+      }),
+      [],
+    );
+    expect(chat.tools).toEqual([
+      { type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: {} }, strict: true } },
+    ]);
+    expect(chat.tool_choice).toEqual({ type: 'function', function: { name: 'get_weather' } });
+    expect(chat.parallel_tool_calls).toBe(false);
+    expect(chat.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'w', schema: { type: 'object' }, strict: true } });
+    expect(chat.reasoning_effort).toBe('low');
+    expect(chat.max_tokens).toBe(100);
+    expect(chat.temperature).toBe(0.5);
+    expect(chat.svc).toEqual({ thinking: true, dehallucinate: false });
+    expect(chat.stream).toBe(true);
+  });
+
+  it('joins a turn\'s function calls into one assistant message and their outputs into tool messages', () => {
+    const history = [
+      { type: 'message' as const, role: 'user' as const, content: 'Weather in Paris and Rome?' },
+      { type: 'function_call' as const, call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call' as const, call_id: 'call_2', name: 'get_weather', arguments: '{"city":"Rome"}' },
+    ];
+    const chat = toChatRequest(
+      parse({
+        model: 'svc01',
+        previous_response_id: 'resp_1',
+        input: [
+          { type: 'function_call_output', call_id: 'call_1', output: '18C' },
+          { type: 'function_call_output', call_id: 'call_2', output: [{ type: 'input_text', text: '24C' }] },
+        ],
+      }),
+      history,
+    );
+    expect(chat.messages).toEqual([
+      { role: 'user', content: 'Weather in Paris and Rome?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+          { id: 'call_2', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: '18C' },
+      { role: 'tool', tool_call_id: 'call_2', content: '24C' },
+    ]);
+  });
+
+  it('reads content parts: text and images for a user, output_text for an assistant; skips reasoning items', () => {
+    const chat = toChatRequest(
+      parse({
+        model: 'svc01',
+        input: [
+          { role: 'developer', content: [{ type: 'input_text', text: 'Answer in French.' }] },
+          { role: 'user', content: [{ type: 'input_text', text: 'What is this?' }, { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'low' }] },
+          { type: 'reasoning', id: 'rs_1', summary: [] },
+          { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Un chat.', annotations: [] }] },
+        ],
+      }),
+      [],
+    );
+    expect(chat.messages).toEqual([
+      { role: 'developer', content: 'Answer in French.' },
+      { role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'low' } }] },
+      { role: 'assistant', content: 'Un chat.' },
+    ]);
+  });
+
+  it.each([
+    [{ tools: [{ type: 'web_search' }], input: 'x' }, 'tools[0].type', /built-in tool type 'web_search'/],
+    [{ tools: [{ type: 'function', name: 'bad name' }], input: 'x' }, 'tools[0].name', /1-64 characters/],
+    [{ input: [] }, 'input', /Missing required parameter: 'input'/],
+    [{ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }, 'input[0].content[0].image_url', /file ids/],
+    [{ input: [{ role: 'system', content: [{ type: 'input_image', image_url: 'https://x' }] }] }, 'input[0].content[0].type', /only accepted in a user message/],
+  ])('refuses %j with a 400 naming %s', (body, param, message) => {
+    let error: unknown;
+    try {
+      toChatRequest(parse({ model: 'svc01', ...body }), []);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ApiError);
+    expect((error as ApiError).status).toBe(400);
+    expect((error as ApiError).param).toBe(param);
+    expect((error as ApiError).message).toMatch(message);
+  });
+});
+
+describe('completedResponse', () => {
+  const svc = { dehallucinate_requested: true, grounded: true, score: 0.9, flagged_spans: [], checked: true };
+  const completion = (message: ChatCompletion['choices'][number]['message'], finish_reason: 'stop' | 'length' | 'tool_calls'): ChatCompletion => ({
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'svc01',
+    choices: [{ index: 0, message, finish_reason, logprobs: null }],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, prompt_tokens_details: { cached_tokens: 2 } },
+    svc,
+  });
+  const base = { id: 'resp_1', createdAt: 100, request: parse({ model: 'svc01', input: 'Hi', metadata: { run: '7' } }) };
+
+  it('makes the message an output_text item, renames usage and keeps svc', () => {
+    const response = completedResponse(base, completion({ role: 'assistant', content: 'Hello.' }, 'stop'), 101, newItemId);
+    expect(response).toMatchObject({
+      id: 'resp_1',
+      object: 'response',
+      status: 'completed',
+      created_at: 100,
+      completed_at: 101,
+      model: 'svc01',
+      metadata: { run: '7' },
+      usage: { input_tokens: 10, input_tokens_details: { cached_tokens: 2 }, output_tokens: 5, total_tokens: 15 },
+      svc,
+    });
+    expect(response.output).toEqual([
+      { type: 'message', id: expect.stringMatching(/^msg_/), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Hello.', annotations: [], logprobs: [] }] },
+    ]);
+    expect(outputText(response.output)).toBe('Hello.');
+  });
+
+  it('makes tool calls function_call items that the next turn reads back as input', () => {
+    const response = completedResponse(
+      base,
+      completion({ role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'f', arguments: '{}' } }] }, 'tool_calls'),
+      101,
+      newItemId,
+    );
+    expect(response.output).toEqual([{ type: 'function_call', id: expect.stringMatching(/^fc_/), call_id: 'call_9', name: 'f', arguments: '{}', status: 'completed' }]);
+    const next = toChatRequest(parse({ model: 'svc01', input: [{ type: 'function_call_output', call_id: 'call_9', output: 'ok' }] }), [
+      { type: 'message', role: 'user', content: 'Hi' },
+      ...outputAsInput(response.output),
+    ]);
+    expect(next.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+
+  it('says a cut answer is incomplete for max_output_tokens', () => {
+    const response = completedResponse(base, completion({ role: 'assistant', content: 'Hel' }, 'length'), 101, newItemId);
+    expect(response.status).toBe('incomplete');
+    expect(response.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    expect(response.output[0]).toMatchObject({ status: 'incomplete' });
+  });
+});
