@@ -174,3 +174,13 @@ export interface ResponseObject {
   user: string | null;
   svc?: SvcResult;
 }
+
+/** The output items as input items: what `previous_response_id` hands the next turn. */
+export function outputAsInput(output: readonly ResponseOutputItem[]): ResponseInputItem[] {
+  return output.map((item): ResponseInputItem => {
+    if (item.type === 'function_call') {
+      return { type: 'function_call', id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments };
+    }
+    return { type: 'message', id: item.id, role: 'assistant', content: item.content };
+  });
+}

@@ -290,16 +290,6 @@ export function completedResponse(
   };
 }
 
-/** The output items as input items: what `previous_response_id` hands the next turn. */
-export function outputAsInput(output: readonly ResponseOutputItem[]): ResponseInputItem[] {
-  return output.map((item): ResponseInputItem => {
-    if (item.type === 'function_call') {
-      return { type: 'function_call', id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments };
-    }
-    return { type: 'message', id: item.id, role: 'assistant', content: item.content };
-  });
-}
-
 /** The assistant's text in a response (what grounding and the audit payload read). */
 export function outputText(output: readonly ResponseOutputItem[]): string {
   const texts: string[] = [];

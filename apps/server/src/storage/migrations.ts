@@ -115,6 +115,21 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         }
       },
     },
+    '004_responses': {
+      // Stored Responses API responses: read back by id and as `previous_response_id`, per key.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('responses')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('previous_response_id', 'text')
+          .addColumn('created_at', time, (c) => c.notNull())
+          .addColumn('input_items', 'text', (c) => c.notNull())
+          .addColumn('response', 'text', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('responses_created_idx').on('responses').column('created_at').execute();
+      },
+    },
   };
 }
 

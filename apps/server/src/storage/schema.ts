@@ -99,6 +99,17 @@ export interface SchemaMetaTable {
   value: string;
 }
 
+export interface ResponsesTable {
+  id: string;
+  key_id: string;
+  previous_response_id: string | null;
+  created_at: number;
+  /** JSON: the request's own input items, each with its id. */
+  input_items: string;
+  /** JSON: the response object as it was answered. */
+  response: string;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -107,6 +118,7 @@ export interface Database {
   usage_daily: UsageDailyTable;
   svc_meta: SchemaMetaTable;
   sessions: SessionsTable;
+  responses: ResponsesTable;
 }
 
 export type { Generated };

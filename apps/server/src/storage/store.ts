@@ -5,6 +5,7 @@ import { UsersStore } from './users-store.js';
 import { UsageStore } from './usage-store.js';
 import { DeliveriesStore } from './deliveries-store.js';
 import { SessionsStore } from './sessions-store.js';
+import { ResponsesStore } from './responses-store.js';
 import { SqliteStatements } from './sqlite-statements.js';
 
 /**
@@ -21,7 +22,7 @@ export interface Store {
   usage: UsageStore;
   deliveries: DeliveriesStore;
   sessions: SessionsStore;
-  /** true when the database answers a trivial query. */
+  responses: ResponsesStore;
   /** True when the database takes a write now (a one-row write, and on SQLite the file is still the one opened). */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -44,6 +45,7 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     usage: new UsageStore(db),
     deliveries: new DeliveriesStore(db, handle.dialect, statements),
     sessions: new SessionsStore(db),
+    responses: new ResponsesStore(db),
     async ping() {
       if (handle.fileProblem() !== undefined) return false;
       try {

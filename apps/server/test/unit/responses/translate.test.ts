@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ResponseCreateRequestSchema, type ChatCompletion } from '@svc/protocol';
-import { completedResponse, outputAsInput, outputText, toChatRequest } from '../../../src/responses/translate.js';
+import { outputAsInput, ResponseCreateRequestSchema, type ChatCompletion } from '@svc/protocol';
+import { completedResponse, outputText, toChatRequest } from '../../../src/responses/translate.js';
 import { ApiError } from '../../../src/http/errors.js';
 
 const parse = (body: unknown) => ResponseCreateRequestSchema.parse(body);
