@@ -1,0 +1,255 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { zodTextFormat } from 'openai/helpers/zod';
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText, streamText } from 'ai';
+import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
+import { z } from 'zod';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
+
+/** The Responses API through the clients built on it: the openai SDK, the Agents SDK and the AI SDK. */
+
+setTracingDisabled(true);
+
+const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall.';
+
+let offline: TestServer;
+let token: string;
+let otherToken: string;
+let receiver: Receiver;
+const client = () => new OpenAI({ apiKey: token, baseURL: `${offline.url}/v1`, maxRetries: 0 });
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  offline = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  ({ token } = await offline.createKey({ webhookUrl: receiver.url, signingSecret: 'whsec_responses' }));
+  ({ token: otherToken } = await offline.createKey());
+});
+
+afterAll(async () => {
+  await offline?.close();
+  await receiver?.close();
+});
+
+describe('POST /v1/responses (offline model)', () => {
+  it('answers a string input with a message, usage and svc, stores it, and lists its input items', async () => {
+    const response = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'Where is the Eiffel Tower?' });
+    expect(response.object).toBe('response');
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toContain('Paris');
+    expect(response.output[0]).toMatchObject({ type: 'message', role: 'assistant', status: 'completed' });
+    expect(response.usage!.input_tokens).toBeGreaterThan(0);
+    expect(response.usage!.output_tokens).toBeGreaterThan(0);
+    const svc = (response as unknown as { svc: { checked: boolean; grounded: boolean } }).svc;
+    expect(svc).toMatchObject({ checked: true, grounded: true });
+
+    const again = await client().responses.retrieve(response.id);
+    expect(again.output_text).toBe(response.output_text);
+    const items = await client().responses.inputItems.list(response.id);
+    expect(items.data).toEqual([expect.objectContaining({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Where is the Eiffel Tower?' }] })]);
+  });
+
+  it('streams the semantic events in order, numbered, ending with the response and its svc result', async () => {
+    const stream = client().responses.stream({ model: 'svc01', instructions: DOC, input: 'When was the Eiffel Tower completed?' });
+    const types: string[] = [];
+    const numbers: number[] = [];
+    let text = '';
+    for await (const event of stream) {
+      types.push(event.type);
+      numbers.push(event.sequence_number);
+      if (event.type === 'response.output_text.delta') text += event.delta;
+    }
+    const final = await stream.finalResponse();
+    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    expect(numbers).toEqual(numbers.map((_, i) => i));
+    expect(text).toContain('1889');
+    expect(final.output_text).toBe(text);
+    expect((final as unknown as { svc: { checked: boolean } }).svc.checked).toBe(true);
+    expect((await client().responses.retrieve(final.id)).output_text).toBe(text);
+  });
+
+  it('gives structured output for text.format (responses.parse with zodTextFormat)', async () => {
+    const Landmark = z.object({ city: z.string(), year: z.number().int() });
+    const response = await client().responses.parse({
+      model: 'svc01',
+      instructions: DOC,
+      input: 'Which city is the Eiffel Tower in, and when was it completed?',
+      text: { format: zodTextFormat(Landmark, 'landmark') },
+    });
+    expect(Landmark.parse(response.output_parsed)).toEqual(response.output_parsed);
+  });
+
+  it('keeps stored responses to their key, deletes them, and honours store: false', async () => {
+    const mine = await client().responses.create({ model: 'svc01', input: 'Hello' });
+    const other = new OpenAI({ apiKey: otherToken, baseURL: `${offline.url}/v1`, maxRetries: 0 });
+    await expect(other.responses.retrieve(mine.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.inputItems.list(mine.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.delete(mine.id)).rejects.toMatchObject({ status: 404 });
+    await expect(other.responses.create({ model: 'svc01', input: 'Go on', previous_response_id: mine.id })).rejects.toMatchObject({
+      status: 404,
+      param: 'previous_response_id',
+    });
+
+    await client().responses.delete(mine.id);
+    await expect(client().responses.retrieve(mine.id)).rejects.toMatchObject({ status: 404 });
+
+    const unstored = await client().responses.create({ model: 'svc01', input: 'Hello', store: false });
+    await expect(client().responses.retrieve(unstored.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it.each([
+    [{ tools: [{ type: 'web_search' }] }, 'tools[0].type', /built-in tool type 'web_search'/],
+    [{ model: 'gpt-4o' }, 'model', /does not exist/],
+    [{ input: 5 }, 'input', /Invalid type/],
+  ])('refuses %j with a 400/404 in the OpenAI error shape naming %s', async (patch, param, message) => {
+    const res = await fetch(`${offline.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', input: 'Hi', ...patch }),
+    });
+    expect([400, 404]).toContain(res.status);
+    const body = (await res.json()) as { error: { message: string; param: string; type: string } };
+    expect(body.error.param).toBe(param);
+    expect(body.error.type).toBe('invalid_request_error');
+    expect(body.error.message).toMatch(message);
+  });
+
+  it('needs a key like every other route', async () => {
+    const res = await fetch(`${offline.url}/v1/responses`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+    expect(res.status).toBe(401);
+  });
+
+  it('audits every call with the same webhook, the prompt rendered from the instructions and input items', async () => {
+    const response = await client().responses.create({ model: 'svc01', instructions: DOC, input: [{ role: 'user', content: 'How tall is it?' }] });
+    const received = await receiver.waitFor((all) => all.some((d) => d.raw.toString('utf8').includes('How tall is it?')));
+    const payload = received.map((d) => JSON.parse(d.raw.toString('utf8')) as Record<string, unknown>).find((p) => String(p.prompt).includes('How tall is it?'))!;
+    expect(payload.event).toBe('llm.request.completed');
+    expect(payload.prompt).toContain('Eiffel Tower');
+    expect(payload.response_text).toBe(response.output_text);
+    expect(payload.status_code).toBe(200);
+    expect(payload.streaming).toBe(false);
+    expect(payload.grounding_checked).toBe(true);
+    expect(payload.input_tokens).toBe(response.usage!.input_tokens);
+  });
+
+  it('runs an Agents SDK agent with one function tool to completion', async () => {
+    const calls: string[] = [];
+    const lookup = tool({
+      name: 'lookup_landmark',
+      description: 'Look up a landmark: where it is and when it was completed',
+      parameters: z.object({ name: z.string() }),
+      execute: async ({ name }) => {
+        calls.push(name);
+        return DOC;
+      },
+    });
+    const agent = new Agent({
+      name: 'guide',
+      instructions: 'Use lookup_landmark, then answer from what it returns.',
+      model: new OpenAIResponsesModel(client(), 'svc01'),
+      modelSettings: { toolChoice: 'required' },
+      resetToolChoice: true,
+      tools: [lookup],
+    });
+    const result = await run(agent, 'Look up the landmark Eiffel Tower: when was it completed?');
+    expect(calls.length).toBe(1);
+    expect(String(result.finalOutput)).toContain('1889');
+  });
+
+  it('serves the AI SDK responses provider, plain and streamed', async () => {
+    const openai = createOpenAI({ apiKey: token, baseURL: `${offline.url}/v1` });
+    const plain = await generateText({ model: openai.responses('svc01'), system: DOC, prompt: 'Where is the Eiffel Tower?' });
+    expect(plain.text).toContain('Paris');
+    const streamed = streamText({ model: openai.responses('svc01'), system: DOC, prompt: 'When was it completed?' });
+    let text = '';
+    for await (const delta of streamed.textStream) text += delta;
+    expect(text).toContain('1889');
+  });
+});
+
+describe('POST /v1/responses over an upstream', () => {
+  let upstream: FakeUpstream;
+  let server: TestServer;
+  let upstreamClient: OpenAI;
+
+  beforeAll(async () => {
+    upstream = await startFakeUpstream();
+    server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
+    const { token } = await server.createKey();
+    upstreamClient = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await upstream?.close();
+  });
+
+  it('round-trips a tool call through previous_response_id, as chat messages upstream', async () => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: { city: 'Paris' } }] });
+    const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
+    const first = await upstreamClient.responses.create({ model: 'svc01', input: 'Weather in Paris?', tools });
+    expect(first.output).toEqual([expect.objectContaining({ type: 'function_call', call_id: 'call_w', name: 'get_weather', arguments: '{"city":"Paris"}' })]);
+
+    upstream.nextBehavior({ answer: 'It is 18 degrees in Paris.' });
+    const second = await upstreamClient.responses.create({
+      model: 'svc01',
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: 'call_w', output: '18C' }],
+      tools,
+    });
+    expect(second.output_text).toBe('It is 18 degrees in Paris.');
+    const sent = upstream.requests.at(-1)!.body as { messages: unknown[]; tools: unknown[] };
+    expect(sent.messages).toEqual([
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_w', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_w', content: '18C' },
+    ]);
+    expect(sent.tools).toEqual([{ type: 'function', function: { name: 'get_weather', parameters: tools[0]!.parameters, strict: false } }]);
+  });
+
+  it('streams tool calls as function_call items', async () => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_s', name: 'get_weather', arguments: { city: 'Rome' } }] });
+    const stream = upstreamClient.responses.stream({
+      model: 'svc01',
+      input: 'Weather in Rome?',
+      tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: {} }, strict: false }],
+    });
+    const types = new Set<string>();
+    for await (const event of stream) types.add(event.type);
+    const final = await stream.finalResponse();
+    expect(types).toContain('response.function_call_arguments.delta');
+    expect(types).toContain('response.function_call_arguments.done');
+    expect(final.output).toEqual([expect.objectContaining({ type: 'function_call', call_id: 'call_s', arguments: '{"city":"Rome"}', status: 'completed' })]);
+  });
+
+  it('runs an Agents SDK agent through a tool call to the final answer', async () => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_a', name: 'lookup_landmark', arguments: { name: 'Eiffel Tower' } }] });
+    upstream.nextBehavior({ answer: 'It was completed in 1889.' });
+    let called = 0;
+    const agent = new Agent({
+      name: 'guide',
+      model: new OpenAIResponsesModel(upstreamClient, 'svc01'),
+      tools: [tool({ name: 'lookup_landmark', description: 'Look up a landmark', parameters: z.object({ name: z.string() }), execute: async () => (called++, DOC) })],
+    });
+    const result = await run(agent, 'When was the Eiffel Tower completed?');
+    expect(called).toBe(1);
+    expect(result.finalOutput).toBe('It was completed in 1889.');
+  });
+
+  it('passes an upstream failure on as the chat route does, and a failed stream ends with response.failed', async () => {
+    upstream.nextBehavior({ status: 500, errorMessage: 'upstream broke' });
+    await expect(upstreamClient.responses.create({ model: 'svc01', input: 'Hi' })).rejects.toMatchObject({ status: 502 });
+    upstream.nextBehavior({ resetMidStream: 2 });
+    const stream = upstreamClient.responses.stream({ model: 'svc01', input: 'Hi' });
+    const types: string[] = [];
+    await expect(
+      (async () => {
+        for await (const event of stream) types.push(event.type);
+      })(),
+    ).rejects.toThrow();
+    expect(types).toContain('response.failed');
+  });
+});
