@@ -23,8 +23,8 @@ const PASTED_DOCUMENT_WORDS = 40;
 /**
  * Characters of the conversation the offline model reads: the last user message first (its beginning and its
  * end, where the question usually is), then the sources in order, until this many; the rest is ignored, as past
- * a model's context window. Ranking sentences costs about 2 µs a character in one go (16 Ki: ~30 ms): a 9 MiB
- * message held the event loop for 4 s.
+ * a model's context window. Ranking runs in one go, in time that grows with the characters read: the bound
+ * keeps one request from holding the event loop, however large its messages.
  */
 export const MAX_READ_CHARS = 16 * 1024;
 /** Stream chunks between yields to the event loop. */
