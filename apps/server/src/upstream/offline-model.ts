@@ -5,6 +5,7 @@ import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall
 import { ApiError } from '../http/errors.js';
 import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
+import { isRecord } from '../is-record.js';
 import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
 
 /** Shown when there is nothing to answer from. */
@@ -528,8 +529,4 @@ function clip(text: string, max: number): string {
 
 function randomId(): string {
   return randomBytes(18).toString('base64url');
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
