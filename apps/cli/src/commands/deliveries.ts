@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
 import type { Delivery, DeliveryDetail, DeliveryList, DeliveryStatus } from '@svc/protocol';
+// The zod-free entry: the CLI does not load the schemas at run time (start-up time).
+import { DELIVERY_STATUSES, deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { parsePositiveInt } from '../options.js';
 import type { ApiClient } from '../api-client.js';
@@ -8,13 +10,9 @@ import { CliError } from '../errors.js';
 import { kleur, processIo, table, visibleLength, type Io } from '../output.js';
 import { idMatches, shortId, truncate } from '../short-id.js';
 
-// Only types come from @svc/protocol, so the CLI never loads zod at run time (start-up time); the
-// `satisfies` keeps this list complete and in step with the schema.
-const STATUSES = Object.keys({ pending: true, delivered: true, failed: true, cancelled: true } satisfies Record<DeliveryStatus, true>);
-
 interface ListOptions {
   limit?: number;
-  status?: string;
+  status?: DeliveryStatus;
   before?: string;
   wide?: boolean;
 }
@@ -36,7 +34,7 @@ Examples:
     .command('list')
     .description('list deliveries, newest first')
     .addOption(new Option('-l, --limit <n>', 'how many').argParser(parsePositiveInt))
-    .addOption(new Option('--status <status>', 'only deliveries in this state').choices(STATUSES))
+    .addOption(new Option('--status <status>', 'only deliveries in this state').choices(DELIVERY_STATUSES))
     .addOption(new Option('--before <cursor>', 'continue after this cursor (printed when there are more)'))
     .option('-w, --wide', 'full ids, times and URLs (one line per delivery fits 80 columns otherwise)')
     .addHelpText(
@@ -50,12 +48,8 @@ Examples:
     )
     .action(async (opts: ListOptions, command: Command) => {
       const { json } = globalOptions(command);
-      const query = new URLSearchParams();
-      if (opts.limit !== undefined) query.set('limit', String(opts.limit));
-      if (opts.status) query.set('status', opts.status);
-      if (opts.before) query.set('before', opts.before);
-      const qs = query.size > 0 ? `?${query}` : '';
-      const { data, raw } = await apiClientFor(command).json<DeliveryList>('GET', `/v1/webhooks/deliveries${qs}`);
+      const search = deliveryListSearch({ limit: opts.limit, status: opts.status, before: opts.before });
+      const { data, raw } = await apiClientFor(command).json<DeliveryList>('GET', `/v1/webhooks/deliveries${search}`);
       if (json) {
         io.out(`${raw.trim()}\n`);
         return;
