@@ -9,6 +9,20 @@ import type { AddressInfo } from 'node:net';
 import { dashboardStatic } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 import { DashboardClient } from './support/dashboard-client.js';
+import type { z } from 'zod';
+import {
+  DashboardCreatedKeySchema,
+  DashboardDeliveryAttemptSchema,
+  DashboardDeliveryDetailSchema,
+  DashboardDeliveryPageSchema,
+  DashboardDeliverySchema,
+  DashboardKeyListSchema,
+  DashboardKeySchema,
+  DashboardMeSchema,
+  DashboardSigningSecretSchema,
+  DashboardTestResultSchema,
+  UsageReportSchema,
+} from '@svc/protocol';
 
 
 let server: TestServer;
@@ -302,6 +316,8 @@ describe('keys and webhook settings', () => {
   });
 
   it("shows deliveries as the API does, without `object` and marked `test`", async () => {
+    await client.request('PATCH', `/keys/${alice.keyId}`, { webhook_url: receiver.url });
+    await client.request('POST', `/keys/${alice.keyId}/test`, {});
     const page = await client.request('GET', `/keys/${alice.keyId}/deliveries?limit=1`);
     const listed = await publicApi(alice.token, '/deliveries?limit=1');
     expect(page.status).toBe(200);
@@ -317,6 +333,26 @@ describe('keys and webhook settings', () => {
       test: true,
       attempt_log: attempts.map((a: { status_code: number | null }) => ({ ...a, outcome: a.status_code === 200 ? 'success' : 'failure' })),
     });
+  });
+
+  it('answers in the shapes @svc/protocol gives the dashboard', async () => {
+    const strict = <T extends z.ZodObject>(schema: T, body: unknown) => expect(schema.strict().parse(body)).toEqual(body);
+    await client.request('PATCH', `/keys/${alice.keyId}`, { webhook_url: receiver.url });
+    strict(DashboardTestResultSchema, (await client.request('POST', `/keys/${alice.keyId}/test`, {})).body);
+    strict(DashboardMeSchema, (await client.request('GET', '/me')).body);
+    const keys = await client.request('GET', '/keys');
+    DashboardKeyListSchema.parse(keys.body);
+    for (const key of keys.body.data) strict(DashboardKeySchema, key);
+    const page = await client.request('GET', `/keys/${alice.keyId}/deliveries`);
+    DashboardDeliveryPageSchema.parse(page.body);
+    for (const delivery of page.body.data) strict(DashboardDeliverySchema, delivery);
+    const detail = await client.request('GET', `/keys/${alice.keyId}/deliveries/${page.body.data[0].id}`);
+    strict(DashboardDeliveryDetailSchema, detail.body);
+    for (const attempt of detail.body.attempt_log) strict(DashboardDeliveryAttemptSchema, attempt);
+    const secret = await client.request('POST', `/keys/${alice.keyId}/signing-secret`, {});
+    strict(DashboardSigningSecretSchema, secret.body);
+    strict(DashboardCreatedKeySchema, (await client.request('POST', '/keys', { name: 'shapes' })).body);
+    strict(UsageReportSchema, (await client.request('GET', '/usage?days=2')).body);
   });
 
   it('refuses a bad list query (a `before` that is no delivery id too) with the same 400 on both APIs', async () => {
