@@ -107,14 +107,9 @@ Examples:
   $ svc-cli deliveries redeliver 4b5c6d7e`,
     )
     .action(async (given: string, _opts: unknown, command: Command) => {
-      const { json } = globalOptions(command);
-      const api = apiClientFor(command);
-      const id = await resolveDeliveryId(api, given);
-      const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`);
-      if (json) {
-        io.out(`${raw.trim()}\n`);
-        return;
-      }
+      const done = await deliveryAction(io, command, given, 'redeliver');
+      if (!done) return;
+      const { id, data } = done;
       const state = data.status ? ` (${status(data.status)}${typeof data.last_status_code === 'number' ? `, receiver answered ${data.last_status_code}` : ''})` : '';
       io.out(`Redelivery of ${data.id ?? id} to ${data.url ?? 'the webhook URL'} requested${state}\n`);
     });
@@ -124,18 +119,28 @@ Examples:
     .description('stop a pending delivery: no more attempts (redeliver resumes it)')
     .argument('<id>', 'delivery id (or the short id `deliveries list` shows)')
     .action(async (given: string, _opts: unknown, command: Command) => {
-      const { json } = globalOptions(command);
-      const api = apiClientFor(command);
-      const id = await resolveDeliveryId(api, given);
-      const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/cancel`);
-      if (json) {
-        io.out(`${raw.trim()}\n`);
-        return;
-      }
-      io.out(`Delivery ${data.id ?? id} ${status(data.status ?? 'cancelled')}\n`);
+      const done = await deliveryAction(io, command, given, 'cancel');
+      if (!done) return;
+      io.out(`Delivery ${done.data.id ?? done.id} ${status(done.data.status ?? 'cancelled')}\n`);
     });
 
   return deliveries;
+}
+
+/** POSTs `action` for the delivery `given` names; with --json prints the answer as sent and resolves with undefined. */
+async function deliveryAction(
+  io: Io,
+  command: Command,
+  given: string,
+  action: 'redeliver' | 'cancel',
+): Promise<{ id: string; data: Partial<Delivery> } | undefined> {
+  const { json } = globalOptions(command);
+  const api = apiClientFor(command);
+  const id = await resolveDeliveryId(api, given);
+  const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/${action}`);
+  if (!json) return { id, data };
+  io.out(`${raw.trim()}\n`);
+  return undefined;
 }
 
 /** ID, STATUS, CODE, ATTEMPTS, CREATED, REQUEST: short id, local time to the minute, request id cut to fit 80 columns. */

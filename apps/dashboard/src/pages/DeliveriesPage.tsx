@@ -190,6 +190,13 @@ function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: 
   );
 }
 
+/** What the detail view's buttons ask of the API, what they then say, and when the details are read again. */
+const ACTIONS = {
+  // The attempt runs in the background; show its result once it has had a moment.
+  redeliver: { done: 'Redelivery queued: a new attempt is being made now.', reloadAfterMs: 1500 },
+  cancel: { done: 'Cancelled: no further attempts will be made.', reloadAfterMs: 0 },
+} as const;
+
 function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: string; onRedelivered: (row: DashboardDelivery) => void }) {
   const path = `/keys/${encodeURIComponent(keyId)}/deliveries/${encodeURIComponent(id)}`;
   const [detail, reload] = useLoad(() => api<DashboardDeliveryDetail>('GET', path), [path]);
@@ -201,26 +208,12 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [fresh]);
 
-  const doRedeliver = async () => {
+  const act = async (action: keyof typeof ACTIONS) => {
     setRedeliver({ busy: true });
     try {
-      const row = await api<DashboardDelivery>('POST', `${path}/redeliver`, {});
-      onRedelivered(row);
-      setRedeliver({ busy: false, message: 'Redelivery queued: a new attempt is being made now.' });
-      // The attempt runs in the background; show its result once it has had a moment.
-      setTimeout(() => void reload(), 1500);
-    } catch (err) {
-      setRedeliver({ busy: false, error: (err as Error).message });
-    }
-  };
-
-  const doCancel = async () => {
-    setRedeliver({ busy: true });
-    try {
-      const row = await api<DashboardDelivery>('POST', `${path}/cancel`, {});
-      onRedelivered(row);
-      setRedeliver({ busy: false, message: 'Cancelled: no further attempts will be made.' });
-      void reload();
+      onRedelivered(await api<DashboardDelivery>('POST', `${path}/${action}`, {}));
+      setRedeliver({ busy: false, message: ACTIONS[action].done });
+      setTimeout(() => void reload(), ACTIONS[action].reloadAfterMs);
     } catch (err) {
       setRedeliver({ busy: false, error: (err as Error).message });
     }
@@ -253,11 +246,11 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           )}
         </dl>
         <div className="actions">
-          <button type="button" className="button primary" onClick={doRedeliver} disabled={redeliver.busy}>
+          <button type="button" className="button primary" onClick={() => void act('redeliver')} disabled={redeliver.busy}>
             {redeliver.busy ? 'Redelivering…' : 'Redeliver'}
           </button>
           {d.status === 'pending' && (
-            <button type="button" className="button ghost" onClick={doCancel} disabled={redeliver.busy}>
+            <button type="button" className="button ghost" onClick={() => void act('cancel')} disabled={redeliver.busy}>
               Cancel delivery
             </button>
           )}
