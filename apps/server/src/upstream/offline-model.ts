@@ -4,7 +4,8 @@ import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } fro
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
-import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
+import { contentWords, rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
+import { isRecord } from '../is-record.js';
 import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
 
 /** Shown when there is nothing to answer from. */
@@ -239,7 +240,8 @@ function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
     return { content: null, reasoning, toolCalls };
   }
 
-  const questionTerms = [...new Set(terms(question))];
+  // Named as the user wrote them: a stem ("franc") is no word to show.
+  const questionTerms = [...new Set(contentWords(question))];
   let content: string;
   let reasoning: string;
   if (passages.length === 0) {
@@ -414,7 +416,7 @@ function sampleHints(question: string): SampleHints {
   }
   names.push(...sentenceStarts);
   const numbers = [...question.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
-  return { question, names, numbers, keywords: [...new Set(terms(question))] };
+  return { question, names, numbers, keywords: [...new Set(contentWords(question))] };
 }
 
 /** Each chunk as a batch of its own (the offline model paces its chunks itself). */
@@ -528,8 +530,4 @@ function clip(text: string, max: number): string {
 
 function randomId(): string {
   return randomBytes(18).toString('base64url');
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

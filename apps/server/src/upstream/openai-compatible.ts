@@ -15,6 +15,7 @@ import { SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
+import { isRecord } from '../is-record.js';
 import { Cancellation, UpstreamError, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
 export interface OpenAICompatibleUpstreamOptions {
@@ -635,10 +636,6 @@ function tryJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function invalid(detail: string): UpstreamError {
