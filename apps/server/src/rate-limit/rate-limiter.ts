@@ -89,8 +89,8 @@ interface PendingCheck {
 /**
  * A cluster worker's limits, counted in the primary: the checks of one event-loop turn go in one message
  * and come back in one answer, consumed there in order, so the limits stay exact across processes at one
- * IPC round trip per turn instead of one per request (rate-limiter-flexible's RateLimiterCluster: 28 µs
- * of the primary's CPU per request at 3,320 req/s over two workers).
+ * IPC round trip per turn instead of one per request (rate-limiter-flexible's RateLimiterCluster sends one
+ * per request, and the primary's CPU then grows with the request rate of all workers together).
  *
  * @example
  * const limiter = new ClusterRateLimiter(process as Ipc); await limiter.consume(key.id, 600);
