@@ -1,9 +1,7 @@
-import type { NextFunction, Request, Response } from 'express';
 import type { ServerResponse } from 'node:http';
 import { ApiError } from '../http/errors.js';
-import { apiKeyOf } from '../auth/bearer-auth.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import { formatResetDuration, type RateLimiter } from './rate-limiter.js';
+import type { RateLimiter } from './rate-limiter.js';
 
 /** Consumes one request of `key`'s limit; sets `x-ratelimit-*` on `res` and throws 429 when over it. */
 export type ApplyRateLimit = (key: ApiKeyRecord, res: ServerResponse) => Promise<void>;
@@ -39,10 +37,11 @@ export function retryAfterHeaders(resetMs: number): Record<string, string> {
   return { 'retry-after': String(Math.ceil(ms / 1000)), 'retry-after-ms': String(ms) };
 }
 
-/** Express middleware of a rate limit (after `bearerAuth`). */
-export function rateLimit(applyLimit: ApplyRateLimit) {
-  return async (_req: Request, res: Response, next: NextFunction) => {
-    await applyLimit(apiKeyOf(res), res);
-    next();
-  };
+/** OpenAI's duration form for `x-ratelimit-reset-requests`: `120ms`, `12s`, `1m30s`. */
+export function formatResetDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
+  const totalSeconds = Math.ceil(ms / 1000);
+  const minutes = Math.floor(totalSeconds / 60);
+  const seconds = totalSeconds % 60;
+  return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
 }
