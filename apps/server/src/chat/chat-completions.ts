@@ -10,7 +10,9 @@ import { parseChatRequest, toUpstreamBody } from './request.js';
 import { relayStream } from './stream-relay.js';
 
 /** A request ready to be answered: upstream's stream to relay, or the finished completion to send. */
-type Answer = { request: ChatCompletionRequest; chunks: ChunkStream; completion?: never } | { request: ChatCompletionRequest; completion: ChatCompletion; chunks?: never };
+type Answer =
+  | { request: ChatCompletionRequest; chunks: ChunkStream; completion?: never }
+  | { request: ChatCompletionRequest; completion: ChatCompletion; chunks?: never };
 
 /**
  * `POST /v1/chat/completions` (spec §4.1, design §3), behind the pipeline's key check and rate limit: the

@@ -43,12 +43,22 @@ export type Outcome = Omit<CompletedRequest, 'requestId' | 'key' | 'startedAt' |
 
 export const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
+/**
+ * The context of an authorized chat request; its `abort` fires when the client leaves before the end.
+ *
+ * @example
+ * const ctx = chatContext(deps, exchange, key);
+ * await deps.upstream.complete({ body, signal: ctx.abort, thinking: false });
+ */
 export function chatContext(deps: ChatDeps, exchange: Exchange, key: ApiKeyRecord): ChatContext {
   const ctx: ChatContext = { deps, exchange, key, abort: new Cancellation(), upstreamStartedAt: undefined, upstreamFinishedAt: undefined };
   const { res } = exchange;
-  res.on('close', () => {
+  const closed = () => {
     if (!res.writableFinished) ctx.abort.abort(new Error('client closed the connection'));
-  });
+  };
+  // The client may have left while the pipeline authorized the request: its 'close' has fired already.
+  if (res.destroyed) closed();
+  else res.on('close', closed);
   return ctx;
 }
 
@@ -60,6 +70,9 @@ export function statusFor(ctx: ChatContext, status: number): number {
 /**
  * Records a finished request: its tokens and upstream latency on the request's log line, and the audit.
  * Resolves once the delivery is durably recorded, so the response's last byte goes out after it.
+ *
+ * @example
+ * await record(ctx, { statusCode: 200, streaming: false, messages, responseText: answer, svc, usage });
  */
 export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
   const { deps, exchange } = ctx;

@@ -7,6 +7,10 @@ import { dehallucinateRequested } from './request.js';
 /**
  * The non-streamed answer (spec §4.1): the upstream's completion under our id and model, with the `svc`
  * grounding result, and usage counted here when upstream gave none.
+ *
+ * @example
+ * const body = await complete(ctx, request, toUpstreamBody(request, config.upstream));
+ * await sendCompletion(ctx, request, body);
  */
 export async function complete(
   ctx: ChatContext,

@@ -7,6 +7,11 @@ import type { ServerResponse } from 'node:http';
  * `hold()` frames wait for `end()`, which sends them with the end of the response in a single write. When
  * the socket's buffer is full, the next `write` waits for 'drain' (or close), so a slow reader holds at
  * most one tick's frames in memory.
+ *
+ * @example
+ * const sse = new SseWriter(res);
+ * await sse.write(JSON.stringify(chunk)); // a promise only when the reader is behind
+ * sse.hold(); sse.write('[DONE]'); sse.end();
  */
 export class SseWriter {
   private pending = '';

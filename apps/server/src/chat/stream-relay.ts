@@ -1,5 +1,4 @@
-import type { ChatCompletionChunk, ChatCompletionRequest, SvcResult, Usage } from '@svc/protocol';
-import { SVC_MODEL } from '@svc/protocol';
+import { SVC_MODEL, type ChatCompletionChunk, type ChatCompletionRequest, type SvcResult, type Usage } from '@svc/protocol';
 import { toApiError } from '../http/to-api-error.js';
 import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
 import type { ChunkStream } from '../upstream/upstream.js';
@@ -12,7 +11,11 @@ import { SseWriter } from './sse-writer.js';
 /**
  * Relays upstream chunks in OpenAI's SSE format under our id and model; the chunk that finishes the first
  * choice also carries `svc` (the full text is known then). Usage from upstream is held back and sent as a
- * `choices: []` chunk only when the client asked for it.
+ * `choices: []` chunk only when the client asked for it. Whatever fails once the stream started ends it with
+ * an error frame, recorded like a success: this never throws.
+ *
+ * @example
+ * await relayStream(ctx, request, await upstream.stream({ body, signal: ctx.abort, thinking: false }));
  */
 export async function relayStream(ctx: ChatContext, request: ChatCompletionRequest, chunks: ChunkStream): Promise<void> {
   const { res, requestId, startedAt } = ctx.exchange;

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { ApiError } from '../http/errors.js';
+import { retryAfterHeaders } from '../http/retry-after.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { RateLimiter } from './rate-limiter.js';
 
@@ -28,17 +29,8 @@ export function createRateLimit(deps: { limiter: RateLimiter; defaultRpm: number
   };
 }
 
-/**
- * `retry-after` (whole seconds, rounded up) and `retry-after-ms` for a window that frees a request in `resetMs`:
- * the OpenAI SDKs read `retry-after-ms` first and wait exactly that long.
- */
-export function retryAfterHeaders(resetMs: number): Record<string, string> {
-  const ms = Math.max(1, Math.ceil(resetMs));
-  return { 'retry-after': String(Math.ceil(ms / 1000)), 'retry-after-ms': String(ms) };
-}
-
 /** OpenAI's duration form for `x-ratelimit-reset-requests`: `120ms`, `12s`, `1m30s`. */
-export function formatResetDuration(ms: number): string {
+function formatResetDuration(ms: number): string {
   if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
   const totalSeconds = Math.ceil(ms / 1000);
   const minutes = Math.floor(totalSeconds / 60);
