@@ -1,5 +1,5 @@
 import type { RequestListener } from 'node:http';
-import express, { type Express, type Router } from 'express';
+import express, { type Express, type Request, type Router } from 'express';
 import type { Logger } from 'pino';
 import { SVC_MODEL, type Model } from '@svc/protocol';
 import type { Config } from './config.js';
@@ -111,7 +111,7 @@ function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute): Expres
   if (deps.webhooksRouter) v1.use('/webhooks', deps.webhooksRouter);
   app.use('/v1', v1);
 
-  app.use((req: express.Request) => {
+  app.use((req: Request) => {
     throw new ApiError('not_found', `Unknown request URL: ${req.method} ${req.path}. Please check the URL and method.`);
   });
   app.use(answerErrors(pipeline));
