@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Load benchmark of svc against a zero-latency fake upstream and Portkey's gateway (issue 10).
 //
-//   npm run bench                        # full run, 15 s per target and mode, writes bench/results/latest.json + <date>-<commit>.json
+//   npm run bench                        # full run, 15 s per target and mode, writes bench/results/latest.json
 //   npm run bench -- --duration 60       # the issue's 60 s runs (4 slices of 15 s per target and mode)
 //   npm run bench -- --quick             # ~5 s smoke run, writes bench/results/quick.json
 //   npm run bench -- --profile           # svc everything-on, non-streamed, under node --cpu-prof; prints top self time
@@ -28,7 +28,7 @@
 // each SSE frame). It has no target of its own; its ratio to Portkey shows how far a Node gateway can lead
 // on this core before doing any work of its own (it is not svc's plain proxy, which also authenticates,
 // validates, rate-limits, logs and counts).
-import { copyFileSync, existsSync, mkdirSync, writeFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -575,7 +575,6 @@ try {
     const partial = opts.quick || opts['latency-only'];
     const out = opts.out ?? join(RESULTS, partial ? 'quick.json' : 'latest.json');
     writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-    if (!partial && !opts.out) copyFileSync(out, join(RESULTS, `${results.machine.date.slice(0, 10)}-${results.machine.gitCommit}.json`));
     log(`results written to ${out}`);
     if (opts.micro) runMicro();
   }

@@ -24,7 +24,7 @@
 //   CPU µs per relayed frame: the target's user+system CPU (/proc) over the upstream's frames written
 //   (T content frames, finish, usage, [DONE] per stream), both in the window;
 //   RSS per open stream: the median over 1 s samples of (RSS − RSS idle) / streams open at the upstream.
-// Writes bench/results/streams-latest.json and streams-<date>-<commit>.json with the machine's facts.
+// Writes bench/results/streams-latest.json with the machine's facts (the commit among them).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -339,10 +339,7 @@ async function main() {
 
   const outDir = join(REPO, 'bench/results');
   mkdirSync(outDir, { recursive: true });
-  const stamp = `${results.machine.date.slice(0, 10)}-${results.machine.gitCommit ?? 'nogit'}`;
-  const json = JSON.stringify(results, null, 2);
-  writeFileSync(join(outDir, 'streams-latest.json'), json);
-  writeFileSync(join(outDir, `streams-${stamp}-${N}x${RATE}tps.json`), json);
+  writeFileSync(join(outDir, 'streams-latest.json'), JSON.stringify(results, null, 2));
 
   log(`\nload average ${results.machine.loadAverageAtStart.join(' ')} → ${results.machine.loadAverageAtEnd.join(' ')}, niceness ${results.machine.niceness}`);
   log(`\n${N} streams × ${TOKENS} tokens at ${RATE} tokens/s (jitter ±${JITTER * 100} %), ${DURATION_S} s measured; ideal ${round(IDEAL_PER_S, 1)} completions/s`);

@@ -1,14 +1,36 @@
-// Zero-latency OpenAI-compatible upstream: a fixed ~200-token answer, or the same answer streamed in ~20
-// SSE chunks with a usage chunk. All bytes are prebuilt; run as `node fake-upstream.mjs PORT`.
-// FAKE_UPSTREAM_PACING in the environment: `burst` (default, what `npm run bench` measures) writes every frame
-// of a stream at once, so the gateway mostly reads a whole answer in one go; `frame` writes one frame per
-// event-loop turn, each in its own packet, as a real upstream sends tokens (bench/abort-rss.mjs uses it).
+// The bench's OpenAI-compatible upstream. All bytes are prebuilt, so it costs as little as possible.
+//
+//   node fake-upstream.mjs PORT                                  zero latency: the fixed ~200-token answer of
+//                                                                fixtures.mjs, or the same answer streamed in
+//                                                                20 SSE chunks, all written at once
+//   node fake-upstream.mjs --rate R --tokens T [--jitter J] PORT at a model's pace: T one-word tokens, one per
+//                                                                1/R s (each gap within ±J of it, 0 ≤ J < 1);
+//                                                                the first goes out with the headers; a
+//                                                                non-streamed answer comes after the same time
+//
+// A stream ends with a finish chunk, a usage chunk and [DONE]. GET /stats → { open, peakOpen, streams, frames }:
+// requests open now and at most, streams started and frames written so far.
 import http from 'node:http';
+import { parseArgs } from 'node:util';
 import { ANSWER, USAGE, answerPieces } from './fixtures.mjs';
+
+const { values: opts, positionals } = parseArgs({
+  options: { rate: { type: 'string' }, tokens: { type: 'string' }, jitter: { type: 'string', default: '0' } },
+  allowPositionals: true,
+});
+const paced = opts.rate !== undefined;
+const rate = Number(opts.rate);
+const tokens = Number(opts.tokens);
+const jitter = Number(opts.jitter);
+if (paced && !(rate > 0 && tokens >= 1 && jitter >= 0 && jitter < 1)) {
+  throw new Error('usage: fake-upstream.mjs [--rate R --tokens T [--jitter J]] PORT (R > 0, T ≥ 1, 0 ≤ J < 1)');
+}
 
 const created = Math.floor(Date.now() / 1000);
 const id = 'chatcmpl-fakeupstream0001';
 const model = 'gpt-4o-mini-2024-07-18';
+const pieces = paced ? Array.from({ length: tokens }, (_, i) => `${i === 0 ? '' : ' '}w${i}`) : answerPieces(20);
+const usage = paced ? { prompt_tokens: 12, completion_tokens: tokens, total_tokens: tokens + 12 } : USAGE;
 
 const completion = Buffer.from(
   JSON.stringify({
@@ -17,60 +39,87 @@ const completion = Buffer.from(
     created,
     model,
     system_fingerprint: 'fp_bench',
-    choices: [{ index: 0, message: { role: 'assistant', content: ANSWER, refusal: null }, logprobs: null, finish_reason: 'stop' }],
-    usage: USAGE,
+    choices: [{ index: 0, message: { role: 'assistant', content: paced ? pieces.join('') : ANSWER, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    usage,
   }),
 );
-
 const chunk = (choices, extra = {}) =>
   Buffer.from(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: 'fp_bench', choices, ...extra })}\n\n`);
-const pieces = answerPieces(20);
-const frames = [
-  ...pieces.map((content, i) =>
-    chunk([{ index: 0, delta: i === 0 ? { role: 'assistant', content } : { content }, logprobs: null, finish_reason: null }]),
-  ),
-  chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]),
-  chunk([], { usage: USAGE }),
-  Buffer.from('data: [DONE]\n\n'),
-];
+const contentFrames = pieces.map((content, i) =>
+  chunk([{ index: 0, delta: i === 0 ? { role: 'assistant', content } : { content }, logprobs: null, finish_reason: null }]),
+);
+const tailFrames = [chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }]), chunk([], { usage }), Buffer.from('data: [DONE]\n\n')];
+const tail = Buffer.concat(tailFrames);
+const allFrames = [...contentFrames, ...tailFrames];
 
-const PACING = process.env.FAKE_UPSTREAM_PACING ?? 'burst';
-if (PACING !== 'burst' && PACING !== 'frame') throw new Error(`FAKE_UPSTREAM_PACING must be burst or frame, not ${PACING}`);
+const gapMs = 1000 / rate;
+const nextGap = () => gapMs * (1 + jitter * (2 * Math.random() - 1));
+
+let open = 0;
+let peakOpen = 0;
+let streams = 0;
+let frames = 0;
+
+/** The whole answer at once: what `npm run bench` measures the gateways' own cost against. */
+function answerAtOnce(res, stream) {
+  if (!stream) {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': completion.length }).end(completion);
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const frame of allFrames) res.write(frame);
+  res.end();
+  frames += allFrames.length;
+}
+
+/** One token per gap, one timer per open request. */
+function answerPaced(res, stream) {
+  open += 1;
+  peakOpen = Math.max(peakOpen, open);
+  let timer;
+  res.once('close', () => {
+    open -= 1;
+    clearTimeout(timer);
+  });
+  if (!stream) {
+    timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json', 'content-length': completion.length }).end(completion), gapMs * (tokens - 1));
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  let next = 0;
+  const writeNext = () => {
+    if (res.destroyed) return;
+    res.write(contentFrames[next++]);
+    frames += 1;
+    if (next < contentFrames.length) {
+      timer = setTimeout(writeNext, nextGap());
+      return;
+    }
+    frames += tailFrames.length;
+    res.end(tail);
+  };
+  writeNext();
+}
 
 const server = http.createServer((req, res) => {
   if (req.method !== 'POST' || !req.url.endsWith('/chat/completions')) {
-    res.writeHead(req.url === '/healthz' ? 200 : 404).end();
+    if (req.url === '/stats') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ open, peakOpen, streams, frames }));
+    else res.writeHead(req.url === '/healthz' ? 200 : 404).end();
     return;
   }
   const parts = [];
   req.on('data', (d) => parts.push(d));
   req.on('end', () => {
-    // Cheap check instead of a JSON parse: the upstream should cost as little as possible.
+    // A byte search instead of a JSON parse: the upstream should cost as little as possible.
     const stream = Buffer.concat(parts).includes('"stream":true');
-    if (!stream) {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': completion.length });
-      res.end(completion);
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    if (PACING === 'burst') {
-      for (const f of frames) res.write(f);
-      res.end();
-      return;
-    }
-    let next = 0;
-    const writeOne = () => {
-      if (res.destroyed) return;
-      res.write(frames[next++]);
-      if (next < frames.length) setImmediate(writeOne);
-      else res.end();
-    };
-    writeOne();
+    if (stream) streams += 1;
+    (paced ? answerPaced : answerAtOnce)(res, stream);
   });
 });
 server.keepAliveTimeout = 120_000;
 server.headersTimeout = 121_000;
-server.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => {
+server.maxConnections = Infinity;
+server.listen(Number(positionals[0] ?? 0), '127.0.0.1', 4096, () => {
   process.stdout.write(`ready ${server.address().port}\n`);
 });
 process.on('SIGTERM', () => process.exit(0));

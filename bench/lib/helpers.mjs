@@ -50,14 +50,14 @@ export function startNodeRelay({ core, mode, upstreamPort, webhookUrl }) {
 }
 
 /**
- * The paced upstream (`paced-upstream.mjs`): streams `tokens` tokens at `rate` tokens/s, each gap within
- * ±`jitter` (0..1) of 1/rate. `base` is the upstream base URL, `stats()` its `/stats`.
+ * The fake upstream at a model's pace (`fake-upstream.mjs --rate`): streams `tokens` tokens at `rate` tokens/s,
+ * each gap within ±`jitter` (0..1) of 1/rate. `base` is the upstream base URL, `stats()` its `/stats`.
  *
  * @example
  * const upstream = await startPacedUpstream(0, { rate: 10, tokens: 50, jitter: 0.2 });
  */
 export async function startPacedUpstream(core, { rate, tokens, jitter }) {
-  const helper = await startHelper('paced-upstream.mjs', '/healthz', core, [String(rate), String(tokens), String(jitter)]);
+  const helper = await startHelper('fake-upstream.mjs', '/healthz', core, ['--rate', String(rate), '--tokens', String(tokens), '--jitter', String(jitter)]);
   const stats = async () => (await fetch(`${helper.url}/stats`)).json();
   return { ...helper, base: `${helper.url}/v1`, stats };
 }

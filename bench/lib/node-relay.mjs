@@ -1,12 +1,10 @@
 // The floor under any Node gateway: a bare node:http server relaying to the fake upstream through undici,
 // with nothing else (no auth, no validation, no logging, no metrics). Started (`startNodeRelay` in
-// helpers.mjs) by `npm run bench` as the target `node-relay`, by `bench/relay-floor.mjs` and by
+// helpers.mjs) by `npm run bench` as the target `node-relay`, by `npm run bench:streams` and by
 // `bench/feature-floor.mjs`. A non-streamed answer is parsed, its id and model replaced, and re-serialised; a
-// stream is relayed in one of these modes:
-//   bytes:  its bytes written on as they come (decode, write; no parsing);
-//   frames: each SSE frame JSON.parse'd, id and model replaced, JSON.stringify'd (what any gateway that reads
-//           the frames pays at least).
-// Two features of svc can be added to the frames mode (and to the non-streamed relay), each done the least
+// stream's SSE frames are each JSON.parse'd, id and model replaced, and JSON.stringify'd (what any gateway that
+// reads the frames pays at least): the mode `frames`.
+// Two features of svc can be added to it (`frames+grounding` …), each done the least
 // costly way that still does it, so that what they cost on top of the bare relay is a floor too:
 //   +grounding: the answer's text is kept and `checkGrounding` (@svc/grounding, the check svc runs, with its
 //               source-index cache) runs on it against the messages svc takes as sources when the first
@@ -31,17 +29,14 @@ const webhookUrl = args.length === 4 ? new URL(args[2]) : undefined;
 const [relayMode, feature = ''] = mode.split('+');
 const grounding = feature === 'grounding' || feature === 'features';
 const webhook = feature === 'webhook' || feature === 'features';
-if (!['bytes', 'frames'].includes(relayMode) || !['', 'grounding', 'webhook', 'features'].includes(feature)) {
-  throw new Error(`unknown mode ${mode}`);
-}
-if (feature !== '' && relayMode !== 'frames') throw new Error('features go with the frames mode');
+if (relayMode !== 'frames' || !['', 'grounding', 'webhook', 'features'].includes(feature)) throw new Error(`unknown mode ${mode}`);
 if (webhook && !webhookUrl) throw new Error('+webhook needs WEBHOOK_URL');
 
 // No cap on connections: a fixed pool queues the stream past it unseen (streams at a model's pace hold
 // their connection for seconds).
 const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { connections: null, pipelining: 1 });
 const hooks = webhook ? new Pool(webhookUrl.origin, { connections: 128, pipelining: 1 }) : undefined;
-const SECRET = Buffer.from('whsec_relay-floor-secret', 'utf8');
+const SECRET = Buffer.from('whsec_node-relay-secret', 'utf8');
 const sourceIndexCache = new SourceIndexCache();
 const headers = { 'content-type': 'application/json', authorization: 'Bearer x' };
 
@@ -132,12 +127,7 @@ const server = http.createServer((req, res) => {
       let usage;
       let svc;
       for await (const part of upstream.body) {
-        const decoded = decoder.decode(part, { stream: true });
-        if (relayMode === 'bytes') {
-          res.write(decoded);
-          continue;
-        }
-        pending += decoded;
+        pending += decoder.decode(part, { stream: true });
         let out = '';
         for (let end = pending.indexOf('\n\n'); end !== -1; end = pending.indexOf('\n\n')) {
           const data = pending.slice(6, end); // after "data: "

@@ -1,6 +1,6 @@
 // Starts svc-server (apps/server/dist/bin.js) on a fresh SQLite data dir with the bench's keys.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,6 +12,12 @@ export const REPO = new URL('../../', import.meta.url).pathname;
 /** The server measured: this checkout's build, or SVC_BENCH_BIN (a copy of a build, kept apart from rebuilds). */
 export const SVC_BIN = process.env.SVC_BENCH_BIN ?? join(REPO, 'apps/server/dist/bin.js');
 const EMAIL = 'bench@example.com';
+/**
+ * glibc's malloc thresholds as the installed command (apps/server/bin/svc-server) gives them to node, read from
+ * it: the bench starts node itself (to add node flags or a wrapper) and measures svc as installed. The bench's
+ * own GLIBC_TUNABLES wins; `GLIBC_TUNABLES=` (empty) measures glibc's defaults.
+ */
+const INSTALLED_TUNABLES = /export GLIBC_TUNABLES="([^$"]*)/.exec(readFileSync(join(REPO, 'apps/server/bin/svc-server'), 'utf8'))[1];
 /** High enough never to limit: the limiter still runs on every request. */
 export const BENCH_RPM = 10_000_000;
 
@@ -41,6 +47,7 @@ export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], l
     PATH: process.env.PATH,
     HOME: process.env.HOME,
     NODE_ENV: 'production',
+    GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? INSTALLED_TUNABLES,
     SVC_HOST: '127.0.0.1',
     SVC_PORT: String(port),
     SVC_DATABASE_URL: `sqlite:${dbPath}`,

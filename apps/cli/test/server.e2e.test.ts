@@ -204,6 +204,22 @@ describe('replay and deliveries against the server', () => {
     expect(cancel.stderr).toMatch(/is delivered; only pending deliveries can be cancelled\. \(400 invalid_request\)\n$/);
   });
 
+  it('deliveries cancel stops a pending delivery; with --json, redeliver prints the answer as sent', async () => {
+    const failing = await receiver(500);
+    const { token } = await server.createKey({ webhookUrl: failing.url });
+    expect((await cli(['chat', 'What is the capital of France?', '--no-stream'], token)).code).toBe(0);
+    const [pending] = (JSON.parse((await cli(['deliveries', 'list', '--json'], token)).stdout) as DeliveryList).data;
+    expect(pending?.status).toBe('pending');
+
+    const cancel = await cli(['deliveries', 'cancel', pending!.id], token);
+    expect(cancel.code).toBe(0);
+    expect(cancel.stdout).toBe(`Delivery ${pending!.id} cancelled\n`);
+
+    const redeliver = await cli(['deliveries', 'redeliver', pending!.id, '--json'], token);
+    expect(redeliver.code).toBe(0);
+    expect(JSON.parse(redeliver.stdout)).toMatchObject({ id: pending!.id, object: 'webhook.delivery', status: 'pending' });
+  });
+
   it.each([
     [['deliveries', 'show', 'whd_00000000000000000000000000000000'], /^svc-cli: No webhook delivery 'whd_0+' exists for this API key\. \(404 not_found\)\n$/],
     [['deliveries', 'redeliver', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/],

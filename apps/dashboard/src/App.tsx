@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
-import { api, setCsrfToken, setSignedOutHandler, type Me } from './api.js';
-import { hrefOf, navigate, useRoute, useTitle, type Route } from './router.js';
+import type { DashboardMe } from '@svc/protocol';
+import { api, setCsrfToken, setSignedOutHandler } from './api.js';
+import { hrefOf, link, useRoute, useTitle, type Route } from './router.js';
 import { LoginPage } from './pages/LoginPage.js';
 import { KeysPage } from './pages/KeysPage.js';
 import { KeySettingsPage } from './pages/KeySettingsPage.js';
@@ -8,7 +9,7 @@ import { DeliveriesPage } from './pages/DeliveriesPage.js';
 import { UsagePage } from './pages/UsagePage.js';
 import { ErrorMessage, Spinner } from './components/Status.js';
 
-type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'error'; message: string } | { state: 'signed-in'; me: Me };
+type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'error'; message: string } | { state: 'signed-in'; me: DashboardMe };
 
 export function App() {
   const [session, setSession] = useState<Session>({ state: 'loading' });
@@ -17,7 +18,7 @@ export function App() {
   const load = useCallback(async () => {
     setSession({ state: 'loading' });
     try {
-      const me = await api<Me>('GET', '/me');
+      const me = await api<DashboardMe>('GET', '/me');
       setCsrfToken(me.csrf_token);
       setSession({ state: 'signed-in', me });
     } catch (err) {
@@ -83,7 +84,7 @@ export function App() {
   );
 }
 
-function Page({ route, me }: { route: Route; me: Me }) {
+function Page({ route, me }: { route: Route; me: DashboardMe }) {
   switch (route.page) {
     case 'keys':
       return <KeysPage />;
@@ -113,15 +114,6 @@ function NotFoundPage() {
       </div>
     </section>
   );
-}
-
-/** A click handler for in-app links: plain clicks navigate in place, modified clicks open as usual. */
-export function link(route: Route) {
-  return (event: React.MouseEvent) => {
-    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
-    event.preventDefault();
-    navigate(route);
-  };
 }
 
 function NavLink({ route, current, label }: { route: Route; current: Route; label: string }) {

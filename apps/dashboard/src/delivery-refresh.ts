@@ -1,11 +1,11 @@
-import type { Delivery } from './api.js';
+import type { DashboardDelivery } from '@svc/protocol';
 
 /**
  * How long until a list of deliveries should load again to follow its pending rows, or null when none is
  * pending: 1.5 s while one has not been tried yet (its first attempt is under way), else one second after the
  * earliest next attempt, kept between 2 and 30 seconds.
  */
-export function nextRefreshMs(rows: Pick<Delivery, 'status' | 'attempts' | 'next_attempt_at'>[], now: number): number | null {
+export function nextRefreshMs(rows: Pick<DashboardDelivery, 'status' | 'attempts' | 'next_attempt_at'>[], now: number): number | null {
   const pending = rows.filter((d) => d.status === 'pending');
   if (pending.length === 0) return null;
   if (pending.some((d) => d.attempts === 0)) return 1_500;

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useState, type MouseEvent } from 'react';
 
 /** The app's pages, parsed from the path under /dashboard/. */
 export type Route =
@@ -69,6 +69,20 @@ export function navigate(route: Route, options: { replace?: boolean } = {}): voi
   else if (href !== window.location.pathname + window.location.search) window.history.pushState(null, '', href);
   window.dispatchEvent(new PopStateEvent('popstate', { state: IN_APP }));
   window.scrollTo(0, 0);
+}
+
+/**
+ * A click handler for in-app links: plain clicks navigate in place, modified clicks open as usual.
+ *
+ * @example
+ * <a href={hrefOf(route)} onClick={link(route)}>API Keys</a>
+ */
+export function link(route: Route) {
+  return (event: MouseEvent) => {
+    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    navigate(route);
+  };
 }
 
 export function useRoute(): Route {

@@ -1,18 +1,15 @@
 #!/usr/bin/env node
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
-import { limitMallocRetention } from '@svc/malloc-tune';
 import { CommandError, makeProgram } from './admin/commands.js';
 
-// Under load V8 lets the old space grow to 3-4x the live set between full collections (peak RSS ~200 MB
-// at max rate); capping the growth step at 20 % keeps it near 150 MB for a few % of CPU. A value given in
-// NODE_OPTIONS or on the command line wins.
+// Under load V8 lets the old space grow to several times the live set between full collections, and that
+// growth is most of the peak RSS; capping the growth step at 20 % keeps it small for a few % of CPU. A value
+// given in NODE_OPTIONS or on the command line wins. (glibc's malloc thresholds cannot be set from here: they
+// are read when the process starts, so bin/svc-server sets them.)
 if (![process.env.NODE_OPTIONS ?? '', ...process.execArgv].some((arg) => arg.includes('heap-growing-percent'))) {
   setFlagsFromString('--heap-growing-percent=20');
 }
-// glibc keeps memory freed by V8's helper threads once their blocks grew large (~15 MB of peak RSS under
-// load); fixed malloc thresholds give it back. The 'svc listening' log line says whether this applied.
-limitMallocRetention({ env: process.env });
 
 const program = makeProgram({
   // The one place the environment is read; config.ts validates it.

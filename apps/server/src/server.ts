@@ -1,5 +1,4 @@
 import { createServer, type Server } from 'node:http';
-import { mallocTuning } from '@svc/malloc-tune';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -150,7 +149,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const firstRun = store.handle.dialect === 'sqlite' && !clusterWorker ? await bootstrapFirstRun(store, clock) : undefined;
   webhooks.start();
-  logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline', malloc: mallocTuning() }, 'svc listening');
+  logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline' }, 'svc listening');
 
   let closing: Promise<void> | undefined;
   const close = () =>

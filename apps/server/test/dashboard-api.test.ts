@@ -9,6 +9,20 @@ import type { AddressInfo } from 'node:net';
 import { dashboardStatic } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 import { DashboardClient } from './support/dashboard-client.js';
+import type { z } from 'zod';
+import {
+  DashboardCreatedKeySchema,
+  DashboardDeliveryAttemptSchema,
+  DashboardDeliveryDetailSchema,
+  DashboardDeliveryPageSchema,
+  DashboardDeliverySchema,
+  DashboardKeyListSchema,
+  DashboardKeySchema,
+  DashboardMeSchema,
+  DashboardSigningSecretSchema,
+  DashboardTestResultSchema,
+  UsageReportSchema,
+} from '@svc/protocol';
 
 
 let server: TestServer;
@@ -29,6 +43,12 @@ afterAll(async () => {
   await server?.close();
   await receiver?.close();
 });
+
+/** A call to the public webhooks API (`/v1/webhooks…`) with an API key. */
+async function publicApi(token: string, path: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${server.url}/v1/webhooks${path}`, { headers: { authorization: `Bearer ${token}` } });
+  return { status: res.status, body: await res.json() };
+}
 
 describe('sign-in', () => {
   it('signs in with email and password, sets an HttpOnly SameSite=Lax cookie, and signs out', async () => {
@@ -293,6 +313,59 @@ describe('keys and webhook settings', () => {
     const res = await client.request('POST', `/keys/${created.body.key.id}/test`, {});
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: 'invalid_request', param: 'webhook_url' });
+  });
+
+  it("shows deliveries as the API does, without `object` and marked `test`", async () => {
+    await client.request('PATCH', `/keys/${alice.keyId}`, { webhook_url: receiver.url });
+    await client.request('POST', `/keys/${alice.keyId}/test`, {});
+    const page = await client.request('GET', `/keys/${alice.keyId}/deliveries?limit=1`);
+    const listed = await publicApi(alice.token, '/deliveries?limit=1');
+    expect(page.status).toBe(200);
+    const { object, ...delivery } = listed.body.data[0];
+    expect(object).toBe('webhook.delivery');
+    expect(page.body).toEqual({ data: [{ ...delivery, test: true }], has_more: listed.body.has_more });
+
+    const detail = await client.request('GET', `/keys/${alice.keyId}/deliveries/${delivery.id}`);
+    const shown = await publicApi(alice.token, `/deliveries/${delivery.id}`);
+    const { object: _object, attempt_log: attempts, ...rest } = shown.body;
+    expect(detail.body).toEqual({
+      ...rest,
+      test: true,
+      attempt_log: attempts.map((a: { status_code: number | null }) => ({ ...a, outcome: a.status_code === 200 ? 'success' : 'failure' })),
+    });
+  });
+
+  it('answers in the shapes @svc/protocol gives the dashboard', async () => {
+    const strict = <T extends z.ZodObject>(schema: T, body: unknown) => expect(schema.strict().parse(body)).toEqual(body);
+    await client.request('PATCH', `/keys/${alice.keyId}`, { webhook_url: receiver.url });
+    strict(DashboardTestResultSchema, (await client.request('POST', `/keys/${alice.keyId}/test`, {})).body);
+    strict(DashboardMeSchema, (await client.request('GET', '/me')).body);
+    const keys = await client.request('GET', '/keys');
+    DashboardKeyListSchema.parse(keys.body);
+    for (const key of keys.body.data) strict(DashboardKeySchema, key);
+    const page = await client.request('GET', `/keys/${alice.keyId}/deliveries`);
+    DashboardDeliveryPageSchema.parse(page.body);
+    for (const delivery of page.body.data) strict(DashboardDeliverySchema, delivery);
+    const detail = await client.request('GET', `/keys/${alice.keyId}/deliveries/${page.body.data[0].id}`);
+    strict(DashboardDeliveryDetailSchema, detail.body);
+    for (const attempt of detail.body.attempt_log) strict(DashboardDeliveryAttemptSchema, attempt);
+    const secret = await client.request('POST', `/keys/${alice.keyId}/signing-secret`, {});
+    strict(DashboardSigningSecretSchema, secret.body);
+    strict(DashboardCreatedKeySchema, (await client.request('POST', '/keys', { name: 'shapes' })).body);
+    strict(UsageReportSchema, (await client.request('GET', '/usage?days=2')).body);
+  });
+
+  it('refuses a bad list query (a `before` that is no delivery id too) with the same 400 on both APIs', async () => {
+    const queries = [['before=nope', 'before'], ['before=whd_1', 'before'], ['limit=0', 'limit'], ['limit=1.5', 'limit'], ['status=lost', 'status'], ['status=failed&status=pending', 'status']];
+    for (const [query, param] of queries) {
+      const dashboard = await client.request('GET', `/keys/${alice.keyId}/deliveries?${query}`);
+      const api = await publicApi(alice.token, `/deliveries?${query}`);
+      for (const res of [dashboard, api]) {
+        expect(res.status, query).toBe(400);
+        expect(res.body, query).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', code: 'invalid_value', param } });
+      }
+      expect(dashboard.body.error.message).toBe(api.body.error.message);
+    }
   });
 
   it('charts usage per day for 30 days, per key and in total', async () => {

@@ -1,11 +1,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 
 const BIN = resolve(import.meta.dirname, '../dist/bin.js');
+/** The command `npm ci` installs (`npx svc-server`, `npm start`): a shell script that runs BIN. */
+const INSTALLED = resolve(import.meta.dirname, '../bin/svc-server');
+const RETAIN_FREED = resolve(import.meta.dirname, 'support/retain-freed-memory.mjs');
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -25,9 +28,15 @@ function run(args: string[], env: NodeJS.ProcessEnv) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Starts `svc-server start` and resolves with its URL and everything it printed by then. */
-function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; stdout: () => string; stderr: () => string }> {
-  const child = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts `svc-server start` (the built BIN under this node, or `command`) and resolves with its URL and
+ * everything it printed by then.
+ */
+function start(
+  env: NodeJS.ProcessEnv,
+  command: [string, ...string[]] = [process.execPath, BIN],
+): Promise<{ child: ChildProcess; url: string; stdout: () => string; stderr: () => string }> {
+  const child = spawn(command[0], [...command.slice(1), 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let out = '';
   let err = '';
@@ -86,19 +95,56 @@ describe('svc-server start (what npm start runs)', () => {
     expect(stderr()).not.toMatch(/starting a replacement/);
   });
 
-  const glibc = process.platform === 'linux' && (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime !== undefined;
+  const linux = process.platform === 'linux';
+  const glibc = linux && (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime !== undefined;
+  const SVC_TUNABLES = 'glibc.malloc.mmap_threshold=131072:glibc.malloc.trim_threshold=1048576';
+  /** GLIBC_TUNABLES as the installed command hands it to node (a stand-in `node` first on PATH prints it). */
+  const tunablesGivenToNode = (tunables?: string) => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'node'), '#!/bin/sh\nprintf %s "${GLIBC_TUNABLES-unset}"\n', { mode: 0o755 });
+    const env: NodeJS.ProcessEnv = { ...envFor(dir), PATH: `${dir}:${process.env.PATH}`, GLIBC_TUNABLES: tunables };
+    if (tunables === undefined) delete env.GLIBC_TUNABLES;
+    return spawnSync(INSTALLED, ['start'], { env, encoding: 'utf8' }).stdout;
+  };
+  // glibc may cut the copy in /proc/PID/environ after the first tunable it parsed; the process's own
+  // environment, which its children inherit, keeps the whole value.
+  const tunablesOf = (pid: number) =>
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .find((entry) => entry.startsWith('GLIBC_TUNABLES='));
+  const childrenOf = (pid: number) => readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  /** What a node process started with `tunables` held of 25 MB of blocks, and kept after freeing them. */
+  const retained = (tunables: string | undefined) => {
+    const env: NodeJS.ProcessEnv = { ...process.env, GLIBC_TUNABLES: tunables };
+    if (tunables === undefined) delete env.GLIBC_TUNABLES;
+    const r = spawnSync(process.execPath, ['--expose-gc', RETAIN_FREED], { env, encoding: 'utf8', timeout: 30_000 });
+    return JSON.parse(r.stdout) as { heldMb: number; retainedMb: number };
+  };
 
-  it.skipIf(!glibc)('fixes glibc malloc thresholds at start and says so in its start-up log (Linux with glibc)', async () => {
-    const { stderr } = await start(envFor(tempDir(), { SVC_LOG_LEVEL: 'info' }));
-    const listening = () =>
-      stderr()
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as { msg?: string; malloc?: unknown })
-        .find((entry) => entry.msg === 'svc listening');
-    // Log lines go out in batches (at most 100 ms apart): wait for it.
-    for (let waited = 0; listening() === undefined && waited < 5_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-    expect(listening()?.malloc).toEqual({ applied: true, bytes: 131072, trimBytes: 1048576 });
+  it("the installed command starts node with glibc's malloc thresholds fixed; thresholds the caller set win", () => {
+    expect(tunablesGivenToNode()).toBe(SVC_TUNABLES);
+    expect(tunablesGivenToNode('glibc.malloc.trim_threshold=0')).toBe('glibc.malloc.trim_threshold=0');
+    expect(tunablesGivenToNode('glibc.malloc.mmap_threshold=65536')).toBe('glibc.malloc.mmap_threshold=65536');
+    expect(tunablesGivenToNode('glibc.malloc.arena_max=2')).toBe(`${SVC_TUNABLES}:glibc.malloc.arena_max=2`);
+  });
+
+  it.skipIf(!linux)('execs node (no process in between), and the workers of --processes inherit the thresholds', async () => {
+    const { child } = await start(envFor(tempDir(), { SVC_PROCESSES: '2' }), [INSTALLED]);
+    expect(tunablesOf(child.pid!)).toMatch(/^GLIBC_TUNABLES=glibc\.malloc\.mmap_threshold=131072/);
+    const workers = childrenOf(child.pid!);
+    expect(workers).toHaveLength(2);
+    for (const worker of workers) expect(tunablesOf(worker)).toMatch(/^GLIBC_TUNABLES=glibc\.malloc\.mmap_threshold=131072/);
+  });
+
+  it.skipIf(!glibc)('with those thresholds glibc gives freed memory back, where by default it keeps it (it ignores a misspelt tunable)', () => {
+    const untouched = retained(undefined);
+    const tuned = retained(SVC_TUNABLES);
+    // Both processes really held the blocks…
+    expect(untouched.heldMb).toBeGreaterThan(20);
+    expect(tuned.heldMb).toBeGreaterThan(20);
+    // …glibc's dynamic thresholds kept them after they were freed; fixed thresholds gave them back.
+    expect(untouched.retainedMb).toBeGreaterThan(20);
+    expect(tuned.retainedMb).toBeLessThan(3);
   });
 
   it('on a first embedded start prints a key once, and a completion with it succeeds on the offline model', async () => {

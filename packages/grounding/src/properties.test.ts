@@ -97,7 +97,7 @@ const recombined: fc.Arbitrary<string> = fc
 
 const sentence: fc.Arbitrary<string> = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...POOL) }, { weight: 1, arbitrary: recombined });
 
-const OPENERS = ['', 'Yeah. ', 'Sure, ', 'Good question! ', 'Yes! ', 'Of course. ', 'Great question! ', "I'm not sure, but "];
+const OPENERS = ['', 'Yeah. ', 'Sure, ', 'Good question! ', 'Yes! ', 'Of course. ', 'Great question! ', "I'm not sure, but ", 'Based on the provided context, ', 'According to the document, '];
 
 const CHATTER = [
   'Thanks for asking!',
@@ -386,7 +386,7 @@ describe('claims, not chatter', () => {
 
 describe('chatter hides no claim', () => {
   // Openers joined to a claim by a comma: the opener is stripped and the claim still checked.
-  const PREFIXES = ['Yeah, ', 'Sure, ', 'Well, ', 'Yes, ', 'OK, ', 'Hmm, ', 'Oh, ', 'Absolutely, ', 'Good question, ', "I'm not sure, but ", 'I hope this helps, ', 'Good question: '];
+  const PREFIXES = ['Yeah, ', 'Sure, ', 'Well, ', 'Yes, ', 'OK, ', 'Hmm, ', 'Oh, ', 'Absolutely, ', 'Good question, ', "I'm not sure, but ", 'I hope this helps, ', 'Good question: ', 'Based on the context, ', 'The text says that '];
 
   it('a conversational opener in front of a sentence never raises its score', () => {
     const anySentence = fc.oneof(sentence, recombined.map((s) => s.replace(/ in (\p{Lu}\p{Ll}+)/u, ' in Valdoria')));

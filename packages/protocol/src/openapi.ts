@@ -24,11 +24,13 @@ import { ERROR_CODES, ErrorBodySchema, type ErrorCode } from './errors.js';
 import {
   DeliveryAttemptSchema,
   DeliveryDetailSchema,
+  DeliveryListQuerySchema,
   DeliveryListSchema,
   DeliverySchema,
   DeliveryStatusSchema,
   WebhookTestResultSchema,
 } from './webhooks.js';
+import { DELIVERY_ID_PATTERN, DELIVERY_LIST_LIMITS } from './delivery-list-query.js';
 
 /** The generated document: a plain JSON object (OpenAPI 3.1.0). */
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
@@ -177,8 +179,10 @@ const json = (schema: z.ZodType, description: string, headers: object = {}) => (
   content: { 'application/json': { schema } },
 });
 
+const listQuery = DeliveryListQuerySchema.shape;
+
 const DeliveryIdParams = z.object({
-  id: z.string().regex(/^whd_[0-9a-f]{32}$/).meta({ description: 'Delivery id (`whd_` + 32 hex).', example: 'whd_0f8e6c2a9b7d4e1f8a3c5b7d9e1f2a3b' }),
+  id: z.string().regex(DELIVERY_ID_PATTERN).meta({ description: 'Delivery id (`whd_` + 32 hex).', example: 'whd_0f8e6c2a9b7d4e1f8a3c5b7d9e1f2a3b' }),
 });
 
 /**
@@ -306,9 +310,9 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     security: apiKey,
     request: {
       query: z.object({
-        limit: z.int().min(1).max(100).optional().meta({ description: 'Page size, 1–100. Default 20.' }),
-        status: DeliveryStatusSchema.optional().meta({ description: 'Only deliveries in this state.' }),
-        before: z.string().regex(/^whd_[0-9a-f]{32}$/).optional().meta({ description: 'A delivery id (`next_cursor` of the previous page): only older deliveries.' }),
+        limit: listQuery.limit.meta({ description: `Page size, 1–${DELIVERY_LIST_LIMITS.max}. Default ${DELIVERY_LIST_LIMITS.default}.` }),
+        status: listQuery.status.meta({ description: 'Only deliveries in this state.' }),
+        before: listQuery.before.meta({ description: 'A delivery id (`next_cursor` of the previous page): only older deliveries.' }),
       }),
     },
     responses: {

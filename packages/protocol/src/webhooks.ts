@@ -1,7 +1,6 @@
 import { z } from 'zod';
+import { DELIVERY_ID_PATTERN, DELIVERY_LIST_LIMITS, DELIVERY_STATUSES } from './delivery-list-query.js';
 
-/** `cancelled`: stopped before delivery (by a cancel, or because the key's webhook URL was cleared); `last_error` says why. */
-export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
 export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
 export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
 
@@ -13,6 +12,10 @@ export const WebhookTestResultSchema = z.object({
   error: z.string().nullable().optional(),
 });
 export type WebhookTestResult = z.infer<typeof WebhookTestResultSchema>;
+
+/** What one attempt came to: `success` is any 2xx. */
+export const DeliveryOutcomeSchema = z.enum(['success', 'failure']);
+export type DeliveryOutcome = z.infer<typeof DeliveryOutcomeSchema>;
 
 export const DeliveryAttemptSchema = z.object({
   attempt: z.int().min(1),
@@ -53,3 +56,13 @@ export const DeliveryListSchema = z.object({
   next_cursor: z.string().nullable(),
 });
 export type DeliveryList = z.infer<typeof DeliveryListSchema>;
+
+/**
+ * `GET /v1/webhooks/deliveries` query parameters as the API documents them; `parseDeliveryListQuery` reads
+ * them from the query string by the same rules.
+ */
+export const DeliveryListQuerySchema = z.object({
+  limit: z.int().min(1).max(DELIVERY_LIST_LIMITS.max).optional(),
+  status: DeliveryStatusSchema.optional(),
+  before: z.string().regex(DELIVERY_ID_PATTERN).optional(),
+});

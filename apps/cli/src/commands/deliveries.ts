@@ -1,5 +1,7 @@
 import { Command, Option } from 'commander';
 import type { Delivery, DeliveryDetail, DeliveryList, DeliveryStatus } from '@svc/protocol';
+// The zod-free entry: the CLI does not load the schemas at run time (start-up time).
+import { DELIVERY_STATUSES, deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { parsePositiveInt } from '../options.js';
 import type { ApiClient } from '../api-client.js';
@@ -8,13 +10,9 @@ import { CliError } from '../errors.js';
 import { kleur, processIo, table, visibleLength, type Io } from '../output.js';
 import { idMatches, shortId, truncate } from '../short-id.js';
 
-// Only types come from @svc/protocol, so the CLI never loads zod at run time (start-up time); the
-// `satisfies` keeps this list complete and in step with the schema.
-const STATUSES = Object.keys({ pending: true, delivered: true, failed: true, cancelled: true } satisfies Record<DeliveryStatus, true>);
-
 interface ListOptions {
   limit?: number;
-  status?: string;
+  status?: DeliveryStatus;
   before?: string;
   wide?: boolean;
 }
@@ -36,7 +34,7 @@ Examples:
     .command('list')
     .description('list deliveries, newest first')
     .addOption(new Option('-l, --limit <n>', 'how many').argParser(parsePositiveInt))
-    .addOption(new Option('--status <status>', 'only deliveries in this state').choices(STATUSES))
+    .addOption(new Option('--status <status>', 'only deliveries in this state').choices(DELIVERY_STATUSES))
     .addOption(new Option('--before <cursor>', 'continue after this cursor (printed when there are more)'))
     .option('-w, --wide', 'full ids, times and URLs (one line per delivery fits 80 columns otherwise)')
     .addHelpText(
@@ -50,12 +48,8 @@ Examples:
     )
     .action(async (opts: ListOptions, command: Command) => {
       const { json } = globalOptions(command);
-      const query = new URLSearchParams();
-      if (opts.limit !== undefined) query.set('limit', String(opts.limit));
-      if (opts.status) query.set('status', opts.status);
-      if (opts.before) query.set('before', opts.before);
-      const qs = query.size > 0 ? `?${query}` : '';
-      const { data, raw } = await apiClientFor(command).json<DeliveryList>('GET', `/v1/webhooks/deliveries${qs}`);
+      const search = deliveryListSearch({ limit: opts.limit, status: opts.status, before: opts.before });
+      const { data, raw } = await apiClientFor(command).json<DeliveryList>('GET', `/v1/webhooks/deliveries${search}`);
       if (json) {
         io.out(`${raw.trim()}\n`);
         return;
@@ -113,14 +107,9 @@ Examples:
   $ svc-cli deliveries redeliver 4b5c6d7e`,
     )
     .action(async (given: string, _opts: unknown, command: Command) => {
-      const { json } = globalOptions(command);
-      const api = apiClientFor(command);
-      const id = await resolveDeliveryId(api, given);
-      const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/redeliver`);
-      if (json) {
-        io.out(`${raw.trim()}\n`);
-        return;
-      }
+      const done = await deliveryAction(io, command, given, 'redeliver');
+      if (!done) return;
+      const { id, data } = done;
       const state = data.status ? ` (${status(data.status)}${typeof data.last_status_code === 'number' ? `, receiver answered ${data.last_status_code}` : ''})` : '';
       io.out(`Redelivery of ${data.id ?? id} to ${data.url ?? 'the webhook URL'} requested${state}\n`);
     });
@@ -130,18 +119,28 @@ Examples:
     .description('stop a pending delivery: no more attempts (redeliver resumes it)')
     .argument('<id>', 'delivery id (or the short id `deliveries list` shows)')
     .action(async (given: string, _opts: unknown, command: Command) => {
-      const { json } = globalOptions(command);
-      const api = apiClientFor(command);
-      const id = await resolveDeliveryId(api, given);
-      const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/cancel`);
-      if (json) {
-        io.out(`${raw.trim()}\n`);
-        return;
-      }
-      io.out(`Delivery ${data.id ?? id} ${status(data.status ?? 'cancelled')}\n`);
+      const done = await deliveryAction(io, command, given, 'cancel');
+      if (!done) return;
+      io.out(`Delivery ${done.data.id ?? done.id} ${status(done.data.status ?? 'cancelled')}\n`);
     });
 
   return deliveries;
+}
+
+/** POSTs `action` for the delivery `given` names; with --json prints the answer as sent and resolves with undefined. */
+async function deliveryAction(
+  io: Io,
+  command: Command,
+  given: string,
+  action: 'redeliver' | 'cancel',
+): Promise<{ id: string; data: Partial<Delivery> } | undefined> {
+  const { json } = globalOptions(command);
+  const api = apiClientFor(command);
+  const id = await resolveDeliveryId(api, given);
+  const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/${action}`);
+  if (!json) return { id, data };
+  io.out(`${raw.trim()}\n`);
+  return undefined;
 }
 
 /** ID, STATUS, CODE, ATTEMPTS, CREATED, REQUEST: short id, local time to the minute, request id cut to fit 80 columns. */

@@ -1,4 +1,4 @@
-import type { LastDelivery } from '../api.js';
+import type { LastDelivery } from '@svc/protocol';
 import { formatTime } from '../format.js';
 import { OutcomeBadge } from './Status.js';
 

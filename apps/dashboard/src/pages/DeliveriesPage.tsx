@@ -1,15 +1,16 @@
 import { useEffect, useState } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
-import { api, type ApiKey, type Delivery, type DeliveryDetail, type DeliveryStatus } from '../api.js';
-import { link } from '../App.js';
-import { hrefOf, useTitle } from '../router.js';
+import type { DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DashboardKeyList, DeliveryStatus } from '@svc/protocol';
+import { deliveryListSearch } from '@svc/protocol/delivery-list-query';
+import { api } from '../api.js';
+import { hrefOf, link, useTitle } from '../router.js';
 import { formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { nextRefreshMs } from '../delivery-refresh.js';
 import { ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
 
 interface Page {
-  rows: Delivery[];
+  rows: DashboardDelivery[];
   hasMore: boolean;
 }
 
@@ -21,18 +22,15 @@ const STATUS_OPTIONS: Array<{ value: '' | DeliveryStatus; label: string }> = [
   { value: 'cancelled', label: 'Cancelled' },
 ];
 
-function listPath(keyId: string, status: string, before?: string): string {
-  const query = new URLSearchParams({ limit: '20' });
-  if (status) query.set('status', status);
-  if (before) query.set('before', before);
-  return `/keys/${encodeURIComponent(keyId)}/deliveries?${query}`;
+function listPath(keyId: string, status: '' | DeliveryStatus, before?: string): string {
+  return `/keys/${encodeURIComponent(keyId)}/deliveries${deliveryListSearch({ limit: 20, status: status || undefined, before })}`;
 }
 
 export function DeliveriesPage({ keyId }: { keyId: string }) {
   const [status, setStatus] = useState<'' | DeliveryStatus>('');
-  const [key] = useLoad(() => api<{ data: ApiKey[] }>('GET', '/keys').then((r) => r.data.find((k) => k.id === keyId) ?? null), [keyId]);
+  const [key] = useLoad(() => api<DashboardKeyList>('GET', '/keys').then((r) => r.data.find((k) => k.id === keyId) ?? null), [keyId]);
   const [page, reload, setPage] = useLoad<Page>(
-    () => api<{ data: Delivery[]; has_more: boolean }>('GET', listPath(keyId, status)).then((r) => ({ rows: r.data, hasMore: r.has_more })),
+    () => api<DashboardDeliveryPage>('GET', listPath(keyId, status)).then((r) => ({ rows: r.data, hasMore: r.has_more })),
     [keyId, status],
   );
   const [open, setOpen] = useState<string | null>(null);
@@ -61,7 +59,7 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
     if (!current || !last) return;
     setMoreError(null);
     try {
-      const next = await api<{ data: Delivery[]; has_more: boolean }>('GET', listPath(keyId, status, last.id));
+      const next = await api<DashboardDeliveryPage>('GET', listPath(keyId, status, last.id));
       setPage({ rows: [...current.rows, ...next.data], hasMore: next.has_more });
       setPagesLoaded((n) => n + 1);
     } catch (err) {
@@ -155,12 +153,12 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
 }
 
 /** The list fields of a delivery (details carry more). */
-function pick(row: Delivery): Delivery {
+function pick(row: DashboardDelivery): DashboardDelivery {
   const { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at } = row;
   return { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at };
 }
 
-function DeliveryRow(props: { keyId: string; delivery: Delivery; open: boolean; onToggle: () => void; onRedelivered: (row: Delivery) => void }) {
+function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: boolean; onToggle: () => void; onRedelivered: (row: DashboardDelivery) => void }) {
   const d = props.delivery;
   return (
     <>
@@ -192,9 +190,16 @@ function DeliveryRow(props: { keyId: string; delivery: Delivery; open: boolean; 
   );
 }
 
-function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: string; onRedelivered: (row: Delivery) => void }) {
+/** What the detail view's buttons ask of the API, what they then say, and when the details are read again. */
+const ACTIONS = {
+  // The attempt runs in the background; show its result once it has had a moment.
+  redeliver: { done: 'Redelivery queued: a new attempt is being made now.', reloadAfterMs: 1500 },
+  cancel: { done: 'Cancelled: no further attempts will be made.', reloadAfterMs: 0 },
+} as const;
+
+function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: string; onRedelivered: (row: DashboardDelivery) => void }) {
   const path = `/keys/${encodeURIComponent(keyId)}/deliveries/${encodeURIComponent(id)}`;
-  const [detail, reload] = useLoad(() => api<DeliveryDetail>('GET', path), [path]);
+  const [detail, reload] = useLoad(() => api<DashboardDeliveryDetail>('GET', path), [path]);
   const [redeliver, setRedeliver] = useState<{ busy: boolean; message?: string; error?: string }>({ busy: false });
   const fresh = detail.state === 'ready' ? detail.data : undefined;
   // Keep the list row in step with what the details show (status, attempts, code).
@@ -203,26 +208,12 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [fresh]);
 
-  const doRedeliver = async () => {
+  const act = async (action: keyof typeof ACTIONS) => {
     setRedeliver({ busy: true });
     try {
-      const row = await api<Delivery>('POST', `${path}/redeliver`, {});
-      onRedelivered(row);
-      setRedeliver({ busy: false, message: 'Redelivery queued: a new attempt is being made now.' });
-      // The attempt runs in the background; show its result once it has had a moment.
-      setTimeout(() => void reload(), 1500);
-    } catch (err) {
-      setRedeliver({ busy: false, error: (err as Error).message });
-    }
-  };
-
-  const doCancel = async () => {
-    setRedeliver({ busy: true });
-    try {
-      const row = await api<Delivery>('POST', `${path}/cancel`, {});
-      onRedelivered(row);
-      setRedeliver({ busy: false, message: 'Cancelled: no further attempts will be made.' });
-      void reload();
+      onRedelivered(await api<DashboardDelivery>('POST', `${path}/${action}`, {}));
+      setRedeliver({ busy: false, message: ACTIONS[action].done });
+      setTimeout(() => void reload(), ACTIONS[action].reloadAfterMs);
     } catch (err) {
       setRedeliver({ busy: false, error: (err as Error).message });
     }
@@ -255,11 +246,11 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           )}
         </dl>
         <div className="actions">
-          <button type="button" className="button primary" onClick={doRedeliver} disabled={redeliver.busy}>
+          <button type="button" className="button primary" onClick={() => void act('redeliver')} disabled={redeliver.busy}>
             {redeliver.busy ? 'Redelivering…' : 'Redeliver'}
           </button>
           {d.status === 'pending' && (
-            <button type="button" className="button ghost" onClick={doCancel} disabled={redeliver.busy}>
+            <button type="button" className="button ghost" onClick={() => void act('cancel')} disabled={redeliver.busy}>
               Cancel delivery
             </button>
           )}

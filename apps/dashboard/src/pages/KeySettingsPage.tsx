@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import { api, ApiError, type ApiKey, type Me, type TestResult } from '../api.js';
-import { link } from '../App.js';
-import { addNavigationGuard, hrefOf, useTitle } from '../router.js';
+import type { DashboardKey, DashboardKeyList, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
+import { api, ApiError } from '../api.js';
+import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
 import { formatDate, formatRelative, formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
@@ -10,12 +10,12 @@ import { TextField } from '../components/TextField.js';
 
 type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'form', string>>;
 
-async function findKey(keyId: string): Promise<ApiKey | null> {
-  const { data } = await api<{ data: ApiKey[] }>('GET', '/keys');
+async function findKey(keyId: string): Promise<DashboardKey | null> {
+  const { data } = await api<DashboardKeyList>('GET', '/keys');
   return data.find((k) => k.id === keyId) ?? null;
 }
 
-export function KeySettingsPage({ keyId, me }: { keyId: string; me: Me }) {
+export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe }) {
   const [loaded, reload, setKey] = useLoad(() => findKey(keyId), [keyId]);
   useTitle(loaded.data ? `${loaded.data.name} · API Keys` : 'API Keys');
 
@@ -78,13 +78,13 @@ function Breadcrumb({ name }: { name: string }) {
   );
 }
 
-function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved: (key: ApiKey) => void }) {
+function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: DashboardMe; onSaved: (key: DashboardKey) => void }) {
   const [url, setUrl] = useState(apiKey.webhook_url ?? '');
   const [rpm, setRpm] = useState(apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
   const [errors, setErrors] = useState<FieldErrors>({});
   const [busy, setBusy] = useState<'save' | 'test' | null>(null);
   const [saved, setSaved] = useState(false);
-  const [test, setTest] = useState<TestResult | null>(null);
+  const [test, setTest] = useState<WebhookTestResult | null>(null);
   const dirty = url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
 
   useEffect(() => setSaved(false), [url, rpm]);
@@ -113,7 +113,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
     setBusy('save');
     setErrors({});
     try {
-      const res = await api<{ key: ApiKey }>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, { webhook_url: url.trim() || null, rate_limit_rpm: rpmValue });
+      const res = await api<DashboardKeyResult>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, { webhook_url: url.trim() || null, rate_limit_rpm: rpmValue });
       onSaved(res.key);
       setUrl(res.key.webhook_url ?? '');
       setSaved(true);
@@ -130,7 +130,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: ApiKey; me: Me; onSaved:
     setErrors({});
     setTest(null);
     try {
-      const res = await api<{ result: TestResult; key: ApiKey }>('POST', `/keys/${encodeURIComponent(apiKey.id)}/test`, {});
+      const res = await api<DashboardTestResult>('POST', `/keys/${encodeURIComponent(apiKey.id)}/test`, {});
       setTest(res.result);
       onSaved(res.key);
     } catch (err) {
@@ -209,7 +209,7 @@ export function webhookUrlProblem(value: string): string | null {
 }
 
 /** `Test failed with HTTP 403: Forbidden`, without repeating `HTTP 403` when that is all the error says. */
-export function testFailure(test: TestResult): string {
+export function testFailure(test: WebhookTestResult): string {
   const status = test.status_code != null ? ` with HTTP ${test.status_code}` : '';
   const error = test.error?.trim();
   if (!error || (test.status_code != null && error === `HTTP ${test.status_code}`)) return `Test failed${status || ': no details'}`;
@@ -233,7 +233,7 @@ function useUnsavedChangesWarning(dirty: boolean) {
   }, [dirty]);
 }
 
-function SigningSecret({ apiKey, onChanged }: { apiKey: ApiKey; onChanged: (key: ApiKey) => void }) {
+function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged: (key: DashboardKey) => void }) {
   const [shown, setShown] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -243,7 +243,7 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: ApiKey; onChanged: (key:
     setBusy(true);
     setError(null);
     try {
-      const res = await api<{ key: ApiKey; secret: string }>('POST', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`, {});
+      const res = await api<DashboardSigningSecret>('POST', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`, {});
       setShown(res.secret);
       onChanged(res.key);
     } catch (err) {
@@ -257,7 +257,7 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: ApiKey; onChanged: (key:
     setBusy(true);
     setError(null);
     try {
-      const res = await api<{ key: ApiKey }>('DELETE', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`);
+      const res = await api<DashboardKeyResult>('DELETE', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`);
       setShown(null);
       onChanged(res.key);
     } catch (err) {

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
-import { api, ApiError, type ApiKey } from '../api.js';
-import { link } from '../App.js';
-import { hrefOf, useTitle } from '../router.js';
+import type { DashboardCreatedKey, DashboardKey, DashboardKeyList } from '@svc/protocol';
+import { api, ApiError } from '../api.js';
+import { hrefOf, link, useTitle } from '../router.js';
 import { formatDate, formatRelative } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
@@ -9,10 +9,10 @@ import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 
 export function KeysPage() {
   useTitle('API Keys');
-  const [keys, reload] = useLoad(() => api<{ data: ApiKey[] }>('GET', '/keys').then((r) => r.data), []);
+  const [keys, reload] = useLoad(() => api<DashboardKeyList>('GET', '/keys').then((r) => r.data), []);
   const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<{ key: ApiKey; token: string } | null>(null);
-  const [revoking, setRevoking] = useState<ApiKey | null>(null);
+  const [created, setCreated] = useState<DashboardCreatedKey | null>(null);
+  const [revoking, setRevoking] = useState<DashboardKey | null>(null);
   const [revokeState, setRevokeState] = useState<{ busy: boolean; error?: string }>({ busy: false });
 
   const revoke = async () => {
@@ -138,7 +138,7 @@ export function KeysPage() {
   );
 }
 
-function CreateKeyForm({ onCreated, onCancel }: { onCreated: (r: { key: ApiKey; token: string }) => void; onCancel: () => void }) {
+function CreateKeyForm({ onCreated, onCancel }: { onCreated: (r: DashboardCreatedKey) => void; onCancel: () => void }) {
   const [name, setName] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
@@ -147,7 +147,7 @@ function CreateKeyForm({ onCreated, onCancel }: { onCreated: (r: { key: ApiKey; 
     setBusy(true);
     setError(null);
     try {
-      onCreated(await api<{ key: ApiKey; token: string }>('POST', '/keys', { name }));
+      onCreated(await api<DashboardCreatedKey>('POST', '/keys', { name }));
     } catch (err) {
       setError(err instanceof ApiError || err instanceof Error ? err.message : String(err));
       setBusy(false);

@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import type { DashboardSignIn } from '@svc/protocol';
 import { api, ApiError, setCsrfToken } from '../api.js';
 import { useTitle } from '../router.js';
 
@@ -14,7 +15,7 @@ export function LoginPage({ onSignedIn }: { onSignedIn: () => void }) {
     setBusy(true);
     setError(null);
     try {
-      const res = await api<{ csrf_token: string }>('POST', '/login', { email, password });
+      const res = await api<DashboardSignIn>('POST', '/login', { email, password });
       setCsrfToken(res.csrf_token);
       onSignedIn();
     } catch (err) {

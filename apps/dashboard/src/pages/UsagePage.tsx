@@ -1,4 +1,5 @@
-import { api, type Usage, type UsagePoint } from '../api.js';
+import type { UsagePoint, UsageReport } from '@svc/protocol';
+import { api } from '../api.js';
 import { formatNumber } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { ErrorMessage, Spinner } from '../components/Status.js';
@@ -49,7 +50,7 @@ function HeadCells() {
 
 export function UsagePage({ keyId = '' }: { keyId?: string }) {
   useTitle('Usage');
-  const [usage, reload] = useLoad(() => api<Usage>('GET', '/usage?days=30'), []);
+  const [usage, reload] = useLoad(() => api<UsageReport>('GET', '/usage?days=30'), []);
   // The chosen key lives in the URL (?key=…), so a view can be bookmarked and shared.
   const setKeyId = (id: string) => navigate(id ? { page: 'usage', keyId: id } : { page: 'usage' });
 

@@ -2,8 +2,7 @@ import type { Logger } from 'pino';
 import type { UsageIncrement, UsageStore } from '../storage/usage-store.js';
 import { LATENCY_COLUMNS, latencyBucket } from '../storage/usage-latency.js';
 import type { AuditSink, CompletedRequest } from './audit.js';
-
-const DAY_MS = 86_400_000;
+import { DAY_MS, utcDay } from '../time.js';
 
 /**
  * Per-key, per-day counters for the dashboard's Usage view (requests, tokens, errors, latency buckets,
@@ -52,7 +51,7 @@ export class UsageSink implements AuditSink {
   private dayOf(at: number): string {
     if (at < this.day.start || at >= this.day.end) {
       const start = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
-      this.day = { start, end: start + DAY_MS, label: new Date(start).toISOString().slice(0, 10) };
+      this.day = { start, end: start + DAY_MS, label: utcDay(start) };
     }
     return this.day.label;
   }

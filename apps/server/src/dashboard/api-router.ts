@@ -1,7 +1,19 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type {
+  DashboardCreatedKey,
+  DashboardDeliveryDetail,
+  DashboardDeliveryPage,
+  DashboardKeyList,
+  DashboardKeyResult,
+  DashboardMe,
+  DashboardSignIn,
+  DashboardSigningSecret,
+  DashboardTestResult,
+  WebhookTestResult,
+} from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import type { DeliveryRow, DeliveryRowStatus } from '../storage/deliveries-store.js';
+import type { DeliveryRow } from '../storage/deliveries-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ConcurrencyGate } from '../auth/concurrency-gate.js';
@@ -11,22 +23,17 @@ import { ApiError } from '../http/errors.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { DashboardError } from './errors.js';
 import { Sessions, signedInOf } from './session.js';
-import { attemptView, deliveryView, keyView } from './views.js';
+import { dashboardAttemptView, dashboardDeliveryView, keyView } from './views.js';
 import type { ServiceDeps } from '../service-deps.js';
 import { usageView } from './usage-view.js';
-
-/** What one test delivery did, as `POST /v1/webhooks/test` reports it (design §5). */
-export interface TestDeliveryResult {
-  success: boolean;
-  delivered_to: string;
-  status_code?: number | null;
-  error?: string | null;
-}
+import { DAY_MS, utcDay } from '../time.js';
+import { isRecord } from '../is-record.js';
+import { deliveryListQuery } from '../webhooks/delivery-shapes.js';
 
 /** The webhook operations the dashboard reuses from the webhooks module. */
 export interface DashboardWebhooks {
   /** One synchronous test attempt to the key's URL (the logic behind POST /v1/webhooks/test). */
-  sendTest(key: ApiKeyRecord): Promise<TestDeliveryResult>;
+  sendTest(key: ApiKeyRecord): Promise<WebhookTestResult>;
   /** A new attempt now for one of the key's deliveries; undefined when the key has no such delivery. */
   redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
   /** Stops one of the key's pending deliveries; undefined when the key has no such delivery. */
@@ -46,9 +53,7 @@ export interface DashboardApiDeps extends ServiceDeps {
   loginConcurrency?: number;
 }
 
-const DELIVERY_STATUSES: readonly DeliveryRowStatus[] = ['pending', 'delivered', 'failed', 'cancelled'];
 const MAX_NAME_LENGTH = 64;
-const DAY_MS = 86_400_000;
 
 /** Verifying against this when the email is unknown keeps the timing of both failures alike. */
 const dummyHash = hashPassword('not a password anyone has');
@@ -68,14 +73,8 @@ function stringField(body: Record<string, unknown>, name: string, options: { max
 function bodyOf(req: Request): Record<string, unknown> {
   const body: unknown = req.body;
   if (body === undefined) return {};
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ApiError('invalid_type', 'The request body must be a JSON object.');
-  }
-  return body as Record<string, unknown>;
-}
-
-function isoDay(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 10);
+  if (!isRecord(body)) throw new ApiError('invalid_type', 'The request body must be a JSON object.');
+  return body;
 }
 
 /**
@@ -132,7 +131,8 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     if (!user || !ok) throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
     await Promise.all([failedLogins.delete(pairKey), failedLoginsPerIp.reward(ip, 1)]);
     const csrfToken = await sessions.start(req, res, user);
-    res.json({ user: { id: user.id, email: user.email }, csrf_token: csrfToken });
+    const signedIn: DashboardSignIn = { user: { id: user.id, email: user.email }, csrf_token: csrfToken };
+    res.json(signedIn);
   });
 
   api.use(sessions.require());
@@ -144,12 +144,13 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
 
   api.get('/me', (_req, res) => {
     const { user, csrfToken } = signedInOf(res);
-    res.json({
+    const body: DashboardMe = {
       user: { id: user.id, email: user.email },
       csrf_token: csrfToken,
       default_rate_limit_rpm: deps.config.rateLimitRpm,
       max_rate_limit_rpm: deps.config.limits.maxKeyRateLimitRpm,
-    });
+    };
+    res.json(body);
   });
 
   /** The signed-in user's key, or 404 — for another user's key too, so ids reveal nothing. */
@@ -168,16 +169,18 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     return key;
   }
 
-  async function changed(key: ApiKeyRecord): Promise<ApiKeyRecord> {
+  /** The key as it is after a change (which this instance's key cache forgets). */
+  async function keyResult(key: ApiKeyRecord): Promise<DashboardKeyResult> {
     keyCache.invalidate(key.id);
     const fresh = await store.keys.byId(key.id);
     if (!fresh) throw new ApiError('not_found', `No API key with id '${key.id}'.`, { param: 'id' });
-    return fresh;
+    return { key: keyView(fresh) };
   }
 
   api.get('/keys', async (_req, res) => {
     const keys = await store.keys.list(signedInOf(res).user.id);
-    res.json({ data: keys.map(keyView) });
+    const body: DashboardKeyList = { data: keys.map(keyView) };
+    res.json(body);
   });
 
   api.post('/keys', async (req, res) => {
@@ -188,13 +191,14 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const key = await quota.create(userId, () =>
       store.keys.create({ userId, name, prefix: generated.prefix, keyHash: generated.hash, now: clock() }),
     );
-    res.status(201).json({ key: keyView(key), token: generated.token });
+    const body: DashboardCreatedKey = { key: keyView(key), token: generated.token };
+    res.status(201).json(body);
   });
 
   api.post('/keys/:id/revoke', async (req, res) => {
     const key = await ownKey(req, res);
     await store.keys.revoke(key.id, clock());
-    res.json({ key: keyView(await changed(key)) });
+    res.json(await keyResult(key));
   });
 
   api.patch('/keys/:id', async (req, res) => {
@@ -211,7 +215,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     if ('rate_limit_rpm' in body) patch.rate_limit_rpm = keyRateLimit(body.rate_limit_rpm, deps.config.limits);
     await store.keys.update(key.id, patch, clock());
     if (patch.webhook_url !== undefined) await deps.webhooks.urlChanged(key, patch.webhook_url);
-    res.json({ key: keyView(await changed(key)) });
+    res.json(await keyResult(key));
   });
 
   api.post('/keys/:id/signing-secret', async (req, res) => {
@@ -223,13 +227,14 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       clock(),
     );
     // The only time the plaintext leaves the server.
-    res.json({ key: keyView(await changed(key)), secret });
+    const body: DashboardSigningSecret = { ...(await keyResult(key)), secret };
+    res.json(body);
   });
 
   api.delete('/keys/:id/signing-secret', async (req, res) => {
     const key = await ownActiveKey(req, res);
     await store.keys.update(key.id, { signing_secret_enc: null, signing_secret_last4: null }, clock());
-    res.json({ key: keyView(await changed(key)) });
+    res.json(await keyResult(key));
   });
 
   api.post('/keys/:id/test', async (req, res) => {
@@ -240,44 +245,41 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       });
     }
     const result = await deps.webhooks.sendTest(key);
-    res.json({ result, key: keyView(await changed(key)) });
+    const body: DashboardTestResult = { result, ...(await keyResult(key)) };
+    res.json(body);
   });
 
   api.get('/keys/:id/deliveries', async (req, res) => {
     const key = await ownKey(req, res);
-    const status = typeof req.query.status === 'string' && req.query.status !== '' ? req.query.status : undefined;
-    if (status !== undefined && !DELIVERY_STATUSES.includes(status as DeliveryRowStatus)) {
-      throw new ApiError('invalid_value', `status must be one of ${DELIVERY_STATUSES.join(', ')}.`, { param: 'status' });
-    }
-    const before = typeof req.query.before === 'string' && req.query.before !== '' ? req.query.before : undefined;
-    const limitText = typeof req.query.limit === 'string' ? req.query.limit : '20';
-    const limit = Number(limitText);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-      throw new ApiError('invalid_value', 'limit must be a whole number from 1 to 100.', { param: 'limit' });
-    }
-    const page = await store.deliveries.list(key.id, { limit, status: status as DeliveryRowStatus | undefined, before });
-    res.json({ data: page.rows.map(deliveryView), has_more: page.hasMore });
+    const page = await store.deliveries.list(key.id, deliveryListQuery(req.query));
+    const body: DashboardDeliveryPage = { data: page.rows.map(dashboardDeliveryView), has_more: page.hasMore };
+    res.json(body);
   });
 
   api.get('/keys/:id/deliveries/:did', async (req, res) => {
     const key = await ownKey(req, res);
     const found = await store.deliveries.get(key.id, String(req.params.did));
-    if (!found) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
-    res.json({ ...deliveryView(found.delivery), payload: found.delivery.payload, attempt_log: found.attempts.map(attemptView) });
+    if (!found) throw deliveryNotFound(req);
+    const body: DashboardDeliveryDetail = {
+      ...dashboardDeliveryView(found.delivery),
+      payload: found.delivery.payload,
+      attempt_log: found.attempts.map(dashboardAttemptView),
+    };
+    res.json(body);
   });
 
   api.post('/keys/:id/deliveries/:did/redeliver', async (req, res) => {
     const key = await ownKey(req, res);
     const row = await deps.webhooks.redeliver(key, String(req.params.did));
-    if (!row) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
-    res.status(202).json(deliveryView(row));
+    if (!row) throw deliveryNotFound(req);
+    res.status(202).json(dashboardDeliveryView(row));
   });
 
   api.post('/keys/:id/deliveries/:did/cancel', async (req, res) => {
     const key = await ownKey(req, res);
     const row = await deps.webhooks.cancel(key, String(req.params.did));
-    if (!row) throw new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
-    res.json(deliveryView(row));
+    if (!row) throw deliveryNotFound(req);
+    res.json(dashboardDeliveryView(row));
   });
 
   api.get('/usage', async (req, res) => {
@@ -293,7 +295,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       throw new ApiError('not_found', `No API key with id '${keyId}'.`, { param: 'key_id' });
     }
     const today = clock();
-    const dayList = Array.from({ length: days }, (_, i) => isoDay(today - (days - 1 - i) * DAY_MS));
+    const dayList = Array.from({ length: days }, (_, i) => utcDay(today - (days - 1 - i) * DAY_MS));
     const rows = await store.usage.byDay(userId, dayList[0] as string, keyId);
     res.json(usageView(rows, keys.filter((k) => keyId === undefined || k.id === keyId), dayList));
   });
@@ -302,6 +304,10 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     throw new ApiError('not_found', `Unknown dashboard API URL: ${req.method} ${req.baseUrl}${req.path}.`);
   });
   return api;
+}
+
+function deliveryNotFound(req: Request): ApiError {
+  return new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
 }
 
 /** Takes one point; the limiter's state when there was none left, else undefined. */

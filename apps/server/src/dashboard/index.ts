@@ -3,7 +3,7 @@ import helmet from 'helmet';
 import { createDashboardApi, type DashboardApiDeps } from './api-router.js';
 import { dashboardStatic, findDashboardDist } from './static-files.js';
 
-export type { DashboardWebhooks, TestDeliveryResult } from './api-router.js';
+export type { DashboardWebhooks } from './api-router.js';
 
 export interface DashboardDeps extends DashboardApiDeps {
   /** The built SPA's folder; found next to the server package when omitted. */

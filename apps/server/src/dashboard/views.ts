@@ -1,17 +1,18 @@
+import type { DashboardDelivery, DashboardDeliveryAttempt, DashboardKey, DeliveryOutcome } from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { AttemptRow, DeliveryRow } from '../storage/deliveries-store.js';
-
-const iso = (ms: number | null): string | null => (ms === null ? null : new Date(Number(ms)).toISOString());
+import { isoTime, isoTimeOrNull } from '../time.js';
+import { attemptView, deliveryView } from '../webhooks/delivery-shapes.js';
 
 /** What the dashboard shows of a key: never its hash, never its signing secret (only the last 4 characters). */
-export function keyView(key: ApiKeyRecord) {
+export function keyView(key: ApiKeyRecord): DashboardKey {
   return {
     id: key.id,
     name: key.name,
     prefix: key.prefix,
-    created_at: iso(key.created_at),
-    last_used_at: iso(key.last_used_at),
-    revoked_at: iso(key.revoked_at),
+    created_at: isoTime(key.created_at),
+    last_used_at: isoTimeOrNull(key.last_used_at),
+    revoked_at: isoTimeOrNull(key.revoked_at),
     webhook_url: key.webhook_url,
     signing_secret_last4: key.signing_secret_last4,
     rate_limit_rpm: key.rate_limit_rpm,
@@ -19,39 +20,22 @@ export function keyView(key: ApiKeyRecord) {
       key.last_delivery_at === null
         ? null
         : {
-            at: iso(key.last_delivery_at),
-            outcome: key.last_delivery_outcome,
+            at: isoTime(key.last_delivery_at),
+            // The column is written only from a DeliveryStatusUpdate, whose outcome is one of the two.
+            outcome: key.last_delivery_outcome as DeliveryOutcome,
             status_code: key.last_delivery_status_code,
             error: key.last_delivery_error,
           },
   };
 }
 
-export function deliveryView(row: DeliveryRow) {
-  return {
-    id: row.id,
-    event: row.event,
-    request_id: row.request_id,
-    test: row.request_id.startsWith('test-'),
-    url: row.url,
-    status: row.status,
-    attempts: Number(row.attempts),
-    last_status_code: row.last_status_code,
-    last_error: row.last_error,
-    next_attempt_at: row.status === 'pending' ? iso(row.next_attempt_at) : null,
-    created_at: iso(row.created_at),
-    delivered_at: iso(row.delivered_at),
-  };
+/** The API's view of a delivery, without `object`, marked `test` for test deliveries. */
+export function dashboardDeliveryView(row: DeliveryRow): DashboardDelivery {
+  const { object: _object, ...delivery } = deliveryView(row);
+  return { ...delivery, test: row.request_id.startsWith('test-') };
 }
 
-export function attemptView(row: AttemptRow) {
-  return {
-    attempt: Number(row.attempt),
-    attempted_at: iso(row.attempted_at),
-    outcome: row.outcome,
-    status_code: row.status_code,
-    duration_ms: Number(row.duration_ms),
-    error: row.error,
-    response_body: row.response_body,
-  };
+/** The API's view of an attempt, with its outcome. */
+export function dashboardAttemptView(row: AttemptRow): DashboardDeliveryAttempt {
+  return { ...attemptView(row), outcome: row.outcome };
 }

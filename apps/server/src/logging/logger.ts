@@ -50,10 +50,10 @@ const PIPE_BUF = 4096;
 /**
  * Log lines gathered in memory and written to stderr in one write per 4 KiB or 100 ms, and at exit.
  * One write per line costs a syscall (or, with pino's asynchronous destination, a thread-pool hand-off)
- * each — ~10 % of a proxied request's CPU when the server has one core. It is not sonic-boom's `minLength`
- * either: that appends each line to a growing string and measures the whole string's byte length per line,
- * which copies the batch again at every line (~24 KB of garbage per request, measured with the sampling heap
- * profiler). `process.stderr` writes synchronously to files and pipes on Linux, so a batch is one `write`
+ * each, a sizeable share of a proxied request's CPU when the server has one core. It is not sonic-boom's
+ * `minLength` either: that appends each line to a growing string and measures the whole string's byte length
+ * per line, which copies the batch again at every line and leaves that much garbage per request.
+ * `process.stderr` writes synchronously to files and pipes on Linux, so a batch is one `write`
  * and nothing is left in flight at exit. After an EPIPE (the reader went away) lines are dropped. `atomic`
  * batches stay within PIPE_BUF bytes (shared with other processes: a longer write may be interleaved).
  */

@@ -128,10 +128,10 @@ function watchFile(file: string) {
 /**
  * SQLite's page cache, KiB: SQLite's own default (2 MB). better-sqlite3 builds SQLite with 16 MB
  * (`SQLITE_DEFAULT_CACHE_SIZE=-16000`), which the outbox fills within a minute of load and keeps (half of the
- * process's malloc heap at the bench's peak RSS). The hot pages are few — the right edges of the outbox's
- * B-trees and the rows the worker updates moments after their insert — and the OS page cache holds the file
- * anyway: `node bench/outbox-sqlite.bench.mjs --cache-kib N` (the outbox's statements over 60,000 rows) takes
- * the same 42–44 µs per delivery with 16, 4 and 2 MB.
+ * process's malloc heap under load). The hot pages are few — the right edges of the outbox's B-trees and the
+ * rows the worker updates moments after their insert — and the OS page cache holds the file anyway, so a larger
+ * cache costs memory without making a delivery's statements faster (`node bench/outbox-sqlite.bench.mjs
+ * --cache-kib N` compares sizes).
  */
 const PAGE_CACHE_KIB = 2048;
 
@@ -139,9 +139,8 @@ const PAGE_CACHE_KIB = 2048;
  * Bytes per page of a new database: 8 KiB, not SQLite's 4 KiB. An outbox row (~2.5 KB: the audit payload)
  * takes a 4 KiB page of its own, and each page is written to the WAL at the row's insert, again at its
  * attempt record, and once more by the checkpoint; with 8 KiB pages the rows of a batch share pages, so
- * fewer pages are written per delivery. `node bench/outbox-sqlite.bench.mjs --batch 12 --page-size 4096|8192`
- * on the same host, four alternating pairs: 87–106 µs per delivery with 4 KiB pages, 81–85 with 8 KiB
- * (batches of 32: 81–89 against 65–66).
+ * fewer pages are written per delivery, and a delivery costs less CPU (`node bench/outbox-sqlite.bench.mjs
+ * --page-size 4096|8192` compares them).
  */
 const PAGE_SIZE = 8192;
 
@@ -164,17 +163,15 @@ export interface WalCheckpointOptions {
 
 /**
  * WAL checkpoints between requests instead of inside a commit. SQLite's default checkpoints in the commit
- * that passes 1,000 WAL pages: that commit (a request's outbox insert, every ~100 requests) then copies the
- * pages and waits for two fsyncs, ~4–5 ms on the bench VM — the p99 of a request at 200 req/s. From a timer
+ * that passes 1,000 WAL pages: that commit (a request's outbox insert) then copies the pages and waits for two
+ * fsyncs, and the request that made it waits with it — that wait is what sets the tail latency. From a timer
  * a checkpoint delays only what arrives while it runs, and pages written several times in between are
  * copied once.
  *
  * A checkpoint holds the event loop while it copies and while the two fsyncs wait for the disk, so its size
- * is bounded by the rows changed, not only by time: at ~3,700 deliveries/s a one-second checkpoint copied
- * ~6,500 WAL frames and held the loop for ~45 ms (half of it waiting for fsync), the max-rate p99 of
- * everything-on requests. Every 1,500 changed rows instead (`bench/ab.mjs --bin-b`, three alternating pairs
- * each): p99 35–36 against 55–77 ms json, 39–46 against 57–71 ms streamed, the same CPU per request, and
- * the same p99 at 200 req/s. Below ~500 deliveries/s (~3 changed rows each) the one-second rhythm is unchanged.
+ * is bounded by the rows changed, not only by time: under a high delivery rate a one-second checkpoint grows
+ * with the rate, and the loop stalls for it. Checkpointing every CHECKPOINT_CHANGES changed rows keeps each
+ * one small at any rate, for the same CPU per request; at a low rate the one-second rhythm is what applies.
  *
  * @example
  * const checkpoints = new WalCheckpointer(sqlite, { intervalMs: 1000, changes: 1500 });

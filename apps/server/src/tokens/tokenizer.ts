@@ -8,9 +8,9 @@ type O200k = GptEncoding;
 /**
  * gpt-tokenizer's o200k_base encoding, loaded on first use (offline model, a client that left mid-stream, an
  * upstream without usage), not at start. Its ranks are read from the package's own data file
- * (`data/o200k_base.tiktoken`) rather than imported from its generated module: compiling that 2.2 MB array
- * literal left ~37 MB of RSS for 12 MB of heap, and the server's peak RSS rose by 25–30 MB on a first
- * client abort (bench/PROFILE.md, ninth session). Same ranks, same encoder: the tests compare both.
+ * (`data/o200k_base.tiktoken`) rather than imported from its generated module: compiling that multi-megabyte
+ * array literal leaves V8's compiler memory behind, several times the heap the ranks need, and the first client
+ * abort would raise the server's peak RSS by that much. Same ranks, same encoder: the tests compare both.
  */
 let o200k: O200k | undefined;
 let loading: Promise<O200k> | undefined;
@@ -19,7 +19,7 @@ let loading: Promise<O200k> | undefined;
 export async function loadTokenizer(): Promise<void> {
   o200k ??= await (loading ??= readRanks().then((ranks) => {
     const encoding = GptEncoding.getEncodingApi('o200k_base', () => ranks);
-    // The first encode sets up the encoder's lookups (~100 ms): here, not in the first request that counts.
+    // The first encode sets up the encoder's lookups, which takes a while: here, not in the first request that counts.
     encoding.encode('Hello, world. 1889 ', ORDINARY);
     return encoding;
   }));
@@ -38,7 +38,8 @@ export async function readRanks(file = RANKS_FILE): Promise<Array<string | numbe
   const text = await readFile(file, 'latin1');
   const utf8 = new TextDecoder('utf-8', { fatal: true });
   const ranks: Array<string | number[]> = [];
-  // 200,000 lines took ~300 ms in one go: a first use (a client leaving mid-stream) held every request up.
+  // The file has 200,000 lines: parsed in one go, a first use (a client leaving mid-stream) would hold every
+  // request up.
   let linesToYield = LINES_PER_TURN;
   for (let start = 0; start < text.length; ) {
     if (--linesToYield === 0) {
@@ -83,8 +84,8 @@ const ORDINARY = { disallowedSpecial: new Set<string>() };
 
 /**
  * BPE merging is quadratic in the length of one pre-token, and o200k's pre-tokenizer makes one pre-token of a
- * run of non-space characters (a pasted hash, base64) and one of a run of white space (200 KB of spaces took
- * 41 s). No piece handed to the encoder holds a run longer than this.
+ * run of non-space characters (a pasted hash, base64) and one of a run of white space (a pasted page of
+ * spaces would take tens of seconds). No piece handed to the encoder holds a run longer than this.
  */
 const MAX_RUN = 64;
 /**
@@ -207,8 +208,8 @@ function turns(): () => boolean {
 
 /**
  * Characters of one text counted exactly by `countTokensBounded`; the rest is estimated at the same
- * characters-per-token ratio. Counting 128 Ki characters takes 15–150 ms of CPU (prose to mixed scripts), in
- * turns of 2 ms.
+ * characters-per-token ratio, so the CPU one text can take is bounded whatever its size; the exact part is
+ * counted in short turns between which other requests run.
  */
 export const EXACT_COUNT_CHARS = 128 * 1024;
 

@@ -1,3 +1,5 @@
+import { isRecord } from '../is-record.js';
+
 /**
  * A small JSON Schema companion pair for the offline model: `sampleFromSchema` builds a value that
  * `validateJsonSchema` accepts. Covered: type (incl. type arrays), enum, const, required, properties,
@@ -425,10 +427,6 @@ function canonical(value: unknown): unknown {
 
 function asSchema(value: unknown): JsonSchema {
   return isRecord(value) ? value : {};
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function escapeRegExp(text: string): string {

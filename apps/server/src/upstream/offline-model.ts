@@ -4,7 +4,8 @@ import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } fro
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
-import { rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
+import { contentWords, rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
+import { isRecord } from '../is-record.js';
 import type { CallSignal, ChunkStream, Upstream, UpstreamBody, UpstreamCompletion, UpstreamRequest } from './upstream.js';
 
 /** Shown when there is nothing to answer from. */
@@ -23,8 +24,8 @@ const PASTED_DOCUMENT_WORDS = 40;
 /**
  * Characters of the conversation the offline model reads: the last user message first (its beginning and its
  * end, where the question usually is), then the sources in order, until this many; the rest is ignored, as past
- * a model's context window. Ranking sentences costs about 2 µs a character in one go (16 Ki: ~30 ms): a 9 MiB
- * message held the event loop for 4 s.
+ * a model's context window. Ranking runs in one go, in time that grows with the characters read: the bound
+ * keeps one request from holding the event loop, however large its messages.
  */
 export const MAX_READ_CHARS = 16 * 1024;
 /** Stream chunks between yields to the event loop. */
@@ -239,7 +240,8 @@ function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
     return { content: null, reasoning, toolCalls };
   }
 
-  const questionTerms = [...new Set(terms(question))];
+  // Named as the user wrote them: a stem ("franc") is no word to show.
+  const questionTerms = [...new Set(contentWords(question))];
   let content: string;
   let reasoning: string;
   if (passages.length === 0) {
@@ -415,7 +417,7 @@ function sampleHints(question: string): SampleHints {
   }
   names.push(...sentenceStarts);
   const numbers = [...question.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
-  return { question, names, numbers, keywords: [...new Set(terms(question))] };
+  return { question, names, numbers, keywords: [...new Set(contentWords(question))] };
 }
 
 /** Each chunk as a batch of its own (the offline model paces its chunks itself). */
@@ -529,8 +531,4 @@ function clip(text: string, max: number): string {
 
 function randomId(): string {
   return randomBytes(18).toString('base64url');
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

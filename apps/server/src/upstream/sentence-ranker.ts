@@ -1,3 +1,5 @@
+import { NEGATIONS, STOPWORDS, stem } from '@svc/grounding';
+
 /** A sentence of a source document, kept verbatim. */
 export interface Passage {
   text: string;
@@ -13,40 +15,39 @@ export interface RankedPassage extends Passage {
   matched: string[];
 }
 
-const STOPWORDS = new Set(
-  `a about above after again against all am an and any are aren't as at be because been before being below between both but by
-  can can't cannot could couldn't did didn't do does doesn't doing don't down during each few for from further had hadn't has
-  hasn't have haven't having he her here hers herself him himself his how i if in into is isn't it it's its itself just let's
-  me more most my myself no nor not of off on once only or other ought our ours ourselves out over own same she should
-  shouldn't so some such than that that's the their theirs them themselves then there there's these they this those through
-  to too under until up very was wasn't we were weren't what what's when where which while who whom why will with won't would
-  wouldn't you your yours yourself yourselves tell please give show explain describe know say says said does according also
-  may might must shall us get got whats much many`.split(/\s+/),
-);
+/**
+ * Words of a request rather than of its subject ("Please tell me what …"); with the grounding check's function
+ * words and negations they are no query terms.
+ */
+const REQUEST_WORDS = new Set(['tell', 'please', 'give', 'show', 'explain', 'describe', 'know', 'say', 'says', 'said', 'according', 'get', 'got', 'whats']);
 
 /** Abbreviations whose period does not end a sentence. */
 const ABBREVIATIONS = new Set(['e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'no', 'fig', 'approx', 'inc', 'ltd', 'jr', 'sr']);
 
-/** Lower-cased content words with a light English stemming; the same function serves queries and documents. */
-export function terms(text: string): string[] {
+/**
+ * Lower-cased content words as written: no function words, negations or words of the request itself.
+ *
+ * @example
+ * contentWords('Please tell me where the towers are'); // ['towers']
+ */
+export function contentWords(text: string): string[] {
   const out: string[] = [];
   for (const match of text.toLowerCase().matchAll(/[\p{L}\p{N}]+(?:['’][\p{L}]+)?/gu)) {
     const word = match[0].replace(/['’]s$/, '').replace(/’/g, "'");
-    if (STOPWORDS.has(word)) continue;
-    out.push(stem(word));
+    if (STOPWORDS.has(word) || NEGATIONS.has(word) || word.endsWith("n't") || REQUEST_WORDS.has(word)) continue;
+    out.push(word);
   }
   return out;
 }
 
-function stem(word: string): string {
-  if (word.length <= 3 || /\d/.test(word)) return word;
-  if (word.endsWith('ies') && word.length > 4) return `${word.slice(0, -3)}y`;
-  if (/(ss|us|is)$/.test(word)) return word;
-  if (/(sses|xes|ches|shes)$/.test(word)) return word.slice(0, -2);
-  if (word.endsWith('s')) return word.slice(0, -1);
-  if (word.endsWith('ing') && word.length > 5) return word.slice(0, -3);
-  if (word.endsWith('ed') && word.length > 4) return word.slice(0, -2);
-  return word;
+/**
+ * The content words stemmed as the grounding check stems them: what queries and documents are matched on.
+ *
+ * @example
+ * terms('Please tell me where the towers are'); // ['tower']
+ */
+export function terms(text: string): string[] {
+  return contentWords(text).map(stem);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { UpstreamError } from './upstream.js';
+import { isRecord } from '../is-record.js';
 
 /** Longest upstream message passed on; longer ones are cut with `…`. */
 const MESSAGE_LIMIT = 2000;
@@ -93,8 +94,4 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
 function shorten(message: string): string {
   const oneLine = message.replace(/\s+/g, ' ').trim();
   return oneLine.length > MESSAGE_LIMIT ? `${oneLine.slice(0, MESSAGE_LIMIT)}…` : oneLine;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

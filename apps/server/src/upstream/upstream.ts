@@ -41,8 +41,8 @@ export interface CallSignal {
 
 /**
  * A `CallSignal` that can be aborted: `AbortController` and its signal in one small object. Node's
- * `AbortSignal` is an `EventTarget` built per request whose objects outlive young-generation collections
- * (measured on the plain proxy: ~8 µs of CPU per signal, most of it in GC); this is a flag, a reason and a
+ * `AbortSignal` is an `EventTarget` built per request whose objects outlive young-generation collections, so
+ * every request would pay for promoting and later collecting them; this is a flag, a reason and a
  * listener list. Listeners run once, at the first `abort()`; one added after that never runs (as with
  * `AbortSignal`). undici takes it as a request's `signal` (it accepts any object with `addEventListener`).
  */

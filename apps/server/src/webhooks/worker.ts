@@ -4,8 +4,8 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import type { AttemptNext, AttemptResult, Backlog, DeliveriesStore, DeliveryRow } from '../storage/deliveries-store.js';
 import type { KeysStore } from '../storage/keys-store.js';
 import type { AttemptOutcome, Sender } from './sender.js';
+import { DAY_MS } from '../time.js';
 
-const DAY_MS = 86_400_000;
 /** A Retry-After longer than this is treated as this (a receiver cannot park a delivery for a month). */
 const MAX_RETRY_AFTER_MS = DAY_MS;
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */

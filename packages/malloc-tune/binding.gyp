@@ -1,8 +1,0 @@
-{
-  "targets": [
-    {
-      "target_name": "malloc_tune",
-      "sources": ["src/malloc_tune.c"]
-    }
-  ]
-}

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { DELIVERY_LIST_LIMITS, deliveryListSearch, parseDeliveryListQuery } from './delivery-list-query.js';
+import { DeliveryListQuerySchema } from './webhooks.js';
+
+const ID = 'whd_0123456789abcdef0123456789abcdef';
+
+describe('parseDeliveryListQuery', () => {
+  it('reads limit, status and before, with the default page size', () => {
+    expect(parseDeliveryListQuery({})).toEqual({ ok: true, query: { limit: DELIVERY_LIST_LIMITS.default, status: undefined, before: undefined } });
+    expect(parseDeliveryListQuery({ limit: '100', status: 'failed', before: ID })).toEqual({
+      ok: true,
+      query: { limit: 100, status: 'failed', before: ID },
+    });
+  });
+
+  it.each([
+    [{ limit: '0' }, 'limit', "'limit' must be an integer from 1 to 100; got '0'."],
+    [{ limit: '101' }, 'limit', "'limit' must be an integer from 1 to 100; got '101'."],
+    [{ limit: '2.0' }, 'limit', "'limit' must be an integer from 1 to 100; got '2.0'."],
+    [{ limit: '' }, 'limit', "'limit' must be an integer from 1 to 100; got ''."],
+    [{ limit: ['1', '2'] }, 'limit', "'limit' must be given once."],
+    [{ status: 'sent' }, 'status', "'status' must be one of pending, delivered, failed, cancelled; got 'sent'."],
+    [{ status: '' }, 'status', "'status' must be one of pending, delivered, failed, cancelled; got ''."],
+    [{ before: 'nope' }, 'before', "'before' must be a delivery id (whd_…) from a previous page; got 'nope'."],
+    [{ before: ID.toUpperCase() }, 'before', `'before' must be a delivery id (whd_…) from a previous page; got '${ID.toUpperCase()}'.`],
+    [{ before: { x: ID } }, 'before', "'before' must be given once."],
+    // The first bad parameter is named, in the order limit, status, before.
+    [{ limit: 'x', status: 'sent', before: 'nope' }, 'limit', "'limit' must be an integer from 1 to 100; got 'x'."],
+  ])('refuses %j, naming %s', (params, param, message) => {
+    expect(parseDeliveryListQuery(params)).toEqual({ ok: false, issue: { param, message } });
+  });
+
+  it('accepts what the documented schema accepts', () => {
+    for (const query of [{ limit: 1 }, { limit: 100, status: 'pending' as const }, { before: ID }]) {
+      expect(DeliveryListQuerySchema.safeParse(query).success).toBe(true);
+      const params = Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)]));
+      expect(parseDeliveryListQuery(params).ok).toBe(true);
+    }
+    for (const query of [{ limit: 0 }, { limit: 101 }, { before: 'whd_1' }]) {
+      expect(DeliveryListQuerySchema.safeParse(query).success).toBe(false);
+      const params = Object.fromEntries(Object.entries(query).map(([k, v]) => [k, String(v)]));
+      expect(parseDeliveryListQuery(params).ok).toBe(false);
+    }
+  });
+});
+
+describe('deliveryListSearch', () => {
+  it('writes what is set, in a fixed order, and reads back the same', () => {
+    expect(deliveryListSearch({})).toBe('');
+    expect(deliveryListSearch({ before: ID, status: 'failed', limit: 20 })).toBe(`?limit=20&status=failed&before=${ID}`);
+    const search = deliveryListSearch({ limit: 5, status: 'cancelled', before: ID });
+    expect(parseDeliveryListQuery(Object.fromEntries(new URLSearchParams(search)))).toEqual({
+      ok: true,
+      query: { limit: 5, status: 'cancelled', before: ID },
+    });
+  });
+});

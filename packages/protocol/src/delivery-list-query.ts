@@ -1,0 +1,79 @@
+// No zod here: this module is also the `@svc/protocol/delivery-list-query` entry, which the CLI and the
+// dashboard load at run time without the schemas.
+
+/** `cancelled`: stopped before delivery (by a cancel, or because the key's webhook URL was cleared); `last_error` says why. */
+export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
+
+/** A delivery id (`whd_` and 32 hex digits); a page's `next_cursor` and the `before` of the next. */
+export const DELIVERY_ID_PATTERN = /^whd_[0-9a-f]{32}$/;
+
+/** Page size of a deliveries list when `limit` is not given, and the largest one allowed. */
+export const DELIVERY_LIST_LIMITS = { default: 20, max: 100 } as const;
+
+/** A page request of a deliveries list, as both the API and the dashboard API read it. */
+export interface DeliveryListQuery {
+  limit: number;
+  status?: (typeof DELIVERY_STATUSES)[number];
+  /** A delivery id: only deliveries older than it. */
+  before?: string;
+}
+
+/** Why a list query was refused: the parameter and a message for the error body. */
+export interface DeliveryListQueryIssue {
+  param: 'limit' | 'status' | 'before';
+  message: string;
+}
+
+export type DeliveryListQueryResult = { ok: true; query: DeliveryListQuery } | { ok: false; issue: DeliveryListQueryIssue };
+
+const fail = (param: DeliveryListQueryIssue['param'], message: string): DeliveryListQueryResult => ({ ok: false, issue: { param, message } });
+// Express reads `?status=a&status=b` as an array (and `?status[x]=a` as an object).
+const givenTwice = (param: DeliveryListQueryIssue['param']) => fail(param, `'${param}' must be given once.`);
+
+/**
+ * Reads `limit`, `status` and `before` from a parsed query string (each at most once). A bad value is an
+ * outcome, not an exception: the server turns it into its 400 `invalid_value` error.
+ *
+ * @example
+ * parseDeliveryListQuery({ limit: '2', status: 'failed' }); // { ok: true, query: { limit: 2, status: 'failed', before: undefined } }
+ * parseDeliveryListQuery({ before: 'nope' }).ok;              // false, issue.param === 'before'
+ */
+export function parseDeliveryListQuery(params: Readonly<Record<string, unknown>>): DeliveryListQueryResult {
+  const { max } = DELIVERY_LIST_LIMITS;
+  const limitText = params.limit;
+  if (limitText !== undefined && typeof limitText !== 'string') return givenTwice('limit');
+  if (limitText !== undefined && (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > max)) {
+    return fail('limit', `'limit' must be an integer from 1 to ${max}; got '${limitText}'.`);
+  }
+  const status = params.status;
+  if (status !== undefined && typeof status !== 'string') return givenTwice('status');
+  if (status !== undefined && !isDeliveryStatus(status)) {
+    return fail('status', `'status' must be one of ${DELIVERY_STATUSES.join(', ')}; got '${status}'.`);
+  }
+  const before = params.before;
+  if (before !== undefined && typeof before !== 'string') return givenTwice('before');
+  if (before !== undefined && !DELIVERY_ID_PATTERN.test(before)) {
+    return fail('before', `'before' must be a delivery id (whd_…) from a previous page; got '${before}'.`);
+  }
+  return { ok: true, query: { limit: limitText === undefined ? DELIVERY_LIST_LIMITS.default : Number(limitText), status, before } };
+}
+
+/**
+ * The query string of a list request (with its `?`; empty when nothing is set): what the CLI and the
+ * dashboard send and `parseDeliveryListQuery` reads.
+ *
+ * @example
+ * deliveryListSearch({ limit: 20, status: 'failed' }); // '?limit=20&status=failed'
+ */
+export function deliveryListSearch(query: Partial<DeliveryListQuery>): string {
+  const search = new URLSearchParams();
+  if (query.limit !== undefined) search.set('limit', String(query.limit));
+  if (query.status) search.set('status', query.status);
+  if (query.before) search.set('before', query.before);
+  return search.size > 0 ? `?${search}` : '';
+}
+
+/** True when `value` names a delivery state. */
+export function isDeliveryStatus(value: string): value is (typeof DELIVERY_STATUSES)[number] {
+  return (DELIVERY_STATUSES as readonly string[]).includes(value);
+}
