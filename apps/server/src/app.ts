@@ -16,6 +16,7 @@ import { ApiError } from './http/errors.js';
 import { hostCheck } from './http/host-check.js';
 import { InFlightLimit } from './http/in-flight.js';
 import { chatCompletions, isChatRequest } from './chat/chat-completions.js';
+import { responsesRouter } from './responses/routes.js';
 import { createPipeline, type KeyedRoute, type Pipeline } from './pipeline/pipeline.js';
 import { answerErrors, apiKeyOf, authorized, exchangeOf, expressRoute } from './pipeline/express.js';
 
@@ -61,8 +62,10 @@ export function createRequestListener(deps: AppDeps): RequestListener {
     }),
     applyLimit: createRateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm }),
   });
-  const chat = chatCompletions({ ...deps, inFlight: deps.inFlight ?? new InFlightLimit(deps.config.maxInFlight) });
-  const routes = expressRoute(expressApp(deps, pipeline, chat));
+  const chatDeps = { ...deps, inFlight: deps.inFlight ?? new InFlightLimit(deps.config.maxInFlight) };
+  const chat = chatCompletions(chatDeps);
+  const responses = responsesRouter({ ...chatDeps, responses: deps.store.responses });
+  const routes = expressRoute(expressApp(deps, pipeline, chat, responses));
   return (req, res) => {
     const exchange = pipeline.open(req, res);
     if (isChatRequest(req)) void pipeline.runWithKey(exchange, chat);
@@ -71,7 +74,7 @@ export function createRequestListener(deps: AppDeps): RequestListener {
 }
 
 /** Every route but the chat route's exact path, as an Express app behind the pipeline. */
-function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute): Express {
+function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute, responses: Router): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -108,6 +111,7 @@ function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute): Expres
     }
     res.json(model);
   });
+  v1.use('/responses', responses);
   if (deps.webhooksRouter) v1.use('/webhooks', deps.webhooksRouter);
   app.use('/v1', v1);
 

@@ -71,24 +71,35 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
 }
 
 /**
+ * Validates a request body against a schema of `@svc/protocol`, answering the first problem as OpenAI does
+ * (design §4): a missing required field first, then types and values, with `param` naming the field.
+ */
+export function parseRequestBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError('invalid_type', `The request body must be a JSON object, but got ${describe(body)}.`);
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const issues = parsed.error.issues;
+    const missing = issues.find((i) => i.code === 'invalid_type' && valueAt(body, i.path) === undefined);
+    throw issueToError(missing ?? issues[0]!, body);
+  }
+  return parsed.data;
+}
+
+/** The one model svc serves: any other name is a 404 `model_not_found`, as OpenAI answers an unknown model. */
+export function requireSvcModel(model: string): void {
+  if (model !== SVC_MODEL) throw new ApiError('model_not_found', `The model '${model}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
+}
+
+/**
  * Validates a chat request body (design §3): types of every standard field, `model` = svc01, `svc` options.
  * Throws ApiError with the first problem.
  */
 export function parseChatRequest(body: unknown): ChatCompletionRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ApiError('invalid_type', `The request body must be a JSON object, but got ${describe(body)}.`);
-  }
-  const parsed = ChatCompletionRequestSchema.safeParse(body);
-  if (!parsed.success) {
-    const issues = parsed.error.issues;
-    // Report a missing required field before anything else, as OpenAI does.
-    const missing = issues.find((i) => i.code === 'invalid_type' && valueAt(body, i.path) === undefined);
-    throw issueToError(missing ?? issues[0]!, body);
-  }
-  if (parsed.data.model !== SVC_MODEL) {
-    throw new ApiError('model_not_found', `The model '${parsed.data.model}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
-  }
-  return parsed.data;
+  const request = parseRequestBody(ChatCompletionRequestSchema, body);
+  requireSvcModel(request.model);
+  return request;
 }
 
 /** What goes upstream: spec defaults, thinking mode, the mapped model, `svc` removed, usage always requested. */

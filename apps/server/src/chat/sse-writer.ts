@@ -41,12 +41,17 @@ export class SseWriter {
 
   /** Queues `data: …` for this tick's write; returns a promise only when the reader is behind. */
   write(data: string): Promise<void> | undefined {
+    return this.writeEvents(`data: ${data}\n\n`);
+  }
+
+  /** Queues text already in SSE form (`event:` and `data:` lines), as `write` does. */
+  writeEvents(text: string): Promise<void> | undefined {
     if (this.drained) {
       const drained = this.drained;
       this.drained = null;
-      return drained.then(() => this.write(data));
+      return drained.then(() => this.writeEvents(text));
     }
-    this.pending += `data: ${data}\n\n`;
+    this.pending += text;
     this.schedule();
     return undefined;
   }

@@ -1,4 +1,5 @@
 import { SVC_MODEL, type ChatCompletionChunk, type ChatCompletionRequest, type SvcResult, type Usage } from '@svc/protocol';
+import type { ApiError } from '../http/errors.js';
 import { toApiError } from '../http/to-api-error.js';
 import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
 import type { ChunkStream } from '../upstream/upstream.js';
@@ -8,19 +9,54 @@ import { countUsage } from './prompt.js';
 import { dehallucinateRequested } from './request.js';
 import { SseWriter } from './sse-writer.js';
 
+/** The choices of one upstream chunk, as the relay hands them on. */
+export type RelayedChoices = ChatCompletionChunk['choices'];
+
 /**
- * Relays upstream chunks in OpenAI's SSE format under our id and model; the chunk that finishes the first
- * choice also carries `svc` (the full text is known then). Usage from upstream is held back and sent as a
- * `choices: []` chunk only when the client asked for it. Whatever fails once the stream started ends it with
- * an error frame, recorded like a success: this never throws.
+ * What a relayed stream is written as: chat completion chunks (`data:` frames and `[DONE]`), or the Responses
+ * API's events. The relay decides when (the first choice's finish carries `svc`; usage and the end come after
+ * the stream, the end after the audit); the output decides how. A returned promise means "wait for drain".
+ */
+export interface StreamOutput {
+  serviceTier(tier: string): void;
+  choices(choices: RelayedChoices, systemFingerprint: string | null | undefined, svc: SvcResult | undefined): Promise<void> | undefined;
+  usage(usage: Usage, systemFingerprint: string | null | undefined): Promise<void> | undefined;
+  /** After the audit: the stream's last words. */
+  end(): Promise<void> | undefined;
+  /** The stream broke after it started. */
+  fail(error: ApiError): Promise<void> | undefined;
+}
+
+/** Chat completion chunks under our id and model; usage as a `choices: []` chunk only when the client asked. */
+export function chatChunks(ctx: ChatContext, request: ChatCompletionRequest, sse: SseWriter): StreamOutput {
+  const { requestId, startedAt } = ctx.exchange;
+  const includeUsage = request.stream_options?.include_usage === true;
+  const frames = new FrameJson(requestId, Math.floor(startedAt / 1000), SVC_MODEL, { includeUsage });
+  return {
+    serviceTier: (tier) => frames.serviceTier(tier),
+    choices: (choices, fingerprint, svc) => sse.write(frames.of(choices, fingerprint, svc)),
+    usage: (usage, fingerprint) => (includeUsage ? sse.write(frames.usage(usage, fingerprint)) : undefined),
+    end: () => sse.write('[DONE]'),
+    fail: (error) => sse.write(JSON.stringify(error.toBody())),
+  };
+}
+
+/**
+ * Relays upstream chunks to the client through `output` (chat chunks by default); the chunk that finishes the
+ * first choice also carries `svc` (the full text is known then). Usage from upstream is held back until the
+ * stream ends. Whatever fails once the stream started ends it through `output.fail`, recorded like a success:
+ * this never throws.
  *
  * @example
  * await relayStream(ctx, request, await upstream.stream({ body, signal: ctx.abort, thinking: false }));
  */
-export async function relayStream(ctx: ChatContext, request: ChatCompletionRequest, chunks: ChunkStream): Promise<void> {
-  const { res, requestId, startedAt } = ctx.exchange;
-  const created = Math.floor(startedAt / 1000);
-  const includeUsage = request.stream_options?.include_usage === true;
+export async function relayStream(
+  ctx: ChatContext,
+  request: ChatCompletionRequest,
+  chunks: ChunkStream,
+  outputOf: (sse: SseWriter) => StreamOutput = (sse) => chatChunks(ctx, request, sse),
+): Promise<void> {
+  const { res, startedAt } = ctx.exchange;
   const requested = dehallucinateRequested(request);
   const texts: string[] = [];
   const started = new Set<number>();
@@ -37,12 +73,11 @@ export async function relayStream(ctx: ChatContext, request: ChatCompletionReque
     'x-accel-buffering': 'no',
   });
   const sse = new SseWriter(res);
+  const out = outputOf(sse);
 
-  const write = (data: string): Promise<void> | undefined => sse.write(data);
   const computeSvc = async () =>
     ctx.deps.grounder.check({ messages: request.messages, answer: texts[0] ?? '', requested });
 
-  const frames = new FrameJson(requestId, created, SVC_MODEL, { includeUsage });
   /** The upstream's last `system_fingerprint`, for the usage frame; whether its `service_tier` is known. */
   let lastFingerprint: string | null | undefined;
   let tierKnown = false;
@@ -70,7 +105,7 @@ export async function relayStream(ctx: ChatContext, request: ChatCompletionReque
         if (chunk.system_fingerprint !== undefined) lastFingerprint = chunk.system_fingerprint;
         if (!tierKnown && typeof chunk.service_tier === 'string') {
           tierKnown = true;
-          frames.serviceTier(chunk.service_tier);
+          out.serviceTier(chunk.service_tier);
         }
         if (chunk.usage) usage = chunk.usage;
         if (!chunk.choices || chunk.choices.length === 0) continue;
@@ -85,12 +120,12 @@ export async function relayStream(ctx: ChatContext, request: ChatCompletionReque
         }
         if (finishesFirst) {
           svc = await computeSvc();
-          await write(frames.of(choices, fingerprint, svc));
-          for (const h of held.splice(0)) await write(frames.of(h.choices, h.system_fingerprint, svc));
+          await out.choices(choices, fingerprint, svc);
+          for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
         } else if (finishesOther && svc === null) {
           held.push({ choices, system_fingerprint: fingerprint });
         } else {
-          const behind = write(frames.of(choices, fingerprint, finishesOther && svc ? svc : undefined));
+          const behind = out.choices(choices, fingerprint, finishesOther && svc ? svc : undefined);
           if (behind) await behind;
         }
       }
@@ -101,11 +136,11 @@ export async function relayStream(ctx: ChatContext, request: ChatCompletionReque
     if (svc === null) {
       // Upstream ended cleanly without a finish_reason for the first choice: close it ourselves.
       svc = await computeSvc();
-      await write(frames.of([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc));
-      for (const h of held.splice(0)) await write(frames.of(h.choices, h.system_fingerprint, svc));
+      await out.choices([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc);
+      for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
     }
     usage ??= await countUsage(request.messages, texts);
-    if (includeUsage) await write(frames.usage(usage, lastFingerprint));
+    await out.usage(usage, lastFingerprint);
     await record(ctx, {
       statusCode: statusFor(ctx, 200),
       streaming: true,
@@ -114,14 +149,14 @@ export async function relayStream(ctx: ChatContext, request: ChatCompletionReque
       svc,
       usage,
     });
-    await write('[DONE]');
+    await out.end();
   } catch (err) {
     // Whatever failed (upstream, counting, the audit of a finished stream), the delivery is recorded and the
     // client gets an error frame: nothing in this path may throw past them.
     const error = toApiError(err);
     const clientGone = ctx.abort.aborted;
     sse.hold();
-    if (!clientGone) await write(JSON.stringify(error.toBody()));
+    if (!clientGone) await out.fail(error);
     await recordFailure(ctx, {
       statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
       streaming: true,

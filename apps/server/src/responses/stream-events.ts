@@ -34,6 +34,7 @@ export class ResponseEvents {
   private finishReason: string | null = null;
   private svc: SvcResult | undefined;
   private usage: ResponseObject['usage'] = null;
+  private final: ResponseObject | null = null;
 
   constructor(
     private readonly response: ResponseObject,
@@ -47,7 +48,7 @@ export class ResponseEvents {
     return this.flush();
   }
 
-  chunk(chunk: ChatCompletionChunk): string {
+  chunk(chunk: Pick<ChatCompletionChunk, 'choices' | 'usage' | 'svc'>): string {
     if (chunk.usage) this.usage = responseUsage(chunk.usage);
     if (chunk.svc) this.svc = chunk.svc;
     // One response per request: choices other than the first (n > 1) have no place in it.
@@ -97,6 +98,7 @@ export class ResponseEvents {
       usage: this.usage,
       ...(this.svc && { svc: this.svc }),
     };
+    this.final = response;
     this.emit(status.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
     return this.flush();
   }
@@ -106,13 +108,15 @@ export class ResponseEvents {
     this.closeMessage('incomplete');
     this.closeCalls('incomplete');
     const response: ResponseObject = { ...this.response, status: 'failed', error, output: this.output, usage: this.usage };
+    this.final = response;
     this.emit('response.failed', { response });
     return this.flush();
   }
 
-  /** The response as it ends (for storage and the audit), once `finish` or `fail` has run. */
+  /** The response as it ended (what is stored), once `finish` or `fail` has run. */
   get result(): ResponseObject {
-    return { ...this.response, output: this.output, usage: this.usage, ...(this.svc && { svc: this.svc }) };
+    if (!this.final) throw new Error('ResponseEvents.result read before the stream ended');
+    return this.final;
   }
 
   private text(kind: OpenPart['kind'], delta: string): void {

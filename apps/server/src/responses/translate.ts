@@ -125,7 +125,10 @@ function appendItems(messages: ChatMessage[], items: readonly ResponseInputItem[
       continue;
     }
     if (item.role === 'user') {
-      messages.push({ role: 'user', content: typeof item.content === 'string' ? item.content : userParts(item.content, where) });
+      // Text alone goes as a string, which every upstream reads (some take no content arrays).
+      const textOnly = typeof item.content === 'string' || item.content.every((part) => part.type === 'input_text' || part.type === 'output_text');
+      const content = typeof item.content === 'string' ? item.content : textOnly ? textOf(item.content, `${where}.content`) : userParts(item.content, where);
+      messages.push({ role: 'user', content });
     } else if (item.role === 'assistant') {
       const content = typeof item.content === 'string' ? item.content : textOf(item.content, `${where}.content`);
       const refusal = typeof item.content === 'string' ? undefined : item.content.find((part) => part.type === 'refusal');

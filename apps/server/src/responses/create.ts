@@ -1,0 +1,138 @@
+import {
+  ResponseCreateRequestSchema,
+  type ChatCompletionRequest,
+  type ResponseInputItem,
+  type ResponseObject,
+} from '@svc/protocol';
+import { pooledRandom } from '../crypto/random-pool.js';
+import { ApiError } from '../http/errors.js';
+import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
+import { toApiError } from '../http/to-api-error.js';
+import type { KeyedRoute } from '../pipeline/pipeline.js';
+import type { ResponsesStore } from '../storage/responses-store.js';
+import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatContext, type ChatDeps } from '../chat/chat-context.js';
+import { complete } from '../chat/completion.js';
+import type { SseWriter } from '../chat/sse-writer.js';
+import { parseRequestBody, requireSvcModel, toUpstreamBody } from '../chat/request.js';
+import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
+import { ResponseEvents } from './stream-events.js';
+import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
+
+export interface ResponsesDeps extends ChatDeps {
+  responses: ResponsesStore;
+}
+
+/** An id in OpenAI's form for a response or an item: `resp_…`, `msg_…`, `fc_…`. */
+export function newId(prefix: string): string {
+  return `${prefix}_${pooledRandom(24, 'hex')}`;
+}
+
+/**
+ * `POST /v1/responses`: the request becomes a chat request (its conversation read back through
+ * `previous_response_id`), runs as chat completions do (upstream, grounding, audit), and is answered, and
+ * stored unless `store: false`, as a response object or as the Responses API's stream of events.
+ */
+export function createResponse(deps: ResponsesDeps): KeyedRoute {
+  const bodyBudget = new BodyBudget(deps.config.maxBodyBytesInFlight);
+  return async (exchange, key) => {
+    const ctx = chatContext(deps, exchange, key);
+    deps.inFlight.admit(exchange.res);
+    const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, bodyBudget)) as Record<string, unknown> | undefined;
+    let chat: ChatCompletionRequest | undefined;
+    try {
+      const request = parseRequestBody(ResponseCreateRequestSchema, raw);
+      requireSvcModel(request.model);
+      const history = await conversation(deps, key.id, request.previous_response_id);
+      chat = toChatRequest(request, history);
+      const base: ResponseBase = { id: newId('resp'), createdAt: Math.floor(exchange.startedAt / 1000), request };
+      const input = withIds(inputItems(request));
+      const store = async (response: ResponseObject) => {
+        if (request.store !== false) await deps.responses.save(key.id, response, input);
+      };
+      const upstream = toUpstreamBody(chat, deps.config.upstream);
+      ctx.upstreamStartedAt = deps.clock();
+      if (!upstream.streaming) {
+        const completion = await complete(ctx, chat, upstream);
+        const response = completedResponse(base, completion, Math.floor(deps.clock() / 1000), newId);
+        await store(response);
+        await record(ctx, {
+          statusCode: 200,
+          streaming: false,
+          messages: chat.messages,
+          responseText: completion.choices[0]?.message.content ?? '',
+          svc: completion.svc,
+          usage: completion.usage,
+        });
+        send(ctx, response);
+        return;
+      }
+      deps.inFlight.streaming(exchange.res);
+      const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
+      await relayStream(ctx, chat, chunks, (sse) => responseEvents(deps, base, sse, store));
+    } catch (err) {
+      const error = toApiError(err);
+      await recordFailure(ctx, {
+        statusCode: statusFor(ctx, error.status),
+        streaming: raw?.stream === true,
+        messages: chat?.messages ?? raw?.input,
+        responseText: '',
+        svc: null,
+        usage: NO_USAGE,
+      });
+      throw error;
+    }
+  };
+}
+
+/** The conversation behind `previous_response_id`, read for this key only. */
+async function conversation(deps: ResponsesDeps, keyId: string, previous: string | null | undefined): Promise<ResponseInputItem[]> {
+  if (!previous) return [];
+  const items = await deps.responses.conversation(keyId, previous);
+  if (!items) throw new ApiError('not_found', `Previous response with id '${previous}' not found.`, { param: 'previous_response_id' });
+  return items;
+}
+
+/** Input items as stored and listed: each with an id, a message's text as content parts. */
+function withIds(items: readonly ResponseInputItem[]): ResponseInputItem[] {
+  return items.map((item): ResponseInputItem => {
+    if (item.type === 'function_call') return { ...item, id: item.id ?? newId('fc') };
+    if (item.type === 'function_call_output') return { ...item, id: item.id ?? newId('fco') };
+    if (item.type === 'reasoning') return item;
+    const text = item.role === 'assistant' ? 'output_text' : 'input_text';
+    const content = typeof item.content === 'string' ? [{ type: text, text: item.content }] : item.content;
+    return { ...item, type: 'message', id: item.id ?? newId('msg'), content } as ResponseInputItem;
+  });
+}
+
+function send(ctx: ChatContext, response: ResponseObject): void {
+  const json = JSON.stringify(response);
+  const svc = response.svc;
+  ctx.exchange.res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+    ...(svc && { 'x-svc-checked': String(svc.checked), 'x-svc-grounded': String(svc.grounded), 'x-svc-score': String(svc.score) }),
+  });
+  ctx.exchange.res.end(json);
+}
+
+/** The relay's output as Responses API events; the response is stored before `response.completed` is sent. */
+function responseEvents(
+  deps: ResponsesDeps,
+  base: ResponseBase,
+  sse: SseWriter,
+  store: (response: ResponseObject) => Promise<void>,
+): StreamOutput {
+  const events = new ResponseEvents(pendingResponse(base), newId, () => Math.floor(deps.clock() / 1000));
+  sse.writeEvents(events.start());
+  return {
+    serviceTier: () => {},
+    choices: (choices, _fingerprint, svc) => sse.writeEvents(events.chunk({ choices, ...(svc && { svc }) })),
+    usage: (usage) => sse.writeEvents(events.chunk({ choices: [], usage })),
+    end: async () => {
+      const finished = events.finish();
+      await store(events.result);
+      return sse.writeEvents(finished);
+    },
+    fail: (error) => sse.writeEvents(events.fail({ code: error.wireCode ?? error.code, message: error.message })),
+  };
+}

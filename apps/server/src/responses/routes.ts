@@ -1,0 +1,66 @@
+import express, { type Router } from 'express';
+import type { ResponseInputItem } from '@svc/protocol';
+import { ApiError } from '../http/errors.js';
+import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
+import type { ResponsesStore } from '../storage/responses-store.js';
+import { createResponse, type ResponsesDeps } from './create.js';
+
+const MAX_LIST_LIMIT = 100;
+
+/**
+ * `/v1/responses` (behind the key and the rate limit, as every /v1 route): create, read back, delete, and
+ * list a response's input items. A response of another key reads as not found.
+ *
+ * @example
+ * v1.use('/responses', responsesRouter(deps));
+ */
+export function responsesRouter(deps: ResponsesDeps): Router {
+  const router = express.Router();
+  const create = createResponse(deps);
+  router.post('/', (_req, res) => create(exchangeOf(res), apiKeyOf(res)));
+  router.get('/:id', async (req, res) => {
+    const stored = await found(deps.responses, apiKeyOf(res).id, req.params.id);
+    res.json(stored.response);
+  });
+  router.delete('/:id', async (req, res) => {
+    if (!(await deps.responses.delete(apiKeyOf(res).id, req.params.id))) throw notFound(req.params.id);
+    res.json({ id: req.params.id, object: 'response', deleted: true });
+  });
+  router.get('/:id/input_items', async (req, res) => {
+    const stored = await found(deps.responses, apiKeyOf(res).id, req.params.id);
+    res.json(page(stored.inputItems, req.query));
+  });
+  return router;
+}
+
+async function found(responses: ResponsesStore, keyId: string, id: string) {
+  const stored = await responses.get(keyId, id);
+  if (!stored) throw notFound(id);
+  return stored;
+}
+
+function notFound(id: string): ApiError {
+  return new ApiError('not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
+}
+
+/** OpenAI's list page over the items: `order` (default `desc`), `limit` (1–100, default 20), `after` an item id. */
+function page(items: readonly ResponseInputItem[], query: Record<string, unknown>) {
+  const order = query.order ?? 'desc';
+  if (order !== 'asc' && order !== 'desc') {
+    throw new ApiError('invalid_value', `Invalid value for 'order': expected 'asc' or 'desc'.`, { param: 'order' });
+  }
+  const limit = query.limit === undefined ? 20 : Number(query.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new ApiError('invalid_value', `Invalid value for 'limit': expected an integer from 1 to ${MAX_LIST_LIMIT}.`, { param: 'limit' });
+  }
+  const ordered = order === 'asc' ? [...items] : [...items].reverse();
+  let start = 0;
+  if (query.after !== undefined) {
+    const at = ordered.findIndex((item) => 'id' in item && item.id === query.after);
+    if (at === -1) throw new ApiError('invalid_value', `No input item with id '${String(query.after)}'.`, { param: 'after' });
+    start = at + 1;
+  }
+  const data = ordered.slice(start, start + limit);
+  const idOf = (item: ResponseInputItem | undefined) => (item && 'id' in item ? (item.id ?? null) : null);
+  return { object: 'list', data, first_id: idOf(data[0]), last_id: idOf(data.at(-1)), has_more: start + limit < ordered.length };
+}
