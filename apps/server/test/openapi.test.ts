@@ -86,6 +86,9 @@ describe('GET /v1/openapi.json', () => {
         '/v1/webhooks/deliveries',
         '/v1/webhooks/deliveries/{id}',
         '/v1/webhooks/deliveries/{id}/redeliver',
+        '/v1/responses',
+        '/v1/responses/{response_id}',
+        '/v1/responses/{response_id}/input_items',
       ]),
     );
     expect(doc.components.securitySchemes.ApiKey).toMatchObject({ type: 'http', scheme: 'bearer' });
@@ -151,6 +154,30 @@ describe('real responses validate against the document', () => {
     const tooMany = await call('POST', '/v1/chat/completions', limited.token, chat());
     expect(tooMany.status).toBe(429);
     expectMatches('post', '/v1/chat/completions', 429, tooMany.json());
+  });
+
+  it('responses: create (JSON and events), retrieve, input items, delete, 404', async () => {
+    const { token } = await server.createKey();
+    const body = { model: 'svc01', instructions: DOC, input: 'Where is the Eiffel Tower?' };
+    const ok = await call('POST', '/v1/responses', token, body);
+    expect(ok.status).toBe(200);
+    expectMatches('post', '/v1/responses', 200, ok.json());
+    const id = (ok.json() as { id: string }).id;
+
+    const streamed = await call('POST', '/v1/responses', token, { ...body, stream: true });
+    expect(streamed.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = streamed.text.split('\n\n').filter(Boolean).map((block) => JSON.parse(block.split('\n')[1]!.replace(/^data: /, '')) as Json);
+    expect(events.at(-1)!.type).toBe('response.completed');
+    for (const event of events) expectMatches('post', '/v1/responses', 200, event, 'text/event-stream');
+    expectMatches('post', '/v1/responses', 200, events.at(-1)!.response);
+
+    const path = '/v1/responses/{response_id}';
+    expectMatches('get', path, 200, (await call('GET', `/v1/responses/${id}`, token)).json());
+    expectMatches('get', `${path}/input_items`, 200, (await call('GET', `/v1/responses/${id}/input_items`, token)).json());
+    expectMatches('delete', path, 200, (await call('DELETE', `/v1/responses/${id}`, token)).json());
+    const gone = await call('GET', `/v1/responses/${id}`, token);
+    expect(gone.status).toBe(404);
+    expectMatches('get', path, 404, gone.json());
   });
 
   it('models, health and readiness', async () => {

@@ -21,6 +21,7 @@ import {
   UsageSchema,
 } from './chat-response.js';
 import { ERROR_CODES, ErrorBodySchema, type ErrorCode } from './errors.js';
+import { ResponseCreateRequestSchema, ResponseInputItemSchema, ResponseObjectSchema } from './responses.js';
 import {
   DeliveryAttemptSchema,
   DeliveryDetailSchema,
@@ -283,6 +284,103 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     security: apiKey,
     request: { params: z.object({ model: z.string().meta({ description: 'Model id.', example: 'svc01' }) }) },
     responses: { 200: json(ModelSchema, 'The model (`svc01`).'), ...errorResponses(['model_not_found', ...AUTH_ERRORS]) },
+  });
+
+  const ResponseIdParams = z.object({ response_id: z.string().meta({ description: 'A response id.', example: 'resp_0123456789abcdef' }) });
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/responses',
+    operationId: 'createResponse',
+    tags: ['Responses'],
+    summary: 'Create a response (OpenAI Responses API)',
+    description:
+      'The Responses API for `svc01`, served over the same upstream chat completions, grounding check, rate limit and audit webhook as chat. ' +
+      '`input` is a string or items (messages, `function_call`, `function_call_output`); function `tools` only (a built-in tool type such as `web_search` is a 400). ' +
+      'Stored per key unless `store: false`, for `previous_response_id` and `GET`; purged after `SVC_RETENTION_DAYS`. ' +
+      'With `stream: true`: server-sent events `event: <type>` / `data: <event>` in OpenAI\'s order (`response.created`, `response.in_progress`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, …, `response.completed`), each with a `sequence_number`; a stream that fails after it started ends with `response.failed`.',
+    security: apiKey,
+    request: { body: { required: true, content: { 'application/json': { schema: ResponseCreateRequestSchema } } } },
+    responses: {
+      200: {
+        description: 'The response (`application/json`), or, with `stream: true`, its events (`text/event-stream`).',
+        headers: { ...REQUEST_ID_HEADER, ...RATE_LIMIT_HEADERS },
+        content: {
+          'application/json': { schema: ResponseObjectSchema },
+          'text/event-stream': {
+            schema: z.looseObject({ type: z.string(), sequence_number: z.int().min(0) }).meta({ description: 'The JSON of one event\'s `data:` line.' }),
+          },
+        },
+      },
+      ...errorResponses([
+        'invalid_json',
+        'missing_required_parameter',
+        'invalid_type',
+        'invalid_value',
+        'model_not_found',
+        'not_found',
+        'upstream_invalid_request',
+        'request_too_large',
+        'upstream_rate_limited',
+        'upstream_error',
+        'upstream_timeout',
+        'upstream_unavailable',
+        'upstream_invalid_response',
+        'too_many_requests_in_flight',
+        ...AUTH_ERRORS,
+      ]),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/responses/{response_id}',
+    operationId: 'retrieveResponse',
+    tags: ['Responses'],
+    summary: 'Retrieve a stored response',
+    security: apiKey,
+    request: { params: ResponseIdParams },
+    responses: { 200: json(ResponseObjectSchema, 'The response as it was answered.'), ...errorResponses(['not_found', ...AUTH_ERRORS]) },
+  });
+  registry.registerPath({
+    method: 'delete',
+    path: '/v1/responses/{response_id}',
+    operationId: 'deleteResponse',
+    tags: ['Responses'],
+    summary: 'Delete a stored response',
+    security: apiKey,
+    request: { params: ResponseIdParams },
+    responses: {
+      200: json(z.object({ id: z.string(), object: z.literal('response'), deleted: z.literal(true) }), 'Deleted.'),
+      ...errorResponses(['not_found', ...AUTH_ERRORS]),
+    },
+  });
+  registry.registerPath({
+    method: 'get',
+    path: '/v1/responses/{response_id}/input_items',
+    operationId: 'listResponseInputItems',
+    tags: ['Responses'],
+    summary: "List a stored response's input items",
+    security: apiKey,
+    request: {
+      params: ResponseIdParams,
+      query: z.object({
+        order: z.enum(['asc', 'desc']).optional().meta({ description: 'Default `desc` (newest first).' }),
+        limit: z.int().min(1).max(100).optional().meta({ description: 'Default 20.' }),
+        after: z.string().optional().meta({ description: 'An item id: the page starts after it.' }),
+      }),
+    },
+    responses: {
+      200: json(
+        z.object({
+          object: z.literal('list'),
+          data: z.array(ResponseInputItemSchema),
+          first_id: z.string().nullable(),
+          last_id: z.string().nullable(),
+          has_more: z.boolean(),
+        }),
+        'The request\'s own input items, each with its id.',
+      ),
+      ...errorResponses(['not_found', 'invalid_value', ...AUTH_ERRORS]),
+    },
   });
 
   registry.registerPath({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { JsonSchemaObject, SvcRequestConfigSchema } from './chat-request.js';
-import type { SvcResult } from './chat-response.js';
+import { SvcResultSchema } from './chat-response.js';
 
 // The OpenAI Responses API (`POST /v1/responses`), the subset svc serves over an upstream's chat completions.
 // Objects are loose, as in the chat schema: fields a client sends that svc does not use pass through unread.
@@ -118,62 +118,72 @@ export const ResponseCreateRequestSchema = z.looseObject({
 });
 export type ResponseCreateRequest = z.infer<typeof ResponseCreateRequestSchema>;
 
-/** An item of a response's `output`. */
-export type ResponseOutputItem =
-  | {
-      type: 'message';
-      id: string;
-      status: 'in_progress' | 'completed' | 'incomplete';
-      role: 'assistant';
-      content: Array<
-        { type: 'output_text'; text: string; annotations: unknown[]; logprobs: unknown[] } | { type: 'refusal'; refusal: string }
-      >;
-    }
-  | {
-      type: 'function_call';
-      id: string;
-      call_id: string;
-      name: string;
-      arguments: string;
-      status: 'in_progress' | 'completed' | 'incomplete';
-    };
+const OutputTextSchema = z.object({
+  type: z.literal('output_text'),
+  text: z.string(),
+  annotations: z.array(z.unknown()),
+  logprobs: z.array(z.unknown()),
+});
+const ItemStatusSchema = z.enum(['in_progress', 'completed', 'incomplete']);
 
-export interface ResponseUsage {
-  input_tokens: number;
-  input_tokens_details: { cached_tokens: number };
-  output_tokens: number;
-  output_tokens_details: { reasoning_tokens: number };
-  total_tokens: number;
-}
+/** An item of a response's `output`: the assistant's message, or one function call. */
+export const ResponseOutputItemSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('message'),
+    id: z.string(),
+    status: ItemStatusSchema,
+    role: z.literal('assistant'),
+    content: z.array(z.union([OutputTextSchema, z.object({ type: z.literal('refusal'), refusal: z.string() })])),
+  }),
+  z.object({
+    type: z.literal('function_call'),
+    id: z.string(),
+    call_id: z.string(),
+    name: z.string(),
+    arguments: z.string(),
+    status: ItemStatusSchema,
+  }),
+]);
+export type ResponseOutputItem = z.infer<typeof ResponseOutputItemSchema>;
+
+export const ResponseUsageSchema = z.object({
+  input_tokens: z.int().min(0),
+  input_tokens_details: z.object({ cached_tokens: z.int().min(0) }),
+  output_tokens: z.int().min(0),
+  output_tokens_details: z.object({ reasoning_tokens: z.int().min(0) }),
+  total_tokens: z.int().min(0),
+});
+export type ResponseUsage = z.infer<typeof ResponseUsageSchema>;
 
 /** The response object (`object: "response"`), with svc's result beside OpenAI's fields as in chat completions. */
-export interface ResponseObject {
-  id: string;
-  object: 'response';
-  created_at: number;
-  status: 'in_progress' | 'completed' | 'incomplete' | 'failed';
-  completed_at: number | null;
-  error: { code: string; message: string } | null;
-  incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
-  instructions: string | null;
-  max_output_tokens: number | null;
-  metadata: Record<string, string>;
-  model: string;
-  output: ResponseOutputItem[];
-  parallel_tool_calls: boolean;
-  previous_response_id: string | null;
-  reasoning: { effort: string | null; summary: null };
-  store: boolean;
-  temperature: number;
-  text: { format: z.infer<typeof ResponseTextFormatSchema> };
-  tool_choice: z.infer<typeof ResponseToolChoiceSchema>;
-  tools: ResponseFunctionTool[];
-  top_p: number;
-  truncation: 'disabled';
-  usage: ResponseUsage | null;
-  user: string | null;
-  svc?: SvcResult;
-}
+export const ResponseObjectSchema = z.object({
+  id: z.string(),
+  object: z.literal('response'),
+  created_at: z.int(),
+  status: z.enum(['in_progress', 'completed', 'incomplete', 'failed']),
+  completed_at: z.int().nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  incomplete_details: z.object({ reason: z.enum(['max_output_tokens', 'content_filter']) }).nullable(),
+  instructions: z.string().nullable(),
+  max_output_tokens: z.int().nullable(),
+  metadata: z.record(z.string(), z.string()),
+  model: z.string(),
+  output: z.array(ResponseOutputItemSchema),
+  parallel_tool_calls: z.boolean(),
+  previous_response_id: z.string().nullable(),
+  reasoning: z.object({ effort: z.string().nullable(), summary: z.null() }),
+  store: z.boolean(),
+  temperature: z.number(),
+  text: z.object({ format: ResponseTextFormatSchema }),
+  tool_choice: ResponseToolChoiceSchema,
+  tools: z.array(ResponseFunctionToolSchema),
+  top_p: z.number(),
+  truncation: z.literal('disabled'),
+  usage: ResponseUsageSchema.nullable(),
+  user: z.string().nullable(),
+  svc: SvcResultSchema.optional(),
+});
+export type ResponseObject = z.infer<typeof ResponseObjectSchema>;
 
 /** The output items as input items: what `previous_response_id` hands the next turn. */
 export function outputAsInput(output: readonly ResponseOutputItem[]): ResponseInputItem[] {
