@@ -17,7 +17,7 @@ import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js'
 import type { ApplyRateLimit } from '../rate-limit/rate-limit-middleware.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { Cancellation, type ChunkStream } from '../upstream/upstream.js';
-import type { CompletedRequest } from './audit.js';
+import type { CompletedRequest } from '../audit/audit-sink.js';
 import { FrameJson } from './frame-json.js';
 import { countUsage } from './prompt.js';
 import { parseChatRequest, toUpstreamBody } from './request.js';

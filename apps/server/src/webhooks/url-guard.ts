@@ -36,6 +36,15 @@ export class WebhookAddressRefusedError extends Error {
   }
 }
 
+/** A webhook attempt refused because of its URL itself (unparsable, not http(s), carrying credentials). */
+export class WebhookUrlRefusedError extends Error {
+  readonly code = 'SVC_WEBHOOK_URL_REFUSED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookUrlRefusedError';
+  }
+}
+
 type Range = [prefix: bigint, bits: number, name: string];
 
 const V4_RANGES: Array<[string, number, string]> = [
@@ -201,14 +210,21 @@ export async function validateWebhookUrl(url: string, options: { allowPrivate: A
 }
 
 /**
- * Checks the URL of one attempt before connecting: scheme and credentials again, and an IP-literal host
- * against the blocked ranges. Hostnames are checked by `guardedLookup` as the socket connects.
+ * Parses and checks the URL of one attempt before connecting: scheme and credentials again, and an IP-literal
+ * host against the blocked ranges. Hostnames are checked by `guardedLookup` as the socket connects.
  */
-export function assertAllowedUrl(url: URL, allowPrivate: AllowPrivate): void {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported URL scheme ${url.protocol}`);
-  if (url.username || url.password) throw new Error('URL carries credentials');
+export function parseAttemptUrl(href: string, allowPrivate: AllowPrivate): URL {
+  let url: URL;
+  try {
+    url = new URL(href);
+  } catch {
+    throw new WebhookUrlRefusedError('Invalid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebhookUrlRefusedError(`unsupported URL scheme ${url.protocol}`);
+  if (url.username || url.password) throw new WebhookUrlRefusedError('URL carries credentials');
   const literal = literalAddress(url);
   if (literal) assertAllowedAddress(literal, literal, allowPrivate);
+  return url;
 }
 
 /**

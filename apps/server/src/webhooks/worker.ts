@@ -1,48 +1,26 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SecretBox } from '../crypto/secret-box.js';
-import type { AttemptNext, AttemptResult, Backlog, DeliveriesStore, DeliveryRow } from '../storage/deliveries-store.js';
 import type { KeysStore } from '../storage/keys-store.js';
+import type { ClaimedDelivery, Lease, OutboxStore } from '../storage/outbox-store.js';
+import { DeliveryAttempts, type AttemptOptions, type AttemptsDeps } from './attempt.js';
+import { AttemptLog } from './attempt-log.js';
 import type { AttemptOutcome, Sender } from './sender.js';
-import { DAY_MS } from '../time.js';
+import { SigningSecrets } from './signing-secrets.js';
 
-/** A Retry-After longer than this is treated as this (a receiver cannot park a delivery for a month). */
-const MAX_RETRY_AFTER_MS = DAY_MS;
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
-const PURGE_INTERVAL_MS = 3_600_000;
 /** While attempts are in flight, the next-due timer is re-armed at most this often. */
 const ARM_INTERVAL_MS = 100;
-/** Attempts ending this close together are recorded in one transaction (see `record`), at most RECORD_BATCH. */
-const RECORD_WINDOW_MS = 20;
-const RECORD_BATCH = 256;
-/** How long a key's signing secret is reused between attempts; a changed secret applies after this. */
-const KEY_TTL_MS = 1_000;
-
-function notPrepared(err: unknown): AttemptOutcome {
-  return { ok: false, statusCode: null, durationMs: 0, error: `could not prepare the attempt: ${(err as Error).message}`, responseBody: null };
-}
-
-/** What an attempt needs of its delivery once sent (not the payload). */
-type AttemptedDelivery = Pick<DeliveryRow, 'id' | 'key_id' | 'request_id' | 'created_at' | 'attempts' | 'lease_until'>;
 
 /** One receiver's attempts in flight here, and the claimed rows waiting for one of its slots. */
 interface ReceiverShare {
   active: number;
-  waiting: DeliveryRow[];
-}
-
-interface PendingRecord {
-  deliveryId: string;
-  keyId: string;
-  result: AttemptResult;
-  next: AttemptNext;
-  resolve: () => void;
-  reject: (err: unknown) => void;
+  waiting: ClaimedDelivery[];
 }
 
 export interface WorkerOptions {
-  deliveries: DeliveriesStore;
+  deliveries: OutboxStore;
   keys: KeysStore;
   sender: Sender;
   secretBox: SecretBox;
@@ -50,7 +28,6 @@ export interface WorkerOptions {
   clock: () => number;
   timeoutMs: number;
   retryScheduleMs: number[];
-  retentionDays: number;
   /** Attempts in flight at most. Default 256: under load an attempt waits for the busy event loop, so throughput is concurrency / latency. */
   concurrency?: number;
   /**
@@ -59,10 +36,9 @@ export interface WorkerOptions {
    * the rest stay in the outbox, and claims leave the receiver out while it is full.
    */
   perReceiver?: number;
-  /** Random in [0, 1); tests may fix it. */
+  /** Random in [0, 1) for the retry jitter; tests may fix it. */
   random?: () => number;
-  /** Told about every recorded attempt (metrics); `createdAt` is when the request completed. */
-  onAttempt?: (attempt: { outcome: 'success' | 'failure' | 'refused'; createdAt: number; finishedAt: number }) => void;
+  onAttempt?: AttemptsDeps['onAttempt'];
   /**
    * Release every lease at start. Only for a database this process alone works on (embedded SQLite): rows
    * leased by a killed predecessor are then retried at once instead of after their lease.
@@ -70,16 +46,9 @@ export interface WorkerOptions {
   releaseLeasesOnStart?: boolean;
 }
 
-/** The delay before retry number `retry` (1-based) with ±20 % jitter, or undefined once the schedule is spent. */
-export function retryDelay(scheduleMs: number[], retry: number, random: () => number = Math.random): number | undefined {
-  const base = scheduleMs[retry - 1];
-  if (base === undefined) return undefined;
-  return Math.round(base * (0.8 + 0.4 * random()));
-}
-
 /**
- * Sends due deliveries from the outbox. New rows arrive already leased (`reserve`/`adopt`) and are sent at
- * once; the outbox is queried only when rows may be waiting: after `wake()` (rows beyond the free slots, a
+ * Schedules the outbox's deliveries and holds their leases; each attempt is `DeliveryAttempts`'. New rows
+ * arrive already leased (`reserve`/`adopt`) and are sent at once; the outbox is queried only when rows may be waiting: after `wake()` (rows beyond the free slots, a
  * redeliver) and when the timer fires (a retry's due time, a lapsing lease, the periodic look). Each claim
  * is a lease longer than an attempt can take, so a crashed worker's rows come back on their own.
  *
@@ -91,7 +60,7 @@ export class DeliveryWorker {
   readonly id = `worker-${process.pid}-${randomBytes(6).toString('hex')}`;
   private readonly concurrency: number;
   private readonly leaseMs: number;
-  private readonly random: () => number;
+  private readonly attempts: DeliveryAttempts;
   private readonly inFlight = new Set<Promise<unknown>>();
   private running = false;
   private pumping = false;
@@ -110,13 +79,9 @@ export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
   /** When `timer` fires (Infinity when none is set). */
   private timerAt = Infinity;
-  private purgeTimer: NodeJS.Timeout | undefined;
-  private records: PendingRecord[] = [];
-  private recordTimer: NodeJS.Timeout | undefined;
   private lastArmAt = 0;
   /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
   private reserved = 0;
-  private readonly secrets = new Map<string, { secret: string | null; expires: number }>();
   private readonly perReceiver: number;
   /** Receivers (URL origins) with attempts in flight or rows waiting here. */
   private readonly receivers = new Map<string, ReceiverShare>();
@@ -133,15 +98,20 @@ export class DeliveryWorker {
     // An attempt ends by its timeout, after waiting at most one attempt for its receiver's slot; the margin
     // covers the database write that follows it.
     this.leaseMs = 2 * options.timeoutMs + 15_000;
-    this.random = options.random ?? Math.random;
+    this.attempts = new DeliveryAttempts({
+      sender: options.sender,
+      secrets: new SigningSecrets(options.secretBox),
+      log: new AttemptLog(options.deliveries, options.keys),
+      policy: { scheduleMs: options.retryScheduleMs, random: options.random ?? Math.random },
+      logger: options.logger,
+      clock: options.clock,
+      onAttempt: options.onAttempt,
+    });
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.purgeTimer = setInterval(() => void this.purge(), PURGE_INTERVAL_MS);
-    this.purgeTimer.unref();
-    void this.purge();
     if (!this.options.releaseLeasesOnStart) return this.wake();
     this.options.deliveries.releaseLeases(this.options.clock()).then(
       (released) => {
@@ -176,22 +146,12 @@ export class DeliveryWorker {
     this.running = false;
     clearTimeout(this.timer);
     this.timerAt = Infinity;
-    clearInterval(this.purgeTimer);
     // Rows waiting for a receiver's slot go back to the outbox now rather than when their lease lapses.
     const waiting: string[] = [];
     for (const share of this.receivers.values()) waiting.push(...share.waiting.splice(0).map((row) => row.id));
     for (const id of waiting) this.held.delete(id);
     await this.options.deliveries.releaseClaims(waiting, this.id, this.options.clock()).catch(() => undefined);
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-  }
-
-  backlog(): Promise<Backlog> {
-    return this.options.deliveries.backlog(this.options.clock());
-  }
-
-  /** Attempts in flight right now. */
-  get active(): number {
-    return this.inFlight.size;
   }
 
   private async pump(): Promise<void> {
@@ -239,7 +199,7 @@ export class DeliveryWorker {
    * inserted unleased and claimed as usual. A leased row whose process dies is retried when its lease lapses
    * (or at once on the next start with `releaseLeasesOnStart`), like any claimed row.
    */
-  reserve(count: number): { take: number; lease: { until: number; by: string } } {
+  reserve(count: number): { take: number; lease: Lease } {
     const free = this.running ? this.concurrency - this.inFlight.size - this.reserved : 0;
     const take = Math.max(0, Math.min(count, free));
     this.reserved += take;
@@ -247,7 +207,7 @@ export class DeliveryWorker {
   }
 
   /** Starts the attempts of rows inserted with a lease from `reserve`. */
-  adopt(rows: DeliveryRow[]): void {
+  adopt(rows: ClaimedDelivery[]): void {
     this.reserved = Math.max(0, this.reserved - rows.length);
     // Stopped meanwhile: the leases lapse and the rows are retried then (or on the next start).
     if (!this.running) return;
@@ -284,7 +244,7 @@ export class DeliveryWorker {
    * slot (at most one share's worth), else gives it back to the outbox. True unless given back to a receiver
    * that was not already left out (`excluded`): then the next claim would return it again.
    */
-  private launch(row: DeliveryRow, excluded: readonly string[]): boolean {
+  private launch(row: ClaimedDelivery, excluded: readonly string[]): boolean {
     if (this.held.has(row.id)) return false;
     const origin = this.originOf(row.url);
     let share = this.receivers.get(origin);
@@ -306,7 +266,7 @@ export class DeliveryWorker {
     return !excluded.includes(origin);
   }
 
-  private startAttempt(row: DeliveryRow, origin: string, share: ReceiverShare): void {
+  private startAttempt(row: ClaimedDelivery, origin: string, share: ReceiverShare): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
     share.active += 1;
@@ -390,157 +350,24 @@ export class DeliveryWorker {
     this.arm(at - this.options.clock());
   }
 
-  /** The plaintext signing secret of a key, decrypted once and reused for KEY_TTL_MS (a changed secret applies after that). */
-  private async secretFor(keyId: string, fresh: boolean): Promise<string | null> {
-    const now = this.options.clock();
-    let cached = fresh ? undefined : this.secrets.get(keyId);
-    if (!cached || cached.expires <= now) {
-      const key = await this.options.keys.byId(keyId);
-      const sealed = key?.signing_secret_enc ?? null;
-      cached = { secret: sealed ? this.options.secretBox.open(sealed) : null, expires: now + KEY_TTL_MS };
-      if (this.secrets.size > 10_000) this.secrets.clear();
-      this.secrets.set(keyId, cached);
-    }
-    return cached.secret;
-  }
-
   /**
-   * Stores an attempt and the key's last delivery status. Attempts ending within RECORD_WINDOW_MS of each
-   * other share one transaction (at most RECORD_BATCH): the pages they share — indexes, the attempts
-   * table's last page, the key's row — are written once, not once per delivery. No response waits for
-   * this; a crash inside the window means the attempt is made again (at least once). Resolves once written.
+   * One attempt of a delivery (claimed, handed over, or a test send's): see `DeliveryAttempts.run`. A retry
+   * arms the timer for its time; a record that failed leaves the row leased, to be tried again once the lease
+   * lapses (at least once, never lost).
    */
-  private record(delivery: AttemptedDelivery, result: AttemptResult, next: AttemptNext): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.records.push({ deliveryId: delivery.id, keyId: delivery.key_id, result, next, resolve, reject });
-      if (this.records.length >= RECORD_BATCH) {
-        clearTimeout(this.recordTimer);
-        this.recordTimer = undefined;
-        setImmediate(() => void this.flushRecords());
-      } else if (this.records.length === 1) {
-        this.recordTimer = setTimeout(() => void this.flushRecords(), RECORD_WINDOW_MS);
-      }
-    });
-  }
-
-  private async flushRecords(): Promise<void> {
-    this.recordTimer = undefined;
-    const batch = this.records;
-    if (batch.length === 0) return;
-    this.records = [];
-    try {
-      await this.options.deliveries.recordAttempts(batch.map((r) => ({ deliveryId: r.deliveryId, result: r.result, next: r.next })));
-      const latest = new Map<string, PendingRecord>();
-      for (const r of batch) latest.set(r.keyId, r);
-      for (const [keyId, { result }] of latest) {
-        await this.options.keys.setLastDelivery(keyId, {
-          at: result.attemptedAt,
-          outcome: result.outcome,
-          statusCode: result.statusCode,
-          error: result.error,
-        });
-      }
-    } catch (err) {
-      for (const r of batch) r.reject(err);
-      return;
-    }
-    for (const r of batch) r.resolve();
-  }
-
-  /**
-   * One attempt of a claimed delivery: send, store the attempt and the key's last status, log.
-   *
-   * Only the send holds the row, payload included; what follows (the record waits up to RECORD_WINDOW_MS
-   * for its batch) holds the few fields it needs. An async function keeps its arguments until it returns,
-   * and a payload kept across that wait outlived young-generation collections: ~2.3 KB per delivery
-   * promoted to the old space (V8's sampling heap profiler), a quarter of all promoted bytes.
-   */
-  attempt(row: DeliveryRow, options: { retries?: boolean; freshKey?: boolean; direct?: boolean } = {}): Promise<AttemptOutcome> {
-    const attemptedAt = this.options.clock();
-    const sent = this.send(row, options.freshKey ?? false, options.direct ?? false);
-    const delivery: AttemptedDelivery = {
-      id: row.id,
-      key_id: row.key_id,
-      request_id: row.request_id,
-      created_at: row.created_at,
-      attempts: row.attempts,
-      lease_until: row.lease_until,
-    };
-    return this.settle(delivery, attemptedAt, sent, options.retries ?? true);
-  }
-
-  private async send(row: DeliveryRow, freshKey: boolean, direct: boolean): Promise<AttemptOutcome> {
-    let secret: string | null;
-    try {
-      secret = await this.secretFor(row.key_id, freshKey);
-    } catch (err) {
-      return notPrepared(err);
-    }
-    // Returned, not awaited: this function, and the row with it, is done once the request is handed over.
-    const delivery = { url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret };
-    return this.options.sender.send(delivery, direct ? { direct } : undefined).catch(notPrepared);
-  }
-
-  private async settle(row: AttemptedDelivery, attemptedAt: number, sent: Promise<AttemptOutcome>, retries: boolean): Promise<AttemptOutcome> {
-    const { logger } = this.options;
-    const outcome = await sent;
-    const attemptNumber = row.attempts + 1;
-    const next = this.nextStep(outcome, attemptNumber, attemptedAt, retries);
-    try {
-      await this.record(
-        row,
-        {
-          attemptedAt,
-          statusCode: outcome.statusCode,
-          durationMs: outcome.durationMs,
-          outcome: outcome.ok ? 'success' : 'failure',
-          error: outcome.error,
-          responseBody: outcome.responseBody,
-        },
-        next,
-      );
-    } catch (err) {
-      // The row stays leased; once the lease lapses it is tried again (at least once, never lost).
-      this.claimable = true;
-      this.armBy(row.lease_until ?? this.options.clock());
-      throw err;
-    }
-    if (next.status === 'pending') this.armBy(next.nextAttemptAt);
-    const refused = outcome.error?.startsWith('refused to connect') ?? false;
-    const fields = {
-      delivery_id: row.id,
-      request_id: row.request_id,
-      attempt: attemptNumber,
-      status_code: outcome.statusCode,
-      duration_ms: outcome.durationMs,
-      outcome: outcome.ok ? 'success' : refused ? 'refused' : 'failure',
-      error: outcome.error ?? undefined,
-      next: next.status === 'pending' ? new Date(next.nextAttemptAt).toISOString() : next.status,
-    };
-    if (outcome.ok) logger.info(fields, 'webhook delivered');
-    else logger.warn(fields, refused ? 'webhook refused by the SSRF guard' : 'webhook attempt failed');
-    this.options.onAttempt?.({
-      outcome: outcome.ok ? 'success' : refused ? 'refused' : 'failure',
-      createdAt: row.created_at,
-      finishedAt: attemptedAt + outcome.durationMs,
-    });
-    return outcome;
-  }
-
-  private nextStep(outcome: AttemptOutcome, attemptNumber: number, now: number, retries: boolean): AttemptNext {
-    if (outcome.ok) return { status: 'delivered' };
-    const delay = retries ? retryDelay(this.options.retryScheduleMs, attemptNumber, this.random) : undefined;
-    if (delay === undefined) return { status: 'failed' };
-    const retryAfter = Math.min(outcome.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS);
-    return { status: 'pending', nextAttemptAt: now + Math.max(delay, retryAfter) };
-  }
-
-  private async purge(): Promise<void> {
-    try {
-      const removed = await this.options.deliveries.purgeOlderThan(this.options.clock() - this.options.retentionDays * DAY_MS);
-      if (removed > 0) this.options.logger.info({ removed, retention_days: this.options.retentionDays }, 'purged old webhook deliveries');
-    } catch (err) {
-      this.options.logger.error({ err }, 'could not purge old webhook deliveries');
-    }
+  attempt(row: ClaimedDelivery, options: AttemptOptions = {}): Promise<AttemptOutcome> {
+    // Not `row` in the callbacks: it would keep the payload alive for the whole attempt.
+    const leaseUntil = row.lease_until;
+    return this.attempts.run(row, options).then(
+      ({ outcome, next }) => {
+        if (next.status === 'pending') this.armBy(next.nextAttemptAt);
+        return outcome;
+      },
+      (err: unknown) => {
+        this.claimable = true;
+        this.armBy(leaseUntil ?? this.options.clock());
+        throw err;
+      },
+    );
   }
 }
