@@ -231,6 +231,52 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect(await store.deliveries.backlog(T0)).toEqual({ pending: 3, due: 1, failed: 1 });
   });
 
+  it('nextDueAfter: the next retry, or when a live lease lapses, whichever is first', async () => {
+    const leased = delivery();
+    await store.deliveries.insert(leased);
+    expect(await store.deliveries.claimDue(T0, 1, 30_000, 'w1')).toHaveLength(1);
+    expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 30_000);
+    const retry = delivery({ nextAttemptAt: T0 + 500 });
+    await store.deliveries.insert(retry);
+    expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 500);
+    expect(await store.deliveries.nextDueAfter(T0 + 500)).toBe(T0 + 30_000);
+    // Recorded: the lease is gone with it.
+    await recordAttempt(leased.id, success, { status: 'delivered' });
+    expect(await store.deliveries.nextDueAfter(T0 + 500)).toBeUndefined();
+  });
+
+  it('claims carry the sealed signing secret of their key (null without one)', async () => {
+    const user = await store.users.create({ email: `${newDeliveryId()}@example.test`, passwordHash: 'x', now: T0 });
+    const key = await store.keys.create({ userId: user.id, name: 'k', prefix: 'svc_k', keyHash: newDeliveryId(), now: T0, signingSecretEnc: 'sealed-secret' });
+    const signed = delivery({ keyId: key.id });
+    const unsigned = delivery();
+    await store.deliveries.insertMany([signed, unsigned]);
+    const claimed = await store.deliveries.claimDue(T0, 10, 30_000, 'w1');
+    expect(Object.fromEntries(claimed.map((r) => [r.id, r.signing_secret_enc]))).toEqual({ [signed.id]: 'sealed-secret', [unsigned.id]: null });
+  });
+
+  it('writes made while a transaction is open on the connection commit on their own: a rollback of it keeps them', async () => {
+    const recorded = delivery();
+    await store.deliveries.insert(recorded);
+    const inserted = delivery();
+    let writes: Promise<unknown> | undefined;
+    await expect(
+      store.handle.db.transaction().execute(async (trx) => {
+        await trx.selectFrom('webhook_deliveries').select('id').execute();
+        // SQLite: the one connection is inside this transaction now, so the store cannot run its statements at once.
+        if (store.handle.sqlite) expect(store.handle.sqlite.inTransaction).toBe(true);
+        writes = Promise.all([
+          store.deliveries.insertMany([inserted]),
+          store.deliveries.recordAttempts([{ deliveryId: recorded.id, result: success, next: { status: 'delivered' } }]),
+        ]);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    await writes;
+    expect(await store.deliveries.byId(inserted.id)).toMatchObject({ status: 'pending', payload: inserted.payload });
+    expect(await store.deliveries.byId(recorded.id)).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+
   it('purges finished deliveries and their attempts past retention, keeping pending ones', async () => {
     const old = delivery({ now: T0 - 10_000 });
     const oldPending = delivery({ now: T0 - 10_000 });
