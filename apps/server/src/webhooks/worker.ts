@@ -5,6 +5,7 @@ import type { KeysStore } from '../storage/keys-store.js';
 import type { ClaimedDelivery, Lease, OutboxStore } from '../storage/outbox-store.js';
 import { DeliveryAttempts, type AttemptOptions, type AttemptsDeps } from './attempt.js';
 import { AttemptLog } from './attempt-log.js';
+import { Receivers } from './receivers.js';
 import type { AttemptOutcome, Sender } from './sender.js';
 import { SigningSecrets } from './signing-secrets.js';
 
@@ -12,12 +13,6 @@ import { SigningSecrets } from './signing-secrets.js';
 const MAX_IDLE_MS = 30_000;
 /** While attempts are in flight, the next-due timer is re-armed at most this often. */
 const ARM_INTERVAL_MS = 100;
-
-/** One receiver's attempts in flight here, and the claimed rows waiting for one of its slots. */
-interface ReceiverShare {
-  active: number;
-  waiting: ClaimedDelivery[];
-}
 
 export interface WorkerOptions {
   deliveries: OutboxStore;
@@ -30,11 +25,7 @@ export interface WorkerOptions {
   retryScheduleMs: number[];
   /** Attempts in flight at most. Default 256: under load an attempt waits for the busy event loop, so throughput is concurrency / latency. */
   concurrency?: number;
-  /**
-   * Attempts in flight to one receiver (URL origin) at most, default 64: a receiver that never answers holds
-   * this many slots, never all of them. As many of its rows again wait in memory for its next free slot;
-   * the rest stay in the outbox, and claims leave the receiver out while it is full.
-   */
+  /** Attempts in flight to one receiver (URL origin) at most, default 64 (see `Receivers`). */
   perReceiver?: number;
   /** Random in [0, 1) for the retry jitter; tests may fix it. */
   random?: () => number;
@@ -83,18 +74,13 @@ export class DeliveryWorker {
   /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
   private reserved = 0;
   private readonly perReceiver: number;
-  /** Receivers (URL origins) with attempts in flight or rows waiting here. */
-  private readonly receivers = new Map<string, ReceiverShare>();
-  /** Ids of the deliveries in flight or waiting here: a claim that returns one again (lease lapsed) is ignored. */
-  private readonly held = new Set<string>();
-  /** Receivers left out of a claim, or whose rows were given back: a claim is due once they have room. */
-  private readonly starved = new Set<string>();
+  private readonly receivers: Receivers;
   private releases: Array<{ id: string; origin: string }> = [];
-  private readonly origins = new Map<string, string>();
 
   constructor(private readonly options: WorkerOptions) {
     this.concurrency = options.concurrency ?? 256;
     this.perReceiver = options.perReceiver ?? 64;
+    this.receivers = new Receivers(this.perReceiver);
     // An attempt ends by its timeout, after waiting at most one attempt for its receiver's slot; the margin
     // covers the database write that follows it.
     this.leaseMs = 2 * options.timeoutMs + 15_000;
@@ -147,9 +133,7 @@ export class DeliveryWorker {
     clearTimeout(this.timer);
     this.timerAt = Infinity;
     // Rows waiting for a receiver's slot go back to the outbox now rather than when their lease lapses.
-    const waiting: string[] = [];
-    for (const share of this.receivers.values()) waiting.push(...share.waiting.splice(0).map((row) => row.id));
-    for (const id of waiting) this.held.delete(id);
+    const waiting = this.receivers.drainWaiting();
     await this.options.deliveries.releaseClaims(waiting, this.id, this.options.clock()).catch(() => undefined);
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
@@ -168,8 +152,7 @@ export class DeliveryWorker {
         if (free <= 0) return; // A finishing attempt pumps again.
         // Receivers at their share are left out (a finishing attempt of theirs asks again), and one claim
         // takes at most two shares' worth, so one receiver's backlog is not claimed only to be given back.
-        const full = this.fullReceivers();
-        for (const origin of full) this.starved.add(origin);
+        const full = this.receivers.leaveOut();
         const limit = Math.min(free, 2 * this.perReceiver);
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
@@ -218,73 +201,40 @@ export class DeliveryWorker {
     this.reserved = Math.max(0, this.reserved - count);
   }
 
-  /** The URL origin a delivery goes to (its receiver); the URL itself when it does not parse. */
-  private originOf(url: string): string {
-    let origin = this.origins.get(url);
-    if (origin === undefined) {
-      try {
-        origin = new URL(url).origin;
-      } catch {
-        origin = url;
-      }
-      if (this.origins.size >= 1024) this.origins.clear();
-      this.origins.set(url, origin);
-    }
-    return origin;
-  }
-
-  private fullReceivers(): string[] {
-    const full: string[] = [];
-    for (const [origin, share] of this.receivers) if (share.active >= this.perReceiver) full.push(origin);
-    return full;
-  }
-
   /**
    * Starts a claimed row's attempt when its receiver has room, else lets it wait for the receiver's next free
-   * slot (at most one share's worth), else gives it back to the outbox. True unless given back to a receiver
-   * that was not already left out (`excluded`): then the next claim would return it again.
+   * slot, else gives it back to the outbox. True unless given back to a receiver that was not already left
+   * out (`excluded`): then the next claim would return it again.
    */
   private launch(row: ClaimedDelivery, excluded: readonly string[]): boolean {
-    if (this.held.has(row.id)) return false;
-    const origin = this.originOf(row.url);
-    let share = this.receivers.get(origin);
-    if (share === undefined) {
-      share = { active: 0, waiting: [] };
-      this.receivers.set(origin, share);
+    const { admission, origin } = this.receivers.admit(row);
+    switch (admission) {
+      case 'start':
+        this.startAttempt(row, origin);
+        return true;
+      case 'wait':
+        return true;
+      case 'held':
+        return false;
+      case 'give-back':
+        this.release(row.id, origin);
+        return !excluded.includes(origin);
     }
-    if (share.active < this.perReceiver) {
-      this.startAttempt(row, origin, share);
-      return true;
-    }
-    if (share.waiting.length < this.perReceiver) {
-      this.held.add(row.id);
-      share.waiting.push(row);
-      return true;
-    }
-    this.starved.add(origin);
-    this.release(row.id, origin);
-    return !excluded.includes(origin);
   }
 
-  private startAttempt(row: ClaimedDelivery, origin: string, share: ReceiverShare): void {
+  /** Runs the attempt of a row whose receiver's slot is taken for it. */
+  private startAttempt(row: ClaimedDelivery, origin: string): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
-    share.active += 1;
-    this.held.add(deliveryId);
     const task = this.attempt(row)
       .catch((err: unknown) => {
         this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
       })
       .finally(() => {
         this.inFlight.delete(task);
-        this.held.delete(deliveryId);
-        share.active -= 1;
-        const next = share.waiting.shift();
-        if (next && this.running) this.startAttempt(next, origin, share);
-        else if (next) this.held.delete(next.id);
-        if (share.active === 0 && share.waiting.length === 0) this.receivers.delete(origin);
-        // Rows of this receiver were left in the outbox for want of room: now there is some.
-        if (share.waiting.length === 0 && share.active < this.perReceiver && this.starved.delete(origin)) this.claimable = true;
+        const { next, roomAgain } = this.receivers.finish(deliveryId, origin, this.running);
+        if (next) this.startAttempt(next, origin);
+        if (roomAgain) this.claimable = true;
         // A slot is free: claim only if rows may be waiting for one. Nothing else can have fallen due: new
         // rows arrive leased (`adopt`) or wake the worker, and retries arm the timer for their time.
         if (this.running && this.claimable) this.schedulePump();
@@ -305,8 +255,7 @@ export class DeliveryWorker {
           // Claimable again. When their receiver emptied meanwhile, no attempt of its is left to ask for a
           // claim: ask now. (While it is still full, its finishing attempts will; asking now could only
           // return rows a claim leaves out by origin pattern and does not match, again and again.)
-          const full = new Set(this.fullReceivers());
-          if (batch.some((r) => !full.has(r.origin))) this.wake();
+          if (batch.some((r) => !this.receivers.atShare(r.origin))) this.wake();
         },
         (err: unknown) => {
           // Their leases lapse instead; they are tried then.
