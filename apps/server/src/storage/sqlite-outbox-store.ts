@@ -49,10 +49,11 @@ import {
  * A claim leaving out `n` receivers. SQLite runs the uncorrelated sub-select once, so its LIMIT holds; the
  * row is checked again in the UPDATE's own WHERE.
  */
+const claimTexts: string[] = [];
 function claimSql(n: number): string {
-  return `update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
+  return (claimTexts[n] ??= `update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
   where id in (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)} order by next_attempt_at asc limit ?)
-  and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`;
+  and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`);
 }
 
 // A delivery cancelled while its attempt was in flight stays cancelled (with its reason); the attempt is logged.
@@ -62,6 +63,10 @@ const RECORD_ONE = `update webhook_deliveries set attempts = attempts + 1,
   last_status_code = ?, last_error = case when status = 'cancelled' then last_error else ? end, updated_at = ?,
   delivered_at = coalesce(?, delivered_at)
   where id = ? returning attempts`;
+
+const INSERT_ATTEMPT = insertAttemptsSql(1);
+const LIST = listSql(false);
+const LIST_AFTER = listSql(true);
 
 const RELEASE_CLAIM = `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
   where id = ? and leased_by = ? and status = 'pending'`;
@@ -95,7 +100,7 @@ export class SqliteOutboxStore implements OutboxStore {
     // materialises its join first; the time goes to the pages written, not to the statements).
     this.recordTx = sqlite.transaction((batch: readonly AttemptRecord[]) => {
       const update = this.stmt(RECORD_ONE);
-      const insert = this.stmt(insertAttemptsSql(1));
+      const insert = this.stmt(INSERT_ATTEMPT);
       const numbers: number[] = [];
       for (const record of batch) {
         const updated = update.get(...attemptUpdate(record), record.deliveryId) as { attempts: number } | undefined;
@@ -120,9 +125,17 @@ export class SqliteOutboxStore implements OutboxStore {
     return this.statements.get(sql);
   }
 
-  /** Runs `fn` now, or once the Kysely transaction open on the connection has ended (see the class). */
-  private exclusive<T>(fn: () => T): T | Promise<T> {
-    return this.statements.usable ? fn() : this.kysely.connection().execute(async () => fn());
+  /** A Kysely transaction is open on the connection: wait for `transactionEnded` before running a statement. */
+  private get busy(): boolean {
+    return !this.statements.usable && this.statements.db.open;
+  }
+
+  /**
+   * Resolves once no Kysely transaction is open on the connection (see the class). Kysely's lock is free
+   * again before this continues, so another transaction may have begun meanwhile: hence the loop.
+   */
+  private async transactionEnded(): Promise<void> {
+    while (this.busy) await this.kysely.connection().execute(async () => undefined);
   }
 
   async insert(delivery: NewDelivery): Promise<void> {
@@ -131,89 +144,94 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async insertMany(deliveries: NewDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
-    return this.exclusive(() => this.insertTx(deliveries));
+    if (this.busy) await this.transactionEnded();
+    return this.insertTx(deliveries);
   }
 
   async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
     const patterns = excludeOrigins.map(originPattern);
-    return this.exclusive(() => {
-      const rows = this.stmt(claimSql(patterns.length)).all(now + leaseMs, workerId, now, now, now, ...patterns, limit, now, now) as ClaimedDelivery[];
-      return rows.sort(byDue);
-    });
+    if (this.busy) await this.transactionEnded();
+    const rows = this.stmt(claimSql(patterns.length)).all(now + leaseMs, workerId, now, now, now, ...patterns, limit, now, now) as ClaimedDelivery[];
+    return rows.sort(byDue);
   }
 
   async recordAttempts(batch: readonly AttemptRecord[]): Promise<number[]> {
     if (batch.length === 0) return [];
-    return this.exclusive(() => this.recordTx(batch));
+    if (this.busy) await this.transactionEnded();
+    return this.recordTx(batch);
   }
 
   async releaseLeases(now: number, leasedBy?: string): Promise<number> {
-    return this.exclusive(() =>
-      leasedBy === undefined ? this.stmt(RELEASE_LEASES).run(now).changes : this.stmt(RELEASE_LEASES_OF).run(now, leasedBy).changes,
-    );
+    if (this.busy) await this.transactionEnded();
+    return leasedBy === undefined ? this.stmt(RELEASE_LEASES).run(now).changes : this.stmt(RELEASE_LEASES_OF).run(now, leasedBy).changes;
   }
 
   async releaseClaims(ids: readonly string[], workerId: string, now: number): Promise<void> {
     if (ids.length === 0) return;
-    return this.exclusive(() => this.releaseTx(ids, workerId, now));
+    if (this.busy) await this.transactionEnded();
+    return this.releaseTx(ids, workerId, now);
   }
 
   async nextDueAfter(now: number): Promise<number | undefined> {
-    return this.exclusive(() => {
-      const row = this.stmt(NEXT_DUE).get(now, now, now) as { next_attempt_at: number | null; lease_until: number | null };
-      return earliest(row.next_attempt_at, row.lease_until);
-    });
+    if (this.busy) await this.transactionEnded();
+    const row = this.stmt(NEXT_DUE).get(now, now, now) as { next_attempt_at: number | null; lease_until: number | null };
+    return earliest(row.next_attempt_at, row.lease_until);
   }
 
   async purgeOlderThan(ts: number): Promise<number> {
-    return this.exclusive(() => this.purgeTx(ts));
+    if (this.busy) await this.transactionEnded();
+    return this.purgeTx(ts);
   }
 
   async backlog(now: number): Promise<Backlog> {
-    return this.exclusive(() => toBacklog(this.stmt(BACKLOG).get(now) as BacklogRow));
+    if (this.busy) await this.transactionEnded();
+    return toBacklog(this.stmt(BACKLOG).get(now) as BacklogRow);
   }
 
   async byId(id: string): Promise<DeliveryRow | undefined> {
-    return this.exclusive(() => this.stmt(BY_ID).get(id) as DeliveryRow | undefined);
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(BY_ID).get(id) as DeliveryRow | undefined;
   }
 
   async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
-    return this.exclusive(() => {
-      const status = options.status ?? null;
-      let rows: DeliveryRow[];
-      if (options.before === undefined) {
-        rows = this.stmt(listSql(false)).all(keyId, status, options.limit + 1) as DeliveryRow[];
-      } else {
-        const cursor = this.stmt(LIST_CURSOR).get(keyId, options.before) as Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
-        if (!cursor) return { rows: [], hasMore: false };
-        rows = this.stmt(listSql(true)).all(keyId, status, cursor.created_at, cursor.created_at, cursor.id, options.limit + 1) as DeliveryRow[];
-      }
-      return page(rows, options.limit);
-    });
+    if (this.busy) await this.transactionEnded();
+    const status = options.status ?? null;
+    let rows: DeliveryRow[];
+    if (options.before === undefined) {
+      rows = this.stmt(LIST).all(keyId, status, options.limit + 1) as DeliveryRow[];
+    } else {
+      const cursor = this.stmt(LIST_CURSOR).get(keyId, options.before) as Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
+      if (!cursor) return { rows: [], hasMore: false };
+      rows = this.stmt(LIST_AFTER).all(keyId, status, cursor.created_at, cursor.created_at, cursor.id, options.limit + 1) as DeliveryRow[];
+    }
+    return page(rows, options.limit);
   }
 
   async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
-    return this.exclusive(() => {
-      const delivery = this.stmt(GET_DELIVERY).get(id, keyId) as DeliveryRow | undefined;
-      if (!delivery) return undefined;
-      return { delivery, attempts: this.stmt(GET_ATTEMPTS).all(id) as AttemptRow[] };
-    });
+    if (this.busy) await this.transactionEnded();
+    const delivery = this.stmt(GET_DELIVERY).get(id, keyId) as DeliveryRow | undefined;
+    if (!delivery) return undefined;
+    return { delivery, attempts: this.stmt(GET_ATTEMPTS).all(id) as AttemptRow[] };
   }
 
   async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
-    return this.exclusive(() => this.stmt(REDELIVER).get(now, now, url || null, id, keyId) as DeliveryRow | undefined);
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(REDELIVER).get(now, now, url || null, id, keyId) as DeliveryRow | undefined;
   }
 
   async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {
-    return this.exclusive(() => this.stmt(CANCEL).get(reason, now, id, keyId) as DeliveryRow | undefined);
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(CANCEL).get(reason, now, id, keyId) as DeliveryRow | undefined;
   }
 
   async cancelPending(keyId: string, now: number, reason: string): Promise<number> {
-    return this.exclusive(() => this.stmt(CANCEL_PENDING).run(reason, now, keyId).changes);
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(CANCEL_PENDING).run(reason, now, keyId).changes;
   }
 
   async retargetPending(keyId: string, url: string, now: number): Promise<number> {
-    return this.exclusive(() => this.stmt(RETARGET_PENDING).run(url, now, keyId).changes);
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(RETARGET_PENDING).run(url, now, keyId).changes;
   }
 }

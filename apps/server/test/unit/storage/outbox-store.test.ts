@@ -6,7 +6,7 @@ import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { newDeliveryId, type AttemptNext, type AttemptResult, type NewDelivery } from '../../../src/storage/outbox-store.js';
 
-const postgres = await createTestPostgres('deliveries-store');
+const postgres = await createTestPostgres('outbox-store');
 const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
   [
     'sqlite',
