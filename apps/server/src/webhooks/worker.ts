@@ -8,6 +8,7 @@ import { AttemptLog } from './attempt-log.js';
 import { Receivers } from './receivers.js';
 import type { AttemptOutcome, Sender } from './sender.js';
 import { SigningSecrets } from './signing-secrets.js';
+import { WakeTimer } from './wake-timer.js';
 
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
@@ -38,9 +39,10 @@ export interface WorkerOptions {
 }
 
 /**
- * Schedules the outbox's deliveries and holds their leases; each attempt is `DeliveryAttempts`'. New rows
- * arrive already leased (`reserve`/`adopt`) and are sent at once; the outbox is queried only when rows may be waiting: after `wake()` (rows beyond the free slots, a
- * redeliver) and when the timer fires (a retry's due time, a lapsing lease, the periodic look). Each claim
+ * Schedules the outbox's deliveries and holds their leases; each attempt is `DeliveryAttempts`', each
+ * receiver's share `Receivers`'. New rows arrive already leased (`reserve`/`adopt`) and are sent at once; the
+ * outbox is queried only when rows may be waiting: after `wake()` (rows beyond the free slots, a redeliver)
+ * and when the timer fires (a retry's due time, a lapsing lease, the periodic look). Each claim
  * is a lease longer than an attempt can take, so a crashed worker's rows come back on their own.
  *
  * @example
@@ -67,9 +69,7 @@ export class DeliveryWorker {
    */
   private claimable = true;
   private wakes = 0;
-  private timer: NodeJS.Timeout | undefined;
-  /** When `timer` fires (Infinity when none is set). */
-  private timerAt = Infinity;
+  private readonly timer: WakeTimer;
   private lastArmAt = 0;
   /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
   private reserved = 0;
@@ -81,6 +81,7 @@ export class DeliveryWorker {
     this.concurrency = options.concurrency ?? 256;
     this.perReceiver = options.perReceiver ?? 64;
     this.receivers = new Receivers(this.perReceiver);
+    this.timer = new WakeTimer(options.clock, () => this.wake(), MAX_IDLE_MS);
     // An attempt ends by its timeout, after waiting at most one attempt for its receiver's slot; the margin
     // covers the database write that follows it.
     this.leaseMs = 2 * options.timeoutMs + 15_000;
@@ -130,8 +131,7 @@ export class DeliveryWorker {
   /** Stops claiming; resolves when the attempts in flight have finished or timed out. */
   async stop(): Promise<void> {
     this.running = false;
-    clearTimeout(this.timer);
-    this.timerAt = Infinity;
+    this.timer.clear();
     // Rows waiting for a receiver's slot go back to the outbox now rather than when their lease lapses.
     const waiting = this.receivers.drainWaiting();
     await this.options.deliveries.releaseClaims(waiting, this.id, this.options.clock()).catch(() => undefined);
@@ -164,7 +164,7 @@ export class DeliveryWorker {
       } while (this.pumpAgain && this.running);
       // While attempts are in flight the timer is re-armed at most every ARM_INTERVAL_MS, not after every
       // pump; but never left unset, or the periodic look (rows of other instances, lapsed leases) stops.
-      if (this.timerAt === Infinity || this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) {
+      if (!this.timer.armed || this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) {
         await this.armTimer();
       }
     } catch (err) {
@@ -275,28 +275,14 @@ export class DeliveryWorker {
     this.arm(next === undefined ? MAX_IDLE_MS : next - now);
   }
 
-  /**
-   * Makes sure the timer fires within `delayMs` (10 ms at least, MAX_IDLE_MS at most). A timer is only
-   * ever moved earlier, never later: a retry scheduled or a lease about to lapse while a next-due look-up
-   * ran (or that the look-up does not see) keeps its time; at worst the worker looks once for nothing.
-   */
+  /** Makes sure the timer fires within `delayMs` (see `WakeTimer`). */
   private arm(delayMs: number): void {
-    if (!this.running) return;
-    const delay = Math.min(MAX_IDLE_MS, Math.max(10, delayMs));
-    const at = this.options.clock() + delay;
-    if (at >= this.timerAt) return;
-    clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => {
-      this.timerAt = Infinity;
-      this.wake();
-    }, delay);
-    this.timer.unref();
+    if (this.running) this.timer.within(delayMs);
   }
 
   /** Makes sure the timer fires by `at` (a retry just scheduled, a lease about to lapse). */
   private armBy(at: number): void {
-    this.arm(at - this.options.clock());
+    if (this.running) this.timer.by(at);
   }
 
   /**
