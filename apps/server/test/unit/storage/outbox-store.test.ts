@@ -277,6 +277,35 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect(await store.deliveries.byId(recorded.id)).toMatchObject({ status: 'delivered', attempts: 1 });
   });
 
+  it('releases every lease, or only those of one worker', async () => {
+    const [a, b] = [delivery({ nextAttemptAt: T0 - 1 }), delivery()];
+    await store.deliveries.insertMany([a!, b!]);
+    expect(await store.deliveries.claimDue(T0, 1, 30_000, 'w1')).toMatchObject([{ id: a!.id }]);
+    expect(await store.deliveries.claimDue(T0, 1, 30_000, 'w2')).toMatchObject([{ id: b!.id }]);
+    expect(await store.deliveries.releaseLeases(T0 + 1, 'w1')).toBe(1);
+    expect(await store.deliveries.byId(a!.id)).toMatchObject({ lease_until: null, leased_by: null, updated_at: T0 + 1 });
+    expect(await store.deliveries.byId(b!.id)).toMatchObject({ leased_by: 'w2' });
+    expect(await store.deliveries.releaseLeases(T0 + 2)).toBe(1);
+    expect((await store.deliveries.claimDue(T0 + 2, 10, 30_000, 'w3')).map((r) => r.id)).toEqual([a!.id, b!.id]);
+  });
+
+  it('cancels one pending delivery or all of a key, retargets the pending ones; an attempt in flight leaves a cancelled one cancelled', async () => {
+    const [inFlight, other, done, elsewhere] = [delivery(), delivery(), delivery(), delivery({ keyId: 'key_b' })];
+    await store.deliveries.insertMany([inFlight!, other!, done!, elsewhere!]);
+    await recordAttempt(done!.id, success, { status: 'delivered' });
+    expect(await store.deliveries.retargetPending('key_a', 'https://example.org/moved', T0 + 1)).toBe(2);
+    expect(await store.deliveries.byId(other!.id)).toMatchObject({ url: 'https://example.org/moved' });
+    expect(await store.deliveries.byId(done!.id)).toMatchObject({ url: 'https://example.com/hooks' });
+    expect(await store.deliveries.cancel('key_b', inFlight!.id, T0 + 2, 'nope')).toBeUndefined();
+    expect(await store.deliveries.cancel('key_a', done!.id, T0 + 2, 'nope')).toBeUndefined();
+    expect(await store.deliveries.cancel('key_a', inFlight!.id, T0 + 2, 'cancelled by request')).toMatchObject({ status: 'cancelled', last_error: 'cancelled by request', next_attempt_at: null });
+    expect(await recordAttempt(inFlight!.id, failure, { status: 'pending', nextAttemptAt: T0 + 5_000 })).toBe(1);
+    expect(await store.deliveries.byId(inFlight!.id)).toMatchObject({ status: 'cancelled', last_error: 'cancelled by request', next_attempt_at: null, attempts: 1, last_status_code: 500 });
+    expect(await store.deliveries.cancelPending('key_a', T0 + 3, 'url removed')).toBe(1);
+    expect(await store.deliveries.byId(other!.id)).toMatchObject({ status: 'cancelled', last_error: 'url removed' });
+    expect(await store.deliveries.byId(elsewhere!.id)).toMatchObject({ status: 'pending' });
+  });
+
   it('purges finished deliveries and their attempts past retention, keeping pending ones', async () => {
     const old = delivery({ now: T0 - 10_000 });
     const oldPending = delivery({ now: T0 - 10_000 });
