@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../http/undici-dispatchers.js';
+import { Deadlines } from './deadlines.js';
 import { signBody } from './signer.js';
 import { guardedLookup, parseAttemptUrl, WebhookAddressRefusedError, WebhookUrlRefusedError, type AllowPrivate } from './url-guard.js';
 
@@ -222,60 +223,6 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   private elapsed(): number {
     return Math.round(performance.now() - this.started);
-  }
-}
-
-/**
- * The total timeout of every attempt in flight, kept with one timer instead of a timer and an abort signal
- * per attempt. All attempts share one timeout, so their deadlines come in start order: a FIFO whose head
- * is the next to expire. Attempts that ended leave the head as new ones arrive or when the timer fires.
- */
-class Deadlines {
-  private queue: Array<Attempt | undefined> = [];
-  private head = 0;
-  private timer: NodeJS.Timeout | undefined;
-
-  add(attempt: Attempt): void {
-    this.dropSettled();
-    this.queue.push(attempt);
-    if (this.timer === undefined) this.arm(attempt.deadline - performance.now());
-  }
-
-  close(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private arm(delayMs: number): void {
-    // Sockets and look-ups in progress keep the process alive, not this timer.
-    this.timer = setTimeout(() => this.sweep(), Math.max(1, Math.ceil(delayMs))).unref();
-  }
-
-  private sweep(): void {
-    this.timer = undefined;
-    const now = performance.now();
-    for (let next = this.queue[this.head]; next !== undefined && (next.settled || next.deadline <= now); next = this.queue[this.head]) {
-      this.queue[this.head++] = undefined;
-      next.expire();
-    }
-    this.compact();
-    const first = this.queue[this.head];
-    if (first !== undefined) this.arm(first.deadline - now);
-  }
-
-  private dropSettled(): void {
-    for (let next = this.queue[this.head]; next?.settled; next = this.queue[this.head]) this.queue[this.head++] = undefined;
-    this.compact();
-  }
-
-  private compact(): void {
-    if (this.head === this.queue.length) {
-      this.queue.length = 0;
-      this.head = 0;
-    } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
   }
 }
 
