@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AttemptNext, ClaimedDelivery } from '../storage/outbox-store.js';
+import type { AttemptNext, AttemptResult, ClaimedDelivery } from '../storage/outbox-store.js';
 import type { AttemptLog } from './attempt-log.js';
 import { nextStep, type RetryPolicy } from './retry-policy.js';
 import type { AttemptOutcome, Sender } from './sender.js';
@@ -70,11 +70,11 @@ export class DeliveryAttempts {
     const outcome = await sent;
     const attempt = delivery.attempts + 1;
     const next = nextStep(policy, outcome, attempt, attemptedAt, retries);
-    const result = {
+    const result: AttemptResult = {
       attemptedAt,
       statusCode: outcome.statusCode,
       durationMs: outcome.durationMs,
-      outcome: outcome.ok ? ('success' as const) : ('failure' as const),
+      outcome: outcome.ok ? 'success' : 'failure',
       error: outcome.error,
       responseBody: outcome.responseBody,
     };
