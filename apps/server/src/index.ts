@@ -1,3 +1,3 @@
-export { createApp, createRequestListener, type AppDeps } from './app.js';
+export { createRequestListener, type AppDeps } from './app.js';
 export { startServer, type RunningServer, type StartOptions } from './server.js';
 export { loadConfig, type Config } from './config.js';

@@ -12,13 +12,14 @@ import { loadTokenizer } from './tokens/tokenizer.js';
 import { createOpenAICompatibleUpstream } from './upstream/openai-compatible.js';
 import type { Upstream } from './upstream/upstream.js';
 import { createRateLimiter } from './rate-limit/rate-limiter.js';
+import { ClusterRateLimiter, type Ipc } from './rate-limit/cluster-rate-limiter.js';
 import { KeyCache } from './auth/key-cache.js';
 import { createJudgeGrounder, createOfflineGrounder } from './chat/grounder.js';
 import { UsageSink, combineSinks } from './chat/usage-sink.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
-import { bootstrapFirstRun, type FirstRunCredentials } from './admin/first-run.js';
+import { bootstrapFirstRun, type FirstRunCredentials } from './auth/first-run.js';
 import { createDashboardRouter } from './dashboard/index.js';
 import { createMetrics } from './metrics/metrics.js';
 import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
@@ -95,7 +96,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const upstream = instrumentUpstream(baseUpstream, metrics);
   // The offline model tokenizes every answer: load the tokenizer now rather than in the first request.
   if (!options.upstream && !config.upstream.baseUrl) await loadTokenizer();
-  // ioredis is loaded only when configured (~20 MB RSS otherwise spent for nothing).
+  // ioredis is loaded only when configured: without Redis its modules would be memory spent for nothing.
   const redis = config.redisUrl
     ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
     : undefined;
@@ -119,7 +120,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     upstream,
     logger,
     clock,
-    rateLimiter: createRateLimiter({ redis, cluster: clusterWorker !== undefined && !redis }),
+    // A worker of a multi-process server without Redis counts in its primary, so a key's limit holds across the processes.
+    rateLimiter: clusterWorker && !redis ? new ClusterRateLimiter(process as Ipc) : createRateLimiter({ redis }),
     keyCache,
     audit: combineSinks(usage, webhooks.audit),
     metrics,

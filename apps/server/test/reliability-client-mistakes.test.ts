@@ -76,3 +76,27 @@ describe('malformed percent-encoding and missing files', () => {
     expect(own.status).toBe(200);
   });
 });
+
+describe('a body over the dashboard parser\'s limit', () => {
+  it('is a 413 that names that limit (100 KiB), not the chat route\'s 10 MiB', async () => {
+    const res = await fetch(`${server.url}/dashboard/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'x'.repeat(200 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+    const body = (await res.json()) as { error: { message: string; code: string; type: string } };
+    expect(body.error).toMatchObject({ code: 'request_too_large', type: 'invalid_request_error' });
+    expect(body.error.message).toBe('The request body is larger than the 100 KiB limit.');
+  });
+
+  it('the chat route still names its own 10 MiB', async () => {
+    const res = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'x'.repeat(10 * 1024 * 1024) }] }),
+    });
+    expect(res.status).toBe(413);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe('The request body is larger than the 10 MiB limit.');
+  });
+});

@@ -11,7 +11,7 @@ import { SecretBox } from '../crypto/secret-box.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { startServer } from '../server.js';
-import type { FirstRunCredentials } from './first-run.js';
+import type { FirstRunCredentials } from '../auth/first-run.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 
 export interface CommandIO {

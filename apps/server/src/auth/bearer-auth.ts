@@ -1,4 +1,3 @@
-import type { NextFunction, Request, Response } from 'express';
 import { ApiError } from '../http/errors.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { hashApiKey } from './api-keys.js';
@@ -52,18 +51,4 @@ export function createAuthenticator(deps: AuthDeps): Authenticate {
     const hit = deps.keyCache.cached(hash);
     return hit ? accept(hit.key) : deps.keyCache.byHash(hash).then(accept);
   };
-}
-
-/** Express middleware of an authenticator: the key goes to `res.locals.apiKey`. */
-export function bearerAuth(authenticate: Authenticate) {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    res.locals.apiKey = await authenticate(req.headers.authorization);
-    next();
-  };
-}
-
-export function apiKeyOf(res: Response): ApiKeyRecord {
-  const key = res.locals.apiKey as ApiKeyRecord | undefined;
-  if (!key) throw new ApiError('internal_error', 'The server could not process the request.');
-  return key;
 }

@@ -5,8 +5,7 @@ import { boundedInput, type GroundingInput, type GroundingResult } from '@svc/gr
 
 /**
  * Runs grounding checks of large inputs on one worker thread, so a request with 100 KB of sources does not hold
- * the event loop for the tens of milliseconds its check takes (more while the check is not yet optimised):
- * other requests go on meanwhile. Chat-sized checks stay inline, where they cost less than the message passing.
+ * the event loop while it is checked: other requests go on meanwhile. Chat-sized checks stay inline, where they cost less than the message passing.
  * The thread is started on first use and does not keep the process alive.
  */
 export class GroundingThread {

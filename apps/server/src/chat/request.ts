@@ -118,3 +118,8 @@ export function toUpstreamBody(
   }
   return { body, thinking, streaming };
 }
+
+/** `svc.dehallucinate` as requested: the grounding check runs unless the request turns it off. */
+export function dehallucinateRequested(request: ChatCompletionRequest): boolean {
+  return request.svc?.dehallucinate ?? true;
+}

@@ -5,8 +5,8 @@ import type { Config } from '../config.js';
 import { createLogger } from '../logging/logger.js';
 import { openStore } from '../storage/store.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
-import { bootstrapFirstRun, type FirstRunCredentials } from '../admin/first-run.js';
-import { answerClusterRateLimits } from '../rate-limit/rate-limiter.js';
+import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
+import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** A worker that lived this long counts as started well: its next crash restarts it after MIN_BACKOFF_MS again. */

@@ -15,7 +15,7 @@ export interface DashboardDeps extends DashboardApiDeps {
  * the built SPA.
  *
  * @example
- * createApp({ …, dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks }) });
+ * createRequestListener({ …, dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks }) });
  */
 export function createDashboardRouter(deps: DashboardDeps): Router {
   const router = express.Router();

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { ApiError } from './errors.js';
+import { retryAfterHeaders } from './retry-after.js';
 
 /** What a client is told to wait when every slot is taken: streams free slots every moment under load. */
 const RETRY_AFTER_MS = 1_000;
@@ -57,7 +58,7 @@ export class InFlightLimit {
       throw new ApiError(
         'too_many_requests_in_flight',
         `This server is answering its maximum of ${this.max} requests at once. Retry after ${RETRY_AFTER_MS / 1000} s.`,
-        { headers: { 'retry-after': String(Math.ceil(RETRY_AFTER_MS / 1000)), 'retry-after-ms': String(RETRY_AFTER_MS) } },
+        { headers: retryAfterHeaders(RETRY_AFTER_MS) },
       );
     }
     this.#requests += 1;

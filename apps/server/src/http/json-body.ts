@@ -3,15 +3,10 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
 import { ApiError } from './errors.js';
+import { bodyErrors } from './body-errors.js';
 
 /** The chat route's body limit (design §4 `request_too_large`). */
 export const JSON_BODY_LIMIT = MAX_BODY_BYTES;
-
-const tooLarge = () => new ApiError('request_too_large', 'The request body is larger than the 10 MiB limit.');
-const incomplete = () => new ApiError('invalid_request', 'The request body could not be read completely.');
-const notUtf8 = () => new ApiError('invalid_request', 'The request body must be UTF-8 encoded JSON.');
-export const invalidJson = () =>
-  new ApiError('invalid_json', "We could not parse the JSON body of your request. Send valid JSON with 'Content-Type: application/json'.");
 
 const overloaded = () =>
   new ApiError('rate_limit_exceeded', 'The server is receiving too many request bodies at once. Please retry in a moment.', {
@@ -20,7 +15,7 @@ const overloaded = () =>
 
 /**
  * The request-body bytes held by one process, over all requests being read (SVC_MAX_BODY_BYTES_IN_FLIGHT):
- * 250 unfinished 10 MiB uploads held 2.7 GB of RSS. A body declares its size (content-length) and is
+ * without a bound, many slow 10 MiB uploads at once hold gigabytes. A body declares its size (content-length) and is
  * refused at once when it does not fit; a chunked or compressed one takes its bytes as they arrive.
  * Bytes are given back when the body is parsed or the request fails.
  *
@@ -96,11 +91,11 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
     return Promise.resolve(undefined);
   }
   const charset = charsetOf(headers['content-type']);
-  if (charset !== undefined && !charset.startsWith('utf-')) return refuse(req, notUtf8());
+  if (charset !== undefined && !charset.startsWith('utf-')) return refuse(req, bodyErrors.notUtf8());
   const encoding = (headers['content-encoding'] ?? 'identity').toLowerCase();
   const hold = new Hold(budget);
   if (encoding === 'identity') {
-    if (length !== undefined && Number(length) > limit) return refuse(req, tooLarge());
+    if (length !== undefined && Number(length) > limit) return refuse(req, bodyErrors.tooLarge(limit));
     if (length !== undefined && !hold.atLeast(Number(length))) return refuse(req, overloaded());
     return collect(req, limit, hold);
   }
@@ -108,7 +103,7 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
   if (!decoder) return refuse(req, new ApiError('invalid_request', `Unsupported content encoding "${encoding}".`));
   const inflate = decoder();
   req.on('error', (err) => inflate.destroy(err));
-  req.on('aborted', () => inflate.destroy(incomplete()));
+  req.on('aborted', () => inflate.destroy(bodyErrors.incomplete()));
   return collect(req.pipe(inflate), limit, hold).catch((err: unknown) => {
     throw err instanceof ApiError ? err : new ApiError('invalid_request', 'The request body could not be inflated.');
   });
@@ -137,7 +132,7 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) return fail(tooLarge());
+      if (size > limit) return fail(bodyErrors.tooLarge(limit));
       if (!hold.atLeast(size)) return fail(overloaded());
       parts.push(chunk);
     };
@@ -149,7 +144,7 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
       parts.length = 0;
       try {
         const value = parseJson(buffer);
-        // Parsing a large body took this turn (10 MiB: tens of ms): what the request does next waits for the next.
+        // Parsing a large body took this turn: what the request does next waits for the next, so others go between.
         if (buffer.length >= LARGE_BODY) setImmediate(resolve, value);
         else resolve(value);
       } catch (err) {
@@ -158,10 +153,10 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
         hold.release();
       }
     });
-    stream.on('aborted', () => fail(incomplete()));
-    stream.on('error', (err: unknown) => fail(err instanceof ApiError ? err : incomplete()));
+    stream.on('aborted', () => fail(bodyErrors.incomplete()));
+    stream.on('error', (err: unknown) => fail(err instanceof ApiError ? err : bodyErrors.incomplete()));
     stream.on('close', () => {
-      if (!settled) fail(incomplete());
+      if (!settled) fail(bodyErrors.incomplete());
     });
   });
 }
@@ -176,7 +171,7 @@ function parseJson(buffer: Buffer): unknown {
   try {
     return JSON.parse(buffer.toString('utf8', start)) as unknown;
   } catch {
-    throw invalidJson();
+    throw bodyErrors.invalidJson();
   }
 }
 

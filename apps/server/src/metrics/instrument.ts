@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { ChatCompletionChunk } from '@svc/protocol';
-import type { Grounder } from '../chat/grounder.js';
+import type { ChatCompletionChunk, SvcResult } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import type { CallSignal, ChunkStream, Upstream } from '../upstream/upstream.js';
 import type { Metrics } from './metrics.js';
@@ -82,13 +81,18 @@ export function instrumentUpstream(upstream: Upstream, metrics: Metrics): Upstre
   };
 }
 
+/** What `instrumentGrounder` measures: anything that checks an answer into an `svc` result (a `Grounder`). */
+export interface GroundingCheck<Request> {
+  check(request: Request): Promise<SvcResult>;
+}
+
 /**
  * The same grounder, timing each check and counting verdicts.
  *
  * @example
  * const grounder = instrumentGrounder(createOfflineGrounder(), metrics);
  */
-export function instrumentGrounder(grounder: Grounder, metrics: Metrics): Grounder {
+export function instrumentGrounder<Request>(grounder: GroundingCheck<Request>, metrics: Metrics): GroundingCheck<Request> {
   return {
     async check(request) {
       const started = performance.now();

@@ -124,30 +124,25 @@ export class Metrics {
    * Summed over the processes of a multi-process server, like the maximum (which is per process).
    */
   inFlight(source: { readonly requests: number; readonly streams: number; readonly max: number }): void {
-    new Gauge({
-      name: 'svc_chat_requests_in_flight',
-      help: 'Chat requests admitted whose response has not closed (streams included).',
-      registers: [this.registry],
-      collect() {
-        this.set(source.requests);
-      },
-    });
-    new Gauge({
-      name: 'svc_chat_streams_open',
-      help: 'Streamed chat completions whose response has not closed.',
-      registers: [this.registry],
-      collect() {
-        this.set(source.streams);
-      },
-    });
-    new Gauge({
-      name: 'svc_chat_requests_in_flight_max',
-      help: 'SVC_MAX_IN_FLIGHT: chat requests in flight past which a request is refused with 429 too_many_requests_in_flight.',
-      registers: [this.registry],
-      collect() {
-        this.set(source.max);
-      },
-    });
+    const gauges: Array<[name: string, help: string, read: () => number]> = [
+      ['svc_chat_requests_in_flight', 'Chat requests admitted whose response has not closed (streams included).', () => source.requests],
+      ['svc_chat_streams_open', 'Streamed chat completions whose response has not closed.', () => source.streams],
+      [
+        'svc_chat_requests_in_flight_max',
+        'SVC_MAX_IN_FLIGHT: chat requests in flight past which a request is refused with 429 too_many_requests_in_flight.',
+        () => source.max,
+      ],
+    ];
+    for (const [name, help, read] of gauges) {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read());
+        },
+      });
+    }
   }
 
   inFlightRejected(): void {

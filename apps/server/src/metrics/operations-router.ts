@@ -24,7 +24,7 @@ function isLoopback(address: string | undefined): boolean {
  * token is configured — everyone else gets a 404, as if the route were not there).
  *
  * @example
- * createApp({ …, publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken }) });
+ * createRequestListener({ …, publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken }) });
  */
 export function operationsRouter(options: OperationsRouterOptions): Router {
   const { metrics, metricsToken } = options;

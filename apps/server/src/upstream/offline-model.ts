@@ -292,27 +292,28 @@ function structuredFormat(value: unknown): StructuredFormat | null {
  */
 function structuredContent(format: StructuredFormat, answer: string, hints: SampleHints): string {
   if (format.kind === 'json_object') return JSON.stringify({ answer });
-  try {
-    return JSON.stringify(sampleFromSchema(format.schema, hints) ?? null);
-  } catch (err) {
-    if (!(err instanceof SchemaBoundsError)) throw err;
-    throw new ApiError('invalid_value', `The offline model cannot fill the response_format schema: ${err.message}.`, { param: 'response_format' });
-  }
+  return JSON.stringify(fillSchema(format.schema, hints, 'the response_format schema', () => 'response_format') ?? null);
+}
+
+/** Arguments for `tool` from its JSON Schema; a schema the filler cannot fill names the tool's parameters. */
+function fillParameters(tools: unknown, tool: FunctionToolDef, hints: SampleHints): unknown {
+  return fillSchema(tool.parameters, hints, `the parameters of tool '${tool.name}'`, () => {
+    const index = Array.isArray(tools) ? tools.findIndex((t) => isRecord(t) && isRecord(t.function) && t.function.name === tool.name) : -1;
+    return index === -1 ? 'tool_choice' : `tools[${index}].function.parameters`;
+  });
 }
 
 /**
- * Arguments for `tool` from its JSON Schema; a schema past the filler's bounds (SCHEMA_BOUNDS: a 10,000
- * character string, 1,000 items, 1 M characters in all, 200,000 steps, 64 levels) is the request's mistake:
- * 400 `invalid_value` naming the tool's parameters.
+ * A value for `schema`. A schema past the filler's bounds (SCHEMA_BOUNDS: a 10,000 character string, 1,000
+ * items, 1 M characters in all, 200,000 steps, 64 levels) is the request's mistake: 400 `invalid_value` on
+ * `param()`, saying which bound `what` exceeds.
  */
-function fillParameters(tools: unknown, tool: FunctionToolDef, hints: SampleHints): unknown {
+function fillSchema(schema: JsonSchema, hints: SampleHints, what: string, param: () => string): unknown {
   try {
-    return sampleFromSchema(tool.parameters, hints);
+    return sampleFromSchema(schema, hints);
   } catch (err) {
     if (!(err instanceof SchemaBoundsError)) throw err;
-    const index = Array.isArray(tools) ? tools.findIndex((t) => isRecord(t) && isRecord(t.function) && t.function.name === tool.name) : -1;
-    const param = index === -1 ? 'tool_choice' : `tools[${index}].function.parameters`;
-    throw new ApiError('invalid_value', `The offline model cannot fill the parameters of tool '${tool.name}': ${err.message}.`, { param });
+    throw new ApiError('invalid_value', `The offline model cannot fill ${what}: ${err.message}.`, { param: param() });
   }
 }
 

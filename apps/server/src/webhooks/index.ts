@@ -42,7 +42,7 @@ export interface Webhooks {
  *
  * @example
  * const webhooks = createWebhooks({ config, store, logger, clock, secretBox, keyCache });
- * const app = createApp({ …, audit: webhooks.audit, webhooksRouter: webhooks.router });
+ * const listener = createRequestListener({ …, audit: webhooks.audit, webhooksRouter: webhooks.router });
  * webhooks.start(); … await webhooks.stop();
  */
 export function createWebhooks(deps: WebhooksDeps): Webhooks {

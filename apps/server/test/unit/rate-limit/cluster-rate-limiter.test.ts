@@ -3,7 +3,7 @@
 // to the primary's real answerer; test/multi-process.test.ts runs the real processes.
 import { describe, expect, it } from 'vitest';
 import type { WorkerMessage } from '../../../src/cluster/messages.js';
-import { answerClusterRateLimits, ClusterRateLimiter, type Ipc } from '../../../src/rate-limit/rate-limiter.js';
+import { answerClusterRateLimits, ClusterRateLimiter, type Ipc } from '../../../src/rate-limit/cluster-rate-limiter.js';
 
 type Answer = ReturnType<typeof answerClusterRateLimits>;
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../storage/store.js';
-import { generateApiKey } from '../auth/api-keys.js';
-import { hashPassword } from '../auth/passwords.js';
+import { generateApiKey } from './api-keys.js';
+import { hashPassword } from './passwords.js';
 
 export interface FirstRunCredentials {
   email: string;

@@ -1,9 +1,8 @@
-import type { NextFunction, Request, Response } from 'express';
 import type { ServerResponse } from 'node:http';
 import { ApiError } from '../http/errors.js';
-import { apiKeyOf } from '../auth/bearer-auth.js';
+import { retryAfterHeaders } from '../http/retry-after.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import { formatResetDuration, type RateLimiter } from './rate-limiter.js';
+import type { RateLimiter } from './rate-limiter.js';
 
 /** Consumes one request of `key`'s limit; sets `x-ratelimit-*` on `res` and throws 429 when over it. */
 export type ApplyRateLimit = (key: ApiKeyRecord, res: ServerResponse) => Promise<void>;
@@ -30,19 +29,11 @@ export function createRateLimit(deps: { limiter: RateLimiter; defaultRpm: number
   };
 }
 
-/**
- * `retry-after` (whole seconds, rounded up) and `retry-after-ms` for a window that frees a request in `resetMs`:
- * the OpenAI SDKs read `retry-after-ms` first and wait exactly that long.
- */
-export function retryAfterHeaders(resetMs: number): Record<string, string> {
-  const ms = Math.max(1, Math.ceil(resetMs));
-  return { 'retry-after': String(Math.ceil(ms / 1000)), 'retry-after-ms': String(ms) };
-}
-
-/** Express middleware of a rate limit (after `bearerAuth`). */
-export function rateLimit(applyLimit: ApplyRateLimit) {
-  return async (_req: Request, res: Response, next: NextFunction) => {
-    await applyLimit(apiKeyOf(res), res);
-    next();
-  };
+/** OpenAI's duration form for `x-ratelimit-reset-requests`: `120ms`, `12s`, `1m30s`. */
+function formatResetDuration(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.ceil(ms))}ms`;
+  const totalSeconds = Math.ceil(ms / 1000);
+  const minutes = Math.floor(totalSeconds / 60);
+  const seconds = totalSeconds % 60;
+  return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
 }

@@ -1,0 +1,103 @@
+import type { Usage } from '@svc/protocol';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { InFlightLimit } from '../http/in-flight.js';
+import type { Metrics } from '../metrics/metrics.js';
+import { CLIENT_CLOSED_STATUS, type Exchange } from '../pipeline/exchange.js';
+import type { ApiKeyRecord } from '../storage/keys-store.js';
+import { Cancellation, type Upstream } from '../upstream/upstream.js';
+import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
+import type { Grounder } from './grounder.js';
+
+export interface ChatDeps {
+  config: Pick<Config, 'upstream' | 'maxBodyBytesInFlight'>;
+  upstream: Upstream;
+  grounder: Grounder;
+  /** Told about every finished request (usage counters, the webhook's outbox). */
+  audit: AuditSink;
+  /** The chat requests in flight and their maximum (SVC_MAX_IN_FLIGHT). */
+  inFlight: InFlightLimit;
+  logger: Logger;
+  clock: () => number;
+  /** Time to first token. */
+  metrics?: Metrics;
+}
+
+/**
+ * One chat request in the route: the pipeline's exchange and key, the cancellation its upstream call
+ * listens to, and the upstream timing the log line reports.
+ */
+export interface ChatContext {
+  readonly deps: ChatDeps;
+  readonly exchange: Exchange;
+  readonly key: ApiKeyRecord;
+  /** Aborted when the client disconnects before the response finished. */
+  readonly abort: Cancellation;
+  /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
+  upstreamStartedAt: number | undefined;
+  upstreamFinishedAt: number | undefined;
+}
+
+/** What the audit of one request says beside what its context knows (id, key, times). */
+export type Outcome = Omit<CompletedRequest, 'requestId' | 'key' | 'startedAt' | 'finishedAt'>;
+
+export const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+/**
+ * The context of an authorized chat request; its `abort` fires when the client leaves before the end.
+ *
+ * @example
+ * const ctx = chatContext(deps, exchange, key);
+ * await deps.upstream.complete({ body, signal: ctx.abort, thinking: false });
+ */
+export function chatContext(deps: ChatDeps, exchange: Exchange, key: ApiKeyRecord): ChatContext {
+  const ctx: ChatContext = { deps, exchange, key, abort: new Cancellation(), upstreamStartedAt: undefined, upstreamFinishedAt: undefined };
+  const { res } = exchange;
+  const closed = () => {
+    if (!res.writableFinished) ctx.abort.abort(new Error('client closed the connection'));
+  };
+  // The client may have left while the pipeline authorized the request: its 'close' has fired already.
+  if (res.destroyed) closed();
+  else res.on('close', closed);
+  return ctx;
+}
+
+/** `status`, or 499 when the client went away first. */
+export function statusFor(ctx: ChatContext, status: number): number {
+  return ctx.abort.aborted ? CLIENT_CLOSED_STATUS : status;
+}
+
+/**
+ * Records a finished request: its tokens and upstream latency on the request's log line, and the audit.
+ * Resolves once the delivery is durably recorded, so the response's last byte goes out after it.
+ *
+ * @example
+ * await record(ctx, { statusCode: 200, streaming: false, messages, responseText: answer, svc, usage });
+ */
+export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
+  const { deps, exchange } = ctx;
+  const fields: Record<string, unknown> = { tokens: outcome.usage.total_tokens };
+  if (ctx.upstreamStartedAt !== undefined) fields.upstream_latency_ms = (ctx.upstreamFinishedAt ?? deps.clock()) - ctx.upstreamStartedAt;
+  exchange.logFields = fields;
+  return deps.audit.record({
+    requestId: exchange.requestId,
+    key: ctx.key,
+    startedAt: exchange.startedAt,
+    finishedAt: deps.clock(),
+    statusCode: outcome.statusCode,
+    streaming: outcome.streaming,
+    messages: outcome.messages,
+    responseText: outcome.responseText,
+    svc: outcome.svc,
+    usage: outcome.usage,
+  });
+}
+
+/** `record` for a request that failed: the client gets its error whether or not the record could be written. */
+export async function recordFailure(ctx: ChatContext, outcome: Outcome): Promise<void> {
+  try {
+    await record(ctx, outcome);
+  } catch (err) {
+    ctx.deps.logger.error({ err, request_id: ctx.exchange.requestId }, 'could not record the failed request');
+  }
+}

@@ -1,0 +1,67 @@
+import { SVC_MODEL, type ChatCompletion, type ChatCompletionRequest } from '@svc/protocol';
+import type { UpstreamBody } from '../upstream/upstream.js';
+import { record, type ChatContext } from './chat-context.js';
+import { countUsage } from './prompt.js';
+import { dehallucinateRequested } from './request.js';
+
+/**
+ * The non-streamed answer (spec §4.1): the upstream's completion under our id and model, with the `svc`
+ * grounding result, and usage counted here when upstream gave none.
+ *
+ * @example
+ * const body = await complete(ctx, request, toUpstreamBody(request, config.upstream));
+ * await sendCompletion(ctx, request, body);
+ */
+export async function complete(
+  ctx: ChatContext,
+  request: ChatCompletionRequest,
+  upstream: { body: UpstreamBody; thinking: boolean },
+): Promise<ChatCompletion> {
+  const { deps, exchange } = ctx;
+  const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
+  ctx.upstreamFinishedAt = deps.clock();
+  const answer = completion.choices[0]?.message.content ?? '';
+  const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
+  const usage =
+    completion.usage ??
+    (await countUsage(request.messages, completion.choices.map((c) => c.message.content ?? '')));
+  return {
+    id: exchange.requestId,
+    object: 'chat.completion',
+    created: completion.created ?? Math.floor(exchange.startedAt / 1000),
+    model: SVC_MODEL,
+    choices: completion.choices.map((c) => ({
+      index: c.index,
+      message: c.message,
+      logprobs: c.logprobs ?? null,
+      finish_reason: c.finish_reason,
+    })),
+    usage,
+    ...(completion.service_tier !== undefined ? { service_tier: completion.service_tier } : {}),
+    ...(completion.system_fingerprint !== undefined ? { system_fingerprint: completion.system_fingerprint } : {}),
+    svc,
+  };
+}
+
+/** Records the completion (its delivery is durable before the client has the answer), then sends it. */
+export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRequest, body: ChatCompletion): Promise<void> {
+  const { svc } = body;
+  await record(ctx, {
+    statusCode: 200,
+    streaming: false,
+    messages: request.messages,
+    responseText: body.choices[0]?.message.content ?? '',
+    svc,
+    usage: body.usage,
+  });
+  const json = JSON.stringify(body);
+  ctx.exchange.res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+    // For clients that hide unknown body fields (design §3).
+    'x-svc-checked': String(svc.checked),
+    'x-svc-grounded': String(svc.grounded),
+    'x-svc-score': String(svc.score),
+  });
+  ctx.exchange.res.end(json);
+}

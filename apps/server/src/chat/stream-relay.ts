@@ -1,0 +1,149 @@
+import { SVC_MODEL, type ChatCompletionChunk, type ChatCompletionRequest, type SvcResult, type Usage } from '@svc/protocol';
+import { toApiError } from '../http/to-api-error.js';
+import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
+import type { ChunkStream } from '../upstream/upstream.js';
+import { NO_USAGE, record, recordFailure, statusFor, type ChatContext } from './chat-context.js';
+import { FrameJson } from './frame-json.js';
+import { countUsage } from './prompt.js';
+import { dehallucinateRequested } from './request.js';
+import { SseWriter } from './sse-writer.js';
+
+/**
+ * Relays upstream chunks in OpenAI's SSE format under our id and model; the chunk that finishes the first
+ * choice also carries `svc` (the full text is known then). Usage from upstream is held back and sent as a
+ * `choices: []` chunk only when the client asked for it. Whatever fails once the stream started ends it with
+ * an error frame, recorded like a success: this never throws.
+ *
+ * @example
+ * await relayStream(ctx, request, await upstream.stream({ body, signal: ctx.abort, thinking: false }));
+ */
+export async function relayStream(ctx: ChatContext, request: ChatCompletionRequest, chunks: ChunkStream): Promise<void> {
+  const { res, requestId, startedAt } = ctx.exchange;
+  const created = Math.floor(startedAt / 1000);
+  const includeUsage = request.stream_options?.include_usage === true;
+  const requested = dehallucinateRequested(request);
+  const texts: string[] = [];
+  const started = new Set<number>();
+  let usage: Usage | null = null;
+  let svc: SvcResult | null = null;
+  /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */
+  const held: Array<Pick<ChatCompletionChunk, 'choices' | 'system_fingerprint'>> = [];
+  let firstToken = false;
+
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  const sse = new SseWriter(res);
+
+  const write = (data: string): Promise<void> | undefined => sse.write(data);
+  const computeSvc = async () =>
+    ctx.deps.grounder.check({ messages: request.messages, answer: texts[0] ?? '', requested });
+
+  const frames = new FrameJson(requestId, created, SVC_MODEL, { includeUsage });
+  /** The upstream's last `system_fingerprint`, for the usage frame; whether its `service_tier` is known. */
+  let lastFingerprint: string | null | undefined;
+  let tierKnown = false;
+
+  /** Adjusts an upstream chunk's choices (ours alone) in place for the client, and keeps the text. */
+  const relay = (chunk: ChatCompletionChunk): void => {
+    for (const choice of chunk.choices) {
+      const delta = choice.delta;
+      if (!started.has(choice.index)) {
+        started.add(choice.index);
+        if (delta.role === undefined) delta.role = 'assistant';
+      }
+      if (typeof delta.content === 'string') texts[choice.index] = keep(texts[choice.index] ?? '', delta.content);
+      if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
+        firstToken = true;
+        ctx.deps.metrics?.firstToken((ctx.deps.clock() - startedAt) / 1000);
+      }
+      if (choice.logprobs === undefined) choice.logprobs = null;
+    }
+  };
+
+  try {
+    for await (const batch of chunks) {
+      for (const chunk of batch) {
+        if (chunk.system_fingerprint !== undefined) lastFingerprint = chunk.system_fingerprint;
+        if (!tierKnown && typeof chunk.service_tier === 'string') {
+          tierKnown = true;
+          frames.serviceTier(chunk.service_tier);
+        }
+        if (chunk.usage) usage = chunk.usage;
+        if (!chunk.choices || chunk.choices.length === 0) continue;
+        relay(chunk);
+        const { choices, system_fingerprint: fingerprint } = chunk;
+        let finishesFirst = false;
+        let finishesOther = false;
+        for (const c of choices) {
+          if (c.finish_reason === null) continue;
+          if (c.index === 0) finishesFirst = true;
+          else finishesOther = true;
+        }
+        if (finishesFirst) {
+          svc = await computeSvc();
+          await write(frames.of(choices, fingerprint, svc));
+          for (const h of held.splice(0)) await write(frames.of(h.choices, h.system_fingerprint, svc));
+        } else if (finishesOther && svc === null) {
+          held.push({ choices, system_fingerprint: fingerprint });
+        } else {
+          const behind = write(frames.of(choices, fingerprint, finishesOther && svc ? svc : undefined));
+          if (behind) await behind;
+        }
+      }
+    }
+    ctx.upstreamFinishedAt = ctx.deps.clock();
+    // What is left are our own closing frames, the audit (one event-loop turn) and [DONE]: one write at the end.
+    sse.hold();
+    if (svc === null) {
+      // Upstream ended cleanly without a finish_reason for the first choice: close it ourselves.
+      svc = await computeSvc();
+      await write(frames.of([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc));
+      for (const h of held.splice(0)) await write(frames.of(h.choices, h.system_fingerprint, svc));
+    }
+    usage ??= await countUsage(request.messages, texts);
+    if (includeUsage) await write(frames.usage(usage, lastFingerprint));
+    await record(ctx, {
+      statusCode: statusFor(ctx, 200),
+      streaming: true,
+      messages: request.messages,
+      responseText: texts[0] ?? '',
+      svc,
+      usage,
+    });
+    await write('[DONE]');
+  } catch (err) {
+    // Whatever failed (upstream, counting, the audit of a finished stream), the delivery is recorded and the
+    // client gets an error frame: nothing in this path may throw past them.
+    const error = toApiError(err);
+    const clientGone = ctx.abort.aborted;
+    sse.hold();
+    if (!clientGone) await write(JSON.stringify(error.toBody()));
+    await recordFailure(ctx, {
+      statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
+      streaming: true,
+      messages: request.messages,
+      responseText: texts[0] ?? '',
+      svc,
+      usage: usage ?? (await countUsage(request.messages, texts).catch(() => NO_USAGE)),
+    });
+  } finally {
+    sse.end();
+  }
+}
+
+/**
+ * Characters of one choice's streamed text kept for the grounding check and the audit's `response_text`.
+ * V8 strings end at 2^29 - 24 characters: an upstream that streams more would make the concatenation throw.
+ * The text past this is relayed to the client but not kept (nor counted, when svc counts usage itself).
+ */
+const MAX_KEPT_TEXT_CHARS = 2 ** 28;
+
+function keep(text: string, more: string): string {
+  if (text.length + more.length <= MAX_KEPT_TEXT_CHARS) return text + more;
+  return text.length >= MAX_KEPT_TEXT_CHARS ? text : text + more.slice(0, MAX_KEPT_TEXT_CHARS - text.length);
+}
+

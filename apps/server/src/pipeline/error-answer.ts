@@ -1,0 +1,28 @@
+import type { Logger } from 'pino';
+import { toApiError } from '../http/to-api-error.js';
+import { pathOf, type Exchange } from './exchange.js';
+
+/**
+ * Answers a failed request in the error shape of design §4 (never a stack trace or an internal message) and
+ * logs what is a server fault. A response whose headers already went out can only be ended.
+ *
+ * @example
+ * answerError(exchange, new ApiError('not_found', 'Unknown request URL.'), logger);
+ */
+export function answerError(exchange: Exchange, err: unknown, logger: Logger): void {
+  const { res } = exchange;
+  const error = toApiError(err);
+  // A client that went away (the chat route aborts its upstream call then) is not a server fault: 499 in the request log.
+  const clientGone = res.destroyed && !res.writableFinished;
+  if (error.code === 'internal_error' && !clientGone) {
+    logger.error({ err: error.cause ?? err, request_id: exchange.requestId, path: pathOf(exchange.url) }, 'unhandled error');
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify(error.toBody());
+  for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+  res.writeHead(error.status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
