@@ -1,15 +1,11 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
+import type { AllowPrivate } from '../config.js';
 import { ApiError } from '../http/errors.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
-/**
- * SVC_WEBHOOK_ALLOW_PRIVATE (design §2): `false` public addresses only; `'loopback'` also loopback receivers
- * (127.0.0.0/8, ::1 and its IPv4-mapped form: local development); `true` also private, link-local (the cloud
- * metadata address) and every other non-public range.
- */
-export type AllowPrivate = boolean | 'loopback';
+export type { AllowPrivate };
 
 /** What SVC_WEBHOOK_ALLOW_PRIVATE would have to be for an address in `range` to be reached. */
 function settingNote(range: string, allow: AllowPrivate): string {
