@@ -5,7 +5,7 @@ import { SVC_MODEL, type Model } from '@svc/protocol';
 import type { Config } from './config.js';
 import type { Store } from './storage/store.js';
 import type { Upstream } from './upstream/upstream.js';
-import type { AuditSink } from './chat/audit.js';
+import type { AuditSink } from './audit/audit-sink.js';
 import type { Grounder } from './chat/grounder.js';
 import type { RateLimiter } from './rate-limit/rate-limiter.js';
 import type { KeyCache } from './auth/key-cache.js';

@@ -1,7 +1,13 @@
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import type { AllowPrivate } from './webhooks/url-guard.js';
+
+/**
+ * SVC_WEBHOOK_ALLOW_PRIVATE (design §2): `false` public addresses only; `'loopback'` also loopback receivers
+ * (127.0.0.0/8, ::1 and its IPv4-mapped form: local development); `true` also private, link-local (the cloud
+ * metadata address) and every other non-public range.
+ */
+export type AllowPrivate = boolean | 'loopback';
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1']);
 

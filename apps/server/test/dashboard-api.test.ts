@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/test-server.js';
-import { newDeliveryId } from '../src/storage/deliveries-store.js';
+import { newDeliveryId } from '../src/storage/outbox-store.js';
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { dashboardStatic } from '../src/dashboard/static-files.js';

@@ -7,7 +7,7 @@ import { AuditPayloadSchema, type AuditPayload } from '@svc/protocol';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { signBody } from '../src/webhooks/signer.js';
-import { buildAuditPayload } from '../src/webhooks/payload.js';
+import { buildAuditPayload } from '../src/audit/audit-payload.js';
 import { eventually, startReceiver, type Receiver, type ReceivedDelivery } from './support/webhooks.js';
 
 const SECRET = 'whsec_test-secret-for-webhooks';

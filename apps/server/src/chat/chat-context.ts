@@ -6,7 +6,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import { CLIENT_CLOSED_STATUS, type Exchange } from '../pipeline/exchange.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { Cancellation, type Upstream } from '../upstream/upstream.js';
-import type { AuditSink, CompletedRequest } from './audit.js';
+import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
 import type { Grounder } from './grounder.js';
 
 export interface ChatDeps {

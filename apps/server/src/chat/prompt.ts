@@ -11,13 +11,6 @@ function asMessages(messages: unknown): MessageLike[] {
   return Array.isArray(messages) ? messages.filter((m): m is MessageLike => typeof m === 'object' && m !== null) : [];
 }
 
-/** The messages rendered in order as `role: content` lines (text parts only) — the audit payload's `prompt`. */
-export function renderPrompt(messages: unknown): string {
-  return asMessages(messages)
-    .map((m) => `${typeof m.role === 'string' ? m.role : 'unknown'}: ${messageText(m.content)}`)
-    .join('\n');
-}
-
 /** Grounding sources: every system, developer, user and tool message; earlier assistant turns are not evidence. */
 export function groundingSources(messages: unknown): string[] {
   return groundingSourceMessages(messages).texts;

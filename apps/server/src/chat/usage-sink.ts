@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { UsageIncrement, UsageStore } from '../storage/usage-store.js';
 import { LATENCY_COLUMNS, latencyBucket } from '../storage/usage-latency.js';
-import type { AuditSink, CompletedRequest } from './audit.js';
+import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
 import { DAY_MS, utcDay } from '../time.js';
 
 /**

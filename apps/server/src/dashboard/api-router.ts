@@ -13,7 +13,7 @@ import type {
   WebhookTestResult,
 } from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import type { DeliveryRow } from '../storage/deliveries-store.js';
+import type { DeliveryRow } from '../storage/outbox-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ConcurrencyGate } from '../auth/concurrency-gate.js';

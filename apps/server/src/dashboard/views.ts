@@ -1,6 +1,6 @@
 import type { DashboardDelivery, DashboardDeliveryAttempt, DashboardKey, DeliveryOutcome } from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import type { AttemptRow, DeliveryRow } from '../storage/deliveries-store.js';
+import type { AttemptRow, DeliveryRow } from '../storage/outbox-store.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 import { attemptView, deliveryView } from '../webhooks/delivery-shapes.js';
 

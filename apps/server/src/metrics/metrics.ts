@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { SvcResult } from '@svc/protocol';
-import type { Backlog } from '../storage/deliveries-store.js';
+import type { Backlog } from '../storage/outbox-store.js';
 
 /** Seconds buckets for whole requests and upstream calls (LLM answers take seconds to minutes). */
 const SLOW_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];

@@ -4,7 +4,7 @@ import type SQLite from 'better-sqlite3';
  * Hand-written, prepared-once SQL for the few statements on the request and webhook hot paths (SQLite only).
  * They run synchronously on the connection kysely also uses, so each one is atomic with respect to the
  * event loop; `usable` is false while a kysely transaction is open on that connection (it spans event-loop
- * turns), and the stores then take their kysely path, which waits for it.
+ * turns), and the stores then wait for it (`SqliteOutboxStore`) or take their kysely path, which waits too.
  */
 export class SqliteStatements {
   private readonly cache = new Map<string, SQLite.Statement>();

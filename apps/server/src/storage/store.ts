@@ -3,7 +3,9 @@ import { migrate } from './migrations.js';
 import { KeysStore } from './keys-store.js';
 import { UsersStore } from './users-store.js';
 import { UsageStore } from './usage-store.js';
-import { DeliveriesStore } from './deliveries-store.js';
+import type { OutboxStore } from './outbox-store.js';
+import { PostgresOutboxStore } from './postgres-outbox-store.js';
+import { SqliteOutboxStore } from './sqlite-outbox-store.js';
 import { SessionsStore } from './sessions-store.js';
 import { ResponsesStore } from './responses-store.js';
 import { SqliteStatements } from './sqlite-statements.js';
@@ -20,7 +22,8 @@ export interface Store {
   users: UsersStore;
   keys: KeysStore;
   usage: UsageStore;
-  deliveries: DeliveriesStore;
+  /** The webhook outbox: deliveries and their attempts. */
+  deliveries: OutboxStore;
   sessions: SessionsStore;
   responses: ResponsesStore;
   /** True when the database takes a write now (a one-row write, and on SQLite the file is still the one opened). */
@@ -43,7 +46,7 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     users: new UsersStore(db),
     keys: new KeysStore(db, statements),
     usage: new UsageStore(db),
-    deliveries: new DeliveriesStore(db, handle.dialect, statements),
+    deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db),
     sessions: new SessionsStore(db),
     responses: new ResponsesStore(db),
     async ping() {

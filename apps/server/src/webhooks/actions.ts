@@ -1,12 +1,12 @@
 import type { WebhookTestResult } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import { newDeliveryId, type DeliveriesStore, type DeliveryRow } from '../storage/deliveries-store.js';
-import { buildTestPayload } from './payload.js';
+import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery, type OutboxStore } from '../storage/outbox-store.js';
+import { buildTestPayload } from '../audit/audit-payload.js';
 import type { DeliveryWorker } from './worker.js';
 
 export interface WebhookActionsDeps {
-  deliveries: DeliveriesStore;
+  deliveries: OutboxStore;
   worker: DeliveryWorker;
   clock: () => number;
   timeoutMs: number;
@@ -31,7 +31,7 @@ export function webhookActions(deps: WebhookActionsDeps) {
       const id = newDeliveryId();
       const now = deps.clock();
       const { payload, body } = buildTestPayload(key, id, now);
-      await deps.deliveries.insert({
+      const delivery: NewDelivery = {
         id,
         keyId: key.id,
         userId: key.user_id,
@@ -42,11 +42,11 @@ export function webhookActions(deps: WebhookActionsDeps) {
         now,
         // Leased to this call: the worker leaves it alone while the synchronous attempt runs.
         lease: { until: now + deps.timeoutMs + 15_000, by: 'test-send' },
-      });
-      const row = await deps.deliveries.byId(id);
-      if (!row) throw new Error(`test delivery ${id} vanished`);
+        signingSecretEnc: key.signing_secret_enc,
+      };
+      await deps.deliveries.insert(delivery);
       // `direct`: its own connections, never queued behind the worker's attempts to the same receiver.
-      const outcome = await deps.worker.attempt(row, { retries: false, freshKey: true, direct: true });
+      const outcome = await deps.worker.attempt(newDeliveryRow(delivery), { retries: false, direct: true });
       return outcome.ok
         ? { success: true, delivered_to: url }
         : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error };

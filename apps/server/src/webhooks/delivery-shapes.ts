@@ -6,7 +6,7 @@ import {
   type DeliveryListQuery,
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
-import type { AttemptRow, DeliveryRow } from '../storage/deliveries-store.js';
+import type { AttemptRow, DeliveryRow } from '../storage/outbox-store.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 
 // The deliveries API's shapes, shared by `/v1/webhooks/deliveries` and the dashboard API's deliveries routes.

@@ -1,18 +1,14 @@
-import { webhookActions, type WebhookActions } from './actions.js';
 import type { Router } from 'express';
-import type { AuditSink } from '../chat/audit.js';
+import type { AuditSink } from '../audit/audit-sink.js';
+import type { ServiceDeps } from '../service-deps.js';
+import { webhookActions, type WebhookActions } from './actions.js';
 import { OutboxSink } from './outbox.js';
+import { Retention } from './retention.js';
 import { webhooksRouter } from './routes.js';
 import { createSender } from './sender.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
-import type { ServiceDeps } from '../service-deps.js';
 
-export { validateWebhookUrl, blockedRange, WebhookAddressRefusedError } from './url-guard.js';
-export { buildAuditPayload, buildTestPayload } from './payload.js';
-export { signBody } from './signer.js';
-export { DeliveryWorker, retryDelay } from './worker.js';
-export { webhookActions, type WebhookActions } from './actions.js';
-
+export { validateWebhookUrl } from './url-guard.js';
 
 export interface WebhooksDeps extends ServiceDeps {
   /** Attempts in flight at most (default SVC_WEBHOOK_CONCURRENCY). */
@@ -35,7 +31,7 @@ export interface Webhooks {
   worker: DeliveryWorker;
   /** Send test and Redeliver, shared with the dashboard. */
   actions: WebhookActions;
-  /** Starts the delivery worker (sends what is pending, including rows left by a previous run). */
+  /** Starts the delivery worker (sends what is pending, including rows left by a previous run) and retention. */
   start(): void;
   /** Stops claiming, lets attempts in flight finish or time out; pending rows stay for the next start. */
   stop(): Promise<void>;
@@ -52,23 +48,24 @@ export interface Webhooks {
 export function createWebhooks(deps: WebhooksDeps): Webhooks {
   const { config, store, logger, clock, secretBox } = deps;
   const perReceiver = config.webhooks.receiverConcurrency;
+  const webhooksLogger = logger.child({ component: 'webhooks' });
   const sender = createSender({ timeoutMs: config.webhooks.timeoutMs, allowPrivate: config.webhooks.allowPrivate, connections: perReceiver });
   const worker = new DeliveryWorker({
     deliveries: store.deliveries,
     keys: store.keys,
     sender,
     secretBox,
-    logger: logger.child({ component: 'webhooks' }),
+    logger: webhooksLogger,
     clock,
     timeoutMs: config.webhooks.timeoutMs,
     retryScheduleMs: config.webhooks.retryScheduleMs,
-    retentionDays: config.webhooks.retentionDays,
     concurrency: deps.concurrency ?? config.webhooks.concurrency,
     perReceiver,
     onAttempt: deps.onAttempt,
     // Embedded SQLite with one server process: what it had leased when it died is nobody's now.
     releaseLeasesOnStart: deps.releaseLeasesOnStart ?? store.handle.dialect === 'sqlite',
   });
+  const retention = new Retention({ deliveries: store.deliveries, retentionDays: config.webhooks.retentionDays, clock, logger: webhooksLogger });
   const audit = new OutboxSink(store.deliveries, worker);
   const actions = webhookActions({ deliveries: store.deliveries, worker, clock, timeoutMs: config.webhooks.timeoutMs });
   const router = webhooksRouter({ deliveries: store.deliveries, keys: store.keys, actions });
@@ -77,8 +74,12 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     router,
     worker,
     actions,
-    start: () => worker.start(),
+    start() {
+      worker.start();
+      retention.start();
+    },
     async stop() {
+      retention.stop();
       await worker.stop();
       await sender.close();
     },

@@ -1,6 +1,6 @@
-import type { AuditSink, CompletedRequest } from '../chat/audit.js';
-import { newDeliveryId, newDeliveryRow, type DeliveriesStore, type DeliveryRow, type NewDelivery } from '../storage/deliveries-store.js';
-import { buildAuditPayload } from './payload.js';
+import { buildAuditPayload } from '../audit/audit-payload.js';
+import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
+import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type NewDelivery, type OutboxStore } from '../storage/outbox-store.js';
 
 interface Waiting {
   delivery: NewDelivery;
@@ -8,10 +8,13 @@ interface Waiting {
   reject: (err: unknown) => void;
 }
 
-/** The part of the delivery worker the outbox hands new rows to (`DeliveryWorker`). */
+/**
+ * The part of the delivery worker the outbox hands new rows to (`DeliveryWorker`): it lends the outbox a
+ * lease for as many rows as it can start now, and takes the committed rows over.
+ */
 export interface OutboxWorker {
-  reserve(count: number): { take: number; lease: { until: number; by: string } };
-  adopt(rows: DeliveryRow[]): void;
+  reserve(count: number): { take: number; lease: Lease };
+  adopt(rows: ClaimedDelivery[]): void;
   unreserve(count: number): void;
   wake(): void;
 }
@@ -30,7 +33,7 @@ export class OutboxSink implements AuditSink {
   private queue: Waiting[] = [];
 
   constructor(
-    private readonly deliveries: DeliveriesStore,
+    private readonly deliveries: OutboxStore,
     private readonly worker: OutboxWorker,
   ) {}
 
@@ -47,6 +50,7 @@ export class OutboxSink implements AuditSink {
       url,
       payload: body,
       now: request.finishedAt,
+      signingSecretEnc: request.key.signing_secret_enc,
     };
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ delivery, resolve, reject });

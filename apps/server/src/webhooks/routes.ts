@@ -2,7 +2,7 @@ import express, { type Response, type Router } from 'express';
 import type { DeliveryList } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import type { ApiKeyRecord, KeysStore } from '../storage/keys-store.js';
-import type { DeliveriesStore } from '../storage/deliveries-store.js';
+import type { OutboxStore } from '../storage/outbox-store.js';
 import type { WebhookActions } from './actions.js';
 import { deliveryDetailView, deliveryListQuery, deliveryView } from './delivery-shapes.js';
 
@@ -14,7 +14,7 @@ function notFound(id: string): ApiError {
 }
 
 export interface RoutesDeps {
-  deliveries: DeliveriesStore;
+  deliveries: OutboxStore;
   keys: KeysStore;
   actions: WebhookActions;
 }

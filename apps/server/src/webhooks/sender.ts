@@ -5,8 +5,9 @@ import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../http/undici-dispatchers.js';
+import { Deadlines } from './deadlines.js';
 import { signBody } from './signer.js';
-import { assertAllowedUrl, guardedLookup, type AllowPrivate } from './url-guard.js';
+import { guardedLookup, parseAttemptUrl, WebhookAddressRefusedError, WebhookUrlRefusedError, type AllowPrivate } from './url-guard.js';
 
 /** How much of a receiver's response body the attempt log keeps. */
 export const RESPONSE_BODY_LIMIT = 2048;
@@ -21,16 +22,42 @@ export interface OutgoingDelivery {
   secret: string | null;
 }
 
-/** What one attempt did. Never an exception: failures are outcomes. */
-export interface AttemptOutcome {
-  ok: boolean;
+/** A 2xx answer. */
+export interface AttemptSuccess {
+  ok: true;
+  statusCode: number;
+  durationMs: number;
+  error: null;
+  responseBody: string;
+}
+
+/**
+ * Why an attempt failed: `refused` (the SSRF guard kept it from connecting: a blocked address or an unusable
+ * URL), `timeout` (no whole answer within the attempt's timeout), `http` (an answer that is not a 2xx),
+ * `network` (connection or protocol error), `unprepared` (never sent: the key's secret could not be read).
+ */
+export type AttemptFailureKind = 'refused' | 'timeout' | 'http' | 'network' | 'unprepared';
+
+export interface AttemptFailure {
+  ok: false;
+  kind: AttemptFailureKind;
+  /**
+   * Stable: `SVC_WEBHOOK_ADDRESS_REFUSED`, `SVC_WEBHOOK_URL_REFUSED`, `SVC_WEBHOOK_TIMEOUT`,
+   * `SVC_WEBHOOK_HTTP_STATUS`, `SVC_WEBHOOK_UNPREPARED`, or for `network` the socket error's own code
+   * (`ECONNREFUSED`, `UND_ERR_SOCKET`, …; `SVC_WEBHOOK_NETWORK` when it has none).
+   */
+  code: string;
   statusCode: number | null;
   durationMs: number;
-  error: string | null;
+  /** What the attempt log and the key's last status show. */
+  error: string;
   responseBody: string | null;
   /** From a `Retry-After` header, when the receiver sent one. */
   retryAfterMs?: number;
 }
+
+/** What one attempt did. Never an exception: failures are outcomes. */
+export type AttemptOutcome = AttemptSuccess | AttemptFailure;
 
 export interface Sender {
   /** One attempt; `direct` (test sends) uses connections of its own, never queued behind the worker's. */
@@ -67,17 +94,20 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-function describeError(err: unknown): string {
+/** The kind, code and message of an attempt that failed before any answer (bad URL, refused address, socket error). */
+function classifyError(err: unknown): Pick<AttemptFailure, 'kind' | 'code' | 'error'> {
   let current: unknown = err;
   // undici wraps socket errors; the innermost cause says what happened (refused, reset, SSRF guard).
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    if (current.name === 'WebhookAddressRefusedError') return current.message;
+    if (current instanceof WebhookAddressRefusedError || current instanceof WebhookUrlRefusedError) {
+      return { kind: 'refused', code: current.code, error: current.message };
+    }
     if (!(current.cause instanceof Error)) break;
     current = current.cause;
   }
-  const e = current as { code?: string; message?: string; name?: string };
-  const code = e.code && !String(e.message).includes(e.code) ? `${e.code}: ` : '';
-  return `${code}${e.message ?? String(current)}`;
+  const e = current as { code?: string; message?: string };
+  const prefix = e.code && !String(e.message).includes(e.code) ? `${e.code}: ` : '';
+  return { kind: 'network', code: e.code ?? 'SVC_WEBHOOK_NETWORK', error: `${prefix}${e.message ?? String(current)}` };
 }
 
 /** How many distinct URLs keep their parsed, vetted form (see `targetOf`); past that the cache starts over. */
@@ -149,7 +179,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     const { controller } = this;
     const error = `timed out after ${this.timeoutMs} ms`;
-    this.settle({ ok: false, statusCode: null, durationMs: this.elapsed(), error, responseBody: null });
+    this.settle({ ok: false, kind: 'timeout', code: 'SVC_WEBHOOK_TIMEOUT', statusCode: null, durationMs: this.elapsed(), error, responseBody: null });
     // Still connecting: `onRequestStart` drops it.
     controller?.abort(new Error(error));
   }
@@ -157,18 +187,30 @@ class Attempt implements Dispatcher.DispatchHandler {
   /** The attempt failed: bad URL, refused address, connection or protocol error. */
   fail(err: unknown): void {
     if (this.settled) return;
-    this.settle({ ok: false, statusCode: null, durationMs: this.elapsed(), error: describeError(err), responseBody: null });
+    this.settle({ ok: false, ...classifyError(err), statusCode: null, durationMs: this.elapsed(), responseBody: null });
   }
 
   private respond(): void {
     if (this.settled) return;
     const { statusCode } = this;
-    const ok = statusCode >= 200 && statusCode < 300;
     const responseBody = this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8');
-    const retryAfterMs = ok ? undefined : parseRetryAfter(this.retryAfter, Date.now());
-    let error: string | null = null;
-    if (!ok) error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`;
-    this.settle({ ok, statusCode, durationMs: this.elapsed(), error, responseBody, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
+    const durationMs = this.elapsed();
+    if (statusCode >= 200 && statusCode < 300) {
+      this.settle({ ok: true, statusCode, durationMs, error: null, responseBody });
+      return;
+    }
+    const retryAfterMs = parseRetryAfter(this.retryAfter, Date.now());
+    const error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`;
+    this.settle({
+      ok: false,
+      kind: 'http',
+      code: 'SVC_WEBHOOK_HTTP_STATUS',
+      statusCode,
+      durationMs,
+      error,
+      responseBody,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    });
   }
 
   private settle(outcome: AttemptOutcome): void {
@@ -181,60 +223,6 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   private elapsed(): number {
     return Math.round(performance.now() - this.started);
-  }
-}
-
-/**
- * The total timeout of every attempt in flight, kept with one timer instead of a timer and an abort signal
- * per attempt. All attempts share one timeout, so their deadlines come in start order: a FIFO whose head
- * is the next to expire. Attempts that ended leave the head as new ones arrive or when the timer fires.
- */
-class Deadlines {
-  private queue: Array<Attempt | undefined> = [];
-  private head = 0;
-  private timer: NodeJS.Timeout | undefined;
-
-  add(attempt: Attempt): void {
-    this.dropSettled();
-    this.queue.push(attempt);
-    if (this.timer === undefined) this.arm(attempt.deadline - performance.now());
-  }
-
-  close(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private arm(delayMs: number): void {
-    // Sockets and look-ups in progress keep the process alive, not this timer.
-    this.timer = setTimeout(() => this.sweep(), Math.max(1, Math.ceil(delayMs))).unref();
-  }
-
-  private sweep(): void {
-    this.timer = undefined;
-    const now = performance.now();
-    for (let next = this.queue[this.head]; next !== undefined && (next.settled || next.deadline <= now); next = this.queue[this.head]) {
-      this.queue[this.head++] = undefined;
-      next.expire();
-    }
-    this.compact();
-    const first = this.queue[this.head];
-    if (first !== undefined) this.arm(first.deadline - now);
-  }
-
-  private dropSettled(): void {
-    for (let next = this.queue[this.head]; next?.settled; next = this.queue[this.head]) this.queue[this.head++] = undefined;
-    this.compact();
-  }
-
-  private compact(): void {
-    if (this.head === this.queue.length) {
-      this.queue.length = 0;
-      this.head = 0;
-    } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
   }
 }
 
@@ -261,12 +249,11 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
   const deadlines = new Deadlines();
   const targets = new Map<string, Target>();
 
-  /** The URL parsed and checked (`assertAllowedUrl`, a pure check of the URL); only URLs that pass are kept. */
+  /** The URL parsed and checked (`parseAttemptUrl`, a pure check of the URL); only URLs that pass are kept. */
   function targetOf(href: string): Target {
     let target = targets.get(href);
     if (target === undefined) {
-      const url = new URL(href);
-      assertAllowedUrl(url, options.allowPrivate);
+      const url = parseAttemptUrl(href, options.allowPrivate);
       target = { origin: url.origin, path: `${url.pathname}${url.search}` };
       if (targets.size >= TARGET_CACHE_SIZE) targets.clear();
       targets.set(href, target);

@@ -1,15 +1,11 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
+import type { AllowPrivate } from '../config.js';
 import { ApiError } from '../http/errors.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
-/**
- * SVC_WEBHOOK_ALLOW_PRIVATE (design §2): `false` public addresses only; `'loopback'` also loopback receivers
- * (127.0.0.0/8, ::1 and its IPv4-mapped form: local development); `true` also private, link-local (the cloud
- * metadata address) and every other non-public range.
- */
-export type AllowPrivate = boolean | 'loopback';
+export type { AllowPrivate };
 
 /** What SVC_WEBHOOK_ALLOW_PRIVATE would have to be for an address in `range` to be reached. */
 function settingNote(range: string, allow: AllowPrivate): string {
@@ -33,6 +29,15 @@ export class WebhookAddressRefusedError extends Error {
         : `refused to connect to ${host}: it resolves to ${address}, a ${range} address (${note})`,
     );
     this.name = 'WebhookAddressRefusedError';
+  }
+}
+
+/** A webhook attempt refused because of its URL itself (unparsable, not http(s), carrying credentials). */
+export class WebhookUrlRefusedError extends Error {
+  readonly code = 'SVC_WEBHOOK_URL_REFUSED';
+  constructor(message: string) {
+    super(message);
+    this.name = 'WebhookUrlRefusedError';
   }
 }
 
@@ -201,14 +206,21 @@ export async function validateWebhookUrl(url: string, options: { allowPrivate: A
 }
 
 /**
- * Checks the URL of one attempt before connecting: scheme and credentials again, and an IP-literal host
- * against the blocked ranges. Hostnames are checked by `guardedLookup` as the socket connects.
+ * Parses and checks the URL of one attempt before connecting: scheme and credentials again, and an IP-literal
+ * host against the blocked ranges. Hostnames are checked by `guardedLookup` as the socket connects.
  */
-export function assertAllowedUrl(url: URL, allowPrivate: AllowPrivate): void {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`unsupported URL scheme ${url.protocol}`);
-  if (url.username || url.password) throw new Error('URL carries credentials');
+export function parseAttemptUrl(href: string, allowPrivate: AllowPrivate): URL {
+  let url: URL;
+  try {
+    url = new URL(href);
+  } catch {
+    throw new WebhookUrlRefusedError('Invalid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebhookUrlRefusedError(`unsupported URL scheme ${url.protocol}`);
+  if (url.username || url.password) throw new WebhookUrlRefusedError('URL carries credentials');
   const literal = literalAddress(url);
   if (literal) assertAllowedAddress(literal, literal, allowPrivate);
+  return url;
 }
 
 /**

@@ -1,48 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SecretBox } from '../crypto/secret-box.js';
-import type { AttemptNext, AttemptResult, Backlog, DeliveriesStore, DeliveryRow } from '../storage/deliveries-store.js';
 import type { KeysStore } from '../storage/keys-store.js';
+import type { ClaimedDelivery, Lease, OutboxStore } from '../storage/outbox-store.js';
+import { DeliveryAttempts, type AttemptOptions, type AttemptsDeps } from './attempt.js';
+import { AttemptLog } from './attempt-log.js';
+import { Receivers } from './receivers.js';
 import type { AttemptOutcome, Sender } from './sender.js';
-import { DAY_MS } from '../time.js';
+import { SigningSecrets } from './signing-secrets.js';
+import { WakeTimer } from './wake-timer.js';
 
-/** A Retry-After longer than this is treated as this (a receiver cannot park a delivery for a month). */
-const MAX_RETRY_AFTER_MS = DAY_MS;
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
-const PURGE_INTERVAL_MS = 3_600_000;
 /** While attempts are in flight, the next-due timer is re-armed at most this often. */
 const ARM_INTERVAL_MS = 100;
-/** Attempts ending this close together are recorded in one transaction (see `record`), at most RECORD_BATCH. */
-const RECORD_WINDOW_MS = 20;
-const RECORD_BATCH = 256;
-/** How long a key's signing secret is reused between attempts; a changed secret applies after this. */
-const KEY_TTL_MS = 1_000;
-
-function notPrepared(err: unknown): AttemptOutcome {
-  return { ok: false, statusCode: null, durationMs: 0, error: `could not prepare the attempt: ${(err as Error).message}`, responseBody: null };
-}
-
-/** What an attempt needs of its delivery once sent (not the payload). */
-type AttemptedDelivery = Pick<DeliveryRow, 'id' | 'key_id' | 'request_id' | 'created_at' | 'attempts' | 'lease_until'>;
-
-/** One receiver's attempts in flight here, and the claimed rows waiting for one of its slots. */
-interface ReceiverShare {
-  active: number;
-  waiting: DeliveryRow[];
-}
-
-interface PendingRecord {
-  deliveryId: string;
-  keyId: string;
-  result: AttemptResult;
-  next: AttemptNext;
-  resolve: () => void;
-  reject: (err: unknown) => void;
-}
 
 export interface WorkerOptions {
-  deliveries: DeliveriesStore;
+  deliveries: OutboxStore;
   keys: KeysStore;
   sender: Sender;
   secretBox: SecretBox;
@@ -50,19 +24,13 @@ export interface WorkerOptions {
   clock: () => number;
   timeoutMs: number;
   retryScheduleMs: number[];
-  retentionDays: number;
   /** Attempts in flight at most. Default 256: under load an attempt waits for the busy event loop, so throughput is concurrency / latency. */
   concurrency?: number;
-  /**
-   * Attempts in flight to one receiver (URL origin) at most, default 64: a receiver that never answers holds
-   * this many slots, never all of them. As many of its rows again wait in memory for its next free slot;
-   * the rest stay in the outbox, and claims leave the receiver out while it is full.
-   */
+  /** Attempts in flight to one receiver (URL origin) at most, default 64 (see `Receivers`). */
   perReceiver?: number;
-  /** Random in [0, 1); tests may fix it. */
+  /** Random in [0, 1) for the retry jitter; tests may fix it. */
   random?: () => number;
-  /** Told about every recorded attempt (metrics); `createdAt` is when the request completed. */
-  onAttempt?: (attempt: { outcome: 'success' | 'failure' | 'refused'; createdAt: number; finishedAt: number }) => void;
+  onAttempt?: AttemptsDeps['onAttempt'];
   /**
    * Release every lease at start. Only for a database this process alone works on (embedded SQLite): rows
    * leased by a killed predecessor are then retried at once instead of after their lease.
@@ -70,17 +38,11 @@ export interface WorkerOptions {
   releaseLeasesOnStart?: boolean;
 }
 
-/** The delay before retry number `retry` (1-based) with ±20 % jitter, or undefined once the schedule is spent. */
-export function retryDelay(scheduleMs: number[], retry: number, random: () => number = Math.random): number | undefined {
-  const base = scheduleMs[retry - 1];
-  if (base === undefined) return undefined;
-  return Math.round(base * (0.8 + 0.4 * random()));
-}
-
 /**
- * Sends due deliveries from the outbox. New rows arrive already leased (`reserve`/`adopt`) and are sent at
- * once; the outbox is queried only when rows may be waiting: after `wake()` (rows beyond the free slots, a
- * redeliver) and when the timer fires (a retry's due time, a lapsing lease, the periodic look). Each claim
+ * Schedules the outbox's deliveries and holds their leases; each attempt is `DeliveryAttempts`', each
+ * receiver's share `Receivers`'. New rows arrive already leased (`reserve`/`adopt`) and are sent at once; the
+ * outbox is queried only when rows may be waiting: after `wake()` (rows beyond the free slots, a redeliver)
+ * and when the timer fires (a retry's due time, a lapsing lease, the periodic look). Each claim
  * is a lease longer than an attempt can take, so a crashed worker's rows come back on their own.
  *
  * @example
@@ -91,7 +53,7 @@ export class DeliveryWorker {
   readonly id = `worker-${process.pid}-${randomBytes(6).toString('hex')}`;
   private readonly concurrency: number;
   private readonly leaseMs: number;
-  private readonly random: () => number;
+  private readonly attempts: DeliveryAttempts;
   private readonly inFlight = new Set<Promise<unknown>>();
   private running = false;
   private pumping = false;
@@ -107,41 +69,36 @@ export class DeliveryWorker {
    */
   private claimable = true;
   private wakes = 0;
-  private timer: NodeJS.Timeout | undefined;
-  /** When `timer` fires (Infinity when none is set). */
-  private timerAt = Infinity;
-  private purgeTimer: NodeJS.Timeout | undefined;
-  private records: PendingRecord[] = [];
-  private recordTimer: NodeJS.Timeout | undefined;
+  private readonly timer: WakeTimer;
   private lastArmAt = 0;
   /** Slots promised to deliveries being inserted already leased to this worker (see `reserve`). */
   private reserved = 0;
-  private readonly secrets = new Map<string, { secret: string | null; expires: number }>();
   private readonly perReceiver: number;
-  /** Receivers (URL origins) with attempts in flight or rows waiting here. */
-  private readonly receivers = new Map<string, ReceiverShare>();
-  /** Ids of the deliveries in flight or waiting here: a claim that returns one again (lease lapsed) is ignored. */
-  private readonly held = new Set<string>();
-  /** Receivers left out of a claim, or whose rows were given back: a claim is due once they have room. */
-  private readonly starved = new Set<string>();
+  private readonly receivers: Receivers;
   private releases: Array<{ id: string; origin: string }> = [];
-  private readonly origins = new Map<string, string>();
 
   constructor(private readonly options: WorkerOptions) {
     this.concurrency = options.concurrency ?? 256;
     this.perReceiver = options.perReceiver ?? 64;
+    this.receivers = new Receivers(this.perReceiver);
+    this.timer = new WakeTimer(options.clock, () => this.wake(), MAX_IDLE_MS);
     // An attempt ends by its timeout, after waiting at most one attempt for its receiver's slot; the margin
     // covers the database write that follows it.
     this.leaseMs = 2 * options.timeoutMs + 15_000;
-    this.random = options.random ?? Math.random;
+    this.attempts = new DeliveryAttempts({
+      sender: options.sender,
+      secrets: new SigningSecrets(options.secretBox),
+      log: new AttemptLog(options.deliveries, options.keys),
+      policy: { scheduleMs: options.retryScheduleMs, random: options.random ?? Math.random },
+      logger: options.logger,
+      clock: options.clock,
+      onAttempt: options.onAttempt,
+    });
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.purgeTimer = setInterval(() => void this.purge(), PURGE_INTERVAL_MS);
-    this.purgeTimer.unref();
-    void this.purge();
     if (!this.options.releaseLeasesOnStart) return this.wake();
     this.options.deliveries.releaseLeases(this.options.clock()).then(
       (released) => {
@@ -174,24 +131,11 @@ export class DeliveryWorker {
   /** Stops claiming; resolves when the attempts in flight have finished or timed out. */
   async stop(): Promise<void> {
     this.running = false;
-    clearTimeout(this.timer);
-    this.timerAt = Infinity;
-    clearInterval(this.purgeTimer);
+    this.timer.clear();
     // Rows waiting for a receiver's slot go back to the outbox now rather than when their lease lapses.
-    const waiting: string[] = [];
-    for (const share of this.receivers.values()) waiting.push(...share.waiting.splice(0).map((row) => row.id));
-    for (const id of waiting) this.held.delete(id);
+    const waiting = this.receivers.drainWaiting();
     await this.options.deliveries.releaseClaims(waiting, this.id, this.options.clock()).catch(() => undefined);
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
-  }
-
-  backlog(): Promise<Backlog> {
-    return this.options.deliveries.backlog(this.options.clock());
-  }
-
-  /** Attempts in flight right now. */
-  get active(): number {
-    return this.inFlight.size;
   }
 
   private async pump(): Promise<void> {
@@ -208,8 +152,7 @@ export class DeliveryWorker {
         if (free <= 0) return; // A finishing attempt pumps again.
         // Receivers at their share are left out (a finishing attempt of theirs asks again), and one claim
         // takes at most two shares' worth, so one receiver's backlog is not claimed only to be given back.
-        const full = this.fullReceivers();
-        for (const origin of full) this.starved.add(origin);
+        const full = this.receivers.leaveOut();
         const limit = Math.min(free, 2 * this.perReceiver);
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
@@ -221,7 +164,7 @@ export class DeliveryWorker {
       } while (this.pumpAgain && this.running);
       // While attempts are in flight the timer is re-armed at most every ARM_INTERVAL_MS, not after every
       // pump; but never left unset, or the periodic look (rows of other instances, lapsed leases) stops.
-      if (this.timerAt === Infinity || this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) {
+      if (!this.timer.armed || this.inFlight.size === 0 || this.options.clock() - this.lastArmAt >= ARM_INTERVAL_MS) {
         await this.armTimer();
       }
     } catch (err) {
@@ -239,7 +182,7 @@ export class DeliveryWorker {
    * inserted unleased and claimed as usual. A leased row whose process dies is retried when its lease lapses
    * (or at once on the next start with `releaseLeasesOnStart`), like any claimed row.
    */
-  reserve(count: number): { take: number; lease: { until: number; by: string } } {
+  reserve(count: number): { take: number; lease: Lease } {
     const free = this.running ? this.concurrency - this.inFlight.size - this.reserved : 0;
     const take = Math.max(0, Math.min(count, free));
     this.reserved += take;
@@ -247,7 +190,7 @@ export class DeliveryWorker {
   }
 
   /** Starts the attempts of rows inserted with a lease from `reserve`. */
-  adopt(rows: DeliveryRow[]): void {
+  adopt(rows: ClaimedDelivery[]): void {
     this.reserved = Math.max(0, this.reserved - rows.length);
     // Stopped meanwhile: the leases lapse and the rows are retried then (or on the next start).
     if (!this.running) return;
@@ -258,73 +201,40 @@ export class DeliveryWorker {
     this.reserved = Math.max(0, this.reserved - count);
   }
 
-  /** The URL origin a delivery goes to (its receiver); the URL itself when it does not parse. */
-  private originOf(url: string): string {
-    let origin = this.origins.get(url);
-    if (origin === undefined) {
-      try {
-        origin = new URL(url).origin;
-      } catch {
-        origin = url;
-      }
-      if (this.origins.size >= 1024) this.origins.clear();
-      this.origins.set(url, origin);
-    }
-    return origin;
-  }
-
-  private fullReceivers(): string[] {
-    const full: string[] = [];
-    for (const [origin, share] of this.receivers) if (share.active >= this.perReceiver) full.push(origin);
-    return full;
-  }
-
   /**
    * Starts a claimed row's attempt when its receiver has room, else lets it wait for the receiver's next free
-   * slot (at most one share's worth), else gives it back to the outbox. True unless given back to a receiver
-   * that was not already left out (`excluded`): then the next claim would return it again.
+   * slot, else gives it back to the outbox. True unless given back to a receiver that was not already left
+   * out (`excluded`): then the next claim would return it again.
    */
-  private launch(row: DeliveryRow, excluded: readonly string[]): boolean {
-    if (this.held.has(row.id)) return false;
-    const origin = this.originOf(row.url);
-    let share = this.receivers.get(origin);
-    if (share === undefined) {
-      share = { active: 0, waiting: [] };
-      this.receivers.set(origin, share);
+  private launch(row: ClaimedDelivery, excluded: readonly string[]): boolean {
+    const { admission, origin } = this.receivers.admit(row);
+    switch (admission) {
+      case 'start':
+        this.startAttempt(row, origin);
+        return true;
+      case 'wait':
+        return true;
+      case 'held':
+        return false;
+      case 'give-back':
+        this.release(row.id, origin);
+        return !excluded.includes(origin);
     }
-    if (share.active < this.perReceiver) {
-      this.startAttempt(row, origin, share);
-      return true;
-    }
-    if (share.waiting.length < this.perReceiver) {
-      this.held.add(row.id);
-      share.waiting.push(row);
-      return true;
-    }
-    this.starved.add(origin);
-    this.release(row.id, origin);
-    return !excluded.includes(origin);
   }
 
-  private startAttempt(row: DeliveryRow, origin: string, share: ReceiverShare): void {
+  /** Runs the attempt of a row whose receiver's slot is taken for it. */
+  private startAttempt(row: ClaimedDelivery, origin: string): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
-    share.active += 1;
-    this.held.add(deliveryId);
     const task = this.attempt(row)
       .catch((err: unknown) => {
         this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
       })
       .finally(() => {
         this.inFlight.delete(task);
-        this.held.delete(deliveryId);
-        share.active -= 1;
-        const next = share.waiting.shift();
-        if (next && this.running) this.startAttempt(next, origin, share);
-        else if (next) this.held.delete(next.id);
-        if (share.active === 0 && share.waiting.length === 0) this.receivers.delete(origin);
-        // Rows of this receiver were left in the outbox for want of room: now there is some.
-        if (share.waiting.length === 0 && share.active < this.perReceiver && this.starved.delete(origin)) this.claimable = true;
+        const { next, roomAgain } = this.receivers.finish(deliveryId, origin, this.running);
+        if (next) this.startAttempt(next, origin);
+        if (roomAgain) this.claimable = true;
         // A slot is free: claim only if rows may be waiting for one. Nothing else can have fallen due: new
         // rows arrive leased (`adopt`) or wake the worker, and retries arm the timer for their time.
         if (this.running && this.claimable) this.schedulePump();
@@ -345,8 +255,7 @@ export class DeliveryWorker {
           // Claimable again. When their receiver emptied meanwhile, no attempt of its is left to ask for a
           // claim: ask now. (While it is still full, its finishing attempts will; asking now could only
           // return rows a claim leaves out by origin pattern and does not match, again and again.)
-          const full = new Set(this.fullReceivers());
-          if (batch.some((r) => !full.has(r.origin))) this.wake();
+          if (batch.some((r) => !this.receivers.atShare(r.origin))) this.wake();
         },
         (err: unknown) => {
           // Their leases lapse instead; they are tried then.
@@ -366,181 +275,34 @@ export class DeliveryWorker {
     this.arm(next === undefined ? MAX_IDLE_MS : next - now);
   }
 
-  /**
-   * Makes sure the timer fires within `delayMs` (10 ms at least, MAX_IDLE_MS at most). A timer is only
-   * ever moved earlier, never later: a retry scheduled or a lease about to lapse while a next-due look-up
-   * ran (or that the look-up does not see) keeps its time; at worst the worker looks once for nothing.
-   */
+  /** Makes sure the timer fires within `delayMs` (see `WakeTimer`). */
   private arm(delayMs: number): void {
-    if (!this.running) return;
-    const delay = Math.min(MAX_IDLE_MS, Math.max(10, delayMs));
-    const at = this.options.clock() + delay;
-    if (at >= this.timerAt) return;
-    clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => {
-      this.timerAt = Infinity;
-      this.wake();
-    }, delay);
-    this.timer.unref();
+    if (this.running) this.timer.within(delayMs);
   }
 
   /** Makes sure the timer fires by `at` (a retry just scheduled, a lease about to lapse). */
   private armBy(at: number): void {
-    this.arm(at - this.options.clock());
-  }
-
-  /** The plaintext signing secret of a key, decrypted once and reused for KEY_TTL_MS (a changed secret applies after that). */
-  private async secretFor(keyId: string, fresh: boolean): Promise<string | null> {
-    const now = this.options.clock();
-    let cached = fresh ? undefined : this.secrets.get(keyId);
-    if (!cached || cached.expires <= now) {
-      const key = await this.options.keys.byId(keyId);
-      const sealed = key?.signing_secret_enc ?? null;
-      cached = { secret: sealed ? this.options.secretBox.open(sealed) : null, expires: now + KEY_TTL_MS };
-      if (this.secrets.size > 10_000) this.secrets.clear();
-      this.secrets.set(keyId, cached);
-    }
-    return cached.secret;
+    if (this.running) this.timer.by(at);
   }
 
   /**
-   * Stores an attempt and the key's last delivery status. Attempts ending within RECORD_WINDOW_MS of each
-   * other share one transaction (at most RECORD_BATCH): the pages they share — indexes, the attempts
-   * table's last page, the key's row — are written once, not once per delivery. No response waits for
-   * this; a crash inside the window means the attempt is made again (at least once). Resolves once written.
+   * One attempt of a delivery (claimed, handed over, or a test send's): see `DeliveryAttempts.run`. A retry
+   * arms the timer for its time; a record that failed leaves the row leased, to be tried again once the lease
+   * lapses (at least once, never lost).
    */
-  private record(delivery: AttemptedDelivery, result: AttemptResult, next: AttemptNext): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.records.push({ deliveryId: delivery.id, keyId: delivery.key_id, result, next, resolve, reject });
-      if (this.records.length >= RECORD_BATCH) {
-        clearTimeout(this.recordTimer);
-        this.recordTimer = undefined;
-        setImmediate(() => void this.flushRecords());
-      } else if (this.records.length === 1) {
-        this.recordTimer = setTimeout(() => void this.flushRecords(), RECORD_WINDOW_MS);
-      }
-    });
-  }
-
-  private async flushRecords(): Promise<void> {
-    this.recordTimer = undefined;
-    const batch = this.records;
-    if (batch.length === 0) return;
-    this.records = [];
-    try {
-      await this.options.deliveries.recordAttempts(batch.map((r) => ({ deliveryId: r.deliveryId, result: r.result, next: r.next })));
-      const latest = new Map<string, PendingRecord>();
-      for (const r of batch) latest.set(r.keyId, r);
-      for (const [keyId, { result }] of latest) {
-        await this.options.keys.setLastDelivery(keyId, {
-          at: result.attemptedAt,
-          outcome: result.outcome,
-          statusCode: result.statusCode,
-          error: result.error,
-        });
-      }
-    } catch (err) {
-      for (const r of batch) r.reject(err);
-      return;
-    }
-    for (const r of batch) r.resolve();
-  }
-
-  /**
-   * One attempt of a claimed delivery: send, store the attempt and the key's last status, log.
-   *
-   * Only the send holds the row, payload included; what follows (the record waits up to RECORD_WINDOW_MS
-   * for its batch) holds the few fields it needs. An async function keeps its arguments until it returns,
-   * and a payload kept across that wait outlived young-generation collections: ~2.3 KB per delivery
-   * promoted to the old space (V8's sampling heap profiler), a quarter of all promoted bytes.
-   */
-  attempt(row: DeliveryRow, options: { retries?: boolean; freshKey?: boolean; direct?: boolean } = {}): Promise<AttemptOutcome> {
-    const attemptedAt = this.options.clock();
-    const sent = this.send(row, options.freshKey ?? false, options.direct ?? false);
-    const delivery: AttemptedDelivery = {
-      id: row.id,
-      key_id: row.key_id,
-      request_id: row.request_id,
-      created_at: row.created_at,
-      attempts: row.attempts,
-      lease_until: row.lease_until,
-    };
-    return this.settle(delivery, attemptedAt, sent, options.retries ?? true);
-  }
-
-  private async send(row: DeliveryRow, freshKey: boolean, direct: boolean): Promise<AttemptOutcome> {
-    let secret: string | null;
-    try {
-      secret = await this.secretFor(row.key_id, freshKey);
-    } catch (err) {
-      return notPrepared(err);
-    }
-    // Returned, not awaited: this function, and the row with it, is done once the request is handed over.
-    const delivery = { url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret };
-    return this.options.sender.send(delivery, direct ? { direct } : undefined).catch(notPrepared);
-  }
-
-  private async settle(row: AttemptedDelivery, attemptedAt: number, sent: Promise<AttemptOutcome>, retries: boolean): Promise<AttemptOutcome> {
-    const { logger } = this.options;
-    const outcome = await sent;
-    const attemptNumber = row.attempts + 1;
-    const next = this.nextStep(outcome, attemptNumber, attemptedAt, retries);
-    try {
-      await this.record(
-        row,
-        {
-          attemptedAt,
-          statusCode: outcome.statusCode,
-          durationMs: outcome.durationMs,
-          outcome: outcome.ok ? 'success' : 'failure',
-          error: outcome.error,
-          responseBody: outcome.responseBody,
-        },
-        next,
-      );
-    } catch (err) {
-      // The row stays leased; once the lease lapses it is tried again (at least once, never lost).
-      this.claimable = true;
-      this.armBy(row.lease_until ?? this.options.clock());
-      throw err;
-    }
-    if (next.status === 'pending') this.armBy(next.nextAttemptAt);
-    const refused = outcome.error?.startsWith('refused to connect') ?? false;
-    const fields = {
-      delivery_id: row.id,
-      request_id: row.request_id,
-      attempt: attemptNumber,
-      status_code: outcome.statusCode,
-      duration_ms: outcome.durationMs,
-      outcome: outcome.ok ? 'success' : refused ? 'refused' : 'failure',
-      error: outcome.error ?? undefined,
-      next: next.status === 'pending' ? new Date(next.nextAttemptAt).toISOString() : next.status,
-    };
-    if (outcome.ok) logger.info(fields, 'webhook delivered');
-    else logger.warn(fields, refused ? 'webhook refused by the SSRF guard' : 'webhook attempt failed');
-    this.options.onAttempt?.({
-      outcome: outcome.ok ? 'success' : refused ? 'refused' : 'failure',
-      createdAt: row.created_at,
-      finishedAt: attemptedAt + outcome.durationMs,
-    });
-    return outcome;
-  }
-
-  private nextStep(outcome: AttemptOutcome, attemptNumber: number, now: number, retries: boolean): AttemptNext {
-    if (outcome.ok) return { status: 'delivered' };
-    const delay = retries ? retryDelay(this.options.retryScheduleMs, attemptNumber, this.random) : undefined;
-    if (delay === undefined) return { status: 'failed' };
-    const retryAfter = Math.min(outcome.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS);
-    return { status: 'pending', nextAttemptAt: now + Math.max(delay, retryAfter) };
-  }
-
-  private async purge(): Promise<void> {
-    try {
-      const removed = await this.options.deliveries.purgeOlderThan(this.options.clock() - this.options.retentionDays * DAY_MS);
-      if (removed > 0) this.options.logger.info({ removed, retention_days: this.options.retentionDays }, 'purged old webhook deliveries');
-    } catch (err) {
-      this.options.logger.error({ err }, 'could not purge old webhook deliveries');
-    }
+  attempt(row: ClaimedDelivery, options: AttemptOptions = {}): Promise<AttemptOutcome> {
+    // Not `row` in the callbacks: it would keep the payload alive for the whole attempt.
+    const leaseUntil = row.lease_until;
+    return this.attempts.run(row, options).then(
+      ({ outcome, next }) => {
+        if (next.status === 'pending') this.armBy(next.nextAttemptAt);
+        return outcome;
+      },
+      (err: unknown) => {
+        this.claimable = true;
+        this.armBy(leaseUntil ?? this.options.clock());
+        throw err;
+      },
+    );
   }
 }

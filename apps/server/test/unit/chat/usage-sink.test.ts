@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { UsageIncrement, UsageStore } from '../../../src/storage/usage-store.js';
-import type { CompletedRequest } from '../../../src/chat/audit.js';
+import type { CompletedRequest } from '../../../src/audit/audit-sink.js';
 import { UsageSink } from '../../../src/chat/usage-sink.js';
 
 function sinkWithStore() {

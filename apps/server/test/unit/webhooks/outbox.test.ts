@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { CompletedRequest } from '../../../src/chat/audit.js';
+import type { CompletedRequest } from '../../../src/audit/audit-sink.js';
 import type { ApiKeyRecord } from '../../../src/storage/keys-store.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { OutboxSink, type OutboxWorker } from '../../../src/webhooks/outbox.js';

@@ -124,4 +124,21 @@ describe('sender', () => {
     }
     expect(receiver.received.length).toBe(before);
   });
+
+  it('types every failure: kind and a stable code beside the message', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const cases: Array<[string, () => Promise<AttemptOutcome>, Partial<AttemptOutcome>]> = [
+      ['a 500', () => (receiver.queue.push({ status: 500 }), send()), { kind: 'http', code: 'SVC_WEBHOOK_HTTP_STATUS', statusCode: 500 }],
+      ['a 302', () => (receiver.queue.push({ status: 302, headers: { location: '/' } }), send()), { kind: 'http', code: 'SVC_WEBHOOK_HTTP_STATUS', statusCode: 302 }],
+      ['no answer', () => (receiver.queue.push({ hang: true }), send()), { kind: 'timeout', code: 'SVC_WEBHOOK_TIMEOUT' }],
+      ['a closed port', () => send(`http://127.0.0.1:${port}/hooks`), { kind: 'network', code: 'ECONNREFUSED' }],
+      ['a loopback address, guarded', () => send(receiver.url, SECRET, guarded), { kind: 'refused', code: 'SVC_WEBHOOK_ADDRESS_REFUSED' }],
+      ['another scheme', () => send('ftp://example.com/hooks'), { kind: 'refused', code: 'SVC_WEBHOOK_URL_REFUSED', error: 'unsupported URL scheme ftp:' }],
+      ['no URL at all', () => send('not a url'), { kind: 'refused', code: 'SVC_WEBHOOK_URL_REFUSED' }],
+    ];
+    for (const [name, attempt, expected] of cases) expect(await attempt(), name).toMatchObject({ ok: false, ...expected });
+  });
 });

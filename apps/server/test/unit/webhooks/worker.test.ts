@@ -11,7 +11,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { eventually, startReceiver, type Receiver } from '../../support/webhooks.js';
 import { SecretBox } from '../../../src/crypto/secret-box.js';
-import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery } from '../../../src/storage/deliveries-store.js';
+import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery } from '../../../src/storage/outbox-store.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { createSender, type Sender } from '../../../src/webhooks/sender.js';
 import { DeliveryWorker } from '../../../src/webhooks/worker.js';
@@ -68,7 +68,6 @@ function startWorker(options: { concurrency?: number; retryScheduleMs?: number[]
     clock: Date.now,
     timeoutMs: 2_000,
     retryScheduleMs: options.retryScheduleMs ?? [50, 50],
-    retentionDays: 30,
     concurrency: options.concurrency,
   });
   worker.start();

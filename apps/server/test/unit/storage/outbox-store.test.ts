@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { newDeliveryId, type NewDelivery } from '../../../src/storage/deliveries-store.js';
+import { newDeliveryId, type AttemptNext, type AttemptResult, type NewDelivery } from '../../../src/storage/outbox-store.js';
 
-const postgres = await createTestPostgres('deliveries-store');
+const postgres = await createTestPostgres('outbox-store');
 const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
   [
     'sqlite',
@@ -26,7 +26,7 @@ afterAll(async () => {
 
 const T0 = 1_700_000_000_000;
 
-describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
+describe.each(variants)('OutboxStore on %s', (_name, open) => {
   let store: Store;
   let cleanup: () => Promise<void>;
 
@@ -71,6 +71,12 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w2')).toHaveLength(3);
   });
 
+  /** One attempt, recorded on its own. */
+  async function recordAttempt(deliveryId: string, result: AttemptResult, next: AttemptNext): Promise<number> {
+    const [attempt] = await store.deliveries.recordAttempts([{ deliveryId, result, next }]);
+    return attempt!;
+  }
+
   const success = { attemptedAt: T0 + 1, statusCode: 200, durationMs: 12.4, outcome: 'success' as const, error: null, responseBody: 'ok' };
   const failure = { attemptedAt: T0 + 1, statusCode: 500, durationMs: 30, outcome: 'failure' as const, error: 'HTTP 500', responseBody: 'boom' };
 
@@ -104,11 +110,11 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     const d = delivery();
     await store.deliveries.insert(d);
     await store.deliveries.claimDue(T0, 1, 30_000, 'w1');
-    expect(await store.deliveries.recordAttempt(d.id, failure, { status: 'pending', nextAttemptAt: T0 + 5_000 })).toBe(1);
+    expect(await recordAttempt(d.id, failure, { status: 'pending', nextAttemptAt: T0 + 5_000 })).toBe(1);
     let row = await store.deliveries.byId(d.id);
     expect(row).toMatchObject({ status: 'pending', attempts: 1, next_attempt_at: T0 + 5_000, lease_until: null, leased_by: null, last_status_code: 500, last_error: 'HTTP 500' });
     await store.deliveries.claimDue(T0 + 5_000, 1, 30_000, 'w1');
-    expect(await store.deliveries.recordAttempt(d.id, { ...success, attemptedAt: T0 + 5_001 }, { status: 'delivered' })).toBe(2);
+    expect(await recordAttempt(d.id, { ...success, attemptedAt: T0 + 5_001 }, { status: 'delivered' })).toBe(2);
     row = await store.deliveries.byId(d.id);
     expect(row).toMatchObject({ status: 'delivered', attempts: 2, next_attempt_at: null, delivered_at: T0 + 5_001, last_status_code: 200, last_error: null });
     const found = await store.deliveries.get('key_a', d.id);
@@ -122,7 +128,7 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
   it('records a batch of 70 mixed attempts in one call (chunks of 64 + 4 + 2), each delivery moved on by its own result', async () => {
     const rows = Array.from({ length: 70 }, () => delivery());
     await store.deliveries.insertMany(rows);
-    await store.deliveries.recordAttempt(rows[5]!.id, failure, { status: 'pending', nextAttemptAt: T0 });
+    await recordAttempt(rows[5]!.id, failure, { status: 'pending', nextAttemptAt: T0 });
     const batch = rows.map((d, i) => {
       const attemptedAt = T0 + 10 + i;
       if (i % 3 === 0) return { deliveryId: d.id, result: { ...failure, attemptedAt, error: `HTTP 5${i}` }, next: { status: 'pending' as const, nextAttemptAt: T0 + 1_000 + i } };
@@ -173,7 +179,7 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     expect(await store.deliveries.get('key_a', d.id)).toMatchObject({ delivery: { status: 'pending', attempts: 0 }, attempts: [] });
   });
 
-  it('records while another transaction holds the connection (SQLite: the statements then go through kysely)', async () => {
+  it('records while another transaction holds the connection (SQLite: the statements wait for it)', async () => {
     const rows = Array.from({ length: 3 }, () => delivery());
     await store.deliveries.insertMany(rows);
     let recorded: Promise<number[]> | undefined;
@@ -188,7 +194,7 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
   it('lists one key newest first with a cursor and a status filter; get is scoped to the key', async () => {
     const rows = [0, 1, 2, 3, 4].map((i) => delivery({ now: T0 + i }));
     await store.deliveries.insertMany([...rows, delivery({ keyId: 'key_b' })]);
-    await store.deliveries.recordAttempt(rows[1]!.id, failure, { status: 'failed' });
+    await recordAttempt(rows[1]!.id, failure, { status: 'failed' });
     const page1 = await store.deliveries.list('key_a', { limit: 2 });
     expect(page1.rows.map((r) => r.id)).toEqual([rows[4]!.id, rows[3]!.id]);
     expect(page1.hasMore).toBe(true);
@@ -205,7 +211,7 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
   it('redelivers with the same id and bytes, due now, for the owning key only', async () => {
     const d = delivery();
     await store.deliveries.insert(d);
-    await store.deliveries.recordAttempt(d.id, failure, { status: 'failed' });
+    await recordAttempt(d.id, failure, { status: 'failed' });
     expect(await store.deliveries.redeliver('key_b', d.id, T0 + 100)).toBeUndefined();
     const row = await store.deliveries.redeliver('key_a', d.id, T0 + 100, 'https://example.org/new');
     expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload: d.payload, url: 'https://example.org/new', attempts: 1 });
@@ -219,10 +225,85 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     const due = delivery({ nextAttemptAt: T0 - 1 });
     const c = delivery();
     await store.deliveries.insertMany([a, b, due, c]);
-    await store.deliveries.recordAttempt(c.id, failure, { status: 'failed' });
+    await recordAttempt(c.id, failure, { status: 'failed' });
     expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 200);
     expect(await store.deliveries.nextDueAfter(T0 + 200)).toBe(T0 + 500);
     expect(await store.deliveries.backlog(T0)).toEqual({ pending: 3, due: 1, failed: 1 });
+  });
+
+  it('nextDueAfter: the next retry, or when a live lease lapses, whichever is first', async () => {
+    const leased = delivery();
+    await store.deliveries.insert(leased);
+    expect(await store.deliveries.claimDue(T0, 1, 30_000, 'w1')).toHaveLength(1);
+    expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 30_000);
+    const retry = delivery({ nextAttemptAt: T0 + 500 });
+    await store.deliveries.insert(retry);
+    expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 500);
+    expect(await store.deliveries.nextDueAfter(T0 + 500)).toBe(T0 + 30_000);
+    // Recorded: the lease is gone with it.
+    await recordAttempt(leased.id, success, { status: 'delivered' });
+    expect(await store.deliveries.nextDueAfter(T0 + 500)).toBeUndefined();
+  });
+
+  it('claims carry the sealed signing secret of their key (null without one)', async () => {
+    const user = await store.users.create({ email: `${newDeliveryId()}@example.test`, passwordHash: 'x', now: T0 });
+    const key = await store.keys.create({ userId: user.id, name: 'k', prefix: 'svc_k', keyHash: newDeliveryId(), now: T0, signingSecretEnc: 'sealed-secret' });
+    const signed = delivery({ keyId: key.id });
+    const unsigned = delivery();
+    await store.deliveries.insertMany([signed, unsigned]);
+    const claimed = await store.deliveries.claimDue(T0, 10, 30_000, 'w1');
+    expect(Object.fromEntries(claimed.map((r) => [r.id, r.signing_secret_enc]))).toEqual({ [signed.id]: 'sealed-secret', [unsigned.id]: null });
+  });
+
+  it('writes made while a transaction is open on the connection commit on their own: a rollback of it keeps them', async () => {
+    const recorded = delivery();
+    await store.deliveries.insert(recorded);
+    const inserted = delivery();
+    let writes: Promise<unknown> | undefined;
+    await expect(
+      store.handle.db.transaction().execute(async (trx) => {
+        await trx.selectFrom('webhook_deliveries').select('id').execute();
+        // SQLite: the one connection is inside this transaction now, so the store cannot run its statements at once.
+        if (store.handle.sqlite) expect(store.handle.sqlite.inTransaction).toBe(true);
+        writes = Promise.all([
+          store.deliveries.insertMany([inserted]),
+          store.deliveries.recordAttempts([{ deliveryId: recorded.id, result: success, next: { status: 'delivered' } }]),
+        ]);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    await writes;
+    expect(await store.deliveries.byId(inserted.id)).toMatchObject({ status: 'pending', payload: inserted.payload });
+    expect(await store.deliveries.byId(recorded.id)).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+
+  it('releases every lease, or only those of one worker', async () => {
+    const [a, b] = [delivery({ nextAttemptAt: T0 - 1 }), delivery()];
+    await store.deliveries.insertMany([a!, b!]);
+    expect(await store.deliveries.claimDue(T0, 1, 30_000, 'w1')).toMatchObject([{ id: a!.id }]);
+    expect(await store.deliveries.claimDue(T0, 1, 30_000, 'w2')).toMatchObject([{ id: b!.id }]);
+    expect(await store.deliveries.releaseLeases(T0 + 1, 'w1')).toBe(1);
+    expect(await store.deliveries.byId(a!.id)).toMatchObject({ lease_until: null, leased_by: null, updated_at: T0 + 1 });
+    expect(await store.deliveries.byId(b!.id)).toMatchObject({ leased_by: 'w2' });
+    expect(await store.deliveries.releaseLeases(T0 + 2)).toBe(1);
+    expect((await store.deliveries.claimDue(T0 + 2, 10, 30_000, 'w3')).map((r) => r.id)).toEqual([a!.id, b!.id]);
+  });
+
+  it('cancels one pending delivery or all of a key, retargets the pending ones; an attempt in flight leaves a cancelled one cancelled', async () => {
+    const [inFlight, other, done, elsewhere] = [delivery(), delivery(), delivery(), delivery({ keyId: 'key_b' })];
+    await store.deliveries.insertMany([inFlight!, other!, done!, elsewhere!]);
+    await recordAttempt(done!.id, success, { status: 'delivered' });
+    expect(await store.deliveries.retargetPending('key_a', 'https://example.org/moved', T0 + 1)).toBe(2);
+    expect(await store.deliveries.byId(other!.id)).toMatchObject({ url: 'https://example.org/moved' });
+    expect(await store.deliveries.byId(done!.id)).toMatchObject({ url: 'https://example.com/hooks' });
+    expect(await store.deliveries.cancel('key_b', inFlight!.id, T0 + 2, 'nope')).toBeUndefined();
+    expect(await store.deliveries.cancel('key_a', done!.id, T0 + 2, 'nope')).toBeUndefined();
+    expect(await store.deliveries.cancel('key_a', inFlight!.id, T0 + 2, 'cancelled by request')).toMatchObject({ status: 'cancelled', last_error: 'cancelled by request', next_attempt_at: null });
+    expect(await recordAttempt(inFlight!.id, failure, { status: 'pending', nextAttemptAt: T0 + 5_000 })).toBe(1);
+    expect(await store.deliveries.byId(inFlight!.id)).toMatchObject({ status: 'cancelled', last_error: 'cancelled by request', next_attempt_at: null, attempts: 1, last_status_code: 500 });
+    expect(await store.deliveries.cancelPending('key_a', T0 + 3, 'url removed')).toBe(1);
+    expect(await store.deliveries.byId(other!.id)).toMatchObject({ status: 'cancelled', last_error: 'url removed' });
+    expect(await store.deliveries.byId(elsewhere!.id)).toMatchObject({ status: 'pending' });
   });
 
   it('purges finished deliveries and their attempts past retention, keeping pending ones', async () => {
@@ -230,8 +311,8 @@ describe.each(variants)('DeliveriesStore on %s', (_name, open) => {
     const oldPending = delivery({ now: T0 - 10_000 });
     const recent = delivery({ now: T0 });
     await store.deliveries.insertMany([old, oldPending, recent]);
-    await store.deliveries.recordAttempt(old.id, success, { status: 'delivered' });
-    await store.deliveries.recordAttempt(recent.id, success, { status: 'delivered' });
+    await recordAttempt(old.id, success, { status: 'delivered' });
+    await recordAttempt(recent.id, success, { status: 'delivered' });
     expect(await store.deliveries.purgeOlderThan(T0 - 1)).toBe(1);
     expect(await store.deliveries.byId(old.id)).toBeUndefined();
     expect(await store.deliveries.byId(oldPending.id)).toBeDefined();

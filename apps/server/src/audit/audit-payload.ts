@@ -1,6 +1,5 @@
-import { AUDIT_EVENT, AuditPayloadSchema, SVC_MODEL, type AuditPayload } from '@svc/protocol';
-import type { CompletedRequest } from '../chat/audit.js';
-import { renderPrompt } from '../chat/prompt.js';
+import { AUDIT_EVENT, AuditPayloadSchema, messageText, SVC_MODEL, type AuditPayload } from '@svc/protocol';
+import type { CompletedRequest } from './audit-sink.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 
 /** A payload and the bytes that are stored, signed and sent on every attempt. */
@@ -9,20 +8,24 @@ export interface SerialisedPayload {
   body: string;
 }
 
-/**
- * Under test the payload is checked against the published schema; at run time it is not (our typed code
- * just built it, and the check cost ~2 % of a request's CPU). The bytes are the same either way.
- */
-const VALIDATE = process.env.NODE_ENV === 'test' || process.env.VITEST !== undefined;
-
 /** Serialises once: nothing re-serialises the payload after this. */
-function serialise(payload: AuditPayload, validate = VALIDATE): SerialisedPayload {
-  if (validate) AuditPayloadSchema.parse(payload);
+function serialise(payload: AuditPayload): SerialisedPayload {
   return { payload, body: JSON.stringify(payload) };
 }
 
+/** The messages rendered in order as `role: content` lines (text parts only) — the audit payload's `prompt`. */
+export function renderPrompt(messages: unknown): string {
+  if (!Array.isArray(messages)) return '';
+  return messages
+    .filter((m): m is { role?: unknown; content?: unknown } => typeof m === 'object' && m !== null)
+    .map((m) => `${typeof m.role === 'string' ? m.role : 'unknown'}: ${messageText(m.content)}`)
+    .join('\n');
+}
+
 /**
- * The audit payload of one finished request (spec §2.5, design §5).
+ * The audit payload of one finished request (spec §2.5, design §5). Not checked against the published
+ * schema here: the typed code above builds it, and the check costs a noticeable share of a request's CPU
+ * (the payload tests check it).
  *
  * @example
  * const { body } = buildAuditPayload(completed); await outbox.insert({ payload: body, … });
@@ -53,12 +56,13 @@ export function buildAuditPayload(request: CompletedRequest): SerialisedPayload 
 
 /**
  * The payload `POST /v1/webhooks/test` sends: `test: true`, `request_id: "test-<id>"`, plausible values.
+ * Checked against the published schema (one per user action, so the check costs nothing that matters).
  *
  * @example
  * const { body } = buildTestPayload(key, 'whd_…', Date.now());
  */
 export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string, now: number): SerialisedPayload {
-  return serialise({
+  const payload: AuditPayload = {
     event: AUDIT_EVENT,
     test: true,
     request_id: `test-${id}`,
@@ -75,5 +79,7 @@ export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string,
     response_text: 'The capital of France is Paris.',
     grounded: true,
     hallucination_score: 0.02,
-  }, true);
+  };
+  AuditPayloadSchema.parse(payload);
+  return serialise(payload);
 }

@@ -1,0 +1,128 @@
+import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type NewDelivery } from './outbox-store.js';
+
+/**
+ * The outbox's SQL that SQLite and Postgres share, with `?` parameters (`numbered` turns them into Postgres's
+ * `$1, $2, …`). Where the dialects differ (claims, multi-row writes) each store has its own statements.
+ */
+
+export const INSERT_DELIVERY = `insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts,
+  next_attempt_at, lease_until, leased_by, last_status_code, last_error, created_at, updated_at, delivered_at)
+  values (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, null, null, ?, ?, null)`;
+
+/** What a claim returns: the row and its key's sealed signing secret, read in the same statement. */
+export const CLAIM_RETURNING = `returning *, (select signing_secret_enc from api_keys where api_keys.id = webhook_deliveries.key_id) as signing_secret_enc`;
+
+/** The due rows a claim may take (parameters: now, now), before the receivers it leaves out and its order. */
+export const DUE_AND_UNLEASED = `status = 'pending' and next_attempt_at <= ? and (lease_until is null or lease_until <= ?)`;
+
+/** `n` receivers left out of a claim, one `url not like ?` each (an `originPattern`). */
+export function excludingOrigins(n: number): string {
+  return ` and url not like ? escape '\\'`.repeat(n);
+}
+
+/** Inserts `n` attempt rows, 9 parameters each (`attemptParams`). */
+export function insertAttemptsSql(n: number): string {
+  const row = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  return `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body)
+  values ${Array.from({ length: n }, () => row).join(', ')}`;
+}
+
+export const RELEASE_LEASES = `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
+  where status = 'pending' and lease_until is not null`;
+export const RELEASE_LEASES_OF = `${RELEASE_LEASES} and leased_by = ?`;
+
+/**
+ * A row leased now was due when it was leased (claims take due rows, new rows are due at once, a redeliver
+ * makes a row due now), so the leases that can lapse next are found in the due range of the
+ * (status, next_attempt_at) index, not by reading every pending row.
+ */
+export const NEXT_DUE = `select
+  (select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > ? order by next_attempt_at asc limit 1) as next_attempt_at,
+  (select min(lease_until) from webhook_deliveries where status = 'pending' and next_attempt_at <= ? and lease_until > ?) as lease_until`;
+
+export const PURGE_ATTEMPTS = `delete from webhook_attempts where delivery_id in
+  (select id from webhook_deliveries where created_at < ? and status != 'pending')`;
+export const PURGE_DELIVERIES = `delete from webhook_deliveries where created_at < ? and status != 'pending'`;
+
+export const BACKLOG = `select sum(case when status = 'pending' then 1 else 0 end) as pending,
+  sum(case when status = 'pending' and next_attempt_at <= ? then 1 else 0 end) as due,
+  sum(case when status = 'failed' then 1 else 0 end) as failed
+  from webhook_deliveries`;
+
+export const BY_ID = `select * from webhook_deliveries where id = ?`;
+
+export const LIST_CURSOR = `select created_at, id from webhook_deliveries where key_id = ? and id = ?`;
+/** One key's page (parameters: key, status or null, [cursor created_at, created_at, id,] limit). */
+export function listSql(afterCursor: boolean): string {
+  const cursor = afterCursor ? ' and (created_at < ? or (created_at = ? and id < ?))' : '';
+  return `select * from webhook_deliveries where key_id = ? and status = coalesce(?, status)${cursor}
+  order by created_at desc, id desc limit ?`;
+}
+
+export const GET_DELIVERY = `select * from webhook_deliveries where id = ? and key_id = ?`;
+export const GET_ATTEMPTS = `select * from webhook_attempts where delivery_id = ? order by attempt asc`;
+
+export const REDELIVER = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url)
+  where id = ? and key_id = ? returning *`;
+
+const CANCELLED = `set status = 'cancelled', next_attempt_at = null, lease_until = null, leased_by = null, last_error = ?, updated_at = ?`;
+export const CANCEL = `update webhook_deliveries ${CANCELLED} where id = ? and key_id = ? and status = 'pending' returning *`;
+export const CANCEL_PENDING = `update webhook_deliveries ${CANCELLED} where key_id = ? and status = 'pending'`;
+
+export const RETARGET_PENDING = `update webhook_deliveries set url = ?, updated_at = ? where key_id = ? and status = 'pending'`;
+
+/** `sql` with Postgres's numbered parameters (no `?` appears in this file's SQL except as a parameter). */
+export function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+/**
+ * What an attempt sets on its delivery — status, next attempt, status code, error, attempted at, delivered
+ * at — in the column order of both stores' record statements.
+ */
+export function attemptUpdate({ result, next }: AttemptRecord): unknown[] {
+  return [
+    next.status,
+    next.status === 'pending' ? next.nextAttemptAt : null,
+    result.statusCode,
+    result.error,
+    result.attemptedAt,
+    next.status === 'delivered' ? result.attemptedAt : null,
+  ];
+}
+
+/** The attempt rows of `records` for `insertAttemptsSql`; `numbers[i]` is the attempt number of `records[i]`. */
+export function attemptParams(records: readonly AttemptRecord[], numbers: readonly number[]): unknown[] {
+  const params: unknown[] = [];
+  for (const [i, { deliveryId, result }] of records.entries()) {
+    params.push(newAttemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody);
+  }
+  return params;
+}
+
+/** The parameters of INSERT_DELIVERY. */
+export function insertParams(d: NewDelivery): unknown[] {
+  return [d.id, d.keyId, d.userId, d.event, d.requestId, d.url, d.payload, d.nextAttemptAt ?? d.now, d.lease?.until ?? null, d.lease?.by ?? null, d.now, d.now];
+}
+
+export interface BacklogRow {
+  pending: number | null;
+  due: number | null;
+  failed: number | null;
+}
+
+export function toBacklog(row: BacklogRow | undefined): Backlog {
+  return { pending: Number(row?.pending ?? 0), due: Number(row?.due ?? 0), failed: Number(row?.failed ?? 0) };
+}
+
+/** The earlier of two optional times. */
+export function earliest(a: number | null, b: number | null): number | undefined {
+  if (a === null) return b ?? undefined;
+  return b === null ? a : Math.min(a, b);
+}
+
+/** A page of `limit` rows out of `limit + 1` read, and whether there was more. */
+export function page(rows: DeliveryRow[], limit: number): { rows: DeliveryRow[]; hasMore: boolean } {
+  return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+}

@@ -1,0 +1,201 @@
+import { pooledRandom } from '../crypto/random-pool.js';
+import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './schema.js';
+
+export type DeliveryRow = WebhookDeliveriesTable;
+export type AttemptRow = WebhookAttemptsTable;
+export type DeliveryRowStatus = DeliveryRow['status'];
+
+/** A row leased to one worker until `until`: nobody else claims it meanwhile. */
+export interface Lease {
+  until: number;
+  by: string;
+}
+
+/**
+ * A delivery as a worker sends it: its row and the sealed signing secret of its key (null: unsigned), read
+ * with the claim or taken from the key the request was made with.
+ */
+export interface ClaimedDelivery extends DeliveryRow {
+  signing_secret_enc: string | null;
+}
+
+export interface NewDelivery {
+  id: string;
+  keyId: string;
+  userId: string;
+  event: string;
+  requestId: string;
+  url: string;
+  /** The exact serialised payload; every attempt sends and signs these bytes. */
+  payload: string;
+  now: number;
+  /** Defaults to `now` (due at once). */
+  nextAttemptAt?: number;
+  /** Inserted already leased (a synchronous attempt by the caller), so no worker picks it up meanwhile. */
+  lease?: Lease;
+  /** The key's sealed signing secret as the request saw it. Not stored: it goes with the row to the worker. */
+  signingSecretEnc?: string | null;
+}
+
+export interface AttemptResult {
+  attemptedAt: number;
+  statusCode: number | null;
+  durationMs: number;
+  outcome: 'success' | 'failure';
+  error: string | null;
+  responseBody: string | null;
+}
+
+/** What the delivery becomes after an attempt. */
+export type AttemptNext = { status: 'delivered' } | { status: 'failed' } | { status: 'pending'; nextAttemptAt: number };
+
+/** One attempt to store: its delivery, what it did, and what the delivery becomes. */
+export interface AttemptRecord {
+  deliveryId: string;
+  result: AttemptResult;
+  next: AttemptNext;
+}
+
+export interface ListOptions {
+  limit: number;
+  status?: DeliveryRowStatus;
+  /** A delivery id: return deliveries older than it (newest first). */
+  before?: string;
+}
+
+export interface Backlog {
+  /** Not yet delivered nor given up on. */
+  pending: number;
+  /** Pending and due now (includes ones leased and in flight). */
+  due: number;
+  failed: number;
+}
+
+/**
+ * The webhook outbox: deliveries and their attempts. A claim is a lease: a worker that dies mid-attempt loses
+ * it when it expires and the row becomes due again (at-least-once). Two implementations, run by one test
+ * suite: SQLite (`SqliteOutboxStore`, synchronous prepared statements on the embedded connection) and Postgres
+ * (`PostgresOutboxStore`, `FOR UPDATE SKIP LOCKED` so several instances can run workers on one database).
+ *
+ * @example
+ * const [row] = await store.deliveries.claimDue(Date.now(), 16, 60_000, 'worker-1');
+ */
+export interface OutboxStore {
+  // The worker's side: new rows, claims, attempts, leases.
+
+  insert(delivery: NewDelivery): Promise<void>;
+  /** Inserts several deliveries in one transaction. */
+  insertMany(deliveries: NewDelivery[]): Promise<void>;
+  /**
+   * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
+   * `now + leaseMs`, oldest due first, and returns them with their key's sealed secret. Rows whose URL is
+   * under one of `excludeOrigins` (receivers with no room at this worker) are left alone.
+   */
+  claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins?: readonly string[]): Promise<ClaimedDelivery[]>;
+  /**
+   * Stores attempts and moves their deliveries on (delivered / failed / pending with its next time), releasing
+   * the leases, in one transaction; a delivery twice in the batch counts twice. Returns the attempt numbers.
+   * A delivery cancelled while its attempt was in flight stays cancelled, with its reason.
+   */
+  recordAttempts(batch: readonly AttemptRecord[]): Promise<number[]>;
+  /**
+   * Ends every lease, or only those of worker `leasedBy` (a process known to be dead); pending rows become
+   * due by their next attempt time. Returns how many were leased.
+   */
+  releaseLeases(now: number, leasedBy?: string): Promise<number>;
+  /**
+   * Gives rows leased by `workerId` back to the outbox unattempted (their receiver had no room): due as they
+   * were, claimable by the next claim that does not leave their receiver out.
+   */
+  releaseClaims(ids: readonly string[], workerId: string, now: number): Promise<void>;
+  /**
+   * When the worker should look again: the earliest time after `now` at which a pending row becomes
+   * claimable — its next attempt time, or the end of its lease (so a crashed instance's claims are retried by
+   * the others as soon as their lease lapses, not at the next idle poll).
+   */
+  nextDueAfter(now: number): Promise<number | undefined>;
+  /** Deletes deliveries (and their attempts) created before `ts`, except pending ones. Returns how many. */
+  purgeOlderThan(ts: number): Promise<number>;
+  /** Backlog counts for metrics. */
+  backlog(now: number): Promise<Backlog>;
+
+  // The deliveries API and the dashboard's side: one key's deliveries.
+
+  /** Any delivery by id. */
+  byId(id: string): Promise<DeliveryRow | undefined>;
+  /** Deliveries of one key, newest first; `before` is the id of the last delivery of the previous page. */
+  list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }>;
+  /** One delivery of one key with its attempts (oldest first); undefined for another key's id. */
+  get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined>;
+  /**
+   * Makes a delivery of this key due now again (same id, same bytes; `url` when the key's URL changed since).
+   * A delivery leased by a worker keeps its lease: it becomes due again once that attempt is recorded or the
+   * lease lapses. Returns the row, or undefined when the key has no such delivery.
+   */
+  redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined>;
+  /**
+   * Cancels one pending delivery of `keyId`: status `cancelled`, `reason` as its last error, no further
+   * attempt. Returns the row, or undefined when the key has no pending delivery with that id.
+   */
+  cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined>;
+  /** Cancels every pending delivery of `keyId` (its webhook URL was cleared). Returns how many. */
+  cancelPending(keyId: string, now: number, reason: string): Promise<number>;
+  /** Points every pending delivery of `keyId` at `url` (the key's new webhook URL): their next attempts go there. */
+  retargetPending(keyId: string, url: string, now: number): Promise<number>;
+}
+
+/** The LIKE pattern of every URL under `origin` (`https://h:8443` → `https://h:8443/%`), wildcards escaped. */
+export function originPattern(origin: string): string {
+  return `${origin.replace(/[\\%_]/g, '\\$&')}/%`;
+}
+
+/**
+ * `prefix` + 32 hex digits, UUIDv7's layout: the first 12 are the millisecond time, the other 20 random (80
+ * bits). Time-ordered keys land on the last page of their indexes, which a batch of inserts then shares;
+ * random keys dirty a page of each index per row.
+ */
+function timeOrderedId(prefix: string): string {
+  return `${prefix}${Date.now().toString(16).padStart(12, '0').slice(-12)}${pooledRandom(10, 'hex')}`;
+}
+
+export function newAttemptId(): string {
+  return timeOrderedId('wha_');
+}
+
+/** A fresh delivery id: `whd_` + 32 hex characters. */
+export function newDeliveryId(): string {
+  return timeOrderedId('whd_');
+}
+
+/** The row a new delivery is stored as, with its key's secret — with its lease, also what a claim of it would return. */
+export function newDeliveryRow(d: NewDelivery): ClaimedDelivery {
+  return {
+    id: d.id,
+    key_id: d.keyId,
+    user_id: d.userId,
+    event: d.event,
+    request_id: d.requestId,
+    url: d.url,
+    payload: d.payload,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: d.nextAttemptAt ?? d.now,
+    lease_until: d.lease?.until ?? null,
+    leased_by: d.lease?.by ?? null,
+    last_status_code: null,
+    last_error: null,
+    created_at: d.now,
+    updated_at: d.now,
+    delivered_at: null,
+    signing_secret_enc: d.signingSecretEnc ?? null,
+  };
+}
+
+/** Claims come back in no particular order (RETURNING): oldest due first. */
+export function byDue(a: DeliveryRow, b: DeliveryRow): number {
+  return (a.next_attempt_at ?? 0) - (b.next_attempt_at ?? 0) || a.created_at - b.created_at;
+}
+
+export function missingDelivery(deliveryId: string): Error {
+  return new Error(`delivery ${deliveryId} does not exist`);
+}

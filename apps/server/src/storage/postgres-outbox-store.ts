@@ -1,0 +1,251 @@
+import { CompiledQuery, type Kysely, type QueryResult } from 'kysely';
+import type { Database } from './schema.js';
+import {
+  byDue,
+  missingDelivery,
+  originPattern,
+  type AttemptRecord,
+  type AttemptRow,
+  type Backlog,
+  type ClaimedDelivery,
+  type DeliveryRow,
+  type ListOptions,
+  type NewDelivery,
+  type OutboxStore,
+} from './outbox-store.js';
+import {
+  attemptParams,
+  attemptUpdate,
+  BACKLOG,
+  type BacklogRow,
+  BY_ID,
+  CANCEL,
+  CANCEL_PENDING,
+  CLAIM_RETURNING,
+  DUE_AND_UNLEASED,
+  earliest,
+  excludingOrigins,
+  GET_ATTEMPTS,
+  GET_DELIVERY,
+  INSERT_DELIVERY,
+  insertAttemptsSql,
+  insertParams,
+  LIST_CURSOR,
+  listSql,
+  NEXT_DUE,
+  numbered,
+  page,
+  PURGE_ATTEMPTS,
+  PURGE_DELIVERIES,
+  REDELIVER,
+  RELEASE_LEASES,
+  RELEASE_LEASES_OF,
+  RETARGET_PENDING,
+  toBacklog,
+} from './outbox-sql.js';
+
+/**
+ * Rows per statement when recording attempts: a batch is cut into chunks of these sizes, largest first
+ * (37 = 32 + 4 + 1), so there are at most 7 statement texts of each kind.
+ */
+const CHUNK_SIZES = [64, 32, 16, 8, 4, 2, 1];
+
+/** The Postgres text of `build(n)`, numbered once per `n`. */
+function perChunkSize(build: (n: number) => string): (n: number) => string {
+  const texts = new Map<number, string>();
+  return (n) => {
+    let text = texts.get(n);
+    if (text === undefined) {
+      text = numbered(build(n));
+      texts.set(n, text);
+    }
+    return text;
+  };
+}
+
+/** `items` in chunks of CHUNK_SIZES; one item per chunk when `distinct` is false. */
+function chunks<T>(items: readonly T[], distinct = true): T[][] {
+  const out: T[][] = [];
+  for (let start = 0; start < items.length; ) {
+    const left = items.length - start;
+    const size = distinct ? CHUNK_SIZES.find((n) => n <= left)! : 1;
+    out.push(items.slice(start, start + size));
+    start += size;
+  }
+  return out;
+}
+
+/**
+ * A claim leaving out `n` receivers. The candidates are a materialised CTE locked with SKIP LOCKED: Postgres
+ * may re-run an `IN (… LIMIT n)` sub-select per row and exceed the limit, and concurrent claimers skip each
+ * other's rows instead of waiting. The row is checked again in the UPDATE: it may have changed meanwhile.
+ */
+const claimSql = perChunkSize(
+  (n) => `with due as materialized (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)}
+  order by next_attempt_at asc limit ? for update skip locked)
+  update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
+  where id in (select id from due) and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`,
+);
+
+/** Inserts `n` deliveries in one statement (one round trip, whatever the batch). */
+function insertDeliveriesSql(n: number): string {
+  const [head, row] = INSERT_DELIVERY.split('values ');
+  return numbered(`${head}values ${Array.from({ length: n }, () => row).join(', ')}`);
+}
+
+/**
+ * Moves `n` distinct deliveries on in one UPDATE … FROM (VALUES …), as the SQLite store's one-row statement
+ * does (a cancelled delivery stays cancelled); returns their ids and attempt numbers.
+ */
+const recordSql = perChunkSize((n) => {
+  // The casts type the VALUES columns: Postgres infers nothing from a NULL parameter.
+  const row = '(cast(? as text), cast(? as text), cast(? as bigint), cast(? as integer), cast(? as text), cast(? as bigint), cast(? as bigint))';
+  return `with v(id, status, next_attempt_at, status_code, error, attempted_at, delivered_at) as (values ${Array.from({ length: n }, () => row).join(', ')})
+  update webhook_deliveries set attempts = webhook_deliveries.attempts + 1,
+  status = case when webhook_deliveries.status = 'cancelled' then webhook_deliveries.status else v.status end,
+  next_attempt_at = case when webhook_deliveries.status = 'cancelled' then null else v.next_attempt_at end,
+  lease_until = null, leased_by = null, last_status_code = v.status_code,
+  last_error = case when webhook_deliveries.status = 'cancelled' then webhook_deliveries.last_error else v.error end, updated_at = v.attempted_at,
+  delivered_at = coalesce(v.delivered_at, webhook_deliveries.delivered_at)
+  from v where webhook_deliveries.id = v.id returning webhook_deliveries.id, webhook_deliveries.attempts`;
+});
+const insertAttemptsPg = perChunkSize(insertAttemptsSql);
+
+const pg = {
+  RELEASE_LEASES: numbered(RELEASE_LEASES),
+  RELEASE_LEASES_OF: numbered(RELEASE_LEASES_OF),
+  RELEASE_CLAIMS: `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = $1
+  where id = any($2) and leased_by = $3 and status = 'pending'`,
+  NEXT_DUE: numbered(NEXT_DUE),
+  PURGE_ATTEMPTS: numbered(PURGE_ATTEMPTS),
+  PURGE_DELIVERIES: numbered(PURGE_DELIVERIES),
+  BACKLOG: numbered(BACKLOG),
+  BY_ID: numbered(BY_ID),
+  LIST_CURSOR: numbered(LIST_CURSOR),
+  LIST: numbered(listSql(false)),
+  LIST_AFTER: numbered(listSql(true)),
+  GET_DELIVERY: numbered(GET_DELIVERY),
+  GET_ATTEMPTS: numbered(GET_ATTEMPTS),
+  REDELIVER: numbered(REDELIVER),
+  CANCEL: numbered(CANCEL),
+  CANCEL_PENDING: numbered(CANCEL_PENDING),
+  RETARGET_PENDING: numbered(RETARGET_PENDING),
+};
+
+type Executor = Pick<Kysely<Database>, 'executeQuery'>;
+
+function run<R>(db: Executor, sql: string, params: readonly unknown[]): Promise<QueryResult<R>> {
+  return db.executeQuery<R>(CompiledQuery.raw(sql, [...params]));
+}
+
+async function affected(db: Executor, sql: string, params: readonly unknown[]): Promise<number> {
+  return Number((await run(db, sql, params)).numAffectedRows ?? 0);
+}
+
+/**
+ * The outbox on Postgres, through Kysely's pool: several statements' worth of rows in one (chunks of
+ * CHUNK_SIZES) where the SQLite store loops over prepared statements, since here every statement is a round trip.
+ */
+export class PostgresOutboxStore implements OutboxStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(delivery: NewDelivery): Promise<void> {
+    return this.insertMany([delivery]);
+  }
+
+  async insertMany(deliveries: NewDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    await run(this.db, insertDeliveriesSql(deliveries.length), deliveries.flatMap(insertParams));
+  }
+
+  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<ClaimedDelivery[]> {
+    if (limit <= 0) return [];
+    const patterns = excludeOrigins.map(originPattern);
+    const { rows } = await run<ClaimedDelivery>(this.db, claimSql(patterns.length), [now, now, ...patterns, limit, now + leaseMs, workerId, now, now, now]);
+    return rows.sort(byDue);
+  }
+
+  async recordAttempts(batch: readonly AttemptRecord[]): Promise<number[]> {
+    if (batch.length === 0) return [];
+    // A delivery twice in one batch is updated twice (each attempt counts): one row per chunk then.
+    const distinct = new Set(batch.map((b) => b.deliveryId)).size === batch.length;
+    return this.db.transaction().execute(async (trx) => {
+      const numbers: number[] = [];
+      for (const chunk of chunks(batch, distinct)) {
+        const updated = await run<{ id: string; attempts: number }>(trx, recordSql(chunk.length), chunk.flatMap((r) => [r.deliveryId, ...attemptUpdate(r)]));
+        const byId = new Map(updated.rows.map((row) => [row.id, Number(row.attempts)]));
+        const chunkNumbers = chunk.map(({ deliveryId }) => {
+          const attempt = byId.get(deliveryId);
+          if (attempt === undefined) throw missingDelivery(deliveryId);
+          return attempt;
+        });
+        await run(trx, insertAttemptsPg(chunk.length), attemptParams(chunk, chunkNumbers));
+        numbers.push(...chunkNumbers);
+      }
+      return numbers;
+    });
+  }
+
+  async releaseLeases(now: number, leasedBy?: string): Promise<number> {
+    return leasedBy === undefined ? affected(this.db, pg.RELEASE_LEASES, [now]) : affected(this.db, pg.RELEASE_LEASES_OF, [now, leasedBy]);
+  }
+
+  async releaseClaims(ids: readonly string[], workerId: string, now: number): Promise<void> {
+    if (ids.length === 0) return;
+    await run(this.db, pg.RELEASE_CLAIMS, [now, ids, workerId]);
+  }
+
+  async nextDueAfter(now: number): Promise<number | undefined> {
+    const { rows } = await run<{ next_attempt_at: number | null; lease_until: number | null }>(this.db, pg.NEXT_DUE, [now, now, now]);
+    return earliest(rows[0]?.next_attempt_at ?? null, rows[0]?.lease_until ?? null);
+  }
+
+  async purgeOlderThan(ts: number): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      await run(trx, pg.PURGE_ATTEMPTS, [ts]);
+      return affected(trx, pg.PURGE_DELIVERIES, [ts]);
+    });
+  }
+
+  async backlog(now: number): Promise<Backlog> {
+    const { rows } = await run<BacklogRow>(this.db, pg.BACKLOG, [now]);
+    return toBacklog(rows[0]);
+  }
+
+  async byId(id: string): Promise<DeliveryRow | undefined> {
+    return (await run<DeliveryRow>(this.db, pg.BY_ID, [id])).rows[0];
+  }
+
+  async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
+    const status = options.status ?? null;
+    if (options.before === undefined) {
+      return page((await run<DeliveryRow>(this.db, pg.LIST, [keyId, status, options.limit + 1])).rows, options.limit);
+    }
+    const cursor = (await run<Pick<DeliveryRow, 'created_at' | 'id'>>(this.db, pg.LIST_CURSOR, [keyId, options.before])).rows[0];
+    if (!cursor) return { rows: [], hasMore: false };
+    const { rows } = await run<DeliveryRow>(this.db, pg.LIST_AFTER, [keyId, status, cursor.created_at, cursor.created_at, cursor.id, options.limit + 1]);
+    return page(rows, options.limit);
+  }
+
+  async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
+    const delivery = (await run<DeliveryRow>(this.db, pg.GET_DELIVERY, [id, keyId])).rows[0];
+    if (!delivery) return undefined;
+    return { delivery, attempts: (await run<AttemptRow>(this.db, pg.GET_ATTEMPTS, [id])).rows };
+  }
+
+  async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
+    return (await run<DeliveryRow>(this.db, pg.REDELIVER, [now, now, url || null, id, keyId])).rows[0];
+  }
+
+  async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {
+    return (await run<DeliveryRow>(this.db, pg.CANCEL, [reason, now, id, keyId])).rows[0];
+  }
+
+  async cancelPending(keyId: string, now: number, reason: string): Promise<number> {
+    return affected(this.db, pg.CANCEL_PENDING, [reason, now, keyId]);
+  }
+
+  async retargetPending(keyId: string, url: string, now: number): Promise<number> {
+    return affected(this.db, pg.RETARGET_PENDING, [url, now, keyId]);
+  }
+}

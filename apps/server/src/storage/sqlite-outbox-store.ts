@@ -1,0 +1,237 @@
+import type SQLite from 'better-sqlite3';
+import type { Kysely } from 'kysely';
+import type { Database } from './schema.js';
+import type { SqliteStatements } from './sqlite-statements.js';
+import {
+  byDue,
+  missingDelivery,
+  originPattern,
+  type AttemptRecord,
+  type AttemptRow,
+  type Backlog,
+  type ClaimedDelivery,
+  type DeliveryRow,
+  type ListOptions,
+  type NewDelivery,
+  type OutboxStore,
+} from './outbox-store.js';
+import {
+  attemptParams,
+  attemptUpdate,
+  BACKLOG,
+  type BacklogRow,
+  BY_ID,
+  CANCEL,
+  CANCEL_PENDING,
+  CLAIM_RETURNING,
+  DUE_AND_UNLEASED,
+  earliest,
+  excludingOrigins,
+  GET_ATTEMPTS,
+  GET_DELIVERY,
+  INSERT_DELIVERY,
+  insertAttemptsSql,
+  insertParams,
+  LIST_CURSOR,
+  listSql,
+  NEXT_DUE,
+  page,
+  PURGE_ATTEMPTS,
+  PURGE_DELIVERIES,
+  REDELIVER,
+  RELEASE_LEASES,
+  RELEASE_LEASES_OF,
+  RETARGET_PENDING,
+  toBacklog,
+} from './outbox-sql.js';
+
+/**
+ * A claim leaving out `n` receivers. SQLite runs the uncorrelated sub-select once, so its LIMIT holds; the
+ * row is checked again in the UPDATE's own WHERE.
+ */
+const claimTexts: string[] = [];
+function claimSql(n: number): string {
+  return (claimTexts[n] ??= `update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
+  where id in (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)} order by next_attempt_at asc limit ?)
+  and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`);
+}
+
+// A delivery cancelled while its attempt was in flight stays cancelled (with its reason); the attempt is logged.
+const RECORD_ONE = `update webhook_deliveries set attempts = attempts + 1,
+  status = case when status = 'cancelled' then status else ? end,
+  next_attempt_at = case when status = 'cancelled' then null else ? end, lease_until = null, leased_by = null,
+  last_status_code = ?, last_error = case when status = 'cancelled' then last_error else ? end, updated_at = ?,
+  delivered_at = coalesce(?, delivered_at)
+  where id = ? returning attempts`;
+
+const INSERT_ATTEMPT = insertAttemptsSql(1);
+const LIST = listSql(false);
+const LIST_AFTER = listSql(true);
+
+const RELEASE_CLAIM = `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
+  where id = ? and leased_by = ? and status = 'pending'`;
+
+/**
+ * The outbox on the embedded SQLite connection: every statement prepared once and run synchronously, each
+ * write batch in one IMMEDIATE transaction (the write lock is taken at BEGIN, where the busy timeout waits for
+ * another process's writer; a deferred transaction that upgrades later fails at once when another process
+ * committed in between).
+ *
+ * Kysely shares the connection, and a Kysely transaction spans event-loop turns. While one is open these
+ * statements wait for it through Kysely's lock on the connection, so they commit on their own: run inside
+ * it they would be rolled back with it, after this store had reported them written.
+ */
+export class SqliteOutboxStore implements OutboxStore {
+  private readonly insertTx: (deliveries: readonly NewDelivery[]) => void;
+  private readonly recordTx: (batch: readonly AttemptRecord[]) => number[];
+  private readonly releaseTx: (ids: readonly string[], workerId: string, now: number) => void;
+  private readonly purgeTx: (ts: number) => number;
+
+  constructor(
+    private readonly statements: SqliteStatements,
+    private readonly kysely: Kysely<Database>,
+  ) {
+    const sqlite = statements.db;
+    this.insertTx = sqlite.transaction((deliveries: readonly NewDelivery[]) => {
+      const insert = this.stmt(INSERT_DELIVERY);
+      for (const d of deliveries) insert.run(insertParams(d));
+    }).immediate;
+    // One UPDATE and one INSERT per attempt: on SQLite a multi-row UPDATE … FROM (VALUES …) is no faster (it
+    // materialises its join first; the time goes to the pages written, not to the statements).
+    this.recordTx = sqlite.transaction((batch: readonly AttemptRecord[]) => {
+      const update = this.stmt(RECORD_ONE);
+      const insert = this.stmt(INSERT_ATTEMPT);
+      const numbers: number[] = [];
+      for (const record of batch) {
+        const updated = update.get(...attemptUpdate(record), record.deliveryId) as { attempts: number } | undefined;
+        if (!updated) throw missingDelivery(record.deliveryId);
+        const attempt = Number(updated.attempts);
+        insert.run(attemptParams([record], [attempt]));
+        numbers.push(attempt);
+      }
+      return numbers;
+    }).immediate;
+    this.releaseTx = sqlite.transaction((ids: readonly string[], workerId: string, now: number) => {
+      const release = this.stmt(RELEASE_CLAIM);
+      for (const id of ids) release.run(now, id, workerId);
+    }).immediate;
+    this.purgeTx = sqlite.transaction((ts: number) => {
+      this.stmt(PURGE_ATTEMPTS).run(ts);
+      return this.stmt(PURGE_DELIVERIES).run(ts).changes;
+    }).immediate;
+  }
+
+  private stmt(sql: string): SQLite.Statement {
+    return this.statements.get(sql);
+  }
+
+  /** A Kysely transaction is open on the connection: wait for `transactionEnded` before running a statement. */
+  private get busy(): boolean {
+    return !this.statements.usable && this.statements.db.open;
+  }
+
+  /**
+   * Resolves once no Kysely transaction is open on the connection (see the class). Kysely's lock is free
+   * again before this continues, so another transaction may have begun meanwhile: hence the loop.
+   */
+  private async transactionEnded(): Promise<void> {
+    while (this.busy) await this.kysely.connection().execute(async () => undefined);
+  }
+
+  async insert(delivery: NewDelivery): Promise<void> {
+    return this.insertMany([delivery]);
+  }
+
+  async insertMany(deliveries: NewDelivery[]): Promise<void> {
+    if (deliveries.length === 0) return;
+    if (this.busy) await this.transactionEnded();
+    return this.insertTx(deliveries);
+  }
+
+  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<ClaimedDelivery[]> {
+    if (limit <= 0) return [];
+    const patterns = excludeOrigins.map(originPattern);
+    if (this.busy) await this.transactionEnded();
+    const rows = this.stmt(claimSql(patterns.length)).all(now + leaseMs, workerId, now, now, now, ...patterns, limit, now, now) as ClaimedDelivery[];
+    return rows.sort(byDue);
+  }
+
+  async recordAttempts(batch: readonly AttemptRecord[]): Promise<number[]> {
+    if (batch.length === 0) return [];
+    if (this.busy) await this.transactionEnded();
+    return this.recordTx(batch);
+  }
+
+  async releaseLeases(now: number, leasedBy?: string): Promise<number> {
+    if (this.busy) await this.transactionEnded();
+    return leasedBy === undefined ? this.stmt(RELEASE_LEASES).run(now).changes : this.stmt(RELEASE_LEASES_OF).run(now, leasedBy).changes;
+  }
+
+  async releaseClaims(ids: readonly string[], workerId: string, now: number): Promise<void> {
+    if (ids.length === 0) return;
+    if (this.busy) await this.transactionEnded();
+    return this.releaseTx(ids, workerId, now);
+  }
+
+  async nextDueAfter(now: number): Promise<number | undefined> {
+    if (this.busy) await this.transactionEnded();
+    const row = this.stmt(NEXT_DUE).get(now, now, now) as { next_attempt_at: number | null; lease_until: number | null };
+    return earliest(row.next_attempt_at, row.lease_until);
+  }
+
+  async purgeOlderThan(ts: number): Promise<number> {
+    if (this.busy) await this.transactionEnded();
+    return this.purgeTx(ts);
+  }
+
+  async backlog(now: number): Promise<Backlog> {
+    if (this.busy) await this.transactionEnded();
+    return toBacklog(this.stmt(BACKLOG).get(now) as BacklogRow);
+  }
+
+  async byId(id: string): Promise<DeliveryRow | undefined> {
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(BY_ID).get(id) as DeliveryRow | undefined;
+  }
+
+  async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
+    if (this.busy) await this.transactionEnded();
+    const status = options.status ?? null;
+    let rows: DeliveryRow[];
+    if (options.before === undefined) {
+      rows = this.stmt(LIST).all(keyId, status, options.limit + 1) as DeliveryRow[];
+    } else {
+      const cursor = this.stmt(LIST_CURSOR).get(keyId, options.before) as Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
+      if (!cursor) return { rows: [], hasMore: false };
+      rows = this.stmt(LIST_AFTER).all(keyId, status, cursor.created_at, cursor.created_at, cursor.id, options.limit + 1) as DeliveryRow[];
+    }
+    return page(rows, options.limit);
+  }
+
+  async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
+    if (this.busy) await this.transactionEnded();
+    const delivery = this.stmt(GET_DELIVERY).get(id, keyId) as DeliveryRow | undefined;
+    if (!delivery) return undefined;
+    return { delivery, attempts: this.stmt(GET_ATTEMPTS).all(id) as AttemptRow[] };
+  }
+
+  async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(REDELIVER).get(now, now, url || null, id, keyId) as DeliveryRow | undefined;
+  }
+
+  async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(CANCEL).get(reason, now, id, keyId) as DeliveryRow | undefined;
+  }
+
+  async cancelPending(keyId: string, now: number, reason: string): Promise<number> {
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(CANCEL_PENDING).run(reason, now, keyId).changes;
+  }
+
+  async retargetPending(keyId: string, url: string, now: number): Promise<number> {
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(RETARGET_PENDING).run(url, now, keyId).changes;
+  }
+}
