@@ -19,6 +19,7 @@ import { UsageSink, combineSinks } from './chat/usage-sink.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
+import { Retention } from './storage/retention.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from './auth/first-run.js';
 import { createDashboardRouter } from './dashboard/index.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -149,6 +150,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const firstRun = store.handle.dialect === 'sqlite' && !clusterWorker ? await bootstrapFirstRun(store, clock) : undefined;
   webhooks.start();
+  const retention = new Retention({
+    stores: { 'webhook deliveries': store.deliveries, responses: store.responses },
+    retentionDays: config.webhooks.retentionDays,
+    clock,
+    logger,
+  });
+  retention.start();
   logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline' }, 'svc listening');
 
   let closing: Promise<void> | undefined;
@@ -161,6 +169,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
       await stopped;
       clearInterval(sweep);
+      retention.stop();
       await webhooks.stop();
       await usage.close();
       await upstream.close();

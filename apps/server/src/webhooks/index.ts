@@ -3,7 +3,6 @@ import type { AuditSink } from '../audit/audit-sink.js';
 import type { ServiceDeps } from '../service-deps.js';
 import { webhookActions, type WebhookActions } from './actions.js';
 import { OutboxSink } from './outbox.js';
-import { Retention } from './retention.js';
 import { webhooksRouter } from './routes.js';
 import { createSender } from './sender.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
@@ -31,7 +30,7 @@ export interface Webhooks {
   worker: DeliveryWorker;
   /** Send test and Redeliver, shared with the dashboard. */
   actions: WebhookActions;
-  /** Starts the delivery worker (sends what is pending, including rows left by a previous run) and retention. */
+  /** Starts the delivery worker (sends what is pending, including rows left by a previous run). */
   start(): void;
   /** Stops claiming, lets attempts in flight finish or time out; pending rows stay for the next start. */
   stop(): Promise<void>;
@@ -65,7 +64,6 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     // Embedded SQLite with one server process: what it had leased when it died is nobody's now.
     releaseLeasesOnStart: deps.releaseLeasesOnStart ?? store.handle.dialect === 'sqlite',
   });
-  const retention = new Retention({ deliveries: store.deliveries, retentionDays: config.webhooks.retentionDays, clock, logger: webhooksLogger });
   const audit = new OutboxSink(store.deliveries, worker);
   const actions = webhookActions({ deliveries: store.deliveries, worker, clock, timeoutMs: config.webhooks.timeoutMs });
   const router = webhooksRouter({ deliveries: store.deliveries, keys: store.keys, actions });
@@ -76,10 +74,8 @@ export function createWebhooks(deps: WebhooksDeps): Webhooks {
     actions,
     start() {
       worker.start();
-      retention.start();
     },
     async stop() {
-      retention.stop();
       await worker.stop();
       await sender.close();
     },

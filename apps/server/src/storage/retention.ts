@@ -1,0 +1,59 @@
+import type { Logger } from 'pino';
+import { DAY_MS } from '../time.js';
+
+const PURGE_INTERVAL_MS = 3_600_000;
+
+/** Something stored that ages out: finished webhook deliveries and their attempt logs, stored responses. */
+export interface Purgeable {
+  /** Deletes what was created before `cutoff` (ms since the epoch) and is done with; returns how many. */
+  purgeOlderThan(cutoff: number): Promise<number>;
+}
+
+export interface RetentionOptions {
+  /** What is purged, by the name the log line gives it. */
+  stores: Record<string, Purgeable>;
+  /** SVC_RETENTION_DAYS. */
+  retentionDays: number;
+  clock: () => number;
+  logger: Logger;
+}
+
+/**
+ * Purges what is stored past retention (SVC_RETENTION_DAYS): once at start, then hourly. Pending deliveries
+ * stay whatever their age (their store's `purgeOlderThan` keeps them).
+ *
+ * @example
+ * const retention = new Retention({ stores: { 'webhook deliveries': store.deliveries }, retentionDays: 30, clock, logger });
+ * retention.start(); … retention.stop();
+ */
+export class Retention {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: RetentionOptions) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.purge(), PURGE_INTERVAL_MS);
+    this.timer.unref();
+    void this.purge();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One pass over every store; a store that fails is logged and the others still purged. */
+  async purge(): Promise<void> {
+    const { stores, retentionDays, clock, logger } = this.options;
+    const cutoff = clock() - retentionDays * DAY_MS;
+    for (const [what, store] of Object.entries(stores)) {
+      try {
+        const removed = await store.purgeOlderThan(cutoff);
+        if (removed > 0) logger.info({ removed, retention_days: retentionDays }, `purged old ${what}`);
+      } catch (err) {
+        logger.error({ err }, `could not purge old ${what}`);
+      }
+    }
+  }
+}
