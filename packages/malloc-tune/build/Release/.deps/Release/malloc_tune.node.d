@@ -1,1 +1,0 @@
-cmd_Release/malloc_tune.node := ln -f "Release/obj.target/malloc_tune.node" "Release/malloc_tune.node" 2>/dev/null || (rm -rf "Release/malloc_tune.node" && cp -af "Release/obj.target/malloc_tune.node" "Release/malloc_tune.node")

@@ -1,1 +1,0 @@
-cmd_Release/obj.target/malloc_tune.node := g++ -o Release/obj.target/malloc_tune.node -shared -pthread -rdynamic -m64  -Wl,-soname=malloc_tune.node -Wl,--start-group Release/obj.target/malloc_tune/src/malloc_tune.o -Wl,--end-group 
