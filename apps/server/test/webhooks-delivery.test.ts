@@ -179,7 +179,7 @@ describe('audit payload', () => {
       responseText: 'b',
       svc: { dehallucinate_requested: true, grounded: false, score: 0.25, flagged_spans: [], checked: true },
       usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
-    });
+    }, 1);
     expect(payload).toMatchObject({ latency_ms: 812, grounded: false, hallucination_score: 0.75, prompt: 'user: a', timestamp: '1970-01-01T00:00:01.812Z' });
     expect(body).toBe(JSON.stringify(payload));
   });

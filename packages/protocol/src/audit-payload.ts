@@ -4,7 +4,8 @@ import { ClaimSchema, FlaggedSpanSchema } from './chat-response.js';
 export const AUDIT_EVENT = 'llm.request.completed';
 
 /**
- * The audit webhook payload (spec §2.5). `test` is present (and true) only on test deliveries.
+ * The audit webhook payload (spec §2.5). `test` is present (and true) only on test deliveries; `sequence` only
+ * on the others.
  *
  * @example
  * const payload = AuditPayloadSchema.parse(JSON.parse(rawBody));
@@ -26,8 +27,14 @@ export const AuditPayloadSchema = z.object({
   response_text: z.string(),
   grounded: z.boolean(),
   hallucination_score: z.number().min(0).max(1),
-  // Additions beside the spec's fields (design §5): whether the check ran, what it flagged, and each claim
-  // with its evidence (absent on test deliveries and when the check did not run).
+  // Additions beside the spec's fields (design §5): the delivery's number among its key's (absent on test
+  // deliveries), whether the check ran, what it flagged, and each claim with its evidence (absent on test
+  // deliveries and when the check did not run).
+  sequence: z.int().min(1).optional().meta({
+    description:
+      'The delivery\'s number among the deliveries of its API key: 1, 2, 3, … without gaps or repeats (test deliveries have none). A receiver that misses a number missed a delivery; redeliveries repeat theirs.',
+    example: 42,
+  }),
   grounding_checked: z.boolean().optional(),
   flagged_spans: z.array(FlaggedSpanSchema).optional(),
   claims: z.array(ClaimSchema).optional(),

@@ -71,7 +71,7 @@ const COMPONENTS: ReadonlyArray<[string, z.ZodType, string]> = [
   ['DeliveryAttempt', DeliveryAttemptSchema, 'One attempt: time, status code, duration, error, first 2 KB of the response body.'],
   ['DeliveryDetail', DeliveryDetailSchema, 'A delivery with its attempts and the exact payload bytes that are signed and sent.'],
   ['DeliveryList', DeliveryListSchema, 'A page of deliveries, newest first; pass `next_cursor` as `before` for the next page.'],
-  ['AuditPayload', AuditPayloadSchema, 'The `llm.request.completed` audit payload. `test` is present (and true) only on test deliveries.'],
+  ['AuditPayload', AuditPayloadSchema, 'The `llm.request.completed` audit payload. `test` is present (and true) only on test deliveries; `sequence` only on the others.'],
 ];
 
 const ERROR_MESSAGES: Record<ErrorCode, string> = {

@@ -23,14 +23,15 @@ export function renderPrompt(messages: unknown): string {
 }
 
 /**
- * The audit payload of one finished request (spec §2.5, design §5). Not checked against the published
+ * The audit payload of one finished request (spec §2.5, design §5), the `sequence`-th delivery of its key.
+ * Not checked against the published
  * schema here: the typed code above builds it, and the check costs a noticeable share of a request's CPU
  * (the payload tests check it).
  *
  * @example
- * const { body } = buildAuditPayload(completed); await outbox.insert({ payload: body, … });
+ * await outbox.insertSequenced([{ serialise: (sequence) => buildAuditPayload(completed, sequence).body, … }]);
  */
-export function buildAuditPayload(request: CompletedRequest): SerialisedPayload {
+export function buildAuditPayload(request: CompletedRequest, sequence: number): SerialisedPayload {
   const { usage, svc } = request;
   return serialise({
     event: AUDIT_EVENT,
@@ -49,6 +50,7 @@ export function buildAuditPayload(request: CompletedRequest): SerialisedPayload 
     grounded: svc ? svc.grounded : true,
     // 1 − score, kept to the score's three decimals (no 0.15900000000000003 in receivers' logs).
     hallucination_score: svc ? Math.min(1, Math.max(0, Math.round((1 - svc.score) * 1000) / 1000)) : 0,
+    sequence,
     grounding_checked: svc?.checked ?? false,
     ...(svc?.checked ? { flagged_spans: svc.flagged_spans, claims: svc.claims ?? [] } : {}),
   });

@@ -130,6 +130,17 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('responses_created_idx').on('responses').column('created_at').execute();
       },
     },
+    '006_delivery_sequence': {
+      // Each key's last audit-delivery sequence number, bumped in the transaction that inserts the delivery.
+      // A table of its own: the api_keys row is written on every attempt (last delivery status).
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('delivery_sequences')
+          .addColumn('key_id', 'text', (c) => c.primaryKey())
+          .addColumn('last', time, (c) => c.notNull())
+          .execute();
+      },
+    },
   };
 }
 

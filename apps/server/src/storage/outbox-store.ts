@@ -37,6 +37,21 @@ export interface NewDelivery {
   signingSecretEnc?: string | null;
 }
 
+/**
+ * An audit delivery, whose payload carries its key's next `sequence` (1, 2, 3, … per key): the store calls
+ * `serialise` inside the insert transaction with the number taken there, so a rolled-back insert takes no
+ * number and concurrent writers (instances on one Postgres database) never share one.
+ */
+export interface SequencedDelivery extends Omit<NewDelivery, 'payload'> {
+  /** The exact payload bytes with this sequence number; called once. */
+  serialise(sequence: number): string;
+}
+
+/** `d` as inserted with sequence number `sequence`. */
+export function withSequence({ serialise, ...d }: SequencedDelivery, sequence: number): NewDelivery {
+  return { ...d, payload: serialise(sequence) };
+}
+
 export interface AttemptResult {
   attemptedAt: number;
   statusCode: number | null;
@@ -86,6 +101,11 @@ export interface OutboxStore {
   insert(delivery: NewDelivery): Promise<void>;
   /** Inserts several deliveries in one transaction. */
   insertMany(deliveries: NewDelivery[]): Promise<void>;
+  /**
+   * Inserts audit deliveries in one transaction, each numbered with its key's next sequence number (in the
+   * order given), and returns them with their payloads, in that order.
+   */
+  insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]>;
   /**
    * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
    * `now + leaseMs`, oldest due first, and returns them with their key's sealed secret. Rows whose URL is

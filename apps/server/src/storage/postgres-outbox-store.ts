@@ -12,6 +12,8 @@ import {
   type ListOptions,
   type NewDelivery,
   type OutboxStore,
+  type SequencedDelivery,
+  withSequence,
 } from './outbox-store.js';
 import {
   attemptParams,
@@ -111,6 +113,15 @@ const recordSql = perChunkSize((n) => {
 });
 const insertAttemptsPg = perChunkSize(insertAttemptsSql);
 
+/**
+ * Takes `counts[i]` sequence numbers of key `keys[i]` and returns each key's last one. The rows stay locked until
+ * the transaction ends, so a concurrent instance waits and continues after these numbers; they are taken in key
+ * order, so two instances' batches never wait on each other in a cycle.
+ */
+const NEXT_SEQUENCES = `insert into delivery_sequences (key_id, last)
+  select key_id, n from unnest($1::text[], $2::bigint[]) as t(key_id, n) order by key_id
+  on conflict (key_id) do update set last = delivery_sequences.last + excluded.last returning key_id, last`;
+
 const pg = {
   RELEASE_LEASES: numbered(RELEASE_LEASES),
   RELEASE_LEASES_OF: numbered(RELEASE_LEASES_OF),
@@ -156,6 +167,24 @@ export class PostgresOutboxStore implements OutboxStore {
   async insertMany(deliveries: NewDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
     await run(this.db, insertDeliveriesSql(deliveries.length), deliveries.flatMap(insertParams));
+  }
+
+  async insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
+    if (deliveries.length === 0) return [];
+    const counts = new Map<string, number>();
+    for (const d of deliveries) counts.set(d.keyId, (counts.get(d.keyId) ?? 0) + 1);
+    return this.db.transaction().execute(async (trx) => {
+      const { rows } = await run<{ key_id: string; last: number | string }>(trx, NEXT_SEQUENCES, [[...counts.keys()], [...counts.values()]]);
+      // The next number of each key: its last one minus the numbers taken, plus one.
+      const next = new Map(rows.map((r) => [r.key_id, Number(r.last) - counts.get(r.key_id)! + 1]));
+      const inserted = deliveries.map((d) => {
+        const sequence = next.get(d.keyId)!;
+        next.set(d.keyId, sequence + 1);
+        return withSequence(d, sequence);
+      });
+      await run(trx, insertDeliveriesSql(inserted.length), inserted.flatMap(insertParams));
+      return inserted;
+    });
   }
 
   async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<ClaimedDelivery[]> {

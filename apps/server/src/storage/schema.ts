@@ -110,6 +110,12 @@ export interface ResponsesTable {
   response: string;
 }
 
+/** Each key's last audit-delivery `sequence` (the next delivery gets `last + 1`). */
+export interface DeliverySequencesTable {
+  key_id: string;
+  last: number;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -119,6 +125,7 @@ export interface Database {
   svc_meta: SchemaMetaTable;
   sessions: SessionsTable;
   responses: ResponsesTable;
+  delivery_sequences: DeliverySequencesTable;
 }
 
 export type { Generated };

@@ -14,6 +14,8 @@ import {
   type ListOptions,
   type NewDelivery,
   type OutboxStore,
+  type SequencedDelivery,
+  withSequence,
 } from './outbox-store.js';
 import {
   attemptParams,
@@ -64,6 +66,13 @@ const RECORD_ONE = `update webhook_deliveries set attempts = attempts + 1,
   delivered_at = coalesce(?, delivered_at)
   where id = ? returning attempts`;
 
+/**
+ * Takes a key's next sequence number and returns it (parameters: key, 1). Postgres takes several keys' numbers
+ * in one statement (`postgres-outbox-store.ts`).
+ */
+const NEXT_SEQUENCE = `insert into delivery_sequences (key_id, last) values (?, ?)
+  on conflict (key_id) do update set last = delivery_sequences.last + excluded.last returning last`;
+
 const INSERT_ATTEMPT = insertAttemptsSql(1);
 const LIST = listSql(false);
 const LIST_AFTER = listSql(true);
@@ -83,6 +92,7 @@ const RELEASE_CLAIM = `update webhook_deliveries set lease_until = null, leased_
  */
 export class SqliteOutboxStore implements OutboxStore {
   private readonly insertTx: (deliveries: readonly NewDelivery[]) => void;
+  private readonly insertSequencedTx: (deliveries: readonly SequencedDelivery[]) => NewDelivery[];
   private readonly recordTx: (batch: readonly AttemptRecord[]) => number[];
   private readonly releaseTx: (ids: readonly string[], workerId: string, now: number) => void;
   private readonly purgeTx: (ts: number) => number;
@@ -95,6 +105,17 @@ export class SqliteOutboxStore implements OutboxStore {
     this.insertTx = sqlite.transaction((deliveries: readonly NewDelivery[]) => {
       const insert = this.stmt(INSERT_DELIVERY);
       for (const d of deliveries) insert.run(insertParams(d));
+    }).immediate;
+    // One number per row: the write lock is held from BEGIN, so nothing comes between the bump and the insert.
+    this.insertSequencedTx = sqlite.transaction((deliveries: readonly SequencedDelivery[]) => {
+      const next = this.stmt(NEXT_SEQUENCE);
+      const insert = this.stmt(INSERT_DELIVERY);
+      return deliveries.map((d) => {
+        const { last } = next.get(d.keyId, 1) as { last: number };
+        const inserted = withSequence(d, Number(last));
+        insert.run(insertParams(inserted));
+        return inserted;
+      });
     }).immediate;
     // One UPDATE and one INSERT per attempt: on SQLite a multi-row UPDATE … FROM (VALUES …) is no faster (it
     // materialises its join first; the time goes to the pages written, not to the statements).
@@ -146,6 +167,12 @@ export class SqliteOutboxStore implements OutboxStore {
     if (deliveries.length === 0) return;
     if (this.busy) await this.transactionEnded();
     return this.insertTx(deliveries);
+  }
+
+  async insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
+    if (deliveries.length === 0) return [];
+    if (this.busy) await this.transactionEnded();
+    return this.insertSequencedTx(deliveries);
   }
 
   async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<ClaimedDelivery[]> {

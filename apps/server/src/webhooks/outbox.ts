@@ -1,9 +1,10 @@
+import { AUDIT_EVENT } from '@svc/protocol';
 import { buildAuditPayload } from '../audit/audit-payload.js';
 import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
-import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type NewDelivery, type OutboxStore } from '../storage/outbox-store.js';
+import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type OutboxStore, type SequencedDelivery } from '../storage/outbox-store.js';
 
 interface Waiting {
-  delivery: NewDelivery;
+  delivery: SequencedDelivery;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -21,8 +22,8 @@ export interface OutboxWorker {
 
 /**
  * The webhook half of the audit trail: for a key with a webhook URL, builds the payload and writes it to
- * the outbox. `record` resolves once the row is committed (the chat response's last byte goes out after
- * that). Records arriving in the same tick share one insert; as many as the worker has free slots for are
+ * the outbox, numbered with the key's next `sequence` inside the insert's transaction. `record` resolves once
+ * the row is committed (the chat response's last byte goes out after that). Records arriving in the same tick share one insert; as many as the worker has free slots for are
  * inserted already leased to it and handed over once the responses are out (no claim query), the rest are
  * left for it to claim (it is woken).
  *
@@ -40,15 +41,14 @@ export class OutboxSink implements AuditSink {
   record(request: CompletedRequest): Promise<void> {
     const url = request.key.webhook_url;
     if (!url) return Promise.resolve();
-    const { payload, body } = buildAuditPayload(request);
-    const delivery: NewDelivery = {
+    const delivery: SequencedDelivery = {
       id: newDeliveryId(),
       keyId: request.key.id,
       userId: request.key.user_id,
-      event: payload.event,
-      requestId: payload.request_id,
+      event: AUDIT_EVENT,
+      requestId: request.requestId,
       url,
-      payload: body,
+      serialise: (sequence) => buildAuditPayload(request, sequence).body,
       now: request.finishedAt,
       signingSecretEnc: request.key.signing_secret_enc,
     };
@@ -63,8 +63,9 @@ export class OutboxSink implements AuditSink {
     this.queue = [];
     const { take, lease } = this.worker.reserve(batch.length);
     for (let i = 0; i < take; i++) batch[i]!.delivery.lease = lease;
+    let inserted;
     try {
-      await this.deliveries.insertMany(batch.map((w) => w.delivery));
+      inserted = await this.deliveries.insertSequenced(batch.map((w) => w.delivery));
     } catch (err) {
       this.worker.unreserve(take);
       for (const w of batch) w.reject(err);
@@ -73,7 +74,7 @@ export class OutboxSink implements AuditSink {
     for (const w of batch) w.resolve();
     // The responses waiting on these rows are written in this tick's microtasks; the attempts (signing,
     // the webhook request's write) start after them, in the next check phase — never ahead of a response.
-    const adopted = take > 0 ? batch.slice(0, take).map((w) => newDeliveryRow(w.delivery)) : [];
+    const adopted = take > 0 ? inserted.slice(0, take).map(newDeliveryRow) : [];
     setImmediate(() => {
       if (adopted.length > 0) this.worker.adopt(adopted);
       if (take < batch.length) this.worker.wake();

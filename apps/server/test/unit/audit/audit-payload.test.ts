@@ -44,13 +44,13 @@ describe('buildAuditPayload', () => {
   ];
 
   it.each(requests)('builds a payload the published schema accepts: %s', (_name, request) => {
-    const { payload, body } = buildAuditPayload(request);
+    const { payload, body } = buildAuditPayload(request, 7);
     expect(AuditPayloadSchema.parse(JSON.parse(body))).toEqual(payload);
     expect(body).toBe(JSON.stringify(payload));
   });
 
   it('fills the spec fields from the request', () => {
-    const { payload } = buildAuditPayload(completed({ svc: checked as unknown as CompletedRequest['svc'] }));
+    const { payload } = buildAuditPayload(completed({ svc: checked as unknown as CompletedRequest['svc'] }), 3);
     expect(payload).toMatchObject({
       event: 'llm.request.completed',
       request_id: 'chatcmpl-abc',
@@ -67,6 +67,7 @@ describe('buildAuditPayload', () => {
       response_text: 'Paris.',
       grounded: false,
       hallucination_score: 0.159,
+      sequence: 3,
       grounding_checked: true,
       flagged_spans: checked.flagged_spans,
     });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { newDeliveryId, type AttemptNext, type AttemptResult, type NewDelivery } from '../../../src/storage/outbox-store.js';
+import { newDeliveryId, type AttemptNext, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
 const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
@@ -36,6 +36,7 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     store = await openStore(db.url, { poolSize: 8 });
     await store.handle.db.deleteFrom('webhook_attempts').execute();
     await store.handle.db.deleteFrom('webhook_deliveries').execute();
+    await store.handle.db.deleteFrom('delivery_sequences').execute();
   });
 
   afterEach(async () => {
@@ -275,6 +276,45 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     await writes;
     expect(await store.deliveries.byId(inserted.id)).toMatchObject({ status: 'pending', payload: inserted.payload });
     expect(await store.deliveries.byId(recorded.id)).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+
+  function sequenced(keyId: string): SequencedDelivery {
+    const { payload: _payload, ...rest } = delivery({ keyId });
+    return { ...rest, serialise: (sequence) => JSON.stringify({ request_id: rest.requestId, sequence }) };
+  }
+
+  async function sequencesOf(keyId: string): Promise<number[]> {
+    const rows = await store.handle.db.selectFrom('webhook_deliveries').select('payload').where('key_id', '=', keyId).execute();
+    return rows.map((r) => (JSON.parse(r.payload) as { sequence?: number }).sequence ?? 0).sort((a, b) => a - b);
+  }
+
+  it('numbers audit deliveries per key in insert order, across batches; a rolled-back batch and test deliveries take no number', async () => {
+    const first = await store.deliveries.insertSequenced([sequenced('key_a'), sequenced('key_b'), sequenced('key_a')]);
+    expect(first.map((d) => JSON.parse(d.payload).sequence)).toEqual([1, 1, 2]);
+    expect(await store.deliveries.byId(first[2]!.id)).toMatchObject({ payload: first[2]!.payload, key_id: 'key_a' });
+    await store.deliveries.insert(delivery({ keyId: 'key_a' }));
+    const failing: SequencedDelivery = {
+      ...sequenced('key_a'),
+      serialise: () => {
+        throw new Error('cannot serialise');
+      },
+    };
+    const rolledBack = sequenced('key_a');
+    await expect(store.deliveries.insertSequenced([rolledBack, failing])).rejects.toThrow('cannot serialise');
+    expect(await store.deliveries.byId(rolledBack.id)).toBeUndefined();
+    const next = await store.deliveries.insertSequenced([sequenced('key_a'), sequenced('key_b')]);
+    expect(next.map((d) => JSON.parse(d.payload).sequence)).toEqual([3, 2]);
+    expect(await store.deliveries.insertSequenced([])).toEqual([]);
+  });
+
+  it('concurrent batches never share or skip a number: per key exactly 1..N', async () => {
+    const keys = ['key_a', 'key_b', 'key_c'];
+    const batches = Array.from({ length: 40 }, (_, i) => Array.from({ length: 1 + (i % 5) }, (_, j) => sequenced(keys[(i + j) % keys.length]!)));
+    await Promise.all(batches.map((batch) => store.deliveries.insertSequenced(batch)));
+    for (const key of keys) {
+      const n = batches.flat().filter((d) => d.keyId === key).length;
+      expect(await sequencesOf(key)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+    }
   });
 
   it('releases every lease, or only those of one worker', async () => {
