@@ -23,6 +23,11 @@ export interface AuditPayload {
   response_text: string;
   grounded: boolean;
   hallucination_score: number;
+  /**
+   * The delivery's number among its API key's deliveries: 1, 2, 3, … without gaps or repeats; absent on test
+   * deliveries. A missing number is a missed delivery (`createGapTracker`).
+   */
+  sequence?: number;
   /** Whether the grounding check ran (requested, answer text, at least one source). Absent on test deliveries. */
   grounding_checked?: boolean;
   /** The check's unsupported phrases of `response_text` (UTF-16 offsets; never overlapping), when it ran. */
@@ -77,6 +82,9 @@ export function parseAuditPayload(value: unknown): AuditPayload {
     if (!check(record[field])) throw invalidField(field, expected);
   }
   if (record.test !== undefined && !isBoolean(record.test)) throw invalidField('test', 'a boolean when present');
+  if (record.sequence !== undefined && !(Number.isSafeInteger(record.sequence) && (record.sequence as number) >= 1)) {
+    throw invalidField('sequence', 'a positive integer when present');
+  }
   return value as AuditPayload;
 }
 
