@@ -6,6 +6,7 @@ import { formatReceivedLine, formatSentLine } from './delivery-line.js';
 import { CliError } from './errors.js';
 import { clockTime, kleur, type Io } from './output.js';
 import { deliveryHeaders, sendDelivery } from './send-delivery.js';
+import { createGapWatch } from './sequence-gaps.js';
 
 export interface ListenerOptions {
   host: string;
@@ -53,6 +54,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const log = createDeliveryLog(options.logFile);
   const stats: ListenerStats = { received: 0, verified: 0, rejected: 0, forwarded: 0, forwardFailed: 0 };
   const inFlight = new Set<Promise<void>>();
+  const gaps = createGapWatch(io);
   // With --json stdout carries only raw bodies, so the human lines move to stderr.
   const human = options.json ? io.err : io.out;
   let baseUrl = '';
@@ -99,6 +101,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     // the delivery is printed and logged.
     human(formatReceivedLine({ time, body, headers, signature, wide: options.wide }));
     if (options.json) io.out(`${body.toString('utf8')}\n`);
+    if (signature !== 'invalid') await gaps.observe(body, time);
     try {
       await log.append({
         time: time.toISOString(),

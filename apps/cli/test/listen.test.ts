@@ -33,6 +33,25 @@ describe('svc-cli listen', () => {
     expect(listen.stdout()).not.toMatch(/\u001b\[/);
   });
 
+  it('warns on stderr when a delivery number is skipped, and says so when the missing one arrives late', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
+    const numbered = (n: number) => samplePayload(`chatcmpl-seq${n}`).replace('"test":true, ', `"sequence":${n}, `);
+    for (const n of [1, 2, 4]) await postDelivery(listen.url, numbered(n), { secret: SECRET });
+    // A delivery failing verification says nothing about the sequence.
+    await postDelivery(listen.url, numbered(9), { secret: 'whsec_wrong' });
+    await listen.waitFor('stderr', /^\d\d:\d\d:\d\d {2}! gap: delivery 3 not received before 4 \(user 0d3f4a52…\)$/m);
+    await postDelivery(listen.url, numbered(3), { secret: SECRET });
+    await listen.waitFor('stderr', /delivery 3 arrived late; no gap left/);
+    await postDelivery(listen.url, numbered(4), { secret: SECRET });
+    await postDelivery(listen.url, numbered(8), { secret: SECRET });
+    await listen.waitFor('stderr', /! gap: deliveries 5–7 not received before 8/);
+    listen.child.kill('SIGINT');
+    const { stderr, stdout } = await listen.exited;
+    expect(stderr.match(/gap:/g)).toHaveLength(2);
+    expect(stderr).not.toMatch(/before 9|delivery 9/);
+    expect(stdout).not.toContain('gap');
+  });
+
   it('--wide prints every detail and the full ids', async () => {
     const listen = await startListen(['--secret', SECRET, '--wide'], { cwd: sandbox.path });
     await postDelivery(listen.url, samplePayload('chatcmpl-3Jx0d7rZr1kqzqgm1o3mX0w9'), { secret: SECRET, deliveryId: 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e' });

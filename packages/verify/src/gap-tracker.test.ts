@@ -22,14 +22,14 @@ describe('createGapTracker', () => {
     expect(await missingAfterEach(sequences, start)).toEqual(expected);
   });
 
-  it('reports what each delivery skipped, and duplicates (retries, redeliveries) without changing anything', async () => {
+  it('reports what each delivery skipped, late arrivals, and duplicates (retries, redeliveries) without changing anything', async () => {
     const gaps = createGapTracker({ start: 1 });
-    expect(await gaps.track('k', 1)).toEqual({ missing: [], skipped: [], duplicate: false });
-    expect(await gaps.track('k', 4)).toEqual({ missing: [2, 3], skipped: [2, 3], duplicate: false });
-    expect(await gaps.track('k', 4)).toEqual({ missing: [2, 3], skipped: [], duplicate: true });
-    expect(await gaps.track('k', 1)).toEqual({ missing: [2, 3], skipped: [], duplicate: true });
-    expect(await gaps.track('k', 3)).toEqual({ missing: [2], skipped: [], duplicate: false });
-    expect(await gaps.track('k', 3)).toEqual({ missing: [2], skipped: [], duplicate: true });
+    expect(await gaps.track('k', 1)).toEqual({ missing: [], skipped: [], late: false, duplicate: false });
+    expect(await gaps.track('k', 4)).toEqual({ missing: [2, 3], skipped: [2, 3], late: false, duplicate: false });
+    expect(await gaps.track('k', 4)).toEqual({ missing: [2, 3], skipped: [], late: false, duplicate: true });
+    expect(await gaps.track('k', 1)).toEqual({ missing: [2, 3], skipped: [], late: false, duplicate: true });
+    expect(await gaps.track('k', 3)).toEqual({ missing: [2], skipped: [], late: true, duplicate: false });
+    expect(await gaps.track('k', 3)).toEqual({ missing: [2], skipped: [], late: false, duplicate: true });
   });
 
   it('keeps streams apart', async () => {
@@ -57,7 +57,7 @@ describe('createGapTracker', () => {
     expect(reports.map((r) => r.missing)).toEqual([[1, 2, 3, 4], [2, 3, 4], [2, 4], [4]]);
     expect(saved.get('k')).toEqual({ highest: 5, missing: [4] });
     // A second tracker on the same store continues where the first stopped (a restarted receiver).
-    expect(await createGapTracker({ store }).track('k', 6)).toEqual({ missing: [4], skipped: [], duplicate: false });
+    expect(await createGapTracker({ store }).track('k', 6)).toEqual({ missing: [4], skipped: [], late: false, duplicate: false });
   });
 
   it('a failing store fails that track only; the stream keeps working', async () => {
@@ -73,7 +73,7 @@ describe('createGapTracker', () => {
     });
     await expect(gaps.track('k', 1)).rejects.toThrow('store down');
     fail = false;
-    expect(await gaps.track('k', 1)).toEqual({ missing: [], skipped: [], duplicate: false });
+    expect(await gaps.track('k', 1)).toEqual({ missing: [], skipped: [], late: false, duplicate: false });
   });
 
   it('throws TypeError for misuse', () => {

@@ -22,6 +22,8 @@ export interface GapReport {
   missing: number[];
   /** The numbers this delivery jumped over (newly missing); empty when it revealed no new gap. */
   skipped: number[];
+  /** It had been missing: it arrived late and filled its hole. */
+  late: boolean;
   /** Already seen (a retry or a redelivery), or before the tracker's start: nothing changed. */
   duplicate: boolean;
 }
@@ -64,18 +66,18 @@ function memoryStore(): GapStore {
 function advance(state: SequenceState | undefined, sequence: number, start: number | undefined): [SequenceState | undefined, GapReport] {
   if (state === undefined) {
     const first = start ?? sequence;
-    if (sequence < first) return [undefined, { missing: [], skipped: [], duplicate: true }];
+    if (sequence < first) return [undefined, { missing: [], skipped: [], late: false, duplicate: true }];
     const skipped = range(first, sequence - 1);
-    return [{ highest: sequence, missing: skipped }, { missing: skipped, skipped, duplicate: false }];
+    return [{ highest: sequence, missing: skipped }, { missing: skipped, skipped, late: false, duplicate: false }];
   }
   if (sequence > state.highest) {
     const skipped = range(state.highest + 1, sequence - 1);
     const missing = [...state.missing, ...skipped];
-    return [{ highest: sequence, missing }, { missing, skipped, duplicate: false }];
+    return [{ highest: sequence, missing }, { missing, skipped, late: false, duplicate: false }];
   }
-  if (!state.missing.includes(sequence)) return [undefined, { missing: state.missing, skipped: [], duplicate: true }];
+  if (!state.missing.includes(sequence)) return [undefined, { missing: state.missing, skipped: [], late: false, duplicate: true }];
   const missing = state.missing.filter((n) => n !== sequence);
-  return [{ highest: state.highest, missing }, { missing, skipped: [], duplicate: false }];
+  return [{ highest: state.highest, missing }, { missing, skipped: [], late: true, duplicate: false }];
 }
 
 /**
