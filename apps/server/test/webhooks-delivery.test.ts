@@ -75,7 +75,7 @@ describe('audit payload', () => {
         'event', 'request_id', 'timestamp', 'user_id', 'model', 'input_tokens', 'output_tokens', 'total_tokens',
         'latency_ms', 'status_code', 'streaming', 'prompt', 'response_text', 'grounded', 'hallucination_score',
         // additions beside the spec's fields (design §5)
-        'grounding_checked', 'flagged_spans', 'claims',
+        'sequence', 'grounding_checked', 'flagged_spans', 'claims',
       ].sort(),
     );
     expect(payload).toMatchObject({
@@ -92,6 +92,8 @@ describe('audit payload', () => {
       response_text: completion.choices[0]!.message.content,
       grounded: svc.grounded,
       hallucination_score: Math.round((1 - svc.score) * 1000) / 1000,
+      // the key's first delivery
+      sequence: 1,
       grounding_checked: true,
       flagged_spans: (svc as unknown as { flagged_spans: unknown }).flagged_spans,
       claims: (svc as unknown as { claims: unknown }).claims,
