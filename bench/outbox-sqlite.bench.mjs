@@ -4,13 +4,16 @@
 // table and index shapes as the server's migrations, a ~2 KB payload, WAL, synchronous=NORMAL.
 //
 //   node bench/outbox-sqlite.bench.mjs [--cache-kib N] [--rows N] [--batch N] [--record-batch N] [--page-size B]
-//                                      [--variant base|no-created-index|payload-apart|partial-due|lean]
+//                                      [--variant base|no-created-index|payload-apart|partial-due|lean] [--sequenced row|batch]
 //
 // Variants: no-created-index (no index on created_at); payload-apart (the payload in a table of its own);
 // partial-due (the due index holds pending rows only: `(next_attempt_at) where status = 'pending'`); lean
-// (partial-due, no created_at index, attempts WITHOUT ROWID keyed by (delivery_id, attempt)).
+// (partial-due, no created_at index, attempts WITHOUT ROWID keyed by (delivery_id, attempt)). --sequenced batch
+// takes the rows' per-key `sequence` numbers in their insert transaction as the server does: one
+// delivery_sequences upsert per key and batch (here one key); --sequenced row one upsert per row.
 //
-// Prints µs per delivery (wall time; the process does nothing else). For comparing schema and pragma options
+// Prints µs per delivery (wall time; the process does nothing else) and the CPU time it took (steadier on a
+// busy machine). For comparing schema and pragma options
 // before changing the server; not part of `npm run bench`.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,6 +32,7 @@ const { values: opts } = parseArgs({
     'record-batch': { type: 'string', default: '48' },
     variant: { type: 'string', default: 'base' },
     'page-size': { type: 'string', default: '8192' },
+    sequenced: { type: 'string' },
   },
 });
 const variant = opts.variant;
@@ -62,6 +66,9 @@ if (lean) {
 
 const insert = db.prepare(`insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, ${payloadInRow ? 'payload, ' : ''}status,
   attempts, next_attempt_at, lease_until, leased_by, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ${payloadInRow ? '?, ' : ''}'pending', 0, ?, ?, ?, ?, ?)`);
+db.exec('create table delivery_sequences (key_id text primary key, last integer not null)');
+const nextSequence = db.prepare(`insert into delivery_sequences (key_id, last) values (?, ?)
+  on conflict (key_id) do update set last = delivery_sequences.last + excluded.last returning last`);
 const insertPayload = payloadInRow ? null : db.prepare('insert into webhook_payloads (delivery_id, payload) values (?, ?)');
 const record = db.prepare(`update webhook_deliveries set attempts = attempts + 1, status = ?, next_attempt_at = ?, lease_until = null,
   leased_by = null, last_status_code = ?, last_error = ?, updated_at = ?, delivered_at = coalesce(?, delivered_at) where id = ? returning attempts`);
@@ -74,7 +81,9 @@ let seq = 0;
 const nextId = () => `${Date.now().toString(36).padStart(9, '0')}${(seq++).toString(36).padStart(8, '0')}`;
 const insertBatch = db.transaction((ids) => {
   const now = Date.now();
+  if (opts.sequenced === 'batch') nextSequence.get('key_1', ids.length);
   for (const id of ids) {
+    if (opts.sequenced === 'row') nextSequence.get('key_1', 1);
     const row = [id, 'key_1', 'user_1', 'chat.completion', `req_${id}`, 'http://127.0.0.1/hook'];
     if (payloadInRow) insert.run(...row, payload, now, now + 30_000, 'worker_1', now, now);
     else {
@@ -95,6 +104,7 @@ const rows = Number(opts.rows);
 const batch = Number(opts.batch);
 const recordEvery = Number(opts['record-batch']);
 const started = process.hrtime.bigint();
+const startedCpu = process.cpuUsage();
 let lastCheckpoint = Date.now();
 let delivering = [];
 for (let done = 0; done < rows; done += batch) {
@@ -112,8 +122,10 @@ for (let done = 0; done < rows; done += batch) {
 }
 recordBatch(delivering);
 const us = Number(process.hrtime.bigint() - started) / 1000 / rows;
+const cpu = process.cpuUsage(startedCpu);
+const cpuUs = (cpu.user + cpu.system) / rows;
 db.close();
 rmSync(dir, { recursive: true, force: true });
 process.stdout.write(
-  `${variant}, page ${opts['page-size']} B, cache ${opts['cache-kib']} KiB, ${rows} rows inserted in batches of ${batch}, recorded in batches of ~${recordEvery}: ${us.toFixed(1)} µs per delivery\n`,
+  `${variant}${opts.sequenced ? ` sequenced per ${opts.sequenced}` : ''}, page ${opts['page-size']} B, cache ${opts['cache-kib']} KiB, ${rows} rows inserted in batches of ${batch}, recorded in batches of ~${recordEvery}: ${us.toFixed(1)} µs per delivery (CPU ${cpuUs.toFixed(1)} µs)\n`,
 );

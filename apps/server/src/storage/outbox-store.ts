@@ -47,9 +47,25 @@ export interface SequencedDelivery extends Omit<NewDelivery, 'payload'> {
   serialise(sequence: number): string;
 }
 
-/** `d` as inserted with sequence number `sequence`. */
-export function withSequence({ serialise, ...d }: SequencedDelivery, sequence: number): NewDelivery {
-  return { ...d, payload: serialise(sequence) };
+/** How many of `deliveries` each key has: each key's block of sequence numbers to take. */
+export function countByKey(deliveries: readonly SequencedDelivery[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const d of deliveries) counts.set(d.keyId, (counts.get(d.keyId) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * `deliveries` serialised with their numbers, in order within each key's block: `last` is the last number of
+ * each key's block of `counts` numbers.
+ */
+export function numberDeliveries(deliveries: readonly SequencedDelivery[], counts: ReadonlyMap<string, number>, last: ReadonlyMap<string, number>): NewDelivery[] {
+  const next = new Map<string, number>();
+  for (const [keyId, n] of counts) next.set(keyId, last.get(keyId)! - n + 1);
+  return deliveries.map(({ serialise, ...d }) => {
+    const sequence = next.get(d.keyId)!;
+    next.set(d.keyId, sequence + 1);
+    return { ...d, payload: serialise(sequence) };
+  });
 }
 
 export interface AttemptResult {

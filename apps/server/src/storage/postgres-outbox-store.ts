@@ -12,8 +12,9 @@ import {
   type ListOptions,
   type NewDelivery,
   type OutboxStore,
+  countByKey,
+  numberDeliveries,
   type SequencedDelivery,
-  withSequence,
 } from './outbox-store.js';
 import {
   attemptParams,
@@ -171,17 +172,10 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
     if (deliveries.length === 0) return [];
-    const counts = new Map<string, number>();
-    for (const d of deliveries) counts.set(d.keyId, (counts.get(d.keyId) ?? 0) + 1);
+    const counts = countByKey(deliveries);
     return this.db.transaction().execute(async (trx) => {
       const { rows } = await run<{ key_id: string; last: number | string }>(trx, NEXT_SEQUENCES, [[...counts.keys()], [...counts.values()]]);
-      // The next number of each key: its last one minus the numbers taken, plus one.
-      const next = new Map(rows.map((r) => [r.key_id, Number(r.last) - counts.get(r.key_id)! + 1]));
-      const inserted = deliveries.map((d) => {
-        const sequence = next.get(d.keyId)!;
-        next.set(d.keyId, sequence + 1);
-        return withSequence(d, sequence);
-      });
+      const inserted = numberDeliveries(deliveries, counts, new Map(rows.map((r) => [r.key_id, Number(r.last)])));
       await run(trx, insertDeliveriesSql(inserted.length), inserted.flatMap(insertParams));
       return inserted;
     });
