@@ -24,9 +24,8 @@ export function renderPrompt(messages: unknown): string {
 
 /**
  * The audit payload of one finished request (spec §2.5, design §5), the `sequence`-th delivery of its key.
- * Not checked against the published
- * schema here: the typed code above builds it, and the check costs a noticeable share of a request's CPU
- * (the payload tests check it).
+ * Not checked against the published schema here: the typed code above builds it, and the check costs a
+ * noticeable share of a request's CPU (the payload tests check it).
  *
  * @example
  * await outbox.insertSequenced([{ serialise: (sequence) => buildAuditPayload(completed, sequence).body, … }]);

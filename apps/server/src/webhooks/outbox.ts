@@ -1,7 +1,7 @@
 import { AUDIT_EVENT } from '@svc/protocol';
 import { buildAuditPayload } from '../audit/audit-payload.js';
 import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
-import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type OutboxStore, type SequencedDelivery } from '../storage/outbox-store.js';
+import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type NewDelivery, type OutboxStore, type SequencedDelivery } from '../storage/outbox-store.js';
 
 interface Waiting {
   delivery: SequencedDelivery;
@@ -23,9 +23,9 @@ export interface OutboxWorker {
 /**
  * The webhook half of the audit trail: for a key with a webhook URL, builds the payload and writes it to
  * the outbox, numbered with the key's next `sequence` inside the insert's transaction. `record` resolves once
- * the row is committed (the chat response's last byte goes out after that). Records arriving in the same tick share one insert; as many as the worker has free slots for are
- * inserted already leased to it and handed over once the responses are out (no claim query), the rest are
- * left for it to claim (it is woken).
+ * the row is committed (the chat response's last byte goes out after that). Records arriving in the same
+ * tick share one insert; as many as the worker has free slots for are inserted already leased to it and
+ * handed over once the responses are out (no claim query), the rest are left for it to claim (it is woken).
  *
  * @example
  * const sink = new OutboxSink(store.deliveries, worker);
@@ -63,7 +63,7 @@ export class OutboxSink implements AuditSink {
     this.queue = [];
     const { take, lease } = this.worker.reserve(batch.length);
     for (let i = 0; i < take; i++) batch[i]!.delivery.lease = lease;
-    let inserted;
+    let inserted: NewDelivery[];
     try {
       inserted = await this.deliveries.insertSequenced(batch.map((w) => w.delivery));
     } catch (err) {

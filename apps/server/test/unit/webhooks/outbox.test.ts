@@ -86,6 +86,19 @@ describe('OutboxSink', () => {
     expect(events).toEqual(['reserve 3 → 1', 'respond req-a', 'respond req-b', 'respond req-c', 'adopt req-a', 'wake']);
   });
 
+  it('numbers each key’s deliveries in the order recorded, across ticks; the rows handed over carry the stored bytes', async () => {
+    const adopted: string[] = [];
+    const worker = { ...recordingWorker(8, []), adopt: (rows: Array<{ payload: string }>) => void adopted.push(...rows.map((r) => r.payload)) };
+    const sink = new OutboxSink(store.deliveries, worker);
+    await Promise.all(['req-a', 'req-b', 'req-c'].map((id) => sink.record(completed(id))));
+    await sink.record(completed('req-d'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const { rows } = await store.deliveries.list(key.id, { limit: 10 });
+    const sequenceOf = Object.fromEntries(rows.map((r) => [r.request_id, JSON.parse(r.payload).sequence]));
+    expect(sequenceOf).toEqual({ 'req-a': 1, 'req-b': 2, 'req-c': 3, 'req-d': 4 });
+    expect(adopted.sort()).toEqual(rows.map((r) => r.payload).sort());
+  });
+
   it('a key without a webhook URL records nothing', async () => {
     const events: string[] = [];
     const sink = new OutboxSink(store.deliveries, recordingWorker(8, events));
