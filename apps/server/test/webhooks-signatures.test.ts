@@ -8,6 +8,7 @@ import { Webhook as SvixWebhook } from 'svix';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { generateSigningSecret } from '../src/crypto/secret-box.js';
 import { DashboardClient } from './support/dashboard-client.js';
+import { createTestPostgres } from './support/databases.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver, type ReceivedDelivery } from './support/webhooks.js';
@@ -40,8 +41,8 @@ const standardHeaders = (h: IncomingHttpHeaders) => ({
   'webhook-signature': one(h['webhook-signature']),
 });
 
-async function chat(token: string): Promise<string> {
-  const client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+async function chat(token: string, via = server): Promise<string> {
+  const client = new OpenAI({ apiKey: token, baseURL: `${via.url}/v1`, maxRetries: 0 });
   const completion = await client.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: 'Where is the Eiffel Tower?' }] });
   return completion.id;
 }
@@ -143,12 +144,22 @@ async function startVerifyingReceiver(): Promise<{ url: string; knows: string[];
   return Object.assign(state, { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/hook`, server: http });
 }
 
-describe('rotating the signing secret', () => {
+const pgDb = await createTestPostgres('webhooks-signatures');
+const variants = [{ name: 'sqlite', url: undefined }, ...(pgDb ? [{ name: 'postgres', url: pgDb.url }] : [])];
+afterAll(async () => pgDb?.drop());
+
+describe.each(variants)('rotating the signing secret ($name)', ({ url }) => {
+  let rot: TestServer;
+  beforeAll(async () => {
+    rot = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, ...(url ? { SVC_DATABASE_URL: url, SVC_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') } : {}) } });
+  });
+  afterAll(async () => rot?.close());
+
   it('keeps the old secret signing for the overlap: a receiver knowing only the old one, then only the new one, loses nothing', async () => {
     const verifying = await startVerifyingReceiver();
     try {
-      const { token, key, user } = await server.createKey({ webhookUrl: verifying.url });
-      const dashboard = new DashboardClient(server.url);
+      const { token, key, user } = await rot.createKey({ webhookUrl: verifying.url });
+      const dashboard = new DashboardClient(rot.url);
       expect((await dashboard.login(user.email)).status).toBe(200);
       const me = await dashboard.request('GET', '/me');
       expect(me.body.default_signing_secret_overlap_seconds).toBe(86_400);
@@ -171,14 +182,14 @@ describe('rotating the signing secret', () => {
 
       // The receiver has not been told yet: the old secret's signature still verifies.
       expect(await sendTest()).toMatchObject({ success: true });
-      await chat(token);
+      await chat(token, rot);
       // Redeployed with the new secret only.
       verifying.knows = [newSecret];
       expect(await sendTest()).toMatchObject({ success: true });
-      await chat(token);
+      await chat(token, rot);
       await expect.poll(() => verifying.answered.length, { timeout: 10_000 }).toBe(5);
       expect(verifying.answered).toEqual([204, 204, 204, 204, 204]);
-      const deliveries = await fetch(`${server.url}/v1/webhooks/deliveries?limit=10`, { headers: { authorization: `Bearer ${token}` } });
+      const deliveries = await fetch(`${rot.url}/v1/webhooks/deliveries?limit=10`, { headers: { authorization: `Bearer ${token}` } });
       const list = (await deliveries.json()) as { data: Array<{ status: string; attempts: number }> };
       expect(list.data.map((d) => [d.status, d.attempts])).toEqual(Array(5).fill(['delivered', 1]));
 
@@ -200,8 +211,8 @@ describe('rotating the signing secret', () => {
   });
 
   it('clearing the secret ends the overlap too: nothing is signed', async () => {
-    const { key, user } = await server.createKey({ webhookUrl: receiver.url });
-    const dashboard = new DashboardClient(server.url);
+    const { key, user } = await rot.createKey({ webhookUrl: receiver.url });
+    const dashboard = new DashboardClient(rot.url);
     await dashboard.login(user.email);
     await dashboard.request('POST', `/keys/${key.id}/signing-secret`, {});
     await dashboard.request('POST', `/keys/${key.id}/signing-secret`, {});
