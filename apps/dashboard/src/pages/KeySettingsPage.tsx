@@ -2,9 +2,9 @@ import { useEffect, useState, type FormEvent } from 'react';
 import type { DashboardKey, DashboardKeyList, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
 import { api, ApiError } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
-import { formatDate, formatRelative, formatTime } from '../format.js';
+import { formatDate, formatDuration, formatRelative, formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
-import { ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
+import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
 
@@ -43,7 +43,7 @@ export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe 
         <div className="grid-2">
           <WebhookForm apiKey={key} me={me} onSaved={setKey} />
           <div className="stack">
-            <SigningSecret apiKey={key} onChanged={setKey} />
+            <SigningSecret apiKey={key} me={me} onChanged={setKey} />
             <div className="card">
               <h2>Last delivery</h2>
               <LastDeliveryStatus last={key.last_delivery} />
@@ -233,11 +233,13 @@ function useUnsavedChangesWarning(dirty: boolean) {
   }, [dirty]);
 }
 
-function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged: (key: DashboardKey) => void }) {
+function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: DashboardMe; onChanged: (key: DashboardKey) => void }) {
   const [shown, setShown] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState(false);
   const has = apiKey.signing_secret_last4 !== null;
+  const overlapSeconds = apiKey.signing_secret_overlap_seconds ?? me.default_signing_secret_overlap_seconds;
 
   const generate = async () => {
     setBusy(true);
@@ -245,6 +247,7 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
     try {
       const res = await api<DashboardSigningSecret>('POST', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`, {});
       setShown(res.secret);
+      setConfirming(false);
       onChanged(res.key);
     } catch (err) {
       setError((err as Error).message);
@@ -252,8 +255,13 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
       setBusy(false);
     }
   };
+  const rotationNote =
+    overlapSeconds > 0
+      ? `The secret ending in …${apiKey.signing_secret_last4} keeps signing beside the new one for ${formatDuration(overlapSeconds)}, ` +
+        `until ${formatTime(new Date(Date.now() + overlapSeconds * 1000).toISOString())}: put the new secret in your receiver before then.`
+      : `The secret ending in …${apiKey.signing_secret_last4} stops working at once: receivers still using it will refuse deliveries.`;
   const clear = async () => {
-    if (!window.confirm('Clear the signing secret? Webhooks will be sent without an X-Svc-Signature header.')) return;
+    if (!window.confirm('Clear the signing secret? Webhooks will be sent without X-Svc-Signature and webhook-signature headers.')) return;
     setBusy(true);
     setError(null);
     try {
@@ -271,7 +279,8 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
     <div className="card" aria-label="Signing secret" role="group">
       <h2>Signing secret</h2>
       <p className="muted">
-        When set, every webhook carries <code>X-Svc-Signature: sha256=…</code>, an HMAC-SHA256 of the raw body.
+        When set, every webhook carries <code>webhook-signature: v1,…</code> (Standard Webhooks) and <code>X-Svc-Signature: sha256=…</code>, HMAC-SHA256
+        signatures of the raw body.
       </p>
       <p className="secret-state" data-testid="signing-secret-state">
         {has ? (
@@ -282,6 +291,12 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
           <span className="muted">Not set</span>
         )}
       </p>
+      {apiKey.previous_signing_secret_expires_at && (
+        <p className="muted" data-testid="previous-secret-state">
+          The previous secret, ending in <code>…{apiKey.previous_signing_secret_last4}</code>, still signs until{' '}
+          <time dateTime={apiKey.previous_signing_secret_expires_at}>{formatTime(apiKey.previous_signing_secret_expires_at)}</time>.
+        </p>
+      )}
       {shown && (
         <ShowOnce label="Signing secret" value={shown} note="Copy it into your receiver now: it is shown only once." onDone={() => setShown(null)} />
       )}
@@ -289,7 +304,7 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
       <div className="actions">
         {has ? (
           <>
-            <button type="button" className="button" onClick={generate} disabled={busy}>
+            <button type="button" className="button" onClick={() => setConfirming(true)} disabled={busy}>
               Rotate
             </button>
             <button type="button" className="button danger-outline" onClick={clear} disabled={busy}>
@@ -302,6 +317,17 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
           </button>
         )}
       </div>
+      {confirming && (
+        <ConfirmDialog
+          title="Rotate the signing secret?"
+          body={`A new secret is generated and shown once. ${rotationNote}`}
+          confirmLabel="Rotate secret"
+          busy={busy}
+          error={error ?? undefined}
+          onConfirm={generate}
+          onCancel={() => setConfirming(false)}
+        />
+      )}
     </div>
   );
 }
