@@ -53,7 +53,8 @@ export function signedContent(id: string, timestamp: number, rawBody: RawBody): 
   return content;
 }
 
-function header(headers: WebhookHeaders, name: string): string | undefined {
+/** One header's value from either shape; several values (node) joined by a space. */
+export function header(headers: WebhookHeaders, name: string): string | undefined {
   if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
   const value = (headers as Record<string, string | string[] | undefined>)[name];
   return Array.isArray(value) ? value.join(' ') : value;
