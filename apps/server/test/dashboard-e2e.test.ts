@@ -276,6 +276,16 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
       expect(until - before).toBeLessThan(86_400_000 + 60_000);
       await page.getByRole('button', { name: 'Done' }).click();
       await shot(page, '13-rotated-overlap');
+
+      // The key's own overlap: the next rotation's confirmation says so.
+      await page.getByLabel('Secret overlap after Rotate (hours)').fill('2');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      await page.getByRole('button', { name: 'Rotate' }).click();
+      await expect.poll(() => page.getByRole('dialog').textContent()).toContain('keeps signing beside the new one for 2 hours');
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      const stored = (await server.running.store.keys.list(user.id))[0];
+      expect(stored?.signing_secret_overlap_seconds).toBe(7200);
     } finally {
       await page.close();
     }

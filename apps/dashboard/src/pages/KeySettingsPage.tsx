@@ -8,7 +8,10 @@ import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/St
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
 
-type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'form', string>>;
+type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'signing_secret_overlap_seconds' | 'form', string>>;
+
+/** A key's rotation overlap as the form shows it: hours, empty for the server's default. */
+const overlapHours = (key: DashboardKey) => (key.signing_secret_overlap_seconds === null ? '' : String(key.signing_secret_overlap_seconds / 3600));
 
 async function findKey(keyId: string): Promise<DashboardKey | null> {
   const { data } = await api<DashboardKeyList>('GET', '/keys');
@@ -81,20 +84,22 @@ function Breadcrumb({ name }: { name: string }) {
 function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: DashboardMe; onSaved: (key: DashboardKey) => void }) {
   const [url, setUrl] = useState(apiKey.webhook_url ?? '');
   const [rpm, setRpm] = useState(apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
+  const [overlap, setOverlap] = useState(overlapHours(apiKey));
   const [errors, setErrors] = useState<FieldErrors>({});
   const [busy, setBusy] = useState<'save' | 'test' | null>(null);
   const [saved, setSaved] = useState(false);
   const [test, setTest] = useState<WebhookTestResult | null>(null);
-  const dirty = url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
+  const dirty =
+    url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm)) || overlap !== overlapHours(apiKey);
 
-  useEffect(() => setSaved(false), [url, rpm]);
+  useEffect(() => setSaved(false), [url, rpm, overlap]);
   useUnsavedChangesWarning(dirty);
 
   const fail = (err: unknown) => {
     setSaved(false);
     const param = err instanceof ApiError ? err.param : null;
     const message = (err as Error).message;
-    setErrors(param === 'webhook_url' || param === 'rate_limit_rpm' ? { [param]: message } : { form: message });
+    setErrors(param === 'webhook_url' || param === 'rate_limit_rpm' || param === 'signing_secret_overlap_seconds' ? { [param]: message } : { form: message });
   };
 
   const save = async (event: FormEvent) => {
@@ -110,10 +115,19 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
       setErrors({ rate_limit_rpm: 'Enter a whole number of requests per minute (1 or more), or leave it empty for the default.' });
       return;
     }
+    const hours = overlap.trim() === '' ? null : Number(overlap);
+    if (hours !== null && !(Number.isFinite(hours) && hours >= 0 && hours <= 720)) {
+      setErrors({ signing_secret_overlap_seconds: 'Enter a number of hours from 0 to 720, or leave it empty for the default.' });
+      return;
+    }
     setBusy('save');
     setErrors({});
     try {
-      const res = await api<DashboardKeyResult>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, { webhook_url: url.trim() || null, rate_limit_rpm: rpmValue });
+      const res = await api<DashboardKeyResult>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, {
+        webhook_url: url.trim() || null,
+        rate_limit_rpm: rpmValue,
+        signing_secret_overlap_seconds: hours === null ? null : Math.round(hours * 3600),
+      });
       onSaved(res.key);
       setUrl(res.key.webhook_url ?? '');
       setSaved(true);
@@ -162,6 +176,15 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
         value={rpm}
         onChange={setRpm}
         error={errors.rate_limit_rpm}
+      />
+      <TextField
+        label="Secret overlap after Rotate (hours)"
+        name="signing_secret_overlap_seconds"
+        inputMode="decimal"
+        placeholder={`Default (${me.default_signing_secret_overlap_seconds / 3600})`}
+        value={overlap}
+        onChange={setOverlap}
+        error={errors.signing_secret_overlap_seconds}
       />
       {errors.form && <ErrorMessage message={errors.form} />}
       <div className="actions">
