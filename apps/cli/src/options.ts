@@ -44,3 +44,10 @@ export function parsePath(value: string): string {
   }
   return value;
 }
+
+/** `--tolerance`: whole seconds, 0 or more. */
+export function parseTolerance(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('Must be a whole number of seconds (0 or more).');
+  return n;
+}

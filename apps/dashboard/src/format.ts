@@ -24,3 +24,11 @@ export function formatRelative(iso: string | null | undefined, now = Date.now())
   if (seconds < 36 * 3600) return `${Math.round(seconds / 3600)} h ago`;
   return formatDate(iso);
 }
+
+/** A whole number of seconds in the largest unit that divides it: "24 hours", "90 minutes", "1 day". */
+export function formatDuration(seconds: number): string {
+  const units: Array<[string, number]> = [['day', 86_400], ['hour', 3600], ['minute', 60], ['second', 1]];
+  const [unit, size] = units.find(([, s]) => seconds >= s && seconds % s === 0) ?? ['second', 1];
+  const n = seconds / size;
+  return `${numbers.format(n)} ${unit}${n === 1 ? '' : 's'}`;
+}

@@ -130,6 +130,18 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('responses_created_idx').on('responses').column('created_at').execute();
       },
     },
+    '005_signing_secret_rotation': {
+      // A rotated-out signing secret keeps signing beside the new one for an overlap, set per key.
+      async up(db: Kysely<unknown>) {
+        const columns: Array<[string, 'text' | 'integer' | typeof time]> = [
+          ['previous_signing_secret_enc', 'text'],
+          ['previous_signing_secret_last4', 'text'],
+          ['previous_signing_secret_expires_at', time],
+          ['signing_secret_overlap_seconds', 'integer'],
+        ];
+        for (const [column, type] of columns) await db.schema.alterTable('api_keys').addColumn(column, type).execute();
+      },
+    },
     '006_delivery_sequence': {
       // Each key's last audit-delivery sequence number, bumped in the transaction that inserts the delivery.
       // A table of its own: the api_keys row is written on every attempt (last delivery status).
