@@ -36,20 +36,24 @@ describe('svc-cli listen', () => {
   it('warns on stderr when a delivery number is skipped, and says so when the missing one arrives late', async () => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const numbered = (n: number) => samplePayload(`chatcmpl-seq${n}`).replace('"test":true, ', `"sequence":${n}, `);
-    for (const n of [1, 2, 4]) await postDelivery(listen.url, numbered(n), { secret: SECRET });
+    const signed = (n: number, timestamp = Math.floor(Date.now() / 1000)) => ({ secret: SECRET, deliveryId: `whd_seq${n}`, timestamp });
+    for (const n of [1, 2, 4]) await postDelivery(listen.url, numbered(n), signed(n));
     // A delivery failing verification says nothing about the sequence.
-    await postDelivery(listen.url, numbered(9), { secret: 'whsec_wrong' });
+    await postDelivery(listen.url, numbered(9), { secret: 'whsec_wrong', deliveryId: 'whd_seq9' });
     await listen.waitFor('stderr', /^\d\d:\d\d:\d\d {2}! gap: delivery 3 not received before 4 \(user 0d3f4a52…\)$/m);
-    await postDelivery(listen.url, numbered(3), { secret: SECRET });
+    await postDelivery(listen.url, numbered(3), signed(3));
     await listen.waitFor('stderr', /delivery 3 arrived late; no gap left/);
-    await postDelivery(listen.url, numbered(4), { secret: SECRET });
-    await postDelivery(listen.url, numbered(8), { secret: SECRET });
+    // A retry of 4 (signed afresh): a duplicate, nothing to say.
+    expect((await postDelivery(listen.url, numbered(4), signed(4, Math.floor(Date.now() / 1000) + 1))).status).toBe(200);
+    await postDelivery(listen.url, numbered(8), signed(8));
     await listen.waitFor('stderr', /! gap: deliveries 5–7 not received before 8/);
     listen.child.kill('SIGINT');
     const { stderr, stdout } = await listen.exited;
     expect(stderr.match(/gap:/g)).toHaveLength(2);
     expect(stderr).not.toMatch(/before 9|delivery 9/);
     expect(stdout).not.toContain('gap');
+  });
+
   it('checks the Standard Webhooks headers: a stale webhook-timestamp or the same delivery twice is refused as a replay', async () => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const now = Math.floor(Date.now() / 1000);
