@@ -7,6 +7,13 @@ export function formatTime(iso: string | null | undefined): string {
   return iso ? dateTime.format(new Date(iso)) : '—';
 }
 
+// Hours and minutes with the zone ("12:05 UTC"), for times within the day such as a next attempt.
+const clockTime = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+
+export function formatClock(iso: string | null | undefined): string {
+  return iso ? clockTime.format(new Date(iso)) : '—';
+}
+
 export function formatDate(iso: string | null | undefined): string {
   return iso ? dateOnly.format(new Date(iso)) : '—';
 }
