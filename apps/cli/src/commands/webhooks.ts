@@ -45,7 +45,7 @@ Examples:
         const reason = typeof data.status_code === 'number' ? `the receiver answered ${data.status_code}` : (data.error ?? 'no answer');
         throw new CliError(`test delivery to ${data.delivered_to} failed: ${reason}`);
       }
-      if (!json) io.out(`${mark.ok()} Test delivery (${opts.sample}) to ${data.delivered_to} succeeded\n`);
+      if (!json) io.out(`${mark.ok()} Test delivery${opts.sample === 'ok' ? '' : ` (${opts.sample})`} to ${data.delivered_to} succeeded\n`);
     });
   return webhooks;
 }
