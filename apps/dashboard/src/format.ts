@@ -14,6 +14,14 @@ export function formatClock(iso: string | null | undefined): string {
   return iso ? clockTime.format(new Date(iso)) : '—';
 }
 
+/** "3 days", "5 hours": how long something has lasted, in its largest whole unit. */
+export function formatDuration(ms: number): string {
+  const hours = Math.floor(ms / 3_600_000);
+  if (hours >= 48) return `${Math.floor(hours / 24)} days`;
+  if (hours >= 24) return '1 day';
+  return hours === 1 ? '1 hour' : `${hours} hours`;
+}
+
 export function formatDate(iso: string | null | undefined): string {
   return iso ? dateOnly.format(new Date(iso)) : '—';
 }

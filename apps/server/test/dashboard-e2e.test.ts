@@ -258,6 +258,12 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
       const lastDelivery = page.getByTestId('last-delivery');
       await expect.poll(() => lastDelivery.textContent()).toMatch(/^Retrying \(1 delivery, next \d\d:\d\d/);
       expect(await lastDelivery.textContent()).toContain('HTTP 503');
+      expect(await page.getByTestId('failing-endpoint').count()).toBe(0);
+      // Failing for days: marked as such (nothing is discarded).
+      const threeDaysAgo = Date.now() - 3 * 24 * 3_600_000 - 60_000;
+      await retrying.running.store.handle.db.updateTable('api_keys').set({ last_delivery_failing_since: threeDaysAgo }).where('id', '=', key.id).execute();
+      await page.reload();
+      await expect.poll(() => page.getByTestId('failing-endpoint').textContent()).toBe('Failing for 3 days');
 
       // The filter is in the URL: opening it shows the filtered list.
       await page.goto(`${retrying.url}/dashboard/settings/api-keys/${key.id}/deliveries?status=pending`);

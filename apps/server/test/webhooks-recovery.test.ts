@@ -146,6 +146,7 @@ describe('a delivery view that tells the truth', () => {
         return k?.last_delivery?.outcome === 'failure' ? k : undefined;
       });
       expect(key.retrying).toMatchObject({ deliveries: 1 });
+      expect(Date.now() - Date.parse(key.failing_since)).toBeLessThan(60_000);
       expect(Date.parse(key.retrying.next_attempt_at)).toBeGreaterThan(Date.now() + 30 * 60_000);
 
       // The dashboard's bulk action: a count first, then the redelivery.
@@ -159,6 +160,7 @@ describe('a delivery view that tells the truth', () => {
         return k.last_delivery.outcome === 'success' ? k : undefined;
       });
       expect(after.retrying).toBeNull();
+      expect(after.failing_since).toBeNull();
       // Without the CSRF token the bulk action is refused, like every dashboard write.
       expect((await client.request('POST', `/keys/${key.id}/deliveries/redeliver`, {}, { csrf: false })).status).toBe(403);
     } finally {

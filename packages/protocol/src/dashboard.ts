@@ -26,6 +26,11 @@ export const DashboardKeySchema = z.object({
   last_delivery: LastDeliverySchema.nullable(),
   /** Deliveries that failed and will be tried again (the last attempt failing is then not the end of it). */
   retrying: z.object({ deliveries: z.int().min(1), next_attempt_at: z.string().nullable() }).nullable(),
+  /**
+   * Since when every delivery attempt has failed (null while the last one succeeded). Nothing is discarded
+   * meanwhile: deliveries keep their retries, and can be redelivered in bulk once the endpoint is fixed.
+   */
+  failing_since: z.string().nullable(),
 });
 export type DashboardKey = z.infer<typeof DashboardKeySchema>;
 

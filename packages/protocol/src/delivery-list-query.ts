@@ -10,6 +10,12 @@ export const WEBHOOK_TEST_SAMPLES = ['ok', 'failed', 'ungrounded', 'streamed'] a
 /** The most deliveries one bulk redelivery (`POST /v1/webhooks/deliveries/redeliver`) takes, newest first. */
 export const REDELIVERY_MAX = 1000;
 
+/**
+ * From this long of failing on (every attempt since `failing_since`), the dashboard marks a key's endpoint
+ * as failing. Svix disables such an endpoint after 5 days; svc only marks it and discards nothing.
+ */
+export const FAILING_ENDPOINT_MS = 24 * 60 * 60 * 1000;
+
 /** A delivery id (`whd_` and 32 hex digits); a page's `next_cursor` and the `before` of the next. */
 export const DELIVERY_ID_PATTERN = /^whd_[0-9a-f]{32}$/;
 

@@ -46,7 +46,7 @@ export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe 
             <SigningSecret apiKey={key} onChanged={setKey} />
             <div className="card">
               <h2>Last delivery</h2>
-              <LastDeliveryStatus last={key.last_delivery} retrying={key.retrying} />
+              <LastDeliveryStatus last={key.last_delivery} retrying={key.retrying} failingSince={key.failing_since} />
             </div>
             <ListenCommand webhookUrl={key.webhook_url} />
           </div>

@@ -26,6 +26,7 @@ export function keyView(key: ApiKeyRecord, retrying?: Retrying): DashboardKey {
             status_code: key.last_delivery_status_code,
             error: key.last_delivery_error,
           },
+    failing_since: isoTimeOrNull(key.last_delivery_failing_since),
     retrying: retrying && retrying.deliveries > 0 ? { deliveries: retrying.deliveries, next_attempt_at: isoTimeOrNull(retrying.nextAttemptAt) } : null,
   };
 }

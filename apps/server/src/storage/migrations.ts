@@ -130,6 +130,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('responses_created_idx').on('responses').column('created_at').execute();
       },
     },
+    '007_key_failing_since': {
+      // Since when every delivery attempt of a key has failed (null while the last one succeeded): the
+      // dashboard marks an endpoint that has been failing for days, as Svix does, and discards nothing.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('api_keys').addColumn('last_delivery_failing_since', time).execute();
+      },
+    },
   };
 }
 

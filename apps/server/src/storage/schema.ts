@@ -27,6 +27,8 @@ export interface ApiKeysTable {
   last_delivery_outcome: string | null;
   last_delivery_status_code: number | null;
   last_delivery_error: string | null;
+  /** The first failed attempt since the last successful one; null when the last attempt succeeded. */
+  last_delivery_failing_since: number | null;
 }
 
 export interface WebhookDeliveriesTable {
