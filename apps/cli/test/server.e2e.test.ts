@@ -481,6 +481,7 @@ describe('the local loop and recovery against a server that retries once after 2
     const shown = await run(['deliveries', 'show', delivery.id], token);
     expect(shown.stdout).toContain("Receiver's answer to attempt 2");
     expect(shown.stdout).toMatch(/request\s+answered 200/);
+    expect(shown.stdout).toMatch(/Headers sent with attempt 2\ncontent-type: application\/json\n/);
   });
 
   it('deliveries redeliver --status failed --since 2h sends every failed delivery again, once the receiver is fixed', async () => {

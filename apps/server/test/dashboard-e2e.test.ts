@@ -279,6 +279,9 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
       await expect.poll(() => page.url()).toMatch(/[?&]delivery=whd_[0-9a-f]{32}/);
       await expect.poll(() => page.getByTestId('receiver-answer').first().textContent()).toBe('down for maintenance');
       expect(await page.getByTestId('payload-pretty').textContent()).toContain('"status_code": 200');
+      const headers = await page.getByTestId('sent-headers').textContent();
+      expect(headers).toContain('content-type: application/json');
+      expect(headers).toMatch(/x-svc-delivery: whd_[0-9a-f]{32}/);
       const link = await page.getByTestId('delivery-link').getAttribute('href');
       expect(link).toMatch(/\/deliveries\?delivery=whd_/);
       await shot(page, '12-delivery-retrying');

@@ -121,6 +121,9 @@ describe('a delivery view that tells the truth', () => {
     const failed = await eventually(async () => (await deliveries(token, '?status=failed'))[0]);
     const detail = (await api(token, 'GET', `/webhooks/deliveries/${failed.id}`)).body;
     expect(detail.request_status_code).toBe(200);
+    // The headers each attempt sent.
+    expect(detail.attempt_log[1].request_headers).toMatchObject({ 'content-type': 'application/json', 'x-svc-delivery': failed.id, 'x-svc-event': 'llm.request.completed' });
+    expect(failing.received.at(-1)!.headers['x-svc-delivery']).toBe(detail.attempt_log[1].request_headers['x-svc-delivery']);
     expect(detail.attempt_log.map((a: any) => [a.status_code, a.response_body])).toEqual([
       [503, 'maintenance until 12:00'],
       [503, 'maintenance until 12:00'],

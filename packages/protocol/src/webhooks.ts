@@ -36,6 +36,8 @@ export const DeliveryAttemptSchema = z.object({
   duration_ms: z.int().min(0),
   error: z.string().nullable(),
   response_body: z.string().nullable(),
+  /** The headers the attempt sent (names in lower case); null for attempts logged before svc kept them, or never sent. */
+  request_headers: z.record(z.string(), z.string()).nullable(),
 });
 export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
 

@@ -93,6 +93,10 @@ Examples:
             attempts.map((a) => [String(a.attempt), a.attempted_at, a.status_code === null ? '-' : String(a.status_code), `${a.duration_ms} ms`, a.error ?? '']),
           ),
         );
+        const sent = attempts.filter((a) => a.request_headers !== null && a.request_headers !== undefined).at(-1);
+        if (sent?.request_headers) {
+          io.out(`\nHeaders sent with attempt ${sent.attempt}\n${Object.entries(sent.request_headers).map(([name, value]) => `${name}: ${value}`).join('\n')}\n`);
+        }
         const answered = attempts.filter(failedWithAnswer);
         for (const a of answered) io.out(`\nReceiver's answer to attempt ${a.attempt} (first 2 KB)\n${a.response_body}\n`);
       }

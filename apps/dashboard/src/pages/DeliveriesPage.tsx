@@ -334,6 +334,7 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           </tbody>
         </table>
       )}
+      <SentHeaders attempts={d.attempt_log} />
       {d.attempt_log.filter(answeredFailure).map((a) => (
         <div key={`answer-${a.attempt}`} className="receiver-answer">
           <h3 className="subhead small">Receiver's answer to attempt {a.attempt} (HTTP {a.status_code ?? '—'}, first 2 KB)</h3>
@@ -435,6 +436,22 @@ function BulkRedeliver({ keyId, status, onDone }: { keyId: string; status: '' | 
           onCancel={() => setState({ step: 'idle' })}
         />
       )}
+    </>
+  );
+}
+
+/** The headers of the latest attempt that kept them, as svc sent them. */
+function SentHeaders({ attempts }: { attempts: DashboardDeliveryDetail['attempt_log'] }) {
+  const last = attempts.filter((a) => a.request_headers !== null).at(-1);
+  if (!last?.request_headers) return null;
+  return (
+    <>
+      <h3 className="subhead small">Headers sent with attempt {last.attempt}</h3>
+      <pre className="payload" data-testid="sent-headers" tabIndex={0} aria-label={`Headers sent with attempt ${last.attempt}`}>
+        {Object.entries(last.request_headers)
+          .map(([name, value]) => `${name}: ${value}`)
+          .join('\n')}
+      </pre>
     </>
   );
 }

@@ -20,10 +20,10 @@ export function excludingOrigins(n: number): string {
   return ` and url not like ? escape '\\'`.repeat(n);
 }
 
-/** Inserts `n` attempt rows, 9 parameters each (`attemptParams`). */
+/** Inserts `n` attempt rows, 10 parameters each (`attemptParams`). */
 export function insertAttemptsSql(n: number): string {
-  const row = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
-  return `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body)
+  const row = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  return `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body, request_headers)
   values ${Array.from({ length: n }, () => row).join(', ')}`;
 }
 
@@ -116,7 +116,7 @@ export function attemptUpdate({ result, next }: AttemptRecord): unknown[] {
 export function attemptParams(records: readonly AttemptRecord[], numbers: readonly number[]): unknown[] {
   const params: unknown[] = [];
   for (const [i, { deliveryId, result }] of records.entries()) {
-    params.push(newAttemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody);
+    params.push(newAttemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody, result.requestHeaders ?? null);
   }
   return params;
 }

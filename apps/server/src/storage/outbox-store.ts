@@ -44,6 +44,8 @@ export interface AttemptResult {
   outcome: 'success' | 'failure';
   error: string | null;
   responseBody: string | null;
+  /** The headers sent, as a JSON object (null when the attempt was not prepared). */
+  requestHeaders?: string | null;
 }
 
 /** What the delivery becomes after an attempt. */

@@ -61,6 +61,8 @@ export interface WebhookAttemptsTable {
   outcome: 'success' | 'failure';
   error: string | null;
   response_body: string | null;
+  /** The headers the attempt sent, a JSON object; null before 007 and for attempts never sent. */
+  request_headers: string | null;
 }
 
 export interface UsageDailyTable {

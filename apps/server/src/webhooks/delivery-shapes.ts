@@ -50,7 +50,17 @@ export function attemptView(row: AttemptRow): DeliveryAttempt {
     duration_ms: row.duration_ms,
     error: row.error,
     response_body: row.response_body,
+    request_headers: parseHeaders(row.request_headers),
   };
+}
+
+function parseHeaders(json: string | null): Record<string, string> | null {
+  if (json === null) return null;
+  try {
+    return JSON.parse(json) as Record<string, string>;
+  } catch {
+    return null;
+  }
 }
 
 /** A delivery with its exact payload and attempt log. */
