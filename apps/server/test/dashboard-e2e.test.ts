@@ -265,6 +265,13 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
       await page.reload();
       await expect.poll(() => page.getByTestId('failing-endpoint').textContent()).toBe('Failing for 3 days');
 
+      // The key's settings give the svc-cli listen line for its (loopback) webhook URL, ready to copy.
+      await page.goto(`${retrying.url}/dashboard/settings/api-keys/${key.id}`);
+      const hook = new URL(failing.url);
+      const expectedListen = `svc-cli listen --port ${hook.port}${hook.pathname === '/' ? '' : ` --path ${hook.pathname}`}`;
+      await expect.poll(() => page.getByTestId('listen-command').textContent()).toBe(expectedListen);
+      expect(await page.getByTestId('failing-endpoint').textContent()).toBe('Failing for 3 days');
+
       // The filter is in the URL: opening it shows the filtered list.
       await page.goto(`${retrying.url}/dashboard/settings/api-keys/${key.id}/deliveries?status=pending`);
       const row = page.locator('tr.clickable', { hasText: requestId });
