@@ -59,13 +59,13 @@ export function webhookActions(deps: WebhookActionsDeps) {
     async redeliverMatching(key: ApiKeyRecord, filter: Omit<RedeliveryFilter, 'limit'>, dryRun = false): Promise<BulkRedeliverResult> {
       if (!key.webhook_url && !dryRun) throw noUrlToRedeliver();
       const bounded = { ...filter, limit: REDELIVERY_MAX };
-      const matched = await deps.deliveries.countMatching(key.id, bounded);
-      let redelivered = 0;
-      if (!dryRun && matched > 0) {
-        redelivered = await deps.deliveries.redeliverMatching(key.id, bounded, deps.clock(), key.webhook_url ?? undefined);
-        deps.worker.wake();
+      if (dryRun) {
+        return { object: 'webhook.redelivery', redelivered: 0, matched: await deps.deliveries.countMatching(key.id, bounded), limit: REDELIVERY_MAX };
       }
-      return { object: 'webhook.redelivery', redelivered, matched: dryRun ? matched : Math.max(matched, redelivered), limit: REDELIVERY_MAX };
+      // One statement selects and updates, so what matched is what was redelivered.
+      const redelivered = await deps.deliveries.redeliverMatching(key.id, bounded, deps.clock(), key.webhook_url ?? undefined);
+      if (redelivered > 0) deps.worker.wake();
+      return { object: 'webhook.redelivery', redelivered, matched: redelivered, limit: REDELIVERY_MAX };
     },
 
     /**
