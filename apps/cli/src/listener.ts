@@ -1,17 +1,19 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { verifySignature } from '@svc/verify';
 import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
 import { formatReceivedLine, formatSentLine } from './delivery-line.js';
 import { CliError } from './errors.js';
 import { clockTime, kleur, type Io } from './output.js';
 import { deliveryHeaders, sendDelivery } from './send-delivery.js';
+import { createSignatureCheck } from './signature-check.js';
 
 export interface ListenerOptions {
   host: string;
   port: number;
   path: string;
   secret?: string;
+  /** How far `webhook-timestamp` may be from now, in seconds, before a delivery is refused as a replay. Default 300. */
+  toleranceSeconds?: number;
   forwardTo?: string;
   /** Print each raw body on one line to stdout (human lines then go to stderr). */
   json: boolean;
@@ -56,6 +58,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   // With --json stdout carries only raw bodies, so the human lines move to stderr.
   const human = options.json ? io.err : io.out;
   let baseUrl = '';
+  const checkSignature = options.secret === undefined ? undefined : createSignatureCheck(options.secret, options.toleranceSeconds ?? 300);
 
   const server = createServer((req, res) => {
     const task = handle(req, res).catch((err: unknown) => {
@@ -88,16 +91,21 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const time = clock();
     stats.received++;
     let signature: LoggedDelivery['signature'] = 'unchecked';
-    if (options.secret !== undefined) {
-      const header = req.headers['x-svc-signature'];
-      signature = verifySignature(body, Array.isArray(header) ? header[0] : header, options.secret) ? 'valid' : 'invalid';
-      if (signature === 'valid') stats.verified++;
-      else stats.rejected++;
+    let refusal: string | undefined;
+    if (checkSignature !== undefined) {
+      const verdict = checkSignature(body, req.headers, time);
+      signature = verdict.signature;
+      if (verdict.signature === 'valid') stats.verified++;
+      else {
+        stats.rejected++;
+        refusal = verdict.reason;
+      }
     }
     const headers = flatHeaders(req);
     const deliveryId = headers['x-svc-delivery'] ?? null;
 
     human(formatReceivedLine({ time, body, headers, signature, wide: options.wide }));
+    if (refusal !== undefined) io.err(`${clockTime(time)}  ${kleur.red('✘')} ${refusal}\n`);
     if (options.json) io.out(`${body.toString('utf8')}\n`);
     const answer = signature === 'invalid' ? rejected(time) : await forward(body, req, deliveryId);
 

@@ -45,6 +45,13 @@ export function parsePath(value: string): string {
   return value;
 }
 
+/** `--tolerance`: whole seconds, 0 or more. */
+export function parseTolerance(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('Must be a whole number of seconds (0 or more).');
+  return n;
+}
+
 const DURATION = /^(\d+)(s|m|h|d|w)$/;
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
 

@@ -33,6 +33,31 @@ describe('svc-cli listen', () => {
     expect(listen.stdout()).not.toMatch(/\u001b\[/);
   });
 
+  it('checks the Standard Webhooks headers: a stale webhook-timestamp or the same delivery twice is refused as a replay', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
+    const now = Math.floor(Date.now() / 1000);
+    const fresh = { secret: SECRET, deliveryId: 'whd_fresh', timestamp: now };
+    expect((await postDelivery(listen.url, samplePayload('test-fresh'), fresh)).status).toBe(200);
+    expect((await postDelivery(listen.url, samplePayload('test-fresh'), fresh)).status).toBe(401);
+    // A retry is signed afresh (new timestamp, same id): not a replay.
+    expect((await postDelivery(listen.url, samplePayload('test-fresh'), { ...fresh, timestamp: now + 1 })).status).toBe(200);
+    const stale = await postDelivery(listen.url, samplePayload('test-stale'), { secret: SECRET, deliveryId: 'whd_stale', timestamp: now - 600 });
+    expect(stale.status).toBe(401);
+    // Only X-Svc-Signature (svc-cli replay, servers before Standard Webhooks): verified by it.
+    expect((await postDelivery(listen.url, samplePayload('test-legacy'), { secret: SECRET, standard: false })).status).toBe(200);
+    const lines = listen.stdout().trimEnd().split('\n');
+    expect(lines.map((l) => (l.endsWith('sig ✔') ? '✔' : '✘'))).toEqual(['✔', '✘', '✔', '✘', '✔']);
+    expect(listen.stderr()).toMatch(/whd_fresh at \d+ was already received: refused as a replay/);
+    expect(listen.stderr()).toMatch(/webhook-timestamp is 6\d\d s old \(tolerance 300 s\): refused as a replay/);
+  });
+
+  it('--tolerance widens the timestamp window', async () => {
+    const listen = await startListen(['--secret', SECRET, '--tolerance', '900'], { cwd: sandbox.path });
+    const timestamp = Math.floor(Date.now() / 1000) - 600;
+    expect((await postDelivery(listen.url, samplePayload(), { secret: SECRET, timestamp })).status).toBe(200);
+    expect((await runCli(['listen', '--tolerance', 'soon'], { cwd: sandbox.path })).stderr).toContain('Must be a whole number of seconds');
+  });
+
   it('--wide prints every detail and the full ids', async () => {
     const listen = await startListen(['--secret', SECRET, '--wide'], { cwd: sandbox.path });
     await postDelivery(listen.url, samplePayload('chatcmpl-3Jx0d7rZr1kqzqgm1o3mX0w9'), { secret: SECRET, deliveryId: 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e' });
@@ -163,8 +188,8 @@ describe('svc-cli listen', () => {
 
   it.each(['SIGINT', 'SIGTERM'] as const)('%s exits 0 with a summary of received, verified and failed', async (signal) => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
-    await postDelivery(listen.url, samplePayload(), { secret: SECRET });
-    await postDelivery(listen.url, samplePayload(), { secret: SECRET });
+    await postDelivery(listen.url, samplePayload(), { secret: SECRET, deliveryId: 'whd_sig1' });
+    await postDelivery(listen.url, samplePayload(), { secret: SECRET, deliveryId: 'whd_sig2' });
     await postDelivery(listen.url, samplePayload(), { secret: 'whsec_wrong' });
     listen.child.kill(signal);
     const result = await listen.exited;

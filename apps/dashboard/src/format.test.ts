@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatTime } from './format.js';
+import { formatDuration, formatTime } from './format.js';
 
 describe('formatTime', () => {
   it('labels the time zone', () => {
@@ -10,5 +10,19 @@ describe('formatTime', () => {
 
   it('shows a dash for no time', () => {
     expect(formatTime(null)).toBe('—');
+  });
+});
+
+describe('formatDuration', () => {
+  it.each([
+    [86_400, '1 day'],
+    [172_800, '2 days'],
+    [3600, '1 hour'],
+    [90 * 60, '90 minutes'],
+    [1, '1 second'],
+    [61, '61 seconds'],
+    [0, '0 seconds'],
+  ])('%i s is "%s"', (seconds, text) => {
+    expect(formatDuration(seconds)).toBe(text);
   });
 });

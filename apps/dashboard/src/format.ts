@@ -14,8 +14,8 @@ export function formatClock(iso: string | null | undefined): string {
   return iso ? clockTime.format(new Date(iso)) : '—';
 }
 
-/** "3 days", "5 hours": how long something has lasted, in its largest whole unit. */
-export function formatDuration(ms: number): string {
+/** "3 days", "5 hours": how long something has lasted so far, rounded down to whole days or hours. */
+export function formatElapsed(ms: number): string {
   const hours = Math.floor(ms / 3_600_000);
   if (hours >= 48) return `${Math.floor(hours / 24)} days`;
   if (hours >= 24) return '1 day';
@@ -38,4 +38,12 @@ export function formatRelative(iso: string | null | undefined, now = Date.now())
   if (seconds < 90 * 60) return `${Math.max(1, Math.round(seconds / 60))} min ago`;
   if (seconds < 36 * 3600) return `${Math.round(seconds / 3600)} h ago`;
   return formatDate(iso);
+}
+
+/** A whole number of seconds in the largest unit that divides it: "24 hours", "90 minutes", "1 day". */
+export function formatDuration(seconds: number): string {
+  const units: Array<[string, number]> = [['day', 86_400], ['hour', 3600], ['minute', 60], ['second', 1]];
+  const [unit, size] = units.find(([, s]) => seconds >= s && seconds % s === 0) ?? ['second', 1];
+  const n = seconds / size;
+  return `${numbers.format(n)} ${unit}${n === 1 ? '' : 's'}`;
 }

@@ -25,6 +25,13 @@ export function parseDurationList(text: string): number[] {
     });
 }
 
+/** Parses one duration ("24h", "30m", "0s") into milliseconds. */
+export function parseDuration(text: string): number {
+  const list = parseDurationList(text);
+  if (list.length !== 1) throw new Error(`"${text}" is not one duration like 30m, 24h or 7d`);
+  return list[0]!;
+}
+
 /**
  * SVC_PROCESSES / `--processes`: a positive integer, or `auto` for one process per core the OS gives us.
  * Throws an Error whose message says what is accepted.
@@ -147,6 +154,7 @@ const EnvSchema = z.object({
   SVC_RATE_LIMIT_RPM: int(1, 10_000_000).default(600),
   SVC_WEBHOOK_TIMEOUT_MS: int(1, 600_000).default(10_000),
   SVC_WEBHOOK_RETRY_SCHEDULE: parsedBy(parseDurationList, '5s,5m,30m,2h,5h,10h,10h'),
+  SVC_WEBHOOK_SECRET_OVERLAP: parsedBy(parseDuration, '24h'),
   SVC_WEBHOOK_ALLOW_PRIVATE: z
     .enum(['true', 'false', '1', '0', 'yes', 'no', 'loopback'], { message: 'must be false, loopback or true' })
     .transform((v): AllowPrivate => (v === 'loopback' ? 'loopback' : v === 'true' || v === '1' || v === 'yes'))
@@ -190,6 +198,8 @@ export interface Config {
   webhooks: {
     timeoutMs: number;
     retryScheduleMs: number[];
+    /** How long a rotated-out signing secret keeps signing beside the new one, unless the key sets its own. */
+    secretOverlapMs: number;
     /** false: public receivers only; 'loopback': also loopback; true: also private and link-local (design §2). */
     allowPrivate: AllowPrivate;
     retentionDays: number;
@@ -260,6 +270,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhooks: {
       timeoutMs: e.SVC_WEBHOOK_TIMEOUT_MS,
       retryScheduleMs: e.SVC_WEBHOOK_RETRY_SCHEDULE,
+      secretOverlapMs: e.SVC_WEBHOOK_SECRET_OVERLAP,
       allowPrivate: e.SVC_WEBHOOK_ALLOW_PRIVATE ?? (LOOPBACK_HOSTS.has(e.SVC_HOST) ? 'loopback' : false),
       retentionDays: e.SVC_RETENTION_DAYS,
       concurrency: e.SVC_WEBHOOK_CONCURRENCY,

@@ -291,7 +291,7 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
       expect(headers).toMatch(/x-svc-delivery: whd_[0-9a-f]{32}/);
       const link = await page.getByTestId('delivery-link').getAttribute('href');
       expect(link).toMatch(/\/deliveries\?delivery=whd_/);
-      await shot(page, '12-delivery-retrying');
+      await shot(page, '14-delivery-retrying');
       await page.reload();
       await page.getByTestId('receiver-answer').first().waitFor();
 
@@ -311,6 +311,58 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
       await page.close();
       await retrying.close();
       await failing.close();
+    }
+  });
+
+  it('asks before rotating the signing secret and says until when the old one still signs', { timeout: 60_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(server, 'rotate@example.test');
+      await signIn(page, server.url, user.email);
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByLabel('Key name').fill('rotating');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByRole('button', { name: 'Done' }).click();
+      await page.getByRole('link', { name: 'rotating' }).click();
+      await page.getByRole('button', { name: 'Generate' }).click();
+      const oldSecret = (await page.getByTestId('shown-once-value').textContent()) ?? '';
+      await page.getByRole('button', { name: 'Done' }).click();
+
+      // Rotate asks first; Cancel changes nothing.
+      await page.getByRole('button', { name: 'Rotate' }).click();
+      const dialog = page.getByRole('dialog');
+      await dialog.waitFor();
+      expect(await dialog.textContent()).toMatch(new RegExp(`ending in …${oldSecret.slice(-4).replace(/[+/]/g, '\\$&')} keeps signing beside the new one for 1 day, until .+`));
+      await shot(page, '12-rotate-confirm');
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      await expect.poll(() => dialog.count()).toBe(0);
+      expect(await page.getByTestId('previous-secret-state').count()).toBe(0);
+
+      const before = Date.now();
+      await page.getByRole('button', { name: 'Rotate' }).click();
+      await page.getByRole('button', { name: 'Rotate secret' }).click();
+      const newSecret = (await page.getByTestId('shown-once-value').textContent()) ?? '';
+      expect(newSecret).toMatch(/^whsec_/);
+      expect(newSecret).not.toBe(oldSecret);
+      const previous = page.getByTestId('previous-secret-state');
+      await expect.poll(() => previous.textContent()).toContain(`ending in …${oldSecret.slice(-4)}, still signs until`);
+      const until = Date.parse((await previous.locator('time').getAttribute('datetime')) ?? '');
+      expect(until - before).toBeGreaterThanOrEqual(86_400_000 - 1000);
+      expect(until - before).toBeLessThan(86_400_000 + 60_000);
+      await page.getByRole('button', { name: 'Done' }).click();
+      await shot(page, '13-rotated-overlap');
+
+      // The key's own overlap: the next rotation's confirmation says so.
+      await page.getByLabel('Secret overlap after Rotate (hours)').fill('2');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      await page.getByRole('button', { name: 'Rotate' }).click();
+      await expect.poll(() => page.getByRole('dialog').textContent()).toContain('keeps signing beside the new one for 2 hours');
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      const stored = (await server.running.store.keys.list(user.id))[0];
+      expect(stored?.signing_secret_overlap_seconds).toBe(7200);
+    } finally {
+      await page.close();
     }
   });
 

@@ -22,6 +22,12 @@ export const DashboardKeySchema = z.object({
   revoked_at: z.string().nullable(),
   webhook_url: z.string().nullable(),
   signing_secret_last4: z.string().nullable(),
+  /** The secret the last rotation replaced, while it still signs beside the current one. */
+  previous_signing_secret_last4: z.string().nullable(),
+  /** Until when (ISO 8601) the replaced secret still signs; null when none does. */
+  previous_signing_secret_expires_at: z.string().nullable(),
+  /** How long a rotated-out secret keeps signing, in seconds; null: the server's default. */
+  signing_secret_overlap_seconds: z.int().nullable(),
   rate_limit_rpm: z.int().nullable(),
   last_delivery: LastDeliverySchema.nullable(),
   /** Deliveries that failed and will be tried again (the last attempt failing is then not the end of it). */
@@ -44,6 +50,8 @@ export type DashboardSignIn = z.infer<typeof DashboardSignInSchema>;
 export const DashboardMeSchema = DashboardSignInSchema.extend({
   default_rate_limit_rpm: z.int(),
   max_rate_limit_rpm: z.int(),
+  /** SVC_WEBHOOK_SECRET_OVERLAP in seconds: how long a rotated-out secret keeps signing unless the key says otherwise. */
+  default_signing_secret_overlap_seconds: z.int(),
 });
 export type DashboardMe = z.infer<typeof DashboardMeSchema>;
 
@@ -59,7 +67,10 @@ export type DashboardKeyResult = z.infer<typeof DashboardKeyResultSchema>;
 export const DashboardCreatedKeySchema = DashboardKeyResultSchema.extend({ token: z.string() });
 export type DashboardCreatedKey = z.infer<typeof DashboardCreatedKeySchema>;
 
-/** `POST /keys/{id}/signing-secret`: the generated secret, shown once. */
+/**
+ * `POST /keys/{id}/signing-secret`: the generated secret, shown once. When it replaced one, the key's
+ * `previous_signing_secret_expires_at` says until when the old one still signs.
+ */
 export const DashboardSigningSecretSchema = DashboardKeyResultSchema.extend({ secret: z.string() });
 export type DashboardSigningSecret = z.infer<typeof DashboardSigningSecretSchema>;
 

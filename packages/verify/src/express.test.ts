@@ -6,6 +6,7 @@ import express, { type Express } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { samplePayload } from '../test/support.js';
 import { verifyMiddleware, type AuditPayload } from './express.js';
+import { signWebhook } from './index.js';
 
 const SECRET = 'whsec_express';
 const BODY = JSON.stringify(samplePayload);
@@ -25,6 +26,12 @@ async function listen(app: Express | RequestListener): Promise<string> {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/svc`;
 }
 
+const standard = (body: string, secret: string, timestamp = Math.floor(Date.now() / 1000), id = 'whd_standard') => ({
+  'webhook-id': id,
+  'webhook-timestamp': String(timestamp),
+  'webhook-signature': signWebhook(body, { id, timestamp }, secret),
+});
+
 const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
 const post = (url: string, body: string | Buffer, headers: Record<string, string> = {}) =>
@@ -43,6 +50,18 @@ function receiver(setup?: (app: Express) => void, options: Partial<Parameters<ty
 }
 
 describe('verifyMiddleware with Express', () => {
+  it('verifies the Standard Webhooks headers when the delivery carries them, and refuses a stale webhook-timestamp', async () => {
+    const { app, received } = receiver();
+    const url = await listen(app);
+    expect((await post(url, BODY, standard(BODY, SECRET))).status).toBe(204);
+    expect(received).toEqual([samplePayload]);
+    const stale = await post(url, BODY, standard(BODY, SECRET, Math.floor(Date.now() / 1000) - 600));
+    expect(stale.status).toBe(400);
+    expect(await errorCode(stale)).toBe('timestamp_out_of_range');
+    const wrong = await post(url, BODY, { ...standard(BODY, 'whsec_other'), 'x-svc-signature': hmac(BODY) });
+    expect(wrong.status).toBe(401);
+  });
+
   it('accepts a signed delivery and hands the typed payload to the route', async () => {
     const { app, received } = receiver();
     const res = await post(await listen(app), BODY, { 'x-svc-signature': hmac(BODY) });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditPayload } from './audit-payload.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { constructEvent } from './node/construct-event.js';
+import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
 
@@ -63,8 +63,7 @@ export function verifyMiddleware(
   return async (req, res, next) => {
     let event: AuditPayload;
     try {
-      const header = req.headers['x-svc-signature'] as string | undefined;
-      event = constructEvent(await rawBodyOf(req, limit), header, secret, eventOptions);
+      event = constructDelivery(await rawBodyOf(req, limit), req.headers, secret, eventOptions);
     } catch (err) {
       if (err instanceof WebhookVerificationError) return sendJson(res, err.status, errorBody(err));
       if (err instanceof PayloadTooLarge) return sendJson(res, 413, err.body());

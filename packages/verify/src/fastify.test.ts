@@ -3,6 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { samplePayload } from '../test/support.js';
 import { verifyPlugin, type AuditPayload, type VerifyPluginOptions } from './fastify.js';
+import { signWebhook } from './index.js';
 
 const SECRET = 'whsec_fastify';
 const BODY = JSON.stringify(samplePayload);
@@ -32,10 +33,25 @@ async function receiver(options: Partial<VerifyPluginOptions> = {}, setup?: (sco
   return { app, received };
 }
 
+const standard = (body: string, secret: string, timestamp = Math.floor(Date.now() / 1000), id = 'whd_standard') => ({
+  'webhook-id': id,
+  'webhook-timestamp': String(timestamp),
+  'webhook-signature': signWebhook(body, { id, timestamp }, secret),
+});
+
 const deliver = (body: string | Buffer, headers: Record<string, string> = {}) =>
   app!.inject({ method: 'POST', url: '/webhooks/svc', payload: body, headers: { 'content-type': 'application/json', ...headers } });
 
 describe('verifyPlugin with Fastify', () => {
+  it('verifies the Standard Webhooks headers when the delivery carries them, and refuses a stale webhook-timestamp', async () => {
+    const { received } = await receiver();
+    expect((await deliver(BODY, standard(BODY, SECRET))).statusCode).toBe(204);
+    expect(received).toEqual([samplePayload]);
+    const stale = await deliver(BODY, standard(BODY, SECRET, Math.floor(Date.now() / 1000) - 600));
+    expect(stale.statusCode).toBe(400);
+    expect(stale.json().error.code).toBe('timestamp_out_of_range');
+  });
+
   it('accepts a signed delivery over a real socket, and leaves JSON parsing of other routes alone', async () => {
     const { received } = await receiver();
     const base = await app!.listen({ port: 0, host: '127.0.0.1' });

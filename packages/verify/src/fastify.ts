@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AuditPayload } from './audit-payload.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { constructEvent } from './node/construct-event.js';
+import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
 
@@ -38,10 +38,9 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
   });
 
   fastify.addHook('preHandler', async (request, reply) => {
-    const header = request.headers['x-svc-signature'] as string | undefined;
     let event: AuditPayload;
     try {
-      event = constructEvent((request.body ?? EMPTY) as Uint8Array, header, secret, eventOptions);
+      event = constructDelivery((request.body ?? EMPTY) as Uint8Array, request.headers, secret, eventOptions);
     } catch (err) {
       if (err instanceof WebhookVerificationError) return reply.code(err.status).send(errorBody(err));
       throw err;

@@ -3,6 +3,7 @@ import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { samplePayload } from '../test/support.js';
 import { WebhookVerificationError, errorResponse, verifyRequest, type AuditPayload } from './fetch.js';
+import { signWebhook } from './index.js';
 
 const SECRET = 'whsec_fetch';
 const BODY = JSON.stringify(samplePayload);
@@ -23,10 +24,27 @@ function honoApp(received: AuditPayload[]) {
   return app;
 }
 
+const standard = (body: string, secret: string, timestamp = Math.floor(Date.now() / 1000), id = 'whd_standard') => ({
+  'webhook-id': id,
+  'webhook-timestamp': String(timestamp),
+  'webhook-signature': signWebhook(body, { id, timestamp }, secret),
+});
+
 const request = (body: string | Uint8Array | null, headers: Record<string, string> = {}) =>
   new Request('http://receiver.test/webhooks/svc', { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
 
 describe('verifyRequest with Hono', () => {
+  it('verifies the Standard Webhooks headers when the delivery carries them, with either of two secrets, and refuses a stale webhook-timestamp', async () => {
+    const received: AuditPayload[] = [];
+    const app = honoApp(received);
+    expect((await app.request(request(BODY, standard(BODY, SECRET)))).status).toBe(204);
+    expect((await app.request(request(BODY, standard(BODY, `${SECRET}_new`)))).status).toBe(204);
+    expect(received).toHaveLength(2);
+    const stale = await app.request(request(BODY, standard(BODY, SECRET, Math.floor(Date.now() / 1000) - 600)));
+    expect(stale.status).toBe(400);
+    expect(((await stale.json()) as { error: { code: string } }).error.code).toBe('timestamp_out_of_range');
+  });
+
   it('accepts a signed delivery, non-ASCII bytes included', async () => {
     const received: AuditPayload[] = [];
     const body = new TextEncoder().encode(JSON.stringify({ ...samplePayload, response_text: 'Très bien 🚀' }));

@@ -1,7 +1,7 @@
 import type { AuditPayload } from './audit-payload.js';
 import type { ConstructEventOptions } from './construct-event.js';
 import type { Secret } from './secrets.js';
-import { constructEvent } from './web/construct-event.js';
+import { constructDelivery } from './web/construct-event.js';
 import { errorBody, type WebhookVerificationError } from './webhook-verification-error.js';
 
 export type { AuditPayload, ConstructEventOptions, Secret };
@@ -33,7 +33,7 @@ export async function verifyRequest(request: Request, secret: Secret, options?: 
     );
   }
   const body = new Uint8Array(await request.arrayBuffer());
-  return constructEvent(body, request.headers.get('x-svc-signature'), secret, options);
+  return constructDelivery(body, request.headers, secret, options);
 }
 
 /**

@@ -11,3 +11,5 @@ export {
   type WebhookVerificationErrorCode,
   type WebhookErrorBody,
 } from './webhook-verification-error.js';
+export { verifyWebhook, constructWebhookEvent, signWebhook } from './web/verify-webhook.js';
+export { webhookKey, DEFAULT_TOLERANCE_SECONDS, type VerifyWebhookOptions, type WebhookHeaders } from './standard-webhooks.js';

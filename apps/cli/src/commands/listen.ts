@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
 import { globalOptions } from '../global-options.js';
 import { startListener, type ListenerStats } from '../listener.js';
-import { parseForwardUrl, parsePath, parsePort } from '../options.js';
+import { parseForwardUrl, parsePath, parsePort, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
 
 interface ListenOptions {
@@ -10,6 +10,7 @@ interface ListenOptions {
   host: string;
   path: string;
   secret?: string;
+  tolerance: number;
   forwardTo?: string;
   log: string;
   wide?: boolean;
@@ -22,7 +23,12 @@ export function makeListenCommand(io: Io = processIo): Command {
     .addOption(new Option('-p, --port <port>', 'port to listen on (0 picks a free one)').default(4000).argParser(parsePort).env('SVC_LISTEN_PORT'))
     .addOption(new Option('--host <host>', 'address to bind').default('127.0.0.1'))
     .addOption(new Option('--path <path>', 'path deliveries are POSTed to').default('/').argParser(parsePath))
-    .addOption(new Option('-s, --secret <secret>', "the key's signing secret: verify X-Svc-Signature, answer 401 when wrong").env('SVC_WEBHOOK_SECRET'))
+    .addOption(
+      new Option('-s, --secret <secret>', "the key's signing secret: verify webhook-signature (or X-Svc-Signature), answer 401 when wrong or replayed").env(
+        'SVC_WEBHOOK_SECRET',
+      ),
+    )
+    .addOption(new Option('--tolerance <seconds>', 'with --secret: refuse a webhook-timestamp further than this from now (a replay)').default(300).argParser(parseTolerance))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes and X-Svc-* headers) to this URL').argParser(parseForwardUrl))
     .option('-w, --wide', 'print full ids and every detail (lines are cut to 80 columns otherwise)')
     .addOption(new Option('--log <file>', 'append every delivery (headers and raw body) to this JSON-lines file').default(DEFAULT_LOG_FILE))
@@ -49,6 +55,7 @@ Examples:
         port: opts.port,
         path: opts.path,
         secret: opts.secret,
+        toleranceSeconds: opts.tolerance,
         forwardTo: opts.forwardTo,
         json,
         wide: opts.wide === true,

@@ -1,6 +1,6 @@
 import type { DashboardKey, LastDelivery } from '@svc/protocol';
 import { FAILING_ENDPOINT_MS } from '@svc/protocol/delivery-list-query';
-import { formatClock, formatDuration, formatTime } from '../format.js';
+import { formatClock, formatElapsed, formatTime } from '../format.js';
 import { OutcomeBadge } from './Status.js';
 
 /**
@@ -32,7 +32,7 @@ export function LastDeliveryStatus({
       )}
       {failingFor >= FAILING_ENDPOINT_MS && (
         <span className="badge bad" data-testid="failing-endpoint" title={`Every attempt since ${formatTime(failingSince)} has failed. Nothing was discarded.`}>
-          {`Failing for ${formatDuration(failingFor)}`}
+          {`Failing for ${formatElapsed(failingFor)}`}
         </span>
       )}
       {last.status_code !== null && <span className="code">HTTP {last.status_code}</span>}

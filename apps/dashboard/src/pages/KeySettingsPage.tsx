@@ -2,13 +2,16 @@ import { useEffect, useState, type FormEvent } from 'react';
 import type { DashboardKey, DashboardKeyList, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
 import { api, ApiError } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
-import { formatDate, formatRelative, formatTime } from '../format.js';
+import { formatDate, formatDuration, formatRelative, formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
-import { CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
+import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
 
-type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'form', string>>;
+type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'signing_secret_overlap_seconds' | 'form', string>>;
+
+/** A key's rotation overlap as the form shows it: hours, empty for the server's default. */
+const overlapHours = (key: DashboardKey) => (key.signing_secret_overlap_seconds === null ? '' : String(key.signing_secret_overlap_seconds / 3600));
 
 async function findKey(keyId: string): Promise<DashboardKey | null> {
   const { data } = await api<DashboardKeyList>('GET', '/keys');
@@ -43,7 +46,7 @@ export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe 
         <div className="grid-2">
           <WebhookForm apiKey={key} me={me} onSaved={setKey} />
           <div className="stack">
-            <SigningSecret apiKey={key} onChanged={setKey} />
+            <SigningSecret apiKey={key} me={me} onChanged={setKey} />
             <div className="card">
               <h2>Last delivery</h2>
               <LastDeliveryStatus last={key.last_delivery} retrying={key.retrying} failingSince={key.failing_since} />
@@ -130,20 +133,22 @@ function Breadcrumb({ name }: { name: string }) {
 function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: DashboardMe; onSaved: (key: DashboardKey) => void }) {
   const [url, setUrl] = useState(apiKey.webhook_url ?? '');
   const [rpm, setRpm] = useState(apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
+  const [overlap, setOverlap] = useState(overlapHours(apiKey));
   const [errors, setErrors] = useState<FieldErrors>({});
   const [busy, setBusy] = useState<'save' | 'test' | null>(null);
   const [saved, setSaved] = useState(false);
   const [test, setTest] = useState<WebhookTestResult | null>(null);
-  const dirty = url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
+  const dirty =
+    url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm)) || overlap !== overlapHours(apiKey);
 
-  useEffect(() => setSaved(false), [url, rpm]);
+  useEffect(() => setSaved(false), [url, rpm, overlap]);
   useUnsavedChangesWarning(dirty);
 
   const fail = (err: unknown) => {
     setSaved(false);
     const param = err instanceof ApiError ? err.param : null;
     const message = (err as Error).message;
-    setErrors(param === 'webhook_url' || param === 'rate_limit_rpm' ? { [param]: message } : { form: message });
+    setErrors(param === 'webhook_url' || param === 'rate_limit_rpm' || param === 'signing_secret_overlap_seconds' ? { [param]: message } : { form: message });
   };
 
   const save = async (event: FormEvent) => {
@@ -159,10 +164,19 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
       setErrors({ rate_limit_rpm: 'Enter a whole number of requests per minute (1 or more), or leave it empty for the default.' });
       return;
     }
+    const hours = overlap.trim() === '' ? null : Number(overlap);
+    if (hours !== null && !(Number.isFinite(hours) && hours >= 0 && hours <= 720)) {
+      setErrors({ signing_secret_overlap_seconds: 'Enter a number of hours from 0 to 720, or leave it empty for the default.' });
+      return;
+    }
     setBusy('save');
     setErrors({});
     try {
-      const res = await api<DashboardKeyResult>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, { webhook_url: url.trim() || null, rate_limit_rpm: rpmValue });
+      const res = await api<DashboardKeyResult>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, {
+        webhook_url: url.trim() || null,
+        rate_limit_rpm: rpmValue,
+        signing_secret_overlap_seconds: hours === null ? null : Math.round(hours * 3600),
+      });
       onSaved(res.key);
       setUrl(res.key.webhook_url ?? '');
       setSaved(true);
@@ -211,6 +225,15 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
         value={rpm}
         onChange={setRpm}
         error={errors.rate_limit_rpm}
+      />
+      <TextField
+        label="Secret overlap after Rotate (hours)"
+        name="signing_secret_overlap_seconds"
+        inputMode="decimal"
+        placeholder={`Default (${me.default_signing_secret_overlap_seconds / 3600})`}
+        value={overlap}
+        onChange={setOverlap}
+        error={errors.signing_secret_overlap_seconds}
       />
       {errors.form && <ErrorMessage message={errors.form} />}
       <div className="actions">
@@ -282,11 +305,13 @@ function useUnsavedChangesWarning(dirty: boolean) {
   }, [dirty]);
 }
 
-function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged: (key: DashboardKey) => void }) {
+function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: DashboardMe; onChanged: (key: DashboardKey) => void }) {
   const [shown, setShown] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState(false);
   const has = apiKey.signing_secret_last4 !== null;
+  const overlapSeconds = apiKey.signing_secret_overlap_seconds ?? me.default_signing_secret_overlap_seconds;
 
   const generate = async () => {
     setBusy(true);
@@ -294,6 +319,7 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
     try {
       const res = await api<DashboardSigningSecret>('POST', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`, {});
       setShown(res.secret);
+      setConfirming(false);
       onChanged(res.key);
     } catch (err) {
       setError((err as Error).message);
@@ -301,8 +327,13 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
       setBusy(false);
     }
   };
+  const rotationNote =
+    overlapSeconds > 0
+      ? `The secret ending in …${apiKey.signing_secret_last4} keeps signing beside the new one for ${formatDuration(overlapSeconds)}, ` +
+        `until ${formatTime(new Date(Date.now() + overlapSeconds * 1000).toISOString())}: put the new secret in your receiver before then.`
+      : `The secret ending in …${apiKey.signing_secret_last4} stops working at once: receivers still using it will refuse deliveries.`;
   const clear = async () => {
-    if (!window.confirm('Clear the signing secret? Webhooks will be sent without an X-Svc-Signature header.')) return;
+    if (!window.confirm('Clear the signing secret? Webhooks will be sent without X-Svc-Signature and webhook-signature headers.')) return;
     setBusy(true);
     setError(null);
     try {
@@ -320,7 +351,8 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
     <div className="card" aria-label="Signing secret" role="group">
       <h2>Signing secret</h2>
       <p className="muted">
-        When set, every webhook carries <code>X-Svc-Signature: sha256=…</code>, an HMAC-SHA256 of the raw body.
+        When set, every webhook carries <code>webhook-signature: v1,…</code> (Standard Webhooks) and <code>X-Svc-Signature: sha256=…</code>, HMAC-SHA256
+        signatures of the raw body.
       </p>
       <p className="secret-state" data-testid="signing-secret-state">
         {has ? (
@@ -331,6 +363,12 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
           <span className="muted">Not set</span>
         )}
       </p>
+      {apiKey.previous_signing_secret_expires_at && (
+        <p className="muted" data-testid="previous-secret-state">
+          The previous secret, ending in <code>…{apiKey.previous_signing_secret_last4}</code>, still signs until{' '}
+          <time dateTime={apiKey.previous_signing_secret_expires_at}>{formatTime(apiKey.previous_signing_secret_expires_at)}</time>.
+        </p>
+      )}
       {shown && (
         <ShowOnce label="Signing secret" value={shown} note="Copy it into your receiver now: it is shown only once." onDone={() => setShown(null)} />
       )}
@@ -338,7 +376,7 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
       <div className="actions">
         {has ? (
           <>
-            <button type="button" className="button" onClick={generate} disabled={busy}>
+            <button type="button" className="button" onClick={() => setConfirming(true)} disabled={busy}>
               Rotate
             </button>
             <button type="button" className="button danger-outline" onClick={clear} disabled={busy}>
@@ -351,6 +389,17 @@ function SigningSecret({ apiKey, onChanged }: { apiKey: DashboardKey; onChanged:
           </button>
         )}
       </div>
+      {confirming && (
+        <ConfirmDialog
+          title="Rotate the signing secret?"
+          body={`A new secret is generated and shown once. ${rotationNote}`}
+          confirmLabel="Rotate secret"
+          busy={busy}
+          error={error ?? undefined}
+          onConfirm={generate}
+          onCancel={() => setConfirming(false)}
+        />
+      )}
     </div>
   );
 }

@@ -8,6 +8,7 @@ import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
 import { SecretBox } from '../crypto/secret-box.js';
+import { previousSecretView } from '../dashboard/views.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { startServer } from '../server.js';
@@ -71,6 +72,8 @@ function keyView(key: ApiKeyRecord) {
     rate_limit_rpm: key.rate_limit_rpm,
     webhook_url: key.webhook_url,
     signing_secret: key.signing_secret_last4 ? `…${key.signing_secret_last4}` : null,
+    // The rotated-out secret while it still signs beside the current one.
+    ...previousSecretView(key, Date.now()),
   };
 }
 

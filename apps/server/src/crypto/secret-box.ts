@@ -31,7 +31,8 @@ export class SecretBox {
   }
 }
 
-/** A signing secret as the dashboard generates it: `whsec_` + 32 random bytes, base64url. */
+/** A signing secret as the dashboard generates it: `whsec_` + 32 random bytes, base64. */
 export function generateSigningSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
+  // Standard base64 (not base64url): the standardwebhooks and svix libraries decode it as it is shown.
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }

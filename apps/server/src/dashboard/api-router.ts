@@ -13,7 +13,7 @@ import type {
   DashboardTestResult,
   WebhookTestResult,
 } from '@svc/protocol';
-import type { ApiKeyRecord } from '../storage/keys-store.js';
+import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
 import type { DeliveryRow, RedeliveryFilter } from '../storage/outbox-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
@@ -152,9 +152,25 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       csrf_token: csrfToken,
       default_rate_limit_rpm: deps.config.rateLimitRpm,
       max_rate_limit_rpm: deps.config.limits.maxKeyRateLimitRpm,
+      default_signing_secret_overlap_seconds: Math.round(deps.config.webhooks.secretOverlapMs / 1000),
     };
     res.json(body);
   });
+
+  /**
+   * Rotation: the secret being replaced keeps signing beside the new one for the key's overlap (default
+   * SVC_WEBHOOK_SECRET_OVERLAP), so receivers can switch to the new secret without losing a delivery.
+   * A first secret, or an overlap of 0, leaves nothing behind.
+   */
+  function rotatedOut(key: ApiKeyRecord, now: number): ApiKeyPatch {
+    const overlapMs = key.signing_secret_overlap_seconds === null ? deps.config.webhooks.secretOverlapMs : key.signing_secret_overlap_seconds * 1000;
+    if (key.signing_secret_enc === null || overlapMs <= 0) return NO_PREVIOUS_SECRET;
+    return {
+      previous_signing_secret_enc: key.signing_secret_enc,
+      previous_signing_secret_last4: key.signing_secret_last4,
+      previous_signing_secret_expires_at: now + overlapMs,
+    };
+  }
 
   /** The signed-in user's key, or 404 — for another user's key too, so ids reveal nothing. */
   async function ownKey(req: Request, res: Response): Promise<ApiKeyRecord> {
@@ -177,13 +193,13 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     keyCache.invalidate(key.id);
     const fresh = await store.keys.byId(key.id);
     if (!fresh) throw new ApiError('not_found', `No API key with id '${key.id}'.`, { param: 'id' });
-    return { key: keyView(fresh, await store.deliveries.retrying(fresh.id)) };
+    return { key: keyView(fresh, clock(), await store.deliveries.retrying(fresh.id)) };
   }
 
   api.get('/keys', async (_req, res) => {
     const keys = await store.keys.list(signedInOf(res).user.id);
     const retrying = await Promise.all(keys.map((k) => store.deliveries.retrying(k.id)));
-    const body: DashboardKeyList = { data: keys.map((k, i) => keyView(k, retrying[i])) };
+    const body: DashboardKeyList = { data: keys.map((k, i) => keyView(k, clock(), retrying[i])) };
     res.json(body);
   });
 
@@ -195,7 +211,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const key = await quota.create(userId, () =>
       store.keys.create({ userId, name, prefix: generated.prefix, keyHash: generated.hash, now: clock() }),
     );
-    const body: DashboardCreatedKey = { key: keyView(key, undefined), token: generated.token };
+    const body: DashboardCreatedKey = { key: keyView(key, clock()), token: generated.token };
     res.status(201).json(body);
   });
 
@@ -208,7 +224,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   api.patch('/keys/:id', async (req, res) => {
     const key = await ownActiveKey(req, res);
     const body = bodyOf(req);
-    const patch: { webhook_url?: string | null; rate_limit_rpm?: number | null; name?: string } = {};
+    const patch: { webhook_url?: string | null; rate_limit_rpm?: number | null; name?: string; signing_secret_overlap_seconds?: number | null } = {};
     if ('name' in body) patch.name = stringField(body, 'name', { max: MAX_NAME_LENGTH }).trim();
     if ('webhook_url' in body) {
       const url = body.webhook_url;
@@ -217,6 +233,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       else patch.webhook_url = await validateWebhookUrl(url.trim(), { allowPrivate: deps.config.webhooks.allowPrivate });
     }
     if ('rate_limit_rpm' in body) patch.rate_limit_rpm = keyRateLimit(body.rate_limit_rpm, deps.config.limits);
+    if ('signing_secret_overlap_seconds' in body) patch.signing_secret_overlap_seconds = secretOverlap(body.signing_secret_overlap_seconds);
     await store.keys.update(key.id, patch, clock());
     if (patch.webhook_url !== undefined) await deps.webhooks.urlChanged(key, patch.webhook_url);
     res.json(await keyResult(key));
@@ -225,11 +242,8 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   api.post('/keys/:id/signing-secret', async (req, res) => {
     const key = await ownActiveKey(req, res);
     const secret = generateSigningSecret();
-    await store.keys.update(
-      key.id,
-      { signing_secret_enc: deps.secretBox.seal(secret), signing_secret_last4: secret.slice(-4) },
-      clock(),
-    );
+    const now = clock();
+    await store.keys.update(key.id, { ...rotatedOut(key, now), signing_secret_enc: deps.secretBox.seal(secret), signing_secret_last4: secret.slice(-4) }, now);
     // The only time the plaintext leaves the server.
     const body: DashboardSigningSecret = { ...(await keyResult(key)), secret };
     res.json(body);
@@ -237,7 +251,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
 
   api.delete('/keys/:id/signing-secret', async (req, res) => {
     const key = await ownActiveKey(req, res);
-    await store.keys.update(key.id, { signing_secret_enc: null, signing_secret_last4: null }, clock());
+    await store.keys.update(key.id, { signing_secret_enc: null, signing_secret_last4: null, ...NO_PREVIOUS_SECRET }, clock());
     res.json(await keyResult(key));
   });
 
@@ -336,4 +350,20 @@ function tooManyAttempts(limited: RateLimiterRes): ApiError {
   return new ApiError('rate_limit_exceeded', `Too many failed sign-in attempts. Try again in ${seconds} seconds.`, {
     headers: { 'retry-after': String(seconds) },
   });
+}
+
+const NO_PREVIOUS_SECRET = { previous_signing_secret_enc: null, previous_signing_secret_last4: null, previous_signing_secret_expires_at: null };
+
+/** The longest a rotated-out secret may keep signing (30 days). */
+const MAX_OVERLAP_SECONDS = 30 * 86_400;
+
+/** A key's `signing_secret_overlap_seconds`: whole seconds from 0 to 30 days, or null/'' for the server default. */
+function secretOverlap(value: unknown): number | null {
+  if (value === null || value === '') return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_OVERLAP_SECONDS) {
+    throw new ApiError('invalid_value', `The secret overlap must be a whole number of seconds from 0 to ${MAX_OVERLAP_SECONDS}, or null for the default.`, {
+      param: 'signing_secret_overlap_seconds',
+    });
+  }
+  return value;
 }

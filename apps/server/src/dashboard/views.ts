@@ -5,7 +5,7 @@ import { isoTime, isoTimeOrNull } from '../time.js';
 import { attemptView, deliveryView } from '../webhooks/delivery-shapes.js';
 
 /** What the dashboard shows of a key: never its hash, never its signing secret (only the last 4 characters). */
-export function keyView(key: ApiKeyRecord, retrying?: Retrying): DashboardKey {
+export function keyView(key: ApiKeyRecord, now: number, retrying?: Retrying): DashboardKey {
   return {
     id: key.id,
     name: key.name,
@@ -15,6 +15,8 @@ export function keyView(key: ApiKeyRecord, retrying?: Retrying): DashboardKey {
     revoked_at: isoTimeOrNull(key.revoked_at),
     webhook_url: key.webhook_url,
     signing_secret_last4: key.signing_secret_last4,
+    ...previousSecretView(key, now),
+    signing_secret_overlap_seconds: key.signing_secret_overlap_seconds,
     rate_limit_rpm: key.rate_limit_rpm,
     last_delivery:
       key.last_delivery_at === null
@@ -40,4 +42,14 @@ export function dashboardDeliveryView(row: DeliveryRow): DashboardDelivery {
 /** The API's view of an attempt, with its outcome. */
 export function dashboardAttemptView(row: AttemptRow): DashboardDeliveryAttempt {
   return { ...attemptView(row), outcome: row.outcome };
+}
+
+/** The rotated-out secret while it still signs (its overlap not yet over), else nulls. */
+export function previousSecretView(
+  key: ApiKeyRecord,
+  now: number,
+): { previous_signing_secret_last4: string | null; previous_signing_secret_expires_at: string | null } {
+  const until = key.previous_signing_secret_expires_at === null ? 0 : Number(key.previous_signing_secret_expires_at);
+  if (key.previous_signing_secret_enc === null || until <= now) return { previous_signing_secret_last4: null, previous_signing_secret_expires_at: null };
+  return { previous_signing_secret_last4: key.previous_signing_secret_last4, previous_signing_secret_expires_at: isoTime(until) };
 }

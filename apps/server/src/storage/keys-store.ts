@@ -6,7 +6,18 @@ import type { SqliteStatements } from './sqlite-statements.js';
 export type ApiKeyRecord = ApiKeysTable;
 
 export type ApiKeyPatch = Partial<
-  Pick<ApiKeysTable, 'name' | 'rate_limit_rpm' | 'webhook_url' | 'signing_secret_enc' | 'signing_secret_last4'>
+  Pick<
+    ApiKeysTable,
+    | 'name'
+    | 'rate_limit_rpm'
+    | 'webhook_url'
+    | 'signing_secret_enc'
+    | 'signing_secret_last4'
+    | 'previous_signing_secret_enc'
+    | 'previous_signing_secret_last4'
+    | 'previous_signing_secret_expires_at'
+    | 'signing_secret_overlap_seconds'
+  >
 >;
 
 export interface DeliveryStatusUpdate {
@@ -36,6 +47,7 @@ export class KeysStore {
     webhookUrl?: string | null;
     signingSecretEnc?: string | null;
     signingSecretLast4?: string | null;
+    signingSecretOverlapSeconds?: number | null;
   }): Promise<ApiKeyRecord> {
     const key: ApiKeyRecord = {
       id: `key_${randomUUID().replaceAll('-', '')}`,
@@ -51,6 +63,10 @@ export class KeysStore {
       webhook_url: input.webhookUrl ?? null,
       signing_secret_enc: input.signingSecretEnc ?? null,
       signing_secret_last4: input.signingSecretLast4 ?? null,
+      previous_signing_secret_enc: null,
+      previous_signing_secret_last4: null,
+      previous_signing_secret_expires_at: null,
+      signing_secret_overlap_seconds: input.signingSecretOverlapSeconds ?? null,
       last_delivery_at: null,
       last_delivery_outcome: null,
       last_delivery_status_code: null,

@@ -130,6 +130,18 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('responses_created_idx').on('responses').column('created_at').execute();
       },
     },
+    '005_signing_secret_rotation': {
+      // A rotated-out signing secret keeps signing beside the new one for an overlap, set per key.
+      async up(db: Kysely<unknown>) {
+        const columns: Array<[string, 'text' | 'integer' | typeof time]> = [
+          ['previous_signing_secret_enc', 'text'],
+          ['previous_signing_secret_last4', 'text'],
+          ['previous_signing_secret_expires_at', time],
+          ['signing_secret_overlap_seconds', 'integer'],
+        ];
+        for (const [column, type] of columns) await db.schema.alterTable('api_keys').addColumn(column, type).execute();
+      },
+    },
     '007_attempt_headers': {
       // The headers each attempt sent (signatures included, never a secret), for the delivery view.
       async up(db: Kysely<unknown>) {

@@ -10,7 +10,9 @@ export const INSERT_DELIVERY = `insert into webhook_deliveries (id, key_id, user
   values (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, null, null, ?, ?, null)`;
 
 /** What a claim returns: the row and its key's sealed signing secret, read in the same statement. */
-export const CLAIM_RETURNING = `returning *, (select signing_secret_enc from api_keys where api_keys.id = webhook_deliveries.key_id) as signing_secret_enc`;
+export const CLAIM_RETURNING = `returning *, ${['signing_secret_enc', 'previous_signing_secret_enc', 'previous_signing_secret_expires_at']
+  .map((column) => `(select ${column} from api_keys where api_keys.id = webhook_deliveries.key_id) as ${column}`)
+  .join(', ')}`;
 
 /** The due rows a claim may take (parameters: now, now), before the receivers it leaves out and its order. */
 export const DUE_AND_UNLEASED = `status = 'pending' and next_attempt_at <= ? and (lease_until is null or lease_until <= ?)`;

@@ -17,6 +17,9 @@ export interface Lease {
  */
 export interface ClaimedDelivery extends DeliveryRow {
   signing_secret_enc: string | null;
+  /** The secret a rotation replaced, and until when it still signs (epoch ms). */
+  previous_signing_secret_enc?: string | null;
+  previous_signing_secret_expires_at?: number | string | null;
 }
 
 export interface NewDelivery {
@@ -35,6 +38,9 @@ export interface NewDelivery {
   lease?: Lease;
   /** The key's sealed signing secret as the request saw it. Not stored: it goes with the row to the worker. */
   signingSecretEnc?: string | null;
+  /** The key's rotated-out secret and its expiry, as the request saw them. Not stored either. */
+  previousSigningSecretEnc?: string | null;
+  previousSigningSecretExpiresAt?: number | null;
 }
 
 export interface AttemptResult {
@@ -214,6 +220,8 @@ export function newDeliveryRow(d: NewDelivery): ClaimedDelivery {
     updated_at: d.now,
     delivered_at: null,
     signing_secret_enc: d.signingSecretEnc ?? null,
+    previous_signing_secret_enc: d.previousSigningSecretEnc ?? null,
+    previous_signing_secret_expires_at: d.previousSigningSecretExpiresAt ?? null,
   };
 }
 

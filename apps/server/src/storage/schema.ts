@@ -23,6 +23,12 @@ export interface ApiKeysTable {
   /** AES-256-GCM box of the signing secret; never the plaintext. */
   signing_secret_enc: string | null;
   signing_secret_last4: string | null;
+  /** The secret a rotation replaced (sealed like the current one), signing beside it until `…_expires_at`. */
+  previous_signing_secret_enc: string | null;
+  previous_signing_secret_last4: string | null;
+  previous_signing_secret_expires_at: number | null;
+  /** How long a rotated-out secret keeps signing, in seconds; null: SVC_WEBHOOK_SECRET_OVERLAP. */
+  signing_secret_overlap_seconds: number | null;
   last_delivery_at: number | null;
   last_delivery_outcome: string | null;
   last_delivery_status_code: number | null;

@@ -43,6 +43,8 @@ export function webhookActions(deps: WebhookActionsDeps) {
         // Leased to this call: the worker leaves it alone while the synchronous attempt runs.
         lease: { until: now + deps.timeoutMs + 15_000, by: 'test-send' },
         signingSecretEnc: key.signing_secret_enc,
+        previousSigningSecretEnc: key.previous_signing_secret_enc,
+        previousSigningSecretExpiresAt: key.previous_signing_secret_expires_at,
       };
       await deps.deliveries.insert(delivery);
       // `direct`: its own connections, never queued behind the worker's attempts to the same receiver.

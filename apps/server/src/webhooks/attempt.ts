@@ -55,13 +55,18 @@ export class DeliveryAttempts {
   }
 
   private send(row: ClaimedDelivery, direct: boolean): Promise<AttemptOutcome> {
+    const now = this.deps.clock();
     let secret: string | null;
+    let previousSecret: string | null = null;
     try {
       secret = this.deps.secrets.open(row.signing_secret_enc);
+      // Postgres returns a bigint subquery as a string.
+      if (Number(row.previous_signing_secret_expires_at ?? 0) > now) previousSecret = this.deps.secrets.open(row.previous_signing_secret_enc ?? null);
     } catch (err) {
       return Promise.resolve(unprepared(err));
     }
-    const delivery = { url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret };
+    const timestamp = Math.floor(now / 1000);
+    const delivery = { url: row.url, body: row.payload, event: row.event, deliveryId: row.id, secret, previousSecret, timestamp };
     return this.deps.sender.send(delivery, direct ? { direct } : undefined).catch(unprepared);
   }
 

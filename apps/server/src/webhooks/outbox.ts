@@ -51,6 +51,8 @@ export class OutboxSink implements AuditSink {
       payload: body,
       now: request.finishedAt,
       signingSecretEnc: request.key.signing_secret_enc,
+      previousSigningSecretEnc: request.key.previous_signing_secret_enc,
+      previousSigningSecretExpiresAt: request.key.previous_signing_secret_expires_at,
     };
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ delivery, resolve, reject });

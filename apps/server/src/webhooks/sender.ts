@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Agent } from '../http/undici-dispatchers.js';
 import { Deadlines } from './deadlines.js';
-import { signBody } from './signer.js';
+import { signBody, signStandard } from './signer.js';
 import { guardedLookup, parseAttemptUrl, WebhookAddressRefusedError, WebhookUrlRefusedError, type AllowPrivate } from './url-guard.js';
 
 /** How much of a receiver's response body the attempt log keeps. */
@@ -20,6 +20,10 @@ export interface OutgoingDelivery {
   deliveryId: string;
   /** Plaintext signing secret (decrypted for this attempt only), or null for no signature header. */
   secret: string | null;
+  /** The secret a rotation replaced, while its overlap lasts: `webhook-signature` carries a signature for it too. */
+  previousSecret?: string | null;
+  /** `webhook-timestamp`, unix seconds: set at each attempt, so a retry is signed afresh (same bytes, same id). */
+  timestamp: number;
 }
 
 /** A 2xx answer. */
@@ -237,7 +241,7 @@ class Attempt implements Dispatcher.DispatchHandler {
  *
  * @example
  * const sender = createSender({ timeoutMs: 10_000, allowPrivate: false, connections: 64 });
- * const outcome = await sender.send({ url, body, event, deliveryId, secret });
+ * const outcome = await sender.send({ url, body, event, deliveryId, secret, timestamp });
  */
 export function createSender(options: { timeoutMs: number; allowPrivate: AllowPrivate; connections?: number }): Sender {
   const agentOptions = {
@@ -279,10 +283,15 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
         'user-agent': USER_AGENT,
         'x-svc-event': delivery.event,
         'x-svc-delivery': delivery.deliveryId,
+        'webhook-id': delivery.deliveryId,
+        'webhook-timestamp': String(delivery.timestamp),
       };
       try {
         target = targetOf(delivery.url);
-        if (delivery.secret) headers['x-svc-signature'] = signBody(body, delivery.secret);
+        if (delivery.secret) {
+          headers['x-svc-signature'] = signBody(body, delivery.secret);
+          headers['webhook-signature'] = signStandard(body, delivery.deliveryId, delivery.timestamp, delivery.secret, delivery.previousSecret);
+        }
       } catch (err) {
         attempt.fail(err);
         return;

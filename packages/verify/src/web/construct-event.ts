@@ -2,6 +2,8 @@ import type { AuditPayload } from '../audit-payload.js';
 import { assertOptions, decodeEvent, expectedDigest, signatureMismatch, type ConstructEventOptions } from '../construct-event.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
 import { toSecretList, type Secret } from '../secrets.js';
+import { header, type WebhookHeaders } from '../standard-webhooks.js';
+import { constructWebhookEvent } from './verify-webhook.js';
 import { matchesAnySecret } from './verify-signature.js';
 
 /**
@@ -24,4 +26,19 @@ export async function constructEvent(
   const bytes = toBytes(rawBody);
   if (!(await matchesAnySecret(bytes, expected, secrets))) throw signatureMismatch();
   return decodeEvent(bytes, options);
+}
+
+/**
+ * What the adapters check: the Standard Webhooks headers when the delivery carries them (`webhook-timestamp`
+ * within `toleranceSeconds`, default 300), else `X-Svc-Signature` (`toleranceSeconds`, when given, on the
+ * payload's `timestamp`).
+ *
+ * @example
+ * const event = await constructDelivery(rawBody, req.headers, secret);
+ */
+export async function constructDelivery(rawBody: RawBody, headers: WebhookHeaders, secret: Secret, options: ConstructEventOptions = {}): Promise<AuditPayload> {
+  if (header(headers, 'webhook-signature') !== undefined) {
+    return constructWebhookEvent(rawBody, headers, secret, { toleranceSeconds: options.toleranceSeconds });
+  }
+  return constructEvent(rawBody, header(headers, 'x-svc-signature'), secret, options);
 }

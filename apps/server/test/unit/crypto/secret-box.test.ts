@@ -23,9 +23,10 @@ describe('SecretBox', () => {
     expect(() => box.open('plain')).toThrow();
   });
 
-  it('generates whsec_ secrets of 32 random bytes', () => {
+  it('generates whsec_ secrets of 32 random bytes in standard base64, as the standardwebhooks and svix libraries decode them', () => {
     const secret = generateSigningSecret();
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
     expect(generateSigningSecret()).not.toBe(secret);
   });
 });

@@ -2,11 +2,12 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, startReceiver, type Receiver, type ReceiverReply } from '../../support/webhooks.js';
 import { createSender, RESPONSE_BODY_LIMIT, USER_AGENT, type AttemptOutcome, type Sender } from '../../../src/webhooks/sender.js';
-import { signBody } from '../../../src/webhooks/signer.js';
+import { signBody, signStandard } from '../../../src/webhooks/signer.js';
 
 const TIMEOUT_MS = 300;
 const BODY = '{"event":"llm.request.completed","request_id":"chatcmpl-1","note":"é"}';
 const SECRET = 'whsec_sender-test-secret';
+const TIMESTAMP = 1_767_225_600;
 
 let receiver: Receiver;
 let sender: Sender;
@@ -25,7 +26,7 @@ afterAll(async () => {
 });
 
 const send = (url = receiver.url, secret: string | null = SECRET, via = sender) =>
-  via.send({ url, body: BODY, event: 'llm.request.completed', deliveryId: 'whd_0123', secret });
+  via.send({ url, body: BODY, event: 'llm.request.completed', deliveryId: 'whd_0123', secret, timestamp: TIMESTAMP });
 
 describe('sender', () => {
   it('posts the exact bytes with the event, delivery id, user agent and signature headers', async () => {
@@ -42,9 +43,14 @@ describe('sender', () => {
       'x-svc-event': 'llm.request.completed',
       'x-svc-delivery': 'whd_0123',
       'x-svc-signature': signBody(BODY, SECRET),
+      'webhook-id': 'whd_0123',
+      'webhook-timestamp': String(TIMESTAMP),
+      'webhook-signature': signStandard(BODY, 'whd_0123', TIMESTAMP, SECRET),
     });
     await send(receiver.url, null);
     expect(receiver.received.at(-1)!.headers['x-svc-signature']).toBeUndefined();
+    expect(receiver.received.at(-1)!.headers['webhook-signature']).toBeUndefined();
+    expect(receiver.received.at(-1)!.headers['webhook-id']).toBe('whd_0123');
   });
 
   const replies: Array<[string, ReceiverReply, Partial<AttemptOutcome>]> = [

@@ -1,0 +1,147 @@
+import { toBytes, type RawBody } from './raw-body.js';
+import { WebhookVerificationError } from './webhook-verification-error.js';
+
+/** Seconds a `webhook-timestamp` may be from now, either way, by default (the Standard Webhooks value). */
+export const DEFAULT_TOLERANCE_SECONDS = 300;
+
+/** Options for `verifyWebhook` and `constructWebhookEvent`. */
+export interface VerifyWebhookOptions {
+  /** Largest distance, in seconds, between `webhook-timestamp` and now. Default 300. */
+  toleranceSeconds?: number;
+  /** The current time (a `Date` or epoch milliseconds); for tests. Default: now. */
+  now?: Date | number;
+}
+
+/** Request headers in any of the usual shapes: a Fetch `Headers`, or node's `req.headers` (lower-case names). */
+export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+
+/** The three Standard Webhooks headers, read and checked for shape. */
+export interface StandardHeaders {
+  id: string;
+  timestamp: number;
+  /** Every `v1` signature, 32 bytes each; other versions are skipped, as the standard says. */
+  signatures: Uint8Array[];
+}
+
+const WHSEC = 'whsec_';
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const encoder = new TextEncoder();
+
+/**
+ * The HMAC key of `webhook-signature` for a secret, so that the `standardwebhooks` and `svix` libraries
+ * verify with the secret as shown: `whsec_<base64>` is the base64-decoded bytes (what those libraries do);
+ * any other secret (one chosen by a user, or an early `whsec_<base64url>` one) is its UTF-8 bytes, and a
+ * receiver using those libraries passes them `"whsec_" + base64(secret)`.
+ *
+ * @example
+ * webhookKey('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw') // the 24 decoded bytes
+ * webhookKey('my own secret')                          // the 13 UTF-8 bytes
+ */
+export function webhookKey(secret: string): Uint8Array {
+  const rest = secret.startsWith(WHSEC) ? secret.slice(WHSEC.length) : '';
+  if (rest !== '' && BASE64.test(rest)) return Uint8Array.from(atob(rest), (c) => c.charCodeAt(0));
+  return encoder.encode(secret);
+}
+
+/** The bytes `webhook-signature` signs: `{id}.{timestamp}.{body}`. */
+export function signedContent(id: string, timestamp: number, rawBody: RawBody): Uint8Array {
+  const head = encoder.encode(`${id}.${timestamp}.`);
+  const body = toBytes(rawBody);
+  const content = new Uint8Array(head.length + body.length);
+  content.set(head);
+  content.set(body, head.length);
+  return content;
+}
+
+/** One header's value from either shape; several values (node) joined by a space. */
+export function header(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
+  const value = (headers as Record<string, string | string[] | undefined>)[name];
+  return Array.isArray(value) ? value.join(' ') : value;
+}
+
+const SIGNATURE_LENGTH = 'v1,'.length + 44;
+
+/** The Standard Webhooks headers of a delivery, or why they are unusable. */
+export function readStandardHeaders(headers: unknown): StandardHeaders | 'missing_signature' | 'malformed_signature' {
+  if (typeof headers !== 'object' || headers === null) {
+    throw new TypeError('[@svc/verify] headers must be the request headers: a Fetch Headers object or node\'s req.headers.');
+  }
+  const id = header(headers as WebhookHeaders, 'webhook-id');
+  const timestamp = header(headers as WebhookHeaders, 'webhook-timestamp');
+  const signature = header(headers as WebhookHeaders, 'webhook-signature');
+  if (!id || !timestamp || !signature) return 'missing_signature';
+  if (!/^\d{1,12}$/.test(timestamp)) return 'malformed_signature';
+  const signatures: Uint8Array[] = [];
+  for (const part of signature.split(' ')) {
+    // Only v1 (HMAC-SHA256, base64) of the right length; anything else is another scheme's, skipped.
+    if (part.length !== SIGNATURE_LENGTH || !part.startsWith('v1,') || !BASE64.test(part.slice(3))) continue;
+    signatures.push(Uint8Array.from(atob(part.slice(3)), (c) => c.charCodeAt(0)));
+  }
+  if (signatures.length === 0) return 'malformed_signature';
+  return { id, timestamp: Number(timestamp), signatures };
+}
+
+export function assertWebhookOptions(options: VerifyWebhookOptions): { toleranceSeconds: number; nowSeconds: number } {
+  const { toleranceSeconds = DEFAULT_TOLERANCE_SECONDS, now = Date.now() } = options;
+  if (!(Number.isFinite(toleranceSeconds) && toleranceSeconds >= 0)) {
+    throw new TypeError('[@svc/verify] toleranceSeconds must be a non-negative number of seconds.');
+  }
+  const ms = now instanceof Date ? now.getTime() : now;
+  if (!Number.isFinite(ms)) throw new TypeError('[@svc/verify] now must be a Date or epoch milliseconds.');
+  return { toleranceSeconds, nowSeconds: Math.floor(ms / 1000) };
+}
+
+/** Whether a timestamp is within the tolerance of now: older ones are replays, newer ones forged or skewed. */
+export function withinTolerance(timestamp: number, options: { toleranceSeconds: number; nowSeconds: number }): boolean {
+  return Math.abs(options.nowSeconds - timestamp) <= options.toleranceSeconds;
+}
+
+/** Encodes a digest as `v1,<base64>`. */
+export function formatV1(digest: Uint8Array): string {
+  let binary = '';
+  for (const byte of digest) binary += String.fromCharCode(byte);
+  return `v1,${btoa(binary)}`;
+}
+
+/** A delivery ready for the HMAC check: the signed bytes, the signatures it carries and the secrets to try. */
+export interface PreparedWebhook {
+  content: Uint8Array;
+  signatures: Uint8Array[];
+}
+
+/**
+ * Reads the headers and checks the timestamp: the prepared delivery, or why it is refused before any HMAC.
+ * Misuse (a parsed body, no headers, bad options) throws TypeError.
+ */
+export function prepareWebhook(
+  rawBody: RawBody,
+  headers: unknown,
+  options: VerifyWebhookOptions,
+): PreparedWebhook | 'missing_signature' | 'malformed_signature' | 'timestamp_out_of_range' {
+  const window = assertWebhookOptions(options);
+  const read = readStandardHeaders(headers);
+  if (typeof read === 'string') return read;
+  if (!withinTolerance(read.timestamp, window)) return 'timestamp_out_of_range';
+  return { content: signedContent(read.id, read.timestamp, rawBody), signatures: read.signatures };
+}
+
+const MESSAGES = {
+  missing_signature: 'Missing webhook-id, webhook-timestamp or webhook-signature header.',
+  malformed_signature: 'Malformed Standard Webhooks headers: expected webhook-timestamp in unix seconds and webhook-signature "v1,<base64 HMAC-SHA256>".',
+  timestamp_out_of_range: 'webhook-timestamp is too far from now: a replayed or delayed delivery (or a clock out of sync).',
+  signature_mismatch: 'webhook-signature does not match: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.',
+} as const;
+
+/** The verification error for a refused delivery. */
+export function webhookError(code: keyof typeof MESSAGES): WebhookVerificationError {
+  return new WebhookVerificationError(code, MESSAGES[code]);
+}
+
+/** Throws a TypeError unless `message` has a non-empty id and a timestamp in whole unix seconds. */
+export function assertMessage(message: unknown): asserts message is { id: string; timestamp: number } {
+  const m = message as { id?: unknown; timestamp?: unknown } | null;
+  if (typeof m !== 'object' || m === null || typeof m.id !== 'string' || m.id === '' || !Number.isSafeInteger(m.timestamp) || (m.timestamp as number) < 0) {
+    throw new TypeError('[@svc/verify] signWebhook() needs { id, timestamp }: the delivery id and unix seconds.');
+  }
+}

@@ -1,0 +1,122 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
+import { describe, expect, it } from 'vitest';
+import { builds, samplePayload } from '../test/support.js';
+import { WebhookVerificationError, webhookKey } from './index.js';
+
+const ID = 'dlv_test1';
+const TS = 1_735_689_600;
+const NOW = TS * 1000;
+const BODY = '{"event":"llm.request.completed"}';
+// Known answers, computed by the `standardwebhooks` library's own signer.
+const VECTORS = [
+  { name: 'whsec_<base64> secret (decoded key)', secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', signature: 'v1,CXkxz42Q1U9bTOntR6/fLPpDODh8vWjdXP9myz8ruGo=' },
+  { name: 'user-chosen secret (UTF-8 key)', secret: 'my own secret', signature: 'v1,cZFonio13+7ZmZm4BNgKuT1ffHyCUvGWz682jEZdXSc=' },
+];
+const headersOf = (signature: string, timestamp = TS, id = ID) => ({
+  'webhook-id': id,
+  'webhook-timestamp': String(timestamp),
+  'webhook-signature': signature,
+});
+
+describe('webhookKey', () => {
+  it('decodes whsec_<base64> as the libraries do, and takes anything else as UTF-8', () => {
+    expect(Buffer.from(webhookKey('whsec_AAEC')).toString('hex')).toBe('000102');
+    expect(Buffer.from(webhookKey('whsec_AA==')).toString('hex')).toBe('00');
+    // base64url (the first generated secrets), odd lengths and an empty body after the prefix are not base64.
+    for (const secret of ['whsec_ab-_', 'whsec_abc', 'whsec_', 'plain secret']) {
+      expect(Buffer.from(webhookKey(secret)).toString('utf8')).toBe(secret);
+    }
+  });
+});
+
+describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, constructWebhookEvent, signWebhook }) => {
+  it.each(VECTORS)('signs and verifies the known-answer vector: $name', async (v) => {
+    expect(await signWebhook(BODY, { id: ID, timestamp: TS }, v.secret)).toBe(v.signature);
+    expect(await verifyWebhook(BODY, headersOf(v.signature), v.secret, { now: NOW })).toBe(true);
+    expect(await verifyWebhook(Buffer.from(BODY), new Headers(headersOf(v.signature)), v.secret, { now: new Date(NOW) })).toBe(true);
+  });
+
+  it('signs with every secret, space-separated, and accepts any of them', async () => {
+    const both = await signWebhook(BODY, { id: ID, timestamp: TS }, VECTORS.map((v) => v.secret));
+    expect(both).toBe(VECTORS.map((v) => v.signature).join(' '));
+    for (const v of VECTORS) expect(await verifyWebhook(BODY, headersOf(both), v.secret, { now: NOW })).toBe(true);
+    expect(await verifyWebhook(BODY, headersOf(VECTORS[0]!.signature), ['another secret', VECTORS[0]!.secret], { now: NOW })).toBe(true);
+    expect(await verifyWebhook(BODY, headersOf(both), 'another secret', { now: NOW })).toBe(false);
+  });
+
+  it('is verified by the standardwebhooks and svix libraries with the secret as shown', async () => {
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const timestamp = Math.floor(Date.now() / 1000);
+    const body = JSON.stringify(samplePayload);
+    const headers = headersOf(await signWebhook(body, { id: ID, timestamp }, secret), timestamp);
+    expect(new StandardWebhook(secret).verify(body, headers)).toEqual(samplePayload);
+    expect(new SvixWebhook(secret).verify(body, headers)).toEqual(samplePayload);
+    // And the other way round: what the library signs, this verifies.
+    const signed = new StandardWebhook(secret).sign(ID, new Date(timestamp * 1000), body);
+    expect(await verifyWebhook(body, headersOf(signed, timestamp), secret)).toBe(true);
+  });
+
+  it('refuses a replay: a timestamp outside the tolerance, either way', async () => {
+    const { signature } = VECTORS[0]!;
+    const secret = VECTORS[0]!.secret;
+    expect(await verifyWebhook(BODY, headersOf(signature), secret, { now: NOW + 300_000 })).toBe(true);
+    expect(await verifyWebhook(BODY, headersOf(signature), secret, { now: NOW + 301_000 })).toBe(false);
+    expect(await verifyWebhook(BODY, headersOf(signature), secret, { now: NOW - 301_000 })).toBe(false);
+    expect(await verifyWebhook(BODY, headersOf(signature), secret, { now: NOW + 3_600_000, toleranceSeconds: 3600 })).toBe(true);
+    await expect(Promise.resolve().then(() => constructWebhookEvent(BODY, headersOf(signature), secret, { now: NOW + 301_000 }))).rejects.toMatchObject({ code: 'timestamp_out_of_range', status: 400 });
+  });
+
+  it.each([
+    ['no webhook-id', { 'webhook-timestamp': String(TS), 'webhook-signature': VECTORS[0]!.signature }, 'missing_signature'],
+    ['no signature', { 'webhook-id': ID, 'webhook-timestamp': String(TS) }, 'missing_signature'],
+    ['timestamp not in seconds', headersOf(VECTORS[0]!.signature, 'soon' as unknown as number), 'malformed_signature'],
+    ['only another version', headersOf(`v1a,${VECTORS[0]!.signature.slice(3)}`), 'malformed_signature'],
+    ['v1 not base64', headersOf(`v1,${'!'.repeat(44)}`), 'malformed_signature'],
+    ['id changed', headersOf(VECTORS[0]!.signature, TS, 'dlv_other'), 'signature_mismatch'],
+    ['timestamp changed', headersOf(VECTORS[0]!.signature, TS + 1), 'signature_mismatch'],
+  ] as const)('refuses %s', async (_name, headers, code) => {
+    const secret = VECTORS[0]!.secret;
+    expect(await verifyWebhook(BODY, headers, secret, { now: NOW })).toBe(false);
+    const err = await Promise.resolve()
+      .then(() => constructWebhookEvent(BODY, headers, secret, { now: NOW }))
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WebhookVerificationError);
+    expect(err).toMatchObject({ code });
+  });
+
+  it('skips unknown versions beside a valid v1 and reads array-valued node headers', async () => {
+    const v = VECTORS[0]!;
+    const headers = { ...headersOf(`v2,abc ${v.signature}`), 'webhook-id': [ID] };
+    expect(await verifyWebhook(BODY, headers, v.secret, { now: NOW })).toBe(true);
+    expect(await verifyWebhook(BODY, new Headers({ 'webhook-id': ID }), v.secret, { now: NOW })).toBe(false);
+  });
+
+  it('returns the typed payload of a valid delivery', async () => {
+    const body = JSON.stringify(samplePayload);
+    const secret = VECTORS[1]!.secret;
+    const headers = headersOf(await signWebhook(body, { id: ID, timestamp: TS }, secret));
+    expect(await constructWebhookEvent(new TextEncoder().encode(body), headers, secret, { now: NOW })).toEqual(samplePayload);
+  });
+
+  it('throws TypeError on misuse', async () => {
+    const call = (f: () => unknown) => Promise.resolve().then(f);
+    // @ts-expect-error a parsed body cannot be verified
+    await expect(call(() => verifyWebhook({}, headersOf('x'), 's'))).rejects.toThrow(TypeError);
+    // @ts-expect-error no headers
+    await expect(call(() => verifyWebhook(BODY, null, 's'))).rejects.toThrow(TypeError);
+    await expect(call(() => verifyWebhook(BODY, headersOf('x'), ''))).rejects.toThrow(TypeError);
+    await expect(call(() => verifyWebhook(BODY, headersOf('x'), 's', { toleranceSeconds: -1 }))).rejects.toThrow(TypeError);
+    await expect(call(() => verifyWebhook(BODY, headersOf('x'), 's', { now: Number.NaN }))).rejects.toThrow(TypeError);
+    // @ts-expect-error a parsed body cannot be verified
+    await expect(call(() => constructWebhookEvent(1, headersOf('x'), 's'))).rejects.toThrow(TypeError);
+    // @ts-expect-error the message needs a timestamp
+    await expect(call(() => signWebhook(BODY, { id: ID }, 's'))).rejects.toThrow(TypeError);
+    await expect(call(() => signWebhook(BODY, { id: '', timestamp: TS }, 's'))).rejects.toThrow(TypeError);
+    // @ts-expect-error a parsed body cannot be signed
+    await expect(call(() => signWebhook({}, { id: ID, timestamp: TS }, 's'))).rejects.toThrow(TypeError);
+    // @ts-expect-error no message
+    await expect(call(() => signWebhook(BODY, null, 's'))).rejects.toThrow(TypeError);
+  });
+});

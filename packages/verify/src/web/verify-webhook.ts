@@ -1,0 +1,76 @@
+import type { AuditPayload } from '../audit-payload.js';
+import { decodeEvent } from '../construct-event.js';
+import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
+import { toSecretList, type Secret } from '../secrets.js';
+import {
+  assertMessage,
+  formatV1,
+  prepareWebhook,
+  signedContent,
+  webhookError,
+  type PreparedWebhook,
+  type VerifyWebhookOptions,
+  type WebhookHeaders,
+} from '../standard-webhooks.js';
+import { webhookHmacKey } from './webhook-key.js';
+
+/** subtle.verify compares in constant time. */
+async function matches(prepared: PreparedWebhook, secrets: readonly string[]): Promise<boolean> {
+  const content = prepared.content as Uint8Array<ArrayBuffer>;
+  for (const secret of secrets) {
+    const key = await webhookHmacKey(secret);
+    for (const signature of prepared.signatures) {
+      if (await crypto.subtle.verify('HMAC', key, signature as Uint8Array<ArrayBuffer>, content)) return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * Web Crypto `verifyWebhook` for edge runtimes: the same answers as the Node build, as a Promise.
+ *
+ * @example
+ * const body = await request.text();
+ * if (!(await verifyWebhook(body, request.headers, env.SVC_WEBHOOK_SECRET))) return new Response(null, { status: 401 });
+ */
+export async function verifyWebhook(rawBody: RawBody, headers: WebhookHeaders, secret: Secret, options: VerifyWebhookOptions = {}): Promise<boolean> {
+  assertRawBody(rawBody);
+  const secrets = toSecretList(secret);
+  const prepared = prepareWebhook(rawBody, headers, options);
+  return typeof prepared !== 'string' && matches(prepared, secrets);
+}
+
+/**
+ * Web Crypto `constructWebhookEvent`.
+ *
+ * @example
+ * const event = await constructWebhookEvent(await request.text(), request.headers, env.SVC_WEBHOOK_SECRET);
+ */
+export async function constructWebhookEvent(
+  rawBody: RawBody,
+  headers: WebhookHeaders,
+  secret: Secret,
+  options: VerifyWebhookOptions = {},
+): Promise<AuditPayload> {
+  assertRawBody(rawBody);
+  const secrets = toSecretList(secret);
+  const prepared = prepareWebhook(rawBody, headers, options);
+  if (typeof prepared === 'string') throw webhookError(prepared);
+  if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch');
+  return decodeEvent(toBytes(rawBody), {});
+}
+
+/**
+ * Web Crypto `signWebhook`.
+ *
+ * @example
+ * const signature = await signWebhook(body, { id, timestamp }, secret);
+ */
+export async function signWebhook(rawBody: RawBody, message: { id: string; timestamp: number }, secret: Secret): Promise<string> {
+  assertRawBody(rawBody);
+  const secrets = toSecretList(secret);
+  assertMessage(message);
+  const content = signedContent(message.id, message.timestamp, rawBody) as Uint8Array<ArrayBuffer>;
+  const parts = await Promise.all(secrets.map(async (s) => formatV1(new Uint8Array(await crypto.subtle.sign('HMAC', await webhookHmacKey(s), content)))));
+  return parts.join(' ');
+}
