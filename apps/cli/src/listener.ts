@@ -74,6 +74,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const target = new URL(req.url ?? '/', 'http://listener');
     if (target.pathname !== options.path) {
+      // Said on stderr too: a webhook URL with the wrong path is the usual reason nothing seems to arrive.
+      io.err(`${clockTime(clock())}  ${kleur.yellow(`[404] ${req.method ?? 'GET'} ${target.pathname}`)}: not a delivery path; deliveries are accepted at ${options.path}\n`);
+      req.resume();
       reply(res, 404, { error: `not found: deliveries are accepted at ${options.path}` });
       return;
     }
@@ -100,16 +103,17 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         refusal = verdict.reason;
       }
     }
-    const status = signature === 'invalid' ? 401 : 200;
     const headers = flatHeaders(req);
     const deliveryId = headers['x-svc-delivery'] ?? null;
 
-    // Everything a caller can observe is done before answering: the sender's call returning means
-    // the delivery is printed and logged.
     human(formatReceivedLine({ time, body, headers, signature, wide: options.wide }));
     if (refusal !== undefined) io.err(`${clockTime(time)}  ${kleur.red('✘')} ${refusal}\n`);
     if (options.json) io.out(`${body.toString('utf8')}\n`);
     if (signature !== 'invalid') await gaps.observe(body, time);
+    const answer = signature === 'invalid' ? rejected(time) : await forward(body, req, deliveryId);
+
+    // Everything a caller can observe is done before answering: the sender's call returning means
+    // the delivery is printed, forwarded and logged.
     try {
       await log.append({
         time: time.toISOString(),
@@ -120,24 +124,36 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         headers,
         body_base64: body.toString('base64'),
         signature,
-        status,
+        status: answer.status,
       });
     } catch (err) {
       io.err(`${clockTime(time)}  ${kleur.red('✘')} could not append to ${options.logFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
     }
-    reply(res, status, status === 200 ? { received: true } : { error: 'invalid signature' });
+    res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body) });
+    res.end(answer.body);
+  }
 
-    if (options.forwardTo === undefined) return;
-    if (signature === 'invalid') {
-      io.err(`${clockTime(time)}  ${kleur.yellow('not forwarded: the signature is invalid')}\n`);
-      return;
-    }
+  function rejected(time: Date): Answer {
+    if (options.forwardTo !== undefined) io.err(`${clockTime(time)}  ${kleur.yellow('not forwarded: the signature is invalid')}\n`);
+    return jsonAnswer(401, { error: 'invalid signature' });
+  }
+
+  /**
+   * Without --forward-to: 200. With it, svc gets the forward target's answer (its status and the start of its
+   * body), or a 502 when the target cannot be reached, so svc's retries and attempt log are the target's.
+   */
+  async function forward(body: Buffer, req: IncomingMessage, deliveryId: string | null): Promise<Answer> {
+    if (options.forwardTo === undefined) return jsonAnswer(200, { received: true });
     const outcome = await sendDelivery(options.forwardTo, body, deliveryHeaders(req.headers));
     if (outcome.ok) stats.forwarded++;
     else stats.forwardFailed++;
     const line = formatSentLine(clock(), options.forwardTo, outcome, deliveryId, options.wide);
-    if (outcome.status === null) io.err(line);
-    else human(line);
+    if (outcome.status === null) {
+      io.err(line);
+      return jsonAnswer(502, { error: `svc-cli listen could not reach ${options.forwardTo}: ${outcome.ok ? '' : outcome.error}` });
+    }
+    human(line);
+    return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: outcome.body };
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -191,6 +207,16 @@ function displayHost(address: string): string {
   if (address === '0.0.0.0') return '127.0.0.1';
   if (address === '::') return '[::1]';
   return address.includes(':') ? `[${address}]` : address;
+}
+
+interface Answer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+function jsonAnswer(status: number, body: unknown): Answer {
+  return { status, contentType: 'application/json', body: JSON.stringify(body) };
 }
 
 function reply(res: ServerResponse, status: number, body: unknown): void {

@@ -51,3 +51,22 @@ export function parseTolerance(value: string): number {
   if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw new InvalidArgumentError('Must be a whole number of seconds (0 or more).');
   return n;
 }
+
+const DURATION = /^(\d+)(s|m|h|d|w)$/;
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 } as const;
+
+/**
+ * `--since` / `--until`: a duration back from now (`90s`, `30m`, `2h`, `7d`, `1w`) or an ISO 8601 time
+ * (`2026-11-25T09:00:00Z`, `2026-11-25`), as the ISO 8601 UTC time the API takes.
+ *
+ * @example
+ * parseTimeAgo('2h', () => Date.parse('2026-11-25T12:00:00Z')); // '2026-11-25T10:00:00.000Z'
+ */
+export function parseTimeAgo(value: string, now: () => number = Date.now): string {
+  const trimmed = value.trim();
+  const duration = DURATION.exec(trimmed);
+  if (duration) return new Date(now() - Number(duration[1]) * UNIT_MS[duration[2] as keyof typeof UNIT_MS]).toISOString();
+  const time = /^\d{4}-\d{2}-\d{2}/.test(trimmed) ? Date.parse(trimmed) : Number.NaN;
+  if (Number.isNaN(time)) throw new InvalidArgumentError('Must be a duration back from now (30m, 2h, 7d) or an ISO 8601 time (2026-11-25T09:00:00Z).');
+  return new Date(time).toISOString();
+}

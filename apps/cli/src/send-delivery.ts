@@ -2,19 +2,22 @@ import { request } from 'undici';
 import { describeNetworkError } from './errors.js';
 
 /** Headers a delivery carries to the next receiver: content type, user agent and every X-Svc-* header. */
-export function deliveryHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+export function deliveryHeaders(headers: Record<string, string | string[] | undefined>, options: { standard?: boolean } = {}): Record<string, string> {
   const picked: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
     const lower = name.toLowerCase();
     if (value === undefined) continue;
-    if (lower === 'content-type' || lower === 'user-agent' || lower.startsWith('x-svc-')) {
+    if (lower === 'content-type' || lower === 'user-agent' || lower.startsWith('x-svc-') || (options.standard !== false && lower.startsWith('webhook-'))) {
       picked[lower] = Array.isArray(value) ? value.join(', ') : value;
     }
   }
   return picked;
 }
 
-export type SendOutcome = { ok: true; status: number } | { ok: false; status: number | null; error: string };
+/** `body`: the first 2 KB of the receiver's answer, as text (what svc keeps of an attempt's answer too). */
+export type SendOutcome = { ok: true; status: number; body: string } | { ok: false; status: number | null; error: string; body: string };
+
+const ANSWER_BYTES = 2048;
 
 /**
  * POSTs the exact body bytes to `url` (no redirects followed). Never throws: a network failure or a
@@ -26,10 +29,23 @@ export type SendOutcome = { ok: true; status: number } | { ok: false; status: nu
 export async function sendDelivery(url: string, body: Uint8Array, headers: Record<string, string>, timeoutMs = 10_000): Promise<SendOutcome> {
   try {
     const response = await request(url, { method: 'POST', body, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    await response.body.dump();
+    const answer = await firstBytes(response.body, ANSWER_BYTES);
     const status = response.statusCode;
-    return status >= 200 && status < 300 ? { ok: true, status } : { ok: false, status, error: `answered ${status}` };
+    return status >= 200 && status < 300 ? { ok: true, status, body: answer } : { ok: false, status, error: `answered ${status}`, body: answer };
   } catch (err) {
-    return { ok: false, status: null, error: describeNetworkError(err) };
+    return { ok: false, status: null, error: describeNetworkError(err), body: '' };
   }
+}
+
+/** Up to `limit` bytes of a body as UTF-8 text; the rest is discarded, so the connection can be reused. */
+async function firstBytes(body: AsyncIterable<Uint8Array> & { dump(): Promise<void> }, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(Buffer.from(chunk));
+    size += chunk.length;
+    if (size >= limit) break;
+  }
+  await body.dump().catch(() => undefined);
+  return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
 }

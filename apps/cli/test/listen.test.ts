@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { verifySignature } from '@svc/verify';
+import { verifySignature, verifyWebhook } from '@svc/verify';
 import { runCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
 import { startReceiver } from './receiver.js';
@@ -138,20 +138,22 @@ describe('svc-cli listen', () => {
     expect(readFileSync(join(sandbox.path, '.svc', 'deliveries.jsonl'), 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
   });
 
-  it('answers 404 off its path and 405 for other methods, without counting them', async () => {
+  it('answers 404 off its path (and says so on stderr) and 405 for other methods, without counting them', async () => {
     const listen = await startListen(['--path', '/hooks'], { cwd: sandbox.path });
     const origin = new URL(listen.url).origin;
     expect((await postDelivery(`${origin}/other`, samplePayload())).status).toBe(404);
+    await listen.waitFor('stderr', /\[404\] POST \/other: not a delivery path; deliveries are accepted at \/hooks/);
     expect((await fetch(listen.url)).status).toBe(405);
     listen.child.kill('SIGINT');
     expect((await listen.exited).stderr).toContain('0 deliveries received');
   });
 
-  it('--forward-to sends the exact bytes with Content-Type and X-Svc-* headers and prints <-- [status] POST url', async () => {
+  it('--forward-to sends the exact bytes with Content-Type, X-Svc-* and webhook-* headers and prints <-- [status] POST url', async () => {
     const target = await sandbox.receiver({ status: 202 });
     const listen = await startListen(['--secret', SECRET, '--forward-to', target.url], { cwd: sandbox.path });
     const body = samplePayload('test-fwd');
-    await postDelivery(listen.url, body, { secret: SECRET, deliveryId: 'whd_fwd' });
+    // svc gets the forward target's answer.
+    expect((await postDelivery(listen.url, body, { secret: SECRET, deliveryId: 'whd_fwd' })).status).toBe(202);
     const [forwarded] = await target.waitForRequests(1);
     expect(forwarded!.method).toBe('POST');
     expect(forwarded!.body.equals(Buffer.from(body, 'utf8'))).toBe(true);
@@ -159,6 +161,9 @@ describe('svc-cli listen', () => {
     expect(forwarded!.headers['x-svc-event']).toBe('llm.request.completed');
     expect(forwarded!.headers['x-svc-delivery']).toBe('whd_fwd');
     expect(verifySignature(forwarded!.body, forwarded!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
+    // The app behind listen can verify the Standard Webhooks headers as it will in production.
+    expect(forwarded!.headers['webhook-id']).toBe('whd_fwd');
+    expect(verifyWebhook(forwarded!.body, forwarded!.headers as Record<string, string>, SECRET)).toBe(true);
     await listen.waitFor('stdout', new RegExp(`<-- \\[202\\] POST ${target.url.replace(/[.?]/g, '\\$&')} \\[whd_fwd\\]`));
 
     // A delivery with a bad signature is answered 401 and not passed on.
@@ -167,14 +172,16 @@ describe('svc-cli listen', () => {
     expect(target.requests).toHaveLength(1);
   });
 
-  it('a forward target that is down or failing prints an error and the listener keeps going', async () => {
+  it('a forward target that is down: an error, a 502 to svc (so it retries), and the listener keeps going', async () => {
     const down = await startReceiver();
     const downUrl = down.url;
     await down.close();
     const listen = await startListen(['--forward-to', downUrl], { cwd: sandbox.path });
-    expect((await postDelivery(listen.url, samplePayload('test-1'))).status).toBe(200);
+    const first = await postDelivery(listen.url, samplePayload('test-1'));
+    expect(first.status).toBe(502);
+    expect(first.body).toContain('could not reach');
     await listen.waitFor('stderr', /✘ POST http:\/\/127\.0\.0\.1:\d+\/hooks failed: connection refused/);
-    expect((await postDelivery(listen.url, samplePayload('test-2'))).status).toBe(200);
+    expect((await postDelivery(listen.url, samplePayload('test-2'))).status).toBe(502);
     await listen.waitFor('stderr', /failed: connection refused[^\n]*\n[^]*failed: connection refused/);
     expect(listen.stdout()).toContain('[test-2]');
 
@@ -184,10 +191,10 @@ describe('svc-cli listen', () => {
     expect(result.stderr).toContain('2 deliveries received, 0 forwarded, 2 failed to forward');
   });
 
-  it('a forward target answering 500 is shown as <-- [500]', async () => {
+  it('a forward target answering 500 is shown as <-- [500], and svc gets the 500', async () => {
     const target = await sandbox.receiver({ status: 500 });
     const listen = await startListen(['--forward-to', target.url], { cwd: sandbox.path });
-    expect((await postDelivery(listen.url, samplePayload())).status).toBe(200);
+    expect((await postDelivery(listen.url, samplePayload())).status).toBe(500);
     await listen.waitFor('stdout', /<-- \[500\] POST /);
   });
 

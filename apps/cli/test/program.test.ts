@@ -66,3 +66,23 @@ describe('option errors are one line prefixed svc-cli:', () => {
     expect(err).toBe(message);
   });
 });
+
+describe('deliveries redeliver: one id, or filters', () => {
+  async function run(args: string[]): Promise<unknown> {
+    const { io } = capture();
+    return makeProgram(io, { exitOverride: true })
+      .parseAsync(['node', 'svc-cli', '--api-key', 'sk-svc-test', '--base-url', 'http://127.0.0.1:9', ...args])
+      .then(() => undefined, (e: unknown) => e);
+  }
+
+  it('refuses an id together with filters, and neither', async () => {
+    expect(String(await run(['deliveries', 'redeliver', '4b5c6d7e', '--status', 'failed']))).toContain('give a delivery id or --status/--since/--until, not both');
+    expect(String(await run(['deliveries', 'redeliver']))).toContain('give a delivery id, or --status/--since/--until');
+  });
+
+  it('refuses a --since it cannot read, before calling the server', async () => {
+    const error = (await run(['deliveries', 'redeliver', '--since', 'yesterday'])) as CommanderError;
+    expect(error).toBeInstanceOf(CommanderError);
+    expect(error.message).toMatch(/--since <time>' argument 'yesterday' is invalid/);
+  });
+});

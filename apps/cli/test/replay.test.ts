@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { verifySignature } from '@svc/verify';
+import { verifySignature, verifyWebhook } from '@svc/verify';
 import { runCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
 import type { Receiver } from './receiver.js';
@@ -87,6 +87,24 @@ describe('svc-cli replay', () => {
     expect(resigned.code).toBe(0);
     await other.waitFor('stdout', /\[test-3\][^\n]*sig ✔/);
     listen.child.kill('SIGINT');
+  });
+
+  it('--secret re-signs the Standard Webhooks headers with a fresh timestamp; without it they are left out', async () => {
+    const log = join(sandbox.path, 'log.jsonl');
+    const listen = await recordThree(log);
+    listen.child.kill('SIGINT');
+    await listen.exited;
+    const target = await receiver();
+    const before = Math.floor(Date.now() / 1000);
+    expect((await runCli(['replay', 'whd_2', '--log', log, '--to', target.url], { cwd: sandbox.path })).code).toBe(0);
+    expect((await runCli(['replay', 'whd_2', '--log', log, '--to', target.url, '--secret', 'whsec_other'], { cwd: sandbox.path })).code).toBe(0);
+    const [asRecorded, resigned] = target.requests;
+    expect(asRecorded!.headers['webhook-signature']).toBeUndefined();
+    expect(verifySignature(asRecorded!.body, asRecorded!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
+    expect(resigned!.headers['webhook-id']).toBe('whd_2');
+    expect(Number(resigned!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(before);
+    expect(verifyWebhook(resigned!.body, resigned!.headers as Record<string, string>, 'whsec_other')).toBe(true);
+    expect(verifyWebhook(resigned!.body, resigned!.headers as Record<string, string>, SECRET)).toBe(false);
   });
 
   it('--json prints one result object per delivery', async () => {

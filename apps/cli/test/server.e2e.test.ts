@@ -119,10 +119,13 @@ describe('listen receives real deliveries from the server', () => {
     expect(verifySignature(forwarded!.body, forwarded!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
     await listen.waitFor('stdout', new RegExp(`<-- \\[200\\] POST ${target.url} \\[${delivery.id.slice(-8)}\\]`));
 
+    // A down target: the listener keeps going, and svc is told (502), so the test delivery is a failure.
     await target.close();
-    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    const down = await cli(['webhooks', 'test'], token);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain('the receiver answered 502');
     await listen.waitFor('stderr', /✘ POST \S+ failed: connection refused/);
-    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(1);
     listen.child.kill('SIGINT');
     const result = await listen.exited;
     expect(result.code).toBe(0);
@@ -416,5 +419,121 @@ describe('output into a pipe that closes early', () => {
     const result = await run.exited;
     expect(result.stderr).not.toMatch(/EPIPE|Error|\bat /);
     expect(result.code).toBe(0);
+  });
+});
+
+describe('the local loop and recovery against a server that retries once after 200 ms', () => {
+  let retrying: TestServer;
+
+  beforeAll(async () => {
+    retrying = await startTestServer({ env: { SVC_WEBHOOK_RETRY_SCHEDULE: '200ms' } });
+  });
+  afterAll(async () => {
+    await retrying?.close();
+  });
+
+  const run = (args: string[], token: string) => runCli(args, { cwd: sandbox.path, env: { SVC_BASE_URL: retrying.url, SVC_API_KEY: token } });
+
+  async function chatOnce(token: string): Promise<void> {
+    const res = await fetch(`${retrying.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'What is the capital of France?' }] }),
+    });
+    expect(res.status).toBe(200);
+  }
+
+  /** The key's only delivery once both attempts are made (it is then failed). */
+  async function settled(token: string): Promise<DeliveryDetail> {
+    for (let i = 0; i < 100; i++) {
+      const list = JSON.parse((await run(['deliveries', 'list', '--json'], token)).stdout) as DeliveryList;
+      const d = list.data[0];
+      if (d && d.status === 'failed') return JSON.parse((await run(['deliveries', 'show', d.id, '--json'], token)).stdout) as DeliveryDetail;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error('the delivery did not settle');
+  }
+
+  it.each([
+    ['answers 500', 500],
+    ['is a dead port', null],
+  ] as const)('listen --forward-to a target that %s: svc gets that answer, so it retries', async (_name, status) => {
+    let target: string;
+    if (status === null) {
+      const dead = await sandbox.receiver();
+      target = dead.url;
+      await dead.close();
+    } else {
+      target = (await sandbox.receiver({ status })).url;
+    }
+    const listen = await startListen(['--forward-to', target], { cwd: sandbox.path });
+    const { token } = await retrying.createKey({ webhookUrl: listen.url });
+    await chatOnce(token);
+
+    const delivery = await settled(token);
+    expect(delivery.attempts).toBe(2);
+    expect(delivery.request_status_code).toBe(200);
+    for (const attempt of delivery.attempt_log) {
+      expect(attempt.status_code).toBe(status ?? 502);
+      expect(attempt.response_body).toContain(status === null ? 'could not reach' : `status ${status}`);
+    }
+    // The receiver's answer is shown on failed attempts.
+    const shown = await run(['deliveries', 'show', delivery.id], token);
+    expect(shown.stdout).toContain("Receiver's answer to attempt 2");
+    expect(shown.stdout).toMatch(/request\s+answered 200/);
+    expect(shown.stdout).toMatch(/Headers sent with attempt 2\ncontent-type: application\/json\n/);
+  });
+
+  it('deliveries redeliver --status failed --since 2h sends every failed delivery again, once the receiver is fixed', async () => {
+    const receiver = await sandbox.receiver({ status: 503 });
+    const { token } = await retrying.createKey({ webhookUrl: receiver.url });
+    await chatOnce(token);
+    await chatOnce(token);
+    for (let i = 0; i < 100; i++) {
+      const list = JSON.parse((await run(['deliveries', 'list', '--status', 'failed', '--json'], token)).stdout) as DeliveryList;
+      if (list.data.length === 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const dry = await run(['deliveries', 'redeliver', '--status', 'failed', '--since', '2h', '--dry-run'], token);
+    expect(dry.stdout).toBe('2 deliveries match; nothing was sent (--dry-run)\n');
+    const none = await run(['deliveries', 'redeliver', '--status', 'failed', '--until', '2h'], token);
+    expect(none.stdout).toBe('Redelivery of 0 deliveries requested\n');
+
+    receiver.setStatus(200);
+    const before = receiver.requests.length;
+    const result = await run(['deliveries', 'redeliver', '--status', 'failed', '--since', '2h'], token);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('Redelivery of 2 deliveries requested\n');
+    await receiver.waitForRequests(before + 2);
+    for (let i = 0; i < 100; i++) {
+      const list = JSON.parse((await run(['deliveries', 'list', '--json'], token)).stdout) as DeliveryList;
+      if (list.data.every((d) => d.status === 'delivered')) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error('the redelivered deliveries were not delivered');
+  });
+
+  it('webhooks test --sample sends each shape; a bad sample is refused by the CLI', async () => {
+    const listen = await startListen(['--json'], { cwd: sandbox.path });
+    const { token } = await retrying.createKey({ webhookUrl: listen.url });
+    for (const sample of ['ok', 'failed', 'ungrounded', 'streamed']) {
+      const result = await run(['webhooks', 'test', '--sample', sample], token);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe(`✔ Test delivery${sample === 'ok' ? '' : ` (${sample})`} to ${listen.url} succeeded\n`);
+    }
+    const bodies = listen.stdout().trimEnd().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(bodies.map((b) => [b.status_code, b.streaming, b.grounded])).toEqual([
+      [200, false, true],
+      [502, false, true],
+      [200, false, false],
+      [200, true, true],
+    ]);
+    expect(bodies.every((b) => b.test === true)).toBe(true);
+    const [span] = bodies[2]!.flagged_spans as Array<{ start: number; end: number; text: string }>;
+    expect((bodies[2]!.response_text as string).slice(span!.start, span!.end)).toBe(span!.text);
+
+    const bad = await run(['webhooks', 'test', '--sample', 'weird'], token);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/--sample <kind>' argument 'weird' is invalid/);
   });
 });

@@ -91,7 +91,7 @@ function Page({ route, me }: { route: Route; me: DashboardMe }) {
     case 'key':
       return <KeySettingsPage keyId={route.keyId} me={me} />;
     case 'deliveries':
-      return <DeliveriesPage keyId={route.keyId} />;
+      return <DeliveriesPage route={route} />;
     case 'usage':
       return <UsagePage keyId={route.keyId} />;
     case 'not-found':

@@ -7,6 +7,21 @@ export function formatTime(iso: string | null | undefined): string {
   return iso ? dateTime.format(new Date(iso)) : '—';
 }
 
+// Hours and minutes with the zone ("12:05 UTC"), for times within the day such as a next attempt.
+const clockTime = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+
+export function formatClock(iso: string | null | undefined): string {
+  return iso ? clockTime.format(new Date(iso)) : '—';
+}
+
+/** "3 days", "5 hours": how long something has lasted so far, rounded down to whole days or hours. */
+export function formatElapsed(ms: number): string {
+  const hours = Math.floor(ms / 3_600_000);
+  if (hours >= 48) return `${Math.floor(hours / 24)} days`;
+  if (hours >= 24) return '1 day';
+  return hours === 1 ? '1 hour' : `${hours} hours`;
+}
+
 export function formatDate(iso: string | null | undefined): string {
   return iso ? dateOnly.format(new Date(iso)) : '—';
 }

@@ -1,10 +1,12 @@
 import { useEffect, useState, type MouseEvent } from 'react';
+import type { DeliveryStatus } from '@svc/protocol';
+import { isDeliveryStatus } from '@svc/protocol/delivery-list-query';
 
 /** The app's pages, parsed from the path under /dashboard/. */
 export type Route =
   | { page: 'keys' }
   | { page: 'key'; keyId: string }
-  | { page: 'deliveries'; keyId: string }
+  | { page: 'deliveries'; keyId: string; status?: DeliveryStatus; delivery?: string }
   | { page: 'usage'; keyId?: string }
   | { page: 'not-found' };
 
@@ -21,7 +23,18 @@ export function parseRoute(pathname: string, search = ''): Route {
   if (parts[0] === 'settings' && parts[1] === 'api-keys') {
     if (parts.length === 2) return { page: 'keys' };
     if (parts.length === 3) return { page: 'key', keyId: parts[2]! };
-    if (parts.length === 4 && parts[3] === 'deliveries') return { page: 'deliveries', keyId: parts[2]! };
+    if (parts.length === 4 && parts[3] === 'deliveries') {
+      // The filter and the open delivery live in the URL, so a view can be linked, reloaded and shared.
+      const params = new URLSearchParams(search);
+      const status = params.get('status') ?? '';
+      const delivery = params.get('delivery');
+      return {
+        page: 'deliveries',
+        keyId: parts[2]!,
+        ...(isDeliveryStatus(status) ? { status } : {}),
+        ...(delivery ? { delivery } : {}),
+      };
+    }
   }
   return { page: 'not-found' };
 }
@@ -32,8 +45,12 @@ export function hrefOf(route: Route): string {
       return `${BASE}/settings/api-keys`;
     case 'key':
       return `${BASE}/settings/api-keys/${encodeURIComponent(route.keyId)}`;
-    case 'deliveries':
-      return `${BASE}/settings/api-keys/${encodeURIComponent(route.keyId)}/deliveries`;
+    case 'deliveries': {
+      const params = new URLSearchParams();
+      if (route.status) params.set('status', route.status);
+      if (route.delivery) params.set('delivery', route.delivery);
+      return `${BASE}/settings/api-keys/${encodeURIComponent(route.keyId)}/deliveries${params.size > 0 ? `?${params}` : ''}`;
+    }
     case 'usage':
       return route.keyId ? `${BASE}/usage?key=${encodeURIComponent(route.keyId)}` : `${BASE}/usage`;
     case 'not-found':
@@ -62,13 +79,14 @@ function blocked(): boolean {
 /** Marks the popstate events `navigate` sends itself, which have passed the guards already. */
 const IN_APP = { svcInApp: true };
 
-export function navigate(route: Route, options: { replace?: boolean } = {}): void {
+/** `keepScroll`: the same page in another state (a filter, an open row), so the reader keeps their place. */
+export function navigate(route: Route, options: { replace?: boolean; keepScroll?: boolean } = {}): void {
   if (blocked()) return;
   const href = hrefOf(route);
   if (options.replace) window.history.replaceState(null, '', href);
   else if (href !== window.location.pathname + window.location.search) window.history.pushState(null, '', href);
   window.dispatchEvent(new PopStateEvent('popstate', { state: IN_APP }));
-  window.scrollTo(0, 0);
+  if (!options.keepScroll) window.scrollTo(0, 0);
 }
 
 /**

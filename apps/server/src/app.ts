@@ -34,7 +34,7 @@ export interface AppDeps {
   metrics?: Metrics;
   /** The chat requests in flight and their maximum; default: a limit of `config.maxInFlight`. */
   inFlight?: InFlightLimit;
-  /** Mounted at /v1/webhooks, behind auth and rate limiting. */
+  /** Mounted at /v1/webhooks, behind auth and the webhooks rate limit. */
   webhooksRouter?: Router;
   /** Mounted at /dashboard (static SPA + /dashboard/api). */
   dashboardRouter?: Router;
@@ -97,6 +97,8 @@ function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute, respons
   if (deps.publicRouter) app.use(deps.publicRouter);
   if (deps.dashboardRouter) app.use('/dashboard', deps.dashboardRouter);
 
+  // The deliveries API counts against a limit of its own (`RateLimitBucket`), not the key's chat limit.
+  if (deps.webhooksRouter) app.use('/v1/webhooks', authorized(pipeline, 'webhooks'), deps.webhooksRouter);
   const v1 = express.Router();
   v1.use(authorized(pipeline));
   // The chat path's other spellings (trailing slash, upper case) that Express' routing matches.
@@ -112,7 +114,6 @@ function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute, respons
     res.json(model);
   });
   v1.use('/responses', responses);
-  if (deps.webhooksRouter) v1.use('/webhooks', deps.webhooksRouter);
   app.use('/v1', v1);
 
   app.use((req: Request) => {

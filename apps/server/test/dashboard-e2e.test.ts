@@ -172,9 +172,10 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     await page.getByRole('heading', { name: 'Deliveries' }).waitFor();
     const row = page.locator('tr.clickable', { hasText: completion.id });
     await row.waitFor();
-    expect(await row.locator('td').nth(2).textContent()).toBe('Pending');
+    expect(await row.locator('td').nth(3).textContent()).toBe('Pending');
+    expect(await row.locator('td').nth(2).textContent()).toBe('200');
     answer();
-    await expect.poll(() => row.locator('td').nth(2).textContent(), { timeout: 15_000 }).toBe('Delivered');
+    await expect.poll(() => row.locator('td').nth(3).textContent(), { timeout: 15_000 }).toBe('Delivered');
     await row.click();
     const payload = page.getByTestId('payload');
     await expect.poll(() => payload.textContent()).toBe(sent.raw.toString('utf8'));
@@ -187,15 +188,15 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     expect(await firstClaim.textContent()).toContain(claimsSent[0]!.evidence!.text);
     expect(await firstClaim.textContent()).toContain('Supported');
     const before = receiver.received.length;
-    await page.getByRole('button', { name: 'Redeliver' }).click();
+    await page.getByRole('button', { name: 'Redeliver', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Redelivery queued' }).waitFor();
     const [again] = (await receiver.waitFor((list) => list.length > before)).slice(before);
     expect(again!.raw.equals(sent.raw)).toBe(true);
     expect(again!.headers['x-svc-delivery']).toBe(sent.headers['x-svc-delivery']);
     await page.getByRole('button', { name: 'Refresh' }).last().click();
     await expect.poll(() => page.locator('.attempts-table tbody tr').count(), { timeout: 10_000 }).toBe(2);
-    expect(await row.locator('td').nth(2).textContent()).toBe('Delivered');
-    expect(await row.locator('td').nth(4).textContent()).toBe('2');
+    expect(await row.locator('td').nth(3).textContent()).toBe('Delivered');
+    expect(await row.locator('td').nth(5).textContent()).toBe('2');
     await shot(page, '06-deliveries');
 
     // Status filter.
@@ -237,6 +238,80 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
 
     expect(cspErrors.filter((e) => /Content Security Policy/i.test(e))).toEqual([]);
     await page.close();
+  });
+
+  it('deliveries tell the truth: Retrying with the next attempt, the request status, the receiver answer; links, filters in the URL, bulk redeliver', { timeout: 90_000 }, async () => {
+    const retrying = await startTestServer({ env: { SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,1h' } });
+    const failing = await startReceiver({ status: 503, body: 'down for maintenance' });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(retrying, 'retrying@example.test');
+      const { token, key } = await retrying.createKey({ userId: user.id, webhookUrl: failing.url, name: 'flaky receiver' });
+      const response = await chat(retrying, token);
+      expect(response.status).toBe(200);
+      const { id: requestId } = (await response.json()) as { id: string };
+      // Two attempts failed, a third is due in an hour.
+      await failing.waitFor((list) => list.length >= 2);
+      await expect.poll(async () => (await retrying.running.store.deliveries.list(key.id, { limit: 1 })).rows[0]?.attempts, { timeout: 10_000 }).toBe(2);
+
+      await signIn(page, retrying.url, user.email);
+      const lastDelivery = page.getByTestId('last-delivery');
+      await expect.poll(() => lastDelivery.textContent()).toMatch(/^Retrying \(1 delivery, next \d\d:\d\d/);
+      expect(await lastDelivery.textContent()).toContain('HTTP 503');
+      expect(await page.getByTestId('failing-endpoint').count()).toBe(0);
+      // Failing for days: marked as such (nothing is discarded).
+      const threeDaysAgo = Date.now() - 3 * 24 * 3_600_000 - 60_000;
+      await retrying.running.store.handle.db.updateTable('api_keys').set({ last_delivery_failing_since: threeDaysAgo }).where('id', '=', key.id).execute();
+      await page.reload();
+      await expect.poll(() => page.getByTestId('failing-endpoint').textContent()).toBe('Failing for 3 days');
+
+      // The key's settings give the svc-cli listen line for its (loopback) webhook URL, ready to copy.
+      await page.goto(`${retrying.url}/dashboard/settings/api-keys/${key.id}`);
+      const hook = new URL(failing.url);
+      const expectedListen = `svc-cli listen --port ${hook.port}${hook.pathname === '/' ? '' : ` --path ${hook.pathname}`}`;
+      await expect.poll(() => page.getByTestId('listen-command').textContent()).toBe(expectedListen);
+      expect(await page.getByTestId('failing-endpoint').textContent()).toBe('Failing for 3 days');
+
+      // The filter is in the URL: opening it shows the filtered list.
+      await page.goto(`${retrying.url}/dashboard/settings/api-keys/${key.id}/deliveries?status=pending`);
+      const row = page.locator('tr.clickable', { hasText: requestId });
+      await row.waitFor();
+      expect(await page.getByLabel('Status').inputValue()).toBe('pending');
+      expect(await row.locator('td').nth(2).textContent()).toBe('200');
+      expect(await row.locator('td').nth(3).textContent()).toMatch(/^Retrying \(attempt 3, next \d\d:\d\d [A-Z]/);
+      expect(await row.locator('td').nth(4).textContent()).toBe('503');
+
+      // The details: receiver's answer, pretty payload, a link that opens them again.
+      await row.click();
+      await expect.poll(() => page.url()).toMatch(/[?&]delivery=whd_[0-9a-f]{32}/);
+      await expect.poll(() => page.getByTestId('receiver-answer').first().textContent()).toBe('down for maintenance');
+      expect(await page.getByTestId('payload-pretty').textContent()).toContain('"status_code": 200');
+      const headers = await page.getByTestId('sent-headers').textContent();
+      expect(headers).toContain('content-type: application/json');
+      expect(headers).toMatch(/x-svc-delivery: whd_[0-9a-f]{32}/);
+      const link = await page.getByTestId('delivery-link').getAttribute('href');
+      expect(link).toMatch(/\/deliveries\?delivery=whd_/);
+      await shot(page, '14-delivery-retrying');
+      await page.reload();
+      await page.getByTestId('receiver-answer').first().waitFor();
+
+      // Bulk redeliver: a count, a confirmation, then every matching delivery is sent again.
+      failing.fallback = { status: 200 };
+      const before = failing.received.length;
+      await page.getByRole('button', { name: 'Redeliver all pending…' }).click();
+      const dialog = page.getByRole('dialog');
+      await expect.poll(() => dialog.getByRole('heading').textContent()).toBe('Redeliver 1 pending delivery?');
+      await dialog.getByRole('button', { name: 'Redeliver 1 pending delivery' }).click();
+      await page.getByRole('status').filter({ hasText: 'Redelivery of 1 pending delivery queued.' }).waitFor();
+      await failing.waitFor((list) => list.length > before);
+      await page.getByLabel('Status').selectOption('');
+      await expect.poll(() => page.url()).not.toContain('status=');
+      await expect.poll(() => row.locator('td').nth(3).textContent(), { timeout: 15_000 }).toBe('Delivered');
+    } finally {
+      await page.close();
+      await retrying.close();
+      await failing.close();
+    }
   });
 
   it('asks before rotating the signing secret and says until when the old one still signs', { timeout: 60_000 }, async () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DeliveryAttemptSchema, DeliveryOutcomeSchema, DeliverySchema, WebhookTestResultSchema } from './webhooks.js';
+import { BulkRedeliverResultSchema, DeliveryAttemptSchema, DeliveryOutcomeSchema, DeliverySchema, WebhookTestResultSchema } from './webhooks.js';
 
 // The dashboard's JSON API (/dashboard/api): what the server's dashboard router answers and the SPA reads.
 
@@ -30,6 +30,13 @@ export const DashboardKeySchema = z.object({
   signing_secret_overlap_seconds: z.int().nullable(),
   rate_limit_rpm: z.int().nullable(),
   last_delivery: LastDeliverySchema.nullable(),
+  /** Deliveries that failed and will be tried again (the last attempt failing is then not the end of it). */
+  retrying: z.object({ deliveries: z.int().min(1), next_attempt_at: z.string().nullable() }).nullable(),
+  /**
+   * Since when every delivery attempt has failed (null while the last one succeeded). Nothing is discarded
+   * meanwhile: deliveries keep their retries, and can be redelivered in bulk once the endpoint is fixed.
+   */
+  failing_since: z.string().nullable(),
 });
 export type DashboardKey = z.infer<typeof DashboardKeySchema>;
 
@@ -85,6 +92,9 @@ export const DashboardDeliveryDetailSchema = DashboardDeliverySchema.extend({
   attempt_log: z.array(DashboardDeliveryAttemptSchema),
 });
 export type DashboardDeliveryDetail = z.infer<typeof DashboardDeliveryDetailSchema>;
+
+/** `POST /keys/{id}/deliveries/redeliver`: the body and answer of the API's bulk redelivery. */
+export const DashboardBulkRedeliverSchema = BulkRedeliverResultSchema;
 
 /** `GET /keys/{id}/deliveries`: a page, newest first; the last row's id is the next page's `before`. */
 export const DashboardDeliveryPageSchema = z.object({ data: z.array(DashboardDeliverySchema), has_more: z.boolean() });

@@ -4,6 +4,18 @@
 /** `cancelled`: stopped before delivery (by a cancel, or because the key's webhook URL was cleared); `last_error` says why. */
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
 
+/** Sample payloads `POST /v1/webhooks/test` can send (`svc-cli webhooks test --sample`); `ok` is the default. */
+export const WEBHOOK_TEST_SAMPLES = ['ok', 'failed', 'ungrounded', 'streamed'] as const;
+
+/** The most deliveries one bulk redelivery (`POST /v1/webhooks/deliveries/redeliver`) takes, newest first. */
+export const REDELIVERY_MAX = 1000;
+
+/**
+ * From this long of failing on (every attempt since `failing_since`), the dashboard marks a key's endpoint
+ * as failing. Svix disables such an endpoint after 5 days; svc only marks it and discards nothing.
+ */
+export const FAILING_ENDPOINT_MS = 24 * 60 * 60 * 1000;
+
 /** A delivery id (`whd_` and 32 hex digits); a page's `next_cursor` and the `before` of the next. */
 export const DELIVERY_ID_PATTERN = /^whd_[0-9a-f]{32}$/;
 

@@ -30,8 +30,11 @@ import {
   DeliverySchema,
   DeliveryStatusSchema,
   WebhookTestResultSchema,
+  WebhookTestRequestSchema,
+  BulkRedeliverRequestSchema,
+  BulkRedeliverResultSchema,
 } from './webhooks.js';
-import { DELIVERY_ID_PATTERN, DELIVERY_LIST_LIMITS } from './delivery-list-query.js';
+import { DELIVERY_ID_PATTERN, DELIVERY_LIST_LIMITS, REDELIVERY_MAX } from './delivery-list-query.js';
 
 /** The generated document: a plain JSON object (OpenAPI 3.1.0). */
 export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']>;
@@ -66,7 +69,10 @@ const COMPONENTS: ReadonlyArray<[string, z.ZodType, string]> = [
   ['ModelList', ModelListSchema, 'The models this service answers to (`svc01`).'],
   ['ErrorBody', ErrorBodySchema, 'Every error: `{ "error": { message, type, code, param } }`. `param` is null when none, and absent only on the test-webhook no-URL error.'],
   ['WebhookTestResult', WebhookTestResultSchema, 'Outcome of the synchronous test delivery; `status_code` and `error` only when `success` is false.'],
-  ['Delivery', DeliverySchema, 'A webhook delivery in the outbox.'],
+  ['WebhookTestRequest', WebhookTestRequestSchema, 'Optional body of the test endpoint: the sample payload to send (`ok` by default).'],
+  ['Delivery', DeliverySchema, 'A webhook delivery in the outbox. `request_status_code` is the status the original request got from svc.'],
+  ['BulkRedeliverRequest', BulkRedeliverRequestSchema, 'Which deliveries of the calling key to send again: state, creation time range (`since` inclusive, `until` exclusive).'],
+  ['BulkRedeliverResult', BulkRedeliverResultSchema, 'How many deliveries matched (at most `limit`) and how many were made due again.'],
   ['DeliveryStatus', DeliveryStatusSchema, 'Delivery state.'],
   ['DeliveryAttempt', DeliveryAttemptSchema, 'One attempt: time, status code, duration, error, first 2 KB of the response body.'],
   ['DeliveryDetail', DeliveryDetailSchema, 'A delivery with its attempts and the exact payload bytes that are signed and sent.'],
@@ -391,11 +397,12 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     summary: 'Send a test delivery',
     description:
       'Sends one test payload (`test: true`, `request_id: "test-<id>"`) to the webhook URL of the calling key, synchronously, signed like real deliveries. ' +
-      '200 with `success: false` when the receiver did not answer 2xx.',
+      '200 with `success: false` when the receiver did not answer 2xx. The optional body picks the sample: `ok` (default), `failed` (a 502 with no answer), `ungrounded` (a flagged answer), `streamed`.',
     security: apiKey,
+    request: { body: { required: false, content: { 'application/json': { schema: WebhookTestRequestSchema } } } },
     responses: {
       200: json(WebhookTestResultSchema, 'The outcome of the attempt.'),
-      ...errorResponses(['invalid_request', ...AUTH_ERRORS]),
+      ...errorResponses(['invalid_request', 'invalid_value', ...AUTH_ERRORS]),
     },
   });
 
@@ -445,6 +452,23 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     responses: {
       202: json(DeliverySchema, 'The delivery, pending again.'),
       ...errorResponses(['not_found', 'invalid_request', ...AUTH_ERRORS]),
+    },
+  });
+
+  registry.registerPath({
+    method: 'post',
+    path: '/v1/webhooks/deliveries/redeliver',
+    operationId: 'redeliverDeliveries',
+    tags: ['Webhooks'],
+    summary: 'Send every matching delivery again',
+    description:
+      `Queues a new attempt now for each delivery of the calling key that matches the filter (same bytes, same delivery ids), newest first, at most ${REDELIVERY_MAX} per call: call again for more. ` +
+      '`dry_run: true` only counts. Not counted against the chat rate limit.',
+    security: apiKey,
+    request: { body: { required: false, content: { 'application/json': { schema: BulkRedeliverRequestSchema } } } },
+    responses: {
+      200: json(BulkRedeliverResultSchema, 'How many matched and were redelivered.'),
+      ...errorResponses(['invalid_value', 'invalid_request', ...AUTH_ERRORS]),
     },
   });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DELIVERY_ID_PATTERN, DELIVERY_LIST_LIMITS, DELIVERY_STATUSES } from './delivery-list-query.js';
+import { DELIVERY_ID_PATTERN, DELIVERY_LIST_LIMITS, DELIVERY_STATUSES, WEBHOOK_TEST_SAMPLES } from './delivery-list-query.js';
 
 export const DeliveryStatusSchema = z.enum(DELIVERY_STATUSES);
 export type DeliveryStatus = z.infer<typeof DeliveryStatusSchema>;
@@ -13,6 +13,18 @@ export const WebhookTestResultSchema = z.object({
 });
 export type WebhookTestResult = z.infer<typeof WebhookTestResultSchema>;
 
+export const WebhookTestSampleSchema = z.enum(WEBHOOK_TEST_SAMPLES);
+export type WebhookTestSample = z.infer<typeof WebhookTestSampleSchema>;
+
+/**
+ * `POST /v1/webhooks/test` body (optional): which sample payload to send. `ok` (the default): a grounded 200;
+ * `failed`: a 502 with an empty answer; `ungrounded`: a 200 the check flagged; `streamed`: a streamed 200.
+ */
+export const WebhookTestRequestSchema = z.object({
+  sample: WebhookTestSampleSchema.optional(),
+});
+export type WebhookTestRequest = z.infer<typeof WebhookTestRequestSchema>;
+
 /** What one attempt came to: `success` is any 2xx. */
 export const DeliveryOutcomeSchema = z.enum(['success', 'failure']);
 export type DeliveryOutcome = z.infer<typeof DeliveryOutcomeSchema>;
@@ -24,6 +36,8 @@ export const DeliveryAttemptSchema = z.object({
   duration_ms: z.int().min(0),
   error: z.string().nullable(),
   response_body: z.string().nullable(),
+  /** The headers the attempt sent (names in lower case); null for attempts logged before svc kept them, or never sent. */
+  request_headers: z.record(z.string(), z.string()).nullable(),
 });
 export type DeliveryAttempt = z.infer<typeof DeliveryAttemptSchema>;
 
@@ -40,6 +54,8 @@ export const DeliverySchema = z.object({
   created_at: z.string(),
   next_attempt_at: z.string().nullable(),
   delivered_at: z.string().nullable(),
+  /** The status the original request got from svc (the payload's `status_code`); null when unreadable. */
+  request_status_code: z.int().nullable(),
 });
 export type Delivery = z.infer<typeof DeliverySchema>;
 
@@ -66,3 +82,27 @@ export const DeliveryListQuerySchema = z.object({
   status: DeliveryStatusSchema.optional(),
   before: z.string().regex(DELIVERY_ID_PATTERN).optional(),
 });
+
+/**
+ * `POST /v1/webhooks/deliveries/redeliver` body: which deliveries of the calling key to send again. Every field
+ * is optional; times are ISO 8601 (`since` inclusive, `until` exclusive, on the delivery's creation time).
+ * The newest `REDELIVERY_MAX` matches are taken; `dry_run` only counts them.
+ */
+export const BulkRedeliverRequestSchema = z.object({
+  status: DeliveryStatusSchema.optional(),
+  since: z.iso.datetime({ offset: true }).optional(),
+  until: z.iso.datetime({ offset: true }).optional(),
+  dry_run: z.boolean().optional(),
+});
+export type BulkRedeliverRequest = z.infer<typeof BulkRedeliverRequestSchema>;
+
+export const BulkRedeliverResultSchema = z.object({
+  object: z.literal('webhook.redelivery'),
+  /** How many deliveries were made due again (0 on a dry run). */
+  redelivered: z.int().min(0),
+  /** How many matched the filter, up to `limit`. */
+  matched: z.int().min(0),
+  /** The cap: at most this many per call (`REDELIVERY_MAX`). */
+  limit: z.int().min(1),
+});
+export type BulkRedeliverResult = z.infer<typeof BulkRedeliverResultSchema>;

@@ -1,9 +1,9 @@
 import { Command, Option } from 'commander';
-import type { Delivery, DeliveryDetail, DeliveryList, DeliveryStatus } from '@svc/protocol';
+import type { BulkRedeliverRequest, BulkRedeliverResult, Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from '@svc/protocol';
 // The zod-free entry: the CLI does not load the schemas at run time (start-up time).
-import { DELIVERY_STATUSES, deliveryListSearch } from '@svc/protocol/delivery-list-query';
+import { DELIVERY_STATUSES, deliveryListSearch, REDELIVERY_MAX } from '@svc/protocol/delivery-list-query';
 import { apiClientFor, globalOptions } from '../global-options.js';
-import { parsePositiveInt } from '../options.js';
+import { parsePositiveInt, parseTimeAgo } from '../options.js';
 import type { ApiClient } from '../api-client.js';
 import { LINE_WIDTH } from '../delivery-line.js';
 import { CliError } from '../errors.js';
@@ -27,6 +27,7 @@ Examples:
   $ svc-cli deliveries list --status failed
   $ svc-cli deliveries show <id>
   $ svc-cli deliveries redeliver <id>
+  $ svc-cli deliveries redeliver --status failed --since 2h
   $ svc-cli deliveries cancel <id>`,
   );
 
@@ -92,21 +93,43 @@ Examples:
             attempts.map((a) => [String(a.attempt), a.attempted_at, a.status_code === null ? '-' : String(a.status_code), `${a.duration_ms} ms`, a.error ?? '']),
           ),
         );
+        const sent = attempts.filter((a) => a.request_headers !== null && a.request_headers !== undefined).at(-1);
+        if (sent?.request_headers) {
+          io.out(`\nHeaders sent with attempt ${sent.attempt}\n${Object.entries(sent.request_headers).map(([name, value]) => `${name}: ${value}`).join('\n')}\n`);
+        }
+        const answered = attempts.filter(failedWithAnswer);
+        for (const a of answered) io.out(`\nReceiver's answer to attempt ${a.attempt} (first 2 KB)\n${a.response_body}\n`);
       }
       io.out(`\nPayload\n${prettyPayload(data.payload)}\n`);
     });
 
   deliveries
     .command('redeliver')
-    .description('send a delivery again now (same bytes and delivery id)')
-    .argument('<id>', 'delivery id')
+    .description('send a delivery again now (same bytes and delivery id), or every delivery matching --status/--since/--until')
+    .argument('[id]', 'delivery id (or the short id `deliveries list` shows)')
+    .addOption(new Option('--status <status>', 'redeliver every delivery in this state').choices(DELIVERY_STATUSES))
+    .addOption(new Option('--since <time>', 'created at or after: a duration back from now (30m, 2h, 7d) or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
+    .addOption(new Option('--until <time>', 'created before: a duration back from now or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
+    .option('--dry-run', 'only count the deliveries that match')
     .addHelpText(
       'after',
       `
+With filters instead of an id, redelivers the newest matching deliveries, at most ${REDELIVERY_MAX} per call (run it
+again for more); each keeps its delivery id, so receivers de-duplicate as usual.
+
 Examples:
-  $ svc-cli deliveries redeliver 4b5c6d7e`,
+  $ svc-cli deliveries redeliver 4b5c6d7e
+  $ svc-cli deliveries redeliver --status failed --since 2h
+  $ svc-cli deliveries redeliver --status failed --since 2026-11-24 --until 2026-11-25 --dry-run`,
     )
-    .action(async (given: string, _opts: unknown, command: Command) => {
+    .action(async (given: string | undefined, opts: BulkOptions, command: Command) => {
+      const filtered = opts.status !== undefined || opts.since !== undefined || opts.until !== undefined;
+      if (given !== undefined && filtered) throw new CliError('give a delivery id or --status/--since/--until, not both');
+      if (given === undefined) {
+        if (!filtered) throw new CliError('give a delivery id, or --status/--since/--until to redeliver every delivery that matches');
+        await redeliverMatching(io, command, opts);
+        return;
+      }
       const done = await deliveryAction(io, command, given, 'redeliver');
       if (!done) return;
       const { id, data } = done;
@@ -125,6 +148,27 @@ Examples:
     });
 
   return deliveries;
+}
+
+interface BulkOptions {
+  status?: DeliveryStatus;
+  since?: string;
+  until?: string;
+  dryRun?: boolean;
+}
+
+/** `deliveries redeliver --status … --since …`: one call to the bulk redelivery endpoint. */
+async function redeliverMatching(io: Io, command: Command, opts: BulkOptions): Promise<void> {
+  const { json } = globalOptions(command);
+  const body: BulkRedeliverRequest = { status: opts.status, since: opts.since, until: opts.until, dry_run: opts.dryRun === true };
+  const { data, raw } = await apiClientFor(command).json<BulkRedeliverResult>('POST', '/v1/webhooks/deliveries/redeliver', body);
+  if (json) {
+    io.out(`${raw.trim()}\n`);
+    return;
+  }
+  const noun = (n: number): string => `${n} ${n === 1 ? 'delivery' : 'deliveries'}`;
+  io.out(opts.dryRun ? `${noun(data.matched)} match; nothing was sent (--dry-run)\n` : `Redelivery of ${noun(data.redelivered)} requested\n`);
+  if (data.matched >= data.limit) io.err(`At most ${data.limit} per call: run it again for older ones.\n`);
 }
 
 /** POSTs `action` for the delivery `given` names; with --json prints the answer as sent and resolves with undefined. */
@@ -146,7 +190,7 @@ async function deliveryAction(
 /** ID, STATUS, CODE, ATTEMPTS, CREATED, REQUEST: short id, local time to the minute, request id cut to fit 80 columns. */
 function narrowTable(rows: Delivery[]): string {
   const header = ['ID', 'STATUS', 'CODE', 'ATTEMPTS', 'CREATED', 'REQUEST'];
-  const cells = rows.map((d) => [shortId(d.id), status(d.status), code(d), String(d.attempts), localMinute(new Date(d.created_at))]);
+  const cells = rows.map((d) => [shortId(d.id), deliveryState(d), code(d), String(d.attempts), localMinute(new Date(d.created_at))]);
   const widths = header.slice(0, -1).map((h, i) => Math.max(h.length, ...cells.map((row) => visibleLength(row[i] ?? ''))));
   const room = LINE_WIDTH - widths.reduce((sum, w) => sum + w + 2, 0);
   return table(header, cells.map((row, i) => [...row, truncate(rows[i]!.request_id, Math.max(room, header.at(-1)!.length))]));
@@ -155,7 +199,7 @@ function narrowTable(rows: Delivery[]): string {
 function wideTable(rows: Delivery[]): string {
   return table(
     ['ID', 'STATUS', 'CODE', 'ATTEMPTS', 'CREATED', 'REQUEST', 'URL'],
-    rows.map((d) => [d.id, status(d.status), code(d), String(d.attempts), d.created_at, d.request_id, d.url]),
+    rows.map((d) => [d.id, deliveryState(d), code(d), String(d.attempts), d.created_at, d.request_id, d.url]),
   );
 }
 
@@ -193,6 +237,11 @@ async function resolveDeliveryId(api: ApiClient, given: string): Promise<string>
   throw new CliError(`${matches.length} deliveries end in ${given}; pass more of the id (svc-cli deliveries list --wide)`);
 }
 
+/** `retrying` for a pending delivery that has failed at least once (it has attempts left), else its status. */
+function deliveryState(d: Delivery): string {
+  return d.status === 'pending' && d.attempts > 0 ? kleur.yellow('retrying') : status(d.status);
+}
+
 function status(value: string): string {
   if (value === 'delivered') return kleur.green(value);
   if (value === 'failed') return kleur.red(value);
@@ -203,9 +252,10 @@ function status(value: string): string {
 function describe(d: Delivery): string {
   const rows: [string, string][] = [
     ['id', d.id],
-    ['status', status(d.status)],
+    ['status', d.status === 'pending' && d.attempts > 0 ? kleur.yellow(`retrying (attempt ${d.attempts + 1}${d.next_attempt_at ? `, next ${d.next_attempt_at}` : ''})`) : status(d.status)],
     ['event', d.event],
     ['request_id', d.request_id],
+    ['request', d.request_status_code === null ? '-' : `answered ${d.request_status_code}`],
     ['url', d.url],
     ['attempts', String(d.attempts)],
     ['last status', d.last_status_code === null ? '-' : String(d.last_status_code)],
@@ -215,6 +265,11 @@ function describe(d: Delivery): string {
     ['next attempt', d.next_attempt_at ?? '-'],
   ];
   return rows.map(([k, v]) => `${kleur.dim(k.padEnd(13))}${v}`).join('\n') + '\n';
+}
+
+function failedWithAnswer(a: DeliveryAttempt): a is DeliveryAttempt & { response_body: string } {
+  const failed = a.status_code === null || a.status_code < 200 || a.status_code >= 300;
+  return failed && typeof a.response_body === 'string' && a.response_body !== '';
 }
 
 function prettyPayload(payload: string): string {

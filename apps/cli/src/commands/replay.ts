@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { sign } from '@svc/verify';
+import { sign, signWebhook } from '@svc/verify';
 import { DEFAULT_LOG_FILE, readDeliveryLog, type LoggedDelivery } from '../delivery-log.js';
 import { formatSentLine } from '../delivery-line.js';
 import { idMatches } from '../short-id.js';
@@ -25,7 +25,7 @@ export function makeReplayCommand(io: Io = processIo): Command {
     .addOption(new Option('-n, --last <n>', 'replay the last N logged deliveries').argParser(parsePositiveInt))
     .addOption(new Option('--log <file>', 'delivery log written by listen').default(DEFAULT_LOG_FILE))
     .addOption(new Option('--to <url>', 'send here instead of the URL each delivery was received at').argParser(parseForwardUrl))
-    .addOption(new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature)').env('SVC_WEBHOOK_SECRET'))
+    .addOption(new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature, and webhook-signature with a fresh webhook-timestamp)').env('SVC_WEBHOOK_SECRET'))
     .option('-w, --wide', 'print full ids and URLs (lines are cut to 80 columns otherwise)')
     .addHelpText(
       'after',
@@ -46,8 +46,20 @@ Examples:
       for (const entry of chosen) {
         const url = opts.to ?? entry.url;
         const body = Buffer.from(entry.body_base64, 'base64');
-        const headers = deliveryHeaders(entry.headers);
-        if (opts.secret !== undefined) headers['x-svc-signature'] = sign(body, opts.secret);
+        // A recorded webhook-timestamp is a replay to any receiver that checks it (listen does): the Standard
+        // Webhooks headers go only re-signed, with --secret; X-Svc-Signature, which has no timestamp, as recorded.
+        const headers = deliveryHeaders(entry.headers, { standard: false });
+        if (opts.secret !== undefined) {
+          headers['x-svc-signature'] = sign(body, opts.secret);
+          // A replay is a new attempt: a fresh timestamp, so a receiver's tolerance check accepts it.
+          const id = headers['x-svc-delivery'];
+          if (id !== undefined) {
+            const timestamp = Math.floor(Date.now() / 1000);
+            headers['webhook-id'] = id;
+            headers['webhook-timestamp'] = String(timestamp);
+            headers['webhook-signature'] = signWebhook(body, { id, timestamp }, opts.secret);
+          }
+        }
         const outcome = await sendDelivery(url, body, headers);
         if (!outcome.ok) failed++;
         if (json) {

@@ -1,13 +1,40 @@
-import type { LastDelivery } from '@svc/protocol';
-import { formatTime } from '../format.js';
+import type { DashboardKey, LastDelivery } from '@svc/protocol';
+import { FAILING_ENDPOINT_MS } from '@svc/protocol/delivery-list-query';
+import { formatClock, formatElapsed, formatTime } from '../format.js';
 import { OutcomeBadge } from './Status.js';
 
-/** The key's last delivery: time, outcome, status code, error. */
-export function LastDeliveryStatus({ last, compact = false }: { last: LastDelivery | null; compact?: boolean }) {
+/**
+ * The key's last delivery: time, outcome, status code, error. A failed last attempt whose delivery will be
+ * tried again says Retrying (how many deliveries, when the next attempt is), not Failed.
+ */
+export function LastDeliveryStatus({
+  last,
+  retrying = null,
+  failingSince = null,
+  compact = false,
+}: {
+  last: LastDelivery | null;
+  retrying?: DashboardKey['retrying'];
+  failingSince?: string | null;
+  compact?: boolean;
+}) {
   if (!last) return <span className="muted">No deliveries yet</span>;
+  const failingFor = failingSince === null ? 0 : Date.now() - Date.parse(failingSince);
+  const isRetrying = last.outcome === 'failure' && retrying !== null;
   return (
     <span className={`last-delivery${compact ? ' compact' : ''}`} data-testid="last-delivery">
-      <OutcomeBadge outcome={last.outcome} />
+      {isRetrying ? (
+        <span className="badge wait">
+          {`Retrying (${retrying.deliveries} ${retrying.deliveries === 1 ? 'delivery' : 'deliveries'}${retrying.next_attempt_at ? `, next ${formatClock(retrying.next_attempt_at)}` : ''})`}
+        </span>
+      ) : (
+        <OutcomeBadge outcome={last.outcome} />
+      )}
+      {failingFor >= FAILING_ENDPOINT_MS && (
+        <span className="badge bad" data-testid="failing-endpoint" title={`Every attempt since ${formatTime(failingSince)} has failed. Nothing was discarded.`}>
+          {`Failing for ${formatElapsed(failingFor)}`}
+        </span>
+      )}
       {last.status_code !== null && <span className="code">HTTP {last.status_code}</span>}
       <time dateTime={last.at} className="muted">
         {formatTime(last.at)}

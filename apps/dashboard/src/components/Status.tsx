@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
+import { formatClock } from '../format.js';
 
 export function Spinner({ label }: { label: string }) {
   return (
@@ -27,6 +28,36 @@ export function OutcomeBadge({ outcome }: { outcome: string }) {
   const tone = outcome === 'success' || outcome === 'delivered' ? 'ok' : outcome === 'pending' ? 'wait' : 'bad';
   const text = outcome === 'success' ? 'Succeeded' : outcome === 'failure' ? 'Failed' : outcome[0]?.toUpperCase() + outcome.slice(1);
   return <span className={`badge ${tone}`}>{text}</span>;
+}
+
+/**
+ * A delivery's state as a coloured label. A pending delivery that has failed before is not "Pending" but
+ * "Retrying (attempt 3, next 12:05 UTC)": it failed, and it will be tried again.
+ */
+export function DeliveryStateBadge({ delivery }: { delivery: { status: string; attempts: number; next_attempt_at: string | null } }) {
+  if (delivery.status === 'pending' && delivery.attempts > 0) {
+    const next = delivery.next_attempt_at ? `, next ${formatClock(delivery.next_attempt_at)}` : '';
+    return <span className="badge wait">{`Retrying (attempt ${delivery.attempts + 1}${next})`}</span>;
+  }
+  return <OutcomeBadge outcome={delivery.status} />;
+}
+
+/** A Copy button for `value`; says Copied, or that the browser refused. */
+export function CopyButton({ value, label = 'Copy' }: { value: string; label?: string }) {
+  const [copied, setCopied] = useState<'idle' | 'copied' | 'failed'>('idle');
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(value);
+      setCopied('copied');
+    } catch {
+      setCopied('failed');
+    }
+  };
+  return (
+    <button type="button" className="button small" onClick={copy} title={copied === 'failed' ? 'Copying was blocked by the browser; select the text and copy it.' : undefined}>
+      {copied === 'copied' ? 'Copied' : copied === 'failed' ? 'Copy blocked' : label}
+    </button>
+  );
 }
 
 /** A secret or key shown once, with a Copy button. */

@@ -1,13 +1,13 @@
 import { useEffect, useState } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
-import type { DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DashboardKeyList, DeliveryStatus } from '@svc/protocol';
+import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DashboardKeyList, DeliveryStatus } from '@svc/protocol';
 import { deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { api } from '../api.js';
-import { hrefOf, link, useTitle } from '../router.js';
+import { hrefOf, link, navigate, useTitle, type Route } from '../router.js';
 import { formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
 import { nextRefreshMs } from '../delivery-refresh.js';
-import { ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
+import { ConfirmDialog, CopyButton, DeliveryStateBadge, ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
 
 interface Page {
   rows: DashboardDelivery[];
@@ -26,14 +26,21 @@ function listPath(keyId: string, status: '' | DeliveryStatus, before?: string): 
   return `/keys/${encodeURIComponent(keyId)}/deliveries${deliveryListSearch({ limit: 20, status: status || undefined, before })}`;
 }
 
-export function DeliveriesPage({ keyId }: { keyId: string }) {
-  const [status, setStatus] = useState<'' | DeliveryStatus>('');
+type DeliveriesRoute = Extract<Route, { page: 'deliveries' }>;
+
+export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
+  const { keyId } = route;
+  const status: '' | DeliveryStatus = route.status ?? '';
+  const open = route.delivery ?? null;
+  // The filter and the open delivery are kept in the URL (replaced, not pushed: Back leaves the page).
+  const setStatus = (next: '' | DeliveryStatus) => navigate({ page: 'deliveries', keyId, ...(next ? { status: next } : {}) }, { replace: true, keepScroll: true });
+  const setOpen = (id: string | null) =>
+    navigate({ page: 'deliveries', keyId, ...(route.status ? { status: route.status } : {}), ...(id ? { delivery: id } : {}) }, { replace: true, keepScroll: true });
   const [key] = useLoad(() => api<DashboardKeyList>('GET', '/keys').then((r) => r.data.find((k) => k.id === keyId) ?? null), [keyId]);
   const [page, reload, setPage] = useLoad<Page>(
     () => api<DashboardDeliveryPage>('GET', listPath(keyId, status)).then((r) => ({ rows: r.data, hasMore: r.has_more })),
     [keyId, status],
   );
-  const [open, setOpen] = useState<string | null>(null);
   const [moreError, setMoreError] = useState<string | null>(null);
   const [pagesLoaded, setPagesLoaded] = useState(1);
   useEffect(() => setPagesLoaded(1), [keyId, status]);
@@ -102,10 +109,17 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
           <button type="button" className="button" onClick={reload}>
             Refresh
           </button>
+          <BulkRedeliver keyId={keyId} status={status} onDone={reload} />
         </div>
       </div>
 
       {page.state === 'error' && <ErrorMessage message={page.message} onRetry={reload} />}
+      {open && page.data && !page.data.rows.some((r) => r.id === open) && (
+        // A linked delivery that is not on the loaded page: its details on their own.
+        <div className="card">
+          <DeliveryDetails keyId={keyId} id={open} onRedelivered={() => undefined} />
+        </div>
+      )}
       {page.state === 'loading' && !page.data && <Spinner label="Loading deliveries…" />}
       {page.data && page.data.rows.length === 0 && (
         <div className="card empty">{status ? 'No deliveries with this status.' : 'No deliveries yet. Send a test from the key settings or make a request.'}</div>
@@ -117,6 +131,7 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
               <tr>
                 <th>Time</th>
                 <th>Request</th>
+                <th>Request status</th>
                 <th>Status</th>
                 <th>Code</th>
                 <th>Attempts</th>
@@ -154,8 +169,8 @@ export function DeliveriesPage({ keyId }: { keyId: string }) {
 
 /** The list fields of a delivery (details carry more). */
 function pick(row: DashboardDelivery): DashboardDelivery {
-  const { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at } = row;
-  return { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at };
+  const { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at, request_status_code } = row;
+  return { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at, request_status_code };
 }
 
 function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: boolean; onToggle: () => void; onRedelivered: (row: DashboardDelivery) => void }) {
@@ -168,8 +183,11 @@ function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: 
           <code className="truncate">{d.request_id}</code>
           {d.test && <span className="badge muted-badge">test</span>}
         </td>
+        <td data-label="Request status">
+          <RequestStatus code={d.request_status_code} />
+        </td>
         <td data-label="Status">
-          <OutcomeBadge outcome={d.status} />
+          <DeliveryStateBadge delivery={d} />
         </td>
         <td data-label="Code">{d.last_status_code ?? '—'}</td>
         <td data-label="Attempts">{d.attempts}</td>
@@ -181,7 +199,7 @@ function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: 
       </tr>
       {props.open && (
         <tr className="detail-row">
-          <td colSpan={6}>
+          <td colSpan={7}>
             <DeliveryDetails keyId={props.keyId} id={d.id} onRedelivered={props.onRedelivered} />
           </td>
         </tr>
@@ -238,12 +256,32 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
               <code>{d.url}</code>
             </dd>
           </div>
+          <div>
+            <dt>Status</dt>
+            <dd>
+              <DeliveryStateBadge delivery={d} />
+            </dd>
+          </div>
+          <div>
+            <dt>Request status</dt>
+            <dd>
+              <RequestStatus code={d.request_status_code} />
+            </dd>
+          </div>
           {d.next_attempt_at && (
             <div>
               <dt>Next attempt</dt>
               <dd>{formatTime(d.next_attempt_at)}</dd>
             </div>
           )}
+          <div>
+            <dt>Link</dt>
+            <dd>
+              <a href={hrefOf({ page: 'deliveries', keyId, delivery: d.id })} data-testid="delivery-link">
+                Link to this delivery
+              </a>
+            </dd>
+          </div>
         </dl>
         <div className="actions">
           <button type="button" className="button primary" onClick={() => void act('redeliver')} disabled={redeliver.busy}>
@@ -296,10 +334,124 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           </tbody>
         </table>
       )}
+      <SentHeaders attempts={d.attempt_log} />
+      {d.attempt_log.filter(answeredFailure).map((a) => (
+        <div key={`answer-${a.attempt}`} className="receiver-answer">
+          <h3 className="subhead small">Receiver's answer to attempt {a.attempt} (HTTP {a.status_code ?? '—'}, first 2 KB)</h3>
+          <pre className="payload" data-testid="receiver-answer" tabIndex={0} aria-label={`Receiver's answer to attempt ${a.attempt}`}>
+            {a.response_body}
+          </pre>
+        </div>
+      ))}
       <GroundingClaims payload={d.payload} />
-      <h2 className="subhead">Payload</h2>
-      <p className="muted small-text">Exactly the bytes that were signed and sent.</p>
-      <pre className="payload" data-testid="payload" tabIndex={0} aria-label="Payload">{d.payload}</pre>
+      <div className="subhead-row">
+        <h2 className="subhead">Payload</h2>
+        <CopyButton value={d.payload} label="Copy payload" />
+      </div>
+      <pre className="payload" data-testid="payload-pretty" tabIndex={0} aria-label="Payload">
+        {prettyJson(d.payload)}
+      </pre>
+      <details className="raw-payload">
+        <summary>Raw bytes, exactly as signed and sent</summary>
+        <pre className="payload" data-testid="payload" tabIndex={0} aria-label="Raw payload">
+          {d.payload}
+        </pre>
+      </details>
     </div>
+  );
+}
+
+/** The status svc answered the original request with: green for 2xx, red otherwise. */
+function RequestStatus({ code }: { code: number | null }) {
+  if (code === null) return <span className="muted">—</span>;
+  return <span className={`badge ${code >= 200 && code < 300 ? 'ok' : 'bad'}`}>{code}</span>;
+}
+
+function answeredFailure(a: DashboardDeliveryDetail['attempt_log'][number]): boolean {
+  return a.outcome === 'failure' && typeof a.response_body === 'string' && a.response_body !== '';
+}
+
+function prettyJson(payload: string): string {
+  try {
+    return JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    return payload;
+  }
+}
+
+const STATUS_WORDS: Record<'' | DeliveryStatus, string> = { '': '', delivered: 'delivered ', pending: 'pending ', failed: 'failed ', cancelled: 'cancelled ' };
+
+/**
+ * Redeliver every delivery the status filter shows (failed ones, typically, once the receiver is fixed):
+ * counts them first and asks, then one call makes them all due now.
+ */
+function BulkRedeliver({ keyId, status, onDone }: { keyId: string; status: '' | DeliveryStatus; onDone: () => void }) {
+  const path = `/keys/${encodeURIComponent(keyId)}/deliveries/redeliver`;
+  const filter = status ? { status } : {};
+  const [state, setState] = useState<{ step: 'idle' | 'counting' | 'confirm' | 'sending'; count?: BulkRedeliverResult; message?: string; error?: string }>({ step: 'idle' });
+  const noun = (n: number) => `${n} ${STATUS_WORDS[status]}${n === 1 ? 'delivery' : 'deliveries'}`;
+
+  const start = async () => {
+    setState({ step: 'counting' });
+    try {
+      const count = await api<BulkRedeliverResult>('POST', path, { ...filter, dry_run: true });
+      if (count.matched === 0) setState({ step: 'idle', message: `No ${STATUS_WORDS[status]}deliveries to redeliver.` });
+      else setState({ step: 'confirm', count });
+    } catch (err) {
+      setState({ step: 'idle', error: (err as Error).message });
+    }
+  };
+  const confirm = async () => {
+    setState((s) => ({ ...s, step: 'sending', error: undefined }));
+    try {
+      const done = await api<BulkRedeliverResult>('POST', path, filter);
+      setState({ step: 'idle', message: `Redelivery of ${noun(done.redelivered)} queued.` });
+      onDone();
+    } catch (err) {
+      setState((s) => ({ ...s, step: 'confirm', error: (err as Error).message }));
+    }
+  };
+
+  const count = state.count?.matched ?? 0;
+  const capped = state.count && count >= state.count.limit ? ` At most ${state.count.limit} are sent per click: the newest.` : '';
+  return (
+    <>
+      <button type="button" className="button" onClick={() => void start()} disabled={state.step !== 'idle'}>
+        {state.step === 'counting' ? 'Counting…' : `Redeliver all ${STATUS_WORDS[status]}…`.replace(' …', '…')}
+      </button>
+      {state.message && (
+        <span className="muted" role="status">
+          {state.message}
+        </span>
+      )}
+      {state.step === 'idle' && state.error && <ErrorMessage message={state.error} />}
+      {(state.step === 'confirm' || state.step === 'sending') && (
+        <ConfirmDialog
+          title={`Redeliver ${noun(count)}?`}
+          body={`Each is sent again now to the key's webhook URL, with the same bytes and delivery id (receivers de-duplicate on X-Svc-Delivery).${capped}`}
+          confirmLabel={`Redeliver ${noun(count)}`}
+          busy={state.step === 'sending'}
+          error={state.error}
+          onConfirm={() => void confirm()}
+          onCancel={() => setState({ step: 'idle' })}
+        />
+      )}
+    </>
+  );
+}
+
+/** The headers of the latest attempt that kept them, as svc sent them. */
+function SentHeaders({ attempts }: { attempts: DashboardDeliveryDetail['attempt_log'] }) {
+  const last = attempts.filter((a) => a.request_headers !== null).at(-1);
+  if (!last?.request_headers) return null;
+  return (
+    <>
+      <h3 className="subhead small">Headers sent with attempt {last.attempt}</h3>
+      <pre className="payload" data-testid="sent-headers" tabIndex={0} aria-label={`Headers sent with attempt ${last.attempt}`}>
+        {Object.entries(last.request_headers)
+          .map(([name, value]) => `${name}: ${value}`)
+          .join('\n')}
+      </pre>
+    </>
   );
 }

@@ -4,7 +4,7 @@ import { api, ApiError } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
 import { formatDate, formatDuration, formatRelative, formatTime } from '../format.js';
 import { useLoad } from '../use-load.js';
-import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
+import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
 
@@ -49,13 +49,62 @@ export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe 
             <SigningSecret apiKey={key} me={me} onChanged={setKey} />
             <div className="card">
               <h2>Last delivery</h2>
-              <LastDeliveryStatus last={key.last_delivery} />
+              <LastDeliveryStatus last={key.last_delivery} retrying={key.retrying} failingSince={key.failing_since} />
             </div>
+            <ListenCommand webhookUrl={key.webhook_url} />
           </div>
         </div>
       )}
     </section>
   );
+}
+
+/**
+ * The local loop: the `svc-cli listen` line that receives this key's deliveries on this machine, ready to copy.
+ * With a loopback Webhook URL its port and path are the URL's; otherwise the default, and the URL to set.
+ */
+function ListenCommand({ webhookUrl }: { webhookUrl: string | null }) {
+  const local = localListenTarget(webhookUrl);
+  const target = local ?? { port: '4000', path: '/' };
+  const command = ['svc-cli listen', `--port ${target.port}`, ...(target.path !== '/' ? [`--path ${target.path}`] : [])].join(' ');
+  return (
+    <div className="card" aria-label="Receive locally" role="region">
+      <h2>Receive locally</h2>
+      <p className="muted">
+        {local ? (
+          <>Deliveries go to this machine. Run this to receive and print them:</>
+        ) : (
+          <>
+            Set the Webhook URL to <code>{`http://127.0.0.1:${target.port}/`}</code>, then run this to receive and print deliveries on this machine:
+          </>
+        )}
+      </p>
+      <div className="copy-row">
+        <code className="secret" data-testid="listen-command">
+          {command}
+        </code>
+        <CopyButton value={command} />
+      </div>
+      <p className="muted small-text">
+        Add <code>--forward-to localhost:3000/your/path</code> to pass each delivery to your app (svc then gets your app's answer, and retries
+        when it fails); set <code>SVC_WEBHOOK_SECRET</code> to the signing secret to check signatures; <code>svc-cli webhooks test --sample failed</code>{' '}
+        sends a sample.
+      </p>
+    </div>
+  );
+}
+
+/** Port and path of a loopback webhook URL (what `svc-cli listen` would bind), else null. */
+export function localListenTarget(webhookUrl: string | null): { port: string; path: string } | null {
+  if (!webhookUrl) return null;
+  let url: URL;
+  try {
+    url = new URL(webhookUrl);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) return null;
+  return { port: url.port || '80', path: url.pathname || '/' };
 }
 
 function NotFound() {

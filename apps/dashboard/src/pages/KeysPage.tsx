@@ -99,7 +99,7 @@ export function KeysPage() {
                   <td data-label="Created">{formatDate(key.created_at)}</td>
                   <td data-label="Last used">{formatRelative(key.last_used_at)}</td>
                   <td data-label="Last delivery">
-                    {key.webhook_url || key.last_delivery ? <LastDeliveryStatus last={key.last_delivery} compact /> : <span className="muted">No webhook</span>}
+                    {key.webhook_url || key.last_delivery ? <LastDeliveryStatus last={key.last_delivery} retrying={key.retrying} failingSince={key.failing_since} compact /> : <span className="muted">No webhook</span>}
                   </td>
                   <td className="row-actions">
                     {!key.revoked_at && (

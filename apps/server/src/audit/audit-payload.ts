@@ -1,4 +1,4 @@
-import { AUDIT_EVENT, AuditPayloadSchema, messageText, SVC_MODEL, type AuditPayload } from '@svc/protocol';
+import { AUDIT_EVENT, AuditPayloadSchema, messageText, SVC_MODEL, type AuditPayload, type WebhookTestSample } from '@svc/protocol';
 import type { CompletedRequest } from './audit-sink.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 
@@ -55,14 +55,55 @@ export function buildAuditPayload(request: CompletedRequest, sequence: number): 
   });
 }
 
+const GROUNDED_SAMPLE = {
+  input_tokens: 24,
+  output_tokens: 12,
+  total_tokens: 36,
+  latency_ms: 412,
+  status_code: 200,
+  streaming: false,
+  prompt: 'system: You answer from the provided context.\nuser: What is the capital of France?',
+  response_text: 'The capital of France is Paris.',
+  grounded: true,
+  hallucination_score: 0.02,
+} as const;
+
+const UNGROUNDED_TEXT = 'The capital of France is Paris, which has 40 million inhabitants.';
+const UNGROUNDED_CLAIM = 'which has 40 million inhabitants';
+const UNGROUNDED_START = UNGROUNDED_TEXT.indexOf(UNGROUNDED_CLAIM);
+
+type SampleFields = Omit<AuditPayload, 'event' | 'test' | 'request_id' | 'timestamp' | 'user_id' | 'model'>;
+
+/** Each sample kind's fields beside the event, ids, time and user (`svc-cli webhooks test --sample`). */
+const TEST_SAMPLES: Record<WebhookTestSample, SampleFields> = {
+  ok: GROUNDED_SAMPLE,
+  streamed: { ...GROUNDED_SAMPLE, streaming: true, latency_ms: 655 },
+  // What an upstream failure records: the 502 the client got, no answer, nothing checked.
+  failed: { ...GROUNDED_SAMPLE, output_tokens: 0, total_tokens: 24, latency_ms: 30_004, status_code: 502, response_text: '', hallucination_score: 0, grounding_checked: false },
+  ungrounded: {
+    ...GROUNDED_SAMPLE,
+    output_tokens: 18,
+    total_tokens: 42,
+    prompt: 'system: Paris is the capital of France.\nuser: What is the capital of France?',
+    response_text: UNGROUNDED_TEXT,
+    grounded: false,
+    hallucination_score: 0.48,
+    grounding_checked: true,
+    flagged_spans: [
+      { start: UNGROUNDED_START, end: UNGROUNDED_START + UNGROUNDED_CLAIM.length, text: UNGROUNDED_CLAIM, reason: 'not supported by any source', score: 0.1 },
+    ],
+  },
+};
+
 /**
- * The payload `POST /v1/webhooks/test` sends: `test: true`, `request_id: "test-<id>"`, plausible values.
+ * The payload `POST /v1/webhooks/test` sends: `test: true`, `request_id: "test-<id>"`, plausible values of the
+ * `sample` kind (`ok`, `failed`, `ungrounded`, `streamed`).
  * Checked against the published schema (one per user action, so the check costs nothing that matters).
  *
  * @example
  * const { body } = buildTestPayload(key, 'whd_…', Date.now());
  */
-export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string, now: number): SerialisedPayload {
+export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string, now: number, sample: WebhookTestSample = 'ok'): SerialisedPayload {
   const payload: AuditPayload = {
     event: AUDIT_EVENT,
     test: true,
@@ -70,16 +111,7 @@ export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string,
     timestamp: new Date(now).toISOString(),
     user_id: key.user_id,
     model: SVC_MODEL,
-    input_tokens: 24,
-    output_tokens: 12,
-    total_tokens: 36,
-    latency_ms: 412,
-    status_code: 200,
-    streaming: false,
-    prompt: 'system: You answer from the provided context.\nuser: What is the capital of France?',
-    response_text: 'The capital of France is Paris.',
-    grounded: true,
-    hallucination_score: 0.02,
+    ...TEST_SAMPLES[sample],
   };
   AuditPayloadSchema.parse(payload);
   return serialise(payload);

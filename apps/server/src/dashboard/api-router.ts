@@ -1,6 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type {
+  BulkRedeliverResult,
   DashboardCreatedKey,
   DashboardDeliveryDetail,
   DashboardDeliveryPage,
@@ -13,7 +14,7 @@ import type {
   WebhookTestResult,
 } from '@svc/protocol';
 import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
-import type { DeliveryRow } from '../storage/outbox-store.js';
+import type { DeliveryRow, RedeliveryFilter } from '../storage/outbox-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ConcurrencyGate } from '../auth/concurrency-gate.js';
@@ -28,12 +29,14 @@ import type { ServiceDeps } from '../service-deps.js';
 import { usageView } from './usage-view.js';
 import { DAY_MS, utcDay } from '../time.js';
 import { isRecord } from '../is-record.js';
-import { deliveryListQuery } from '../webhooks/delivery-shapes.js';
+import { bulkRedeliverFilter, deliveryListQuery } from '../webhooks/delivery-shapes.js';
 
 /** The webhook operations the dashboard reuses from the webhooks module. */
 export interface DashboardWebhooks {
   /** One synchronous test attempt to the key's URL (the logic behind POST /v1/webhooks/test). */
   sendTest(key: ApiKeyRecord): Promise<WebhookTestResult>;
+  /** Redeliver for every delivery of the key matching the filter (or, with `dryRun`, only their count). */
+  redeliverMatching(key: ApiKeyRecord, filter: Omit<RedeliveryFilter, 'limit'>, dryRun?: boolean): Promise<BulkRedeliverResult>;
   /** A new attempt now for one of the key's deliveries; undefined when the key has no such delivery. */
   redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
   /** Stops one of the key's pending deliveries; undefined when the key has no such delivery. */
@@ -190,12 +193,13 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     keyCache.invalidate(key.id);
     const fresh = await store.keys.byId(key.id);
     if (!fresh) throw new ApiError('not_found', `No API key with id '${key.id}'.`, { param: 'id' });
-    return { key: keyView(fresh, clock()) };
+    return { key: keyView(fresh, clock(), await store.deliveries.retrying(fresh.id)) };
   }
 
   api.get('/keys', async (_req, res) => {
     const keys = await store.keys.list(signedInOf(res).user.id);
-    const body: DashboardKeyList = { data: keys.map((k) => keyView(k, clock())) };
+    const retrying = await Promise.all(keys.map((k) => store.deliveries.retrying(k.id)));
+    const body: DashboardKeyList = { data: keys.map((k, i) => keyView(k, clock(), retrying[i])) };
     res.json(body);
   });
 
@@ -280,6 +284,12 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       attempt_log: found.attempts.map(dashboardAttemptView),
     };
     res.json(body);
+  });
+
+  api.post('/keys/:id/deliveries/redeliver', async (req, res) => {
+    const key = await ownKey(req, res);
+    const { filter, dryRun } = bulkRedeliverFilter(req.body);
+    res.json(await deps.webhooks.redeliverMatching(key, filter, dryRun));
   });
 
   api.post('/keys/:id/deliveries/:did/redeliver', async (req, res) => {

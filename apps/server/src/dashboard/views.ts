@@ -1,11 +1,11 @@
 import type { DashboardDelivery, DashboardDeliveryAttempt, DashboardKey, DeliveryOutcome } from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import type { AttemptRow, DeliveryRow } from '../storage/outbox-store.js';
+import type { AttemptRow, DeliveryRow, Retrying } from '../storage/outbox-store.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 import { attemptView, deliveryView } from '../webhooks/delivery-shapes.js';
 
 /** What the dashboard shows of a key: never its hash, never its signing secret (only the last 4 characters). */
-export function keyView(key: ApiKeyRecord, now: number): DashboardKey {
+export function keyView(key: ApiKeyRecord, now: number, retrying?: Retrying): DashboardKey {
   return {
     id: key.id,
     name: key.name,
@@ -28,6 +28,8 @@ export function keyView(key: ApiKeyRecord, now: number): DashboardKey {
             status_code: key.last_delivery_status_code,
             error: key.last_delivery_error,
           },
+    failing_since: isoTimeOrNull(key.last_delivery_failing_since),
+    retrying: retrying && retrying.deliveries > 0 ? { deliveries: retrying.deliveries, next_attempt_at: isoTimeOrNull(retrying.nextAttemptAt) } : null,
   };
 }
 

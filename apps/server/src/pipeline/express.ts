@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Express, NextFunction, Request, Response } from 'express';
 import { ApiError } from '../http/errors.js';
+import type { RateLimitBucket } from '../rate-limit/apply-rate-limit.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { Exchange } from './exchange.js';
 import type { Pipeline } from './pipeline.js';
@@ -38,9 +39,10 @@ export function apiKeyOf(res: Response): ApiKeyRecord {
 }
 
 /** Middleware: `pipeline.authorize`; the key also goes to `res.locals.apiKey` for the routes after it. */
-export function authorized(pipeline: Pipeline) {
+export function authorized(pipeline: Pipeline, bucket?: RateLimitBucket) {
   return async (_req: Request, res: Response, next: NextFunction) => {
-    res.locals.apiKey = await pipeline.authorize(exchangeOf(res));
+    // Once per request, whichever router authorized first (a path the webhooks router does not know falls through).
+    if (res.locals.apiKey === undefined) res.locals.apiKey = await pipeline.authorize(exchangeOf(res), bucket);
     next();
   };
 }

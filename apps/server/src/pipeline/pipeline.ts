@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Authenticate } from '../auth/bearer-auth.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { ApplyRateLimit } from '../rate-limit/apply-rate-limit.js';
+import type { ApplyRateLimit, RateLimitBucket } from '../rate-limit/apply-rate-limit.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { answerError } from './error-answer.js';
 import { newRequestId, type Exchange } from './exchange.js';
@@ -31,9 +31,10 @@ export interface Pipeline {
   open(req: IncomingMessage, res: ServerResponse): Exchange;
   /**
    * The request's `Authorization: Bearer` key, counted against its rate limit (`x-ratelimit-*` headers on
-   * the response); rejects with 401 or 429. The key goes on the exchange, for the log line.
+   * the response); rejects with 401 or 429. The key goes on the exchange, for the log line. `bucket`: which of
+   * the key's limits it counts against (the chat limit by default).
    */
-  authorize(exchange: Exchange): Promise<ApiKeyRecord>;
+  authorize(exchange: Exchange, bucket?: RateLimitBucket): Promise<ApiKeyRecord>;
   /** Answers a failed request with the OpenAI error body. */
   fail(exchange: Exchange, err: unknown): void;
   /** `authorize`, then `route`; whatever either throws is answered by `fail`. */
@@ -55,12 +56,12 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
     return exchange;
   };
 
-  const authorize = async (exchange: Exchange): Promise<ApiKeyRecord> => {
+  const authorize = async (exchange: Exchange, bucket?: RateLimitBucket): Promise<ApiKeyRecord> => {
     // A cached key comes back without a promise: no extra turn for the common case.
     const found = authenticate(exchange.req.headers.authorization);
     const key = found instanceof Promise ? await found : found;
     exchange.key = key;
-    await applyLimit(key, exchange.res);
+    await applyLimit(key, exchange.res, bucket);
     return key;
   };
 

@@ -4,8 +4,18 @@ import { retryAfterHeaders } from '../http/retry-after.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { RateLimiter } from './rate-limiter.js';
 
+/**
+ * Which of a key's limits a request counts against: `api` (chat, responses, models: the key's limit) or
+ * `webhooks` (the deliveries API and the test endpoint: a bucket of their own, so a key busy at its chat limit
+ * can still inspect and recover its deliveries).
+ */
+export type RateLimitBucket = 'api' | 'webhooks';
+
+/** The webhooks bucket's limit is the key's, but never below this (requests per minute). */
+export const WEBHOOKS_MIN_RPM = 600;
+
 /** Consumes one request of `key`'s limit; sets `x-ratelimit-*` on `res` and throws 429 when over it. */
-export type ApplyRateLimit = (key: ApiKeyRecord, res: ServerResponse) => Promise<void>;
+export type ApplyRateLimit = (key: ApiKeyRecord, res: ServerResponse, bucket?: RateLimitBucket) => Promise<void>;
 
 /**
  * Per-key limit (the key's own, else the default); sets OpenAI's x-ratelimit-* headers on every response.
@@ -14,8 +24,10 @@ export type ApplyRateLimit = (key: ApiKeyRecord, res: ServerResponse) => Promise
  * const applyLimit = createRateLimit({ limiter, defaultRpm: 600 }); await applyLimit(key, res);
  */
 export function createRateLimit(deps: { limiter: RateLimiter; defaultRpm: number }): ApplyRateLimit {
-  return async (key, res) => {
-    const decision = await deps.limiter.consume(key.id, key.rate_limit_rpm ?? deps.defaultRpm);
+  return async (key, res, bucket = 'api') => {
+    const rpm = key.rate_limit_rpm ?? deps.defaultRpm;
+    const decision =
+      bucket === 'api' ? await deps.limiter.consume(key.id, rpm) : await deps.limiter.consume(`${key.id}:${bucket}`, Math.max(rpm, WEBHOOKS_MIN_RPM));
     res.setHeader('x-ratelimit-limit-requests', String(decision.limit));
     res.setHeader('x-ratelimit-remaining-requests', String(decision.remaining));
     res.setHeader('x-ratelimit-reset-requests', formatResetDuration(decision.resetMs));

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Updateable } from 'kysely';
+import { sql, type Kysely, type Updateable } from 'kysely';
 import type { ApiKeysTable, Database } from './schema.js';
 import type { SqliteStatements } from './sqlite-statements.js';
 
@@ -26,6 +26,9 @@ export interface DeliveryStatusUpdate {
   statusCode: number | null;
   error: string | null;
 }
+
+/** A success clears it; a failure keeps the first failure's time (parameters: outcome, attempted at). */
+const FAILING_SINCE = `case when ? = 'success' then null else coalesce(last_delivery_failing_since, ?) end`;
 
 export class KeysStore {
   constructor(
@@ -68,6 +71,7 @@ export class KeysStore {
       last_delivery_outcome: null,
       last_delivery_status_code: null,
       last_delivery_error: null,
+      last_delivery_failing_since: null,
     };
     await this.db.insertInto('api_keys').values(key).execute();
     return key;
@@ -123,8 +127,9 @@ export class KeysStore {
   async setLastDelivery(id: string, update: DeliveryStatusUpdate): Promise<void> {
     if (this.fast?.usable) {
       this.fast
-        .get('update api_keys set last_delivery_at = ?, last_delivery_outcome = ?, last_delivery_status_code = ?, last_delivery_error = ? where id = ?')
-        .run(update.at, update.outcome, update.statusCode, update.error, id);
+        .get(`update api_keys set last_delivery_at = ?, last_delivery_outcome = ?, last_delivery_status_code = ?, last_delivery_error = ?,
+          last_delivery_failing_since = ${FAILING_SINCE} where id = ?`)
+        .run(update.at, update.outcome, update.statusCode, update.error, update.outcome, update.at, id);
       return;
     }
     await this.db
@@ -134,6 +139,7 @@ export class KeysStore {
         last_delivery_outcome: update.outcome,
         last_delivery_status_code: update.statusCode,
         last_delivery_error: update.error,
+        last_delivery_failing_since: update.outcome === 'success' ? null : sql<number>`coalesce(last_delivery_failing_since, ${update.at})`,
       })
       .where('id', '=', id)
       .execute();

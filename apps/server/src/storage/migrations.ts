@@ -153,6 +153,19 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute();
       },
     },
+    '007_attempt_headers': {
+      // The headers each attempt sent (signatures included, never a secret), for the delivery view.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('webhook_attempts').addColumn('request_headers', 'text').execute();
+      },
+    },
+    '007_key_failing_since': {
+      // Since when every delivery attempt of a key has failed (null while the last one succeeded): the
+      // dashboard marks an endpoint that has been failing for days, as Svix does, and discards nothing.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('api_keys').addColumn('last_delivery_failing_since', time).execute();
+      },
+    },
   };
 }
 

@@ -1,4 +1,4 @@
-import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type NewDelivery } from './outbox-store.js';
+import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type NewDelivery, type RedeliveryFilter, type Retrying } from './outbox-store.js';
 
 /**
  * The outbox's SQL that SQLite and Postgres share, with `?` parameters (`numbered` turns them into Postgres's
@@ -22,10 +22,10 @@ export function excludingOrigins(n: number): string {
   return ` and url not like ? escape '\\'`.repeat(n);
 }
 
-/** Inserts `n` attempt rows, 9 parameters each (`attemptParams`). */
+/** Inserts `n` attempt rows, 10 parameters each (`attemptParams`). */
 export function insertAttemptsSql(n: number): string {
-  const row = '(?, ?, ?, ?, ?, ?, ?, ?, ?)';
-  return `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body)
+  const row = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+  return `insert into webhook_attempts (id, delivery_id, attempt, attempted_at, status_code, duration_ms, outcome, error, response_body, request_headers)
   values ${Array.from({ length: n }, () => row).join(', ')}`;
 }
 
@@ -67,6 +67,26 @@ export const GET_ATTEMPTS = `select * from webhook_attempts where delivery_id = 
 export const REDELIVER = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url)
   where id = ? and key_id = ? returning *`;
 
+/**
+ * The newest matching deliveries of one key, up to a limit (parameters: key, status or null, from, to, limit).
+ * The same filter serves the count and the update, so a dry run counts exactly what a redelivery would take.
+ */
+const MATCHING = `select id from webhook_deliveries where key_id = ? and status = coalesce(?, status)
+  and created_at >= ? and created_at < ? order by created_at desc, id desc limit ?`;
+export const COUNT_MATCHING = `select count(*) as n from (${MATCHING}) matching`;
+/** Parameters: next attempt at, updated at, url or null, then MATCHING's. */
+export const REDELIVER_MATCHING = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url)
+  where id in (${MATCHING})`;
+
+/** MATCHING's parameters for one key and filter. */
+export function matchingParams(keyId: string, filter: RedeliveryFilter): unknown[] {
+  return [keyId, filter.status ?? null, filter.since ?? 0, filter.until ?? Number.MAX_SAFE_INTEGER, filter.limit];
+}
+
+/** A key's deliveries that failed and have attempts left: how many, and the next of those attempts. */
+export const RETRYING = `select count(*) as n, min(next_attempt_at) as next from webhook_deliveries
+  where status = 'pending' and key_id = ? and attempts > 0`;
+
 const CANCELLED = `set status = 'cancelled', next_attempt_at = null, lease_until = null, leased_by = null, last_error = ?, updated_at = ?`;
 export const CANCEL = `update webhook_deliveries ${CANCELLED} where id = ? and key_id = ? and status = 'pending' returning *`;
 export const CANCEL_PENDING = `update webhook_deliveries ${CANCELLED} where key_id = ? and status = 'pending'`;
@@ -98,7 +118,7 @@ export function attemptUpdate({ result, next }: AttemptRecord): unknown[] {
 export function attemptParams(records: readonly AttemptRecord[], numbers: readonly number[]): unknown[] {
   const params: unknown[] = [];
   for (const [i, { deliveryId, result }] of records.entries()) {
-    params.push(newAttemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody);
+    params.push(newAttemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody, result.requestHeaders ?? null);
   }
   return params;
 }
@@ -127,4 +147,14 @@ export function earliest(a: number | null, b: number | null): number | undefined
 /** A page of `limit` rows out of `limit + 1` read, and whether there was more. */
 export function page(rows: DeliveryRow[], limit: number): { rows: DeliveryRow[]; hasMore: boolean } {
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+}
+
+/** RETRYING's row: Postgres gives counts and bigints as strings. */
+export interface RetryingRow {
+  n: number | string;
+  next: number | string | null;
+}
+
+export function toRetrying(row: RetryingRow | undefined): Retrying {
+  return { deliveries: Number(row?.n ?? 0), nextAttemptAt: row?.next === null || row?.next === undefined ? null : Number(row.next) };
 }

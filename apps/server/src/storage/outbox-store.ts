@@ -81,6 +81,8 @@ export interface AttemptResult {
   outcome: 'success' | 'failure';
   error: string | null;
   responseBody: string | null;
+  /** The headers sent, as a JSON object (null when the attempt was not prepared). */
+  requestHeaders?: string | null;
 }
 
 /** What the delivery becomes after an attempt. */
@@ -98,6 +100,21 @@ export interface ListOptions {
   status?: DeliveryRowStatus;
   /** A delivery id: return deliveries older than it (newest first). */
   before?: string;
+}
+
+/** Which deliveries of a key a bulk redelivery takes: newest first, at most `limit`. */
+export interface RedeliveryFilter {
+  status?: DeliveryRowStatus;
+  /** Created at or after (ms). */
+  since?: number;
+  /** Created before (ms). */
+  until?: number;
+  limit: number;
+}
+
+export interface Retrying {
+  deliveries: number;
+  nextAttemptAt: number | null;
 }
 
 export interface Backlog {
@@ -175,6 +192,15 @@ export interface OutboxStore {
    * lease lapses. Returns the row, or undefined when the key has no such delivery.
    */
   redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined>;
+  /** The deliveries of `keyId` that failed and will be tried again: how many, and when the next attempt is. */
+  retrying(keyId: string): Promise<Retrying>;
+  /** How many deliveries of `keyId` a `redeliverMatching` with this filter would take. */
+  countMatching(keyId: string, filter: RedeliveryFilter): Promise<number>;
+  /**
+   * Makes the newest `filter.limit` deliveries of `keyId` that match due now again, as `redeliver` does one
+   * (`url` when the key's URL changed since). Returns how many.
+   */
+  redeliverMatching(keyId: string, filter: RedeliveryFilter, now: number, url?: string): Promise<number>;
   /**
    * Cancels one pending delivery of `keyId`: status `cancelled`, `reason` as its last error, no further
    * attempt. Returns the row, or undefined when the key has no pending delivery with that id.

@@ -10,6 +10,8 @@ import {
   type ClaimedDelivery,
   type DeliveryRow,
   type ListOptions,
+  type RedeliveryFilter,
+  type Retrying,
   type NewDelivery,
   type OutboxStore,
   countByKey,
@@ -24,6 +26,10 @@ import {
   BY_ID,
   CANCEL,
   CANCEL_PENDING,
+  RETRYING,
+  type RetryingRow,
+  toRetrying,
+  COUNT_MATCHING,
   CLAIM_RETURNING,
   DUE_AND_UNLEASED,
   earliest,
@@ -34,6 +40,7 @@ import {
   insertAttemptsSql,
   insertParams,
   LIST_CURSOR,
+  matchingParams,
   listSql,
   NEXT_DUE,
   numbered,
@@ -41,6 +48,7 @@ import {
   PURGE_ATTEMPTS,
   PURGE_DELIVERIES,
   REDELIVER,
+  REDELIVER_MATCHING,
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
   RETARGET_PENDING,
@@ -139,6 +147,9 @@ const pg = {
   GET_DELIVERY: numbered(GET_DELIVERY),
   GET_ATTEMPTS: numbered(GET_ATTEMPTS),
   REDELIVER: numbered(REDELIVER),
+  COUNT_MATCHING: numbered(COUNT_MATCHING),
+  RETRYING: numbered(RETRYING),
+  REDELIVER_MATCHING: numbered(REDELIVER_MATCHING),
   CANCEL: numbered(CANCEL),
   CANCEL_PENDING: numbered(CANCEL_PENDING),
   RETARGET_PENDING: numbered(RETARGET_PENDING),
@@ -258,6 +269,18 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
     return (await run<DeliveryRow>(this.db, pg.REDELIVER, [now, now, url || null, id, keyId])).rows[0];
+  }
+
+  async retrying(keyId: string): Promise<Retrying> {
+    return toRetrying((await run<RetryingRow>(this.db, pg.RETRYING, [keyId])).rows[0]);
+  }
+
+  async countMatching(keyId: string, filter: RedeliveryFilter): Promise<number> {
+    return Number((await run<{ n: string | number }>(this.db, pg.COUNT_MATCHING, matchingParams(keyId, filter))).rows[0]?.n ?? 0);
+  }
+
+  async redeliverMatching(keyId: string, filter: RedeliveryFilter, now: number, url?: string): Promise<number> {
+    return affected(this.db, pg.REDELIVER_MATCHING, [now, now, url || null, ...matchingParams(keyId, filter)]);
   }
 
   async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {

@@ -33,6 +33,8 @@ export interface ApiKeysTable {
   last_delivery_outcome: string | null;
   last_delivery_status_code: number | null;
   last_delivery_error: string | null;
+  /** The first failed attempt since the last successful one; null when the last attempt succeeded. */
+  last_delivery_failing_since: number | null;
 }
 
 export interface WebhookDeliveriesTable {
@@ -65,6 +67,8 @@ export interface WebhookAttemptsTable {
   outcome: 'success' | 'failure';
   error: string | null;
   response_body: string | null;
+  /** The headers the attempt sent, a JSON object; null before 007 and for attempts never sent. */
+  request_headers: string | null;
 }
 
 export interface UsageDailyTable {

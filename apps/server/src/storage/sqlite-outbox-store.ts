@@ -12,6 +12,8 @@ import {
   type ClaimedDelivery,
   type DeliveryRow,
   type ListOptions,
+  type RedeliveryFilter,
+  type Retrying,
   type NewDelivery,
   type OutboxStore,
   countByKey,
@@ -26,6 +28,10 @@ import {
   BY_ID,
   CANCEL,
   CANCEL_PENDING,
+  RETRYING,
+  type RetryingRow,
+  toRetrying,
+  COUNT_MATCHING,
   CLAIM_RETURNING,
   DUE_AND_UNLEASED,
   earliest,
@@ -36,12 +42,14 @@ import {
   insertAttemptsSql,
   insertParams,
   LIST_CURSOR,
+  matchingParams,
   listSql,
   NEXT_DUE,
   page,
   PURGE_ATTEMPTS,
   PURGE_DELIVERIES,
   REDELIVER,
+  REDELIVER_MATCHING,
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
   RETARGET_PENDING,
@@ -248,6 +256,21 @@ export class SqliteOutboxStore implements OutboxStore {
   async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
     if (this.busy) await this.transactionEnded();
     return this.stmt(REDELIVER).get(now, now, url || null, id, keyId) as DeliveryRow | undefined;
+  }
+
+  async retrying(keyId: string): Promise<Retrying> {
+    if (this.busy) await this.transactionEnded();
+    return toRetrying(this.stmt(RETRYING).get(keyId) as RetryingRow);
+  }
+
+  async countMatching(keyId: string, filter: RedeliveryFilter): Promise<number> {
+    if (this.busy) await this.transactionEnded();
+    return Number((this.stmt(COUNT_MATCHING).get(...matchingParams(keyId, filter)) as { n: number }).n);
+  }
+
+  async redeliverMatching(keyId: string, filter: RedeliveryFilter, now: number, url?: string): Promise<number> {
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(REDELIVER_MATCHING).run(now, now, url || null, ...matchingParams(keyId, filter)).changes;
   }
 
   async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {

@@ -1,7 +1,7 @@
-import type { WebhookTestResult } from '@svc/protocol';
+import { REDELIVERY_MAX, type BulkRedeliverResult, type WebhookTestResult, type WebhookTestSample } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery, type OutboxStore } from '../storage/outbox-store.js';
+import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery, type OutboxStore, type RedeliveryFilter } from '../storage/outbox-store.js';
 import { buildTestPayload } from '../audit/audit-payload.js';
 import type { DeliveryWorker } from './worker.js';
 
@@ -25,12 +25,12 @@ export function webhookActions(deps: WebhookActionsDeps) {
      * One synchronous attempt of a test payload to the key's URL, with the same signing, SSRF guard, attempt
      * log and last-delivery status as real deliveries. The key must be fresh (its URL and secret as they are now).
      */
-    async sendTest(key: ApiKeyRecord): Promise<WebhookTestResult> {
+    async sendTest(key: ApiKeyRecord, sample: WebhookTestSample = 'ok'): Promise<WebhookTestResult> {
       const url = key.webhook_url;
       if (!url) throw new TypeError('sendTest needs a key with a webhook URL');
       const id = newDeliveryId();
       const now = deps.clock();
-      const { payload, body } = buildTestPayload(key, id, now);
+      const { payload, body } = buildTestPayload(key, id, now, sample);
       const delivery: NewDelivery = {
         id,
         keyId: key.id,
@@ -55,6 +55,22 @@ export function webhookActions(deps: WebhookActionsDeps) {
     },
 
     /**
+     * Redeliver for every delivery of the key matching `filter` (newest first, at most `REDELIVERY_MAX`);
+     * with `dryRun` only counts them. A 400 when the key has no webhook URL.
+     */
+    async redeliverMatching(key: ApiKeyRecord, filter: Omit<RedeliveryFilter, 'limit'>, dryRun = false): Promise<BulkRedeliverResult> {
+      if (!key.webhook_url && !dryRun) throw noUrlToRedeliver();
+      const bounded = { ...filter, limit: REDELIVERY_MAX };
+      if (dryRun) {
+        return { object: 'webhook.redelivery', redelivered: 0, matched: await deps.deliveries.countMatching(key.id, bounded), limit: REDELIVERY_MAX };
+      }
+      // One statement selects and updates, so what matched is what was redelivered.
+      const redelivered = await deps.deliveries.redeliverMatching(key.id, bounded, deps.clock(), key.webhook_url ?? undefined);
+      if (redelivered > 0) deps.worker.wake();
+      return { object: 'webhook.redelivery', redelivered, matched: redelivered, limit: REDELIVERY_MAX };
+    },
+
+    /**
      * A new attempt now: same bytes, same delivery id, to the key's current URL (a cancelled delivery resumes).
      * undefined when not the key's; a 400 when the key has no webhook URL (there is nowhere to send it).
      */
@@ -62,7 +78,7 @@ export function webhookActions(deps: WebhookActionsDeps) {
       if (!key.webhook_url) {
         // Another key's delivery stays a 404 whatever this key's settings.
         if (!(await deps.deliveries.get(key.id, deliveryId))) return undefined;
-        throw new ApiError('invalid_request', 'This API key has no webhook URL, so there is nowhere to redeliver to. Set a webhook URL for the key first.');
+        throw noUrlToRedeliver();
       }
       const row = await deps.deliveries.redeliver(key.id, deliveryId, deps.clock(), key.webhook_url ?? undefined);
       if (row) deps.worker.wake();
@@ -91,6 +107,10 @@ export function webhookActions(deps: WebhookActionsDeps) {
       else await deps.deliveries.retargetPending(key.id, url, deps.clock());
     },
   };
+}
+
+function noUrlToRedeliver(): ApiError {
+  return new ApiError('invalid_request', 'This API key has no webhook URL, so there is nowhere to redeliver to. Set a webhook URL for the key first.');
 }
 
 export type WebhookActions = ReturnType<typeof webhookActions>;

@@ -82,6 +82,7 @@ export class DeliveryAttempts {
       outcome: outcome.ok ? 'success' : 'failure',
       error: outcome.error,
       responseBody: outcome.responseBody,
+      requestHeaders: outcome.requestHeaders ? JSON.stringify(outcome.requestHeaders) : null,
     };
     await log.record(delivery.key_id, { deliveryId: delivery.id, result, next });
     const refused = !outcome.ok && outcome.kind === 'refused';

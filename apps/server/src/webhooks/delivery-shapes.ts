@@ -1,4 +1,5 @@
 import {
+  BulkRedeliverRequestSchema,
   parseDeliveryListQuery,
   type Delivery,
   type DeliveryAttempt,
@@ -6,7 +7,7 @@ import {
   type DeliveryListQuery,
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
-import type { AttemptRow, DeliveryRow } from '../storage/outbox-store.js';
+import type { AttemptRow, DeliveryRow, RedeliveryFilter } from '../storage/outbox-store.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 
 // The deliveries API's shapes, shared by `/v1/webhooks/deliveries` and the dashboard API's deliveries routes.
@@ -26,7 +27,18 @@ export function deliveryView(row: DeliveryRow): Delivery {
     created_at: isoTime(row.created_at),
     next_attempt_at: row.status === 'pending' ? isoTimeOrNull(row.next_attempt_at) : null,
     delivered_at: isoTimeOrNull(row.delivered_at),
+    request_status_code: requestStatusCode(row.payload),
   };
+}
+
+/**
+ * The payload's `status_code` (what the original request answered), read without parsing the payload: it is
+ * serialised by `audit-payload.ts`, whose fields before it are numbers and short strings, so the first match
+ * is the field itself (a prompt containing the text comes after it).
+ */
+function requestStatusCode(payload: string): number | null {
+  const match = /"status_code":(\d{3})[,}]/.exec(payload);
+  return match ? Number(match[1]) : null;
 }
 
 /** One logged attempt as the API shows it. */
@@ -38,12 +50,42 @@ export function attemptView(row: AttemptRow): DeliveryAttempt {
     duration_ms: row.duration_ms,
     error: row.error,
     response_body: row.response_body,
+    request_headers: parseHeaders(row.request_headers),
   };
+}
+
+function parseHeaders(json: string | null): Record<string, string> | null {
+  if (json === null) return null;
+  try {
+    return JSON.parse(json) as Record<string, string>;
+  } catch {
+    return null;
+  }
 }
 
 /** A delivery with its exact payload and attempt log. */
 export function deliveryDetailView(found: { delivery: DeliveryRow; attempts: AttemptRow[] }): DeliveryDetail {
   return { ...deliveryView(found.delivery), payload: found.delivery.payload, attempt_log: found.attempts.map(attemptView) };
+}
+
+/**
+ * A bulk redelivery's body: status, and a creation time range as ISO 8601; a bad value is a 400 `invalid_value`.
+ *
+ * @example
+ * const { filter, dryRun } = bulkRedeliverFilter(req.body); // { filter: { status: 'failed', since: 1764… }, dryRun: false }
+ */
+export function bulkRedeliverFilter(body: unknown): { filter: Omit<RedeliveryFilter, 'limit'>; dryRun: boolean } {
+  const parsed = BulkRedeliverRequestSchema.safeParse(body ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const param = typeof issue?.path[0] === 'string' ? issue.path[0] : null;
+    throw new ApiError('invalid_value', `Invalid '${param ?? 'body'}': ${issue?.message ?? 'not a redelivery filter'}. Expected { status?, since?, until? } with ISO 8601 times.`, { param });
+  }
+  const { status, since, until, dry_run } = parsed.data;
+  return {
+    filter: { status, since: since === undefined ? undefined : Date.parse(since), until: until === undefined ? undefined : Date.parse(until) },
+    dryRun: dry_run === true,
+  };
 }
 
 /**

@@ -1,10 +1,11 @@
 import express, { type Response, type Router } from 'express';
-import type { DeliveryList } from '@svc/protocol';
+import { WebhookTestRequestSchema, type DeliveryList, type WebhookTestSample } from '@svc/protocol';
+import { readJsonBody } from '../http/json-body.js';
 import { ApiError } from '../http/errors.js';
 import type { ApiKeyRecord, KeysStore } from '../storage/keys-store.js';
 import type { OutboxStore } from '../storage/outbox-store.js';
 import type { WebhookActions } from './actions.js';
-import { deliveryDetailView, deliveryListQuery, deliveryView } from './delivery-shapes.js';
+import { bulkRedeliverFilter, deliveryDetailView, deliveryListQuery, deliveryView } from './delivery-shapes.js';
 
 const NO_URL_MESSAGE =
   'No webhook URL is configured for this API key. Set one in the dashboard under Settings, API Keys, then try again.';
@@ -19,6 +20,16 @@ export interface RoutesDeps {
   actions: WebhookActions;
 }
 
+/** Bodies of these routes are a few fields. */
+const BODY_LIMIT = 16 * 1024;
+
+/** The test endpoint's optional `{ "sample": … }`; no body (or `{}`) is `ok`. */
+function testSample(body: unknown): WebhookTestSample {
+  const parsed = WebhookTestRequestSchema.safeParse(body ?? {});
+  if (parsed.success) return parsed.data.sample ?? 'ok';
+  throw new ApiError('invalid_value', `Invalid 'sample': expected one of ok, failed, ungrounded, streamed.`, { param: 'sample' });
+}
+
 /**
  * `/v1/webhooks`: the test endpoint and the deliveries API, every route scoped to the calling key.
  *
@@ -29,11 +40,12 @@ export function webhooksRouter(deps: RoutesDeps): Router {
   const router = express.Router();
   const caller = (res: Response) => res.locals.apiKey as ApiKeyRecord;
 
-  router.post('/test', async (_req, res) => {
+  router.post('/test', async (req, res) => {
+    const sample = testSample(await readJsonBody(req, BODY_LIMIT));
     // The cached key may be a second old; the test must use the URL and secret as they are now.
     const key = (await deps.keys.byId(caller(res).id)) ?? caller(res);
     if (!key.webhook_url) throw new ApiError('invalid_request', NO_URL_MESSAGE, { includeParam: false });
-    const result = await deps.actions.sendTest(key);
+    const result = await deps.actions.sendTest(key, sample);
     res.json(result);
   });
 
@@ -49,6 +61,12 @@ export function webhooksRouter(deps: RoutesDeps): Router {
     const found = await deps.deliveries.get(caller(res).id, id);
     if (!found) throw notFound(id);
     res.json(deliveryDetailView(found));
+  });
+
+  router.post('/deliveries/redeliver', async (req, res) => {
+    const { filter, dryRun } = bulkRedeliverFilter(await readJsonBody(req, BODY_LIMIT));
+    const key = (await deps.keys.byId(caller(res).id)) ?? caller(res);
+    res.json(await deps.actions.redeliverMatching(key, filter, dryRun));
   });
 
   router.post('/deliveries/:id/redeliver', async (req, res) => {

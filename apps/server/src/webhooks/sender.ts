@@ -60,8 +60,11 @@ export interface AttemptFailure {
   retryAfterMs?: number;
 }
 
-/** What one attempt did. Never an exception: failures are outcomes. */
-export type AttemptOutcome = AttemptSuccess | AttemptFailure;
+/**
+ * What one attempt did. Never an exception: failures are outcomes. `requestHeaders`: the headers it sent
+ * (absent when it was not prepared), kept in the attempt log so a delivery view shows what was sent.
+ */
+export type AttemptOutcome = (AttemptSuccess | AttemptFailure) & { requestHeaders?: Readonly<Record<string, string>> };
 
 export interface Sender {
   /** One attempt; `direct` (test sends) uses connections of its own, never queued behind the worker's. */
@@ -267,7 +270,10 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
 
   function send(delivery: OutgoingDelivery, sendOptions?: { direct?: boolean }): Promise<AttemptOutcome> {
     return new Promise((resolve) => {
-      const attempt = new Attempt(performance.now(), options.timeoutMs, resolve);
+      const attempt = new Attempt(performance.now(), options.timeoutMs, (outcome) => {
+        outcome.requestHeaders = headers;
+        resolve(outcome);
+      });
       let target: Target;
       // The bytes once: signed and sent as they are (a string would be encoded to UTF-8 by the HMAC, for the
       // content-length and again for the socket).

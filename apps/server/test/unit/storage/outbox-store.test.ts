@@ -219,6 +219,46 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => r.id)).toEqual([d.id]);
   });
 
+  it('redeliverMatching: by status and creation time, newest first up to the limit, one key only; countMatching agrees', async () => {
+    const old = delivery({ now: T0 - 10_000 });
+    const a = delivery({ now: T0 });
+    const b = delivery({ now: T0 + 1 });
+    const delivered = delivery({ now: T0 + 2 });
+    const otherKey = delivery({ now: T0, keyId: 'key_b' });
+    await store.deliveries.insertMany([old, a, b, delivered, otherKey]);
+    for (const d of [old, a, b, otherKey]) await recordAttempt(d.id, failure, { status: 'failed' });
+    await recordAttempt(delivered.id, success, { status: 'delivered' });
+
+    const failedSince = { status: 'failed' as const, since: T0, limit: 1000 };
+    expect(await store.deliveries.countMatching('key_a', failedSince)).toBe(2);
+    expect(await store.deliveries.countMatching('key_a', { status: 'failed', limit: 1000 })).toBe(3);
+    expect(await store.deliveries.countMatching('key_a', { status: 'failed', until: T0, limit: 1000 })).toBe(1);
+    expect(await store.deliveries.countMatching('key_a', { limit: 1000 })).toBe(4);
+    expect(await store.deliveries.countMatching('key_a', { status: 'failed', limit: 1 })).toBe(1);
+
+    // The cap takes the newest.
+    expect(await store.deliveries.redeliverMatching('key_a', { ...failedSince, limit: 1 }, T0 + 100)).toBe(1);
+    expect((await store.deliveries.byId(b.id))!).toMatchObject({ status: 'pending', next_attempt_at: T0 + 100, payload: b.payload, attempts: 1 });
+    expect((await store.deliveries.byId(a.id))!.status).toBe('failed');
+    expect(await store.deliveries.redeliverMatching('key_a', failedSince, T0 + 200, 'https://example.org/new')).toBe(1);
+    expect((await store.deliveries.byId(a.id))!).toMatchObject({ status: 'pending', url: 'https://example.org/new' });
+    expect((await store.deliveries.byId(old.id))!.status).toBe('failed');
+    expect((await store.deliveries.byId(otherKey.id))!.status).toBe('failed');
+    expect((await store.deliveries.byId(delivered.id))!.status).toBe('delivered');
+  });
+
+  it('retrying: the pending deliveries of a key that have failed at least once, and the earliest next attempt', async () => {
+    expect(await store.deliveries.retrying('key_a')).toEqual({ deliveries: 0, nextAttemptAt: null });
+    const a = delivery();
+    const b = delivery();
+    const fresh = delivery();
+    await store.deliveries.insertMany([a, b, fresh]);
+    await recordAttempt(a.id, failure, { status: 'pending', nextAttemptAt: T0 + 5_000 });
+    await recordAttempt(b.id, failure, { status: 'pending', nextAttemptAt: T0 + 3_000 });
+    expect(await store.deliveries.retrying('key_a')).toEqual({ deliveries: 2, nextAttemptAt: T0 + 3_000 });
+    expect(await store.deliveries.retrying('key_b')).toEqual({ deliveries: 0, nextAttemptAt: null });
+  });
+
   it('reports the next future due time and the backlog', async () => {
     expect(await store.deliveries.nextDueAfter(T0)).toBeUndefined();
     const a = delivery({ nextAttemptAt: T0 + 500 });

@@ -50,6 +50,14 @@ describe.each(variants)('storage on %s', (_name, url) => {
     expect(typeof updated!.created_at).toBe('number');
     await store.keys.setLastDelivery(key.id, { at: 5, outcome: 'failure', statusCode: 500, error: 'HTTP 500' });
     expect(await store.keys.byId(key.id)).toMatchObject({ last_delivery_at: 5, last_delivery_outcome: 'failure', last_delivery_status_code: 500 });
+    // Failing since the first failure after a success; a success clears it.
+    expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBe(5);
+    await store.keys.setLastDelivery(key.id, { at: 9, outcome: 'failure', statusCode: null, error: 'connection refused' });
+    expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBe(5);
+    await store.keys.setLastDelivery(key.id, { at: 12, outcome: 'success', statusCode: 200, error: null });
+    expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBeNull();
+    await store.keys.setLastDelivery(key.id, { at: 15, outcome: 'failure', statusCode: 500, error: 'HTTP 500' });
+    expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBe(15);
     expect(await store.keys.revoke(key.id, 3)).toBe(true);
     expect(await store.keys.revoke(key.id, 4)).toBe(false);
     expect((await store.keys.list(user.id)).map((k) => k.revoked_at)).toEqual([3]);

@@ -31,8 +31,11 @@ const send = (url = receiver.url, secret: string | null = SECRET, via = sender) 
 describe('sender', () => {
   it('posts the exact bytes with the event, delivery id, user agent and signature headers', async () => {
     const before = receiver.received.length;
-    expect(await send()).toEqual({ ok: true, statusCode: 200, durationMs: expect.any(Number), error: null, responseBody: 'ok' });
+    const outcome = await send();
+    expect(outcome).toEqual({ ok: true, statusCode: 200, durationMs: expect.any(Number), error: null, responseBody: 'ok', requestHeaders: expect.any(Object) });
     const [got] = receiver.received.slice(before);
+    // The outcome carries the headers as sent (for the attempt log).
+    for (const [name, value] of Object.entries(outcome.requestHeaders!)) expect(got!.headers[name]).toBe(value);
     expect(got!.raw.toString('utf8')).toBe(BODY);
     expect(got!.headers).toMatchObject({
       'content-type': 'application/json',
