@@ -239,6 +239,36 @@ describe('POST /v1/responses over an upstream', () => {
     expect(result.finalOutput).toBe('It was completed in 1889.');
   });
 
+  it('returns thinking mode\'s reasoning as a reasoning item, plain and streamed, and does not send it back upstream', async () => {
+    upstream.nextBehavior({ reasoning: 'Paris is the capital of France.', answer: 'Paris.' });
+    const plain = await upstreamClient.responses.create({ model: 'svc01', input: 'Capital of France?', svc: { thinking: true } } as never);
+    expect(plain.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+    expect(plain.output[0]).toMatchObject({ type: 'reasoning', summary: [{ type: 'summary_text', text: 'Paris is the capital of France.' }] });
+    expect(plain.output_text).toBe('Paris.');
+
+    upstream.nextBehavior({ reasoning: 'Paris is the capital of France.', answer: 'Paris.' });
+    const stream = upstreamClient.responses.stream({ model: 'svc01', input: 'Capital of France?', svc: { thinking: true } } as never);
+    const types: string[] = [];
+    let summary = '';
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.reasoning_summary_text.delta') summary += event.delta;
+    }
+    expect(summary).toBe('Paris is the capital of France.');
+    expect(types.indexOf('response.reasoning_summary_text.done')).toBeLessThan(types.indexOf('response.output_text.delta'));
+    const final = await stream.finalResponse();
+    expect(final.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+
+    upstream.nextBehavior({ answer: 'You asked about Paris.' });
+    await upstreamClient.responses.create({ model: 'svc01', previous_response_id: final.id, input: 'What did I ask?' });
+    const sent = upstream.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(sent.messages).toEqual([
+      { role: 'user', content: 'Capital of France?' },
+      { role: 'assistant', content: 'Paris.' },
+      { role: 'user', content: 'What did I ask?' },
+    ]);
+  });
+
   it('passes an upstream failure on as the chat route does, and a failed stream ends with response.failed', async () => {
     upstream.nextBehavior({ status: 500, errorMessage: 'upstream broke' });
     await expect(upstreamClient.responses.create({ model: 'svc01', input: 'Hi' })).rejects.toMatchObject({ status: 502 });

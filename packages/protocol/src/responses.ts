@@ -126,8 +126,11 @@ const OutputTextSchema = z.object({
 });
 const ItemStatusSchema = z.enum(['in_progress', 'completed', 'incomplete']);
 
-/** An item of a response's `output`: the assistant's message, or one function call. */
+const SummaryTextSchema = z.object({ type: z.literal('summary_text'), text: z.string() });
+
+/** An item of a response's `output`: the model's reasoning (its text as a summary), the assistant's message, or one function call. */
 export const ResponseOutputItemSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('reasoning'), id: z.string(), summary: z.array(SummaryTextSchema), status: ItemStatusSchema }),
   z.object({
     type: z.literal('message'),
     id: z.string(),
@@ -188,6 +191,7 @@ export type ResponseObject = z.infer<typeof ResponseObjectSchema>;
 /** The output items as input items: what `previous_response_id` hands the next turn. */
 export function outputAsInput(output: readonly ResponseOutputItem[]): ResponseInputItem[] {
   return output.map((item): ResponseInputItem => {
+    if (item.type === 'reasoning') return { type: 'reasoning', id: item.id, summary: item.summary };
     if (item.type === 'function_call') {
       return { type: 'function_call', id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments };
     }

@@ -3,6 +3,7 @@ import { finishedStatus, responseUsage } from './translate.js';
 
 type MessageItem = Extract<ResponseOutputItem, { type: 'message' }>;
 type FunctionCallItem = Extract<ResponseOutputItem, { type: 'function_call' }>;
+type ReasoningItem = Extract<ResponseOutputItem, { type: 'reasoning' }>;
 
 /** The open content part of the open message: text or a refusal, each with its own event names. */
 interface OpenPart {
@@ -27,6 +28,7 @@ export class ResponseEvents {
   private sequence = 0;
   private out = '';
   private readonly output: ResponseOutputItem[] = [];
+  private reasoning: ReasoningItem | null = null;
   private message: MessageItem | null = null;
   private part: OpenPart | null = null;
   /** The open function calls, by their chat `tool_calls[].index`. */
@@ -38,7 +40,7 @@ export class ResponseEvents {
 
   constructor(
     private readonly response: ResponseObject,
-    private readonly newItemId: (prefix: 'msg' | 'fc') => string,
+    private readonly newItemId: (prefix: 'msg' | 'fc' | 'rs') => string,
     private readonly now: () => number,
   ) {}
 
@@ -55,11 +57,13 @@ export class ResponseEvents {
     const choice = chunk.choices.find((c) => c.index === 0);
     if (choice) {
       const { delta } = choice;
+      if (delta.reasoning_content) this.reason(delta.reasoning_content);
       if (delta.content) this.text('output_text', delta.content);
       if (delta.refusal) this.text('refusal', delta.refusal);
       for (const call of delta.tool_calls ?? []) {
         let open = this.calls.get(call.index);
         if (!open) {
+          this.closeReasoning();
           this.closeMessage();
           const item: FunctionCallItem = {
             type: 'function_call',
@@ -88,6 +92,7 @@ export class ResponseEvents {
   finish(): string {
     const status = finishedStatus(this.finishReason);
     const itemStatus = status.status === 'completed' ? 'completed' : 'incomplete';
+    this.closeReasoning(itemStatus);
     this.closeMessage(itemStatus);
     this.closeCalls(itemStatus);
     const response: ResponseObject = {
@@ -105,6 +110,7 @@ export class ResponseEvents {
 
   /** The stream broke after it started: `response.failed` with the error, as OpenAI ends a failed stream. */
   fail(error: { code: string; message: string }): string {
+    this.closeReasoning('incomplete');
     this.closeMessage('incomplete');
     this.closeCalls('incomplete');
     const response: ResponseObject = { ...this.response, status: 'failed', error, output: this.output, usage: this.usage };
@@ -119,7 +125,39 @@ export class ResponseEvents {
     return this.final;
   }
 
+  /** Reasoning text (thinking mode's `reasoning_content`) as a reasoning item's one summary part. */
+  private reason(delta: string): void {
+    if (!this.reasoning) {
+      this.reasoning = { type: 'reasoning', id: this.newItemId('rs'), summary: [], status: 'in_progress' };
+      const outputIndex = this.output.push(this.reasoning) - 1;
+      this.emit('response.output_item.added', { output_index: outputIndex, item: this.reasoning });
+      this.reasoning.summary.push({ type: 'summary_text', text: '' });
+      this.emit('response.reasoning_summary_part.added', {
+        item_id: this.reasoning.id,
+        output_index: outputIndex,
+        summary_index: 0,
+        part: { type: 'summary_text', text: '' },
+      });
+    }
+    this.reasoning.summary[0]!.text += delta;
+    const outputIndex = this.output.indexOf(this.reasoning);
+    this.emit('response.reasoning_summary_text.delta', { item_id: this.reasoning.id, output_index: outputIndex, summary_index: 0, delta });
+  }
+
+  private closeReasoning(status: ReasoningItem['status'] = 'completed'): void {
+    const item = this.reasoning;
+    if (!item) return;
+    this.reasoning = null;
+    const where = { item_id: item.id, output_index: this.output.indexOf(item), summary_index: 0 };
+    const text = item.summary[0]!.text;
+    this.emit('response.reasoning_summary_text.done', { ...where, text });
+    this.emit('response.reasoning_summary_part.done', { ...where, part: { type: 'summary_text', text } });
+    item.status = status;
+    this.emit('response.output_item.done', { output_index: where.output_index, item });
+  }
+
   private text(kind: OpenPart['kind'], delta: string): void {
+    this.closeReasoning();
     if (!this.message) {
       this.closeCalls('completed');
       this.message = { type: 'message', id: this.newItemId('msg'), status: 'in_progress', role: 'assistant', content: [] };

@@ -249,19 +249,23 @@ export function responseUsage(usage: Usage): ResponseUsage {
  * The finished response for a chat completion: its message as a `message` item, each tool call as a
  * `function_call` item, usage renamed, and svc's result as in chat.
  *
- * @param newItemId makes an output item's id from its prefix (`msg`, `fc`).
+ * @param newItemId makes an output item's id from its prefix (`rs`, `msg`, `fc`).
  */
 export function completedResponse(
   base: ResponseBase,
   completion: ChatCompletion,
   completedAt: number,
-  newItemId: (prefix: 'msg' | 'fc') => string,
+  newItemId: (prefix: 'msg' | 'fc' | 'rs') => string,
 ): ResponseObject {
   const choice = completion.choices[0];
   const status = finishedStatus(choice?.finish_reason);
   const itemStatus = status.status === 'completed' ? 'completed' : 'incomplete';
   const output: ResponseOutputItem[] = [];
   const message = choice?.message;
+  // Thinking mode's (or a reasoning upstream's) reasoning text, as the reasoning item OpenAI puts first.
+  if (message?.reasoning_content) {
+    output.push({ type: 'reasoning', id: newItemId('rs'), summary: [{ type: 'summary_text', text: message.reasoning_content }], status: itemStatus });
+  }
   if (message && (message.content || message.refusal)) {
     output.push({
       type: 'message',
