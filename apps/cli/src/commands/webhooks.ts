@@ -3,7 +3,9 @@ import { WEBHOOK_TEST_SAMPLES } from '@svc/protocol/delivery-list-query';
 import type { WebhookTestResult, WebhookTestSample } from '@svc/protocol';
 import { CliError } from '../errors.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
-import { mark, processIo, type Io } from '../output.js';
+import { mark, processIo, kleur, type Io } from '../output.js';
+import { CHECK_CASES, DUPLICATE_HEADER, capitalise, checkReceiver, type CaseResult, type CheckCaseId } from '../check-receiver.js';
+import { parseForwardUrl } from '../options.js';
 
 /** `svc-cli webhooks test`: asks the server to send a test delivery to the key's webhook URL. */
 export function makeWebhooksCommand(io: Io = processIo): Command {
@@ -14,7 +16,8 @@ export function makeWebhooksCommand(io: Io = processIo): Command {
 Examples:
   $ svc-cli webhooks test
   $ svc-cli webhooks test --sample ungrounded
-  $ SVC_API_KEY=sk-svc-... svc-cli webhooks test --json`,
+  $ SVC_API_KEY=sk-svc-... svc-cli webhooks test --json
+  $ svc-cli webhooks check-receiver http://localhost:3000/webhooks/svc --secret whsec_...`,
   );
 
   webhooks
@@ -47,5 +50,104 @@ Examples:
       }
       if (!json) io.out(`${mark.ok()} Test delivery${opts.sample === 'ok' ? '' : ` (${opts.sample})`} to ${data.delivered_to} succeeded\n`);
     });
+  webhooks.addCommand(makeCheckReceiverCommand(io));
   return webhooks;
+}
+
+/** `--timeout 5s`, `500ms`, `2` (seconds): milliseconds, or undefined when unusable. */
+function parseTimeout(value: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(value.trim());
+  if (!match) return undefined;
+  const ms = match[2] === 'ms' ? Number(match[1]) : Number(match[1]) * 1000;
+  return ms >= 1 && ms <= 600_000 ? Math.round(ms) : undefined;
+}
+
+const usage = (message: string): CliError => new CliError(message, { exitCode: 2 });
+
+/** `svc-cli webhooks check-receiver URL --secret S`: sends signed fixtures and checks each answer. */
+function makeCheckReceiverCommand(io: Io): Command {
+  return new Command('check-receiver')
+    .description('send your receiver signed fixtures (valid, tampered, stale, duplicate, rotation …) and check each answer')
+    .argument('[url]', 'the receiver, e.g. http://localhost:3000/webhooks/svc (http:// is assumed)')
+    .addOption(new Option('--secret <secret>', "the receiver's current signing secret").env('SVC_WEBHOOK_SECRET'))
+    .option('--timeout <duration>', 'per request, e.g. 5s or 500ms; no answer in time fails that case', '5s')
+    .option('--skip <cases>', `cases not to run, comma-separated (${CHECK_CASES.join(', ')})`, (value: string, previous: string[] = []) => [...previous, ...value.split(',')])
+    .addHelpText(
+      'after',
+      `
+Cases (a correct receiver passes all):
+  valid              a delivery signed with the secret                          → 2xx
+  exact-bytes        a signed delivery whose JSON a parser would not reproduce   → 2xx (verify the raw bytes)
+  tampered-body      body changed after signing                                 → 4xx
+  wrong-signature    well-formed signatures that match nothing                  → 4xx
+  missing-signature  no X-Svc-Signature, no webhook-signature                   → 4xx
+  stale-timestamp    correctly signed, webhook-timestamp 10 minutes old         → 4xx
+  unknown-secret     signed only with another secret                            → 4xx
+  duplicate          the same delivery id twice                                 → 2xx, then 2xx + ${capitalise(DUPLICATE_HEADER)}: true
+  rotation           webhook-signature "v1,<new> v1,<old>" (--secret is the new) → 2xx
+
+Duplicates: answer a delivery id you already processed (webhook-id = X-Svc-Delivery) with 2xx and the header
+"${capitalise(DUPLICATE_HEADER)}: true". A receiver that de-duplicates silently can pass --skip duplicate.
+Receivers that verify only X-Svc-Signature (GitHub style, no timestamp) fail stale-timestamp by design:
+verify the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature) instead.
+
+Exit 0 when every case passed, 1 when one failed, 2 on a usage error.
+
+Examples:
+  $ svc-cli webhooks check-receiver localhost:3000/webhooks/svc --secret whsec_...
+  $ svc-cli webhooks check-receiver https://hooks.example.com/svc --secret "$SECRET" --skip duplicate
+  $ svc-cli webhooks check-receiver http://127.0.0.1:3000/hooks --secret "$SECRET" --json --timeout 2s`,
+    )
+    .action(async (url: string | undefined, opts: { secret?: string; timeout: string; skip?: string[] }, command: Command) => {
+      const { json } = globalOptions(command);
+      if (!url) throw usage('check-receiver needs the receiver URL: svc-cli webhooks check-receiver URL --secret S');
+      let target: string;
+      try {
+        target = parseForwardUrl(url);
+      } catch {
+        throw usage(`invalid URL "${url}": must be an http:// or https:// URL`);
+      }
+      if (!opts.secret) throw usage("check-receiver needs the receiver's signing secret: --secret S (or SVC_WEBHOOK_SECRET)");
+      const timeoutMs = parseTimeout(opts.timeout);
+      if (timeoutMs === undefined) throw usage(`invalid --timeout "${opts.timeout}": a duration such as 5s or 500ms`);
+      const skip = new Set<CheckCaseId>();
+      for (const name of (opts.skip ?? []).map((s) => s.trim()).filter(Boolean)) {
+        if (!(CHECK_CASES as readonly string[]).includes(name)) throw usage(`unknown case "${name}" for --skip: one of ${CHECK_CASES.join(', ')}`);
+        skip.add(name as CheckCaseId);
+      }
+
+      if (!json) io.err(`Checking ${target} with ${CHECK_CASES.length - skip.size} cases (timeout ${timeoutMs} ms) …\n`);
+      const report = await checkReceiver({ url: target, secret: opts.secret, timeoutMs, skip, onCase: json ? undefined : (r) => io.out(caseLine(r)) });
+      if (json) io.out(`${JSON.stringify(report, null, 2)}\n`);
+      else {
+        const parts = [kleur.green(`${report.passed} passed`), report.failed ? kleur.red(`${report.failed} failed`) : '0 failed'];
+        if (report.skipped) parts.push(kleur.yellow(`${report.skipped} skipped`));
+        io.out(`\n${report.ok ? mark.ok() : mark.bad()} ${parts.join(', ')}: ${target} ${report.ok ? 'answers as a correct receiver must' : 'is not a correct receiver yet'}\n`);
+      }
+      if (!report.ok) throw new CliError(`${report.failed} of ${report.cases.length} cases failed`);
+    });
+}
+
+const ID_WIDTH = Math.max(...CHECK_CASES.map((id) => id.length));
+
+/** One case: mark, id, what was expected and what came back; for a failure, why on the next line. */
+function caseLine(result: CaseResult): string {
+  const id = result.id.padEnd(ID_WIDTH);
+  if (result.outcome === 'skipped') {
+    const note = result.id === 'duplicate' ? ' (the receiver de-duplicates silently: not checked)' : '';
+    return `${kleur.yellow('-')} ${id}  skipped by --skip${note}: ${result.sent}\n`;
+  }
+  const answer = result.answer!;
+  const cameBack =
+    answer.status === null
+      ? (answer.error ?? 'no answer')
+      : `${answer.status}${answer.duplicate ? ` ${capitalise(DUPLICATE_HEADER)}: true` : ''}${answer.body ? ` ${preview(answer.body)}` : ''}`;
+  const line = `${result.outcome === 'passed' ? mark.ok() : mark.bad()} ${id}  ${result.sent}: expected ${result.expected}, got ${cameBack}\n`;
+  return result.reason ? `${line}  ${' '.repeat(ID_WIDTH)}${kleur.red('→')} ${result.reason}\n` : line;
+}
+
+/** The first bytes of an answer's body on one line. */
+function preview(body: string): string {
+  const flat = body.replace(/\s+/g, ' ').trim();
+  return kleur.dim(flat.length > 60 ? `${flat.slice(0, 59)}…` : flat);
 }
