@@ -1,0 +1,132 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli, useSandbox } from './cli-process.js';
+import { BROKEN_FAILS, brokenReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const ALL = ['valid', 'exact-bytes', 'tampered-body', 'wrong-signature', 'missing-signature', 'stale-timestamp', 'unknown-secret', 'duplicate', 'rotation'];
+
+interface JsonReport {
+  url: string;
+  ok: boolean;
+  passed: number;
+  failed: number;
+  skipped: number;
+  duplicate_header: string;
+  cases: { id: string; outcome: string; reason?: string; delivery_id?: string; answer?: { status: number | null; duplicate: boolean; error?: string } }[];
+}
+
+describe('svc-cli webhooks check-receiver', () => {
+  const sandbox = useSandbox();
+  const receivers: TestReceiver[] = [];
+  afterEach(async () => {
+    await Promise.all(receivers.splice(0).map((r) => r.close()));
+  });
+  const started = async (r: Promise<TestReceiver>): Promise<TestReceiver> => {
+    const receiver = await r;
+    receivers.push(receiver);
+    return receiver;
+  };
+  const check = async (url: string, ...args: string[]) => {
+    const result = await runCli(['webhooks', 'check-receiver', url, '--secret', SECRET, '--json', ...args], { cwd: sandbox.path });
+    return { ...result, report: JSON.parse(result.stdout) as JsonReport };
+  };
+  const failedIds = (report: JsonReport): string[] => report.cases.filter((c) => c.outcome === 'failed').map((c) => c.id);
+
+  it('passes every case against the @svc/verify Express adapter with de-duplication (--json)', async () => {
+    const receiver = await started(expressReceiver(SECRET));
+    const { code, report } = await check(receiver.url);
+    expect(report.cases.map((c) => [c.id, c.outcome])).toEqual(ALL.map((id) => [id, 'passed']));
+    expect(report).toMatchObject({ ok: true, passed: 9, failed: 0, skipped: 0, duplicate_header: 'svc-duplicate' });
+    expect(code).toBe(0);
+    // Accepted deliveries were processed once each; the duplicate's id once, not twice.
+    const ids = report.cases.filter((c) => ['valid', 'exact-bytes', 'duplicate', 'rotation'].includes(c.id)).map((c) => c.delivery_id);
+    expect(receiver.processed).toEqual(ids);
+    for (const id of ids) expect(id).toMatch(/^whd_[0-9a-f]{32}$/);
+    expect(new Set(report.cases.map((c) => c.delivery_id)).size).toBe(9);
+  });
+
+  it('passes every case against the @svc/verify Fetch adapter on node:http, printing one line per case', async () => {
+    const receiver = await started(fetchReceiver(SECRET));
+    const { code, stdout, stderr } = await runCli(['webhooks', 'check-receiver', receiver.url, '--secret', SECRET], { cwd: sandbox.path });
+    expect(code).toBe(0);
+    const lines = stdout.trim().split('\n');
+    for (const id of ALL) expect(lines.find((l) => l.startsWith(`✔ ${id} `))).toBeDefined();
+    expect(stdout).toMatch(/✔ valid +signed with the secret: expected 2xx, got 204\n/);
+    expect(stdout).toMatch(/✔ tampered-body +body changed after signing: expected 4xx, got 401 \{"error"/);
+    expect(stdout).toMatch(/✔ duplicate .*got 200 Svc-Duplicate: true/);
+    expect(stdout).toContain(`✔ 9 passed, 0 failed: ${receiver.url} answers as a correct receiver must`);
+    expect(stdout).not.toContain('✘');
+    expect(stderr).toContain(`Checking ${receiver.url} with 9 cases`);
+  });
+
+  for (const [kind, fails] of Object.entries(BROKEN_FAILS) as [BrokenKind, string[]][]) {
+    it(`catches a broken receiver (${kind}): fails exactly ${fails.join(', ')}`, async () => {
+      const receiver = await started(brokenReceiver(kind, SECRET));
+      const { code, report, stderr } = await check(receiver.url);
+      expect(failedIds(report)).toEqual(fails);
+      expect(report.ok).toBe(false);
+      expect(code).toBe(1);
+      expect(stderr).toContain(`svc-cli: ${fails.length} of 9 cases failed`);
+    });
+  }
+
+  it('explains the failures in the human output: a duplicate processed twice, a GitHub-style receiver and the stale case', async () => {
+    const noDedupe = await started(brokenReceiver('no-dedupe', SECRET));
+    const first = await runCli(['webhooks', 'check-receiver', noDedupe.url, '--secret', SECRET], { cwd: sandbox.path });
+    expect(first.code).toBe(1);
+    expect(first.stdout).toMatch(/✘ duplicate .*expected 2xx, then 2xx with Svc-Duplicate: true, got 200 ok\n +→ duplicate processed twice: .*--skip duplicate/);
+    expect(first.stdout).toContain('✘ 8 passed, 1 failed');
+    // Processed twice, indeed.
+    const dup = noDedupe.processed.filter((id, i, all) => all.indexOf(id) !== i);
+    expect(dup).toHaveLength(1);
+
+    const github = await started(brokenReceiver('github-style-only', SECRET));
+    const second = await runCli(['webhooks', 'check-receiver', github.url, '--secret', SECRET], { cwd: sandbox.path });
+    expect(second.stdout).toMatch(/✘ stale-timestamp .*got 200 ok\n +→ accepted it \(200\): .*verifying only X-Svc-Signature \(GitHub style, no timestamp\) fails this case by design/);
+  });
+
+  it('--skip duplicate: a receiver that de-duplicates silently passes, and the output says the case was not checked', async () => {
+    const receiver = await started(brokenReceiver('no-dedupe', SECRET));
+    const { code, stdout } = await runCli(['webhooks', 'check-receiver', receiver.url, '--secret', SECRET, '--skip', 'duplicate'], { cwd: sandbox.path });
+    expect(code).toBe(0);
+    expect(stdout).toContain('- duplicate          skipped by --skip (the receiver de-duplicates silently: not checked)');
+    expect(stdout).toContain('✔ 8 passed, 0 failed, 1 skipped');
+    const json = await check(receiver.url, '--skip', 'duplicate');
+    expect(json.report.cases.find((c) => c.id === 'duplicate')).toMatchObject({ outcome: 'skipped' });
+    expect(json.code).toBe(0);
+  });
+
+  it('a receiver that never answers fails each case after --timeout; the check itself completes', async () => {
+    const receiver = await started(brokenReceiver('hangs', SECRET));
+    const startedAt = Date.now();
+    const { code, report } = await check(receiver.url, '--timeout', '300ms');
+    expect(code).toBe(1);
+    expect(report.cases.every((c) => c.outcome === 'failed' && c.answer?.status === null && c.answer.error === 'no answer within 300 ms')).toBe(true);
+    expect(Date.now() - startedAt).toBeLessThan(15_000);
+  });
+
+  it('a refused connection is a failed case, not a crash', async () => {
+    const receiver = await started(expressReceiver(SECRET));
+    const url = receiver.url;
+    await receivers.pop()!.close();
+    const { code, report } = await check(url);
+    expect(code).toBe(1);
+    expect(report.cases[0]).toMatchObject({ id: 'valid', outcome: 'failed', answer: { status: null, error: 'connection refused' } });
+  });
+
+  it('exits 2 on usage errors', async () => {
+    const cases: [string[], RegExp][] = [
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x'], /needs the receiver's signing secret/],
+      [['webhooks', 'check-receiver', '--secret', 's'], /needs the receiver URL/],
+      [['webhooks', 'check-receiver', 'ftp://x', '--secret', 's'], /invalid URL/],
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--timeout', 'soon'], /invalid --timeout "soon"/],
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--skip', 'valid,nope'], /unknown case "nope" for --skip/],
+    ];
+    for (const [args, message] of cases) {
+      const { code, stderr, stdout } = await runCli(args, { cwd: sandbox.path });
+      expect(stderr).toMatch(message);
+      expect(stdout).toBe('');
+      expect(code).toBe(2);
+    }
+  });
+});
