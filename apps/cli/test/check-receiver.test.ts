@@ -119,6 +119,7 @@ describe('svc-cli webhooks check-receiver', () => {
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x'], /needs the receiver's signing secret/],
       [['webhooks', 'check-receiver', '--secret', 's'], /needs the receiver URL/],
       [['webhooks', 'check-receiver', 'ftp://x', '--secret', 's'], /invalid URL/],
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/b', '--secret', 's'], /takes one URL, got 2/],
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--timeout', 'soon'], /invalid --timeout "soon"/],
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--skip', 'valid,nope'], /unknown case "nope" for --skip/],
     ];

@@ -26,6 +26,7 @@ describe('svc-cli --help', () => {
     [[]],
     [['webhooks']],
     [['webhooks', 'test']],
+    [['webhooks', 'check-receiver']],
     [['listen']],
     [['replay']],
     [['deliveries']],

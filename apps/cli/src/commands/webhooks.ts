@@ -64,17 +64,29 @@ function parseTimeout(value: string): number | undefined {
 
 const usage = (message: string): CliError => new CliError(message, { exitCode: 2 });
 
+/** A command that takes its operands itself (the inherited settings refuse undeclared arguments). */
+class OperandCommand extends Command {
+  override copyInheritedSettings(sourceCommand: Command): this {
+    super.copyInheritedSettings(sourceCommand);
+    return this.allowExcessArguments();
+  }
+}
+
 /** `svc-cli webhooks check-receiver URL --secret S`: sends signed fixtures and checks each answer. */
 function makeCheckReceiverCommand(io: Io): Command {
-  return new Command('check-receiver')
-    .description('send your receiver signed fixtures (valid, tampered, stale, duplicate, rotation …) and check each answer')
-    .argument('[url]', 'the receiver, e.g. http://localhost:3000/webhooks/svc (http:// is assumed)')
+  return new OperandCommand('check-receiver')
+    .description('check that your receiver accepts and refuses signed fixtures as it must')
+    // URL is read from the operands rather than declared with .argument(): a declared one widens the term column of
+    // `svc-cli webhooks --help` enough to wrap the global options' env names.
+    .usage('URL --secret S [options]')
     .addOption(new Option('--secret <secret>', "the receiver's current signing secret").env('SVC_WEBHOOK_SECRET'))
     .option('--timeout <duration>', 'per request, e.g. 5s or 500ms; no answer in time fails that case', '5s')
     .option('--skip <cases>', `cases not to run, comma-separated (${CHECK_CASES.join(', ')})`, (value: string, previous: string[] = []) => [...previous, ...value.split(',')])
     .addHelpText(
       'after',
       `
+URL: the receiver, e.g. http://localhost:3000/webhooks/svc (http:// is assumed).
+
 Cases (a correct receiver passes all):
   valid              a delivery signed with the secret                          → 2xx
   exact-bytes        a signed delivery whose JSON a parser would not reproduce   → 2xx (verify the raw bytes)
@@ -98,8 +110,10 @@ Examples:
   $ svc-cli webhooks check-receiver https://hooks.example.com/svc --secret "$SECRET" --skip duplicate
   $ svc-cli webhooks check-receiver http://127.0.0.1:3000/hooks --secret "$SECRET" --json --timeout 2s`,
     )
-    .action(async (url: string | undefined, opts: { secret?: string; timeout: string; skip?: string[] }, command: Command) => {
+    .action(async (opts: { secret?: string; timeout: string; skip?: string[] }, command: Command) => {
       const { json } = globalOptions(command);
+      const [url, ...extra] = command.args;
+      if (extra.length > 0) throw usage(`check-receiver takes one URL, got ${command.args.length}: ${command.args.join(' ')}`);
       if (!url) throw usage('check-receiver needs the receiver URL: svc-cli webhooks check-receiver URL --secret S');
       let target: string;
       try {
