@@ -157,7 +157,7 @@ function caseLine(result: CaseResult): string {
       ? (answer.error ?? 'no answer')
       : `${answer.status}${answer.duplicate ? ` ${capitalise(DUPLICATE_HEADER)}: true` : ''}${answer.body ? ` ${preview(answer.body)}` : ''}`;
   const line = `${result.outcome === 'passed' ? mark.ok() : mark.bad()} ${id}  ${result.sent}: expected ${result.expected}, got ${cameBack}\n`;
-  return result.reason ? `${line}  ${' '.repeat(ID_WIDTH)}${kleur.red('→')} ${result.reason}\n` : line;
+  return result.reason ? `${line}${' '.repeat(ID_WIDTH + 4)}${kleur.red('→')} ${result.reason}\n` : line;
 }
 
 /** The first bytes of an answer's body on one line. */
