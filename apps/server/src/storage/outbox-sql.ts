@@ -64,8 +64,9 @@ export function listSql(afterCursor: boolean): string {
 export const GET_DELIVERY = `select * from webhook_deliveries where id = ? and key_id = ?`;
 export const GET_ATTEMPTS = `select * from webhook_attempts where delivery_id = ? order by attempt asc`;
 
-export const REDELIVER = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url)
-  where id = ? and key_id = ? returning *`;
+// A redeliver clears the lease: an attempt in flight then records without moving the row on (see AttemptRecord).
+export const REDELIVER = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url),
+  lease_until = null, leased_by = null where id = ? and key_id = ? returning *`;
 
 /**
  * The newest matching deliveries of one key, up to a limit (parameters: key, status or null, from, to, limit).
@@ -75,8 +76,8 @@ const MATCHING = `select id from webhook_deliveries where key_id = ? and status 
   and created_at >= ? and created_at < ? order by created_at desc, id desc limit ?`;
 export const COUNT_MATCHING = `select count(*) as n from (${MATCHING}) matching`;
 /** Parameters: next attempt at, updated at, url or null, then MATCHING's. */
-export const REDELIVER_MATCHING = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url)
-  where id in (${MATCHING})`;
+export const REDELIVER_MATCHING = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url),
+  lease_until = null, leased_by = null where id in (${MATCHING})`;
 
 /** MATCHING's parameters for one key and filter. */
 export function matchingParams(keyId: string, filter: RedeliveryFilter): unknown[] {
@@ -103,8 +104,9 @@ export function numbered(sql: string): string {
  * What an attempt sets on its delivery — status, next attempt, status code, error, attempted at, delivered
  * at — in the column order of both stores' record statements.
  */
-export function attemptUpdate({ result, next }: AttemptRecord): unknown[] {
+export function attemptUpdate({ result, next, leasedBy }: AttemptRecord): unknown[] {
   return [
+    leasedBy ?? '',
     next.status,
     next.status === 'pending' ? next.nextAttemptAt : null,
     result.statusCode,

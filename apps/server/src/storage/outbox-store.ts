@@ -93,6 +93,13 @@ export interface AttemptRecord {
   deliveryId: string;
   result: AttemptResult;
   next: AttemptNext;
+  /**
+   * `leased_by` when the attempt was made. The attempt moves the delivery on (status, next attempt, lease) only
+   * while the row is still leased so: a redeliver or cancel during the attempt cleared the lease, and a lease
+   * that lapsed belongs to another worker's attempt; either way the newer intent stands. The attempt is logged
+   * and counted all the same.
+   */
+  leasedBy: string | null;
 }
 
 export interface ListOptions {

@@ -109,13 +109,17 @@ function insertDeliveriesSql(n: number): string {
  * does (a cancelled delivery stays cancelled); returns their ids and attempt numbers.
  */
 const recordSql = perChunkSize((n) => {
-  // The casts type the VALUES columns: Postgres infers nothing from a NULL parameter.
-  const row = '(cast(? as text), cast(? as text), cast(? as bigint), cast(? as integer), cast(? as text), cast(? as bigint), cast(? as bigint))';
-  return `with v(id, status, next_attempt_at, status_code, error, attempted_at, delivered_at) as (values ${Array.from({ length: n }, () => row).join(', ')})
+  // The casts type the VALUES columns: Postgres infers nothing from a NULL parameter. `held`: the row is still
+  // leased as it was when the attempt was sent (see AttemptRecord.leasedBy).
+  const row = '(cast(? as text), cast(? as text), cast(? as text), cast(? as bigint), cast(? as integer), cast(? as text), cast(? as bigint), cast(? as bigint))';
+  const held = `coalesce(webhook_deliveries.leased_by, '') = v.leased_by`;
+  return `with v(id, leased_by, status, next_attempt_at, status_code, error, attempted_at, delivered_at) as (values ${Array.from({ length: n }, () => row).join(', ')})
   update webhook_deliveries set attempts = webhook_deliveries.attempts + 1,
-  status = case when webhook_deliveries.status = 'cancelled' then webhook_deliveries.status else v.status end,
-  next_attempt_at = case when webhook_deliveries.status = 'cancelled' then null else v.next_attempt_at end,
-  lease_until = null, leased_by = null, last_status_code = v.status_code,
+  status = case when ${held} and webhook_deliveries.status <> 'cancelled' then v.status else webhook_deliveries.status end,
+  next_attempt_at = case when ${held} and webhook_deliveries.status <> 'cancelled' then v.next_attempt_at else webhook_deliveries.next_attempt_at end,
+  lease_until = case when ${held} then null else webhook_deliveries.lease_until end,
+  leased_by = case when ${held} then null else webhook_deliveries.leased_by end,
+  last_status_code = v.status_code,
   last_error = case when webhook_deliveries.status = 'cancelled' then webhook_deliveries.last_error else v.error end, updated_at = v.attempted_at,
   delivered_at = coalesce(v.delivered_at, webhook_deliveries.delivered_at)
   from v where webhook_deliveries.id = v.id returning webhook_deliveries.id, webhook_deliveries.attempts`;

@@ -67,13 +67,18 @@ function claimSql(n: number): string {
   and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`);
 }
 
-// A delivery cancelled while its attempt was in flight stays cancelled (with its reason); the attempt is logged.
+// The attempt moves the row on only while the row is still leased as it was when sent (AttemptRecord.leasedBy):
+// a delivery cancelled or redelivered meanwhile stays as that left it, and another worker's newer lease stands.
+// The attempt is counted and logged either way. Parameters: attemptUpdate's, then the delivery id.
 const RECORD_ONE = `update webhook_deliveries set attempts = attempts + 1,
-  status = case when status = 'cancelled' then status else ? end,
-  next_attempt_at = case when status = 'cancelled' then null else ? end, lease_until = null, leased_by = null,
-  last_status_code = ?, last_error = case when status = 'cancelled' then last_error else ? end, updated_at = ?,
-  delivered_at = coalesce(?, delivered_at)
-  where id = ? returning attempts`;
+  status = case when coalesce(leased_by, '') = v.held_by and status <> 'cancelled' then v.new_status else status end,
+  next_attempt_at = case when coalesce(leased_by, '') = v.held_by and status <> 'cancelled' then v.next_at else next_attempt_at end,
+  lease_until = case when coalesce(leased_by, '') = v.held_by then null else lease_until end,
+  leased_by = case when coalesce(leased_by, '') = v.held_by then null else leased_by end,
+  last_status_code = v.code, last_error = case when status = 'cancelled' then last_error else v.err end, updated_at = v.at,
+  delivered_at = coalesce(v.delivered, delivered_at)
+  from (select ? as held_by, ? as new_status, ? as next_at, ? as code, ? as err, ? as at, ? as delivered, ? as delivery_id) as v
+  where webhook_deliveries.id = v.delivery_id returning attempts`;
 
 /**
  * Takes a key's next `n` sequence numbers and returns the last (parameters: key, n). Postgres takes several

@@ -18,7 +18,7 @@ interface Waiting extends AttemptRecord {
  * the window means the attempt is made again (at least once).
  *
  * @example
- * await log.record(row.key_id, { deliveryId: row.id, result, next }); // resolves once written
+ * await log.record(row.key_id, { deliveryId: row.id, result, next, leasedBy: row.leased_by }); // resolves once written
  */
 export class AttemptLog {
   private waiting: Waiting[] = [];
@@ -49,7 +49,7 @@ export class AttemptLog {
     if (batch.length === 0) return;
     this.waiting = [];
     try {
-      await this.deliveries.recordAttempts(batch.map(({ deliveryId, result, next }) => ({ deliveryId, result, next })));
+      await this.deliveries.recordAttempts(batch.map(({ deliveryId, result, next, leasedBy }) => ({ deliveryId, result, next, leasedBy })));
       // A key's status is its latest attempt's.
       const latest = new Map<string, Waiting>();
       for (const w of batch) latest.set(w.keyId, w);

@@ -6,7 +6,7 @@ import type { AttemptOutcome, Sender } from './sender.js';
 import type { SigningSecrets } from './signing-secrets.js';
 
 /** What an attempt needs of its delivery once sent (not the payload). */
-type SentDelivery = Pick<ClaimedDelivery, 'id' | 'key_id' | 'request_id' | 'created_at' | 'attempts'>;
+type SentDelivery = Pick<ClaimedDelivery, 'id' | 'key_id' | 'request_id' | 'created_at' | 'attempts' | 'leased_by'>;
 
 export interface AttemptOptions {
   /** false: a failure is final (a test send). Default true. */
@@ -50,7 +50,7 @@ export class DeliveryAttempts {
   run(row: ClaimedDelivery, options: AttemptOptions = {}): Promise<{ outcome: AttemptOutcome; next: AttemptNext }> {
     const attemptedAt = this.deps.clock();
     const sent = this.send(row, options.direct ?? false);
-    const delivery: SentDelivery = { id: row.id, key_id: row.key_id, request_id: row.request_id, created_at: row.created_at, attempts: row.attempts };
+    const delivery: SentDelivery = { id: row.id, key_id: row.key_id, request_id: row.request_id, created_at: row.created_at, attempts: row.attempts, leased_by: row.leased_by };
     return this.settle(delivery, attemptedAt, sent, options.retries ?? true);
   }
 
@@ -84,7 +84,7 @@ export class DeliveryAttempts {
       responseBody: outcome.responseBody,
       requestHeaders: outcome.requestHeaders ? JSON.stringify(outcome.requestHeaders) : null,
     };
-    await log.record(delivery.key_id, { deliveryId: delivery.id, result, next });
+    await log.record(delivery.key_id, { deliveryId: delivery.id, result, next, leasedBy: delivery.leased_by });
     const refused = !outcome.ok && outcome.kind === 'refused';
     const label = outcome.ok ? 'success' : refused ? 'refused' : 'failure';
     const fields = {

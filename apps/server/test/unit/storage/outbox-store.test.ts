@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { newDeliveryId, type AttemptNext, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
+import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
 const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
@@ -72,9 +72,14 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w2')).toHaveLength(3);
   });
 
+  /** Attempts as the worker records them: made under the row's lease as it is now. */
+  async function held(records: Array<Omit<AttemptRecord, 'leasedBy'>>): Promise<AttemptRecord[]> {
+    return Promise.all(records.map(async (r) => ({ ...r, leasedBy: (await store.deliveries.byId(r.deliveryId))?.leased_by ?? null })));
+  }
+
   /** One attempt, recorded on its own. */
   async function recordAttempt(deliveryId: string, result: AttemptResult, next: AttemptNext): Promise<number> {
-    const [attempt] = await store.deliveries.recordAttempts([{ deliveryId, result, next }]);
+    const [attempt] = await store.deliveries.recordAttempts(await held([{ deliveryId, result, next }]));
     return attempt!;
   }
 
@@ -136,7 +141,7 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
       if (i % 7 === 0) return { deliveryId: d.id, result: { ...failure, attemptedAt, statusCode: null }, next: { status: 'failed' as const } };
       return { deliveryId: d.id, result: { ...success, attemptedAt, statusCode: 200 + (i % 5), responseBody: `ok ${i}` }, next: { status: 'delivered' as const } };
     });
-    const numbers = await store.deliveries.recordAttempts(batch);
+    const numbers = await store.deliveries.recordAttempts(await held(batch));
     expect(numbers).toEqual(rows.map((_, i) => (i === 5 ? 2 : 1)));
     for (const [i, d] of rows.entries()) {
       const found = await store.deliveries.get('key_a', d.id);
@@ -159,8 +164,8 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     const d = delivery();
     await store.deliveries.insert(d);
     const numbers = await store.deliveries.recordAttempts([
-      { deliveryId: d.id, result: failure, next: { status: 'pending', nextAttemptAt: T0 + 10 } },
-      { deliveryId: d.id, result: { ...success, attemptedAt: T0 + 20 }, next: { status: 'delivered' } },
+      { deliveryId: d.id, result: failure, next: { status: 'pending', nextAttemptAt: T0 + 10 }, leasedBy: null },
+      { deliveryId: d.id, result: { ...success, attemptedAt: T0 + 20 }, next: { status: 'delivered' }, leasedBy: null },
     ]);
     expect(numbers).toEqual([1, 2]);
     const found = await store.deliveries.get('key_a', d.id);
@@ -173,8 +178,8 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     await store.deliveries.insert(d);
     await expect(
       store.deliveries.recordAttempts([
-        { deliveryId: d.id, result: success, next: { status: 'delivered' } },
-        { deliveryId: 'whd_missing', result: success, next: { status: 'delivered' } },
+        { deliveryId: d.id, result: success, next: { status: 'delivered' }, leasedBy: null },
+        { deliveryId: 'whd_missing', result: success, next: { status: 'delivered' }, leasedBy: null },
       ]),
     ).rejects.toThrow('delivery whd_missing does not exist');
     expect(await store.deliveries.get('key_a', d.id)).toMatchObject({ delivery: { status: 'pending', attempts: 0 }, attempts: [] });
@@ -186,7 +191,7 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     let recorded: Promise<number[]> | undefined;
     await store.handle.db.transaction().execute(async (trx) => {
       await trx.selectFrom('webhook_deliveries').select('id').execute();
-      recorded = store.deliveries.recordAttempts(rows.map((d) => ({ deliveryId: d.id, result: success, next: { status: 'delivered' as const } })));
+      recorded = store.deliveries.recordAttempts(rows.map((d) => ({ deliveryId: d.id, result: success, next: { status: 'delivered' as const }, leasedBy: null })));
     });
     expect(await recorded).toEqual([1, 1, 1]);
     expect((await store.deliveries.list('key_a', { limit: 10, status: 'delivered' })).rows).toHaveLength(3);
@@ -217,6 +222,24 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     const row = await store.deliveries.redeliver('key_a', d.id, T0 + 100, 'https://example.org/new');
     expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload: d.payload, url: 'https://example.org/new', attempts: 1 });
     expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => r.id)).toEqual([d.id]);
+  });
+
+  it('a redeliver during an attempt stands: the attempt is logged but does not move the row on; a lapsed lease is the newer attempt\'s', async () => {
+    const d = delivery();
+    await store.deliveries.insert(d);
+    await store.deliveries.claimDue(T0, 1, 30_000, 'w1');
+    await store.deliveries.redeliver('key_a', d.id, T0 + 5);
+    await store.deliveries.recordAttempts([{ deliveryId: d.id, result: success, next: { status: 'delivered' }, leasedBy: 'w1' }]);
+    expect(await store.deliveries.byId(d.id)).toMatchObject({ status: 'pending', attempts: 1, next_attempt_at: T0 + 5, leased_by: null });
+    expect((await store.deliveries.claimDue(T0 + 5, 5, 30_000, 'w2')).map((r) => r.id)).toEqual([d.id]);
+
+    // w2's lease lapses and w3 takes the row; w2's late failure leaves w3's attempt in charge, w3's success moves it on.
+    const [again] = await store.deliveries.claimDue(T0 + 40_000, 5, 30_000, 'w3');
+    expect(again?.id).toBe(d.id);
+    await store.deliveries.recordAttempts([{ deliveryId: d.id, result: failure, next: { status: 'pending', nextAttemptAt: T0 + 99_000 }, leasedBy: 'w2' }]);
+    expect(await store.deliveries.byId(d.id)).toMatchObject({ status: 'pending', attempts: 2, leased_by: 'w3', next_attempt_at: T0 + 5 });
+    await store.deliveries.recordAttempts([{ deliveryId: d.id, result: success, next: { status: 'delivered' }, leasedBy: 'w3' }]);
+    expect(await store.deliveries.byId(d.id)).toMatchObject({ status: 'delivered', attempts: 3, leased_by: null, lease_until: null });
   });
 
   it('redeliverMatching: by status and creation time, newest first up to the limit, one key only; countMatching agrees', async () => {
@@ -308,7 +331,7 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
         if (store.handle.sqlite) expect(store.handle.sqlite.inTransaction).toBe(true);
         writes = Promise.all([
           store.deliveries.insertMany([inserted]),
-          store.deliveries.recordAttempts([{ deliveryId: recorded.id, result: success, next: { status: 'delivered' } }]),
+          store.deliveries.recordAttempts([{ deliveryId: recorded.id, result: success, next: { status: 'delivered' }, leasedBy: null }]),
         ]);
         throw new Error('rolled back');
       }),
