@@ -71,22 +71,24 @@ describe.skipIf(!target)('redisDedupeStore (docs/receivers/redis-dedupe-store.ts
 
     const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks/svc`;
     const { token } = await server.createKey({ webhookUrl: url, signingSecret: secret });
-    const api = async (method: string, path: string) => {
+    const api = async <T>(method: string, path: string): Promise<T> => {
       const res = await fetch(`${server.url}/v1${path}`, { method, headers: { authorization: `Bearer ${token}` } });
-      return (await res.json()) as any;
+      return (await res.json()) as T;
     };
+    type Detail = { status: string; attempt_log: Array<{ status_code: number | null; response_body: string | null }> };
     const client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
     const { id: requestId } = await client.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: 'Where?' }] });
 
     // The first attempt gets 503, which releases the id: svc's retry is processed.
     await expect.poll(() => processed.length, { timeout: 15_000 }).toBe(1);
     expect(processed[0]!.request_id).toBe(requestId);
-    const [delivery] = (await api('GET', '/webhooks/deliveries')).data;
-    await expect.poll(async () => (await api('GET', `/webhooks/deliveries/${delivery.id}`)).status, { timeout: 15_000 }).toBe('delivered');
+    const [delivery] = (await api<{ data: Array<{ id: string }> }>('GET', '/webhooks/deliveries')).data;
+    const detail = () => api<Detail>('GET', `/webhooks/deliveries/${delivery!.id}`);
+    await expect.poll(async () => (await detail()).status, { timeout: 15_000 }).toBe('delivered');
 
     // A redelivery (same id) is acknowledged without being processed again.
-    await api('POST', `/webhooks/deliveries/${delivery.id}/redeliver`);
-    const log = async () => (await api('GET', `/webhooks/deliveries/${delivery.id}`)).attempt_log as any[];
+    await api('POST', `/webhooks/deliveries/${delivery!.id}/redeliver`);
+    const log = async () => (await detail()).attempt_log;
     await expect.poll(async () => (await log()).length, { timeout: 15_000 }).toBe(3);
     expect((await log()).map((a) => [a.status_code, a.response_body])).toEqual(
       expect.arrayContaining([[503, expect.anything()], [204, expect.anything()], [200, '{"duplicate":true}']]),
