@@ -16,8 +16,8 @@ export interface DeduperOptions {
   /** Where the ids live; default: in memory (`maxEntries` of them, least recently seen dropped), lost on restart. */
   store?: DedupeStore;
   /**
-   * How long an id is remembered, in seconds. Default 86,400 (a day): longer than svc's retry schedule
-   * (`SVC_WEBHOOK_RETRY_SCHEDULE`); a manual redelivery after that is processed again.
+   * How long an id is remembered, in seconds. Default 259,200 (3 days): longer than svc's default retry
+   * schedule (`SVC_WEBHOOK_RETRY_SCHEDULE`, about 28 h of attempts); a manual redelivery after it is processed again.
    */
   ttlSeconds?: number;
   /** Most ids the in-memory store keeps (ignored with `store`). Default 10,000. */
@@ -36,7 +36,7 @@ export interface Deduper {
 /** The header a receiver answers a duplicate delivery with (2xx, nothing processed); `svc-cli` checks it. */
 export const DUPLICATE_HEADER = 'svc-duplicate';
 
-const DEFAULT_TTL_SECONDS = 86_400;
+const DEFAULT_TTL_SECONDS = 259_200;
 const DEFAULT_MAX_ENTRIES = 10_000;
 
 function isPositiveInteger(value: unknown): value is number {
@@ -69,7 +69,7 @@ function memoryStore(maxEntries: number, now: () => number): DedupeStore {
  * the same id at once: one is processed.
  *
  * @example
- * const dedupe = createDeduper({ ttlSeconds: 86_400 });
+ * const dedupe = createDeduper();
  * app.post('/webhooks/svc', verifyMiddleware({ secret, dedupe }), handler); // duplicates: 200, svc-duplicate: true
  *
  * // by hand, after verifying:
