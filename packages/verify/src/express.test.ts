@@ -6,7 +6,7 @@ import express, { type Express } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { samplePayload } from '../test/support.js';
 import { verifyMiddleware, type AuditPayload } from './express.js';
-import { signWebhook } from './index.js';
+import { createDeduper, signWebhook } from './index.js';
 
 const SECRET = 'whsec_express';
 const BODY = JSON.stringify(samplePayload);
@@ -213,5 +213,88 @@ describe('verifyMiddleware with Express', () => {
     ['a bad tolerance', { secret: SECRET, toleranceSeconds: -1 }],
   ])('rejects %s when the middleware is created', (_, options) => {
     expect(() => verifyMiddleware(options)).toThrow(TypeError);
+  });
+});
+
+describe('verifyMiddleware with dedupe', () => {
+  const signed = (id: string) => ({ ...standard(BODY, SECRET, undefined, id), 'x-svc-signature': hmac(BODY) });
+
+  function deduping(route: (req: express.Request, res: express.Response) => void | Promise<void>) {
+    const app = express();
+    const handled: string[] = [];
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, dedupe: createDeduper() }), async (req, res) => {
+      handled.push(req.svcEvent!.request_id);
+      await route(req, res);
+    });
+    return { app, handled };
+  }
+
+  it('processes one of two concurrent deliveries with the same id; the other gets 200 and svc-duplicate: true', async () => {
+    const { app, handled } = deduping(async (_req, res) => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      res.sendStatus(204);
+    });
+    const url = await listen(app);
+    const responses = await Promise.all([post(url, BODY, signed('whd_1')), post(url, BODY, signed('whd_1'))]);
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 204]);
+    const duplicate = responses.find((r) => r.status === 200)!;
+    expect(duplicate.headers.get('svc-duplicate')).toBe('true');
+    expect(await duplicate.json()).toEqual({ duplicate: true });
+    expect(handled).toHaveLength(1);
+    // The id travels in X-Svc-Delivery too (a GitHub-style receiver).
+    expect((await post(url, BODY, { 'x-svc-delivery': 'whd_1', 'x-svc-signature': hmac(BODY) })).headers.get('svc-duplicate')).toBe('true');
+    expect((await post(url, BODY, signed('whd_2'))).status).toBe(204);
+    expect(handled).toHaveLength(2);
+  });
+
+  it('releases the id when the route fails, so svc\'s retry is processed', async () => {
+    let attempt = 0;
+    const { app, handled } = deduping((_req, res) => {
+      attempt += 1;
+      if (attempt === 1) throw new Error('database down');
+      if (attempt === 2) return void res.sendStatus(503);
+      if (attempt === 3) return void res.socket!.destroy();
+      res.sendStatus(204);
+    });
+    app.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.sendStatus(500));
+    const url = await listen(app);
+    expect((await post(url, BODY, signed('whd_1'))).status).toBe(500);
+    expect((await post(url, BODY, signed('whd_1'))).status).toBe(503);
+    await expect(post(url, BODY, signed('whd_1'))).rejects.toThrow();
+    await expect.poll(async () => (await post(url, BODY, signed('whd_1'))).status).toBe(204);
+    expect((await post(url, BODY, signed('whd_1'))).headers.get('svc-duplicate')).toBe('true');
+    expect(handled).toHaveLength(4);
+  });
+
+  it('processes every delivery that carries no id, and leaves the id claimed when a release fails', async () => {
+    const app = express();
+    let handled = 0;
+    const seen = new Set<string>();
+    const store = { setIfAbsent: (id: string) => !seen.has(id) && !!seen.add(id), delete: () => Promise.reject(new Error('store down')) };
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, dedupe: createDeduper({ store }) }), (_req, res) => {
+      handled += 1;
+      res.sendStatus(500);
+    });
+    const url = await listen(app);
+    expect((await post(url, BODY, { 'x-svc-signature': hmac(BODY) })).status).toBe(500);
+    expect((await post(url, BODY, { 'x-svc-signature': hmac(BODY) })).status).toBe(500);
+    expect((await post(url, BODY, signed('whd_1'))).status).toBe(500);
+    expect((await post(url, BODY, signed('whd_1'))).headers.get('svc-duplicate')).toBe('true');
+    expect(handled).toBe(3);
+  });
+
+  it('passes a store failure to next, so the delivery is answered 500 and retried', async () => {
+    const app = express();
+    const store = { setIfAbsent: () => Promise.reject(new Error('store down')), delete: () => {} };
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, dedupe: createDeduper({ store }) }), (_req, res) => void res.sendStatus(204));
+    app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).send(err.message));
+    const res = await post(await listen(app), BODY, signed('whd_1'));
+    expect(res.status).toBe(500);
+    expect(await res.text()).toBe('store down');
+  });
+
+  it('rejects a dedupe that is not a deduper when created', () => {
+    // @ts-expect-error misuse on purpose
+    expect(() => verifyMiddleware({ secret: SECRET, dedupe: new Set() })).toThrow(/createDeduper/);
   });
 });

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditPayload } from './audit-payload.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { assertDeduper, deliveryId, delivered, DUPLICATE_HEADER, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
@@ -23,6 +24,12 @@ export interface VerifyMiddlewareOptions extends ConstructEventOptions {
   secret: Secret;
   /** Largest body accepted, in bytes; larger deliveries get 413. Default 10 MiB (prompts can be long). */
   limit?: number;
+  /**
+   * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
+   * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
+   * (an error, a 500, a dropped connection) releases its id, so svc's retry of it is processed.
+   */
+  dedupe?: Deduper;
 }
 
 /** The parts of an Express (or plain node:http) request the middleware uses. */
@@ -55,9 +62,10 @@ const STREAM_ALREADY_READ =
 export function verifyMiddleware(
   options: VerifyMiddlewareOptions,
 ): (req: VerifiableRequest, res: ServerResponse, next: (err?: unknown) => void) => Promise<void> {
-  const { secret, limit = DEFAULT_LIMIT, ...eventOptions } = options;
+  const { secret, limit = DEFAULT_LIMIT, dedupe, ...eventOptions } = options;
   toSecretList(secret);
   assertOptions(eventOptions);
+  assertDeduper(dedupe);
   if (!(Number.isSafeInteger(limit) && limit > 0)) throw new TypeError('[@svc/verify] limit must be a positive whole number of bytes.');
 
   return async (req, res, next) => {
@@ -68,6 +76,23 @@ export function verifyMiddleware(
       if (err instanceof WebhookVerificationError) return sendJson(res, err.status, errorBody(err));
       if (err instanceof PayloadTooLarge) return sendJson(res, 413, err.body());
       return next(err);
+    }
+    const id = dedupe && deliveryId(req.headers);
+    if (id) {
+      let first: boolean;
+      try {
+        first = await dedupe!.claim(id);
+      } catch (err) {
+        return next(err);
+      }
+      if (!first) {
+        res.setHeader(DUPLICATE_HEADER, 'true');
+        return sendJson(res, 200, { duplicate: true });
+      }
+      res.on('close', () => {
+        // A failed release leaves the id claimed until its TTL; nothing here can report it, so it is not thrown.
+        if (!(res.writableFinished && delivered(res.statusCode))) dedupe!.release(id).catch(() => {});
+      });
     }
     req.body = event;
     req.svcEvent = event;

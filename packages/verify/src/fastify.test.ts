@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { samplePayload } from '../test/support.js';
 import { verifyPlugin, type AuditPayload, type VerifyPluginOptions } from './fastify.js';
-import { signWebhook } from './index.js';
+import { createDeduper, signWebhook } from './index.js';
 
 const SECRET = 'whsec_fastify';
 const BODY = JSON.stringify(samplePayload);
@@ -123,5 +123,59 @@ describe('verifyPlugin with Fastify', () => {
     app = Fastify();
     app.register(verifyPlugin, { secret: '' });
     await expect(app.ready()).rejects.toThrow(TypeError);
+  });
+});
+
+describe('verifyPlugin with dedupe', () => {
+  const signed = (id: string) => ({ ...standard(BODY, SECRET, undefined, id), 'x-svc-signature': hmac(BODY) });
+
+  async function deduping(route: (reply: import('fastify').FastifyReply) => Promise<unknown>) {
+    let handled = 0;
+    app = Fastify();
+    app.register(async (scope) => {
+      await scope.register(verifyPlugin, { secret: SECRET, dedupe: createDeduper() });
+      scope.post('/webhooks/svc', async (_request, reply) => {
+        handled += 1;
+        return route(reply);
+      });
+    });
+    await app.ready();
+    return { handled: () => handled };
+  }
+
+  it('processes one of two concurrent deliveries with the same id; the other gets 200 and svc-duplicate: true', async () => {
+    const { handled } = await deduping(async (reply) => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return reply.code(204).send();
+    });
+    const responses = await Promise.all([deliver(BODY, signed('whd_1')), deliver(BODY, signed('whd_1'))]);
+    expect(responses.map((r) => r.statusCode).sort()).toEqual([200, 204]);
+    const duplicate = responses.find((r) => r.statusCode === 200)!;
+    expect(duplicate.headers['svc-duplicate']).toBe('true');
+    expect(duplicate.json()).toEqual({ duplicate: true });
+    expect(handled()).toBe(1);
+    // Without an id there is nothing to de-duplicate on: processed.
+    expect((await deliver(BODY, { 'x-svc-signature': hmac(BODY) })).statusCode).toBe(204);
+    expect(handled()).toBe(2);
+  });
+
+  it('releases the id when the route fails, so svc\'s retry is processed', async () => {
+    let attempt = 0;
+    const { handled } = await deduping(async (reply) => {
+      attempt += 1;
+      if (attempt === 1) throw new Error('database down');
+      return reply.code(204).send();
+    });
+    expect((await deliver(BODY, signed('whd_1'))).statusCode).toBe(500);
+    expect((await deliver(BODY, signed('whd_1'))).statusCode).toBe(204);
+    expect((await deliver(BODY, signed('whd_1'))).headers['svc-duplicate']).toBe('true');
+    expect(handled()).toBe(2);
+  });
+
+  it('rejects a dedupe that is not a deduper when registered', async () => {
+    app = Fastify();
+    // @ts-expect-error misuse on purpose
+    app.register(verifyPlugin, { secret: SECRET, dedupe: {} });
+    await expect(app.ready()).rejects.toThrow(/createDeduper/);
   });
 });

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AuditPayload } from './audit-payload.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { assertDeduper, deliveryId, delivered, DUPLICATE_HEADER, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
@@ -21,15 +22,23 @@ export interface VerifyPluginOptions extends ConstructEventOptions {
   secret: Secret;
   /** Largest body accepted, in bytes (Fastify answers 413 above it). Default 10 MiB (prompts can be long). */
   bodyLimit?: number;
+  /**
+   * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
+   * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
+   * (a thrown error, a 500) releases its id, so svc's retry of it is processed.
+   */
+  dedupe?: Deduper;
 }
 
 const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 const EMPTY = new Uint8Array(0);
 
 const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options) => {
-  const { secret, bodyLimit = DEFAULT_BODY_LIMIT, ...eventOptions } = options;
+  const { secret, bodyLimit = DEFAULT_BODY_LIMIT, dedupe, ...eventOptions } = options;
   toSecretList(secret);
   assertOptions(eventOptions);
+  assertDeduper(dedupe);
+  const claimed = new WeakMap<object, string>();
 
   // JSON bodies stay raw bytes in this scope: the signature covers those bytes, not a re-serialisation.
   fastify.removeContentTypeParser('application/json');
@@ -45,8 +54,18 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
       if (err instanceof WebhookVerificationError) return reply.code(err.status).send(errorBody(err));
       throw err;
     }
+    const id = dedupe && deliveryId(request.headers);
+    if (id) {
+      if (!(await dedupe!.claim(id))) return reply.code(200).header(DUPLICATE_HEADER, 'true').send({ duplicate: true });
+      claimed.set(request, id);
+    }
     request.body = event;
     request.svcEvent = event;
+  });
+
+  fastify.addHook('onResponse', async (request, reply) => {
+    const id = claimed.get(request);
+    if (id !== undefined && !delivered(reply.statusCode)) await dedupe!.release(id);
   });
 };
 

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { samplePayload } from '../test/support.js';
-import { WebhookVerificationError, errorResponse, verifyRequest, type AuditPayload } from './fetch.js';
-import { signWebhook } from './index.js';
+import { WebhookVerificationError, createWebhookHandler, errorResponse, verifyRequest, type AuditPayload } from './fetch.js';
+import { createDeduper, signWebhook } from './index.js';
 
 const SECRET = 'whsec_fetch';
 const BODY = JSON.stringify(samplePayload);
@@ -106,5 +106,68 @@ describe('verifyRequest with a plain Request (Next.js route handlers, Workers)',
     const copy = req.clone();
     await req.json();
     expect(await verifyRequest(copy, SECRET)).toEqual(samplePayload);
+  });
+});
+
+describe('createWebhookHandler', () => {
+  const signed = (id: string) => ({ ...standard(BODY, SECRET, undefined, id), 'x-svc-signature': hmac(BODY) });
+
+  it('verifies, hands the typed payload to the handler and returns its response; an untrusted delivery gets errorResponse', async () => {
+    const received: AuditPayload[] = [];
+    const handle = createWebhookHandler({ secret: SECRET }, (event) => {
+      received.push(event);
+      return new Response(null, { status: 204 });
+    });
+    expect((await handle(request(BODY, signed('whd_1')))).status).toBe(204);
+    expect((await handle(request(BODY, signed('whd_1')))).status).toBe(204);
+    expect(received).toEqual([samplePayload, samplePayload]);
+    const refused = await handle(request(BODY, { 'x-svc-signature': hmac(BODY, 'whsec_wrong') }));
+    expect(refused.status).toBe(401);
+    const consumed = request(BODY, { 'x-svc-signature': hmac(BODY) });
+    await consumed.text();
+    await expect(handle(consumed)).rejects.toThrow(/already read/);
+  });
+
+  it('with dedupe: processes one of two concurrent deliveries with the same id; the other gets 200 and svc-duplicate: true', async () => {
+    let handled = 0;
+    const handle = createWebhookHandler({ secret: SECRET, dedupe: createDeduper() }, async () => {
+      handled += 1;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      return new Response(null, { status: 204 });
+    });
+    const responses = await Promise.all([handle(request(BODY, signed('whd_1'))), handle(request(BODY, signed('whd_1')))]);
+    expect(responses.map((r) => r.status).sort()).toEqual([200, 204]);
+    const duplicate = responses.find((r) => r.status === 200)!;
+    expect(duplicate.headers.get('svc-duplicate')).toBe('true');
+    expect(await duplicate.json()).toEqual({ duplicate: true });
+    expect(handled).toBe(1);
+    expect((await handle(request(BODY, { 'x-svc-signature': hmac(BODY) }))).status).toBe(204);
+    expect(handled).toBe(2);
+  });
+
+  it('with dedupe: releases the id when the handler rejects or answers other than 2xx, so svc\'s retry is processed', async () => {
+    const outcomes: Array<() => Response> = [
+      () => {
+        throw new Error('database down');
+      },
+      () => new Response(null, { status: 503 }),
+      () => new Response(null, { status: 204 }),
+    ];
+    const handle = createWebhookHandler({ secret: SECRET, dedupe: createDeduper() }, () => outcomes.shift()!());
+    await expect(handle(request(BODY, signed('whd_1')))).rejects.toThrow('database down');
+    expect((await handle(request(BODY, signed('whd_1')))).status).toBe(503);
+    expect((await handle(request(BODY, signed('whd_1')))).status).toBe(204);
+    expect((await handle(request(BODY, signed('whd_1')))).headers.get('svc-duplicate')).toBe('true');
+    expect(outcomes).toEqual([]);
+  });
+
+  it.each([
+    ['an empty secret', { secret: '' }, () => new Response()],
+    ['a bad tolerance', { secret: SECRET, toleranceSeconds: -1 }, () => new Response()],
+    ['a dedupe that is not a deduper', { secret: SECRET, dedupe: {} }, () => new Response()],
+    ['no handler', { secret: SECRET }, undefined],
+  ])('rejects %s when created', (_, options, handler) => {
+    // @ts-expect-error misuse on purpose
+    expect(() => createWebhookHandler(options, handler)).toThrow(TypeError);
   });
 });

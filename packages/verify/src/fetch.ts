@@ -1,8 +1,9 @@
 import type { AuditPayload } from './audit-payload.js';
-import type { ConstructEventOptions } from './construct-event.js';
-import type { Secret } from './secrets.js';
+import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { assertDeduper, deliveryId, delivered, DUPLICATE_HEADER, type Deduper } from './deduper.js';
+import { toSecretList, type Secret } from './secrets.js';
 import { constructDelivery } from './web/construct-event.js';
-import { errorBody, type WebhookVerificationError } from './webhook-verification-error.js';
+import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
 
 export type { AuditPayload, ConstructEventOptions, Secret };
 export { WebhookVerificationError, errorBody, type WebhookErrorBody, type WebhookVerificationErrorCode } from './webhook-verification-error.js';
@@ -44,4 +45,63 @@ export async function verifyRequest(request: Request, secret: Secret, options?: 
  */
 export function errorResponse(err: WebhookVerificationError): Response {
   return Response.json(errorBody(err), { status: err.status });
+}
+
+/** Options for `createWebhookHandler`. */
+export interface WebhookHandlerOptions extends ConstructEventOptions {
+  /** The signing secret, or several while rotating. */
+  secret: Secret;
+  /**
+   * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
+   * `svc-duplicate: true` and never reaches the handler. A delivery the handler does not answer with a 2xx
+   * (or rejects) releases its id, so svc's retry of it is processed.
+   */
+  dedupe?: Deduper;
+}
+
+/**
+ * A Fetch API route handler (Next.js, Hono's `c.req.raw`, Workers, Deno, Bun) that verifies the delivery,
+ * answers an untrusted one with `errorResponse`, skips duplicates when given `dedupe`, and otherwise calls
+ * `handler` with the typed payload and returns its response.
+ *
+ * @example
+ * export const POST = createWebhookHandler(
+ *   { secret: process.env.SVC_WEBHOOK_SECRET!, dedupe: createDeduper() },
+ *   async (event) => {
+ *     await save(event);
+ *     return new Response(null, { status: 204 });
+ *   },
+ * );
+ */
+export function createWebhookHandler(
+  options: WebhookHandlerOptions,
+  handler: (event: AuditPayload, request: Request) => Response | Promise<Response>,
+): (request: Request) => Promise<Response> {
+  const { secret, dedupe, ...eventOptions } = options;
+  toSecretList(secret);
+  assertOptions(eventOptions);
+  assertDeduper(dedupe);
+  if (typeof handler !== 'function') throw new TypeError('[@svc/verify] createWebhookHandler(options, handler) needs a handler function.');
+
+  return async (request) => {
+    let event: AuditPayload;
+    try {
+      event = await verifyRequest(request, secret, eventOptions);
+    } catch (err) {
+      if (err instanceof WebhookVerificationError) return errorResponse(err);
+      throw err;
+    }
+    const id = dedupe && deliveryId(request.headers);
+    if (!id) return handler(event, request);
+    if (!(await dedupe!.claim(id))) return Response.json({ duplicate: true }, { status: 200, headers: { [DUPLICATE_HEADER]: 'true' } });
+    let response: Response;
+    try {
+      response = await handler(event, request);
+    } catch (err) {
+      await dedupe!.release(id);
+      throw err;
+    }
+    if (!delivered(response.status)) await dedupe!.release(id);
+    return response;
+  };
 }
