@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { signWebhook, verifySignature, verifyWebhook } from '@svc/verify';
+import { createDeduper, signWebhook, verifySignature, verifyWebhook } from '@svc/verify';
 import { verifyMiddleware } from '@svc/verify/express';
-import { errorResponse, verifyRequest, WebhookVerificationError } from '@svc/verify/fetch';
+import { createWebhookHandler, errorResponse, verifyRequest, WebhookVerificationError } from '@svc/verify/fetch';
 
 /** Receivers for `webhooks check-receiver`: the adapters' own (correct) and deliberately broken ones. */
 export interface TestReceiver {
@@ -44,25 +44,24 @@ function dedupe(seen: Set<string>, id: string, res: ServerResponse): boolean {
 
 const deliveryIdOf = (req: IncomingMessage): string => String(req.headers['webhook-id'] ?? req.headers['x-svc-delivery'] ?? '');
 
-/** `@svc/verify/express`'s `verifyMiddleware` + in-memory de-duplication: a correct receiver. */
+/** `@svc/verify/express`'s `verifyMiddleware` with its `dedupe` option: a correct receiver. */
 export async function expressReceiver(secret: string): Promise<TestReceiver> {
   const processed: string[] = [];
-  const seen = new Set<string>();
   const app = express();
-  app.post('/webhooks/svc', verifyMiddleware({ secret }), (req, res) => {
-    const id = deliveryIdOf(req);
-    if (seen.has(id)) return void res.set('svc-duplicate', 'true').sendStatus(200);
-    seen.add(id);
-    processed.push(id);
+  app.post('/webhooks/svc', verifyMiddleware({ secret, dedupe: createDeduper() }), (req, res) => {
+    processed.push(deliveryIdOf(req));
     res.sendStatus(204);
   });
   return serve(app as unknown as Handler, processed);
 }
 
-/** `@svc/verify/fetch`'s `verifyRequest` on node:http (a Request built from the incoming message): correct. */
+/** `@svc/verify/fetch`'s `createWebhookHandler` with `dedupe`, on node:http (a Request built from the incoming message): correct. */
 export async function fetchReceiver(secret: string): Promise<TestReceiver> {
   const processed: string[] = [];
-  const seen = new Set<string>();
+  const handle = createWebhookHandler({ secret, dedupe: createDeduper() }, (_event, request) => {
+    processed.push(request.headers.get('webhook-id') ?? '');
+    return new Response(null, { status: 204 });
+  });
   return serve((req, res) => {
     void (async () => {
       const chunks: Buffer[] = [];
@@ -70,20 +69,7 @@ export async function fetchReceiver(secret: string): Promise<TestReceiver> {
       const headers = new Headers();
       for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
       const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body: Buffer.concat(chunks) });
-      let response: Response;
-      try {
-        await verifyRequest(request, secret);
-        const id = request.headers.get('webhook-id') ?? '';
-        if (seen.has(id)) response = new Response('duplicate', { status: 200, headers: { 'svc-duplicate': 'true' } });
-        else {
-          seen.add(id);
-          processed.push(id);
-          response = new Response(null, { status: 204 });
-        }
-      } catch (err) {
-        if (!(err instanceof WebhookVerificationError)) throw err;
-        response = errorResponse(err);
-      }
+      const response = await handle(request);
       res.writeHead(response.status, Object.fromEntries(response.headers)).end(Buffer.from(await response.arrayBuffer()));
     })();
   }, processed);
