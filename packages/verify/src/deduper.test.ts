@@ -99,3 +99,22 @@ describe('deliveryId', () => {
     expect(deliveryId(new Headers())).toBeUndefined();
   });
 });
+
+describe('createDeduper in flight', () => {
+  it('says an id is processing from its claim until complete or release, and only for the deduper that claimed it', async () => {
+    const store = new Map<string, number>();
+    const shared = { setIfAbsent: (id: string) => (store.has(id) ? false : (store.set(id, 1), true)), delete: (id: string) => void store.delete(id) };
+    const here = createDeduper({ store: shared });
+    const elsewhere = createDeduper({ store: shared });
+    expect(await here.claim('whd_1')).toBe(true);
+    expect(here.processing('whd_1')).toBe(true);
+    expect(elsewhere.processing('whd_1')).toBe(false);
+    here.complete('whd_1');
+    expect(here.processing('whd_1')).toBe(false);
+    expect(await here.claim('whd_1')).toBe(false);
+    expect(await here.claim('whd_2')).toBe(true);
+    await here.release('whd_2');
+    expect(here.processing('whd_2')).toBe(false);
+    expect(await elsewhere.claim('whd_2')).toBe(true);
+  });
+});

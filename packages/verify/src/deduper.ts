@@ -31,7 +31,26 @@ export interface Deduper {
   claim(id: string): Promise<boolean>;
   /** Releases a claimed id because processing it failed: the next delivery with it is processed. */
   release(id: string): Promise<void>;
+  /** Marks a claimed id as processed: from now on a duplicate of it is answered as done. */
+  complete(id: string): void;
+  /**
+   * Whether this deduper claimed `id` and its processing has neither completed nor been released: a duplicate
+   * arriving meanwhile must not be answered as done (the first copy may still fail), but asked to come back.
+   */
+  processing(id: string): boolean;
 }
+
+/**
+ * The answer to a delivery whose id is already claimed: 200 with `svc-duplicate: true` once it was processed;
+ * 409 with `retry-after` while the first copy is still being handled here, so svc tries again later (and the
+ * retry is processed if that first copy fails, or answered as a duplicate once it succeeded).
+ */
+export function duplicateAnswer(dedupe: Deduper, id: string): { status: number; headers: Record<string, string>; body: Record<string, boolean> } {
+  if (dedupe.processing(id)) return { status: 409, headers: { 'retry-after': String(IN_FLIGHT_RETRY_SECONDS) }, body: { in_progress: true } };
+  return { status: 200, headers: { [DUPLICATE_HEADER]: 'true' }, body: { duplicate: true } };
+}
+
+const IN_FLIGHT_RETRY_SECONDS = 30;
 
 /** The header a receiver answers a duplicate delivery with (2xx, nothing processed); `svc-cli` checks it. */
 export const DUPLICATE_HEADER = 'svc-duplicate';
@@ -74,7 +93,7 @@ function memoryStore(maxEntries: number, now: () => number): DedupeStore {
  *
  * // by hand, after verifying:
  * if (!(await dedupe.claim(id))) return; // already processed
- * try { await handle(event); } catch (err) { await dedupe.release(id); throw err; }
+ * try { await handle(event); dedupe.complete(id); } catch (err) { await dedupe.release(id); throw err; }
  */
 export function createDeduper(options: DeduperOptions = {}): Deduper {
   const { ttlSeconds = DEFAULT_TTL_SECONDS, maxEntries = DEFAULT_MAX_ENTRIES, now = Date.now } = options;
@@ -87,20 +106,29 @@ export function createDeduper(options: DeduperOptions = {}): Deduper {
   // Ids whose claim is waiting for the store: a duplicate arriving meanwhile in this process is one even if
   // the store's check-and-set is not atomic.
   const pending = new Set<string>();
+  // Ids claimed here whose processing has not ended (completed or released).
+  const inFlight = new Set<string>();
   return {
     async claim(id) {
       if (typeof id !== 'string' || id === '') throw new TypeError('[@svc/verify] id must be a non-empty string.');
       if (pending.has(id)) return false;
       pending.add(id);
       try {
-        return await store.setIfAbsent(id, ttlSeconds);
+        const first = await store.setIfAbsent(id, ttlSeconds);
+        if (first) inFlight.add(id);
+        return first;
       } finally {
         pending.delete(id);
       }
     },
     async release(id) {
+      inFlight.delete(id);
       await store.delete(id);
     },
+    complete(id) {
+      inFlight.delete(id);
+    },
+    processing: (id) => pending.has(id) || inFlight.has(id),
   };
 }
 
@@ -117,7 +145,7 @@ export function delivered(status: number): boolean {
 /** Throws a TypeError unless `dedupe` is absent or a deduper (misuse found once, at creation). */
 export function assertDeduper(dedupe: unknown): asserts dedupe is Deduper | undefined {
   const d = dedupe as Partial<Deduper> | undefined;
-  if (d !== undefined && (typeof d?.claim !== 'function' || typeof d.release !== 'function')) {
+  if (d !== undefined && (typeof d?.claim !== 'function' || typeof d.release !== 'function' || typeof d.complete !== 'function' || typeof d.processing !== 'function')) {
     throw new TypeError('[@svc/verify] dedupe must be a deduper from createDeduper().');
   }
 }

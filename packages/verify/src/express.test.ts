@@ -229,20 +229,23 @@ describe('verifyMiddleware with dedupe', () => {
     return { app, handled };
   }
 
-  it('processes one of two concurrent deliveries with the same id; the other gets 200 and svc-duplicate: true', async () => {
+  it('processes one of two concurrent deliveries with the same id; the other, still in flight, gets 409 with retry-after; once done, 200 and svc-duplicate: true', async () => {
     const { app, handled } = deduping(async (_req, res) => {
       await new Promise((resolve) => setTimeout(resolve, 20));
       res.sendStatus(204);
     });
     const url = await listen(app);
     const responses = await Promise.all([post(url, BODY, signed('whd_1')), post(url, BODY, signed('whd_1'))]);
-    expect(responses.map((r) => r.status).sort()).toEqual([200, 204]);
-    const duplicate = responses.find((r) => r.status === 200)!;
+    expect(responses.map((r) => r.status).sort()).toEqual([204, 409]);
+    const inFlight = responses.find((r) => r.status === 409)!;
+    expect(inFlight.headers.get('retry-after')).toBe('30');
+    expect(await inFlight.json()).toEqual({ in_progress: true });
+    expect(handled).toHaveLength(1);
+    // Processed now: a duplicate is answered as done. The id travels in X-Svc-Delivery too (a GitHub-style receiver).
+    const duplicate = await post(url, BODY, { 'x-svc-delivery': 'whd_1', 'x-svc-signature': hmac(BODY) });
+    expect(duplicate.status).toBe(200);
     expect(duplicate.headers.get('svc-duplicate')).toBe('true');
     expect(await duplicate.json()).toEqual({ duplicate: true });
-    expect(handled).toHaveLength(1);
-    // The id travels in X-Svc-Delivery too (a GitHub-style receiver).
-    expect((await post(url, BODY, { 'x-svc-delivery': 'whd_1', 'x-svc-signature': hmac(BODY) })).headers.get('svc-duplicate')).toBe('true');
     expect((await post(url, BODY, signed('whd_2'))).status).toBe(204);
     expect(handled).toHaveLength(2);
   });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditPayload } from './audit-payload.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { assertDeduper, deliveryId, delivered, DUPLICATE_HEADER, type Deduper } from './deduper.js';
+import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
@@ -86,12 +86,14 @@ export function verifyMiddleware(
         return next(err);
       }
       if (!first) {
-        res.setHeader(DUPLICATE_HEADER, 'true');
-        return sendJson(res, 200, { duplicate: true });
+        const answer = duplicateAnswer(dedupe!, id);
+        for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+        return sendJson(res, answer.status, answer.body);
       }
       res.on('close', () => {
         // A failed release leaves the id claimed until its TTL; nothing here can report it, so it is not thrown.
-        if (!(res.writableFinished && delivered(res.statusCode))) dedupe!.release(id).catch(() => {});
+        if (res.writableFinished && delivered(res.statusCode)) dedupe!.complete(id);
+        else dedupe!.release(id).catch(() => {});
       });
     }
     req.body = event;

@@ -143,17 +143,21 @@ describe('verifyPlugin with dedupe', () => {
     return { handled: () => handled };
   }
 
-  it('processes one of two concurrent deliveries with the same id; the other gets 200 and svc-duplicate: true', async () => {
+  it('processes one of two concurrent deliveries with the same id; the other, still in flight, gets 409; once done, 200 and svc-duplicate: true', async () => {
     const { handled } = await deduping(async (reply) => {
       await new Promise((resolve) => setTimeout(resolve, 20));
       return reply.code(204).send();
     });
     const responses = await Promise.all([deliver(BODY, signed('whd_1')), deliver(BODY, signed('whd_1'))]);
-    expect(responses.map((r) => r.statusCode).sort()).toEqual([200, 204]);
-    const duplicate = responses.find((r) => r.statusCode === 200)!;
+    expect(responses.map((r) => r.statusCode).sort()).toEqual([204, 409]);
+    const inFlight = responses.find((r) => r.statusCode === 409)!;
+    expect(inFlight.headers['retry-after']).toBe('30');
+    expect(inFlight.json()).toEqual({ in_progress: true });
+    expect(handled()).toBe(1);
+    const duplicate = await deliver(BODY, signed('whd_1'));
+    expect(duplicate.statusCode).toBe(200);
     expect(duplicate.headers['svc-duplicate']).toBe('true');
     expect(duplicate.json()).toEqual({ duplicate: true });
-    expect(handled()).toBe(1);
     // Without an id there is nothing to de-duplicate on: processed.
     expect((await deliver(BODY, { 'x-svc-signature': hmac(BODY) })).statusCode).toBe(204);
     expect(handled()).toBe(2);

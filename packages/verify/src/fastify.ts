@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AuditPayload } from './audit-payload.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { assertDeduper, deliveryId, delivered, DUPLICATE_HEADER, type Deduper } from './deduper.js';
+import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
@@ -56,7 +56,10 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
     }
     const id = dedupe && deliveryId(request.headers);
     if (id) {
-      if (!(await dedupe!.claim(id))) return reply.code(200).header(DUPLICATE_HEADER, 'true').send({ duplicate: true });
+      if (!(await dedupe!.claim(id))) {
+        const answer = duplicateAnswer(dedupe!, id);
+        return reply.code(answer.status).headers(answer.headers).send(answer.body);
+      }
       claimed.set(request, id);
     }
     request.body = event;
@@ -65,7 +68,9 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
 
   fastify.addHook('onResponse', async (request, reply) => {
     const id = claimed.get(request);
-    if (id !== undefined && !delivered(reply.statusCode)) await dedupe!.release(id);
+    if (id === undefined) return;
+    if (delivered(reply.statusCode)) dedupe!.complete(id);
+    else await dedupe!.release(id);
   });
 };
 

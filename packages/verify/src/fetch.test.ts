@@ -128,7 +128,7 @@ describe('createWebhookHandler', () => {
     await expect(handle(consumed)).rejects.toThrow(/already read/);
   });
 
-  it('with dedupe: processes one of two concurrent deliveries with the same id; the other gets 200 and svc-duplicate: true', async () => {
+  it('with dedupe: processes one of two concurrent deliveries with the same id; the other, still in flight, gets 409; once done, 200 and svc-duplicate: true', async () => {
     let handled = 0;
     const handle = createWebhookHandler({ secret: SECRET, dedupe: createDeduper() }, async () => {
       handled += 1;
@@ -136,11 +136,15 @@ describe('createWebhookHandler', () => {
       return new Response(null, { status: 204 });
     });
     const responses = await Promise.all([handle(request(BODY, signed('whd_1'))), handle(request(BODY, signed('whd_1')))]);
-    expect(responses.map((r) => r.status).sort()).toEqual([200, 204]);
-    const duplicate = responses.find((r) => r.status === 200)!;
+    expect(responses.map((r) => r.status).sort()).toEqual([204, 409]);
+    const inFlight = responses.find((r) => r.status === 409)!;
+    expect(inFlight.headers.get('retry-after')).toBe('30');
+    expect(await inFlight.json()).toEqual({ in_progress: true });
+    expect(handled).toBe(1);
+    const duplicate = await handle(request(BODY, signed('whd_1')));
+    expect(duplicate.status).toBe(200);
     expect(duplicate.headers.get('svc-duplicate')).toBe('true');
     expect(await duplicate.json()).toEqual({ duplicate: true });
-    expect(handled).toBe(1);
     expect((await handle(request(BODY, { 'x-svc-signature': hmac(BODY) }))).status).toBe(204);
     expect(handled).toBe(2);
   });

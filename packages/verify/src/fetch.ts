@@ -1,6 +1,6 @@
 import type { AuditPayload } from './audit-payload.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { assertDeduper, deliveryId, delivered, DUPLICATE_HEADER, type Deduper } from './deduper.js';
+import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { constructDelivery } from './web/construct-event.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
@@ -93,7 +93,10 @@ export function createWebhookHandler(
     }
     const id = dedupe && deliveryId(request.headers);
     if (!id) return handler(event, request);
-    if (!(await dedupe!.claim(id))) return Response.json({ duplicate: true }, { status: 200, headers: { [DUPLICATE_HEADER]: 'true' } });
+    if (!(await dedupe!.claim(id))) {
+      const answer = duplicateAnswer(dedupe!, id);
+      return Response.json(answer.body, { status: answer.status, headers: answer.headers });
+    }
     let response: Response;
     try {
       response = await handler(event, request);
@@ -101,7 +104,8 @@ export function createWebhookHandler(
       await dedupe!.release(id);
       throw err;
     }
-    if (!delivered(response.status)) await dedupe!.release(id);
+    if (delivered(response.status)) dedupe!.complete(id);
+    else await dedupe!.release(id);
     return response;
   };
 }
