@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '@svc/verify';
@@ -76,6 +77,30 @@ describe('listen receives real deliveries from the server', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(`✔ Test delivery to ${listen.url} succeeded\n`);
     expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · sig ✔\n/);
+  });
+
+  it('listen --trigger with SVC_API_KEY: a test delivery through svc arrives; a key pointing elsewhere is named', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const { token } = await server.createKey({ webhookUrl: `http://localhost:${port}/`, signingSecret: SECRET });
+    const env = { SVC_BASE_URL: server.url, SVC_API_KEY: token };
+    const listen = await startListen(['--port', String(port), '--secret', SECRET, '--trigger'], { cwd: sandbox.path, env });
+    await listen.waitFor('stderr', /✔ A test delivery through svc arrived/);
+    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · sig ✔\n/);
+    listen.child.kill('SIGINT');
+
+    const elsewhere = await server.createKey({ webhookUrl: 'http://localhost:9/hooks', signingSecret: SECRET });
+    const other = await startListen(['--trigger'], { cwd: sandbox.path, env: { SVC_BASE_URL: server.url, SVC_API_KEY: elsewhere.token } });
+    await other.waitFor('stderr', /! The key's webhook URL is http:\/\/localhost:9\/hooks, not this listener: set it to http:\/\/127\.0\.0\.1:\d+\//);
+    other.child.kill('SIGINT');
+
+    const keyless = await startListen(['--trigger'], { cwd: sandbox.path, env: { SVC_BASE_URL: server.url, SVC_API_KEY: '' } });
+    await keyless.waitFor('stderr', /svc-cli: --trigger: no API key: pass --api-key or set SVC_API_KEY/);
+    keyless.child.kill('SIGINT');
   });
 
   it('a wrong secret: the listener prints ✘ and answers 401, so webhooks test exits 1 with the status', async () => {

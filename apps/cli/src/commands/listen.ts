@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
-import { globalOptions } from '../global-options.js';
+import type { WebhookTestResult } from '@svc/protocol';
+import { apiClientFor, globalOptions } from '../global-options.js';
 import { startListener, type ListenerStats } from '../listener.js';
 import { parseForwardUrl, parsePath, parsePort, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
@@ -14,6 +15,7 @@ interface ListenOptions {
   forwardTo?: string;
   log: string;
   wide?: boolean;
+  trigger?: boolean;
 }
 
 /** `svc-cli listen`: a local receiver for audit webhooks, in the manner of `stripe listen`. */
@@ -31,6 +33,7 @@ export function makeListenCommand(io: Io = processIo): Command {
     .addOption(new Option('--tolerance <seconds>', 'with --secret: refuse a webhook-timestamp further than this from now (a replay)').default(300).argParser(parseTolerance))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes and X-Svc-* headers) to this URL').argParser(parseForwardUrl))
     .option('-w, --wide', 'print full ids and every detail (lines are cut to 80 columns otherwise)')
+    .option('-t, --trigger', "once ready, send a test delivery through svc with the API key (SVC_API_KEY): it shows the loop works, or where the key's deliveries go instead")
     .addOption(new Option('--log <file>', 'append every delivery (headers and raw body) to this JSON-lines file').default(DEFAULT_LOG_FILE))
     .addHelpText(
       'after',
@@ -44,6 +47,7 @@ goes to stderr.
 Examples:
   $ svc-cli listen
   $ svc-cli listen --port 4000 --secret whsec_... --forward-to localhost:3000/webhooks/svc
+  $ SVC_API_KEY=sk-... svc-cli listen --port 4000 --trigger
   $ svc-cli listen --json | jq .request_id
   $ svc-cli listen --port 0 --log /tmp/deliveries.jsonl`,
     )
@@ -66,6 +70,7 @@ Examples:
       if (opts.forwardTo) io.err(`Forwarding deliveries to ${opts.forwardTo}\n`);
       io.err(`Logging deliveries to ${opts.log}\n`);
       io.err(`${kleur.bold('Ready!')} Listening on ${kleur.underline(listener.url)} (^C to quit)\n`);
+      if (opts.trigger) await trigger(command, listener.url, io);
 
       await waitForSignal(() => io.err('Stopping… (^C again to quit now)\n'));
       await listener.close();
@@ -93,4 +98,40 @@ function summary(stats: ListenerStats, verifying: boolean, forwarding: boolean):
   if (verifying) parts.push(`${stats.verified} verified`, `${stats.rejected} failed verification`);
   if (forwarding) parts.push(`${stats.forwarded} forwarded`, `${stats.forwardFailed} failed to forward`);
   return `Done: ${parts.join(', ')}.\n`;
+}
+
+/**
+ * `--trigger`: one test delivery through the server, sent to the key's webhook URL. When that URL is this
+ * listener the delivery shows up here; when it is not, say where the key's deliveries go (the usual reason
+ * nothing arrives). A failure is reported and the listener keeps listening.
+ */
+async function trigger(command: Command, url: string, io: Io): Promise<void> {
+  try {
+    const { data } = await apiClientFor(command).json<WebhookTestResult>('POST', '/v1/webhooks/test', {});
+    if (!sameListener(data.delivered_to, url)) {
+      io.err(`${kleur.yellow('!')} The key's webhook URL is ${data.delivered_to}, not this listener: set it to ${url} (dashboard: Settings → API Keys) to receive its deliveries here\n`);
+    } else if (data.success) {
+      io.err(`${kleur.green('✔')} A test delivery through svc arrived\n`);
+    } else {
+      io.err(`${kleur.red('✘')} The test delivery through svc was refused here: ${data.status_code ?? data.error ?? 'no answer'}\n`);
+    }
+  } catch (err) {
+    io.err(`svc-cli: --trigger: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+
+/** Whether a webhook URL reaches this listener: same port and path, the same host or both loopback. */
+function sameListener(webhookUrl: string, listenerUrl: string): boolean {
+  let a: URL;
+  let b: URL;
+  try {
+    a = new URL(webhookUrl);
+    b = new URL(listenerUrl);
+  } catch {
+    return false;
+  }
+  const sameHost = a.hostname === b.hostname || (LOOPBACK.has(a.hostname) && LOOPBACK.has(b.hostname));
+  return sameHost && a.port === b.port && a.pathname === b.pathname;
 }
