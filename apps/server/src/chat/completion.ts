@@ -1,4 +1,4 @@
-import { SVC_MODEL, type ChatCompletion, type ChatCompletionRequest } from '@svc/protocol';
+import { SVC_MODEL, type ChatCompletion, type ChatCompletionRequest, type SvcResult } from '@svc/protocol';
 import type { UpstreamBody } from '../upstream/upstream.js';
 import { record, type ChatContext } from './chat-context.js';
 import { countUsage } from './prompt.js';
@@ -54,14 +54,16 @@ export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRe
     svc,
     usage: body.usage,
   });
+  sendAnswer(ctx, body, svc);
+}
+
+/** A 200 JSON answer with `svc`'s verdict also in headers, for clients that hide unknown body fields (design §3). */
+export function sendAnswer(ctx: ChatContext, body: object, svc: SvcResult | undefined): void {
   const json = JSON.stringify(body);
   ctx.exchange.res.writeHead(200, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(json),
-    // For clients that hide unknown body fields (design §3).
-    'x-svc-checked': String(svc.checked),
-    'x-svc-grounded': String(svc.grounded),
-    'x-svc-score': String(svc.score),
+    ...(svc && { 'x-svc-checked': String(svc.checked), 'x-svc-grounded': String(svc.grounded), 'x-svc-score': String(svc.score) }),
   });
   ctx.exchange.res.end(json);
 }

@@ -10,8 +10,8 @@ import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js'
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import type { ResponsesStore } from '../storage/responses-store.js';
-import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatContext, type ChatDeps } from '../chat/chat-context.js';
-import { complete } from '../chat/completion.js';
+import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatDeps } from '../chat/chat-context.js';
+import { complete, sendAnswer } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBody, requireSvcModel, toUpstreamBody } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
@@ -63,7 +63,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
           svc: completion.svc,
           usage: completion.usage,
         });
-        send(ctx, response);
+        sendAnswer(ctx, response, response.svc);
         return;
       }
       deps.inFlight.streaming(exchange.res);
@@ -102,17 +102,6 @@ function withIds(items: readonly ResponseInputItem[]): ResponseInputItem[] {
     const content = typeof item.content === 'string' ? [{ type: text, text: item.content }] : item.content;
     return { ...item, type: 'message', id: item.id ?? newId('msg'), content } as ResponseInputItem;
   });
-}
-
-function send(ctx: ChatContext, response: ResponseObject): void {
-  const json = JSON.stringify(response);
-  const svc = response.svc;
-  ctx.exchange.res.writeHead(200, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(json),
-    ...(svc && { 'x-svc-checked': String(svc.checked), 'x-svc-grounded': String(svc.grounded), 'x-svc-score': String(svc.score) }),
-  });
-  ctx.exchange.res.end(json);
 }
 
 /** The relay's output as Responses API events; the response is stored before `response.completed` is sent. */

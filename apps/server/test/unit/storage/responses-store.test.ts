@@ -2,9 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResponseInputItem, ResponseObject } from '@svc/protocol';
+import type { ResponseInputItem } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { createTestPostgres } from '../../support/databases.js';
+import { storedResponse } from '../../support/responses.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-responses-'));
 const pgDb = await createTestPostgres('responses store');
@@ -16,34 +17,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function response(id: string, previous: string | null, createdAt: number, text: string): ResponseObject {
-  return {
-    id,
-    object: 'response',
-    created_at: createdAt,
-    status: 'completed',
-    completed_at: createdAt,
-    error: null,
-    incomplete_details: null,
-    instructions: null,
-    max_output_tokens: 4096,
-    metadata: {},
-    model: 'svc01',
-    output: [{ type: 'message', id: `msg_${id}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [], logprobs: [] }] }],
-    parallel_tool_calls: true,
-    previous_response_id: previous,
-    reasoning: { effort: null, summary: null },
-    store: true,
-    temperature: 0.1,
-    text: { format: { type: 'text' } },
-    tool_choice: 'auto',
-    tools: [],
-    top_p: 1,
-    truncation: 'disabled',
-    usage: null,
-    user: null,
-  };
-}
+const response = (id: string, previous: string | null, createdAt: number, text: string) => storedResponse({ id, previous, createdAt, text });
 const ask = (text: string): ResponseInputItem[] => [{ type: 'message', id: `in_${text}`, role: 'user', content: text }];
 
 describe.each(variants)('responses on %s', (_name, url) => {

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResponseObject } from '@svc/protocol';
 import { Retention } from '../../../src/storage/retention.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
+import { storedResponse } from '../../support/responses.js';
 
 const DAY = 86_400_000;
 const dir = mkdtempSync(join(tmpdir(), 'svc-retention-'));
@@ -19,34 +19,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function response(id: string, createdAtMs: number): ResponseObject {
-  return {
-    id,
-    object: 'response',
-    created_at: Math.floor(createdAtMs / 1000),
-    status: 'completed',
-    completed_at: null,
-    error: null,
-    incomplete_details: null,
-    instructions: null,
-    max_output_tokens: 4096,
-    metadata: {},
-    model: 'svc01',
-    output: [],
-    parallel_tool_calls: true,
-    previous_response_id: null,
-    reasoning: { effort: null, summary: null },
-    store: true,
-    temperature: 0.1,
-    text: { format: { type: 'text' } },
-    tool_choice: 'auto',
-    tools: [],
-    top_p: 1,
-    truncation: 'disabled',
-    usage: null,
-    user: null,
-  };
-}
+const response = (id: string, createdAtMs: number) => storedResponse({ id, createdAt: Math.floor(createdAtMs / 1000) });
 
 describe('Retention', () => {
   it('purges stored responses past SVC_RETENTION_DAYS and keeps younger ones; a failing store does not stop the others', async () => {
