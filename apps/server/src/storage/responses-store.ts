@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { outputAsInput, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
 import type { Database } from './schema.js';
@@ -7,6 +8,9 @@ export interface StoredResponse {
   response: ResponseObject;
   inputItems: ResponseInputItem[];
 }
+
+/** A stored row this long (characters of JSON) is written in a turn of the event loop of its own. */
+const LARGE_ROW_CHARS = 1024 * 1024;
 
 /** How far back `previous_response_id` is followed; a longer chain is refused rather than read without end. */
 export const MAX_CONVERSATION_DEPTH = 1_000;
@@ -19,6 +23,13 @@ export class ResponsesStore {
   constructor(private readonly db: Kysely<Database>) {}
 
   async save(keyId: string, response: ResponseObject, inputItems: readonly ResponseInputItem[]): Promise<void> {
+    const items = JSON.stringify(inputItems);
+    const body = JSON.stringify(response);
+    // On SQLite the insert runs synchronously, tens of milliseconds for megabytes (9 MiB of `instructions`
+    // is stored twice over: input and echo). A large row gets turns of its own, so the serialising, the
+    // insert and what the request does next (the answer, the audit) don't add up into one long stall.
+    const large = items.length + body.length >= LARGE_ROW_CHARS;
+    if (large) await yieldToEventLoop();
     await this.db
       .insertInto('responses')
       .values({
@@ -26,10 +37,11 @@ export class ResponsesStore {
         key_id: keyId,
         previous_response_id: response.previous_response_id,
         created_at: response.created_at,
-        input_items: JSON.stringify(inputItems),
-        response: JSON.stringify(response),
+        input_items: items,
+        response: body,
       })
       .execute();
+    if (large) await yieldToEventLoop();
   }
 
   async get(keyId: string, id: string): Promise<StoredResponse | undefined> {
