@@ -105,12 +105,23 @@ export function rowScore(model: Model, r: RowClaims): number {
  * unsupported when its weakest claim is. Alternates between picking each answer's weakest claim under the
  * current model and refitting on those claims (each dataset, and each class within it, weighing the same;
  * weights non-negative so that support stays monotone in the sources).
+ *
+ * Each dataset gets an intercept of its own in the fit, and the shipped bias is their mean. Kinds of text differ
+ * in how much a faithful answer rewords its sources (a QA answer copies, a summary paraphrases), which moves
+ * every score of a kind up or down together; with one shared intercept that shift is confounded with the
+ * weights, so the kinds best represented pull the weights and the threshold their way. With an intercept per
+ * kind the weights say only how the measures rank answers within a kind, and the threshold sits at the
+ * average kind, which is the best guess for a kind not seen.
  */
 export function fit(rows: readonly RowClaims[], lambda = 1): Model {
   const usable = rows.filter((r) => r.claims.length > 0);
   const counts = new Map<string, number>();
   for (const r of usable) counts.set(`${r.dataset}/${r.label}`, (counts.get(`${r.dataset}/${r.label}`) ?? 0) + 1);
+  const d = FEATURE_NAMES.length;
   const nonNegative = new Set(FEATURE_NAMES.map((_, i) => i));
+  // The first dataset's intercept is the fit's bias; every other one's is the bias plus its indicator's weight.
+  const others = [...new Set(usable.map((r) => r.dataset))].slice(1);
+  const penalties = [...new Array<number>(d).fill(lambda), ...new Array<number>(others.length).fill(0)];
   let model: Model = DEFAULT_MODEL;
   for (let round = 0; round < 6; round++) {
     const samples: Sample[] = usable.map((r) => {
@@ -123,10 +134,12 @@ export function fit(rows: readonly RowClaims[], lambda = 1): Model {
           weakest = x;
         }
       }
-      return { features: weakest, label: r.label, weight: usable.length / counts.size / counts.get(`${r.dataset}/${r.label}`)! };
+      const indicators = others.map((o) => (r.dataset === o ? 1 : 0));
+      return { features: [...weakest, ...indicators], label: r.label, weight: usable.length / counts.size / counts.get(`${r.dataset}/${r.label}`)! };
     });
-    const fitted = fitLogistic(samples, lambda, nonNegative);
-    model = { bias: fitted.bias, weights: fitted.weights };
+    const fitted = fitLogistic(samples, penalties, nonNegative);
+    const shifts = fitted.weights.slice(d);
+    model = { bias: fitted.bias + shifts.reduce((a, x) => a + x, 0) / (shifts.length + 1), weights: fitted.weights.slice(0, d) };
   }
   // A number or a name that no source has is a claim no source supports, whatever else the claim gets right:
   // one such term alone takes its claim below the threshold (a rule of the product, not fitted).
