@@ -17,3 +17,15 @@ export { DEFAULT_MODEL, FEATURE_NAMES, type Model } from './model.js';
 export { SourceIndexCache } from './source-index.js';
 export { stem } from './tokenize.js';
 export { NEGATIONS, STOPWORDS } from './lexicon.js';
+export {
+  chooseThreshold,
+  labelledScores,
+  MIN_CALIBRATION_ROWS,
+  ThresholdError,
+  thresholdMetrics,
+  type LabelledAnswer,
+  type LabelledScore,
+  type ThresholdChoice,
+  type ThresholdErrorCode,
+  type ThresholdMetrics,
+} from './threshold.js';
