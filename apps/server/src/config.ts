@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { DEFAULT_GROUNDING_THRESHOLD } from '@svc/grounding';
 import { z } from 'zod';
 
 /**
@@ -164,6 +165,11 @@ const EnvSchema = z.object({
   SVC_RETENTION_DAYS: int(1, 3650).default(30),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_GROUNDING_JUDGE: z.enum(['off', 'upstream']).default('off'),
+  SVC_GROUNDING_THRESHOLD: z.coerce
+    .number({ message: 'must be a number between 0 and 1 (exclusive), such as the one `svc-server grounding calibrate` prints' })
+    .gt(0, 'must be greater than 0 and less than 1')
+    .lt(1, 'must be greater than 0 and less than 1')
+    .default(DEFAULT_GROUNDING_THRESHOLD),
   SVC_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   SVC_PROCESSES: parsedBy(parseProcesses, '1'),
   SVC_TRUST_PROXY: parsedBy(parseTrustProxy, 'false'),
@@ -210,6 +216,8 @@ export interface Config {
   };
   logLevel: z.infer<typeof EnvSchema>['SVC_LOG_LEVEL'];
   groundingJudge: 'off' | 'upstream';
+  /** Scores below it are not grounded (`svc.grounded`, claims, flagged spans, the audit payload). */
+  groundingThreshold: number;
   metricsToken: string | undefined;
   /** Server processes sharing the port (node:cluster); 1 = a single process, no cluster. */
   processes: number;
@@ -278,6 +286,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     logLevel: e.SVC_LOG_LEVEL,
     groundingJudge: e.SVC_GROUNDING_JUDGE,
+    groundingThreshold: e.SVC_GROUNDING_THRESHOLD,
     metricsToken: e.SVC_METRICS_TOKEN,
     processes: e.SVC_PROCESSES,
     trustProxy: e.SVC_TRUST_PROXY,

@@ -115,6 +115,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     onAttempt: (attempt) => metrics.webhookAttempt(attempt.outcome, attempt.finishedAt - attempt.createdAt),
     ...(clusterWorker ? { releaseLeasesOnStart: false } : {}),
   });
+  const threshold = config.groundingThreshold;
+  const offline = createOfflineGrounder({ threshold });
+  const grounder =
+    config.groundingJudge === 'upstream'
+      ? createJudgeGrounder({ upstream, model: config.upstream.model, offline, threshold, timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger })
+      : offline;
   const listener = createRequestListener({
     config,
     store,
@@ -127,7 +133,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     audit: combineSinks(usage, webhooks.audit),
     metrics,
     inFlight,
-    grounder: instrumentGrounder(config.groundingJudge === 'upstream' ? createJudgeGrounder({ upstream, model: config.upstream.model, offline: createOfflineGrounder(), timeoutMs: Math.min(15_000, Math.ceil(config.upstream.timeoutMs / 4)), logger }) : createOfflineGrounder(), metrics),
+    grounder: instrumentGrounder(grounder, metrics),
     webhooksRouter: webhooks.router,
     publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken, scrape: clusterWorker?.scrapeMetrics }),
     dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: webhooks.actions }),

@@ -25,9 +25,20 @@ describe('grounding on a worker thread', () => {
   it('is what the offline grounder uses past INLINE_GROUNDING_CHARS, with the same svc result', async () => {
     expect(DOC.length).toBeGreaterThan(INLINE_GROUNDING_CHARS);
     const messages = [{ role: 'system', content: DOC }, { role: 'user', content: 'Where is it?' }];
-    const viaThread = await createOfflineGrounder(thread).check({ messages, answer: ANSWER, requested: true });
-    const inline = await createOfflineGrounder(undefined).check({ messages, answer: ANSWER, requested: true });
+    const viaThread = await createOfflineGrounder({ thread }).check({ messages, answer: ANSWER, requested: true });
+    const inline = await createOfflineGrounder({ thread: null }).check({ messages, answer: ANSWER, requested: true });
     expect(viaThread).toEqual(inline);
     expect(viaThread.claims?.[1]).toMatchObject({ text: 'It stands in Rome.', grounded: false });
+  });
+
+  it('checks at the threshold it is given, as inline', async () => {
+    const input = { sources: [DOC], answer: 'The tower was completed in 1889 and is 330 metres high.', question: 'How tall is it?' };
+    const inline = checkGrounding(input);
+    const lower = Math.round((inline.score - 0.05) * 1000) / 1000;
+    expect(inline.grounded).toBe(false);
+    const viaThread = await thread!.check(input, lower);
+    expect(viaThread).toEqual(checkGrounding(input, { threshold: lower }));
+    expect(viaThread).toMatchObject({ score: inline.score, grounded: true, flaggedSpans: [] });
+    expect(await thread!.check(input)).toEqual(inline);
   });
 });

@@ -1,4 +1,4 @@
-import { checkGrounding, mergeJudgeSpans, SourceIndexCache, type ClaimResult } from '@svc/grounding';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, mergeJudgeSpans, SourceIndexCache, type ClaimResult } from '@svc/grounding';
 import type { Claim, SvcResult } from '@svc/protocol';
 import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
@@ -25,11 +25,23 @@ export function notChecked(requested: boolean): SvcResult {
 /** Checks of inputs larger than this (UTF-16 units of sources and answer) run on the grounding thread. */
 export const INLINE_GROUNDING_CHARS = 32_000;
 
+export interface OfflineGrounderOptions {
+  /** Scores below it are not grounded (SVC_GROUNDING_THRESHOLD); defaults to the check's own. */
+  threshold?: number;
+  /** Where large inputs are checked; null checks everything inline. Defaults to the thread beside the build. */
+  thread?: GroundingThread | null;
+}
+
 /**
  * The offline check of `@svc/grounding`: runs when requested, the answer has text and there is a source. Large
  * inputs are checked on a worker thread when the build has one (`thread`), so they never stall other requests.
+ *
+ * @example
+ * const grounder = createOfflineGrounder({ threshold: config.groundingThreshold });
  */
-export function createOfflineGrounder(thread: GroundingThread | undefined = GroundingThread.beside(import.meta.url)): Grounder {
+export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Grounder {
+  const thread = options.thread === undefined ? GroundingThread.beside(import.meta.url) : (options.thread ?? undefined);
+  const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
   // System prompts repeat across requests: their index is built once (same result, a fraction of the CPU).
   const sourceIndexCache = new SourceIndexCache();
   return {
@@ -40,7 +52,7 @@ export function createOfflineGrounder(thread: GroundingThread | undefined = Grou
       const input = { sources: sources.texts, answer, question: lastUserText(messages) };
       let size = answer.length;
       for (const text of sources.texts) size += text.length;
-      const result = thread && size > INLINE_GROUNDING_CHARS ? await thread.check(input) : checkGrounding(input, { sourceIndexCache });
+      const result = thread && size > INLINE_GROUNDING_CHARS ? await thread.check(input, threshold) : checkGrounding(input, { sourceIndexCache, threshold });
       if (!result.checked) return notChecked(requested);
       return {
         dehallucinate_requested: true,
@@ -93,6 +105,8 @@ export interface JudgeGrounderOptions {
   timeoutMs: number;
   /** Warnings about failed judge calls go here (never prompts, answers or keys). */
   logger?: Pick<Logger, 'warn'>;
+  /** The offline check's threshold (SVC_GROUNDING_THRESHOLD): an answer the judge rejects scores below it. */
+  threshold?: number;
 }
 
 /**
@@ -104,7 +118,7 @@ export interface JudgeGrounderOptions {
  * const grounder = createJudgeGrounder({ upstream, model: 'gpt-4o-mini', offline: createOfflineGrounder(), timeoutMs: 10_000 });
  */
 export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
-  const { upstream, model, offline, timeoutMs, logger } = options;
+  const { upstream, model, offline, timeoutMs, logger, threshold = DEFAULT_GROUNDING_THRESHOLD } = options;
   return {
     async check(request) {
       const result = await offline.check(request);
@@ -135,6 +149,7 @@ export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
         { checked: true, grounded: result.grounded, score: result.score, flaggedSpans: result.flagged_spans, claims: [] },
         request.answer,
         phrases,
+        threshold,
       );
       return {
         dehallucinate_requested: result.dehallucinate_requested,

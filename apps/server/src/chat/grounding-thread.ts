@@ -3,6 +3,13 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { boundedInput, type GroundingInput, type GroundingResult } from '@svc/grounding';
 
+/** What the thread is sent: one check (`grounding-worker.ts`). */
+export interface GroundingRequestMessage {
+  id: number;
+  input: GroundingInput;
+  threshold: number | undefined;
+}
+
 /**
  * Runs grounding checks of large inputs on one worker thread, so a request with 100 KB of sources does not hold
  * the event loop while it is checked: other requests go on meanwhile. Chat-sized checks stay inline, where they cost less than the message passing.
@@ -21,7 +28,8 @@ export class GroundingThread {
     return existsSync(fileURLToPath(script)) ? new GroundingThread(script) : undefined;
   }
 
-  check(input: GroundingInput): Promise<GroundingResult> {
+  /** The check of `input` on the thread: `checkGrounding(input, { threshold })`. */
+  check(input: GroundingInput, threshold?: number): Promise<GroundingResult> {
     const worker = this.start();
     const id = this.next++;
     // Only what the check reads is copied to the thread (a 9 MiB message is 128 KB of it).
@@ -31,7 +39,7 @@ export class GroundingThread {
         resolve: (result) => resolve(bounded.truncated && result.checked ? { ...result, truncated: true } : result),
         reject,
       });
-      worker.postMessage({ id, input: bounded.input });
+      worker.postMessage({ id, input: bounded.input, threshold } satisfies GroundingRequestMessage);
     });
   }
 
