@@ -181,8 +181,15 @@ describe('labelledScores', () => {
       { sources, question, answer: 'The head office is in Mumbai.', hallucinated: true },
     ];
     const scored = labelledScores(answers);
-    expect(scored).toEqual(answers.map((a) => ({ score: checkGrounding(a).score, hallucinated: a.hallucinated })));
+    expect(scored).toEqual(answers.map((a) => ({ score: checkGrounding(a).score, hallucinated: a.hallucinated, checked: true })));
     expect(scored[0]!.score).toBeGreaterThanOrEqual(DEFAULT_GROUNDING_THRESHOLD);
     expect(scored[1]!.score).toBeLessThan(DEFAULT_GROUNDING_THRESHOLD);
+  });
+
+  it('marks answers the check has nothing to score', () => {
+    expect(labelledScores([{ sources: [], answer: 'Paris.', hallucinated: true }, { sources: ['Paris.'], answer: '…', hallucinated: false }])).toEqual([
+      { score: 1, hallucinated: true, checked: false },
+      { score: 1, hallucinated: false, checked: false },
+    ]);
   });
 });

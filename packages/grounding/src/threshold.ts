@@ -61,7 +61,7 @@ export function thresholdMetrics(rows: readonly LabelledScore[], threshold: numb
  * Throws ThresholdError on fewer than `minRows` rows, rows of one class only, or a score outside 0..1.
  *
  * @example
- * const choice = chooseThreshold(labelledScores(rows));
+ * const choice = chooseThreshold(labelledScores(rows).filter((r) => r.checked));
  * `SVC_GROUNDING_THRESHOLD=${choice.threshold}`; // with choice.balancedAccuracy, choice.f1, choice.flagged
  */
 export function chooseThreshold(rows: readonly LabelledScore[], options: { minRows?: number } = {}): ThresholdChoice {
@@ -121,14 +121,16 @@ export interface LabelledAnswer extends GroundingInput {
 }
 
 /**
- * Scores labelled answers with the check itself (as the server runs it), for `chooseThreshold`.
+ * Scores labelled answers with the check itself (as the server runs it), for `chooseThreshold`. `checked` is
+ * false where the check has nothing to score (no source text, no answer text): such answers score 1 at any
+ * threshold, so they tell nothing about where it should be.
  *
  * @example
- * const choice = chooseThreshold(labelledScores([{ sources: [doc], question, answer, hallucinated: false }, …]));
+ * const choice = chooseThreshold(labelledScores([{ sources: [doc], question, answer, hallucinated: false }, …]).filter((r) => r.checked));
  */
-export function labelledScores(rows: readonly LabelledAnswer[], options: { model?: Model } = {}): LabelledScore[] {
-  return rows.map((r) => ({
-    score: checkGrounding({ sources: r.sources, answer: r.answer, question: r.question }, options.model ? { model: options.model } : {}).score,
-    hallucinated: r.hallucinated,
-  }));
+export function labelledScores(rows: readonly LabelledAnswer[], options: { model?: Model } = {}): (LabelledScore & { checked: boolean })[] {
+  return rows.map((r) => {
+    const result = checkGrounding({ sources: r.sources, answer: r.answer, question: r.question }, options.model ? { model: options.model } : {});
+    return { score: result.score, hallucinated: r.hallucinated, checked: result.checked };
+  });
 }

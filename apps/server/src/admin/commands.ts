@@ -14,6 +14,8 @@ import { validateWebhookUrl } from '../webhooks/index.js';
 import { startServer } from '../server.js';
 import type { FirstRunCredentials } from '../auth/first-run.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
+import { CommandError } from './command-error.js';
+import { makeGroundingCommand } from './grounding-calibrate.js';
 
 export interface CommandIO {
   env: Record<string, string | undefined>;
@@ -23,8 +25,7 @@ export interface CommandIO {
   stopSignal: () => Promise<string>;
 }
 
-/** A user-facing failure: printed as one line, exit 1, no stack trace. */
-export class CommandError extends Error {}
+export { CommandError };
 
 function positiveInt(value: string): number {
   const n = Number(value);
@@ -253,5 +254,7 @@ export function makeProgram(io: CommandIO): Command {
         io.stderr(`revoked ${id}`);
       });
     });
+
+  program.addCommand(makeGroundingCommand(io));
   return program;
 }

@@ -1,0 +1,169 @@
+import { readFileSync } from 'node:fs';
+import { Command } from 'commander';
+import { z } from 'zod';
+import {
+  chooseThreshold,
+  DEFAULT_GROUNDING_THRESHOLD,
+  labelledScores,
+  MIN_CALIBRATION_ROWS,
+  ThresholdError,
+  thresholdMetrics,
+  type GroundingInput,
+  type LabelledAnswer,
+  type ThresholdChoice,
+  type ThresholdMetrics,
+} from '@svc/grounding';
+import { groundingSourceMessages, lastUserText } from '../chat/prompt.js';
+import { CommandError } from './command-error.js';
+
+/** What the calibration can report to; the data goes to stdout, status to stderr. */
+export interface CalibrateIO {
+  stdout: (line: string) => void;
+  stderr: (line: string) => void;
+}
+
+
+/** One labelled row of the calibration file, the format of the grounding evaluation data. */
+const RowSchema = z.object({
+  context: z.array(z.string(), { message: 'context must be an array of source texts' }),
+  question: z.string().nullable().optional(),
+  answer: z.string({ message: 'answer must be a string' }),
+  hallucinated: z.boolean({ message: 'hallucinated must be true or false' }),
+});
+type Row = z.infer<typeof RowSchema>;
+
+/** Reads JSON Lines rows; a bad line fails with its number. Blank lines are skipped. */
+export function parseCalibrationRows(text: string, file: string): Row[] {
+  const rows: Row[] = [];
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.trim();
+    if (line === '') continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      throw new CommandError(`${file}:${i + 1}: not JSON (one JSON object per line: context, question, answer, hallucinated)`);
+    }
+    const parsed = RowSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const message = issue.path.length > 0 && !issue.message.startsWith(String(issue.path[0])) ? `${issue.path.join('.')}: ${issue.message}` : issue.message;
+      throw new CommandError(`${file}:${i + 1}: ${message}`);
+    }
+    rows.push(parsed.data);
+  }
+  return rows;
+}
+
+/**
+ * The input the server's check gets for a conversation whose system messages are the row's context and whose
+ * last user message is its question (the question is a source there too, as every user message is).
+ */
+function serverInput(row: Row): GroundingInput {
+  const messages = [...row.context.map((content) => ({ role: 'system', content })), ...(row.question ? [{ role: 'user', content: row.question }] : [])];
+  return { sources: groundingSourceMessages(messages).texts, answer: row.answer, question: lastUserText(messages) };
+}
+
+export interface CalibrationReport {
+  rows: number;
+  /** Rows the check does not score (no source text, or no letters or digits in the answer): left out. */
+  unchecked: number;
+  /** Rows used labelled hallucinated. */
+  hallucinated: number;
+  best: ThresholdChoice;
+  atDefault: ThresholdMetrics;
+}
+
+/**
+ * Scores labelled rows with the server's check and picks the threshold that maximises balanced accuracy on
+ * them (`chooseThreshold` of `@svc/grounding`).
+ *
+ * @example
+ * const report = calibrate(parseCalibrationRows(readFileSync('labelled.jsonl', 'utf8'), 'labelled.jsonl'));
+ * `SVC_GROUNDING_THRESHOLD=${report.best.threshold}`;
+ */
+export function calibrate(rows: readonly Row[]): CalibrationReport {
+  const scored = labelledScores(rows.map((r): LabelledAnswer => ({ ...serverInput(r), hallucinated: r.hallucinated })));
+  const used = scored.filter((s) => s.checked);
+  let best: ThresholdChoice;
+  try {
+    best = chooseThreshold(used);
+  } catch (err) {
+    if (err instanceof ThresholdError && used.length < rows.length) err.message += ` (${rows.length - used.length} more left out: no source text or no answer text to check)`;
+    throw err;
+  }
+  return {
+    rows: rows.length,
+    unchecked: rows.length - used.length,
+    hallucinated: used.filter((s) => s.hallucinated).length,
+    best,
+    atDefault: thresholdMetrics(used, DEFAULT_GROUNDING_THRESHOLD),
+  };
+}
+
+const f3 = (x: number) => x.toFixed(3);
+const pct = (x: number) => `${Math.round(x * 100)} %`;
+
+/**
+ * `svc-server grounding calibrate --data FILE.jsonl [--json]`: the threshold for the operator's own traffic.
+ *
+ * @example
+ * program.addCommand(makeGroundingCommand(io));
+ */
+export function makeGroundingCommand(io: CalibrateIO): Command {
+  const grounding = new Command('grounding').description('the grounding check (svc.grounded)');
+  grounding
+    .command('calibrate')
+    .description(
+      `pick SVC_GROUNDING_THRESHOLD from labelled answers of your own traffic: JSON Lines, one {"context": [source texts], "question": text or null, "answer": text, "hallucinated": true/false} per line, at least ${MIN_CALIBRATION_ROWS} rows of both labels`,
+    )
+    .requiredOption('--data <file>', 'labelled rows (JSON Lines)')
+    .option('--json', 'print the result as JSON')
+    .action((opts: { data: string; json?: boolean }) => {
+      let text: string;
+      try {
+        text = readFileSync(opts.data, 'utf8');
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        throw new CommandError(`cannot read ${opts.data}: ${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)}`);
+      }
+      const rows = parseCalibrationRows(text, opts.data);
+      let report: CalibrationReport;
+      try {
+        report = calibrate(rows);
+      } catch (err) {
+        if (err instanceof ThresholdError) throw new CommandError(`${opts.data}: ${err.message}`);
+        throw err;
+      }
+      const { best, atDefault } = report;
+      const setting = `SVC_GROUNDING_THRESHOLD=${best.threshold}`;
+      if (opts.json) {
+        const view = (m: ThresholdMetrics) => ({ threshold: m.threshold, balanced_accuracy: m.balancedAccuracy, f1: m.f1, flagged: m.flagged });
+        io.stdout(
+          JSON.stringify({
+            ...view(best),
+            same_rows_flagged_from: best.low,
+            same_rows_flagged_to: best.high,
+            rows: best.n,
+            unchecked_rows: report.unchecked,
+            default: view(atDefault),
+            setting,
+          }),
+        );
+      } else {
+        const skipped = report.unchecked ? `; ${report.unchecked} left out: no source text or no answer text to check` : '';
+        io.stdout(`${best.n} labelled rows (${report.hallucinated} hallucinated, ${best.n - report.hallucinated} grounded)${skipped}`);
+        io.stdout('');
+        io.stdout('            threshold  balanced accuracy  F1     flagged');
+        io.stdout(`best        ${best.threshold.toString().padEnd(9)}  ${f3(best.balancedAccuracy).padEnd(17)}  ${f3(best.f1)}  ${pct(best.flagged)}`);
+        io.stdout(`default     ${atDefault.threshold.toString().padEnd(9)}  ${f3(atDefault.balancedAccuracy).padEnd(17)}  ${f3(atDefault.f1)}  ${pct(atDefault.flagged)}`);
+        io.stdout('');
+        io.stdout(`Every threshold above ${best.low} and up to ${best.high} flags the same rows. Set it with:`);
+        io.stdout(setting);
+      }
+      if (best.balancedAccuracy <= 0.5) io.stderr('warning: no threshold separates these labels better than chance; keep the default or label more rows');
+      else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more labelled rows pick it better (see the README: Calibrating for your traffic)`);
+    });
+  return grounding;
+}
