@@ -12,6 +12,9 @@ export function defaultDataPaths(moduleUrl: string = import.meta.url): string[] 
   return ['grounding-dev.jsonl', 'grounding-dev-more.jsonl'].map((f) => resolve(dir, f));
 }
 
+/** Draws of k rows per dataset and k in `--calibration`. */
+const DRAWS = 200;
+
 const USAGE = `usage: eval-cli [--data FILE[,FILE…]] [--json] [--fit] [--calibration K[,K…]]
   --data FILES      JSON Lines rows (default: ../shared/eval/grounding-dev.jsonl and grounding-dev-more.jsonl)
   --json            print the report as JSON on stdout
@@ -19,7 +22,6 @@ const USAGE = `usage: eval-cli [--data FILE[,FILE…]] [--json] [--fit] [--calib
   --calibration KS  also measure thresholds picked on K labelled rows of each dataset (leave-one-dataset-out
                     model, ${DRAWS} random draws, fixed seed): balanced accuracy on the dataset's other rows`;
 
-const DRAWS = 200;
 const f3 = (x: number) => x.toFixed(3);
 const pct = (x: number) => `${Math.round(x * 100)} %`;
 
