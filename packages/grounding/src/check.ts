@@ -143,6 +143,21 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
 }
 
 /**
+ * The highest score an answer can get when one of its claims has a number or a name that no source has (the
+ * claim's other measures as good as they get). The calibration puts it below DEFAULT_GROUNDING_THRESHOLD, so
+ * that one such term flags its claim; a threshold at or below it lets such a claim through.
+ *
+ * @example
+ * unsupportedTermScore(); // 0.432
+ */
+export function unsupportedTermScore(model: Model = DEFAULT_MODEL): number {
+  const ceiling = claimSupport(model, PERFECT);
+  const number = aggregate([claimSupport(model, { ...PERFECT, unsupportedNumbers: 1 })], ceiling);
+  const name = aggregate([claimSupport(model, { ...PERFECT, unsupportedNames: 1 })], ceiling);
+  return round(Math.max(number, name));
+}
+
+/**
  * The weakest claim's support, lowered a little by every other claim's shortfall from `ceiling` (the support of a
  * claim the sources hold entirely). Adding a claim or weakening one never raises it; an answer with no claim has
  * nothing unsupported (1).

@@ -5,6 +5,7 @@ export {
   DEFAULT_GROUNDING_THRESHOLD,
   MAX_ANSWER_CHARS,
   MAX_SOURCE_CHARS,
+  unsupportedTermScore,
   type ClaimResult,
   type Evidence,
   type FlaggedSpan,

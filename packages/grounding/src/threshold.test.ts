@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './check.js';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, unsupportedTermScore } from './check.js';
 import { binaryMetrics } from './metrics.js';
 import { chooseThreshold, labelledScores, ThresholdError, thresholdMetrics, type LabelledScore } from './threshold.js';
 
@@ -191,5 +191,27 @@ describe('labelledScores', () => {
       { score: 1, hallucinated: true, checked: false },
       { score: 1, hallucinated: false, checked: false },
     ]);
+  });
+});
+
+describe('unsupportedTermScore', () => {
+  // The check's own examples of one wrong number or name (src/check.test.ts).
+  const wrong = [
+    { sources: ['A gallon of milk costs $2.79 at the corner store.'], answer: 'A gallon of milk costs $3.79 at the corner store.' },
+    { sources: ['The hotel opened in 1952.'], answer: 'The hotel opened in 1925.' },
+    { sources: ['The Oberoi Group is a hotel company with its head office in Delhi.'], answer: 'The Oberoi Group has its head office in Mumbai.' },
+    { sources: ['The Boeing 737 MAX 8 entered service in 2017.'], answer: 'The Boeing 737 MAX 9 entered service in 2017.' },
+  ];
+
+  it('is below the default threshold, and above every answer with a number or name no source has', () => {
+    const ceiling = unsupportedTermScore();
+    expect(ceiling).toBeLessThan(DEFAULT_GROUNDING_THRESHOLD);
+    for (const input of wrong) {
+      const r = checkGrounding(input);
+      expect(r.score, input.answer).toBeLessThan(ceiling);
+      // Any threshold above it flags the answer; one at the answer's score does not.
+      expect(checkGrounding(input, { threshold: ceiling + 0.001 }).grounded).toBe(false);
+      expect(checkGrounding(input, { threshold: r.score }).grounded).toBe(true);
+    }
   });
 });

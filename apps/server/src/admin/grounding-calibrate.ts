@@ -8,6 +8,7 @@ import {
   MIN_CALIBRATION_ROWS,
   ThresholdError,
   thresholdMetrics,
+  unsupportedTermScore,
   type GroundingInput,
   type LabelledAnswer,
   type ThresholdChoice,
@@ -163,6 +164,9 @@ export function makeGroundingCommand(io: CalibrateIO): Command {
         io.stdout(setting);
       }
       if (best.balancedAccuracy <= 0.5) io.stderr('warning: no threshold separates these labels better than chance; keep the default or label more rows');
+      if (best.threshold <= unsupportedTermScore()) {
+        io.stderr(`note: at ${best.threshold} a claim whose one fault is a number or a name that no source has can pass (at the default it never does: such claims score at most ${unsupportedTermScore()})`);
+      }
       else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more labelled rows pick it better (see the README: Calibrating for your traffic)`);
     });
   return grounding;
