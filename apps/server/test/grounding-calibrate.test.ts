@@ -76,6 +76,9 @@ describe('svc-server grounding calibrate', () => {
     expect(row('best')).toEqual(['best', String(best.threshold), best.balancedAccuracy.toFixed(3), best.f1.toFixed(3), `${Math.round(best.flagged * 100)} %`]);
     expect(row('default')).toEqual(['default', '0.5', atDefault.balancedAccuracy.toFixed(3), atDefault.f1.toFixed(3), `${Math.round(atDefault.flagged * 100)} %`]);
     expect(lines).toContain(`SVC_GROUNDING_THRESHOLD=${best.threshold}`);
+    // Status on stderr: few rows, and a threshold low enough to let a wrong number or name through.
+    expect(r.stderr).toContain('note: 24 rows pick a threshold roughly');
+    expect(r.stderr).toContain(`note: at ${best.threshold} a claim whose one fault is a number or a name that no source has can pass`);
   });
 
   it('--json carries the same figures', () => {

@@ -23,7 +23,6 @@ export interface CalibrateIO {
   stderr: (line: string) => void;
 }
 
-
 /** One labelled row of the calibration file, the format of the grounding evaluation data. */
 const RowSchema = z.object({
   context: z.array(z.string(), { message: 'context must be an array of source texts' }),
@@ -164,10 +163,10 @@ export function makeGroundingCommand(io: CalibrateIO): Command {
         io.stdout(setting);
       }
       if (best.balancedAccuracy <= 0.5) io.stderr('warning: no threshold separates these labels better than chance; keep the default or label more rows');
+      else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more rows pick it better (README, Grounding: Calibrating for your traffic)`);
       if (best.threshold <= unsupportedTermScore()) {
         io.stderr(`note: at ${best.threshold} a claim whose one fault is a number or a name that no source has can pass (at the default it never does: such claims score at most ${unsupportedTermScore()})`);
       }
-      else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more labelled rows pick it better (see the README: Calibrating for your traffic)`);
     });
   return grounding;
 }
