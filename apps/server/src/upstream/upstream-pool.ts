@@ -84,10 +84,12 @@ class NegotiatingPool extends Dispatcher {
           pipelining: self.protocol === 'h2' ? H2_STREAMS_PER_CONNECTION : 1,
           connect(connectOptions, callback) {
             connectTls(connectOptions, (error, socket) => {
+              // Widened before undici takes the socket: it then tells the pool this connection has room, and
+              // the requests sent on below fill it before any other connection opens.
+              const h2 = !error && socket?.alpnProtocol === 'h2';
+              client.pipelining = h2 ? H2_STREAMS_PER_CONNECTION : 1;
               (callback as Parameters<Connector>[1])(error, socket);
-              if (error || !socket) return self.negotiated(null);
-              const protocol = self.negotiated(socket.alpnProtocol === 'h2' ? 'h2' : 'http/1.1');
-              client.pipelining = protocol === 'h2' ? H2_STREAMS_PER_CONNECTION : 1;
+              self.negotiated(error || !socket ? null : h2 ? 'h2' : 'http/1.1');
             });
           },
         });
@@ -108,13 +110,12 @@ class NegotiatingPool extends Dispatcher {
   }
 
   /** A handshake's outcome (null: the connection failed, the next request tries again); sends the waiting requests on. */
-  private negotiated(protocol: 'h2' | 'http/1.1' | null): typeof this.protocol {
+  private negotiated(protocol: 'h2' | 'http/1.1' | null): void {
     if (protocol) this.protocol = protocol;
     this.probing = false;
     const waiting = this.waiting;
     this.waiting = [];
     for (const [options, handler] of waiting) this.dispatch(options, handler);
-    return this.protocol;
   }
 
   override close(): Promise<void> {
