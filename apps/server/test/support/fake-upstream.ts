@@ -206,7 +206,10 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     const current = queue.shift() ?? behavior;
     let destroyedByUs = false;
     res.on('close', () => {
-      if (!res.writableFinished && !destroyedByUs && !closed) {
+      // An Http2ServerResponse counts as finished once its stream closed, reset or not: there, what tells is
+      // whether this fake ended it.
+      const finished = 'stream' in res ? res.writableEnded : res.writableFinished;
+      if (!finished && !destroyedByUs && !closed) {
         record.aborted = true;
         for (const waiter of abortWaiters) waiter(record);
       }
