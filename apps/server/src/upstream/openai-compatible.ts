@@ -60,6 +60,11 @@ const CONNECT_FAILURE_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_CLOSED',
   'UND_ERR_DESTROYED',
+  // HTTP/2: the upstream reset the stream or ended the session; undici's own note about a stream that ended early.
+  'ERR_HTTP2_STREAM_ERROR',
+  'ERR_HTTP2_SESSION_ERROR',
+  'ERR_HTTP2_GOAWAY_SESSION',
+  'UND_ERR_INFO',
 ]);
 
 /**
