@@ -115,6 +115,21 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(new Set(upstream.requests.map((r) => r.httpVersion))).toEqual(new Set(['2.0']));
   });
 
+  it('an HTTPS upstream that offers only http/1.1 gets HTTP/1.1, a connection per concurrent stream', { timeout: 30_000 }, async () => {
+    const streams = 20;
+    // Held until all 20 are open: streams queued behind one another on a connection would never get there.
+    const upstream = await fakeUpstream({ answer: ANSWER, waitForOpen: { count: streams, timeoutMs: 20_000 } }, { https: 'h1' });
+    const { server, token } = await svcFor(upstream);
+
+    const results = await Promise.all(Array.from({ length: streams }, () => chat(server.url, token, { stream: true })));
+
+    expect(results.filter((r) => r.status === 200 && r.text === ANSWER)).toHaveLength(streams);
+    expect(upstream.peakOpen).toBe(streams);
+    expect(upstream.connections).toBe(streams);
+    expect(upstream.sessions).toBe(0);
+    expect(new Set(upstream.requests.map((r) => r.httpVersion))).toEqual(new Set(['1.1']));
+  });
+
   it("a client's abort cancels its h2 stream upstream; the stream beside it on the same session completes", { timeout: 30_000 }, async () => {
     const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 40 } });
     const { server, token } = await svcFor(upstream);
