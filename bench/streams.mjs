@@ -12,7 +12,8 @@
 //            --svc-node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"   node flags for the svc processes
 //            --upstream http|h1|h2   how svc reaches the paced upstream: plain HTTP/1.1 (default), or HTTPS whose
 //                     ALPN offers only http/1.1 (h1) or h2 too (h2), on a self-signed certificate svc trusts
-//                     through NODE_EXTRA_CA_CERTS; direct, node-relay and portkey stay on plain HTTP
+//                     through NODE_EXTRA_CA_CERTS; svc runs with SVC_UPSTREAM_HTTP2=auto; direct,
+//                     node-relay and portkey stay on plain HTTP
 //            --out FILE   the results file in bench/results (default streams-latest.json)
 //
 // Targets, one at a time on core 1 (taskset), the load generator (this process), the paced upstream and the
@@ -278,7 +279,11 @@ async function measureTarget(name, target, upstream) {
 }
 
 async function startTarget(name, { upstream, plainUpstream, certificate, receiver, portkeyEntry }) {
-  const svcEnv = { SVC_MAX_IN_FLIGHT: String(Math.max(4096, 2 * N)), ...(certificate ? { NODE_EXTRA_CA_CERTS: certificate.certFile } : {}) };
+  const svcEnv = {
+    SVC_MAX_IN_FLIGHT: String(Math.max(4096, 2 * N)),
+    // auto against both TLS upstreams: the handshake alone decides between HTTP/1.1 and HTTP/2.
+    ...(certificate ? { NODE_EXTRA_CA_CERTS: certificate.certFile, SVC_UPSTREAM_HTTP2: 'auto' } : {}),
+  };
   switch (name) {
     case 'direct': {
       const own = await startPacedUpstream(TARGET_CORE, { rate: RATE, tokens: TOKENS, jitter: JITTER });

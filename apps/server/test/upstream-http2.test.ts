@@ -35,7 +35,7 @@ async function svcFor(upstream: FakeUpstream, env: Record<string, string> = {}):
   const maxInFlight = Number(env.SVC_MAX_IN_FLIGHT ?? 4096);
   const server = await startTestServer({
     env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', ...env },
-    upstream: createOpenAICompatibleUpstream({ baseUrl: upstream.url, timeoutMs: 20_000, ca: upstream.ca, connections: maxInFlight }),
+    upstream: createOpenAICompatibleUpstream({ baseUrl: upstream.url, timeoutMs: 20_000, ca: upstream.ca, connections: maxInFlight, http2: 'auto' }),
   });
   started.push(server);
   const { token } = await server.createKey();
@@ -171,6 +171,19 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.sessions).toBe(1);
   });
 
+  // Why SVC_UPSTREAM_HTTP2 is off by default: undici 7.30 fails every stream of a session on GOAWAY, even code 0.
+  // This passes (and `fails` must go) once the installed undici lets the streams in flight finish.
+  it.fails('a graceful GOAWAY lets the streams in flight on that session finish', { timeout: 30_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 40 } });
+    const { server, token } = await svcFor(upstream);
+
+    const streams = await Promise.all(Array.from({ length: 3 }, () => openStream(server, token)));
+    upstream.goaway();
+    const texts = await Promise.all(streams.map((s) => s.rest()));
+
+    expect(texts.filter((t) => t.endsWith('data: [DONE]\n\n'))).toHaveLength(3);
+  });
+
   it('upstream errors reach the client as they do over HTTP/1.1', { timeout: 60_000 }, async () => {
     const cases: Array<{ name: string; behavior: FakeUpstreamBehavior; stream: boolean }> = [
       { name: '400 with code and param', behavior: { status: 400, errorMessage: 'Bad temperature.', errorCode: 'invalid_value', errorParam: 'temperature' }, stream: false },
@@ -233,15 +246,15 @@ async function seen(url: string, token: string, stream: boolean): Promise<Record
 }
 
 describe('svc-server with an HTTPS upstream (child process)', () => {
-  it('trusts the upstream through NODE_EXTRA_CA_CERTS; SVC_UPSTREAM_HTTP2 auto (the default) speaks h2, off HTTP/1.1', { timeout: 60_000 }, async () => {
+  it('trusts the upstream through NODE_EXTRA_CA_CERTS; SVC_UPSTREAM_HTTP2 auto speaks h2, off (the default) HTTP/1.1', { timeout: 60_000 }, async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     const dir = mkdtempSync(join(tmpdir(), 'svc-h2-'));
     try {
       const caFile = join(dir, 'upstream-ca.pem');
       writeFileSync(caFile, upstream.ca!);
-      for (const [setting, version] of [[undefined, '2.0'], ['off', '1.1']] as const) {
+      for (const [setting, version] of [['auto', '2.0'], [undefined, '1.1']] as const) {
         const env = serverEnv({
-          SVC_DATABASE_URL: `sqlite:${join(dir, setting ?? 'auto', 'svc.db')}`,
+          SVC_DATABASE_URL: `sqlite:${join(dir, setting ?? 'default', 'svc.db')}`,
           SVC_UPSTREAM_BASE_URL: upstream.url,
           ...(setting ? { SVC_UPSTREAM_HTTP2: setting } : {}),
           NODE_EXTRA_CA_CERTS: caFile,

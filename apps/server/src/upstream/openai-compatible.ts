@@ -35,7 +35,7 @@ export interface OpenAICompatibleUpstreamOptions {
    * passes SVC_MAX_IN_FLIGHT, which its chat route enforces with an immediate 429.
    */
   connections?: number;
-  /** HTTP/2 to an https upstream that offers it (SVC_UPSTREAM_HTTP2, upstream-pool.ts). Default `auto`. */
+  /** HTTP/2 to an https upstream that offers it (SVC_UPSTREAM_HTTP2, upstream-pool.ts). Default `off`. */
   http2?: UpstreamHttp2;
   /** PEM certificates the own pool trusts instead of Node's default ones (which NODE_EXTRA_CA_CERTS extends). */
   ca?: string;
@@ -94,7 +94,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
   const own = options.dispatcher
     ? null
-    : createUpstreamPool(origin, { connections: options.connections ?? null, http2: options.http2 ?? 'auto', connectTimeoutMs: Math.min(10_000, firstByteTimeoutMs), ca: options.ca });
+    : createUpstreamPool(origin, { connections: options.connections ?? null, http2: options.http2 ?? 'off', connectTimeoutMs: Math.min(10_000, firstByteTimeoutMs), ca: options.ca });
   const ownPool = own?.pool ?? null;
   const dispatcher: Dispatcher = options.dispatcher ?? ownPool!;
   const multiplex = own?.multiplex ?? false;

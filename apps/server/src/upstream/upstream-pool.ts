@@ -1,7 +1,15 @@
 import type { TLSSocket } from 'node:tls';
 import { Client, Dispatcher, Pool } from '../http/undici-dispatchers.js';
 
-/** SVC_UPSTREAM_HTTP2: `auto` speaks HTTP/2 to an https upstream that offers it by ALPN; `off` always HTTP/1.1. */
+/**
+ * SVC_UPSTREAM_HTTP2: `auto` speaks HTTP/2 to an https upstream that offers it by ALPN; `off` always HTTP/1.1.
+ *
+ * `off` is the default although HTTP/2 measured cheaper (bench/README.md): undici 7.30 fails every request in
+ * flight on a connection when the server sends GOAWAY, even a graceful one (code 0, "finish what you have"),
+ * so an upstream that rotates connections after some number of requests (nginx's keepalive_requests) or
+ * restarts gracefully would cut up to H2_STREAMS_PER_CONNECTION answers mid-stream at once. Over HTTP/1.1 such
+ * a server only closes idle connections.
+ */
 export type UpstreamHttp2 = 'auto' | 'off';
 
 /**

@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { constants as h2constants, createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
+import { constants as h2constants, createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { selfSignedCert } from './self-signed-cert.js';
@@ -114,6 +114,8 @@ export interface FakeUpstream {
   readonly sessions: number;
   /** The certificate to trust, with `https`. */
   ca: string | undefined;
+  /** Closes every HTTP/2 session gracefully: GOAWAY (code 0) with its last stream, whose streams may finish. */
+  goaway(): void;
   /** Requests received whose response has not closed yet. */
   readonly open: number;
   /** The most requests open at one moment so far: a client that queues requests keeps this at its queue's width. */
@@ -160,8 +162,11 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     transport.https === 'h2' ? createSecureServer({ ...tls, allowHTTP1: true }, onRequest) : tls ? createHttpsServer(tls, onRequest) : createServer(onRequest);
   let connections = 0;
   let sessions = 0;
-  server.on('session', () => {
+  const openSessions = new Set<ServerHttp2Session>();
+  server.on('session', (session: ServerHttp2Session) => {
     sessions += 1;
+    openSessions.add(session);
+    session.on('close', () => openSessions.delete(session));
   });
   let open = 0;
   let peakOpen = 0;
@@ -380,6 +385,9 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
   return {
     url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}/v1`,
     ca: tls?.cert,
+    goaway() {
+      for (const session of openSessions) session.close();
+    },
     get sessions() {
       return sessions;
     },
