@@ -4,11 +4,17 @@
 //
 //   npm run bench:streams                                   # 1,000 streams, 10 tokens/s, 50 tokens, 25 s measured
 //   npm run bench:streams -- --streams 300 --duration 10    # smaller
-//   npm run bench:streams -- --rate 1 --tokens 50 --streams 10000 --targets svc-full   # open streams, RSS per stream
-//        (past ~9,000 streams a process needs more than 20,000 descriptors: run under prlimit --nofile=65536:65536)
+//   npm run bench:streams -- --upstream h2 --targets svc-full,svc-plain   # svc's upstream over TLS + HTTP/2
+//   npm run bench:streams -- --rate 1 --tokens 50 --streams 10000 --targets svc-full,svc-plain --upstream h2
+//        (over HTTP/1.1 svc holds two descriptors per stream: past ~9,000 streams it needs more than 20,000)
 //   options: --rate R (tokens/s)  --tokens T (answer length)  --jitter J (each gap within ±J of 1/R, 0..1)
 //            --targets direct,svc-full,svc-plain,node-relay,portkey   --skip-portkey   --settle S
 //            --svc-node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"   node flags for the svc processes
+//            --upstream http|h1|h2   how svc reaches the paced upstream: plain HTTP/1.1 (default), or HTTPS whose
+//                     ALPN offers only http/1.1 (h1) or h2 too (h2), on a self-signed certificate svc trusts
+//                     through NODE_EXTRA_CA_CERTS; svc runs with SVC_UPSTREAM_HTTP2=auto; direct,
+//                     node-relay and portkey stay on plain HTTP
+//            --out FILE   the results file in bench/results (default streams-latest.json)
 //
 // Targets, one at a time on core 1 (taskset), the load generator (this process), the paced upstream and the
 // webhook receiver on core 0: direct (a paced upstream of its own on core 1), svc-full (key with a signed
@@ -34,7 +40,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { bodies } from './lib/fixtures.mjs';
 import { cpuSecondsOf, hasTaskset, killAllSync, median, memoryOf, pinSelf, round, stop, stopAll } from './lib/procs.mjs';
-import { startNodeRelay, startPacedUpstream, startWebhookReceiver } from './lib/helpers.mjs';
+import { benchCertificate, startNodeRelay, startPacedUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { installPortkey, startPortkey, PORTKEY_VERSION } from './lib/portkey.mjs';
 import { REPO, exitUnlessSvcBuilt, startSvc } from './lib/svc.mjs';
 import { machineInfo, table } from './lib/report.mjs';
@@ -50,6 +56,8 @@ const { values: opts } = parseArgs({
     targets: { type: 'string', default: 'direct,svc-full,svc-plain,node-relay,portkey' },
     'skip-portkey': { type: 'boolean', default: false },
     'svc-node-args': { type: 'string', default: '' },
+    upstream: { type: 'string', default: 'http' },
+    out: { type: 'string', default: 'streams-latest.json' },
   },
 });
 const N = Number(opts.streams);
@@ -58,6 +66,8 @@ const TOKENS = Number(opts.tokens);
 const JITTER = Number(opts.jitter);
 const DURATION_S = Number(opts.duration);
 const SETTLE_S = Number(opts.settle);
+const UPSTREAM = opts.upstream;
+if (!['http', 'h1', 'h2'].includes(UPSTREAM)) throw new Error('--upstream must be http, h1 or h2');
 const TARGETS = opts.targets.split(',').filter((t) => !(t === 'portkey' && opts['skip-portkey']));
 const STREAM_S = (TOKENS - 1) / RATE;
 const IDEAL_PER_S = N / STREAM_S;
@@ -69,8 +79,11 @@ const log = (msg) => process.stderr.write(`${msg}\n`);
 
 exitUnlessSvcBuilt();
 const nofile = Number(/^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? Infinity);
-if (2 * N + 200 > nofile) {
-  log(`${N} streams need about ${2 * N + 200} file descriptors per process; this one may open ${nofile}. Run under: prlimit --nofile=65536:65536 npm run bench:streams -- …`);
+// This process holds one socket per client; svc one per client plus one per upstream connection (over
+// HTTP/2 a few sessions, otherwise one per stream).
+const svcDescriptors = N + (UPSTREAM === 'h2' ? Math.ceil(N / 100) : N) + 200;
+if (Math.max(N + 200, svcDescriptors) > nofile) {
+  log(`${N} streams need about ${svcDescriptors} file descriptors in svc's process; each may open ${nofile}. Try --upstream h2, or run under: prlimit --nofile=65536:65536 npm run bench:streams -- …`);
   process.exit(2);
 }
 pinSelf(LOAD_CORE);
@@ -259,13 +272,18 @@ async function measureTarget(name, target, upstream) {
     rssKbPerStream: perStreamKb.length ? round(median(perStreamKb), 1) : null,
     upstreamOpenMedian: openUpstream.length ? median(openUpstream) : null,
     upstreamPeakOpen: upAfter.peakOpen,
+    upstreamSessions: upAfter.sessions ?? null,
     clientCpuPct: round((clientCpu.user + clientCpu.system) / 1e4 / seconds, 1),
     seconds: round(seconds, 2),
   };
 }
 
-async function startTarget(name, { upstream, receiver, portkeyEntry }) {
-  const svcEnv = { SVC_MAX_IN_FLIGHT: String(Math.max(4096, 2 * N)) };
+async function startTarget(name, { upstream, plainUpstream, certificate, receiver, portkeyEntry }) {
+  const svcEnv = {
+    SVC_MAX_IN_FLIGHT: String(Math.max(4096, 2 * N)),
+    // auto against both TLS upstreams: the handshake alone decides between HTTP/1.1 and HTTP/2.
+    ...(certificate ? { NODE_EXTRA_CA_CERTS: certificate.certFile, SVC_UPSTREAM_HTTP2: 'auto' } : {}),
+  };
   switch (name) {
     case 'direct': {
       const own = await startPacedUpstream(TARGET_CORE, { rate: RATE, tokens: TOKENS, jitter: JITTER });
@@ -279,11 +297,11 @@ async function startTarget(name, { upstream, receiver, portkeyEntry }) {
       return { proc: svc.proc, origin: svc.url, path: CHAT, headers: { ...JSON_HEADERS, authorization: `Bearer ${svc.key}` }, body: full ? bodies.svcFull(true) : bodies.svcPlain(true) };
     }
     case 'node-relay': {
-      const relay = await startNodeRelay({ core: TARGET_CORE, mode: 'frames', upstreamPort: new URL(upstream.url).port });
+      const relay = await startNodeRelay({ core: TARGET_CORE, mode: 'frames', upstreamPort: new URL(plainUpstream.url).port });
       return { proc: relay.proc, origin: relay.url, path: CHAT, headers: JSON_HEADERS, body: bodies.direct(true) };
     }
     case 'portkey': {
-      const pk = await startPortkey({ core: TARGET_CORE, entry: portkeyEntry, upstreamUrl: upstream.base });
+      const pk = await startPortkey({ core: TARGET_CORE, entry: portkeyEntry, upstreamUrl: `${plainUpstream.url}/v1` });
       return { proc: pk.proc, origin: pk.url, path: CHAT, headers: { ...JSON_HEADERS, ...pk.headers }, body: bodies.direct(true) };
     }
     default:
@@ -295,7 +313,7 @@ async function main() {
   const results = {
     // Other work on the host takes the targets' core too: the load average says how much (niceness: `nice -n -10 npm run bench:streams`).
     machine: { ...machineInfo(REPO), taskset: hasTaskset, nofile, niceness: os.getPriority(), loadAverageAtStart: os.loadavg().map((x) => round(x, 2)) },
-    settings: { streams: N, rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
+    settings: { upstream: UPSTREAM, streams: N, rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
     targets: [],
     unavailable: [],
   };
@@ -308,13 +326,14 @@ async function main() {
       results.unavailable.push({ target: 'portkey', reason: String(err?.message ?? err).slice(0, 300) });
     }
   }
-  const upstream = await startPacedUpstream(LOAD_CORE, { rate: RATE, tokens: TOKENS, jitter: JITTER });
+  const certificate = UPSTREAM === 'http' ? null : benchCertificate();
+  const upstream = await startPacedUpstream(LOAD_CORE, { rate: RATE, tokens: TOKENS, jitter: JITTER, ...(certificate ? { tls: UPSTREAM, certificate } : {}) });
   const receiver = await startWebhookReceiver(LOAD_CORE);
   for (const name of TARGETS) {
     if (name === 'portkey' && !portkeyEntry) continue;
     let target;
     try {
-      target = await startTarget(name, { upstream, receiver, portkeyEntry });
+      target = await startTarget(name, { upstream, plainUpstream: upstream, certificate, receiver, portkeyEntry });
       results.targets.push(await measureTarget(name, target, target.upstream ?? upstream));
     } catch (err) {
       log(`${name}: failed: ${err?.stack ?? err}`);
@@ -339,9 +358,10 @@ async function main() {
 
   const outDir = join(REPO, 'bench/results');
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, 'streams-latest.json'), JSON.stringify(results, null, 2));
+  writeFileSync(join(outDir, opts.out), JSON.stringify(results, null, 2));
 
   log(`\nload average ${results.machine.loadAverageAtStart.join(' ')} → ${results.machine.loadAverageAtEnd.join(' ')}, niceness ${results.machine.niceness}`);
+  log(`\nsvc's upstream: ${UPSTREAM === 'http' ? 'plain HTTP/1.1' : `TLS, ALPN ${UPSTREAM === 'h2' ? 'h2 + http/1.1' : 'http/1.1 only'}`}`);
   log(`\n${N} streams × ${TOKENS} tokens at ${RATE} tokens/s (jitter ±${JITTER * 100} %), ${DURATION_S} s measured; ideal ${round(IDEAL_PER_S, 1)} completions/s`);
   process.stdout.write(
     `${table(

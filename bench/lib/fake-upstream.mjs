@@ -8,14 +8,29 @@
 //                                                                the first goes out with the headers; a
 //                                                                non-streamed answer comes after the same time
 //
-// A stream ends with a finish chunk, a usage chunk and [DONE]. GET /stats → { open, peakOpen, streams, frames }:
-// requests open now and at most, streams started and frames written so far.
+//   … --tls h1|h2 --cert FILE --key FILE --tls-port P2 PORT    also serves chat completions over TLS on P2,
+//                                                                offering by ALPN h2 and http/1.1 (h2) or only
+//                                                                http/1.1 (h1); PORT stays plain HTTP (/stats)
+//
+// A stream ends with a finish chunk, a usage chunk and [DONE]. GET /stats → { open, peakOpen, streams, frames,
+// sessions }: requests open now and at most, streams started, frames written and HTTP/2 sessions accepted so far.
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
+import https from 'node:https';
 import { parseArgs } from 'node:util';
 import { ANSWER, USAGE, answerPieces } from './fixtures.mjs';
 
 const { values: opts, positionals } = parseArgs({
-  options: { rate: { type: 'string' }, tokens: { type: 'string' }, jitter: { type: 'string', default: '0' } },
+  options: {
+    rate: { type: 'string' },
+    tokens: { type: 'string' },
+    jitter: { type: 'string', default: '0' },
+    tls: { type: 'string' },
+    cert: { type: 'string' },
+    key: { type: 'string' },
+    'tls-port': { type: 'string' },
+  },
   allowPositionals: true,
 });
 const paced = opts.rate !== undefined;
@@ -57,6 +72,7 @@ const nextGap = () => gapMs * (1 + jitter * (2 * Math.random() - 1));
 
 let open = 0;
 let peakOpen = 0;
+let sessions = 0;
 let streams = 0;
 let frames = 0;
 
@@ -81,6 +97,8 @@ function answerPaced(res, stream) {
     open -= 1;
     clearTimeout(timer);
   });
+  // An HTTP/2 compatibility response has no `destroyed`; its stream has.
+  const gone = res.stream ? () => res.stream.destroyed : () => res.destroyed;
   if (!stream) {
     timer = setTimeout(() => res.writeHead(200, { 'content-type': 'application/json', 'content-length': completion.length }).end(completion), gapMs * (tokens - 1));
     return;
@@ -88,7 +106,7 @@ function answerPaced(res, stream) {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   let next = 0;
   const writeNext = () => {
-    if (res.destroyed) return;
+    if (gone()) return;
     res.write(contentFrames[next++]);
     frames += 1;
     if (next < contentFrames.length) {
@@ -101,9 +119,9 @@ function answerPaced(res, stream) {
   writeNext();
 }
 
-const server = http.createServer((req, res) => {
+function onRequest(req, res) {
   if (req.method !== 'POST' || !req.url.endsWith('/chat/completions')) {
-    if (req.url === '/stats') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ open, peakOpen, streams, frames }));
+    if (req.url === '/stats') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ open, peakOpen, streams, frames, sessions }));
     else res.writeHead(req.url === '/healthz' ? 200 : 404).end();
     return;
   }
@@ -115,11 +133,27 @@ const server = http.createServer((req, res) => {
     if (stream) streams += 1;
     (paced ? answerPaced : answerAtOnce)(res, stream);
   });
-});
+}
+
+const server = http.createServer(onRequest);
 server.keepAliveTimeout = 120_000;
 server.headersTimeout = 121_000;
 server.maxConnections = Infinity;
 server.listen(Number(positionals[0] ?? 0), '127.0.0.1', 4096, () => {
   process.stdout.write(`ready ${server.address().port}\n`);
 });
+if (opts.tls) {
+  const tls = { cert: readFileSync(opts.cert), key: readFileSync(opts.key) };
+  // node:http2 always offers h2 by ALPN (and http/1.1 with allowHTTP1); one offering only http/1.1 is node:https.
+  const secure =
+    opts.tls === 'h2'
+      ? http2.createSecureServer({ ...tls, allowHTTP1: true, settings: { maxConcurrentStreams: 1000 } }, onRequest)
+      : https.createServer(tls, onRequest);
+  secure.on('session', () => {
+    sessions += 1;
+  });
+  secure.keepAliveTimeout = 120_000;
+  secure.headersTimeout = 121_000;
+  secure.listen(Number(opts['tls-port']), '127.0.0.1', 4096);
+}
 process.on('SIGTERM', () => process.exit(0));

@@ -147,6 +147,8 @@ const EnvSchema = z.object({
   SVC_UPSTREAM_MODEL: z.string().min(1).default('gpt-4o-mini'),
   SVC_UPSTREAM_THINKING_MODEL: z.string().min(1).optional(),
   SVC_UPSTREAM_TIMEOUT_MS: int(1, 3_600_000).default(120_000),
+  // Off by default: undici 7.30 cuts every stream of a connection on a graceful GOAWAY (upstream-pool.ts).
+  SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('off'),
   SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
   SVC_SECRET_KEY: z
     .string()
@@ -193,6 +195,8 @@ export interface Config {
     model: string;
     thinkingModel: string;
     timeoutMs: number;
+    /** `auto`: HTTP/2 to an https upstream that offers it by ALPN, many streams per connection; `off`: HTTP/1.1 only. */
+    http2: 'auto' | 'off';
   };
   /**
    * Chat requests in flight per process (SVC_MAX_IN_FLIGHT); past it a request gets 429
@@ -271,6 +275,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       model: e.SVC_UPSTREAM_MODEL,
       thinkingModel: e.SVC_UPSTREAM_THINKING_MODEL ?? e.SVC_UPSTREAM_MODEL,
       timeoutMs: e.SVC_UPSTREAM_TIMEOUT_MS,
+      http2: e.SVC_UPSTREAM_HTTP2,
     },
     maxInFlight: e.SVC_MAX_IN_FLIGHT,
     secretKey: e.SVC_SECRET_KEY ? Buffer.from(e.SVC_SECRET_KEY, 'base64') : undefined,

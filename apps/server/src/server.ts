@@ -92,6 +92,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           timeoutMs: config.upstream.timeoutMs,
           // SVC_MAX_IN_FLIGHT bounds the requests; the pool must not queue below it.
           connections: config.maxInFlight,
+          http2: config.upstream.http2,
         })
       : createOfflineModel());
   const upstream = instrumentUpstream(baseUpstream, metrics);

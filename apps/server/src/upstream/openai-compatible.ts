@@ -10,11 +10,12 @@ import {
   type FinishReason,
   type Usage,
 } from '@svc/protocol';
-import { Pool, request } from '../http/undici-dispatchers.js';
+import { request } from '../http/undici-dispatchers.js';
 import { SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
+import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
 import { Cancellation, UpstreamError, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
@@ -34,6 +35,10 @@ export interface OpenAICompatibleUpstreamOptions {
    * passes SVC_MAX_IN_FLIGHT, which its chat route enforces with an immediate 429.
    */
   connections?: number;
+  /** HTTP/2 to an https upstream that offers it (SVC_UPSTREAM_HTTP2, upstream-pool.ts). Default `off`. */
+  http2?: UpstreamHttp2;
+  /** PEM certificates the own pool trusts instead of Node's default ones (which NODE_EXTRA_CA_CERTS extends). */
+  ca?: string;
 }
 
 /** Bytes of a non-2xx body read for its error message. */
@@ -55,6 +60,11 @@ const CONNECT_FAILURE_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_CLOSED',
   'UND_ERR_DESTROYED',
+  // HTTP/2: the upstream reset the stream or ended the session; undici's own note about a stream that ended early.
+  'ERR_HTTP2_STREAM_ERROR',
+  'ERR_HTTP2_SESSION_ERROR',
+  'ERR_HTTP2_GOAWAY_SESSION',
+  'UND_ERR_INFO',
 ]);
 
 /**
@@ -82,16 +92,12 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   const firstByteTimeoutMs = Math.min(options.firstByteTimeoutMs ?? 60_000, timeoutMs);
   const origin = url.origin;
   const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
-  const ownPool = options.dispatcher
+  const own = options.dispatcher
     ? null
-    : new Pool(origin, {
-        connections: options.connections ?? null,
-        pipelining: 1,
-        keepAliveTimeout: 30_000,
-        keepAliveMaxTimeout: 600_000,
-        connect: { timeout: Math.min(10_000, firstByteTimeoutMs) },
-      });
+    : createUpstreamPool(origin, { connections: options.connections ?? null, http2: options.http2 ?? 'off', connectTimeoutMs: Math.min(10_000, firstByteTimeoutMs), ca: options.ca });
+  const ownPool = own?.pool ?? null;
   const dispatcher: Dispatcher = options.dispatcher ?? ownPool!;
+  const multiplex = own?.multiplex ?? false;
   let closing: Promise<void> | null = null;
   const redact = (text: string): string => (options.apiKey ? text.split(options.apiKey).join('[redacted]') : text);
 
@@ -110,6 +116,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
         method: 'POST',
         headers,
         body: JSON.stringify(body),
+        ...(multiplex ? { idempotent: true } : {}),
         // undici listens to any object with addEventListener ('abort') and reads `aborted` / `reason`.
         signal: exchange as unknown as AbortSignal,
         headersTimeout: firstByteTimeoutMs,
@@ -187,7 +194,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   };
 }
 
-async function closePool(pool: Pool | null): Promise<void> {
+async function closePool(pool: Dispatcher | null): Promise<void> {
   if (!pool) return;
   let timer: NodeJS.Timeout | undefined;
   const grace = new Promise<'timeout'>((resolve) => {

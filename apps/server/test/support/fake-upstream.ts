@@ -1,6 +1,9 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { constants as h2constants, createSecureServer, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { selfSignedCert } from './self-signed-cert.js';
 
 /** A tool call the fake answers with; `arguments` objects are JSON-encoded. */
 export interface FakeToolCall {
@@ -89,6 +92,16 @@ export interface FakeUpstreamRequest {
   headers: IncomingHttpHeaders;
   /** The client went away before the response ended. */
   aborted: boolean;
+  /** '1.1', or '2.0' when the request came over HTTP/2. */
+  httpVersion: string;
+}
+
+/**
+ * Plain HTTP (the default), or HTTPS with a self-signed certificate (its PEM is `FakeUpstream.ca`) whose
+ * ALPN offers `h2` and `http/1.1` (`'h2'`) or only `http/1.1` (`'h1'`).
+ */
+export interface FakeUpstreamTransport {
+  https?: 'h2' | 'h1';
 }
 
 export interface FakeUpstream {
@@ -97,6 +110,12 @@ export interface FakeUpstream {
   requests: FakeUpstreamRequest[];
   /** TCP connections accepted so far (a client that reuses connections keeps this low). */
   readonly connections: number;
+  /** HTTP/2 sessions accepted so far (HTTPS `h2` only): many streams over few sessions is multiplexing. */
+  readonly sessions: number;
+  /** The certificate to trust, with `https`. */
+  ca: string | undefined;
+  /** Closes every HTTP/2 session gracefully: GOAWAY (code 0) with its last stream, whose streams may finish. */
+  goaway(): void;
   /** Requests received whose response has not closed yet. */
   readonly open: number;
   /** The most requests open at one moment so far: a client that queues requests keeps this at its queue's width. */
@@ -126,7 +145,7 @@ const DEFAULT_ANSWER = 'Hello from the fake upstream.';
  *   await upstream.close();
  * }
  */
-export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Promise<FakeUpstream> {
+export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, transport: FakeUpstreamTransport = {}): Promise<FakeUpstream> {
   let behavior: FakeUpstreamBehavior = options;
   const queue: FakeUpstreamBehavior[] = [];
   const requests: FakeUpstreamRequest[] = [];
@@ -134,10 +153,21 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
   const abortWaiters = new Set<(request: FakeUpstreamRequest) => void>();
   let closed = false;
 
-  const server = createServer((req, res) => {
+  const tls = transport.https ? selfSignedCert() : undefined;
+  const onRequest = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void => {
     void handle(req, res);
-  });
+  };
+  // node:http2 always offers h2 by ALPN; an HTTPS server that offers only http/1.1 is node:https's.
+  const server =
+    transport.https === 'h2' ? createSecureServer({ ...tls, allowHTTP1: true }, onRequest) : tls ? createHttpsServer(tls, onRequest) : createServer(onRequest);
   let connections = 0;
+  let sessions = 0;
+  const openSessions = new Set<ServerHttp2Session>();
+  server.on('session', (session: ServerHttp2Session) => {
+    sessions += 1;
+    openSessions.add(session);
+    session.on('close', () => openSessions.delete(session));
+  });
   let open = 0;
   let peakOpen = 0;
   const openWaiters = new Set<() => void>();
@@ -162,7 +192,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     socket.on('close', () => sockets.delete(socket));
   });
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): Promise<void> {
     open += 1;
     peakOpen = Math.max(peakOpen, open);
     for (const waiter of openWaiters) waiter();
@@ -176,19 +206,24 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     } catch {
       body = { raw } as Record<string, unknown>;
     }
-    const record: FakeUpstreamRequest = { method: req.method ?? '', url: req.url ?? '', body, headers: req.headers, aborted: false };
+    const record: FakeUpstreamRequest = { method: req.method ?? '', url: req.url ?? '', body, headers: req.headers, aborted: false, httpVersion: req.httpVersion };
     requests.push(record);
     const current = queue.shift() ?? behavior;
     let destroyedByUs = false;
     res.on('close', () => {
-      if (!res.writableFinished && !destroyedByUs && !closed) {
+      // An Http2ServerResponse counts as finished once its stream closed, reset or not: there, what tells is
+      // whether this fake ended it.
+      const finished = 'stream' in res ? res.writableEnded : res.writableFinished;
+      if (!finished && !destroyedByUs && !closed) {
         record.aborted = true;
         for (const waiter of abortWaiters) waiter(record);
       }
     });
     const reset = (): void => {
       destroyedByUs = true;
-      res.socket?.destroy();
+      // Over HTTP/2 the stream is reset (RST_STREAM), not the connection its neighbours share.
+      if ('stream' in res) res.stream.close(h2constants.NGHTTP2_INTERNAL_ERROR);
+      else res.socket?.destroy();
     };
 
     if (req.method !== 'POST' || !(req.url ?? '').startsWith('/v1/chat/completions')) {
@@ -199,7 +234,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     if (current.hang) return;
     if (current.delayMs) await delay(current.delayMs);
     if (current.waitForOpen) await openReached(current.waitForOpen.count, current.waitForOpen.timeoutMs ?? 30_000);
-    if (res.destroyed) return;
+    if (gone(res)) return;
     if (current.status && current.status >= 300) {
       const headers: Record<string, string> = { ...current.headers };
       if (current.retryAfter) headers['retry-after'] = current.retryAfter;
@@ -260,19 +295,23 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
       return;
     }
 
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...current.headers });
-    res.flushHeaders();
+    // `connection` is an HTTP/1.1 header; HTTP/2 refuses it.
+    const keepAlive = 'stream' in res ? {} : { connection: 'keep-alive' };
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...keepAlive, ...current.headers });
+    // The HTTP/2 compatibility response has the same write API at run time; its types differ.
+    const out = res as ServerResponse;
+    out.flushHeaders();
     const eol = current.crlf ? '\r\n' : '\n';
     const write = async (text: string): Promise<void> => {
-      if (res.destroyed) return;
+      if (gone(res)) return;
       if (!current.splitBytes) {
-        res.write(text);
+        out.write(text);
         await delay(1);
         return;
       }
       const bytes = Buffer.from(text);
-      for (let i = 0; i < bytes.length && !res.destroyed; i += current.splitBytes) {
-        res.write(bytes.subarray(i, i + current.splitBytes));
+      for (let i = 0; i < bytes.length && !gone(res); i += current.splitBytes) {
+        out.write(bytes.subarray(i, i + current.splitBytes));
         await delay(2);
       }
     };
@@ -319,7 +358,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
     const intervalMs = current.trickle ? (typeof current.trickle === 'object' ? (current.trickle.intervalMs ?? 50) : 50) : 0;
     const resetAfter = current.resetMidStream === true ? 2 : typeof current.resetMidStream === 'number' ? current.resetMidStream : -1;
     for (let i = 0; i < frames.length; i++) {
-      if (res.destroyed || closed) return;
+      if (gone(res) || closed) return;
       if (i === resetAfter) return reset();
       if (current.hangMidStream && i === 2) return;
       if (current.truncated && i === contentFrameCount) {
@@ -344,7 +383,14 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}): Pro
   const { port } = server.address() as AddressInfo;
 
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}/v1`,
+    ca: tls?.cert,
+    goaway() {
+      for (const session of openSessions) session.close();
+    },
+    get sessions() {
+      return sessions;
+    },
     requests,
     get connections() {
       return connections;
@@ -412,7 +458,12 @@ function parameterRefusal(body: Record<string, unknown>, behavior: FakeUpstreamB
   return null;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/** The response can no longer be written (an Http2ServerResponse has no `destroyed`: its stream has). */
+function gone(res: ServerResponse | Http2ServerResponse): boolean {
+  return 'stream' in res ? res.stream.destroyed || res.stream.closed : res.destroyed;
+}
+
+function readBody(req: IncomingMessage | Http2ServerRequest): Promise<string> {
   return new Promise((resolve) => {
     const parts: Buffer[] = [];
     req.on('data', (part: Buffer) => parts.push(part));
@@ -421,7 +472,7 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-function sendJson(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}): void {
+function sendJson(res: ServerResponse | Http2ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(payload);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);

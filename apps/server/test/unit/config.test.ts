@@ -31,6 +31,12 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'private' })).toThrow(/SVC_WEBHOOK_ALLOW_PRIVATE: must be false, loopback or true/);
   });
 
+  it('reads SVC_UPSTREAM_HTTP2 as off (the default) or auto', () => {
+    expect(loadConfig({}).upstream.http2).toBe('off');
+    expect(loadConfig({ SVC_UPSTREAM_HTTP2: 'auto' }).upstream.http2).toBe('auto');
+    expect(() => loadConfig({ SVC_UPSTREAM_HTTP2: 'on' })).toThrow(/SVC_UPSTREAM_HTTP2: must be auto \(HTTP\/2 when an https upstream offers it\) or off/);
+  });
+
   it('reads the operator caps on keys', () => {
     expect(loadConfig({}).limits).toEqual({ maxKeyRateLimitRpm: 100_000, maxKeysPerUser: 100 });
     expect(loadConfig({ SVC_MAX_KEY_RATE_LIMIT_RPM: '1200', SVC_MAX_KEYS_PER_USER: '3' }).limits).toEqual({ maxKeyRateLimitRpm: 1200, maxKeysPerUser: 3 });

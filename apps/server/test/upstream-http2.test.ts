@@ -1,0 +1,280 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createOpenAICompatibleUpstream } from '../src/upstream/openai-compatible.js';
+import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior, type FakeUpstreamTransport } from './support/fake-upstream.js';
+import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
+import { chat, until } from './support/reliability-http.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+
+/**
+ * svc's upstream over HTTPS + HTTP/2 (SVC_UPSTREAM_HTTP2=auto, upstream-pool.ts): a real node:http2 server
+ * on a self-signed certificate, which offers h2 and http/1.1 by ALPN.
+ */
+
+const ANSWER = Array.from({ length: 12 }, (_, i) => `token${i}`).join(' ');
+
+const started: Array<{ close(): Promise<unknown> }> = [];
+afterEach(async () => {
+  // Servers before upstreams: a server closes its pool, which waits for its streams.
+  for (const item of started.splice(0).reverse()) await item.close();
+});
+
+async function fakeUpstream(behavior: FakeUpstreamBehavior, transport: FakeUpstreamTransport = { https: 'h2' }): Promise<FakeUpstream> {
+  const upstream = await startFakeUpstream(behavior, transport);
+  started.push(upstream);
+  return upstream;
+}
+
+/**
+ * An in-process svc whose upstream trusts `upstream`'s certificate (the `ca` option: in this process
+ * NODE_EXTRA_CA_CERTS can no longer be set; the child-process test below uses it).
+ */
+async function svcFor(upstream: FakeUpstream, env: Record<string, string> = {}): Promise<{ server: TestServer; token: string }> {
+  const maxInFlight = Number(env.SVC_MAX_IN_FLIGHT ?? 4096);
+  const server = await startTestServer({
+    env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', ...env },
+    upstream: createOpenAICompatibleUpstream({ baseUrl: upstream.url, timeoutMs: 20_000, ca: upstream.ca, connections: maxInFlight, http2: 'auto' }),
+  });
+  started.push(server);
+  const { token } = await server.createKey();
+  return { server, token };
+}
+
+async function metric(server: TestServer, name: string): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  if (line === undefined) throw new Error(`no ${name} in /metrics`);
+  return Number(line.slice(name.length + 1));
+}
+
+/** Opens a stream and reads until its first content; returns the reader, the text so far and a way to abort. */
+async function openStream(server: TestServer, token: string): Promise<{ status: number; rest(): Promise<string>; abort(): void }> {
+  const controller = new AbortController();
+  const res = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Count.' }] }),
+    signal: controller.signal,
+  });
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    return { status: res.status, rest: async () => '', abort: () => controller.abort() };
+  }
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  while (!text.includes('"content":"token')) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  return {
+    status: res.status,
+    abort: () => controller.abort(),
+    async rest() {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return text;
+        text += decoder.decode(value, { stream: true });
+      }
+    },
+  };
+}
+
+describe('upstream over HTTPS + HTTP/2', () => {
+  it('streams and non-streamed completions go over h2', async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER });
+    const { server, token } = await svcFor(upstream);
+
+    const plain = await chat(server.url, token, { stream: false });
+    expect(plain.status).toBe(200);
+    expect(plain.body.choices[0].message.content).toBe(ANSWER);
+    const streamed = await chat(server.url, token, { stream: true });
+    expect(streamed.status).toBe(200);
+    expect(streamed.text).toBe(ANSWER);
+    expect(streamed.events!.at(-1)).toBe('[DONE]');
+
+    expect(upstream.requests.map((r) => r.httpVersion)).toEqual(['2.0', '2.0']);
+    expect(upstream.sessions).toBe(1);
+  });
+
+  it('250 streams open at once share at most ⌈SVC_MAX_IN_FLIGHT / 100⌉ connections', { timeout: 60_000 }, async () => {
+    const streams = 250;
+    // Headers held until all 250 are open upstream: the pool must send them concurrently, over 3 sessions at most.
+    const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 10 }, waitForOpen: { count: streams, timeoutMs: 30_000 } });
+    const { server, token } = await svcFor(upstream, { SVC_MAX_IN_FLIGHT: '300' });
+
+    const results = await Promise.all(Array.from({ length: streams }, () => chat(server.url, token, { stream: true, signal: AbortSignal.timeout(45_000) })));
+
+    expect(results.filter((r) => r.status === 200 && r.text === ANSWER && r.events!.at(-1) === '[DONE]')).toHaveLength(streams);
+    expect(upstream.peakOpen).toBe(streams);
+    expect(upstream.sessions).toBeLessThanOrEqual(3);
+    expect(upstream.connections).toBe(upstream.sessions);
+    expect(new Set(upstream.requests.map((r) => r.httpVersion))).toEqual(new Set(['2.0']));
+  });
+
+  it('an HTTPS upstream that offers only http/1.1 gets HTTP/1.1, a connection per concurrent stream', { timeout: 30_000 }, async () => {
+    const streams = 20;
+    // Held until all 20 are open: streams queued behind one another on a connection would never get there.
+    const upstream = await fakeUpstream({ answer: ANSWER, waitForOpen: { count: streams, timeoutMs: 20_000 } }, { https: 'h1' });
+    const { server, token } = await svcFor(upstream);
+
+    const results = await Promise.all(Array.from({ length: streams }, () => chat(server.url, token, { stream: true })));
+
+    expect(results.filter((r) => r.status === 200 && r.text === ANSWER)).toHaveLength(streams);
+    expect(upstream.peakOpen).toBe(streams);
+    expect(upstream.connections).toBe(streams);
+    expect(upstream.sessions).toBe(0);
+    expect(new Set(upstream.requests.map((r) => r.httpVersion))).toEqual(new Set(['1.1']));
+  });
+
+  it("a client's abort cancels its h2 stream upstream; the stream beside it on the same session completes", { timeout: 30_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 40 } });
+    const { server, token } = await svcFor(upstream);
+
+    const leaving = await openStream(server, token);
+    const staying = await openStream(server, token);
+    leaving.abort();
+    const aborted = await upstream.waitForAbort(10_000);
+
+    expect(aborted.httpVersion).toBe('2.0');
+    const text = await staying.rest();
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(upstream.requests.filter((r) => r.aborted)).toHaveLength(1);
+    expect(upstream.sessions).toBe(1);
+    await until(async () => (await metric(server, 'svc_chat_requests_in_flight')) === 0, 10_000, 'no chat request in flight');
+  });
+
+  it('SVC_MAX_IN_FLIGHT and the in-flight gauge count h2 streams as they count HTTP/1.1 requests', { timeout: 30_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER, hangMidStream: true });
+    const { server, token } = await svcFor(upstream, { SVC_MAX_IN_FLIGHT: '3' });
+
+    const open = await Promise.all(Array.from({ length: 3 }, () => openStream(server, token)));
+    expect(open.map((s) => s.status)).toEqual([200, 200, 200]);
+    expect(await metric(server, 'svc_chat_requests_in_flight')).toBe(3);
+    expect(await metric(server, 'svc_chat_requests_in_flight_max')).toBe(3);
+
+    const refused = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'One more.' }] }),
+    });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect((await refused.json()).error.code).toBe('too_many_requests_in_flight');
+    expect(upstream.requests).toHaveLength(3);
+
+    for (const stream of open) stream.abort();
+    await until(async () => (await metric(server, 'svc_chat_requests_in_flight')) === 0, 10_000, 'no chat request in flight');
+    expect(upstream.sessions).toBe(1);
+  });
+
+  // Why SVC_UPSTREAM_HTTP2 is off by default: undici 7.30 fails every stream of a session on GOAWAY, even code 0.
+  // This passes (and `fails` must go) once the installed undici lets the streams in flight finish.
+  it.fails('a graceful GOAWAY lets the streams in flight on that session finish', { timeout: 30_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 40 } });
+    const { server, token } = await svcFor(upstream);
+
+    const streams = await Promise.all(Array.from({ length: 3 }, () => openStream(server, token)));
+    upstream.goaway();
+    const texts = await Promise.all(streams.map((s) => s.rest()));
+
+    expect(texts.filter((t) => t.endsWith('data: [DONE]\n\n'))).toHaveLength(3);
+  });
+
+  it('upstream errors reach the client as they do over HTTP/1.1', { timeout: 60_000 }, async () => {
+    const cases: Array<{ name: string; behavior: FakeUpstreamBehavior; stream: boolean }> = [
+      { name: '400 with code and param', behavior: { status: 400, errorMessage: 'Bad temperature.', errorCode: 'invalid_value', errorParam: 'temperature' }, stream: false },
+      { name: '400 (stream)', behavior: { status: 400, errorMessage: 'Bad temperature.', errorCode: 'invalid_value', errorParam: 'temperature' }, stream: true },
+      { name: '429 with retry-after', behavior: { status: 429, retryAfter: '7' }, stream: false },
+      { name: '429 (stream)', behavior: { status: 429, retryAfter: '7' }, stream: true },
+      { name: '500', behavior: { status: 500 }, stream: false },
+      { name: 'reset before headers', behavior: { resetBeforeHeaders: true }, stream: true },
+      { name: 'reset mid-stream', behavior: { resetMidStream: 3 }, stream: true },
+      { name: 'error event', behavior: { errorEvent: true }, stream: true },
+      { name: 'truncated', behavior: { truncated: true }, stream: true },
+    ];
+    const outcomes: Record<string, unknown[]> = {};
+    for (const transport of [{}, { https: 'h2' }] as FakeUpstreamTransport[]) {
+      const upstream = await fakeUpstream({ answer: ANSWER }, transport);
+      const { server, token } = await svcFor(upstream);
+      for (const c of cases) {
+        upstream.nextBehavior(c.behavior);
+        (outcomes[c.name] ??= []).push(await seen(server.url, token, c.stream));
+      }
+      expect(new Set(upstream.requests.map((r) => r.httpVersion)), JSON.stringify(transport)).toEqual(new Set([transport.https ? '2.0' : '1.1']));
+    }
+    for (const c of cases) {
+      const [overH1, overH2] = outcomes[c.name]!;
+      expect(overH2, c.name).toEqual(overH1);
+    }
+    expect(outcomes['429 with retry-after']![1]).toMatchObject({ status: 429, retryAfter: '7', error: { code: 'upstream_rate_limited' } });
+    expect(outcomes['400 with code and param']![1]).toMatchObject({ status: 400, error: { code: 'invalid_value', param: 'temperature', message: 'Bad temperature.' } });
+  });
+});
+
+/**
+ * What a client can tell apart of one chat request: status, retry-after, the error's code/type/param/message
+ * (a message that names a transport-level cause is left out), and the stream's events (chunks, error codes, [DONE]).
+ */
+async function seen(url: string, token: string, stream: boolean): Promise<Record<string, unknown>> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'svc01', stream, messages: [{ role: 'user', content: 'Hi' }] }),
+    signal: AbortSignal.timeout(20_000),
+  });
+  const raw = await res.text();
+  const out: Record<string, unknown> = { status: res.status, retryAfter: res.headers.get('retry-after') };
+  if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    const { code, type, param, message } = (JSON.parse(raw) as { error?: Record<string, unknown> }).error ?? {};
+    out.error = { code, type, param, ...(res.status === 502 ? {} : { message }) };
+    return out;
+  }
+  out.events = raw
+    .split('\n\n')
+    .filter((block) => block.startsWith('data: '))
+    .map((block) => {
+      const data = block.slice('data: '.length);
+      if (data === '[DONE]') return data;
+      const event = JSON.parse(data) as { error?: { code: string } };
+      return event.error ? { error: event.error.code } : 'chunk';
+    });
+  return out;
+}
+
+describe('svc-server with an HTTPS upstream (child process)', () => {
+  it('trusts the upstream through NODE_EXTRA_CA_CERTS; SVC_UPSTREAM_HTTP2 auto speaks h2, off (the default) HTTP/1.1', { timeout: 60_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER });
+    const dir = mkdtempSync(join(tmpdir(), 'svc-h2-'));
+    try {
+      const caFile = join(dir, 'upstream-ca.pem');
+      writeFileSync(caFile, upstream.ca!);
+      for (const [setting, version] of [['auto', '2.0'], [undefined, '1.1']] as const) {
+        const env = serverEnv({
+          SVC_DATABASE_URL: `sqlite:${join(dir, setting ?? 'default', 'svc.db')}`,
+          SVC_UPSTREAM_BASE_URL: upstream.url,
+          ...(setting ? { SVC_UPSTREAM_HTTP2: setting } : {}),
+          NODE_EXTRA_CA_CERTS: caFile,
+        });
+        adminCommand(['users', 'create', '--email', 'h2@example.test', '--password', 'correct horse battery staple'], env);
+        const { key } = JSON.parse(adminCommand(['keys', 'create', '--email', 'h2@example.test', '--json'], env)) as { key: string };
+        const server = await startServerProcess(env);
+        try {
+          const before = upstream.requests.length;
+          const streamed = await chat(server.url, key, { stream: true });
+          const plain = await chat(server.url, key, { stream: false });
+          expect(streamed.text).toBe(ANSWER);
+          expect(plain.body.choices[0].message.content).toBe(ANSWER);
+          expect(upstream.requests.slice(before).map((r) => r.httpVersion)).toEqual([version, version]);
+        } finally {
+          await server.stop();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
