@@ -99,37 +99,50 @@ export async function relayStream(
     }
   };
 
-  try {
-    for await (const batch of chunks) {
-      for (const chunk of batch) {
-        if (chunk.system_fingerprint !== undefined) lastFingerprint = chunk.system_fingerprint;
-        if (!tierKnown && typeof chunk.service_tier === 'string') {
-          tierKnown = true;
-          out.serviceTier(chunk.service_tier);
-        }
-        if (chunk.usage) usage = chunk.usage;
-        if (!chunk.choices || chunk.choices.length === 0) continue;
-        relay(chunk);
-        const { choices, system_fingerprint: fingerprint } = chunk;
-        let finishesFirst = false;
-        let finishesOther = false;
-        for (const c of choices) {
-          if (c.finish_reason === null) continue;
-          if (c.index === 0) finishesFirst = true;
-          else finishesOther = true;
-        }
-        if (finishesFirst) {
-          svc = await computeSvc();
-          await out.choices(choices, fingerprint, svc);
-          for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
-        } else if (finishesOther && svc === null) {
-          held.push({ choices, system_fingerprint: fingerprint });
-        } else {
-          const behind = out.choices(choices, fingerprint, finishesOther && svc ? svc : undefined);
-          if (behind) await behind;
-        }
-      }
+  /** The first choice finished: its `svc` is computed, then that chunk and the finishes held for it go out. */
+  const finishFirst = async (choices: RelayedChoices, fingerprint: string | null | undefined): Promise<void> => {
+    svc = await computeSvc();
+    await out.choices(choices, fingerprint, svc);
+    for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
+  };
+
+  /** One upstream chunk to the client; a promise when it must wait (the grounding check, a client behind). */
+  const relayChunk = (chunk: ChatCompletionChunk): Promise<void> | undefined => {
+    if (chunk.system_fingerprint !== undefined) lastFingerprint = chunk.system_fingerprint;
+    if (!tierKnown && typeof chunk.service_tier === 'string') {
+      tierKnown = true;
+      out.serviceTier(chunk.service_tier);
     }
+    if (chunk.usage) usage = chunk.usage;
+    if (!chunk.choices || chunk.choices.length === 0) return undefined;
+    relay(chunk);
+    const { choices, system_fingerprint: fingerprint } = chunk;
+    let finishesFirst = false;
+    let finishesOther = false;
+    for (const c of choices) {
+      if (c.finish_reason === null) continue;
+      if (c.index === 0) finishesFirst = true;
+      else finishesOther = true;
+    }
+    if (finishesFirst) return finishFirst(choices, fingerprint);
+    if (finishesOther && svc === null) {
+      held.push({ choices, system_fingerprint: fingerprint });
+      return undefined;
+    }
+    return out.choices(choices, fingerprint, finishesOther && svc ? svc : undefined);
+  };
+
+  /** The chunks of `batch` from `from` on, in order: synchronously unless one of them must wait. */
+  const relayBatch = (batch: ChatCompletionChunk[], from = 0): Promise<void> | undefined => {
+    for (let i = from; i < batch.length; i++) {
+      const behind = relayChunk(batch[i]!);
+      if (behind) return i + 1 < batch.length ? behind.then(() => relayBatch(batch, i + 1)) : behind;
+    }
+    return undefined;
+  };
+
+  try {
+    await chunks.each(relayBatch);
     ctx.upstreamFinishedAt = ctx.deps.clock();
     // What is left are our own closing frames, the audit (one event-loop turn) and [DONE]: one write at the end.
     sse.hold();
