@@ -103,13 +103,16 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       'user-agent': 'svc-server',
     };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+    const json = JSON.stringify(body);
+    headers['content-length'] = String(Buffer.byteLength(json));
     try {
       const response = await request(dispatcher, {
         origin,
         path,
         method: 'POST',
         headers,
-        body: JSON.stringify(body),
+        // undici documents iterable bodies (Dispatcher.dispatch), its types leave them out.
+        body: sentOnce(json) as unknown as Dispatcher.DispatchOptions['body'],
         // undici listens to any object with addEventListener ('abort') and reads `aborted` / `reason`.
         signal: exchange as unknown as AbortSignal,
         headersTimeout: firstByteTimeoutMs,
@@ -467,6 +470,22 @@ class Utf8Text {
     this.started = true;
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
+}
+
+/**
+ * `text` as a request body that undici sends without keeping it. undici holds a string body (and a Buffer copy
+ * of it) until the response ended, and a streamed response lasts as long as the answer: every open stream
+ * would hold its prompt twice. An iterable is read once, and this one lets go of the text as it hands it over.
+ */
+function sentOnce(text: string): Iterable<string> {
+  let pending: string | null = text;
+  return {
+    *[Symbol.iterator]() {
+      const out = pending;
+      pending = null;
+      if (out !== null) yield out;
+    },
+  };
 }
 
 /**

@@ -132,6 +132,18 @@ describe('non-streamed completions', () => {
 });
 
 describe('streamed completions', () => {
+  it('sends the body with its content-length, not chunked, streamed or not (unicode counted in bytes)', async () => {
+    const body = request({ messages: [{ role: 'user', content: 'Grüße ✓ 😀' }] });
+    await upstream.complete(body);
+    await collect(await upstream.stream(body));
+    for (const seen of fake.requests) {
+      expect(seen.headers['transfer-encoding']).toBeUndefined();
+      expect(Number(seen.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(seen.body)));
+      expect(seen.body).toMatchObject({ messages: [{ role: 'user', content: 'Grüße ✓ 😀' }] });
+    }
+    expect(fake.requests).toHaveLength(2);
+  });
+
   it('yields chunks with role first, content, finish and the usage chunk', async () => {
     const chunks = await collect(await upstream.stream(request({ stream_options: { include_usage: true } })));
     expect(chunks[0]?.choices[0]?.delta.role).toBe('assistant');
