@@ -5,6 +5,7 @@ import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
 import type { ChunkStream } from '../upstream/upstream.js';
 import { NO_USAGE, record, recordFailure, statusFor, type ChatContext } from './chat-context.js';
 import { FrameJson } from './frame-json.js';
+import { KeptTexts } from './kept-text.js';
 import { countUsage } from './prompt.js';
 import { dehallucinateRequested } from './request.js';
 import { SseWriter } from './sse-writer.js';
@@ -58,7 +59,7 @@ export async function relayStream(
 ): Promise<void> {
   const { res, startedAt } = ctx.exchange;
   const requested = dehallucinateRequested(request);
-  const texts: string[] = [];
+  const texts = new KeptTexts();
   const started = new Set<number>();
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
@@ -76,7 +77,7 @@ export async function relayStream(
   const out = outputOf(sse);
 
   const computeSvc = async () =>
-    ctx.deps.grounder.check({ messages: request.messages, answer: texts[0] ?? '', requested });
+    ctx.deps.grounder.check({ messages: request.messages, answer: texts.text(0), requested });
 
   /** The upstream's last `system_fingerprint`, for the usage frame; whether its `service_tier` is known. */
   let lastFingerprint: string | null | undefined;
@@ -90,7 +91,7 @@ export async function relayStream(
         started.add(choice.index);
         if (delta.role === undefined) delta.role = 'assistant';
       }
-      if (typeof delta.content === 'string') texts[choice.index] = keep(texts[choice.index] ?? '', delta.content);
+      if (typeof delta.content === 'string') texts.append(choice.index, delta.content);
       if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
         firstToken = true;
         ctx.deps.metrics?.firstToken((ctx.deps.clock() - startedAt) / 1000);
@@ -99,37 +100,50 @@ export async function relayStream(
     }
   };
 
-  try {
-    for await (const batch of chunks) {
-      for (const chunk of batch) {
-        if (chunk.system_fingerprint !== undefined) lastFingerprint = chunk.system_fingerprint;
-        if (!tierKnown && typeof chunk.service_tier === 'string') {
-          tierKnown = true;
-          out.serviceTier(chunk.service_tier);
-        }
-        if (chunk.usage) usage = chunk.usage;
-        if (!chunk.choices || chunk.choices.length === 0) continue;
-        relay(chunk);
-        const { choices, system_fingerprint: fingerprint } = chunk;
-        let finishesFirst = false;
-        let finishesOther = false;
-        for (const c of choices) {
-          if (c.finish_reason === null) continue;
-          if (c.index === 0) finishesFirst = true;
-          else finishesOther = true;
-        }
-        if (finishesFirst) {
-          svc = await computeSvc();
-          await out.choices(choices, fingerprint, svc);
-          for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
-        } else if (finishesOther && svc === null) {
-          held.push({ choices, system_fingerprint: fingerprint });
-        } else {
-          const behind = out.choices(choices, fingerprint, finishesOther && svc ? svc : undefined);
-          if (behind) await behind;
-        }
-      }
+  /** The first choice finished: its `svc` is computed, then that chunk and the finishes held for it go out. */
+  const finishFirst = async (choices: RelayedChoices, fingerprint: string | null | undefined): Promise<void> => {
+    svc = await computeSvc();
+    await out.choices(choices, fingerprint, svc);
+    for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
+  };
+
+  /** One upstream chunk to the client; a promise when it must wait (the grounding check, a client behind). */
+  const relayChunk = (chunk: ChatCompletionChunk): Promise<void> | undefined => {
+    if (chunk.system_fingerprint !== undefined) lastFingerprint = chunk.system_fingerprint;
+    if (!tierKnown && typeof chunk.service_tier === 'string') {
+      tierKnown = true;
+      out.serviceTier(chunk.service_tier);
     }
+    if (chunk.usage) usage = chunk.usage;
+    if (!chunk.choices || chunk.choices.length === 0) return undefined;
+    relay(chunk);
+    const { choices, system_fingerprint: fingerprint } = chunk;
+    let finishesFirst = false;
+    let finishesOther = false;
+    for (const c of choices) {
+      if (c.finish_reason === null) continue;
+      if (c.index === 0) finishesFirst = true;
+      else finishesOther = true;
+    }
+    if (finishesFirst) return finishFirst(choices, fingerprint);
+    if (finishesOther && svc === null) {
+      held.push({ choices, system_fingerprint: fingerprint });
+      return undefined;
+    }
+    return out.choices(choices, fingerprint, finishesOther && svc ? svc : undefined);
+  };
+
+  /** The chunks of `batch` from `from` on, in order: synchronously unless one of them must wait. */
+  const relayBatch = (batch: ChatCompletionChunk[], from = 0): Promise<void> | undefined => {
+    for (let i = from; i < batch.length; i++) {
+      const behind = relayChunk(batch[i]!);
+      if (behind) return i + 1 < batch.length ? behind.then(() => relayBatch(batch, i + 1)) : behind;
+    }
+    return undefined;
+  };
+
+  try {
+    await chunks.each(relayBatch);
     ctx.upstreamFinishedAt = ctx.deps.clock();
     // What is left are our own closing frames, the audit (one event-loop turn) and [DONE]: one write at the end.
     sse.hold();
@@ -139,13 +153,13 @@ export async function relayStream(
       await out.choices([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc);
       for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
     }
-    usage ??= await countUsage(request.messages, texts);
+    usage ??= await countUsage(request.messages, texts.all());
     await out.usage(usage, lastFingerprint);
     await record(ctx, {
       statusCode: statusFor(ctx, 200),
       streaming: true,
       messages: request.messages,
-      responseText: texts[0] ?? '',
+      responseText: texts.text(0),
       svc,
       usage,
     });
@@ -161,24 +175,11 @@ export async function relayStream(
       statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
       streaming: true,
       messages: request.messages,
-      responseText: texts[0] ?? '',
+      responseText: texts.text(0),
       svc,
-      usage: usage ?? (await countUsage(request.messages, texts).catch(() => NO_USAGE)),
+      usage: usage ?? (await countUsage(request.messages, texts.all()).catch(() => NO_USAGE)),
     });
   } finally {
     sse.end();
   }
 }
-
-/**
- * Characters of one choice's streamed text kept for the grounding check and the audit's `response_text`.
- * V8 strings end at 2^29 - 24 characters: an upstream that streams more would make the concatenation throw.
- * The text past this is relayed to the client but not kept (nor counted, when svc counts usage itself).
- */
-const MAX_KEPT_TEXT_CHARS = 2 ** 28;
-
-function keep(text: string, more: string): string {
-  if (text.length + more.length <= MAX_KEPT_TEXT_CHARS) return text + more;
-  return text.length >= MAX_KEPT_TEXT_CHARS ? text : text + more.slice(0, MAX_KEPT_TEXT_CHARS - text.length);
-}
-

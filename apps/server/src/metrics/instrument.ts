@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ChatCompletionChunk, SvcResult } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
-import type { CallSignal, ChunkStream, Upstream } from '../upstream/upstream.js';
+import type { BatchHandler, CallSignal, ChunkStream, Upstream } from '../upstream/upstream.js';
 import type { Metrics } from './metrics.js';
 
 const seconds = (since: number) => (performance.now() - since) / 1000;
@@ -41,41 +41,35 @@ export function instrumentUpstream(upstream: Upstream, metrics: Metrics): Upstre
         metrics.upstreamCall('stream', seconds(started), errorCode(err, request.signal));
         throw err;
       }
-      // A hand-written iterator, not a generator: `return()` must reach the inner iterator even before the
-      // first `next()`, or the upstream exchange would stay open.
-      const inner = chunks[Symbol.asyncIterator]();
-      let recorded = false;
-      const record = (err?: unknown) => {
-        if (recorded) return;
-        recorded = true;
+      const record = (err?: unknown): void => {
         const code = err !== undefined ? errorCode(err, request.signal) : request.signal.aborted ? 'client_closed' : undefined;
         metrics.upstreamCall('stream', seconds(started), code);
       };
-      const iterator: AsyncIterableIterator<ChatCompletionChunk[]> = {
-        async next() {
-          try {
-            const result = await inner.next();
-            if (result.done) record();
-            return result;
-          } catch (err) {
-            record(err);
-            throw err;
-          }
-        },
-        async return(value?: unknown) {
-          record();
-          return inner.return ? inner.return(value) : { done: true as const, value: undefined };
-        },
-        async throw(err?: unknown) {
-          record(err);
-          if (inner.throw) return inner.throw(err);
-          throw err;
-        },
-        [Symbol.asyncIterator]() {
-          return iterator;
+      return {
+        each(handler) {
+          // The consumer's own failure (its client, the grounding check) is not the upstream's.
+          let handlerFailed = false;
+          const watched: BatchHandler = (batch) => {
+            try {
+              const behind = handler(batch);
+              return behind?.catch((err: unknown) => {
+                handlerFailed = true;
+                throw err;
+              });
+            } catch (err) {
+              handlerFailed = true;
+              throw err;
+            }
+          };
+          return chunks.each(watched).then(
+            () => record(),
+            (err: unknown) => {
+              record(handlerFailed ? undefined : err);
+              throw err;
+            },
+          );
         },
       };
-      return iterator;
     },
     close: () => upstream.close(),
   };

@@ -420,9 +420,19 @@ function sampleHints(question: string): SampleHints {
   return { question, names, numbers, keywords: [...new Set(contentWords(question))] };
 }
 
-/** Each chunk as a batch of its own (the offline model paces its chunks itself). */
-async function* oneByOne(chunks: AsyncIterable<ChatCompletionChunk>): ChunkStream {
-  for await (const chunk of chunks) yield [chunk];
+/**
+ * Each chunk as a batch of its own (the offline model paces its chunks itself). A handler that fails ends the
+ * loop, and with it the generator.
+ */
+function oneByOne(chunks: AsyncIterable<ChatCompletionChunk>): ChunkStream {
+  return {
+    async each(handler) {
+      for await (const chunk of chunks) {
+        const behind = handler([chunk]);
+        if (behind) await behind;
+      }
+    },
+  };
 }
 
 async function* streamChunks(

@@ -17,7 +17,7 @@ import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
-import { Cancellation, UpstreamError, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
+import { Cancellation, UpstreamError, type BatchHandler, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
 
 export interface OpenAICompatibleUpstreamOptions {
   /** Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`; requests go to `{baseUrl}/chat/completions`. */
@@ -109,13 +109,16 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       'user-agent': 'svc-server',
     };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+    const json = JSON.stringify(body);
+    headers['content-length'] = String(Buffer.byteLength(json));
     try {
       const response = await request(dispatcher, {
         origin,
         path,
         method: 'POST',
         headers,
-        body: JSON.stringify(body),
+        // undici documents iterable bodies (Dispatcher.dispatch), its types leave them out.
+        body: sentOnce(json) as unknown as Dispatcher.DispatchOptions['body'],
         ...(multiplex ? { idempotent: true } : {}),
         // undici listens to any object with addEventListener ('abort') and reads `aborted` / `reason`.
         signal: exchange as unknown as AbortSignal,
@@ -184,7 +187,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
           exchange.release();
         }
       }
-      return chunkIterable(response.body, exchange, body, redact);
+      return chunkStream(response.body, exchange, body, redact);
     },
 
     close(): Promise<void> {
@@ -274,121 +277,179 @@ class Exchange extends Cancellation {
   }
 }
 
-function chunkIterable(
+function chunkStream(
   body: Dispatcher.ResponseData['body'],
   exchange: Exchange,
   request: UpstreamBody,
   redact: (text: string) => string,
 ): ChunkStream {
-  const generator = readChunks(body, exchange, request, redact);
-  let started = false;
-  const iterator: AsyncIterableIterator<ChatCompletionChunk[]> = {
-    next() {
-      started = true;
-      return generator.next();
-    },
-    async return(value?: unknown) {
-      // An async generator that never started skips its `finally`: free the exchange here.
-      if (!started) {
-        exchange.release();
-        discard(body);
-      }
-      return generator.return(value as undefined);
-    },
-    throw(error?: unknown) {
-      return generator.throw(error);
-    },
-    [Symbol.asyncIterator]() {
-      return iterator;
-    },
+  return {
+    each: (handler) =>
+      new Promise<void>((resolve, reject) => {
+        new ChunkReader(body, exchange, request, redact, handler, resolve, reject).start();
+      }),
   };
-  return iterator;
 }
 
-/** Chunks as they arrive: one batch per network read (the frames it completed), never an empty one. */
-async function* readChunks(
-  body: Dispatcher.ResponseData['body'],
-  exchange: Exchange,
-  request: UpstreamBody,
-  redact: (text: string) => string,
-): AsyncGenerator<ChatCompletionChunk[]> {
-  const parser = new SseParser();
-  const decoder = new Utf8Text();
-  const started = new Set<number>();
-  const finished = new Set<number>();
-  const textFrames = new TextFrames();
-  const fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
-  let done = false;
-  /** A bad frame's error, thrown once the good frames before it went out. */
-  let failure: unknown;
+/**
+ * Reads an upstream stream's body as it arrives ('data' events): each read is decoded, parsed and handed to the
+ * handler in the same call, one batch per read (the frames it completed), never an empty one. While the
+ * handler waits, the body is paused (undici then stops reading the socket once its buffer is full), and the
+ * end or a failure of the body waits for it too, so that the handler never runs twice at once.
+ */
+class ChunkReader {
+  private readonly parser = new SseParser();
+  private readonly decoder = new Utf8Text();
+  private readonly started = new Set<number>();
+  private readonly finished = new Set<number>();
+  private readonly textFrames = new TextFrames();
+  private readonly fallback: { id: string; created: number; model: string };
+  /** `[DONE]` came: the frames after it are dropped. */
+  private done = false;
+  /** The body ended (its end was read). */
+  private ended = false;
+  /** The handler's promise is pending: the body is paused. */
+  private waiting = false;
+  private settled = false;
+  /** A bad frame's or the body's error, thrown once the good frames before it went out. */
+  private failure: { error: unknown } | null = null;
+  private readonly onData = (part: Buffer): void => {
+    this.pass(this.batchOf(this.parser.push(this.decoder.write(part))));
+  };
+  private readonly onEnd = (): void => {
+    this.ended = true;
+    if (this.done) return;
+    this.pass(this.batchOf([...this.parser.push(this.decoder.end()), ...this.parser.end()]));
+  };
+  private readonly onError = (error: unknown): void => {
+    this.failure ??= { error };
+    if (!this.waiting) this.next();
+  };
+
+  constructor(
+    private readonly body: Dispatcher.ResponseData['body'],
+    private readonly exchange: Exchange,
+    request: UpstreamBody,
+    private readonly redact: (text: string) => string,
+    private readonly handler: BatchHandler,
+    private readonly resolve: () => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
+  }
+
+  start(): void {
+    this.body.on('error', this.onError).on('end', this.onEnd).on('data', this.onData);
+  }
+
+  /** Hands `batch` to the handler, then goes on (at once, or when the handler's promise settles). */
+  private pass(batch: ChatCompletionChunk[]): void {
+    if (this.settled) return;
+    if (batch.length > 0) {
+      let behind: Promise<void> | undefined;
+      try {
+        behind = this.handler(batch);
+      } catch (error) {
+        this.stop(error);
+        return;
+      }
+      if (behind) {
+        this.waiting = true;
+        this.body.pause();
+        behind.then(
+          () => {
+            this.waiting = false;
+            this.next();
+            if (!this.settled) this.body.resume();
+          },
+          (error: unknown) => this.stop(error),
+        );
+        return;
+      }
+    }
+    this.next();
+  }
+
+  /** After a batch: the end of the stream, when it came. */
+  private next(): void {
+    if (this.settled) return;
+    if (this.failure) this.fail(this.failure.error);
+    else if (this.done) this.settle(null);
+    else if (this.ended) {
+      // Some servers omit [DONE]; an end after every choice finished is still a complete answer.
+      if (this.started.size === 0 || this.finished.size < this.started.size) {
+        this.fail(new UpstreamError('upstream_invalid_response', 'The upstream stream ended before it was complete (no [DONE]).'));
+      } else this.settle(null);
+    }
+  }
+
+  /** The handler failed: the stream ends with its error as it is. */
+  private stop(error: unknown): void {
+    if (!this.settled) this.settle({ error });
+  }
+
+  /** The upstream failed: the stream ends with that failure as an `UpstreamError` (or the caller's abort reason). */
+  private fail(error: unknown): void {
+    this.settle({ error: this.exchange.fail(error) });
+  }
+
+  private settle(failure: { error: unknown } | null): void {
+    this.settled = true;
+    this.exchange.release();
+    const { body } = this;
+    body.off('data', this.onData).off('end', this.onEnd).off('error', this.onError);
+    if (!body.readableEnded) {
+      // After [DONE], read what is left (the chunked terminator) so the connection is reused; destroying the
+      // body would close it, and a new connection per streamed request costs more than the request itself.
+      if (this.done) body.dump({ limit: DRAIN_LIMIT }).catch(ignore);
+      else discard(body);
+    }
+    if (failure) this.reject(failure.error);
+    else this.resolve();
+  }
+
   /** The chunks of `events` up to a [DONE] or a bad frame. */
-  const handle = (events: SseEvent[]): ChatCompletionChunk[] => {
+  private batchOf(events: SseEvent[]): ChatCompletionChunk[] {
     const batch: ChatCompletionChunk[] = [];
+    if (this.done || this.failure) return batch;
     try {
       for (const event of events) {
-        const chunk = chunkOf(event);
-        if (done) break;
+        const chunk = this.chunkOf(event);
+        if (this.done) break;
         if (chunk) batch.push(chunk);
       }
     } catch (error) {
-      failure = error;
+      this.failure = { error };
     }
     return batch;
-  };
-  const chunkOf = (event: SseEvent): ChatCompletionChunk | null => {
+  }
+
+  private chunkOf(event: SseEvent): ChatCompletionChunk | null {
     const data = event.data;
     if (data === '[DONE]' || (data.length < 16 && data.trim() === '[DONE]')) {
-      done = true;
+      this.done = true;
       return null;
     }
     if (data === '' || data.trim() === '') return null;
     // Most frames are one text delta under the head of the frames before: read without parsing.
-    const text = event.event === 'message' ? textFrames.read(data) : undefined;
+    const text = event.event === 'message' ? this.textFrames.read(data) : undefined;
     if (text) {
-      started.add(0);
+      this.started.add(0);
       return text;
     }
     const json = tryJson(data);
     if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
     const error = embeddedError(json);
     if (error !== null || event.event === 'error') {
-      throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${redact(error ?? 'unknown error')}`);
+      throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${this.redact(error ?? 'unknown error')}`);
     }
-    const chunk = normalizeChunk(json, fallback);
-    if (chunk === json) textFrames.learn(data, chunk);
+    const chunk = normalizeChunk(json, this.fallback);
+    if (chunk === json) this.textFrames.learn(data, chunk);
     for (const choice of chunk.choices) {
-      started.add(choice.index);
-      if (choice.finish_reason) finished.add(choice.index);
+      this.started.add(choice.index);
+      if (choice.finish_reason) this.finished.add(choice.index);
     }
     return chunk;
-  };
-  try {
-    // Not destroyed on `break` at [DONE]: the end of the body follows and the connection goes back to the pool.
-    for await (const part of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      const batch = handle(parser.push(decoder.write(part)));
-      if (batch.length > 0) yield batch;
-      if (failure !== undefined) throw failure;
-      if (done) break;
-    }
-    if (!done) {
-      const batch = handle([...parser.push(decoder.end()), ...parser.end()]);
-      if (batch.length > 0) yield batch;
-      if (failure !== undefined) throw failure;
-    }
-    // Some servers omit [DONE]; an end after every choice finished is still a complete answer.
-    if (!done && (started.size === 0 || finished.size < started.size)) {
-      throw new UpstreamError('upstream_invalid_response', 'The upstream stream ended before it was complete (no [DONE]).');
-    }
-  } catch (error) {
-    throw exchange.fail(error);
-  } finally {
-    exchange.release();
-    if (!body.readableEnded) {
-      // After [DONE], read what is left (the chunked terminator) so the connection is reused; destroying the
-      // body would close it, and a new connection per streamed request costs more than the request itself.
-      if (done) body.dump({ limit: DRAIN_LIMIT }).catch(() => {});
-      else discard(body);
-    }
   }
 }
 
@@ -416,6 +477,22 @@ class Utf8Text {
     this.started = true;
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
+}
+
+/**
+ * `text` as a request body that undici sends without keeping it. undici holds a string body (and a Buffer copy
+ * of it) until the response ended, and a streamed response lasts as long as the answer: every open stream
+ * would hold its prompt twice. An iterable is read once, and this one lets go of the text as it hands it over.
+ */
+function sentOnce(text: string): Iterable<string> {
+  let pending: string | null = text;
+  return {
+    *[Symbol.iterator]() {
+      const out = pending;
+      pending = null;
+      if (out !== null) yield out;
+    },
+  };
 }
 
 /**

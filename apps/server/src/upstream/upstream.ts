@@ -84,10 +84,24 @@ export interface UpstreamRequest {
 }
 
 /**
- * A streamed answer: batches of chunks, each batch what arrived together (one network read upstream), in
- * order. Batches spare a promise hand-off per chunk; a consumer may write a batch to its client at once.
+ * What a stream's consumer does with one batch. It returns a promise only when it must wait (for its client to
+ * drain, for the grounding check): the stream holds the next batch back until that settles.
  */
-export type ChunkStream = AsyncIterable<ChatCompletionChunk[]>;
+export type BatchHandler = (batch: ChatCompletionChunk[]) => Promise<void> | undefined;
+
+/**
+ * A streamed answer, pushed: `each(handler)` hands every batch of chunks (what arrived together, one network
+ * read upstream), in order, to `handler`, called from the read itself. A stream at a model's pace is one read
+ * per token: a pull (async iterator) would cost a chain of promises per token, the push costs none. It
+ * resolves once the stream ended; it rejects with the upstream's failure, or with the handler's own error
+ * (thrown or rejected), having closed the upstream exchange either way. Called once.
+ *
+ * @example
+ * await chunks.each((batch) => sse.write(framesOf(batch)));
+ */
+export interface ChunkStream {
+  each(handler: BatchHandler): Promise<void>;
+}
 
 /**
  * An OpenAI-compatible model. Both methods reject with `UpstreamError` before anything was produced;

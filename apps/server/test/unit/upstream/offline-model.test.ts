@@ -53,7 +53,12 @@ async function complete(b: UpstreamBody, thinking = false): Promise<UpstreamComp
 
 async function stream(b: UpstreamBody, thinking = false): Promise<ChatCompletionChunk[]> {
   const chunks: ChatCompletionChunk[] = [];
-  for await (const batch of await model.stream({ body: b, signal, thinking })) chunks.push(...batch);
+  await (
+    await model.stream({ body: b, signal, thinking })
+  ).each((batch) => {
+    chunks.push(...batch);
+    return undefined;
+  });
   return chunks;
 }
 
@@ -284,11 +289,10 @@ describe('streaming', () => {
     let count = 0;
     try {
       await expect(
-        (async () => {
-          for await (const _chunk of iterable) {
-            if (++count === 200) controller.abort();
-          }
-        })(),
+        iterable.each(() => {
+          if (++count === 200) controller.abort();
+          return undefined;
+        }),
       ).rejects.toMatchObject({ name: 'AbortError' });
     } finally {
       clearImmediate(immediate);

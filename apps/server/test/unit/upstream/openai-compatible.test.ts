@@ -24,12 +24,13 @@ function request(extra: Record<string, unknown> = {}, signal = new AbortControll
 }
 
 /** Every chunk of a stream, its batches flattened. */
-async function collect(iterable: ChunkStream): Promise<ChatCompletionChunk[]> {
+async function collect(stream: ChunkStream): Promise<ChatCompletionChunk[]> {
   const chunks: ChatCompletionChunk[] = [];
-  for await (const batch of iterable) {
+  await stream.each((batch) => {
     expect(batch.length).toBeGreaterThan(0);
     chunks.push(...batch);
-  }
+    return undefined;
+  });
   return chunks;
 }
 
@@ -131,6 +132,18 @@ describe('non-streamed completions', () => {
 });
 
 describe('streamed completions', () => {
+  it('sends the body with its content-length, not chunked, streamed or not (unicode counted in bytes)', async () => {
+    const body = request({ messages: [{ role: 'user', content: 'Grüße ✓ 😀' }] });
+    await upstream.complete(body);
+    await collect(await upstream.stream(body));
+    for (const seen of fake.requests) {
+      expect(seen.headers['transfer-encoding']).toBeUndefined();
+      expect(Number(seen.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(seen.body)));
+      expect(seen.body).toMatchObject({ messages: [{ role: 'user', content: 'Grüße ✓ 😀' }] });
+    }
+    expect(fake.requests).toHaveLength(2);
+  });
+
   it('yields chunks with role first, content, finish and the usage chunk', async () => {
     const chunks = await collect(await upstream.stream(request({ stream_options: { include_usage: true } })));
     expect(chunks[0]?.choices[0]?.delta.role).toBe('assistant');
@@ -325,29 +338,60 @@ describe('abort and resources', () => {
     expect(Date.now() - started).toBeLessThan(1_000);
   });
 
-  it('aborting mid-stream closes the upstream request and ends the iterator', async () => {
+  it('aborting mid-stream closes the upstream request and rejects with the reason', async () => {
     fake.setBehavior({ hangMidStream: true });
     const controller = new AbortController();
     const stream = await upstream.stream(request({}, controller.signal));
-    const iterator = stream[Symbol.asyncIterator]();
-    expect((await iterator.next()).done).toBe(false);
-    controller.abort();
-    await expect(iterator.next()).rejects.toMatchObject({ name: 'AbortError' });
+    let batches = 0;
+    const reading = stream.each(() => {
+      if (++batches === 1) setImmediate(() => controller.abort());
+      return undefined;
+    });
+    await expect(reading).rejects.toMatchObject({ name: 'AbortError' });
+    expect(batches).toBe(1);
     await fake.waitForAbort(2_000);
   });
 
-  it('a consumer that stops iterating early closes the upstream request', async () => {
+  it('a handler that throws ends the stream with its error and closes the upstream request', async () => {
     fake.setBehavior({ trickle: { intervalMs: 50 } });
     const stream = await upstream.stream(request());
-    for await (const _chunk of stream) break;
+    const stop = new Error('enough');
+    await expect(
+      stream.each(() => {
+        throw stop;
+      }),
+    ).rejects.toBe(stop);
     await fake.waitForAbort(2_000);
   });
 
-  it('a stream that is never iterated can be returned without leaking', async () => {
-    fake.setBehavior({ hangMidStream: true });
+  it('a handler that rejects ends the stream with its error and closes the upstream request', async () => {
+    fake.setBehavior({ trickle: { intervalMs: 50 } });
     const stream = await upstream.stream(request());
-    await stream[Symbol.asyncIterator]().return?.();
+    const stop = new Error('client gone');
+    await expect(stream.each(() => Promise.reject(stop))).rejects.toBe(stop);
     await fake.waitForAbort(2_000);
+  });
+
+  it('holds the next batch back while the handler waits, then goes on in order', async () => {
+    const answer = Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ');
+    fake.setBehavior({ answer, trickle: { intervalMs: 1 } });
+    const stream = await upstream.stream(request());
+    const chunks: ChatCompletionChunk[] = [];
+    let waiting = false;
+    let overlapped = false;
+    let batches = 0;
+    await stream.each((batch) => {
+      if (waiting) overlapped = true;
+      chunks.push(...batch);
+      // Every other batch waits a few event-loop turns, as a client that is behind makes the relay wait.
+      if (++batches % 2 === 1) return undefined;
+      waiting = true;
+      return delay(5).then(() => {
+        waiting = false;
+      });
+    });
+    expect(overlapped).toBe(false);
+    expect(text(chunks)).toBe(answer);
   });
 
   it('an already-aborted signal rejects without a request', async () => {
