@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAICompatibleUpstream } from '../src/upstream/openai-compatible.js';
+import { UpstreamError } from '../src/upstream/upstream.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior, type FakeUpstreamTransport } from './support/fake-upstream.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { chat, until } from './support/reliability-http.js';
@@ -182,6 +183,25 @@ describe('upstream over HTTPS + HTTP/2', () => {
     const texts = await Promise.all(streams.map((s) => s.rest()));
 
     expect(texts.filter((t) => t.endsWith('data: [DONE]\n\n'))).toHaveLength(3);
+  });
+
+  it('an upstream whose certificate svc does not trust: 20 requests sent during the first handshake all fail with the upstream error on a handful of connection attempts', { timeout: 30_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER });
+    // No `ca`: the self-signed certificate fails verification.
+    const client = createOpenAICompatibleUpstream({ baseUrl: upstream.url, timeoutMs: 20_000, connections: 4096, http2: 'auto' });
+    started.push(client);
+
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, () =>
+        client.complete({ body: { model: 'gpt-test', messages: [{ role: 'user', content: 'Hi' }] }, signal: new AbortController().signal, thinking: false }),
+      ),
+    );
+
+    expect(outcomes.map((o) => o.status)).toEqual(Array(20).fill('rejected'));
+    for (const outcome of outcomes) expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(UpstreamError);
+    expect(new Set(outcomes.map((o) => ((o as PromiseRejectedResult).reason as UpstreamError).code))).toEqual(new Set(['upstream_unavailable']));
+    expect(upstream.requests).toHaveLength(0);
+    expect(upstream.connections).toBeLessThanOrEqual(3);
   });
 
   it('upstream errors reach the client as they do over HTTP/1.1', { timeout: 60_000 }, async () => {

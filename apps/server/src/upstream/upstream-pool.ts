@@ -92,12 +92,19 @@ class NegotiatingPool extends Dispatcher {
           pipelining: self.protocol === 'h2' ? H2_STREAMS_PER_CONNECTION : 1,
           connect(connectOptions, callback) {
             connectTls(connectOptions, (error, socket) => {
+              if (error || !socket) {
+                // Queued on this client before undici hears of the failure, the waiting requests fail with it
+                // as one (undici fails a client's whole queue when its connection fails).
+                self.handshakeFailed(client);
+                (callback as Parameters<Connector>[1])(error, socket);
+                return;
+              }
               // Widened before undici takes the socket: it then tells the pool this connection has room, and
               // the requests sent on below fill it before any other connection opens.
-              const h2 = !error && socket?.alpnProtocol === 'h2';
+              const h2 = socket.alpnProtocol === 'h2';
               client.pipelining = h2 ? H2_STREAMS_PER_CONNECTION : 1;
               (callback as Parameters<Connector>[1])(error, socket);
-              self.negotiated(error || !socket ? null : h2 ? 'h2' : 'http/1.1');
+              self.negotiated(h2 ? 'h2' : 'http/1.1');
             });
           },
         });
@@ -117,20 +124,41 @@ class NegotiatingPool extends Dispatcher {
     return (this.protocol === 'http/1.1' ? this.h1 : this.h2).dispatch(options, handler);
   }
 
-  /** A handshake's outcome (null: the connection failed, the next request tries again); sends the waiting requests on. */
-  private negotiated(protocol: 'h2' | 'http/1.1' | null): void {
-    if (protocol) this.protocol = protocol;
+  /** A handshake picked `protocol`: the waiting requests go to its pool. */
+  private negotiated(protocol: 'h2' | 'http/1.1'): void {
+    this.protocol = protocol;
     this.probing = false;
-    const waiting = this.waiting;
-    this.waiting = [];
-    for (const [options, handler] of waiting) this.dispatch(options, handler);
+    const target = protocol === 'http/1.1' ? this.h1 : this.h2;
+    for (const [options, handler] of this.takeWaiting()) target.dispatch(options, handler);
   }
 
+  /**
+   * A handshake failed: the waiting requests join the queue of `client`, whose connection failed, so they
+   * share its error at once and abort and timers reach them inside undici. Sent on one probe at a time instead,
+   * the k-th would fail only after k connect timeouts. The next request probes again.
+   */
+  private handshakeFailed(client: Client): void {
+    this.probing = false;
+    for (const [options, handler] of this.takeWaiting()) client.dispatch(options, handler);
+  }
+
+  private takeWaiting(): Array<[Dispatcher.DispatchOptions, Dispatcher.DispatchHandler]> {
+    const waiting = this.waiting;
+    this.waiting = [];
+    return waiting;
+  }
+
+  // A parked request sent to a pool already closing or destroyed fails at once with undici's own error
+  // (ClientClosedError, ClientDestroyedError), as it would have had it reached the pool before.
   override close(): Promise<void> {
-    return Promise.all([this.h1.close(), this.h2.close()]).then(() => undefined);
+    const closed = Promise.all([this.h1.close(), this.h2.close()]).then(() => undefined);
+    for (const [options, handler] of this.takeWaiting()) this.h2.dispatch(options, handler);
+    return closed;
   }
 
   override destroy(): Promise<void> {
-    return Promise.all([this.h1.destroy(), this.h2.destroy()]).then(() => undefined);
+    const destroyed = Promise.all([this.h1.destroy(), this.h2.destroy()]).then(() => undefined);
+    for (const [options, handler] of this.takeWaiting()) this.h2.dispatch(options, handler);
+    return destroyed;
   }
 }
