@@ -67,14 +67,22 @@ export async function relayStream(
   const held: Array<Pick<ChatCompletionChunk, 'choices' | 'system_fingerprint'>> = [];
   let firstToken = false;
 
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  const sse = new SseWriter(res);
-  const out = outputOf(sse);
+  let sse: SseWriter;
+  let out: StreamOutput;
+  try {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    sse = new SseWriter(res);
+    out = outputOf(sse);
+  } catch (error) {
+    // `each` will never run: without this the upstream exchange would keep its timers and abort listener.
+    chunks.cancel();
+    throw error;
+  }
 
   const computeSvc = async () =>
     ctx.deps.grounder.check({ messages: request.messages, answer: texts.text(0), requested });

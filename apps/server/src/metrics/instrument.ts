@@ -45,8 +45,10 @@ export function instrumentUpstream(upstream: Upstream, metrics: Metrics): Upstre
         const code = err !== undefined ? errorCode(err, request.signal) : request.signal.aborted ? 'client_closed' : undefined;
         metrics.upstreamCall('stream', seconds(started), code);
       };
+      let taken = false;
       return {
         each(handler) {
+          taken = true;
           // The consumer's own failure (its client, the grounding check) is not the upstream's.
           let handlerFailed = false;
           const watched: BatchHandler = (batch) => {
@@ -68,6 +70,12 @@ export function instrumentUpstream(upstream: Upstream, metrics: Metrics): Upstre
               throw err;
             },
           );
+        },
+        cancel() {
+          if (taken) return;
+          taken = true;
+          chunks.cancel();
+          record();
         },
       };
     },

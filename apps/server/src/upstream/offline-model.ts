@@ -424,13 +424,20 @@ function sampleHints(question: string): SampleHints {
  * Each chunk as a batch of its own (the offline model paces its chunks itself). A handler that fails ends the
  * loop, and with it the generator.
  */
-function oneByOne(chunks: AsyncIterable<ChatCompletionChunk>): ChunkStream {
+function oneByOne(chunks: AsyncGenerator<ChatCompletionChunk>): ChunkStream {
+  let taken = false;
   return {
     async each(handler) {
+      taken = true;
       for await (const chunk of chunks) {
         const behind = handler([chunk]);
         if (behind) await behind;
       }
+    },
+    cancel() {
+      if (taken) return;
+      taken = true;
+      chunks.return(undefined).catch(() => {});
     },
   };
 }

@@ -283,11 +283,22 @@ function chunkStream(
   request: UpstreamBody,
   redact: (text: string) => string,
 ): ChunkStream {
+  // Until `each` listens, a destroy by the total timeout or an abort would be an uncaught 'error'.
+  body.on('error', ignore);
+  let taken = false;
   return {
-    each: (handler) =>
-      new Promise<void>((resolve, reject) => {
+    each: (handler) => {
+      taken = true;
+      return new Promise<void>((resolve, reject) => {
         new ChunkReader(body, exchange, request, redact, handler, resolve, reject).start();
-      }),
+      });
+    },
+    cancel: () => {
+      if (taken) return;
+      taken = true;
+      exchange.release();
+      discard(body);
+    },
   };
 }
 

@@ -94,13 +94,18 @@ export type BatchHandler = (batch: ChatCompletionChunk[]) => Promise<void> | und
  * read upstream), in order, to `handler`, called from the read itself. A stream at a model's pace is one read
  * per token: a pull (async iterator) would cost a chain of promises per token, the push costs none. It
  * resolves once the stream ended; it rejects with the upstream's failure, or with the handler's own error
- * (thrown or rejected), having closed the upstream exchange either way. Called once.
+ * (thrown or rejected), having closed the upstream exchange either way. Called once, or `cancel()` instead.
  *
  * @example
  * await chunks.each((batch) => sse.write(framesOf(batch)));
  */
 export interface ChunkStream {
   each(handler: BatchHandler): Promise<void>;
+  /**
+   * Gives up a stream `each` will not be called on: frees the upstream exchange (timers, abort listener) and
+   * discards the body. Idempotent; does nothing once `each` was called.
+   */
+  cancel(): void;
 }
 
 /**

@@ -352,3 +352,17 @@ describe('large inputs', () => {
     expect(completion.usage?.prompt_tokens).toBeGreaterThan(1_000_000);
   });
 });
+
+describe('cancel', () => {
+  it('a stream given up before each() yields nothing afterwards; cancel() is idempotent', async () => {
+    const chunks = await model.stream({ body: body('What is the capital?'), signal, thinking: false });
+    chunks.cancel();
+    chunks.cancel();
+    const seen: ChatCompletionChunk[] = [];
+    await chunks.each((batch) => {
+      seen.push(...batch);
+      return undefined;
+    });
+    expect(seen).toEqual([]);
+  });
+});

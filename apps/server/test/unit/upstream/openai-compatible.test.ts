@@ -4,7 +4,7 @@ import type { ChatCompletionChunk } from '@svc/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior } from '../../support/fake-upstream.js';
 import { createOpenAICompatibleUpstream, type OpenAICompatibleUpstreamOptions } from '../../../src/upstream/openai-compatible.js';
-import { UpstreamError, type ChunkStream, type Upstream, type UpstreamRequest } from '../../../src/upstream/upstream.js';
+import { Cancellation, UpstreamError, type ChunkStream, type Upstream, type UpstreamRequest } from '../../../src/upstream/upstream.js';
 
 const API_KEY = 'sk-upstream-secret-1234567890';
 
@@ -370,6 +370,48 @@ describe('abort and resources', () => {
     const stop = new Error('client gone');
     await expect(stream.each(() => Promise.reject(stop))).rejects.toBe(stop);
     await fake.waitForAbort(2_000);
+  });
+
+  it('a stream that is never iterated can be released without leaking', async () => {
+    fake.setBehavior({ hangMidStream: true });
+    /** Counts the abort listeners on the caller's signal: the exchange holds one until it is released. */
+    class CountedSignal extends Cancellation {
+      listening = 0;
+      override addEventListener(type: 'abort', listener: () => void): void {
+        this.listening += 1;
+        super.addEventListener(type, listener);
+      }
+      override removeEventListener(type: 'abort', listener: () => void): void {
+        this.listening -= 1;
+        super.removeEventListener(type, listener);
+      }
+    }
+    const signal = new CountedSignal();
+    const stream = await upstream.stream({ ...request(), signal });
+    expect(signal.listening).toBe(1);
+    stream.cancel();
+    stream.cancel();
+    expect(signal.listening).toBe(0);
+    await fake.waitForAbort(2_000);
+    // Nothing listens any more: a later abort reaches nothing and raises nothing.
+    signal.abort(new Error('client gone'));
+    await delay(20);
+  });
+
+  it('a stream left uniterated whose total timeout fires raises no uncaught error', async () => {
+    await upstream.close();
+    upstream = make({ timeoutMs: 150, firstByteTimeoutMs: 100 });
+    fake.setBehavior({ hangMidStream: true });
+    await upstream.stream(request());
+    await fake.waitForAbort(2_000);
+    await delay(20);
+  });
+
+  it('cancel() after each() ran changes nothing', async () => {
+    const stream = await upstream.stream(request());
+    const chunks = await collect(stream);
+    stream.cancel();
+    expect(text(chunks).length).toBeGreaterThan(0);
   });
 
   it('holds the next batch back while the handler waits, then goes on in order', async () => {
