@@ -15,6 +15,7 @@ import { SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
+import { sentOnce } from './sent-once.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
 import { Cancellation, UpstreamError, type BatchHandler, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
@@ -488,22 +489,6 @@ class Utf8Text {
     this.started = true;
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   }
-}
-
-/**
- * `text` as a request body that undici sends without keeping it. undici holds a string body (and a Buffer copy
- * of it) until the response ended, and a streamed response lasts as long as the answer: every open stream
- * would hold its prompt twice. An iterable is read once, and this one lets go of the text as it hands it over.
- */
-function sentOnce(text: string): Iterable<string> {
-  let pending: string | null = text;
-  return {
-    *[Symbol.iterator]() {
-      const out = pending;
-      pending = null;
-      if (out !== null) yield out;
-    },
-  };
 }
 
 /**

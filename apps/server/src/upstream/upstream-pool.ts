@@ -33,6 +33,9 @@ export interface UpstreamPool {
   /**
    * Whether requests may share a connection: passed as undici's `idempotent` request option, which is what
    * lets it put a POST on an HTTP/2 connection that already carries one (it is false for POST by default).
+   * It also lets undici re-send a request written on a session the server ended with GOAWAY; svc never replays
+   * an upstream call (a replay would be a second paid LLM call): the request body can be read once only
+   * (sent-once.ts), so such a replay fails instead.
    */
   multiplex: boolean;
 }
