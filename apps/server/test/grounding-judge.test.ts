@@ -151,6 +151,22 @@ describe.each([false, true])('judge mode (stream: %s)', (stream) => {
   });
 });
 
+describe('the judge follows SVC_GROUNDING_THRESHOLD', () => {
+  it('at 0.4, an answer the judge flags scores below 0.4 and is not grounded', async () => {
+    const low = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'up-model', SVC_GROUNDING_JUDGE: 'upstream', SVC_GROUNDING_THRESHOLD: '0.4' } });
+    try {
+      const lowClient = new OpenAI({ apiKey: (await low.createKey()).token, baseURL: `${low.url}/v1`, maxRetries: 0 });
+      judgeReply = JSON.stringify({ unsupported: ['designed by Gustave Eiffel'] });
+      const { svc } = await ask(lowClient, false);
+      expect(svc.flagged_spans.some((s) => s.reason === JUDGE_REASON)).toBe(true);
+      expect(svc.grounded).toBe(false);
+      expect(svc.score).toBeLessThan(0.4);
+    } finally {
+      await low.close();
+    }
+  });
+});
+
 describe('no judge call when nothing is checked', () => {
   it('skips the judge when dehallucinate is off or there is no source', async () => {
     await client.chat.completions.create({

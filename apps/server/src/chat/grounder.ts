@@ -105,8 +105,11 @@ export interface JudgeGrounderOptions {
   timeoutMs: number;
   /** Warnings about failed judge calls go here (never prompts, answers or keys). */
   logger?: Pick<Logger, 'warn'>;
-  /** The offline check's threshold (SVC_GROUNDING_THRESHOLD): an answer the judge rejects scores below it. */
-  threshold?: number;
+  /**
+   * The offline check's threshold (SVC_GROUNDING_THRESHOLD): an answer the judge rejects scores below it.
+   * Required, not defaulted, so that it cannot differ from the offline check's.
+   */
+  threshold: number;
 }
 
 /**
@@ -115,10 +118,10 @@ export interface JudgeGrounderOptions {
  * Any failure of the judge (error, timeout, unparsable reply) leaves the offline result as it is.
  *
  * @example
- * const grounder = createJudgeGrounder({ upstream, model: 'gpt-4o-mini', offline: createOfflineGrounder(), timeoutMs: 10_000 });
+ * const grounder = createJudgeGrounder({ upstream, model: 'gpt-4o-mini', offline: createOfflineGrounder({ threshold }), threshold, timeoutMs: 10_000 });
  */
 export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
-  const { upstream, model, offline, timeoutMs, logger, threshold = DEFAULT_GROUNDING_THRESHOLD } = options;
+  const { upstream, model, offline, timeoutMs, logger, threshold } = options;
   return {
     async check(request) {
       const result = await offline.check(request);
