@@ -61,12 +61,16 @@ const CONNECT_FAILURE_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_CLOSED',
   'UND_ERR_DESTROYED',
-  // HTTP/2: the upstream reset the stream or ended the session; undici's own note about a stream that ended early.
+  // HTTP/2: the upstream reset the stream or ended the session.
   'ERR_HTTP2_STREAM_ERROR',
   'ERR_HTTP2_SESSION_ERROR',
   'ERR_HTTP2_GOAWAY_SESSION',
-  'UND_ERR_INFO',
 ]);
+/**
+ * undici's InformationalError (UND_ERR_INFO) covers an HTTP/2 stream the upstream reset or closed before the
+ * response was complete and an HTTP/1.1 socket it reset: its code alone tells a reader nothing.
+ */
+const ENDED_EARLY = 'the upstream ended the stream or connection early';
 
 /**
  * An `Upstream` for any OpenAI-compatible chat-completions API (OpenAI, vLLM, Ollama, llama.cpp server, …).
@@ -273,7 +277,7 @@ class Exchange extends Cancellation {
     if (code?.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
       return new UpstreamError('upstream_invalid_response', 'Upstream sent a malformed HTTP response.', { cause: error });
     }
-    const detail = code && CONNECT_FAILURE_CODES.has(code) ? ` (${code})` : '';
+    const detail = code === 'UND_ERR_INFO' ? ` (${ENDED_EARLY})` : code && CONNECT_FAILURE_CODES.has(code) ? ` (${code})` : '';
     return new UpstreamError('upstream_unavailable', `Could not reach the upstream or the connection was lost${detail}.`, { cause: error });
   }
 }
