@@ -1,6 +1,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAICompatibleUpstream } from '../src/upstream/openai-compatible.js';
 import { UpstreamError } from '../src/upstream/upstream.js';
@@ -211,6 +213,40 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(new Set(outcomes.map((o) => ((o as PromiseRejectedResult).reason as UpstreamError).code))).toEqual(new Set(['upstream_unavailable']));
     expect(upstream.requests).toHaveLength(0);
     expect(upstream.connections).toBeLessThanOrEqual(3);
+  });
+
+  it('closing while the first handshake is under way fails the requests waiting for it at once', { timeout: 30_000 }, async () => {
+    // Accepts TCP and never answers the TLS hello: the first handshake stays under way until its timeout.
+    const sockets = new Set<Socket>();
+    const silent = createNetServer((socket) => void sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    started.push({
+      close: () =>
+        new Promise<void>((resolve) => {
+          for (const socket of sockets) socket.destroy();
+          silent.close(() => resolve());
+        }),
+    });
+    const { port } = silent.address() as AddressInfo;
+    const client = createOpenAICompatibleUpstream({ baseUrl: `https://127.0.0.1:${port}/v1`, timeoutMs: 20_000, firstByteTimeoutMs: 8_000, connections: 4096, http2: 'auto' });
+
+    const settled: unknown[] = [];
+    const calls = Array.from({ length: 5 }, () =>
+      client
+        .complete({ body: { model: 'gpt-test', messages: [{ role: 'user', content: 'Hi' }] }, signal: new AbortController().signal, thinking: false })
+        .catch((error: unknown) => void settled.push(error)),
+    );
+    await delay(50);
+    expect(settled).toHaveLength(0);
+    const closing = client.close();
+    await delay(50);
+
+    // The four that waited for the handshake; the one making it is still connecting.
+    expect(settled).toHaveLength(4);
+    for (const error of settled) expect(error).toMatchObject({ code: 'upstream_unavailable' });
+    await closing;
+    await Promise.all(calls);
+    expect(settled).toHaveLength(5);
   });
 
   it('upstream errors reach the client as they do over HTTP/1.1', { timeout: 60_000 }, async () => {
