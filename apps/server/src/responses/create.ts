@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import {
   ResponseCreateRequestSchema,
   type ChatCompletionRequest,
@@ -17,6 +18,9 @@ import { parseRequestBody, requireSvcModel, toUpstreamBody } from '../chat/reque
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
 import { ResponseEvents } from './stream-events.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
+
+/** Instructions this long (characters) make the answer's serialisation a turn of the event loop of its own. */
+const LARGE_ECHO_CHARS = 1024 * 1024;
 
 export interface ResponsesDeps extends ChatDeps {
   responses: ResponsesStore;
@@ -63,6 +67,9 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
           svc: completion.svc,
           usage: completion.usage,
         });
+        // The response echoes `instructions`: megabytes of them make serialising the answer a long step of its
+        // own, which should not run in the same turn as the audit's insert that just finished.
+        if ((request.instructions?.length ?? 0) >= LARGE_ECHO_CHARS) await yieldToEventLoop();
         sendAnswer(ctx, response, response.svc);
         return;
       }

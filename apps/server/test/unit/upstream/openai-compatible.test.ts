@@ -343,12 +343,19 @@ describe('abort and resources', () => {
     const controller = new AbortController();
     const stream = await upstream.stream(request({}, controller.signal));
     let batches = 0;
+    let atAbort = -1;
     const reading = stream.each(() => {
-      if (++batches === 1) setImmediate(() => controller.abort());
+      if (++batches === 1)
+        setImmediate(() => {
+          atAbort = batches;
+          controller.abort();
+        });
       return undefined;
     });
     await expect(reading).rejects.toMatchObject({ name: 'AbortError' });
-    expect(batches).toBe(1);
+    // The frames before the hang may come in one read or several; none is handed on after the abort.
+    expect(atAbort).toBeGreaterThanOrEqual(1);
+    expect(batches).toBe(atAbort);
     await fake.waitForAbort(2_000);
   });
 
