@@ -103,6 +103,10 @@ export function makeProgram(io: CommandIO): Command {
     .option('--processes <n>', 'server processes sharing the port: a number, or auto for one per core (default: SVC_PROCESSES, else 1)', processesArg)
     .action(async (opts: { processes?: string }) => {
       const cfg = config(opts.processes === undefined ? {} : { SVC_PROCESSES: opts.processes });
+      // Listening for the stop signals before anything says "listening": a SIGTERM sent as soon as that line is
+      // read would otherwise find no handler yet and kill the process outright, skipping the graceful stop.
+      // (A cluster worker ignores them: its primary stops it.)
+      const stopSignal = cluster.isWorker ? undefined : io.stopSignal();
       if (cfg.processes > 1) {
         // node:cluster forks this same command: a worker runs the server; the primary supervises.
         if (cluster.isWorker) return (await import('../cluster/worker.js')).runClusterWorker(cfg);
@@ -110,7 +114,7 @@ export function makeProgram(io: CommandIO): Command {
         io.stderr(`svc listening on ${primary.url}  (dashboard: ${primary.url}/dashboard; ${primary.processes} processes)`);
         if (primary.firstRun) printFirstRun(io, primary.url, primary.firstRun);
         const signal = await Promise.race([
-          io.stopSignal(),
+          stopSignal!,
           primary.failed.then((err) => {
             throw new CommandError(`svc stopped: ${err.message}`);
           }),
@@ -123,7 +127,7 @@ export function makeProgram(io: CommandIO): Command {
       io.stderr(`svc listening on ${running.url}  (dashboard: ${running.url}/dashboard)`);
       if (running.firstRun) printFirstRun(io, running.url, running.firstRun);
       const signal = await Promise.race([
-        io.stopSignal(),
+        stopSignal!,
         running.failed.then((err) => {
           throw new CommandError(`svc stopped: ${err.message}`);
         }),
