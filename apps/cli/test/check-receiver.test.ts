@@ -1,19 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import type { CheckReport } from '../src/check-receiver.js';
 import { runCli, useSandbox } from './cli-process.js';
 import { BROKEN_FAILS, brokenReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const ALL = ['valid', 'exact-bytes', 'tampered-body', 'wrong-signature', 'missing-signature', 'stale-timestamp', 'unknown-secret', 'duplicate', 'rotation'];
-
-interface JsonReport {
-  url: string;
-  ok: boolean;
-  passed: number;
-  failed: number;
-  skipped: number;
-  duplicate_header: string;
-  cases: { id: string; outcome: string; reason?: string; delivery_id?: string; answer?: { status: number | null; duplicate: boolean; error?: string } }[];
-}
 
 describe('svc-cli webhooks check-receiver', () => {
   const sandbox = useSandbox();
@@ -28,9 +19,9 @@ describe('svc-cli webhooks check-receiver', () => {
   };
   const check = async (url: string, ...args: string[]) => {
     const result = await runCli(['webhooks', 'check-receiver', url, '--secret', SECRET, '--json', ...args], { cwd: sandbox.path });
-    return { ...result, report: JSON.parse(result.stdout) as JsonReport };
+    return { ...result, report: JSON.parse(result.stdout) as CheckReport };
   };
-  const failedIds = (report: JsonReport): string[] => report.cases.filter((c) => c.outcome === 'failed').map((c) => c.id);
+  const failedIds = (report: CheckReport): string[] => report.cases.filter((c) => c.outcome === 'failed').map((c) => c.id);
 
   it('passes every case against the @svc/verify Express adapter with de-duplication (--json)', async () => {
     const receiver = await started(expressReceiver(SECRET));
