@@ -14,7 +14,7 @@
 //                     ALPN offers only http/1.1 (h1) or h2 too (h2), on a self-signed certificate svc trusts
 //                     through NODE_EXTRA_CA_CERTS; svc runs with SVC_UPSTREAM_HTTP2=auto; direct,
 //                     node-relay and portkey stay on plain HTTP
-//            --out FILE   the results file in bench/results (default streams-latest.json)
+//            --out FILE   the results file, relative to bench/results (default streams-latest.json)
 //
 // Targets, one at a time on core 1 (taskset), the load generator (this process), the paced upstream and the
 // webhook receiver on core 0: direct (a paced upstream of its own on core 1), svc-full (key with a signed
@@ -32,7 +32,7 @@
 //   RSS per open stream: the median over 1 s samples of (RSS − RSS idle) / streams open at the upstream.
 // Writes bench/results/streams-latest.json with the machine's facts (the commit among them).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import os from 'node:os';
@@ -356,9 +356,9 @@ async function main() {
     t.cpuOfRelay = relay && t.cpuUsPerFrame !== null ? round(t.cpuUsPerFrame / relay.cpuUsPerFrame, 2) : null;
   }
 
-  const outDir = join(REPO, 'bench/results');
-  mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, opts.out), JSON.stringify(results, null, 2));
+  const outFile = resolve(join(REPO, 'bench/results'), opts.out); // a bare name lands in bench/results
+  mkdirSync(dirname(outFile), { recursive: true });
+  writeFileSync(outFile, JSON.stringify(results, null, 2));
 
   log(`\nload average ${results.machine.loadAverageAtStart.join(' ')} → ${results.machine.loadAverageAtEnd.join(' ')}, niceness ${results.machine.niceness}`);
   log(`\nsvc's upstream: ${UPSTREAM === 'http' ? 'plain HTTP/1.1' : `TLS, ALPN ${UPSTREAM === 'h2' ? 'h2 + http/1.1' : 'http/1.1 only'}`}`);

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createRequire } from 'node:module';
-import { freePort, spawnPinned, waitHttp } from './procs.mjs';
+import { freePort, hasTaskset, spawnPinned, waitHttp } from './procs.mjs';
 
 const run = promisify(execFile);
 export const REPO = new URL('../../', import.meta.url).pathname;
@@ -17,7 +17,19 @@ const EMAIL = 'bench@example.com';
  * it: the bench starts node itself (to add node flags or a wrapper) and measures svc as installed. The bench's
  * own GLIBC_TUNABLES wins; `GLIBC_TUNABLES=` (empty) measures glibc's defaults.
  */
-const INSTALLED_TUNABLES = /export GLIBC_TUNABLES="([^$"]*)/.exec(readFileSync(join(REPO, 'apps/server/bin/svc-server'), 'utf8'))[1];
+const INSTALLED = readFileSync(join(REPO, 'apps/server/bin/svc-server'), 'utf8');
+const INSTALLED_TUNABLES = /export GLIBC_TUNABLES="([^$"]*)/.exec(INSTALLED)[1];
+/**
+ * The GC flag the installed command gives node when the process has one CPU (or SVC_SINGLE_THREADED_GC=1),
+ * read from it; the bench pins svc with taskset and applies the same rule to the core list it pins to.
+ */
+const INSTALLED_ONE_CPU_FLAGS = /^single_threaded_gc=(\S+)/m.exec(INSTALLED)[1].split(' ');
+function gcFlagsFor(core, env) {
+  const chosen = env.SVC_SINGLE_THREADED_GC;
+  const pinnedToOne = hasTaskset && String(core).split(',').length === 1 && !String(core).includes('-');
+  const oneCpu = chosen === undefined || chosen === '' ? pinnedToOne : chosen === '1';
+  return oneCpu ? INSTALLED_ONE_CPU_FLAGS : [];
+}
 /** High enough never to limit: the limiter still runs on every request. */
 export const BENCH_RPM = 10_000_000;
 
@@ -57,6 +69,8 @@ export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], l
     // The operator's cap on a key's own limit (default 100,000 rpm) must allow the bench's.
     SVC_MAX_KEY_RATE_LIMIT_RPM: String(BENCH_RPM),
     ...(logLevel ? { SVC_LOG_LEVEL: logLevel } : {}),
+    // `SVC_SINGLE_THREADED_GC=0 npm run bench:streams` measures svc without the one-CPU GC flag.
+    ...(process.env.SVC_SINGLE_THREADED_GC ? { SVC_SINGLE_THREADED_GC: process.env.SVC_SINGLE_THREADED_GC } : {}),
     ...extraEnv,
   };
   const admin = async (...args) => (await run(process.execPath, [bin, ...args], { env, cwd: dataDir })).stdout;
@@ -64,7 +78,7 @@ export async function startSvc({ core, upstreamUrl, webhookUrl, nodeArgs = [], l
   const keyArgs = ['keys', 'create', '--email', EMAIL, '--name', 'bench', '--rate-limit-rpm', String(BENCH_RPM), '--json'];
   if (webhookUrl) keyArgs.push('--webhook-url', webhookUrl, '--signing-secret', 'whsec_benchbenchbenchbenchbenchbenchbenchbench');
   const { key } = JSON.parse(await admin(...keyArgs));
-  const command = [...wrapper, process.execPath, ...nodeArgs, bin, 'start', ...startArgs];
+  const command = [...wrapper, process.execPath, ...gcFlagsFor(core, env), ...nodeArgs, bin, 'start', ...startArgs];
   const proc = spawnPinned(core, command[0], command.slice(1), {
     env,
     cwd: dataDir,

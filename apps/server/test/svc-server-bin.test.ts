@@ -136,6 +136,36 @@ describe('svc-server start (what npm start runs)', () => {
     for (const worker of workers) expect(tunablesOf(worker)).toMatch(/^GLIBC_TUNABLES=glibc\.malloc\.mmap_threshold=131072/);
   });
 
+  /** The arguments the installed command hands to node (a stand-in `node` first on PATH prints them), run under `prefix`. */
+  const nodeArgsGiven = (extra: Record<string, string> = {}, prefix: string[] = []) => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'node'), '#!/bin/sh\nprintf %s "$*"\n', { mode: 0o755 });
+    const env: NodeJS.ProcessEnv = { ...envFor(dir, extra), PATH: `${dir}:${process.env.PATH}` };
+    const [command, ...args] = [...prefix, INSTALLED, 'start'];
+    return spawnSync(command!, args, { env, encoding: 'utf8' }).stdout.split(' ');
+  };
+  const taskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
+  const cpus = Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim());
+
+  it.skipIf(!taskset || cpus < 2)('gives node single-threaded GC when it has one CPU, not when it has more; SVC_SINGLE_THREADED_GC decides instead', () => {
+    expect(nodeArgsGiven({}, ['taskset', '-c', '0'])[0]).toBe('--single-threaded-gc');
+    expect(nodeArgsGiven()[0]).toMatch(/dist\/bin\.js$/);
+    expect(nodeArgsGiven({ SVC_SINGLE_THREADED_GC: '1' })[0]).toBe('--single-threaded-gc');
+    expect(nodeArgsGiven({ SVC_SINGLE_THREADED_GC: '0' }, ['taskset', '-c', '0'])[0]).toMatch(/dist\/bin\.js$/);
+  });
+
+  it.skipIf(!linux || !taskset)('on one CPU svc runs with single-threaded GC and answers', async () => {
+    const dir = tempDir();
+    const { child, url, stdout } = await start(envFor(dir), ['taskset', '-c', '0', INSTALLED]);
+    expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0')).toContain('--single-threaded-gc');
+    const key = /API key:\s+(sk-svc-\S+)/.exec(stdout())![1]!;
+    const client = new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Hello' }] });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    expect(text.length).toBeGreaterThan(0);
+  });
+
   it.skipIf(!glibc)('with those thresholds glibc gives freed memory back, where by default it keeps it (it ignores a misspelt tunable)', () => {
     const untouched = retained(undefined);
     const tuned = retained(SVC_TUNABLES);
