@@ -9,6 +9,7 @@
 //        (over HTTP/1.1 svc holds two descriptors per stream: past ~9,000 streams it needs more than 20,000)
 //   options: --rate R (tokens/s)  --tokens T (answer length)  --jitter J (each gap within ±J of 1/R, 0..1)
 //            --targets direct,svc-full,svc-plain,node-relay,portkey   --skip-portkey   --settle S
+//                     (also svc-webhook: the audit webhook without the grounding check; svc-grounding: the reverse)
 //            --svc-node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"   node flags for the svc processes
 //            --upstream http|h1|h2   how svc reaches the paced upstream: plain HTTP/1.1 (default), or HTTPS whose
 //                     ALPN offers only http/1.1 (h1) or h2 too (h2), on a self-signed certificate svc trusts
@@ -290,11 +291,14 @@ async function startTarget(name, { upstream, plainUpstream, certificate, receive
       return { proc: own.proc, origin: own.url, path: CHAT, headers: JSON_HEADERS, body: bodies.direct(true), upstream: own };
     }
     case 'svc-full':
-    case 'svc-plain': {
-      const full = name === 'svc-full';
+    case 'svc-plain':
+    case 'svc-webhook':
+    case 'svc-grounding': {
+      const webhook = name === 'svc-full' || name === 'svc-webhook';
+      const grounding = name === 'svc-full' || name === 'svc-grounding';
       const nodeArgs = opts['svc-node-args'].split(' ').filter(Boolean);
-      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: full ? receiver.hook : undefined, env: svcEnv, nodeArgs });
-      return { proc: svc.proc, origin: svc.url, path: CHAT, headers: { ...JSON_HEADERS, authorization: `Bearer ${svc.key}` }, body: full ? bodies.svcFull(true) : bodies.svcPlain(true) };
+      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: webhook ? receiver.hook : undefined, env: svcEnv, nodeArgs });
+      return { proc: svc.proc, origin: svc.url, path: CHAT, headers: { ...JSON_HEADERS, authorization: `Bearer ${svc.key}` }, body: grounding ? bodies.svcFull(true) : bodies.svcPlain(true) };
     }
     case 'node-relay': {
       const relay = await startNodeRelay({ core: TARGET_CORE, mode: 'frames', upstreamPort: new URL(plainUpstream.url).port });

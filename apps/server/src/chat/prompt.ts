@@ -1,5 +1,5 @@
 import { messageText } from '@svc/protocol';
-import { countTokensBounded, loadTokenizer } from '../tokens/tokenizer.js';
+import { countTokensBounded, loadTokenizer, turns } from '../tokens/tokenizer.js';
 import type { Usage } from '@svc/protocol';
 
 interface MessageLike {
@@ -48,15 +48,16 @@ const REPLY_PRIMING_TOKENS = 3;
 /**
  * Token counts (o200k_base) for when upstream reports no usage. Each text is counted with
  * `countTokensBounded`: exactly up to 128 Ki characters, estimated beyond, yielding to the event loop as it
- * goes — a 10 MiB message or a 500 MB streamed answer costs a bounded, interleaved amount of CPU.
+ * goes — a 10 MiB message or a 500 MB streamed answer costs a bounded, interleaved amount of CPU. All the
+ * texts share one clock of turns (`turn`), so 20,000 short messages yield too.
  */
-export async function countUsage(messages: unknown, completionTexts: string[]): Promise<Usage> {
+export async function countUsage(messages: unknown, completionTexts: string[], turn: () => boolean = turns()): Promise<Usage> {
   await loadTokenizer();
   let prompt = REPLY_PRIMING_TOKENS;
   for (const m of asMessages(messages)) {
-    prompt += TOKENS_PER_MESSAGE + (await countTokensBounded(`${typeof m.role === 'string' ? m.role : ''}\n${messageText(m.content)}`));
+    prompt += TOKENS_PER_MESSAGE + (await countTokensBounded(`${typeof m.role === 'string' ? m.role : ''}\n${messageText(m.content)}`, turn));
   }
   let completion = 0;
-  for (const text of completionTexts) completion += await countTokensBounded(text ?? '');
+  for (const text of completionTexts) completion += await countTokensBounded(text ?? '', turn);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }

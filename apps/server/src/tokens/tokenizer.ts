@@ -195,8 +195,11 @@ export function encode(text: string): number[] {
  */
 const TURN_MS = 2;
 
-/** Says when a turn of TURN_MS is used up (then the caller yields). */
-function turns(): () => boolean {
+/**
+ * Says when a turn of TURN_MS is used up (then the caller yields). One clock per counting job: a prompt of
+ * 20,000 short messages is one job, whose texts share the turns; a clock per text would never run out.
+ */
+export function turns(): () => boolean {
   let since = performance.now();
   return () => {
     const now = performance.now();
@@ -216,15 +219,15 @@ export const EXACT_COUNT_CHARS = 128 * 1024;
 /**
  * Usage counting for text of any size: the exact o200k_base count of the first EXACT_COUNT_CHARS characters,
  * plus the rest of the text estimated at the ratio measured on them; yields to the event loop every 2 ms, so
- * a 10 MiB message never holds up other requests.
+ * a 10 MiB message never holds up other requests. Texts counted as one job pass the same `turns()` clock.
  *
  * @example
  * await countTokensBounded('Hello world') === 2;
+ * const turn = turns(); for (const m of messages) total += await countTokensBounded(m, turn);
  */
-export async function countTokensBounded(text: string): Promise<number> {
+export async function countTokensBounded(text: string, turnUsed: () => boolean = turns()): Promise<number> {
   let tokens = 0;
   let counted = 0;
-  const turnUsed = turns();
   for (const piece of pieces(text)) {
     if (counted >= EXACT_COUNT_CHARS) break;
     tokens += bpe(piece).length;

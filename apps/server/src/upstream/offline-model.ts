@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } from '../tokens/tokenizer.js';
+import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer, turns } from '../tokens/tokenizer.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
@@ -523,12 +523,13 @@ function decodeAll(tokens: number[]): string {
 /** Roughly OpenAI's chat accounting: each message's role and text, 3 tokens of framing each, 3 for the reply. */
 async function countPromptTokens(body: UpstreamBody): Promise<number> {
   let total = 3;
+  const turn = turns();
   for (const message of Array.isArray(body.messages) ? body.messages : []) {
     if (!isRecord(message)) continue;
-    total += 3 + (await countTokensBounded(String(message.role ?? ''))) + (await countTokensBounded(messageText(message.content)));
-    if (Array.isArray(message.tool_calls)) total += await countTokensBounded(JSON.stringify(message.tool_calls));
+    total += 3 + (await countTokensBounded(String(message.role ?? ''), turn)) + (await countTokensBounded(messageText(message.content), turn));
+    if (Array.isArray(message.tool_calls)) total += await countTokensBounded(JSON.stringify(message.tool_calls), turn);
   }
-  if (Array.isArray(body.tools) && body.tools.length > 0) total += await countTokensBounded(JSON.stringify(body.tools));
+  if (Array.isArray(body.tools) && body.tools.length > 0) total += await countTokensBounded(JSON.stringify(body.tools), turn);
   return total;
 }
 

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { encode as reference } from 'gpt-tokenizer/encoding/o200k_base';
 import referenceRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { readFileSync } from 'node:fs';
+import { countUsage } from '../../../src/chat/prompt.js';
 import { countTokens, countTokensBounded, decodeGenerator, encode, encodeBounded, EXACT_COUNT_CHARS, loadTokenizer, readRanks } from '../../../src/tokens/tokenizer.js';
 
 beforeAll(loadTokenizer);
@@ -116,6 +117,30 @@ describe('bounded counting', () => {
     const [estimated, exact] = [await countTokensBounded(big), countTokens(big)];
     expect(Math.abs(estimated - exact) / exact).toBeLessThan(0.05);
     expect(await countTokensBounded('')).toBe(0);
+  });
+
+  it('counts a prompt of 20,000 short messages in turns of one clock: the event loop runs between them, and the count is exact', async () => {
+    const messages = Array.from({ length: 20_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `Item ${i} is a tower of ${i} metres.` }));
+    await loadTokenizer(); // its first load yields too: only the count's own turns are counted
+    // A clock whose turn ends every 500th look: the count must consult this one clock across all its texts.
+    let looks = 0;
+    const turn = () => ++looks % 500 === 0;
+    let turnsBetween = 0;
+    let counting = true;
+    const tick = () => {
+      if (!counting) return;
+      turnsBetween += 1;
+      setImmediate(tick);
+    };
+    setImmediate(tick);
+    const usage = await countUsage(messages, ['Done.'], turn);
+    counting = false;
+    expect(looks).toBeGreaterThanOrEqual(20_000);
+    // A clock per message never ran out (each takes microseconds): the whole prompt was one turn.
+    expect(turnsBetween).toBeGreaterThanOrEqual(Math.floor(looks / 500) - 1);
+    const exact = messages.reduce((sum, m) => sum + 3 + countTokens(`${m.role}\n${m.content}`), 3);
+    expect(usage.prompt_tokens).toBe(exact);
+    expect(usage.completion_tokens).toBe(countTokens('Done.'));
   });
 
   it('encodes at most maxTokens', async () => {
