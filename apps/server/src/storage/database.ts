@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDialectConfig } from 'kysely';
 import type PgModule from 'pg';
 import type { Database } from './schema.js';
+import { CheckpointThread } from './checkpoint-thread.js';
 import { DatabaseFileError, fileIdentity, prepareSqliteFile } from './sqlite-file.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -77,9 +78,9 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
       dataDir: file === ':memory:' ? undefined : dirname(file),
       fileProblem: watch.problem,
       onFileLost: watch.onLost,
-      close: () => {
-        stopCheckpoints();
+      close: async () => {
         watch.stop();
+        await stopCheckpoints();
         return db.destroy();
       },
     };
@@ -159,6 +160,11 @@ export interface WalCheckpointOptions {
   changes: number;
   /** Time in ms (performance.now()). */
   now?: () => number;
+  /**
+   * Starts a checkpoint elsewhere (`CheckpointThread.request`); false when it could not start now (one still
+   * running), and a later tick asks again. Without it the checkpoint runs on this connection, in the tick.
+   */
+  checkpoint?: () => boolean;
 }
 
 /**
@@ -168,13 +174,14 @@ export interface WalCheckpointOptions {
  * a checkpoint delays only what arrives while it runs, and pages written several times in between are
  * copied once.
  *
- * A checkpoint holds the event loop while it copies and while the two fsyncs wait for the disk, so its size
- * is bounded by the rows changed, not only by time: under a high delivery rate a one-second checkpoint grows
- * with the rate, and the loop stalls for it. Checkpointing every CHECKPOINT_CHANGES changed rows keeps each
- * one small at any rate, for the same CPU per request; at a low rate the one-second rhythm is what applies.
+ * Run on this connection, a checkpoint holds the event loop while it copies and while the two fsyncs wait
+ * for the disk; the server runs them on a `CheckpointThread` instead. Either way each one's size is bounded by
+ * the rows changed, not only by time: under a high delivery rate a one-second checkpoint would grow with the
+ * rate, and so would the WAL. Checkpointing every CHECKPOINT_CHANGES changed rows keeps each one small at any
+ * rate; at a low rate the one-second rhythm is what applies.
  *
  * @example
- * const checkpoints = new WalCheckpointer(sqlite, { intervalMs: 1000, changes: 1500 });
+ * const checkpoints = new WalCheckpointer(sqlite, { intervalMs: 1000, changes: 1500, checkpoint: () => thread.request() });
  * const timer = setInterval(() => checkpoints.tick(), 100);
  */
 export class WalCheckpointer {
@@ -200,8 +207,14 @@ export class WalCheckpointer {
     const now = this.now();
     const changes = this.changes();
     if (changes - this.changesAt < this.options.changes && now - this.checkpointedAt < this.options.intervalMs) return false;
+    if (this.options.checkpoint && !this.options.checkpoint()) return false;
     this.changesAt = changes;
     this.checkpointedAt = now;
+    if (!this.options.checkpoint) this.checkpointHere();
+    return true;
+  }
+
+  private checkpointHere(): void {
     // PASSIVE never waits: while another process checkpoints, SQLite answers busy (a result row, not an
     // error). Anything else (a full disk) must not escape a timer and end the process: a later tick retries,
     // and the commits' autocheckpoint bounds the WAL meanwhile.
@@ -210,7 +223,6 @@ export class WalCheckpointer {
     } catch {
       // Retried at a later tick.
     }
-    return true;
   }
 
   private changes(): number {
@@ -218,13 +230,21 @@ export class WalCheckpointer {
   }
 }
 
-function checkpointOnTimer(sqlite: SQLite.Database): () => void {
-  if (sqlite.memory) return () => {};
+function checkpointOnTimer(sqlite: SQLite.Database): () => Promise<void> {
+  if (sqlite.memory) return async () => {};
   sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
-  const checkpoints = new WalCheckpointer(sqlite, { intervalMs: CHECKPOINT_INTERVAL_MS, changes: CHECKPOINT_CHANGES });
+  const thread = new CheckpointThread(sqlite.name);
+  const checkpoints = new WalCheckpointer(sqlite, {
+    intervalMs: CHECKPOINT_INTERVAL_MS,
+    changes: CHECKPOINT_CHANGES,
+    checkpoint: () => thread.request(),
+  });
   const timer = setInterval(() => checkpoints.tick(), CHECKPOINT_TICK_MS);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    return thread.close();
+  };
 }
 
 /** Prepared statements kept per SQL text; kysely's SQLite driver would otherwise prepare every query anew. */

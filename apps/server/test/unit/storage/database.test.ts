@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CheckpointThread } from '../../../src/storage/checkpoint-thread.js';
 import { openDatabase, WalCheckpointer, type DatabaseHandle } from '../../../src/storage/database.js';
 
 describe('SQLite WAL checkpoints', () => {
@@ -96,5 +97,72 @@ describe('WalCheckpointer', () => {
     expect(checkpoints.tick()).toBe(false); // a transaction is open on the connection
     db.exec('commit');
     expect(checkpoints.tick()).toBe(true);
+  });
+});
+
+describe('checkpoints on a thread of their own', () => {
+  let dir: string | undefined;
+  let sqlite: SQLite.Database | undefined;
+  let thread: CheckpointThread | undefined;
+  afterEach(async () => {
+    await thread?.close();
+    sqlite?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const walDatabase = () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
+    const file = join(dir, 'svc.db');
+    const db = (sqlite = new SQLite(file));
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0'); // only the thread copies pages here
+    db.exec('create table t (v text)');
+    const insert = db.prepare('insert into t (v) values (?)');
+    return { db, file, rows: (n: number) => { for (let i = 0; i < n; i++) insert.run('x'.repeat(3000)); } };
+  };
+  const until = async (done: () => boolean) => {
+    for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    return done();
+  };
+
+  it("copies the WAL into the file from its own connection, one checkpoint at a time, while this one goes on writing", async () => {
+    const { db, file, rows } = walDatabase();
+    rows(1500);
+    const before = statSync(file).size;
+    thread = new CheckpointThread(file);
+    expect(thread.request()).toBe(true);
+    expect(thread.request()).toBe(false); // one is running: asked again at a later tick
+    rows(10); // the writer is not held up by the checkpointer
+    expect(await until(() => thread!.completed === 1)).toBe(true);
+    expect(thread.lastError).toBeUndefined();
+    expect(statSync(file).size).toBeGreaterThan(before + 1500 * 3000);
+    expect(db.prepare('select count(*) from t').pluck().get()).toBe(1510);
+    expect(thread.request()).toBe(true);
+    expect(await until(() => thread!.completed === 2)).toBe(true);
+  });
+
+  it('the checkpointer asks the thread only when due, and asks again when the thread was busy', () => {
+    const { db, rows } = walDatabase();
+    let now = 0;
+    const answers = [false, true];
+    const asked: number[] = [];
+    const checkpoints = new WalCheckpointer(db, { intervalMs: 1000, changes: 100, now: () => now, checkpoint: () => (asked.push(now), answers.shift()!) });
+    rows(50);
+    now = 10;
+    expect(checkpoints.tick()).toBe(false);
+    expect(asked).toEqual([]);
+    rows(50);
+    now = 20;
+    expect(checkpoints.tick()).toBe(false); // due, but the thread is busy
+    now = 30;
+    expect(checkpoints.tick()).toBe(true); // still due: asked again
+    expect(asked).toEqual([20, 30]);
+  });
+
+  it('close() ends the thread, and a request after it starts nothing', async () => {
+    const { file } = walDatabase();
+    thread = new CheckpointThread(file);
+    await thread.close();
+    expect(thread.request()).toBe(false);
   });
 });
