@@ -52,25 +52,34 @@ describe('SQLite WAL checkpoints', () => {
   });
 });
 
-describe('WalCheckpointer', () => {
-  let dir: string | undefined;
-  let sqlite: SQLite.Database | undefined;
-  afterEach(() => {
-    sqlite?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+/** Databases of the tests below, closed and removed after each. */
+const opened: Array<{ dir: string; db: SQLite.Database }> = [];
+afterEach(() => {
+  for (const { dir, db } of opened.splice(0)) {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
+/** A WAL database with one table, SQLite's own autocheckpoint off (only what the test runs copies pages), and `rows(n)` to commit n rows of 3,000 characters. */
+function walDatabase() {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
+  const file = join(dir, 'svc.db');
+  const db = new SQLite(file);
+  opened.push({ dir, db });
+  db.pragma('journal_mode = WAL');
+  db.pragma('wal_autocheckpoint = 0');
+  db.exec('create table t (v text)');
+  const insert = db.prepare('insert into t (v) values (?)');
+  const rows = (n: number) => {
+    for (let i = 0; i < n; i++) insert.run('x'.repeat(3000));
+  };
+  return { db, file, rows };
+}
+
+describe('WalCheckpointer', () => {
   it('checkpoints once enough rows changed, else once the interval passed, never inside a transaction', () => {
-    dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
-    const file = join(dir, 'svc.db');
-    const db = (sqlite = new SQLite(file));
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0'); // only the checkpointer copies pages here
-    db.exec('create table t (v text)');
-    const insert = db.prepare('insert into t (v) values (?)');
-    const rows = (n: number) => {
-      for (let i = 0; i < n; i++) insert.run('x'.repeat(3000));
-    };
+    const { db, file, rows } = walDatabase();
     const fileSize = () => statSync(file).size;
     let now = 0;
     const checkpoints = new WalCheckpointer(db, { intervalMs: 1000, changes: 100, now: () => now });
@@ -101,25 +110,12 @@ describe('WalCheckpointer', () => {
 });
 
 describe('checkpoints on a thread of their own', () => {
-  let dir: string | undefined;
-  let sqlite: SQLite.Database | undefined;
   let thread: CheckpointThread | undefined;
   afterEach(async () => {
     await thread?.close();
-    sqlite?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    thread = undefined;
   });
 
-  const walDatabase = () => {
-    dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
-    const file = join(dir, 'svc.db');
-    const db = (sqlite = new SQLite(file));
-    db.pragma('journal_mode = WAL');
-    db.pragma('wal_autocheckpoint = 0'); // only the thread copies pages here
-    db.exec('create table t (v text)');
-    const insert = db.prepare('insert into t (v) values (?)');
-    return { db, file, rows: (n: number) => { for (let i = 0; i < n; i++) insert.run('x'.repeat(3000)); } };
-  };
   const until = async (done: () => boolean) => {
     for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     return done();
