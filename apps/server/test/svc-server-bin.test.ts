@@ -147,11 +147,30 @@ describe('svc-server start (what npm start runs)', () => {
   const taskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0;
   const cpus = Number(spawnSync('nproc', { encoding: 'utf8' }).stdout.trim());
 
+  /** A cgroup v2 `cpu.max` holding `line`, for the installed command to read instead of its own cgroup's. */
+  const cpuMax = (line: string) => {
+    const file = join(tempDir(), 'cpu.max');
+    writeFileSync(file, `${line}\n`);
+    return { SVC_CGROUP_CPU_MAX: file };
+  };
+  const NO_QUOTA = 'max 100000';
+
   it.skipIf(!taskset || cpus < 2)('gives node single-threaded GC when it has one CPU, not when it has more; SVC_SINGLE_THREADED_GC decides instead', () => {
-    expect(nodeArgsGiven({}, ['taskset', '-c', '0'])[0]).toBe('--single-threaded-gc');
-    expect(nodeArgsGiven()[0]).toMatch(/dist\/bin\.js$/);
-    expect(nodeArgsGiven({ SVC_SINGLE_THREADED_GC: '1' })[0]).toBe('--single-threaded-gc');
-    expect(nodeArgsGiven({ SVC_SINGLE_THREADED_GC: '0' }, ['taskset', '-c', '0'])[0]).toMatch(/dist\/bin\.js$/);
+    expect(nodeArgsGiven(cpuMax(NO_QUOTA), ['taskset', '-c', '0'])[0]).toBe('--single-threaded-gc');
+    expect(nodeArgsGiven(cpuMax(NO_QUOTA))[0]).toMatch(/dist\/bin\.js$/);
+    // GNU nproc answers OMP_NUM_THREADS when it is set: not the CPUs the process may use.
+    expect(nodeArgsGiven({ ...cpuMax(NO_QUOTA), OMP_NUM_THREADS: '1' })[0]).toMatch(/dist\/bin\.js$/);
+    expect(nodeArgsGiven({ ...cpuMax(NO_QUOTA), SVC_SINGLE_THREADED_GC: '1' })[0]).toBe('--single-threaded-gc');
+    expect(nodeArgsGiven({ ...cpuMax(NO_QUOTA), SVC_SINGLE_THREADED_GC: '0' }, ['taskset', '-c', '0'])[0]).toMatch(/dist\/bin\.js$/);
+  });
+
+  it.skipIf(cpus < 2)("reads a cgroup v2 quota: one CPU's worth or less is one CPU", () => {
+    expect(nodeArgsGiven(cpuMax('50000 100000'))[0]).toBe('--single-threaded-gc');
+    expect(nodeArgsGiven(cpuMax('100000 100000'))[0]).toBe('--single-threaded-gc');
+    expect(nodeArgsGiven(cpuMax('200000 100000'))[0]).toMatch(/dist\/bin\.js$/);
+    expect(nodeArgsGiven(cpuMax(NO_QUOTA))[0]).toMatch(/dist\/bin\.js$/);
+    expect(nodeArgsGiven(cpuMax('not a quota'))[0]).toMatch(/dist\/bin\.js$/);
+    expect(nodeArgsGiven({ SVC_CGROUP_CPU_MAX: join(tempDir(), 'absent') })[0]).toMatch(/dist\/bin\.js$/);
   });
 
   it.skipIf(!linux || !taskset)('on one CPU svc runs with single-threaded GC and answers', async () => {

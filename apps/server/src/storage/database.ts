@@ -234,11 +234,15 @@ function checkpointOnTimer(sqlite: SQLite.Database): () => Promise<void> {
   if (sqlite.memory) return async () => {};
   sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   const thread = new CheckpointThread(sqlite.name);
-  const checkpoints = new WalCheckpointer(sqlite, {
+  const here = new WalCheckpointer(sqlite, { intervalMs: CHECKPOINT_INTERVAL_MS, changes: CHECKPOINT_CHANGES });
+  const onThread = new WalCheckpointer(sqlite, {
     intervalMs: CHECKPOINT_INTERVAL_MS,
     changes: CHECKPOINT_CHANGES,
     checkpoint: () => thread.request(),
   });
+  // If the thread fails, checkpoints come back to this connection rather than waiting for the autocheckpoint
+  // (10,000 pages, inside some request's commit).
+  const checkpoints = { tick: () => (thread.failed ? here.tick() : onThread.tick()) };
   const timer = setInterval(() => checkpoints.tick(), CHECKPOINT_TICK_MS);
   timer.unref();
   return () => {
