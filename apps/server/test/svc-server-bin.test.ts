@@ -185,6 +185,26 @@ describe('svc-server start (what npm start runs)', () => {
     expect(text.length).toBeGreaterThan(0);
   });
 
+  const prlimit = linux && spawnSync('prlimit', ['--nofile=512:1024', 'true']).status === 0;
+
+  it.skipIf(!prlimit)('raises its soft limit of open files to the hard limit before node starts', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'node'), '#!/bin/sh\nulimit -Sn\n', { mode: 0o755 });
+    const env: NodeJS.ProcessEnv = { ...envFor(dir), PATH: `${dir}:${process.env.PATH}` };
+    const soft = spawnSync('prlimit', ['--nofile=512:1024', INSTALLED, 'start'], { env, encoding: 'utf8' }).stdout.trim();
+    expect(soft).toBe('1024');
+  });
+
+  it.skipIf(!prlimit)('warns at start when the open-files limit holds fewer streams than SVC_MAX_IN_FLIGHT, and still serves', async () => {
+    const { url, stderr } = await start(envFor(tempDir(), { SVC_LOG_LEVEL: 'info' }), ['prlimit', '--nofile=1024:1024', INSTALLED]);
+    expect(stderr()).toMatch(/may open 1024 files, enough for about 352 open streams, fewer than SVC_MAX_IN_FLIGHT=4096/);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    // With room for them, nothing is said.
+    const roomy = await start(envFor(tempDir(), { SVC_LOG_LEVEL: 'info', SVC_MAX_IN_FLIGHT: '300' }), ['prlimit', '--nofile=1024:1024', INSTALLED]);
+    expect(roomy.stderr()).toMatch(/svc listening/);
+    expect(roomy.stderr()).not.toMatch(/open streams/);
+  });
+
   it.skipIf(!glibc)('with those thresholds glibc gives freed memory back, where by default it keeps it (it ignores a misspelt tunable)', () => {
     const untouched = retained(undefined);
     const tuned = retained(SVC_TUNABLES);
