@@ -69,13 +69,34 @@ assistance want more know let feel free reach hope day luck welcome pleasure pro
 sure enjoy find`.split(/\s+/),
 );
 
+/**
+ * Characters of a claim's start that can hold a conversational prefix, with room to spare: the longest phrase
+ * is under 60 characters, and `readable` only shortens text.
+ */
+const PREFIX_WINDOW = 160;
+
+/**
+ * Where the text searched for a conversational prefix ends: at the end of the first token that reaches
+ * PREFIX_WINDOW characters past the claim's start (a word's end, where the phrase's own end test holds as it
+ * would in the whole claim), or the claim's last token. Rewriting the whole sentence for every claim cost more
+ * than the rest of reading it.
+ */
+function prefixWindowEnd(tokens: readonly Token[], first: number, to: number): number {
+  const start = tokens[first]!.start;
+  let k = first;
+  while (k < to - 1 && tokens[k]!.end - start < PREFIX_WINDOW) k++;
+  return tokens[k]!.end;
+}
+
 function letterCount(text: string): number {
   return text.match(/[\p{L}\p{N}]/gu)?.length ?? 0;
 }
 
 /** The text as a reader means it: " ' " between letters (as in "i ' m", from tokenised corpora) is an apostrophe. */
 function readable(text: string): string {
-  return text.replace(/(\p{L}) ' (\p{L})/gu, "$1'$2").replace(/\s+/g, ' ');
+  // Most text has neither: the replacing (a new string, a match per space) is then skipped.
+  if (text.includes(" ' ")) text = text.replace(/(\p{L}) ' (\p{L})/gu, "$1'$2");
+  return /[^\S ]| \s/.test(text) ? text.replace(/\s+/g, ' ') : text;
 }
 
 /**
@@ -107,7 +128,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   for (;;) {
     while (first < to && CHATTER_WORDS.has(tokens[first]!.word.norm)) first++;
     if (first === to) return undefined;
-    const phrase = CONVERSATION_PREFIX.exec(readable(answer.slice(tokens[first]!.start, last.end)));
+    const phrase = CONVERSATION_PREFIX.exec(readable(answer.slice(tokens[first]!.start, prefixWindowEnd(tokens, first, to))));
     if (!phrase || letterCount(phrase[0]) === 0) break;
     // Skip the tokens that spell the phrase: as many letters and digits as it has.
     const letters = letterCount(phrase[0]);

@@ -127,6 +127,12 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
   return 0;
 }
 
+/** Whether `sentence` holds one of `keys` before index `j`. */
+function heldBefore(sentence: { has(key: string): boolean }, keys: readonly string[], j: number): boolean {
+  for (let i = 0; i < j; i++) if (sentence.has(keys[i]!)) return true;
+  return false;
+}
+
 /** The keys a term has among a sentence's stems. */
 function termKeys(term: Term): string[] {
   if (term.kind === 'number') return (term.values ?? []).map(numberKey);
@@ -146,11 +152,12 @@ export class PassageSearch {
   constructor(private budget = 150_000) {}
 
   find(index: SourceIndex, claim: Claim): Passage | undefined {
-    const key = `${claim.negations.length > 0 ? '!' : ''}${claim.terms.map((t) => termKeys(t).join('|')).join(' ')}`;
+    const keys = claim.terms.map(termKeys);
+    const key = `${claim.negations.length > 0 ? '!' : ''}${keys.map((k) => k.join('|')).join(' ')}`;
     if (this.seen.has(key)) return this.seen.get(key);
     let passage: Passage | undefined;
     if (this.budget > 0) {
-      const found = bestPassage(index, claim);
+      const found = bestPassage(index, claim, keys);
       this.budget -= found.read;
       passage = found.passage;
     }
@@ -165,25 +172,26 @@ export class PassageSearch {
  * only get better. A window's negation is that of its sentence holding most of the claim's terms, so a negated
  * neighbour does not excuse a claim's added or dropped "not".
  */
-function bestPassage(index: SourceIndex, claim: Claim): { passage: Passage | undefined; read: number } {
-  const keys = claim.terms.map(termKeys);
+function bestPassage(index: SourceIndex, claim: Claim, keys: readonly string[][]): { passage: Passage | undefined; read: number } {
   const hits = new Map<number, number>();
   let read = 0;
   for (const k of keys) {
-    let seen: Set<number> | undefined;
-    for (const key of k) {
-      const posting = index.postings.get(key);
+    // A sentence holding two of a term's keys (its stem and its spelling) counts once: it was counted already
+    // exactly when it holds an earlier key, as long as postings are read whole. Past MAX_POSTING they are not,
+    // and a set keeps the count.
+    const seen = k.length > 1 && k.some((key) => (index.postings.get(key)?.sentences.length ?? 0) > MAX_POSTING) ? new Set<number>() : undefined;
+    for (let j = 0; j < k.length; j++) {
+      const posting = index.postings.get(k[j]!);
       if (!posting) continue;
       const list = posting.sentences;
       const n = Math.min(list.length, MAX_POSTING);
       read += n;
-      if (k.length > 1) seen ??= new Set();
       for (let i = 0; i < n; i++) {
         const sid = list[i]!;
         if (seen) {
           if (seen.has(sid)) continue;
           seen.add(sid);
-        }
+        } else if (j > 0 && heldBefore(index.sentences[sid]!, k, j)) continue;
         hits.set(sid, (hits.get(sid) ?? 0) + 1);
       }
     }
