@@ -1,4 +1,5 @@
 import { ChunkChoiceSchema, type ChatCompletionChunk, type SvcResult, type Usage } from '@svc/protocol';
+import { flatten } from '../flat-string.js';
 
 type Choice = ChatCompletionChunk['choices'][number];
 
@@ -22,14 +23,15 @@ export class FrameJson {
   private readonly tail: string;
 
   constructor(id: string, created: number, model: string, options: { includeUsage?: boolean } = {}) {
-    this.start = `{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)}`;
-    this.head = `${this.start},"choices":`;
+    // Both live as long as the stream: kept flat, not as the pieces they are joined from.
+    this.start = flatten(`{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)}`);
+    this.head = flatten(`${this.start},"choices":`);
     this.tail = options.includeUsage ? ',"usage":null}' : '}';
   }
 
   /** The upstream's `service_tier`, in every frame from now on (after `model`, as OpenAI sends it). */
   serviceTier(tier: string): void {
-    this.head = `${this.start},"service_tier":${JSON.stringify(tier)},"choices":`;
+    this.head = flatten(`${this.start},"service_tier":${JSON.stringify(tier)},"choices":`);
   }
 
   /** `system_fingerprint` and `svc` are left out when undefined (as `JSON.stringify` leaves them out). */

@@ -7,6 +7,7 @@ import { NO_USAGE, record, recordFailure, statusFor, type ChatContext } from './
 import { FrameJson } from './frame-json.js';
 import { KeptTexts } from './kept-text.js';
 import { countUsage } from './prompt.js';
+import { flatten } from '../flat-string.js';
 import { dehallucinateRequested } from './request.js';
 import { SseWriter } from './sse-writer.js';
 
@@ -76,6 +77,10 @@ export async function relayStream(
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
+    // Node keeps the header block it just built (`_header`) for the response's life, as some 30 joined pieces:
+    // about 1.2 KB per open stream, 0.2 KB once flat.
+    const header = (res as { _header?: unknown })._header;
+    if (typeof header === 'string') flatten(header);
     sse = new SseWriter(res);
     out = outputOf(sse);
   } catch (error) {
