@@ -58,6 +58,8 @@ interface Heavy {
   status: number;
   /** Where it is sent: chat completions unless given. */
   path?: '/v1/responses';
+  /** An input only the Responses API has. */
+  responsesOnly?: true;
 }
 
 const MiB = 1024 * 1024;
@@ -104,10 +106,11 @@ function heavyResponsesInputs(): Heavy[] {
       },
       status: 400,
     },
-    { what: 'Responses: 9 MiB of instructions', path, body: { model: 'svc01', instructions: prose(9 * MiB), input: 'How tall is the tower?' }, status: 200 },
+    { what: 'Responses: 9 MiB of instructions', path, responsesOnly: true, body: { model: 'svc01', instructions: prose(9 * MiB), input: 'How tall is the tower?' }, status: 200 },
     {
       what: 'Responses: 20,000 input items',
       path,
+      responsesOnly: true,
       body: { model: 'svc01', input: Array.from({ length: 20_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `Item ${i} is a tower of ${i} metres.` })) },
       status: 200,
     },
@@ -206,38 +209,35 @@ async function underLoad(url: string, token: string, heavy: Heavy[]) {
   return { answers, ordinaryStatuses, figures };
 }
 
-describe('the event loop under heavy inputs', () => {
-  it('keeps /healthz p99 under the bound while white space, a 1e9-character schema and a 9 MiB message are served', { timeout: 120_000 }, async () => {
-    const { url, token } = await startServer('heavy');
-    const { answers, ordinaryStatuses, figures } = await underLoad(url, token, heavyInputs(false));
-    for (const { h, status, text } of answers) {
-      expect(status, `${h.what}: ${text.slice(0, 200)}`).toBe(h.status);
-      if (status >= 400) expect(JSON.parse(text).error.code).toEqual(expect.any(String));
-    }
-    expect(ordinaryStatuses.length).toBeGreaterThan(0);
-    expect(ordinaryStatuses.every((s) => s === 200)).toBe(true);
-    expect(figures.p99).toBeLessThan(figures.bound);
-  });
+/**
+ * Starts a server, serves `heavy` under load and checks what every case must: each heavy request its clear
+ * answer (an error in the OpenAI shape), every ordinary one 200, and the polls' p99 under the bound.
+ */
+async function servesWithinBound(name: string, heavy: Heavy[]): Promise<void> {
+  const { url, token } = await startServer(name);
+  const { answers, ordinaryStatuses, figures } = await underLoad(url, token, heavy);
+  for (const { h, status, text } of answers) {
+    expect(status, `${h.what}: ${text.slice(0, 200)}`).toBe(h.status);
+    if (status >= 400) expect(JSON.parse(text).error.code).toEqual(expect.any(String));
+  }
+  expect(ordinaryStatuses.length).toBeGreaterThan(0);
+  expect(ordinaryStatuses.every((s) => s === 200)).toBe(true);
+  expect(figures.p99).toBeLessThan(figures.bound);
+}
 
-  it('keeps /healthz p99 under the bound while the Responses API serves the same and its own heavy inputs', { timeout: 120_000 }, async () => {
-    const { url, token } = await startServer('responses');
-    const { answers, ordinaryStatuses, figures } = await underLoad(url, token, heavyResponsesInputs());
-    for (const { h, status, text } of answers) {
-      expect(status, `${h.what}: ${text.slice(0, 200)}`).toBe(h.status);
-      if (status >= 400) expect(JSON.parse(text).error.code).toEqual(expect.any(String));
-    }
-    expect(ordinaryStatuses.length).toBeGreaterThan(0);
-    expect(ordinaryStatuses.every((s) => s === 200)).toBe(true);
-    expect(figures.p99).toBeLessThan(figures.bound);
-  });
+describe('the event loop under heavy inputs', () => {
+  it('keeps /healthz p99 under the bound while white space, a 1e9-character schema and a 9 MiB message are served', { timeout: 120_000 }, () =>
+    servesWithinBound('heavy', heavyInputs(false)));
+
+  // Two cases of the size of the chat one (all five kinds at once, fifteen heavy requests, put p99 at 53–93 ms
+  // on a host whose bound is 100): the chat inputs through the Responses API, and what only it has.
+  it('keeps /healthz p99 under the bound while the Responses API serves white space and a 1e9-character schema', { timeout: 120_000 }, () =>
+    servesWithinBound('responses-chat-kinds', heavyResponsesInputs().filter((h) => !h.responsesOnly)));
+
+  it('keeps /healthz p99 under the bound while the Responses API serves 9 MiB of instructions and 20,000 input items', { timeout: 120_000 }, () =>
+    servesWithinBound('responses-own-kinds', heavyResponsesInputs().filter((h) => h.responsesOnly)));
 
   // The same with the grounding check on: its cost on a 200 KB, 3 MB or 9 MiB source is @svc/grounding's to
   // bound (the lead's rewrite of the check); this case shows whether it is.
-  it('keeps /healthz p99 under the bound with the grounding check on', { timeout: 120_000 }, async () => {
-    const { url, token } = await startServer('grounded');
-    const { answers, ordinaryStatuses, figures } = await underLoad(url, token, heavyInputs(true));
-    for (const { h, status, text } of answers) expect(status, `${h.what}: ${text.slice(0, 200)}`).toBe(h.status);
-    expect(ordinaryStatuses.every((s) => s === 200)).toBe(true);
-    expect(figures.p99).toBeLessThan(figures.bound);
-  });
+  it('keeps /healthz p99 under the bound with the grounding check on', { timeout: 120_000 }, () => servesWithinBound('grounded', heavyInputs(true)));
 });
