@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
-import { chat, until } from './support/reliability-http.js';
+import { chat, postChat, until } from './support/reliability-http.js';
 import { leakedSecrets } from './support/reliability-kit.js';
 
 /**
@@ -46,12 +46,7 @@ describe('client disconnects', () => {
     for (let round = 0; round < 3; round++) {
       upstream.nextBehavior({ answer: LONG_ANSWER, trickle: { intervalMs: 20 } });
       const controller = new AbortController();
-      const res = await fetch(`${server.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Count.' }] }),
-        signal: controller.signal,
-      });
+      const res = await postChat(server.url, token, { stream: true, content: 'Count.', signal: controller.signal });
       const requestId = res.headers.get('x-request-id')!;
       const reader = res.body!.getReader();
       let seen = '';
@@ -89,12 +84,7 @@ describe('client disconnects', () => {
     upstream.nextBehavior({ delayMs: 3000 });
     const before = upstream.requests.length;
     const controller = new AbortController();
-    const pending = fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'Wait.' }] }),
-      signal: controller.signal,
-    }).catch(() => undefined);
+    const pending = postChat(server.url, token, { stream: false, content: 'Wait.', signal: controller.signal }).catch(() => undefined);
     await until(() => upstream.requests.length > before, 5000, 'request reached upstream');
     const abortedUpstream = upstream.waitForAbort(2000);
     controller.abort();

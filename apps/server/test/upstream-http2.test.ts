@@ -8,7 +8,7 @@ import { createOpenAICompatibleUpstream } from '../src/upstream/openai-compatibl
 import { UpstreamError } from '../src/upstream/upstream.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior, type FakeUpstreamTransport } from './support/fake-upstream.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
-import { chat, until } from './support/reliability-http.js';
+import { chat, postChat, until } from './support/reliability-http.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
 /**
@@ -55,12 +55,7 @@ async function metric(server: TestServer, name: string): Promise<number> {
 /** Opens a stream and reads until its first content; returns the reader, the text so far and a way to abort. */
 async function openStream(server: TestServer, token: string): Promise<{ status: number; rest(): Promise<string>; abort(): void }> {
   const controller = new AbortController();
-  const res = await fetch(`${server.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Count.' }] }),
-    signal: controller.signal,
-  });
+  const res = await postChat(server.url, token, { stream: true, content: 'Count.', signal: controller.signal });
   if (res.status !== 200) {
     await res.body?.cancel();
     return { status: res.status, rest: async () => '', abort: () => controller.abort() };

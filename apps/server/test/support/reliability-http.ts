@@ -11,14 +11,19 @@ export interface ChatOutcome {
   text?: string;
 }
 
-/** One chat completion over fetch, read to the end (streamed or not). */
-export async function chat(baseUrl: string, token: string, options: { stream: boolean; content?: string; signal?: AbortSignal }): Promise<ChatOutcome> {
-  const res = await fetch(`${baseUrl}/v1/chat/completions`, {
+/** Sends one chat completion (one user message) over fetch; the response is the caller's to read. */
+export function postChat(baseUrl: string, token: string, options: { stream: boolean; content?: string; signal?: AbortSignal }): Promise<Response> {
+  return fetch(`${baseUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'svc01', stream: options.stream, messages: [{ role: 'user', content: options.content ?? 'Say hello.' }] }),
     signal: options.signal ?? AbortSignal.timeout(20_000),
   });
+}
+
+/** One chat completion over fetch, read to the end (streamed or not). */
+export async function chat(baseUrl: string, token: string, options: { stream: boolean; content?: string; signal?: AbortSignal }): Promise<ChatOutcome> {
+  const res = await postChat(baseUrl, token, options);
   const raw = await res.text();
   const requestId = res.headers.get('x-request-id') ?? '';
   if (!options.stream || !(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
