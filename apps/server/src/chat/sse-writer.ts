@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 
 /**
  * SSE frames to a response, coalesced: frames written in the same tick (one upstream read usually carries
@@ -27,12 +28,17 @@ export class SseWriter {
       return;
     }
     if (this.pending === '') {
-      if (!res.headersSent) res.flushHeaders();
+      // Not `headersSent`: that is true from `writeHead` on, before the header block has gone anywhere, and
+      // the client would see no response until the first token.
+      if ((res as ServerResponse & SentState)._headerSent !== true) res.flushHeaders();
       return;
     }
     const out = this.pending;
     this.pending = '';
-    if (!res.write(out)) this.drained = waitForDrain(res);
+    const socket = ownSocket(res);
+    if (socket) {
+      if (!socket.write(`${Buffer.byteLength(out).toString(16)}\r\n${out}\r\n`)) this.drained = waitForDrain(socket);
+    } else if (!res.write(out)) this.drained = waitForDrain(res);
   };
 
   constructor(private readonly res: ServerResponse) {
@@ -77,8 +83,31 @@ export class SseWriter {
   }
 }
 
+/** What node's HTTP/1.1 response keeps about what it sent (internal; read only, and only when present). */
+interface SentState {
+  _headerSent?: unknown;
+  outputData?: unknown;
+}
+
+/**
+ * The socket a streamed response's frames may be written to directly, as HTTP/1.1 chunks, or null when they
+ * must go through `res.write`. A model-paced stream writes about once per upstream frame, and `res.write`
+ * costs each write a cork, a tick, four buffered writes and a `writev` of four pieces, where one chunk built
+ * here is one `write`. Direct only once node has sent the header block and holds nothing unsent
+ * (`outputData` empty), the response is chunked, and the socket is this response's: the bytes then go out in
+ * the order node would send them, and `res.end()` adds the last chunk as usual. Anything else (the first
+ * write, HTTP/1.0, a pipelined response still queued behind another) takes `res.write`.
+ */
+function ownSocket(res: ServerResponse): Socket | null {
+  const socket = res.socket as (Socket & { _httpMessage?: unknown }) | null;
+  const sent = res as ServerResponse & SentState;
+  if (!socket || socket.destroyed || socket._httpMessage !== res || !res.chunkedEncoding) return null;
+  if (sent._headerSent !== true || !Array.isArray(sent.outputData) || sent.outputData.length > 0) return null;
+  return socket;
+}
+
 /** Resolves when `res` can take more, or is gone. Both listeners go once either fires. */
-function waitForDrain(res: ServerResponse): Promise<void> {
+function waitForDrain(res: ServerResponse | Socket): Promise<void> {
   return new Promise<void>((resolve) => {
     const done = (): void => {
       res.off('drain', done);

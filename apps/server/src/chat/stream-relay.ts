@@ -7,6 +7,7 @@ import { NO_USAGE, record, recordFailure, statusFor, type ChatContext } from './
 import { FrameJson } from './frame-json.js';
 import { KeptTexts } from './kept-text.js';
 import { countUsage } from './prompt.js';
+import { ChoiceIndexes } from '../choice-indexes.js';
 import { flatten } from '../flat-string.js';
 import { dehallucinateRequested } from './request.js';
 import { SseWriter } from './sse-writer.js';
@@ -61,7 +62,7 @@ export async function relayStream(
   const { res, startedAt } = ctx.exchange;
   const requested = dehallucinateRequested(request);
   const texts = new KeptTexts();
-  const started = new Set<number>();
+  const started = new ChoiceIndexes();
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
   /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */

@@ -16,6 +16,7 @@ import { TextFrames } from './text-frames.js';
 import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
+import { ChoiceIndexes } from '../choice-indexes.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
 import { Cancellation, UpstreamError, type BatchHandler, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
@@ -244,6 +245,8 @@ class Exchange extends Cancellation {
   /** Response headers arrived: only the total timeout applies from now on. */
   headersReceived(): void {
     clearTimeout(this.firstByteTimer);
+    // Not kept for the rest of a stream that may stay open for minutes.
+    this.firstByteTimer = undefined;
   }
 
   release(): void {
@@ -316,8 +319,8 @@ function chunkStream(
 class ChunkReader {
   private readonly parser = new SseParser();
   private readonly decoder = new Utf8Text();
-  private readonly started = new Set<number>();
-  private readonly finished = new Set<number>();
+  private readonly started = new ChoiceIndexes();
+  private readonly finished = new ChoiceIndexes();
   private readonly textFrames = new TextFrames();
   private readonly fallback: { id: string; created: number; model: string };
   /** `[DONE]` came: the frames after it are dropped. */
