@@ -26,7 +26,7 @@ import { createMetrics } from './metrics/metrics.js';
 import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
 import { operationsRouter } from './metrics/operations-router.js';
 import { InFlightLimit } from './http/in-flight.js';
-import { openFilesLimit, streamsThatFit } from './http/open-files.js';
+import { warnIfFilesShort } from './http/open-files.js';
 
 export interface RunningServer {
   /** `http://host:port` actually bound (port 0 resolved). */
@@ -166,7 +166,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   retention.start();
   logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline' }, 'svc listening');
-  warnIfFilesShort(config, logger);
+  // A multi-process server's primary says it once for all its workers (they share its limit and settings).
+  if (!clusterWorker) warnIfFilesShort(config, logger);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -205,20 +206,3 @@ async function waitForRedis(redis: Redis, logger: Logger, timeoutMs = 5000): Pro
   }
 }
 
-/**
- * Says at start when this process may open too few files for SVC_MAX_IN_FLIGHT streams: past the limit new
- * connections fail (EMFILE) long before svc would answer 429. The installed command raises the soft limit to
- * the hard one; this is for what is still short (a hard limit of 1,024, a process started otherwise).
- */
-function warnIfFilesShort(config: Config, logger: Logger): void {
-  const limit = openFilesLimit();
-  if (limit === undefined) return;
-  const http2 = config.upstream.http2 === 'auto' && (config.upstream.baseUrl?.startsWith('https:') ?? false);
-  const fit = streamsThatFit(limit, { http2, webhookConcurrency: config.webhooks.concurrency });
-  if (fit >= config.maxInFlight) return;
-  logger.warn(
-    { open_files_limit: limit, streams_that_fit: fit, max_in_flight: config.maxInFlight },
-    `this process may open ${limit} files, enough for about ${fit} open streams, fewer than SVC_MAX_IN_FLIGHT=${config.maxInFlight}: ` +
-      'past that, new connections fail. Raise the limit (ulimit -n, systemd LimitNOFILE=, docker --ulimit nofile=) or lower SVC_MAX_IN_FLIGHT',
-  );
-}

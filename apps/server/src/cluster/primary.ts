@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import { createLogger } from '../logging/logger.js';
+import { warnIfFilesShort } from '../http/open-files.js';
 import { openStore } from '../storage/store.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
@@ -68,6 +69,8 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
     await store.close();
     throw err;
   }
+
+  warnIfFilesShort(config, logger);
 
   // Without Redis the primary holds the workers' rate-limit counters; with it, the workers share Redis.
   const answerRateLimits = config.redisUrl ? undefined : answerClusterRateLimits();

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
 
 /** Descriptors kept aside from streams: the listening socket, the database and its WAL, logs, Redis, timers. */
 const RESERVED = 64;
@@ -30,4 +32,24 @@ function readLimits(): string | undefined {
 export function streamsThatFit(limit: number, options: { http2: boolean; webhookConcurrency: number }): number {
   const perStream = options.http2 ? 1.01 : 2;
   return Math.max(0, Math.floor((limit - RESERVED - options.webhookConcurrency) / perStream));
+}
+
+/**
+ * Says at start when a server process may open too few files for SVC_MAX_IN_FLIGHT streams: past the limit new
+ * connections fail (EMFILE) long before svc would answer 429. The installed command raises the soft limit to
+ * the hard one; this is for what is still short (a hard limit of 1,024, a process started otherwise). Called
+ * once per server: by the process itself, or by a multi-process server's primary for all its workers, which
+ * inherit its limit and each hold SVC_MAX_IN_FLIGHT streams.
+ */
+export function warnIfFilesShort(config: Config, logger: Logger, limit = openFilesLimit()): void {
+  if (limit === undefined) return;
+  const http2 = config.upstream.http2 === 'auto' && (config.upstream.baseUrl?.startsWith('https:') ?? false);
+  const fit = streamsThatFit(limit, { http2, webhookConcurrency: config.webhooks.concurrency });
+  if (fit >= config.maxInFlight) return;
+  const who = config.processes > 1 ? `each of the ${config.processes} server processes` : 'this process';
+  logger.warn(
+    { open_files_limit: limit, streams_that_fit: fit, max_in_flight: config.maxInFlight },
+    `${who} may open ${limit} files, enough for about ${fit} open streams, fewer than SVC_MAX_IN_FLIGHT=${config.maxInFlight}: ` +
+      'past that, new connections fail. Raise the limit (ulimit -n, systemd LimitNOFILE=, docker --ulimit nofile=) or lower SVC_MAX_IN_FLIGHT',
+  );
 }
