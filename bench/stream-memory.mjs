@@ -5,7 +5,8 @@
 //
 //   node bench/stream-memory.mjs                         # 1,000 streams
 //   node bench/stream-memory.mjs --streams 2000 --snapshot   # + the JS heap each stream keeps, by kind
-//   options: --streams N  --runs R  --snapshot  (SVC_BENCH_BIN: another build's bin.js)
+//   node bench/stream-memory.mjs --streams 10000 --upstream h2   # svc's upstream over TLS + HTTP/2
+//   options: --streams N  --runs R  --snapshot  --upstream http|h2  (SVC_BENCH_BIN: another build's bin.js)
 //
 // svc on core 1, the paced upstream (1 token/s, 120 tokens: every stream stays open while measured) and the
 // webhook receiver on core 0. Warm-up: five rounds of 200 streams, each held 4 s then aborted. Then idle is
@@ -21,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { bodies } from './lib/fixtures.mjs';
-import { startPacedUpstream, startWebhookReceiver } from './lib/helpers.mjs';
+import { benchCertificate, startPacedUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { killAllSync, median, memoryOf, pinSelf, round, stop, stopAll } from './lib/procs.mjs';
 import { exitUnlessSvcBuilt, startSvc } from './lib/svc.mjs';
 
@@ -30,9 +31,11 @@ const { values: opts } = parseArgs({
     streams: { type: 'string', default: '1000' },
     runs: { type: 'string', default: '1' },
     snapshot: { type: 'boolean', default: false },
+    upstream: { type: 'string', default: 'http' },
   },
 });
 const N = Number(opts.streams);
+if (!['http', 'h2'].includes(opts.upstream)) throw new Error('--upstream must be http or h2');
 const log = (msg) => process.stderr.write(`${msg}\n`);
 exitUnlessSvcBuilt();
 pinSelf(0);
@@ -76,10 +79,13 @@ async function snapshot(svc) {
 }
 
 async function run() {
-  const upstream = await startPacedUpstream(0, { rate: 1, tokens: 120, jitter: 0 });
+  // Over h2, as in `bench:streams --upstream h2`: a self-signed certificate svc trusts, and SVC_UPSTREAM_HTTP2=auto.
+  const certificate = opts.upstream === 'h2' ? benchCertificate() : null;
+  const upstream = await startPacedUpstream(0, { rate: 1, tokens: 120, jitter: 0, ...(certificate ? { tls: 'h2', certificate } : {}) });
   const receiver = await startWebhookReceiver(0);
   const nodeArgs = opts.snapshot ? ['--heapsnapshot-signal=SIGUSR2'] : [];
-  const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: receiver.hook, env: { SVC_MAX_IN_FLIGHT: String(Math.max(4096, 2 * N)) }, nodeArgs });
+  const env = { SVC_MAX_IN_FLIGHT: String(Math.max(4096, 2 * N)), ...(certificate ? { NODE_EXTRA_CA_CERTS: certificate.certFile, SVC_UPSTREAM_HTTP2: 'auto' } : {}) };
+  const svc = await startSvc({ core: 1, upstreamUrl: upstream.base, webhookUrl: receiver.hook, env, nodeArgs });
   const memory = async () => {
     const text = await (await fetch(`${svc.url}/metrics`)).text();
     const mb = (name) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 2 ** 20;
@@ -123,7 +129,7 @@ async function run() {
   await close();
   await stop(svc.proc, 10_000);
   const per = (key) => round(((median(samples.map((s) => s[key])) - idle[key]) * 1024) / openStreams, 1);
-  const result = { streams: N, openAtUpstream: openStreams, idleRssMb: idle.rss };
+  const result = { streams: N, upstream: opts.upstream, openAtUpstream: openStreams, idleRssMb: idle.rss };
   // A snapshot leaves the process bigger: with --snapshot, RSS and heap totals would count that too.
   if (!opts.snapshot) Object.assign(result, { rssKb: per('rss'), heapUsedKb: per('heapUsed'), heapTotalKb: per('heapTotal'), externalKb: per('external') });
   if (idleSnapshot && openSnapshot) {

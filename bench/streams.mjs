@@ -23,7 +23,8 @@
 // node-relay (bench/lib/node-relay.mjs, frames parsed and re-serialised, no pool cap), portkey (installed
 // on demand like `npm run bench`). svc runs with SVC_MAX_IN_FLIGHT = 2 × streams (never refusing here).
 //
-// Per target: 20 warm-up streams; RSS idle; then the N clients start spread over one stream's length; after
+// Per target: --warm-up streams at once (20 by default), then RSS idle; then the N clients start spread over one
+// stream's length; after
 // that length plus --settle seconds, --duration seconds are measured:
 //   completions/s and their ratio to the ideal N / ((T − 1) / R) and to direct;
 //   time to first token (request sent → first content frame) and inter-token gaps seen by the clients,
@@ -59,6 +60,9 @@ const { values: opts } = parseArgs({
     'svc-node-args': { type: 'string', default: '' },
     upstream: { type: 'string', default: 'http' },
     out: { type: 'string', default: 'streams-latest.json' },
+    // Streams run at once before RSS idle is read. 20 leave most of what a busy process grows by once (compiled
+    // code, a young generation sized for the load, caches) to be counted per stream; --warm-up 1000 does not.
+    'warm-up': { type: 'string', default: '20' },
   },
 });
 const N = Number(opts.streams);
@@ -210,7 +214,7 @@ const pct = (xs, p) => {
 async function measureTarget(name, target, upstream) {
   log(`${name}: warm-up…`);
   const warm = newTally();
-  await Promise.all(Array.from({ length: 20 }, () => oneStream(target, warm).catch(() => false)));
+  await Promise.all(Array.from({ length: Number(opts['warm-up']) }, () => oneStream(target, warm).catch(() => false)));
   const idle = memoryOf(target.proc.pid);
   const tally = newTally();
   const control = { stopping: false, active: new Set() };
@@ -317,7 +321,7 @@ async function main() {
   const results = {
     // Other work on the host takes the targets' core too: the load average says how much (niceness: `nice -n -10 npm run bench:streams`).
     machine: { ...machineInfo(REPO), taskset: hasTaskset, nofile, niceness: os.getPriority(), loadAverageAtStart: os.loadavg().map((x) => round(x, 2)) },
-    settings: { upstream: UPSTREAM, streams: N, rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
+    settings: { upstream: UPSTREAM, streams: N, warmUp: Number(opts['warm-up']), rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
     targets: [],
     unavailable: [],
   };
