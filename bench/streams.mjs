@@ -24,8 +24,7 @@
 // on demand like `npm run bench`). svc runs with SVC_MAX_IN_FLIGHT = 2 × streams (never refusing here).
 //
 // Per target: --warm-up streams at once (20 by default), then RSS idle; then the N clients start spread over one
-// stream's length; after
-// that length plus --settle seconds, --duration seconds are measured:
+// stream's length; after that length plus --settle seconds, --duration seconds are measured:
 //   completions/s and their ratio to the ideal N / ((T − 1) / R) and to direct;
 //   time to first token (request sent → first content frame) and inter-token gaps seen by the clients,
 //   p50/p99, and what the target adds to direct's;
@@ -72,6 +71,8 @@ const JITTER = Number(opts.jitter);
 const DURATION_S = Number(opts.duration);
 const SETTLE_S = Number(opts.settle);
 const UPSTREAM = opts.upstream;
+const WARM_UP = Number(opts['warm-up']);
+if (!Number.isInteger(WARM_UP) || WARM_UP < 0) throw new Error('--warm-up must be a whole number of streams');
 if (!['http', 'h1', 'h2'].includes(UPSTREAM)) throw new Error('--upstream must be http, h1 or h2');
 const TARGETS = opts.targets.split(',').filter((t) => !(t === 'portkey' && opts['skip-portkey']));
 const STREAM_S = (TOKENS - 1) / RATE;
@@ -214,7 +215,7 @@ const pct = (xs, p) => {
 async function measureTarget(name, target, upstream) {
   log(`${name}: warm-up…`);
   const warm = newTally();
-  await Promise.all(Array.from({ length: Number(opts['warm-up']) }, () => oneStream(target, warm).catch(() => false)));
+  await Promise.all(Array.from({ length: WARM_UP }, () => oneStream(target, warm).catch(() => false)));
   const idle = memoryOf(target.proc.pid);
   const tally = newTally();
   const control = { stopping: false, active: new Set() };
@@ -321,7 +322,7 @@ async function main() {
   const results = {
     // Other work on the host takes the targets' core too: the load average says how much (niceness: `nice -n -10 npm run bench:streams`).
     machine: { ...machineInfo(REPO), taskset: hasTaskset, nofile, niceness: os.getPriority(), loadAverageAtStart: os.loadavg().map((x) => round(x, 2)) },
-    settings: { upstream: UPSTREAM, streams: N, warmUp: Number(opts['warm-up']), rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
+    settings: { upstream: UPSTREAM, streams: N, warmUp: WARM_UP, rate: RATE, tokens: TOKENS, jitter: JITTER, durationS: DURATION_S, settleS: SETTLE_S, idealCompletionsPerS: round(IDEAL_PER_S, 1) },
     targets: [],
     unavailable: [],
   };

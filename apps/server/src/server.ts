@@ -205,4 +205,3 @@ async function waitForRedis(redis: Redis, logger: Logger, timeoutMs = 5000): Pro
     logger.warn('redis not reachable at start; rate limits are per instance until it is');
   }
 }
-

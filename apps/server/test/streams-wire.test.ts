@@ -47,10 +47,12 @@ class WireReader {
       this.buffer = Buffer.concat([this.buffer, part]);
       this.waiter?.();
     });
-    socket.on('end', () => {
-      this.ended = true;
-      this.waiter?.();
-    });
+    for (const event of ['end', 'close']) {
+      socket.on(event, () => {
+        this.ended = true;
+        this.waiter?.();
+      });
+    }
   }
 
   private async until(ready: () => boolean): Promise<void> {
@@ -110,10 +112,13 @@ class WireReader {
   }
 }
 
+/** The answer text of an SSE body, which must be nothing but `data:` lines and the blank lines between. */
 function contentOf(sse: string): string {
   let content = '';
   for (const line of sse.split('\n')) {
-    if (!line.startsWith('data: {')) continue;
+    if (line === '') continue;
+    expect(line).toMatch(/^data: /);
+    if (line === 'data: [DONE]') continue;
     const chunk = JSON.parse(line.slice(6)) as { choices: Array<{ delta?: { content?: string } }> };
     content += chunk.choices[0]?.delta?.content ?? '';
   }
@@ -151,15 +156,20 @@ describe('a streamed answer on the wire', () => {
   it('answers pipelined requests whole and in order', async () => {
     const { socket, reader } = await open();
     try {
-      upstream.nextBehavior({ answer: `A: ${ANSWER}`, trickle: { intervalMs: 5 } });
-      upstream.nextBehavior({ answer: `B: ${ANSWER}`, trickle: { intervalMs: 5 } });
+      // Each answer names its question, whichever of the two reaches the upstream first.
+      const echo = (body: Record<string, unknown>): string => {
+        const messages = body.messages as Array<{ content: string }>;
+        return `${messages.at(-1)!.content} ${ANSWER}`;
+      };
+      upstream.nextBehavior({ answer: echo, trickle: { intervalMs: 5 } });
+      upstream.nextBehavior({ answer: echo, trickle: { intervalMs: 5 } });
       socket.write(requestText('1.1', 'One?') + requestText('1.1', 'Two?'));
       const answers: string[] = [];
       for (let i = 0; i < 2; i++) {
         expect((await reader.head()).status).toBe('HTTP/1.1 200 OK');
         answers.push(contentOf((await reader.chunkedBody()).body));
       }
-      expect(answers).toEqual([`A: ${ANSWER}`, `B: ${ANSWER}`]);
+      expect(answers).toEqual([`One? ${ANSWER}`, `Two? ${ANSWER}`]);
     } finally {
       socket.destroy();
     }

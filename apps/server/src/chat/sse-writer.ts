@@ -94,14 +94,15 @@ interface SentState {
  * must go through `res.write`. A model-paced stream writes about once per upstream frame, and `res.write`
  * costs each write a cork, a tick, four buffered writes and a `writev` of four pieces, where one chunk built
  * here is one `write`. Direct only once node has sent the header block and holds nothing unsent
- * (`outputData` empty), the response is chunked, and the socket is this response's: the bytes then go out in
- * the order node would send them, and `res.end()` adds the last chunk as usual. Anything else (the first
- * write, HTTP/1.0, a pipelined response still queued behind another) takes `res.write`.
+ * (`outputData` empty), the response is chunked and not corked, and the socket is this response's and
+ * writable: the bytes then go out in the order node would send them, and `res.end()` adds the last chunk as
+ * usual. Anything else (the first write, HTTP/1.0, a pipelined response still queued behind another, a client
+ * that half-closed) takes `res.write`, which handles it as node always has.
  */
 function ownSocket(res: ServerResponse): Socket | null {
   const socket = res.socket as (Socket & { _httpMessage?: unknown }) | null;
   const sent = res as ServerResponse & SentState;
-  if (!socket || socket.destroyed || socket._httpMessage !== res || !res.chunkedEncoding) return null;
+  if (!socket || !socket.writable || socket._httpMessage !== res || !res.chunkedEncoding || res.writableCorked !== 0) return null;
   if (sent._headerSent !== true || !Array.isArray(sent.outputData) || sent.outputData.length > 0) return null;
   return socket;
 }
