@@ -6,7 +6,8 @@
 //   node bench/stream-memory.mjs                         # 1,000 streams
 //   node bench/stream-memory.mjs --streams 2000 --snapshot   # + the JS heap each stream keeps, by kind
 //   node bench/stream-memory.mjs --streams 10000 --upstream h2   # svc's upstream over TLS + HTTP/2
-//   options: --streams N  --runs R  --snapshot  --upstream http|h2  (SVC_BENCH_BIN: another build's bin.js)
+//   options: --streams N  --runs R  --snapshot  --upstream http|h2  --out FILE (a bare name lands in
+//   bench/results; the runs with the machine)  (SVC_BENCH_BIN: another build's bin.js)
 //
 // svc on core 1, the paced upstream (1 token/s, 120 tokens: every stream stays open while measured) and the
 // webhook receiver on core 0. Warm-up: five rounds of 200 streams, each held 4 s then aborted. Then idle is
@@ -16,15 +17,16 @@
 // writes a heap snapshot at idle and with the streams open (each forces a full collection) and prints the
 // live JS heap per stream, in total and by kind (strings, arrays, closures, objects by constructor), instead of
 // the RSS and heap figures (a snapshot leaves the process larger).
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent } from 'undici';
 import { bodies } from './lib/fixtures.mjs';
 import { benchCertificate, startPacedUpstream, startWebhookReceiver } from './lib/helpers.mjs';
 import { killAllSync, median, memoryOf, pinSelf, round, stop, stopAll } from './lib/procs.mjs';
-import { exitUnlessSvcBuilt, startSvc } from './lib/svc.mjs';
+import { REPO, exitUnlessSvcBuilt, startSvc } from './lib/svc.mjs';
+import { machineInfo } from './lib/report.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -32,6 +34,7 @@ const { values: opts } = parseArgs({
     runs: { type: 'string', default: '1' },
     snapshot: { type: 'boolean', default: false },
     upstream: { type: 'string', default: 'http' },
+    out: { type: 'string' },
   },
 });
 const N = Number(opts.streams);
@@ -153,7 +156,16 @@ const watchdog = setTimeout(() => {
 }, 600_000 * Number(opts.runs));
 watchdog.unref();
 try {
-  for (let i = 0; i < Number(opts.runs); i++) process.stdout.write(`${JSON.stringify(await run(), null, 2)}\n`);
+  const runs = [];
+  for (let i = 0; i < Number(opts.runs); i++) {
+    runs.push(await run());
+    process.stdout.write(`${JSON.stringify(runs.at(-1), null, 2)}\n`);
+  }
+  if (opts.out) {
+    const outFile = resolve(join(REPO, 'bench/results'), opts.out);
+    mkdirSync(dirname(outFile), { recursive: true });
+    writeFileSync(outFile, JSON.stringify({ machine: machineInfo(REPO), runs }, null, 2));
+  }
 } finally {
   await stopAll();
   await agent.close().catch(() => {});
