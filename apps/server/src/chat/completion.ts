@@ -59,7 +59,11 @@ export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRe
 
 /** A 200 JSON answer with `svc`'s verdict also in headers, for clients that hide unknown body fields (design §3). */
 export function sendAnswer(ctx: ChatContext, body: object, svc: SvcResult | undefined): void {
-  const json = JSON.stringify(body);
+  sendSerialised(ctx, JSON.stringify(body), svc);
+}
+
+/** `sendAnswer` of a body already serialised (a large one is serialised in a turn of its own). */
+export function sendSerialised(ctx: ChatContext, json: string, svc: SvcResult | undefined): void {
   ctx.exchange.res.writeHead(200, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(json),
