@@ -1,5 +1,6 @@
 import { messageText } from '@svc/protocol';
-import { countTokensBounded, loadTokenizer, turns } from '../tokens/tokenizer.js';
+import { countTokensBounded, loadTokenizer } from '../tokens/tokenizer.js';
+import { turns } from '../turns.js';
 import type { Usage } from '@svc/protocol';
 
 interface MessageLike {

@@ -12,11 +12,12 @@ import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import type { ResponsesStore } from '../storage/responses-store.js';
 import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatDeps } from '../chat/chat-context.js';
-import { complete, sendAnswer, sendSerialised } from '../chat/completion.js';
+import { complete, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBody, requireSvcModel, toUpstreamBody } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
 import { ResponseEvents } from './stream-events.js';
+import { turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
 
 /** Instructions this long (characters) make the answer's serialisation a turn of the event loop of its own. */
@@ -63,17 +64,17 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       chat = toChatRequest(request, history);
       if (large) await yieldToEventLoop();
       const base: ResponseBase = { id: newId('resp'), createdAt: Math.floor(exchange.startedAt / 1000), request };
-      const input = large ? await withIdsInTurns(inputItems(request)) : withIds(inputItems(request));
+      const input = await withIds(inputItems(request));
       if (large) await yieldToEventLoop();
-      const store = async (response: ResponseObject) => {
-        if (request.store !== false) await deps.responses.save(key.id, response, input);
-      };
+      /** The response's JSON when it was stored (the same bytes the client gets), else undefined. */
+      const store = async (response: ResponseObject): Promise<string | undefined> =>
+        request.store !== false ? deps.responses.save(key.id, response, input) : undefined;
       const upstream = toUpstreamBody(chat, deps.config.upstream);
       ctx.upstreamStartedAt = deps.clock();
       if (!upstream.streaming) {
         const completion = await complete(ctx, chat, upstream);
         const response = completedResponse(base, completion, Math.floor(deps.clock() / 1000), newId);
-        await store(response);
+        const stored = await store(response);
         await record(ctx, {
           statusCode: 200,
           streaming: false,
@@ -82,15 +83,12 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
           svc: completion.svc,
           usage: completion.usage,
         });
-        // The response echoes `instructions`: megabytes of them make serialising the answer a long step of its
-        // own, and writing it another; neither should share a turn with the audit's insert or with each other.
-        if (!large) {
-          sendAnswer(ctx, response, response.svc);
-          return;
-        }
-        await yieldToEventLoop();
-        const json = JSON.stringify(response);
-        await yieldToEventLoop();
+        // The response echoes `instructions`: megabytes of them make serialising the answer (when the store did
+        // not) a long step of its own, and writing it another; neither should share a turn with the audit's
+        // insert or with each other.
+        if (large) await yieldToEventLoop();
+        const json = stored ?? JSON.stringify(response);
+        if (large && stored === undefined) await yieldToEventLoop();
         sendSerialised(ctx, json, response.svc);
         return;
       }
@@ -120,29 +118,27 @@ async function conversation(deps: ResponsesDeps, keyId: string, previous: string
   return items;
 }
 
-/** Items `withIds` numbers per turn of the event loop for a large request (about 3 ms of work each). */
-const ITEMS_PER_TURN = 2000;
-
-/** `withIds` of many items, a slice per turn: 20,000 items at once took one turn of about 30 ms. */
-async function withIdsInTurns(items: readonly ResponseInputItem[]): Promise<ResponseInputItem[]> {
+/**
+ * Input items as stored and listed: each with an id, a message's text as content parts. Numbered in short
+ * turns of the event loop (`turns()`): 20,000 items at once took one turn of about 30 ms.
+ */
+async function withIds(items: readonly ResponseInputItem[]): Promise<ResponseInputItem[]> {
   const out: ResponseInputItem[] = [];
-  for (let start = 0; start < items.length; start += ITEMS_PER_TURN) {
-    if (start > 0) await yieldToEventLoop();
-    out.push(...withIds(items.slice(start, start + ITEMS_PER_TURN)));
+  const turn = turns();
+  for (const item of items) {
+    out.push(withId(item));
+    if (turn()) await yieldToEventLoop();
   }
   return out;
 }
 
-/** Input items as stored and listed: each with an id, a message's text as content parts. */
-function withIds(items: readonly ResponseInputItem[]): ResponseInputItem[] {
-  return items.map((item): ResponseInputItem => {
-    if (item.type === 'function_call') return { ...item, id: item.id ?? newId('fc') };
-    if (item.type === 'function_call_output') return { ...item, id: item.id ?? newId('fco') };
-    if (item.type === 'reasoning') return item;
-    const text = item.role === 'assistant' ? 'output_text' : 'input_text';
-    const content = typeof item.content === 'string' ? [{ type: text, text: item.content }] : item.content;
-    return { ...item, type: 'message', id: item.id ?? newId('msg'), content } as ResponseInputItem;
-  });
+function withId(item: ResponseInputItem): ResponseInputItem {
+  if (item.type === 'function_call') return { ...item, id: item.id ?? newId('fc') };
+  if (item.type === 'function_call_output') return { ...item, id: item.id ?? newId('fco') };
+  if (item.type === 'reasoning') return item;
+  const text = item.role === 'assistant' ? 'output_text' : 'input_text';
+  const content = typeof item.content === 'string' ? [{ type: text, text: item.content }] : item.content;
+  return { ...item, type: 'message', id: item.id ?? newId('msg'), content } as ResponseInputItem;
 }
 
 /** The relay's output as Responses API events; the response is stored before `response.completed` is sent. */
@@ -150,7 +146,7 @@ function responseEvents(
   deps: ResponsesDeps,
   base: ResponseBase,
   sse: SseWriter,
-  store: (response: ResponseObject) => Promise<void>,
+  store: (response: ResponseObject) => Promise<unknown>,
 ): StreamOutput {
   const events = new ResponseEvents(pendingResponse(base), newId, () => Math.floor(deps.clock() / 1000));
   sse.writeEvents(events.start());

@@ -22,7 +22,8 @@ export const MAX_CONVERSATION_DEPTH = 1_000;
 export class ResponsesStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async save(keyId: string, response: ResponseObject, inputItems: readonly ResponseInputItem[]): Promise<void> {
+  /** Stores the response; resolves with its JSON as stored, which is also what the client is sent. */
+  async save(keyId: string, response: ResponseObject, inputItems: readonly ResponseInputItem[]): Promise<string> {
     const items = JSON.stringify(inputItems);
     const body = JSON.stringify(response);
     // On SQLite the insert runs synchronously, tens of milliseconds for megabytes (9 MiB of `instructions`
@@ -42,6 +43,7 @@ export class ResponsesStore {
       })
       .execute();
     if (large) await yieldToEventLoop();
+    return body;
   }
 
   async get(keyId: string, id: string): Promise<StoredResponse | undefined> {

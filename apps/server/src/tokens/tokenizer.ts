@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
+import { turns } from '../turns.js';
 
 type O200k = GptEncoding;
 
@@ -189,25 +190,6 @@ export function encode(text: string): number[] {
   return tokens;
 }
 
-/**
- * Milliseconds of encoding between yields to the event loop. Several large requests encode at once, each a
- * turn per loop iteration: their turns add up to what every other request waits.
- */
-const TURN_MS = 2;
-
-/**
- * Says when a turn of TURN_MS is used up (then the caller yields). One clock per counting job: a prompt of
- * 20,000 short messages is one job, whose texts share the turns; a clock per text would never run out.
- */
-export function turns(): () => boolean {
-  let since = performance.now();
-  return () => {
-    const now = performance.now();
-    if (now - since < TURN_MS) return false;
-    since = now;
-    return true;
-  };
-}
 
 /**
  * Characters of one text counted exactly by `countTokensBounded`; the rest is estimated at the same
