@@ -127,12 +127,6 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
   return 0;
 }
 
-/** Whether `sentence` holds one of `keys` before index `j`. */
-function heldBefore(sentence: { has(key: string): boolean }, keys: readonly string[], j: number): boolean {
-  for (let i = 0; i < j; i++) if (sentence.has(keys[i]!)) return true;
-  return false;
-}
-
 /** The keys a term has among a sentence's stems. */
 function termKeys(term: Term): string[] {
   if (term.kind === 'number') return (term.values ?? []).map(numberKey);
@@ -175,6 +169,12 @@ export class PassageSearch {
 function bestPassage(index: SourceIndex, claim: Claim, keys: readonly string[][]): { passage: Passage | undefined; read: number } {
   const hits = new Map<number, number>();
   let read = 0;
+  /** Whether sentence `sid` holds one of a term's keys `k` (those before index `end` only, when given). */
+  const holds = (sid: number, k: readonly string[], end = k.length) => {
+    const sentence = index.sentences[sid]!;
+    for (let i = 0; i < end; i++) if (sentence.has(k[i]!)) return true;
+    return false;
+  };
   for (const k of keys) {
     // A sentence holding two of a term's keys (its stem and its spelling) counts once: it was counted already
     // exactly when it holds an earlier key, as long as postings are read whole. Past MAX_POSTING they are not,
@@ -191,18 +191,13 @@ function bestPassage(index: SourceIndex, claim: Claim, keys: readonly string[][]
         if (seen) {
           if (seen.has(sid)) continue;
           seen.add(sid);
-        } else if (j > 0 && heldBefore(index.sentences[sid]!, k, j)) continue;
+        } else if (j > 0 && holds(sid, k, j)) continue;
         hits.set(sid, (hits.get(sid) ?? 0) + 1);
       }
     }
   }
   if (hits.size === 0) return { passage: undefined, read };
   const claimNegated = claim.negations.length > 0;
-  const holds = (sid: number, k: readonly string[]) => {
-    const sentence = index.sentences[sid]!;
-    for (const key of k) if (sentence.has(key)) return true;
-    return false;
-  };
   let best: Passage | undefined;
   const consider = (from: number, to: number, held: number, anchor: number) => {
     const first = index.spans[from]!;
