@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { H2_STREAMS_PER_CONNECTION, mayMultiplex } from '../upstream/upstream-pool.js';
 
 /** Descriptors kept aside from streams: the listening socket, the database and its WAL, logs, Redis, timers. */
 const RESERVED = 64;
@@ -30,7 +31,7 @@ function readLimits(): string | undefined {
  * upstream connection of its own (over HTTP/2 one per 100 streams); webhook attempts in flight hold one each.
  */
 export function streamsThatFit(limit: number, options: { http2: boolean; webhookConcurrency: number }): number {
-  const perStream = options.http2 ? 1.01 : 2;
+  const perStream = options.http2 ? 1 + 1 / H2_STREAMS_PER_CONNECTION : 2;
   return Math.max(0, Math.floor((limit - RESERVED - options.webhookConcurrency) / perStream));
 }
 
@@ -41,9 +42,10 @@ export function streamsThatFit(limit: number, options: { http2: boolean; webhook
  * once per server: by the process itself, or by a multi-process server's primary for all its workers, which
  * inherit its limit and each hold SVC_MAX_IN_FLIGHT streams.
  */
-export function warnIfFilesShort(config: Config, logger: Logger, limit = openFilesLimit()): void {
+export function warnIfFilesShort(config: Config, logger: Logger): void {
+  const limit = openFilesLimit();
   if (limit === undefined) return;
-  const http2 = config.upstream.http2 === 'auto' && (config.upstream.baseUrl?.startsWith('https:') ?? false);
+  const http2 = mayMultiplex(config.upstream.baseUrl ?? '', config.upstream.http2);
   const fit = streamsThatFit(limit, { http2, webhookConcurrency: config.webhooks.concurrency });
   if (fit >= config.maxInFlight) return;
   const who = config.processes > 1 ? `each of the ${config.processes} server processes` : 'this process';

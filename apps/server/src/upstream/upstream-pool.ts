@@ -55,11 +55,16 @@ type Connector = (options: object, callback: (error: Error | null, socket: TLSSo
  * @example
  * const { pool, multiplex } = createUpstreamPool('https://api.openai.com', { connections: 4096, http2: 'auto', connectTimeoutMs: 10_000 });
  */
+/** Whether calls to `origin` may share HTTP/2 connections (an https origin and `auto`; the handshake decides). */
+export function mayMultiplex(origin: string, http2: UpstreamHttp2): boolean {
+  return http2 !== 'off' && origin.startsWith('https:');
+}
+
 export function createUpstreamPool(origin: string, options: UpstreamPoolOptions): UpstreamPool {
   const common = { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000 };
   const connect = { timeout: options.connectTimeoutMs, ...(options.ca ? { ca: options.ca } : {}) };
   const h1 = new Pool(origin, { ...common, pipelining: 1, connections: options.connections, connect });
-  if (options.http2 === 'off' || !origin.startsWith('https:')) return { pool: h1, multiplex: false };
+  if (!mayMultiplex(origin, options.http2)) return { pool: h1, multiplex: false };
   return { pool: new NegotiatingPool(origin, h1, options.connections, connect, common), multiplex: true };
 }
 
