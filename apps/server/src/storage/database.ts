@@ -207,22 +207,11 @@ export class WalCheckpointer {
     const now = this.now();
     const changes = this.changes();
     if (changes - this.changesAt < this.options.changes && now - this.checkpointedAt < this.options.intervalMs) return false;
-    if (this.options.checkpoint && !this.options.checkpoint()) return false;
+    const started = this.options.checkpoint ? this.options.checkpoint() : checkpointHere(this.sqlite);
+    if (!started) return false;
     this.changesAt = changes;
     this.checkpointedAt = now;
-    if (!this.options.checkpoint) this.checkpointHere();
     return true;
-  }
-
-  private checkpointHere(): void {
-    // PASSIVE never waits: while another process checkpoints, SQLite answers busy (a result row, not an
-    // error). Anything else (a full disk) must not escape a timer and end the process: a later tick retries,
-    // and the commits' autocheckpoint bounds the WAL meanwhile.
-    try {
-      this.sqlite.pragma('wal_checkpoint(PASSIVE)');
-    } catch {
-      // Retried at a later tick.
-    }
   }
 
   private changes(): number {
@@ -230,19 +219,30 @@ export class WalCheckpointer {
   }
 }
 
+/** A PASSIVE checkpoint on `sqlite`'s own connection, in this turn; always true (it is never left for later). */
+function checkpointHere(sqlite: SQLite.Database): boolean {
+  // PASSIVE never waits: while another process checkpoints, SQLite answers busy (a result row, not an
+  // error). Anything else (a full disk) must not escape a timer and end the process: a later tick retries,
+  // and the commits' autocheckpoint bounds the WAL meanwhile.
+  try {
+    sqlite.pragma('wal_checkpoint(PASSIVE)');
+  } catch {
+    // Retried at a later tick.
+  }
+  return true;
+}
+
 function checkpointOnTimer(sqlite: SQLite.Database): () => Promise<void> {
   if (sqlite.memory) return async () => {};
   sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   const thread = new CheckpointThread(sqlite.name);
-  const here = new WalCheckpointer(sqlite, { intervalMs: CHECKPOINT_INTERVAL_MS, changes: CHECKPOINT_CHANGES });
-  const onThread = new WalCheckpointer(sqlite, {
+  const checkpoints = new WalCheckpointer(sqlite, {
     intervalMs: CHECKPOINT_INTERVAL_MS,
     changes: CHECKPOINT_CHANGES,
-    checkpoint: () => thread.request(),
+    // If the thread fails, checkpoints come back to this connection rather than waiting for the autocheckpoint
+    // (10,000 pages, inside some request's commit).
+    checkpoint: () => (thread.failed ? checkpointHere(sqlite) : thread.request()),
   });
-  // If the thread fails, checkpoints come back to this connection rather than waiting for the autocheckpoint
-  // (10,000 pages, inside some request's commit).
-  const checkpoints = { tick: () => (thread.failed ? here.tick() : onThread.tick()) };
   const timer = setInterval(() => checkpoints.tick(), CHECKPOINT_TICK_MS);
   timer.unref();
   return () => {
