@@ -101,6 +101,25 @@ describe('POST /v1/responses (offline model)', () => {
     await expect(client().responses.retrieve(unstored.id)).rejects.toMatchObject({ status: 404 });
   });
 
+  it('refuses a follow-up whose conversation is past the body limit with 400 context_length_exceeded, and serves the rest', async () => {
+    // Two turns of 6 MiB each: either could be sent inline, the two together could not.
+    const turn = 'The tower was finished in 1889. '.repeat((6 * 1024 * 1024) / 32);
+    const first = await client().responses.create({ model: 'svc01', input: turn, svc: { dehallucinate: false } } as never);
+    const second = await client().responses.create({ model: 'svc01', input: turn, previous_response_id: first.id, svc: { dehallucinate: false } } as never);
+    const refused = await client()
+      .responses.create({ model: 'svc01', input: 'When was it finished?', previous_response_id: second.id })
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'previous_response_id', type: 'invalid_request_error' });
+    expect((refused as Error).message).toMatch(/at most 10485760 \(the request body limit\)/);
+    // Each turn is still read back, and a follow-up to the first alone is answered.
+    expect((await client().responses.retrieve(second.id)).previous_response_id).toBe(first.id);
+    const items = await client().responses.inputItems.list(first.id);
+    expect(items.data).toHaveLength(1);
+    const followUp = await client().responses.create({ model: 'svc01', input: 'When was it finished?', previous_response_id: first.id });
+    expect(followUp.status).toBe('completed');
+  });
+
   it.each([
     [{ tools: [{ type: 'web_search' }] }, 'tools[0].type', /built-in tool type 'web_search'/],
     [{ model: 'gpt-4o' }, 'model', /does not exist/],

@@ -10,7 +10,7 @@ import { ApiError } from '../http/errors.js';
 import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
-import type { ResponsesStore } from '../storage/responses-store.js';
+import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore } from '../storage/responses-store.js';
 import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatDeps } from '../chat/chat-context.js';
 import { complete, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
@@ -58,17 +58,20 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
     try {
       const request = parseRequestBody(ResponseCreateRequestSchema, raw);
       requireSvcModel(request.model);
-      const large = isLarge(request);
+      let large = isLarge(request);
       if (large) await yieldToEventLoop();
       const history = await conversation(deps, key.id, request.previous_response_id);
-      chat = toChatRequest(request, history);
+      // A long history is translated with the request's own items: as long a pass as a large input.
+      large ||= history.items.length >= LARGE_INPUT_ITEMS;
+      if (large) await yieldToEventLoop();
+      chat = toChatRequest(request, history.items);
       if (large) await yieldToEventLoop();
       const base: ResponseBase = { id: newId('resp'), createdAt: Math.floor(exchange.startedAt / 1000), request };
       const input = await withIds(inputItems(request));
       if (large) await yieldToEventLoop();
       /** The response's JSON when it was stored (the same bytes the client gets), else undefined. */
       const store = async (response: ResponseObject): Promise<string | undefined> =>
-        request.store !== false ? deps.responses.save(key.id, response, input) : undefined;
+        request.store !== false ? deps.responses.save(key.id, response, input, history.chars) : undefined;
       const upstream = toUpstreamBody(chat, deps.config.upstream);
       ctx.upstreamStartedAt = deps.clock();
       if (!upstream.streaming) {
@@ -111,11 +114,22 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
 }
 
 /** The conversation behind `previous_response_id`, read for this key only. */
-async function conversation(deps: ResponsesDeps, keyId: string, previous: string | null | undefined): Promise<ResponseInputItem[]> {
-  if (!previous) return [];
-  const items = await deps.responses.conversation(keyId, previous);
-  if (!items) throw new ApiError('not_found', `Previous response with id '${previous}' not found.`, { param: 'previous_response_id' });
-  return items;
+async function conversation(deps: ResponsesDeps, keyId: string, previous: string | null | undefined): Promise<Conversation> {
+  if (!previous) return { items: [], chars: 0 };
+  let found: Conversation | undefined;
+  try {
+    found = await deps.responses.conversation(keyId, previous);
+  } catch (err) {
+    if (!(err instanceof ConversationTooLongError)) throw err;
+    // OpenAI's code for input past what the model reads, so SDKs and agents treat it as they already do.
+    throw new ApiError(
+      'invalid_request',
+      `The conversation behind previous_response_id holds ${err.chars} characters; at most ${MAX_CONVERSATION_CHARS} (the request body limit) are read back. Start a new conversation, or send the turns you need in 'input'.`,
+      { param: 'previous_response_id', wireCode: 'context_length_exceeded' },
+    );
+  }
+  if (!found) throw new ApiError('not_found', `Previous response with id '${previous}' not found.`, { param: 'previous_response_id' });
+  return found;
 }
 
 /**

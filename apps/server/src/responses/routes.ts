@@ -2,7 +2,6 @@ import express, { type Router } from 'express';
 import type { ResponseInputItem } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
-import type { ResponsesStore } from '../storage/responses-store.js';
 import { createResponse, type ResponsesDeps } from './create.js';
 
 const MAX_LIST_LIMIT = 100;
@@ -18,25 +17,23 @@ export function responsesRouter(deps: ResponsesDeps): Router {
   const router = express.Router();
   const create = createResponse(deps);
   router.post('/', (_req, res) => create(exchangeOf(res), apiKeyOf(res)));
+  // Read back as stored: the response's JSON is sent as it is (no parse and re-serialise of what may be
+  // megabytes of echoed `instructions`), and the input items without the response beside them.
   router.get('/:id', async (req, res) => {
-    const stored = await found(deps.responses, apiKeyOf(res).id, req.params.id);
-    res.json(stored.response);
+    const json = await deps.responses.responseJson(apiKeyOf(res).id, req.params.id);
+    if (json === undefined) throw notFound(req.params.id);
+    res.type('json').send(json);
   });
   router.delete('/:id', async (req, res) => {
     if (!(await deps.responses.delete(apiKeyOf(res).id, req.params.id))) throw notFound(req.params.id);
     res.json({ id: req.params.id, object: 'response', deleted: true });
   });
   router.get('/:id/input_items', async (req, res) => {
-    const stored = await found(deps.responses, apiKeyOf(res).id, req.params.id);
-    res.json(page(stored.inputItems, req.query));
+    const items = await deps.responses.inputItems(apiKeyOf(res).id, req.params.id);
+    if (!items) throw notFound(req.params.id);
+    res.json(page(items, req.query));
   });
   return router;
-}
-
-async function found(responses: ResponsesStore, keyId: string, id: string) {
-  const stored = await responses.get(keyId, id);
-  if (!stored) throw notFound(id);
-  return stored;
 }
 
 function notFound(id: string): ApiError {

@@ -166,6 +166,16 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable('api_keys').addColumn('last_delivery_failing_since', time).execute();
       },
     },
+    '008_response_history': {
+      // A response's output as the input items a follow-up reads (so reading a conversation never parses the
+      // responses, which echo megabytes of `instructions`), and the characters of the whole conversation
+      // through it (so a follow-up can refuse an oversized one from one row, before reading the chain).
+      // Null on rows stored before: they are read the old way.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('responses').addColumn('output_items', 'text').execute();
+        await db.schema.alterTable('responses').addColumn('history_chars', time).execute();
+      },
+    },
   };
 }
 

@@ -118,6 +118,10 @@ export interface ResponsesTable {
   input_items: string;
   /** JSON: the response object as it was answered. */
   response: string;
+  /** JSON: the response's output as input items (what a follow-up reads); null on rows stored before 008. */
+  output_items: string | null;
+  /** Characters of input and output items in the conversation through this response; null before 008. */
+  history_chars: number | null;
 }
 
 /** Each key's last audit-delivery `sequence` (the next delivery gets `last + 1`). */

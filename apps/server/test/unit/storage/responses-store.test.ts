@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResponseInputItem } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
+import { ConversationTooLongError, MAX_CONVERSATION_CHARS } from '../../../src/storage/responses-store.js';
 import { createTestPostgres } from '../../support/databases.js';
 import { storedResponse } from '../../support/responses.js';
 
@@ -19,6 +21,9 @@ afterAll(async () => {
 
 const response = (id: string, previous: string | null, createdAt: number, text: string) => storedResponse({ id, previous, createdAt, text });
 const ask = (text: string): ResponseInputItem[] => [{ type: 'message', id: `in_${text}`, role: 'user', content: text }];
+/** A user turn of `text` whose id stays short. */
+const say = (id: string, text: string): ResponseInputItem[] => [{ type: 'message', id: `in_${id}`, role: 'user', content: text }];
+const ids = (items: readonly ResponseInputItem[] | undefined) => items?.map((item) => ('id' in item ? item.id : undefined));
 
 describe.each(variants)('responses on %s', (_name, url) => {
   let store: Store;
@@ -29,32 +34,76 @@ describe.each(variants)('responses on %s', (_name, url) => {
     await store?.close();
   });
 
-  it('reads back a response and its input items, for its own key only', async () => {
-    await store.responses.save('key_a', response('resp_1', null, 1_000, 'One.'), ask('first'));
-    expect(await store.responses.get('key_a', 'resp_1')).toEqual({ response: response('resp_1', null, 1_000, 'One.'), inputItems: ask('first') });
-    expect(await store.responses.get('key_b', 'resp_1')).toBeUndefined();
+  it('reads back a response as stored, and its input items, for its own key only', async () => {
+    const json = await store.responses.save('key_a', response('resp_1', null, 1_000, 'One.'), ask('first'));
+    expect(JSON.parse(json)).toEqual(response('resp_1', null, 1_000, 'One.'));
+    expect(await store.responses.responseJson('key_a', 'resp_1')).toBe(json);
+    expect(await store.responses.inputItems('key_a', 'resp_1')).toEqual(ask('first'));
+    expect(await store.responses.responseJson('key_b', 'resp_1')).toBeUndefined();
+    expect(await store.responses.inputItems('key_b', 'resp_1')).toBeUndefined();
     expect(await store.responses.conversation('key_b', 'resp_1')).toBeUndefined();
     expect(await store.responses.delete('key_b', 'resp_1')).toBe(false);
   });
 
-  it('walks previous_response_id back to the first turn, oldest first', async () => {
-    await store.responses.save('key_a', response('resp_2', 'resp_1', 1_001, 'Two.'), ask('second'));
-    await store.responses.save('key_a', response('resp_3', 'resp_2', 1_002, 'Three.'), ask('third'));
-    const items = await store.responses.conversation('key_a', 'resp_3');
-    expect(items?.map((item) => ('id' in item ? item.id : undefined))).toEqual(['in_first', 'msg_resp_1', 'in_second', 'msg_resp_2', 'in_third', 'msg_resp_3']);
-    expect(items?.[1]).toEqual({ type: 'message', id: 'msg_resp_1', role: 'assistant', content: [{ type: 'output_text', text: 'One.', annotations: [], logprobs: [] }] });
+  it('walks previous_response_id back to the first turn, oldest first, and counts its characters', async () => {
+    const first = await store.responses.conversation('key_a', 'resp_1');
+    await store.responses.save('key_a', response('resp_2', 'resp_1', 1_001, 'Two.'), ask('second'), first!.chars);
+    const second = await store.responses.conversation('key_a', 'resp_2');
+    await store.responses.save('key_a', response('resp_3', 'resp_2', 1_002, 'Three.'), ask('third'), second!.chars);
+    const conversation = await store.responses.conversation('key_a', 'resp_3');
+    expect(ids(conversation?.items)).toEqual(['in_first', 'msg_resp_1', 'in_second', 'msg_resp_2', 'in_third', 'msg_resp_3']);
+    expect(conversation?.items[1]).toEqual({ type: 'message', id: 'msg_resp_1', role: 'assistant', content: [{ type: 'output_text', text: 'One.', annotations: [], logprobs: [] }] });
+    // The count is the characters of the items' JSON, turn by turn: what the chain would be sent as.
+    const perTurn = (n: number) => JSON.stringify(conversation!.items.slice(2 * n, 2 * n + 1)).length + JSON.stringify(conversation!.items.slice(2 * n + 1, 2 * n + 2)).length;
+    expect(first!.chars).toBe(perTurn(0));
+    expect(conversation!.chars).toBe(perTurn(0) + perTurn(1) + perTurn(2));
   });
 
   it('does not follow a chain into another key\'s responses', async () => {
     await store.responses.save('key_b', response('resp_b', 'resp_3', 1_003, 'B.'), ask('b'));
-    expect((await store.responses.conversation('key_b', 'resp_b'))?.length).toBe(2);
+    expect((await store.responses.conversation('key_b', 'resp_b'))?.items.length).toBe(2);
+  });
+
+  it('refuses a conversation past MAX_CONVERSATION_CHARS from its last turn alone, before reading the chain', async () => {
+    // Three turns of 4 MiB each: the third's conversation holds 12 MiB against a limit of 10 MiB.
+    const big = 'x'.repeat(4 * 1024 * 1024);
+    let previous: string | null = null;
+    let chars = 0;
+    for (const id of ['resp_big1', 'resp_big2', 'resp_big3']) {
+      await store.responses.save('key_c', response(id, previous, 2_000, 'Noted.'), say(id, big), chars);
+      if (id !== 'resp_big3') chars = (await store.responses.conversation('key_c', id))!.chars;
+      previous = id;
+    }
+    expect(chars).toBeLessThan(MAX_CONVERSATION_CHARS);
+    const refused = await store.responses.conversation('key_c', 'resp_big3').catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ConversationTooLongError);
+    expect((refused as ConversationTooLongError).chars).toBeGreaterThan(MAX_CONVERSATION_CHARS);
+    // Deleting a turn in the middle shortens what is read, but the last turn's count still says 12 MiB:
+    // the count is what the chain held when the turn was answered, an upper bound of what is left.
+    expect(await store.responses.delete('key_c', 'resp_big2')).toBe(true);
+    await expect(store.responses.conversation('key_c', 'resp_big3')).rejects.toBeInstanceOf(ConversationTooLongError);
+  });
+
+  it('reads, measures and limits rows stored before the count and the output items were kept', async () => {
+    await store.responses.save('key_d', response('resp_old1', null, 3_000, 'Old one.'), ask('old first'));
+    await store.responses.save('key_d', response('resp_old2', 'resp_old1', 3_001, 'Old two.'), ask('old second'));
+    await sql`update responses set output_items = null, history_chars = null where key_id = 'key_d'`.execute(store.handle.db);
+    const conversation = await store.responses.conversation('key_d', 'resp_old2');
+    expect(ids(conversation?.items)).toEqual(['in_old first', 'msg_resp_old1', 'in_old second', 'msg_resp_old2']);
+    // Measured in the database from the whole stored rows: at least the items' own JSON.
+    expect(conversation!.chars).toBeGreaterThan(JSON.stringify(conversation!.items).length);
+    const big = 'y'.repeat(6 * 1024 * 1024);
+    await store.responses.save('key_d', response('resp_old3', null, 3_002, 'Big.'), say('old3', big));
+    await store.responses.save('key_d', response('resp_old4', 'resp_old3', 3_003, 'Big.'), say('old4', big));
+    await sql`update responses set output_items = null, history_chars = null where key_id = 'key_d'`.execute(store.handle.db);
+    await expect(store.responses.conversation('key_d', 'resp_old4')).rejects.toBeInstanceOf(ConversationTooLongError);
   });
 
   it('deletes, and purges by age', async () => {
     expect(await store.responses.delete('key_a', 'resp_3')).toBe(true);
-    expect(await store.responses.get('key_a', 'resp_3')).toBeUndefined();
+    expect(await store.responses.responseJson('key_a', 'resp_3')).toBeUndefined();
     expect(await store.responses.purgeOlderThan(1_001_000)).toBe(1);
-    expect(await store.responses.get('key_a', 'resp_1')).toBeUndefined();
-    expect(await store.responses.get('key_a', 'resp_2')).toBeDefined();
+    expect(await store.responses.responseJson('key_a', 'resp_1')).toBeUndefined();
+    expect(await store.responses.responseJson('key_a', 'resp_2')).toBeDefined();
   });
 });

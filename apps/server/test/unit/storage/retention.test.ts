@@ -31,8 +31,8 @@ describe('Retention', () => {
     const failing = { purgeOlderThan: async () => Promise.reject(new Error('disk on fire')) };
     const retention = new Retention({ stores: { broken: failing, responses: store.responses }, retentionDays: 30, clock: () => now, logger });
     await retention.purge();
-    expect(await store.responses.get('key', 'resp_old')).toBeUndefined();
-    expect(await store.responses.get('key', 'resp_new')).toBeDefined();
+    expect(await store.responses.responseJson('key', 'resp_old')).toBeUndefined();
+    expect(await store.responses.responseJson('key', 'resp_new')).toBeDefined();
     expect(lines.join('')).toContain('could not purge old broken');
     expect(lines.join('')).toContain('purged old responses');
   });
