@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
 import { createRequestListener } from './app.js';
-import { openStore, type Store } from './storage/store.js';
+import { openStore, warnOnCheckpointFallback, type Store } from './storage/store.js';
 import { createLogger } from './logging/logger.js';
 import { createOfflineModel } from './upstream/offline-model.js';
 import { loadTokenizer } from './tokens/tokenizer.js';
@@ -187,6 +187,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await store.close();
     })());
 
+  warnOnCheckpointFallback(store, logger);
   const failed = new Promise<Error>((resolve) => {
     store.handle.onFileLost((problem) => {
       logger.fatal({ err: problem }, `stopping: ${problem.message}. Restore the file from a backup before starting again.`);

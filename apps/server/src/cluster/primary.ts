@@ -4,7 +4,7 @@ import { AggregatorRegistry } from 'prom-client';
 import type { Config } from '../config.js';
 import { createLogger } from '../logging/logger.js';
 import { warnIfFilesShort } from '../http/open-files.js';
-import { openStore } from '../storage/store.js';
+import { openStore, warnOnCheckpointFallback } from '../storage/store.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
 import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
@@ -71,6 +71,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
   }
 
   warnIfFilesShort(config, logger);
+  warnOnCheckpointFallback(store, logger);
 
   // Without Redis the primary holds the workers' rate-limit counters; with it, the workers share Redis.
   const answerRateLimits = config.redisUrl ? undefined : answerClusterRateLimits();

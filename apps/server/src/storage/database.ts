@@ -27,6 +27,11 @@ export interface DatabaseHandle {
   fileProblem(): string | undefined;
   /** SQLite: `listener` is told once, within FILE_CHECK_MS, when `fileProblem` first finds one. */
   onFileLost(listener: (problem: DatabaseFileError) => void): void;
+  /**
+   * SQLite: `listener` is told once, with the reason, when WAL checkpoints move from their own thread to the
+   * writer's connection (the thread could not open the file, or died): they then take turns of the event loop.
+   */
+  onCheckpointFallback(listener: (reason: string) => void): void;
   close(): Promise<void>;
 }
 
@@ -68,7 +73,10 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
     sqlite.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
-    const stopCheckpoints = checkpointOnTimer(sqlite);
+    const fallbackListeners: Array<(reason: string) => void> = [];
+    const stopCheckpoints = checkpointOnTimer(sqlite, (reason) => {
+      for (const listener of fallbackListeners) listener(reason);
+    });
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     const watch = watchFile(file);
     return {
@@ -78,6 +86,7 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
       dataDir: file === ':memory:' ? undefined : dirname(file),
       fileProblem: watch.problem,
       onFileLost: watch.onLost,
+      onCheckpointFallback: (listener) => fallbackListeners.push(listener),
       close: async () => {
         watch.stop();
         await stopCheckpoints();
@@ -90,7 +99,7 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   // An idle client error (server restart) must not crash the process; the pool replaces the client.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', dataDir: undefined, fileProblem: () => undefined, onFileLost: () => {}, close: () => db.destroy() };
+  return { db, dialect: 'postgres', dataDir: undefined, fileProblem: () => undefined, onFileLost: () => {}, onCheckpointFallback: () => {}, close: () => db.destroy() };
 }
 
 /** Notices the SQLite file being deleted or replaced (a check every FILE_CHECK_MS once someone listens). */
@@ -232,16 +241,31 @@ function checkpointHere(sqlite: SQLite.Database): boolean {
   return true;
 }
 
-function checkpointOnTimer(sqlite: SQLite.Database): () => Promise<void> {
+/**
+ * The checkpoint action: a request to the thread, or, once the thread has failed, a checkpoint on `sqlite`'s
+ * own connection rather than waiting for the autocheckpoint (10,000 pages, inside some request's commit).
+ * `onFallback` is told the thread's error once, at the first checkpoint that falls back.
+ */
+export function checkpointOnThreadOrHere(thread: CheckpointThread, sqlite: SQLite.Database, onFallback: (reason: string) => void): () => boolean {
+  let told = false;
+  return () => {
+    if (!thread.failed) return thread.request();
+    if (!told) {
+      told = true;
+      onFallback(thread.lastError ?? 'the checkpoint thread ended');
+    }
+    return checkpointHere(sqlite);
+  };
+}
+
+function checkpointOnTimer(sqlite: SQLite.Database, onFallback: (reason: string) => void): () => Promise<void> {
   if (sqlite.memory) return async () => {};
   sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   const thread = new CheckpointThread(sqlite.name);
   const checkpoints = new WalCheckpointer(sqlite, {
     intervalMs: CHECKPOINT_INTERVAL_MS,
     changes: CHECKPOINT_CHANGES,
-    // If the thread fails, checkpoints come back to this connection rather than waiting for the autocheckpoint
-    // (10,000 pages, inside some request's commit).
-    checkpoint: () => (thread.failed ? checkpointHere(sqlite) : thread.request()),
+    checkpoint: checkpointOnThreadOrHere(thread, sqlite, onFallback),
   });
   const timer = setInterval(() => checkpoints.tick(), CHECKPOINT_TICK_MS);
   timer.unref();

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { type DatabaseHandle, openDatabase } from './database.js';
 import { migrate } from './migrations.js';
 import { KeysStore } from './keys-store.js';
@@ -66,4 +67,11 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     },
     close: () => handle.close(),
   };
+}
+
+/** Logs, once, that WAL checkpoints left their thread for the writer's connection (`onCheckpointFallback`). */
+export function warnOnCheckpointFallback(store: Store, logger: Pick<Logger, 'warn'>): void {
+  store.handle.onCheckpointFallback((reason) => {
+    logger.warn({ reason }, 'WAL checkpoints fell back to the writer connection (their thread failed): they now take turns of its event loop');
+  });
 }

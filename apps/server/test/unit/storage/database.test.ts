@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CheckpointThread } from '../../../src/storage/checkpoint-thread.js';
-import { openDatabase, WalCheckpointer, type DatabaseHandle } from '../../../src/storage/database.js';
+import { checkpointOnThreadOrHere, openDatabase, WalCheckpointer, type DatabaseHandle } from '../../../src/storage/database.js';
 
 describe('SQLite WAL checkpoints', () => {
   let dir: string | undefined;
@@ -178,5 +178,23 @@ describe('checkpoints on a thread of their own', () => {
     expect(thread.lastError).toMatch(/cannot open .*missing\.db/);
     expect(thread.request()).toBe(false);
     await thread.close();
+  });
+
+  it('once the thread has failed, checkpoints run on the writer connection, and the fallback is told once why', async () => {
+    const { db, dir, rows } = walDatabase();
+    thread = new CheckpointThread(join(dir, 'missing.db'));
+    const reasons: string[] = [];
+    const checkpoint = checkpointOnThreadOrHere(thread, db, (reason) => reasons.push(reason));
+    expect(checkpoint()).toBe(true); // asks the thread, which then fails to open
+    expect(await until(() => thread!.failed)).toBe(true);
+    expect(reasons).toEqual([]);
+    rows(50);
+    const pragma = vi.spyOn(db, 'pragma');
+    expect(checkpoint()).toBe(true);
+    expect(pragma).toHaveBeenCalledWith('wal_checkpoint(PASSIVE)');
+    expect(checkpoint()).toBe(true);
+    expect(pragma).toHaveBeenCalledTimes(2);
+    expect(reasons).toHaveLength(1);
+    expect(reasons[0]).toMatch(/cannot open .*missing\.db/);
   });
 });
