@@ -1,3 +1,5 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+
 /**
  * Milliseconds of synchronous work between yields to the event loop. Several large requests work at once, each
  * a turn per loop iteration: their turns add up to what every other request waits.
@@ -20,4 +22,15 @@ export function turns(): () => boolean {
     since = now;
     return true;
   };
+}
+
+/**
+ * Yields to the event loop when `turn`'s time is used up: between the phases of one job (parse, translate,
+ * number, store, serialise), so a large request takes as many turns as its work needs and a small one none.
+ *
+ * @example
+ * const turn = turns(); validate(body); await pace(turn); translate(body); await pace(turn);
+ */
+export async function pace(turn: () => boolean): Promise<void> {
+  if (turn()) await yieldToEventLoop();
 }

@@ -8,6 +8,7 @@ import { chatContext, NO_USAGE, recordFailure, statusFor, type ChatContext, type
 import { complete, sendCompletion } from './completion.js';
 import { parseChatRequest, toUpstreamBody } from './request.js';
 import { relayStream } from './stream-relay.js';
+import { pace, turns } from '../turns.js';
 
 /** A request ready to be answered: upstream's stream to relay, or the finished completion to send. */
 type Answer =
@@ -54,7 +55,10 @@ async function prepare(ctx: ChatContext, bodyBudget: BodyBudget): Promise<Answer
   // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
   const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, bodyBudget)) as Record<string, unknown> | undefined;
   try {
+    const turn = turns();
     const request = parseChatRequest(raw);
+    // Validating and serialising 100,000 messages or megabytes of text are a long step each: a turn apiece.
+    await pace(turn);
     const upstream = toUpstreamBody(request, deps.config.upstream);
     ctx.upstreamStartedAt = deps.clock();
     if (!upstream.streaming) return { request, completion: await complete(ctx, request, upstream) };

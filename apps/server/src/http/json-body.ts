@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
+import { turns } from '../turns.js';
 import { ApiError } from './errors.js';
 import { bodyErrors } from './body-errors.js';
 
@@ -140,12 +141,14 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
     stream.on('end', () => {
       if (settled) return;
       settled = true;
+      const turn = turns();
       const buffer = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
       parts.length = 0;
       try {
         const value = parseJson(buffer);
-        // Parsing a large body took this turn: what the request does next waits for the next, so others go between.
-        if (buffer.length >= LARGE_BODY) setImmediate(resolve, value);
+        // When parsing took this turn (a body of megabytes), what the request does next waits for the next, so
+        // others go between.
+        if (turn()) setImmediate(resolve, value);
         else resolve(value);
       } catch (err) {
         reject(err);
@@ -160,9 +163,6 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
     });
   });
 }
-
-/** A body this large is handed on in the turn after the one that parsed it. */
-const LARGE_BODY = 1024 * 1024;
 
 /** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
 function parseJson(buffer: Buffer): unknown {

@@ -17,22 +17,8 @@ import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBody, requireSvcModel, toUpstreamBody } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
 import { ResponseEvents } from './stream-events.js';
-import { turns } from '../turns.js';
+import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
-
-/** Instructions this long (characters) make the answer's serialisation a turn of the event loop of its own. */
-const LARGE_ECHO_CHARS = 1024 * 1024;
-/** Input items this many make each pass over them (validation, translation, ids) a turn of its own. */
-const LARGE_INPUT_ITEMS = 1000;
-
-/**
- * Whether the request is big enough that its passes over the input are taken one turn each: three requests of
- * 20,000 items arriving together would otherwise validate, translate and number them all in one turn (about
- * 150 ms on our test host), and every other request would wait for it.
- */
-function isLarge(request: { input?: unknown; instructions?: string | null }): boolean {
-  return (Array.isArray(request.input) && request.input.length >= LARGE_INPUT_ITEMS) || (request.instructions?.length ?? 0) >= LARGE_ECHO_CHARS;
-}
 
 export interface ResponsesDeps extends ChatDeps {
   responses: ResponsesStore;
@@ -56,22 +42,22 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
     const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, bodyBudget)) as Record<string, unknown> | undefined;
     let chat: ChatCompletionRequest | undefined;
     try {
+      // One clock for the request's passes over its input (validate, read the history, translate, number,
+      // store, serialise): 20,000 items or 9 MiB of instructions take a turn of the event loop per pass, three
+      // such requests at once would otherwise take one turn of about 150 ms together, and a small request none.
+      const turn = turns();
       const request = parseRequestBody(ResponseCreateRequestSchema, raw);
       requireSvcModel(request.model);
-      let large = isLarge(request);
-      if (large) await yieldToEventLoop();
+      await pace(turn);
       const history = await conversation(deps, key.id, request.previous_response_id);
-      // A long history is translated with the request's own items: as long a pass as a large input.
-      large ||= history.items.length >= LARGE_INPUT_ITEMS;
-      if (large) await yieldToEventLoop();
+      await pace(turn);
       chat = toChatRequest(request, history.items);
-      if (large) await yieldToEventLoop();
+      await pace(turn);
       const base: ResponseBase = { id: newId('resp'), createdAt: Math.floor(exchange.startedAt / 1000), request };
-      const input = await withIds(inputItems(request));
-      if (large) await yieldToEventLoop();
+      const input = await withIds(inputItems(request), turn);
       /** The response's JSON when it was stored (the same bytes the client gets), else undefined. */
       const store = async (response: ResponseObject): Promise<string | undefined> =>
-        request.store !== false ? deps.responses.save(key.id, response, input, history.chars) : undefined;
+        request.store !== false ? deps.responses.save(key.id, response, input, history.chars, turn) : undefined;
       const upstream = toUpstreamBody(chat, deps.config.upstream);
       ctx.upstreamStartedAt = deps.clock();
       if (!upstream.streaming) {
@@ -89,9 +75,9 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
         // The response echoes `instructions`: megabytes of them make serialising the answer (when the store did
         // not) a long step of its own, and writing it another; neither should share a turn with the audit's
         // insert or with each other.
-        if (large) await yieldToEventLoop();
+        await pace(turn);
         const json = stored ?? JSON.stringify(response);
-        if (large && stored === undefined) await yieldToEventLoop();
+        await pace(turn);
         sendSerialised(ctx, json, response.svc);
         return;
       }
@@ -133,12 +119,11 @@ async function conversation(deps: ResponsesDeps, keyId: string, previous: string
 }
 
 /**
- * Input items as stored and listed: each with an id, a message's text as content parts. Numbered in short
- * turns of the event loop (`turns()`): 20,000 items at once took one turn of about 30 ms.
+ * Input items as stored and listed: each with an id, a message's text as content parts. Numbered in the
+ * request's turns of the event loop: 20,000 items at once took one turn of about 30 ms.
  */
-async function withIds(items: readonly ResponseInputItem[]): Promise<ResponseInputItem[]> {
+async function withIds(items: readonly ResponseInputItem[], turn: () => boolean): Promise<ResponseInputItem[]> {
   const out: ResponseInputItem[] = [];
-  const turn = turns();
   for (const item of items) {
     out.push(withId(item));
     if (turn()) await yieldToEventLoop();

@@ -2,7 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { outputAsInput, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
 import { MAX_BODY_BYTES } from '../config.js';
-import { turns } from '../turns.js';
+import { pace, turns } from '../turns.js';
 import type { Database } from './schema.js';
 
 /**
@@ -25,9 +25,6 @@ export interface Conversation {
   items: ResponseInputItem[];
   chars: number;
 }
-
-/** A stored row this long (characters of JSON) is written in a turn of the event loop of its own. */
-const LARGE_ROW_CHARS = 1024 * 1024;
 
 /** How far back `previous_response_id` is followed: a longer chain is read from its last this many turns. */
 export const MAX_CONVERSATION_DEPTH = 1_000;
@@ -58,15 +55,20 @@ export class ResponsesStore {
    * Stores the response; resolves with its JSON as stored, which is also what the client is sent.
    * `historyChars` is the size of the conversation it followed (`Conversation.chars`, 0 for none).
    */
-  async save(keyId: string, response: ResponseObject, inputItems: readonly ResponseInputItem[], historyChars = 0): Promise<string> {
+  async save(
+    keyId: string,
+    response: ResponseObject,
+    inputItems: readonly ResponseInputItem[],
+    historyChars = 0,
+    turn: () => boolean = turns(),
+  ): Promise<string> {
     const items = JSON.stringify(inputItems);
     const output = JSON.stringify(outputAsInput(response.output));
     const body = JSON.stringify(response);
     // On SQLite the insert runs synchronously, tens of milliseconds for megabytes (9 MiB of `instructions`
-    // is stored twice over: input and echo). A large row gets turns of its own, so the serialising, the
-    // insert and what the request does next (the answer, the audit) don't add up into one long stall.
-    const large = items.length + body.length >= LARGE_ROW_CHARS;
-    if (large) await yieldToEventLoop();
+    // is stored twice over: input and echo). `turn` is the request's clock: serialising, the insert and what
+    // the request does next (the answer, the audit) each get a turn of their own when they take one.
+    await pace(turn);
     await this.db
       .insertInto('responses')
       .values({
@@ -80,7 +82,7 @@ export class ResponsesStore {
         history_chars: historyChars + items.length + output.length,
       })
       .execute();
-    if (large) await yieldToEventLoop();
+    await pace(turn);
     return body;
   }
 
