@@ -57,6 +57,13 @@ const rows: Row[] = [
   { name: 'greeting and offer of help only', input: { sources: [FESTIVAL], answer: 'Hi! I hope this helps. Let me know if you need anything else.' }, grounded: true, clean: true },
   { name: 'a hedge and a question back only', input: { sources: [FESTIVAL], answer: "I'm not sure. Is there anything else?" }, grounded: true, clean: true },
   { name: 'an opener before a copied sentence', input: { sources: [FESTIVAL], answer: `Sure, ${FESTIVAL}` }, grounded: true, clean: true },
+  {
+    name: 'pointing at the sources, then an interjection, before a copied sentence',
+    input: { sources: [FESTIVAL], answer: `Based on the provided context, yeah, ${FESTIVAL}` },
+    grounded: true,
+    clean: true,
+  },
+  { name: 'the source named as the speaker', input: { sources: [FESTIVAL], answer: `The passage states that ${FESTIVAL}` }, grounded: true, clean: true },
 ];
 
 function covers(r: GroundingResult, answer: string, text: string) {
@@ -112,6 +119,8 @@ describe('claims', () => {
   });
 
   it.each([
+    ['According to the document, the head office is in Mumbai.'],
+    ['In the text, the head office is in Mumbai.'],
     ['Good question, the head office is in Mumbai.'],
     ["I'm not sure, but the head office is in Mumbai."],
     ['I hope this helps, the head office is in Mumbai.'],
@@ -119,6 +128,19 @@ describe('claims', () => {
     const r = checkGrounding({ sources: [OBEROI], answer });
     expect(r.claims.map((c) => c.text)).toEqual(['the head office is in Mumbai.']);
     expect(r.grounded).toBe(false);
+  });
+});
+
+describe('numbers', () => {
+  it('a number and a scale word in the next sentence are two claims, their spans apart', () => {
+    const r = checkGrounding({ sources: ['The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.'], answer: '0\nb ' });
+    expect(r.claims.map((c) => c.text)).toEqual(['0', 'b']);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(['0', 'b']);
+  });
+
+  it('"in the data centers" is a claim, not a pointer at the sources', () => {
+    const r = checkGrounding({ sources: ['Servers run in the data centers of Dublin.'], answer: 'In the data centers of Dublin, servers run.' });
+    expect(r.claims[0]!.text).toBe('In the data centers of Dublin, servers run.');
   });
 });
 

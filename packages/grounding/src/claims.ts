@@ -29,6 +29,9 @@ export interface Claim {
 // Phrases that talk to the user rather than about the world: offers of help, thanks, pleasantries, and hedges
 // ("I'm not sure, but he was born in 1813"). Each is stripped from the start of a sentence (with the comma or
 // "but" after it); what follows, if anything, is the claim. A hedge's "not" negates no claim.
+/** What an answer calls its sources when it points at them: "based on the provided context". */
+const SOURCE_NOUNS = '(?:(?:provided|given|above|available|retrieved|attached|supplied) )?(?:context|information|text|document|documents|sources?|passages?|article|excerpt|snippet|knowledge|data)';
+
 const CONVERSATION_PREFIX = new RegExp(
   '^(?:' +
     [
@@ -57,6 +60,10 @@ const CONVERSATION_PREFIX = new RegExp(
       'honestly',
       'as far as i know',
       'if i remember correctly',
+      // Pointing at the sources says where the claim comes from, not what it claims.
+      `(?:based on|according to) (?:the |this |your )?(?:${SOURCE_NOUNS})`,
+      `(?:from|in) (?:the|this) (?:${SOURCE_NOUNS})(?=,)`,
+      `(?:the |this )?(?:${SOURCE_NOUNS}) (?:says|states|mentions|shows|notes|indicates|explains)(?: that)?`,
     ].join('|') +
     ')(?=$|[^\\p{L}\\p{N}])[\\s,;:.!-]*(?:(?:but|and|though|so)\\b)?',
   'iu',

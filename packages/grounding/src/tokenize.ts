@@ -300,7 +300,7 @@ export function readNumber(tokens: readonly Token[], i: number): { values: numbe
     base = w;
     // "twenty five", "two dozen", "three hundred"
     const n1 = tokens[next];
-    if (n1 && n1.start - t.end <= 1) {
+    if (n1 && n1.start - t.end <= 1 && n1.sentence === t.sentence) {
       const w1 = n1.word.numberWord;
       if (w1 !== undefined && w1 < 10 && base >= 20 && base < 100) { base += w1; next++; }
     }
@@ -308,7 +308,8 @@ export function readNumber(tokens: readonly Token[], i: number): { values: numbe
   if (MONTHS.has(t.word.norm)) return undefined;
   const values = [base];
   const s = tokens[next];
-  if (s && s.start - (tokens[next - 1]?.end ?? 0) <= 1) {
+  // A number and its scale are one sentence's words: "0\nb" is a number, then a sentence of its own.
+  if (s && s.start - (tokens[next - 1]?.end ?? 0) <= 1 && s.sentence === t.sentence) {
     const scale = SCALE_WORDS.get(s.word.norm);
     if (scale !== undefined) {
       values.push(base * scale);
