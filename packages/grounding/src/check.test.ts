@@ -131,9 +131,107 @@ describe('claims', () => {
   });
 });
 
+const TOWER = 'The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.';
+const DESIGN = 'It was designed by the engineering company of Gustave Eiffel.';
+
+describe('answers as chat models write them', () => {
+  it.each([
+    ['a heading', `## Answer\n\n${TOWER}`],
+    ['an emphasised label on its own line', `**Answer:**\n${TOWER}`],
+    ['an emphasised label before the claim', `**Short answer:** ${TOWER}`],
+    ['a lead-in to a list', `The main facts are:\n\n1. ${TOWER}\n2. ${DESIGN}`],
+    ['"Here\'s what I found:"', `Here's what I found:\n\n- ${TOWER}\n- ${DESIGN}`],
+    ['TL;DR', `TL;DR: ${TOWER}`],
+    ['numbered citations', `${TOWER.slice(0, -1)} [1]. ${DESIGN.slice(0, -1)} [2][3].`],
+    ['citations glued to the full stop', `${TOWER}[1] ${DESIGN}[^2]`],
+    ['named citations', `${TOWER.slice(0, -1)} (Source 1). ${DESIGN}\u30103\u2020source\u3011`],
+    ['a link', `${TOWER} See https://en.wikipedia.org/wiki/Eiffel_Tower for more.`],
+    ['list numbering with a parenthesis', `1) ${TOWER}\n2) ${DESIGN}`],
+    ['a table', `| Fact | Detail |\n|---|---|\n| Completion | ${TOWER} |`],
+    ['a sign-off and an offer', `${TOWER}\n\nLet me know if you want the full list of opening hours. Good luck with your trip!`],
+    ['an apology before the claim', `Sorry for the confusion, ${TOWER.charAt(0).toLowerCase()}${TOWER.slice(1)}`],
+    ['restating the question', `You asked when the tower was built. ${TOWER}`],
+    ['a hedge', `It seems that ${TOWER.charAt(0).toLowerCase()}${TOWER.slice(1)}`],
+    ['pointing at a numbered source', `According to Source 1, ${TOWER.charAt(0).toLowerCase()}${TOWER.slice(1)}`],
+  ])('sentences copied under %s stay grounded, with nothing flagged', (_what, answer) => {
+    const r = checkGrounding({ sources: [TOWER, DESIGN], answer });
+    expect(r.grounded, JSON.stringify(r.claims.map((c) => [c.text, c.score]))).toBe(true);
+    expect(r.flaggedSpans).toEqual([]);
+  });
+
+  it.each([
+    ['You\'re right!'],
+    ['Apologies for the confusion!'],
+    ['Happy to help further if needed.'],
+    ['I\'m sorry, but I couldn\'t find that information in the provided documents.'],
+    ['The provided context does not contain information about the Mona Lisa.'],
+    ['There is no information about that in the context.'],
+  ])('%s is not a claim', (answer) => {
+    const r = checkGrounding({ sources: [TOWER], answer });
+    expect(r.claims).toEqual([]);
+    expect(r.grounded).toBe(true);
+  });
+
+  it('what follows a clause break after chatter is still a claim, and checked', () => {
+    const r = checkGrounding({ sources: [TOWER], answer: 'Sorry for the confusion, the tower is in Berlin.' });
+    expect(r.claims.map((c) => c.text)).toEqual(['the tower is in Berlin.']);
+    expect(r.grounded).toBe(false);
+  });
+
+  it('a number outside brackets is still a number: a citation mark is only a bracketed one', () => {
+    const r = checkGrounding({ sources: [TOWER], answer: 'The Eiffel Tower was completed in March 1887 [1].' });
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(['1887']);
+  });
+
+  it('a lead-in with a number or a name in it is a claim', () => {
+    const r = checkGrounding({ sources: [TOWER], answer: 'The tower has four levels:\n- the ground floor' });
+    expect(r.claims[0]!.text).toBe('The tower has four levels');
+  });
+
+  it('"Don\'t hesitate" is chatter only as an offer', () => {
+    const r = checkGrounding({ sources: ['Do not open the door while the washing machine is draining.'], answer: "Don't hesitate to open the door while the washing machine is draining." });
+    expect(r.claims).toHaveLength(1);
+  });
+
+  it('a bare number answering a question is a claim, not a list marker', () => {
+    const r = checkGrounding({ sources: [TOWER], question: 'When was the Eiffel Tower completed?', answer: '1887.' });
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(['1887']);
+  });
+});
+
+describe('sources as they come', () => {
+  it('a hard-wrapped source is read in sentences, not lines: a copied sentence is its own evidence', () => {
+    const wrapped = 'The committee reviewed the proposal in detail and concluded that the new\nbridge across the river would cost approximately 42 million euros and take\nfour years to complete, with construction starting in 2026.\n\nThe vote is in May.';
+    const sentence = wrapped.split('\n\n')[0]!.replace(/\n/g, ' ');
+    const r = checkGrounding({ sources: [wrapped], answer: sentence });
+    expect(r.grounded).toBe(true);
+    expect(r.claims[0]!.evidence!.text).toBe(wrapped.split('\n\n')[0]);
+  });
+
+  it('of passages that hold a claim as well, the shortest is its evidence', () => {
+    const r = checkGrounding({ sources: ['Paris is the capital of France and its largest city, with 2.1 million residents.', 'Paris is the capital of France.'], answer: 'Paris is the capital of France.' });
+    expect(r.claims[0]!.evidence).toMatchObject({ source: 1, text: 'Paris is the capital of France.' });
+  });
+
+  it('an answer whose claims each pass but together fall short has its weakest claim flagged', () => {
+    const input = { sources: ['Turnout was high this year. Voters queued for hours.'], answer: 'Turnout was high this year. Voters waited in queues for hours.' };
+    const free = checkGrounding(input);
+    const weakest = Math.min(...free.claims.map((c) => c.score));
+    expect(free.score).toBeLessThan(weakest); // the other claim's shortfall lowers the answer below its weakest claim
+    // A threshold between the two: every claim passes it, the answer does not.
+    const r = checkGrounding(input, { threshold: (free.score + weakest) / 2 });
+    expect(r.claims.every((c) => c.grounded)).toBe(true);
+    expect(r.grounded).toBe(false);
+    const flagged = r.claims.find((c) => c.score === weakest)!;
+    expect(r.flaggedSpans.length).toBeGreaterThan(0);
+    for (const span of r.flaggedSpans) expect(span.start >= flagged.start && span.end <= flagged.end).toBe(true);
+  });
+});
+
 describe('numbers', () => {
-  it('a number and a scale word in the next sentence are two claims, their spans apart', () => {
-    const r = checkGrounding({ sources: ['The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.'], answer: '0\nb ' });
+  it('a number and a scale word in the next paragraph are two claims, their spans apart', () => {
+    const r = checkGrounding({ sources: ['The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.'], answer: '0\n\nb ' });
     expect(r.claims.map((c) => c.text)).toEqual(['0', 'b']);
     expect(r.flaggedSpans.map((s) => s.text)).toEqual(['0', 'b']);
   });

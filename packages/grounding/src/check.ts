@@ -137,6 +137,13 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
     });
     if (s < threshold) flaggedSpans.push(...spansOf(answer, c, s));
   }
+  // Claims each just above the threshold can add up to an answer below it: the weakest is then what a UI
+  // shows as the reason.
+  if (score < threshold && flaggedSpans.length === 0 && supports.length > 0) {
+    let weakest = 0;
+    for (let i = 1; i < scores.length; i++) if (scores[i]! < scores[weakest]!) weakest = i;
+    flaggedSpans.push(...spansOf(answer, supports[weakest]!, round(scores[weakest]!)));
+  }
   const result: GroundingResult = { checked: true, grounded: score >= threshold, score, flaggedSpans, claims };
   if (truncated) result.truncated = true;
   return result;

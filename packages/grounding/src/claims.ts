@@ -26,12 +26,18 @@ export interface Claim {
   negations: Token[];
 }
 
+/**
+ * What an answer calls its sources when it points at them: "the provided context", "Source 2", "the search
+ * results", "the Wikipedia article".
+ */
+const SOURCE_NOUNS =
+  '(?:(?:provided|given|above|available|retrieved|attached|supplied|search) )?' +
+  '(?:(?:context|information|text|documents?|sources?|passages?|excerpts?|snippets?|knowledge|data|results?|references?)(?: #?\\d{1,3})?' +
+  '|(?:\\p{L}+ )?(?:article|page|entry|report|paper|study))';
+
 // Phrases that talk to the user rather than about the world: offers of help, thanks, pleasantries, and hedges
 // ("I'm not sure, but he was born in 1813"). Each is stripped from the start of a sentence (with the comma or
 // "but" after it); what follows, if anything, is the claim. A hedge's "not" negates no claim.
-/** What an answer calls its sources when it points at them: "based on the provided context". */
-const SOURCE_NOUNS = '(?:(?:provided|given|above|available|retrieved|attached|supplied) )?(?:context|information|text|document|documents|sources?|passages?|article|excerpt|snippet|knowledge|data)';
-
 const CONVERSATION_PREFIX = new RegExp(
   '^(?:' +
     [
@@ -58,16 +64,95 @@ const CONVERSATION_PREFIX = new RegExp(
       'i (?:think|believe|guess|suppose|recall|remember)(?: that)?',
       'to be honest',
       'honestly',
-      'as far as i know',
-      'if i remember correctly',
+      'tl; ?dr',
+      'as far as i (?:know|can tell)',
+      'if i (?:remember|understand) correctly',
+      'it (?:seems|appears|looks like)(?: that)?',
+      'i (?:could|might|may) be wrong',
+      "(?:i'?m|i am) not (?:entirely|completely|totally|100%) (?:sure|certain)",
       // Pointing at the sources says where the claim comes from, not what it claims.
       `(?:based on|according to) (?:the |this |your )?(?:${SOURCE_NOUNS})`,
       `(?:from|in) (?:the|this) (?:${SOURCE_NOUNS})(?=,)`,
-      `(?:the |this )?(?:${SOURCE_NOUNS}) (?:says|states|mentions|shows|notes|indicates|explains)(?: that)?`,
+      `(?:the |this )?(?:${SOURCE_NOUNS}) (?:says|states|mentions|shows|notes|indicates|explains|suggests|reports)(?: that)?`,
+      // "Here's what I found:", "Here is a quick summary:"
+      "here(?:'s| is| are) (?:what|the|a|an|my|some)\\b[^.!?:]{0,60}:",
     ].join('|') +
     ')(?=$|[^\\p{L}\\p{N}])[\\s,;:.!-]*(?:(?:but|and|though|so)\\b)?',
   'iu',
 );
+
+/**
+ * Sentences that talk to the user, whatever follows their opening words up to a clause break: offers and
+ * sign-offs ("Let me know if you want the full list."), apologies and acknowledgements ("Sorry for the
+ * confusion", "You're right!"), restating the question ("You asked when it opened"). Past a comma, semicolon,
+ * colon or dash the sentence may go on to a claim ("I hope this helps, the office is in Delhi."), which is read.
+ */
+const CHATTER_CLAUSE = new RegExp(
+  '^(?:' +
+    [
+      "(?:please )?(?:let me know|feel free|(?:do not|don'?t) hesitate to (?:ask|contact|reach|let|get in touch))",
+      "(?:i'?m |i am |i'?d be |i would be |always )?(?:happy|glad) to help",
+      '(?:i )?hope (?:this|that|it|my answer|the above)\\b',
+      'good luck',
+      'take care',
+      'have a (?:\\p{L}+ )?(?:day|evening|weekend|time|trip|one)',
+      '(?:best|kind|warm) regards',
+      'goodbye',
+      'bye',
+      "if you (?:have|need|want|would like|'d like)\\b",
+      'is there anything else',
+      "(?:my )?apolog(?:ies|ize|ise)",
+      "(?:i'?m |i am )?(?:so |very )?sorry (?:for|about)",
+      "you(?:'re| are) (?:right|correct|welcome)",
+      'got it',
+      'understood',
+      'no worries',
+      'good catch',
+      'sounds good',
+      'one moment',
+      "you(?:'ve)? asked",
+      "you(?:'re| are) asking",
+      'you want(?:ed)? to know',
+      'as an ai\\b',
+      'for more (?:details|information|info)\\b',
+      '(?:please )?(?:see|refer to|check out)\\b',
+      "i (?:do not|don'?t) have (?:personal|access|real-time|the ability|any way)",
+    ].join('|') +
+    ')(?=$|[^\\p{L}\\p{N}])',
+  'iu',
+);
+
+/**
+ * A sentence about what the sources do not hold ("The provided context does not mention the Mona Lisa", "I
+ * couldn't find that in the documents") reports their absence: a refusal, not a claim about the world.
+ */
+const ABSENCE_NOUN = /\b(?:context|documents?|sources?|passages?|excerpts?|snippets?|search results|(?:provided|given|above|supplied) (?:text|information|data|article|materials?))\b/iu;
+const ABSENCE_VERB =
+  /\b(?:(?:could|can|did|was|were)(?: ?not|n't)(?: be)?(?: able to)? (?:find|locate|see|determine)|cannot (?:find|locate|see|determine)|unable to (?:find|locate|determine)|(?:does|do|did)(?: not|n't) (?:mention|contain|say|provide|include|specify|state|discuss|cover|address|give|list|have)|no (?:mention|information|details?|data|records?)\b)/iu;
+
+/**
+ * What points at sources or lays out a list rather than asserting: citation markers ("[1]", "[^2]",
+ * "【3†source】", "(Source 1)", "<sup>4</sup>"), links, and list numbering at a line's start ("1)", "ii.",
+ * "Step 2:"). Blanked before the answer is read, keeping its length, so offsets into it still hold.
+ */
+const CITATIONS = new RegExp(
+  [
+    '\\[\\^?\\d{1,3}(?:\\s*[,;\\u2013-]\\s*\\^?\\d{1,3})*\\]',
+    '\\u3010[^\\u3011\\n]{0,80}\\u3011',
+    '[\\[(](?:source|doc|document|ref|reference|citation|context|passage|result)s?\\s*#?\\d{1,3}(?:\\s*[,;]\\s*#?\\d{1,3})*[\\])]',
+    '<sup>[^<\\n]{0,20}</sup>',
+    '<\\/?cite\\b[^>\\n]{0,200}>',
+    '\\bhttps?://[^\\s)\\]>]+',
+    '\\bwww\\.[^\\s)\\]>]+',
+  ].join('|'),
+  'giu',
+);
+const LIST_NUMBERS = /(?<=^[ \t]*(?:[-*\u2022][ \t]+)?)(?:\d{1,2}[.)]|\d\ufe0f?\u20e3|[ivx]{1,5}[.)]|[IVX]{1,5}[.)]|[a-h][.)]|[Ss]tep \d{1,2}:)(?=[ \t])/gmu;
+
+function blankNotAsserted(answer: string): string {
+  const blank = (m: string) => ' '.repeat(m.length);
+  return answer.replace(CITATIONS, blank).replace(LIST_NUMBERS, blank);
+}
 
 /** Words that carry only conversation: a sentence left with nothing else ("if you need anything else") asserts nothing. */
 const CONVERSATION_WORDS = new Set(
@@ -111,7 +196,8 @@ function readable(text: string): string {
  * "Sure," openers, offers of help, hedges, questions back to the user). A sentence with no content word, name
  * or number asserts nothing checkable either.
  */
-export function splitClaims(answer: string): Claim[] {
+export function splitClaims(text: string): Claim[] {
+  const answer = blankNotAsserted(text);
   const tokens = tokenize(answer);
   const claims: Claim[] = [];
   let i = 0;
@@ -130,12 +216,30 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   // A question back to the user claims nothing (its "?" may stand after a space in tokenised text).
   const after = answer.slice(last.end, tokens[to]?.start ?? answer.length);
   if (/^[\s"'\u201d\u2019)]*\?/.test(after)) return undefined;
-  // Conversation at the start ("Yeah,", "Good question!", "I'm not sure, but") is not part of the claim.
+  // A heading ("## Background") or a table's header row names what follows; it asserts nothing.
+  if (headingLine(answer, tokens[from]!.start)) return undefined;
+  // Conversation at the start ("Yeah,", "Good question!", "I'm not sure, but", "**Answer:**") is not part of
+  // the claim; a sentence that talks to the user up to its end is not a claim at all.
   let first = from;
   for (;;) {
-    while (first < to && CHATTER_WORDS.has(tokens[first]!.word.norm)) first++;
     if (first === to) return undefined;
-    const phrase = CONVERSATION_PREFIX.exec(readable(answer.slice(tokens[first]!.start, prefixWindowEnd(tokens, first, to))));
+    const window = readable(answer.slice(tokens[first]!.start, prefixWindowEnd(tokens, first, to)));
+    if (CHATTER_CLAUSE.test(window)) {
+      const next = clauseBreak(answer, tokens[first]!.start, last.end);
+      if (next === -1) return undefined;
+      while (first < to && tokens[first]!.start < next) first++;
+      continue;
+    }
+    if (CHATTER_WORDS.has(tokens[first]!.word.norm)) {
+      first++;
+      continue;
+    }
+    const label = emphasisedLabelEnd(answer, tokens[first]!.start);
+    if (label !== -1) {
+      while (first < to && tokens[first]!.start < label) first++;
+      continue;
+    }
+    const phrase = CONVERSATION_PREFIX.exec(window);
     if (!phrase || letterCount(phrase[0]) === 0) break;
     // Skip the tokens that spell the phrase: as many letters and digits as it has.
     const letters = letterCount(phrase[0]);
@@ -143,6 +247,9 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
     while (first < to && skipped < letters) skipped += letterCount(answer.slice(tokens[first]!.start, tokens[first++]!.end));
   }
   const start = tokens[first]!.start;
+  const said = answer.slice(start, last.end);
+  // "The provided context does not mention the Mona Lisa": a refusal reports what the sources lack.
+  if (ABSENCE_NOUN.test(said) && ABSENCE_VERB.test(said)) return undefined;
   let end = last.end;
   // Include closing punctuation so the claim reads as a sentence.
   while (end < answer.length && /[.!?)"'\u201d\u2019\]]/.test(answer[end]!)) end++;
@@ -156,7 +263,15 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
       const num = readNumber(tokens, k);
       if (num) {
         // List markers ("1." opening a line) are layout, not claims.
-        const listMarker = t.sentenceStart && w.value !== undefined && answer[t.end] === '.' && /\s/.test(answer[t.end + 1] ?? ' ');
+        // Only one or two digits with more on the same line: "1887." alone is an answer, "2018. Sales fell" a year.
+        const listMarker =
+          t.sentenceStart &&
+          w.value !== undefined &&
+          t.end - t.start <= 2 &&
+          answer[t.end] === '.' &&
+          /\s/.test(answer[t.end + 1] ?? ' ') &&
+          tokens[k + 1] !== undefined &&
+          !answer.slice(t.end, tokens[k + 1]!.start).includes('\n');
         // Digits glued to a word ("COVID-19", "Boeing-737") are part of a name, not a quantity.
         const glued = t.start >= 2 && answer[t.start - 1] === '-' && /\p{L}/u.test(answer[t.start - 2]!);
         if (glued) terms.push({ kind: 'name', start: t.start, end: t.end, token: t });
@@ -169,6 +284,35 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
     terms.push({ kind: w.cap && k !== first ? 'name' : 'word', start: t.start, end: t.end, token: t });
   }
   if (terms.length === 0 || terms.every((t) => t.kind === 'word' && CONVERSATION_WORDS.has(t.token.word.norm))) return undefined;
+  // A lead-in ("The main reasons are:", "Key points:") introduces what follows; one with a number or a name
+  // ("The tower has three levels:") still says something checkable.
+  if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word')) return undefined;
   return { start, end, terms, negations };
+}
+
+/** Whether the line holding `at` is a markdown heading ("# …" to "###### …") or a table's header row. */
+function headingLine(answer: string, at: number): boolean {
+  const lineStart = answer.lastIndexOf('\n', at - 1) + 1;
+  if (/^[ \t]{0,3}#{1,6}[ \t]/.test(answer.slice(lineStart, at + 1))) return true;
+  const lineEnd = answer.indexOf('\n', at);
+  return lineEnd !== -1 && answer.charCodeAt(lineStart) === 124 /* | */ && /^[ \t]*\|?[ \t]*:?-{3,}/.test(answer.slice(lineEnd + 1, lineEnd + 80));
+}
+
+/** Where an emphasised label that opens a claim ends ("**Answer:** …", "__Note__: …"), or -1. */
+function emphasisedLabelEnd(answer: string, at: number): number {
+  const mark = answer.slice(Math.max(0, at - 2), at);
+  if (mark !== '**' && mark !== '__') return -1;
+  const label = /^[^*_\n]{1,40}?(?::\*\*|\*\*:|:__|__:)/.exec(answer.slice(at, at + 48));
+  return label ? at + label[0].length : -1;
+}
+
+/** The first clause break (comma, semicolon, colon, dash) in `answer` between `from` and `to`, or -1. */
+function clauseBreak(answer: string, from: number, to: number): number {
+  for (let i = from; i < to; i++) {
+    const c = answer.charCodeAt(i);
+    if (c === 44 || c === 59 || c === 58 || c === 0x2013 || c === 0x2014) return i;
+    if (c === 45 && answer.charCodeAt(i - 1) === 32 && answer.charCodeAt(i + 1) === 32) return i;
+  }
+  return -1;
 }
 

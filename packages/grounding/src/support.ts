@@ -204,7 +204,12 @@ function bestPassage(index: SourceIndex, claim: Claim, keys: readonly string[][]
     const last = index.spans[to]!;
     const mismatch = index.negatedSentences.has(anchor) !== claimNegated;
     const score = held / keys.length - (mismatch ? NEGATION_MISMATCH : 0);
-    if (!best || score > best.score || (score === best.score && to - from < best.sentences)) {
+    // Of passages that hold as much, one sentence before two, then the shortest: a copied sentence's own.
+    const better =
+      !best ||
+      score > best.score ||
+      (score === best.score && (to - from < best.sentences || (to - from === best.sentences && last.end - first.start < best.end - best.start)));
+    if (better) {
       best = { source: first.source, start: first.start, end: last.end, score, negationMismatch: mismatch, sentences: to - from };
     }
   };

@@ -248,13 +248,32 @@ function sentenceBreak(text: string, from: number, to: number): boolean {
   let sawEnd = false;
   for (let i = from; i < to; i++) {
     const ch = text.charCodeAt(i);
-    if (ch === 10) return true;
+    if (ch === 10) return !wrappedLine(text, from, to);
     if (ch === 46 || ch === 33 || ch === 63) sawEnd = true;
     else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
       if (sawEnd) return true;
     } else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019)) sawEnd = false;
   }
   return false;
+}
+
+/**
+ * Whether the line break between two tokens only wraps a line (a hard-wrapped paragraph, a PDF's text): one
+ * break and white space between a word, number or comma and a word in lower case. A blank line, a list's bullet,
+ * a sentence's or a heading's end, or a capital after it still end the sentence.
+ */
+function wrappedLine(text: string, from: number, to: number): boolean {
+  const next = text.charCodeAt(to);
+  if (!(next >= 97 && next <= 122)) return false;
+  const before = text.charCodeAt(from - 1);
+  if (!(before === 44 || (before >= 97 && before <= 122) || (before >= 48 && before <= 57) || (before >= 65 && before <= 90))) return false;
+  let breaks = 0;
+  for (let i = from; i < to; i++) {
+    const ch = text.charCodeAt(i);
+    if (ch === 10) breaks++;
+    else if (!(ch === 32 || ch === 9 || ch === 13 || ch === 44)) return false;
+  }
+  return breaks === 1;
 }
 
 // Words after which a full stop rarely ends a sentence ("Dr. Smith", "the U.S. market", "1 tsp. salt").
