@@ -200,6 +200,21 @@ describe('answers as chat models write them', () => {
   });
 });
 
+describe('negation, word by word', () => {
+  it.each([
+    ['No injuries were reported, and the fire was contained by 6 p.m.', 'The fire was contained by 6 p.m.', 'The fire was not contained by 6 p.m.'],
+    ['Venus is not the closest planet to the Sun, yet it is the hottest one.', 'Venus is the hottest planet.', 'Venus is not the hottest planet.'],
+    ['The kids do not like spinach, but they eat broccoli happily.', 'The kids eat broccoli happily.', 'The kids do not eat broccoli happily.'],
+    ['The museum is not open on Mondays and does not charge for entry.', 'The museum is not open on Mondays and does not charge for entry.', 'The museum is open on Mondays and does not charge for entry.'],
+    ['The library does not lend reference books, and it closes at noon on Saturdays.', 'The library closes at noon on Saturdays.', 'The library does not close at noon on Saturdays.'],
+  ])('against "%s", "%s" scores above "%s"', (source, faithful, flipped) => {
+    const right = checkGrounding({ sources: [source], answer: faithful });
+    const wrong = checkGrounding({ sources: [source], answer: flipped });
+    expect(right.grounded).toBe(true);
+    expect(wrong.score).toBeLessThan(right.score);
+  });
+});
+
 describe('sources as they come', () => {
   it('a hard-wrapped source is read in sentences, not lines: a copied sentence is its own evidence', () => {
     const wrapped = 'The committee reviewed the proposal in detail and concluded that the new\nbridge across the river would cost approximately 42 million euros and take\nfour years to complete, with construction starting in 2026.\n\nThe vote is in May.';

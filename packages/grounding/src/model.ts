@@ -18,8 +18,8 @@ export interface Model {
  * the bias is the mean).
  */
 export const DEFAULT_MODEL: Model = {
-  bias: -2.099,
-  weights: [0.3739, 1.9751, 2.349, 2.349, 1.5665],
+  bias: -2.1171,
+  weights: [0.0788, 2.2884, 2.3671, 2.3671, 1.5159],
 };
 
 /** What the calibration reads of a claim's support. */

@@ -25,13 +25,27 @@ export interface SourceIndex {
   sentences: ReadonlyArray<Lookup<string>>;
   /** Content stem (or a number's key) → the sentences containing it; the same `Posting` each time for a key. */
   postings: { get(stem: string): Posting | undefined };
-  negatedSentences: Lookup<number>;
+  /** The sentences with a negation, and what each negates (see `NegatedSentence`). */
+  negatedSentences: { has(sid: number): boolean; get(sid: number): NegatedSentence | undefined };
   /** Where each sentence is: which source text (its position in the list given) and UTF-16 offsets into it. */
   spans: readonly SentenceSpan[];
   /** Source texts the index was built from, empty ones included. */
   texts: number;
   empty: boolean;
 }
+
+/**
+ * What a sentence with a negation negates: the content stems a negation reaches ("not approved", "No
+ * injuries": the first content word within NEGATION_REACH words after it), and the stems it states plainly
+ * elsewhere ("No injuries were reported, and the fire was contained": contained).
+ */
+export interface NegatedSentence {
+  scope: ReadonlySet<string>;
+  plain: ReadonlySet<string>;
+}
+
+/** Function words a negation reaches across to the word it negates ("is not the closest": one). */
+export const NEGATION_REACH = 3;
 
 /** A sentence of the sources: `sources[source].slice(start, end)`. */
 export interface SentenceSpan {
@@ -56,7 +70,7 @@ export interface BuiltSourceIndex extends SourceIndex {
   acronyms: Set<string>;
   sentences: Array<Set<string>>;
   postings: Map<string, Posting & { sentences: number[] }>;
-  negatedSentences: Set<number>;
+  negatedSentences: Map<number, NegatedSentence>;
   spans: SentenceSpan[];
 }
 
@@ -91,7 +105,7 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
     acronyms: new Set(),
     sentences: [],
     postings: new Map(),
-    negatedSentences: new Set(),
+    negatedSentences: new Map(),
     spans: [],
     texts: sources.length,
     empty: true,
@@ -103,9 +117,11 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
     const tokens = tokenize(source);
     const base = index.sentences.length;
     let run = '';
+    const negation = new NegationReader(index.negatedSentences);
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i]!;
       const sid = base + t.sentence;
+      negation.read(sid, t);
       while (index.sentences.length <= sid) {
         index.sentences.push(new Set());
         index.spans.push({ source: k, start: t.start, end: t.end });
@@ -117,10 +133,7 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
       }
       if (t.word.norm !== t.word.stem) index.stems.add(t.word.norm);
       if (t.word.content) addToSentence(index, sid, t.word.stem);
-      if (t.word.negation || t.word.quantifier) {
-        if (t.word.negation) index.negatedSentences.add(sid);
-        index.sentences[sid]!.add(t.word.norm);
-      }
+      if (t.word.negation || t.word.quantifier) index.sentences[sid]!.add(t.word.norm);
       if (t.word.value !== undefined || t.word.numberWord !== undefined) {
         const num = readNumber(tokens, i);
         if (num) {
@@ -143,10 +156,46 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
       }
     }
     if (run.length >= 2) index.acronyms.add(run);
+    negation.end();
     contentBigrams(tokens, (a, b) => addBigram(index.bigrams, a.word.stem, b.word.stem));
   }
   index.numberList = [...index.numbers].sort((a, b) => a - b);
   return index;
+}
+
+/** Reads a text's tokens in order and keeps, for each sentence with a negation, what it negates. */
+class NegationReader {
+  private sid = -1;
+  private negated = false;
+  private scope = new Set<string>();
+  private plain = new Set<string>();
+  /** Function words the last negation may still reach across; -1 when none is pending. */
+  private reach = -1;
+
+  constructor(private readonly into: Map<number, NegatedSentence>) {}
+
+  read(sid: number, t: Token): void {
+    if (sid !== this.sid) {
+      this.end();
+      this.sid = sid;
+    }
+    const w = t.word;
+    if (w.negation) {
+      this.negated = true;
+      this.reach = NEGATION_REACH;
+    } else if (w.content) {
+      (this.reach >= 0 ? this.scope : this.plain).add(w.stem);
+      this.reach = -1;
+    } else if (this.reach >= 0) this.reach--;
+  }
+
+  end(): void {
+    if (this.negated) this.into.set(this.sid, { scope: this.scope, plain: this.plain });
+    this.negated = false;
+    this.scope = new Set();
+    this.plain = new Set();
+    this.reach = -1;
+  }
 }
 
 /** How a number is kept among a sentence's stems (never a word's spelling). */
@@ -227,7 +276,7 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
   const bases: number[] = [];
   const spans: SentenceSpan[] = [];
   const sentences: Array<Set<string>> = [];
-  const negatedSentences = new Set<number>();
+  const negatedSentences = new Map<number, NegatedSentence>();
   const numbers = new Set<number>();
   for (let k = 0; k < filled.length; k++) {
     const part = filled[k]!;
@@ -236,7 +285,7 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     for (const sentence of part.sentences) sentences.push(sentence);
     const shift = shifts[k]!;
     for (const sp of part.spans) spans.push(shift === 0 ? sp : { source: sp.source + shift, start: sp.start, end: sp.end });
-    for (const sid of part.negatedSentences) negatedSentences.add(base + sid);
+    for (const [sid, negated] of part.negatedSentences) negatedSentences.set(base + sid, negated);
     for (const v of part.numbers) numbers.add(v);
   }
   const postings = new Map<string, Posting>();

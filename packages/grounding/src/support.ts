@@ -1,5 +1,5 @@
 import type { Claim, Term } from './claims.js';
-import { hasNumber, numberKey, PREFIX_LEN, type SourceIndex } from './source-index.js';
+import { hasNumber, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
 import { tokenize, readNumber } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
@@ -147,11 +147,12 @@ export class PassageSearch {
 
   find(index: SourceIndex, claim: Claim): Passage | undefined {
     const keys = claim.terms.map(termKeys);
-    const key = `${claim.negations.length > 0 ? '!' : ''}${keys.map((k) => k.join('|')).join(' ')}`;
+    const negated = negatedStems(claim);
+    const key = `${claim.negations.length > 0 ? `!${[...negated].join(',')}!` : ''}${keys.map((k) => k.join('|')).join(' ')}`;
     if (this.seen.has(key)) return this.seen.get(key);
     let passage: Passage | undefined;
     if (this.budget > 0) {
-      const found = bestPassage(index, claim, keys);
+      const found = bestPassage(index, claim, keys, negated);
       this.budget -= found.read;
       passage = found.passage;
     }
@@ -160,13 +161,49 @@ export class PassageSearch {
   }
 }
 
+/** Characters between a claim's negation and the word it negates, at most ("was not, in the end, contained"). */
+const NEGATED_WORD_REACH = 30;
+
+/** The stems a claim's negations negate: the first word or name after each, within NEGATED_WORD_REACH characters. */
+function negatedStems(claim: Claim): Set<string> {
+  const out = new Set<string>();
+  for (const n of claim.negations) {
+    const t = claim.terms.find((term) => term.start >= n.end);
+    if (t && t.kind !== 'number' && t.start - n.end <= NEGATED_WORD_REACH) out.add(t.token.word.stem);
+  }
+  return out;
+}
+
+/**
+ * Whether a passage sentence and a claim disagree on negation, word by word: the claim negates a word the
+ * sentence states plainly ("the fire was not contained" against "No injuries were reported, and the fire was
+ * contained"), or states plainly a word the sentence only negates ("the museum is open" against "the museum
+ * is not open"). A negated claim against a sentence with no negation disagrees as a whole. A negation in
+ * another clause of the sentence ("Venus is not the closest planet, yet it is the hottest") is no reason.
+ */
+function negationDisagrees(sentence: NegatedSentence | undefined, claim: Claim, negated: ReadonlySet<string>): boolean {
+  if (!sentence) return claim.negations.length > 0;
+  for (const w of negated) if (!sentence.scope.has(w) && sentence.plain.has(w)) return true;
+  for (const t of claim.terms) {
+    if (t.kind === 'number') continue;
+    const w = t.token.word.stem;
+    if (!negated.has(w) && sentence.scope.has(w) && !sentence.plain.has(w)) return true;
+  }
+  return false;
+}
+
 /**
  * The best window of one sentence or two adjacent sentences of one source that holds the claim's terms, over
  * every sentence that holds any of them: adding a source adds windows and never removes one, so the best can
  * only get better. A window's negation is that of its sentence holding most of the claim's terms, so a negated
  * neighbour does not excuse a claim's added or dropped "not".
  */
-function bestPassage(index: SourceIndex, claim: Claim, keys: readonly string[][]): { passage: Passage | undefined; read: number } {
+function bestPassage(
+  index: SourceIndex,
+  claim: Claim,
+  keys: readonly string[][],
+  negated: ReadonlySet<string>,
+): { passage: Passage | undefined; read: number } {
   const hits = new Map<number, number>();
   let read = 0;
   /** Whether sentence `sid` holds one of a term's keys `k` (those before index `end` only, when given). */
@@ -197,12 +234,11 @@ function bestPassage(index: SourceIndex, claim: Claim, keys: readonly string[][]
     }
   }
   if (hits.size === 0) return { passage: undefined, read };
-  const claimNegated = claim.negations.length > 0;
   let best: Passage | undefined;
   const consider = (from: number, to: number, held: number, anchor: number) => {
     const first = index.spans[from]!;
     const last = index.spans[to]!;
-    const mismatch = index.negatedSentences.has(anchor) !== claimNegated;
+    const mismatch = negationDisagrees(index.negatedSentences.get(anchor), claim, negated);
     const score = held / keys.length - (mismatch ? NEGATION_MISMATCH : 0);
     // Of passages that hold as much, one sentence before two, then the shortest: a copied sentence's own.
     const better =
