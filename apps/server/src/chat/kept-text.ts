@@ -21,10 +21,13 @@ const MIN_PIECES = 16;
  * texts.text(0); // 'Hello'
  */
 export class KeptTexts {
-  private readonly choices: Kept[] = [];
+  // A map, not an array: the index is the upstream's, and an array indexed by 2^31 − 1 would be walked to its
+  // length (seconds of one turn) by every pass over it.
+  private readonly choices = new Map<number, Kept>();
 
   append(index: number, piece: string): void {
-    const kept = (this.choices[index] ??= { parts: [''], length: 0, joinedLength: 0 });
+    let kept = this.choices.get(index);
+    if (!kept) this.choices.set(index, (kept = { parts: [''], length: 0, joinedLength: 0 }));
     const room = MAX_KEPT_TEXT_CHARS - kept.length;
     if (room <= 0 || piece === '') return;
     if (piece.length > room) piece = piece.slice(0, room);
@@ -35,19 +38,15 @@ export class KeptTexts {
 
   /** The text of choice `index` so far ('' when it has none). */
   text(index: number): string {
-    const kept = this.choices[index];
+    const kept = this.choices.get(index);
     if (!kept) return '';
     join(kept);
     return kept.parts[0]!;
   }
 
-  /** Every choice's text, by index (a choice without text has none: the array may have holes). */
+  /** The text of every choice that has some, in order of index. */
   all(): string[] {
-    const texts: string[] = [];
-    this.choices.forEach((_, index) => {
-      texts[index] = this.text(index);
-    });
-    return texts;
+    return [...this.choices.keys()].sort((a, b) => a - b).map((index) => this.text(index));
   }
 }
 

@@ -28,6 +28,8 @@ export interface FakeUpstreamBehavior {
   toolCalls?: FakeToolCall[];
   /** `false` omits usage (non-stream body and the include_usage chunk). Default true. */
   usage?: boolean;
+  /** Streams one more choice's text under this index after the answer (an upstream's bug, or a hostile one). */
+  extraChoiceIndex?: number;
   /** finish_reason of a text answer. Default "stop". */
   finishReason?: string;
   /** Respond with this non-2xx status and an OpenAI error body. */
@@ -346,6 +348,9 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
         frames.push(frame(chunk({ tool_calls: [{ index, function: { arguments: fragment } }] })));
       }
     });
+    if (current.extraChoiceIndex !== undefined) {
+      frames.push(frame({ ...chunk({}), choices: [{ index: current.extraChoiceIndex, delta: { content: 'Stray.' }, logprobs: null, finish_reason: null }] }));
+    }
     const contentFrameCount = frames.length;
     frames.push(frame(chunk({}, finishReason)));
     const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;

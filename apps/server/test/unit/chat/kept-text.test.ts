@@ -13,19 +13,23 @@ describe('KeptTexts', () => {
     expect(texts.text(0)).toBe(words.join(''));
     expect(texts.text(1)).toBe('');
     expect(texts.text(2)).toBe(words.filter((_, i) => i % 3 === 0).join('').toUpperCase());
-    const all = texts.all();
-    expect(all).toHaveLength(3);
-    expect(1 in all).toBe(false);
-    expect(all[0]).toBe(words.join(''));
+    // The choices that have text, in order of index.
+    expect(texts.all()).toEqual([words.join(''), words.filter((_, i) => i % 3 === 0).join('').toUpperCase()]);
   });
 
   it('a choice with only empty pieces has an empty text', () => {
     const texts = new KeptTexts();
     texts.append(1, '');
-    const all = texts.all();
-    expect(all).toHaveLength(2);
-    expect(0 in all).toBe(false);
-    expect(all[1]).toBe('');
+    expect(texts.all()).toEqual(['']);
+  });
+
+  it("takes the upstream's choice index as it comes: 2^31 − 1 is one choice, not two billion", () => {
+    const texts = new KeptTexts();
+    texts.append(2 ** 31 - 1, 'far');
+    texts.append(0, 'near');
+    texts.append(1e300, 'farther');
+    expect(texts.all()).toEqual(['near', 'far', 'farther']);
+    expect(texts.text(2 ** 31 - 1)).toBe('far');
   });
 
   it(`stops keeping at ${MAX_KEPT_TEXT_CHARS} characters, cutting the piece that crosses it`, () => {
