@@ -178,6 +178,26 @@ describe('answers as chat models write them', () => {
     expect(r.grounded).toBe(false);
   });
 
+  it('an HTML list of copied sentences is grounded, its tags read as nothing', () => {
+    const r = checkGrounding({ sources: [TOWER, DESIGN], answer: `<ol><li>${TOWER}</li><li>${DESIGN}</li></ol>` });
+    expect(r.grounded).toBe(true);
+    expect(r.flaggedSpans).toEqual([]);
+  });
+
+  it.each([
+    ['a soft hyphen inside a word', 'The international agreement was ratified.', 'The inter\u00adnational agreement was ratified.'],
+    ['an acute accent for an apostrophe', "The drug isn't approved for children.", 'The drug isn\u00b4t approved for children.'],
+  ])('%s reads as the word', (_what, source, answer) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(true);
+    expect(r.flaggedSpans).toEqual([]);
+  });
+
+  it('a sentence ends after "p.m." when a capitalised function word follows', () => {
+    const r = checkGrounding({ sources: ['It opens at 9 a.m. and closes at 6 p.m. on weekdays.'], answer: 'It opens at 9 a.m. and closes at 6 p.m. It sells beer.' });
+    expect(r.claims.map((c) => c.text)).toEqual(['It opens at 9 a.m. and closes at 6 p.m.', 'It sells beer.']);
+  });
+
   it('a number outside brackets is still a number: a citation mark is only a bracketed one', () => {
     const r = checkGrounding({ sources: [TOWER], answer: 'The Eiffel Tower was completed in March 1887 [1].' });
     expect(r.flaggedSpans.map((s) => s.text)).toEqual(['1887']);
@@ -245,6 +265,17 @@ describe('sources as they come', () => {
 });
 
 describe('numbers', () => {
+  it.each([
+    ['$182 million', true],
+    ['$181.7 million', true],
+    ['$181 million', true],
+    ['$190 million', false],
+    ['$180 million', true],
+  ])('against $181,674,817, "%s" is a rounding: %s', (amount, grounded) => {
+    const r = checkGrounding({ sources: [GROSS], answer: `The film grossed ${amount} worldwide.` });
+    expect(r.grounded).toBe(grounded);
+  });
+
   it('a number and a scale word in the next paragraph are two claims, their spans apart', () => {
     const r = checkGrounding({ sources: ['The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.'], answer: '0\n\nb ' });
     expect(r.claims.map((c) => c.text)).toEqual(['0', 'b']);

@@ -229,7 +229,8 @@ export function hasNumber(index: SourceIndex, v: number): boolean {
   if (v === 0 || (Number.isInteger(v) && Math.abs(v) < 10_000)) return false;
   // Accept roundings to the precision the answer is written in.
   const digits = significantDigits(v);
-  const tol = Math.pow(10, Math.floor(Math.log10(Math.abs(v))) - digits + 1) / 2;
+  const scale = Math.pow(10, Math.floor(Math.log10(Math.abs(v))) - digits + 1);
+  const units = v / scale;
   const list = index.numberList;
   let lo = 0;
   let hi = list.length;
@@ -238,9 +239,12 @@ export function hasNumber(index: SourceIndex, v: number): boolean {
     if (list[mid]! < v) lo = mid + 1;
     else hi = mid;
   }
-    // Written to fewer digits: rounded ("181.7 million") or truncated ("181 million") from 181,674,817.
+  // Written to fewer digits: rounded ("181.7 million", "182 million") or truncated ("181 million") from
+  // 181,674,817, and nothing else ("190 million" is neither).
   for (const n of [list[lo - 1], list[lo], list[lo + 1]]) {
-    if (n !== undefined && Math.abs(n - v) < 2 * tol && significantDigits(n) > digits) return true;
+    if (n === undefined || significantDigits(n) <= digits) continue;
+    const r = n / scale;
+    if (Math.abs(Math.round(r) - units) < 1e-6 || Math.abs(Math.trunc(r) - units) < 1e-6) return true;
   }
   return false;
 }

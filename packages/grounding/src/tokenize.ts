@@ -36,6 +36,8 @@ export interface Word {
 }
 
 const DIACRITICS_RE = /\p{M}+/gu;
+const SOFT_HYPHEN_RE = /\u00ad/g;
+const APOSTROPHES_RE = /[\u2019\u00b4\u2032]/g;
 const UPPER_RE = /^\p{Lu}/u;
 
 const stemCache = new Map<string, string>();
@@ -114,7 +116,7 @@ function readWord(raw: string): Word {
 }
 
 function normalizeWord(raw: string, ascii: boolean): string {
-  let w = ascii ? raw.toLowerCase() : raw.normalize('NFD').replace(DIACRITICS_RE, '').toLowerCase().replace(/’/g, "'");
+  let w = ascii ? raw.toLowerCase() : raw.normalize('NFD').replace(DIACRITICS_RE, '').replace(SOFT_HYPHEN_RE, '').toLowerCase().replace(APOSTROPHES_RE, "'");
   if (w.endsWith("'s")) w = w.slice(0, -2);
   else if (w.endsWith("n't")) w = "n't";
   return w;
@@ -146,7 +148,8 @@ function classAt(text: string, i: number): number {
   let k = wideClass.get(cp);
   if (k === undefined) {
     const ch = String.fromCodePoint(cp);
-    k = LETTER_OR_MARK_RE.test(ch) ? LETTER : DIGIT_RE.test(ch) ? DIGIT : cp === 0x20ac || cp === 0xa3 || cp === 0xa5 ? SYMBOL : OTHER;
+    // A soft hyphen (a line-break hint inside a word) is part of the word.
+    k = LETTER_OR_MARK_RE.test(ch) || cp === 0xad ? LETTER : DIGIT_RE.test(ch) ? DIGIT : cp === 0x20ac || cp === 0xa3 || cp === 0xa5 ? SYMBOL : OTHER;
     if (wideClass.size < 10_000) wideClass.set(cp, k);
   }
   return k;
@@ -203,7 +206,7 @@ export function tokenize(text: string): Token[] {
       const length = i - start;
       i = runEnd(text, i, LETTER);
       // Inner apostrophes: "Omura's", "don't".
-      while (i + 1 < n && (text.charCodeAt(i) === 39 || text.charCodeAt(i) === 0x2019) && classAt(text, i + 1) === LETTER) {
+      while (i + 1 < n && isApostrophe(text.charCodeAt(i)) && classAt(text, i + 1) === LETTER) {
         i = runEnd(text, i + 1, LETTER);
       }
       if (i - start === length && length <= 7) packed = packedSpelling(length, digits);
@@ -221,15 +224,20 @@ export function tokenize(text: string): Token[] {
     } else {
       i += widthAt(text, i);
     }
-    if (out.length > 0 && sentenceBreak(text, prevEnd, start) && !abbreviation(text, out[out.length - 1]!, prevEnd)) {
-      sentence++;
-      sentenceStart = true;
-    }
     let word = packed >= 0 ? words.getPacked(packed, text, start, i) : words.get(text, start, i);
     if (word === undefined) {
       const raw = copyOf(text.slice(start, i));
       word = readWord(raw);
       words.set(raw, word);
+    }
+    // After an abbreviation a sentence still ends before a capitalised function word: "at 6 p.m. It opens".
+    if (
+      out.length > 0 &&
+      sentenceBreak(text, prevEnd, start) &&
+      (!abbreviation(text, out[out.length - 1]!, prevEnd) || (word.cap && STOPWORDS.has(word.norm)))
+    ) {
+      sentence++;
+      sentenceStart = true;
     }
     out.push({ start, end: i, sentenceStart, sentence, word });
     sentenceStart = false;
@@ -239,6 +247,11 @@ export function tokenize(text: string): Token[] {
 }
 
 const SYMBOLS = new Set(['$', '€', '£', '¥', '%']);
+
+/** ' ’ and the look-alikes keyboards and converters put between letters ("isn´t", "don′t"). */
+function isApostrophe(c: number): boolean {
+  return c === 39 || c === 0x2019 || c === 0xb4 || c === 0x2032;
+}
 
 /**
  * Does the gap between two tokens end a sentence? A line break does; so does [.!?] (optionally
