@@ -217,6 +217,38 @@ describe('copy is grounded', () => {
   });
 });
 
+/**
+ * How chat models lay out an answer made of sentences: as they are, a list, under a heading or a lead-in, with
+ * citation marks, with a sign-off.
+ */
+const LAYOUTS: Array<{ name: string; lay: (copied: readonly string[]) => string }> = [
+  { name: 'bullets', lay: (c) => c.map((s) => `- ${s}`).join('\n') },
+  { name: 'numbered', lay: (c) => c.map((s, i) => `${i + 1}. ${s}`).join('\n') },
+  { name: 'numbered with parentheses', lay: (c) => c.map((s, i) => `${i + 1}) ${s}`).join('\n') },
+  { name: 'heading', lay: (c) => `## Answer\n\n${c.join(' ')}` },
+  { name: 'lead-in', lay: (c) => `Here's what I found:\n\n${c.map((s) => `* ${s}`).join('\n')}` },
+  { name: 'bold label', lay: (c) => `**Summary:** ${c.join(' ')}` },
+  { name: 'citation marks', lay: (c) => c.map((s, i) => `${s.slice(0, -1)} [${i + 1}].`).join(' ') },
+  { name: 'glued citations', lay: (c) => c.map((s, i) => `${s}[${i + 1}]`).join(' ') },
+  { name: 'named sources', lay: (c) => c.map((s, i) => `${s.slice(0, -1)} (Source ${i + 1}).`).join(' ') },
+  { name: 'sign-off', lay: (c) => `${c.join(' ')}\n\nLet me know if you want more details on any of these points. Hope this helps!` },
+  { name: 'HTML list', lay: (c) => `<ul>${c.map((s) => `<li>${s}</li>`).join('')}</ul>` },
+];
+
+describe('copy is grounded, laid out as chat models write', () => {
+  it('copied sentences as a list, under a heading or a lead-in, with citation marks or a sign-off, score ≥ the threshold', () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom(...LAYOUTS), ({ copied, sources }, layout) => {
+        const answer = layout.lay(copied);
+        const r = checkGrounding({ sources, answer });
+        expect(r.grounded, `${layout.name}: ${JSON.stringify(r.claims.map((c) => [c.text, c.score]))}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+      }),
+      runs(300),
+    );
+  });
+});
+
 describe('monotone', () => {
   const nonsense = (sources: readonly string[]) =>
     fc
