@@ -58,6 +58,8 @@ export function terms(text: string): string[] {
  * splitSentences('Paris is big. It has 2 million people.\n- Lyon is smaller.')
  * // ['Paris is big.', 'It has 2 million people.', 'Lyon is smaller.']
  */
+const WHITE_SPACE = /\s/;
+
 export function splitSentences(text: string): string[] {
   const sentences: string[] = [];
   for (const rawLine of text.split(/\r?\n|\r/)) {
@@ -66,7 +68,11 @@ export function splitSentences(text: string): string[] {
     let start = 0;
     for (const match of line.matchAll(/[.!?。](?:["'”’)\]]*)\s+(?=["'“‘(\[]?[\p{Lu}\p{Lo}\p{N}])/gu)) {
       const end = match.index + match[0].trimEnd().length;
-      const before = line.slice(start, match.index).split(/\s+/).pop() ?? '';
+      // The word before the stop, read back from it: from `start`, a run of skipped stops ("A. A. A. …") would
+      // re-read the whole run at each one.
+      let from = match.index;
+      while (from > start && !WHITE_SPACE.test(line[from - 1]!)) from--;
+      const before = line.slice(from, match.index);
       // "Dr. Who", "e.g. Paris", and initials ("Wile E. Coyote") do not end a sentence.
       if (ABBREVIATIONS.has(before.toLowerCase().replace(/\.$/, '')) || /^\p{Lu}$/u.test(before)) continue;
       sentences.push(line.slice(start, end).trim());
