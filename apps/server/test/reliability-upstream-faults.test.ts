@@ -66,6 +66,9 @@ const CASES: Case[] = [
   // svc counts usage itself from every choice's text: a choice index of 2^31 − 1 once made that a walk over
   // two billion array slots, in one turn.
   { name: 'a choice index of 2^31 − 1, no usage (stream)', behavior: { extraChoiceIndex: 2 ** 31 - 1, usage: false }, stream: true, ok: true },
+  // A frame is refused at 16 MiB, not held and searched again at every read until the upstream timeout.
+  { name: 'a frame that never ends (stream)', behavior: { endlessFrameChars: 17 * 1024 * 1024 }, stream: true, event: 'upstream_invalid_response' },
+  { name: 'an answer past 32 MiB', behavior: { rawJson: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(33 * 1024 * 1024) }, finish_reason: 'stop' }] } }, stream: false, code: 'upstream_invalid_response' },
 ];
 
 function check(c: Case, out: ChatOutcome): void {
@@ -110,7 +113,7 @@ describe('upstream faults', () => {
       expect(payload.status_code, c.name).toBe(status);
       expect(payload.streaming, c.name).toBe(c.stream);
       // Text relayed before a mid-stream fault is what the audit keeps (of the first choice: not the stray one).
-      const firstChoice = c.behavior.extraChoiceIndex === undefined ? out.text : out.text.replace('Stray.', '');
+      const firstChoice = c.behavior.extraChoiceIndex === undefined ? out.text : out.text?.replace('Stray.', '');
       if (c.event || c.ok) expect(payload.response_text, c.name).toBe(firstChoice);
     }
   });

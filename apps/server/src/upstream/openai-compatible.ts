@@ -11,7 +11,7 @@ import {
   type Usage,
 } from '@svc/protocol';
 import { request } from '../http/undici-dispatchers.js';
-import { SseParser, type SseEvent } from './sse.js';
+import { SseLimitError, SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
@@ -167,7 +167,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       const { stream: _stream, stream_options: _streamOptions, ...rest } = body;
       const { response, exchange } = await sendAdapted(rest, false, signal);
       try {
-        const text = await readText(response.body, Infinity);
+        const text = await readText(response.body, MAX_COMPLETION_BYTES, 'fail');
         return parseCompletion(text, redact);
       } catch (error) {
         throw exchange.fail(error);
@@ -333,12 +333,12 @@ class ChunkReader {
   /** A bad frame's or the body's error, thrown once the good frames before it went out. */
   private failure: { error: unknown } | null = null;
   private readonly onData = (part: Buffer): void => {
-    this.pass(this.batchOf(this.parser.push(this.decoder.write(part))));
+    this.pass(this.batchOf(this.parse(() => this.parser.push(this.decoder.write(part)))));
   };
   private readonly onEnd = (): void => {
     this.ended = true;
     if (this.done) return;
-    this.pass(this.batchOf([...this.parser.push(this.decoder.end()), ...this.parser.end()]));
+    this.pass(this.batchOf(this.parse(() => [...this.parser.push(this.decoder.end()), ...this.parser.end()])));
   };
   private readonly onError = (error: unknown): void => {
     this.failure ??= { error };
@@ -425,6 +425,16 @@ class ChunkReader {
     }
     if (failure) this.reject(failure.error);
     else this.resolve();
+  }
+
+  /** The events `read` completes; none, and the stream's failure set, when a frame is past the parser's limit. */
+  private parse(read: () => SseEvent[]): SseEvent[] {
+    try {
+      return read();
+    } catch (error) {
+      this.failure ??= { error: error instanceof SseLimitError ? new UpstreamError('upstream_invalid_response', error.message) : error };
+      return [];
+    }
   }
 
   /** The chunks of `events` up to a [DONE] or a bad frame. */
@@ -706,12 +716,20 @@ function embeddedError(json: unknown): string | null {
   return oneLine.length > 500 ? `${oneLine.slice(0, 500)}…` : oneLine;
 }
 
-async function readText(body: Dispatcher.ResponseData['body'], limit: number): Promise<string> {
+/**
+ * Bytes of a non-streamed answer read at most: a completion is kilobytes (a long one, with tool calls, a few
+ * megabytes); hundreds of them would be held, then parsed in one turn, for one request.
+ */
+export const MAX_COMPLETION_BYTES = 32 * 1024 * 1024;
+
+/** The body as text, up to `limit` bytes: past it the rest is left unread (`truncate`) or the answer refused (`fail`). */
+async function readText(body: Dispatcher.ResponseData['body'], limit: number, past: 'truncate' | 'fail' = 'truncate'): Promise<string> {
   const parts: Buffer[] = [];
   let size = 0;
   for await (const part of body as AsyncIterable<Buffer>) {
     parts.push(part);
     size += part.length;
+    if (size > limit && past === 'fail') throw new UpstreamError('upstream_invalid_response', `Upstream answered with more than ${limit} bytes.`, { upstreamStatus: 200 });
     if (size >= limit) break;
   }
   return Buffer.concat(parts).toString('utf8');

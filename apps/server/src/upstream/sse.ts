@@ -5,6 +5,20 @@ export interface SseEvent {
 }
 
 /**
+ * Characters one event (or one line) may have: an upstream's frame is a token or a tool call's arguments, kilobytes;
+ * one that never ends would otherwise be held, and grow, until the upstream timeout.
+ */
+export const MAX_EVENT_CHARS = 16 * 1024 * 1024;
+
+/** A line or an event of the stream passed the parser's limit. */
+export class SseLimitError extends Error {
+  constructor(readonly limit: number) {
+    super(`Upstream sent a stream event longer than ${limit} characters.`);
+    this.name = 'SseLimitError';
+  }
+}
+
+/**
  * Incremental parser for `text/event-stream` (WHATWG HTML §9.2): feed it decoded text in any pieces —
  * frames may be split anywhere, even inside a `\r\n` — and it returns the events completed so far.
  * Comment lines (`:`), `id:` and `retry:` are ignored; several `data:` lines join with `\n`.
@@ -15,15 +29,36 @@ export interface SseEvent {
  * parser.push(':1}\n\n');     // [{ event: 'message', data: '{"a":1}' }]
  */
 export class SseParser {
+  /** The start of a line whose end has not come yet. */
   private buffer = '';
+  /** Pieces of that line read since without a line break: kept apart until one comes (see `push`). */
+  private pieces: string[] = [];
+  /** Characters of the line so far (`buffer` and `pieces`). */
+  private lineLength = 0;
   private data: string[] = [];
+  private dataLength = 0;
   private event = '';
   /** The previous piece ended in `\r`: a `\n` starting the next piece belongs to that line end. */
   private pendingCr = false;
 
+  constructor(private readonly maxEventChars = MAX_EVENT_CHARS) {}
+
+  /** Throws `SseLimitError` when a line or an event grows past `maxEventChars`. */
   push(text: string): SseEvent[] {
     if (this.pendingCr && text.startsWith('\n')) text = text.slice(1);
     this.pendingCr = false;
+    // A piece without a line break only lengthens the line: it is set aside, not appended and searched, so a
+    // line that arrives in a thousand reads is searched once, not a thousand times over its growing length.
+    if (text.indexOf('\n') === -1 && text.indexOf('\r') === -1) {
+      this.lineLength += text.length;
+      if (this.lineLength > this.maxEventChars) throw new SseLimitError(this.maxEventChars);
+      if (text !== '') this.pieces.push(text);
+      return [];
+    }
+    if (this.pieces.length > 0) {
+      this.buffer += this.pieces.join('');
+      this.pieces = [];
+    }
     this.buffer += text;
     const events: SseEvent[] = [];
     let start = 0;
@@ -54,6 +89,8 @@ export class SseParser {
       start = next;
     }
     this.buffer = this.buffer.slice(start);
+    this.lineLength = this.buffer.length;
+    if (this.lineLength > this.maxEventChars) throw new SseLimitError(this.maxEventChars);
     return events;
   }
 
@@ -64,11 +101,16 @@ export class SseParser {
    */
   end(): SseEvent[] {
     const events: SseEvent[] = [];
+    if (this.pieces.length > 0) {
+      this.buffer += this.pieces.join('');
+      this.pieces = [];
+    }
     if (this.buffer !== '') {
       const event = this.line(this.buffer);
       if (event) events.push(event);
       this.buffer = '';
     }
+    this.lineLength = 0;
     const last = this.line('');
     if (last) events.push(last);
     return events;
@@ -82,6 +124,7 @@ export class SseParser {
       }
       const event = { event: this.event || 'message', data: this.data.join('\n') };
       this.data = [];
+      this.dataLength = 0;
       this.event = '';
       return event;
     }
@@ -90,7 +133,11 @@ export class SseParser {
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') this.data.push(value);
+    if (field === 'data') {
+      this.dataLength += value.length + 1;
+      if (this.dataLength > this.maxEventChars) throw new SseLimitError(this.maxEventChars);
+      this.data.push(value);
+    }
     else if (field === 'event') this.event = value;
     return null;
   }

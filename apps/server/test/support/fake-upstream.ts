@@ -30,6 +30,8 @@ export interface FakeUpstreamBehavior {
   usage?: boolean;
   /** Streams one more choice's text under this index after the answer (an upstream's bug, or a hostile one). */
   extraChoiceIndex?: number;
+  /** After the first frames, one frame of this many characters of text that never ends (no line break), then the end. */
+  endlessFrameChars?: number;
   /** finish_reason of a text answer. Default "stop". */
   finishReason?: string;
   /** Respond with this non-2xx status and an OpenAI error body. */
@@ -367,6 +369,13 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       if (i === resetAfter) return reset();
       if (current.hangMidStream && i === 2) return;
       if (current.truncated && i === contentFrameCount) {
+        res.end();
+        return;
+      }
+      if (current.endlessFrameChars !== undefined && i === 2) {
+        const piece = 'x'.repeat(64 * 1024);
+        await write('data: {"choices":[{"index":0,"delta":{"content":"');
+        for (let sent = 0; sent < current.endlessFrameChars && !gone(res) && !closed; sent += piece.length) await write(piece);
         res.end();
         return;
       }

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { MAX_EVENT_CHARS, SseLimitError, SseParser } from '../../../src/upstream/sse.js';
+
+const events = (parser: SseParser, pieces: string[]) => [...pieces.flatMap((p) => parser.push(p)), ...parser.end()];
+
+describe('SseParser', () => {
+  it('reads events split anywhere, a CRLF split between pieces included', () => {
+    const stream = 'data: {"a":1}\r\n\r\n: comment\r\nevent: error\r\ndata: one\r\ndata: two\r\n\r\ndata: [DONE]\n\n';
+    const whole = events(new SseParser(), [stream]);
+    expect(whole).toEqual([
+      { event: 'message', data: '{"a":1}' },
+      { event: 'error', data: 'one\ntwo' },
+      { event: 'message', data: '[DONE]' },
+    ]);
+    for (let cut = 1; cut < stream.length; cut++) expect(events(new SseParser(), [stream.slice(0, cut), stream.slice(cut)])).toEqual(whole);
+    expect(events(new SseParser(), [...stream])).toEqual(whole);
+  });
+
+  it('a line that arrives in 100,000 pieces is one event', () => {
+    const parser = new SseParser();
+    const pieces = ['data: ', ...Array.from({ length: 100_000 }, () => 'xy'), '\n\n'];
+    expect(events(parser, pieces)).toEqual([{ event: 'message', data: 'xy'.repeat(100_000) }]);
+  });
+
+  it('an event whose end does not come is refused past the limit, not held', () => {
+    const parser = new SseParser(1000);
+    parser.push('data: ');
+    for (let i = 0; i < 99; i++) parser.push('0123456789');
+    expect(() => parser.push('0123456789')).toThrow(SseLimitError);
+  });
+
+  it('so is a line past the limit that arrives whole, and an event of many data lines', () => {
+    expect(() => new SseParser(1000).push(`data: ${'x'.repeat(1000)}`)).toThrow(SseLimitError);
+    const parser = new SseParser(1000);
+    expect(() => {
+      for (let i = 0; i < 20; i++) parser.push(`data: ${'x'.repeat(60)}\n`);
+    }).toThrow(/longer than 1000 characters/);
+  });
+
+  it('the default limit is 16 MiB', () => {
+    expect(MAX_EVENT_CHARS).toBe(16 * 1024 * 1024);
+    const parser = new SseParser();
+    expect(parser.push(`data: ${'x'.repeat(MAX_EVENT_CHARS - 10)}\n\n`)).toHaveLength(1);
+  });
+});
