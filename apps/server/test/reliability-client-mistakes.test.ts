@@ -100,3 +100,27 @@ describe('a body over the dashboard parser\'s limit', () => {
     expect(((await res.json()) as { error: { message: string } }).error.message).toBe('The request body is larger than the 10 MiB limit.');
   });
 });
+
+describe('JSON nested deeper than 256 levels', () => {
+  const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+  it.each([
+    ['in a field svc does not know', (d: number) => `{"model":"svc01","messages":[{"role":"user","content":"Hi"}],"x_extra":${nested(d)}}`, '/v1/chat/completions'],
+    ['in a tool\'s parameters', (d: number) => `{"model":"svc01","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","x":${nested(d)}}}}]}`, '/v1/chat/completions'],
+    ['in a Responses input', (d: number) => `{"model":"svc01","input":"Hi","metadata":{"k":"v"},"x_extra":${nested(d)}}`, '/v1/responses'],
+  ])('%s is a 400 naming the limit (it was a 500 from a stack overflow), at 10,000 and 1,000,000 levels', async (_where, body, path) => {
+    for (const depth of [10_000, 1_000_000]) {
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body(depth) });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string; type: string } }).error).toMatchObject({
+        type: 'invalid_request_error',
+        message: 'The request body nests arrays and objects more than 256 levels deep.',
+      });
+    }
+  });
+
+  it('256 levels, and brackets inside strings, are read as usual', async () => {
+    const body = `{"model":"svc01","messages":[{"role":"user","content":"Say [[[[[ and \\\\\\"{{{{"}],"x_extra":${nested(250)}}`;
+    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+    expect(res.status).toBe(200);
+  });
+});

@@ -67,6 +67,7 @@ const CASES: Case[] = [
   // two billion array slots, in one turn.
   { name: 'a choice index of 2^31 − 1, no usage (stream)', behavior: { extraChoiceIndex: 2 ** 31 - 1, usage: false }, stream: true, ok: true },
   // A frame is refused at 16 MiB, not held and searched again at every read until the upstream timeout.
+  { name: 'a frame nested 200,000 deep (stream)', behavior: { deepFrame: 200_000 }, stream: true, event: 'upstream_invalid_response' },
   { name: 'a frame that never ends (stream)', behavior: { endlessFrameChars: 17 * 1024 * 1024 }, stream: true, event: 'upstream_invalid_response' },
   { name: 'an answer past 32 MiB', behavior: { rawJson: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(33 * 1024 * 1024) }, finish_reason: 'stop' }] } }, stream: false, code: 'upstream_invalid_response' },
 ];

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { turns } from '../turns.js';
 import { ApiError } from './errors.js';
 import { bodyErrors } from './body-errors.js';
@@ -167,6 +168,9 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
 /** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
 function parseJson(buffer: Buffer): unknown {
   if (buffer.length === 0) return {};
+  if (nestsDeeperThan(buffer)) {
+    throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
   const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
   try {
     return JSON.parse(buffer.toString('utf8', start)) as unknown;

@@ -11,6 +11,7 @@ import {
   type Usage,
 } from '@svc/protocol';
 import { request } from '../http/undici-dispatchers.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { SseLimitError, SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { TokenLimits } from './token-limit.js';
@@ -466,6 +467,10 @@ class ChunkReader {
       this.started.add(0);
       return text;
     }
+    // Nesting deeper than MAX_JSON_DEPTH takes at least twice as many characters.
+    if (data.length > 2 * MAX_JSON_DEPTH && nestsDeeperThan(data)) {
+      throw new UpstreamError('upstream_invalid_response', `Upstream sent a stream frame nested more than ${MAX_JSON_DEPTH} levels deep.`);
+    }
     const json = tryJson(data);
     if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
     const error = embeddedError(json);
@@ -519,6 +524,7 @@ function discard(body: Dispatcher.ResponseData['body']): void {
 function ignore(): void {}
 
 function parseCompletion(text: string, redact: (text: string) => string): UpstreamCompletion {
+  if (nestsDeeperThan(text)) throw invalid(`the body nests more than ${MAX_JSON_DEPTH} levels deep`);
   const json = tryJson(text);
   if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream answered with a body that is not JSON.', { upstreamStatus: 200 });
   if (!isRecord(json) || !Array.isArray(json.choices)) {

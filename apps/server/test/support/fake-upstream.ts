@@ -32,6 +32,8 @@ export interface FakeUpstreamBehavior {
   extraChoiceIndex?: number;
   /** After the first frames, one frame of this many characters of text that never ends (no line break), then the end. */
   endlessFrameChars?: number;
+  /** After the first frames, one frame whose delta holds arrays nested this deep. */
+  deepFrame?: number;
   /** finish_reason of a text answer. Default "stop". */
   finishReason?: string;
   /** Respond with this non-2xx status and an OpenAI error body. */
@@ -371,6 +373,9 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       if (current.truncated && i === contentFrameCount) {
         res.end();
         return;
+      }
+      if (current.deepFrame !== undefined && i === 2) {
+        await write(`data: {"choices":[{"index":0,"delta":{"content":"a","x":${'['.repeat(current.deepFrame)}${']'.repeat(current.deepFrame)}}}]}${eol}${eol}`);
       }
       if (current.endlessFrameChars !== undefined && i === 2) {
         const piece = 'x'.repeat(64 * 1024);
