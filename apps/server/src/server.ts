@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { answerClientError } from './http/client-error.js';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -141,7 +142,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: webhooks.actions }),
   });
 
-  const server = createServer(listener);
+  // Node checks the header and request timeouts below every connectionsCheckingInterval (30 s by default, so a
+  // 30 s header timeout fired after up to 60 s); every 5 s it fires within 5 s of its time.
+  const server = createServer({ connectionsCheckingInterval: 5_000 }, listener);
+  server.on('clientError', answerClientError);
   server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from 'node:net';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
 /**
@@ -122,5 +123,32 @@ describe('JSON nested deeper than 256 levels', () => {
     const body = `{"model":"svc01","messages":[{"role":"user","content":"Say [[[[[ and \\\\\\"{{{{"}],"x_extra":${nested(250)}}`;
     const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
     expect(res.status).toBe(200);
+  });
+});
+
+describe("requests Node's HTTP parser refuses", () => {
+  /** Sends `raw` on a new connection; the whole answer once the server closes it. */
+  const rawExchange = (raw: string) =>
+    new Promise<string>((resolve, reject) => {
+      const url = new URL(server.url);
+      const socket = connect({ host: url.hostname, port: Number(url.port) }, () => socket.end(raw));
+      let answer = '';
+      socket.setEncoding('utf8').on('data', (d: string) => (answer += d)).on('close', () => resolve(answer)).on('error', reject);
+    });
+  const parse = (answer: string) => {
+    const [head, body] = answer.split('\r\n\r\n');
+    return { status: Number(head!.split(' ')[1]), contentType: /content-type: ([^\r]+)/i.exec(head!)?.[1], body: JSON.parse(body!) as { error: Record<string, unknown> } };
+  };
+
+  it.each([
+    ['headers over 16 KiB', `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'k'.repeat(100_000)}\r\n\r\n`, 431, 'request_too_large'],
+    ['a request line that is not HTTP', 'HELLO THERE\r\n\r\n', 400, 'invalid_request'],
+    ['Content-Length and Transfer-Encoding together', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'invalid_request'],
+    ['a negative Content-Length', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n', 400, 'invalid_request'],
+  ])('%s: %i in the OpenAI error shape', async (_what, raw, status, code) => {
+    const answer = parse(await rawExchange(raw));
+    expect(answer.status).toBe(status);
+    expect(answer.contentType).toBe('application/json');
+    expect(answer.body.error).toMatchObject({ type: 'invalid_request_error', param: null, code, message: expect.any(String) });
   });
 });
