@@ -14,6 +14,7 @@ import { createAuthenticator } from './auth/bearer-auth.js';
 import { createRateLimit } from './rate-limit/apply-rate-limit.js';
 import { ApiError } from './http/errors.js';
 import { hostCheck } from './http/host-check.js';
+import { BodyBudget } from './http/json-body.js';
 import { InFlightLimit } from './http/in-flight.js';
 import { chatCompletions, isChatRequest } from './chat/chat-completions.js';
 import { responsesRouter } from './responses/routes.js';
@@ -62,7 +63,11 @@ export function createRequestListener(deps: AppDeps): RequestListener {
     }),
     applyLimit: createRateLimit({ limiter: deps.rateLimiter, defaultRpm: deps.config.rateLimitRpm }),
   });
-  const chatDeps = { ...deps, inFlight: deps.inFlight ?? new InFlightLimit(deps.config.maxInFlight) };
+  const chatDeps = {
+    ...deps,
+    inFlight: deps.inFlight ?? new InFlightLimit(deps.config.maxInFlight),
+    bodyBudget: new BodyBudget(deps.config.maxBodyBytesInFlight),
+  };
   const chat = chatCompletions(chatDeps);
   const responses = responsesRouter({ ...chatDeps, responses: deps.store.responses });
   const routes = expressRoute(expressApp(deps, pipeline, chat, responses));

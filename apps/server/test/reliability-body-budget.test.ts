@@ -57,9 +57,11 @@ describe('request-body bytes in flight', () => {
   it('past SVC_MAX_BODY_BYTES_IN_FLIGHT a new body gets 429 with retry-after at once; the bytes come back when the holders go', async () => {
     server = await startTestServer({ env: { SVC_MAX_BODY_BYTES_IN_FLIGHT: '20MiB', SVC_RATE_LIMIT_RPM: '100000' } });
     const { token } = await server.createKey();
-    // Two uploads declare 9 MiB each and stall after 1 MiB: 18 of the 20 MiB are held.
-    await unfinishedUpload(server.url, token, 9 * MiB, MiB);
-    await unfinishedUpload(server.url, token, 9 * MiB, MiB);
+    const holders = [(await server.createKey()).token, (await server.createKey()).token];
+    // Two uploads (of two other keys: one key holds a quarter at most, below) declare 9 MiB each and stall after
+    // 1 MiB: 18 of the 20 MiB are held.
+    await unfinishedUpload(server.url, holders[0]!, 9 * MiB, MiB);
+    await unfinishedUpload(server.url, holders[1]!, 9 * MiB, MiB);
     const refused = await until(async () => {
       const res = await postSized(server!.url, token, 3 * MiB);
       return res.status === 429 ? res : undefined;
@@ -75,5 +77,30 @@ describe('request-body bytes in flight', () => {
     for (const socket of sockets.splice(0)) socket.destroy();
     await until(async () => (await postSized(server!.url, token, 9 * MiB)).status === 200, 10_000, 'a 9 MiB body served');
     expect(server.logs.filter((line) => JSON.parse(line).level >= 50)).toEqual([]);
+  });
+
+  it('one key holds a quarter of them at most (one largest body when that is more): its uploads cannot hold the other keys out', async () => {
+    server = await startTestServer({ env: { SVC_MAX_BODY_BYTES_IN_FLIGHT: '40MiB', SVC_RATE_LIMIT_RPM: '100000' } });
+    const hog = (await server.createKey()).token;
+    const other = (await server.createKey()).token;
+    // A quarter of 40 MiB is the 10 MiB of one largest body: the hog's 9 MiB that never come hold most of it.
+    await unfinishedUpload(server.url, hog, 9 * MiB, MiB);
+    const refused = await until(async () => {
+      const res = await postSized(server!.url, hog, 3 * MiB);
+      return res.status === 429 ? res : undefined;
+    }, 10_000, "the hog's next body refused");
+    expect(refused.retryAfter).toBe('1');
+    expect(refused.json.error).toMatchObject({ message: expect.stringContaining('This API key is sending too many request bodies'), code: 'rate_limit_exceeded' });
+    // Chat completions and the Responses API share the budget: the hog's share is as full there.
+    const input = 'Tell me about it. '.repeat((3 * MiB) / 18);
+    const responses = await fetch(`${server.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${hog}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', input, svc: { dehallucinate: false } }),
+    });
+    expect(responses.status).toBe(429);
+    // The server has 31 MiB left: another key's bodies are served.
+    expect((await postSized(server.url, other, 9 * MiB)).status).toBe(200);
+    expect((await postSized(server.url, hog, MiB)).status).toBe(200);
   });
 });

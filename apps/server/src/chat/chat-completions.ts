@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { ChatCompletion, ChatCompletionRequest } from '@svc/protocol';
-import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
+import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import type { ChunkStream } from '../upstream/upstream.js';
@@ -26,12 +26,11 @@ type Answer =
  * http.createServer((req, res) => pipeline.runWithKey(pipeline.open(req, res), chat));
  */
 export function chatCompletions(deps: ChatDeps): KeyedRoute {
-  const bodyBudget = new BodyBudget(deps.config.maxBodyBytesInFlight);
   return async (exchange, key) => {
     const ctx = chatContext(deps, exchange, key);
     // Before the body is read: a refused request costs no memory and is answered at once.
     deps.inFlight.admit(exchange.res);
-    const answer = await prepare(ctx, bodyBudget);
+    const answer = await prepare(ctx);
     if (answer.chunks) await relayStream(ctx, answer.request, answer.chunks);
     else await sendCompletion(ctx, answer.request, answer.completion);
   };
@@ -50,10 +49,10 @@ const CHAT_PATH = '/v1/chat/completions';
  * was read is recorded (audited with the body as received) before the pipeline answers it. The body stays in
  * this function's scope, so it is not kept alive while a stream is relayed.
  */
-async function prepare(ctx: ChatContext, bodyBudget: BodyBudget): Promise<Answer> {
+async function prepare(ctx: ChatContext): Promise<Answer> {
   const { deps, exchange } = ctx;
   // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
-  const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, bodyBudget)) as Record<string, unknown> | undefined;
+  const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, deps.bodyBudget, ctx.key.id)) as Record<string, unknown> | undefined;
   try {
     const turn = turns();
     const request = parseChatRequest(raw);

@@ -1,4 +1,5 @@
 import type { Usage } from '@svc/protocol';
+import type { BodyBudget } from '../http/json-body.js';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { InFlightLimit } from '../http/in-flight.js';
@@ -17,6 +18,8 @@ export interface ChatDeps {
   audit: AuditSink;
   /** The chat requests in flight and their maximum (SVC_MAX_IN_FLIGHT). */
   inFlight: InFlightLimit;
+  /** The request-body bytes being read, over chat completions and the Responses API (SVC_MAX_BODY_BYTES_IN_FLIGHT). */
+  bodyBudget: BodyBudget;
   logger: Logger;
   clock: () => number;
   /** Time to first token. */

@@ -10,10 +10,14 @@ import { bodyErrors } from './body-errors.js';
 /** The chat route's body limit (design §4 `request_too_large`). */
 export const JSON_BODY_LIMIT = MAX_BODY_BYTES;
 
-const overloaded = () =>
-  new ApiError('rate_limit_exceeded', 'The server is receiving too many request bodies at once. Please retry in a moment.', {
-    headers: { 'retry-after': '1' },
-  });
+const overloaded = (mine: boolean) =>
+  new ApiError(
+    'rate_limit_exceeded',
+    mine
+      ? 'This API key is sending too many request bodies at once (a quarter of what the server reads at once). Please retry in a moment.'
+      : 'The server is receiving too many request bodies at once. Please retry in a moment.',
+    { headers: { 'retry-after': '1' } },
+  );
 
 /**
  * The request-body bytes held by one process, over all requests being read (SVC_MAX_BODY_BYTES_IN_FLIGHT):
@@ -23,27 +27,43 @@ const overloaded = () =>
  *
  * @example
  * const budget = new BodyBudget(256 * 1024 * 1024);
- * const body = await readJsonBody(req, JSON_BODY_LIMIT, budget);
+ * const body = await readJsonBody(req, JSON_BODY_LIMIT, budget, key.id);
  */
 export class BodyBudget {
   private held = 0;
+  private readonly byOwner = new Map<string, number>();
 
-  constructor(readonly max: number) {}
+  /**
+   * @param max bytes held at once over all bodies
+   * @param maxPerOwner bytes one owner (an API key) may hold at once: a quarter of `max`, and at least one body
+   *   of the largest size, so that one key declaring bodies it never sends cannot hold every other key's out
+   */
+  constructor(
+    readonly max: number,
+    readonly maxPerOwner = Math.max(Math.floor(max / 4), Math.min(max, MAX_BODY_BYTES)),
+  ) {}
 
   /** Bytes held now (for tests and metrics). */
   get inFlight(): number {
     return this.held;
   }
 
-  /** Takes `bytes` if they fit; false (nothing taken) if not. */
-  take(bytes: number): boolean {
-    if (this.held + bytes > this.max) return false;
+  /** Takes `bytes` for `owner` if they fit; 'server' or 'owner' (nothing taken) when the server's or the owner's share is full. */
+  take(bytes: number, owner?: string): true | 'server' | 'owner' {
+    const mine = owner === undefined ? 0 : (this.byOwner.get(owner) ?? 0);
+    if (owner !== undefined && mine + bytes > this.maxPerOwner) return 'owner';
+    if (this.held + bytes > this.max) return 'server';
     this.held += bytes;
+    if (owner !== undefined) this.byOwner.set(owner, mine + bytes);
     return true;
   }
 
-  give(bytes: number): void {
+  give(bytes: number, owner?: string): void {
     this.held = Math.max(0, this.held - bytes);
+    if (owner === undefined) return;
+    const left = (this.byOwner.get(owner) ?? 0) - bytes;
+    if (left > 0) this.byOwner.set(owner, left);
+    else this.byOwner.delete(owner);
   }
 }
 
@@ -51,18 +71,22 @@ export class BodyBudget {
 class Hold {
   private held = 0;
 
-  constructor(private readonly budget: BodyBudget | undefined) {}
+  constructor(
+    private readonly budget: BodyBudget | undefined,
+    private readonly owner: string | undefined,
+  ) {}
 
-  /** Holds at least `bytes` in all; false when the budget has no room. */
-  atLeast(bytes: number): boolean {
-    if (!this.budget || bytes <= this.held) return true;
-    if (!this.budget.take(bytes - this.held)) return false;
+  /** Holds at least `bytes` in all; else (nothing more held) the error to answer with. */
+  atLeast(bytes: number): ApiError | undefined {
+    if (!this.budget || bytes <= this.held) return undefined;
+    const taken = this.budget.take(bytes - this.held, this.owner);
+    if (taken !== true) return overloaded(taken === 'owner');
     this.held = bytes;
-    return true;
+    return undefined;
   }
 
   release(): void {
-    this.budget?.give(this.held);
+    this.budget?.give(this.held, this.owner);
     this.held = 0;
   }
 }
@@ -84,7 +108,7 @@ const DECODERS: Record<string, () => Transform> = {
  * @example
  * const body = await readJsonBody(req);
  */
-export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budget?: BodyBudget): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budget?: BodyBudget, owner?: string): Promise<unknown> {
   const headers = req.headers;
   const length = headers['content-length'];
   // type-is' hasBody: a transfer-encoding, or any numeric content-length (0 included).
@@ -95,10 +119,11 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
   const charset = charsetOf(headers['content-type']);
   if (charset !== undefined && !charset.startsWith('utf-')) return refuse(req, bodyErrors.notUtf8());
   const encoding = (headers['content-encoding'] ?? 'identity').toLowerCase();
-  const hold = new Hold(budget);
+  const hold = new Hold(budget, owner);
   if (encoding === 'identity') {
     if (length !== undefined && Number(length) > limit) return refuse(req, bodyErrors.tooLarge(limit));
-    if (length !== undefined && !hold.atLeast(Number(length))) return refuse(req, overloaded());
+    const full = length === undefined ? undefined : hold.atLeast(Number(length));
+    if (full) return refuse(req, full);
     return collect(req, limit, hold);
   }
   const decoder = DECODERS[encoding];
@@ -135,7 +160,8 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) return fail(bodyErrors.tooLarge(limit));
-      if (!hold.atLeast(size)) return fail(overloaded());
+      const full = hold.atLeast(size);
+      if (full) return fail(full);
       parts.push(chunk);
     };
     stream.on('data', onData);

@@ -7,7 +7,7 @@ import {
 } from '@svc/protocol';
 import { pooledRandom } from '../crypto/random-pool.js';
 import { ApiError } from '../http/errors.js';
-import { BodyBudget, JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
+import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore } from '../storage/responses-store.js';
@@ -35,11 +35,10 @@ export function newId(prefix: string): string {
  * stored unless `store: false`, as a response object or as the Responses API's stream of events.
  */
 export function createResponse(deps: ResponsesDeps): KeyedRoute {
-  const bodyBudget = new BodyBudget(deps.config.maxBodyBytesInFlight);
   return async (exchange, key) => {
     const ctx = chatContext(deps, exchange, key);
     deps.inFlight.admit(exchange.res);
-    const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, bodyBudget)) as Record<string, unknown> | undefined;
+    const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, deps.bodyBudget, key.id)) as Record<string, unknown> | undefined;
     let chat: ChatCompletionRequest | undefined;
     try {
       // One clock for the request's passes over its input (validate, read the history, translate, number,
