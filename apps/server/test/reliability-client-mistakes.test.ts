@@ -152,3 +152,19 @@ describe("requests Node's HTTP parser refuses", () => {
     expect(answer.body.error).toMatchObject({ type: 'invalid_request_error', param: null, code, message: expect.any(String) });
   });
 });
+
+describe('metadata past 16 pairs', () => {
+  it.each([
+    ['/v1/chat/completions', { model: 'svc01', messages: [{ role: 'user', content: 'Hi' }], store: true }],
+    ['/v1/responses', { model: 'svc01', input: 'Hi' }],
+  ])('%s: 17 pairs, or 100,000, are a 400 naming metadata; 16 are served', async (path, base) => {
+    const pairs = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, `v${i}`]));
+    for (const n of [17, 100_000]) {
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...base, metadata: pairs(n) }) });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: 'metadata', message: expect.stringContaining('16 key-value pairs') });
+    }
+    const ok = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ ...base, metadata: pairs(16) }) });
+    expect(ok.status).toBe(200);
+  });
+});

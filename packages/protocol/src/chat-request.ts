@@ -1,5 +1,13 @@
 import { z } from 'zod';
 
+/** Key–value pairs `metadata` may have (OpenAI's rule, with keys up to 64 characters and values up to 512). */
+export const MAX_METADATA_PAIRS = 16;
+
+/** `metadata`: at most MAX_METADATA_PAIRS key–value pairs, keys up to 64 characters, values up to 512. */
+export const MetadataSchema = z
+  .record(z.string().max(64), z.string().max(512))
+  .refine((v) => Object.keys(v).length <= MAX_METADATA_PAIRS, { message: `metadata may have at most ${MAX_METADATA_PAIRS} key-value pairs` });
+
 /** The only public model name; it maps onto the configured upstream model. */
 export const SVC_MODEL = 'svc01';
 
@@ -126,7 +134,7 @@ export const ChatCompletionRequestSchema = z.looseObject({
   parallel_tool_calls: z.boolean().optional(),
   response_format: ResponseFormatSchema.optional(),
   reasoning_effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullable().optional(),
-  metadata: z.record(z.string(), z.string()).nullable().optional(),
+  metadata: MetadataSchema.nullable().optional(),
   store: z.boolean().nullable().optional(),
   service_tier: z.string().nullable().optional(),
   modalities: z.array(z.string()).nullable().optional(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonSchemaObject, SvcRequestConfigSchema } from './chat-request.js';
+import { JsonSchemaObject, MetadataSchema, SvcRequestConfigSchema } from './chat-request.js';
 import { SvcResultSchema } from './chat-response.js';
 
 // The OpenAI Responses API (`POST /v1/responses`), the subset svc serves over an upstream's chat completions.
@@ -109,7 +109,7 @@ export const ResponseCreateRequestSchema = z.looseObject({
     .looseObject({ effort: z.enum(['none', 'minimal', 'low', 'medium', 'high', 'xhigh']).nullable().optional() })
     .nullable()
     .optional(),
-  metadata: z.record(z.string().max(64), z.string().max(512)).nullable().optional(),
+  metadata: MetadataSchema.nullable().optional(),
   store: z.boolean().nullable().optional(),
   previous_response_id: z.string().nullable().optional(),
   stream: z.boolean().nullable().optional(),
