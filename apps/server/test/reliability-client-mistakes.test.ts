@@ -141,7 +141,7 @@ describe("requests Node's HTTP parser refuses", () => {
   };
 
   it.each([
-    ['headers over 16 KiB', `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'k'.repeat(100_000)}\r\n\r\n`, 431, 'request_too_large'],
+    ['headers over 16 KiB', `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'k'.repeat(100_000)}\r\n\r\n`, 431, 'invalid_request'],
     ['a request line that is not HTTP', 'HELLO THERE\r\n\r\n', 400, 'invalid_request'],
     ['Content-Length and Transfer-Encoding together', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'invalid_request'],
     ['a negative Content-Length', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n', 400, 'invalid_request'],

@@ -2,11 +2,14 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /** What Node's HTTP parser refuses before there is a request: the status, the error code and the message. */
-function answerFor(code: string | undefined): [status: number, code: string, message: string] {
-  if (code === 'HPE_HEADER_OVERFLOW') return [431, 'request_too_large', "The request's headers are larger than 16 KiB."];
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'request_timeout', 'The request was not received in time (headers within 30 s, the whole request within 120 s).'];
-  return [400, 'invalid_request', `The request is not valid HTTP/1.1 (${code ?? 'unreadable'}).`];
+function answerFor(code: string | undefined): [status: number, message: string] {
+  if (code === 'HPE_HEADER_OVERFLOW') return [431, "The request's headers are larger than the server reads."];
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'The request was not received in time.'];
+  return [400, `The request is not valid HTTP/1.1 (${code ?? 'unreadable'}).`];
 }
+
+/** How long the answer may take to leave before the connection is cut anyway (a peer that does not read). */
+const FLUSH_MS = 1_000;
 
 /**
  * The server's 'clientError' listener: a request Node's parser refuses (headers over 16 KiB, a malformed
@@ -20,9 +23,17 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
     socket.destroy();
     return;
   }
-  const [status, code, message] = answerFor(error.code);
-  const body = JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code } });
+  const [status, message] = answerFor(error.code);
+  const body = JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code: 'invalid_request' } });
+  // The server keeps connections half-open: `end` alone sends our FIN and leaves the peer's side, with the
+  // request it never finished, open for good. Node's own answer destroys the socket; so does this one, once
+  // the answer is out (or after FLUSH_MS).
+  const cut = setTimeout(() => socket.destroy(), FLUSH_MS).unref();
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => {
+      clearTimeout(cut);
+      socket.destroy();
+    },
   );
 }
