@@ -26,7 +26,8 @@ export function turns(): () => boolean {
 
 /**
  * Yields to the event loop when `turn`'s time is used up: between the phases of one job (parse, translate,
- * number, store, serialise), so a large request takes as many turns as its work needs and a small one none.
+ * number, store, serialise), so a large request takes as many turns as its work needs. A pass that waited
+ * on I/O counts the wait too, so a small request may yield once after it: a setImmediate, cheap.
  *
  * @example
  * const turn = turns(); validate(body); await pace(turn); translate(body); await pace(turn);

@@ -108,7 +108,7 @@ describe('JSON nested deeper than 256 levels', () => {
     ['in a field svc does not know', (d: number) => `{"model":"svc01","messages":[{"role":"user","content":"Hi"}],"x_extra":${nested(d)}}`, '/v1/chat/completions'],
     ['in a tool\'s parameters', (d: number) => `{"model":"svc01","messages":[{"role":"user","content":"Hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","x":${nested(d)}}}}]}`, '/v1/chat/completions'],
     ['in a Responses input', (d: number) => `{"model":"svc01","input":"Hi","metadata":{"k":"v"},"x_extra":${nested(d)}}`, '/v1/responses'],
-  ])('%s is a 400 naming the limit (it was a 500 from a stack overflow), at 10,000 and 1,000,000 levels', async (_where, body, path) => {
+  ])('%s is a 400 naming the limit, at 10,000 and 1,000,000 levels (deep enough to overflow the stack of a recursive step)', async (_where, body, path) => {
     for (const depth of [10_000, 1_000_000]) {
       const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body(depth) });
       expect(res.status).toBe(400);

@@ -63,8 +63,8 @@ const CASES: Case[] = [
   { name: 'never ends (stream)', behavior: { hangMidStream: true }, stream: true, event: 'upstream_timeout' },
   { name: 'slow trickle past the timeout', behavior: { answer: LONG_ANSWER, trickle: { intervalMs: 50 } }, stream: true, event: 'upstream_timeout' },
   { name: 'slow trickle within the timeout', behavior: { answer: 'one two three four five', trickle: { intervalMs: 50 } }, stream: true, ok: true },
-  // svc counts usage itself from every choice's text: a choice index of 2^31 − 1 once made that a walk over
-  // two billion array slots, in one turn.
+  // svc counts usage itself from every choice's text, kept by the upstream's choice index: 2^31 − 1 is one
+  // choice to count, not a two-billion-slot array to walk.
   { name: 'a choice index of 2^31 − 1, no usage (stream)', behavior: { extraChoiceIndex: 2 ** 31 - 1, usage: false }, stream: true, ok: true },
   // A frame is refused at 16 MiB, not held and searched again at every read until the upstream timeout.
   { name: 'a frame nested 200,000 deep (stream)', behavior: { deepFrame: 200_000 }, stream: true, event: 'upstream_invalid_response' },

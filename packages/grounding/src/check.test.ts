@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { splitClaims } from './claims.js';
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, MAX_ANSWER_CHARS, MAX_SOURCE_CHARS, type GroundingInput, type GroundingResult } from './index.js';
 
 // One row per signal: an input and what the check must say about it. `flagged` lists phrases that must be
@@ -170,6 +171,26 @@ describe('answers as chat models write them', () => {
     const r = checkGrounding({ sources: [TOWER], answer });
     expect(r.claims).toEqual([]);
     expect(r.grounded).toBe(true);
+  });
+
+  it.each([
+    ['a heading over a numbered list in lower case', '## Hekla\n1. erupted in 1791\n2. located in northern Norway'],
+    ['a list after a lead-in with a name', 'Key facts about Hekla\n1. erupted in 1791\n2. located in northern Norway'],
+    ['agreeing with a false premise', 'You are right that Hekla erupted in 1791.'],
+    ['a condition that is not an offer', 'If you have visited Hekla in 1791, the volcano erupted in 1845.'],
+    ['"See" pointing at a fact, not at a link', 'See the 1791 eruption of Hekla, which lasted nine months.'],
+    ['"sources" as a subject, not the context', 'Historical sources have no records of a second eruption in 1791.'],
+    ['"could not determine" said of others', 'Police sources could not determine whether 4,000 people died in 1791.'],
+  ])('%s is read as claims, and flagged', (_what, answer) => {
+    const r = checkGrounding({ sources: ['Mount Hekla erupted in 1783 and again in 1845. It is located in southern Iceland.'], answer });
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.length).toBeGreaterThan(0);
+  });
+
+  it('runs of white space are read in one pass: 400,000 spaces and tabs between two claims', () => {
+    // Quadratic in a run's length, this would take minutes (a look-behind over the indent once did).
+    const claims = splitClaims(`${TOWER}${' \t'.repeat(200_000)}${DESIGN}`);
+    expect(claims).toHaveLength(2);
   });
 
   it('what follows a clause break after chatter is still a claim, and checked', () => {

@@ -1,5 +1,5 @@
 import { CHATTER_WORDS, NEGATIONS } from './lexicon.js';
-import { readNumber, tokenize, type Token } from './tokenize.js';
+import { NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
 export type TermKind = 'word' | 'name' | 'number';
@@ -24,6 +24,8 @@ export interface Claim {
   terms: Term[];
   /** The claim's negation cues ("not", "never", "n't"), with offsets. */
   negations: Token[];
+  /** The stems its negations reach (`NegationScope`). */
+  negated: ReadonlySet<string>;
 }
 
 /**
@@ -65,6 +67,8 @@ const CONVERSATION_PREFIX = new RegExp(
       'to be honest',
       'honestly',
       'tl; ?dr',
+      "you(?:'re| are) (?:right|correct) (?:that|about)",
+      "(?:i'?m |i am )?(?:so |very )?sorry",
       'as far as i (?:know|can tell)',
       'if i (?:remember|understand) correctly',
       'it (?:seems|appears|looks like)(?: that)?',
@@ -99,11 +103,12 @@ const CHATTER_CLAUSE = new RegExp(
       '(?:best|kind|warm) regards',
       'goodbye',
       'bye',
-      "if you (?:have|need|want|would like|'d like)\\b",
+      "if you (?:have|need|want|would like|'d like) (?:any |more |further |other |additional )*(?:questions?|help|information|info|details|assistance|anything)",
       'is there anything else',
       "(?:my )?apolog(?:ies|ize|ise)",
       "(?:i'?m |i am )?(?:so |very )?sorry (?:for|about)",
-      "you(?:'re| are) (?:right|correct|welcome)",
+      // "You're right that …" goes on to say what: the prefix is stripped, what follows is a claim.
+      "you(?:'re| are) (?:right|correct|welcome)(?! (?:that|about)\\b)",
       'got it',
       'understood',
       'no worries',
@@ -115,7 +120,9 @@ const CHATTER_CLAUSE = new RegExp(
       'you want(?:ed)? to know',
       'as an ai\\b',
       'for more (?:details|information|info)\\b',
-      '(?:please )?(?:see|refer to|check out)\\b',
+      // Pointing at a link or the sources ("See the link below", "see [link]" with the link blanked), not at a fact.
+      "(?:please )?(?:see|refer to|check out|visit)(?: the)? (?:link|links|sources?|documentation|docs|references?|above|below|attached|for more)\\b",
+      '(?:please )?(?:see|visit)(?=\\s*[.!:]?\\s*$)',
       "i (?:do not|don'?t) have (?:personal|access|real-time|the ability|any way)",
     ].join('|') +
     ')(?=$|[^\\p{L}\\p{N}])',
@@ -126,9 +133,20 @@ const CHATTER_CLAUSE = new RegExp(
  * A sentence about what the sources do not hold ("The provided context does not mention the Mona Lisa", "I
  * couldn't find that in the documents") reports their absence: a refusal, not a claim about the world.
  */
-const ABSENCE_NOUN = /\b(?:context|documents?|sources?|passages?|excerpts?|snippets?|search results|(?:provided|given|above|supplied) (?:text|information|data|article|materials?))\b/iu;
-const ABSENCE_VERB =
-  /\b(?:(?:could|can|did|was|were)(?: ?not|n't)(?: be)?(?: able to)? (?:find|locate|see|determine)|cannot (?:find|locate|see|determine)|unable to (?:find|locate|determine)|(?:does|do|did)(?: not|n't) (?:mention|contain|say|provide|include|specify|state|discuss|cover|address|give|list|have)|no (?:mention|information|details?|data|records?)\b)/iu;
+const ABSENCE = new RegExp(
+  '^(?:' +
+    [
+      // "I couldn't find that in the documents", "I was unable to determine …"
+      "i (?:could ?n[o']t|can ?n[o']t|cannot|was ?n[o']t able to|was unable to|am unable to|did ?n[o']t) (?:find|locate|see|determine)\\b",
+      // "The provided context does not mention the Mona Lisa"
+      '(?:the|these|this) (?:provided |given |above |supplied |retrieved )?(?:context|documents?|passages?|excerpts?|snippets?|search results|text|information)' +
+        "(?: (?:provided|given|above))? (?:does|do|did)(?: not|n't) (?:mention|contain|say|provide|include|specify|state|discuss|cover|address|give|list|have)\\b",
+      // "There is no information about that in the context"
+      '(?:there (?:is|are|was) )?no (?:mention|information|details?|data|records?)\\b.*\\b(?:the|these|this) (?:provided |given |above )?(?:context|documents?|passages?|excerpts?|snippets?|search results)\\b',
+    ].join('|') +
+    ')',
+  'iu',
+);
 
 /**
  * What points at sources or lays out a list rather than asserting: citation markers ("[1]", "[^2]",
@@ -149,11 +167,16 @@ const CITATIONS = new RegExp(
   ].join('|'),
   'giu',
 );
-const LIST_NUMBERS = /(?<=^[ \t]*(?:[-*\u2022][ \t]+)?)(?:\d{1,2}[.)]|\d\ufe0f?\u20e3|[ivx]{1,5}[.)]|[IVX]{1,5}[.)]|[a-h][.)]|[Ss]tep \d{1,2}:)(?=[ \t])/gmu;
+// Anchored at a line's start with its indent captured (a look-behind over the indent would scan back over a
+// whole run of white space at every position of it).
+const LIST_NUMBERS = /^([ \t]*(?:[-*\u2022][ \t]+)?)(\d{1,2}[.)]|\d\ufe0f?\u20e3|[ivx]{1,5}[.)]|[IVX]{1,5}[.)]|[a-h][.)]|[Ss]tep \d{1,2}:)(?=[ \t])/gmu;
 
 function blankNotAsserted(answer: string): string {
-  const blank = (m: string) => ' '.repeat(m.length);
-  return answer.replace(CITATIONS, blank).replace(LIST_NUMBERS, blank);
+  // A list's number becomes a bullet, not blanks: a line break before white space and a lower-case word would
+  // read as a wrapped line, and the items would run together.
+  return answer
+    .replace(CITATIONS, (m) => ' '.repeat(m.length))
+    .replace(LIST_NUMBERS, (_m, indent: string, number: string) => `${indent}\u2022${' '.repeat(number.length - 1)}`);
 }
 
 /** Words that carry only conversation: a sentence left with nothing else ("if you need anything else") asserts nothing. */
@@ -251,12 +274,14 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   const start = tokens[first]!.start;
   const said = answer.slice(start, last.end);
   // "The provided context does not mention the Mona Lisa": a refusal reports what the sources lack.
-  if (ABSENCE_NOUN.test(said) && ABSENCE_VERB.test(said)) return undefined;
+  if (ABSENCE.test(readable(said))) return undefined;
   let end = last.end;
   // Include closing punctuation so the claim reads as a sentence.
   while (end < answer.length && /[.!?)"'\u201d\u2019\]]/.test(answer[end]!)) end++;
   const terms: Term[] = [];
   const negations: Token[] = [];
+  const negation = new NegationScope();
+  for (let k = first; k < to; k++) negation.read(tokens[k]!);
   for (let k = first; k < to; k++) {
     const t = tokens[k]!;
     const w = t.word;
@@ -289,7 +314,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   // A lead-in ("The main reasons are:", "Key points:") introduces what follows; one with a number or a name
   // ("The tower has three levels:") still says something checkable.
   if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word')) return undefined;
-  return { start, end, terms, negations };
+  return { start, end, terms, negations, negated: negation.scope };
 }
 
 /** Whether the line holding `at` is a markdown heading ("# …" to "###### …") or a table's header row. */

@@ -249,6 +249,30 @@ describe('copy is grounded, laid out as chat models write', () => {
   });
 });
 
+describe('a layout hides no claim', () => {
+  it('a sentence no source supports, laid out with copied ones as chat models write, is flagged', () => {
+    fc.assert(
+      fc.property(
+        copyCase,
+        fc.constantFrom(...LAYOUTS),
+        fc.nat(),
+        fc.shuffledSubarray(NONSENSE, { minLength: 3, maxLength: 3 }),
+        ({ copied, sources }, layout, at, words) => {
+          fc.pre(words.every((w) => !hasWord(sources, w.slice(0, 5))));
+          const made = `The ${words[0]} ${words[1]} ${words[2]}.`;
+          const sentences = [...copied];
+          sentences.splice(at % (sentences.length + 1), 0, made);
+          const answer = layout.lay(sentences);
+          const r = checkGrounding({ sources, answer });
+          expect(r.grounded, `${layout.name}: ${JSON.stringify(r.claims.map((c) => [c.text, c.score]))}`).toBe(false);
+          expect(r.flaggedSpans.some((span) => words.some((w) => span.text.includes(w)))).toBe(true);
+        },
+      ),
+      runs(300),
+    );
+  });
+});
+
 describe('monotone', () => {
   const nonsense = (sources: readonly string[]) =>
     fc

@@ -1,4 +1,4 @@
-import { isWhiteSpace, readNumber, tokenize, type Token } from './tokenize.js';
+import { isWhiteSpace, NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -34,18 +34,11 @@ export interface SourceIndex {
   empty: boolean;
 }
 
-/**
- * What a sentence with a negation negates: the content stems a negation reaches ("not approved", "No
- * injuries": the first content word within NEGATION_REACH words after it), and the stems it states plainly
- * elsewhere ("No injuries were reported, and the fire was contained": contained).
- */
+/** What a sentence with a negation negates, and what it states plainly (see `NegationScope`). */
 export interface NegatedSentence {
   scope: ReadonlySet<string>;
   plain: ReadonlySet<string>;
 }
-
-/** Function words a negation reaches across to the word it negates ("is not the closest": one). */
-export const NEGATION_REACH = 3;
 
 /** A sentence of the sources: `sources[source].slice(start, end)`. */
 export interface SentenceSpan {
@@ -166,11 +159,7 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
 /** Reads a text's tokens in order and keeps, for each sentence with a negation, what it negates. */
 class NegationReader {
   private sid = -1;
-  private negated = false;
-  private scope = new Set<string>();
-  private plain = new Set<string>();
-  /** Function words the last negation may still reach across; -1 when none is pending. */
-  private reach = -1;
+  private sentence = new NegationScope();
 
   constructor(private readonly into: Map<number, NegatedSentence>) {}
 
@@ -179,22 +168,12 @@ class NegationReader {
       this.end();
       this.sid = sid;
     }
-    const w = t.word;
-    if (w.negation) {
-      this.negated = true;
-      this.reach = NEGATION_REACH;
-    } else if (w.content) {
-      (this.reach >= 0 ? this.scope : this.plain).add(w.stem);
-      this.reach = -1;
-    } else if (this.reach >= 0) this.reach--;
+    this.sentence.read(t);
   }
 
   end(): void {
-    if (this.negated) this.into.set(this.sid, { scope: this.scope, plain: this.plain });
-    this.negated = false;
-    this.scope = new Set();
-    this.plain = new Set();
-    this.reach = -1;
+    if (this.sentence.negated) this.into.set(this.sid, { scope: this.sentence.scope, plain: this.sentence.plain });
+    this.sentence = new NegationScope();
   }
 }
 
@@ -244,7 +223,8 @@ export function hasNumber(index: SourceIndex, v: number): boolean {
   for (const n of [list[lo - 1], list[lo], list[lo + 1]]) {
     if (n === undefined || significantDigits(n) <= digits) continue;
     const r = n / scale;
-    if (Math.abs(Math.round(r) - units) < 1e-6 || Math.abs(Math.trunc(r) - units) < 1e-6) return true;
+    // Cut off rather than rounded only when two digits or more are written: "1 million" is no cut of 1,999,999.
+    if (Math.abs(Math.round(r) - units) < 1e-6 || (digits >= 2 && Math.abs(Math.trunc(r) - units) < 1e-6)) return true;
   }
   return false;
 }

@@ -147,7 +147,7 @@ export class PassageSearch {
 
   find(index: SourceIndex, claim: Claim): Passage | undefined {
     const keys = claim.terms.map(termKeys);
-    const negated = negatedStems(claim);
+    const negated = claim.negated;
     const key = `${claim.negations.length > 0 ? `!${[...negated].join(',')}!` : ''}${keys.map((k) => k.join('|')).join(' ')}`;
     if (this.seen.has(key)) return this.seen.get(key);
     let passage: Passage | undefined;
@@ -159,19 +159,6 @@ export class PassageSearch {
     this.seen.set(key, passage);
     return passage;
   }
-}
-
-/** Characters between a claim's negation and the word it negates, at most ("was not, in the end, contained"). */
-const NEGATED_WORD_REACH = 30;
-
-/** The stems a claim's negations negate: the first word or name after each, within NEGATED_WORD_REACH characters. */
-function negatedStems(claim: Claim): Set<string> {
-  const out = new Set<string>();
-  for (const n of claim.negations) {
-    const t = claim.terms.find((term) => term.start >= n.end);
-    if (t && t.kind !== 'number' && t.start - n.end <= NEGATED_WORD_REACH) out.add(t.token.word.stem);
-  }
-  return out;
 }
 
 /**

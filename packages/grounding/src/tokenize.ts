@@ -286,7 +286,10 @@ function wrappedLine(text: string, from: number, to: number): boolean {
     if (ch === 10) breaks++;
     else if (!(ch === 32 || ch === 9 || ch === 13 || ch === 44)) return false;
   }
-  return breaks === 1;
+  if (breaks !== 1) return false;
+  // A heading's line ends with it ("## Hekla" then a list).
+  const lineStart = text.lastIndexOf('\n', from - 1) + 1;
+  return !/^[ \t]{0,3}#/.test(text.slice(lineStart, lineStart + 4));
 }
 
 // Words after which a full stop rarely ends a sentence ("Dr. Smith", "the U.S. market", "1 tsp. salt").
@@ -349,4 +352,32 @@ export function readNumber(tokens: readonly Token[], i: number): { values: numbe
     }
   }
   return { values, next };
+}
+
+/** Function words a negation reaches across to the word it negates ("is not the closest": one). */
+export const NEGATION_REACH = 3;
+
+/**
+ * What the negations of one sentence (of a source, or of a claim) reach: the first content word within
+ * NEGATION_REACH other words after each ("not approved", "No injuries"), and the content words stated plainly
+ * elsewhere in it ("No injuries were reported, and the fire was contained": contained). The source index and
+ * the claims read negation the same way, so a copied sentence agrees with itself.
+ */
+export class NegationScope {
+  negated = false;
+  readonly scope = new Set<string>();
+  readonly plain = new Set<string>();
+  /** Words the last negation may still reach across; -1 when none is pending. */
+  private reach = -1;
+
+  read(t: Token): void {
+    const w = t.word;
+    if (w.negation) {
+      this.negated = true;
+      this.reach = NEGATION_REACH;
+    } else if (w.content) {
+      (this.reach >= 0 ? this.scope : this.plain).add(w.stem);
+      this.reach = -1;
+    } else if (this.reach >= 0) this.reach--;
+  }
 }

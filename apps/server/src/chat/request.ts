@@ -79,7 +79,7 @@ export function parseRequestBody<T>(schema: z.ZodType<T>, body: unknown): T {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new ApiError('invalid_type', `The request body must be a JSON object, but got ${describe(body)}.`);
   }
-  // Counted before the schema checks each pair: 100,000 of them were 100,000 checks in one turn.
+  // Counted before the schema checks each pair, so that 100,000 pairs are one refusal, not 100,000 checks in one turn.
   const metadata = (body as { metadata?: unknown }).metadata;
   if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) && Object.keys(metadata).length > MAX_METADATA_PAIRS) {
     throw new ApiError('invalid_value', `Invalid 'metadata': metadata may have at most ${MAX_METADATA_PAIRS} key-value pairs.`, { param: 'metadata' });

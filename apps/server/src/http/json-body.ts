@@ -14,7 +14,7 @@ const overloaded = (mine: boolean) =>
   new ApiError(
     'rate_limit_exceeded',
     mine
-      ? 'This API key is sending too many request bodies at once (a quarter of what the server reads at once). Please retry in a moment.'
+      ? 'This API key is sending too many request bodies at once (its share of what the server reads at once is full). Please retry in a moment.'
       : 'The server is receiving too many request bodies at once. Please retry in a moment.',
     { headers: { 'retry-after': '1' } },
   );

@@ -45,6 +45,8 @@ export class SseParser {
 
   /** Throws `SseLimitError` when a line or an event grows past `maxEventChars`. */
   push(text: string): SseEvent[] {
+    // An empty read says nothing, not even that a `\n` did not follow a pending `\r`.
+    if (text === '') return [];
     if (this.pendingCr && text.startsWith('\n')) text = text.slice(1);
     this.pendingCr = false;
     // A piece without a line break only lengthens the line: it is set aside, not appended and searched, so a

@@ -11,6 +11,7 @@ describe('nestsDeeperThan', () => {
     [`{"text":"ends in a backslash \\\\","deep":${'['.repeat(300)}${']'.repeat(300)}}`, true],
     ['[1,2,[3,[4]]]', false],
     ['{"unterminated": "[[[[', false],
+    [`{"text":"é€😀 [[[ \\"","deep":${'['.repeat(300)}${']'.repeat(300)}}`, true],
   ])('%#: %s → %s', (json, deeper) => {
     expect(nestsDeeperThan(json)).toBe(deeper);
     expect(nestsDeeperThan(Buffer.from(json))).toBe(deeper);

@@ -37,9 +37,12 @@ describe('SseParser', () => {
     }).toThrow(/longer than 1000 characters/);
   });
 
-  it('the default limit is 16 MiB', () => {
-    expect(MAX_EVENT_CHARS).toBe(16 * 1024 * 1024);
-    const parser = new SseParser();
-    expect(parser.push(`data: ${'x'.repeat(MAX_EVENT_CHARS - 10)}\n\n`)).toHaveLength(1);
+  it('by default an event of 16 MiB less a little is read, and a line one character past 16 MiB refused', () => {
+    expect(new SseParser().push(`data: ${'x'.repeat(MAX_EVENT_CHARS - 10)}\n\n`)).toHaveLength(1);
+    expect(() => new SseParser().push('x'.repeat(16 * 1024 * 1024 + 1))).toThrow(SseLimitError);
+  });
+
+  it('an empty read between a CR and its LF changes nothing', () => {
+    expect(events(new SseParser(), ['data: a\r', '', '\ndata: b\n\n'])).toEqual([{ event: 'message', data: 'a\nb' }]);
   });
 });
