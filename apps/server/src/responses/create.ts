@@ -50,7 +50,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       await pace(turn);
       const history = await conversation(deps, key.id, request.previous_response_id);
       await pace(turn);
-      chat = toChatRequest(request, history.items);
+      chat = await toChatRequest(request, history.items, turn);
       await pace(turn);
       const base: ResponseBase = { id: newId('resp'), createdAt: Math.floor(exchange.startedAt / 1000), request };
       const input = await withIds(inputItems(request), turn);

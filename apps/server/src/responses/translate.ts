@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import {
   DEFAULT_MAX_TOKENS,
   DEFAULT_TEMPERATURE,
@@ -15,6 +16,7 @@ import {
   type Usage,
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
+import { turns } from '../turns.js';
 
 // The Responses API is served over chat completions: a request becomes a chat request (its items become
 // messages), and the chat answer becomes a response object. Both directions are pure functions, so the
@@ -32,14 +34,18 @@ export function inputItems(request: ResponseCreateRequest): ResponseInputItem[] 
  * (its input items and output, oldest first); `instructions` are not carried over from it, as in OpenAI's API.
  *
  * @example
- * toChatRequest({ model: 'svc01', input: 'Hi', instructions: 'Be brief.' }, [])
+ * await toChatRequest({ model: 'svc01', input: 'Hi', instructions: 'Be brief.' }, [])
  * // { model: 'svc01', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }], … }
  */
-export function toChatRequest(request: ResponseCreateRequest, history: readonly ResponseInputItem[]): ChatCompletionRequest {
+export async function toChatRequest(
+  request: ResponseCreateRequest,
+  history: readonly ResponseInputItem[],
+  turn: () => boolean = turns(),
+): Promise<ChatCompletionRequest> {
   const messages: ChatMessage[] = [];
   if (request.instructions) messages.push({ role: 'system', content: request.instructions });
-  appendItems(messages, history, 'previous_response_id');
-  appendItems(messages, inputItems(request), 'input');
+  await appendItems(messages, history, 'previous_response_id', turn);
+  await appendItems(messages, inputItems(request), 'input', turn);
   if (messages.length === 0) throw new ApiError('missing_required_parameter', "Missing required parameter: 'input'.", { param: 'input' });
 
   const chat: ChatCompletionRequest = {
@@ -107,8 +113,10 @@ export function functionTools(request: ResponseCreateRequest): ResponseFunctionT
   return tools;
 }
 
-function appendItems(messages: ChatMessage[], items: readonly ResponseInputItem[], param: string): void {
+/** Appends `items` as chat messages, in the request's turns of the event loop (20,000 items take tens of ms). */
+async function appendItems(messages: ChatMessage[], items: readonly ResponseInputItem[], param: string, turn: () => boolean): Promise<void> {
   for (const [i, item] of items.entries()) {
+    if (turn()) await yieldToEventLoop();
     const where = `${param}[${i}]`;
     if (item.type === 'reasoning') continue;
     if (item.type === 'function_call') {

@@ -8,8 +8,8 @@ let n = 0;
 const newItemId = (prefix: string) => `${prefix}_${++n}`;
 
 describe('toChatRequest', () => {
-  it('puts instructions first as a system message and a string input as the user message, with the defaults', () => {
-    const chat = toChatRequest(parse({ model: 'svc01', input: 'Hi', instructions: 'Be brief.' }), []);
+  it('puts instructions first as a system message and a string input as the user message, with the defaults', async () => {
+    const chat = await toChatRequest(parse({ model: 'svc01', input: 'Hi', instructions: 'Be brief.' }), []);
     expect(chat.messages).toEqual([
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: 'Hi' },
@@ -18,8 +18,8 @@ describe('toChatRequest', () => {
     expect(chat.stream).toBeUndefined();
   });
 
-  it('maps function tools, tool_choice, text.format, reasoning, max_output_tokens and svc', () => {
-    const chat = toChatRequest(
+  it('maps function tools, tool_choice, text.format, reasoning, max_output_tokens and svc', async () => {
+    const chat = await toChatRequest(
       parse({
         model: 'svc01',
         input: 'Weather in Paris?',
@@ -48,13 +48,13 @@ describe('toChatRequest', () => {
     expect(chat.stream).toBe(true);
   });
 
-  it('joins a turn\'s function calls into one assistant message and their outputs into tool messages', () => {
+  it('joins a turn\'s function calls into one assistant message and their outputs into tool messages', async () => {
     const history = [
       { type: 'message' as const, role: 'user' as const, content: 'Weather in Paris and Rome?' },
       { type: 'function_call' as const, call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
       { type: 'function_call' as const, call_id: 'call_2', name: 'get_weather', arguments: '{"city":"Rome"}' },
     ];
-    const chat = toChatRequest(
+    const chat = await toChatRequest(
       parse({
         model: 'svc01',
         previous_response_id: 'resp_1',
@@ -80,8 +80,8 @@ describe('toChatRequest', () => {
     ]);
   });
 
-  it('reads content parts: text and images for a user, output_text for an assistant; skips reasoning items', () => {
-    const chat = toChatRequest(
+  it('reads content parts: text and images for a user, output_text for an assistant; skips reasoning items', async () => {
+    const chat = await toChatRequest(
       parse({
         model: 'svc01',
         input: [
@@ -106,13 +106,8 @@ describe('toChatRequest', () => {
     [{ input: [] }, 'input', /Missing required parameter: 'input'/],
     [{ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }, 'input[0].content[0].image_url', /file ids/],
     [{ input: [{ role: 'system', content: [{ type: 'input_image', image_url: 'https://x' }] }] }, 'input[0].content[0].type', /only accepted in a user message/],
-  ])('refuses %j with a 400 naming %s', (body, param, message) => {
-    let error: unknown;
-    try {
-      toChatRequest(parse({ model: 'svc01', ...body }), []);
-    } catch (e) {
-      error = e;
-    }
+  ])('refuses %j with a 400 naming %s', async (body, param, message) => {
+    const error = await toChatRequest(parse({ model: 'svc01', ...body }), []).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
     expect((error as ApiError).status).toBe(400);
     expect((error as ApiError).param).toBe(param);
@@ -133,7 +128,7 @@ describe('completedResponse', () => {
   });
   const base = { id: 'resp_1', createdAt: 100, request: parse({ model: 'svc01', input: 'Hi', metadata: { run: '7' } }) };
 
-  it('makes the message an output_text item, renames usage and keeps svc', () => {
+  it('makes the message an output_text item, renames usage and keeps svc', async () => {
     const response = completedResponse(base, completion({ role: 'assistant', content: 'Hello.' }, 'stop'), 101, newItemId);
     expect(response).toMatchObject({
       id: 'resp_1',
@@ -152,7 +147,7 @@ describe('completedResponse', () => {
     expect(outputText(response.output)).toBe('Hello.');
   });
 
-  it('makes tool calls function_call items that the next turn reads back as input', () => {
+  it('makes tool calls function_call items that the next turn reads back as input', async () => {
     const response = completedResponse(
       base,
       completion({ role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: 'f', arguments: '{}' } }] }, 'tool_calls'),
@@ -160,14 +155,14 @@ describe('completedResponse', () => {
       newItemId,
     );
     expect(response.output).toEqual([{ type: 'function_call', id: expect.stringMatching(/^fc_/), call_id: 'call_9', name: 'f', arguments: '{}', status: 'completed' }]);
-    const next = toChatRequest(parse({ model: 'svc01', input: [{ type: 'function_call_output', call_id: 'call_9', output: 'ok' }] }), [
+    const next = await toChatRequest(parse({ model: 'svc01', input: [{ type: 'function_call_output', call_id: 'call_9', output: 'ok' }] }), [
       { type: 'message', role: 'user', content: 'Hi' },
       ...outputAsInput(response.output),
     ]);
     expect(next.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
   });
 
-  it('says a cut answer is incomplete for max_output_tokens', () => {
+  it('says a cut answer is incomplete for max_output_tokens', async () => {
     const response = completedResponse(base, completion({ role: 'assistant', content: 'Hel' }, 'length'), 101, newItemId);
     expect(response.status).toBe('incomplete');
     expect(response.incomplete_details).toEqual({ reason: 'max_output_tokens' });
