@@ -314,7 +314,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   // A lead-in ("The main reasons are:", "Key points:") introduces what follows; one with a number or a name
   // ("The tower has three levels:") still says something checkable.
   if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word')) return undefined;
-  return { start, end, terms, negations, negated: negation.scope };
+  return { start, end, terms, negations, negated: negation.scope() };
 }
 
 /** Whether the line holding `at` is a markdown heading ("# …" to "###### …") or a table's header row. */

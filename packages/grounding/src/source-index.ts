@@ -159,7 +159,7 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
 /** Reads a text's tokens in order and keeps, for each sentence with a negation, what it negates. */
 class NegationReader {
   private sid = -1;
-  private sentence = new NegationScope();
+  private readonly sentence = new NegationScope();
 
   constructor(private readonly into: Map<number, NegatedSentence>) {}
 
@@ -172,8 +172,8 @@ class NegationReader {
   }
 
   end(): void {
-    if (this.sentence.negated) this.into.set(this.sid, { scope: this.sentence.scope, plain: this.sentence.plain });
-    this.sentence = new NegationScope();
+    if (this.sentence.negated) this.into.set(this.sid, { scope: this.sentence.scope(), plain: this.sentence.plain() });
+    this.sentence.reset();
   }
 }
 

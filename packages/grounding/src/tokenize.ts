@@ -365,8 +365,10 @@ export const NEGATION_REACH = 3;
  */
 export class NegationScope {
   negated = false;
-  readonly scope = new Set<string>();
-  readonly plain = new Set<string>();
+  // Words are listed as read and made sets only for a sentence with a negation: most have none, and an index
+  // of a long source reads thousands of sentences.
+  private readonly scopeWords: string[] = [];
+  private readonly plainWords: string[] = [];
   /** Words the last negation may still reach across; -1 when none is pending. */
   private reach = -1;
 
@@ -376,8 +378,28 @@ export class NegationScope {
       this.negated = true;
       this.reach = NEGATION_REACH;
     } else if (w.content) {
-      (this.reach >= 0 ? this.scope : this.plain).add(w.stem);
+      (this.reach >= 0 ? this.scopeWords : this.plainWords).push(w.stem);
       this.reach = -1;
     } else if (this.reach >= 0) this.reach--;
   }
+
+  /** The stems the negations reach (empty without a negation). */
+  scope(): Set<string> {
+    return this.negated ? new Set(this.scopeWords) : NO_WORDS;
+  }
+
+  /** The stems stated outside any negation's reach. */
+  plain(): Set<string> {
+    return new Set(this.plainWords);
+  }
+
+  /** Ready for the next sentence. */
+  reset(): void {
+    this.negated = false;
+    this.scopeWords.length = 0;
+    this.plainWords.length = 0;
+    this.reach = -1;
+  }
 }
+
+const NO_WORDS: Set<string> = new Set();
