@@ -285,6 +285,31 @@ describe('sources as they come', () => {
   });
 });
 
+describe('names spelled as function words', () => {
+  it.each([
+    ['The company is headquartered in the UK.', 'The company is headquartered in the US.', 'US'],
+    ['The UN declared the outbreak a global emergency in January 2020.', 'The WHO declared the outbreak a global emergency in January 2020.', 'WHO'],
+    ['The plant is located in Austin, TX.', 'The plant is located in Austin, IN.', 'IN'],
+    ['The Eiffel Tower was completed in March 1889.', 'The Eiffel Tower was completed in May 1889.', 'May'],
+  ])('against "%s", "%s" flags %s, and the copy is grounded', (source, swapped, name) => {
+    expect(checkGrounding({ sources: [source], answer: source }).grounded).toBe(true);
+    const r = checkGrounding({ sources: [source], answer: swapped });
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.map((s) => s.text)).toContain(name);
+  });
+
+  it('"US" for "United States" is found, in the same passage', () => {
+    const r = checkGrounding({ sources: [APPLE], answer: 'Apple is headquartered in Cupertino in the US.' });
+    expect(r.grounded).toBe(true);
+    expect(r.claims[0]!.evidence!.score).toBe(1);
+  });
+
+  it('a sentence in capitals is shouting, not acronyms', () => {
+    const r = checkGrounding({ sources: ['Kilauea is the most active of the five volcanoes.'], answer: 'KILAUEA IS THE MOST ACTIVE OF THE FIVE VOLCANOES.' });
+    expect(r.grounded).toBe(true);
+  });
+});
+
 describe('numbers', () => {
   it.each([
     ['$182 million', true],

@@ -14,6 +14,8 @@ export interface Term {
   token: Token;
   /** Number mentions: the values the mention can stand for ("160 million" → 160 and 160,000,000). */
   values?: number[];
+  /** A name written as an acronym of a function word's letters ("US"): no word pair is read across it. */
+  acronym?: true;
 }
 
 /** One sentence of the answer that asserts something. */
@@ -305,6 +307,11 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
         continue;
       }
     }
+    // A function word spelled as an acronym, or the month May, is a name: "the US", "the WHO", "Austin, IN", "May 1889".
+    if (!w.content && !w.negation && k !== first && (isAcronym(answer, tokens, k, first, to) || isMay(tokens, k, to))) {
+      terms.push({ kind: 'name', start: t.start, end: t.end, token: t, acronym: true });
+      continue;
+    }
     if (!w.content || NEGATIONS.has(w.norm) || (!w.cap && CHATTER_WORDS.has(w.norm))) continue;
     terms.push({ kind: w.cap && k !== first ? 'name' : 'word', start: t.start, end: t.end, token: t });
   }
@@ -313,6 +320,24 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   // ("The tower has three levels:") still says something checkable.
   if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word')) return undefined;
   return { start, end, terms, negations, negated: negation.scope() };
+}
+
+const CAPITALS = /^\p{Lu}{2,}$/u;
+
+/** Whether token `k` is in capitals, 2 to 5 letters, between words that are not (a shouted sentence has no acronyms). */
+function isAcronym(answer: string, tokens: readonly Token[], k: number, first: number, to: number): boolean {
+  const t = tokens[k]!;
+  if (t.end - t.start < 2 || t.end - t.start > 5) return false;
+  const caps = (i: number) => i >= first && i < to && CAPITALS.test(answer.slice(tokens[i]!.start, tokens[i]!.end));
+  return caps(k) && !caps(k - 1) && !caps(k + 1);
+}
+
+/** Whether token `k` is the month May: capitalised, beside a number in its claim ("May 1889", "5 May"). */
+function isMay(tokens: readonly Token[], k: number, to: number): boolean {
+  const t = tokens[k]!;
+  if (!t.word.cap || t.word.norm !== 'may') return false;
+  const number = (i: number) => i >= 0 && i < to && tokens[i]!.sentence === t.sentence && tokens[i]!.word.value !== undefined;
+  return number(k + 1) || number(k - 1);
 }
 
 /** Whether the line holding `at` is a markdown heading ("# …" to "###### …") or a table's header row. */

@@ -18,8 +18,8 @@ export interface Model {
  * the bias is the mean).
  */
 export const DEFAULT_MODEL: Model = {
-  bias: -2.1171,
-  weights: [0.0788, 2.2884, 2.3671, 2.3671, 1.5159],
+  bias: -2.0938,
+  weights: [0.0262, 2.3176, 2.3438, 2.3438, 1.5063],
 };
 
 /** What the calibration reads of a claim's support. */

@@ -126,6 +126,11 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
       }
       if (t.word.norm !== t.word.stem) index.stems.add(t.word.norm);
       if (t.word.content) addToSentence(index, sid, t.word.stem);
+      // An acronym spelled like a function word ("US", "WHO"), or the month May, is found in its sentence, as the
+      // claims read it.
+      else if (t.word.cap && ((!t.sentenceStart && t.word.norm === 'may') || (t.end - t.start >= 2 && t.end - t.start <= 5 && ALL_CAPITALS.test(source.slice(t.start, t.end))))) {
+        addToSentence(index, sid, t.word.norm);
+      }
       if (t.word.negation || t.word.quantifier) index.sentences[sid]!.add(t.word.norm);
       if (t.word.value !== undefined || t.word.numberWord !== undefined) {
         const num = readNumber(tokens, i);
@@ -139,16 +144,16 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
       // Acronyms from runs of capitalised words: "United States" → "us", "Department of Parks" → "dp".
       const prev = tokens[i - 1];
       if (run && prev && !onlySpaces(source, prev.end, t.start)) {
-        if (run.length >= 2) index.acronyms.add(run);
+        if (run.length >= 2) addAcronym(index, base + prev.sentence, run);
         run = '';
       }
       if (t.word.cap && t.word.value === undefined) run += t.word.norm[0];
       else if (!(run && (t.word.norm === 'of' || t.word.norm === 'and' || t.word.norm === 'the'))) {
-        if (run.length >= 2) index.acronyms.add(run);
+        if (run.length >= 2) addAcronym(index, base + (prev?.sentence ?? t.sentence), run);
         run = '';
       }
     }
-    if (run.length >= 2) index.acronyms.add(run);
+    if (run.length >= 2) addAcronym(index, index.sentences.length - 1, run);
     negation.end();
     contentBigrams(tokens, (a, b) => addBigram(index.bigrams, a.word.stem, b.word.stem));
   }
@@ -175,6 +180,14 @@ class NegationReader {
     if (this.sentence.negated) this.into.set(this.sid, { scope: this.sentence.scope(), plain: this.sentence.plain() });
     this.sentence.reset();
   }
+}
+
+const ALL_CAPITALS = /^\p{Lu}+$/u;
+
+/** An acronym of a run of capitalised words ("United States" → "us"), found in the sentence of the run. */
+function addAcronym(index: BuiltSourceIndex, sid: number, run: string): void {
+  index.acronyms.add(run);
+  addToSentence(index, sid, run);
 }
 
 /** How a number is kept among a sentence's stems (never a word's spelling). */

@@ -97,7 +97,7 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
   for (let i = 1; i < claim.terms.length; i++) {
     const a = claim.terms[i - 1]!;
     const b = claim.terms[i]!;
-    if (a.kind === 'number' || b.kind === 'number') continue;
+    if (a.kind === 'number' || b.kind === 'number' || a.acronym || b.acronym) continue;
     pairs++;
     if (index.bigrams.get(a.token.word.stem)?.has(b.token.word.stem)) pairsFound++;
   }
@@ -120,6 +120,8 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
     return 0;
   }
   const w = term.token.word;
+  // An acronym spelled like a function word is found only as one: "IN" is not the preposition "in".
+  if (term.acronym) return index.postings.get(w.norm) !== undefined || index.acronyms.has(w.norm) || question.stems.has(w.norm) ? 1 : 0;
   if (index.stems.has(w.stem) || index.stems.has(w.norm) || question.stems.has(w.stem) || question.stems.has(w.norm)) return 1;
   if (w.norm.length >= 2 && w.norm.length <= 6 && (index.acronyms.has(w.norm) || index.acronyms.has(w.stem))) return 1;
   // A word glued from or derived from a source word ("Australian-British", "producer" for "production").
