@@ -62,12 +62,13 @@ export class ResponsesStore {
     historyChars = 0,
     turn: () => boolean = turns(),
   ): Promise<string> {
+    // Each serialisation of megabytes (20,000 input items, 9 MiB of echoed `instructions`) and, on SQLite, the
+    // synchronous insert are steps of tens of milliseconds: `turn` is the request's clock, and each of them, and
+    // what the request does next (the answer, the audit), gets a turn of its own when the one before took one.
     const items = JSON.stringify(inputItems);
+    await pace(turn);
     const output = JSON.stringify(outputAsInput(response.output));
     const body = JSON.stringify(response);
-    // On SQLite the insert runs synchronously, tens of milliseconds for megabytes (9 MiB of `instructions`
-    // is stored twice over: input and echo). `turn` is the request's clock: serialising, the insert and what
-    // the request does next (the answer, the audit) each get a turn of their own when they take one.
     await pace(turn);
     await this.db
       .insertInto('responses')
