@@ -1,5 +1,5 @@
 import { CHATTER_WORDS, NEGATIONS } from './lexicon.js';
-import { NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
+import { inCapitals, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
 export type TermKind = 'word' | 'name' | 'number';
@@ -322,14 +322,10 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   return { start, end, terms, negations, negated: negation.scope() };
 }
 
-const CAPITALS = /^\p{Lu}{2,}$/u;
-
-/** Whether token `k` is in capitals, 2 to 5 letters, between words that are not (a shouted sentence has no acronyms). */
+/** Whether token `k` is an acronym (`inCapitals`, up to MAX_ACRONYM letters) between words that are not (a shouted sentence has no acronyms). */
 function isAcronym(answer: string, tokens: readonly Token[], k: number, first: number, to: number): boolean {
-  const t = tokens[k]!;
-  if (t.end - t.start < 2 || t.end - t.start > 5) return false;
-  const caps = (i: number) => i >= first && i < to && CAPITALS.test(answer.slice(tokens[i]!.start, tokens[i]!.end));
-  return caps(k) && !caps(k - 1) && !caps(k + 1);
+  const caps = (i: number) => i >= first && i < to && inCapitals(answer, tokens[i]!);
+  return inCapitals(answer, tokens[k]!, MAX_ACRONYM) && !caps(k - 1) && !caps(k + 1);
 }
 
 /** Whether token `k` is the month May: capitalised, beside a number in its claim ("May 1889", "5 May"). */

@@ -1,4 +1,4 @@
-import { isWhiteSpace, NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
+import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -128,7 +128,7 @@ export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
       if (t.word.content) addToSentence(index, sid, t.word.stem);
       // An acronym spelled like a function word ("US", "WHO"), or the month May, is found in its sentence, as the
       // claims read it.
-      else if (t.word.cap && ((!t.sentenceStart && t.word.norm === 'may') || (t.end - t.start >= 2 && t.end - t.start <= 5 && ALL_CAPITALS.test(source.slice(t.start, t.end))))) {
+      else if (t.word.cap && ((!t.sentenceStart && t.word.norm === 'may') || inCapitals(source, t, MAX_ACRONYM))) {
         addToSentence(index, sid, t.word.norm);
       }
       if (t.word.negation || t.word.quantifier) index.sentences[sid]!.add(t.word.norm);
@@ -181,8 +181,6 @@ class NegationReader {
     this.sentence.reset();
   }
 }
-
-const ALL_CAPITALS = /^\p{Lu}+$/u;
 
 /** An acronym of a run of capitalised words ("United States" → "us"), found in the sentence of the run. */
 function addAcronym(index: BuiltSourceIndex, sid: number, run: string): void {

@@ -403,3 +403,13 @@ export class NegationScope {
 }
 
 const NO_WORDS: Set<string> = new Set();
+
+const CAPITALS = /^\p{Lu}{2,}$/u;
+
+/** Whether token `t` of `text` is written in capitals, two letters or more and at most `maxLength` ("US", "WHO"). */
+export function inCapitals(text: string, t: Token, maxLength = Infinity): boolean {
+  return t.end - t.start <= maxLength && CAPITALS.test(text.slice(t.start, t.end));
+}
+
+/** The longest acronym read as a name when its letters spell a function word ("US", "WHO", "IN"). */
+export const MAX_ACRONYM = 5;
