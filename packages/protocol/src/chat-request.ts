@@ -113,7 +113,7 @@ export type SvcRequestConfig = z.infer<typeof SvcRequestConfigSchema>;
  */
 export const ChatCompletionRequestSchema = z.looseObject({
   model: z.string(),
-  messages: z.array(ChatMessageSchema).min(1),
+  messages: messagesOf(ChatMessageSchema),
   max_tokens: z.int().min(1).nullable().optional(),
   max_completion_tokens: z.int().min(1).nullable().optional(),
   temperature: z.number().min(0).max(2).nullable().optional(),
@@ -142,6 +142,16 @@ export const ChatCompletionRequestSchema = z.looseObject({
   svc: SvcRequestConfigSchema.optional(),
 });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequestSchema>;
+
+function messagesOf<T extends z.ZodType>(message: T) {
+  return z.array(message).min(1);
+}
+
+/**
+ * The chat request with its messages' contents left unread: a server validates the messages one by one
+ * against `ChatMessageSchema` (100,000 of them are one long step for a single parse), and the rest with this.
+ */
+export const ChatCompletionRequestOuterSchema = ChatCompletionRequestSchema.extend({ messages: messagesOf(z.unknown()) });
 
 /** Spec defaults (spec §2.1, §8). */
 export const DEFAULT_MAX_TOKENS = 4096;

@@ -95,7 +95,7 @@ export const ResponseTextFormatSchema = z.discriminatedUnion('type', [
 
 export const ResponseCreateRequestSchema = z.looseObject({
   model: z.string(),
-  input: z.union([z.string(), z.array(ResponseInputItemSchema)]).optional(),
+  input: inputOf(ResponseInputItemSchema),
   instructions: z.string().nullable().optional(),
   // Any tool type is read here so that a built-in one (web search, file search, …) gets its own clear error.
   tools: z.array(z.looseObject({ type: z.string() })).max(128).optional(),
@@ -117,6 +117,16 @@ export const ResponseCreateRequestSchema = z.looseObject({
   svc: SvcRequestConfigSchema.optional(),
 });
 export type ResponseCreateRequest = z.infer<typeof ResponseCreateRequestSchema>;
+
+function inputOf<T extends z.ZodType>(item: T) {
+  return z.union([z.string(), z.array(item)]).optional();
+}
+
+/**
+ * The Responses request with its input items left unread: a server validates the items one by one against
+ * `ResponseInputItemSchema` (20,000 of them are one long step for a single parse), and the rest with this.
+ */
+export const ResponseCreateRequestOuterSchema = ResponseCreateRequestSchema.extend({ input: inputOf(z.unknown()) });
 
 const OutputTextSchema = z.object({
   type: z.literal('output_text'),

@@ -55,8 +55,8 @@ async function prepare(ctx: ChatContext): Promise<Answer> {
   const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, deps.bodyBudget, ctx.key.id)) as Record<string, unknown> | undefined;
   try {
     const turn = turns();
-    const request = parseChatRequest(raw);
-    // Validating and serialising 100,000 messages or megabytes of text are a long step each: a turn apiece.
+    const request = await parseChatRequest(raw, turn);
+    // Serialising 100,000 messages or megabytes of text is a long step: a turn of its own.
     await pace(turn);
     const upstream = toUpstreamBody(request, deps.config.upstream);
     ctx.upstreamStartedAt = deps.clock();

@@ -1,0 +1,139 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import {
+  ChatCompletionRequestOuterSchema,
+  ChatCompletionRequestSchema,
+  ChatMessageSchema,
+  ResponseCreateRequestOuterSchema,
+  ResponseCreateRequestSchema,
+  ResponseInputItemSchema,
+} from '@svc/protocol';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { firstProblem, parseChatRequest, parseRequestBodyInTurns } from '../../../src/chat/request.js';
+import { ApiError } from '../../../src/http/errors.js';
+import { turns } from '../../../src/turns.js';
+
+/** What one schema pass over the whole body answers: the data, or the error's code, param and message. */
+function onePass(schema: typeof ChatCompletionRequestSchema | typeof ResponseCreateRequestSchema, body: unknown) {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return { data: parsed.data };
+  const error = firstProblem(parsed.error.issues, body);
+  return { error: { code: error.code, param: error.param, message: error.message } };
+}
+
+async function inTurns(run: () => Promise<unknown>) {
+  try {
+    return { data: await run() };
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    return { error: { code: err.code, param: err.param, message: err.message } };
+  }
+}
+
+/** A turn clock that runs out every `every` calls, so that short lists cross turns too. */
+function everyNth(every: number): () => boolean {
+  let calls = 0;
+  return () => ++calls % every === 0;
+}
+
+const goodMessage = fc.constantFrom<unknown>(
+  { role: 'user', content: 'How tall is the tower?' },
+  { role: 'system', content: [{ type: 'text', text: 'Answer briefly.' }] },
+  { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+  { role: 'tool', content: 'ok', tool_call_id: 'c1', extra: 1 },
+);
+const badMessage = fc.constantFrom<unknown>(
+  { role: 'user' },
+  { role: 'user', content: 5 },
+  { role: 'wizard', content: 'hi' },
+  { content: 'hi' },
+  { role: 'tool', content: 'ok' },
+  'hello',
+  null,
+  { role: 'assistant', tool_calls: [{ id: 1 }] },
+);
+const field = fc.constantFrom<[string, unknown]>(
+  ['temperature', 5],
+  ['temperature', 'hot'],
+  ['max_tokens', 0],
+  ['stream', 'yes'],
+  ['n', 2],
+  ['tools', 'none'],
+  ['metadata', { a: 1 }],
+  ['svc', { thinkng: true }],
+  ['user', 'u-1'],
+  ['seed', 1.5],
+);
+
+describe('parseRequestBodyInTurns', () => {
+  it('answers what one pass over the whole chat body answers: the same data, or the same first problem', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof({ weight: 4, arbitrary: goodMessage }, { weight: 1, arbitrary: badMessage }), { maxLength: 12 }),
+        fc.array(field, { maxLength: 3 }),
+        fc.constantFrom<unknown>('svc01', 5, undefined),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 5 }),
+        async (messages, fields, model, messagesFirst, every) => {
+          const body: Record<string, unknown> = {};
+          if (!messagesFirst && model !== undefined) body.model = model;
+          body.messages = messages;
+          if (messagesFirst && model !== undefined) body.model = model;
+          for (const [k, v] of fields) body[k] = v;
+          const list = { key: 'messages', outer: ChatCompletionRequestOuterSchema, item: ChatMessageSchema };
+          expect(await inTurns(() => parseRequestBodyInTurns(list, body, everyNth(every)))).toEqual(onePass(ChatCompletionRequestSchema, body));
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it('checks the list itself as one pass does: missing, not an array, empty', async () => {
+    const list = { key: 'messages', outer: ChatCompletionRequestOuterSchema, item: ChatMessageSchema };
+    for (const body of [{ model: 'svc01' }, { model: 'svc01', messages: 'hi' }, { model: 'svc01', messages: [] }, { messages: [{ role: 'user' }] }]) {
+      const answer = await inTurns(() => parseRequestBodyInTurns(list, body, turns()));
+      expect(answer.error).toBeDefined();
+      expect(answer).toEqual(onePass(ChatCompletionRequestSchema, body));
+    }
+  });
+
+  it('validates a Responses input as one pass does, and names the item that is wrong', async () => {
+    const list = { key: 'input', outer: ResponseCreateRequestOuterSchema, item: ResponseInputItemSchema };
+    const items = [
+      { role: 'user', content: 'Hi' },
+      { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'ok' },
+      { type: 'reasoning', id: 'rs_1' },
+    ];
+    for (const input of ['Hi', items, []]) {
+      const body = { model: 'svc01', input, temperature: 1 };
+      expect(await inTurns(() => parseRequestBodyInTurns(list, body, everyNth(2)))).toEqual(onePass(ResponseCreateRequestSchema, body));
+    }
+    // One pass answers a bad item as the whole input being invalid; item by item, the item is named.
+    const bad = { model: 'svc01', input: [...items, { role: 'user', content: 5 }] };
+    const answer = await inTurns(() => parseRequestBodyInTurns(list, bad, turns()));
+    expect(answer.error).toMatchObject({ code: 'invalid_value', param: 'input[4]' });
+    expect(onePass(ResponseCreateRequestSchema, bad).error).toMatchObject({ code: 'invalid_value', param: 'input' });
+    // A field before the input that is wrong comes first, as in one pass.
+    expect((await inTurns(() => parseRequestBodyInTurns(list, { ...bad, model: 5 }, turns()))).error).toMatchObject({ param: 'model' });
+  });
+
+  it('lets the event loop run while 100,000 messages are validated', async () => {
+    const messages = Array.from({ length: 100_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `Message ${i}.` }));
+    let served = 0;
+    let parsing = true;
+    const other = (async () => {
+      while (parsing) {
+        await yieldToEventLoop();
+        served++;
+      }
+    })();
+    const request = await parseChatRequest({ model: 'svc01', messages }, turns());
+    parsing = false;
+    await other;
+    expect(request.messages).toHaveLength(100_000);
+    expect(request.messages[99_999]).toEqual(messages[99_999]);
+    // One turn is 2 ms; the whole pass is tens of milliseconds, so others ran many times in between.
+    expect(served).toBeGreaterThan(3);
+  });
+});
