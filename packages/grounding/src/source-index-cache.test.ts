@@ -5,23 +5,29 @@ import { buildSourceIndex, mergeSourceIndexes, type BuiltSourceIndex, type Sourc
 const OBEROI = 'The Oberoi family is an Indian family famous for its hotels. The Oberoi Group is a hotel company with its head office in Delhi.';
 const POSEIDON = 'Poseidon (film). Poseidon grossed $ 181,674,817 at the worldwide box office on a budget of $ 160 million.';
 
+/** The posting of `key` in `index`, whole. */
+function posting(index: SourceIndex, key: string): number[] {
+  const into = new Int32Array(index.postingSize(key));
+  index.readPosting(key, into);
+  return [...into];
+}
+
 /** Every look-up of `view` answers as `built` does, for the words of `probe` too (mostly absent). */
 function expectSameIndex(view: SourceIndex, built: BuiltSourceIndex, probe: string): void {
   const others = buildSourceIndex([probe]);
-  for (const stem of [...built.stems, ...others.stems]) {
-    expect(view.stems.has(stem), stem).toBe(built.stems.has(stem));
-    expect(view.acronyms.has(stem), stem).toBe(built.acronyms.has(stem));
-    expect(view.postings.get(stem)?.sentences, stem).toEqual(built.postings.get(stem)?.sentences);
-    expect(view.postings.get(stem), stem).toBe(view.postings.get(stem)); // one posting per stem
-    for (const second of [...built.stems, ...others.stems]) {
-      expect(view.bigrams.get(stem)?.has(second) ?? false).toBe(built.bigrams.get(stem)?.has(second) ?? false);
-    }
+  const keys = [...new Set([...built.ids.keys(), ...others.ids.keys(), 'not', 'all'])];
+  for (const key of keys) {
+    expect(view.stems.has(key), key).toBe(built.stems.has(key));
+    expect(view.acronyms.has(key), key).toBe(built.acronyms.has(key));
+    expect(view.postingSize(key), key).toBe(built.postingSize(key));
+    expect(posting(view, key), key).toEqual(posting(built, key));
+    for (const second of keys) expect(view.hasBigram(key, second)).toBe(built.hasBigram(key, second));
+    for (let sid = 0; sid < built.spans.length; sid++) expect(view.holds(sid, key)).toBe(built.holds(sid, key));
   }
   for (const prefix of [...built.prefixes, ...others.prefixes]) expect(view.prefixes.has(prefix)).toBe(built.prefixes.has(prefix));
   for (const v of [...built.numbers, ...others.numbers, 7]) expect(view.numbers.has(v)).toBe(built.numbers.has(v));
   expect(view.numberList).toEqual(built.numberList);
-  expect(view.sentences).toEqual(built.sentences);
-  for (let sid = -1; sid <= built.sentences.length; sid++) expect(view.negatedSentences.has(sid)).toBe(built.negatedSentences.has(sid));
+  for (let sid = -1; sid <= built.spans.length; sid++) expect(view.negatedSentences.has(sid)).toBe(built.negatedSentences.has(sid));
   expect(view.spans).toEqual(built.spans);
   expect(view.texts).toBe(built.texts);
   expect(view.empty).toBe(built.empty);
@@ -101,7 +107,7 @@ describe('mergeSourceIndexes', () => {
     const merged = mergeSourceIndexes(texts.map((t) => buildSourceIndex([t])));
     const built = buildSourceIndex(texts);
     expectSameIndex(merged, built, 'Mumbai grossed 160 dollars in the US. Hotels are famous.');
-    expect(merged.postings.get('oberoi')?.sentences).toEqual([0, 1, 6, 7]);
+    expect(posting(merged, 'oberoi')).toEqual([0, 1, 6, 7]);
     expect(merged.negatedSentences.has(4)).toBe(true);
     // Parts of several texts each, as the cache makes them from runs of short texts.
     expectSameIndex(mergeSourceIndexes([buildSourceIndex(texts.slice(0, 3)), buildSourceIndex(texts.slice(3))]), built, 'Delhi');
@@ -111,8 +117,8 @@ describe('mergeSourceIndexes', () => {
     const a = buildSourceIndex([OBEROI]);
     const before = structuredClone(a);
     const merged = mergeSourceIndexes([buildSourceIndex([' -- ']), a, buildSourceIndex([POSEIDON]), a]);
-    merged.postings.get('oberoi');
-    merged.bigrams.get('oberoi');
+    posting(merged, 'oberoi');
+    merged.hasBigram('oberoi', 'group');
     expect(a).toEqual(before);
     expectSameIndex(merged, buildSourceIndex([' -- ', OBEROI, POSEIDON, OBEROI]), 'Poseidon');
     expect(mergeSourceIndexes([a])).toBe(a);

@@ -1,4 +1,5 @@
-import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
+import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
+import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -11,20 +12,31 @@ export interface Lookup<T> {
 /**
  * Everything the check needs to know about the sources, built once per check in linear time, or put together
  * from the indexes of the single texts (`mergeSourceIndexes`). Read-only once built.
+ *
+ * A sentence holds keys: its content stems, the names and acronyms found in it, its numbers' keys
+ * (`numberKey`), and its negation and quantifier words. A key's posting lists the sentences holding it, all but
+ * for the negation and quantifier words, which a sentence holds without being in their posting
+ * (`heldWithoutPosting`).
  */
 export interface SourceIndex {
   stems: Lookup<string>;
   prefixes: Lookup<string>;
-  /** Consecutive content stems (function words skipped): first stem → second stems. */
-  bigrams: { get(first: string): Lookup<string> | undefined };
   numbers: Lookup<number>;
   /** Sorted, without repeats, for tolerance look-ups of rounded numbers. */
   numberList: readonly number[];
   acronyms: Lookup<string>;
-  /** For each source sentence, its content stems (and its negation and quantifier words). */
-  sentences: ReadonlyArray<Lookup<string>>;
-  /** Content stem (or a number's key) → the sentences containing it; the same `Posting` each time for a key. */
-  postings: { get(stem: string): Posting | undefined };
+  /** Whether `second` follows `first` among a sentence's content stems (function words skipped). */
+  hasBigram(first: string, second: string): boolean;
+  /** Sentences in the posting of `key` (0 when it has none). */
+  postingSize(key: string): number;
+  /**
+   * Copies the posting of `key` into `into`, as many sentence numbers as fit, in the order the sentences were
+   * read (ascending but for an acronym read to the end of its run, which goes to the sentence before); returns
+   * the posting's size, as `postingSize`.
+   */
+  readPosting(key: string, into: Int32Array): number;
+  /** Whether sentence `sid` holds `key`. */
+  holds(sid: number, key: string): boolean;
   /** The sentences with a negation, and what each negates (see `NegatedSentence`). */
   negatedSentences: { has(sid: number): boolean; get(sid: number): NegatedSentence | undefined };
   /** Where each sentence is: which source text (its position in the list given) and UTF-16 offsets into it. */
@@ -47,160 +59,347 @@ export interface SentenceSpan {
   end: number;
 }
 
-/** The sentences of the sources that hold one content stem. */
-export interface Posting {
-  /** Sentence numbers, ascending. */
-  sentences: readonly number[];
+/** Whether a sentence can hold `key` without being in its posting: a negation or quantifier word. */
+export function heldWithoutPosting(key: string): boolean {
+  return NEGATIONS.has(key) || QUANTIFIERS.has(key);
 }
 
-/** A `SourceIndex` as `buildSourceIndex` makes it: plain sets and maps. */
-export interface BuiltSourceIndex extends SourceIndex {
-  stems: Set<string>;
-  prefixes: Set<string>;
-  bigrams: BigramSet;
-  numbers: Set<number>;
-  numberList: number[];
-  acronyms: Set<string>;
-  sentences: Array<Set<string>>;
-  postings: Map<string, Posting & { sentences: number[] }>;
-  negatedSentences: Map<number, NegatedSentence>;
-  spans: SentenceSpan[];
+/** Flags of a key. */
+const STEM = 1;
+const ACRONYM = 2;
+
+/** The keys that have a flag. */
+class FlaggedKeys implements Lookup<string> {
+  constructor(
+    private readonly ids: ReadonlyMap<string, number>,
+    private readonly flags: Uint8Array,
+    private readonly flag: number,
+  ) {}
+
+  has(key: string): boolean {
+    const id = this.ids.get(key);
+    return id !== undefined && (this.flags[id]! & this.flag) !== 0;
+  }
 }
 
-/** Pairs of stems, stored without building a key string per pair. */
-export type BigramSet = Map<string, Set<string>>;
+/**
+ * A `SourceIndex` as `buildSourceIndex` makes it. Keys are numbered in the order first read; what sentences
+ * hold, the postings and the word pairs are flat lists of numbers, one run per sentence or key, rather than a
+ * set per sentence and a list per key: a long source has thousands of each, and every one was an allocation
+ * to make, to collect and, in a cached index, to keep.
+ */
+export class BuiltSourceIndex implements SourceIndex {
+  readonly stems: Lookup<string>;
+  readonly acronyms: Lookup<string>;
 
-export function addBigram(set: BigramSet, first: string, second: string): void {
-  let seconds = set.get(first);
-  if (!seconds) set.set(first, (seconds = new Set()));
-  seconds.add(second);
-}
+  constructor(
+    /** Key → its number. */
+    readonly ids: ReadonlyMap<string, number>,
+    flags: Uint8Array,
+    readonly prefixes: ReadonlySet<string>,
+    readonly numbers: ReadonlySet<number>,
+    readonly numberList: readonly number[],
+    /** The keys sentence `sid` holds: `sentenceKeys[sentenceStarts[sid], sentenceStarts[sid + 1])`. */
+    private readonly sentenceStarts: Int32Array,
+    private readonly sentenceKeys: Int32Array,
+    /** The posting of key `id`: `postingSentences[postingStarts[id], postingStarts[id + 1])`. */
+    private readonly postingStarts: Int32Array,
+    private readonly postingSentences: Int32Array,
+    /** The stems that follow stem `id`: `bigramSeconds[bigramStarts[id], bigramStarts[id + 1])`. */
+    private readonly bigramStarts: Int32Array,
+    private readonly bigramSeconds: Int32Array,
+    readonly negatedSentences: ReadonlyMap<number, NegatedSentence>,
+    readonly spans: readonly SentenceSpan[],
+    readonly texts: number,
+    readonly empty: boolean,
+  ) {
+    this.stems = new FlaggedKeys(ids, flags, STEM);
+    this.acronyms = new FlaggedKeys(ids, flags, ACRONYM);
+  }
 
-/** Consecutive content words (and numbers) of a sentence, skipping function words in between. */
-export function contentBigrams(tokens: readonly Token[], emit: (first: Token, second: Token, secondIndex: number) => void): void {
-  let prev: Token | undefined;
-  for (let i = 0; i < tokens.length; i++) {
-    const t = tokens[i]!;
-    if (prev && prev.sentence !== t.sentence) prev = undefined;
-    if (!t.word.content && t.word.value === undefined) continue;
-    if (prev) emit(prev, t, i);
-    prev = t;
+  hasBigram(first: string, second: string): boolean {
+    const a = this.ids.get(first);
+    const b = this.ids.get(second);
+    if (a === undefined || b === undefined) return false;
+    for (let i = this.bigramStarts[a]!, end = this.bigramStarts[a + 1]!; i < end; i++) if (this.bigramSeconds[i] === b) return true;
+    return false;
+  }
+
+  postingSize(key: string): number {
+    const id = this.ids.get(key);
+    return id === undefined ? 0 : this.postingStarts[id + 1]! - this.postingStarts[id]!;
+  }
+
+  /** `SourceIndex.readPosting`, into `into` from index `at` on. */
+  readPosting(key: string, into: Int32Array, at = 0): number {
+    const id = this.ids.get(key);
+    if (id === undefined) return 0;
+    const from = this.postingStarts[id]!;
+    const size = this.postingStarts[id + 1]! - from;
+    const n = Math.min(size, into.length - at);
+    for (let i = 0; i < n; i++) into[at + i] = this.postingSentences[from + i]!;
+    return size;
+  }
+
+  holds(sid: number, key: string): boolean {
+    const id = this.ids.get(key);
+    if (id === undefined) return false;
+    for (let i = this.sentenceStarts[sid]!, end = this.sentenceStarts[sid + 1]!; i < end; i++) if (this.sentenceKeys[i] === id) return true;
+    return false;
   }
 }
 
 export function buildSourceIndex(sources: readonly string[]): BuiltSourceIndex {
-  const index: BuiltSourceIndex = {
-    stems: new Set(),
-    prefixes: new Set(),
-    bigrams: new Map(),
-    numbers: new Set(),
-    numberList: [],
-    acronyms: new Set(),
-    sentences: [],
-    postings: new Map(),
-    negatedSentences: new Map(),
-    spans: [],
-    texts: sources.length,
-    empty: true,
-  };
+  const builder = new IndexBuilder();
   for (let k = 0; k < sources.length; k++) {
     const source = sources[k]!;
-    if (!source || !/[\p{L}\p{N}]/u.test(source)) continue;
-    index.empty = false;
+    if (source && /[\p{L}\p{N}]/u.test(source)) builder.read(source, k);
+  }
+  return builder.finish(sources.length);
+}
+
+/** Builds so far: a word numbered in another build is numbered again (`Word.numberedIn`). */
+let builds = 0;
+
+/** Reads the texts of a source list one by one into a `BuiltSourceIndex`. */
+class IndexBuilder {
+  private readonly ids = new Map<string, number>();
+  private readonly flags: number[] = [];
+  // The two latest sentences each key was added to. A key is added only to the sentence being read or to the one
+  // before it (an acronym whose run ended there), so these two say whether a sentence holds the key already.
+  private readonly latest: number[] = [];
+  private readonly previous: number[] = [];
+  /** What sentences hold, as read: sentence and key; `~key` for a key held without a posting. */
+  private readonly heldSentences: number[] = [];
+  private readonly heldKeys: number[] = [];
+  /** Consecutive content stems, repeats included. */
+  private readonly firsts: number[] = [];
+  private readonly seconds: number[] = [];
+  private readonly prefixes = new Set<string>();
+  private readonly numbers = new Set<number>();
+  private readonly negatedSentences = new Map<number, NegatedSentence>();
+  private readonly spans: SentenceSpan[] = [];
+  private empty = true;
+  private readonly build = ++builds;
+
+  read(source: string, k: number): void {
+    this.empty = false;
     const tokens = tokenize(source);
-    const base = index.sentences.length;
+    const base = this.spans.length;
+    const { flags, spans } = this;
     let run = '';
-    const negation = new NegationReader(index.negatedSentences);
+    const negation = new NegationReader(tokens, this.negatedSentences);
+    // The stem before, for word pairs: its key and its sentence.
+    let before = -1;
+    let beforeSentence = -1;
     for (let i = 0; i < tokens.length; i++) {
       const t = tokens[i]!;
+      const w = t.word;
       const sid = base + t.sentence;
-      negation.read(sid, t);
-      while (index.sentences.length <= sid) {
-        index.sentences.push(new Set());
-        index.spans.push({ source: k, start: t.start, end: t.end });
-      }
-      index.spans[sid]!.end = t.end;
-      if (!index.stems.has(t.word.stem)) {
-        index.stems.add(t.word.stem);
-        if (t.word.stem.length >= PREFIX_LEN) index.prefixes.add(t.word.stem.slice(0, PREFIX_LEN));
-      }
-      if (t.word.norm !== t.word.stem) index.stems.add(t.word.norm);
-      if (t.word.content) addToSentence(index, sid, t.word.stem);
+      negation.read(sid, i);
+      while (spans.length <= sid) spans.push({ source: k, start: t.start, end: t.end });
+      spans[sid]!.end = t.end;
+      if (w.numberedIn !== this.build) this.number(w);
+      const stem = w.stemKey;
+      const norm = w.normKey;
+      if (w.content) this.add(sid, stem, true);
       // An acronym spelled like a function word ("US", "WHO"), or the month May, is found in its sentence, as the
       // claims read it.
-      else if (t.word.cap && ((!t.sentenceStart && t.word.norm === 'may') || inCapitals(source, t, MAX_ACRONYM))) {
-        addToSentence(index, sid, t.word.norm);
-      }
-      if (t.word.negation || t.word.quantifier) index.sentences[sid]!.add(t.word.norm);
-      if (t.word.value !== undefined || t.word.numberWord !== undefined) {
+      else if (w.cap && ((!t.sentenceStart && w.norm === 'may') || inCapitals(source, t, MAX_ACRONYM))) this.add(sid, norm, true);
+      if (w.negation || w.quantifier) this.add(sid, norm, false);
+      if (w.value !== undefined || w.numberWord !== undefined) {
         const num = readNumber(tokens, i);
         if (num) {
           for (const v of num.values) {
-            index.numbers.add(v);
-            addToSentence(index, sid, numberKey(v));
+            this.numbers.add(v);
+            this.add(sid, this.id(numberKey(v)), true);
           }
         }
+      }
+      if (w.content || w.value !== undefined) {
+        if (before >= 0 && beforeSentence === t.sentence) {
+          this.firsts.push(before);
+          this.seconds.push(stem);
+        }
+        before = stem;
+        beforeSentence = t.sentence;
       }
       // Acronyms from runs of capitalised words: "United States" → "us", "Department of Parks" → "dp".
       const prev = tokens[i - 1];
       if (run && prev && !onlySpaces(source, prev.end, t.start)) {
-        if (run.length >= 2) addAcronym(index, base + prev.sentence, run);
+        if (run.length >= 2) this.addAcronym(base + prev.sentence, run);
         run = '';
       }
-      if (t.word.cap && t.word.value === undefined) run += t.word.norm[0];
-      else if (!(run && (t.word.norm === 'of' || t.word.norm === 'and' || t.word.norm === 'the'))) {
-        if (run.length >= 2) addAcronym(index, base + (prev?.sentence ?? t.sentence), run);
+      if (w.cap && w.value === undefined) run += w.norm[0];
+      else if (!(run && (w.norm === 'of' || w.norm === 'and' || w.norm === 'the'))) {
+        if (run.length >= 2) this.addAcronym(base + (prev?.sentence ?? t.sentence), run);
         run = '';
       }
     }
-    if (run.length >= 2) addAcronym(index, index.sentences.length - 1, run);
-    negation.end();
-    contentBigrams(tokens, (a, b) => addBigram(index.bigrams, a.word.stem, b.word.stem));
+    if (run.length >= 2) this.addAcronym(spans.length - 1, run);
+    negation.end(tokens.length);
   }
-  index.numberList = [...index.numbers].sort((a, b) => a - b);
-  return index;
+
+  finish(texts: number): BuiltSourceIndex {
+    const keyCount = this.flags.length;
+    const sentenceCount = this.spans.length;
+    const { heldSentences, heldKeys } = this;
+    // Runs in the order read, sentence by sentence and key by key.
+    const sentenceStarts = new Int32Array(sentenceCount + 1);
+    const postingStarts = new Int32Array(keyCount + 1);
+    for (let i = 0; i < heldKeys.length; i++) {
+      sentenceStarts[heldSentences[i]! + 1]!++;
+      const key = heldKeys[i]!;
+      if (key >= 0) postingStarts[key + 1]!++;
+    }
+    for (let s = 0; s < sentenceCount; s++) sentenceStarts[s + 1]! += sentenceStarts[s]!;
+    for (let id = 0; id < keyCount; id++) postingStarts[id + 1]! += postingStarts[id]!;
+    const sentenceKeys = new Int32Array(heldKeys.length);
+    const postingSentences = new Int32Array(postingStarts[keyCount]!);
+    const sentenceFill = sentenceStarts.slice(0, sentenceCount);
+    const postingFill = postingStarts.slice(0, keyCount);
+    for (let i = 0; i < heldKeys.length; i++) {
+      const sid = heldSentences[i]!;
+      const key = heldKeys[i]!;
+      sentenceKeys[sentenceFill[sid]!++] = key >= 0 ? key : ~key;
+      if (key >= 0) postingSentences[postingFill[key]!++] = sid;
+    }
+    const { starts: bigramStarts, values: bigramSeconds } = distinctRuns(this.firsts, this.seconds, keyCount);
+    return new BuiltSourceIndex(
+      this.ids,
+      new Uint8Array(this.flags),
+      this.prefixes,
+      this.numbers,
+      [...this.numbers].sort((a, b) => a - b),
+      sentenceStarts,
+      sentenceKeys,
+      postingStarts,
+      postingSentences,
+      bigramStarts,
+      bigramSeconds,
+      this.negatedSentences,
+      this.spans,
+      texts,
+      this.empty,
+    );
+  }
+
+  /** Numbers a word's stem and spelling, which are stems of the sources (see `Word.numberedIn`). */
+  private number(w: Word): void {
+    const { flags } = this;
+    const stem = this.id(w.stem);
+    if ((flags[stem]! & STEM) === 0) {
+      flags[stem]! |= STEM;
+      if (w.stem.length >= PREFIX_LEN) this.prefixes.add(w.stem.slice(0, PREFIX_LEN));
+    }
+    let norm = stem;
+    if (w.norm !== w.stem) {
+      norm = this.id(w.norm);
+      flags[norm]! |= STEM;
+    }
+    w.numberedIn = this.build;
+    w.stemKey = stem;
+    w.normKey = norm;
+  }
+
+  /** The number of `key`, numbered now if it is new. */
+  private id(key: string): number {
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      id = this.flags.length;
+      this.ids.set(key, id);
+      this.flags.push(0);
+      this.latest.push(-1);
+      this.previous.push(-1);
+    }
+    return id;
+  }
+
+  /** Adds key `id` to sentence `sid`, and with `posted` the sentence to the key's posting, unless it holds the key already. */
+  private add(sid: number, id: number, posted: boolean): void {
+    const latest = this.latest[id]!;
+    if (latest === sid || this.previous[id] === sid) return;
+    if (sid > latest) {
+      this.previous[id] = latest;
+      this.latest[id] = sid;
+    } else this.previous[id] = sid;
+    this.heldSentences.push(sid);
+    this.heldKeys.push(posted ? id : ~id);
+  }
+
+  /** An acronym of a run of capitalised words ("United States" → "us"), found in the sentence of the run. */
+  private addAcronym(sid: number, run: string): void {
+    const id = this.id(run);
+    this.flags[id]! |= ACRONYM;
+    this.add(sid, id, true);
+  }
 }
 
-/** Reads a text's tokens in order and keeps, for each sentence with a negation, what it negates. */
+/**
+ * The values of pairs `(keys[i], values[i])` grouped by key, each value once per key: key `k`'s values are
+ * `values[starts[k], starts[k + 1])`.
+ */
+function distinctRuns(keys: readonly number[], values: readonly number[], keyCount: number): { starts: Int32Array; values: Int32Array } {
+  const counts = new Int32Array(keyCount + 1);
+  for (let i = 0; i < keys.length; i++) counts[keys[i]! + 1]!++;
+  for (let k = 0; k < keyCount; k++) counts[k + 1]! += counts[k]!;
+  const grouped = new Int32Array(keys.length);
+  const fill = counts.slice(0, keyCount);
+  for (let i = 0; i < keys.length; i++) grouped[fill[keys[i]!]!++] = values[i]!;
+  // Drops repeats within each run: `seenIn[v]` is the run (plus one) that last kept value `v`.
+  const seenIn = new Int32Array(keyCount);
+  const starts = new Int32Array(keyCount + 1);
+  let n = 0;
+  for (let k = 0; k < keyCount; k++) {
+    for (let i = counts[k]!; i < counts[k + 1]!; i++) {
+      const v = grouped[i]!;
+      if (seenIn[v] === k + 1) continue;
+      seenIn[v] = k + 1;
+      grouped[n++] = v;
+    }
+    starts[k + 1] = n;
+  }
+  return { starts, values: grouped.slice(0, n) };
+}
+
+/**
+ * Reads a text's tokens in order and keeps, for each sentence with a negation, what it negates. Only those
+ * sentences are read word by word (few have a negation).
+ */
 class NegationReader {
   private sid = -1;
+  private from = 0;
+  private negated = false;
   private readonly sentence = new NegationScope();
 
-  constructor(private readonly into: Map<number, NegatedSentence>) {}
+  constructor(
+    private readonly tokens: readonly Token[],
+    private readonly into: Map<number, NegatedSentence>,
+  ) {}
 
-  read(sid: number, t: Token): void {
+  /** Reads token `i`, of sentence `sid`. */
+  read(sid: number, i: number): void {
     if (sid !== this.sid) {
-      this.end();
+      this.end(i);
       this.sid = sid;
+      this.from = i;
     }
-    this.sentence.read(t);
+    if (this.tokens[i]!.word.negation) this.negated = true;
   }
 
-  end(): void {
-    if (this.sentence.negated) this.into.set(this.sid, { scope: this.sentence.scope(), plain: this.sentence.plain() });
+  /** Ends the sentence being read, before token `to`. */
+  end(to: number): void {
+    if (!this.negated) return;
+    for (let i = this.from; i < to; i++) this.sentence.read(this.tokens[i]!);
+    this.into.set(this.sid, { scope: this.sentence.scope(), plain: this.sentence.plain() });
     this.sentence.reset();
+    this.negated = false;
   }
 }
 
-/** An acronym of a run of capitalised words ("United States" → "us"), found in the sentence of the run. */
-function addAcronym(index: BuiltSourceIndex, sid: number, run: string): void {
-  index.acronyms.add(run);
-  addToSentence(index, sid, run);
-}
-
-/** How a number is kept among a sentence's stems (never a word's spelling). */
+/** How a number is kept among a sentence's keys (never a word's spelling). */
 export function numberKey(v: number): string {
   return `#${v}`;
-}
-
-/** Adds a stem to a sentence's set and the sentence to the stem's posting. */
-function addToSentence(index: BuiltSourceIndex, sid: number, key: string): void {
-  const sentence = index.sentences[sid]!;
-  if (sentence.has(key)) return;
-  sentence.add(key);
-  let posting = index.postings.get(key);
-  if (!posting) index.postings.set(key, (posting = { sentences: [] }));
-  posting.sentences.push(sid);
 }
 
 /** Is `text[from, to)` empty or white space only? */
@@ -266,73 +465,77 @@ export function mergeSourceIndexes(parts: readonly BuiltSourceIndex[]): SourceIn
     filled.push(parts[k]!);
     shifts.push(n);
   }
-  if (filled.length === 0) return { ...buildSourceIndex([]), texts };
+  // No text with letters or digits: the index of as many empty texts.
+  if (filled.length === 0) return buildSourceIndex(new Array<string>(texts).fill(''));
   if (filled.length === 1 && shifts[0] === 0 && texts === filled[0]!.texts) return filled[0]!;
-  const bases: number[] = [];
-  const spans: SentenceSpan[] = [];
-  const sentences: Array<Set<string>> = [];
-  const negatedSentences = new Map<number, NegatedSentence>();
-  const numbers = new Set<number>();
-  for (let k = 0; k < filled.length; k++) {
-    const part = filled[k]!;
-    const base = sentences.length;
-    bases.push(base);
-    for (const sentence of part.sentences) sentences.push(sentence);
-    const shift = shifts[k]!;
-    for (const sp of part.spans) spans.push(shift === 0 ? sp : { source: sp.source + shift, start: sp.start, end: sp.end });
-    for (const [sid, negated] of part.negatedSentences) negatedSentences.set(base + sid, negated);
-    for (const v of part.numbers) numbers.add(v);
+  return new MergedSourceIndex(filled, shifts, texts);
+}
+
+class MergedSourceIndex implements SourceIndex {
+  readonly stems: Lookup<string>;
+  readonly prefixes: Lookup<string>;
+  readonly acronyms: Lookup<string>;
+  readonly numbers = new Set<number>();
+  readonly numberList: number[];
+  readonly negatedSentences = new Map<number, NegatedSentence>();
+  readonly spans: SentenceSpan[] = [];
+  readonly empty = false;
+  /** The number of each part's first sentence. */
+  private readonly bases: number[] = [];
+
+  constructor(
+    private readonly parts: readonly BuiltSourceIndex[],
+    shifts: readonly number[],
+    readonly texts: number,
+  ) {
+    for (let k = 0; k < parts.length; k++) {
+      const part = parts[k]!;
+      const base = this.spans.length;
+      this.bases.push(base);
+      const shift = shifts[k]!;
+      for (const sp of part.spans) this.spans.push(shift === 0 ? sp : { source: sp.source + shift, start: sp.start, end: sp.end });
+      for (const [sid, negated] of part.negatedSentences) this.negatedSentences.set(base + sid, negated);
+      for (const v of part.numbers) this.numbers.add(v);
+    }
+    this.numberList = [...this.numbers].sort((a, b) => a - b);
+    this.stems = new AnyOf(parts.map((p) => p.stems));
+    this.prefixes = new AnyOf(parts.map((p) => p.prefixes));
+    this.acronyms = new AnyOf(parts.map((p) => p.acronyms));
   }
-  const postings = new Map<string, Posting>();
-  return {
-    stems: new AnyOf(filled.map((p) => p.stems)),
-    prefixes: new AnyOf(filled.map((p) => p.prefixes)),
-    acronyms: new AnyOf(filled.map((p) => p.acronyms)),
-    numbers,
-    numberList: [...numbers].sort((a, b) => a - b),
-    sentences,
-    negatedSentences,
-    spans,
-    texts,
-    empty: false,
-    bigrams: {
-      get(first) {
-        let found: Set<string> | undefined;
-        let several: Array<Set<string>> | undefined;
-        for (const part of filled) {
-          const seconds = part.bigrams.get(first);
-          if (seconds === undefined) continue;
-          if (found === undefined) found = seconds;
-          else (several ??= [found]).push(seconds);
-        }
-        return several ? new AnyOf(several) : found;
-      },
-    },
-    postings: {
-      get(stem) {
-        let first: Posting | undefined;
-        let sentences: number[] | undefined;
-        for (let k = 0; k < filled.length; k++) {
-          const own = filled[k]!.postings.get(stem);
-          if (own === undefined) continue;
-          if (k === 0) first = own;
-          else {
-            // Sentences of several parts: a posting of this merge, made once per stem.
-            if (sentences === undefined) {
-              const made = postings.get(stem);
-              if (made !== undefined) return made;
-              sentences = first ? first.sentences.slice() : [];
-            }
-            for (const sid of own.sentences) sentences.push(sid + bases[k]!);
-          }
-        }
-        if (sentences === undefined) return first;
-        const posting = { sentences };
-        postings.set(stem, posting);
-        return posting;
-      },
-    },
-  };
+
+  hasBigram(first: string, second: string): boolean {
+    for (const part of this.parts) if (part.hasBigram(first, second)) return true;
+    return false;
+  }
+
+  postingSize(key: string): number {
+    let size = 0;
+    for (const part of this.parts) size += part.postingSize(key);
+    return size;
+  }
+
+  readPosting(key: string, into: Int32Array): number {
+    let size = 0;
+    for (let k = 0; k < this.parts.length; k++) {
+      const part = this.parts[k]!;
+      if (size >= into.length) {
+        size += part.postingSize(key);
+        continue;
+      }
+      // The part's sentences after those of the parts before, numbered on from them.
+      const own = part.readPosting(key, into, size);
+      const base = this.bases[k]!;
+      if (base !== 0) for (let i = size, end = Math.min(size + own, into.length); i < end; i++) into[i]! += base;
+      size += own;
+    }
+    return size;
+  }
+
+  holds(sid: number, key: string): boolean {
+    let k = this.parts.length - 1;
+    while (this.bases[k]! > sid) k--;
+    return this.parts[k]!.holds(sid - this.bases[k]!, key);
+  }
 }
 
 /** Membership in any of several sets. */

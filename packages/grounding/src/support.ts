@@ -1,5 +1,5 @@
 import type { Claim, Term } from './claims.js';
-import { hasNumber, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
+import { hasNumber, heldWithoutPosting, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
 import { tokenize, readNumber } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
@@ -99,7 +99,7 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
     const b = claim.terms[i]!;
     if (a.kind === 'number' || b.kind === 'number' || a.acronym || b.acronym) continue;
     pairs++;
-    if (index.bigrams.get(a.token.word.stem)?.has(b.token.word.stem)) pairsFound++;
+    if (index.hasBigram(a.token.word.stem, b.token.word.stem)) pairsFound++;
   }
   return {
     claim,
@@ -121,7 +121,7 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
   }
   const w = term.token.word;
   // An acronym spelled like a function word is found only as one: "IN" is not the preposition "in".
-  if (term.acronym) return index.postings.get(w.norm) !== undefined || index.acronyms.has(w.norm) || question.stems.has(w.norm) ? 1 : 0;
+  if (term.acronym) return index.postingSize(w.norm) > 0 || index.acronyms.has(w.norm) || question.stems.has(w.norm) ? 1 : 0;
   if (index.stems.has(w.stem) || index.stems.has(w.norm) || question.stems.has(w.stem) || question.stems.has(w.norm)) return 1;
   if (w.norm.length >= 2 && w.norm.length <= 6 && (index.acronyms.has(w.norm) || index.acronyms.has(w.stem))) return 1;
   // A word glued from or derived from a source word ("Australian-British", "producer" for "production").
@@ -143,6 +143,7 @@ function termKeys(term: Term): string[] {
  */
 export class PassageSearch {
   private readonly seen = new Map<string, Passage | undefined>();
+  private readonly hits = new Hits();
 
   /** @param budget sentence postings read at most over all claims of a check */
   constructor(private budget = 150_000) {}
@@ -154,7 +155,7 @@ export class PassageSearch {
     if (this.seen.has(key)) return this.seen.get(key);
     let passage: Passage | undefined;
     if (this.budget > 0) {
-      const found = bestPassage(index, claim, keys, negated);
+      const found = bestPassage(index, claim, keys, negated, this.hits);
       this.budget -= found.read;
       passage = found.passage;
     }
@@ -182,6 +183,88 @@ function negationDisagrees(sentence: NegatedSentence | undefined, claim: Claim, 
 }
 
 /**
+ * The sentences where one claim's terms were found, in the order first found: how many terms each holds, and
+ * which, as bits (`words` numbers of 32 bits per sentence). Its buffers serve every claim of a check.
+ */
+class Hits {
+  /** Sentences found. */
+  size = 0;
+  /** Per sentence found: its number, and how many terms it holds. */
+  sids = new Int32Array(64);
+  counts = new Int32Array(64);
+  masks = new Int32Array(64);
+  words = 1;
+  /** The posting read last (`read`), up to MAX_POSTING sentences of it. */
+  posting = new Int32Array(64);
+  /** Per sentence of the sources: the claim it was last found for, and where it is among `sids`. */
+  private foundFor = new Int32Array(0);
+  private slots = new Int32Array(0);
+  private claim = 0;
+
+  /** Ready for a claim of `terms` terms, against sources of `sentences` sentences. */
+  reset(sentences: number, terms: number): void {
+    if (this.foundFor.length < sentences) {
+      this.foundFor = new Int32Array(sentences);
+      this.slots = new Int32Array(sentences);
+      this.claim = 0;
+    }
+    this.claim++;
+    this.size = 0;
+    this.words = (terms + 31) >>> 5;
+  }
+
+  /** Reads the posting of `key` into `posting`, up to MAX_POSTING sentences of it; returns its size. */
+  read(index: SourceIndex, key: string): number {
+    const size = index.readPosting(key, this.posting);
+    if (size <= this.posting.length || this.posting.length === MAX_POSTING) return size;
+    this.posting = new Int32Array(Math.min(MAX_POSTING, Math.max(size, this.posting.length * 2)));
+    return index.readPosting(key, this.posting);
+  }
+
+  /** Where sentence `sid` is among those found, or -1. */
+  slot(sid: number): number {
+    return this.foundFor[sid] === this.claim ? this.slots[sid]! : -1;
+  }
+
+  /** Where sentence `sid` is among those found, found now (holding no term yet) if it was not. */
+  find(sid: number): number {
+    if (this.foundFor[sid] === this.claim) return this.slots[sid]!;
+    const slot = this.size++;
+    if (slot === this.sids.length) {
+      this.sids = grown(this.sids);
+      this.counts = grown(this.counts);
+    }
+    if ((slot + 1) * this.words > this.masks.length) this.masks = grown(this.masks, (slot + 1) * this.words);
+    this.foundFor[sid] = this.claim;
+    this.slots[sid] = slot;
+    this.sids[slot] = sid;
+    this.counts[slot] = 0;
+    for (let w = slot * this.words; w < (slot + 1) * this.words; w++) this.masks[w] = 0;
+    return slot;
+  }
+}
+
+/** A copy of `a` twice as long (or `least` long), zeros after its end. */
+function grown(a: Int32Array<ArrayBuffer>, least = 0): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(Math.max(least, a.length * 2));
+  b.set(a);
+  return b;
+}
+
+/** Bits set in a 32-bit number. */
+function bitCount(x: number): number {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
+}
+
+/** Whether sentence `sid` holds one of a term's keys `k` (those before index `end` only, when given). */
+function holds(index: SourceIndex, sid: number, k: readonly string[], end = k.length): boolean {
+  for (let i = 0; i < end; i++) if (index.holds(sid, k[i]!)) return true;
+  return false;
+}
+
+/**
  * The best window of one sentence or two adjacent sentences of one source that holds the claim's terms, over
  * every sentence that holds any of them: adding a source adds windows and never removes one, so the best can
  * only get better. A window's negation is that of its sentence holding most of the claim's terms, so a negated
@@ -192,35 +275,48 @@ function bestPassage(
   claim: Claim,
   keys: readonly string[][],
   negated: ReadonlySet<string>,
+  hits: Hits,
 ): { passage: Passage | undefined; read: number } {
-  const hits = new Map<number, number>();
+  hits.reset(index.spans.length, keys.length);
   let read = 0;
-  /** Whether sentence `sid` holds one of a term's keys `k` (those before index `end` only, when given). */
-  const holds = (sid: number, k: readonly string[], end = k.length) => {
-    const sentence = index.sentences[sid]!;
-    for (let i = 0; i < end; i++) if (sentence.has(k[i]!)) return true;
-    return false;
-  };
-  for (const k of keys) {
-    // A sentence holding two of a term's keys (its stem and its spelling) counts once: it was counted already
-    // exactly when it holds an earlier key, as long as postings are read whole. Past MAX_POSTING they are not,
-    // and a set keeps the count.
-    const seen = k.length > 1 && k.some((key) => (index.postings.get(key)?.sentences.length ?? 0) > MAX_POSTING) ? new Set<number>() : undefined;
+  // The terms whose bits say, of every sentence found, whether it holds the term: those whose postings are read
+  // whole and which have no key a sentence holds without a posting. The windows ask the index about the others.
+  const known = new Int32Array(hits.words);
+  let asked: number[] | undefined;
+  for (let ti = 0; ti < keys.length; ti++) {
+    const k = keys[ti]!;
+    const bit = 1 << (ti & 31);
+    const word = ti >>> 5;
+    // A sentence holding two of a term's keys (its stem and its spelling) counts once. Its bit says whether it
+    // was counted for an earlier key, and so whether it holds one, as long as postings are read whole; past
+    // MAX_POSTING they are not, and the bit still keeps the count. A sentence can hold a negation or quantifier
+    // word without being in its posting: the index is asked whether it holds an earlier key.
+    const cut = k.length > 1 && k.some((key) => index.postingSize(key) > MAX_POSTING);
+    const askEarlier = !cut && k.some(heldWithoutPosting);
+    let whole = !cut && !askEarlier;
     for (let j = 0; j < k.length; j++) {
-      const posting = index.postings.get(k[j]!);
-      if (!posting) continue;
-      const list = posting.sentences;
-      const n = Math.min(list.length, MAX_POSTING);
+      const size = hits.read(index, k[j]!);
+      const n = Math.min(size, MAX_POSTING);
+      if (size > n) whole = false;
       read += n;
+      const sentences = hits.posting;
       for (let i = 0; i < n; i++) {
-        const sid = list[i]!;
-        if (seen) {
-          if (seen.has(sid)) continue;
-          seen.add(sid);
-        } else if (j > 0 && holds(sid, k, j)) continue;
-        hits.set(sid, (hits.get(sid) ?? 0) + 1);
+        const sid = sentences[i]!;
+        let slot: number;
+        if (askEarlier) {
+          if (j > 0 && holds(index, sid, k, j)) continue;
+          slot = hits.find(sid);
+        } else {
+          slot = hits.find(sid);
+          const at = slot * hits.words + word;
+          if ((hits.masks[at]! & bit) !== 0) continue;
+          hits.masks[at]! |= bit;
+        }
+        hits.counts[slot]!++;
       }
     }
+    if (whole) known[word]! |= bit;
+    else (asked ??= []).push(ti);
   }
   if (hits.size === 0) return { passage: undefined, read };
   let best: Passage | undefined;
@@ -238,14 +334,22 @@ function bestPassage(
       best = { source: first.source, start: first.start, end: last.end, score, negationMismatch: mismatch, sentences: to - from };
     }
   };
-  for (const [sid, own] of hits) {
+  const { words, masks } = hits;
+  for (let slot = 0; slot < hits.size; slot++) {
+    const sid = hits.sids[slot]!;
+    const own = hits.counts[slot]!;
     consider(sid, sid, own, sid);
     // With the next sentence of the same source (the pair with the previous one is the previous one's).
     const next = sid + 1;
     if (next >= index.spans.length || index.spans[next]!.source !== index.spans[sid]!.source) continue;
-    const theirs = hits.get(next) ?? 0;
+    const nextSlot = hits.slot(next);
+    const theirs = nextSlot < 0 ? 0 : hits.counts[nextSlot]!;
     let union = 0;
-    for (const k of keys) if (holds(sid, k) || holds(next, k)) union++;
+    for (let w = 0; w < words; w++) {
+      const either = masks[slot * words + w]! | (nextSlot < 0 ? 0 : masks[nextSlot * words + w]!);
+      union += bitCount(either & known[w]!);
+    }
+    if (asked) for (const ti of asked) if (holds(index, sid, keys[ti]!) || holds(index, next, keys[ti]!)) union++;
     if (union > own && union > theirs) consider(sid, next, union, own >= theirs ? sid : next);
   }
   return { passage: best, read: read + hits.size * keys.length };

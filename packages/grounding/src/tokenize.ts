@@ -13,8 +13,8 @@ export interface Token {
 }
 
 /**
- * What a token's spelling alone determines. Shared by all tokens of one spelling (and never changed), so
- * a repeated word costs one look-up.
+ * What a token's spelling alone determines. Shared by all tokens of one spelling (and never changed but for its
+ * scratch fields), so a repeated word costs one look-up.
  */
 export interface Word {
   /** Lower-cased, accents removed, possessive dropped. */
@@ -33,6 +33,14 @@ export interface Word {
   quantifier: boolean;
   /** Value of a number word ("two", "dozen"), from NUMBER_WORDS. */
   numberWord: number | undefined;
+  /**
+   * Scratch of the source index being built (`buildSourceIndex`): the build that numbered the word's stem and
+   * spelling last, and their numbers in it. A word of a long text repeats many times; looking its keys up once
+   * per build rather than once per token saves a good share of the build.
+   */
+  numberedIn: number;
+  stemKey: number;
+  normKey: number;
 }
 
 const DIACRITICS_RE = /\p{M}+/gu;
@@ -112,6 +120,9 @@ function readWord(raw: string): Word {
     negation: NEGATIONS.has(norm),
     quantifier: QUANTIFIERS.has(norm),
     numberWord: NUMBER_WORDS.get(norm),
+    numberedIn: 0,
+    stemKey: 0,
+    normKey: 0,
   };
 }
 
@@ -408,7 +419,14 @@ const CAPITALS = /^\p{Lu}{2,}$/u;
 
 /** Whether token `t` of `text` is written in capitals, two letters or more and at most `maxLength` ("US", "WHO"). */
 export function inCapitals(text: string, t: Token, maxLength = Infinity): boolean {
-  return t.end - t.start <= maxLength && CAPITALS.test(text.slice(t.start, t.end));
+  if (t.end - t.start > maxLength) return false;
+  // Most words asked about are capitalised function words ("The", "In"): ASCII is told apart without a regex.
+  for (let i = t.start; i < t.end; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 128) return CAPITALS.test(text.slice(t.start, t.end));
+    if (c < 65 || c > 90) return false;
+  }
+  return t.end - t.start >= 2;
 }
 
 /** The longest acronym read as a name when its letters spell a function word ("US", "WHO", "IN"). */
