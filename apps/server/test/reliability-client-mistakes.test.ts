@@ -168,3 +168,21 @@ describe('metadata past 16 pairs', () => {
     expect(ok.status).toBe(200);
   });
 });
+
+describe('logit_bias past 300 entries', () => {
+  it('301 entries, or 300,000, are a 400 naming logit_bias (OpenAI\'s limit); 300 are served', async () => {
+    const biases = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [String(i), -1]));
+    const post = (n: number) =>
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'Hi' }], logit_bias: biases(n) }),
+      });
+    for (const n of [301, 300_000]) {
+      const res = await post(n);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: 'logit_bias', message: expect.stringContaining('300 entries') });
+    }
+    expect((await post(300)).status).toBe(200);
+  });
+});

@@ -8,6 +8,9 @@ export const MetadataSchema = z
   .record(z.string().max(64), z.string().max(512))
   .refine((v) => Object.keys(v).length <= MAX_METADATA_PAIRS, { message: `metadata may have at most ${MAX_METADATA_PAIRS} key-value pairs` });
 
+/** Token biases `logit_bias` may hold (OpenAI's rule: "at most 300"). */
+export const MAX_LOGIT_BIAS_ENTRIES = 300;
+
 /** The only public model name; it maps onto the configured upstream model. */
 export const SVC_MODEL = 'svc01';
 
@@ -124,7 +127,11 @@ export const ChatCompletionRequestSchema = z.looseObject({
   stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
   presence_penalty: z.number().min(-2).max(2).nullable().optional(),
   frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
-  logit_bias: z.record(z.string(), z.number().min(-100).max(100)).nullable().optional(),
+  logit_bias: z
+    .record(z.string(), z.number().min(-100).max(100))
+    .refine((v) => Object.keys(v).length <= MAX_LOGIT_BIAS_ENTRIES, { message: `logit_bias may have at most ${MAX_LOGIT_BIAS_ENTRIES} entries` })
+    .nullable()
+    .optional(),
   logprobs: z.boolean().nullable().optional(),
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
   user: z.string().optional(),

@@ -4,6 +4,7 @@ import {
   ChatMessageSchema,
   DEFAULT_MAX_TOKENS,
   DEFAULT_TEMPERATURE,
+  MAX_LOGIT_BIAS_ENTRIES,
   MAX_METADATA_PAIRS,
   SVC_MODEL,
   THINKING_TEMPERATURE,
@@ -124,12 +125,23 @@ function requestObject(body: unknown): object {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new ApiError('invalid_type', `The request body must be a JSON object, but got ${describe(body)}.`);
   }
-  // Counted before the schema checks each pair, so that 100,000 pairs are one refusal, not 100,000 checks in one turn.
-  const metadata = (body as { metadata?: unknown }).metadata;
-  if (metadata !== null && typeof metadata === 'object' && !Array.isArray(metadata) && Object.keys(metadata).length > MAX_METADATA_PAIRS) {
+  // Counted before the schema checks each entry, so that 100,000 pairs are one refusal, not 100,000 checks in one turn.
+  const { metadata, logit_bias: logitBias } = body as { metadata?: unknown; logit_bias?: unknown };
+  if (hasMoreKeysThan(metadata, MAX_METADATA_PAIRS)) {
     throw new ApiError('invalid_value', `Invalid 'metadata': metadata may have at most ${MAX_METADATA_PAIRS} key-value pairs.`, { param: 'metadata' });
   }
+  if (hasMoreKeysThan(logitBias, MAX_LOGIT_BIAS_ENTRIES)) {
+    throw new ApiError('invalid_value', `Invalid 'logit_bias': logit_bias may have at most ${MAX_LOGIT_BIAS_ENTRIES} entries.`, { param: 'logit_bias' });
+  }
   return body;
+}
+
+/** Whether `value` is a plain object with more than `max` keys; counts no further than max + 1. */
+function hasMoreKeysThan(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  let count = 0;
+  for (const key in value) if (Object.hasOwn(value, key) && ++count > max) return true;
+  return false;
 }
 
 /** What OpenAI answers first: a missing required field, else the first problem in the body's order. */
