@@ -136,7 +136,7 @@ export const ChatCompletionRequestSchema = z.looseObject({
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
   user: z.string().optional(),
   seed: z.int().nullable().optional(),
-  tools: z.array(FunctionToolSchema).max(128).optional(),
+  tools: toolsOf(FunctionToolSchema),
   tool_choice: ToolChoiceSchema.optional(),
   parallel_tool_calls: z.boolean().optional(),
   response_format: ResponseFormatSchema.optional(),
@@ -154,11 +154,16 @@ function messagesOf<T extends z.ZodType>(message: T) {
   return z.array(message).min(1);
 }
 
+function toolsOf<T extends z.ZodType>(tool: T) {
+  return z.array(tool).max(128).optional();
+}
+
 /**
- * The chat request with its messages' contents left unread: a server validates the messages one by one
- * against `ChatMessageSchema` (100,000 of them are one long step for a single parse), and the rest with this.
+ * The chat request with its messages and tools left unread: a server validates them one by one against
+ * `ChatMessageSchema` and `FunctionToolSchema` (100,000 messages are one long step for a single parse), and
+ * the rest with this.
  */
-export const ChatCompletionRequestOuterSchema = ChatCompletionRequestSchema.extend({ messages: messagesOf(z.unknown()) });
+export const ChatCompletionRequestOuterSchema = ChatCompletionRequestSchema.extend({ messages: messagesOf(z.unknown()), tools: toolsOf(z.unknown()) });
 
 /** Spec defaults (spec §2.1, §8). */
 export const DEFAULT_MAX_TOKENS = 4096;

@@ -3,6 +3,7 @@ import {
   ChatCompletionRequestOuterSchema,
   ChatMessageSchema,
   DEFAULT_MAX_TOKENS,
+  FunctionToolSchema,
   DEFAULT_TEMPERATURE,
   MAX_LOGIT_BIAS_ENTRIES,
   MAX_METADATA_PAIRS,
@@ -75,13 +76,12 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
 }
 
 /**
- * A request's list field (chat `messages`, Responses `input`) checked item by item: `outer` is the request's
- * schema with the list's items left unread, `item` the schema of one item.
+ * A request whose list fields (chat `messages` and `tools`, Responses `input`) are checked item by item:
+ * `outer` is the request's schema with the lists' items left unread, `lists` each list's key and item schema.
  */
-export interface ListField<T> {
-  key: string;
+export interface ListedRequest<T> {
   outer: z.ZodObject;
-  item: z.ZodType;
+  lists: ReadonlyArray<{ key: string; item: z.ZodType }>;
   /** Only for the type: what the whole request parses to. */
   parsed?: T;
 }
@@ -89,35 +89,42 @@ export interface ListField<T> {
 /**
  * Validates a request body against a schema of `@svc/protocol`, answering the first problem as OpenAI does
  * (design §4): a missing required field first, then types and values, with `param` naming the field.
- * The list's items are validated one at a time, yielding to the event loop when `turn` says, and the rest of
+ * Each list's items are validated one at a time, yielding to the event loop when `turn` says, and the rest of
  * the body in one step: 100,000 messages in one schema pass are 100–150 ms in which no other request is
- * served. The issues are put in the schema's field order, the list's where the list is, as one pass has them.
+ * served. The issues are put in the schema's field order, each list's where the list is, as one pass has them.
  */
-export async function parseRequestBodyInTurns<T>(list: ListField<T>, body: unknown, turn: () => boolean): Promise<T> {
-  const object = requestObject(body);
-  const outer = list.outer.safeParse(object);
-  const items = (object as Record<string, unknown>)[list.key];
-  const parsedItems: unknown[] = [];
-  const itemIssues: z.core.$ZodIssue[] = [];
-  if (Array.isArray(items)) {
+export async function parseRequestBodyInTurns<T>(request: ListedRequest<T>, body: unknown, turn: () => boolean): Promise<T> {
+  const object = requestObject(body) as Record<string, unknown>;
+  const outer = request.outer.safeParse(object);
+  const parsedLists = new Map<string, unknown[]>();
+  const listIssues = new Map<string, z.core.$ZodIssue[]>();
+  for (const { key, item } of request.lists) {
+    const items = object[key];
+    if (!Array.isArray(items)) continue;
+    const parsedItems: unknown[] = [];
+    const issues: z.core.$ZodIssue[] = [];
     for (let i = 0; i < items.length; i++) {
-      const parsed = list.item.safeParse(items[i]);
+      const parsed = item.safeParse(items[i]);
       if (parsed.success) parsedItems.push(parsed.data);
-      else for (const issue of parsed.error.issues) itemIssues.push({ ...issue, path: [list.key, i, ...issue.path] });
+      else for (const issue of parsed.error.issues) issues.push({ ...issue, path: [key, i, ...issue.path] });
       if (turn()) await yieldToEventLoop();
     }
+    parsedLists.set(key, parsedItems);
+    if (issues.length > 0) listIssues.set(key, issues);
   }
-  if (outer.success && itemIssues.length === 0) {
+  if (outer.success && listIssues.size === 0) {
     const data = outer.data as Record<string, unknown>;
-    if (Array.isArray(items)) data[list.key] = parsedItems;
+    for (const [key, items] of parsedLists) data[key] = items;
     return data as T;
   }
-  const fields = Object.keys(list.outer.shape);
-  const at = fields.indexOf(list.key);
+  // In the schema's field order, each list's items' issues after the list's own (its type, its length).
+  const issues: z.core.$ZodIssue[] = [];
   const outerIssues = outer.success ? [] : outer.error.issues;
-  const before = outerIssues.filter((issue) => fields.indexOf(String(issue.path[0])) <= at);
-  const after = outerIssues.filter((issue) => fields.indexOf(String(issue.path[0])) > at);
-  throw firstProblem([...before, ...itemIssues, ...after], body);
+  for (const field of Object.keys(request.outer.shape)) {
+    for (const issue of outerIssues) if (issue.path[0] === field) issues.push(issue);
+    issues.push(...(listIssues.get(field) ?? []));
+  }
+  throw firstProblem(issues, body);
 }
 
 /** The body as an object, after the checks that must come before any schema's. */
@@ -160,12 +167,18 @@ export function requireSvcModel(model: string): void {
  * the messages in `turn`'s turns. Throws ApiError with the first problem.
  */
 export async function parseChatRequest(body: unknown, turn: () => boolean): Promise<ChatCompletionRequest> {
-  const request = await parseRequestBodyInTurns(CHAT_MESSAGES, body, turn);
+  const request = await parseRequestBodyInTurns(CHAT_REQUEST, body, turn);
   requireSvcModel(request.model);
   return request;
 }
 
-const CHAT_MESSAGES: ListField<ChatCompletionRequest> = { key: 'messages', outer: ChatCompletionRequestOuterSchema, item: ChatMessageSchema };
+const CHAT_REQUEST: ListedRequest<ChatCompletionRequest> = {
+  outer: ChatCompletionRequestOuterSchema,
+  lists: [
+    { key: 'messages', item: ChatMessageSchema },
+    { key: 'tools', item: FunctionToolSchema },
+  ],
+};
 
 /** What goes upstream: spec defaults, thinking mode, the mapped model, `svc` removed, usage always requested. */
 export function toUpstreamBody(

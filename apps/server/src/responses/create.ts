@@ -16,7 +16,7 @@ import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, ty
 import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatDeps } from '../chat/chat-context.js';
 import { complete, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
-import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListField } from '../chat/request.js';
+import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListedRequest } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
 import { ResponseEvents } from './stream-events.js';
 import { pace, turns } from '../turns.js';
@@ -47,7 +47,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       // store, serialise): 20,000 items or 9 MiB of instructions take a turn of the event loop per pass, three
       // such requests at once would otherwise take one turn of about 150 ms together, and a small request none.
       const turn = turns();
-      const request = await parseRequestBodyInTurns(RESPONSES_INPUT, raw, turn);
+      const request = await parseRequestBodyInTurns(RESPONSES_REQUEST, raw, turn);
       requireSvcModel(request.model);
       await pace(turn);
       const history = await conversation(deps, key.id, request.previous_response_id);
@@ -100,7 +100,10 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
   };
 }
 
-const RESPONSES_INPUT: ListField<ResponseCreateRequest> = { key: 'input', outer: ResponseCreateRequestOuterSchema, item: ResponseInputItemSchema };
+const RESPONSES_REQUEST: ListedRequest<ResponseCreateRequest> = {
+  outer: ResponseCreateRequestOuterSchema,
+  lists: [{ key: 'input', item: ResponseInputItemSchema }],
+};
 
 /** The conversation behind `previous_response_id`, read for this key only. */
 async function conversation(deps: ResponsesDeps, keyId: string, previous: string | null | undefined): Promise<Conversation> {
