@@ -1,5 +1,5 @@
 import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
-import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, TokenReader, type Token, type Word } from './tokenize.js';
+import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -184,23 +184,19 @@ class IndexBuilder {
 
   read(source: string, k: number): void {
     this.empty = false;
+    const tokens = tokenize(source);
     const base = this.spans.length;
-    const { spans } = this;
+    const { flags, spans } = this;
     let run = '';
-    const negation = new NegationReader(this.negatedSentences);
+    const negation = new NegationReader(tokens, this.negatedSentences);
     // The stem before, for word pairs: its key and its sentence.
     let before = -1;
     let beforeSentence = -1;
-    // The token read (t), the one before it, and the two after it (what `readNumber` reads).
-    const reader = new TokenReader(source);
-    let prev: Token | undefined;
-    let t = reader.next();
-    let t1 = t && reader.next();
-    let t2 = t1 && reader.next();
-    for (; t !== undefined; prev = t, t = t1, t1 = t2, t2 = t2 && reader.next()) {
+    for (let i = 0; i < tokens.length; i++) {
+      const t = tokens[i]!;
       const w = t.word;
       const sid = base + t.sentence;
-      negation.read(sid, t);
+      negation.read(sid, i);
       while (spans.length <= sid) spans.push({ source: k, start: t.start, end: t.end });
       spans[sid]!.end = t.end;
       if (w.numberedIn !== this.build) this.number(w);
@@ -212,7 +208,7 @@ class IndexBuilder {
       else if (w.cap && ((!t.sentenceStart && w.norm === 'may') || inCapitals(source, t, MAX_ACRONYM))) this.add(sid, norm, true);
       if (w.negation || w.quantifier) this.add(sid, norm, false);
       if (w.value !== undefined || w.numberWord !== undefined) {
-        const num = readNumber(t2 ? [t, t1!, t2] : t1 ? [t, t1] : [t], 0);
+        const num = readNumber(tokens, i);
         if (num) {
           for (const v of num.values) {
             this.numbers.add(v);
@@ -229,6 +225,7 @@ class IndexBuilder {
         beforeSentence = t.sentence;
       }
       // Acronyms from runs of capitalised words: "United States" → "us", "Department of Parks" → "dp".
+      const prev = tokens[i - 1];
       if (run && prev && !onlySpaces(source, prev.end, t.start)) {
         if (run.length >= 2) this.addAcronym(base + prev.sentence, run);
         run = '';
@@ -240,7 +237,7 @@ class IndexBuilder {
       }
     }
     if (run.length >= 2) this.addAcronym(spans.length - 1, run);
-    negation.end();
+    negation.end(tokens.length);
   }
 
   finish(texts: number): BuiltSourceIndex {
@@ -371,33 +368,32 @@ function distinctRuns(keys: readonly number[], values: readonly number[], keyCou
  */
 class NegationReader {
   private sid = -1;
+  private from = 0;
   private negated = false;
-  /** The tokens of the sentence being read: `tokens[0, count)`. */
-  private readonly tokens: Token[] = [];
-  private count = 0;
   private readonly sentence = new NegationScope();
 
-  constructor(private readonly into: Map<number, NegatedSentence>) {}
+  constructor(
+    private readonly tokens: readonly Token[],
+    private readonly into: Map<number, NegatedSentence>,
+  ) {}
 
-  /** Reads token `t`, of sentence `sid`. */
-  read(sid: number, t: Token): void {
+  /** Reads token `i`, of sentence `sid`. */
+  read(sid: number, i: number): void {
     if (sid !== this.sid) {
-      this.end();
+      this.end(i);
       this.sid = sid;
+      this.from = i;
     }
-    this.tokens[this.count++] = t;
-    if (t.word.negation) this.negated = true;
+    if (this.tokens[i]!.word.negation) this.negated = true;
   }
 
-  /** Ends the sentence being read. */
-  end(): void {
-    if (this.negated) {
-      for (let i = 0; i < this.count; i++) this.sentence.read(this.tokens[i]!);
-      this.into.set(this.sid, { scope: this.sentence.scope(), plain: this.sentence.plain() });
-      this.sentence.reset();
-      this.negated = false;
-    }
-    this.count = 0;
+  /** Ends the sentence being read, before token `to`. */
+  end(to: number): void {
+    if (!this.negated) return;
+    for (let i = this.from; i < to; i++) this.sentence.read(this.tokens[i]!);
+    this.into.set(this.sid, { scope: this.sentence.scope(), plain: this.sentence.plain() });
+    this.sentence.reset();
+    this.negated = false;
   }
 }
 

@@ -192,34 +192,18 @@ const NUMBER_SUFFIXES = ['st', 'nd', 'rd', 'th', 's'];
  * words (keeping inner apostrophes, "Omura's") and the symbols $ € £ ¥ %.
  */
 export function tokenize(text: string): Token[] {
-  const reader = new TokenReader(text);
   const out: Token[] = [];
-  for (let t = reader.next(); t !== undefined; t = reader.next()) out.push(t);
-  return out;
-}
-
-/**
- * The tokens of a text one at a time, as `tokenize` lists them. A reader that needs only the tokens around the
- * one it reads (the source index) keeps no list: a long source's would be megabytes, live all through the
- * reading, and so copied by every young-generation collection meanwhile.
- */
-export class TokenReader {
-  private i = 0;
-  private sentence = 0;
-  private prev: Token | undefined;
-
-  constructor(private readonly text: string) {}
-
-  /** The next token, or undefined after the last. */
-  next(): Token | undefined {
-    const text = this.text;
-    const n = text.length;
-    let i = this.i;
-    // What lies between tokens is skipped.
-    let k = OTHER;
-    while (i < n && (k = classAt(text, i)) === OTHER) i += widthAt(text, i);
-    this.i = i;
-    if (i >= n) return undefined;
+  let sentence = 0;
+  let sentenceStart = true;
+  let prevEnd = 0;
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const k = classAt(text, i);
+    if (k === OTHER) {
+      i += widthAt(text, i);
+      continue;
+    }
     const start = i;
     // A word of ASCII letters only is packed as it is read (WordTable's key when it has up to 7 of them).
     let packed = -1;
@@ -257,22 +241,20 @@ export class TokenReader {
       word = readWord(raw);
       words.set(raw, word);
     }
-    const prev = this.prev;
-    let sentenceStart = prev === undefined;
     // After an abbreviation a sentence still ends before a capitalised function word: "at 6 p.m. It opens".
     if (
-      prev !== undefined &&
-      sentenceBreak(text, prev.end, start) &&
-      (!abbreviation(text, prev, prev.end) || (word.cap && STOPWORDS.has(word.norm)))
+      out.length > 0 &&
+      sentenceBreak(text, prevEnd, start) &&
+      (!abbreviation(text, out[out.length - 1]!, prevEnd) || (word.cap && STOPWORDS.has(word.norm)))
     ) {
-      this.sentence++;
+      sentence++;
       sentenceStart = true;
     }
-    const token: Token = { start, end: i, sentenceStart, sentence: this.sentence, word };
-    this.prev = token;
-    this.i = i;
-    return token;
+    out.push({ start, end: i, sentenceStart, sentence, word });
+    sentenceStart = false;
+    prevEnd = i;
   }
+  return out;
 }
 
 const SYMBOLS = new Set(['$', '€', '£', '¥', '%']);
