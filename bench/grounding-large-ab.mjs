@@ -55,27 +55,24 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const checks = Number(checksArg);
+const cpuOf = (g) => {
+  const c0 = process.cpuUsage();
+  g.checkGrounding(large);
+  const c = process.cpuUsage(c0);
+  return (c.user + c.system) / 1000;
+};
+for (let i = 0; i < 10; i++) for (const [, g] of builds) g.checkGrounding(large);
 const perRound = new Map(builds.map(([name]) => [name, []]));
 for (let round = 1; round <= Number(roundsArg); round++) {
-  // Alternate which build goes first, so a host whose speed drifts moves both alike.
-  const order = round % 2 ? builds : [...builds].reverse();
-  const line = [];
-  for (const [name, g] of order) {
-    for (let i = 0; i < 5; i++) g.checkGrounding(large);
-    const cpu = [];
-    for (let i = 0; i < checks; i++) {
-      const c0 = process.cpuUsage();
-      g.checkGrounding(large);
-      const c = process.cpuUsage(c0);
-      cpu.push((c.user + c.system) / 1000);
-    }
-    perRound.get(name).push(median(cpu));
-    line.push(`${name} ${median(cpu).toFixed(2)}`);
+  // The builds take turns check by check, each going first every other time, so that a host whose speed drifts
+  // (another process on the core, a collection of the other build's garbage) moves both alike.
+  const cpu = new Map(builds.map(([name]) => [name, []]));
+  for (let i = 0; i < checks; i++) {
+    for (const [name, g] of (round + i) % 2 ? builds : [...builds].reverse()) cpu.get(name).push(cpuOf(g));
   }
-  console.log(`round ${round}: ${line.join(', ')} ms CPU per check (median of ${checks})`);
+  for (const [name] of builds) perRound.get(name).push(median(cpu.get(name)));
+  console.log(`round ${round}: ${builds.map(([name]) => `${name} ${median(cpu.get(name)).toFixed(2)}`).join(', ')} ms CPU per check (median of ${checks})`);
 }
 const [b, n] = builds.map(([name]) => median(perRound.get(name)));
-// Each round's ratio compares the builds at nearly the same moment: steadier than the ratio of the medians
-// when the host's speed drifts.
 const ratios = perRound.get('new').map((x, i) => x / perRound.get('base')[i]);
 console.log(`median of round medians: base ${b.toFixed(2)} ms, new ${n.toFixed(2)} ms; median of round ratios new/base ${median(ratios).toFixed(3)}`);

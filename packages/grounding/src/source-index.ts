@@ -164,17 +164,18 @@ let builds = 0;
 /** Reads the texts of a source list one by one into a `BuiltSourceIndex`. */
 class IndexBuilder {
   private readonly ids = new Map<string, number>();
-  private readonly flags: number[] = [];
+  // Lists of numbers are typed arrays, which young-generation collections during a long build do not copy.
+  private readonly flags = new IntList();
   // The two latest sentences each key was added to. A key is added only to the sentence being read or to the one
   // before it (an acronym whose run ended there), so these two say whether a sentence holds the key already.
-  private readonly latest: number[] = [];
-  private readonly previous: number[] = [];
+  private readonly latest = new IntList();
+  private readonly previous = new IntList();
   /** What sentences hold, as read: sentence and key; `~key` for a key held without a posting. */
-  private readonly heldSentences: number[] = [];
-  private readonly heldKeys: number[] = [];
+  private readonly heldSentences = new IntList();
+  private readonly heldKeys = new IntList();
   /** Consecutive content stems, repeats included. */
-  private readonly firsts: number[] = [];
-  private readonly seconds: number[] = [];
+  private readonly firsts = new IntList();
+  private readonly seconds = new IntList();
   private readonly prefixes = new Set<string>();
   private readonly numbers = new Set<number>();
   private readonly negatedSentences = new Map<number, NegatedSentence>();
@@ -186,7 +187,7 @@ class IndexBuilder {
     this.empty = false;
     const tokens = tokenize(source);
     const base = this.spans.length;
-    const { flags, spans } = this;
+    const { spans } = this;
     let run = '';
     const negation = new NegationReader(tokens, this.negatedSentences);
     // The stem before, for word pairs: its key and its sentence.
@@ -243,22 +244,24 @@ class IndexBuilder {
   finish(texts: number): BuiltSourceIndex {
     const keyCount = this.flags.length;
     const sentenceCount = this.spans.length;
-    const { heldSentences, heldKeys } = this;
+    const heldSentences = this.heldSentences.items;
+    const heldKeys = this.heldKeys.items;
+    const heldCount = this.heldKeys.length;
     // Runs in the order read, sentence by sentence and key by key.
     const sentenceStarts = new Int32Array(sentenceCount + 1);
     const postingStarts = new Int32Array(keyCount + 1);
-    for (let i = 0; i < heldKeys.length; i++) {
+    for (let i = 0; i < heldCount; i++) {
       sentenceStarts[heldSentences[i]! + 1]!++;
       const key = heldKeys[i]!;
       if (key >= 0) postingStarts[key + 1]!++;
     }
     for (let s = 0; s < sentenceCount; s++) sentenceStarts[s + 1]! += sentenceStarts[s]!;
     for (let id = 0; id < keyCount; id++) postingStarts[id + 1]! += postingStarts[id]!;
-    const sentenceKeys = new Int32Array(heldKeys.length);
+    const sentenceKeys = new Int32Array(heldCount);
     const postingSentences = new Int32Array(postingStarts[keyCount]!);
     const sentenceFill = sentenceStarts.slice(0, sentenceCount);
     const postingFill = postingStarts.slice(0, keyCount);
-    for (let i = 0; i < heldKeys.length; i++) {
+    for (let i = 0; i < heldCount; i++) {
       const sid = heldSentences[i]!;
       const key = heldKeys[i]!;
       sentenceKeys[sentenceFill[sid]!++] = key >= 0 ? key : ~key;
@@ -267,7 +270,7 @@ class IndexBuilder {
     const { starts: bigramStarts, values: bigramSeconds } = distinctRuns(this.firsts, this.seconds, keyCount);
     return new BuiltSourceIndex(
       this.ids,
-      new Uint8Array(this.flags),
+      new Uint8Array(this.flags.items.subarray(0, keyCount)),
       this.prefixes,
       this.numbers,
       [...this.numbers].sort((a, b) => a - b),
@@ -286,8 +289,8 @@ class IndexBuilder {
 
   /** Numbers a word's stem and spelling, which are stems of the sources (see `Word.numberedIn`). */
   private number(w: Word): void {
-    const { flags } = this;
     const stem = this.id(w.stem);
+    const flags = this.flags.items;
     if ((flags[stem]! & STEM) === 0) {
       flags[stem]! |= STEM;
       if (w.stem.length >= PREFIX_LEN) this.prefixes.add(w.stem.slice(0, PREFIX_LEN));
@@ -295,7 +298,7 @@ class IndexBuilder {
     let norm = stem;
     if (w.norm !== w.stem) {
       norm = this.id(w.norm);
-      flags[norm]! |= STEM;
+      this.flags.items[norm]! |= STEM;
     }
     w.numberedIn = this.build;
     w.stemKey = stem;
@@ -317,12 +320,12 @@ class IndexBuilder {
 
   /** Adds key `id` to sentence `sid`, and with `posted` the sentence to the key's posting, unless it holds the key already. */
   private add(sid: number, id: number, posted: boolean): void {
-    const latest = this.latest[id]!;
-    if (latest === sid || this.previous[id] === sid) return;
+    const latest = this.latest.items[id]!;
+    if (latest === sid || this.previous.items[id] === sid) return;
     if (sid > latest) {
-      this.previous[id] = latest;
-      this.latest[id] = sid;
-    } else this.previous[id] = sid;
+      this.previous.items[id] = latest;
+      this.latest.items[id] = sid;
+    } else this.previous.items[id] = sid;
     this.heldSentences.push(sid);
     this.heldKeys.push(posted ? id : ~id);
   }
@@ -330,22 +333,41 @@ class IndexBuilder {
   /** An acronym of a run of capitalised words ("United States" → "us"), found in the sentence of the run. */
   private addAcronym(sid: number, run: string): void {
     const id = this.id(run);
-    this.flags[id]! |= ACRONYM;
+    this.flags.items[id]! |= ACRONYM;
     this.add(sid, id, true);
   }
 }
 
+/** A list of 32-bit integers, grown by doubling as it is pushed to. */
+class IntList {
+  length = 0;
+  /** The list: `items[0, length)`. */
+  items = new Int32Array(16);
+
+  push(v: number): void {
+    if (this.length === this.items.length) {
+      const grown = new Int32Array(this.length * 2);
+      grown.set(this.items);
+      this.items = grown;
+    }
+    this.items[this.length++] = v;
+  }
+}
+
 /**
- * The values of pairs `(keys[i], values[i])` grouped by key, each value once per key: key `k`'s values are
+ * The pairs `(pairKeys[i], pairValues[i])` grouped by key, each value once per key: key `k`'s values are
  * `values[starts[k], starts[k + 1])`.
  */
-function distinctRuns(keys: readonly number[], values: readonly number[], keyCount: number): { starts: Int32Array; values: Int32Array } {
+function distinctRuns(pairKeys: IntList, pairValues: IntList, keyCount: number): { starts: Int32Array; values: Int32Array } {
+  const keys = pairKeys.items;
+  const values = pairValues.items;
+  const pairs = pairKeys.length;
   const counts = new Int32Array(keyCount + 1);
-  for (let i = 0; i < keys.length; i++) counts[keys[i]! + 1]!++;
+  for (let i = 0; i < pairs; i++) counts[keys[i]! + 1]!++;
   for (let k = 0; k < keyCount; k++) counts[k + 1]! += counts[k]!;
-  const grouped = new Int32Array(keys.length);
+  const grouped = new Int32Array(pairs);
   const fill = counts.slice(0, keyCount);
-  for (let i = 0; i < keys.length; i++) grouped[fill[keys[i]!]!++] = values[i]!;
+  for (let i = 0; i < pairs; i++) grouped[fill[keys[i]!]!++] = values[i]!;
   // Drops repeats within each run: `seenIn[v]` is the run (plus one) that last kept value `v`.
   const seenIn = new Int32Array(keyCount);
   const starts = new Int32Array(keyCount + 1);
