@@ -19,6 +19,7 @@ import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListedRequest } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
 import { ResponseEvents } from './stream-events.js';
+import { stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
 
@@ -77,7 +78,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
         // not) a long step of its own, and writing it another; neither should share a turn with the audit's
         // insert or with each other.
         await pace(turn);
-        const json = stored ?? JSON.stringify(response);
+        const json = stored ?? (await stringifyInTurns(response, turn));
         await pace(turn);
         sendSerialised(ctx, json, response.svc);
         return;

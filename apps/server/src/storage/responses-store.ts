@@ -2,8 +2,19 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { outputAsInput, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
 import { MAX_BODY_BYTES } from '../config.js';
+import { stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import type { Database } from './schema.js';
+
+/**
+ * Characters of a JSON column kept in one row; a longer one goes to `response_parts` a part per row. On
+ * SQLite one insert of 9 MB held the event loop for about 100 ms, the time growing faster than the size;
+ * a part of 1 MiB is a few ms, and the request yields between parts.
+ */
+export const RESPONSE_PART_CHARS = 1024 * 1024;
+
+/** The columns of `responses` that may be kept in parts. */
+type PartedField = 'input_items' | 'response' | 'output_items';
 
 /**
  * The ids of the chain that ends with response `id` (the CTE `chain(id, previous_response_id, depth)`), for
@@ -62,47 +73,89 @@ export class ResponsesStore {
     historyChars = 0,
     turn: () => boolean = turns(),
   ): Promise<string> {
-    // Each serialisation of megabytes (20,000 input items, 9 MiB of echoed `instructions`) and, on SQLite, the
-    // synchronous insert are steps of tens of milliseconds: `turn` is the request's clock, and each of them, and
-    // what the request does next (the answer, the audit), gets a turn of its own when the one before took one.
-    const items = JSON.stringify(inputItems);
+    // Serialising megabytes (20,000 input items, 9 MiB of echoed `instructions`) and writing them are steps of
+    // tens of milliseconds: the long strings are escaped a slice at a time and long columns written a part at a
+    // time, in `turn`, the request's clock, so other requests go between.
+    const items = await stringifyInTurns(inputItems, turn);
     await pace(turn);
-    const output = JSON.stringify(outputAsInput(response.output));
-    const body = JSON.stringify(response);
+    const output = await stringifyInTurns(outputAsInput(response.output), turn);
+    const body = await stringifyInTurns(response, turn);
     await pace(turn);
-    await this.db
-      .insertInto('responses')
-      .values({
-        id: response.id,
-        key_id: keyId,
-        previous_response_id: response.previous_response_id,
-        created_at: response.created_at,
-        input_items: items,
-        response: body,
-        output_items: output,
-        history_chars: historyChars + items.length + output.length,
-      })
-      .execute();
+    try {
+      const row = {
+        input_items: await this.putParts(response, 'input_items', items, turn),
+        response: await this.putParts(response, 'response', body, turn),
+        output_items: await this.putParts(response, 'output_items', output, turn),
+      };
+      await this.db
+        .insertInto('responses')
+        .values({
+          id: response.id,
+          key_id: keyId,
+          previous_response_id: response.previous_response_id,
+          created_at: response.created_at,
+          ...row,
+          history_chars: historyChars + items.length + output.length,
+        })
+        .execute();
+    } catch (err) {
+      await this.db.deleteFrom('response_parts').where('response_id', '=', response.id).execute();
+      throw err;
+    }
     await pace(turn);
     return body;
+  }
+
+  /** `text` for its column: itself when short, else '' with `text` written to `response_parts`, a part per turn. */
+  private async putParts(response: ResponseObject, field: PartedField, text: string, turn: () => boolean): Promise<string> {
+    if (text.length <= RESPONSE_PART_CHARS) return text;
+    for (let seq = 0; seq * RESPONSE_PART_CHARS < text.length; seq++) {
+      const part = text.slice(seq * RESPONSE_PART_CHARS, (seq + 1) * RESPONSE_PART_CHARS);
+      await this.db
+        .insertInto('response_parts')
+        .values({ response_id: response.id, field, seq, text: part, created_at: response.created_at })
+        .execute();
+      await pace(turn);
+    }
+    return '';
+  }
+
+  /** A column's text: `stored` itself, or when that is '' its parts, read one per turn. */
+  private async whole(id: string, field: PartedField, stored: string, turn: () => boolean = turns()): Promise<string> {
+    if (stored !== '') return stored;
+    let text = '';
+    for (let seq = 0; ; seq++) {
+      const part = await this.db
+        .selectFrom('response_parts')
+        .select('text')
+        .where('response_id', '=', id)
+        .where('field', '=', field)
+        .where('seq', '=', seq)
+        .executeTakeFirst();
+      if (!part) return text;
+      text += part.text;
+      await pace(turn);
+    }
   }
 
   /** The response's JSON as it was answered, for this key; undefined when there is none. */
   async responseJson(keyId: string, id: string): Promise<string | undefined> {
     const row = await this.db.selectFrom('responses').select('response').where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst();
-    return row?.response;
+    return row && this.whole(id, 'response', row.response);
   }
 
   /** The response's own input items, for this key; undefined when there is no such response. */
   async inputItems(keyId: string, id: string): Promise<ResponseInputItem[] | undefined> {
     const row = await this.db.selectFrom('responses').select('input_items').where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst();
-    return row && (JSON.parse(row.input_items) as ResponseInputItem[]);
+    return row && (JSON.parse(await this.whole(id, 'input_items', row.input_items)) as ResponseInputItem[]);
   }
 
   /** Whether a response was deleted (false: no such response for this key). */
   async delete(keyId: string, id: string): Promise<boolean> {
     const result = await this.db.deleteFrom('responses').where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst();
-    return result.numDeletedRows > 0n;
+    if (result.numDeletedRows === 0n) return false;
+    await this.db.deleteFrom('response_parts').where('response_id', '=', id).execute();
+    return true;
   }
 
   /**
@@ -117,16 +170,19 @@ export class ResponsesStore {
     // before it was kept are measured in the database, without bringing them into memory.
     const chars = head.history_chars ?? (await this.measure(keyId, id));
     if (chars > MAX_CONVERSATION_CHARS) throw new ConversationTooLongError(chars);
-    const rows = await sql<{ input_items: string; output_items: string | null; response: string | null }>`
+    const rows = await sql<{ id: string; input_items: string; output_items: string | null; response: string | null }>`
       with recursive ${chain(keyId, id)}
-      select r.input_items, r.output_items, case when r.output_items is null then r.response end as response
+      select r.id, r.input_items, r.output_items, case when r.output_items is null then r.response end as response
       from chain join responses r on r.id = chain.id order by chain.depth desc`.execute(this.db);
     const items: ResponseInputItem[] = [];
     const turn = turns();
     for (const row of rows.rows) {
-      for (const item of JSON.parse(row.input_items) as ResponseInputItem[]) items.push(item);
+      for (const item of JSON.parse(await this.whole(row.id, 'input_items', row.input_items, turn)) as ResponseInputItem[]) items.push(item);
+      // Rows stored before 008 have no output items (and, stored before 009, no parts).
       const output =
-        row.output_items === null ? outputAsInput((JSON.parse(row.response!) as ResponseObject).output) : (JSON.parse(row.output_items) as ResponseInputItem[]);
+        row.output_items === null
+          ? outputAsInput((JSON.parse(row.response!) as ResponseObject).output)
+          : (JSON.parse(await this.whole(row.id, 'output_items', row.output_items, turn)) as ResponseInputItem[]);
       for (const item of output) items.push(item);
       if (turn()) await yieldToEventLoop();
     }
@@ -137,14 +193,27 @@ export class ResponsesStore {
   private async measure(keyId: string, id: string): Promise<number> {
     const result = await sql<{ chars: number | string | null }>`
       with recursive ${chain(keyId, id)}
-      select sum(length(r.input_items) + length(coalesce(r.output_items, r.response))) as chars
-      from chain join responses r on r.id = chain.id`.execute(this.db);
+      select
+        (select sum(length(r.input_items) + length(coalesce(r.output_items, r.response))) from chain join responses r on r.id = chain.id)
+        + (select coalesce(sum(length(p.text)), 0) from chain join response_parts p on p.response_id = chain.id where p.field <> 'response')
+        as chars`.execute(this.db);
     return Number(result.rows[0]?.chars ?? 0);
   }
 
   /** Removes responses created before `cutoff` (ms since the epoch); returns how many. */
   async purgeOlderThan(cutoff: number): Promise<number> {
-    const result = await this.db.deleteFrom('responses').where('created_at', '<', Math.floor(cutoff / 1000)).executeTakeFirst();
+    const before = Math.floor(cutoff / 1000);
+    await this.db
+      .deleteFrom('response_parts')
+      .where('response_id', 'in', (eb) => eb.selectFrom('responses').select('id').where('created_at', '<', before))
+      .execute();
+    const result = await this.db.deleteFrom('responses').where('created_at', '<', before).executeTakeFirst();
+    // Parts whose response was never written (the process stopped between the two); a save under way is younger.
+    await this.db
+      .deleteFrom('response_parts')
+      .where('created_at', '<', before)
+      .where('response_id', 'not in', (eb) => eb.selectFrom('responses').select('id'))
+      .execute();
     return Number(result.numDeletedRows);
   }
 }

@@ -114,7 +114,7 @@ export interface ResponsesTable {
   key_id: string;
   previous_response_id: string | null;
   created_at: number;
-  /** JSON: the request's own input items, each with its id. */
+  /** JSON: the request's own input items, each with its id. '' when kept in `response_parts` (so too the two below). */
   input_items: string;
   /** JSON: the response object as it was answered. */
   response: string;
@@ -122,6 +122,17 @@ export interface ResponsesTable {
   output_items: string | null;
   /** Characters of input and output items in the conversation through this response; null before 008. */
   history_chars: number | null;
+}
+
+/** A part of a long JSON column of `responses` (which then holds ''), in order of `seq`. */
+export interface ResponsePartsTable {
+  response_id: string;
+  /** The `responses` column it belongs to: `input_items`, `response` or `output_items`. */
+  field: string;
+  seq: number;
+  text: string;
+  /** The response's `created_at`: parts whose response was never written age out with it. */
+  created_at: number;
 }
 
 /** Each key's last audit-delivery `sequence` (the next delivery gets `last + 1`). */
@@ -139,6 +150,7 @@ export interface Database {
   svc_meta: SchemaMetaTable;
   sessions: SessionsTable;
   responses: ResponsesTable;
+  response_parts: ResponsePartsTable;
   delivery_sequences: DeliverySequencesTable;
 }
 

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResponseInputItem } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { ConversationTooLongError, MAX_CONVERSATION_CHARS } from '../../../src/storage/responses-store.js';
+import { ConversationTooLongError, MAX_CONVERSATION_CHARS, RESPONSE_PART_CHARS } from '../../../src/storage/responses-store.js';
 import { createTestPostgres } from '../../support/databases.js';
 import { storedResponse } from '../../support/responses.js';
 
@@ -99,11 +99,50 @@ describe.each(variants)('responses on %s', (_name, url) => {
     await expect(store.responses.conversation('key_d', 'resp_old4')).rejects.toBeInstanceOf(ConversationTooLongError);
   });
 
+  it('keeps a column longer than a part in parts, and reads it back whole', async () => {
+    // Quotes, line breaks and a surrogate pair on every line: escaped a slice at a time, cut into parts anywhere.
+    const line = 'The "tower" is 330 m tall 😀.\n';
+    const instructions = line.repeat(Math.ceil((2.5 * RESPONSE_PART_CHARS) / line.length));
+    const long = { ...response('resp_long', null, 4_000, 'Long.'), instructions };
+    const input = say('long', line.repeat(Math.ceil((1.5 * RESPONSE_PART_CHARS) / line.length)));
+    const json = await store.responses.save('key_e', long, input);
+    expect(json).toBe(JSON.stringify(long));
+    const row = await store.handle.db.selectFrom('responses').select(['response', 'input_items', 'output_items']).where('id', '=', 'resp_long').executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ response: '', input_items: '' });
+    const parts = await store.handle.db.selectFrom('response_parts').select(['field', 'seq']).where('response_id', '=', 'resp_long').orderBy('field').orderBy('seq').execute();
+    const count = (text: string) => Math.ceil(text.length / RESPONSE_PART_CHARS);
+    const expected = [...Array.from({ length: count(JSON.stringify(input)) }, (_, i) => `input_items:${i}`), ...Array.from({ length: count(json) }, (_, i) => `response:${i}`)];
+    expect(expected.length).toBeGreaterThanOrEqual(5);
+    expect(parts.map((p) => `${p.field}:${p.seq}`)).toEqual(expected);
+    expect(await store.responses.responseJson('key_e', 'resp_long')).toBe(json);
+    expect(await store.responses.inputItems('key_e', 'resp_long')).toEqual(input);
+    expect(await store.responses.responseJson('key_f', 'resp_long')).toBeUndefined();
+    const conversation = await store.responses.conversation('key_e', 'resp_long');
+    expect(conversation?.items[0]).toEqual(input[0]);
+    expect(conversation?.chars).toBe(JSON.stringify(input).length + JSON.stringify([conversation!.items[1]]).length);
+    // Deleted with its response, by its own key only.
+    expect(await store.responses.delete('key_f', 'resp_long')).toBe(false);
+    expect(await store.responses.delete('key_e', 'resp_long')).toBe(true);
+    expect(await store.handle.db.selectFrom('response_parts').select('seq').where('response_id', '=', 'resp_long').execute()).toEqual([]);
+  });
+
   it('deletes, and purges by age', async () => {
     expect(await store.responses.delete('key_a', 'resp_3')).toBe(true);
     expect(await store.responses.responseJson('key_a', 'resp_3')).toBeUndefined();
     expect(await store.responses.purgeOlderThan(1_001_000)).toBe(1);
     expect(await store.responses.responseJson('key_a', 'resp_1')).toBeUndefined();
     expect(await store.responses.responseJson('key_a', 'resp_2')).toBeDefined();
+  });
+
+  it('purges the parts of old responses, and parts whose response was never written', async () => {
+    const instructions = 'x'.repeat(RESPONSE_PART_CHARS + 1);
+    await store.responses.save('key_g', { ...response('resp_aged', null, 5_000, 'Aged.'), instructions }, ask('aged'));
+    await store.responses.save('key_g', { ...response('resp_young', null, 9_000, 'Young.'), instructions }, ask('young'));
+    const orphan = (id: string, createdAt: number) => ({ response_id: id, field: 'response', seq: 0, text: 'x', created_at: createdAt });
+    await store.handle.db.insertInto('response_parts').values([orphan('resp_lost', 5_000), orphan('resp_being_saved', 9_000)]).execute();
+    await store.responses.purgeOlderThan(6_000_000);
+    const left = await store.handle.db.selectFrom('response_parts').select('response_id').distinct().orderBy('response_id').execute();
+    expect(left.map((p) => p.response_id)).toEqual(['resp_being_saved', 'resp_young']);
+    expect(JSON.parse((await store.responses.responseJson('key_g', 'resp_young'))!).instructions).toBe(instructions);
   });
 });
