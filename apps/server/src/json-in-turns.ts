@@ -35,18 +35,26 @@ export async function stringifyInTurns(value: unknown, turn: () => boolean, long
   return out + json.slice(from);
 }
 
-/** `JSON.stringify(text)`, a slice at a time; a slice never ends between the two halves of a surrogate pair. */
+/** `JSON.stringify(text)`, a slice at a time. */
 async function quoteInTurns(text: string, turn: () => boolean, slice: number): Promise<string> {
   let out = '"';
   for (let start = 0; start < text.length; ) {
-    let end = Math.min(text.length, start + slice);
-    if (isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end))) end += 1;
+    const end = sliceEnd(text, start, slice);
     const piece = text.slice(start, end);
     out += NEEDS_ESCAPE.test(piece) ? JSON.stringify(piece).slice(1, -1) : piece;
     start = end;
     if (turn()) await yieldToEventLoop();
   }
   return `${out}"`;
+}
+
+/**
+ * Where a slice of about `size` characters of `text` from `start` ends: never between the two halves of a
+ * surrogate pair, which escaped or encoded apart would each become a lone surrogate.
+ */
+export function sliceEnd(text: string, start: number, size: number): number {
+  const end = Math.min(text.length, start + size);
+  return isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end)) ? end + 1 : end;
 }
 
 function isHighSurrogate(code: number): boolean {

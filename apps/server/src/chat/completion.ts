@@ -3,6 +3,8 @@ import type { UpstreamBody } from '../upstream/upstream.js';
 import { record, type ChatContext } from './chat-context.js';
 import { countUsage } from './prompt.js';
 import { dehallucinateRequested } from './request.js';
+import { sliceEnd } from '../json-in-turns.js';
+import { pace, turns } from '../turns.js';
 
 /**
  * The non-streamed answer (spec §4.1): the upstream's completion under our id and model, with the `svc`
@@ -54,20 +56,31 @@ export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRe
     svc,
     usage: body.usage,
   });
-  sendAnswer(ctx, body, svc);
+  await sendAnswer(ctx, body, svc);
 }
 
 /** A 200 JSON answer with `svc`'s verdict also in headers, for clients that hide unknown body fields (design §3). */
-export function sendAnswer(ctx: ChatContext, body: object, svc: SvcResult | undefined): void {
-  sendSerialised(ctx, JSON.stringify(body), svc);
+export function sendAnswer(ctx: ChatContext, body: object, svc: SvcResult | undefined): Promise<void> {
+  return sendSerialised(ctx, JSON.stringify(body), svc);
 }
 
-/** `sendAnswer` of a body already serialised (a large one is serialised in a turn of its own). */
-export function sendSerialised(ctx: ChatContext, json: string, svc: SvcResult | undefined): void {
-  ctx.exchange.res.writeHead(200, {
+/** Bodies longer than this are written a slice per turn: encoding and writing 9 MB at once is one step of 10–20 ms. */
+const SEND_SLICE_CHARS = 1024 * 1024;
+
+/** `sendAnswer` of a body already serialised (a large one is serialised in turns of its own). */
+export async function sendSerialised(ctx: ChatContext, json: string, svc: SvcResult | undefined, turn: () => boolean = turns()): Promise<void> {
+  const { res } = ctx.exchange;
+  res.writeHead(200, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(json),
     ...(svc && { 'x-svc-checked': String(svc.checked), 'x-svc-grounded': String(svc.grounded), 'x-svc-score': String(svc.score) }),
   });
-  ctx.exchange.res.end(json);
+  if (json.length <= SEND_SLICE_CHARS) return void res.end(json);
+  for (let start = 0; start < json.length; ) {
+    const end = sliceEnd(json, start, SEND_SLICE_CHARS);
+    res.write(json.slice(start, end));
+    start = end;
+    await pace(turn);
+  }
+  res.end();
 }

@@ -80,7 +80,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
         await pace(turn);
         const json = stored ?? (await stringifyInTurns(response, turn));
         await pace(turn);
-        sendSerialised(ctx, json, response.svc);
+        await sendSerialised(ctx, json, response.svc, turn);
         return;
       }
       deps.inFlight.streaming(exchange.res);

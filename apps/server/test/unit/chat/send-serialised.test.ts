@@ -1,0 +1,32 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatContext } from '../../../src/chat/chat-context.js';
+import { sendSerialised } from '../../../src/chat/completion.js';
+
+let server: Server;
+let url: string;
+let next = '';
+
+beforeAll(async () => {
+  server = createServer((_req, res) => void sendSerialised({ exchange: { res } } as unknown as ChatContext, next, undefined, () => true));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+});
+
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+describe('sendSerialised', () => {
+  it.each([
+    ['a short body, in one write', JSON.stringify({ text: 'Hi 😀' })],
+    // 😀 is two UTF-16 units: with the slices at 1 MiB, one pair is cut by the boundary unless the slice keeps it.
+    ['3 MiB cut into slices, a surrogate pair across each boundary', JSON.stringify({ text: `${'a'.repeat(1024 * 1024 - 10)}${'😀'.repeat(1024 * 1024)}` })],
+  ])('%s: the client reads the same text, with a matching content-length', async (_, json) => {
+    if (json.length > 1024 * 1024) expect(json.codePointAt(1024 * 1024 - 1)).toBe(0x1f600); // a pair across the first boundary
+    next = json;
+    const res = await fetch(url);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(Number(res.headers.get('content-length'))).toBe(bytes.length);
+    expect(bytes.toString('utf8')).toBe(json);
+  });
+});
