@@ -9,8 +9,10 @@ describe('stringifyInTurns', () => {
     await fc.assert(
       fc.asyncProperty(fc.jsonValue(), fc.array(text, { maxLength: 4 }), fc.integer({ min: 1, max: 12 }), async (json, texts, longString) => {
         const value = { texts, json, nested: [{ deep: texts[0] ?? null }] };
-        // A clock that always says yield: every slice boundary is crossed.
+        // A clock that always says yield: every slice boundary is crossed. Arrays go an item at a time.
         expect(await stringifyInTurns(value, () => true, longString)).toBe(JSON.stringify(value));
+        const list = [value, json, ...texts, undefined, null];
+        expect(await stringifyInTurns(list, () => true, longString)).toBe(JSON.stringify(list));
       }),
       { numRuns: 500 },
     );
