@@ -46,25 +46,29 @@ export async function stringifyInTurns(value: unknown, turn: () => boolean, long
 }
 
 /** `JSON.stringify(text)`, a slice at a time. */
-async function quoteInTurns(text: string, turn: () => boolean, slice: number): Promise<string> {
+async function quoteInTurns(text: string, turn: () => boolean, size: number): Promise<string> {
   let out = '"';
-  for (let start = 0; start < text.length; ) {
-    const end = sliceEnd(text, start, slice);
-    const piece = text.slice(start, end);
+  for (const piece of slices(text, size)) {
     out += NEEDS_ESCAPE.test(piece) ? JSON.stringify(piece).slice(1, -1) : piece;
-    start = end;
     if (turn()) await yieldToEventLoop();
   }
   return `${out}"`;
 }
 
 /**
- * Where a slice of about `size` characters of `text` from `start` ends: never between the two halves of a
- * surrogate pair, which escaped or encoded apart would each become a lone surrogate.
+ * `text` in slices of `size` characters (one more where a slice would end between the two halves of a
+ * surrogate pair: escaped, encoded or stored apart, each half would become a lone surrogate, U+FFFD in UTF-8).
+ *
+ * @example
+ * [...slices('ab😀c', 3)] // ['ab😀', 'c']
  */
-export function sliceEnd(text: string, start: number, size: number): number {
-  const end = Math.min(text.length, start + size);
-  return isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end)) ? end + 1 : end;
+export function* slices(text: string, size: number): Generator<string> {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(text.length, start + size);
+    if (isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end))) end += 1;
+    yield text.slice(start, end);
+    start = end;
+  }
 }
 
 function isHighSurrogate(code: number): boolean {

@@ -1,9 +1,10 @@
 import { SVC_MODEL, type ChatCompletion, type ChatCompletionRequest, type SvcResult } from '@svc/protocol';
+import type { ServerResponse } from 'node:http';
 import type { UpstreamBody } from '../upstream/upstream.js';
 import { record, type ChatContext } from './chat-context.js';
 import { countUsage } from './prompt.js';
 import { dehallucinateRequested } from './request.js';
-import { sliceEnd } from '../json-in-turns.js';
+import { slices } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 
 /**
@@ -64,6 +65,19 @@ export function sendAnswer(ctx: ChatContext, body: object, svc: SvcResult | unde
   return sendSerialised(ctx, JSON.stringify(body), svc);
 }
 
+/** Until `res` can take more, or is closed. */
+function drainOrClose(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
 /** Bodies longer than this are written a slice per turn: encoding and writing 9 MB at once is one step of 10–20 ms. */
 const SEND_SLICE_CHARS = 1024 * 1024;
 
@@ -76,11 +90,11 @@ export async function sendSerialised(ctx: ChatContext, json: string, svc: SvcRes
     ...(svc && { 'x-svc-checked': String(svc.checked), 'x-svc-grounded': String(svc.grounded), 'x-svc-score': String(svc.score) }),
   });
   if (json.length <= SEND_SLICE_CHARS) return void res.end(json);
-  for (let start = 0; start < json.length; ) {
-    const end = sliceEnd(json, start, SEND_SLICE_CHARS);
-    res.write(json.slice(start, end));
-    start = end;
+  for (const slice of slices(json, SEND_SLICE_CHARS)) {
+    // A client that left is written no more; one that reads slowly is written as fast as it reads.
+    if (res.destroyed) return;
+    if (!res.write(slice)) await drainOrClose(res);
     await pace(turn);
   }
-  res.end();
+  if (!res.destroyed) res.end();
 }

@@ -1,6 +1,8 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { z } from 'zod';
 import {
   ResponseCreateRequestOuterSchema,
+  ResponseCreateRequestSchema,
   ResponseInputItemSchema,
   type ChatCompletionRequest,
   type ResponseCreateRequest,
@@ -101,9 +103,10 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
   };
 }
 
-const RESPONSES_REQUEST: ListedRequest<ResponseCreateRequest> = {
+export const RESPONSES_REQUEST: ListedRequest<ResponseCreateRequest> = {
+  schema: ResponseCreateRequestSchema,
   outer: ResponseCreateRequestOuterSchema,
-  lists: [{ key: 'input', item: ResponseInputItemSchema }],
+  lists: [{ key: 'input', items: z.array(ResponseInputItemSchema) }],
 };
 
 /** The conversation behind `previous_response_id`, read for this key only. */

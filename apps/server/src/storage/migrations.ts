@@ -186,10 +186,12 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('response_id', 'text', (c) => c.notNull())
           .addColumn('field', 'text', (c) => c.notNull())
           .addColumn('seq', 'integer', (c) => c.notNull())
-          .addColumn('text', 'text', (c) => c.notNull())
           .addColumn('created_at', time, (c) => c.notNull())
+          // Last: a 1 MiB text is an overflow chain SQLite walks to read any column after it.
+          .addColumn('text', 'text', (c) => c.notNull())
           .addPrimaryKeyConstraint('response_parts_pk', ['response_id', 'field', 'seq'])
           .execute();
+        await db.schema.createIndex('response_parts_created_idx').on('response_parts').column('created_at').execute();
       },
     },
   };

@@ -2,7 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { outputAsInput, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
 import { MAX_BODY_BYTES } from '../config.js';
-import { stringifyInTurns } from '../json-in-turns.js';
+import { slices, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import type { Database } from './schema.js';
 
@@ -15,6 +15,12 @@ export const RESPONSE_PART_CHARS = 1024 * 1024;
 
 /** The columns of `responses` that may be kept in parts. */
 type PartedField = 'input_items' | 'response' | 'output_items';
+
+/**
+ * What a column kept in parts holds: this and the number of parts. No JSON text starts so (and Postgres text
+ * holds no NUL), and a read that finds fewer parts (the response deleted or purged meanwhile) knows it is gone.
+ */
+const IN_PARTS = 'parts:';
 
 /**
  * The ids of the chain that ends with response `id` (the CTE `chain(id, previous_response_id, depth)`), for
@@ -106,25 +112,26 @@ export class ResponsesStore {
     return body;
   }
 
-  /** `text` for its column: itself when short, else '' with `text` written to `response_parts`, a part per turn. */
+  /** `text` for its column: itself when short, else IN_PARTS and its count, the parts written one per turn. */
   private async putParts(response: ResponseObject, field: PartedField, text: string, turn: () => boolean): Promise<string> {
     if (text.length <= RESPONSE_PART_CHARS) return text;
-    for (let seq = 0; seq * RESPONSE_PART_CHARS < text.length; seq++) {
-      const part = text.slice(seq * RESPONSE_PART_CHARS, (seq + 1) * RESPONSE_PART_CHARS);
+    let seq = 0;
+    for (const part of slices(text, RESPONSE_PART_CHARS)) {
       await this.db
         .insertInto('response_parts')
-        .values({ response_id: response.id, field, seq, text: part, created_at: response.created_at })
+        .values({ response_id: response.id, field, seq: seq++, created_at: response.created_at, text: part })
         .execute();
       await pace(turn);
     }
-    return '';
+    return `${IN_PARTS}${seq}`;
   }
 
-  /** A column's text: `stored` itself, or when that is '' its parts, read one per turn. */
-  private async whole(id: string, field: PartedField, stored: string, turn: () => boolean = turns()): Promise<string> {
-    if (stored !== '') return stored;
+  /** A column's text: `stored` itself, or its parts, read one per turn; undefined when they are gone. */
+  private async whole(id: string, field: PartedField, stored: string, turn: () => boolean = turns()): Promise<string | undefined> {
+    if (!stored.startsWith(IN_PARTS)) return stored;
+    const count = Number(stored.slice(IN_PARTS.length));
     let text = '';
-    for (let seq = 0; ; seq++) {
+    for (let seq = 0; seq < count; seq++) {
       const part = await this.db
         .selectFrom('response_parts')
         .select('text')
@@ -132,10 +139,11 @@ export class ResponsesStore {
         .where('field', '=', field)
         .where('seq', '=', seq)
         .executeTakeFirst();
-      if (!part) return text;
+      if (!part) return undefined;
       text += part.text;
       await pace(turn);
     }
+    return text;
   }
 
   /** The response's JSON as it was answered, for this key; undefined when there is none. */
@@ -147,7 +155,8 @@ export class ResponsesStore {
   /** The response's own input items, for this key; undefined when there is no such response. */
   async inputItems(keyId: string, id: string): Promise<ResponseInputItem[] | undefined> {
     const row = await this.db.selectFrom('responses').select('input_items').where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst();
-    return row && (JSON.parse(await this.whole(id, 'input_items', row.input_items)) as ResponseInputItem[]);
+    const json = row && (await this.whole(id, 'input_items', row.input_items));
+    return json === undefined ? undefined : (JSON.parse(json) as ResponseInputItem[]);
   }
 
   /** Whether a response was deleted (false: no such response for this key). */
@@ -177,13 +186,16 @@ export class ResponsesStore {
     const items: ResponseInputItem[] = [];
     const turn = turns();
     for (const row of rows.rows) {
-      for (const item of JSON.parse(await this.whole(row.id, 'input_items', row.input_items, turn)) as ResponseInputItem[]) items.push(item);
+      const input = await this.whole(row.id, 'input_items', row.input_items, turn);
       // Rows stored before 008 have no output items (and, stored before 009, no parts).
-      const output =
-        row.output_items === null
-          ? outputAsInput((JSON.parse(row.response!) as ResponseObject).output)
-          : (JSON.parse(await this.whole(row.id, 'output_items', row.output_items, turn)) as ResponseInputItem[]);
-      for (const item of output) items.push(item);
+      const output = row.output_items === null ? JSON.stringify(outputAsInput((JSON.parse(row.response!) as ResponseObject).output)) : await this.whole(row.id, 'output_items', row.output_items, turn);
+      if (input === undefined || output === undefined) {
+        // Deleted or purged while read: the chain ends there, as for a link already gone.
+        items.length = 0;
+        continue;
+      }
+      for (const item of JSON.parse(input) as ResponseInputItem[]) items.push(item);
+      for (const item of JSON.parse(output) as ResponseInputItem[]) items.push(item);
       if (turn()) await yieldToEventLoop();
     }
     return { items, chars };
@@ -203,17 +215,10 @@ export class ResponsesStore {
   /** Removes responses created before `cutoff` (ms since the epoch); returns how many. */
   async purgeOlderThan(cutoff: number): Promise<number> {
     const before = Math.floor(cutoff / 1000);
-    await this.db
-      .deleteFrom('response_parts')
-      .where('response_id', 'in', (eb) => eb.selectFrom('responses').select('id').where('created_at', '<', before))
-      .execute();
     const result = await this.db.deleteFrom('responses').where('created_at', '<', before).executeTakeFirst();
-    // Parts whose response was never written (the process stopped between the two); a save under way is younger.
-    await this.db
-      .deleteFrom('response_parts')
-      .where('created_at', '<', before)
-      .where('response_id', 'not in', (eb) => eb.selectFrom('responses').select('id'))
-      .execute();
+    // A part has its response's created_at: these are the purged responses' parts, and any whose response was
+    // never written (the process stopped between the two). A read under way finds its parts gone (`whole`).
+    await this.db.deleteFrom('response_parts').where('created_at', '<', before).execute();
     return Number(result.numDeletedRows);
   }
 }

@@ -114,7 +114,7 @@ export interface ResponsesTable {
   key_id: string;
   previous_response_id: string | null;
   created_at: number;
-  /** JSON: the request's own input items, each with its id. '' when kept in `response_parts` (so too the two below). */
+  /** JSON: the request's own input items, each with its id. When kept in `response_parts` (so too the two below), `parts:` and their count. */
   input_items: string;
   /** JSON: the response object as it was answered. */
   response: string;

@@ -1,16 +1,9 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import {
-  ChatCompletionRequestOuterSchema,
-  ChatCompletionRequestSchema,
-  ChatMessageSchema,
-  FunctionToolSchema,
-  ResponseCreateRequestOuterSchema,
-  ResponseCreateRequestSchema,
-  ResponseInputItemSchema,
-} from '@svc/protocol';
+import { ChatCompletionRequestSchema, ResponseCreateRequestSchema } from '@svc/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { firstProblem, parseChatRequest, parseRequestBodyInTurns } from '../../../src/chat/request.js';
+import { CHAT_REQUEST, firstProblem, parseChatRequest, parseRequestBodyInTurns } from '../../../src/chat/request.js';
+import { RESPONSES_REQUEST } from '../../../src/responses/create.js';
 import { ApiError } from '../../../src/http/errors.js';
 import { turns } from '../../../src/turns.js';
 
@@ -53,8 +46,10 @@ const badMessage = fc.constantFrom<unknown>(
   null,
   { role: 'assistant', tool_calls: [{ id: 1 }] },
 );
-const CHAT = { outer: ChatCompletionRequestOuterSchema, lists: [{ key: 'messages', item: ChatMessageSchema }, { key: 'tools', item: FunctionToolSchema }] };
-const RESPONSES = { outer: ResponseCreateRequestOuterSchema, lists: [{ key: 'input', item: ResponseInputItemSchema }] };
+const CHAT = CHAT_REQUEST;
+const RESPONSES = RESPONSES_REQUEST;
+/** Every list read a slice of `perStep` items at a time, however short: the path long lists take. */
+const sliced = (perStep: number) => ({ onePassItems: 0, perStep });
 
 const tool = fc.constantFrom<unknown>(
   { type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } } },
@@ -95,7 +90,7 @@ describe('parseRequestBodyInTurns', () => {
           if (messagesFirst && model !== undefined) body.model = model;
           if (tools !== undefined && messagesFirst) body.tools = tools;
           for (const [k, v] of fields) body[k] = v;
-          expect(await inTurns(() => parseRequestBodyInTurns(CHAT, body, everyNth(every)))).toEqual(onePass(ChatCompletionRequestSchema, body));
+          expect(await inTurns(() => parseRequestBodyInTurns(CHAT, body, everyNth(every), sliced(every)))).toEqual(onePass(ChatCompletionRequestSchema, body));
         },
       ),
       { numRuns: 400 },
@@ -111,9 +106,11 @@ describe('parseRequestBodyInTurns', () => {
       { model: 'svc01', messages: [] },
       { messages: [{ role: 'user' }] },
       { model: 'svc01', messages: hi, tools: tools(129) },
+      // Too long, with a tool missing a field: one pass refuses the length and reads no tool.
+      { model: 'svc01', messages: hi, tools: [...tools(128), { type: 'function', function: {} }] },
       { model: 'svc01', messages: [{ role: 'user' }], tools: [...tools(128), 5] },
     ]) {
-      const answer = await inTurns(() => parseRequestBodyInTurns(CHAT, body, turns()));
+      const answer = await inTurns(() => parseRequestBodyInTurns(CHAT, body, turns(), sliced(7)));
       expect(answer.error).toBeDefined();
       expect(answer).toEqual(onePass(ChatCompletionRequestSchema, body));
     }
@@ -128,15 +125,15 @@ describe('parseRequestBodyInTurns', () => {
     ];
     for (const input of ['Hi', items, []]) {
       const body = { model: 'svc01', input, temperature: 1 };
-      expect(await inTurns(() => parseRequestBodyInTurns(RESPONSES, body, everyNth(2)))).toEqual(onePass(ResponseCreateRequestSchema, body));
+      expect(await inTurns(() => parseRequestBodyInTurns(RESPONSES, body, everyNth(2), sliced(3)))).toEqual(onePass(ResponseCreateRequestSchema, body));
     }
-    // One pass answers a bad item as the whole input being invalid; item by item, the item is named.
+    // One pass answers a bad item as the whole input being invalid; a slice at a time, the item is named.
     const bad = { model: 'svc01', input: [...items, { role: 'user', content: 5 }] };
-    const answer = await inTurns(() => parseRequestBodyInTurns(RESPONSES, bad, turns()));
+    const answer = await inTurns(() => parseRequestBodyInTurns(RESPONSES, bad, turns(), sliced(3)));
     expect(answer.error).toMatchObject({ code: 'invalid_value', param: 'input[4]' });
     expect(onePass(ResponseCreateRequestSchema, bad).error).toMatchObject({ code: 'invalid_value', param: 'input' });
     // A field before the input that is wrong comes first, as in one pass.
-    expect((await inTurns(() => parseRequestBodyInTurns(RESPONSES, { ...bad, model: 5 }, turns()))).error).toMatchObject({ param: 'model' });
+    expect((await inTurns(() => parseRequestBodyInTurns(RESPONSES, { ...bad, model: 5 }, turns(), sliced(3)))).error).toMatchObject({ param: 'model' });
   });
 
   it('lets the event loop run while 100,000 messages are validated', async () => {

@@ -7,9 +7,17 @@ import { sendSerialised } from '../../../src/chat/completion.js';
 let server: Server;
 let url: string;
 let next = '';
+/** The last answer's slices written, and its end. */
+let writes = 0;
+let sent: Promise<void> = Promise.resolve();
 
 beforeAll(async () => {
-  server = createServer((_req, res) => void sendSerialised({ exchange: { res } } as unknown as ChatContext, next, undefined, () => true));
+  server = createServer((_req, res) => {
+    writes = 0;
+    const write = res.write.bind(res);
+    res.write = ((chunk: string) => (writes++, write(chunk))) as typeof res.write;
+    sent = sendSerialised({ exchange: { res } } as unknown as ChatContext, next, undefined, () => true);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
 });
@@ -28,5 +36,17 @@ describe('sendSerialised', () => {
     const bytes = Buffer.from(await res.arrayBuffer());
     expect(Number(res.headers.get('content-length'))).toBe(bytes.length);
     expect(bytes.toString('utf8')).toBe(json);
+  });
+
+  it('stops writing when the client goes, and ends without waiting for it', async () => {
+    next = JSON.stringify({ text: 'a'.repeat(64 * 1024 * 1024) });
+    const controller = new AbortController();
+    const res = await fetch(url, { signal: controller.signal });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await sent;
+    // 64 slices of 1 MiB; a client that read one chunk and left got far fewer written to it.
+    expect(writes).toBeLessThan(32);
   });
 });
