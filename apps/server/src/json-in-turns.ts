@@ -45,6 +45,40 @@ export async function stringifyInTurns(value: unknown, turn: () => boolean, long
   return out + json.slice(from);
 }
 
+/**
+ * A long string escaped once, in turns, and spliced into each JSON text that holds it: a Responses stream
+ * echoes the response's `instructions` in three events, each of which would escape megabytes anew.
+ *
+ * @example
+ * const instructions = await EscapedString.of(request.instructions, turn);
+ * instructions.stringify({ type: 'response.created', response }); // === JSON.stringify(…)
+ */
+export class EscapedString {
+  private readonly mark = `\u0000${randomBytes(12).toString('base64url')}`;
+
+  private constructor(
+    readonly text: string,
+    private readonly json: string,
+  ) {}
+
+  static async of(text: string, turn: () => boolean): Promise<EscapedString> {
+    return new EscapedString(text, await quoteInTurns(text, turn, LONG_STRING_CHARS));
+  }
+
+  /** `JSON.stringify(value)`, with each occurrence of this string put in escaped already. */
+  stringify(value: unknown): string {
+    const json = JSON.stringify(value, (_key, v: unknown) => (v === this.text ? this.mark : v));
+    const quotedMark = JSON.stringify(this.mark);
+    let out = '';
+    let from = 0;
+    for (let at = json.indexOf(quotedMark); at !== -1; at = json.indexOf(quotedMark, from)) {
+      out += json.slice(from, at) + this.json;
+      from = at + quotedMark.length;
+    }
+    return out + json.slice(from);
+  }
+}
+
 /** `JSON.stringify(text)`, a slice at a time. */
 async function quoteInTurns(text: string, turn: () => boolean, size: number): Promise<string> {
   let out = '"';

@@ -21,7 +21,7 @@ import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListedRequest } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
 import { ResponseEvents } from './stream-events.js';
-import { stringifyInTurns } from '../json-in-turns.js';
+import { EscapedString, LONG_STRING_CHARS, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
 
@@ -86,8 +86,10 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
         return;
       }
       deps.inFlight.streaming(exchange.res);
+      // Echoed in three events: megabytes of instructions are escaped once, here, in this request's turns.
+      const instructions = request.instructions && request.instructions.length >= LONG_STRING_CHARS ? await EscapedString.of(request.instructions, turn) : undefined;
       const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
-      await relayStream(ctx, chat, chunks, (sse) => responseEvents(deps, base, sse, store));
+      await relayStream(ctx, chat, chunks, (sse) => responseEvents(deps, base, sse, store, instructions));
     } catch (err) {
       const error = toApiError(err);
       await recordFailure(ctx, {
@@ -156,8 +158,9 @@ function responseEvents(
   base: ResponseBase,
   sse: SseWriter,
   store: (response: ResponseObject) => Promise<unknown>,
+  instructions: EscapedString | undefined,
 ): StreamOutput {
-  const events = new ResponseEvents(pendingResponse(base), newId, () => Math.floor(deps.clock() / 1000));
+  const events = new ResponseEvents(pendingResponse(base), newId, () => Math.floor(deps.clock() / 1000), instructions);
   sse.writeEvents(events.start());
   return {
     serviceTier: () => {},

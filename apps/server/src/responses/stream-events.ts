@@ -1,4 +1,5 @@
 import type { ChatCompletionChunk, ResponseObject, ResponseOutputItem, SvcResult } from '@svc/protocol';
+import type { EscapedString } from '../json-in-turns.js';
 import { finishedStatus, responseUsage } from './translate.js';
 
 type MessageItem = Extract<ResponseOutputItem, { type: 'message' }>;
@@ -38,10 +39,15 @@ export class ResponseEvents {
   private usage: ResponseObject['usage'] = null;
   private final: ResponseObject | null = null;
 
+  /**
+   * @param instructions the response's `instructions`, escaped once: the events that carry the whole response
+   *   (created, in progress, completed, failed) splice them in rather than escape megabytes each time
+   */
   constructor(
     private readonly response: ResponseObject,
     private readonly newItemId: (prefix: 'msg' | 'fc' | 'rs') => string,
     private readonly now: () => number,
+    private readonly instructions?: EscapedString,
   ) {}
 
   start(): string {
@@ -212,7 +218,9 @@ export class ResponseEvents {
   }
 
   private emit(type: string, fields: Record<string, unknown>): void {
-    this.out += `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.sequence++, ...fields })}\n\n`;
+    const event = { type, sequence_number: this.sequence++, ...fields };
+    const json = this.instructions && 'response' in fields ? this.instructions.stringify(event) : JSON.stringify(event);
+    this.out += `event: ${type}\ndata: ${json}\n\n`;
   }
 
   private flush(): string {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { stringifyInTurns } from '../../src/json-in-turns.js';
+import { EscapedString, stringifyInTurns } from '../../src/json-in-turns.js';
 import { turns } from '../../src/turns.js';
 
 describe('stringifyInTurns', () => {
@@ -15,6 +15,19 @@ describe('stringifyInTurns', () => {
         expect(await stringifyInTurns(list, () => true, longString)).toBe(JSON.stringify(list));
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('EscapedString: JSON.stringify of any value holding the string, wherever and however often', async () => {
+    const text = fc.string({ unit: fc.constantFrom('a', '"', '\\', '\n', '\u0001', '😀', '\ud800'), minLength: 1, maxLength: 40 });
+    await fc.assert(
+      fc.asyncProperty(text, fc.jsonValue(), async (long, json) => {
+        const escaped = await EscapedString.of(long, () => true);
+        const value = { a: long, json, list: [long, 'other', { deep: long }] };
+        expect(escaped.stringify(value)).toBe(JSON.stringify(value));
+        expect(escaped.stringify(json)).toBe(JSON.stringify(json));
+      }),
+      { numRuns: 300 },
     );
   });
 

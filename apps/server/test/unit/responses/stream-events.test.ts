@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ResponseCreateRequestSchema, type ChatCompletionChunk } from '@svc/protocol';
+import { EscapedString } from '../../../src/json-in-turns.js';
 import { ResponseEvents } from '../../../src/responses/stream-events.js';
 import { pendingResponse } from '../../../src/responses/translate.js';
 
@@ -41,7 +42,26 @@ function run(chunks: ChatCompletionChunk[]): Event[] {
   return parseSse(text);
 }
 
+/** The SSE text of a stream whose request has `instructions`, with them escaped once beforehand or not. */
+async function streamed(instructions: string, escapedOnce: boolean): Promise<string> {
+  let n = 0;
+  const base = { id: 'resp_1', createdAt: 1, request: ResponseCreateRequestSchema.parse({ model: 'svc01', input: 'Hi', instructions, stream: true }) };
+  const escaped = escapedOnce ? await EscapedString.of(instructions, () => true) : undefined;
+  const events = new ResponseEvents(pendingResponse(base), (prefix) => `${prefix}_${++n}`, () => 2, escaped);
+  let text = events.start();
+  text += events.chunk(chunk([{ index: 0, delta: { role: 'assistant', content: instructions.slice(0, 20) }, finish_reason: null }]));
+  text += events.chunk(chunk([{ index: 0, delta: {}, finish_reason: 'stop' }], { svc }));
+  return text + events.finish();
+}
+
 describe('ResponseEvents', () => {
+  it('writes the same events with instructions escaped once as with each event escaping them', async () => {
+    const instructions = 'Answer "briefly".\n\u0001 😀 '.repeat(20_000);
+    const once = await streamed(instructions, true);
+    expect(once).toBe(await streamed(instructions, false));
+    expect(parseSse(once).filter((e) => (e as { response?: { instructions?: string } }).response?.instructions === instructions)).toHaveLength(3);
+  });
+
   it('streams text in OpenAI\'s order, numbers every event, and ends with the whole response, usage and svc', () => {
     const events = run([
       chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]),
