@@ -2,8 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
-import { StringDecoder } from 'node:string_decoder';
-import { JsonDepthScanner, MAX_JSON_DEPTH } from '../json-depth.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { turns } from '../turns.js';
 import { ApiError } from './errors.js';
 import { bodyErrors } from './body-errors.js';
@@ -145,11 +144,7 @@ function refuse(req: IncomingMessage, error: ApiError): Promise<never> {
 
 function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => void }, limit: number, hold: Hold): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    // Decoded and scanned for depth chunk by chunk as the body arrives: for a body of megabytes, joining the
-    // chunks, decoding and scanning them at the end were a third of the step that parses it.
-    const decoder = new StringDecoder('utf8');
-    const parts: string[] = [];
-    const depth = new JsonDepthScanner();
+    const parts: Buffer[] = [];
     let size = 0;
     let settled = false;
     const fail = (error: ApiError) => {
@@ -167,19 +162,17 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
       if (size > limit) return fail(bodyErrors.tooLarge(limit));
       const full = hold.atLeast(size);
       if (full) return fail(full);
-      parts.push(decoder.write(chunk));
-      depth.feed(chunk);
+      parts.push(chunk);
     };
     stream.on('data', onData);
     stream.on('end', () => {
       if (settled) return;
       settled = true;
       const turn = turns();
-      parts.push(decoder.end());
-      const text = parts.join('');
+      const buffer = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
       parts.length = 0;
       try {
-        const value = parseJson(text, depth.exceeded);
+        const value = parseJson(buffer);
         // When parsing took this turn (a body of megabytes), what the request does next waits for the next, so
         // others go between.
         if (turn()) setImmediate(resolve, value);
@@ -199,11 +192,14 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
 }
 
 /** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
-function parseJson(text: string, tooDeep: boolean): unknown {
-  if (text.length === 0) return {};
-  if (tooDeep) throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+function parseJson(buffer: Buffer): unknown {
+  if (buffer.length === 0) return {};
+  if (nestsDeeperThan(buffer)) {
+    throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
+  const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
   try {
-    return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text) as unknown;
+    return JSON.parse(buffer.toString('utf8', start)) as unknown;
   } catch {
     throw bodyErrors.invalidJson();
   }
