@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } from '../tokens/tokenizer.js';
-import { turns } from '../turns.js';
+import { pace, turns } from '../turns.js';
 import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
@@ -126,7 +126,7 @@ async function generate(body: UpstreamBody, thinking: boolean): Promise<{ choice
       { param: 'logprobs' },
     );
   }
-  const plan = planAnswer(body, thinking);
+  const plan = await planAnswer(body, thinking, turns());
   const limit = firstPositiveInt(body.max_completion_tokens, body.max_tokens) ?? Infinity;
   const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter(
     (s): s is string => typeof s === 'string' && s.length > 0,
@@ -180,7 +180,8 @@ async function budget(plan: Plan, limit: number, stops: string[]): Promise<Gener
   return { reasoningTokens, contentTokens, toolCalls: [], finishReason: truncated ? 'length' : 'stop' };
 }
 
-function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
+/** Reading the sources, ranking their sentences and writing the answer each take a turn when the one before did. */
+async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boolean): Promise<Plan> {
   const messages = (Array.isArray(body.messages) ? body.messages : []).filter(isRecord);
   const lastUserIndex = messages.map((m) => m.role).lastIndexOf('user');
   let unread = MAX_READ_CHARS;
@@ -207,7 +208,9 @@ function planAnswer(body: UpstreamBody, thinking: boolean): Plan {
   }
   const candidates = passages.filter((p) => p.text.split(/\s+/).length >= 4);
   const pool = candidates.length > 0 ? candidates : passages;
+  await pace(turn);
   const ranked = rankPassages(question, pool);
+  await pace(turn);
 
   const tools = functionTools(body.tools);
   const toolChoice = body.tool_choice;
