@@ -30,19 +30,21 @@ export async function stringifyInTurns(value: unknown, turn: () => boolean, long
     return `${out}]`;
   }
   if (!hasLongString(value, longString)) return JSON.stringify(value);
-  // Each long string is replaced by a mark no text can hold (a random nonce), then put back escaped in slices.
-  const long: string[] = [];
+  const { between, taken } = stringifyAround(value, (text) => text.length >= longString);
+  let out = between[0]!;
+  for (let i = 0; i < taken.length; i++) out += (await quoteInTurns(taken[i]!, turn, longString)) + between[i + 1]!;
+  return out;
+}
+
+/**
+ * `JSON.stringify(value)` cut where a string `take` chose stood: the texts between them, and the strings taken,
+ * in order. Each taken string is replaced by a mark no text can hold (a random nonce) and the JSON split there.
+ */
+function stringifyAround(value: unknown, take: (text: string) => boolean): { between: string[]; taken: string[] } {
+  const taken: string[] = [];
   const mark = `\u0000${randomBytes(12).toString('base64url')}`;
-  const json = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' && v.length >= longString ? (long.push(v), mark) : v));
-  const quotedMark = JSON.stringify(mark);
-  let out = '';
-  let from = 0;
-  for (const text of long) {
-    const at = json.indexOf(quotedMark, from);
-    out += json.slice(from, at) + (await quoteInTurns(text, turn, longString));
-    from = at + quotedMark.length;
-  }
-  return out + json.slice(from);
+  const json = JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' && take(v) ? (taken.push(v), mark) : v));
+  return { between: json.split(JSON.stringify(mark)), taken };
 }
 
 /**
@@ -54,8 +56,6 @@ export async function stringifyInTurns(value: unknown, turn: () => boolean, long
  * instructions.stringify({ type: 'response.created', response }); // === JSON.stringify(…)
  */
 export class EscapedString {
-  private readonly mark = `\u0000${randomBytes(12).toString('base64url')}`;
-
   private constructor(
     readonly text: string,
     private readonly json: string,
@@ -67,15 +67,7 @@ export class EscapedString {
 
   /** `JSON.stringify(value)`, with each occurrence of this string put in escaped already. */
   stringify(value: unknown): string {
-    const json = JSON.stringify(value, (_key, v: unknown) => (v === this.text ? this.mark : v));
-    const quotedMark = JSON.stringify(this.mark);
-    let out = '';
-    let from = 0;
-    for (let at = json.indexOf(quotedMark); at !== -1; at = json.indexOf(quotedMark, from)) {
-      out += json.slice(from, at) + this.json;
-      from = at + quotedMark.length;
-    }
-    return out + json.slice(from);
+    return stringifyAround(value, (text) => text === this.text).between.join(this.json);
   }
 }
 

@@ -1,8 +1,8 @@
 import { SVC_MODEL, type ChatCompletion, type ChatCompletionRequest, type SvcResult } from '@svc/protocol';
-import type { ServerResponse } from 'node:http';
 import type { UpstreamBody } from '../upstream/upstream.js';
 import { record, type ChatContext } from './chat-context.js';
 import { countUsage } from './prompt.js';
+import { waitForDrain } from './sse-writer.js';
 import { dehallucinateRequested } from './request.js';
 import { slices } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
@@ -65,19 +65,6 @@ export function sendAnswer(ctx: ChatContext, body: object, svc: SvcResult | unde
   return sendSerialised(ctx, JSON.stringify(body), svc);
 }
 
-/** Until `res` can take more, or is closed. */
-function drainOrClose(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
-
 /** Bodies longer than this are written a slice per turn: encoding and writing 9 MB at once is one step of 10–20 ms. */
 const SEND_SLICE_CHARS = 1024 * 1024;
 
@@ -93,7 +80,7 @@ export async function sendSerialised(ctx: ChatContext, json: string, svc: SvcRes
   for (const slice of slices(json, SEND_SLICE_CHARS)) {
     // A client that left is written no more; one that reads slowly is written as fast as it reads.
     if (res.destroyed) return;
-    if (!res.write(slice)) await drainOrClose(res);
+    if (!res.write(slice)) await waitForDrain(res);
     await pace(turn);
   }
   if (!res.destroyed) res.end();

@@ -108,7 +108,7 @@ function ownSocket(res: ServerResponse): Socket | null {
 }
 
 /** Resolves when `res` can take more, or is gone. Both listeners go once either fires. */
-function waitForDrain(res: ServerResponse | Socket): Promise<void> {
+export function waitForDrain(res: ServerResponse | Socket): Promise<void> {
   return new Promise<void>((resolve) => {
     const done = (): void => {
       res.off('drain', done);

@@ -188,14 +188,17 @@ export class ResponsesStore {
     for (const row of rows.rows) {
       const input = await this.whole(row.id, 'input_items', row.input_items, turn);
       // Rows stored before 008 have no output items (and, stored before 009, no parts).
-      const output = row.output_items === null ? JSON.stringify(outputAsInput((JSON.parse(row.response!) as ResponseObject).output)) : await this.whole(row.id, 'output_items', row.output_items, turn);
+      const output =
+        row.output_items === null
+          ? outputAsInput((JSON.parse(row.response!) as ResponseObject).output)
+          : await this.whole(row.id, 'output_items', row.output_items, turn).then((json) => (json === undefined ? undefined : (JSON.parse(json) as ResponseInputItem[])));
       if (input === undefined || output === undefined) {
         // Deleted or purged while read: the chain ends there, as for a link already gone.
         items.length = 0;
         continue;
       }
       for (const item of JSON.parse(input) as ResponseInputItem[]) items.push(item);
-      for (const item of JSON.parse(output) as ResponseInputItem[]) items.push(item);
+      for (const item of output) items.push(item);
       if (turn()) await yieldToEventLoop();
     }
     return { items, chars };
