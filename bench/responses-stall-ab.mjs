@@ -1,23 +1,23 @@
-// The Responses API's own heavy inputs against two builds of the server, alternated: 9 MiB of `instructions`
-// (stored, echoed) and 20,000 input items, both at once, three times, while /healthz is polled every 10 ms, as
-// the reliability-event-loop suite sends them. Prints each run's polls' p50, p99 and max (ms): the event-loop
-// stall the inputs cause. Both servers run on the offline model with a fresh SQLite database.
+// The Responses API's own heavy inputs against this checkout's build (A) and another (B), alternated: 9 MiB of
+// `instructions` (stored, echoed) and 20,000 input items, both at once, three times, while /healthz is polled
+// every 10 ms, as the reliability-event-loop suite sends them. Prints each run's polls' p50, p99 and max (ms):
+// the event-loop stall the inputs cause; then the medians of p99. Each server runs on the offline model with a
+// fresh SQLite database.
 //
-//   node bench/responses-stall-ab.mjs BASE_BIN [NEW_BIN] [--rounds 4]
+//   node bench/responses-stall-ab.mjs [BIN_B] [--runs 8]
 //
-// BASE_BIN, NEW_BIN: a build's apps/server/dist/bin.js (NEW_BIN defaults to this checkout's). Copy a base build
-// away from the checkout (with its node_modules reachable) before rebuilding.
+// BIN_B: another build's apps/server/dist/bin.js. Copy a base build away from the checkout (with its
+// node_modules reachable) before rebuilding.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { buildsOf, measureAlternately } from './lib/ab-builds.mjs';
 
-const { values: opts, positionals } = parseArgs({ allowPositionals: true, options: { rounds: { type: 'string', default: '4' } } });
-if (positionals.length < 1) throw new Error('usage: node bench/responses-stall-ab.mjs BASE_BIN [NEW_BIN] [--rounds N]');
-const builds = { base: resolve(positionals[0]), new: resolve(positionals[1] ?? fileURLToPath(new URL('../apps/server/dist/bin.js', import.meta.url))) };
+const { values: opts, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string', default: '8' } } });
+const builds = buildsOf(positionals[0] && resolve(positionals[0]));
 
 const MiB = 1024 * 1024;
 const prose = (bytes) => 'The tower was finished in 1889 and is 330 metres tall. '.repeat(Math.ceil(bytes / 56)).slice(0, bytes);
@@ -78,6 +78,13 @@ async function run(bin) {
   }
 }
 
-for (let round = 1; round <= Number(opts.rounds); round++) {
-  for (const [name, bin] of Object.entries(builds)) console.log(`round ${round} ${name}: ${JSON.stringify(await run(bin))}`);
-}
+await measureAlternately(
+  builds,
+  Number(opts.runs),
+  async (build, i) => {
+    const figures = await run(build.bin);
+    console.log(`run ${i + 1} ${build.name}: ${JSON.stringify(figures)}`);
+    return figures.p99;
+  },
+  'polls p99 (ms)',
+);
