@@ -5,19 +5,11 @@
 //   taskset -c 1 node bench/grounding-ab.mjs /tmp/base/packages/grounding/dist/index.js [rounds]
 //
 // Build first (npx turbo run build --filter=@svc/grounding), in both checkouts.
-import { pathToFileURL } from 'node:url';
-import { resolve } from 'node:path';
 import { ANSWER, QUESTION, SOURCE } from './lib/fixtures.mjs';
+import { groundingBuilds } from './lib/grounding-builds.mjs';
 
-const [basePath, roundsArg = '3'] = process.argv.slice(2);
-if (!basePath) {
-  console.error('usage: node bench/grounding-ab.mjs BASE_DIST_INDEX_JS [rounds]');
-  process.exit(2);
-}
-const builds = [
-  ['base', await import(pathToFileURL(resolve(basePath)).href)],
-  ['new', await import('@svc/grounding')],
-];
+const { builds, args } = await groundingBuilds('node bench/grounding-ab.mjs BASE_DIST_INDEX_JS [rounds]');
+const [roundsArg = '3'] = args;
 const input = { sources: [SOURCE, QUESTION], answer: ANSWER };
 const N = 10_000;
 for (let round = 1; round <= Number(roundsArg); round++) {

@@ -9,17 +9,11 @@
 // Build first (npx turbo run build --filter=@svc/grounding), and copy the base build's dist before changing it.
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { groundingBuilds } from './lib/grounding-builds.mjs';
 
-const [basePath, roundsArg = '20', checksArg = '15'] = process.argv.slice(2);
-if (!basePath) {
-  console.error('usage: node bench/grounding-large-ab.mjs BASE_DIST_INDEX_JS [rounds] [checks per round]');
-  process.exit(2);
-}
-const builds = [
-  ['base', await import(pathToFileURL(resolve(basePath)).href)],
-  ['new', await import('@svc/grounding')],
-];
+const { builds, args } = await groundingBuilds('node bench/grounding-large-ab.mjs BASE_DIST_INDEX_JS [rounds] [checks per round]');
+const [roundsArg = '20', checksArg = '15'] = args;
 
 const evalDir = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'eval');
 const rows = ['grounding-dev.jsonl', 'grounding-dev-more.jsonl'].flatMap((f) =>
