@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cli, killAll, processEnv, requireBuiltServer, spawnServer } from './support/reliability-kit.js';
 
@@ -138,20 +139,41 @@ function heavyHistoryInputs(): Heavy[] {
   return [followUp('How tall is item 7?')];
 }
 
-/** Polls /healthz every 10 ms until `done`; returns each poll's latency (ms). */
-async function pollHealth(url: string, done: { value: boolean }): Promise<number[]> {
-  const latencies: number[] = [];
-  while (!done.value) {
-    const started = performance.now();
-    // A poll that fails (the server reset it after a stall past its header timeout) counts as endless.
-    const ok = await fetch(`${url}/healthz`).then(
-      async (res) => (await res.arrayBuffer(), res.status === 200),
-      () => false,
-    );
-    latencies.push(ok ? performance.now() - started : Infinity);
-    await delay(10);
-  }
-  return latencies;
+/**
+ * Polls /healthz every 10 ms, from a worker thread of its own, until `stop()`; resolves each poll's latency
+ * (ms). The poller does not share its event loop with the senders: fetch encodes and writes the 9 MiB bodies in
+ * the test's main thread, and a poll whose answer waited behind that work would count the client's step as the
+ * server's stall.
+ */
+function pollHealth(url: string): { stop: () => void; latencies: Promise<number[]> } {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+    const latencies = [];
+    let done = false;
+    parentPort.on('message', () => { done = true; });
+    (async () => {
+      while (!done) {
+        const started = performance.now();
+        // A poll that fails (the server reset it after a stall past its header timeout) counts as endless.
+        const ok = await fetch(workerData.url + '/healthz').then(
+          async (res) => (await res.arrayBuffer(), res.status === 200),
+          () => false,
+        );
+        latencies.push(ok ? performance.now() - started : Infinity);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      parentPort.postMessage(latencies);
+    })();`,
+    { eval: true, workerData: { url } },
+  );
+  const latencies = new Promise<number[]>((resolve, reject) => {
+    worker.once('message', (values: number[]) => {
+      resolve(values);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+  });
+  return { stop: () => worker.postMessage('stop'), latencies };
 }
 
 /** The server's own event-loop lag (p99, max, ms) from /metrics (prom-client's nodejs_eventloop_lag_*), when it reports it. */
@@ -206,7 +228,7 @@ async function underLoad(url: string, token: string, heavy: Heavy[]) {
   const ordinaryBody = JSON.stringify({ model: 'svc01', messages: [{ role: 'system', content: 'The tower is 330 metres tall.' }, { role: 'user', content: 'How tall is the tower?' }] });
   expect((await post(ordinaryBody)).status).toBe(200);
   const done = { value: false };
-  const polls = pollHealth(url, done);
+  const polls = pollHealth(url);
   await delay(100);
   const ordinary = (async () => {
     const statuses: number[] = [];
@@ -227,7 +249,8 @@ async function underLoad(url: string, token: string, heavy: Heavy[]) {
   }
   await delay(200);
   done.value = true;
-  const [latencies, ordinaryStatuses] = await Promise.all([polls, ordinary]);
+  polls.stop();
+  const [latencies, ordinaryStatuses] = await Promise.all([polls.latencies, ordinary]);
   const figures = {
     bound: stallBound(),
     polls: latencies.length,
