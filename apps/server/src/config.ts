@@ -148,7 +148,7 @@ const EnvSchema = z.object({
   SVC_UPSTREAM_THINKING_MODEL: z.string().min(1).optional(),
   SVC_UPSTREAM_TIMEOUT_MS: int(1, 3_600_000).default(120_000),
   // Off by default: undici 7.30 cuts every stream of a connection on a graceful GOAWAY (upstream-pool.ts).
-  SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('off'),
+  SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('auto'),
   SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
   SVC_SECRET_KEY: z
     .string()

@@ -169,9 +169,8 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.sessions).toBe(1);
   });
 
-  // Why SVC_UPSTREAM_HTTP2 is off by default (upstream-pool.ts). When an undici release lets the streams in
-  // flight finish, this fails: expect [DONE] on each then, and make `auto` the default.
-  it('a graceful GOAWAY: undici 7.30 ends the streams in flight on that session with upstream_unavailable, and nothing is replayed (flip when undici keeps them)', { timeout: 30_000 }, async () => {
+  // undici 7's HTTP/2 client failed every stream on the session here (why svc has its own, h2-upstream.ts).
+  it('a graceful GOAWAY: the streams in flight on that session finish, nothing is replayed, and the next request opens a new session', { timeout: 30_000 }, async () => {
     const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 40 } });
     const { server, token } = await svcFor(upstream);
 
@@ -185,10 +184,46 @@ describe('upstream over HTTPS + HTTP/2', () => {
         .split('\n\n')
         .filter((block) => block.startsWith('data: '))
         .map((block) => block.slice('data: '.length));
-      expect(events).not.toContain('[DONE]');
-      expect((JSON.parse(events.at(-1)!) as { error?: { code?: string } }).error?.code).toBe('upstream_unavailable');
+      expect(events.at(-1)).toBe('[DONE]');
+      const content = events
+        .slice(0, -1)
+        .map((e) => (JSON.parse(e) as { choices: Array<{ delta: { content?: string } }> }).choices[0]?.delta.content ?? '')
+        .join('');
+      expect(content).toBe(ANSWER);
     }
     expect(upstream.requests).toHaveLength(3);
+    expect(upstream.sessions).toBe(1);
+
+    const after = await chat(server.url, token, { stream: true });
+    expect(after.text).toBe(ANSWER);
+    expect(upstream.requests).toHaveLength(4);
+    expect(upstream.sessions).toBe(2);
+  });
+
+  it('a stream the upstream refused unprocessed (REFUSED_STREAM) is sent again; a stream reset after it was taken is not', { timeout: 30_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER });
+    const { server, token } = await svcFor(upstream);
+
+    upstream.nextBehavior({ refuseStream: true });
+    upstream.nextBehavior({ refuseStream: true });
+    const retried = await chat(server.url, token, { stream: true });
+    expect(retried.status).toBe(200);
+    expect(retried.text).toBe(ANSWER);
+    expect(upstream.requests).toHaveLength(3);
+
+    // Any other reset may have reached the model: the client gets the error, the call is made once.
+    upstream.nextBehavior({ resetBeforeHeaders: true });
+    const reset = await chat(server.url, token, { stream: false });
+    expect(reset.status).toBe(502);
+    expect(reset.body.error.code).toBe('upstream_unavailable');
+    expect(upstream.requests).toHaveLength(4);
+
+    // An upstream that refuses every time: a few tries, then the error.
+    upstream.setBehavior({ refuseStream: true });
+    const refused = await chat(server.url, token, { stream: false });
+    expect(refused.status).toBe(502);
+    expect(refused.body.error.code).toBe('upstream_unavailable');
+    expect(upstream.requests).toHaveLength(8);
   });
 
   it('an upstream whose certificate svc does not trust: 20 requests sent during the first handshake all fail with the upstream error on a handful of connection attempts', { timeout: 30_000 }, async () => {
@@ -236,12 +271,11 @@ describe('upstream over HTTPS + HTTP/2', () => {
     const closing = client.close();
     await delay(50);
 
-    // The four that waited for the handshake; the one making it is still connecting.
-    expect(settled).toHaveLength(4);
+    // All five waited for the handshake, which closing ends.
+    expect(settled).toHaveLength(5);
     for (const error of settled) expect(error).toMatchObject({ code: 'upstream_unavailable' });
     await closing;
     await Promise.all(calls);
-    expect(settled).toHaveLength(5);
   });
 
   it('upstream errors reach the client as they do over HTTP/1.1', { timeout: 60_000 }, async () => {
@@ -306,13 +340,13 @@ async function seen(url: string, token: string, stream: boolean): Promise<Record
 }
 
 describe('svc-server with an HTTPS upstream (child process)', () => {
-  it('trusts the upstream through NODE_EXTRA_CA_CERTS; SVC_UPSTREAM_HTTP2 auto speaks h2, off (the default) HTTP/1.1', { timeout: 60_000 }, async () => {
+  it('trusts the upstream through NODE_EXTRA_CA_CERTS; SVC_UPSTREAM_HTTP2 auto (the default) speaks h2, off HTTP/1.1', { timeout: 60_000 }, async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     const dir = mkdtempSync(join(tmpdir(), 'svc-h2-'));
     try {
       const caFile = join(dir, 'upstream-ca.pem');
       writeFileSync(caFile, upstream.ca!);
-      for (const [setting, version] of [['auto', '2.0'], [undefined, '1.1']] as const) {
+      for (const [setting, version] of [[undefined, '2.0'], ['off', '1.1']] as const) {
         const env = serverEnv({
           SVC_DATABASE_URL: `sqlite:${join(dir, setting ?? 'default', 'svc.db')}`,
           SVC_UPSTREAM_BASE_URL: upstream.url,

@@ -99,12 +99,10 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   const firstByteTimeoutMs = Math.min(options.firstByteTimeoutMs ?? 60_000, timeoutMs);
   const origin = url.origin;
   const path = `${url.pathname.replace(/\/+$/, '')}/chat/completions${url.search}`;
-  const own = options.dispatcher
+  const ownPool = options.dispatcher
     ? null
-    : createUpstreamPool(origin, { connections: options.connections ?? null, http2: options.http2 ?? 'off', connectTimeoutMs: Math.min(10_000, firstByteTimeoutMs), ca: options.ca });
-  const ownPool = own?.pool ?? null;
+    : createUpstreamPool(origin, { connections: options.connections ?? null, http2: options.http2 ?? 'auto', connectTimeoutMs: Math.min(10_000, firstByteTimeoutMs), ca: options.ca });
   const dispatcher: Dispatcher = options.dispatcher ?? ownPool!;
-  const multiplex = own?.multiplex ?? false;
   let closing: Promise<void> | null = null;
   const redact = (text: string): string => (options.apiKey ? text.split(options.apiKey).join('[redacted]') : text);
 
@@ -126,7 +124,6 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
         headers,
         // undici documents iterable bodies (Dispatcher.dispatch), its types leave them out.
         body: sentOnce(json) as unknown as Dispatcher.DispatchOptions['body'],
-        ...(multiplex ? { idempotent: true } : {}),
         // undici listens to any object with addEventListener ('abort') and reads `aborted` / `reason`.
         signal: exchange as unknown as AbortSignal,
         headersTimeout: firstByteTimeoutMs,

@@ -57,6 +57,8 @@ export interface FakeUpstreamBehavior {
   rawJson?: unknown;
   /** Destroy the socket as soon as the request arrived, before any header. */
   resetBeforeHeaders?: boolean;
+  /** Over HTTP/2: close the stream with REFUSED_STREAM before any header ("not processed, safe to retry", RFC 9113 §8.7). */
+  refuseStream?: boolean;
   /** Destroy the socket after this many SSE frames (true = 2). */
   resetMidStream?: boolean | number;
   /** Never respond. */
@@ -237,6 +239,11 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       return;
     }
     if (current.resetBeforeHeaders) return reset();
+    if (current.refuseStream && 'stream' in res) {
+      destroyedByUs = true;
+      res.stream.close(h2constants.NGHTTP2_REFUSED_STREAM);
+      return;
+    }
     if (current.hang) return;
     if (current.delayMs) await delay(current.delayMs);
     if (current.waitForOpen) await openReached(current.waitForOpen.count, current.waitForOpen.timeoutMs ?? 30_000);
