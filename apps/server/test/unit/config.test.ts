@@ -31,9 +31,9 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SVC_WEBHOOK_ALLOW_PRIVATE: 'private' })).toThrow(/SVC_WEBHOOK_ALLOW_PRIVATE: must be false, loopback or true/);
   });
 
-  it('reads SVC_UPSTREAM_HTTP2 as off (the default) or auto', () => {
-    expect(loadConfig({}).upstream.http2).toBe('off');
-    expect(loadConfig({ SVC_UPSTREAM_HTTP2: 'auto' }).upstream.http2).toBe('auto');
+  it('reads SVC_UPSTREAM_HTTP2 as auto (the default) or off', () => {
+    expect(loadConfig({}).upstream.http2).toBe('auto');
+    expect(loadConfig({ SVC_UPSTREAM_HTTP2: 'off' }).upstream.http2).toBe('off');
     expect(() => loadConfig({ SVC_UPSTREAM_HTTP2: 'on' })).toThrow(/SVC_UPSTREAM_HTTP2: must be auto \(HTTP\/2 when an https upstream offers it\) or off/);
   });
 
