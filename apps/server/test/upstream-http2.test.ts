@@ -2,10 +2,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAICompatibleUpstream } from '../src/upstream/openai-compatible.js';
 import { UpstreamError } from '../src/upstream/upstream.js';
+import { selfSignedCert } from './support/self-signed-cert.js';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior, type FakeUpstreamTransport } from './support/fake-upstream.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { chat, postChat, until } from './support/reliability-http.js';
@@ -224,6 +227,55 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(refused.status).toBe(502);
     expect(refused.body.error.code).toBe('upstream_unavailable');
     expect(upstream.requests).toHaveLength(8);
+  });
+
+  it('answers whose headers and body arrive in one read reach the caller whole, headers first', { timeout: 30_000 }, async () => {
+    // node emits a stream's 'response' a tick after its HEADERS frame; DATA read with it must wait for it. The
+    // upstream runs in a worker thread and answers while this thread (svc's) is busy, so that svc finds each
+    // answer's frames in its socket at once, as a loaded gateway does.
+    const { key, cert } = selfSignedCert();
+    const frames = ANSWER.split(' ').map((word, i) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: i ? ` ${word}` : word }, finish_reason: null }] })}\n\n`);
+    const body = `${frames.join('')}data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
+    const worker = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+      const h2 = require('node:http2').createSecureServer({ key: workerData.key, cert: workerData.cert });
+      let received = 0;
+      h2.on('stream', (stream) => {
+        stream.on('data', () => {});
+        stream.on('end', () => {
+          parentPort.postMessage({ received: ++received });
+          setTimeout(() => {
+            stream.respond({ ':status': 200, 'content-type': 'text/event-stream' });
+            stream.end(workerData.body);
+          }, 100);
+        });
+      });
+      h2.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: h2.address().port }));`,
+      { eval: true, workerData: { key, cert, body } },
+    );
+    started.push({ close: () => worker.terminate() });
+    let received = 0;
+    const port = await new Promise<number>((resolve) =>
+      worker.on('message', (message: { port?: number; received?: number }) => {
+        if (message.port) resolve(message.port);
+        if (message.received) received = message.received;
+      }),
+    );
+    const url = `https://127.0.0.1:${port}/v1`;
+    const server = await startTestServer({
+      env: { SVC_UPSTREAM_BASE_URL: url, SVC_RATE_LIMIT_RPM: '100000' },
+      upstream: createOpenAICompatibleUpstream({ baseUrl: url, timeoutMs: 20_000, ca: cert, connections: 4096, http2: 'auto' }),
+    });
+    started.push(server);
+    const { token } = await server.createKey();
+
+    const streams = 50;
+    const results = Promise.all(Array.from({ length: streams }, () => chat(server.url, token, { stream: true })));
+    await until(async () => received === streams, 10_000, 'every request upstream');
+    const busyUntil = performance.now() + 400;
+    while (performance.now() < busyUntil);
+
+    expect((await results).filter((r) => r.status === 200 && r.text === ANSWER && r.events!.at(-1) === '[DONE]')).toHaveLength(streams);
   });
 
   it('an upstream whose certificate svc does not trust: 20 requests sent during the first handshake all fail with the upstream error on a handful of connection attempts', { timeout: 30_000 }, async () => {

@@ -406,7 +406,6 @@ class H2Call {
     }
     this.stream = stream;
     stream.on('response', this.onResponse);
-    stream.on('data', this.onData);
     stream.on('end', this.onEnd);
     stream.on('error', this.onStreamError);
     stream.on('close', this.onClose);
@@ -443,7 +442,11 @@ class H2Call {
       if (Array.isArray(value)) for (const v of value) raw.push(name, v);
       else if (value !== undefined) raw.push(name, String(value));
     }
-    if (this.handler.onHeaders?.(Number(headers[':status']), raw, this.resume, '') === false) stream.pause();
+    const more = this.handler.onHeaders?.(Number(headers[':status']), raw, this.resume, '');
+    // Read from now on: node emits 'response' a tick after the HEADERS frame, and DATA that came in the same
+    // read would otherwise reach the handler before its headers.
+    stream.on('data', this.onData);
+    if (more === false) stream.pause();
   };
 
   private readonly resume = (): void => {
