@@ -278,6 +278,19 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect((await results).filter((r) => r.status === 200 && r.text === ANSWER && r.events!.at(-1) === '[DONE]')).toHaveLength(streams);
   });
 
+  it('a 4 MB answer and 20 streams beside it on one session all arrive whole (flow control)', { timeout: 60_000 }, async () => {
+    const long = 'word '.repeat(800_000).trim();
+    const upstream = await fakeUpstream({ answer: ANSWER });
+    const { server, token } = await svcFor(upstream);
+
+    upstream.nextBehavior({ answer: long });
+    const [big, ...small] = await Promise.all([chat(server.url, token, { stream: false }), ...Array.from({ length: 20 }, () => chat(server.url, token, { stream: true }))]);
+    expect(big.status).toBe(200);
+    expect(big.body.choices[0].message.content).toBe(long);
+    expect(small.filter((r) => r.status === 200 && r.text === ANSWER)).toHaveLength(20);
+    expect(upstream.sessions).toBe(1);
+  });
+
   it('an upstream whose certificate svc does not trust: 20 requests sent during the first handshake all fail with the upstream error on a handful of connection attempts', { timeout: 30_000 }, async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     // No `ca`: the self-signed certificate fails verification.

@@ -16,6 +16,13 @@ export const H2_STREAMS_PER_CONNECTION = 100;
 /** How often a stream the upstream refused unprocessed (REFUSED_STREAM, or past a GOAWAY's last stream) is sent again. */
 const REFUSED_RETRIES = 3;
 
+/**
+ * Receive windows (undici's HTTP/2 defaults): HTTP/2's own 64 KB would let a session carry 64 KB per round
+ * trip across all its streams, a long non-streamed answer from a distant upstream a round trip per 64 KB.
+ */
+const STREAM_WINDOW = 256 * 1024;
+const SESSION_WINDOW = 512 * 1024;
+
 /** An idle session is closed after this long, as undici's pool closes an idle keep-alive connection. */
 const IDLE_SESSION_MS = 30_000;
 
@@ -255,7 +262,7 @@ class H2Session {
     private readonly owner: H2Upstream,
     socket: TLSSocket,
   ) {
-    this.session = connectHttp2(owner.origin, { createConnection: () => socket, settings: { enablePush: false } });
+    this.session = connectHttp2(owner.origin, { createConnection: () => socket, settings: { enablePush: false, initialWindowSize: STREAM_WINDOW } });
     const session = this.session;
     this.closedPromise = new Promise<void>((resolve) => session.once('close', resolve));
     // A session error closes the session; each stream on it fails with its own error.
@@ -265,6 +272,7 @@ class H2Session {
     });
     session.once('connect', () => {
       this.ready = true;
+      session.setLocalWindowSize(SESSION_WINDOW);
       for (const call of this.waiting.splice(0)) call.open(this, this.session);
       this.owner.roomFreed();
     });
