@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { constants, createSecureServer, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -276,6 +277,54 @@ describe('upstream over HTTPS + HTTP/2', () => {
     while (performance.now() < busyUntil);
 
     expect((await results).filter((r) => r.status === 200 && r.text === ANSWER && r.events!.at(-1) === '[DONE]')).toHaveLength(streams);
+  });
+
+  it('a GOAWAY whose last stream is below streams already sent: those were not processed and are sent again on a new session', { timeout: 30_000 }, async () => {
+    const { key, cert } = selfSignedCert();
+    const h2 = createSecureServer({ key, cert });
+    const seen: number[] = [];
+    let first = true;
+    const sessions = new Set<ServerHttp2Session>();
+    h2.on('session', (session) => {
+      sessions.add(session);
+      const streams: ServerHttp2Stream[] = [];
+      const sessionFirst = first;
+      first = false;
+      session.on('stream', (stream) => {
+        seen.push(stream.id!);
+        // The refused one closes with REFUSED_STREAM here too.
+        stream.on('error', () => {});
+        stream.on('data', () => {});
+        streams.push(stream);
+        // The first session takes two streams, then says it processed only the first: the second is refused.
+        if (sessionFirst && streams.length === 2) {
+          session.goaway(constants.NGHTTP2_NO_ERROR, streams[0]!.id);
+          streams[0]!.respond({ ':status': 200, 'content-type': 'application/json' });
+          streams[0]!.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'first' }, finish_reason: 'stop' }] }));
+        } else if (!sessionFirst) {
+          stream.respond({ ':status': 200, 'content-type': 'application/json' });
+          stream.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'again' }, finish_reason: 'stop' }] }));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve));
+    started.push({
+      close: () =>
+        new Promise<void>((resolve) => {
+          for (const session of sessions) session.destroy();
+          h2.close(() => resolve());
+        }),
+    });
+    const client = createOpenAICompatibleUpstream({ baseUrl: `https://127.0.0.1:${(h2.address() as AddressInfo).port}/v1`, timeoutMs: 10_000, ca: cert, connections: 4096, http2: 'auto' });
+    started.push(client);
+
+    const ask = () => client.complete({ body: { model: 'm', messages: [{ role: 'user', content: 'Hi' }] }, signal: new AbortController().signal, thinking: false });
+    const answers = await Promise.all([ask(), ask()]);
+
+    expect(answers.map((a) => a.choices[0]!.message.content).sort()).toEqual(['again', 'first']);
+    expect(seen).toEqual([1, 3, 1]);
+    // Closing does not wait for the first session, whose server never closes the stream it refused.
+    await client.close();
   });
 
   it('a 4 MB answer and 20 streams beside it on one session all arrive whole (flow control)', { timeout: 60_000 }, async () => {

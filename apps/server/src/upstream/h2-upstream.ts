@@ -260,7 +260,7 @@ class H2Session {
 
   constructor(
     private readonly owner: H2Upstream,
-    socket: TLSSocket,
+    private readonly socket: TLSSocket,
   ) {
     this.session = connectHttp2(owner.origin, { createConnection: () => socket, settings: { enablePush: false, initialWindowSize: STREAM_WINDOW } });
     const session = this.session;
@@ -321,7 +321,7 @@ class H2Session {
     if (this.count === 0) {
       this.session.unref();
       if (this.draining) {
-        if (!this.session.closed) this.session.close();
+        this.end();
         return;
       }
       this.idleTimer = setTimeout(() => void this.close(), IDLE_SESSION_MS);
@@ -340,13 +340,26 @@ class H2Session {
 
   close(): Promise<void> {
     this.draining = true;
-    if (!this.session.closed && !this.session.destroyed) this.session.close();
+    if (this.count === 0) this.end();
+    else if (!this.session.closed) this.session.close();
     return this.closedPromise;
+  }
+
+  /**
+   * No stream left: the connection goes now. Not node's graceful close, which ends the socket and then waits for
+   * the peer to close its side: a server that keeps a stream it refused open never does, and the session would
+   * stay (and keep `close()` waiting) for good.
+   */
+  private end(): void {
+    if (!this.session.destroyed) this.session.destroy();
+    // Node may have destroyed the session already (after a GOAWAY) and still wait for the peer's side of the socket.
+    this.socket.destroy();
   }
 
   destroy(error: Error): Promise<void> {
     this.draining = true;
     if (!this.session.destroyed) this.session.destroy(error);
+    this.socket.destroy();
     return this.closedPromise;
   }
 
