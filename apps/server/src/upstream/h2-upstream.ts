@@ -109,12 +109,33 @@ export class H2Upstream extends Dispatcher {
     }
     if (this.protocol === 'http/1.1') return this.options.h1.dispatch(options, dispatchHandler);
     if (this.protocol === 'h2') {
-      this.start(new H2Call(this, options, handler));
+      this.startCall(options, handler);
       return true;
     }
-    this.parked.push([options, handler]);
+    const entry: [Dispatcher.DispatchOptions, RequestHandler] = [options, handler];
+    this.parked.push(entry);
+    // Abortable while it waits for the first handshake (up to the connect timeout): its caller's signal and timers
+    // end it at once. The pool it then goes to gives it an abort of its own.
+    handler.onConnect?.((reason) => {
+      const i = this.parked.indexOf(entry);
+      if (i < 0) return;
+      this.parked.splice(i, 1);
+      handler.onError?.(reason ?? new errors.RequestAbortedError());
+    });
     if (this.probe === null) this.startProbe();
     return true;
+  }
+
+  /** A new call over HTTP/2; a request it cannot send (a body or header it cannot take) fails through its handler. */
+  private startCall(options: Dispatcher.DispatchOptions, handler: RequestHandler): void {
+    let call: H2Call;
+    try {
+      call = new H2Call(this, options, handler);
+    } catch (error) {
+      handler.onError?.(error as Error);
+      return;
+    }
+    this.start(call);
   }
 
   override close(): Promise<void> {
@@ -165,9 +186,17 @@ export class H2Upstream extends Dispatcher {
     if (i >= 0) this.queued.splice(i, 1);
   }
 
+  /**
+   * A session that can take one more call, opened if need be. Sessions draining after a GOAWAY do not count
+   * toward the maximum: their streams may last minutes, and new calls must not wait for them.
+   */
   private sessionWithRoom(): H2Session | null {
-    for (const session of this.sessions) if (session.hasRoom()) return session;
-    if (this.sessions.size >= this.maxSessions) return null;
+    let live = 0;
+    for (const session of this.sessions) {
+      if (session.hasRoom()) return session;
+      if (!session.isDraining) live += 1;
+    }
+    if (live >= this.maxSessions) return null;
     const session = new H2Session(this, this.openSocket());
     this.sessions.add(session);
     return session;
@@ -184,12 +213,11 @@ export class H2Upstream extends Dispatcher {
       ...(isIP(host) ? {} : { servername: host }),
       ...(this.options.ca ? { ca: this.options.ca } : {}),
     });
+    // As undici's connector sets them: frames go out as written, and a dead peer is found.
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, 60_000);
     socket.setTimeout(this.options.connectTimeoutMs, () => socket.destroy(new errors.ConnectTimeoutError()));
-    socket.once('secureConnect', () => {
-      socket.setTimeout(0);
-      // The first handshake picked h2; a later one that picks anything else cannot carry this session.
-      if (this.protocol === 'h2' && socket.alpnProtocol !== 'h2') socket.destroy(new errors.SocketError(`The upstream picked ${String(socket.alpnProtocol)} on a new connection after h2.`));
-    });
+    socket.once('secureConnect', () => socket.setTimeout(0));
     return socket;
   }
 
@@ -214,7 +242,7 @@ export class H2Upstream extends Dispatcher {
         this.protocol = 'h2';
         const session = new H2Session(this, socket);
         this.sessions.add(session);
-        for (const [options, handler] of this.takeParked()) this.start(new H2Call(this, options, handler));
+        for (const [options, handler] of this.takeParked()) this.startCall(options, handler);
         return;
       }
       if (this.state !== 'open') {
@@ -222,8 +250,11 @@ export class H2Upstream extends Dispatcher {
         return;
       }
       this.protocol = 'http/1.1';
-      if (this.options.spare) this.options.spare(socket);
-      else socket.destroy();
+      if (this.options.spare) {
+        // Until undici's pool takes it (and listens itself), an error on it must not be an uncaught one.
+        socket.on('error', () => {});
+        this.options.spare(socket);
+      } else socket.destroy();
       for (const [options, handler] of this.takeParked()) this.options.h1.dispatch(options, handler as Dispatcher.DispatchHandler);
     });
   }
@@ -257,6 +288,8 @@ class H2Session {
   private idleTimer: NodeJS.Timeout | null = null;
   private readonly closedPromise: Promise<void>;
   private error: Error | null = null;
+  /** The last stream the server said it processed, once it sent GOAWAY. */
+  goawayLastStream: number | null = null;
 
   constructor(
     private readonly owner: H2Upstream,
@@ -271,12 +304,23 @@ class H2Session {
       this.limit = Math.max(1, Math.min(H2_STREAMS_PER_CONNECTION, settings.maxConcurrentStreams ?? H2_STREAMS_PER_CONNECTION));
     });
     session.once('connect', () => {
+      // Node still emits 'connect' for a session destroyed while it connected (the dispatcher closed meanwhile).
+      if (session.destroyed || session.closed) return;
+      if (socket.alpnProtocol !== 'h2') {
+        // The first handshake picked h2 and this one did not (a balancer over mixed servers): no h2 here. Its
+        // calls fail with this error when the session closes.
+        session.destroy(new errors.SocketError(`The upstream picked ${String(socket.alpnProtocol)} on a new connection after h2.`));
+        return;
+      }
       this.ready = true;
       session.setLocalWindowSize(SESSION_WINDOW);
       for (const call of this.waiting.splice(0)) call.open(this, this.session);
       this.owner.roomFreed();
     });
-    session.once('goaway', () => this.drain());
+    session.once('goaway', (_code: number, lastStreamID: number) => {
+      this.goawayLastStream = lastStreamID;
+      this.drain();
+    });
     session.once('close', () => {
       this.draining = true;
       if (this.idleTimer) clearTimeout(this.idleTimer);
@@ -286,6 +330,10 @@ class H2Session {
       this.owner.sessionEnded(this);
     });
     session.unref();
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
   }
 
   hasRoom(): boolean {
@@ -341,7 +389,8 @@ class H2Session {
   close(): Promise<void> {
     this.draining = true;
     if (this.count === 0) this.end();
-    else if (!this.session.closed) this.session.close();
+    // After this turn: streams opened in it have their HEADERS written before our GOAWAY, which would refuse them.
+    else setImmediate(() => void (this.session.closed || this.session.close()));
     return this.closedPromise;
   }
 
@@ -418,11 +467,14 @@ class H2Call {
     try {
       stream = http2.request(this.headers, { endStream: this.body === null });
     } catch (error) {
-      // The session took a GOAWAY or closed between the check and the request: nothing was sent.
-      session.drain();
       this.session = null;
       session.released();
-      this.refused(error as Error);
+      const code = (error as { code?: unknown }).code;
+      if (code === 'ERR_HTTP2_GOAWAY_SESSION' || code === 'ERR_HTTP2_INVALID_SESSION' || code === 'ERR_HTTP2_OUT_OF_STREAMS') {
+        // The session took a GOAWAY or closed between the check and the request: nothing was sent.
+        session.drain();
+        this.refused(error as Error);
+      } else this.fail(error as Error); // a header it cannot send: the same on any session
       return;
     }
     this.stream = stream;
@@ -496,12 +548,23 @@ class H2Call {
     this.session = null;
     session.released();
     if (this.done) return;
-    if (!this.responded && stream.rstCode === NGHTTP2_REFUSED_STREAM) {
+    if (!this.responded && unprocessed(stream, session)) {
       this.refused(this.streamError ?? new errors.SocketError('The upstream refused the stream.'));
       return;
     }
     this.fail(this.streamError ?? new errors.SocketError(`The upstream closed the stream (HTTP/2 code ${stream.rstCode ?? 'none'}).`));
   };
+}
+
+/**
+ * Whether the server did not process `stream` (RFC 9113 §8.7), so it may be sent again: numbered past the last
+ * stream of a GOAWAY the session got, or, without one, reset by the server with REFUSED_STREAM. After a GOAWAY
+ * node gives every stream the GOAWAY's code, so there the stream's number decides, not its code.
+ */
+function unprocessed(stream: ClientHttp2Stream, session: H2Session): boolean {
+  const last = session.goawayLastStream;
+  if (last !== null) return stream.id !== undefined && stream.id > last;
+  return stream.rstCode === NGHTTP2_REFUSED_STREAM;
 }
 
 /** The request's headers for HTTP/2: pseudo-headers first, no connection-specific ones (RFC 9113 §8.2.2). */
