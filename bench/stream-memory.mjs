@@ -11,7 +11,8 @@
 //
 // svc on core 1, the paced upstream (1 token/s, 120 tokens: every stream stays open while measured) and the
 // webhook receiver on core 0. Warm-up: five rounds of 200 streams, each held 4 s then aborted. Then idle is
-// read, N streams are opened, and after 20 s five samples 1 s apart give the medians of: RSS (/proc) and the
+// read, N streams are opened; once all are open at the upstream (or their count has not grown for 5 s, at most
+// 60 s) and 5 s more, five samples 1 s apart give the medians of the streams open there, RSS (/proc) and the
 // heap used, heap total and external memory (svc's /metrics, prom-client's nodejs_* gauges), each as
 // (open − idle) / streams open at the upstream. Heap used moves with garbage not yet collected; --snapshot
 // writes a heap snapshot at idle and with the streams open (each forces a full collection) and prints the
@@ -118,14 +119,25 @@ async function run() {
   log(`${N} streams open…`);
   const close = await hold(N, 5_000);
   // All N open at the upstream (a busy host takes a while to accept them), then a few seconds of relaying.
-  for (let waited = 0; (await upstream.stats()).open < N && waited < 120; waited++) await sleep(1000);
-  await sleep(5_000);
-  const samples = [];
-  for (let i = 0; i < 5; i++) {
-    samples.push(await memory());
+  // Until all are open, or the count has not grown for 5 s (a few may never open): at most 60 s, well inside a
+  // stream's 120 s, so that none has ended yet when the samples are taken.
+  for (let waited = 0, last = -1, still = 0; waited < 60; waited++) {
+    const { open: now } = await upstream.stats();
+    if (now >= N) break;
+    still = now > last ? 0 : still + 1;
+    if (still >= 5) break;
+    last = now;
     await sleep(1000);
   }
-  let { open: openStreams } = await upstream.stats();
+  await sleep(5_000);
+  const samples = [];
+  const opens = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push(await memory());
+    opens.push((await upstream.stats()).open);
+    await sleep(1000);
+  }
+  let openStreams = median(opens);
   const openSnapshot = opts.snapshot ? await snapshot(svc) : null;
   // Streams still opening during the snapshot: the mean of the counts before and after it.
   if (openSnapshot) openStreams = (openStreams + (await upstream.stats()).open) / 2;
