@@ -218,8 +218,8 @@ async function underLoad(url: string, token: string, heavy: Heavy[]) {
     expect(answer.status, answer.text.slice(0, 200)).toBe(200);
     previousIds.set(h, (JSON.parse(answer.text) as { id: string }).id);
   }
-  // Serialised and encoded to UTF-8 before the polls start: the client's own work (fetch encodes a string body in
-  // its event loop, where the polls' answers also wait) is not the server's stall.
+  // Serialised and encoded to UTF-8 before the polls start: the test's own work is kept out of the measured window
+  // (the poller has a thread of its own, but the two cores are shared).
   const bodies = heavy.map((h) => {
     const previous = previousIds.get(h);
     const body = previous === undefined ? h.body : { ...(h.body as object), previous_response_id: previous };

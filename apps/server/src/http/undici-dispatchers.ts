@@ -1,7 +1,7 @@
-import { Agent, buildConnector, Client, Dispatcher, Pool } from 'undici';
+import { Agent, buildConnector, Client, Dispatcher, errors, Pool } from 'undici';
 
-/** undici's `Pool`, `Client`, `Agent` and the `Dispatcher` they extend, from its public entry point: what svc's upstream calls and webhook attempts send through. */
-export { Agent, buildConnector, Client, Dispatcher, Pool };
+/** undici's `Pool`, `Client`, `Agent` and the `Dispatcher` they extend, its connector and its errors, from its public entry point: what svc's upstream calls and webhook attempts send through. */
+export { Agent, buildConnector, Client, Dispatcher, errors, Pool };
 
 /**
  * Sends one request through `dispatcher` (a `Pool`, an `Agent`, a test's `MockAgent`).

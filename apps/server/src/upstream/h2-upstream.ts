@@ -1,8 +1,7 @@
 import { connect as connectHttp2, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http2';
 import { isIP } from 'node:net';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
-import { errors } from 'undici';
-import { Dispatcher, type Pool } from '../http/undici-dispatchers.js';
+import { Dispatcher, errors, type Pool } from '../http/undici-dispatchers.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_REFUSED_STREAM } = constants;
 
@@ -93,11 +92,6 @@ export class H2Upstream extends Dispatcher {
     this.url = new URL(origin);
     this.origin = this.url.origin;
     this.maxSessions = options.connections === null ? Infinity : Math.max(1, Math.ceil(options.connections / H2_STREAMS_PER_CONNECTION));
-  }
-
-  /** The protocol the origin's first handshake picked, while none has, 'unknown'. */
-  get negotiated(): 'unknown' | 'h2' | 'http/1.1' {
-    return this.protocol;
   }
 
   override dispatch(options: Dispatcher.DispatchOptions, dispatchHandler: Dispatcher.DispatchHandler): boolean {
@@ -588,7 +582,7 @@ function requestBody(body: Dispatcher.DispatchOptions['body']): Buffer | null {
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (typeof (body as Iterable<unknown>)[Symbol.iterator] === 'function') {
     const parts: Buffer[] = [];
-    for (const part of body as Iterable<string | Uint8Array>) parts.push(typeof part === 'string' ? Buffer.from(part) : Buffer.from(part));
+    for (const part of body as Iterable<string | Uint8Array>) parts.push(Buffer.from(part as string));
     return Buffer.concat(parts);
   }
   throw new TypeError('The HTTP/2 upstream sends string, Buffer or iterable bodies only.');

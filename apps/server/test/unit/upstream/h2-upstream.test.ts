@@ -34,6 +34,12 @@ async function h2Server(options: Partial<SecureServerOptions>, onStream: (stream
     stream.on('error', () => {});
     onStream(stream);
   });
+  await listening(server, sockets);
+  return { port: (server.address() as AddressInfo).port, connections: () => connections };
+}
+
+/** Listens on a port of loopback; the test's end closes it, its `sockets` first. */
+async function listening(server: Server | Http2SecureServer, sockets: Set<Socket>): Promise<void> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanup.push(
     () =>
@@ -42,7 +48,6 @@ async function h2Server(options: Partial<SecureServerOptions>, onStream: (stream
         server.close(() => resolve());
       }),
   );
-  return { port: (server.address() as AddressInfo).port, connections: () => connections };
 }
 
 function dispatcher(port: number, connections = 100): H2Upstream {
@@ -100,14 +105,7 @@ describe('H2Upstream', () => {
     // Accepts TCP and never answers the TLS hello.
     const sockets = new Set<Socket>();
     const silent: Server = createNetServer((socket) => void sockets.add(socket));
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    cleanup.push(
-      () =>
-        new Promise<void>((resolve) => {
-          for (const socket of sockets) socket.destroy();
-          silent.close(() => resolve());
-        }),
-    );
+    await listening(silent, sockets);
     const upstream = dispatcher((silent.address() as AddressInfo).port);
     const controller = new AbortController();
 
