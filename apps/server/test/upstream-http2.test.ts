@@ -56,6 +56,18 @@ async function metric(server: TestServer, name: string): Promise<number> {
   return Number(line.slice(name.length + 1));
 }
 
+/** Listens on a port of loopback; closed after the test, `peers` (its sessions or sockets) destroyed first. */
+async function listenUntilTheEnd(server: { listen(port: number, host: string, done: () => void): unknown; close(done: () => void): unknown }, peers: Set<{ destroy(): void }>): Promise<void> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  started.push({
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const peer of peers) peer.destroy();
+        server.close(() => resolve());
+      }),
+  });
+}
+
 /** Opens a stream and reads until its first content; returns the reader, the text so far and a way to abort. */
 async function openStream(server: TestServer, token: string): Promise<{ status: number; rest(): Promise<string>; abort(): void }> {
   const controller = new AbortController();
@@ -307,14 +319,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
         }
       });
     });
-    await new Promise<void>((resolve) => h2.listen(0, '127.0.0.1', resolve));
-    started.push({
-      close: () =>
-        new Promise<void>((resolve) => {
-          for (const session of sessions) session.destroy();
-          h2.close(() => resolve());
-        }),
-    });
+    await listenUntilTheEnd(h2, sessions);
     const client = createOpenAICompatibleUpstream({ baseUrl: `https://127.0.0.1:${(h2.address() as AddressInfo).port}/v1`, timeoutMs: 10_000, ca: cert, connections: 4096, http2: 'auto' });
     started.push(client);
 
@@ -363,14 +368,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     // Accepts TCP and never answers the TLS hello: the first handshake stays under way until its timeout.
     const sockets = new Set<Socket>();
     const silent = createNetServer((socket) => void sockets.add(socket));
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    started.push({
-      close: () =>
-        new Promise<void>((resolve) => {
-          for (const socket of sockets) socket.destroy();
-          silent.close(() => resolve());
-        }),
-    });
+    await listenUntilTheEnd(silent, sockets);
     const { port } = silent.address() as AddressInfo;
     const client = createOpenAICompatibleUpstream({ baseUrl: `https://127.0.0.1:${port}/v1`, timeoutMs: 20_000, firstByteTimeoutMs: 8_000, connections: 4096, http2: 'auto' });
 
