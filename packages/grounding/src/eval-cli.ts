@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { evaluate, fit, largeInputMs, leaveOneDatasetOut, measure, parseRows, rowClaims, byDataset, type EvalRow } from './evaluate.js';
+import { evaluate, fit, largeInputMs, leaveOneDatasetOut, measure, parseRows, rowClaims, byDataset, type DatasetReport, type EvalRow, type SpanScores } from './evaluate.js';
 import { calibrationDraws, type DatasetDraws } from './calibration-draws.js';
 import { DEFAULT_MODEL, FEATURE_NAMES } from './model.js';
 
@@ -77,6 +77,7 @@ function main(argv: string[]): number {
     );
   }
   lines.push('', `leave-one-dataset-out balanced accuracy, mean over ${reports.length} datasets: ${f3(lodoSum / reports.length)}`);
+  for (const r of reports) lines.push(...beside(r, lodo.get(r.dataset)!.balancedAccuracy));
   lines.push(`100 KB of sources with a 4 KB answer: ${large.wallMs.toFixed(1)} ms wall, ${large.cpuMs.toFixed(1)} ms CPU (median of 15)`);
   if (fitted) {
     lines.push('', `fitted on all rows (lambda ${lambda}): { bias: ${fitted.bias.toFixed(4)}, weights: [${fitted.weights.map((w) => w.toFixed(4)).join(', ')}] }  (${FEATURE_NAMES.join(', ')})`);
@@ -86,6 +87,23 @@ function main(argv: string[]): number {
   void DEFAULT_MODEL;
   process.stdout.write(lines.join('\n') + '\n');
   return 0;
+}
+
+/** Where a dataset's rows carry them: other detectors' balanced accuracy on the same rows, and span-level figures. */
+function beside(r: DatasetReport, lodoBalancedAccuracy: number): string[] {
+  const lines: string[] = [];
+  if (r.detectors) {
+    const others = Object.entries(r.detectors).sort((a, b) => b[1] - a[1]);
+    lines.push('', `${r.dataset}, balanced accuracy on the same ${r.rows} rows: @svc/grounding ${f3(lodoBalancedAccuracy)} left out, ${f3(r.balancedAccuracy)} in-sample; ${others.map(([name, ba]) => `${name} ${f3(ba)}`).join(', ')}`);
+  }
+  if (r.spans) {
+    const cell = (s: SpanScores) => `P ${f3(s.precision)} / R ${f3(s.recall)} / F1 ${f3(s.f1)}`;
+    lines.push(
+      '',
+      `${r.dataset}, character-level against the annotators' spans (all rows): flagged spans ${cell(r.spans.flaggedSpans)}; claims not grounded ${cell(r.spans.ungroundedClaims)}; every character flagged ${cell(r.spans.everything)}`,
+    );
+  }
+  return lines;
 }
 
 /** Thresholds picked on k rows of a dataset, beside the default threshold and the dataset's own best one. */

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultDataPaths } from './eval-cli.js';
-import { evaluate, fit, leaveOneDatasetOut, measure, parseRows, byDataset, rowClaims, type DatasetReport, type Measured, type RowClaims } from './evaluate.js';
+import { evaluate, fit, leaveOneDatasetOut, measure, parseRows, byDataset, rowClaims, type DatasetReport, type EvalRow, type Measured, type RowClaims } from './evaluate.js';
 import { DEFAULT_MODEL, FEATURE_NAMES, type Model } from './model.js';
 
 // The dev evaluation as a regression test. Figures reached by this build (`node dist/eval-cli.js`, 2124 rows,
@@ -93,5 +93,48 @@ describe('fit', () => {
     expect(shifted.weights[4]).toBeCloseTo(same.weights[4]!, 4);
     // The bias sits halfway between the two kinds' intercepts, as the two weigh the same.
     expect(shifted.bias).toBeCloseTo(same.bias - (0.3 * same.weights[0]!) / 2, 4);
+  });
+});
+
+describe('evaluate: spans and other detectors', () => {
+  const source = 'The Oberoi Group is a hotel company with its head office in Delhi. It runs thirty hotels.';
+  const row = (id: string, answer: string, hallucinated: boolean, spans: EvalRow['spans'], baselines: Record<string, number>): EvalRow => ({
+    id,
+    dataset: 'spans',
+    context: [source],
+    question: null,
+    answer,
+    hallucinated,
+    spans,
+    baselines,
+  });
+  const wrong = 'The Oberoi Group has its head office in Mumbai.';
+  const rows = [
+    row('a', wrong, true, [{ start: wrong.indexOf('Mumbai'), end: wrong.indexOf('Mumbai') + 6, label: 'Unwanted.Intrinsic' }], { always: 0.9, never: 0.1 }),
+    row('b', 'The Oberoi Group is a hotel company.', false, [], { always: 0.8, never: 0.2 }),
+  ];
+
+  it('scores the flagged spans by character against the annotators’ spans, beside flagging everything', () => {
+    const [r] = evaluate(rows);
+    const mumbai = 'Mumbai'.length;
+    expect(r!.spans!.flaggedSpans).toEqual({ precision: 1, recall: 1, f1: 1 });
+    // The claim not grounded is the whole first answer: all of the gold, and more.
+    expect(r!.spans!.ungroundedClaims.recall).toBe(1);
+    expect(r!.spans!.ungroundedClaims.precision).toBeCloseTo(mumbai / wrong.length, 6);
+    const all = wrong.length + rows[1]!.answer.length;
+    expect(r!.spans!.everything.precision).toBeCloseTo(mumbai / all, 6);
+  });
+
+  it('a Benign span is not a hallucination; rows without spans report none', () => {
+    const benign = [{ ...rows[0]!, hallucinated: false, spans: [{ start: 0, end: 3, label: 'Benign' }] }, rows[1]!];
+    expect(evaluate(benign)[0]!.spans!.everything.recall).toBe(0);
+    expect(evaluate(rows.map(({ spans: _s, ...r }) => r))[0]!.spans).toBeUndefined();
+  });
+
+  it("reports each detector's balanced accuracy at 0.5 on the same rows, only where every row has it", () => {
+    expect(evaluate(rows)[0]!.detectors).toEqual({ always: 0.5, never: 0.5 });
+    const partly = [rows[0]!, { ...rows[1]!, baselines: { always: 0.1 } }];
+    expect(evaluate(partly)[0]!.detectors).toEqual({ always: 1 });
+    expect(evaluate(rows.map(({ baselines: _b, ...r }) => r))[0]!.detectors).toBeUndefined();
   });
 });

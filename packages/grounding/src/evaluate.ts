@@ -1,7 +1,7 @@
 import { splitClaims } from './claims.js';
 import { aggregate, checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './check.js';
 import { fitLogistic, type Sample } from './fit.js';
-import { binaryMetrics, percentile, type BinaryMetrics } from './metrics.js';
+import { binaryMetrics, charCounts, f1FromCounts, percentile, type BinaryMetrics } from './metrics.js';
 import { DEFAULT_MODEL, FEATURE_NAMES, features, PERFECT, type Model } from './model.js';
 
 const PERFECT_FEATURES = features(PERFECT);
@@ -16,6 +16,17 @@ export interface EvalRow {
   question: string | null;
   answer: string;
   hallucinated: boolean;
+  /** Gold unsupported spans of the answer (UTF-16 offsets, one per annotator, may overlap); FaithBench only. */
+  spans?: { start: number; end: number; label?: string }[];
+  /** Other detectors' P(hallucinated) on the same row, by name; FaithBench only. */
+  baselines?: Record<string, number>;
+}
+
+/** Character-level precision, recall and F1 of predicted spans against gold spans, summed over rows. */
+export interface SpanScores {
+  precision: number;
+  recall: number;
+  f1: number;
 }
 
 export interface DatasetReport extends BinaryMetrics {
@@ -26,6 +37,14 @@ export interface DatasetReport extends BinaryMetrics {
   flagged: number;
   latencyMs: { p50: number; p99: number };
   probes: Probes;
+  /**
+   * Where the dataset has gold spans: the flagged spans (what a UI draws) and, coarser, the claims that are not
+   * grounded, against the union of the annotators' spans (labels other than Benign); `everything` flags every
+   * character of every answer, the floor a span detector has to beat.
+   */
+  spans?: { flaggedSpans: SpanScores; ungroundedClaims: SpanScores; everything: SpanScores };
+  /** Where the rows carry other detectors' P(hallucinated): each one's balanced accuracy at 0.5 on the same rows. */
+  detectors?: Record<string, number>;
 }
 
 /** Controlled probes whose right answer is known (see shared/eval/README.md). */
@@ -195,11 +214,20 @@ export function evaluate(rows: readonly EvalRow[], model: Model = DEFAULT_MODEL,
     let yeahFlagged = 0;
     let appendN = 0;
     let rose = 0;
+    const hasSpans = list.some((r) => r.spans && r.spans.length > 0);
+    const spanCounts = { flaggedSpans: { tp: 0, fp: 0, fn: 0 }, ungroundedClaims: { tp: 0, fp: 0, fn: 0 }, everything: { tp: 0, fp: 0, fn: 0 } };
     for (const r of list) {
       const t0 = performance.now();
       const res = checkGrounding(toInput(r), { model, threshold });
       times.push(performance.now() - t0);
       scores.push(res.score);
+      if (hasSpans) {
+        const gold = (r.spans ?? []).filter((g) => g.label !== 'Benign');
+        const n = r.answer.length;
+        add(spanCounts.flaggedSpans, charCounts(res.flaggedSpans, gold, n));
+        add(spanCounts.ungroundedClaims, charCounts(res.grounded ? [] : res.claims.filter((c) => !c.grounded), gold, n));
+        add(spanCounts.everything, charCounts([{ start: 0, end: n }], gold, n));
+      }
       const sentence = probeSentence(r.context[0] ?? '');
       if (sentence) {
         copyN++;
@@ -224,9 +252,34 @@ export function evaluate(rows: readonly EvalRow[], model: Model = DEFAULT_MODEL,
       flagged: scores.filter((s) => s < threshold).length / list.length,
       latencyMs: { p50: percentile(times, 50), p99: percentile(times, 99) },
       probes: { copyFlagged: copyN ? copyFlagged / copyN : 0, yeahCopyFlagged: copyN ? yeahFlagged / copyN : 0, appendRose: appendN ? rose / appendN : 0 },
+      ...(hasSpans
+        ? { spans: { flaggedSpans: spanScores(spanCounts.flaggedSpans), ungroundedClaims: spanScores(spanCounts.ungroundedClaims), everything: spanScores(spanCounts.everything) } }
+        : {}),
+      ...detectorsOf(list),
     });
   }
   return reports;
+}
+
+function add(sum: { tp: number; fp: number; fn: number }, c: { tp: number; fp: number; fn: number }): void {
+  sum.tp += c.tp;
+  sum.fp += c.fp;
+  sum.fn += c.fn;
+}
+
+function spanScores(c: { tp: number; fp: number; fn: number }): SpanScores {
+  const precision = c.tp + c.fp > 0 ? c.tp / (c.tp + c.fp) : 0;
+  const recall = c.tp + c.fn > 0 ? c.tp / (c.tp + c.fn) : 0;
+  return { precision, recall, f1: f1FromCounts(c) };
+}
+
+/** The balanced accuracy at 0.5 of every detector whose P(hallucinated) every row of `list` carries. */
+function detectorsOf(list: readonly EvalRow[]): { detectors?: Record<string, number> } {
+  const names = Object.keys(list[0]?.baselines ?? {}).filter((name) => list.every((r) => typeof r.baselines?.[name] === 'number'));
+  if (names.length === 0) return {};
+  const gold = list.map((r) => r.hallucinated);
+  const detectors = Object.fromEntries(names.map((name) => [name, binaryMetrics(list.map((r) => r.baselines![name]! >= 0.5), gold).balancedAccuracy]));
+  return { detectors };
 }
 
 /** The first sentence of 6–40 words of a source, as a copy probe. */
