@@ -140,6 +140,24 @@ function heavyHistoryInputs(): Heavy[] {
 }
 
 /**
+ * Schemas whose filling once held the loop for seconds to minutes: a pattern with adjacent quantifiers tried
+ * on long strings (`x*x*x*x*y` at minLength 400 never returned), and a 20,000-value enum in each of 1,000 items (a
+ * RegExp per value per item: 15 s). Through tools, response_format and the Responses API.
+ */
+function heavySchemaInputs(): Heavy[] {
+  const patterned = { type: 'object', properties: { x: { type: 'string', minLength: 400, pattern: 'x*x*x*x*y' } }, required: ['x'], additionalProperties: false };
+  const manyValues = Array.from({ length: 20_000 }, (_, i) => `v${i}`);
+  const enumItems = { type: 'object', properties: { a: { type: 'array', minItems: 1000, items: { enum: manyValues } } }, required: ['a'], additionalProperties: false };
+  const messages = [{ role: 'user', content: `Look up ${'x'.repeat(300)} please.` }];
+  return [
+    { what: 'a tool pattern that backtracks', body: { model: 'svc01', messages, tools: [{ type: 'function', function: { name: 'lookup', parameters: patterned } }], tool_choice: 'required' }, status: 200 },
+    { what: 'a response_format pattern that backtracks', body: { model: 'svc01', messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: patterned } } }, status: 200 },
+    { what: 'Responses: a text.format pattern that backtracks', path: '/v1/responses', body: { model: 'svc01', input: messages[0]!.content, text: { format: { type: 'json_schema', name: 'x', schema: patterned } } }, status: 200 },
+    { what: '1,000 items of a 20,000-value enum', body: { model: 'svc01', messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: enumItems } } }, status: 200 },
+  ];
+}
+
+/**
  * Polls /healthz every 10 ms, from a worker thread of its own, until `stop()`; resolves each poll's latency
  * (ms). The poller does not share its event loop with the senders: fetch encodes and writes the 9 MiB bodies in
  * the test's main thread, and a poll whose answer waited behind that work would count the client's step as the
@@ -295,6 +313,9 @@ describe('the event loop under heavy inputs', () => {
 
   it('keeps /healthz p99 under the bound while the Responses API serves follow-ups to a conversation of 20,000 stored items', { timeout: 120_000 }, () =>
     servesWithinBound('responses-history', heavyHistoryInputs()));
+
+  it('keeps /healthz p99 under the bound while JSON Schemas with a backtracking pattern or a 20,000-value enum are filled', { timeout: 120_000 }, () =>
+    servesWithinBound('schemas', heavySchemaInputs()));
 
   // The same with the grounding check on: its cost on a 200 KB, 3 MB or 9 MiB source is @svc/grounding's to
   // bound (the lead's rewrite of the check); this case shows whether it is.

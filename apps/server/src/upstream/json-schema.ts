@@ -1,4 +1,9 @@
+import vm from 'node:vm';
+import randexp from 'randexp';
 import { isRecord } from '../is-record.js';
+
+// randexp's types declare an ES default export; at run time the CommonJS module is the class itself.
+const RandExp = randexp as unknown as typeof randexp.default;
 
 /**
  * A small JSON Schema companion pair for the offline model: `sampleFromSchema` builds a value that
@@ -57,6 +62,10 @@ export const SCHEMA_BOUNDS = {
   maxSteps: 200_000,
   /** Nesting of one check (`$ref` chains and cycles included). */
   maxDepth: 64,
+  /** Milliseconds of one fill spent testing strings against `pattern`s (a crafted pattern backtracks for minutes). */
+  maxPatternMs: 30,
+  /** Longest one pattern test may run before its string counts as not matching. */
+  patternTestMs: 10,
 } as const;
 
 /** A schema the offline model cannot fill within SCHEMA_BOUNDS; the message says which bound. */
@@ -71,7 +80,13 @@ export class SchemaBoundsError extends Error {
 interface Work {
   steps: number;
   chars: number;
+  /** Milliseconds spent in pattern tests. */
+  patternMs: number;
+  /** Patterns a test of which was cut off: the question's other words are not tried against them. */
+  slowPatterns: Set<string>;
 }
+
+const newWork = (): Work => ({ steps: 0, chars: 0, patternMs: 0, slowPatterns: new Set() });
 
 function spend(work: Work, steps = 1): void {
   work.steps += steps;
@@ -90,8 +105,14 @@ function spend(work: Work, steps = 1): void {
  * // { city: 'Paris' }
  */
 export function sampleFromSchema(schema: unknown, hints: SampleHints): unknown {
-  const state: SampleState = { hints, usedNumbers: 0, usedNames: hints.nameOffset ?? 0, work: { steps: 0, chars: 0 } };
-  return sample(asSchema(schema), asSchema(schema), '', state, 0, 0);
+  const state: SampleState = { hints, usedNumbers: 0, usedNames: hints.nameOffset ?? 0, work: newWork(), mentioned: new WeakMap() };
+  const root = asSchema(schema);
+  const value = sample(root, root, '', state, 0, 0);
+  // What the filler writes is checked, not assumed: some schemas (four unique items of a two-value enum, a
+  // pattern no generated string matches) have no value within reach, and a model's answer must not claim one.
+  const problems = validate(root, value, root, '$', state.work, 0);
+  if (problems.length > 0) throw new SchemaBoundsError(`no value it can write is valid against it (${problems.slice(0, 3).join('; ')})`);
+  return value;
 }
 
 interface SampleState {
@@ -99,6 +120,8 @@ interface SampleState {
   usedNumbers: number;
   usedNames: number;
   work: Work;
+  /** Per `enum` array: its first string value that the question mentions (computed once, not once per item). */
+  mentioned: WeakMap<unknown[], unknown>;
 }
 
 function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number, variant: number): unknown {
@@ -107,7 +130,7 @@ function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleSt
   if (depth > MAX_DEPTH) return null;
   if ('const' in schema) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) {
-    const mentioned = schema.enum.find((v) => typeof v === 'string' && v.length > 1 && new RegExp(`\\b${escapeRegExp(v)}\\b`, 'i').test(state.hints.question));
+    const mentioned = mentionedValue(schema.enum, state);
     if (mentioned !== undefined) return mentioned;
     if (schema.default !== undefined && schema.enum.some((v) => deepEqual(v, schema.default))) return schema.default;
     return schema.enum[variant % schema.enum.length];
@@ -129,7 +152,7 @@ function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleSt
     case 'array':
       return sampleArray(schema, root, name, state, depth);
     case 'object':
-      return sampleObject(schema, root, state, depth);
+      return sampleObject(schema, root, state, depth, variant);
     default:
       return null;
   }
@@ -253,7 +276,14 @@ function sampleString(schema: JsonSchema, root: JsonSchema, name: string, state:
     throw new SchemaBoundsError(`${name ? `property '${name}' has ` : ''}minLength ${min}, above the offline model's limit of ${SCHEMA_BOUNDS.maxStringLength}`);
   }
   const fitted = candidates.map((c) => fitLength(variant > 0 ? `${c}-${variant}` : c, schema));
-  const value = fitted.find((c) => validate({ ...schema, type: 'string' }, c, root, '$', state.work, 0).length === 0) ?? fitted[0]!;
+  const valid = (c: string): boolean => validate({ ...schema, type: 'string' }, c, root, '$', state.work, 0).length === 0;
+  const pattern = typeof schema.pattern === 'string' ? schema.pattern : undefined;
+  let value = fitted.find((c) => (pattern === undefined || !state.work.slowPatterns.has(pattern)) && valid(c));
+  if (value === undefined && pattern !== undefined) {
+    // No word of the question fits: a string written from the pattern itself (`^[A-Z]{3}-\d{4}$` → "AAA-0000").
+    value = fromPattern(pattern, schema, variant).find(valid);
+  }
+  value ??= fitted[0]!;
   state.work.chars += value.length;
   if (state.work.chars > SCHEMA_BOUNDS.maxOutputChars) {
     throw new SchemaBoundsError(`its strings add up to more than ${SCHEMA_BOUNDS.maxOutputChars} characters`);
@@ -261,21 +291,22 @@ function sampleString(schema: JsonSchema, root: JsonSchema, name: string, state:
   return value;
 }
 
-/** `value` cut to maxLength or padded with 'x' to minLength (code points; minLength already bounded). */
-function fitLength(value: string, schema: JsonSchema): string {
+/** `value` cut to maxLength or padded with `pad` to minLength (code points; minLength already bounded). */
+function fitLength(value: string, schema: JsonSchema, pad = 'x'): string {
   const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
   const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
   const chars = [...value.slice(0, 2 * SCHEMA_BOUNDS.maxStringLength)].slice(0, Math.min(max, SCHEMA_BOUNDS.maxStringLength));
-  return chars.join('') + 'x'.repeat(Math.max(0, min - chars.length));
+  return chars.join('') + pad.repeat(Math.max(0, min - chars.length));
 }
 
 function sampleArray(schema: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number): unknown[] {
-  const min = typeof schema.minItems === 'number' ? schema.minItems : 1;
+  // One item shows the shape; near the depth limit only what is required, so a recursive tree ends in [].
+  const min = typeof schema.minItems === 'number' ? schema.minItems : depth < MAX_DEPTH - 2 ? 1 : 0;
   const max = typeof schema.maxItems === 'number' ? schema.maxItems : Infinity;
   if (min > SCHEMA_BOUNDS.maxItems) {
     throw new SchemaBoundsError(`${name ? `property '${name}' has ` : ''}minItems ${min}, above the offline model's limit of ${SCHEMA_BOUNDS.maxItems}`);
   }
-  const count = Math.min(Math.max(min, 1), max);
+  const count = Math.min(depth < MAX_DEPTH - 2 ? Math.max(min, 1) : min, max);
   const singular = name.replace(/s$/, '');
   if (Array.isArray(schema.items)) {
     return schema.items.slice(0, Math.max(count, schema.items.length)).map((item, i) => sample(asSchema(item), root, singular, state, depth + 1, i));
@@ -284,7 +315,8 @@ function sampleArray(schema: JsonSchema, root: JsonSchema, name: string, state: 
   return Array.from({ length: count }, (_, i) => sample(items, root, singular, state, depth + 1, schema.uniqueItems ? i : 0));
 }
 
-function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, depth: number): Record<string, unknown> {
+/** `variant` > 0 (the i-th item of a `uniqueItems` array) reaches every property, so the items differ. */
+function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, depth: number, variant: number): Record<string, unknown> {
   const properties = asSchema(schema.properties);
   const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : []);
   const out: Record<string, unknown> = {};
@@ -295,21 +327,58 @@ function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, 
     const supplied =
       subSchema.default !== undefined ||
       (PLACE.test(key) && state.hints.names.length > state.usedNames) ||
-      (Array.isArray(subSchema.enum) && subSchema.enum.some((v) => typeof v === 'string' && v.length > 1 && new RegExp(`\\b${escapeRegExp(v)}\\b`, 'i').test(state.hints.question)));
-    if (required.has(key) || supplied) out[key] = sample(subSchema, root, key, state, depth + 1, 0);
+      (Array.isArray(subSchema.enum) && mentionedValue(subSchema.enum, state) !== undefined);
+    if (required.has(key) || supplied) out[key] = sample(subSchema, root, key, state, depth + 1, variant);
   }
+  const additional = isRecord(schema.additionalProperties) ? schema.additionalProperties : {};
   for (const key of required) {
-    if (!(key in out)) out[key] = sample(isRecord(schema.additionalProperties) ? schema.additionalProperties : {}, root, key, state, depth + 1, 0);
+    if (!(key in out)) out[key] = sample(additional, root, key, state, depth + 1, variant);
   }
   let filled = Object.keys(out).length;
   for (const [key, sub] of Object.entries(properties)) {
     if (filled >= minProperties) break;
     if (!(key in out)) {
-      out[key] = sample(asSchema(sub), root, key, state, depth + 1, 0);
+      out[key] = sample(asSchema(sub), root, key, state, depth + 1, variant);
       filled++;
     }
   }
+  // minProperties above the declared ones: more properties, as additionalProperties allows (bounded by maxSteps).
+  for (let n = 1; filled < minProperties && schema.additionalProperties !== false; n++) {
+    spend(state.work);
+    if (`property${n}` in out) continue;
+    out[`property${n}`] = sample(additional, root, `property${n}`, state, depth + 1, variant);
+    filled++;
+  }
   return out;
+}
+
+/**
+ * The first string of `values` that the question names as a word or phrase ("celsius" in "…in Celsius?"),
+ * found with one pass over the question's words per enum rather than a RegExp per value: an enum of 100,000
+ * values inside an array of 1,000 items is still one pass.
+ */
+function mentionedValue(values: unknown[], state: SampleState): unknown {
+  if (state.mentioned.has(values)) return state.mentioned.get(values);
+  spend(state.work, Math.ceil(values.length / 10));
+  const question = state.hints.question.toLowerCase();
+  const words = new Set(question.split(/[^\p{L}\p{N}_]+/u));
+  const found = values.find((v) => {
+    if (typeof v !== 'string' || v.length < 2) return false;
+    const lower = v.toLowerCase();
+    if (words.has(lower)) return true;
+    // A phrase ("New York", "s-1"): a whole-word occurrence in the question.
+    if (/^[\p{L}\p{N}_]+$/u.test(lower)) return false;
+    for (let at = question.indexOf(lower); at !== -1; at = question.indexOf(lower, at + 1)) {
+      if (!isWordChar(question[at - 1]) && !isWordChar(question[at + lower.length])) return true;
+    }
+    return false;
+  });
+  state.mentioned.set(values, found);
+  return found;
+}
+
+function isWordChar(c: string | undefined): boolean {
+  return c !== undefined && /[\p{L}\p{N}_]/u.test(c);
 }
 
 /**
@@ -319,7 +388,7 @@ function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, 
  * validateJsonSchema({ type: 'integer', minimum: 1 }, 0) // ['$: must be >= 1']
  */
 export function validateJsonSchema(schema: unknown, value: unknown, root: unknown = schema, path = '$'): string[] {
-  return validate(schema, value, root, path, { steps: 0, chars: 0 }, 0);
+  return validate(schema, value, root, path, newWork(), 0);
 }
 
 /** `validateJsonSchema` within SCHEMA_BOUNDS: `work` is shared with the fill that called it. */
@@ -342,7 +411,9 @@ function validate(schema: unknown, value: unknown, root: unknown, path: string, 
     if (!types.some((t) => t === actual || (t === 'number' && actual === 'integer'))) fail(`must be ${types.join(' or ')}, got ${actual}`);
   }
   if ('const' in s && !deepEqual(s.const, value)) fail(`must equal ${JSON.stringify(s.const)}`);
-  if (Array.isArray(s.enum) && !s.enum.some((v) => deepEqual(v, value))) fail(`must be one of ${JSON.stringify(s.enum)}`);
+  if (Array.isArray(s.enum) && !enumKeys(s.enum, work).has(JSON.stringify(canonical(value)))) {
+    fail(`must be one of ${s.enum.length > 10 ? `${s.enum.length} values` : JSON.stringify(s.enum)}`);
+  }
   if (typeof value === 'number') {
     if (typeof s.minimum === 'number' && (s.exclusiveMinimum === true ? value <= s.minimum : value < s.minimum)) fail(`must be >${s.exclusiveMinimum === true ? '' : '='} ${s.minimum}`);
     if (typeof s.maximum === 'number' && (s.exclusiveMaximum === true ? value >= s.maximum : value > s.maximum)) fail(`must be <${s.exclusiveMaximum === true ? '' : '='} ${s.maximum}`);
@@ -359,7 +430,7 @@ function validate(schema: unknown, value: unknown, root: unknown, path: string, 
     if (typeof s.maxLength === 'number' && length > s.maxLength) fail(`must have at most ${s.maxLength} characters`);
     if (typeof s.pattern === 'string') {
       const pattern = checkablePattern(s.pattern);
-      if (pattern && !pattern.test(value)) fail(`must match ${s.pattern}`);
+      if (pattern && !testPattern(pattern, value, work)) fail(`must match ${s.pattern}`);
     }
   }
   if (Array.isArray(value)) {
@@ -429,25 +500,38 @@ function asSchema(value: unknown): JsonSchema {
   return isRecord(value) ? value : {};
 }
 
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** An `enum`'s values as canonical JSON, built once per array (and charged once), so each check is one lookup. */
+const enumSets = new WeakMap<unknown[], Set<string>>();
+function enumKeys(values: unknown[], work: Work): Set<string> {
+  let keys = enumSets.get(values);
+  if (keys === undefined) {
+    spend(work, Math.ceil(values.length / 10));
+    keys = new Set(values.map((v) => JSON.stringify(canonical(v))));
+    enumSets.set(values, keys);
+  }
+  return keys;
 }
 
-const checkable = new Map<string, RegExp | null>();
+/** A compiled `pattern` and what bounds the cost of running it. */
+interface Pattern {
+  regexp: RegExp;
+  source: string;
+  /** Quantifiers and alternations: a test backtracks through at most about (length + 1)^(choices + 1) states. */
+  choices: number;
+  /** Star height above one, a look-around or a back-reference: no such bound, so always run time-boxed. */
+  unbounded: boolean;
+}
 
-/**
- * The schema's `pattern` as a RegExp the filler may run, or null when it constrains nothing we check: an invalid
- * pattern, or one that can take exponential time on a crafted string (a quantified group that itself holds a
- * quantifier or an alternation: `(a+)+`, `(a|a)*`). The pattern and the strings it is tried on both come from
- * the request, and a JavaScript RegExp cannot be stopped once it runs.
- */
-export function checkablePattern(source: string): RegExp | null {
+const checkable = new Map<string, Pattern | null>();
+
+/** The schema's `pattern` compiled (`u`, as JSON Schema means it), or null when invalid or over 1,000 characters. */
+export function checkablePattern(source: string): Pattern | null {
   let known = checkable.get(source);
   if (known !== undefined) return known;
   known = null;
-  if (source.length <= 1000 && !backtracksExponentially(source)) {
+  if (source.length <= 1000) {
     try {
-      known = new RegExp(source, 'u');
+      known = { regexp: new RegExp(source, 'u'), source, ...patternShape(source) };
     } catch {
       // An invalid pattern constrains nothing we can check.
     }
@@ -457,13 +541,88 @@ export function checkablePattern(source: string): RegExp | null {
   return known;
 }
 
-/** Does a quantified group hold a quantifier or an alternation (star height above one)? */
-function backtracksExponentially(source: string): boolean {
+const sandbox = vm.createContext({ regexp: /$^/, text: '' });
+const runTest = new vm.Script('regexp.test(text)');
+
+/**
+ * Whether `text` matches, within the fill's time for patterns. The pattern and the strings it is tried on both
+ * come from the request, and `x*x*x*x*y` on 400 characters backtracks for minutes; a RegExp can only be stopped
+ * from outside, by `vm`'s watchdog. Starting that watchdog costs about 0.1 ms, so a test whose worst case is
+ * small (few quantifiers, a short string) runs directly. A test cut off after `patternTestMs` counts as not
+ * matching (and the filler turns to strings written from the pattern); once `maxPatternMs` is spent, the fill
+ * is refused.
+ */
+function testPattern(pattern: Pattern, text: string, work: Work): boolean {
+  const left = SCHEMA_BOUNDS.maxPatternMs - work.patternMs;
+  if (left <= 0) {
+    throw new SchemaBoundsError(`testing strings against its pattern ${JSON.stringify(pattern.source)} takes more than ${SCHEMA_BOUNDS.maxPatternMs} ms`);
+  }
+  const start = performance.now();
+  try {
+    // log10 of (length + 1)^(choices + 1) × the pattern's length: at most a million steps run directly.
+    if (!pattern.unbounded && (pattern.choices + 1) * Math.log10(text.length + 1) + Math.log10(pattern.source.length + 1) <= 6) {
+      return pattern.regexp.test(text);
+    }
+    sandbox.regexp = pattern.regexp;
+    sandbox.text = text;
+    try {
+      return runTest.runInContext(sandbox, { timeout: Math.max(1, Math.ceil(Math.min(left, SCHEMA_BOUNDS.patternTestMs))) }) === true;
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+        work.slowPatterns.add(pattern.source);
+        return false;
+      }
+      throw err;
+    } finally {
+      sandbox.text = '';
+    }
+  } finally {
+    work.patternMs += performance.now() - start;
+  }
+}
+
+/** Strings written from `source` (RandExp), for a pattern none of the question's words match. */
+function fromPattern(source: string, schema: JsonSchema, variant: number): string[] {
+  // `{n}` repeats are written out: past the longest string the filler writes, nothing fits.
+  for (const [, n] of source.matchAll(/\{(\d+)/g)) if (Number(n) > SCHEMA_BOUNDS.maxStringLength) return [];
+  const out: string[] = [];
+  try {
+    const writer = new RandExp(source, 'u');
+    const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
+    const max = typeof schema.maxLength === 'number' ? schema.maxLength : Infinity;
+    writer.max = Math.max(1, Math.min(Math.max(min, 8), max));
+    // The first string takes every repeat's least count and every class's first character; the others vary,
+    // from a seed (deterministic: the same request gets the same answer).
+    let seed = 1 + variant * 7919;
+    const next = (): number => {
+      seed = (seed * 48271) % 2147483647;
+      return seed;
+    };
+    for (let attempt = 0; attempt < 4; attempt++) {
+      writer.randInt = attempt === 0 && variant === 0 ? (a: number) => a : (a: number, b: number) => a + (next() % (b - a + 1));
+      const text = writer.gen();
+      // Padded with its own last character, a string of `[a-f0-9]+` stays one.
+      if (text.length <= 2 * SCHEMA_BOUNDS.maxStringLength) out.push(text, fitLength(text, schema, [...text].at(-1) ?? 'x'));
+    }
+  } catch {
+    // A pattern RandExp cannot read: the question's words were all there was.
+  }
+  return out;
+}
+
+/**
+ * What bounds a pattern's backtracking: its quantifiers and alternations (`choices`), and whether any is
+ * nested in a quantified group (`(a+)+`, `(a|a)*`: exponential) or it has look-arounds or back-references.
+ */
+function patternShape(source: string): { choices: number; unbounded: boolean } {
   // For each open group: whether it holds a quantifier or a `|` so far.
   const open: boolean[] = [];
+  let choices = 0;
+  let unbounded = false;
   for (let i = 0; i < source.length; i++) {
     const c = source[i];
     if (c === '\\') {
+      if (/[1-9k]/.test(source[i + 1] ?? '')) unbounded = true;
       i++;
       continue;
     }
@@ -472,15 +631,21 @@ function backtracksExponentially(source: string): boolean {
       for (i++; i < source.length && source[i] !== ']'; i++) if (source[i] === '\\') i++;
       continue;
     }
-    if (c === '(') open.push(false);
-    else if (c === ')') {
+    if (c === '(') {
+      if (/^\(\?<?[=!]/.test(source.slice(i, i + 4))) unbounded = true;
+      open.push(false);
+    } else if (c === ')') {
       const risky = open.pop() ?? false;
       const next = source[i + 1];
-      const quantified = next === '*' || next === '+' || (next === '{' && /^\{\d*,\d*\}|^\{\d{2,}\}/.test(source.slice(i + 1)));
-      if (risky && quantified) return true;
-      // What the group held, the group around it holds too; a quantified group is a quantifier in it.
-      if (open.length > 0) open[open.length - 1] ||= risky || quantified;
-    } else if ((c === '*' || c === '+' || c === '|' || c === '{') && open.length > 0) open[open.length - 1] = true;
+      const repeated = next === '*' || next === '+' || (next === '{' && /^\{\d*,\d*\}|^\{\d{2,}\}/.test(source.slice(i + 1)));
+      if (risky && repeated) unbounded = true;
+      // What the group held, the group around it holds too; a repeated group is a quantifier in it.
+      if (open.length > 0) open[open.length - 1] ||= risky || repeated;
+    } else if (c === '*' || c === '+' || c === '|' || (c === '?' && source[i - 1] !== '(') || (c === '{' && /^\{\d*,/.test(source.slice(i)))) {
+      // A choice the matcher may backtrack into (`{3}` is none).
+      choices++;
+      if (open.length > 0) open[open.length - 1] = true;
+    }
   }
-  return false;
+  return { choices, unbounded };
 }

@@ -1,22 +1,100 @@
 import { describe, expect, it } from 'vitest';
-import { checkablePattern } from '../../../src/upstream/json-schema.js';
+import { checkablePattern, sampleFromSchema, SchemaBoundsError, validateJsonSchema } from '../../../src/upstream/json-schema.js';
+
+const hints = (question: string) => ({ question, names: [], numbers: [], keywords: [] });
 
 describe('checkablePattern', () => {
-  it.each([['^(a+)+$'], ['(a|a)*b'], ['^(\\w+\\s?)*$'], ['((ab)*c)+'], ['(x+x+)+y'], ['(a{1,}){2,}']])(
-    'leaves unchecked a pattern that backtracks exponentially: %s',
+  it.each([['^(a+)+$'], ['(a|a)*b'], ['^(\\w+\\s?)*$'], ['((ab)*c)+'], ['(x+x+)+y'], ['(a{1,}){2,}'], ['(a)\\1'], ['(?=a)a+'], ['(?<!b)a']])(
+    'marks a pattern without a polynomial bound (nested repeats, look-arounds, back-references) as always time-boxed: %s',
     (pattern) => {
-      expect(checkablePattern(pattern)).toBeNull();
+      expect(checkablePattern(pattern)).toMatchObject({ unbounded: true });
     },
   );
 
-  it.each([['^[a-z]+$'], ['^\\d{3}-\\d{4}$'], ['^(foo|bar)$'], ['^[A-Z]{2}(\\d{2})?$'], ['^(\\+|-)?\\d+$'], ['[(a+)+]']])(
-    'checks an ordinary pattern: %s',
-    (pattern) => {
-      expect(checkablePattern(pattern)).toBeInstanceOf(RegExp);
-    },
-  );
+  it.each([
+    ['^[a-z]+$', 1],
+    ['^\\d{3}-\\d{4}$', 0],
+    ['^(foo|bar)$', 1],
+    ['^[A-Z]{2}(\\d{2})?$', 1],
+    ['^(\\+|-)?\\d+$', 3],
+    ['[(a+)+]', 0],
+    ['x*x*x*x*y', 4],
+  ])('counts the choices a matcher can backtrack into: %s → %i', (pattern, choices) => {
+    expect(checkablePattern(pattern)).toMatchObject({ unbounded: false, choices });
+  });
 
   it('leaves an invalid pattern unchecked', () => {
     expect(checkablePattern('(')).toBeNull();
+  });
+});
+
+/** The filler under hostile schemas: each of these stalled the event loop for seconds to minutes. */
+describe('sampleFromSchema within its time bounds', () => {
+  const timed = (schema: unknown, question = 'Look it up.') => {
+    const start = performance.now();
+    let value: unknown;
+    let error: unknown;
+    try {
+      value = sampleFromSchema(schema, hints(question));
+    } catch (err) {
+      error = err;
+    }
+    return { value, error, ms: performance.now() - start };
+  };
+
+  // Polynomial backtracking: each adjacent quantifier multiplies the paths by the string's length.
+  it.each([
+    ['a long string required', { type: 'object', properties: { x: { type: 'string', minLength: 400, pattern: 'x*x*x*x*y' } }, required: ['x'] }, 'hi'],
+    ['a long word in the question', { type: 'object', properties: { q: { type: 'string', pattern: 'x*x*x*x*x*y' } }, required: ['q'] }, `${'x'.repeat(300)} `.repeat(50)],
+    ['exponential, on a crafted word', { type: 'object', properties: { q: { type: 'string', pattern: '^(a+)+$' } }, required: ['q'] }, `Look up ${'a'.repeat(40)}b please.`],
+  ])('a pattern that backtracks (%s) costs at most the pattern budget, and what it returns is valid', (_what, schema, question) => {
+    const { value, error, ms } = timed(schema, question);
+    // The budget is 30 ms; the bound leaves room for a busy host (before: 37 s, or never).
+    expect(ms).toBeLessThan(1500);
+    if (error === undefined) expect(validateJsonSchema(schema, value)).toEqual([]);
+    else expect(error).toBeInstanceOf(SchemaBoundsError);
+  });
+
+  it('an enum of 20,000 values in each of 1,000 items is one pass over the values, not a RegExp per value per item', () => {
+    const values = Array.from({ length: 20_000 }, (_, i) => `v${i}`);
+    const schema = { type: 'object', properties: { a: { type: 'array', minItems: 1000, items: { enum: values } } }, required: ['a'] };
+    const { value, error } = timed(schema, 'Pick v7 for me.');
+    expect(error).toBeUndefined();
+    expect((value as { a: string[] }).a).toEqual(Array(1000).fill('v7'));
+  });
+
+  it('an enum past the step budget is refused, not run', () => {
+    const { error } = timed({ enum: Array.from({ length: 3_000_000 }, (_, i) => i) });
+    expect(error).toBeInstanceOf(SchemaBoundsError);
+    expect((error as Error).message).toMatch(/more than 200000 steps/);
+  });
+});
+
+describe('sampleFromSchema writes only valid values', () => {
+  it.each<[string, Record<string, unknown>]>([
+    ['unique objects', { type: 'array', minItems: 3, uniqueItems: true, items: { type: 'object', properties: { x: { type: 'string' } }, required: ['x'] } }],
+    ['unique numbers', { type: 'array', minItems: 5, uniqueItems: true, items: { type: 'integer', minimum: 1 } }],
+    ['minProperties above the declared ones', { type: 'object', minProperties: 3 }],
+    ['minProperties with typed additional properties', { type: 'object', properties: { a: { type: 'string' } }, minProperties: 2, additionalProperties: { type: 'integer' } }],
+    ['a pattern no word of the question matches', { type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' } }, required: ['code'] }],
+    ['a pattern with a length range', { type: 'string', pattern: '^[a-f0-9]+$', minLength: 12, maxLength: 12 }],
+    ['patterned unique items', { type: 'array', minItems: 3, uniqueItems: true, items: { type: 'string', pattern: '^[A-Z]{2}\\d{2}$' } }],
+    ['a recursive tree', { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#' } } }, required: ['name', 'children'] }],
+  ])('%s', (_what, schema) => {
+    const value = sampleFromSchema(schema, hints('Weather in Paris?'));
+    expect(validateJsonSchema(schema, value)).toEqual([]);
+  });
+
+  it('a schema with no value within reach is refused, saying why, rather than answered with an invalid value', () => {
+    expect(() => sampleFromSchema({ type: 'array', minItems: 4, uniqueItems: true, items: { enum: ['a', 'b'] } }, hints('hi'))).toThrow(
+      /no value it can write is valid against it \(\$: must have unique items\)/,
+    );
+    expect(() => sampleFromSchema({ type: 'object', minProperties: 2, additionalProperties: false }, hints('hi'))).toThrow(SchemaBoundsError);
+  });
+
+  it('a value the question names is chosen from an enum, as a word or a phrase, not inside another word', () => {
+    const schema = { type: 'object', properties: { unit: { enum: ['celsius', 'fahrenheit'] }, city: { enum: ['New York', 'York'] } }, required: ['unit', 'city'] };
+    expect(sampleFromSchema(schema, hints('Weather in New York in Fahrenheit?'))).toEqual({ unit: 'fahrenheit', city: 'New York' });
+    expect(sampleFromSchema({ enum: ['cat', 'dog'] }, hints('Is a category a dog?'))).toBe('dog');
   });
 });
