@@ -300,6 +300,7 @@ describe('errors', () => {
     ['max_tokens not an integer', { model: 'svc01', messages: [{ role: 'user', content: 'x' }], max_tokens: 1.5 }, 'invalid_type', 'max_tokens'],
     ['svc.thinking of wrong type', { model: 'svc01', messages: [{ role: 'user', content: 'x' }], svc: { thinking: 'yes' } }, 'invalid_type', 'svc.thinking'],
     ['body not an object', '[1,2]', 'invalid_type', null],
+    ['a number that parses as Infinity', '{"model":"svc01","messages":[{"role":"user","content":"x"}],"temperature":1e999}', 'invalid_value', 'temperature'],
   ])('400 for %s', async (_name, body, code, param) => {
     const res = await post(body);
     expect(res.status).toBe(400);

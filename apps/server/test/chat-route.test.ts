@@ -74,6 +74,18 @@ describe('request body', () => {
     }
   });
 
+  it('refuses bytes that are not UTF-8 (a Latin-1 "é", a lone continuation byte) rather than reading them as U+FFFD', async () => {
+    const json = JSON.stringify({ ...valid, messages: [{ role: 'user', content: 'Caf\u00e9?' }] });
+    for (const bad of [Buffer.from(json, 'latin1'), Buffer.concat([Buffer.from(json.slice(0, -3)), Buffer.from([0x80]), Buffer.from(json.slice(-3))])]) {
+      const res = await send('/v1/chat/completions', bad, { 'content-type': 'application/json' });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.text).error).toMatchObject({ code: 'invalid_request', message: 'The request body must be UTF-8 encoded JSON.' });
+    }
+    // The same text in UTF-8 is read.
+    const good = await send('/v1/chat/completions', Buffer.from(json, 'utf8'), { 'content-type': 'application/json' });
+    expect(good.status).toBe(200);
+  });
+
   it('413 for an inflated body over 10 MiB, even when it was sent small', async () => {
     const big = JSON.stringify({ ...valid, messages: [{ role: 'user', content: 'a'.repeat(10 * 1024 * 1024 + 1) }] });
     const compressed = gzipSync(Buffer.from(big));

@@ -234,6 +234,9 @@ describe('keys and webhook settings', () => {
       [{ rate_limit_rpm: 0 }, 'rate_limit_rpm', 'invalid_value'],
       [{ rate_limit_rpm: 1.5 }, 'rate_limit_rpm', 'invalid_value'],
       [{ rate_limit_rpm: '60' }, 'rate_limit_rpm', 'invalid_value'],
+      [{ name: 'a\u0000b' }, 'name', 'invalid_value'],
+      [{ name: 'red\u001b[31m' }, 'name', 'invalid_value'],
+      [{ name: 'half \ud800 a pair' }, 'name', 'invalid_value'],
     ];
     for (const [body, param, code] of cases) {
       const res = await client.request('PATCH', `/keys/${alice.keyId}`, body);
@@ -241,6 +244,11 @@ describe('keys and webhook settings', () => {
       expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code, param });
     }
     expect((await client.request('POST', '/keys', { name: '' })).body.error).toMatchObject({ param: 'name' });
+    expect((await client.request('POST', '/keys', { name: 'tab\there' })).body.error).toMatchObject({ code: 'invalid_value', param: 'name' });
+    // A name of emoji and accents (whole surrogate pairs) is text.
+    const emoji = await client.request('PATCH', `/keys/${alice.keyId}`, { name: 'Café 🚀' });
+    expect(emoji.status).toBe(200);
+    expect(emoji.body.key.name).toBe('Café 🚀');
     const bad = await client.request('GET', `/keys/${alice.keyId}/deliveries?status=lost`);
     expect(bad.body.error).toMatchObject({ code: 'invalid_value', param: 'status' });
   });

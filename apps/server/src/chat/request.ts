@@ -45,6 +45,10 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
   if (issue.code === 'invalid_type' && value === undefined) {
     return new ApiError('missing_required_parameter', `Missing required parameter: '${param}'.`, { param });
   }
+  if (issue.code === 'invalid_type' && typeof value === 'number' && !Number.isFinite(value)) {
+    // JSON has no Infinity, but 1e999 parses to it: the type is right, the value is not.
+    return new ApiError('invalid_value', `Invalid value for '${param}': the number is too large (it parses as Infinity); expected a finite number.`, { param });
+  }
   if (issue.code === 'invalid_type') {
     return new ApiError('invalid_type', `Invalid type for '${param}': expected ${issue.expected}, but got ${describe(value)}.`, { param });
   }

@@ -61,7 +61,13 @@ const MAX_NAME_LENGTH = 64;
 /** Verifying against this when the email is unknown keeps the timing of both failures alike. */
 const dummyHash = hashPassword('not a password anyone has');
 
-function stringField(body: Record<string, unknown>, name: string, options: { max?: number } = {}): string {
+const CONTROL_OR_LONE_SURROGATE = /[\u0000-\u001f\u007f-\u009f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * A string field of the body. `text: true` for names people read: control characters (NUL, escapes that move
+ * a terminal's cursor) and unpaired UTF-16 surrogates (stored as U+FFFD) are refused, not stored.
+ */
+function stringField(body: Record<string, unknown>, name: string, options: { max?: number; text?: boolean } = {}): string {
   const value = body[name];
   if (value === undefined || value === null || value === '') {
     throw new ApiError('missing_required_parameter', `Enter a value for '${name}'.`, { param: name });
@@ -69,6 +75,9 @@ function stringField(body: Record<string, unknown>, name: string, options: { max
   if (typeof value !== 'string') throw new ApiError('invalid_type', `'${name}' must be a string.`, { param: name });
   if (options.max !== undefined && value.length > options.max) {
     throw new ApiError('invalid_value', `'${name}' must be at most ${options.max} characters.`, { param: name });
+  }
+  if (options.text && CONTROL_OR_LONE_SURROGATE.test(value)) {
+    throw new ApiError('invalid_value', `'${name}' must be plain text: no control characters and no unpaired surrogates.`, { param: name });
   }
   return value;
 }
@@ -204,7 +213,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   });
 
   api.post('/keys', async (req, res) => {
-    const name = stringField(bodyOf(req), 'name', { max: MAX_NAME_LENGTH }).trim();
+    const name = stringField(bodyOf(req), 'name', { max: MAX_NAME_LENGTH, text: true }).trim();
     if (!name) throw new ApiError('missing_required_parameter', "Enter a name for the key.", { param: 'name' });
     const generated = generateApiKey();
     const userId = signedInOf(res).user.id;
@@ -225,7 +234,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const key = await ownActiveKey(req, res);
     const body = bodyOf(req);
     const patch: { webhook_url?: string | null; rate_limit_rpm?: number | null; name?: string; signing_secret_overlap_seconds?: number | null } = {};
-    if ('name' in body) patch.name = stringField(body, 'name', { max: MAX_NAME_LENGTH }).trim();
+    if ('name' in body) patch.name = stringField(body, 'name', { max: MAX_NAME_LENGTH, text: true }).trim();
     if ('webhook_url' in body) {
       const url = body.webhook_url;
       if (url === null || url === '') patch.webhook_url = null;

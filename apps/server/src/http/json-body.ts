@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
@@ -222,6 +223,9 @@ function parseJson(buffer: Buffer): unknown {
     throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
   }
   const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+  // Invalid bytes would otherwise become U+FFFD silently: the text a model and an audit record see would not
+  // be the text the client sent.
+  if (!isUtf8(buffer.subarray(start))) throw bodyErrors.notUtf8();
   try {
     return JSON.parse(buffer.toString('utf8', start)) as unknown;
   } catch {
