@@ -81,7 +81,8 @@ describe('svc-cli replay', () => {
     const unsigned = await runCli(['replay', '--last', '1', '--log', log, '--to', other.url], { cwd: sandbox.path });
     expect(unsigned.code).toBe(1);
     expect(unsigned.stdout).toContain(`<-- [401] POST ${other.url}`);
-    expect(unsigned.stderr).toBe('svc-cli: 1 of 1 replayed deliveries failed\n');
+    expect(unsigned.stderr).toContain('to sign them anew for this receiver, pass --secret (or set SVC_WEBHOOK_SECRET)');
+    expect(unsigned.stderr).toMatch(/svc-cli: 1 of 1 replayed deliveries failed\n$/);
 
     const resigned = await runCli(['replay', '--last', '1', '--log', log, '--to', other.url, '--secret', 'whsec_other'], { cwd: sandbox.path });
     expect(resigned.code).toBe(0);
@@ -105,6 +106,24 @@ describe('svc-cli replay', () => {
     expect(Number(resigned!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(before);
     expect(verifyWebhook(resigned!.body, resigned!.headers as Record<string, string>, 'whsec_other')).toBe(true);
     expect(verifyWebhook(resigned!.body, resigned!.headers as Record<string, string>, SECRET)).toBe(false);
+  });
+
+  it('a receiver refusing the unsigned replay: the output says what was left out and how to re-sign; SVC_WEBHOOK_SECRET re-signs, and says so', async () => {
+    const log = join(sandbox.path, 'log.jsonl');
+    const listen = await recordThree(log);
+    listen.child.kill('SIGINT');
+    await listen.exited;
+    const refusing = await receiver(401);
+    const refused = await runCli(['replay', 'whd_1', '--log', log, '--to', refusing.url], { cwd: sandbox.path });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('without webhook-id/-timestamp/-signature');
+    expect(refused.stderr).toContain('pass --secret (or set SVC_WEBHOOK_SECRET)');
+
+    const target = await receiver();
+    const fromEnv = await runCli(['replay', 'whd_1', '--log', log, '--to', target.url], { cwd: sandbox.path, env: { SVC_WEBHOOK_SECRET: SECRET } });
+    expect(fromEnv.code).toBe(0);
+    expect(fromEnv.stderr).toContain('Re-signing with SVC_WEBHOOK_SECRET');
+    expect(verifyWebhook(target.requests[0]!.body, target.requests[0]!.headers as Record<string, string>, SECRET)).toBe(true);
   });
 
   it('--json prints one result object per delivery', async () => {

@@ -400,7 +400,7 @@ describe('keys and webhook settings', () => {
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         body: JSON.stringify(body),
       });
-    const ask = { model: 'svc01', messages: [{ role: 'user', content: 'What colour is the sky?' }] };
+    const ask = { model: 'svc01', messages: [{ role: 'system', content: 'The sky is blue on a clear day.' }, { role: 'user', content: 'What colour is the sky?' }] };
     expect((await send(ask)).status).toBe(200);
     expect((await send(ask)).status).toBe(200);
     expect((await send({ model: 'svc01' })).status).toBe(400);

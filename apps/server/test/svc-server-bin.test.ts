@@ -302,7 +302,7 @@ describe('admin commands', () => {
     const env = envFor(tempDir());
     const noUser = run(['keys', 'create', '--email', 'nobody@example.com'], env);
     expect(noUser.code).toBe(1);
-    expect(noUser.stderr.trim()).toBe('no such user: nobody@example.com');
+    expect(noUser.stderr.trim()).toBe('no such user: nobody@example.com (there are no users yet; create one with: svc-server users create --email nobody@example.com --password P)');
     run(['users', 'create', '--email', 'b@example.com', '--password', 'long-enough-pw'], env);
     const badUrl = run(['keys', 'create', '--webhook-url', 'ftp://example.com/x'], env);
     expect(badUrl.code).toBe(1);
@@ -310,6 +310,43 @@ describe('admin commands', () => {
     const badRpm = run(['keys', 'create', '--rate-limit-rpm', 'lots'], env);
     expect(badRpm.code).not.toBe(0);
     expect(badRpm.stderr).toContain('positive integer');
+  });
+
+  it('keys update sets the webhook URL and signing secret of a key named by the key itself, its prefix or its id', async () => {
+    const dir = tempDir();
+    const env = envFor(dir);
+    run(['users', 'create', '--email', 'ana@example.com', '--password', 'long-enough-pw'], env);
+    expect(run(['keys', 'create', '--email', 'nobody@example.com'], env).stderr.trim()).toBe(
+      'no such user: nobody@example.com (users: ana@example.com; create one with: svc-server users create --email nobody@example.com --password P)',
+    );
+    const key = JSON.parse(run(['keys', 'create', '--json'], env).stdout);
+
+    const byToken = run(['keys', 'update', key.key, '--webhook-url', 'http://127.0.0.1:9999/hook', '--signing-secret', 'whsec_first_secret', '--json'], env);
+    expect(byToken.code, byToken.stderr).toBe(0);
+    expect(JSON.parse(byToken.stdout)).toMatchObject({ id: key.id, webhook_url: 'http://127.0.0.1:9999/hook', signing_secret: '…cret', previous_signing_secret_last4: null });
+    expect(byToken.stdout).not.toContain(key.key);
+
+    // A second secret: the first keeps signing beside it for the overlap, as the dashboard's rotation does.
+    const byPrefix = run(['keys', 'update', key.prefix, '--signing-secret', 'whsec_second_one', '--name', 'ci'], env);
+    expect(byPrefix.code, byPrefix.stderr).toBe(0);
+    expect(byPrefix.stderr).toContain(`updated key ${key.id} (ci): webhook http://127.0.0.1:9999/hook, signing secret …_one`);
+    const listed = JSON.parse(run(['keys', 'list', '--json'], env).stdout)[0];
+    expect(listed).toMatchObject({ name: 'ci', signing_secret: '…_one', previous_signing_secret_last4: 'cret' });
+    const db = (await import('better-sqlite3')).default(join(dir, 'svc.db'), { readonly: true });
+    const row = db.prepare('select * from api_keys where id = ?').get(key.id) as Record<string, unknown>;
+    db.close();
+    expect(JSON.stringify(row)).not.toContain('whsec_second_one');
+
+    const cleared = run(['keys', 'update', key.id, '--webhook-url', '', '--json'], env);
+    expect(JSON.parse(cleared.stdout).webhook_url).toBeNull();
+
+    expect(run(['keys', 'update', key.id], env).stderr.trim()).toBe('nothing to change: give --webhook-url, --signing-secret, --name or --rate-limit-rpm');
+    expect(run(['keys', 'update', 'key_nope', '--name', 'x'], env).stderr.trim()).toBe('no such key: key_nope (svc-server keys list shows the ids and prefixes)');
+    const badUrl = run(['keys', 'update', key.id, '--webhook-url', 'ftp://example.com/x'], env);
+    expect(badUrl.code).toBe(1);
+    expect(badUrl.stderr).toMatch(/--webhook-url: .*http/);
+    run(['keys', 'revoke', key.id], env);
+    expect(run(['keys', 'update', key.id, '--name', 'x'], env).stderr.trim()).toBe(`key ${key.id} is revoked`);
   });
 
   it('keys create keeps to SVC_MAX_KEY_RATE_LIMIT_RPM and SVC_MAX_KEYS_PER_USER', () => {

@@ -336,11 +336,34 @@ describe('numbers', () => {
 
 describe('flagged phrases', () => {
   it('punctuation ends a phrase: names around a parenthesis are two spans', () => {
-    const r = checkGrounding({ sources: ['Hello there.'], answer: 'Set Alpha Beta (and Gamma Delta) first.' });
+    const r = checkGrounding({ sources: ['The meeting is on Monday.'], answer: 'Set Alpha Beta (and Gamma Delta) first.' });
     const texts = r.flaggedSpans.map((s) => s.text);
     expect(texts).toContain('Alpha Beta');
     expect(texts).toContain('Gamma Delta');
     expect(texts.some((t) => t.includes('('))).toBe(false);
+  });
+});
+
+describe('sources that state nothing', () => {
+  it.each([[['Hello']], [['Hi there!', 'Thanks!']], [['Who wrote Hamlet?']], [['Hello, what is 2+2?']]])(
+    'are no sources: %j leaves the answer not checked, not flagged word by word',
+    (sources) => {
+      const r = checkGrounding({ sources, answer: 'Shakespeare wrote Hamlet in 1600 in London.' });
+      expect(r).toMatchObject({ checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] });
+    },
+  );
+
+  it('a question beside a source that states something is checked against it', () => {
+    const r = checkGrounding({ sources: ['Who wrote Hamlet?', 'Hamlet was written by Marlowe.'], answer: 'Hamlet was written by Shakespeare in 1600.' });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(expect.arrayContaining([expect.stringContaining('Shakespeare')]));
+  });
+
+  it('a short source that states one fact is a source', () => {
+    const r = checkGrounding({ sources: ['The tower is 330 metres tall.'], answer: 'The tower is 300 metres tall.' });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(false);
   });
 });
 

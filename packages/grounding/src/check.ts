@@ -69,7 +69,10 @@ export interface ClaimResult {
 }
 
 export interface GroundingResult {
-  /** False when there was nothing to check: no answer text or no non-empty source. */
+  /**
+   * False when there was nothing to check: no answer text, or no source that states anything (none, or only
+   * greetings, thanks and questions: "Hello", "Who wrote Hamlet?").
+   */
   checked: boolean;
   /** `score >= threshold`; true when not checked or when the answer makes no checkable claim. */
   grounded: boolean;
@@ -86,6 +89,19 @@ export interface GroundingResult {
 // How much each claim's shortfall lowers the score beyond the weakest claim's: enough that weakening any claim
 // lowers the score; measured from a claim the sources hold entirely, so any number of such claims costs nothing.
 const SHORTFALL_WEIGHT = 0.02;
+
+/** Sources this short are read as claims to see whether they state anything; longer ones are documents. */
+const CONVERSATION_CHARS = 2000;
+
+/**
+ * Do the sources state nothing: only greetings, thanks and questions ("Hello", "Who wrote Hamlet?")? Then there
+ * is nothing to check an answer against, and grading it against the greeting would flag every word of it.
+ */
+function onlyConversation(sources: readonly string[]): boolean {
+  let chars = 0;
+  for (const source of sources) chars += source.length;
+  return chars <= CONVERSATION_CHARS && sources.every((source) => splitClaims(source).length === 0);
+}
 
 /**
  * Checks whether `answer` is supported by `sources`, offline and in well under a millisecond for chat-sized
@@ -112,6 +128,7 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
   const { sources, answer } = read;
   const notChecked: GroundingResult = { checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] };
   if (!/[\p{L}\p{N}]/u.test(answer)) return notChecked;
+  if (onlyConversation(sources)) return notChecked;
   const index = options.sourceIndexCache ? options.sourceIndexCache.get(sources) : buildSourceIndex(sources);
   if (index.empty) return notChecked;
   const question = questionTerms(read.question);

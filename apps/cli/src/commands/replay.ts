@@ -25,13 +25,19 @@ export function makeReplayCommand(io: Io = processIo): Command {
     .addOption(new Option('-n, --last <n>', 'replay the last N logged deliveries').argParser(parsePositiveInt))
     .addOption(new Option('--log <file>', 'delivery log written by listen').default(DEFAULT_LOG_FILE))
     .addOption(new Option('--to <url>', 'send here instead of the URL each delivery was received at').argParser(parseForwardUrl))
-    .addOption(new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature, and webhook-signature with a fresh webhook-timestamp)').env('SVC_WEBHOOK_SECRET'))
+    .addOption(
+      new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature, and webhook-signature with a fresh webhook-timestamp); without it, X-Svc-Signature as recorded and no webhook-* headers').env(
+        'SVC_WEBHOOK_SECRET',
+      ),
+    )
     .option('-w, --wide', 'print full ids and URLs (lines are cut to 80 columns otherwise)')
     .addHelpText(
       'after',
       `
 Each delivery is sent with its original body bytes, Content-Type, User-Agent and X-Svc-* headers
-(X-Svc-Delivery included, so receivers can de-duplicate). Exits 1 when any replay is not answered 2xx.
+(X-Svc-Delivery included, so receivers can de-duplicate). The Standard Webhooks headers (webhook-id,
+-timestamp, -signature) are sent only with --secret, signed anew with a fresh timestamp: recorded ones are
+refused as a replay. Exits 1 when any replay is not answered 2xx.
 
 Examples:
   $ svc-cli replay --last 1
@@ -43,11 +49,16 @@ Examples:
       if (ids.length === 0 && opts.last === undefined) throw new CliError('nothing to replay: give delivery ids or --last N');
       const chosen = select(await readDeliveryLog(opts.log), ids, opts);
       let failed = 0;
+      let unsigned = false;
+      if (opts.secret !== undefined && command.getOptionValueSource('secret') === 'env') {
+        io.err('Re-signing with SVC_WEBHOOK_SECRET (a fresh webhook-timestamp).\n');
+      }
       for (const entry of chosen) {
         const url = opts.to ?? entry.url;
         const body = Buffer.from(entry.body_base64, 'base64');
-        // A recorded webhook-timestamp is a replay to any receiver that checks it (listen does): the Standard
-        // Webhooks headers go only re-signed, with --secret; X-Svc-Signature, which has no timestamp, as recorded.
+        // A recorded webhook-id + webhook-timestamp is a replay to any receiver that checks them (listen does, and
+        // refuses the pair it has seen): the Standard Webhooks headers go only re-signed, with --secret;
+        // X-Svc-Signature, which has no timestamp, as recorded. The hint below says so when a receiver refuses.
         const headers = deliveryHeaders(entry.headers, { standard: false });
         if (opts.secret !== undefined) {
           headers['x-svc-signature'] = sign(body, opts.secret);
@@ -62,6 +73,7 @@ Examples:
         }
         const outcome = await sendDelivery(url, body, headers);
         if (!outcome.ok) failed++;
+        if (!outcome.ok && opts.secret === undefined && outcome.status !== null && outcome.status < 500) unsigned = true;
         if (json) {
           io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error })}\n`);
         } else {
@@ -69,6 +81,11 @@ Examples:
           if (outcome.status === null) io.err(line);
           else io.out(line);
         }
+      }
+      if (unsigned) {
+        io.err(
+          'Sent with the recorded X-Svc-Signature and without webhook-id/-timestamp/-signature (recorded ones are refused as a replay): to sign them anew for this receiver, pass --secret (or set SVC_WEBHOOK_SECRET).\n',
+        );
       }
       if (failed > 0) throw new CliError(`${failed} of ${chosen.length} replayed deliveries failed`);
       io.err(`Replayed ${chosen.length} ${chosen.length === 1 ? 'delivery' : 'deliveries'}.\n`);

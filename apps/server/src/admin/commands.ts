@@ -3,7 +3,8 @@ import cluster from 'node:cluster';
 import { loadConfig, ConfigError, parseProcesses, type Config } from '../config.js';
 import { openStore, type Store } from '../storage/store.js';
 import { migrate } from '../storage/migrations.js';
-import { generateApiKey } from '../auth/api-keys.js';
+import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
+import { rotatedOut } from '../auth/secret-rotation.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
@@ -13,7 +14,7 @@ import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { startServer } from '../server.js';
 import type { FirstRunCredentials } from '../auth/first-run.js';
-import type { ApiKeyRecord } from '../storage/keys-store.js';
+import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
 import { CommandError } from './command-error.js';
 import { makeGroundingCommand } from './grounding-calibrate.js';
 
@@ -59,6 +60,26 @@ async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): P
   } finally {
     await store.close();
   }
+}
+
+/** An unknown user, with what to do: who there is, and how to create one. */
+async function noSuchUser(store: Store, who: string): Promise<CommandError> {
+  const users = await store.handle.db.selectFrom('users').select('email').limit(6).execute();
+  const known = users.length === 0 ? 'there are no users yet' : `users: ${users.slice(0, 5).map((u) => u.email).join(', ')}${users.length > 5 ? ', …' : ''}`;
+  return new CommandError(`no such user: ${who} (${known}; create one with: svc-server users create --email ${who.includes('@') ? who : 'E'} --password P)`);
+}
+
+/** A key by id, by the prefix `keys list` shows, or by the key itself. */
+async function findKey(store: Store, ref: string): Promise<ApiKeyRecord> {
+  const trimmed = ref.trim();
+  const byId = await store.keys.byId(trimmed);
+  if (byId) return byId;
+  const byToken = trimmed.startsWith('sk-svc-') ? await store.keys.byHash(hashApiKey(trimmed)) : undefined;
+  if (byToken) return byToken;
+  const byPrefix = (await store.keys.list()).filter((k) => k.prefix === trimmed || k.prefix.replace(/…$/, '') === trimmed.replace(/…$/, ''));
+  if (byPrefix.length === 1) return byPrefix[0]!;
+  if (byPrefix.length > 1) throw new CommandError(`${byPrefix.length} keys have the prefix ${ref}: give the key id (svc-server keys list)`);
+  throw new CommandError(`no such key: ${ref} (svc-server keys list shows the ids and prefixes)`);
 }
 
 function keyView(key: ApiKeyRecord) {
@@ -185,7 +206,7 @@ export function makeProgram(io: CommandIO): Command {
             const first = (await store.handle.db.selectFrom('users').selectAll().limit(1).execute())[0];
             user = first;
           }
-          if (!user) throw new CommandError(`no such user: ${opts.userId ?? opts.email}`);
+          if (!user) throw await noSuchUser(store, opts.userId ?? opts.email!);
           let rateLimitRpm: number | null = null;
           try {
             rateLimitRpm = keyRateLimit(opts.rateLimitRpm, cfg.limits);
@@ -238,12 +259,70 @@ export function makeProgram(io: CommandIO): Command {
     .action(async (opts: { email?: string; json?: boolean }) => {
       await withStore(config(), async (store) => {
         const user = opts.email ? await store.users.byEmail(opts.email) : undefined;
-        if (opts.email && !user) throw new CommandError(`no such user: ${opts.email}`);
+        if (opts.email && !user) throw await noSuchUser(store, opts.email);
         const list = (await store.keys.list(user?.id)).map(keyView);
         if (opts.json) io.stdout(JSON.stringify(list));
         else
           for (const k of list)
             io.stdout(`${k.id}  ${k.prefix}  ${k.name}  ${k.revoked ? 'revoked' : 'active'}  ${k.webhook_url ?? '-'}`);
+      });
+    });
+  keys
+    .command('update')
+    .description("change an API key's webhook URL, signing secret, name or rate limit (as the dashboard's Save does)")
+    .argument('<key>', 'the key id (key_…), its prefix as `keys list` shows it, or the key itself (sk-svc-…)')
+    .option('--webhook-url <url>', "audit webhook URL; '' removes it (pending deliveries are then cancelled)")
+    .option('--signing-secret <secret>', 'webhook signing secret (stored encrypted); the one it replaces keeps signing beside it for SVC_WEBHOOK_SECRET_OVERLAP')
+    .option('--name <name>', 'a name to recognise the key by')
+    .option('--rate-limit-rpm <n>', 'requests per minute for this key', positiveInt)
+    .option('--json', 'print the key (never the key itself) as JSON')
+    .addHelpText(
+      'after',
+      `
+A running server uses the change within a second (its key cache); deliveries still waiting to be retried
+go to the new URL. Example:
+  $ svc-server keys update "$SVC_API_KEY" --webhook-url http://127.0.0.1:4000/webhooks --signing-secret whsec_…`,
+    )
+    .action(async (ref: string, opts: { webhookUrl?: string; signingSecret?: string; name?: string; rateLimitRpm?: number; json?: boolean }) => {
+      const cfg = config();
+      if (opts.webhookUrl === undefined && opts.signingSecret === undefined && opts.name === undefined && opts.rateLimitRpm === undefined) {
+        throw new CommandError('nothing to change: give --webhook-url, --signing-secret, --name or --rate-limit-rpm');
+      }
+      await withStore(cfg, async (store) => {
+        const key = await findKey(store, ref);
+        if (key.revoked_at !== null) throw new CommandError(`key ${key.id} is revoked`);
+        const now = Date.now();
+        const patch: ApiKeyPatch = {};
+        if (opts.name !== undefined) patch.name = opts.name.trim() || 'default';
+        if (opts.rateLimitRpm !== undefined) {
+          try {
+            patch.rate_limit_rpm = keyRateLimit(opts.rateLimitRpm, cfg.limits);
+          } catch (err) {
+            throw new CommandError(`--rate-limit-rpm: ${(err as Error).message}`);
+          }
+        }
+        if (opts.webhookUrl !== undefined) {
+          try {
+            patch.webhook_url = opts.webhookUrl.trim() === '' ? null : await validateWebhookUrl(opts.webhookUrl.trim(), { allowPrivate: cfg.webhooks.allowPrivate });
+          } catch (err) {
+            throw new CommandError(`--webhook-url: ${(err as Error).message}`);
+          }
+        }
+        if (opts.signingSecret !== undefined) {
+          if (opts.signingSecret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
+          Object.assign(patch, rotatedOut(key, now, cfg.webhooks.secretOverlapMs), {
+            signing_secret_enc: new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(opts.signingSecret),
+            signing_secret_last4: opts.signingSecret.slice(-4),
+          });
+        }
+        const updated = (await store.keys.update(key.id, patch, now))!;
+        // What the dashboard's Save does with waiting deliveries (webhooks/actions.ts urlChanged).
+        if (patch.webhook_url !== undefined && patch.webhook_url !== key.webhook_url) {
+          if (patch.webhook_url === null) await store.deliveries.cancelPending(key.id, now, "cancelled: the key's webhook URL was removed");
+          else await store.deliveries.retargetPending(key.id, patch.webhook_url, now);
+        }
+        if (opts.json) io.stdout(JSON.stringify(keyView(updated)));
+        else io.stderr(`updated key ${key.id} (${updated.name}): webhook ${updated.webhook_url ?? 'none'}, signing secret ${updated.signing_secret_last4 ? `…${updated.signing_secret_last4}` : 'none'}`);
       });
     });
   keys

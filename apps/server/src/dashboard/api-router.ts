@@ -1,4 +1,5 @@
 import express, { type Request, type Response, type Router } from 'express';
+import { NO_PREVIOUS_SECRET, rotatedOut } from '../auth/secret-rotation.js';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type {
   BulkRedeliverResult,
@@ -13,7 +14,7 @@ import type {
   DashboardTestResult,
   WebhookTestResult,
 } from '@svc/protocol';
-import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
+import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { DeliveryRow, RedeliveryFilter } from '../storage/outbox-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
@@ -166,21 +167,6 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     res.json(body);
   });
 
-  /**
-   * Rotation: the secret being replaced keeps signing beside the new one for the key's overlap (default
-   * SVC_WEBHOOK_SECRET_OVERLAP), so receivers can switch to the new secret without losing a delivery.
-   * A first secret, or an overlap of 0, leaves nothing behind.
-   */
-  function rotatedOut(key: ApiKeyRecord, now: number): ApiKeyPatch {
-    const overlapMs = key.signing_secret_overlap_seconds === null ? deps.config.webhooks.secretOverlapMs : key.signing_secret_overlap_seconds * 1000;
-    if (key.signing_secret_enc === null || overlapMs <= 0) return NO_PREVIOUS_SECRET;
-    return {
-      previous_signing_secret_enc: key.signing_secret_enc,
-      previous_signing_secret_last4: key.signing_secret_last4,
-      previous_signing_secret_expires_at: now + overlapMs,
-    };
-  }
-
   /** The signed-in user's key, or 404 — for another user's key too, so ids reveal nothing. */
   async function ownKey(req: Request, res: Response): Promise<ApiKeyRecord> {
     const id = String(req.params.id);
@@ -252,7 +238,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const key = await ownActiveKey(req, res);
     const secret = generateSigningSecret();
     const now = clock();
-    await store.keys.update(key.id, { ...rotatedOut(key, now), signing_secret_enc: deps.secretBox.seal(secret), signing_secret_last4: secret.slice(-4) }, now);
+    await store.keys.update(key.id, { ...rotatedOut(key, now, deps.config.webhooks.secretOverlapMs), signing_secret_enc: deps.secretBox.seal(secret), signing_secret_last4: secret.slice(-4) }, now);
     // The only time the plaintext leaves the server.
     const body: DashboardSigningSecret = { ...(await keyResult(key)), secret };
     res.json(body);
@@ -361,7 +347,6 @@ function tooManyAttempts(limited: RateLimiterRes): ApiError {
   });
 }
 
-const NO_PREVIOUS_SECRET = { previous_signing_secret_enc: null, previous_signing_secret_last4: null, previous_signing_secret_expires_at: null };
 
 /** The longest a rotated-out secret may keep signing (30 days). */
 const MAX_OVERLAP_SECONDS = 30 * 86_400;
