@@ -98,6 +98,11 @@ describe('listen receives real deliveries from the server', () => {
     await other.waitFor('stderr', /! The key's webhook URL is http:\/\/localhost:9\/hooks, not this listener: set it to http:\/\/127\.0\.0\.1:\d+\//);
     other.child.kill('SIGINT');
 
+    const noUrl = await server.createKey({});
+    const unset = await startListen(['--trigger'], { cwd: sandbox.path, env: { SVC_BASE_URL: server.url, SVC_API_KEY: noUrl.token } });
+    await unset.waitFor('stderr', /! The key has no webhook URL: set it to http:\/\/127\.0\.0\.1:\d+\/\S* \(dashboard: Settings → API Keys; or on the server: svc-server keys update KEY --webhook-url URL\)/);
+    unset.child.kill('SIGINT');
+
     const keyless = await startListen(['--trigger'], { cwd: sandbox.path, env: { SVC_BASE_URL: server.url, SVC_API_KEY: '' } });
     await keyless.waitFor('stderr', /svc-cli: --trigger: no API key: pass --api-key or set SVC_API_KEY/);
     keyless.child.kill('SIGINT');

@@ -224,7 +224,7 @@ describe('POST /v1/webhooks/test', () => {
     const body = (await res.json()) as { error: Record<string, unknown> };
     expect(body).toEqual({
       error: {
-        message: 'No webhook URL is configured for this API key. Set one in the dashboard under Settings, API Keys, then try again.',
+        message: 'No webhook URL is configured for this API key. Set one in the dashboard under Settings, API Keys (or with svc-server keys update KEY --webhook-url URL), then try again.',
         type: 'invalid_request_error',
         code: 'invalid_request',
       },

@@ -5,6 +5,7 @@ import { apiClientFor, globalOptions } from '../global-options.js';
 import { startListener, type ListenerStats } from '../listener.js';
 import { parseForwardUrl, parsePath, parsePort, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
+import { ApiError } from '../errors.js';
 
 interface ListenOptions {
   port: number;
@@ -109,16 +110,22 @@ async function trigger(command: Command, url: string, io: Io): Promise<void> {
   try {
     const { data } = await apiClientFor(command).json<WebhookTestResult>('POST', '/v1/webhooks/test', {});
     if (!sameListener(data.delivered_to, url)) {
-      io.err(`${kleur.yellow('!')} The key's webhook URL is ${data.delivered_to}, not this listener: set it to ${url} (dashboard: Settings → API Keys) to receive its deliveries here\n`);
+      io.err(`${kleur.yellow('!')} The key's webhook URL is ${data.delivered_to}, not this listener: set it to ${url} (${WHERE_TO_SET}) to receive its deliveries here\n`);
     } else if (data.success) {
       io.err(`${kleur.green('✔')} A test delivery through svc arrived\n`);
     } else {
       io.err(`${kleur.red('✘')} The test delivery through svc was refused here: ${data.status_code ?? data.error ?? 'no answer'}\n`);
     }
   } catch (err) {
+    if (err instanceof ApiError && err.status === 400 && err.message.startsWith('No webhook URL is configured')) {
+      io.err(`${kleur.yellow('!')} The key has no webhook URL: set it to ${url} (${WHERE_TO_SET}) to receive its deliveries here\n`);
+      return;
+    }
     io.err(`svc-cli: --trigger: ${err instanceof Error ? err.message : String(err)}\n`);
   }
 }
+
+const WHERE_TO_SET = 'dashboard: Settings → API Keys; or on the server: svc-server keys update KEY --webhook-url URL';
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 

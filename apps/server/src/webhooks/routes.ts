@@ -8,7 +8,7 @@ import type { WebhookActions } from './actions.js';
 import { bulkRedeliverFilter, deliveryDetailView, deliveryListQuery, deliveryView } from './delivery-shapes.js';
 
 const NO_URL_MESSAGE =
-  'No webhook URL is configured for this API key. Set one in the dashboard under Settings, API Keys, then try again.';
+  'No webhook URL is configured for this API key. Set one in the dashboard under Settings, API Keys (or with svc-server keys update KEY --webhook-url URL), then try again.';
 
 function notFound(id: string): ApiError {
   return new ApiError('not_found', `No webhook delivery '${id}' exists for this API key.`, { param: 'id' });
