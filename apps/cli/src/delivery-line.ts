@@ -54,7 +54,10 @@ export function formatReceivedLine(input: {
     }
     const latency = num(payload.latency_ms);
     if (latency !== undefined) details.push({ text: `${latency} ms`, drop: 1 });
-    if (typeof payload.grounded === 'boolean') {
+    if (payload.grounding_checked === false) {
+      // `grounded` is true by the payload's types when nothing was checked (no answer, no source): say so.
+      details.push({ text: kleur.dim('not checked'), drop: 3 });
+    } else if (typeof payload.grounded === 'boolean') {
       const score = num(payload.hallucination_score);
       const scoreText = wide && score !== undefined ? ` (hallucination ${score.toFixed(2)})` : '';
       details.push({ text: payload.grounded ? kleur.green(`grounded${scoreText}`) : kleur.red(`not grounded${scoreText}`) });

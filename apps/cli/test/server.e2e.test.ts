@@ -224,7 +224,7 @@ describe('replay and deliveries against the server', () => {
     const before = listen.stdout().split('\n').filter(Boolean).length;
     const redeliver = await cli(['deliveries', 'redeliver', id], token);
     expect(redeliver.code).toBe(0);
-    expect(redeliver.stdout).toContain(`Redelivery of ${id} to ${listen.url} requested`);
+    expect(redeliver.stdout).toMatch(new RegExp(`^Redelivery of ${id} to ${listen.url} requested \\(now \\w+; its last attempt got 200\\)\\n$`));
     await listen.waitFor('stdout', new RegExp(`(?:.*\\n){${before}}.*sig ✔\\n`));
     const detail = JSON.parse((await cli(['deliveries', 'show', id, '--json'], token)).stdout) as DeliveryDetail;
     const log = readFileSync(join(sandbox.path, '.svc', 'deliveries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));

@@ -132,7 +132,11 @@ function parsedBy<T>(parse: (text: string) => T, defaultText: string) {
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A whole number in [min, max]; every failure says so in those words ("abc" is not "expected number, received NaN"). */
+const int = (min: number, max: number) => {
+  const error = `must be a whole number from ${min} to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+};
 
 const EnvSchema = z.object({
   SVC_HOST: z.string().min(1).default('127.0.0.1'),

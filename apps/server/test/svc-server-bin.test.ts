@@ -254,7 +254,7 @@ describe('svc-server start (what npm start runs)', () => {
   it('exits non-zero listing every invalid setting', () => {
     const r = run(['start'], envFor(tempDir(), { SVC_PORT: 'x', SVC_RATE_LIMIT_RPM: '0' }));
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('SVC_PORT');
+    expect(r.stderr).toContain('SVC_PORT: must be a whole number from 0 to 65535');
     expect(r.stderr).toContain('SVC_RATE_LIMIT_RPM');
     expect(r.stderr).not.toMatch(/at .*\.js:\d+/);
   });

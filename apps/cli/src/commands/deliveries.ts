@@ -133,7 +133,8 @@ Examples:
       const done = await deliveryAction(io, command, given, 'redeliver');
       if (!done) return;
       const { id, data } = done;
-      const state = data.status ? ` (${status(data.status)}${typeof data.last_status_code === 'number' ? `, receiver answered ${data.last_status_code}` : ''})` : '';
+      // The status is the delivery's now; the code is its last attempt's before this one.
+      const state = data.status ? ` (now ${status(data.status)}${typeof data.last_status_code === 'number' ? `; its last attempt got ${data.last_status_code}` : ''})` : '';
       io.out(`Redelivery of ${data.id ?? id} to ${data.url ?? 'the webhook URL'} requested${state}\n`);
     });
 
