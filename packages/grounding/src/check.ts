@@ -90,8 +90,11 @@ export interface GroundingResult {
 // lowers the score; measured from a claim the sources hold entirely, so any number of such claims costs nothing.
 const SHORTFALL_WEIGHT = 0.02;
 
-/** Sources this short are read as claims to see whether they state anything; longer ones are documents. */
-const CONVERSATION_CHARS = 2000;
+/**
+ * Sources this short (in all) are read as claims to see whether they state anything; longer ones are taken as
+ * documents. Reading them costs about as much as checking a claim, so only a chat-sized turn is read.
+ */
+const CONVERSATION_CHARS = 500;
 
 /**
  * Do the sources state nothing: only greetings, thanks and questions ("Hello", "Who wrote Hamlet?")? Then there
