@@ -46,7 +46,7 @@ describe('listen receives real deliveries from the server', () => {
     const listen = await startListen(['--secret', SECRET, '--json', '--log', log], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
 
-    const chat = await cli(['chat', 'What is the capital of France?', '--no-stream'], token);
+    const chat = await cli(['chat', 'What is the capital of France?', '--system', 'Paris is the capital of France.', '--no-stream'], token);
     expect(chat.code).toBe(0);
     const requestId = chat.stderr.match(/(chatcmpl-\S+)/)![1]!;
 
