@@ -222,24 +222,45 @@ export class DeliveryWorker {
     }
   }
 
-  /** Runs the attempt of a row whose receiver's slot is taken for it. */
-  private startAttempt(row: ClaimedDelivery, origin: string): void {
+  /**
+   * Runs the attempt of a row whose receiver's slot is taken for it. A row that `waited` in memory for the slot
+   * is read again first: while it waited (up to a timeout per attempt ahead of it), the key's webhook URL may
+   * have been removed or changed, or the delivery cancelled — by the dashboard, `svc-server keys update` or
+   * another instance — and its payload must not go to a receiver the user has just taken away.
+   */
+  private startAttempt(row: ClaimedDelivery, origin: string, waited = false): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
-    const task = this.attempt(row)
+    const run = waited ? this.stillDue(row, origin).then((due) => (due ? this.attempt(row) : undefined)) : this.attempt(row);
+    const task = run
       .catch((err: unknown) => {
         this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
       })
       .finally(() => {
         this.inFlight.delete(task);
         const { next, roomAgain } = this.receivers.finish(deliveryId, origin, this.running);
-        if (next) this.startAttempt(next, origin);
+        if (next) this.startAttempt(next, origin, true);
         if (roomAgain) this.claimable = true;
         // A slot is free: claim only if rows may be waiting for one. Nothing else can have fallen due: new
         // rows arrive leased (`adopt`) or wake the worker, and retries arm the timer for their time.
         if (this.running && this.claimable) this.schedulePump();
       });
     this.inFlight.add(task);
+  }
+
+  /**
+   * Whether a row that waited is still to be sent where it was claimed for. Cancelled (or already moved on):
+   * dropped. Retargeted to another URL: given back, to be claimed again for its new receiver with the key's
+   * current secret.
+   */
+  private async stillDue(row: ClaimedDelivery, origin: string): Promise<boolean> {
+    const current = await this.options.deliveries.byId(row.id);
+    if (current === undefined || current.status !== 'pending') return false;
+    if (current.url !== row.url) {
+      this.release(row.id, origin);
+      return false;
+    }
+    return true;
   }
 
   /** Gives a claimed row back unattempted; batched, one statement per tick. */

@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { setTimeout as delay } from 'node:timers/promises';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
+import { DashboardClient } from './support/dashboard-client.js';
+
+/**
+ * A receiver that never answers holds its 64 attempts in flight, and up to 64 more claimed rows wait in
+ * memory for its slots. Those waiting rows follow the key's settings as they are when their turn comes, not as
+ * they were when claimed: a URL removed or changed meanwhile (the dashboard, `svc-server keys update`)
+ * gets nothing more. (Found by a review: 58–64 deliveries still reached the removed or replaced URL.)
+ */
+
+const IN_FLIGHT = 64;
+const REQUESTS = 100;
+
+let upstream: FakeUpstream | undefined;
+let server: TestServer | undefined;
+const receivers: Receiver[] = [];
+
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((r) => r.close()));
+  await server?.close();
+  await upstream?.close();
+  server = undefined;
+  upstream = undefined;
+});
+
+async function setUp() {
+  upstream = await startFakeUpstream({ answer: 'Hello.' });
+  server = await startTestServer({
+    env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_WEBHOOK_TIMEOUT_MS: '2000', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1h', SVC_RATE_LIMIT_RPM: '100000' },
+  });
+  const hanging = await startReceiver({ hang: true });
+  receivers.push(hanging);
+  const { token, user, key } = await server.createKey({ webhookUrl: hanging.url });
+  const post = () =>
+    fetch(`${server!.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
+    }).then((res) => res.status);
+  const statuses = await Promise.all(Array.from({ length: REQUESTS }, post));
+  expect(statuses.every((s) => s === 200)).toBe(true);
+  // Every slot of the hanging receiver is taken; the other rows wait (in memory or in the outbox).
+  await hanging.waitFor((r) => r.length >= IN_FLIGHT);
+  const client = new DashboardClient(server.url);
+  await client.login(user.email);
+  return { hanging, client, key };
+}
+
+describe('rows waiting for a receiver that never answers', () => {
+  it('a changed URL: none of them reaches the old receiver; all go to the new one', { timeout: 60_000 }, async () => {
+    const { hanging, client, key } = await setUp();
+    const next = await startReceiver({ status: 200 });
+    receivers.push(next);
+    const saved = await client.request('PATCH', `/keys/${key.id}`, { webhook_url: next.url });
+    expect(saved.status).toBe(200);
+    // The 64 in flight time out (2 s) and are retried at the new URL; the waiting ones go there at their turn.
+    await next.waitFor((r) => new Set(r.map((d) => d.headers['x-svc-delivery'])).size === REQUESTS, 30_000);
+    expect(hanging.received.length).toBe(IN_FLIGHT);
+  });
+
+  it('a removed URL: none of them is sent anywhere; all are cancelled', { timeout: 60_000 }, async () => {
+    const { hanging, client, key } = await setUp();
+    const cleared = await client.request('PATCH', `/keys/${key.id}`, { webhook_url: '' });
+    expect(cleared.status).toBe(200);
+    // Past the in-flight attempts' timeout, when the waiting rows' turn has come and gone.
+    await delay(4000);
+    expect(hanging.received.length).toBe(IN_FLIGHT);
+    const list = await client.request('GET', `/keys/${key.id}/deliveries?limit=100`);
+    expect(list.body.data.every((d: { status: string }) => d.status === 'cancelled')).toBe(true);
+  });
+});
