@@ -9,6 +9,15 @@ import { Deadlines } from './deadlines.js';
 import { signBody, signStandard } from './signer.js';
 import { guardedLookup, parseAttemptUrl, WebhookAddressRefusedError, WebhookUrlRefusedError, type AllowPrivate } from './url-guard.js';
 
+/**
+ * A receiver's text as the attempt log can keep it: NUL becomes U+FFFD, as invalid UTF-8 already does.
+ * Postgres text refuses NUL, and an attempt that cannot be recorded is sent again when its lease lapses:
+ * a receiver answering `ok\0` was sent the same delivery forever, its attempt count never rising.
+ */
+function recordable(text: string): string {
+  return text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text;
+}
+
 /** How much of a receiver's response body the attempt log keeps. */
 export const RESPONSE_BODY_LIMIT = 2048;
 
@@ -114,7 +123,8 @@ function classifyError(err: unknown): Pick<AttemptFailure, 'kind' | 'code' | 'er
   }
   const e = current as { code?: string; message?: string };
   const prefix = e.code && !String(e.message).includes(e.code) ? `${e.code}: ` : '';
-  return { kind: 'network', code: e.code ?? 'SVC_WEBHOOK_NETWORK', error: `${prefix}${e.message ?? String(current)}` };
+  // The message of a parse error may quote what the receiver sent.
+  return { kind: 'network', code: e.code ?? 'SVC_WEBHOOK_NETWORK', error: recordable(`${prefix}${e.message ?? String(current)}`) };
 }
 
 /** How many distinct URLs keep their parsed, vetted form (see `targetOf`); past that the cache starts over. */
@@ -200,7 +210,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   private respond(): void {
     if (this.settled) return;
     const { statusCode } = this;
-    const responseBody = this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8');
+    const responseBody = recordable(this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8'));
     const durationMs = this.elapsed();
     if (statusCode >= 200 && statusCode < 300) {
       this.settle({ ok: true, statusCode, durationMs, error: null, responseBody });
