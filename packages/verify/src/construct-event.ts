@@ -10,6 +10,27 @@ export interface ConstructEventOptions {
    * timestamp, so choose a tolerance longer than its retry schedule.
    */
   toleranceSeconds?: number;
+  /**
+   * For the adapters and `constructDelivery`: accept a delivery signed only with `X-Svc-Signature` (no
+   * `webhook-signature`). Off by default: that header has no timestamp and `X-Svc-Delivery` is not signed,
+   * so anyone holding one delivery could send it again forever under new ids, past any `dedupe`. svc signs
+   * every delivery with the Standard Webhooks headers as well; this is for a sender that does not (pair it
+   * with `toleranceSeconds`, then checked on the payload's own signed `timestamp`).
+   */
+  allowUntimestamped?: boolean;
+}
+
+/**
+ * The error for a delivery without `webhook-signature` that `allowUntimestamped` does not let through: it
+ * names what is missing, and why `X-Svc-Signature` alone is not enough.
+ */
+export function untimestampedRefused(xSvcSignature: string | undefined): WebhookVerificationError {
+  return new WebhookVerificationError(
+    'missing_signature',
+    xSvcSignature === undefined
+      ? 'Missing webhook-id, webhook-timestamp and webhook-signature headers (and X-Svc-Signature).'
+      : 'Missing webhook-signature header: X-Svc-Signature alone carries no timestamp, so a copy of the delivery could be replayed. svc sends webhook-id, webhook-timestamp and webhook-signature with every signed delivery (allowUntimestamped: true accepts X-Svc-Signature alone).',
+  );
 }
 
 /** The digest a header carries, or the verification error for a missing or malformed header. */

@@ -41,7 +41,7 @@ function receiver(setup?: (app: Express) => void, options: Partial<Parameters<ty
   const app = express();
   const received: AuditPayload[] = [];
   setup?.(app);
-  app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, ...options }), (req, res) => {
+  app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, ...options }), (req, res) => {
     expect(req.body).toBe(req.svcEvent);
     received.push(req.svcEvent!);
     res.sendStatus(204);
@@ -183,7 +183,7 @@ describe('verifyMiddleware with Express', () => {
   });
 
   it('passes a stream error to next', async () => {
-    const middleware = verifyMiddleware({ secret: SECRET });
+    const middleware = verifyMiddleware({ secret: SECRET, allowUntimestamped: true });
     const errors: unknown[] = [];
     const url = await listen((req: IncomingMessage, res: ServerResponse) => {
       req.once('data', () => req.destroy(new Error('client went away')));
@@ -198,7 +198,7 @@ describe('verifyMiddleware with Express', () => {
   });
 
   it('works with plain node:http too, and with an empty body', async () => {
-    const middleware = verifyMiddleware({ secret: SECRET });
+    const middleware = verifyMiddleware({ secret: SECRET, allowUntimestamped: true });
     const url = await listen((req: IncomingMessage, res: ServerResponse) => {
       void middleware(req, res, () => res.end('reached'));
     });
@@ -222,7 +222,7 @@ describe('verifyMiddleware with dedupe', () => {
   function deduping(route: (req: express.Request, res: express.Response) => void | Promise<void>) {
     const app = express();
     const handled: string[] = [];
-    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, dedupe: createDeduper() }), async (req, res) => {
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }), async (req, res) => {
       handled.push(req.svcEvent!.request_id);
       await route(req, res);
     });
@@ -274,7 +274,7 @@ describe('verifyMiddleware with dedupe', () => {
     let handled = 0;
     const seen = new Set<string>();
     const store = { setIfAbsent: (id: string) => !seen.has(id) && !!seen.add(id), delete: () => Promise.reject(new Error('store down')) };
-    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, dedupe: createDeduper({ store }) }), (_req, res) => {
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }) }), (_req, res) => {
       handled += 1;
       res.sendStatus(500);
     });
@@ -289,7 +289,7 @@ describe('verifyMiddleware with dedupe', () => {
   it('passes a store failure to next, so the delivery is answered 500 and retried', async () => {
     const app = express();
     const store = { setIfAbsent: () => Promise.reject(new Error('store down')), delete: () => {} };
-    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, dedupe: createDeduper({ store }) }), (_req, res) => void res.sendStatus(204));
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }) }), (_req, res) => void res.sendStatus(204));
     app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).send(err.message));
     const res = await post(await listen(app), BODY, signed('whd_1'));
     expect(res.status).toBe(500);

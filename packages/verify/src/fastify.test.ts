@@ -21,7 +21,7 @@ async function receiver(options: Partial<VerifyPluginOptions> = {}, setup?: (sco
   app = Fastify();
   app.register(async (scope) => {
     setup?.(scope);
-    await scope.register(verifyPlugin, { secret: SECRET, ...options });
+    await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, ...options });
     scope.post('/webhooks/svc', async (request, reply) => {
       expect(request.body).toBe(request.svcEvent);
       received.push(request.svcEvent!);
@@ -133,7 +133,7 @@ describe('verifyPlugin with dedupe', () => {
     let handled = 0;
     app = Fastify();
     app.register(async (scope) => {
-      await scope.register(verifyPlugin, { secret: SECRET, dedupe: createDeduper() });
+      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() });
       scope.post('/webhooks/svc', async (_request, reply) => {
         handled += 1;
         return route(reply);

@@ -13,7 +13,7 @@ const hmac = (body: string | Uint8Array, secret = SECRET) => `sha256=${createHma
 function honoApp(received: AuditPayload[]) {
   const app = new Hono();
   app.post('/webhooks/svc', async (c) => {
-    const event = await verifyRequest(c.req.raw, [`${SECRET}_new`, SECRET]);
+    const event = await verifyRequest(c.req.raw, [`${SECRET}_new`, SECRET], { allowUntimestamped: true });
     received.push(event);
     return c.body(null, 204);
   });
@@ -57,7 +57,7 @@ describe('verifyRequest with Hono', () => {
     const app = new Hono();
     app.post('/webhooks/svc', async (c) => {
       await c.req.json();
-      return c.json(await verifyRequest(c.req.raw, SECRET));
+      return c.json(await verifyRequest(c.req.raw, SECRET, { allowUntimestamped: true }));
     });
     app.onError((err, c) => (err instanceof WebhookVerificationError ? errorResponse(err) : c.text(err.message, 500)));
     const res = await app.request(request(BODY, { 'x-svc-signature': hmac(BODY) }));
@@ -85,11 +85,11 @@ describe('verifyRequest with Hono', () => {
 
 describe('verifyRequest with a plain Request (Next.js route handlers, Workers)', () => {
   it('verifies a request with no body as the empty body', async () => {
-    await expect(verifyRequest(request(null, { 'x-svc-signature': hmac('') }), SECRET)).rejects.toMatchObject({ code: 'invalid_payload' });
+    await expect(verifyRequest(request(null, { 'x-svc-signature': hmac('') }), SECRET, { allowUntimestamped: true })).rejects.toMatchObject({ code: 'invalid_payload' });
   });
 
   it('applies toleranceSeconds', async () => {
-    await expect(verifyRequest(request(BODY, { 'x-svc-signature': hmac(BODY) }), SECRET, { toleranceSeconds: 60 })).rejects.toMatchObject({
+    await expect(verifyRequest(request(BODY, { 'x-svc-signature': hmac(BODY) }), SECRET, { toleranceSeconds: 60, allowUntimestamped: true })).rejects.toMatchObject({
       code: 'timestamp_out_of_range',
       status: 400,
     });
@@ -98,14 +98,14 @@ describe('verifyRequest with a plain Request (Next.js route handlers, Workers)',
   it('explains that the body was already read', async () => {
     const req = request(BODY, { 'x-svc-signature': hmac(BODY) });
     await req.json();
-    await expect(verifyRequest(req, SECRET)).rejects.toThrow(/already read .* Call verifyRequest\(request, secret\) before anything reads/);
+    await expect(verifyRequest(req, SECRET, { allowUntimestamped: true })).rejects.toThrow(/already read .* Call verifyRequest\(request, secret\) before anything reads/);
   });
 
   it('accepts a clone when something else needs the body first', async () => {
     const req = request(BODY, { 'x-svc-signature': hmac(BODY) });
     const copy = req.clone();
     await req.json();
-    expect(await verifyRequest(copy, SECRET)).toEqual(samplePayload);
+    expect(await verifyRequest(copy, SECRET, { allowUntimestamped: true })).toEqual(samplePayload);
   });
 });
 
@@ -114,7 +114,7 @@ describe('createWebhookHandler', () => {
 
   it('verifies, hands the typed payload to the handler and returns its response; an untrusted delivery gets errorResponse', async () => {
     const received: AuditPayload[] = [];
-    const handle = createWebhookHandler({ secret: SECRET }, (event) => {
+    const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true }, (event) => {
       received.push(event);
       return new Response(null, { status: 204 });
     });
@@ -130,7 +130,7 @@ describe('createWebhookHandler', () => {
 
   it('with dedupe: processes one of two concurrent deliveries with the same id; the other, still in flight, gets 409; once done, 200 and svc-duplicate: true', async () => {
     let handled = 0;
-    const handle = createWebhookHandler({ secret: SECRET, dedupe: createDeduper() }, async () => {
+    const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }, async () => {
       handled += 1;
       await new Promise((resolve) => setTimeout(resolve, 20));
       return new Response(null, { status: 204 });
@@ -157,7 +157,7 @@ describe('createWebhookHandler', () => {
       () => new Response(null, { status: 503 }),
       () => new Response(null, { status: 204 }),
     ];
-    const handle = createWebhookHandler({ secret: SECRET, dedupe: createDeduper() }, () => outcomes.shift()!());
+    const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }, () => outcomes.shift()!());
     await expect(handle(request(BODY, signed('whd_1')))).rejects.toThrow('database down');
     expect((await handle(request(BODY, signed('whd_1')))).status).toBe(503);
     expect((await handle(request(BODY, signed('whd_1')))).status).toBe(204);

@@ -1,5 +1,5 @@
 import type { AuditPayload } from '../audit-payload.js';
-import { assertOptions, decodeEvent, expectedDigest, signatureMismatch, type ConstructEventOptions } from '../construct-event.js';
+import { assertOptions, decodeEvent, expectedDigest, signatureMismatch, untimestampedRefused, type ConstructEventOptions } from '../construct-event.js';
 import { assertRawBody, type RawBody } from '../raw-body.js';
 import { toSecretList, type Secret } from '../secrets.js';
 import { header, type WebhookHeaders } from '../standard-webhooks.js';
@@ -30,9 +30,9 @@ export function constructEvent(
 }
 
 /**
- * What the adapters check: the Standard Webhooks headers when the delivery carries them (`webhook-timestamp`
- * within `toleranceSeconds`, default 300), else `X-Svc-Signature` (`toleranceSeconds`, when given, on the
- * payload's `timestamp`).
+ * What the adapters check: the Standard Webhooks headers (`webhook-timestamp` within `toleranceSeconds`,
+ * default 300). `X-Svc-Signature` alone only with `allowUntimestamped` (`toleranceSeconds`, when given, on the
+ * payload's `timestamp`): it has no timestamp of its own, so a copy could be replayed.
  *
  * @example
  * const event = constructDelivery(rawBody, req.headers, secret);
@@ -41,5 +41,7 @@ export function constructDelivery(rawBody: RawBody, headers: WebhookHeaders, sec
   if (header(headers, 'webhook-signature') !== undefined) {
     return constructWebhookEvent(rawBody, headers, secret, { toleranceSeconds: options.toleranceSeconds });
   }
-  return constructEvent(rawBody, header(headers, 'x-svc-signature'), secret, options);
+  const xSvcSignature = header(headers, 'x-svc-signature');
+  if (options.allowUntimestamped !== true) throw untimestampedRefused(xSvcSignature);
+  return constructEvent(rawBody, xSvcSignature, secret, options);
 }
