@@ -31,8 +31,14 @@ export class SecretBox {
   }
 }
 
-/** A signing secret as the dashboard generates it: `whsec_` + 32 random bytes, base64. */
+/**
+ * A signing secret as the dashboard generates it: `whsec_` + 32 random bytes whose base64 has no `+` or `/`,
+ * so it reads the same in base64 and base64url (design §5): the standardwebhooks and svix libraries decode it
+ * as shown, and a double-click selects all of it. About one draw in four qualifies (254 bits of the 256 remain).
+ */
 export function generateSigningSecret(): string {
-  // Standard base64 (not base64url): the standardwebhooks and svix libraries decode it as it is shown.
-  return `whsec_${randomBytes(32).toString('base64')}`;
+  for (;;) {
+    const encoded = randomBytes(32).toString('base64');
+    if (!/[+/]/.test(encoded)) return `whsec_${encoded}`;
+  }
 }

@@ -23,10 +23,14 @@ describe('SecretBox', () => {
     expect(() => box.open('plain')).toThrow();
   });
 
-  it('generates whsec_ secrets of 32 random bytes in standard base64, as the standardwebhooks and svix libraries decode them', () => {
-    const secret = generateSigningSecret();
-    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
-    expect(Buffer.from(secret.slice('whsec_'.length), 'base64')).toHaveLength(32);
-    expect(generateSigningSecret()).not.toBe(secret);
+  it('generates whsec_ secrets of 32 random bytes that read the same in base64 and base64url (no + or /), as the standardwebhooks and svix libraries decode them', () => {
+    const secrets = Array.from({ length: 200 }, generateSigningSecret);
+    for (const secret of secrets) {
+      expect(secret).toMatch(/^whsec_[A-Za-z0-9]{42}[AEIMQUYcgkosw048]=$/);
+      const encoded = secret.slice('whsec_'.length);
+      expect(Buffer.from(encoded, 'base64')).toHaveLength(32);
+      expect(Buffer.from(encoded, 'base64url').equals(Buffer.from(encoded, 'base64'))).toBe(true);
+    }
+    expect(new Set(secrets).size).toBe(200);
   });
 });
