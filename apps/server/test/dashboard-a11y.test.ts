@@ -84,12 +84,12 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
     await receiver?.close();
   });
 
-  async function signedIn(colorScheme: 'light' | 'dark', width = 1280): Promise<{ context: BrowserContext; page: Page }> {
+  async function signedIn(colorScheme: 'light' | 'dark', width = 1280, as = email): Promise<{ context: BrowserContext; page: Page }> {
     // bypassCSP lets axe's source be injected; the dashboard's own CSP is tested in dashboard-e2e.
     const context = await browser.newContext({ viewport: { width, height: 860 }, colorScheme, bypassCSP: true });
     const page = await context.newPage();
     await page.goto(`${server.url}/dashboard/`);
-    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Email').fill(as);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
@@ -345,4 +345,71 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
       await context.close();
     }
   });
+
+  it('a 64-character key name wraps: Revoke stays visible at 1280 px, nothing scrolls sideways at 375 px, keys and secrets wrap as one balanced block', { timeout: 90_000 }, async () => {
+    const longName = 'ProductionKeyForTheVeryLongCustomerNameIncorporatedLimitedXZZZZZ';
+    expect(longName).toHaveLength(64);
+    const owner = await server.running.store.users.create({ email: 'long-name@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const { key } = await server.createKey({ userId: owner.id, name: longName, webhookUrl: receiver.url });
+    await server.createKey({ userId: owner.id, name: 'staging' });
+    const { context, page } = await signedIn('light', 1280, owner.email);
+    try {
+      const revokes = page.locator('tr[data-key-id]').getByRole('button', { name: 'Revoke' });
+      await expect.poll(() => revokes.count()).toBe(2);
+      for (const button of await revokes.all()) {
+        const box = (await button.boundingBox())!;
+        expect(box.x).toBeGreaterThanOrEqual(0);
+        expect(box.x + box.width).toBeLessThanOrEqual(1280);
+        // Not clipped by the table's card: the button's centre is the button itself.
+        expect(await button.evaluate((el) => {
+          const r = el.getBoundingClientRect();
+          return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) === el;
+        })).toBe(true);
+      }
+      const prefix = page.locator(`tr[data-key-id="${key.id}"] code`);
+      expect(await prefix.evaluate((el) => el.getClientRects().length)).toBe(1);
+
+      // A generated secret wraps as one block of balanced lines, never a lone trailing `=`.
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
+      await page.getByRole('button', { name: 'Generate' }).click();
+      const secret = page.getByTestId('shown-once-value');
+      const lineLengths = () =>
+        secret.evaluate((el) => {
+          const text = el.firstChild as Text;
+          const lines = new Map<number, number>();
+          for (let i = 0; i < text.length; i++) {
+            const range = document.createRange();
+            range.setStart(text, i);
+            range.setEnd(text, i + 1);
+            const top = Math.round(range.getBoundingClientRect().top);
+            lines.set(top, (lines.get(top) ?? 0) + 1);
+          }
+          return [...lines.values()];
+        });
+      const balanced = (lengths: number[]) => Math.min(...lengths) >= Math.max(...lengths) / 2;
+      expect(balanced(await lineLengths())).toBe(true);
+
+      await page.setViewportSize({ width: 375, height: 760 });
+      expect(balanced(await lineLengths())).toBe(true);
+      const targets = [
+        { path: `/dashboard/settings/api-keys/${key.id}`, heading: longName },
+        { path: `/dashboard/settings/api-keys/${key.id}/deliveries`, heading: 'Deliveries' },
+        { path: `/dashboard/usage?key=${key.id}`, heading: 'Usage' },
+        { path: '/dashboard/settings/api-keys', heading: 'API Keys' },
+      ];
+      for (const target of targets) {
+        await page.goto(`${server.url}${target.path}`);
+        await page.getByRole('heading', { name: target.heading, level: 1 }).waitFor();
+        await page.locator('.spinner').waitFor({ state: 'detached' });
+        // Polled: a chart takes its box's width once it is measured.
+        await expect.poll(async () => ({ path: target.path, width: await page.evaluate(() => document.documentElement.scrollWidth) })).toEqual({ path: target.path, width: 375 });
+      }
+      await page.locator(`tr[data-key-id="${key.id}"]`).getByRole('button', { name: 'Revoke' }).click();
+      await page.getByRole('dialog').waitFor();
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBe(375);
+    } finally {
+      await context.close();
+    }
+  });
+
 });

@@ -78,7 +78,7 @@ export function ShowOnce({ label, value, note, onDone }: { label: string; value:
         <span className="muted">{note}</span>
       </div>
       <div className="copy-row">
-        <code className="secret" data-testid="shown-once-value">{value}</code>
+        <code className="secret token" data-testid="shown-once-value">{value}</code>
         <button type="button" className="button" onClick={copy}>
           {copied === 'copied' ? 'Copied' : 'Copy'}
         </button>

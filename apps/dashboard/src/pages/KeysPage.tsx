@@ -94,7 +94,7 @@ export function KeysPage() {
                     {key.revoked_at && <span className="badge muted-badge">Revoked</span>}
                   </td>
                   <td data-label="Key">
-                    <code>{key.prefix}</code>
+                    <code className="key-prefix">{key.prefix}</code>
                   </td>
                   <td data-label="Created">{formatDate(key.created_at)}</td>
                   <td data-label="Last used">{formatRelative(key.last_used_at)}</td>

@@ -154,8 +154,8 @@ export function UsagePage({ keyId = '' }: { keyId?: string }) {
           <tbody>
             {data.keys.map((k) => (
               <tr key={k.key_id}>
-                <td data-label="Key">
-                  {k.name} <code className="muted">{k.prefix}</code>
+                <td data-label="Key" className="wrap">
+                  {k.name} <code className="muted key-prefix">{k.prefix}</code>
                 </td>
                 <Cells p={k.summary} />
               </tr>
