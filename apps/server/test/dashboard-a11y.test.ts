@@ -412,4 +412,30 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
     }
   });
 
+  it('Send test says beside it why it is off, tied to the button', { timeout: 60_000 }, async () => {
+    const owner = await server.running.store.users.create({ email: 'send-test@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const { key } = await server.createKey({ userId: owner.id, name: 'no-hook' });
+    const { context, page } = await signedIn('light', 1280, owner.email);
+    try {
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
+      const sendTest = page.getByRole('button', { name: 'Send test' });
+      await sendTest.waitFor();
+      expect(await sendTest.isDisabled()).toBe(true);
+      const reason = page.getByTestId('send-test-reason');
+      expect(await reason.isVisible()).toBe(true);
+      expect(await reason.textContent()).toContain('Set a Webhook URL');
+      expect(await sendTest.getAttribute('aria-describedby')).toBe(await reason.getAttribute('id'));
+      await page.getByLabel('Webhook URL').fill(receiver.url);
+      await expect.poll(() => reason.textContent()).toContain('Save your changes first');
+      expect(await sendTest.getAttribute('aria-describedby')).toBe(await reason.getAttribute('id'));
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      expect(await sendTest.isEnabled()).toBe(true);
+      expect(await reason.count()).toBe(0);
+      expect(await sendTest.getAttribute('aria-describedby')).toBeNull();
+    } finally {
+      await context.close();
+    }
+  });
+
 });

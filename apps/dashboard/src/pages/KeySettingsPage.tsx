@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { useEffect, useId, useState, type FormEvent } from 'react';
 import type { DashboardKey, DashboardKeyList, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
 import { api, ApiError } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
@@ -141,6 +141,10 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
   const dirty =
     url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm)) || overlap !== overlapHours(apiKey);
 
+  // Why Send test is off, said beside it (a disabled button's tooltip is out of reach of keyboard and touch).
+  const testBlocked = dirty ? 'Save your changes first: Send test uses the saved Webhook URL.' : !apiKey.webhook_url ? 'Set a Webhook URL and save it to send a test.' : null;
+  const testBlockedId = useId();
+
   useEffect(() => setSaved(false), [url, rpm, overlap]);
   useUnsavedChangesWarning(dirty);
 
@@ -244,13 +248,18 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
           type="button"
           className="button"
           onClick={sendTest}
-          disabled={busy !== null || dirty || !apiKey.webhook_url}
-          title={dirty ? 'Save your changes first' : !apiKey.webhook_url ? 'Set a Webhook URL first' : undefined}
+          disabled={busy !== null || testBlocked !== null}
+          aria-describedby={testBlocked ? testBlockedId : undefined}
         >
           {busy === 'test' ? 'Sending…' : 'Send test'}
         </button>
         {saved && !dirty && <span className="saved" role="status">Saved</span>}
       </div>
+      {testBlocked && (
+        <p id={testBlockedId} className="muted small-text test-blocked" data-testid="send-test-reason">
+          {testBlocked}
+        </p>
+      )}
       {test && (
         <div className={`alert ${test.success ? 'ok' : 'error'}`} role="status" data-testid="test-result">
           {test.success ? (
