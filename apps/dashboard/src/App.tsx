@@ -9,7 +9,10 @@ import { DeliveriesPage } from './pages/DeliveriesPage.js';
 import { UsagePage } from './pages/UsagePage.js';
 import { ErrorMessage, Spinner } from './components/Status.js';
 
-type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'error'; message: string } | { state: 'signed-in'; me: DashboardMe };
+type Session = { state: 'loading' } | { state: 'signed-out'; notice?: string } | { state: 'error'; message: string } | { state: 'signed-in'; me: DashboardMe };
+
+const SESSION_ENDED = 'Your session has ended. Sign in again to continue.';
+const SESSION_ENDED_UNSAVED = 'Your session has ended — sign in again. Your last change was not saved: make it again after signing in.';
 
 export function App() {
   const [session, setSession] = useState<Session>({ state: 'loading' });
@@ -28,7 +31,17 @@ export function App() {
   }, []);
 
   useEffect(() => {
-    setSignedOutHandler(() => setSession({ state: 'signed-out' }));
+    // A session that ends under an open page (signed out in another tab, expired) says so on the sign-in
+    // form; the URL stays, so signing in again returns to the same page.
+    setSignedOutHandler((failedWrite) =>
+      setSession((old) =>
+        old.state === 'signed-in'
+          ? { state: 'signed-out', notice: failedWrite ? SESSION_ENDED_UNSAVED : SESSION_ENDED }
+          : old.state === 'signed-out'
+            ? old
+            : { state: 'signed-out' },
+      ),
+    );
     void load();
   }, [load]);
 
@@ -48,7 +61,7 @@ export function App() {
       </main>
     );
   }
-  if (session.state === 'signed-out') return <LoginPage onSignedIn={load} />;
+  if (session.state === 'signed-out') return <LoginPage onSignedIn={load} notice={session.notice} />;
 
   const signOut = async () => {
     try {

@@ -16,14 +16,17 @@ export class ApiError extends Error {
 }
 
 let csrfToken = '';
-let onSignedOut: () => void = () => {};
+let onSignedOut: (failedWrite: boolean) => void = () => {};
 
 export function setCsrfToken(token: string): void {
   csrfToken = token;
 }
 
-/** Called when any request finds the session gone (401), so the app can show the sign-in page. */
-export function setSignedOutHandler(handler: () => void): void {
+/**
+ * Called when any request finds the session gone (401), so the app can show the sign-in page;
+ * `failedWrite` says the request was a change (a Save, a Revoke…) that did not happen.
+ */
+export function setSignedOutHandler(handler: (failedWrite: boolean) => void): void {
   onSignedOut = handler;
 }
 
@@ -59,7 +62,7 @@ export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: 
   if (!res.ok) {
     const error = (parsed as Partial<ErrorBody> | undefined)?.error;
     const failure = new ApiError(error?.message ?? `The server answered ${res.status}.`, res.status, error?.code ?? 'http_error', error?.param ?? null);
-    if (res.status === 401 && path !== '/login') onSignedOut();
+    if (res.status === 401 && path !== '/login') onSignedOut(method !== 'GET');
     throw failure;
   }
   return parsed as T;

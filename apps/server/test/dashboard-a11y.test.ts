@@ -438,4 +438,34 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
     }
   });
 
+  it('a session that ends under an open page says so on the sign-in form and returns to the page', { timeout: 60_000 }, async () => {
+    const { context, page } = await signedIn('light');
+    try {
+      const settings = `${server.url}/dashboard/settings/api-keys/${keyId}`;
+      await page.goto(settings);
+      await page.getByRole('heading', { name: keyName, level: 1 }).waitFor();
+      // Signed out in another tab (same cookies).
+      const other = await context.newPage();
+      await other.goto(`${server.url}/dashboard/`);
+      await other.getByRole('button', { name: 'Sign out' }).click();
+      await other.getByRole('heading', { name: 'Sign in' }).waitFor();
+      expect(await other.getByTestId('session-ended').count()).toBe(0);
+      await other.close();
+
+      await page.getByLabel('Rate limit (requests/min)').fill('77');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+      const notice = page.getByTestId('session-ended');
+      await notice.waitFor({ timeout: 5_000 });
+      expect(await notice.textContent()).toMatch(/session has ended.*not saved/);
+      await page.getByLabel('Email').fill(email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: keyName, level: 1 }).waitFor();
+      expect(page.url()).toBe(settings);
+      expect(await notice.count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
 });

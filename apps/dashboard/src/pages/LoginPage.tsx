@@ -3,7 +3,8 @@ import type { DashboardSignIn } from '@svc/protocol';
 import { api, ApiError, setCsrfToken } from '../api.js';
 import { useTitle } from '../router.js';
 
-export function LoginPage({ onSignedIn }: { onSignedIn: () => void }) {
+/** `notice`: why the form is shown instead of the page that was open (the session ended). */
+export function LoginPage({ onSignedIn, notice }: { onSignedIn: () => void; notice?: string }) {
   useTitle('Sign in');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
@@ -32,6 +33,11 @@ export function LoginPage({ onSignedIn }: { onSignedIn: () => void }) {
         </div>
         <h1>Sign in</h1>
         <p className="muted">Manage API keys, audit webhooks and usage.</p>
+        {notice && (
+          <div className="alert warn" role="status" data-testid="session-ended">
+            {notice}
+          </div>
+        )}
         <label className="field">
           <span>Email</span>
           <input type="email" name="email" autoComplete="username" value={email} onChange={(e) => setEmail(e.target.value)} required autoFocus />
