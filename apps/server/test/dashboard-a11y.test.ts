@@ -412,6 +412,39 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
     }
   });
 
+  it('focus follows Create key, Revoke and Generate to their outcome; revoking the new key hides it', { timeout: 60_000 }, async () => {
+    const owner = await server.running.store.users.create({ email: 'focus@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const { context, page } = await signedIn('light', 1280, owner.email);
+    const focused = () => page.evaluate(() => ({ text: document.activeElement?.textContent ?? '', region: document.activeElement?.closest('[role=region]')?.getAttribute('aria-label') ?? null }));
+    try {
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByLabel('Key name').fill('short-lived');
+      await page.keyboard.press('Enter');
+      const banner = page.getByRole('region', { name: 'New key “short-lived”' });
+      await banner.waitFor();
+      expect(await focused()).toEqual({ text: 'Copy', region: 'New key “short-lived”' });
+
+      // Revoking the key just created: focus lands on the outcome, and the whole key leaves the screen.
+      const row = page.locator('tr[data-key-id]', { hasText: 'short-lived' });
+      await row.getByRole('button', { name: 'Revoke' }).click();
+      await page.getByRole('button', { name: 'Revoke key' }).click();
+      await row.getByText('Revoked').waitFor();
+      expect(await banner.count()).toBe(0);
+      expect(await page.getByTestId('shown-once-value').count()).toBe(0);
+      await expect.poll(async () => (await focused()).text).toMatch(/^Revoked “short-lived”/);
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('status');
+
+      // Generate: the new secret has focus, not <body> (the Generate button that asked for it is gone).
+      const { key } = await server.createKey({ userId: owner.id, name: 'secret-focus' });
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
+      await page.getByRole('button', { name: 'Generate' }).click();
+      await page.getByTestId('shown-once-value').waitFor();
+      expect(await focused()).toEqual({ text: 'Copy', region: 'Signing secret' });
+    } finally {
+      await context.close();
+    }
+  });
+
   it('Send test says beside it why it is off, tied to the button', { timeout: 60_000 }, async () => {
     const owner = await server.running.store.users.create({ email: 'send-test@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
     const { key } = await server.createKey({ userId: owner.id, name: 'no-hook' });

@@ -60,9 +60,14 @@ export function CopyButton({ value, label = 'Copy' }: { value: string; label?: s
   );
 }
 
-/** A secret or key shown once, with a Copy button. */
+/**
+ * A secret or key shown once, with a Copy button. It appears after the button that asked for it (Create key,
+ * Generate) has gone, so focus moves to Copy: keyboard and screen-reader users land on the new value.
+ */
 export function ShowOnce({ label, value, note, onDone }: { label: string; value: string; note: string; onDone: () => void }) {
   const [copied, setCopied] = useState<'idle' | 'copied' | 'failed'>('idle');
+  const copyButton = useRef<HTMLButtonElement>(null);
+  useEffect(() => copyButton.current?.focus(), [value]);
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(value);
@@ -79,7 +84,7 @@ export function ShowOnce({ label, value, note, onDone }: { label: string; value:
       </div>
       <div className="copy-row">
         <code className="secret token" data-testid="shown-once-value">{value}</code>
-        <button type="button" className="button" onClick={copy}>
+        <button ref={copyButton} type="button" className="button" onClick={copy}>
           {copied === 'copied' ? 'Copied' : 'Copy'}
         </button>
       </div>

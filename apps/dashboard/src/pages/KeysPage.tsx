@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { DashboardCreatedKey, DashboardKey, DashboardKeyList } from '@svc/protocol';
 import { api, ApiError } from '../api.js';
 import { hrefOf, link, useTitle } from '../router.js';
@@ -14,12 +14,19 @@ export function KeysPage() {
   const [created, setCreated] = useState<DashboardCreatedKey | null>(null);
   const [revoking, setRevoking] = useState<DashboardKey | null>(null);
   const [revokeState, setRevokeState] = useState<{ busy: boolean; error?: string }>({ busy: false });
+  const [revoked, setRevoked] = useState<DashboardKey | null>(null);
+  const revokedNotice = useRef<HTMLDivElement>(null);
+  // The Revoke button that opened the dialog is gone with the revoked key's actions: focus goes to the outcome.
+  useEffect(() => revokedNotice.current?.focus(), [revoked]);
 
   const revoke = async () => {
     if (!revoking) return;
     setRevokeState({ busy: true });
     try {
       await api('POST', `/keys/${encodeURIComponent(revoking.id)}/revoke`, {});
+      // A revoked key is useless: its shown-once banner goes, so the whole key is not left on screen.
+      if (created?.key.id === revoking.id) setCreated(null);
+      setRevoked(revoking);
       setRevoking(null);
       setRevokeState({ busy: false });
       await reload();
@@ -37,7 +44,7 @@ export function KeysPage() {
           <p className="muted">Keys authenticate calls to <code>/v1</code>. Each key has its own audit webhook, signing secret and rate limit.</p>
         </div>
         {!creating && (
-          <button type="button" className="button primary" onClick={() => { setCreating(true); setCreated(null); }}>
+          <button type="button" className="button primary" onClick={() => { setCreating(true); setCreated(null); setRevoked(null); }}>
             Create key
           </button>
         )}
@@ -62,6 +69,13 @@ export function KeysPage() {
         />
       )}
 
+      {revoked && (
+        <div ref={revokedNotice} className="alert ok" role="status" tabIndex={-1} data-testid="revoked-notice">
+          <span>
+            Revoked “{revoked.name}” (<code className="key-prefix">{revoked.prefix}</code>): requests with it are now refused.
+          </span>
+        </div>
+      )}
       {keys.state === 'error' && <ErrorMessage message={keys.message} onRetry={reload} />}
       {keys.state === 'loading' && !keys.data && <Spinner label="Loading keys…" />}
       {keys.data && keys.data.length === 0 && <div className="card empty">No API keys yet. Create one to call the API.</div>}
