@@ -22,6 +22,11 @@ export function excludingOrigins(n: number): string {
   return ` and url not like ? escape '\\'`.repeat(n);
 }
 
+/** `m` users left out of a claim (at their share of the worker), one `user_id <> ?` each. */
+export function excludingUsers(m: number): string {
+  return ' and user_id <> ?'.repeat(m);
+}
+
 /** Inserts `n` attempt rows, 10 parameters each (`attemptParams`). */
 export function insertAttemptsSql(n: number): string {
   const row = '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';

@@ -157,7 +157,7 @@ export interface OutboxStore {
    * `now + leaseMs`, oldest due first, and returns them with their key's sealed secret. Rows whose URL is
    * under one of `excludeOrigins` (receivers with no room at this worker) are left alone.
    */
-  claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins?: readonly string[]): Promise<ClaimedDelivery[]>;
+  claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins?: readonly string[], excludeUsers?: readonly string[]): Promise<ClaimedDelivery[]>;
   /**
    * Stores attempts and moves their deliveries on (delivered / failed / pending with its next time), releasing
    * the leases, in one transaction; a delivery twice in the batch counts twice. Returns the attempt numbers.

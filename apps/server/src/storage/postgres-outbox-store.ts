@@ -34,6 +34,7 @@ import {
   DUE_AND_UNLEASED,
   earliest,
   excludingOrigins,
+  excludingUsers,
   GET_ATTEMPTS,
   GET_DELIVERY,
   INSERT_DELIVERY,
@@ -87,16 +88,23 @@ function chunks<T>(items: readonly T[], distinct = true): T[][] {
 }
 
 /**
- * A claim leaving out `n` receivers. The candidates are a materialised CTE locked with SKIP LOCKED: Postgres
+ * A claim leaving out `n` receivers and `m` users. The candidates are a materialised CTE locked with SKIP LOCKED: Postgres
  * may re-run an `IN (… LIMIT n)` sub-select per row and exceed the limit, and concurrent claimers skip each
  * other's rows instead of waiting. The row is checked again in the UPDATE: it may have changed meanwhile.
  */
-const claimSql = perChunkSize(
-  (n) => `with due as materialized (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)}
+const claimTexts = new Map<string, string>();
+function claimSql(n: number, m: number): string {
+  const key = `${n},${m}`;
+  let text = claimTexts.get(key);
+  if (text === undefined) {
+    text = numbered(`with due as materialized (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)}${excludingUsers(m)}
   order by next_attempt_at asc limit ? for update skip locked)
   update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
-  where id in (select id from due) and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`,
-);
+  where id in (select id from due) and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`);
+    claimTexts.set(key, text);
+  }
+  return text;
+}
 
 /** Inserts `n` deliveries in one statement (one round trip, whatever the batch). */
 function insertDeliveriesSql(n: number): string {
@@ -196,10 +204,18 @@ export class PostgresOutboxStore implements OutboxStore {
     });
   }
 
-  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<ClaimedDelivery[]> {
+  async claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    workerId: string,
+    excludeOrigins: readonly string[] = [],
+    excludeUsers: readonly string[] = [],
+  ): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
     const patterns = excludeOrigins.map(originPattern);
-    const { rows } = await run<ClaimedDelivery>(this.db, claimSql(patterns.length), [now, now, ...patterns, limit, now + leaseMs, workerId, now, now, now]);
+    const sql = claimSql(patterns.length, excludeUsers.length);
+    const { rows } = await run<ClaimedDelivery>(this.db, sql, [now, now, ...patterns, ...excludeUsers, limit, now + leaseMs, workerId, now, now, now]);
     return rows.sort(byDue);
   }
 

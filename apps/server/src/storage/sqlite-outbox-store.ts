@@ -36,6 +36,7 @@ import {
   DUE_AND_UNLEASED,
   earliest,
   excludingOrigins,
+  excludingUsers,
   GET_ATTEMPTS,
   GET_DELIVERY,
   INSERT_DELIVERY,
@@ -57,14 +58,20 @@ import {
 } from './outbox-sql.js';
 
 /**
- * A claim leaving out `n` receivers. SQLite runs the uncorrelated sub-select once, so its LIMIT holds; the
- * row is checked again in the UPDATE's own WHERE.
+ * A claim leaving out `n` receivers and `m` users. SQLite runs the uncorrelated sub-select once, so its LIMIT
+ * holds; the row is checked again in the UPDATE's own WHERE.
  */
-const claimTexts: string[] = [];
-function claimSql(n: number): string {
-  return (claimTexts[n] ??= `update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
-  where id in (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)} order by next_attempt_at asc limit ?)
-  and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`);
+const claimTexts = new Map<string, string>();
+function claimSql(n: number, m: number): string {
+  const key = `${n},${m}`;
+  let text = claimTexts.get(key);
+  if (text === undefined) {
+    text = `update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
+  where id in (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)}${excludingUsers(m)} order by next_attempt_at asc limit ?)
+  and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`;
+    claimTexts.set(key, text);
+  }
+  return text;
 }
 
 // The attempt moves the row on only while the row is still leased as it was when sent (AttemptRecord.leasedBy):
@@ -191,11 +198,19 @@ export class SqliteOutboxStore implements OutboxStore {
     return this.insertSequencedTx(deliveries);
   }
 
-  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins: readonly string[] = []): Promise<ClaimedDelivery[]> {
+  async claimDue(
+    now: number,
+    limit: number,
+    leaseMs: number,
+    workerId: string,
+    excludeOrigins: readonly string[] = [],
+    excludeUsers: readonly string[] = [],
+  ): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
     const patterns = excludeOrigins.map(originPattern);
     if (this.busy) await this.transactionEnded();
-    const rows = this.stmt(claimSql(patterns.length)).all(now + leaseMs, workerId, now, now, now, ...patterns, limit, now, now) as ClaimedDelivery[];
+    const sql = claimSql(patterns.length, excludeUsers.length);
+    const rows = this.stmt(sql).all(now + leaseMs, workerId, now, now, now, ...patterns, ...excludeUsers, limit, now, now) as ClaimedDelivery[];
     return rows.sort(byDue);
   }
 

@@ -10,6 +10,13 @@ import type { AttemptOutcome, Sender } from './sender.js';
 import { SigningSecrets } from './signing-secrets.js';
 import { WakeTimer } from './wake-timer.js';
 
+
+/** What a claim left out: receivers (URL origins) and users at their share. */
+interface LeftOut {
+  origins: readonly string[];
+  users: readonly string[];
+}
+const NONE_LEFT_OUT: LeftOut = { origins: [], users: [] };
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
 /** While attempts are in flight, the next-due timer is re-armed at most this often. */
@@ -156,7 +163,7 @@ export class DeliveryWorker {
         const limit = Math.min(free, 2 * this.perReceiver);
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
-        const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full);
+        const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full.origins, full.users);
         let progress = false;
         for (const row of rows) if (this.launch(row, full)) progress = true;
         if (rows.length === limit && progress) this.pumpAgain = true;
@@ -194,7 +201,7 @@ export class DeliveryWorker {
     this.reserved = Math.max(0, this.reserved - rows.length);
     // Stopped meanwhile: the leases lapse and the rows are retried then (or on the next start).
     if (!this.running) return;
-    for (const row of rows) this.launch(row, []);
+    for (const row of rows) this.launch(row, NONE_LEFT_OUT);
   }
 
   unreserve(count: number): void {
@@ -206,7 +213,7 @@ export class DeliveryWorker {
    * slot, else gives it back to the outbox. True unless given back to a receiver that was not already left
    * out (`excluded`): then the next claim would return it again.
    */
-  private launch(row: ClaimedDelivery, excluded: readonly string[]): boolean {
+  private launch(row: ClaimedDelivery, excluded: LeftOut): boolean {
     const { admission, origin } = this.receivers.admit(row);
     switch (admission) {
       case 'start':
@@ -218,7 +225,7 @@ export class DeliveryWorker {
         return false;
       case 'give-back':
         this.release(row.id, origin);
-        return !excluded.includes(origin);
+        return !excluded.origins.includes(origin) && !excluded.users.includes(row.user_id);
     }
   }
 
