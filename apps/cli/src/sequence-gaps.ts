@@ -1,4 +1,4 @@
-import { createGapTracker } from '@svc/verify';
+import { createGapTracker, type SequenceRange } from '@svc/verify';
 import { clockTime, kleur, type Io } from './output.js';
 
 export interface GapWatch {
@@ -6,16 +6,22 @@ export interface GapWatch {
   observe(body: Buffer, time: Date): Promise<void>;
 }
 
-/** `3`, `3–5`, or `3, 7–9` — numbers kept short for a status line. */
-function ranges(numbers: readonly number[]): string {
-  const parts: string[] = [];
-  for (let i = 0; i < numbers.length; ) {
-    let j = i;
-    while (j + 1 < numbers.length && numbers[j + 1] === numbers[j]! + 1) j++;
-    parts.push(i === j ? `${numbers[i]}` : `${numbers[i]}–${numbers[j]}`);
-    i = j + 1;
-  }
-  return parts.join(', ');
+/** How many ranges a status line lists before it says how many more there are. */
+const MAX_RANGES = 5;
+
+/**
+ * `3`, `3–5`, or `3, 7–9` — numbers kept short for a status line; past five ranges,
+ * `3, 7–9, 12, 15, 20–22, … 4 more ranges`.
+ */
+function ranges(list: readonly SequenceRange[]): string {
+  const shown = list.slice(0, MAX_RANGES).map(({ from, to }) => (from === to ? `${from}` : `${from}–${to}`));
+  if (list.length > MAX_RANGES) shown.push(`… ${list.length - MAX_RANGES} more ranges`);
+  return shown.join(', ');
+}
+
+/** `delivery 3`, or `3 deliveries: 5–7`. */
+function deliveries(list: readonly SequenceRange[], count: number): string {
+  return count === 1 ? `delivery ${ranges(list)}` : `${count} deliveries: ${ranges(list)}`;
 }
 
 /**
@@ -42,11 +48,10 @@ export function createGapWatch(io: Io): GapWatch {
       if (typeof stream !== 'string' || stream === '' || !Number.isSafeInteger(sequence) || (sequence as number) < 1) return;
       const report = await tracker.track(stream, sequence as number);
       const who = `(user ${stream.slice(0, 8)}…)`;
-      if (report.skipped.length > 0) {
-        const what = report.skipped.length === 1 ? 'delivery' : 'deliveries';
-        io.err(`${clockTime(time)}  ${kleur.yellow(`! gap: ${what} ${ranges(report.skipped)} not received before ${sequence as number}`)} ${who}\n`);
+      if (report.skippedCount > 0) {
+        io.err(`${clockTime(time)}  ${kleur.yellow(`! gap: ${deliveries(report.skipped, report.skippedCount)} not received before ${sequence as number}`)} ${who}\n`);
       } else if (report.late) {
-        const left = report.missing.length === 0 ? 'no gap left' : `still missing: ${ranges(report.missing)}`;
+        const left = report.missingCount === 0 ? 'no gap left' : `still missing ${deliveries(report.missing, report.missingCount)}`;
         io.err(`${clockTime(time)}  ${kleur.green('✔')} delivery ${sequence as number} arrived late; ${left} ${who}\n`);
       }
     },

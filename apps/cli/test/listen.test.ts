@@ -46,12 +46,22 @@ describe('svc-cli listen', () => {
     // A retry of 4 (signed afresh): a duplicate, nothing to say.
     expect((await postDelivery(listen.url, numbered(4), signed(4, Math.floor(Date.now() / 1000) + 1))).status).toBe(200);
     await postDelivery(listen.url, numbered(8), signed(8));
-    await listen.waitFor('stderr', /! gap: deliveries 5–7 not received before 8/);
+    await listen.waitFor('stderr', /! gap: 3 deliveries: 5–7 not received before 8/);
     listen.child.kill('SIGINT');
     const { stderr, stdout } = await listen.exited;
     expect(stderr.match(/gap:/g)).toHaveLength(2);
     expect(stderr).not.toMatch(/before 9|delivery 9/);
     expect(stdout).not.toContain('gap');
+  });
+
+  it('reports a gap of billions as one range at once, and a late arrival inside it', async () => {
+    const listen = await startListen([], { cwd: sandbox.path });
+    const numbered = (n: number) => samplePayload(`chatcmpl-seq${n}`).replace('"test":true, ', `"sequence":${n}, `);
+    const began = Date.now();
+    for (const n of [1, Number.MAX_SAFE_INTEGER, 5]) expect((await postDelivery(listen.url, numbered(n))).status).toBe(200);
+    expect(Date.now() - began).toBeLessThan(2000);
+    await listen.waitFor('stderr', /! gap: 9007199254740989 deliveries: 2–9007199254740990 not received before 9007199254740991/);
+    await listen.waitFor('stderr', /delivery 5 arrived late; still missing 9007199254740988 deliveries: 2–4, 6–9007199254740990/);
   });
 
   it('checks the Standard Webhooks headers: a stale webhook-timestamp or the same delivery twice is refused as a replay', async () => {

@@ -1,9 +1,18 @@
+/** Consecutive sequence numbers, `from` to `to`, both included. */
+export interface SequenceRange {
+  from: number;
+  to: number;
+}
+
 /** What a gap tracker remembers of one stream of deliveries (an API key's, or a user's). */
 export interface SequenceState {
   /** The highest `sequence` seen. */
   highest: number;
-  /** The numbers below `highest` that have not arrived (yet), ascending. */
-  missing: number[];
+  /**
+   * The numbers below `highest` that have not arrived (yet), as ascending, disjoint ranges — so a gap of
+   * millions costs one entry.
+   */
+  missing: SequenceRange[];
 }
 
 /**
@@ -18,10 +27,14 @@ export interface GapStore {
 
 /** What one tracked delivery tells. */
 export interface GapReport {
-  /** Every number below the highest seen that has not arrived: the deliveries missed so far, ascending. */
-  missing: number[];
-  /** The numbers this delivery jumped over (newly missing); empty when it revealed no new gap. */
-  skipped: number[];
+  /** Every number below the highest seen that has not arrived: the deliveries missed so far, as ascending ranges. */
+  missing: SequenceRange[];
+  /** How many numbers `missing` holds. */
+  missingCount: number;
+  /** The numbers this delivery jumped over (newly missing): one range, or none when it revealed no new gap. */
+  skipped: SequenceRange[];
+  /** How many numbers `skipped` holds. */
+  skippedCount: number;
   /** It had been missing: it arrived late and filled its hole. */
   late: boolean;
   /** Already seen (a retry or a redelivery), or before the tracker's start: nothing changed. */
@@ -50,10 +63,6 @@ function isPositiveInteger(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 1;
 }
 
-function range(from: number, to: number): number[] {
-  return Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
-}
-
 function memoryStore(): GapStore {
   const states = new Map<string, SequenceState>();
   return {
@@ -62,22 +71,74 @@ function memoryStore(): GapStore {
   };
 }
 
-/** The next state of a stream after `sequence` arrived, and the report. */
+/** The range `from..to`, or none when it is empty. */
+function span(from: number, to: number): SequenceRange[] {
+  return from <= to ? [{ from, to }] : [];
+}
+
+function count(ranges: readonly SequenceRange[]): number {
+  let total = 0;
+  for (const { from, to } of ranges) total += to - from + 1;
+  return total;
+}
+
+/** The index of the range holding `n`, or -1. Binary search: a stream can have many holes. */
+function indexOf(ranges: readonly SequenceRange[], n: number): number {
+  let low = 0;
+  let high = ranges.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >>> 1;
+    const { from, to } = ranges[mid]!;
+    if (n < from) high = mid - 1;
+    else if (n > to) low = mid + 1;
+    else return mid;
+  }
+  return -1;
+}
+
+/** `ranges` without `n`, which the range at `index` holds: that range shrinks, disappears or splits in two. */
+function without(ranges: readonly SequenceRange[], index: number, n: number): SequenceRange[] {
+  const { from, to } = ranges[index]!;
+  return [...ranges.slice(0, index), ...span(from, n - 1), ...span(n + 1, to), ...ranges.slice(index + 1)];
+}
+
+function report(missing: SequenceRange[], skipped: SequenceRange[], late: boolean, duplicate: boolean): GapReport {
+  return { missing, missingCount: count(missing), skipped, skippedCount: count(skipped), late, duplicate };
+}
+
+/**
+ * A stored state as ranges. Earlier versions stored `missing` as a list of numbers; such a state is read as
+ * ranges (and written back as ranges on its next change), so a persisted store survives the upgrade.
+ */
+function fromStore(state: SequenceState | { highest: number; missing: readonly (number | SequenceRange)[] } | undefined): SequenceState | undefined {
+  if (state === undefined || !state.missing.some((entry) => typeof entry === 'number')) return state as SequenceState | undefined;
+  const missing: SequenceRange[] = [];
+  for (const entry of state.missing) {
+    const { from, to } = typeof entry === 'number' ? { from: entry, to: entry } : entry;
+    const last = missing.at(-1);
+    if (last && last.to + 1 === from) last.to = to;
+    else missing.push({ from, to });
+  }
+  return { highest: state.highest, missing };
+}
+
+/** The next state of a stream after `sequence` arrived (undefined: unchanged), and the report. */
 function advance(state: SequenceState | undefined, sequence: number, start: number | undefined): [SequenceState | undefined, GapReport] {
   if (state === undefined) {
     const first = start ?? sequence;
-    if (sequence < first) return [undefined, { missing: [], skipped: [], late: false, duplicate: true }];
-    const skipped = range(first, sequence - 1);
-    return [{ highest: sequence, missing: skipped }, { missing: skipped, skipped, late: false, duplicate: false }];
+    if (sequence < first) return [undefined, report([], [], false, true)];
+    const skipped = span(first, sequence - 1);
+    return [{ highest: sequence, missing: skipped }, report(skipped, skipped, false, false)];
   }
   if (sequence > state.highest) {
-    const skipped = range(state.highest + 1, sequence - 1);
+    const skipped = span(state.highest + 1, sequence - 1);
     const missing = [...state.missing, ...skipped];
-    return [{ highest: sequence, missing }, { missing, skipped, late: false, duplicate: false }];
+    return [{ highest: sequence, missing }, report(missing, skipped, false, false)];
   }
-  if (!state.missing.includes(sequence)) return [undefined, { missing: state.missing, skipped: [], late: false, duplicate: true }];
-  const missing = state.missing.filter((n) => n !== sequence);
-  return [{ highest: state.highest, missing }, { missing, skipped: [], late: true, duplicate: false }];
+  const index = indexOf(state.missing, sequence);
+  if (index < 0) return [undefined, report(state.missing, [], false, true)];
+  const missing = without(state.missing, index, sequence);
+  return [{ highest: state.highest, missing }, report(missing, [], true, false)];
 }
 
 /**
@@ -90,8 +151,8 @@ function advance(state: SequenceState | undefined, sequence: number, start: numb
  * const gaps = createGapTracker();
  * const event = constructEvent(rawBody, req.headers['x-svc-signature'], secret);
  * if (event.sequence !== undefined) {
- *   const { skipped } = await gaps.track(event.user_id, event.sequence);
- *   if (skipped.length > 0) console.warn(`missed deliveries ${skipped.join(', ')}`);
+ *   const { skipped, skippedCount } = await gaps.track(event.user_id, event.sequence);
+ *   for (const { from, to } of skipped) console.warn(`missed ${skippedCount} deliveries: ${from}–${to}`);
  * }
  */
 export function createGapTracker(options: GapTrackerOptions = {}): GapTracker {
@@ -105,7 +166,7 @@ export function createGapTracker(options: GapTrackerOptions = {}): GapTracker {
       if (!isPositiveInteger(sequence)) throw new TypeError('[@svc/verify] sequence must be a positive integer.');
       const previous = queues.get(stream) ?? Promise.resolve();
       const run = previous.then(async () => {
-        const [next, report] = advance(await store.get(stream), sequence, start);
+        const [next, report] = advance(fromStore(await store.get(stream)), sequence, start);
         if (next) await store.set(stream, next);
         return report;
       });

@@ -3,7 +3,7 @@ export { sign } from './web/sign.js';
 export { constructEvent } from './web/construct-event.js';
 export type { ConstructEventOptions } from './construct-event.js';
 export type { AuditPayload } from './audit-payload.js';
-export { createGapTracker, type GapReport, type GapStore, type GapTracker, type GapTrackerOptions, type SequenceState } from './gap-tracker.js';
+export { createGapTracker, type GapReport, type GapStore, type GapTracker, type GapTrackerOptions, type SequenceRange, type SequenceState } from './gap-tracker.js';
 export { createDeduper, DUPLICATE_HEADER, type DedupeStore, type Deduper, type DeduperOptions } from './deduper.js';
 export type { RawBody } from './raw-body.js';
 export type { Secret } from './secrets.js';
