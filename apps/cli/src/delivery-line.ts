@@ -1,5 +1,5 @@
 import type { AuditPayload } from '@svc/protocol';
-import { clockTime, kleur, mark, visibleLength } from './output.js';
+import { clockTime, kleur, mark, printable, visibleLength } from './output.js';
 import { shortId, truncate } from './short-id.js';
 import type { SendOutcome } from './send-delivery.js';
 
@@ -18,7 +18,8 @@ interface Detail {
  * (request id cut, latency then tokens left out when there is no room). `wide` prints everything:
  * `12:03:04  --> llm.request.completed [chatcmpl-…]  svc01 200 · 12+34=46 tokens · 532 ms · grounded (hallucination 0.07) · test · signature ✔  whd_…`
  *
- * Fields missing from the body are left out, so a body that is not an audit payload still prints.
+ * Fields missing from the body are left out, so a body that is not an audit payload still prints. Text from the
+ * request (event, ids, model) is printed with `printable`: a sender, trusted or not, cannot drive the terminal.
  */
 export function formatReceivedLine(input: {
   time: Date;
@@ -31,7 +32,8 @@ export function formatReceivedLine(input: {
   const payload = parsePayload(input.body);
   const header = (name: string): string | undefined => {
     const value = input.headers[name];
-    return Array.isArray(value) ? value[0] : value;
+    const first = Array.isArray(value) ? value[0] : value;
+    return first === undefined ? undefined : printable(first);
   };
   const event = str(payload?.event) ?? header('x-svc-event') ?? 'unknown event';
   const head = `${clockTime(input.time)}  --> ${kleur.cyan(event)}`;
@@ -96,7 +98,7 @@ export function formatReceivedLine(input: {
  * to fit 80 columns unless `wide`, which also prints the full delivery id.
  */
 export function formatSentLine(time: Date, url: string, outcome: SendOutcome, deliveryId: string | null | undefined, wide = false): string {
-  const id = deliveryId ? ` ${kleur.dim(`[${wide ? deliveryId : shortId(deliveryId)}]`)}` : '';
+  const id = deliveryId ? ` ${kleur.dim(`[${printable(wide ? deliveryId : shortId(deliveryId))}]`)}` : '';
   const fit = (before: string, after: string): string =>
     wide ? `${before}${url}${after}` : `${before}${truncate(url, Math.max(LINE_WIDTH - visibleLength(before) - visibleLength(after), 20))}${after}`;
   if (!outcome.ok && outcome.status === null) {
@@ -123,8 +125,9 @@ function parsePayload(body: Buffer): Partial<Record<keyof AuditPayload, unknown>
   }
 }
 
+/** A non-empty string field of the body, made printable. */
 function str(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
+  return typeof value === 'string' && value !== '' ? printable(value) : undefined;
 }
 
 function num(value: unknown): number | undefined {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
 import { formatReceivedLine, formatSentLine } from './delivery-line.js';
 import { CliError } from './errors.js';
-import { clockTime, kleur, type Io } from './output.js';
+import { clockTime, kleur, printable, type Io } from './output.js';
 import { deliveryHeaders, sendDelivery } from './send-delivery.js';
 import { createSignatureCheck } from './signature-check.js';
 import { createGapWatch } from './sequence-gaps.js';
@@ -75,7 +75,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const target = new URL(req.url ?? '/', 'http://listener');
     if (target.pathname !== options.path) {
       // Said on stderr too: a webhook URL with the wrong path is the usual reason nothing seems to arrive.
-      io.err(`${clockTime(clock())}  ${kleur.yellow(`[404] ${req.method ?? 'GET'} ${target.pathname}`)}: not a delivery path; deliveries are accepted at ${options.path}\n`);
+      io.err(`${clockTime(clock())}  ${kleur.yellow(`[404] ${req.method ?? 'GET'} ${printable(target.pathname)}`)}: not a delivery path; deliveries are accepted at ${options.path}\n`);
       req.resume();
       reply(res, 404, { error: `not found: deliveries are accepted at ${options.path}` });
       return;
@@ -107,8 +107,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const deliveryId = headers['x-svc-delivery'] ?? null;
 
     human(formatReceivedLine({ time, body, headers, signature, wide: options.wide }));
-    if (refusal !== undefined) io.err(`${clockTime(time)}  ${kleur.red('✘')} ${refusal}\n`);
-    if (options.json) io.out(`${body.toString('utf8')}\n`);
+    if (refusal !== undefined) io.err(`${clockTime(time)}  ${kleur.red('✘')} ${printable(refusal)}\n`);
+    // Escaped too: svc's bodies are compact JSON, where an unprintable character can only be inside a string,
+    // and there a \u escape means the same character.
+    if (options.json) io.out(`${printable(body.toString('utf8'))}\n`);
     if (signature !== 'invalid') await gaps.observe(body, time);
     const answer = signature === 'invalid' ? rejected(time) : await forward(body, req, deliveryId);
 

@@ -31,6 +31,26 @@ export function clockTime(date: Date): string {
   return [date.getHours(), date.getMinutes(), date.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
 }
 
+// Control characters (C0, DEL, C1), invisible formatting (bidi overrides, zero-width), line and paragraph
+// separators, lone surrogates and private-use characters: none prints as itself, and some drive the terminal.
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}\p{Co}]/gu;
+
+/**
+ * `text` safe to print: every character that is not printable is shown as a `\u` escape (`\u001b`,
+ * `\u202e`), so request data (an event name, a request id) cannot clear the screen, retitle the window or
+ * hide text. The escapes are JSON's: inside a JSON string they mean the same characters.
+ *
+ * @example
+ * printable('\u001b[2Jhi'); // '\\u001b[2Jhi'
+ */
+export function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (char) => {
+    let escaped = '';
+    for (let i = 0; i < char.length; i++) escaped += `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`;
+    return escaped;
+  });
+}
+
 // Matches the escape sequences kleur emits, so padding counts visible characters only.
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g;

@@ -1,5 +1,5 @@
 import { createGapTracker, type SequenceRange } from '@svc/verify';
-import { clockTime, kleur, type Io } from './output.js';
+import { clockTime, kleur, printable, type Io } from './output.js';
 
 export interface GapWatch {
   /** Tracks a received body's `sequence` (per `user_id`) and prints a line when it shows a gap or fills one. */
@@ -47,7 +47,7 @@ export function createGapWatch(io: Io): GapWatch {
       const { user_id: stream, sequence } = payload ?? {};
       if (typeof stream !== 'string' || stream === '' || !Number.isSafeInteger(sequence) || (sequence as number) < 1) return;
       const report = await tracker.track(stream, sequence as number);
-      const who = `(user ${stream.slice(0, 8)}…)`;
+      const who = `(user ${printable(stream.slice(0, 8))}…)`;
       if (report.skippedCount > 0) {
         io.err(`${clockTime(time)}  ${kleur.yellow(`! gap: ${deliveries(report.skipped, report.skippedCount)} not received before ${sequence as number}`)} ${who}\n`);
       } else if (report.late) {

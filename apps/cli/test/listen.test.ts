@@ -64,6 +64,22 @@ describe('svc-cli listen', () => {
     await listen.waitFor('stderr', /delivery 5 arrived late; still missing 9007199254740988 deliveries: 2–4, 6–9007199254740990/);
   });
 
+  it('prints what a request carries escaped: a rejected body cannot clear the screen or retitle the window', async () => {
+    const listen = await startListen(['--secret', SECRET, '--json'], { cwd: sandbox.path });
+    const hostile = JSON.stringify({ event: '\u001b[2J\u001b[3J', request_id: '\u001b]0;owned\u0007x', user_id: '\u009b2J', sequence: 3 });
+    expect((await postDelivery(listen.url, hostile, { secret: 'whsec_wrong' })).status).toBe(401);
+    expect((await postDelivery(listen.url, '{"event":"e","request_id":"r","raw":"\u001b[2J"}')).status).toBe(401);
+    listen.child.kill('SIGINT');
+    const { stdout, stderr } = await listen.exited;
+    // eslint-disable-next-line no-control-regex
+    for (const text of [stdout, stderr]) expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/);
+    expect(stderr).toMatch(/--> \\u001b\[2J\\u001b\[3J \[\\u001b\]0;o/);
+    // --json: the first body as valid JSON meaning the same, the second (raw ESC in a string: not JSON) escaped.
+    const [first, second] = stdout.trimEnd().split('\n');
+    expect(JSON.parse(first!)).toEqual(JSON.parse(hostile));
+    expect(second).toBe('{"event":"e","request_id":"r","raw":"\\u001b[2J"}');
+  });
+
   it('checks the Standard Webhooks headers: a stale webhook-timestamp or the same delivery twice is refused as a replay', async () => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const now = Math.floor(Date.now() / 1000);
