@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditPayload } from './audit-payload.js';
+import { assertLimit, declaredOver, DEFAULT_LIMIT, payloadTooLarge } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
@@ -35,8 +36,6 @@ export interface VerifyMiddlewareOptions extends ConstructEventOptions {
 /** The parts of an Express (or plain node:http) request the middleware uses. */
 export type VerifiableRequest = IncomingMessage & { body?: unknown; rawBody?: unknown; svcEvent?: AuditPayload };
 
-const DEFAULT_LIMIT = 10 * 1024 * 1024;
-
 const BODY_ALREADY_PARSED =
   '[@svc/verify] req.body is already set, so a body parser (express.json(), express.urlencoded(), ...) read the ' +
   'request before verifyMiddleware and the exact signed bytes are gone. Put the webhook route before ' +
@@ -66,7 +65,7 @@ export function verifyMiddleware(
   toSecretList(secret);
   assertOptions(eventOptions);
   assertDeduper(dedupe);
-  if (!(Number.isSafeInteger(limit) && limit > 0)) throw new TypeError('[@svc/verify] limit must be a positive whole number of bytes.');
+  assertLimit(limit);
 
   return async (req, res, next) => {
     let event: AuditPayload;
@@ -74,7 +73,6 @@ export function verifyMiddleware(
       event = constructDelivery(await rawBodyOf(req, limit), req.headers, secret, eventOptions);
     } catch (err) {
       if (err instanceof WebhookVerificationError) return sendJson(res, err.status, errorBody(err));
-      if (err instanceof PayloadTooLarge) return sendJson(res, 413, err.body());
       return next(err);
     }
     const id = dedupe && deliveryId(req.headers);
@@ -111,21 +109,11 @@ async function rawBodyOf(req: VerifiableRequest, limit: number): Promise<Uint8Ar
   return readStream(req, limit);
 }
 
-class PayloadTooLarge extends Error {
-  constructor(readonly limit: number) {
-    super(`Payload larger than ${limit} bytes.`);
-  }
-
-  body() {
-    return { error: { message: this.message, type: 'invalid_request_error', code: 'payload_too_large', param: null } };
-  }
-}
-
 function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    if (Number(req.headers['content-length']) > limit) {
+    if (declaredOver(req.headers['content-length'], limit)) {
       // Node discards the unread rest of the body once the response ends.
-      reject(new PayloadTooLarge(limit));
+      reject(payloadTooLarge(limit));
       return;
     }
     const chunks: Buffer[] = [];
@@ -133,7 +121,7 @@ function readStream(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       // Keep draining past the limit (ignoring the bytes) so the 413 reaches the sender on a live connection.
-      if (size > limit) reject(new PayloadTooLarge(limit));
+      if (size > limit) reject(payloadTooLarge(limit));
       else chunks.push(chunk);
     });
     req.on('end', () => resolve(Buffer.concat(chunks)));

@@ -169,9 +169,72 @@ describe('createWebhookHandler', () => {
     ['an empty secret', { secret: '' }, () => new Response()],
     ['a bad tolerance', { secret: SECRET, toleranceSeconds: -1 }, () => new Response()],
     ['a dedupe that is not a deduper', { secret: SECRET, dedupe: {} }, () => new Response()],
+    ['a zero limit', { secret: SECRET, limit: 0 }, () => new Response()],
+    ['a fractional limit', { secret: SECRET, limit: 1.5 }, () => new Response()],
     ['no handler', { secret: SECRET }, undefined],
   ])('rejects %s when created', (_, options, handler) => {
     // @ts-expect-error misuse on purpose
     expect(() => createWebhookHandler(options, handler)).toThrow(TypeError);
+  });
+});
+
+/** A streamed body of `total` bytes, made chunk by chunk as it is read; `pulled()` tells how much was made. */
+function streamedRequest(total: number, headers: Record<string, string> = {}) {
+  const chunk = new Uint8Array(64 * 1024).fill(0x20);
+  let made = 0;
+  let cancelled = false;
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (made >= total) return controller.close();
+      const next = chunk.subarray(0, Math.min(chunk.length, total - made));
+      made += next.length;
+      controller.enqueue(next);
+    },
+    cancel() {
+      cancelled = true;
+    },
+  }, { highWaterMark: 0 });
+  const req = new Request('http://receiver.test/webhooks/svc', { method: 'POST', body, headers, duplex: 'half' } as RequestInit);
+  return { req, pulled: () => made, cancelled: () => cancelled };
+}
+
+describe('body limit', () => {
+  const handle = createWebhookHandler({ secret: SECRET, limit: 1024 * 1024 }, () => new Response(null, { status: 204 }));
+  const tooLarge = { error: { message: 'Payload larger than 1048576 bytes.', type: 'invalid_request_error', code: 'payload_too_large', param: null } };
+
+  it('stops reading a body past the limit and answers 413 in the adapters\' error shape, before checking the signature', async () => {
+    // 400 MiB, unsigned: only about the limit is read.
+    const { req, pulled, cancelled } = streamedRequest(400 * 1024 * 1024);
+    const res = await handle(req);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual(tooLarge);
+    expect(pulled()).toBeLessThanOrEqual(1024 * 1024 + 64 * 1024);
+    expect(cancelled()).toBe(true);
+  });
+
+  it('refuses a declared content-length over the limit without reading the body', async () => {
+    const { req, pulled } = streamedRequest(2 * 1024 * 1024, { 'content-length': String(2 * 1024 * 1024) });
+    const res = await handle(req);
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual(tooLarge);
+    expect(pulled()).toBe(0);
+  });
+
+  it('accepts a body of exactly the limit (the signature decides), streamed in chunks', async () => {
+    // JSON may end in whitespace: the body padded to the limit is still the signed payload.
+    const padded = BODY.padEnd(1024 * 1024, ' ');
+    const res = await handle(request(padded, { 'x-svc-signature': hmac(padded) }));
+    expect(res.status).toBe(204);
+    expect((await handle(request(`${padded} `, { 'x-svc-signature': hmac(`${padded} `) }))).status).toBe(413);
+  });
+
+  it('verifyRequest takes the limit too (default 10 MiB) and rejects with a 413 WebhookVerificationError', async () => {
+    const small = verifyRequest(request(BODY, { 'x-svc-signature': hmac(BODY) }), SECRET, { limit: 10 });
+    await expect(small).rejects.toMatchObject({ name: 'WebhookVerificationError', code: 'payload_too_large', status: 413 });
+    const err = await small.then(() => undefined, (reason: unknown) => reason);
+    expect(err).toBeInstanceOf(WebhookVerificationError);
+    expect(errorResponse(err as WebhookVerificationError).status).toBe(413);
+    await expect(verifyRequest(streamedRequest(10 * 1024 * 1024 + 1).req, SECRET)).rejects.toMatchObject({ code: 'payload_too_large' });
+    await expect(verifyRequest(request(BODY), SECRET, { limit: -1 })).rejects.toThrow('[@svc/verify] limit must be a positive whole number of bytes.');
   });
 });

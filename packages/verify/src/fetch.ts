@@ -1,4 +1,5 @@
 import type { AuditPayload } from './audit-payload.js';
+import { assertLimit, declaredOver, DEFAULT_LIMIT, payloadTooLarge } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { toSecretList, type Secret } from './secrets.js';
@@ -8,11 +9,20 @@ import { WebhookVerificationError, errorBody } from './webhook-verification-erro
 export type { AuditPayload, ConstructEventOptions, Secret };
 export { WebhookVerificationError, errorBody, type WebhookErrorBody, type WebhookVerificationErrorCode } from './webhook-verification-error.js';
 
+/** Options for `verifyRequest`. */
+export interface VerifyRequestOptions extends ConstructEventOptions {
+  /**
+   * Largest body accepted, in bytes; a larger one is refused (413, `payload_too_large`) as soon as its
+   * `content-length` or the bytes read so far pass it. Default 10 MiB (prompts can be long).
+   */
+  limit?: number;
+}
+
 /**
  * Verifies a Fetch API `Request` (Next.js route handlers, Hono's `c.req.raw`, Cloudflare Workers, Deno,
- * Bun) and resolves to its typed payload. Reads the body itself, so call it before anything else reads
- * the body. Rejects with `WebhookVerificationError` for an untrusted delivery (answer it with
- * `errorResponse(err)`), TypeError for misuse.
+ * Bun) and resolves to its typed payload. Reads the body itself, up to `limit` bytes, so call it before
+ * anything else reads the body. Rejects with `WebhookVerificationError` for an untrusted delivery (401, 400,
+ * or 413 over the limit: answer it with `errorResponse(err)`), TypeError for misuse.
  *
  * @example
  * export async function POST(request: Request) {
@@ -25,7 +35,9 @@ export { WebhookVerificationError, errorBody, type WebhookErrorBody, type Webhoo
  *   }
  * }
  */
-export async function verifyRequest(request: Request, secret: Secret, options?: ConstructEventOptions): Promise<AuditPayload> {
+export async function verifyRequest(request: Request, secret: Secret, options: VerifyRequestOptions = {}): Promise<AuditPayload> {
+  const { limit = DEFAULT_LIMIT, ...eventOptions } = options;
+  assertLimit(limit);
   if (request.bodyUsed) {
     throw new TypeError(
       '[@svc/verify] The request body was already read (request.json(), request.text(), a validator or body-parsing ' +
@@ -33,12 +45,37 @@ export async function verifyRequest(request: Request, secret: Secret, options?: 
         'the body, or pass request.clone() to whatever reads it first.',
     );
   }
-  const body = new Uint8Array(await request.arrayBuffer());
-  return constructDelivery(body, request.headers, secret, options);
+  return constructDelivery(await readBody(request, limit), request.headers, secret, eventOptions);
+}
+
+/** The body's bytes, read chunk by chunk and given up (the stream cancelled) once past `limit`. */
+async function readBody(request: Request, limit: number): Promise<Uint8Array> {
+  if (declaredOver(request.headers.get('content-length'), limit)) throw payloadTooLarge(limit);
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw payloadTooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  const body = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
 }
 
 /**
- * The `Response` to answer a rejected delivery with: the error's status (400/401) and svc's JSON error body.
+ * The `Response` to answer a rejected delivery with: the error's status (400/401/413) and svc's JSON error body.
  *
  * @example
  * if (err instanceof WebhookVerificationError) return errorResponse(err);
@@ -48,7 +85,7 @@ export function errorResponse(err: WebhookVerificationError): Response {
 }
 
 /** Options for `createWebhookHandler`. */
-export interface WebhookHandlerOptions extends ConstructEventOptions {
+export interface WebhookHandlerOptions extends VerifyRequestOptions {
   /** The signing secret, or several while rotating. */
   secret: Secret;
   /**
@@ -80,6 +117,7 @@ export function createWebhookHandler(
   const { secret, dedupe, ...eventOptions } = options;
   toSecretList(secret);
   assertOptions(eventOptions);
+  assertLimit(eventOptions.limit ?? DEFAULT_LIMIT);
   assertDeduper(dedupe);
   if (typeof handler !== 'function') throw new TypeError('[@svc/verify] createWebhookHandler(options, handler) needs a handler function.');
 

@@ -4,19 +4,21 @@ export type WebhookVerificationErrorCode =
   | 'malformed_signature'
   | 'signature_mismatch'
   | 'invalid_payload'
-  | 'timestamp_out_of_range';
+  | 'timestamp_out_of_range'
+  | 'payload_too_large';
 
-const STATUS: Record<WebhookVerificationErrorCode, 400 | 401> = {
+const STATUS: Record<WebhookVerificationErrorCode, 400 | 401 | 413> = {
   missing_signature: 401,
   malformed_signature: 401,
   signature_mismatch: 401,
   invalid_payload: 400,
   timestamp_out_of_range: 400,
+  payload_too_large: 413,
 };
 
 /**
  * A delivery that must not be trusted. `status` is the HTTP status a receiver should answer with:
- * 401 for signature problems, 400 for a signed but unusable payload.
+ * 401 for signature problems, 400 for a signed but unusable payload, 413 for a body over an adapter's `limit`.
  *
  * @example
  * try {
@@ -29,7 +31,7 @@ const STATUS: Record<WebhookVerificationErrorCode, 400 | 401> = {
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError';
   readonly code: WebhookVerificationErrorCode;
-  readonly status: 400 | 401;
+  readonly status: 400 | 401 | 413;
 
   constructor(code: WebhookVerificationErrorCode, message: string) {
     super(message);

@@ -1,0 +1,19 @@
+import { WebhookVerificationError } from './webhook-verification-error.js';
+
+/** The largest body the adapters accept by default: 10 MiB (prompts can be long). */
+export const DEFAULT_LIMIT = 10 * 1024 * 1024;
+
+/** Throws a TypeError unless `limit` is a positive whole number of bytes. */
+export function assertLimit(limit: unknown): asserts limit is number {
+  if (!(Number.isSafeInteger(limit) && (limit as number) > 0)) throw new TypeError('[@svc/verify] limit must be a positive whole number of bytes.');
+}
+
+/** The error a body over `limit` is answered with: 413, `payload_too_large`. */
+export function payloadTooLarge(limit: number): WebhookVerificationError {
+  return new WebhookVerificationError('payload_too_large', `Payload larger than ${limit} bytes.`);
+}
+
+/** True when a declared `content-length` is over `limit`: the body need not be read to refuse it. */
+export function declaredOver(contentLength: string | null | undefined, limit: number): boolean {
+  return Number(contentLength) > limit;
+}
