@@ -1,6 +1,7 @@
 import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CliError } from './errors.js';
+import { printable, processIo, type Io } from './output.js';
 
 export const DEFAULT_LOG_FILE = '.svc/deliveries.jsonl';
 
@@ -14,8 +15,8 @@ export interface LoggedDelivery {
   method: string;
   /** The listener URL the delivery arrived at (path and query included): replay's default target. */
   url: string;
-  /** Request headers, lower-cased names. */
-  headers: Record<string, string>;
+  /** Request headers, lower-cased names (listen writes strings; a repeated header may be a list). */
+  headers: Record<string, string | string[]>;
   /** The raw body, exactly as received. */
   body_base64: string;
   signature: 'valid' | 'invalid' | 'unchecked';
@@ -49,8 +50,15 @@ export async function ensureWritable(file: string): Promise<void> {
   }
 }
 
-/** Reads every well-formed entry of a log written by `listen`, oldest first. */
-export async function readDeliveryLog(file: string): Promise<LoggedDelivery[]> {
+/**
+ * Reads every well-formed entry of a log written by `listen`, oldest first. A line that is not JSON (cut
+ * short by a crash) or has a field of the wrong type (edited by hand, written by something else) is skipped
+ * with a warning on `io.err` naming its line and field, so one bad line never stops a replay.
+ *
+ * @example
+ * const entries = await readDeliveryLog('.svc/deliveries.jsonl', io);
+ */
+export async function readDeliveryLog(file: string, io: Pick<Io, 'err'> = processIo): Promise<LoggedDelivery[]> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -61,18 +69,45 @@ export async function readDeliveryLog(file: string): Promise<LoggedDelivery[]> {
     throw new CliError(`cannot read the delivery log ${file}: ${fsReason(err)}`);
   }
   const entries: LoggedDelivery[] = [];
-  for (const line of text.split('\n')) {
+  const lines = text.split('\n');
+  for (const [index, line] of lines.entries()) {
     if (!line.trim()) continue;
+    let entry: unknown;
     try {
-      const entry = JSON.parse(line) as Partial<LoggedDelivery>;
-      if (typeof entry.body_base64 === 'string' && typeof entry.url === 'string' && entry.headers && typeof entry.headers === 'object') {
-        entries.push(entry as LoggedDelivery);
-      }
+      entry = JSON.parse(line);
     } catch {
-      // A line cut short by a crash is skipped; the rest of the log is still usable.
+      entry = undefined;
     }
+    const problem = entry === undefined ? 'not JSON' : invalidField(entry);
+    if (problem === undefined) entries.push(entry as LoggedDelivery);
+    else io.err(`skipped line ${index + 1} of ${printable(file)}: ${problem}\n`);
   }
   return entries;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const SIGNATURES: readonly unknown[] = ['valid', 'invalid', 'unchecked'];
+
+const isString = (value: unknown): value is string => typeof value === 'string';
+const isHeaderValue = (value: unknown): boolean => isString(value) || (Array.isArray(value) && value.every(isString));
+
+/** What is wrong with a parsed log line (`'id is not a string or null'`), or undefined when it is a `LoggedDelivery`. */
+function invalidField(entry: unknown): string | undefined {
+  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return 'not a JSON object';
+  const e = entry as Record<string, unknown>;
+  if (!isString(e.time)) return 'time is not a string';
+  if (!(e.id === null || isString(e.id))) return 'id is not a string or null';
+  if (!(e.event === null || isString(e.event))) return 'event is not a string or null';
+  if (!isString(e.method)) return 'method is not a string';
+  if (!isString(e.url) || e.url === '') return 'url is not a non-empty string';
+  if (e.headers === null || typeof e.headers !== 'object' || Array.isArray(e.headers)) return 'headers is not an object';
+  for (const [name, value] of Object.entries(e.headers)) {
+    if (!isHeaderValue(value)) return `header ${printable(JSON.stringify(name))} is not a string or a list of strings`;
+  }
+  if (!isString(e.body_base64) || e.body_base64.length % 4 !== 0 || !BASE64.test(e.body_base64)) return 'body_base64 is not base64';
+  if (!SIGNATURES.includes(e.signature)) return 'signature is not "valid", "invalid" or "unchecked"';
+  if (!Number.isInteger(e.status)) return 'status is not a whole number';
+  return undefined;
 }
 
 function fsReason(err: unknown): string {

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifySignature, verifyWebhook } from '@svc/verify';
@@ -145,6 +145,27 @@ describe('svc-cli replay', () => {
     const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/✘ POST http:\/\/127\.0\.0\.1:\d+\/ failed: connection refused \[whd_3\]\n/);
+  });
+
+  it('skips corrupt log lines with a warning and replays the rest (a numeric id or X-Svc-Delivery once crashed it)', async () => {
+    const log = join(sandbox.path, 'log.jsonl');
+    const listen = await recordThree(log);
+    listen.child.kill('SIGINT');
+    await listen.exited;
+    const recorded = JSON.parse(readFileSync(log, 'utf8').split('\n')[0]!) as { headers: Record<string, unknown> };
+    appendFileSync(log, `${JSON.stringify({ ...recorded, id: 12345678 })}\n`);
+    appendFileSync(log, `${JSON.stringify({ ...recorded, id: 'whd_x', headers: { ...recorded.headers, 'x-svc-delivery': 12345678 } })}\n`);
+    appendFileSync(log, '{"time":\n');
+    const target = await receiver();
+
+    const result = await runCli(['replay', '--last', '6', '--log', log, '--to', target.url, '--secret', SECRET], { cwd: sandbox.path });
+    expect(result.stderr).toMatch(/skipped line 4 of \S+log\.jsonl: id is not a string or null\n/);
+    expect(result.stderr).toMatch(/skipped line 5 of \S+: header "x-svc-delivery" is not a string or a list of strings\n/);
+    expect(result.stderr).toMatch(/skipped line 6 of \S+: not JSON\n/);
+    expect(result.stderr).toContain('Replayed 3 deliveries.');
+    expect(result.stderr).not.toContain('unexpected error');
+    expect(result.code).toBe(0);
+    expect(target.requests.map((r) => r.headers['x-svc-delivery'])).toEqual(['whd_1', 'whd_2', 'whd_3']);
   });
 
   it.each([
