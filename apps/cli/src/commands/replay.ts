@@ -47,7 +47,7 @@ Examples:
     .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
       const { json } = globalOptions(command);
       if (ids.length === 0 && opts.last === undefined) throw new CliError('nothing to replay: give delivery ids or --last N');
-      const chosen = select(await readDeliveryLog(opts.log), ids, opts);
+      const chosen = select(await readDeliveryLog(opts.log, io), ids, opts);
       let failed = 0;
       let unsigned = false;
       if (opts.secret !== undefined && command.getOptionValueSource('secret') === 'env') {
