@@ -110,6 +110,13 @@ describe('createGapTracker', () => {
     expect(saved.get('k')).toEqual({ highest: 9, missing: r('2, 4, 7') });
   });
 
+  it('reads a state half converted (numbers beside ranges, as two versions writing one store may leave) as ranges', async () => {
+    const saved = new Map<string, unknown>([['k', { highest: 20, missing: [2, { from: 3, to: 5 }, 9, { from: 12, to: 14 }] }]]);
+    const gaps = createGapTracker({ store: { get: (s) => saved.get(s) as SequenceState, set: (s, state) => void saved.set(s, state) } });
+    expect(await gaps.track('k', 13)).toMatchObject({ missingCount: 7, late: true });
+    expect(saved.get('k')).toEqual({ highest: 20, missing: [{ from: 2, to: 5 }, { from: 9, to: 9 }, { from: 12, to: 12 }, { from: 14, to: 14 }] });
+  });
+
   it('a failing store fails that track only; the stream keeps working', async () => {
     let fail = true;
     const gaps = createGapTracker({

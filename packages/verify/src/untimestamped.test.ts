@@ -125,6 +125,20 @@ describe.each(adapters)('%s adapter: a delivery signed only with X-Svc-Signature
     }
   });
 
+  it('without any signature header: 401 missing_signature naming every header it looked for', async () => {
+    const handled = { n: 0 };
+    const { url, close } = await start(handled);
+    try {
+      const res = await post(url, { 'content-type': 'application/json' });
+      expect(res.status).toBe(401);
+      const body = (await res.json()) as { error: { code: string; message: string } };
+      expect(body.error).toMatchObject({ code: 'missing_signature', message: 'Missing webhook-id, webhook-timestamp and webhook-signature headers (and X-Svc-Signature).' });
+      expect(handled.n).toBe(0);
+    } finally {
+      await close?.();
+    }
+  });
+
   it('is accepted with allowUntimestamped: true (a sender that signs only X-Svc-Signature)', async () => {
     const handled = { n: 0 };
     const { url, close } = await start(handled, { allowUntimestamped: true });
