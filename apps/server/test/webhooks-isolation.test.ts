@@ -1,7 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
-import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
+import { describe, expect, it } from 'vitest';
+import { chatMany, useWebhookRig } from './support/webhook-rig.js';
+import { eventually } from './support/webhooks.js';
 
 /**
  * Deliveries isolated per receiver (issue #26 §6): a receiver that never answers holds its own share of the
@@ -10,48 +9,21 @@ import { eventually, startReceiver, type Receiver } from './support/webhooks.js'
  * the other receiver has everything (its attempts time out only after 60 s).
  */
 
-let upstream: FakeUpstream | undefined;
-let server: TestServer | undefined;
-const receivers: Receiver[] = [];
-
-afterEach(async () => {
-  // Receivers first: their hung connections close, so the server's attempts end and it stops at once.
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-  await server?.close();
-  await upstream?.close();
-  server = undefined;
-  upstream = undefined;
-});
+const rig = useWebhookRig();
 
 async function setUp() {
-  upstream = await startFakeUpstream({ answer: 'Hello.' });
-  server = await startTestServer({
-    env: {
-      SVC_UPSTREAM_BASE_URL: upstream.url,
-      SVC_WEBHOOK_TIMEOUT_MS: '60000',
-      SVC_WEBHOOK_RETRY_SCHEDULE: '1h',
-      SVC_WEBHOOK_CONCURRENCY: '16',
-      SVC_WEBHOOK_RECEIVER_CONCURRENCY: '4',
-    },
+  const srv = await rig.start({
+    SVC_WEBHOOK_TIMEOUT_MS: '60000',
+    SVC_WEBHOOK_RETRY_SCHEDULE: '1h',
+    SVC_WEBHOOK_CONCURRENCY: '16',
+    SVC_WEBHOOK_RECEIVER_CONCURRENCY: '4',
   });
-  const hanging = await startReceiver({ hang: true });
-  const healthy = await startReceiver();
-  receivers.push(hanging, healthy);
-  return { srv: server, hanging, healthy };
+  const hanging = await rig.receiver({ hang: true });
+  const healthy = await rig.receiver();
+  return { srv, hanging, healthy };
 }
 
-async function chat(srv: TestServer, token: string, n: number) {
-  const results = await Promise.all(
-    Array.from({ length: n }, () =>
-      fetch(`${srv.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
-      }).then((r) => r.status),
-    ),
-  );
-  expect(results.every((s) => s === 200)).toBe(true);
-}
+const chat = chatMany;
 
 describe('a share per receiver', () => {
   it('a backlog far beyond one receiver’s share is all delivered (rows given back are claimed again), never more than the share at once', async () => {

@@ -1,8 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { setTimeout as delay } from 'node:timers/promises';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
-import { startReceiver, type Receiver } from './support/webhooks.js';
+import { chatMany, useWebhookRig } from './support/webhook-rig.js';
 import { DashboardClient } from './support/dashboard-client.js';
 
 /**
@@ -15,34 +13,13 @@ import { DashboardClient } from './support/dashboard-client.js';
 const IN_FLIGHT = 64;
 const REQUESTS = 100;
 
-let upstream: FakeUpstream | undefined;
-let server: TestServer | undefined;
-const receivers: Receiver[] = [];
-
-afterEach(async () => {
-  await Promise.all(receivers.splice(0).map((r) => r.close()));
-  await server?.close();
-  await upstream?.close();
-  server = undefined;
-  upstream = undefined;
-});
+const rig = useWebhookRig();
 
 async function setUp() {
-  upstream = await startFakeUpstream({ answer: 'Hello.' });
-  server = await startTestServer({
-    env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_WEBHOOK_TIMEOUT_MS: '2000', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1h', SVC_RATE_LIMIT_RPM: '100000' },
-  });
-  const hanging = await startReceiver({ hang: true });
-  receivers.push(hanging);
+  const server = await rig.start({ SVC_WEBHOOK_TIMEOUT_MS: '2000', SVC_WEBHOOK_RETRY_SCHEDULE: '1s,1h', SVC_RATE_LIMIT_RPM: '100000' });
+  const hanging = await rig.receiver({ hang: true });
   const { token, user, key } = await server.createKey({ webhookUrl: hanging.url });
-  const post = () =>
-    fetch(`${server!.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
-    }).then((res) => res.status);
-  const statuses = await Promise.all(Array.from({ length: REQUESTS }, post));
-  expect(statuses.every((s) => s === 200)).toBe(true);
+  await chatMany(server, token, REQUESTS);
   // Every slot of the hanging receiver is taken; the other rows wait (in memory or in the outbox).
   await hanging.waitFor((r) => r.length >= IN_FLIGHT);
   const client = new DashboardClient(server.url);
@@ -53,8 +30,7 @@ async function setUp() {
 describe('rows waiting for a receiver that never answers', () => {
   it('a changed URL: none of them reaches the old receiver; all go to the new one', { timeout: 60_000 }, async () => {
     const { hanging, client, key } = await setUp();
-    const next = await startReceiver({ status: 200 });
-    receivers.push(next);
+    const next = await rig.receiver({ status: 200 });
     const saved = await client.request('PATCH', `/keys/${key.id}`, { webhook_url: next.url });
     expect(saved.status).toBe(200);
     // The 64 in flight time out (2 s) and are retried at the new URL; the waiting ones go there at their turn.

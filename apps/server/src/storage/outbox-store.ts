@@ -5,6 +5,14 @@ export type DeliveryRow = WebhookDeliveriesTable;
 export type AttemptRow = WebhookAttemptsTable;
 export type DeliveryRowStatus = DeliveryRow['status'];
 
+/** What a claim leaves out: receivers (URL origins) and users at their share of the worker. */
+export interface LeftOut {
+  origins: readonly string[];
+  users: readonly string[];
+}
+
+export const NOTHING_LEFT_OUT: LeftOut = { origins: [], users: [] };
+
 /** A row leased to one worker until `until`: nobody else claims it meanwhile. */
 export interface Lease {
   until: number;
@@ -155,9 +163,10 @@ export interface OutboxStore {
   /**
    * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
    * `now + leaseMs`, oldest due first, and returns them with their key's sealed secret. Rows whose URL is
-   * under one of `excludeOrigins` (receivers with no room at this worker) are left alone.
+   * under one of `leftOut.origins`, or of one of `leftOut.users` (receivers and users with no room at this
+   * worker), are left alone.
    */
-  claimDue(now: number, limit: number, leaseMs: number, workerId: string, excludeOrigins?: readonly string[], excludeUsers?: readonly string[]): Promise<ClaimedDelivery[]>;
+  claimDue(now: number, limit: number, leaseMs: number, workerId: string, leftOut?: LeftOut): Promise<ClaimedDelivery[]>;
   /**
    * Stores attempts and moves their deliveries on (delivered / failed / pending with its next time), releasing
    * the leases, in one transaction; a delivery twice in the batch counts twice. Returns the attempt numbers.

@@ -8,6 +8,8 @@ import {
   type AttemptRow,
   type Backlog,
   type ClaimedDelivery,
+  type LeftOut,
+  NOTHING_LEFT_OUT,
   type DeliveryRow,
   type ListOptions,
   type RedeliveryFilter,
@@ -204,18 +206,12 @@ export class PostgresOutboxStore implements OutboxStore {
     });
   }
 
-  async claimDue(
-    now: number,
-    limit: number,
-    leaseMs: number,
-    workerId: string,
-    excludeOrigins: readonly string[] = [],
-    excludeUsers: readonly string[] = [],
-  ): Promise<ClaimedDelivery[]> {
+  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, leftOut: LeftOut = NOTHING_LEFT_OUT): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    const patterns = excludeOrigins.map(originPattern);
-    const sql = claimSql(patterns.length, excludeUsers.length);
-    const { rows } = await run<ClaimedDelivery>(this.db, sql, [now, now, ...patterns, ...excludeUsers, limit, now + leaseMs, workerId, now, now, now]);
+    const patterns = leftOut.origins.map(originPattern);
+    const users = leftOut.users;
+    const sql = claimSql(patterns.length, users.length);
+    const { rows } = await run<ClaimedDelivery>(this.db, sql, [now, now, ...patterns, ...users, limit, now + leaseMs, workerId, now, now, now]);
     return rows.sort(byDue);
   }
 

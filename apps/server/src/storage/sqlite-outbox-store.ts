@@ -10,6 +10,8 @@ import {
   type AttemptRow,
   type Backlog,
   type ClaimedDelivery,
+  type LeftOut,
+  NOTHING_LEFT_OUT,
   type DeliveryRow,
   type ListOptions,
   type RedeliveryFilter,
@@ -198,19 +200,13 @@ export class SqliteOutboxStore implements OutboxStore {
     return this.insertSequencedTx(deliveries);
   }
 
-  async claimDue(
-    now: number,
-    limit: number,
-    leaseMs: number,
-    workerId: string,
-    excludeOrigins: readonly string[] = [],
-    excludeUsers: readonly string[] = [],
-  ): Promise<ClaimedDelivery[]> {
+  async claimDue(now: number, limit: number, leaseMs: number, workerId: string, leftOut: LeftOut = NOTHING_LEFT_OUT): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];
-    const patterns = excludeOrigins.map(originPattern);
+    const patterns = leftOut.origins.map(originPattern);
+    const users = leftOut.users;
     if (this.busy) await this.transactionEnded();
-    const sql = claimSql(patterns.length, excludeUsers.length);
-    const rows = this.stmt(sql).all(now + leaseMs, workerId, now, now, now, ...patterns, ...excludeUsers, limit, now, now) as ClaimedDelivery[];
+    const sql = claimSql(patterns.length, users.length);
+    const rows = this.stmt(sql).all(now + leaseMs, workerId, now, now, now, ...patterns, ...users, limit, now, now) as ClaimedDelivery[];
     return rows.sort(byDue);
   }
 

@@ -1,4 +1,4 @@
-import type { ClaimedDelivery } from '../storage/outbox-store.js';
+import type { ClaimedDelivery, LeftOut } from '../storage/outbox-store.js';
 
 /** Distinct URLs whose origin is kept; past that the cache starts over. */
 const ORIGIN_CACHE_SIZE = 1024;
@@ -48,7 +48,7 @@ export class Receivers {
    * The receivers at their share and the users at theirs, marked as owed a claim once they have room: the
    * next claim leaves them out.
    */
-  leaveOut(): { origins: string[]; users: string[] } {
+  leaveOut(): LeftOut {
     const origins: string[] = [];
     for (const [origin, share] of this.shares) {
       if (share.active < this.perReceiver) continue;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { KeysStore } from '../storage/keys-store.js';
-import type { ClaimedDelivery, Lease, OutboxStore } from '../storage/outbox-store.js';
+import { NOTHING_LEFT_OUT, type ClaimedDelivery, type LeftOut, type Lease, type OutboxStore } from '../storage/outbox-store.js';
 import { DeliveryAttempts, type AttemptOptions, type AttemptsDeps } from './attempt.js';
 import { AttemptLog } from './attempt-log.js';
 import { Receivers } from './receivers.js';
@@ -10,13 +10,6 @@ import type { AttemptOutcome, Sender } from './sender.js';
 import { SigningSecrets } from './signing-secrets.js';
 import { WakeTimer } from './wake-timer.js';
 
-
-/** What a claim left out: receivers (URL origins) and users at their share. */
-interface LeftOut {
-  origins: readonly string[];
-  users: readonly string[];
-}
-const NONE_LEFT_OUT: LeftOut = { origins: [], users: [] };
 /** Even with nothing due, look again this often: another instance may have left rows with lapsed leases. */
 const MAX_IDLE_MS = 30_000;
 /** While attempts are in flight, the next-due timer is re-armed at most this often. */
@@ -163,7 +156,7 @@ export class DeliveryWorker {
         const limit = Math.min(free, 2 * this.perReceiver);
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
-        const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full.origins, full.users);
+        const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full);
         let progress = false;
         for (const row of rows) if (this.launch(row, full)) progress = true;
         if (rows.length === limit && progress) this.pumpAgain = true;
@@ -201,7 +194,7 @@ export class DeliveryWorker {
     this.reserved = Math.max(0, this.reserved - rows.length);
     // Stopped meanwhile: the leases lapse and the rows are retried then (or on the next start).
     if (!this.running) return;
-    for (const row of rows) this.launch(row, NONE_LEFT_OUT);
+    for (const row of rows) this.launch(row, NOTHING_LEFT_OUT);
   }
 
   unreserve(count: number): void {

@@ -64,12 +64,22 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     const underscore = delivery({ url: 'https://a_b.example/x' });
     const other = delivery({ url: 'https://busy.example/hooks' }); // another port: another origin
     await store.deliveries.insertMany([full, underscore, other]);
-    const claimed = await store.deliveries.claimDue(T0, 10, 60_000, 'w1', ['https://busy.example:8443', 'https://aXb.example']);
+    const claimed = await store.deliveries.claimDue(T0, 10, 60_000, 'w1', { origins: ['https://busy.example:8443', 'https://aXb.example'], users: [] });
     expect(claimed.map((r) => r.id).sort()).toEqual([underscore.id, other.id].sort());
     await store.deliveries.releaseClaims([underscore.id, other.id], 'someone-else', T0);
     expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w1')).toHaveLength(1);
     await store.deliveries.releaseClaims([underscore.id, other.id, full.id], 'w1', T0);
     expect(await store.deliveries.claimDue(T0, 10, 60_000, 'w2')).toHaveLength(3);
+  });
+
+  it('claimDue leaves out the users it is told to (at their share of the worker), whatever their receivers', async () => {
+    const busy = delivery({ userId: 'user-busy', url: 'https://one.example/hooks' });
+    const busyElsewhere = delivery({ userId: 'user-busy', url: 'https://two.example/hooks' });
+    const other = delivery({ userId: 'user-other', url: 'https://one.example/hooks' });
+    await store.deliveries.insertMany([busy, busyElsewhere, other]);
+    const claimed = await store.deliveries.claimDue(T0, 10, 60_000, 'w1', { origins: [], users: ['user-busy'] });
+    expect(claimed.map((r) => r.id)).toEqual([other.id]);
+    expect((await store.deliveries.claimDue(T0, 10, 60_000, 'w1')).map((r) => r.id).sort()).toEqual([busy.id, busyElsewhere.id].sort());
   });
 
   /** Attempts as the worker records them: made under the row's lease as it is now. */
