@@ -196,7 +196,19 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     const { controller } = this;
     const error = `timed out after ${this.timeoutMs} ms`;
-    this.settle({ ok: false, kind: 'timeout', code: 'SVC_WEBHOOK_TIMEOUT', statusCode: null, durationMs: this.elapsed(), error, responseBody: null });
+    // A receiver that answered its status and then stalled or trickled its body: the log keeps what it did say
+    // (the status and the body so far), so "200, then timed out" is not shown as no answer at all. Still a
+    // timeout, retried: the answer never finished.
+    const answered = this.statusCode > 0;
+    this.settle({
+      ok: false,
+      kind: 'timeout',
+      code: 'SVC_WEBHOOK_TIMEOUT',
+      statusCode: answered ? this.statusCode : null,
+      durationMs: this.elapsed(),
+      error: answered ? `answered ${this.statusCode}, then its body ${error}` : error,
+      responseBody: answered ? this.bodySoFar() : null,
+    });
     // Still connecting: `onRequestStart` drops it.
     controller?.abort(new Error(error));
   }
@@ -210,7 +222,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   private respond(): void {
     if (this.settled) return;
     const { statusCode } = this;
-    const responseBody = recordable(this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8'));
+    const responseBody = this.bodySoFar();
     const durationMs = this.elapsed();
     if (statusCode >= 200 && statusCode < 300) {
       this.settle({ ok: true, statusCode, durationMs, error: null, responseBody });
@@ -228,6 +240,11 @@ class Attempt implements Dispatcher.DispatchHandler {
       responseBody,
       ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
     });
+  }
+
+  /** The response body read so far (at most RESPONSE_BODY_LIMIT bytes), as the attempt log keeps it. */
+  private bodySoFar(): string {
+    return recordable(this.chunks.length === 1 ? this.chunks[0]!.toString('utf8') : Buffer.concat(this.chunks).toString('utf8'));
   }
 
   private settle(outcome: AttemptOutcome): void {
