@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { nextRefreshMs } from './delivery-refresh.js';
+import { IDLE_REFRESH_MS, nextRefreshMs } from './delivery-refresh.js';
 
 const now = Date.parse('2026-11-24T12:00:00Z');
 const at = (ms: number) => new Date(now + ms).toISOString();
 
 describe('nextRefreshMs', () => {
-  it('is null when nothing is pending', () => {
-    expect(nextRefreshMs([], now)).toBeNull();
-    expect(nextRefreshMs([{ status: 'delivered', attempts: 1, next_attempt_at: null }, { status: 'failed', attempts: 8, next_attempt_at: null }], now)).toBeNull();
+  it('looks again every 5 s when nothing is pending, so new deliveries appear without a click', () => {
+    expect(nextRefreshMs([], now)).toBe(IDLE_REFRESH_MS);
+    expect(nextRefreshMs([{ status: 'delivered', attempts: 1, next_attempt_at: null }, { status: 'failed', attempts: 8, next_attempt_at: null }], now)).toBe(5_000);
   });
 
   it('looks again soon while a pending delivery has not been tried', () => {
@@ -19,13 +19,18 @@ describe('nextRefreshMs', () => {
       { status: 'pending' as const, attempts: 1, next_attempt_at: at(9_000) },
       { status: 'pending' as const, attempts: 3, next_attempt_at: at(5_000) },
     ];
-    expect(nextRefreshMs(rows, now)).toBe(6_000);
+    expect(nextRefreshMs(rows, now)).toBe(IDLE_REFRESH_MS);
+    const soon = [
+      { status: 'pending' as const, attempts: 1, next_attempt_at: at(2_000) },
+      { status: 'pending' as const, attempts: 3, next_attempt_at: at(3_500) },
+    ];
+    expect(nextRefreshMs(soon, now)).toBe(3_000);
   });
 
-  it('stays between 2 and 30 seconds', () => {
+  it('stays between 2 and 5 seconds', () => {
     expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: at(-10_000) }], now)).toBe(2_000);
     expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: null }], now)).toBe(2_000);
     expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: 'not a time' }], now)).toBe(2_000);
-    expect(nextRefreshMs([{ status: 'pending', attempts: 4, next_attempt_at: at(3_600_000) }], now)).toBe(30_000);
+    expect(nextRefreshMs([{ status: 'pending', attempts: 4, next_attempt_at: at(3_600_000) }], now)).toBe(5_000);
   });
 });

@@ -366,6 +366,28 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     }
   });
 
+  it('a new delivery appears in an open Deliveries list without Refresh, with nothing pending', { timeout: 60_000 }, async () => {
+    const quiet = await startTestServer();
+    const receiver = await startReceiver();
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(quiet, 'quiet@example.test');
+      const { token, key } = await quiet.createKey({ userId: user.id, webhookUrl: receiver.url, name: 'quiet' });
+      const first = (await (await chat(quiet, token)).json()) as { id: string };
+      await expect.poll(async () => (await quiet.running.store.deliveries.list(key.id, { limit: 1 })).rows[0]?.status, { timeout: 10_000 }).toBe('delivered');
+      await signIn(page, quiet.url, user.email);
+      await page.goto(`${quiet.url}/dashboard/settings/api-keys/${key.id}/deliveries`);
+      await page.locator('tr.clickable', { hasText: first.id }).waitFor();
+      // Nothing pending: before, the list loaded again only on Refresh.
+      const second = (await (await chat(quiet, token)).json()) as { id: string };
+      await page.locator('tr.clickable', { hasText: second.id }).waitFor({ timeout: 15_000 });
+    } finally {
+      await page.close();
+      await receiver.close();
+      await quiet.close();
+    }
+  });
+
   it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
     const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

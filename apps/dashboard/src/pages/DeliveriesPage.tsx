@@ -45,7 +45,8 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
   const [pagesLoaded, setPagesLoaded] = useState(1);
   useEffect(() => setPagesLoaded(1), [keyId, status]);
 
-  // Pending rows change on their own (the worker sends them), so the first page follows them without a click.
+  // Pending rows change on their own (the worker sends them) and new ones arrive, so the first page follows
+  // them without a click (while the tab is visible).
   const refreshIn = page.state === 'ready' && pagesLoaded === 1 ? nextRefreshMs(page.data.rows, Date.now()) : null;
   useEffect(() => {
     if (refreshIn === null) return;
