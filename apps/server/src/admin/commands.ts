@@ -11,7 +11,7 @@ import { hashPassword } from '../auth/passwords.js';
 import { SecretBox } from '../crypto/secret-box.js';
 import { previousSecretView } from '../dashboard/views.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
-import { validateWebhookUrl } from '../webhooks/index.js';
+import { applyUrlChange, validateWebhookUrl } from '../webhooks/index.js';
 import { startServer } from '../server.js';
 import type { FirstRunCredentials } from '../auth/first-run.js';
 import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
@@ -60,6 +60,30 @@ async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): P
   } finally {
     await store.close();
   }
+}
+
+/** `--rate-limit-rpm`, within SVC_MAX_KEY_RATE_LIMIT_RPM (null: the server's default). */
+function rateLimitOption(value: number | undefined, cfg: Config): number | null {
+  try {
+    return keyRateLimit(value, cfg.limits);
+  } catch (err) {
+    throw new CommandError(`--rate-limit-rpm: ${(err as Error).message}`);
+  }
+}
+
+/** `--webhook-url`, through the same SSRF guard as the dashboard's. */
+async function webhookUrlOption(url: string, cfg: Config): Promise<string> {
+  try {
+    return await validateWebhookUrl(url, { allowPrivate: cfg.webhooks.allowPrivate });
+  } catch (err) {
+    throw new CommandError(`--webhook-url: ${(err as Error).message}`);
+  }
+}
+
+/** `--signing-secret`, sealed for storage (never stored in the clear). */
+function sealedSecretOption(secret: string, cfg: Config, store: Store): string {
+  if (secret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
+  return new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(secret);
 }
 
 /** An unknown user, with what to do: who there is, and how to create one. */
@@ -207,25 +231,9 @@ export function makeProgram(io: CommandIO): Command {
             user = first;
           }
           if (!user) throw await noSuchUser(store, opts.userId ?? opts.email!);
-          let rateLimitRpm: number | null = null;
-          try {
-            rateLimitRpm = keyRateLimit(opts.rateLimitRpm, cfg.limits);
-          } catch (err) {
-            throw new CommandError(`--rate-limit-rpm: ${(err as Error).message}`);
-          }
-          let webhookUrl: string | null = null;
-          if (opts.webhookUrl !== undefined) {
-            try {
-              webhookUrl = await validateWebhookUrl(opts.webhookUrl, { allowPrivate: cfg.webhooks.allowPrivate });
-            } catch (err) {
-              throw new CommandError(`--webhook-url: ${(err as Error).message}`);
-            }
-          }
-          let secretEnc: string | null = null;
-          if (opts.signingSecret !== undefined) {
-            if (opts.signingSecret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
-            secretEnc = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(opts.signingSecret);
-          }
+          const rateLimitRpm = rateLimitOption(opts.rateLimitRpm, cfg);
+          const webhookUrl = opts.webhookUrl === undefined ? null : await webhookUrlOption(opts.webhookUrl, cfg);
+          const secretEnc = opts.signingSecret === undefined ? null : sealedSecretOption(opts.signingSecret, cfg, store);
           const generated = generateApiKey();
           const owner = user;
           const create = () =>
@@ -294,33 +302,17 @@ go to the new URL. Example:
         const now = Date.now();
         const patch: ApiKeyPatch = {};
         if (opts.name !== undefined) patch.name = opts.name.trim() || 'default';
-        if (opts.rateLimitRpm !== undefined) {
-          try {
-            patch.rate_limit_rpm = keyRateLimit(opts.rateLimitRpm, cfg.limits);
-          } catch (err) {
-            throw new CommandError(`--rate-limit-rpm: ${(err as Error).message}`);
-          }
-        }
-        if (opts.webhookUrl !== undefined) {
-          try {
-            patch.webhook_url = opts.webhookUrl.trim() === '' ? null : await validateWebhookUrl(opts.webhookUrl.trim(), { allowPrivate: cfg.webhooks.allowPrivate });
-          } catch (err) {
-            throw new CommandError(`--webhook-url: ${(err as Error).message}`);
-          }
-        }
+        if (opts.rateLimitRpm !== undefined) patch.rate_limit_rpm = rateLimitOption(opts.rateLimitRpm, cfg);
+        if (opts.webhookUrl !== undefined) patch.webhook_url = opts.webhookUrl.trim() === '' ? null : await webhookUrlOption(opts.webhookUrl.trim(), cfg);
         if (opts.signingSecret !== undefined) {
-          if (opts.signingSecret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
           Object.assign(patch, rotatedOut(key, now, cfg.webhooks.secretOverlapMs), {
-            signing_secret_enc: new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(opts.signingSecret),
+            signing_secret_enc: sealedSecretOption(opts.signingSecret, cfg, store),
             signing_secret_last4: opts.signingSecret.slice(-4),
           });
         }
         const updated = (await store.keys.update(key.id, patch, now))!;
-        // What the dashboard's Save does with waiting deliveries (webhooks/actions.ts urlChanged).
-        if (patch.webhook_url !== undefined && patch.webhook_url !== key.webhook_url) {
-          if (patch.webhook_url === null) await store.deliveries.cancelPending(key.id, now, "cancelled: the key's webhook URL was removed");
-          else await store.deliveries.retargetPending(key.id, patch.webhook_url, now);
-        }
+        // Waiting deliveries follow the URL, as after the dashboard's Save.
+        if (patch.webhook_url !== undefined) await applyUrlChange(store.deliveries, key, patch.webhook_url, now);
         if (opts.json) io.stdout(JSON.stringify(keyView(updated)));
         else io.stderr(`updated key ${key.id} (${updated.name}): webhook ${updated.webhook_url ?? 'none'}, signing secret ${updated.signing_secret_last4 ? `…${updated.signing_secret_last4}` : 'none'}`);
       });

@@ -1,5 +1,4 @@
 import express, { type Request, type Response, type Router } from 'express';
-import { NO_PREVIOUS_SECRET, rotatedOut } from '../auth/secret-rotation.js';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type {
   BulkRedeliverResult,
@@ -18,6 +17,7 @@ import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { DeliveryRow, RedeliveryFilter } from '../storage/outbox-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
+import { NO_PREVIOUS_SECRET, rotatedOut } from '../auth/secret-rotation.js';
 import { ConcurrencyGate } from '../auth/concurrency-gate.js';
 import { hashPassword, verifyPassword } from '../auth/passwords.js';
 import { generateSigningSecret } from '../crypto/secret-box.js';
@@ -346,7 +346,6 @@ function tooManyAttempts(limited: RateLimiterRes): ApiError {
     headers: { 'retry-after': String(seconds) },
   });
 }
-
 
 /** The longest a rotated-out secret may keep signing (30 days). */
 const MAX_OVERLAP_SECONDS = 30 * 86_400;

@@ -102,11 +102,20 @@ export function webhookActions(deps: WebhookActionsDeps) {
      * the reason); changed → their next attempts go to the new URL.
      */
     async urlChanged(key: ApiKeyRecord, url: string | null): Promise<void> {
-      if (url === key.webhook_url) return;
-      if (url === null) await deps.deliveries.cancelPending(key.id, deps.clock(), "cancelled: the key's webhook URL was removed");
-      else await deps.deliveries.retargetPending(key.id, url, deps.clock());
+      await applyUrlChange(deps.deliveries, key, url, deps.clock());
     },
   };
+}
+
+/**
+ * A key's webhook URL changed from `key.webhook_url` to `url`: its pending deliveries are cancelled (URL
+ * removed, with the reason) or sent to the new URL from their next attempt. The dashboard's Save and
+ * `svc-server keys update` both call it.
+ */
+export async function applyUrlChange(deliveries: OutboxStore, key: ApiKeyRecord, url: string | null, now: number): Promise<void> {
+  if (url === key.webhook_url) return;
+  if (url === null) await deliveries.cancelPending(key.id, now, "cancelled: the key's webhook URL was removed");
+  else await deliveries.retargetPending(key.id, url, now);
 }
 
 function noUrlToRedeliver(): ApiError {

@@ -8,6 +8,7 @@ import { createSender } from './sender.js';
 import { DeliveryWorker, type WorkerOptions } from './worker.js';
 
 export { validateWebhookUrl } from './url-guard.js';
+export { applyUrlChange } from './actions.js';
 
 export interface WebhooksDeps extends ServiceDeps {
   /** Attempts in flight at most (default SVC_WEBHOOK_CONCURRENCY). */
