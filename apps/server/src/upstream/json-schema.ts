@@ -122,6 +122,8 @@ interface SampleState {
   work: Work;
   /** Per `enum` array: its first string value that the question mentions (computed once, not once per item). */
   mentioned: WeakMap<unknown[], unknown>;
+  /** The question lower-cased, and its words: read once per fill, for every enum. */
+  questionWords?: { text: string; words: Set<string> };
 }
 
 function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number, variant: number): unknown {
@@ -300,12 +302,12 @@ function fitLength(value: string, schema: JsonSchema, pad = 'x'): string {
 }
 
 function sampleArray(schema: JsonSchema, root: JsonSchema, name: string, state: SampleState, depth: number): unknown[] {
-  // One item shows the shape; near the depth limit only what is required, so a recursive tree ends in [].
-  const min = typeof schema.minItems === 'number' ? schema.minItems : depth < MAX_DEPTH - 2 ? 1 : 0;
+  const min = typeof schema.minItems === 'number' ? schema.minItems : 0;
   const max = typeof schema.maxItems === 'number' ? schema.maxItems : Infinity;
   if (min > SCHEMA_BOUNDS.maxItems) {
     throw new SchemaBoundsError(`${name ? `property '${name}' has ` : ''}minItems ${min}, above the offline model's limit of ${SCHEMA_BOUNDS.maxItems}`);
   }
+  // One item shows the shape; near the depth limit only what is required, so a recursive tree ends in [].
   const count = Math.min(depth < MAX_DEPTH - 2 ? Math.max(min, 1) : min, max);
   const singular = name.replace(/s$/, '');
   if (Array.isArray(schema.items)) {
@@ -360,8 +362,11 @@ function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, 
 function mentionedValue(values: unknown[], state: SampleState): unknown {
   if (state.mentioned.has(values)) return state.mentioned.get(values);
   spend(state.work, Math.ceil(values.length / 10));
-  const question = state.hints.question.toLowerCase();
-  const words = new Set(question.split(/[^\p{L}\p{N}_]+/u));
+  if (state.questionWords === undefined) {
+    const text = state.hints.question.toLowerCase();
+    state.questionWords = { text, words: new Set(text.split(/[^\p{L}\p{N}_]+/u)) };
+  }
+  const { text: question, words } = state.questionWords;
   const found = values.find((v) => {
     if (typeof v !== 'string' || v.length < 2) return false;
     const lower = v.toLowerCase();
