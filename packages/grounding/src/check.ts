@@ -100,7 +100,7 @@ const CONVERSATION_CHARS = 500;
  * Do the sources state nothing: only greetings, thanks and questions ("Hello", "Who wrote Hamlet?")? Then there
  * is nothing to check an answer against, and grading it against the greeting would flag every word of it.
  */
-function onlyConversation(sources: readonly string[]): boolean {
+export function onlyConversation(sources: readonly string[]): boolean {
   let chars = 0;
   for (const source of sources) chars += source.length;
   return chars <= CONVERSATION_CHARS && sources.every((source) => splitClaims(source).length === 0);

@@ -1,5 +1,5 @@
 import { splitClaims } from './claims.js';
-import { aggregate, checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './check.js';
+import { aggregate, checkGrounding, DEFAULT_GROUNDING_THRESHOLD, onlyConversation } from './check.js';
 import { fitLogistic, type Sample } from './fit.js';
 import { binaryMetrics, charCounts, f1FromCounts, percentile, type BinaryMetrics } from './metrics.js';
 import { DEFAULT_MODEL, FEATURE_NAMES, features, PERFECT, type Model } from './model.js';
@@ -104,7 +104,8 @@ export function rowClaims(rows: readonly EvalRow[]): RowClaims[] {
   return rows.map((r) => {
     const index = buildSourceIndex(r.context);
     const q = questionTerms(r.question ?? undefined);
-    const claims = index.empty ? [] : splitClaims(r.answer).map((c) => features(supportClaim(index, q, c)));
+    // Nothing to check exactly as `checkGrounding` decides it: such rows have no claims in the fit either.
+    const claims = index.empty || onlyConversation(r.context) ? [] : splitClaims(r.answer).map((c) => features(supportClaim(index, q, c)));
     return { dataset: r.dataset, label: r.hallucinated, claims };
   });
 }
