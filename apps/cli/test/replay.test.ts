@@ -22,11 +22,17 @@ describe('svc-cli replay', () => {
     return listen;
   }
 
-  it('resends the chosen deliveries byte-for-byte with their headers to --to; the signature still verifies', async () => {
+  /** The log of three recorded deliveries, the listener that recorded them stopped. */
+  async function recordedLog(): Promise<string> {
     const log = join(sandbox.path, 'log.jsonl');
     const listen = await recordThree(log);
     listen.child.kill('SIGINT');
     await listen.exited;
+    return log;
+  }
+
+  it('resends the chosen deliveries byte-for-byte with their headers to --to; the signature still verifies', async () => {
+    const log = await recordedLog();
     const target = await receiver();
 
     const result = await runCli(['replay', 'whd_3', 'whd_1', '--log', log, '--to', target.url], { cwd: sandbox.path });
@@ -91,10 +97,7 @@ describe('svc-cli replay', () => {
   });
 
   it('--secret re-signs the Standard Webhooks headers with a fresh timestamp; without it they are left out', async () => {
-    const log = join(sandbox.path, 'log.jsonl');
-    const listen = await recordThree(log);
-    listen.child.kill('SIGINT');
-    await listen.exited;
+    const log = await recordedLog();
     const target = await receiver();
     const before = Math.floor(Date.now() / 1000);
     expect((await runCli(['replay', 'whd_2', '--log', log, '--to', target.url], { cwd: sandbox.path })).code).toBe(0);
@@ -109,10 +112,7 @@ describe('svc-cli replay', () => {
   });
 
   it('a receiver refusing the unsigned replay: the output says what was left out and how to re-sign; SVC_WEBHOOK_SECRET re-signs, and says so', async () => {
-    const log = join(sandbox.path, 'log.jsonl');
-    const listen = await recordThree(log);
-    listen.child.kill('SIGINT');
-    await listen.exited;
+    const log = await recordedLog();
     const refusing = await receiver(401);
     const refused = await runCli(['replay', 'whd_1', '--log', log, '--to', refusing.url], { cwd: sandbox.path });
     expect(refused.code).toBe(1);
@@ -127,10 +127,7 @@ describe('svc-cli replay', () => {
   });
 
   it('--json prints one result object per delivery', async () => {
-    const log = join(sandbox.path, 'log.jsonl');
-    const listen = await recordThree(log);
-    listen.child.kill('SIGINT');
-    await listen.exited;
+    const log = await recordedLog();
     const target = await receiver(500);
     const result = await runCli(['replay', 'whd_2', '--log', log, '--to', target.url, '--json'], { cwd: sandbox.path });
     expect(result.code).toBe(1);
@@ -138,20 +135,14 @@ describe('svc-cli replay', () => {
   });
 
   it('a target that is down: one error line per delivery and a non-zero exit', async () => {
-    const log = join(sandbox.path, 'log.jsonl');
-    const listen = await recordThree(log);
-    listen.child.kill('SIGINT');
-    await listen.exited;
+    const log = await recordedLog();
     const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/✘ POST http:\/\/127\.0\.0\.1:\d+\/ failed: connection refused \[whd_3\]\n/);
   });
 
   it('skips corrupt log lines with a warning and replays the rest (a numeric id or X-Svc-Delivery once crashed it)', async () => {
-    const log = join(sandbox.path, 'log.jsonl');
-    const listen = await recordThree(log);
-    listen.child.kill('SIGINT');
-    await listen.exited;
+    const log = await recordedLog();
     const recorded = JSON.parse(readFileSync(log, 'utf8').split('\n')[0]!) as { headers: Record<string, unknown> };
     appendFileSync(log, `${JSON.stringify({ ...recorded, id: 12345678 })}\n`);
     appendFileSync(log, `${JSON.stringify({ ...recorded, id: 'whd_x', headers: { ...recorded.headers, 'x-svc-delivery': 12345678 } })}\n`);
