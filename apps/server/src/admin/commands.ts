@@ -289,7 +289,7 @@ export function makeProgram(io: CommandIO): Command {
       `
 A running server uses the change within a second (its key cache); deliveries still waiting to be retried
 go to the new URL. Example:
-  $ svc-server keys update "$SVC_API_KEY" --webhook-url http://127.0.0.1:4000/webhooks --signing-secret whsec_…`,
+  $ svc-server keys update "$SVC_API_KEY" --webhook-url http://127.0.0.1:4000/ --signing-secret whsec_…`,
     )
     .action(async (ref: string, opts: { webhookUrl?: string; signingSecret?: string; name?: string; rateLimitRpm?: number; json?: boolean }) => {
       const cfg = config();
