@@ -1,6 +1,6 @@
 import type { DashboardDelivery } from '@svc/protocol';
 
-/** How often a list of deliveries looks again with nothing pending: new deliveries appear without a click. */
+/** How often a view of deliveries (a list, a key's Last delivery) looks again: new deliveries appear without a click. */
 export const IDLE_REFRESH_MS = 5_000;
 
 /**

@@ -314,6 +314,40 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     }
   });
 
+  it("Last delivery follows deliveries without a click, and a test send is marked as one beside the real ones still retrying", { timeout: 90_000 }, async () => {
+    const retrying = await startTestServer({ env: { SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,1h' } });
+    const flaky = await startReceiver({ status: 503, body: 'down' });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(retrying, 'last-delivery@example.test');
+      const { token, key } = await retrying.createKey({ userId: user.id, webhookUrl: flaky.url, name: 'flaky' });
+      await signIn(page, retrying.url, user.email);
+      const lastDelivery = page.getByTestId('last-delivery');
+      expect(await lastDelivery.count()).toBe(0);
+
+      // The list follows a delivery that fails after it was opened: no reload.
+      expect((await chat(retrying, token)).status).toBe(200);
+      await expect.poll(() => lastDelivery.textContent(), { timeout: 15_000 }).toMatch(/^Retrying \(1 delivery, next \d\d:\d\d/);
+
+      // The receiver is fixed; a test send gets through. The real delivery is still retrying, and says so.
+      flaky.fallback = { status: 200 };
+      await page.goto(`${retrying.url}/dashboard/settings/api-keys/${key.id}`);
+      await page.getByRole('button', { name: 'Send test' }).click();
+      await expect.poll(() => page.getByTestId('test-result').textContent()).toContain('Test delivered');
+      await expect.poll(() => lastDelivery.textContent()).toMatch(/^SucceededTest sendRetrying \(1 delivery, next \d\d:\d\d/);
+      await shot(page, '15-test-send-beside-retrying');
+
+      // A real delivery getting through replaces the test send there, without a reload; the other still retries.
+      expect((await chat(retrying, token)).status).toBe(200);
+      await expect.poll(() => lastDelivery.textContent(), { timeout: 15_000 }).toMatch(/^SucceededRetrying \(1 delivery/);
+      expect(await page.getByTestId('retrying').count()).toBe(1);
+    } finally {
+      await page.close();
+      await retrying.close();
+      await flaky.close();
+    }
+  });
+
   it('asks before rotating the signing secret and says until when the old one still signs', { timeout: 60_000 }, async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     try {

@@ -9,6 +9,8 @@ export const LastDeliverySchema = z.object({
   outcome: DeliveryOutcomeSchema,
   status_code: z.int().nullable(),
   error: z.string().nullable(),
+  /** The attempt was a test send's (Send test, `svc-cli webhooks test`), not a real delivery's. */
+  test: z.boolean(),
 });
 export type LastDelivery = z.infer<typeof LastDeliverySchema>;
 

@@ -5,7 +5,7 @@ import { deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { api } from '../api.js';
 import { hrefOf, link, navigate, useTitle, type Route } from '../router.js';
 import { formatTime } from '../format.js';
-import { useLoad } from '../use-load.js';
+import { useLoad, useRefresh } from '../use-load.js';
 import { nextRefreshMs } from '../delivery-refresh.js';
 import { ConfirmDialog, CopyButton, DeliveryStateBadge, ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
 
@@ -48,18 +48,7 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
   // Pending rows change on their own (the worker sends them) and new ones arrive, so the first page follows
   // them without a click (while the tab is visible).
   const refreshIn = page.state === 'ready' && pagesLoaded === 1 ? nextRefreshMs(page.data.rows, Date.now()) : null;
-  useEffect(() => {
-    if (refreshIn === null) return;
-    const onVisible = () => void reload();
-    const timer = setTimeout(() => {
-      if (document.visibilityState === 'visible') onVisible();
-      else document.addEventListener('visibilitychange', onVisible, { once: true });
-    }, refreshIn);
-    return () => {
-      clearTimeout(timer);
-      document.removeEventListener('visibilitychange', onVisible);
-    };
-  }, [page.data, refreshIn, reload]);
+  useRefresh(reload, refreshIn, page.data);
 
   const loadMore = async () => {
     const current = page.data;

@@ -1,9 +1,10 @@
-import { useEffect, useId, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useId, useState, type FormEvent } from 'react';
 import type { DashboardKey, DashboardKeyList, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
 import { api, ApiError } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
 import { formatDate, formatDuration, formatRelative, formatTime } from '../format.js';
-import { useLoad } from '../use-load.js';
+import { useLoad, useRefresh } from '../use-load.js';
+import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
@@ -21,6 +22,14 @@ async function findKey(keyId: string): Promise<DashboardKey | null> {
 export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe }) {
   const [loaded, reload, setKey] = useLoad(() => findKey(keyId), [keyId]);
   useTitle(loaded.data ? `${loaded.data.name} · API Keys` : 'API Keys');
+  // Last delivery changes on its own (deliveries are sent, retried): it follows them. Only those fields: the
+  // form keeps what is typed in it, and what it compares against to know it has unsaved changes.
+  const shown = loaded.data;
+  const refreshDeliveryStatus = useCallback(async () => {
+    const fresh = await findKey(keyId).catch(() => null);
+    if (fresh) setKey((old) => old && old.id === fresh.id ? { ...old, last_delivery: fresh.last_delivery, retrying: fresh.retrying, failing_since: fresh.failing_since } : old ?? null);
+  }, [keyId, setKey]);
+  useRefresh(refreshDeliveryStatus, shown && !shown.revoked_at ? IDLE_REFRESH_MS : null, shown);
 
   if (loaded.state === 'error' && !loaded.data) return <ErrorMessage message={loaded.message} onRetry={reload} />;
   if (!loaded.data) return loaded.state === 'loading' ? <Spinner label="Loading key…" /> : <NotFound />;

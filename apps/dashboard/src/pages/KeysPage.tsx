@@ -3,13 +3,16 @@ import type { DashboardCreatedKey, DashboardKey, DashboardKeyList } from '@svc/p
 import { api, ApiError } from '../api.js';
 import { hrefOf, link, useTitle } from '../router.js';
 import { formatDate, formatRelative } from '../format.js';
-import { useLoad } from '../use-load.js';
+import { useLoad, useRefresh } from '../use-load.js';
+import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 
 export function KeysPage() {
   useTitle('API Keys');
   const [keys, reload] = useLoad(() => api<DashboardKeyList>('GET', '/keys').then((r) => r.data), []);
+  // Last delivery changes on its own (deliveries are sent, retried): the list follows it without a click.
+  useRefresh(reload, keys.state === 'ready' ? IDLE_REFRESH_MS : null, keys.data);
   const [creating, setCreating] = useState(false);
   const [created, setCreated] = useState<DashboardCreatedKey | null>(null);
   const [revoking, setRevoking] = useState<DashboardKey | null>(null);

@@ -95,6 +95,11 @@ const TEST_SAMPLES: Record<WebhookTestSample, SampleFields> = {
   },
 };
 
+const TEST_REQUEST_PREFIX = 'test-';
+
+/** Whether a delivery's `request_id` is a test send's (real requests' ids start with `chatcmpl-` or `resp_`). */
+export const isTestRequestId = (requestId: string) => requestId.startsWith(TEST_REQUEST_PREFIX);
+
 /**
  * The payload `POST /v1/webhooks/test` sends: `test: true`, `request_id: "test-<id>"`, plausible values of the
  * `sample` kind (`ok`, `failed`, `ungrounded`, `streamed`).
@@ -107,7 +112,7 @@ export function buildTestPayload(key: Pick<ApiKeyRecord, 'user_id'>, id: string,
   const payload: AuditPayload = {
     event: AUDIT_EVENT,
     test: true,
-    request_id: `test-${id}`,
+    request_id: `${TEST_REQUEST_PREFIX}${id}`,
     timestamp: new Date(now).toISOString(),
     user_id: key.user_id,
     model: SVC_MODEL,

@@ -1,6 +1,7 @@
 import type { DashboardDelivery, DashboardDeliveryAttempt, DashboardKey, DeliveryOutcome } from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import type { AttemptRow, DeliveryRow, Retrying } from '../storage/outbox-store.js';
+import { isTestRequestId } from '../audit/audit-payload.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 import { attemptView, deliveryView } from '../webhooks/delivery-shapes.js';
 
@@ -27,6 +28,7 @@ export function keyView(key: ApiKeyRecord, now: number, retrying?: Retrying): Da
             outcome: key.last_delivery_outcome as DeliveryOutcome,
             status_code: key.last_delivery_status_code,
             error: key.last_delivery_error,
+            test: key.last_delivery_test === 1,
           },
     failing_since: isoTimeOrNull(key.last_delivery_failing_since),
     retrying: retrying && retrying.deliveries > 0 ? { deliveries: retrying.deliveries, next_attempt_at: isoTimeOrNull(retrying.nextAttemptAt) } : null,
@@ -36,7 +38,7 @@ export function keyView(key: ApiKeyRecord, now: number, retrying?: Retrying): Da
 /** The API's view of a delivery, without `object`, marked `test` for test deliveries. */
 export function dashboardDeliveryView(row: DeliveryRow): DashboardDelivery {
   const { object: _object, ...delivery } = deliveryView(row);
-  return { ...delivery, test: row.request_id.startsWith('test-') };
+  return { ...delivery, test: isTestRequestId(row.request_id) };
 }
 
 /** The API's view of an attempt, with its outcome. */

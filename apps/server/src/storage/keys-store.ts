@@ -25,6 +25,8 @@ export interface DeliveryStatusUpdate {
   outcome: 'success' | 'failure';
   statusCode: number | null;
   error: string | null;
+  /** The attempt was a test send's. */
+  test: boolean;
 }
 
 /** A success clears it; a failure keeps the first failure's time (parameters: outcome, attempted at). */
@@ -72,6 +74,7 @@ export class KeysStore {
       last_delivery_status_code: null,
       last_delivery_error: null,
       last_delivery_failing_since: null,
+      last_delivery_test: null,
     };
     await this.db.insertInto('api_keys').values(key).execute();
     return key;
@@ -128,8 +131,8 @@ export class KeysStore {
     if (this.fast?.usable) {
       this.fast
         .get(`update api_keys set last_delivery_at = ?, last_delivery_outcome = ?, last_delivery_status_code = ?, last_delivery_error = ?,
-          last_delivery_failing_since = ${FAILING_SINCE} where id = ?`)
-        .run(update.at, update.outcome, update.statusCode, update.error, update.outcome, update.at, id);
+          last_delivery_test = ?, last_delivery_failing_since = ${FAILING_SINCE} where id = ?`)
+        .run(update.at, update.outcome, update.statusCode, update.error, update.test ? 1 : 0, update.outcome, update.at, id);
       return;
     }
     await this.db
@@ -139,6 +142,7 @@ export class KeysStore {
         last_delivery_outcome: update.outcome,
         last_delivery_status_code: update.statusCode,
         last_delivery_error: update.error,
+        last_delivery_test: update.test ? 1 : 0,
         last_delivery_failing_since: update.outcome === 'success' ? null : sql<number>`coalesce(last_delivery_failing_since, ${update.at})`,
       })
       .where('id', '=', id)

@@ -194,6 +194,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('response_parts_created_idx').on('response_parts').column('created_at').execute();
       },
     },
+    '010_last_delivery_test': {
+      // Whether the key's last attempt was a test send: a test that got through says nothing of the real
+      // deliveries still retrying, and the dashboard says which it was.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('api_keys').addColumn('last_delivery_test', 'integer').execute();
+      },
+    },
   };
 }
 

@@ -35,6 +35,8 @@ export interface ApiKeysTable {
   last_delivery_error: string | null;
   /** The first failed attempt since the last successful one; null when the last attempt succeeded. */
   last_delivery_failing_since: number | null;
+  /** 1 when the last attempt was a test send (Send test, `svc-cli webhooks test`), 0 when a real delivery's. */
+  last_delivery_test: number | null;
 }
 
 export interface WebhookDeliveriesTable {

@@ -7,6 +7,7 @@ const BATCH = 256;
 
 interface Waiting extends AttemptRecord {
   keyId: string;
+  test: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -18,7 +19,7 @@ interface Waiting extends AttemptRecord {
  * the window means the attempt is made again (at least once).
  *
  * @example
- * await log.record(row.key_id, { deliveryId: row.id, result, next, leasedBy: row.leased_by }); // resolves once written
+ * await log.record(row.key_id, { deliveryId: row.id, result, next, leasedBy: row.leased_by }, { test: false }); // resolves once written
  */
 export class AttemptLog {
   private waiting: Waiting[] = [];
@@ -29,10 +30,13 @@ export class AttemptLog {
     private readonly keys: KeysStore,
   ) {}
 
-  /** Resolves once the attempt and its key's status are written; rejects when they could not be. */
-  record(keyId: string, record: AttemptRecord): Promise<void> {
+  /**
+   * Resolves once the attempt and its key's status are written; rejects when they could not be. `test`: the
+   * attempt is a test send's (the key's status says so).
+   */
+  record(keyId: string, record: AttemptRecord, { test }: { test: boolean }): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ ...record, keyId, resolve, reject });
+      this.waiting.push({ ...record, keyId, test, resolve, reject });
       if (this.waiting.length >= BATCH) {
         clearTimeout(this.timer);
         this.timer = undefined;
@@ -53,8 +57,8 @@ export class AttemptLog {
       // A key's status is its latest attempt's.
       const latest = new Map<string, Waiting>();
       for (const w of batch) latest.set(w.keyId, w);
-      for (const [keyId, { result }] of latest) {
-        await this.keys.setLastDelivery(keyId, { at: result.attemptedAt, outcome: result.outcome, statusCode: result.statusCode, error: result.error });
+      for (const [keyId, { result, test }] of latest) {
+        await this.keys.setLastDelivery(keyId, { at: result.attemptedAt, outcome: result.outcome, statusCode: result.statusCode, error: result.error, test });
       }
     } catch (err) {
       for (const w of batch) w.reject(err);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AttemptNext, AttemptResult, ClaimedDelivery } from '../storage/outbox-store.js';
+import { isTestRequestId } from '../audit/audit-payload.js';
 import type { AttemptLog } from './attempt-log.js';
 import { nextStep, type RetryPolicy } from './retry-policy.js';
 import type { AttemptOutcome, Sender } from './sender.js';
@@ -84,7 +85,7 @@ export class DeliveryAttempts {
       responseBody: outcome.responseBody,
       requestHeaders: outcome.requestHeaders ? JSON.stringify(outcome.requestHeaders) : null,
     };
-    await log.record(delivery.key_id, { deliveryId: delivery.id, result, next, leasedBy: delivery.leased_by });
+    await log.record(delivery.key_id, { deliveryId: delivery.id, result, next, leasedBy: delivery.leased_by }, { test: isTestRequestId(delivery.request_id) });
     const refused = !outcome.ok && outcome.kind === 'refused';
     const label = outcome.ok ? 'success' : refused ? 'refused' : 'failure';
     const fields = {

@@ -48,15 +48,16 @@ describe.each(variants)('storage on %s', (_name, url) => {
     const updated = await store.keys.update(key.id, { webhook_url: 'https://h.example/x', rate_limit_rpm: 10 }, 2_000_000_000_000);
     expect(updated).toMatchObject({ webhook_url: 'https://h.example/x', rate_limit_rpm: 10, updated_at: 2_000_000_000_000 });
     expect(typeof updated!.created_at).toBe('number');
-    await store.keys.setLastDelivery(key.id, { at: 5, outcome: 'failure', statusCode: 500, error: 'HTTP 500' });
-    expect(await store.keys.byId(key.id)).toMatchObject({ last_delivery_at: 5, last_delivery_outcome: 'failure', last_delivery_status_code: 500 });
+    await store.keys.setLastDelivery(key.id, { at: 5, outcome: 'failure', statusCode: 500, error: 'HTTP 500', test: false });
+    expect(await store.keys.byId(key.id)).toMatchObject({ last_delivery_at: 5, last_delivery_outcome: 'failure', last_delivery_status_code: 500, last_delivery_test: 0 });
     // Failing since the first failure after a success; a success clears it.
     expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBe(5);
-    await store.keys.setLastDelivery(key.id, { at: 9, outcome: 'failure', statusCode: null, error: 'connection refused' });
+    await store.keys.setLastDelivery(key.id, { at: 9, outcome: 'failure', statusCode: null, error: 'connection refused', test: false });
     expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBe(5);
-    await store.keys.setLastDelivery(key.id, { at: 12, outcome: 'success', statusCode: 200, error: null });
+    await store.keys.setLastDelivery(key.id, { at: 12, outcome: 'success', statusCode: 200, error: null, test: true });
     expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBeNull();
-    await store.keys.setLastDelivery(key.id, { at: 15, outcome: 'failure', statusCode: 500, error: 'HTTP 500' });
+    expect((await store.keys.byId(key.id))!.last_delivery_test).toBe(1);
+    await store.keys.setLastDelivery(key.id, { at: 15, outcome: 'failure', statusCode: 500, error: 'HTTP 500', test: false });
     expect((await store.keys.byId(key.id))!.last_delivery_failing_since).toBe(15);
     expect(await store.keys.revoke(key.id, 3)).toBe(true);
     expect(await store.keys.revoke(key.id, 4)).toBe(false);
