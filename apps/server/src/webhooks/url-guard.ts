@@ -7,10 +7,14 @@ export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 export type { AllowPrivate };
 
-/** What SVC_WEBHOOK_ALLOW_PRIVATE would have to be for an address in `range` to be reached. */
+/**
+ * What SVC_WEBHOOK_ALLOW_PRIVATE would have to be for an address in `range` to be reached, said so that a
+ * dashboard user who is not the operator knows whom to ask.
+ */
 function settingNote(range: string, allow: AllowPrivate): string {
-  if (range === 'loopback' && allow === false) return 'SVC_WEBHOOK_ALLOW_PRIVATE=false; loopback needs loopback or true';
-  return `SVC_WEBHOOK_ALLOW_PRIVATE=${String(allow)}; only true allows it`;
+  const setting = `this server's operator set SVC_WEBHOOK_ALLOW_PRIVATE=${String(allow)}`;
+  if (range === 'loopback' && allow === false) return `${setting}; loopback or true would allow it`;
+  return `${setting}; only true would allow it`;
 }
 
 /** A webhook attempt refused by the SSRF guard; its message is what the attempt log shows. */
