@@ -174,6 +174,9 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
     await row.waitFor();
     expect(await row.locator('td').nth(3).textContent()).toBe('Pending');
     expect(await row.locator('td').nth(2).textContent()).toBe('200');
+    // The test send's row: its request status is the sample's, said as such (no request was made).
+    const testRow = page.locator('tr.clickable', { hasText: testPayload.request_id });
+    expect(await testRow.locator('td').nth(2).textContent()).toBe('200 (sample)');
     answer();
     await expect.poll(() => row.locator('td').nth(3).textContent(), { timeout: 15_000 }).toBe('Delivered');
     await row.click();

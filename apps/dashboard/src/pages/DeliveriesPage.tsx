@@ -174,7 +174,7 @@ function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: 
           {d.test && <span className="badge muted-badge">test</span>}
         </td>
         <td data-label="Request status">
-          <RequestStatus code={d.request_status_code} />
+          <RequestStatus code={d.request_status_code} test={d.test} />
         </td>
         <td data-label="Status">
           <DeliveryStateBadge delivery={d} />
@@ -255,7 +255,7 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           <div>
             <dt>Request status</dt>
             <dd>
-              <RequestStatus code={d.request_status_code} />
+              <RequestStatus code={d.request_status_code} test={d.test} />
             </dd>
           </div>
           {d.next_attempt_at && (
@@ -352,8 +352,16 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
 }
 
 /** The status svc answered the original request with: green for 2xx, red otherwise. */
-function RequestStatus({ code }: { code: number | null }) {
+/** The status the client got; a test payload's is its sample's (no request was made), so it is not coloured. */
+function RequestStatus({ code, test }: { code: number | null; test: boolean }) {
   if (code === null) return <span className="muted">—</span>;
+  if (test) {
+    return (
+      <span className="muted" title="A test payload's sample value: no request was made.">
+        {code} (sample)
+      </span>
+    );
+  }
   return <span className={`badge ${code >= 200 && code < 300 ? 'ok' : 'bad'}`}>{code}</span>;
 }
 
