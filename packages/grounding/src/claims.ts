@@ -322,11 +322,20 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   return { start, end, terms, negations, negated: negation.scope() };
 }
 
-/** Whether token `k` is an acronym (`inCapitals`, up to MAX_ACRONYM letters) between words that are not (a shouted sentence has no acronyms). */
+/**
+ * Whether token `k` is an acronym (`inCapitals`, up to MAX_ACRONYM letters) between words that are not (a shouted
+ * sentence has no acronyms). Its neighbours are the nearest words of two letters or more: numbers, symbols and units
+have no case to tell ("PLATFORM 4 AT 9:15", "-5°C TO 12°C").
+ */
 function isAcronym(answer: string, tokens: readonly Token[], k: number, first: number, to: number): boolean {
-  const caps = (i: number) => i >= first && i < to && inCapitals(answer, tokens[i]!);
-  return inCapitals(answer, tokens[k]!, MAX_ACRONYM) && !caps(k - 1) && !caps(k + 1);
+  const caps = (i: number, step: number) => {
+    while (i >= first && i < to && (tokens[i]!.end - tokens[i]!.start < 2 || !LETTER_RE.test(answer[tokens[i]!.start]!))) i += step;
+    return i >= first && i < to && inCapitals(answer, tokens[i]!);
+  };
+  return inCapitals(answer, tokens[k]!, MAX_ACRONYM) && !caps(k - 1, -1) && !caps(k + 1, 1);
 }
+
+const LETTER_RE = /\p{L}/u;
 
 /** Whether token `k` is the month May: capitalised, beside a number in its claim ("May 1889", "5 May"). */
 function isMay(tokens: readonly Token[], k: number, to: number): boolean {

@@ -226,8 +226,10 @@ export function tokenize(text: string): Token[] {
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
         i = runEnd(text, i + 1, DIGIT);
       }
+      // In any case: an answer in capitals writes "1ST", "1990S".
+      const after = text.slice(i, i + 2).toLowerCase();
       for (const suffix of NUMBER_SUFFIXES) {
-        if (text.startsWith(suffix, i)) {
+        if (after.startsWith(suffix)) {
           i += suffix.length;
           break;
         }

@@ -1,0 +1,290 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, type GroundingResult } from './index.js';
+
+const KINDS: Record<string, string[]> = {
+  numbers: [
+    'The laptop costs €1,299.99 and weighs 1.4 kg.',
+    'Revenue grew 12.5% to $3.2bn in fiscal 2023.',
+    'The bridge spans 1.2–1.5 km across the bay.',
+    'Temperatures ranged from -5°C to 12°C last week.',
+    'The tablet has a 10.9-inch screen and 256 GB of storage.',
+    'Tickets cost £45 for adults and £20 for children under 12.',
+    'The engine delivers 150 hp at 5,500 rpm.',
+    'About 3/4 of respondents said they sleep 6-8 hours a night.',
+    'The loan carries an interest rate of 4.25% per year over 30 years.',
+    'The dam holds 39 billion m³ of water.',
+  ],
+  dates: [
+    'The contract was signed on 2021-03-15 in Geneva.',
+    'The store reopened on 03/04/2022 after the renovation.',
+    'The festival runs from 12 to 15 July 2024 in Lyon.',
+    'Payment is due by Jan. 31, 2025 at the latest.',
+    'The office was closed on Monday, 4 September 2023.',
+    'The treaty entered into force on 1st January 1995.',
+    'The survey was carried out in Q2 2023 across 14 countries.',
+  ],
+  web: [
+    'Support requests go to help@example.com within two business days.',
+    'The full report is at https://example.org/reports/2023-annual.pdf for download.',
+    'The configuration lives in /etc/nginx/nginx.conf on the server.',
+    'Run npm install in the project folder before starting the app.',
+    'The settings file is C:\\Users\\Public\\config.ini on Windows machines.',
+    'The API returns a 404 error when the user ID does not exist.',
+  ],
+  quotes: [
+    'The minister said, "We will not raise taxes this year."',
+    "According to the coach, 'the team played its best match of the season.'",
+    'The author (a former nurse) wrote the novel in six weeks.',
+    'The museum, which opened in 1902, houses over 40,000 objects.',
+    'The ship — built in Belfast — sank on its maiden voyage.',
+    'The company (founded by two students) now employs 800 people.',
+  ],
+  abbreviations: [
+    'Dr. Smith joined the clinic in 2015 as head of cardiology.',
+    'The U.S. Navy operates 11 aircraft carriers.',
+    'Prof. Müller teaches at the Univ. of Vienna, i.e. the oldest university in the German-speaking world.',
+    'The company moved its HQ to St. Louis, Mo. in 1998.',
+    'Mr. and Mrs. Patel run a bakery on Main St. near the station.',
+    'The package weighs approx. 2 lbs. and ships in 3 days.',
+    'The U.K. and the E.U. signed the agreement on Dec. 24, 2020.',
+    'Sen. Warren introduced the bill, e.g. to cap drug prices.',
+  ],
+  long: [
+    'The committee, which had been meeting every Tuesday since the spring of 2019 in the old council chamber on the second floor of the town hall, finally agreed after many hours of debate and several rounds of public consultation that the new library would be built on the site of the former bus depot, that it would have three floors and a rooftop garden, and that construction would begin no later than the autumn of 2025 provided that the regional government confirmed its share of the funding.',
+    'Researchers at the university followed 2,400 patients for ten years and found that those who walked at least thirty minutes a day had a lower risk of heart disease, fewer hospital stays and better sleep than those who did not, although the authors cautioned that the study was observational and could not prove that walking itself caused the difference.',
+  ],
+  unpunctuated: [
+    'The train to Bristol leaves from platform 4 at 9:15',
+    'Our office is open from Monday to Friday',
+    'The warranty covers parts and labour for two years',
+    'Marta Lopez won the regional chess title in 2018',
+  ],
+  german: [
+    'Die Stadtbibliothek in Freiburg hat montags geschlossen.',
+    'Der Zug nach München fährt um 14:30 Uhr von Gleis 7 ab.',
+    'Das Unternehmen wurde 1987 in Stuttgart gegründet und beschäftigt 1.200 Mitarbeiter.',
+    'Die Brücke ist nicht für Lastwagen über 7,5 Tonnen zugelassen.',
+  ],
+  french: [
+    "La tour Eiffel a été achevée en 1889 pour l'Exposition universelle.",
+    "Le musée est fermé le mardi et ouvre à 9 h les autres jours.",
+    "L'entreprise a réalisé un chiffre d'affaires de 2,5 millions d'euros en 2022.",
+    "Le médecin n'a pas prescrit d'antibiotiques à Mme Dubois.",
+  ],
+  spanish: [
+    'El museo del Prado abrió sus puertas en 1819 en Madrid.',
+    'La empresa no ofrece envíos gratuitos a las islas Canarias.',
+    'El río Ebro tiene una longitud de 930 kilómetros.',
+    '¿Sabías que el mercado abre a las 8 de la mañana?',
+  ],
+  cjk: [
+    '東京タワーは1958年に完成しました。',
+    '北京是中国的首都，人口超过2000万。',
+    '서울의 지하철은 1974년에 개통되었다.',
+    'この店は毎週月曜日が定休日です。',
+  ],
+  emoji: [
+    'The café 🍰 serves vegan cakes every weekend.',
+    'Our team won the hackathon 🎉 with a recycling app.',
+    '🚆 Trains to Zurich run every 30 minutes.',
+  ],
+};
+
+const ALL = Object.entries(KINDS).flatMap(([kind, ss]) => ss.map((s) => ({ kind, s })));
+const sentence = fc.constantFrom(...ALL.map((x) => x.s));
+
+const SEED = Number(process.env.GROUNDING_PROPS_SEED ?? 20261129);
+const RUNS = Number(process.env.GROUNDING_PROPS_RUNS ?? 1);
+const runs = (numRuns: number) => ({ seed: SEED, numRuns: Math.max(1, Math.round(numRuns * RUNS)) });
+
+const OPENERS = ['', 'Yeah. ', 'Sure, ', 'Good question! '];
+const describeClaims = (r: GroundingResult) => JSON.stringify(r.claims.map((c) => [c.text, c.score]));
+
+const copyCase = fc.record({
+  copied: fc.uniqueArray(sentence, { minLength: 1, maxLength: 3 }),
+  others: fc.array(sentence, { maxLength: 6 }),
+  perMessage: fc.boolean(),
+  repeat: fc.nat(2),
+});
+
+function sourcesOf({ copied, others, perMessage, repeat }: { copied: string[]; others: string[]; perMessage: boolean; repeat: number }) {
+  const all = [...copied, ...others];
+  const sources = perMessage ? all : [all.join(' ')];
+  for (let i = 0; i < repeat; i++) sources.push(sources[0]!);
+  return sources;
+}
+
+const LAYOUTS: Array<{ name: string; lay: (c: readonly string[]) => string }> = [
+  { name: 'plain', lay: (c) => c.join(' ') },
+  { name: 'newlines', lay: (c) => c.join('\n') },
+  { name: 'bullets', lay: (c) => c.map((s) => `- ${s}`).join('\n') },
+  { name: 'numbered', lay: (c) => c.map((s, i) => `${i + 1}. ${s}`).join('\n') },
+  { name: 'heading', lay: (c) => `# Summary\n\n${c.join(' ')}` },
+  { name: 'table', lay: (c) => `| Fact |\n|---|\n${c.map((s) => `| ${s} |`).join('\n')}` },
+  { name: 'quote', lay: (c) => c.map((s) => `> ${s}`).join('\n') },
+];
+
+describe('copy is grounded, text of every kind', () => {
+  it('copied sentences of any kind, any layout, opener', () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom(...LAYOUTS), fc.constantFrom(...OPENERS), (c, layout, opener) => {
+        const sources = sourcesOf(c);
+        // Markup starts its own line after an opener ("Sure!\n\n| Fact |").
+        const laid = layout.lay(c.copied);
+        const answer = opener && /^[-#|>*\d]/.test(laid) ? `${opener.trim()}\n\n${laid}` : opener + laid;
+        const r = checkGrounding({ sources, answer });
+        expect(r.grounded, `${layout.name} ${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+      }),
+      { ...runs(400) },
+    );
+  });
+
+  it('quoting with different whitespace, case and smart quotes', () => {
+    const variants: Array<(s: string) => string> = [
+      (s) => s.replace(/ /g, '  '),
+      (s) => s.replace(/ /g, '\u00a0'),
+      (s) => s.replace(/"([^"]*)"/g, '\u201c$1\u201d').replace(/'/g, '\u2019'),
+      (s) => s.toLowerCase(),
+      (s) => s.toUpperCase(),
+      (s) => s.replace(/\u2019/g, "'"),
+    ];
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom(...variants.map((v, i) => ({ v, i }))), (c, { v, i }) => {
+        const sources = sourcesOf(c);
+        const answer = c.copied.map(v).join(' ');
+        const r = checkGrounding({ sources, answer });
+        expect(r.grounded, `variant ${i} ${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
+      }),
+      runs(400),
+    );
+  });
+});
+
+describe('evidence of every kind', () => {
+  it("a copied sentence's evidence points into a source that contains it", () => {
+    fc.assert(
+      fc.property(copyCase, (c) => {
+        const sources = sourcesOf(c);
+        const s = c.copied[0]!;
+        const r = checkGrounding({ sources, answer: s });
+        for (const cl of r.claims) {
+          const e = cl.evidence;
+          expect(e, describeClaims(r)).not.toBeNull();
+          expect(e!.text).toBe(sources[e!.source]!.slice(e!.start, e!.end));
+          expect(e!.text, JSON.stringify(r.claims)).toContain(cl.text);
+        }
+      }),
+      runs(300),
+    );
+  });
+});
+
+describe('spans of every kind', () => {
+  it('non-overlapping, reason and score', () => {
+    fc.assert(
+      fc.property(copyCase, fc.array(sentence, { minLength: 1, maxLength: 4 }), fc.constantFrom(...LAYOUTS), (c, ans, layout) => {
+        const answer = layout.lay(ans);
+        const r = checkGrounding({ sources: sourcesOf(c), answer });
+        let prev = 0;
+        for (const s of r.flaggedSpans) {
+          expect(s.start).toBeGreaterThanOrEqual(prev);
+          expect(s.text).toBe(answer.slice(s.start, s.end));
+          expect(s.reason.length).toBeGreaterThan(0);
+          expect(s.score).toBeGreaterThanOrEqual(0);
+          expect(s.score).toBeLessThanOrEqual(1);
+          prev = s.end;
+        }
+      }),
+      runs(300),
+    );
+  });
+});
+
+describe('monotone, text of every kind', () => {
+  it('appending an unsupported sentence never raises the score', () => {
+    const junk = fc.constantFrom('Otters juggle turquoise saxophones.', 'Quokkas whistle velvet marmalade', 'Die Zeppeline tanzen im Kaleidoskop.', '象は空を飛ぶ。');
+    fc.assert(
+      fc.property(copyCase, fc.array(sentence, { maxLength: 3 }), junk, fc.constantFrom(...LAYOUTS), (c, extra, j, layout) => {
+        const sources = sourcesOf(c);
+        const base = [...c.copied, ...extra];
+        const a = checkGrounding({ sources, answer: layout.lay(base) }).score;
+        const b = checkGrounding({ sources, answer: layout.lay([...base, j]) }).score;
+        expect(b).toBeLessThanOrEqual(a);
+      }),
+      runs(300),
+    );
+  });
+
+  it('removing a source never raises the score', () => {
+    fc.assert(
+      fc.property(copyCase, fc.array(sentence, { maxLength: 3 }), fc.nat(), (c, extra, k) => {
+        const sources = [...c.copied, ...c.others];
+        fc.pre(sources.length >= 2);
+        const answer = [...c.copied, ...extra].join(' ');
+        const fewer = sources.filter((_, i) => i !== k % sources.length);
+        const after = checkGrounding({ sources: fewer, answer });
+        // Sources that are only questions state nothing: the answer is then not checked (score 1 by definition).
+        fc.pre(after.checked);
+        expect(after.score).toBeLessThanOrEqual(checkGrounding({ sources, answer }).score);
+      }),
+      runs(300),
+    );
+  });
+
+  it('replacing a number lowers the score', () => {
+    fc.assert(
+      fc.property(copyCase, fc.nat(), (c, pick) => {
+        const sources = sourcesOf(c);
+        const s = c.copied[0]!;
+        // A question claims nothing, whatever its number.
+        fc.pre(!s.endsWith('?'));
+        // A link's digits are not read (links are blanked), so only numbers outside one.
+        const nums = [...s.replace(/https?:\S+/g, (u) => 'x'.repeat(u.length)).matchAll(/\d+/g)];
+        fc.pre(nums.length > 0);
+        const m = nums[pick % nums.length]!;
+        const repl = String(Number(m[0]) + 7) + '3';
+        fc.pre(!sources.join(' ').includes(repl));
+        const changed = s.slice(0, m.index) + repl + s.slice(m.index! + m[0].length);
+        const a = checkGrounding({ sources, answer: s }).score;
+        const b = checkGrounding({ sources, answer: changed }).score;
+        expect(b, `${changed}`).toBeLessThan(a);
+      }),
+      runs(300),
+    );
+  });
+
+  it('replacing a name lowers the score', () => {
+    fc.assert(
+      fc.property(copyCase, fc.nat(), (c, pick) => {
+        const sources = sourcesOf(c);
+        const s = c.copied[0]!;
+        const names = [...s.matchAll(/(?<=[\p{L}\p{N},] )\p{Lu}\p{Ll}{2,}/gu)];
+        fc.pre(names.length > 0);
+        const m = names[pick % names.length]!;
+        const changed = s.slice(0, m.index) + 'Valdoria' + s.slice(m.index! + m[0].length);
+        const a = checkGrounding({ sources, answer: s }).score;
+        const b = checkGrounding({ sources, answer: changed }).score;
+        expect(b, `${changed}`).toBeLessThan(a);
+      }),
+      runs(300),
+    );
+  });
+
+  it('negating lowers the score', () => {
+    fc.assert(
+      fc.property(copyCase, (c) => {
+        const sources = sourcesOf(c);
+        const s = c.copied[0]!;
+        const m = / (is|was|are|were|will|can|has|have) /.exec(s);
+        fc.pre(m !== null && !/\bnot\b|n't/.test(s));
+        const changed = s.slice(0, m!.index + m![0].length) + 'not ' + s.slice(m!.index + m![0].length);
+        const a = checkGrounding({ sources, answer: s }).score;
+        const b = checkGrounding({ sources, answer: changed }).score;
+        expect(b, `${changed}`).toBeLessThan(a);
+      }),
+      runs(300),
+    );
+  });
+});
