@@ -121,6 +121,7 @@ const LAYOUTS: Array<{ name: string; lay: (c: readonly string[]) => string }> = 
   { name: 'bullets', lay: (c) => c.map((s) => `- ${s}`).join('\n') },
   { name: 'numbered', lay: (c) => c.map((s, i) => `${i + 1}. ${s}`).join('\n') },
   { name: 'heading', lay: (c) => `# Summary\n\n${c.join(' ')}` },
+  { name: 'bold', lay: (c) => c.map((s) => `**${s}**`).join(' ') },
   { name: 'table', lay: (c) => `| Fact |\n|---|\n${c.map((s) => `| ${s} |`).join('\n')}` },
   { name: 'quote', lay: (c) => c.map((s) => `> ${s}`).join('\n') },
 ];
@@ -285,6 +286,20 @@ describe('monotone, text of every kind', () => {
         expect(b, `${changed}`).toBeLessThan(a);
       }),
       runs(300),
+    );
+  });
+});
+
+describe('markdown emphasis ends no sentence early and joins none', () => {
+  it('each bolded or italic sentence is a claim of its own', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(sentence.filter((s) => /[.!]$/.test(s) && !/[*_]|\. /.test(s)), { minLength: 2, maxLength: 3 }), fc.constantFrom('**', '_', '*'), (copied, mark) => {
+        const answer = copied.map((s) => `${mark}${s}${mark}`).join(' ');
+        const r = checkGrounding({ sources: copied, answer });
+        expect(r.claims.length, describeClaims(r)).toBe(copied.length);
+        r.claims.forEach((c, i) => expect(copied[i]).toContain(c.text.replace(/[*_]/g, '')));
+      }),
+      runs(100),
     );
   });
 });

@@ -268,7 +268,7 @@ function isApostrophe(c: number): boolean {
 
 /**
  * Does the gap between two tokens end a sentence? A line break does; so does [.!?] (optionally
- * followed by closing quotes or brackets) followed by whitespace.
+ * followed by closing quotes, brackets or markdown emphasis, "**Done.** Next") followed by whitespace.
  */
 function sentenceBreak(text: string, from: number, to: number): boolean {
   let sawEnd = false;
@@ -278,7 +278,7 @@ function sentenceBreak(text: string, from: number, to: number): boolean {
     if (ch === 46 || ch === 33 || ch === 63) sawEnd = true;
     else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
       if (sawEnd) return true;
-    } else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019)) sawEnd = false;
+    } else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019 || ch === 42 || ch === 95)) sawEnd = false;
   }
   return false;
 }
