@@ -62,6 +62,10 @@ const CONVERSATION_PREFIX = new RegExp(
       "(?:that is |that's |what )?a (?:good|great|excellent|interesting) question",
       '(?:good|great|excellent|interesting) question',
       'thanks? (?:you )?(?:so much )?for (?:asking|the question|reaching out|your question)',
+      'good (?:morning|afternoon|evening|night)',
+      // The same in the languages users most often write in besides English.
+      'merci(?: beaucoup)?|de rien|bonjour|salut|(?:vielen )?dank(?:e)?(?: sch(?:ö|oe)n| sehr)?|gern geschehen|hallo|guten (?:morgen|tag|abend)' +
+        '|(?:muchas )?gracias|de nada|hola|buen(?:os|as) (?:d(?:í|i)as|tardes|noches)|grazie(?: mille)?|ciao',
       "you'?re welcome",
       "(?:i'?m|i am) not (?:sure|certain)",
       "i (?:do not|don'?t) (?:know|remember)(?: for sure)?",
@@ -100,6 +104,8 @@ const CHATTER_CLAUSE = new RegExp(
       "(?:i'?m |i am |i'?d be |i would be |always )?(?:happy|glad) to help",
       '(?:i )?hope (?:this|that|it|my answer|the above)\\b',
       'good luck',
+      // Thanks for anything ("Thank you for your patience."): "Thank" alone would be stripped as an interjection.
+      'thanks? (?:you )?(?:so much |very much )?for\\b',
       'take care',
       'have a (?:\\p{L}+ )?(?:day|evening|weekend|time|trip|one)',
       '(?:best|kind|warm) regards',

@@ -303,3 +303,23 @@ describe('markdown emphasis ends no sentence early and joins none', () => {
     );
   });
 });
+
+describe('chatter of every kind', () => {
+  const CHATTER = [
+    'Hey!', 'Hi there!', "You're welcome!", 'I hope that answers your question.', 'Does that help?', 'Would you like me to find out more?',
+    'Let me know if you have any other questions!', 'I might be wrong, though.', 'Is there anything else you would like to know?',
+    "I'm happy to help with anything else.", 'Thanks!', 'Thank you for your patience.', 'Feel free to reach out if you need more information.',
+    'Do you want me to summarise the rest?', 'Hope this helps! 😊', 'Good morning!', 'Can I help with anything else?', 'Sorry, I am not certain about that.',
+    'Gern geschehen!', 'Merci beaucoup !', '¡Hola!', 'Any other questions?', 'What else would you like to know?', 'Please let me know.',
+  ];
+  it('alone it is no claim', () => {
+    fc.assert(
+      fc.property(copyCase, fc.array(fc.constantFrom(...CHATTER), { minLength: 1, maxLength: 3 }), (c, said) => {
+        const r = checkGrounding({ sources: sourcesOf(c), answer: said.join(' ') });
+        expect(r.claims, describeClaims(r)).toEqual([]);
+        expect(r.grounded).toBe(true);
+      }),
+      runs(300),
+    );
+  });
+});
