@@ -1,4 +1,4 @@
-import { NEGATIONS, QUANTIFIERS } from './lexicon.js';
+import { MONTHS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
 import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
@@ -217,6 +217,12 @@ class IndexBuilder {
           }
         }
       }
+      // A month named in a date is also its number, as the answer may write the date: "15 March 2021" → "2021-03-15".
+      const month = w.cap ? MONTHS.get(w.norm) : undefined;
+      if (month !== undefined && (dateNumber(tokens, i - 1, t) || dateNumber(tokens, i + 1, t))) {
+        this.numbers.add(month);
+        this.add(sid, this.id(numberKey(month)), true);
+      }
       if (w.content || w.value !== undefined) {
         if (before >= 0 && beforeSentence === t.sentence) {
           this.firsts.push(before);
@@ -417,6 +423,12 @@ class NegationReader {
     this.sentence.reset();
     this.negated = false;
   }
+}
+
+/** Whether token `i` is a day or a year written in digits, in the sentence of `month`. */
+function dateNumber(tokens: readonly Token[], i: number, month: Token): boolean {
+  const t = tokens[i];
+  return t !== undefined && t.sentence === month.sentence && t.word.value !== undefined && Number.isInteger(t.word.value) && t.word.value >= 1 && t.word.value <= 9999;
 }
 
 /** How a number is kept among a sentence's keys (never a word's spelling). */

@@ -323,3 +323,41 @@ describe('chatter of every kind', () => {
     );
   });
 });
+
+describe('dates in several formats', () => {
+  const MONTHS = ['January', 'February', 'March', 'April', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+  const date = fc.record({ day: fc.integer({ min: 1, max: 28 }), month: fc.integer({ min: 1, max: 12 }).filter((m) => m !== 5), year: fc.integer({ min: 1950, max: 2030 }) });
+  const name = (m: number) => MONTHS[m - (m > 5 ? 2 : 1)]!;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  const FORMATS: Array<(d: { day: number; month: number; year: number }) => string> = [
+    (d) => `${d.day} ${name(d.month)} ${d.year}`,
+    (d) => `${name(d.month)} ${d.day}, ${d.year}`,
+    (d) => `${d.year}-${pad(d.month)}-${pad(d.day)}`,
+    (d) => `${pad(d.day)}/${pad(d.month)}/${d.year}`,
+  ];
+  const sentenceOf = (when: string) => `The agreement was signed in Geneva on ${when} by both parties.`;
+
+  it('an answer that writes the source date in another format is grounded', () => {
+    fc.assert(
+      fc.property(date, fc.nat(1), fc.nat(3), (d, from, to) => {
+        const r = checkGrounding({ sources: [sentenceOf(FORMATS[from]!(d))], answer: sentenceOf(FORMATS[to]!(d)) });
+        expect(r.grounded, describeClaims(r)).toBe(true);
+      }),
+      runs(100),
+    );
+  });
+
+  it('changing the day or the month lowers the score, whatever the format', () => {
+    fc.assert(
+      fc.property(date, fc.nat(1), fc.nat(3), fc.boolean(), (d, from, to, day) => {
+        const sources = [sentenceOf(FORMATS[from]!(d))];
+        const other = day ? { ...d, day: (d.day % 28) + 1 } : { ...d, month: (d.month % 12) + 1 === 5 ? 6 : (d.month % 12) + 1 };
+        fc.pre(other.day !== d.month && other.month !== d.day);
+        const same = checkGrounding({ sources, answer: sentenceOf(FORMATS[to]!(d)) }).score;
+        const changed = checkGrounding({ sources, answer: sentenceOf(FORMATS[to]!(other)) }).score;
+        expect(changed).toBeLessThan(same);
+      }),
+      runs(100),
+    );
+  });
+});
