@@ -361,3 +361,29 @@ describe('dates in several formats', () => {
     );
   });
 });
+
+describe('signed numbers', () => {
+  const signed = fc.record({
+    n: fc.integer({ min: 1, max: 60 }),
+    minus: fc.constantFrom('-', '\u2212'),
+    frame: fc.constantFrom(
+      (v: string) => `Temperatures in Yakutsk ranged from ${v}°C in the morning to 3°C at noon.`,
+      (v: string) => `The account closed the quarter at ${v} million euros.`,
+      (v: string) => `Water in the tank froze at ${v} degrees (${v} on the gauge).`,
+    ),
+  });
+
+  it('dropping or adding a minus sign lowers the score', () => {
+    fc.assert(
+      fc.property(signed, fc.boolean(), ({ n, minus, frame }, sourceNegative) => {
+        const negative = frame(`${minus}${n}`);
+        const positive = frame(String(n));
+        const [source, other] = sourceNegative ? [negative, positive] : [positive, negative];
+        fc.pre(n !== 3);
+        const same = checkGrounding({ sources: [source], answer: source }).score;
+        expect(checkGrounding({ sources: [source], answer: other }).score).toBeLessThan(same);
+      }),
+      runs(100),
+    );
+  });
+});

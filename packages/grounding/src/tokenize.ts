@@ -83,6 +83,10 @@ function undouble(w: string): string {
 }
 
 function parseDigits(raw: string): number | undefined {
+  if (isMinus(raw.charCodeAt(0))) {
+    const v = parseDigits(raw.slice(1));
+    return v === undefined ? undefined : -v;
+  }
   const m = /^(\p{N}+(?:[.,]\p{N}+)*)/u.exec(raw);
   if (!m?.[1]) return undefined;
   let s = m[1];
@@ -109,7 +113,7 @@ function readWord(raw: string): Word {
   for (let j = 0; j < raw.length && ascii; j++) ascii = raw.charCodeAt(j) < 128;
   const norm = normalizeWord(raw, ascii);
   const c = raw.charCodeAt(0);
-  const digit = (c >= 48 && c <= 57) || (c > 127 && NUMERIC_RE.test(raw));
+  const digit = (c >= 48 && c <= 57) || isMinus(c) || (c > 127 && NUMERIC_RE.test(raw));
   const value = digit ? parseDigits(raw) : undefined;
   return {
     norm,
@@ -204,7 +208,9 @@ export function tokenize(text: string): Token[] {
       i += widthAt(text, i);
       continue;
     }
-    const start = i;
+    // A minus sign after a space or a bracket is the number's ("from -5 °C"); between numbers it is a range ("6-8").
+    const signed = k === DIGIT && i > 0 && isMinus(text.charCodeAt(i - 1)) && (i === 1 || isWhiteSpace(text.charCodeAt(i - 2)) || text.charCodeAt(i - 2) === 40);
+    const start = signed ? i - 1 : i;
     // A word of ASCII letters only is packed as it is read (WordTable's key when it has up to 7 of them).
     let packed = -1;
     if (k === LETTER) {
@@ -260,6 +266,11 @@ export function tokenize(text: string): Token[] {
 }
 
 const SYMBOLS = new Set(['$', '€', '£', '¥', '%']);
+
+/** "-" and "−" (U+2212). */
+function isMinus(c: number): boolean {
+  return c === 45 || c === 0x2212;
+}
 
 /** ' ’ and the look-alikes keyboards and converters put between letters ("isn´t", "don′t"). */
 function isApostrophe(c: number): boolean {
