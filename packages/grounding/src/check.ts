@@ -1,4 +1,4 @@
-import { splitClaims } from './claims.js';
+import { CLOSING, splitClaims } from './claims.js';
 import { claimSupport, DEFAULT_MODEL, PERFECT, type Model } from './model.js';
 import { buildSourceIndex, type SourceIndexCache } from './source-index.js';
 import { PassageSearch, questionTerms, supportClaim, type ClaimSupport } from './support.js';
@@ -232,8 +232,6 @@ function evidenceOf(text: string, source: number, start: number, end: number, sc
   while (e < text.length && CLOSING.test(text[e]!)) e++;
   return { source, start, end: e, text: text.slice(start, e), score: round(Math.max(0, score)) };
 }
-
-const CLOSING = /[.!?)"'\]\u201d\u2019]/;
 
 function round(x: number): number {
   return Math.round(x * 1000) / 1000;

@@ -246,7 +246,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   const last = tokens[to - 1]!;
   // A question back to the user claims nothing (its "?" may stand after a space in tokenised text).
   const after = answer.slice(last.end, tokens[to]?.start ?? answer.length);
-  if (/^[\s"'\u201d\u2019)]*\?/.test(after)) return undefined;
+  if (/^[\s"'\u201d\u2019)]*[?\uff1f]/.test(after)) return undefined;
   // A heading ("## Background") or a table's header row names what follows; it asserts nothing.
   if (headingLine(answer, tokens[from]!.start)) return undefined;
   // Conversation at the start ("Yeah,", "Good question!", "I'm not sure, but", "**Answer:**") is not part of
@@ -283,7 +283,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   if (ABSENCE.test(readable(said))) return undefined;
   let end = last.end;
   // Include closing punctuation so the claim reads as a sentence.
-  while (end < answer.length && /[.!?)"'\u201d\u2019\]]/.test(answer[end]!)) end++;
+  while (end < answer.length && CLOSING.test(answer[end]!)) end++;
   const terms: Term[] = [];
   const negations: Token[] = [];
   const negation = new NegationScope();
@@ -327,6 +327,9 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word')) return undefined;
   return { start, end, terms, negations, negated: negation.scope() };
 }
+
+/** What closes a sentence after its last word: its end mark (also "。", "！", "？") and closing quotes or brackets. */
+export const CLOSING = /[.!?)"'\]\u201d\u2019\u3002\uff01\uff1f]/;
 
 /**
  * Whether token `k` is an acronym (`inCapitals`, up to MAX_ACRONYM letters) between words that are not (a shouted

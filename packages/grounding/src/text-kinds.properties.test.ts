@@ -387,3 +387,22 @@ describe('signed numbers', () => {
     );
   });
 });
+
+describe('Chinese and Japanese sentences', () => {
+  it('end at 。！？ without a space: each is a claim whose evidence is its own sentence', () => {
+    const cjk = KINDS.cjk!.filter((s) => s.endsWith('。'));
+    fc.assert(
+      fc.property(fc.shuffledSubarray(cjk, { minLength: 2 }), fc.constantFrom('', ' ', '\n'), (copied, gap) => {
+        const sources = [cjk.join('')];
+        const r = checkGrounding({ sources, answer: copied.join(gap) });
+        expect(r.claims.length, describeClaims(r)).toBe(copied.length);
+        r.claims.forEach((c, i) => {
+          expect(c.text).toBe(copied[i]);
+          expect(copied[i]).toContain(c.evidence!.text);
+        });
+        expect(r.grounded).toBe(true);
+      }),
+      runs(50),
+    );
+  });
+});

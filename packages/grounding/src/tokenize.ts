@@ -279,13 +279,16 @@ function isApostrophe(c: number): boolean {
 
 /**
  * Does the gap between two tokens end a sentence? A line break does; so does [.!?] (optionally
- * followed by closing quotes, brackets or markdown emphasis, "**Done.** Next") followed by whitespace.
+ * followed by closing quotes, brackets or markdown emphasis, "**Done.** Next") followed by whitespace, and
+ * "。", "！" or "？" alone.
  */
 function sentenceBreak(text: string, from: number, to: number): boolean {
   let sawEnd = false;
   for (let i = from; i < to; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 10) return !wrappedLine(text, from, to);
+    // Chinese and Japanese end a sentence with a full-width mark and no space after it.
+    if (ch === 0x3002 || ch === 0xff01 || ch === 0xff1f) return true;
     if (ch === 46 || ch === 33 || ch === 63) sawEnd = true;
     else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
       if (sawEnd) return true;
