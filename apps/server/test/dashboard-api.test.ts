@@ -237,6 +237,9 @@ describe('keys and webhook settings', () => {
       [{ name: 'a\u0000b' }, 'name', 'invalid_value'],
       [{ name: 'red\u001b[31m' }, 'name', 'invalid_value'],
       [{ name: 'half \ud800 a pair' }, 'name', 'invalid_value'],
+      // Spaces alone would be stored as an empty name, which the key list cannot show.
+      [{ name: ' \t ' }, 'name', 'invalid_value'],
+      [{ name: '   ' }, 'name', 'missing_required_parameter'],
     ];
     for (const [body, param, code] of cases) {
       const res = await client.request('PATCH', `/keys/${alice.keyId}`, body);

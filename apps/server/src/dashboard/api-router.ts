@@ -83,6 +83,13 @@ function stringField(body: Record<string, unknown>, name: string, options: { max
   return value;
 }
 
+/** A key's `name`, trimmed: a name of spaces alone is refused like a missing one, on create and rename alike. */
+function keyName(body: Record<string, unknown>): string {
+  const name = stringField(body, 'name', { max: MAX_NAME_LENGTH, text: true }).trim();
+  if (!name) throw new ApiError('missing_required_parameter', 'Enter a name for the key.', { param: 'name' });
+  return name;
+}
+
 function bodyOf(req: Request): Record<string, unknown> {
   const body: unknown = req.body;
   if (body === undefined) return {};
@@ -199,8 +206,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   });
 
   api.post('/keys', async (req, res) => {
-    const name = stringField(bodyOf(req), 'name', { max: MAX_NAME_LENGTH, text: true }).trim();
-    if (!name) throw new ApiError('missing_required_parameter', "Enter a name for the key.", { param: 'name' });
+    const name = keyName(bodyOf(req));
     const generated = generateApiKey();
     const userId = signedInOf(res).user.id;
     const key = await quota.create(userId, () =>
@@ -220,7 +226,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const key = await ownActiveKey(req, res);
     const body = bodyOf(req);
     const patch: { webhook_url?: string | null; rate_limit_rpm?: number | null; name?: string; signing_secret_overlap_seconds?: number | null } = {};
-    if ('name' in body) patch.name = stringField(body, 'name', { max: MAX_NAME_LENGTH, text: true }).trim();
+    if ('name' in body) patch.name = keyName(body);
     if ('webhook_url' in body) {
       const url = body.webhook_url;
       if (url === null || url === '') patch.webhook_url = null;
