@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
 /**
@@ -100,6 +101,31 @@ describe('a body over the dashboard parser\'s limit', () => {
     expect(res.status).toBe(413);
     expect(((await res.json()) as { error: { message: string } }).error.message).toBe('The request body is larger than the 10 MiB limit.');
   });
+});
+
+describe('a body that is not what its Content-Encoding says', () => {
+  // The dashboard reads bodies with express.json(), the webhooks routes with svc's own reader: one answer from both.
+  const routes = [
+    { what: 'a dashboard sign-in', path: '/dashboard/api/login', headers: () => ({}) },
+    { what: 'a test webhook', path: '/v1/webhooks/test', headers: () => ({ authorization: `Bearer ${token}` }) },
+  ];
+  const cases = [
+    { what: 'plain JSON', encoding: 'gzip', body: () => JSON.stringify({ email, password: PASSWORD }), message: 'The request body could not be inflated: it is not valid for its Content-Encoding.' },
+    { what: 'plain JSON', encoding: 'br', body: () => JSON.stringify({ email, password: PASSWORD }), message: 'The request body could not be inflated: it is not valid for its Content-Encoding.' },
+    { what: 'a cut-off stream', encoding: 'gzip', body: () => gzipSync('{"sample":"ok"}').subarray(0, 12), message: 'The request body could not be inflated: it is not valid for its Content-Encoding.' },
+    { what: 'JSON', encoding: 'compress', body: () => '{}', message: 'Unsupported content encoding "compress".' },
+  ];
+  for (const route of routes) {
+    it.each(cases)(`${route.what}: $what sent as $encoding is a 400 saying so`, async ({ encoding, body, message }) => {
+      const res = await fetch(`${server.url}${route.path}`, {
+        method: 'POST',
+        headers: { ...route.headers(), 'content-type': 'application/json', 'content-encoding': encoding },
+        body: body(),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: { message, type: 'invalid_request_error', code: 'invalid_request', param: null } });
+    });
+  }
 });
 
 describe('JSON nested deeper than 256 levels', () => {

@@ -19,6 +19,10 @@ export const bodyErrors = {
     ),
   incomplete: () => new ApiError('invalid_request', 'The request body could not be read completely.'),
   notUtf8: () => new ApiError('invalid_request', 'The request body must be UTF-8 encoded JSON.'),
+  /** A Content-Encoding other than identity, gzip, x-gzip, deflate and br. */
+  unsupportedEncoding: (encoding: string) => new ApiError('invalid_request', `Unsupported content encoding "${encoding}".`),
+  /** The body is not what its Content-Encoding says (plain JSON sent as gzip, a truncated stream). */
+  notInflated: () => new ApiError('invalid_request', 'The request body could not be inflated: it is not valid for its Content-Encoding.'),
   invalidJson: () =>
     new ApiError('invalid_json', "We could not parse the JSON body of your request. Send valid JSON with 'Content-Type: application/json'."),
 };

@@ -128,13 +128,12 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
     return collect(req, limit, hold);
   }
   const decoder = DECODERS[encoding];
-  if (!decoder) return refuse(req, new ApiError('invalid_request', `Unsupported content encoding "${encoding}".`));
+  if (!decoder) return refuse(req, bodyErrors.unsupportedEncoding(encoding));
   const inflate = decoder();
-  req.on('error', (err) => inflate.destroy(err));
+  // The connection's own failures arrive as ApiErrors; any other error of the decoder is the body's content.
+  req.on('error', () => inflate.destroy(bodyErrors.incomplete()));
   req.on('aborted', () => inflate.destroy(bodyErrors.incomplete()));
-  return collect(req.pipe(inflate), limit, hold).catch((err: unknown) => {
-    throw err instanceof ApiError ? err : new ApiError('invalid_request', 'The request body could not be inflated.');
-  });
+  return collect(req.pipe(inflate), limit, hold, bodyErrors.notInflated);
 }
 
 /** Answers now; the unread body is discarded (node keeps the connection usable). */
@@ -143,7 +142,12 @@ function refuse(req: IncomingMessage, error: ApiError): Promise<never> {
   return Promise.reject(error);
 }
 
-function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => void }, limit: number, hold: Hold): Promise<unknown> {
+function collect(
+  stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => void },
+  limit: number,
+  hold: Hold,
+  unreadable: () => ApiError = bodyErrors.incomplete,
+): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let size = 0;
@@ -189,7 +193,7 @@ function collect(stream: NodeJS.ReadableStream & { destroy?: (err?: Error) => vo
       else largeBodyTurn(parse);
     });
     stream.on('aborted', () => fail(bodyErrors.incomplete()));
-    stream.on('error', (err: unknown) => fail(err instanceof ApiError ? err : bodyErrors.incomplete()));
+    stream.on('error', (err: unknown) => fail(err instanceof ApiError ? err : unreadable()));
     stream.on('close', () => {
       if (!settled) fail(bodyErrors.incomplete());
     });

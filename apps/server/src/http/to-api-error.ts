@@ -6,6 +6,10 @@ interface BodyParserError extends Error {
   type?: string;
   /** The parser's limit in bytes, on `entity.too.large`. */
   limit?: number;
+  /** The Content-Encoding, on `encoding.unsupported`. */
+  encoding?: string;
+  /** node:zlib's code when the body did not inflate (`Z_DATA_ERROR`, `ERR__ERROR_FORMAT_PADDING_1`). */
+  code?: unknown;
 }
 
 /**
@@ -25,6 +29,7 @@ export function toApiError(err: unknown): ApiError {
     case 'entity.too.large':
       return bodyErrors.tooLarge(parserError.limit);
     case 'encoding.unsupported':
+      return bodyErrors.unsupportedEncoding(parserError.encoding ?? 'unknown');
     case 'charset.unsupported':
       return bodyErrors.notUtf8();
     case 'request.aborted':
@@ -32,6 +37,8 @@ export function toApiError(err: unknown): ApiError {
     case 'stream.encoding.set':
       return bodyErrors.incomplete();
     default: {
+      // body-parser passes node:zlib's error on as it is (no `type`), with a 400 that must not read as a bad URL.
+      if (typeof parserError?.code === 'string' && /^(Z_|ERR__ERROR_)/.test(parserError.code)) return bodyErrors.notInflated();
       const status = clientErrorStatus(err);
       if (status === 404) return new ApiError('not_found', 'Not found. Please check the URL.');
       if (err instanceof URIError || status !== undefined) {
