@@ -394,6 +394,24 @@ describe('keys and webhook settings', () => {
     expect(one.body.keys).toHaveLength(1);
   });
 
+  it('refuses a usage query it would otherwise misread: a parameter given twice, days not in digits', async () => {
+    const cases: Array<[string, string, string]> = [
+      // Read as no key_id, this charted every key of the user.
+      [`key_id=${alice.keyId}&key_id=${alice.keyId}`, 'key_id', "'key_id' must be given once."],
+      ['days=7&days=30', 'days', "'days' must be given once."],
+      ['days=1e1', 'days', 'days must be a whole number from 1 to 90.'],
+      ['days=0x10', 'days', 'days must be a whole number from 1 to 90.'],
+      ['days=%205', 'days', 'days must be a whole number from 1 to 90.'],
+      ['days=7.0', 'days', 'days must be a whole number from 1 to 90.'],
+    ];
+    for (const [query, param, message] of cases) {
+      const res = await client.request('GET', `/usage?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(res.body, query).toEqual({ error: { message, type: 'invalid_request_error', code: 'invalid_value', param } });
+    }
+    expect((await client.request('GET', '/usage?days=07&key_id=')).body.days).toHaveLength(7);
+  });
+
   it('counts errors by status class, latency percentiles and ungrounded answers from real requests', { timeout: 60_000 }, async () => {
     const userId = (await server.running.store.keys.byId(alice.keyId))!.user_id;
     const { key, token } = await server.createKey({ userId, name: 'quality' });

@@ -309,12 +309,13 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
 
   api.get('/usage', async (req, res) => {
     const userId = signedInOf(res).user.id;
-    const daysText = typeof req.query.days === 'string' ? req.query.days : '30';
+    // Digits only, like a deliveries list's `limit`: Number() would also take '1e1', '0x10' and ' 5'.
+    const daysText = queryParam(req, 'days') ?? '30';
     const days = Number(daysText);
-    if (!Number.isInteger(days) || days < 1 || days > 90) {
+    if (!/^\d+$/.test(daysText) || days < 1 || days > 90) {
       throw new ApiError('invalid_value', 'days must be a whole number from 1 to 90.', { param: 'days' });
     }
-    const keyId = typeof req.query.key_id === 'string' && req.query.key_id !== '' ? req.query.key_id : undefined;
+    const keyId = queryParam(req, 'key_id') || undefined;
     const keys = await store.keys.list(userId);
     if (keyId !== undefined && !keys.some((k) => k.id === keyId)) {
       throw new ApiError('not_found', `No API key with id '${keyId}'.`, { param: 'key_id' });
@@ -329,6 +330,16 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     throw new ApiError('not_found', `Unknown dashboard API URL: ${req.method} ${req.baseUrl}${req.path}.`);
   });
   return api;
+}
+
+/**
+ * A query parameter given at most once: Express reads `?key_id=a&key_id=b` as an array, which must not pass for
+ * no parameter (a usage chart of every key when one was asked for).
+ */
+function queryParam(req: Request, name: string): string | undefined {
+  const value = req.query[name];
+  if (value === undefined || typeof value === 'string') return value;
+  throw new ApiError('invalid_value', `'${name}' must be given once.`, { param: name });
 }
 
 function deliveryNotFound(req: Request): ApiError {
