@@ -379,6 +379,32 @@ describe('keys and webhook settings', () => {
     }
   });
 
+  it('refuses a body that is not sent as JSON instead of acting as if there were none', async () => {
+    const asText = (method: string, path: string, body: string) =>
+      fetch(`${server.url}/dashboard/api${path}`, {
+        method,
+        headers: { cookie: client.cookie, 'x-csrf-token': client.csrf, 'content-type': 'text/plain;charset=UTF-8' },
+        body,
+      });
+    const message = "Send the request body as JSON, with 'Content-Type: application/json'.";
+    await client.request('PATCH', `/keys/${alice.keyId}`, { webhook_url: receiver.url });
+    expect((await client.request('POST', `/keys/${alice.keyId}/test`, {})).body.result.success).toBe(true);
+    const before = receiver.received.length;
+    // Read as no filter, this redelivered every delivery of the key, delivered ones too.
+    const bulk = await asText('POST', `/keys/${alice.keyId}/deliveries/redeliver`, JSON.stringify({ status: 'failed' }));
+    expect(bulk.status).toBe(400);
+    expect(await bulk.json()).toEqual({ error: { message, type: 'invalid_request_error', code: 'invalid_request', param: null } });
+    const rename = await asText('PATCH', `/keys/${alice.keyId}`, JSON.stringify({ name: 'renamed as text' }));
+    expect(rename.status).toBe(400);
+    const signIn = await fetch(`${server.url}/dashboard/api/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'email=a&password=b' });
+    expect(((await signIn.json()) as { error: { message: string } }).error.message).toBe(message);
+    expect(receiver.received.length).toBe(before);
+    // The same filter as JSON, and a write without a body, are served.
+    expect((await client.request('POST', `/keys/${alice.keyId}/deliveries/redeliver`, { status: 'failed', dry_run: true })).status).toBe(200);
+    const spare = await client.request('POST', '/keys', { name: 'spare' });
+    expect((await client.request('POST', `/keys/${spare.body.key.id}/revoke`)).status).toBe(200);
+  });
+
   it('charts usage per day for 30 days, per key and in total', async () => {
     const today = new Date().toISOString().slice(0, 10);
     const userId = (await server.running.store.keys.byId(alice.keyId))!.user_id;

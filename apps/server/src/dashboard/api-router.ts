@@ -117,6 +117,14 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
 
   const api = express.Router();
   api.use(express.json({ limit: '100kb', strict: false }));
+  // express.json() reads application/json only (what a cross-site form cannot send). Any other body would pass for
+  // none: a bulk redelivery's filter sent as text/plain redelivered every delivery, a PATCH saved nothing with a 200.
+  api.use((req, _res, next) => {
+    if (req.is('application/json') === false && req.headers['content-length'] !== '0') {
+      throw new ApiError('invalid_request', "Send the request body as JSON, with 'Content-Type: application/json'.");
+    }
+    next();
+  });
   api.use((_req, res, next) => {
     res.setHeader('Cache-Control', 'no-store');
     next();
