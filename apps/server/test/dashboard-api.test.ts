@@ -367,7 +367,7 @@ describe('keys and webhook settings', () => {
   });
 
   it('refuses a bad list query (a `before` that is no delivery id too) with the same 400 on both APIs', async () => {
-    const queries = [['before=nope', 'before'], ['before=whd_1', 'before'], ['limit=0', 'limit'], ['limit=1.5', 'limit'], ['status=lost', 'status'], ['status=failed&status=pending', 'status']];
+    const queries = [['before=nope', 'before'], ['before=whd_1', 'before'], ['limit=0', 'limit'], ['limit=1.5', 'limit'], ['status=lost', 'status'], ['status=failed&status=pending', 'status'], ['status[]=failed', 'status'], ['limit[]=1', 'limit']];
     for (const [query, param] of queries) {
       const dashboard = await client.request('GET', `/keys/${alice.keyId}/deliveries?${query}`);
       const api = await publicApi(alice.token, `/deliveries?${query}`);
@@ -425,6 +425,7 @@ describe('keys and webhook settings', () => {
       // Read as no key_id, this charted every key of the user.
       [`key_id=${alice.keyId}&key_id=${alice.keyId}`, 'key_id', "'key_id' must be given once."],
       ['days=7&days=30', 'days', "'days' must be given once."],
+      ['days[]=7', 'days', "'days' must be given as days=…, without brackets."],
       ['days=1e1', 'days', 'days must be a whole number from 1 to 90.'],
       ['days=0x10', 'days', 'days must be a whole number from 1 to 90.'],
       ['days=%205', 'days', 'days must be a whole number from 1 to 90.'],

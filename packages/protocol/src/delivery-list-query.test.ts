@@ -24,6 +24,10 @@ describe('parseDeliveryListQuery', () => {
     [{ before: 'nope' }, 'before', "'before' must be a delivery id (whd_…) from a previous page; got 'nope'."],
     [{ before: ID.toUpperCase() }, 'before', `'before' must be a delivery id (whd_…) from a previous page; got '${ID.toUpperCase()}'.`],
     [{ before: { x: ID } }, 'before', "'before' must be given once."],
+    // As Express's simple query parser reads `?status[]=failed` and `?limit[x]=5`.
+    [{ 'status[]': 'failed' }, 'status', "'status' must be given as status=…, without brackets."],
+    [{ 'limit[x]': '5' }, 'limit', "'limit' must be given as limit=…, without brackets."],
+    [{ 'before[]': ID, limit: '5' }, 'before', "'before' must be given as before=…, without brackets."],
     // The first bad parameter is named, in the order limit, status, before.
     [{ limit: 'x', status: 'sent', before: 'nope' }, 'limit', "'limit' must be an integer from 1 to 100; got 'x'."],
   ])('refuses %j, naming %s', (params, param, message) => {

@@ -39,8 +39,21 @@ export interface DeliveryListQueryIssue {
 export type DeliveryListQueryResult = { ok: true; query: DeliveryListQuery } | { ok: false; issue: DeliveryListQueryIssue };
 
 const fail = (param: DeliveryListQueryIssue['param'], message: string): DeliveryListQueryResult => ({ ok: false, issue: { param, message } });
-// Express reads `?status=a&status=b` as an array (and `?status[x]=a` as an object).
-const givenTwice = (param: DeliveryListQueryIssue['param']) => fail(param, `'${param}' must be given once.`);
+
+/**
+ * A query parameter's one value (undefined when absent), or why it cannot be read: given twice (an array), or with
+ * brackets (`status[]=failed`, which a parser that does not nest, Express's simple one, keeps under a name of its
+ * own, so it would pass for no `status` and list every status).
+ *
+ * @example
+ * singleQueryParam({ status: ['a', 'b'] }, 'status'); // { ok: false, message: "'status' must be given once." }
+ */
+export function singleQueryParam(params: Readonly<Record<string, unknown>>, name: string): { ok: true; text: string | undefined } | { ok: false; message: string } {
+  const value = params[name];
+  if (value !== undefined && typeof value !== 'string') return { ok: false, message: `'${name}' must be given once.` };
+  if (Object.keys(params).some((key) => key.startsWith(`${name}[`))) return { ok: false, message: `'${name}' must be given as ${name}=…, without brackets.` };
+  return { ok: true, text: value };
+}
 
 /**
  * Reads `limit`, `status` and `before` from a parsed query string (each at most once). A bad value is an
@@ -52,18 +65,21 @@ const givenTwice = (param: DeliveryListQueryIssue['param']) => fail(param, `'${p
  */
 export function parseDeliveryListQuery(params: Readonly<Record<string, unknown>>): DeliveryListQueryResult {
   const { max } = DELIVERY_LIST_LIMITS;
-  const limitText = params.limit;
-  if (limitText !== undefined && typeof limitText !== 'string') return givenTwice('limit');
+  const limitParam = singleQueryParam(params, 'limit');
+  if (!limitParam.ok) return fail('limit', limitParam.message);
+  const limitText = limitParam.text;
   if (limitText !== undefined && (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > max)) {
     return fail('limit', `'limit' must be an integer from 1 to ${max}; got '${limitText}'.`);
   }
-  const status = params.status;
-  if (status !== undefined && typeof status !== 'string') return givenTwice('status');
+  const statusParam = singleQueryParam(params, 'status');
+  if (!statusParam.ok) return fail('status', statusParam.message);
+  const status = statusParam.text;
   if (status !== undefined && !isDeliveryStatus(status)) {
     return fail('status', `'status' must be one of ${DELIVERY_STATUSES.join(', ')}; got '${status}'.`);
   }
-  const before = params.before;
-  if (before !== undefined && typeof before !== 'string') return givenTwice('before');
+  const beforeParam = singleQueryParam(params, 'before');
+  if (!beforeParam.ok) return fail('before', beforeParam.message);
+  const before = beforeParam.text;
   if (before !== undefined && !DELIVERY_ID_PATTERN.test(before)) {
     return fail('before', `'before' must be a delivery id (whd_…) from a previous page; got '${before}'.`);
   }

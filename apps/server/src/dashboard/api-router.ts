@@ -30,6 +30,7 @@ import type { ServiceDeps } from '../service-deps.js';
 import { usageView } from './usage-view.js';
 import { DAY_MS, utcDay } from '../time.js';
 import { isRecord } from '../is-record.js';
+import { singleQueryParam } from '@svc/protocol';
 import { bulkRedeliverFilter, deliveryListQuery } from '../webhooks/delivery-shapes.js';
 
 /** The webhook operations the dashboard reuses from the webhooks module. */
@@ -340,14 +341,11 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   return api;
 }
 
-/**
- * A query parameter given at most once: Express reads `?key_id=a&key_id=b` as an array, which must not pass for
- * no parameter (a usage chart of every key when one was asked for).
- */
+/** A query parameter given at most once and without brackets, as a deliveries list reads its own; else a 400 naming it. */
 function queryParam(req: Request, name: string): string | undefined {
-  const value = req.query[name];
-  if (value === undefined || typeof value === 'string') return value;
-  throw new ApiError('invalid_value', `'${name}' must be given once.`, { param: name });
+  const read = singleQueryParam(req.query, name);
+  if (!read.ok) throw new ApiError('invalid_value', read.message, { param: name });
+  return read.text;
 }
 
 function deliveryNotFound(req: Request): ApiError {
