@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { answerClientError } from './http/client-error.js';
+import { answerClientError, answerConnect, answerUnmetExpectation } from './http/client-error.js';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -146,6 +146,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // 30 s header timeout fired after up to 60 s); every 5 s it fires within 5 s of its time.
   const server = createServer({ connectionsCheckingInterval: 5_000 }, listener);
   server.on('clientError', answerClientError);
+  server.on('checkExpectation', answerUnmetExpectation);
+  server.on('connect', answerConnect);
   server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

@@ -171,6 +171,9 @@ describe("requests Node's HTTP parser refuses", () => {
     ['a request line that is not HTTP', 'HELLO THERE\r\n\r\n', 400, 'invalid_request'],
     ['Content-Length and Transfer-Encoding together', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'invalid_request'],
     ['a negative Content-Length', 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n', 400, 'invalid_request'],
+    // Node answers these itself: an empty 417, and a connection closed without a word.
+    ['an Expect other than 100-continue', 'POST /v1/webhooks/test HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}', 417, 'invalid_request'],
+    ['CONNECT, as to a proxy', 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n', 400, 'invalid_request'],
   ])('%s: %i in the OpenAI error shape', async (_what, raw, status, code) => {
     const answer = parse(await rawExchange(raw));
     expect(answer.status).toBe(status);

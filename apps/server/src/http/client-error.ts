@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 
 /** What Node's HTTP parser refuses before there is a request: the status, the error code and the message. */
@@ -24,6 +24,24 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
     return;
   }
   const [status, message] = answerFor(error.code);
+  answerOnSocket(socket, status, message);
+}
+
+/**
+ * The server's 'checkExpectation' listener: an `Expect` other than `100-continue` is a 417 in the OpenAI error shape
+ * (Node's own answer has an empty body).
+ */
+export function answerUnmetExpectation(req: IncomingMessage): void {
+  answerOnSocket(req.socket, 417, `The Expect header '${String(req.headers.expect)}' is not supported; only '100-continue' is.`);
+}
+
+/** The server's 'connect' listener: CONNECT (a proxy tunnel) is a 400 in the OpenAI error shape, not a silent close. */
+export function answerConnect(_req: IncomingMessage, socket: Duplex): void {
+  answerOnSocket(socket, 400, 'CONNECT is not supported: svc is not a proxy.');
+}
+
+/** An error answer written on the connection itself, which then closes: there is no request to answer it through. */
+function answerOnSocket(socket: Duplex, status: number, message: string): void {
   const body = JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code: 'invalid_request' } });
   // The server keeps connections half-open: `end` alone sends our FIN and leaves the peer's side, with the
   // request it never finished, open for good. Node's own answer destroys the socket; so does this one, once
