@@ -142,6 +142,36 @@ describe('the token limit in the form the upstream model takes', () => {
   });
 });
 
+describe('streamed tool calls', () => {
+  it('keeps parallel calls apart when the upstream leaves out their index (one call per frame, as Gemini streams them)', async () => {
+    // Each frame's calls have no `index`: a call with a new id is a new call, one without an id goes on the last.
+    const frame = (delta: Record<string, unknown>, finish: string | null = null): string =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'up-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    upstream.setBehavior({
+      rawSse: [
+        frame({ role: 'assistant', tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":' } }] }),
+        frame({ tool_calls: [{ function: { arguments: '"Paris"}' } }] }),
+        frame({ tool_calls: [{ id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } }] }),
+        frame({}, 'tool_calls'),
+        'data: [DONE]\n\n',
+      ],
+    });
+    const stream = client.chat.completions.stream({
+      ...ask,
+      tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+    });
+    const indexes: number[] = [];
+    stream.on('chunk', (chunk) => indexes.push(...(chunk.choices[0]?.delta.tool_calls ?? []).map((call) => call.index)));
+    const completion = await stream.finalChatCompletion();
+    expect(indexes).toEqual([0, 0, 1]);
+    expect(completion.choices[0]?.message.tool_calls).toEqual([
+      { id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+      { id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } },
+    ]);
+    expect(completion.choices[0]?.finish_reason).toBe('tool_calls');
+  });
+});
+
 describe('details SDKs notice', () => {
   it('an unknown model is a NotFoundError (404 model_not_found, param model), for chat and models.retrieve', async () => {
     const chat = await rejection(client.chat.completions.create({ ...ask, model: 'gpt-4o' }));

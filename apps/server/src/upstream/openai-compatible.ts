@@ -18,6 +18,7 @@ import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
 import { ChoiceIndexes } from '../choice-indexes.js';
+import { ToolCallIndexes } from './tool-call-indexes.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
 import { Cancellation, UpstreamError, type BatchHandler, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
@@ -320,6 +321,7 @@ class ChunkReader {
   private readonly started = new ChoiceIndexes();
   private readonly finished = new ChoiceIndexes();
   private readonly textFrames = new TextFrames();
+  private readonly toolCalls = new ToolCallIndexes();
   private readonly fallback: { id: string; created: number; model: string };
   /** `[DONE]` came: the frames after it are dropped. */
   private done = false;
@@ -474,7 +476,7 @@ class ChunkReader {
     if (error !== null || event.event === 'error') {
       throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${this.redact(error ?? 'unknown error')}`);
     }
-    const chunk = normalizeChunk(json, this.fallback);
+    const chunk = normalizeChunk(json, this.fallback, this.toolCalls);
     if (chunk === json) this.textFrames.learn(data, chunk);
     for (const choice of chunk.choices) {
       this.started.add(choice.index);
@@ -580,7 +582,7 @@ function isPlainText(fields: Record<string, unknown>): boolean {
   );
 }
 
-function normalizeChunk(json: unknown, fallback: { id: string; created: number; model: string }): ChatCompletionChunk {
+function normalizeChunk(json: unknown, fallback: { id: string; created: number; model: string }, toolCalls: ToolCallIndexes): ChatCompletionChunk {
   if (!isRecord(json) || !Array.isArray(json.choices)) throw invalid('a stream frame has no choices array');
   // A frame that needs no normalising (what OpenAI-compatible servers send for text) is taken as it is.
   const direct = plainChunk(json);
@@ -591,9 +593,8 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
     if (delta.role !== undefined && delta.role !== 'assistant') delete delta.role;
     if (delta.tool_calls === null) delete delta.tool_calls;
     if (Array.isArray(delta.tool_calls)) {
-      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) =>
-        isRecord(call) ? { ...call, index: typeof call.index === 'number' ? call.index : i } : call,
-      );
+      const choice = typeof raw.index === 'number' ? raw.index : position;
+      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) => (isRecord(call) ? { ...call, index: toolCalls.of(choice, call, i) } : call));
     }
     normalizeReasoning(delta);
     return { ...raw, index: typeof raw.index === 'number' ? raw.index : position, delta, finish_reason: normalizeFinishReason(raw.finish_reason) };
