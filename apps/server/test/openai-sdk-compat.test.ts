@@ -170,6 +170,25 @@ describe('streamed tool calls', () => {
     ]);
     expect(completion.choices[0]?.finish_reason).toBe('tool_calls');
   });
+
+  it('takes fragments whose missing fields are nulls ("id": null, "type": null, "name": null, "function": null), as some servers send them', async () => {
+    const frame = (delta: Record<string, unknown>, finish: string | null = null): string =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'up-model', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    upstream.setBehavior({
+      rawSse: [
+        frame({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'weather', arguments: '' } }] }),
+        frame({ tool_calls: [{ index: 0, id: null, type: null, function: { name: null, arguments: '{"city":"Paris"}' } }] }),
+        frame({ tool_calls: [{ index: 0, id: null, type: null, function: null }] }),
+        frame({}, 'tool_calls'),
+        'data: [DONE]\n\n',
+      ],
+    });
+    const completion = await client.chat.completions
+      .stream({ ...ask, tools: [{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }] })
+      .finalChatCompletion();
+    expect(completion.choices[0]?.message.tool_calls).toEqual([{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }]);
+    expect(completion.choices[0]?.finish_reason).toBe('tool_calls');
+  });
 });
 
 describe('details SDKs notice', () => {

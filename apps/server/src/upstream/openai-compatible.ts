@@ -594,7 +594,7 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
     if (delta.tool_calls === null) delete delta.tool_calls;
     if (Array.isArray(delta.tool_calls)) {
       const choice = typeof raw.index === 'number' ? raw.index : position;
-      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) => (isRecord(call) ? { ...call, index: toolCalls.of(choice, call, i) } : call));
+      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) => (isRecord(call) ? toolCallDelta(call, toolCalls.of(choice, call, i)) : call));
     }
     normalizeReasoning(delta);
     return { ...raw, index: typeof raw.index === 'number' ? raw.index : position, delta, finish_reason: normalizeFinishReason(raw.finish_reason) };
@@ -617,6 +617,24 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
   const parsed = ChatCompletionChunkSchema.safeParse(chunk);
   if (!parsed.success) throw invalid(`a stream frame: ${firstIssue(parsed.error)}`);
   return parsed.data;
+}
+
+/**
+ * A tool-call delta with its `index`, without the nulls some servers (and OpenAI's reasoning models at times)
+ * send for what a fragment does not carry (`"id": null`, `"type": null`, `"function": null`, `"name": null`):
+ * OpenAI leaves those out, and the schema takes them as absent or not at all.
+ */
+function toolCallDelta(call: Record<string, unknown>, index: number): Record<string, unknown> {
+  const out = withoutNulls(call);
+  out.index = index;
+  if (isRecord(call.function)) out.function = withoutNulls(call.function);
+  return out;
+}
+
+function withoutNulls(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key in value) if (value[key] !== null) out[key] = value[key];
+  return out;
 }
 
 /** The schema's key orders (OpenAI's on the wire). */
