@@ -227,6 +227,21 @@ describe('details SDKs notice', () => {
     for await (const chunk of stream) expect(chunk).not.toHaveProperty('usage');
   });
 
+  it("passes on the message's other fields of a non-streamed completion: annotations, audio, function_call", async () => {
+    const annotations = [{ type: 'url_citation', url_citation: { url: 'https://example.com/', title: 'Example', start_index: 0, end_index: 5 } }];
+    const audio = { id: 'audio_1', data: 'UklGRg==', expires_at: 1_900_000_000, transcript: 'Hello' };
+    const function_call = { name: 'weather', arguments: '{"city":"Paris"}' };
+    upstream.setBehavior({
+      rawJson: {
+        id: 'chatcmpl-up', object: 'chat.completion', created: 1, model: 'up-model',
+        choices: [{ index: 0, message: { role: 'assistant', content: 'Hello', refusal: null, annotations, audio, function_call }, logprobs: null, finish_reason: 'stop' }],
+      },
+    });
+    const completion = await client.chat.completions.create({ ...ask, modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } });
+    expect(completion.choices[0]?.message).toEqual({ role: 'assistant', content: 'Hello', refusal: null, annotations, audio, function_call });
+    expect(upstream.requests[0]?.body).toMatchObject({ modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'wav' } });
+  });
+
   it("passes the upstream's service_tier on a non-streamed completion", async () => {
     upstream.setBehavior({ serviceTier: 'flex' });
     const completion = await client.chat.completions.create(ask);

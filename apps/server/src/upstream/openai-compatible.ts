@@ -553,6 +553,9 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
     if (m.tool_calls && m.tool_calls.length > 0) out.tool_calls = m.tool_calls;
     if (m.reasoning_content !== undefined) out.reasoning_content = m.reasoning_content;
     if (m.refusal !== undefined) out.refusal = m.refusal;
+    // The message's other fields (`annotations`, `audio`, `function_call`, …) go to the client as they came,
+    // as they do in a stream's deltas; an empty `tool_calls` stays out, as OpenAI leaves it out.
+    for (const key in m) if (!(key in out) && key !== 'tool_calls') out[key] = m[key];
     return { index, message: out, finish_reason, ...(logprobs !== undefined ? { logprobs } : {}) };
   });
   const completion: UpstreamCompletion = { choices, usage: normalizeUsage(json.usage) };

@@ -1,4 +1,4 @@
-import type { ChatCompletionChunk, FinishReason, ToolCall, Usage } from '@svc/protocol';
+import type { ChatCompletionChunk, FinishReason, ResponseMessage, Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 
 /**
@@ -18,7 +18,8 @@ export interface UpstreamCompletion {
   created?: number;
   choices: Array<{
     index: number;
-    message: { role: 'assistant'; content: string | null; tool_calls?: ToolCall[]; reasoning_content?: string; refusal?: string | null };
+    /** The upstream's message; fields beside the schema's (`annotations`, `audio`, …) are kept. */
+    message: ResponseMessage;
     finish_reason: FinishReason | null;
     logprobs?: unknown;
   }>;
