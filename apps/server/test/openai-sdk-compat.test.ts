@@ -142,7 +142,7 @@ describe('the token limit in the form the upstream model takes', () => {
   });
 });
 
-describe('streamed tool calls', () => {
+describe('tool calls from upstreams that leave fields out', () => {
   it('keeps parallel calls apart when the upstream leaves out their index (one call per frame, as Gemini streams them)', async () => {
     // Each frame's calls have no `index`: a call with a new id is a new call, one without an id goes on the last.
     const frame = (delta: Record<string, unknown>, finish: string | null = null): string =>
@@ -188,6 +188,24 @@ describe('streamed tool calls', () => {
       .finalChatCompletion();
     expect(completion.choices[0]?.message.tool_calls).toEqual([{ id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }]);
     expect(completion.choices[0]?.finish_reason).toBe('tool_calls');
+  });
+
+  it('gives a non-streamed tool call without a type (or "type": null) the type "function", rather than a 502', async () => {
+    const calls = [
+      { id: 'call_a', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+      { id: 'call_b', type: null, function: { name: 'weather', arguments: '{"city":"Rome"}' } },
+    ];
+    upstream.setBehavior({
+      rawJson: {
+        id: 'chatcmpl-up', object: 'chat.completion', created: 1, model: 'up-model',
+        choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: calls }, finish_reason: 'tool_calls' }],
+      },
+    });
+    const completion = await client.chat.completions.create(ask);
+    expect(completion.choices[0]?.message.tool_calls).toEqual([
+      { id: 'call_a', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+      { id: 'call_b', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } },
+    ]);
   });
 });
 

@@ -537,6 +537,10 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
     if (Array.isArray(message.content)) message.content = messageText(message.content);
     if (message.content === undefined) message.content = null;
     if (message.tool_calls === null) delete message.tool_calls;
+    // Some servers (vLLM, Ollama builds) leave a call's `type` out or null; function is the only type there is.
+    if (Array.isArray(message.tool_calls)) {
+      message.tool_calls = message.tool_calls.map((call: unknown) => (isRecord(call) && call.type == null ? { ...call, type: 'function' } : call));
+    }
     normalizeReasoning(message);
     const index = typeof raw.index === 'number' ? raw.index : position;
     const finish_reason = normalizeFinishReason(raw.finish_reason);
