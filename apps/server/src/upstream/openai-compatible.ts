@@ -601,7 +601,8 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
     if (delta.tool_calls === null) delete delta.tool_calls;
     if (Array.isArray(delta.tool_calls)) {
       const choice = typeof raw.index === 'number' ? raw.index : position;
-      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) => (isRecord(call) ? toolCallDelta(call, toolCalls.of(choice, call, i)) : call));
+      const calls = delta.tool_calls.length;
+      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) => (isRecord(call) ? toolCallDelta(call, toolCalls.of(choice, call, i, calls)) : call));
     }
     normalizeReasoning(delta);
     return { ...raw, index: typeof raw.index === 'number' ? raw.index : position, delta, finish_reason: normalizeFinishReason(raw.finish_reason) };
