@@ -93,6 +93,24 @@ describe('upstream 4xx keep their meaning', () => {
   });
 });
 
+describe('errors in the middle of a stream', () => {
+  it.each([
+    ['OpenAI\'s {"error": {…}}', 'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n', 'The server had an error while processing your request.'],
+    ['vLLM\'s top-level {"object": "error", …}', 'data: {"object":"error","message":"CUDA out of memory.","type":"InternalServerError","param":null,"code":500}\n\n', 'CUDA out of memory.'],
+    ['a named error event', 'event: error\ndata: {"message":"Overloaded"}\n\n', 'Overloaded'],
+  ])("%s reaches the SDK as an APIError upstream_error with the upstream's message", async (_name, errorFrame, message) => {
+    const first = `data: ${JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'up-model', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] })}\n\n`;
+    upstream.setBehavior({ rawSse: [first, errorFrame] });
+    const stream = await client.chat.completions.create({ ...ask, stream: true });
+    let text = '';
+    const error = await rejection((async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    })());
+    expect(text).toBe('Hel');
+    expect(error.error).toMatchObject({ type: 'upstream_error', code: 'upstream_error', message: `Upstream failed mid-stream: ${message}` });
+  });
+});
+
 describe('the token limit in the form the upstream model takes', () => {
   it('a reasoning model (svc.thinking → o4-mini) gets max_completion_tokens and temperature 1; the fake refuses anything else', async () => {
     const completion = await noRetry.chat.completions.create({ ...ask, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);

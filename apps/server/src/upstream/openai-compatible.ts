@@ -474,7 +474,8 @@ class ChunkReader {
     if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
     const error = embeddedError(json);
     if (error !== null || event.event === 'error') {
-      throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${this.redact(error ?? 'unknown error')}`);
+      // A named `error` event may carry its message bare (`{"message": …}`).
+      throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${this.redact(error ?? embeddedError({ error: json }) ?? 'unknown error')}`);
     }
     const chunk = normalizeChunk(json, this.fallback, this.toolCalls);
     if (chunk === json) this.textFrames.learn(data, chunk);
@@ -737,10 +738,12 @@ function normalizeUsage(value: unknown): Usage | null {
   return { ...value, prompt_tokens: prompt as number, completion_tokens: completion as number, total_tokens: total };
 }
 
-/** The message of an OpenAI-style error body (`{"error":{"message"}}`, `{"error":"…"}`), shortened; null when none. */
+/** The message of an error body (`{"error":{"message"}}`, `{"error":"…"}`, vLLM's `{"object":"error","message"}`), shortened; null when none. */
 function embeddedError(json: unknown): string | null {
-  if (!isRecord(json) || json.error === undefined || json.error === null) return null;
-  const error = json.error;
+  if (!isRecord(json)) return null;
+  // OpenAI's `{"error": …}`, or vLLM's error object at the top level (`{"object": "error", "message": …}`).
+  const error = json.error ?? (json.object === 'error' ? json : null);
+  if (error === null) return null;
   const message = typeof error === 'string' ? error : isRecord(error) && typeof error.message === 'string' ? error.message : 'unknown error';
   const oneLine = message.replace(/\s+/g, ' ').trim();
   return oneLine.length > 500 ? `${oneLine.slice(0, 500)}…` : oneLine;
