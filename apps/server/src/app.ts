@@ -18,6 +18,7 @@ import { BodyBudget } from './http/json-body.js';
 import { InFlightLimit } from './http/in-flight.js';
 import { chatCompletions, isChatRequest } from './chat/chat-completions.js';
 import { responsesRouter } from './responses/routes.js';
+import { corsFor } from './http/cors.js';
 import { createPipeline, type KeyedRoute, type Pipeline } from './pipeline/pipeline.js';
 import { answerErrors, apiKeyOf, authorized, exchangeOf, expressRoute } from './pipeline/express.js';
 
@@ -71,8 +72,10 @@ export function createRequestListener(deps: AppDeps): RequestListener {
   const chat = chatCompletions(chatDeps);
   const responses = responsesRouter({ ...chatDeps, responses: deps.store.responses });
   const routes = expressRoute(expressApp(deps, pipeline, chat, responses));
+  const cors = corsFor(deps.config.corsOrigins);
   return (req, res) => {
     const exchange = pipeline.open(req, res);
+    if (cors(req, res)) return;
     if (isChatRequest(req)) void pipeline.runWithKey(exchange, chat);
     else routes(exchange);
   };

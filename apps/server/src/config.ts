@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_GROUNDING_THRESHOLD } from '@svc/grounding';
 import { z } from 'zod';
+import { parseCorsOrigins, type CorsOrigins } from './http/cors.js';
 
 /**
  * SVC_WEBHOOK_ALLOW_PRIVATE (design §2): `false` public addresses only; `'loopback'` also loopback receivers
@@ -180,6 +181,7 @@ const EnvSchema = z.object({
   SVC_PROCESSES: parsedBy(parseProcesses, '1'),
   SVC_TRUST_PROXY: parsedBy(parseTrustProxy, 'false'),
   SVC_ALLOWED_HOSTS: parsedBy(parseAllowedHosts, ''),
+  SVC_CORS_ORIGINS: parsedBy(parseCorsOrigins, '*'),
   SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
   SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
   SVC_MAX_BODY_BYTES_IN_FLIGHT: parsedBy(parseByteSize, '256MiB').refine(
@@ -231,6 +233,8 @@ export interface Config {
   processes: number;
   /** Host names the dashboard and /metrics answer to besides localhost, the bind host and IP addresses. */
   allowedHosts: string[];
+  /** Browser origins allowed to call /v1 (CORS): `*` for any, none when empty. */
+  corsOrigins: CorsOrigins;
   /** Which proxies' X-Forwarded-For / X-Forwarded-Proto are believed (Express `trust proxy`). */
   trustProxy: TrustProxy;
   /** Operator caps on what users may set: a key's own rate limit, and active keys per user. */
@@ -300,6 +304,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     processes: e.SVC_PROCESSES,
     trustProxy: e.SVC_TRUST_PROXY,
     allowedHosts: e.SVC_ALLOWED_HOSTS,
+    corsOrigins: e.SVC_CORS_ORIGINS,
     limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
     maxBodyBytesInFlight: e.SVC_MAX_BODY_BYTES_IN_FLIGHT,
   };

@@ -1,19 +1,18 @@
 /// <reference lib="dom" />
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from './support/chromium.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { hashPassword } from '../src/auth/passwords.js';
 import { findDashboardDist } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 
 // Accessibility, keyboard use, narrow screens and dark mode of the dashboard, in Chromium with axe-core.
-const CHROMIUM = '/usr/bin/chromium';
-const REQUIRED = process.env.SVC_TEST_CHROMIUM_REQUIRED === '1';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const SKIP = skipWithoutChromium('dashboard-a11y');
 const HERE = dirname(fileURLToPath(import.meta.url));
 // SVC_UPDATE_SCREENSHOTS=1 writes the README's screenshots; otherwise they go with the other artifacts.
 const SHOTS = process.env.SVC_UPDATE_SCREENSHOTS === '1' ? join(HERE, '..', '..', '..', 'docs', 'screenshots') : join(HERE, '..', 'test-artifacts', 'screenshots');
@@ -40,7 +39,7 @@ async function seriousViolations(page: Page): Promise<Violation[]> {
   });
 }
 
-describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromium', () => {
+describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
   let browser: Browser;
   let server: TestServer;
   let receiver: Receiver;
@@ -49,13 +48,9 @@ describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard accessibility in Chromiu
   let keyName: string;
 
   beforeAll(async () => {
-    if (!HAVE_CHROMIUM) throw new Error(`SVC_TEST_CHROMIUM_REQUIRED=1 but ${CHROMIUM} is missing: apt-get install chromium`);
     if (!findDashboardDist()) throw new Error('apps/dashboard/dist is missing: run npm run build first');
     mkdirSync(SHOTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     server = await startTestServer();
     receiver = await startReceiver();
     email = 'a11y@example.test';

@@ -1,26 +1,19 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, skipWithoutChromium } from './support/chromium.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { hashPassword } from '../src/auth/passwords.js';
 import { findDashboardDist } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const REQUIRED = process.env.SVC_TEST_CHROMIUM_REQUIRED === '1';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const SKIP = skipWithoutChromium('dashboard-e2e');
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-artifacts');
 const PASSWORD = 'e2e password 12345';
 
-if (!HAVE_CHROMIUM && !REQUIRED) {
-  console.warn(
-    `\n[dashboard-e2e] SKIPPED: ${CHROMIUM} not found. Install it with 'apt-get install chromium' ` +
-      '(CI sets SVC_TEST_CHROMIUM_REQUIRED=1 and fails instead).\n',
-  );
-}
 
 /** Verifies X-Svc-Signature over the raw bytes, as a receiver would. */
 function signatureValid(raw: Buffer, header: string | string[] | undefined, secret: string): boolean {
@@ -55,20 +48,16 @@ async function chat(server: TestServer, token: string) {
   });
 }
 
-describe.skipIf(!HAVE_CHROMIUM && !REQUIRED)('dashboard in Chromium', () => {
+describe.skipIf(SKIP)('dashboard in Chromium', () => {
   let browser: Browser;
   let server: TestServer;
   let receiver: Receiver;
   const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
   beforeAll(async () => {
-    if (!HAVE_CHROMIUM) throw new Error(`SVC_TEST_CHROMIUM_REQUIRED=1 but ${CHROMIUM} is missing: apt-get install chromium`);
     if (!findDashboardDist()) throw new Error('apps/dashboard/dist is missing: run npm run build first');
     mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     server = await startTestServer();
     receiver = await startReceiver();
   }, 60_000);
