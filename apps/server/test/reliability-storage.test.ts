@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -7,7 +8,10 @@ import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { openStore } from '../src/storage/store.js';
 import { DATA_DIR_MARKER, DatabaseFileError } from '../src/storage/sqlite-file.js';
+import { createTestPostgres, startPostgresRelay } from './support/databases.js';
+import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
+import { eventually } from './support/webhooks.js';
 
 /**
  * Storage faults told the truth, and local files and routes kept to their owner (issue #26 §9, §11): /readyz
@@ -163,5 +167,47 @@ describe('the database file', () => {
     const store = await openStore(`sqlite:${join(empty, 'd', 'svc.db')}`);
     await store.close();
     expect(existsSync(join(empty, 'd', DATA_DIR_MARKER))).toBe(true);
+  });
+});
+
+const pgDb = await createTestPostgres('reliability-storage');
+
+describe.skipIf(!pgDb)('Postgres lost under a running server', () => {
+  it('a connection dropped with a query in flight fails that request (500), not the process; served again once it is back', async () => {
+    const relay = await startPostgresRelay(pgDb!.url);
+    // The admin commands (spawnSync: this process's relay would not run meanwhile) go to Postgres directly.
+    const direct = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: randomBytes(32).toString('base64') });
+    adminCommand(['migrate'], direct);
+    adminCommand(['users', 'create', '--email', 'ops@example.test', '--password', 'correct horse battery'], direct);
+    const { key } = JSON.parse(adminCommand(['keys', 'create', '--email', 'ops@example.test', '--name', 'ops', '--json'], direct)) as { key: string };
+    const svc = await startServerProcess({ ...direct, SVC_DATABASE_URL: relay.url });
+    const chat = () =>
+      fetch(`${svc.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    try {
+      expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
+      relay.hold();
+      const pending = chat();
+      // The key lookup is sent to Postgres and its answer held back: a client of the pool is in use.
+      await eventually(() => relay.heldBytes() > 0);
+      relay.cut();
+      // Was an uncaught 'error' event of the pg client: the process died with every request in flight.
+      const res = await pending;
+      expect(res.status).toBe(500);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('internal_error');
+      expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${svc.url}/readyz`)).status).toBe(503);
+      relay.restore();
+      await eventually(async () => (await chat()).status === 200);
+      expect(svc.child.exitCode).toBeNull();
+    } finally {
+      relay.restore();
+      await svc.stop();
+      await relay.close();
+      await pgDb!.drop();
+    }
   });
 });

@@ -96,8 +96,12 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   }
   const pg = loadPg();
   const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20 });
-  // An idle client error (server restart) must not crash the process; the pool replaces the client.
+  // A lost connection (Postgres restarted or failed over, a proxy cut it) must not crash the process. pg emits
+  // it as an 'error' event on the client besides failing its query; the pool listens only while the client is
+  // idle, so a client in use (a query in flight) had none: an uncaught exception. The query still fails to its
+  // caller (a 500, a /readyz 503) and the pool replaces the client.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', dataDir: undefined, fileProblem: () => undefined, onFileLost: () => {}, onCheckpointFallback: () => {}, close: () => db.destroy() };
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 
@@ -60,4 +61,67 @@ export async function testRedis(label: string): Promise<{ url: string; prefix: s
     return undefined;
   }
   return { url, prefix: `svc-test-${randomBytes(4).toString('hex')}` };
+}
+
+export interface PostgresRelay {
+  /** The database URL through the relay. */
+  url: string;
+  /** Stops passing Postgres' answers on: every query sent from now on stays in flight. */
+  hold(): void;
+  /** Bytes sent towards Postgres since `hold()` (a query is in flight once this is above 0). */
+  heldBytes(): number;
+  /** Drops every connection and refuses new ones, as a Postgres restart or failover does. */
+  cut(): void;
+  /** Accepts and relays connections again. */
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP relay in front of a Postgres database URL, to take the database away from a running server. */
+export async function startPostgresRelay(target: string): Promise<PostgresRelay> {
+  const targetUrl = new URL(target);
+  const sockets = new Set<Socket>();
+  let state: 'open' | 'held' | 'cut' = 'open';
+  let held = 0;
+  const relay = createServer((client) => {
+    if (state === 'cut') return client.destroy();
+    const server = connect(Number(targetUrl.port || 5432), targetUrl.hostname);
+    sockets.add(client).add(server);
+    client.on('data', (chunk: Buffer) => {
+      if (state === 'held') held += chunk.length;
+      server.write(chunk);
+    });
+    server.on('data', (chunk: Buffer) => {
+      if (state === 'open') client.write(chunk);
+    });
+    for (const [a, b] of [[client, server], [server, client]] as const) {
+      a.on('error', () => b.destroy());
+      a.on('close', () => {
+        sockets.delete(a);
+        b.destroy();
+      });
+    }
+  });
+  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const url = new URL(targetUrl);
+  url.host = `127.0.0.1:${(relay.address() as AddressInfo).port}`;
+  return {
+    url: url.toString(),
+    hold() {
+      state = 'held';
+      held = 0;
+    },
+    heldBytes: () => held,
+    cut() {
+      state = 'cut';
+      for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      state = 'open';
+    },
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => relay.close(() => resolve()));
+    },
+  };
 }
