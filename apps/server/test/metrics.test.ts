@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestPostgres, startPostgresRelay } from './support/databases.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
@@ -140,6 +142,38 @@ describe('GET /metrics without SVC_METRICS_TOKEN', () => {
       }
     } finally {
       await open.close();
+    }
+  });
+});
+
+const pgDb = await createTestPostgres('metrics');
+
+describe.skipIf(!pgDb)('GET /metrics while Postgres is unreachable', () => {
+  it('still answers, with svc_database_up 0 and no outbox counts, and 1 again once it is back', async () => {
+    const relay = await startPostgresRelay(pgDb!.url);
+    const svc = await startTestServer({
+      env: { SVC_DATABASE_URL: relay.url, SVC_SECRET_KEY: randomBytes(32).toString('base64'), SVC_METRICS_TOKEN: TOKEN },
+    });
+    try {
+      let text = await scrape(svc.url);
+      expect(sample(text, 'svc_database_up')).toBe(1);
+      expect(sample(text, 'svc_webhook_outbox_deliveries', { state: 'pending' })).toBe(0);
+
+      relay.cut();
+      // Was a 500: the outbox gauge's failed read failed the whole scrape, so an outage had no metrics at all.
+      text = await scrape(svc.url);
+      expect(sample(text, 'svc_database_up')).toBe(0);
+      expect(sample(text, 'svc_webhook_outbox_deliveries', { state: 'pending' })).toBeUndefined();
+      expect(sample(text, 'svc_http_requests_total', { method: 'GET', route: '/metrics', status: '200' })).toBeGreaterThan(0);
+      expect((await fetch(`${svc.url}/readyz`)).status).toBe(503);
+
+      relay.restore();
+      await eventually(async () => expect(sample(await scrape(svc.url), 'svc_database_up')).toBe(1));
+    } finally {
+      relay.restore();
+      await svc.close();
+      await relay.close();
+      await pgDb!.drop();
     }
   });
 });

@@ -101,6 +101,15 @@ export class Metrics {
   constructor(options: MetricsOptions = {}) {
     const { backlog } = options;
     if (backlog) {
+      // One read per scrape serves both gauges; a failed read is an unreachable database, not a failed scrape:
+      // the outbox counts are left out and svc_database_up says why, so an outage still has its metrics.
+      let reading: Promise<Backlog | undefined> | undefined;
+      const read = () =>
+        (reading ??= backlog()
+          .catch(() => undefined)
+          .finally(() => {
+            reading = undefined;
+          }));
       new Gauge({
         name: 'svc_webhook_outbox_deliveries',
         help: 'Deliveries in the outbox by state: pending (not yet delivered nor given up), due (pending and due now), failed.',
@@ -109,10 +118,21 @@ export class Metrics {
         // Every process of a multi-process server reads the same outbox: its counts are not to be summed.
         aggregator: 'max',
         async collect() {
-          const counts = await backlog();
+          const counts = await read();
+          if (counts === undefined) return this.reset();
           this.set({ state: 'pending' }, counts.pending);
           this.set({ state: 'due' }, counts.due);
           this.set({ state: 'failed' }, counts.failed);
+        },
+      });
+      new Gauge({
+        name: 'svc_database_up',
+        help: '1 when this scrape could read the database (the outbox counts), 0 when it could not (the error is logged by the requests that failed; /readyz answers 503).',
+        registers: [this.registry],
+        // Any process that cannot reach the database makes it 0.
+        aggregator: 'min',
+        async collect() {
+          this.set((await read()) === undefined ? 0 : 1);
         },
       });
     }
