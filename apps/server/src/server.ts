@@ -23,7 +23,7 @@ import { createWebhooks } from './webhooks/index.js';
 import { Retention } from './storage/retention.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from './auth/first-run.js';
 import { createDashboardRouter } from './dashboard/index.js';
-import { createMetrics } from './metrics/metrics.js';
+import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
 import { operationsRouter } from './metrics/operations-router.js';
 import { InFlightLimit } from './http/in-flight.js';
@@ -104,7 +104,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const redis = config.redisUrl
     ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
     : undefined;
-  redis?.on('error', (err) => logger.warn({ err: err.message }, 'redis unavailable; rate limits fall back to this instance'));
+  if (redis) watchRedis(redis, logger, metrics);
   if (redis) await waitForRedis(redis, logger);
   const keyCache = new KeyCache(store.keys, clock);
   const usage = new UsageSink(store.usage, logger);
@@ -201,6 +201,25 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     });
   });
   return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, close, failed };
+}
+
+/**
+ * Says when Redis is lost and when it is back, once each (ioredis reports every reconnection attempt: a line
+ * every 2 s for as long as it is down), and exposes `svc_redis_up`.
+ */
+function watchRedis(redis: Redis, logger: Logger, metrics: Metrics): void {
+  let lost = false;
+  redis.on('error', (err) => {
+    if (lost) return;
+    lost = true;
+    logger.warn({ err: err.message }, 'redis unavailable; rate limits fall back to this instance until it is back');
+  });
+  redis.on('ready', () => {
+    if (!lost) return;
+    lost = false;
+    logger.info('redis reachable again; rate limits are shared again');
+  });
+  metrics.redis(() => redis.status === 'ready');
 }
 
 /** Shared limits should hold from the first request; an unreachable Redis only delays start by a few seconds. */

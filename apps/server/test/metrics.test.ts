@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestPostgres, startPostgresRelay } from './support/databases.js';
+import { createTestPostgres, startTcpRelay, testRedis } from './support/databases.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
@@ -150,7 +150,7 @@ const pgDb = await createTestPostgres('metrics');
 
 describe.skipIf(!pgDb)('GET /metrics while Postgres is unreachable', () => {
   it('still answers, with svc_database_up 0 and no outbox counts, and 1 again once it is back', async () => {
-    const relay = await startPostgresRelay(pgDb!.url);
+    const relay = await startTcpRelay(pgDb!.url);
     const svc = await startTestServer({
       env: { SVC_DATABASE_URL: relay.url, SVC_SECRET_KEY: randomBytes(32).toString('base64'), SVC_METRICS_TOKEN: TOKEN },
     });
@@ -159,7 +159,7 @@ describe.skipIf(!pgDb)('GET /metrics while Postgres is unreachable', () => {
       expect(sample(text, 'svc_database_up')).toBe(1);
       expect(sample(text, 'svc_webhook_outbox_deliveries', { state: 'pending' })).toBe(0);
 
-      relay.cut();
+      await relay.cut();
       // Was a 500: the outbox gauge's failed read failed the whole scrape, so an outage had no metrics at all.
       text = await scrape(svc.url);
       expect(sample(text, 'svc_database_up')).toBe(0);
@@ -167,13 +167,38 @@ describe.skipIf(!pgDb)('GET /metrics while Postgres is unreachable', () => {
       expect(sample(text, 'svc_http_requests_total', { method: 'GET', route: '/metrics', status: '200' })).toBeGreaterThan(0);
       expect((await fetch(`${svc.url}/readyz`)).status).toBe(503);
 
-      relay.restore();
+      await relay.restore();
       await eventually(async () => expect(sample(await scrape(svc.url), 'svc_database_up')).toBe(1));
     } finally {
-      relay.restore();
+      await relay.restore();
       await svc.close();
       await relay.close();
       await pgDb!.drop();
+    }
+  });
+});
+
+const redis = await testRedis('metrics');
+
+describe.skipIf(!redis)('Redis lost and back', () => {
+  it('svc_redis_up follows it, and the log says so once each way (not at every reconnection attempt)', async () => {
+    const relay = await startTcpRelay(redis!.url);
+    const svc = await startTestServer({ env: { SVC_REDIS_URL: relay.url, SVC_METRICS_TOKEN: TOKEN } });
+    const lines = (msg: string) => svc.logs.filter((line) => (JSON.parse(line) as { msg: string }).msg.startsWith(msg));
+    try {
+      expect(sample(await scrape(svc.url), 'svc_redis_up')).toBe(1);
+      await relay.cut();
+      await eventually(async () => sample(await scrape(svc.url), 'svc_redis_up') === 0);
+      // ioredis reconnects every 50 ms to 2 s for as long as it is down, each a connection refused: each was a warn line.
+      await eventually(() => svc.logs.filter((line) => line.includes('ECONNREFUSED')).length >= 1);
+      await relay.restore();
+      await eventually(async () => sample(await scrape(svc.url), 'svc_redis_up') === 1);
+      expect(lines('redis unavailable')).toHaveLength(1);
+      expect(lines('redis reachable again')).toHaveLength(1);
+    } finally {
+      await relay.restore();
+      await svc.close();
+      await relay.close();
     }
   });
 });

@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { openStore } from '../src/storage/store.js';
 import { DATA_DIR_MARKER, DatabaseFileError } from '../src/storage/sqlite-file.js';
-import { createTestPostgres, startPostgresRelay } from './support/databases.js';
+import { createTestPostgres, startTcpRelay } from './support/databases.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { eventually } from './support/webhooks.js';
@@ -174,7 +174,7 @@ const pgDb = await createTestPostgres('reliability-storage');
 
 describe.skipIf(!pgDb)('Postgres lost under a running server', () => {
   it('a connection dropped with a query in flight fails that request (500), not the process; served again once it is back', async () => {
-    const relay = await startPostgresRelay(pgDb!.url);
+    const relay = await startTcpRelay(pgDb!.url);
     // The admin commands (spawnSync: this process's relay would not run meanwhile) go to Postgres directly.
     const direct = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: randomBytes(32).toString('base64') });
     adminCommand(['migrate'], direct);
@@ -193,18 +193,18 @@ describe.skipIf(!pgDb)('Postgres lost under a running server', () => {
       const pending = chat();
       // The key lookup is sent to Postgres and its answer held back: a client of the pool is in use.
       await eventually(() => relay.heldBytes() > 0);
-      relay.cut();
+      await relay.cut();
       // Was an uncaught 'error' event of the pg client: the process died with every request in flight.
       const res = await pending;
       expect(res.status).toBe(500);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('internal_error');
       expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
       expect((await fetch(`${svc.url}/readyz`)).status).toBe(503);
-      relay.restore();
+      await relay.restore();
       await eventually(async () => (await chat()).status === 200);
       expect(svc.child.exitCode).toBeNull();
     } finally {
-      relay.restore();
+      await relay.restore();
       await svc.stop();
       await relay.close();
       await pgDb!.drop();

@@ -165,6 +165,20 @@ export class Metrics {
     }
   }
 
+  /** Exposes `svc_redis_up`: 1 while the shared rate-limit store is connected, read on every scrape. */
+  redis(connected: () => boolean): void {
+    new Gauge({
+      name: 'svc_redis_up',
+      help: '1 while SVC_REDIS_URL is connected, 0 while it is not (rate limits are then counted per instance, not shared).',
+      registers: [this.registry],
+      // Any process without Redis makes it 0.
+      aggregator: 'min',
+      collect() {
+        this.set(connected() ? 1 : 0);
+      },
+    });
+  }
+
   inFlightRejected(): void {
     this.inFlightRejections.inc();
   }

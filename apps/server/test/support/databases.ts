@@ -63,36 +63,35 @@ export async function testRedis(label: string): Promise<{ url: string; prefix: s
   return { url, prefix: `svc-test-${randomBytes(4).toString('hex')}` };
 }
 
-export interface PostgresRelay {
-  /** The database URL through the relay. */
+export interface TcpRelay {
+  /** The target URL through the relay. */
   url: string;
-  /** Stops passing Postgres' answers on: every query sent from now on stays in flight. */
+  /** Stops passing the target's answers on: every request sent from now on stays in flight. */
   hold(): void;
-  /** Bytes sent towards Postgres since `hold()` (a query is in flight once this is above 0). */
+  /** Bytes sent towards the target since `hold()` (a request is in flight once this is above 0). */
   heldBytes(): number;
-  /** Drops every connection and refuses new ones, as a Postgres restart or failover does. */
-  cut(): void;
-  /** Accepts and relays connections again. */
-  restore(): void;
+  /** Drops every connection and refuses new ones (connection refused), as a restart or failover does. */
+  cut(): Promise<void>;
+  /** Accepts and relays connections again, on the same port. */
+  restore(): Promise<void>;
   close(): Promise<void>;
 }
 
-/** A TCP relay in front of a Postgres database URL, to take the database away from a running server. */
-export async function startPostgresRelay(target: string): Promise<PostgresRelay> {
+/** A TCP relay in front of a Postgres or Redis URL, to take the service away from a running server. */
+export async function startTcpRelay(target: string): Promise<TcpRelay> {
   const targetUrl = new URL(target);
   const sockets = new Set<Socket>();
-  let state: 'open' | 'held' | 'cut' = 'open';
+  let holding = false;
   let held = 0;
   const relay = createServer((client) => {
-    if (state === 'cut') return client.destroy();
-    const server = connect(Number(targetUrl.port || 5432), targetUrl.hostname);
+    const server = connect(Number(targetUrl.port), targetUrl.hostname);
     sockets.add(client).add(server);
     client.on('data', (chunk: Buffer) => {
-      if (state === 'held') held += chunk.length;
+      if (holding) held += chunk.length;
       server.write(chunk);
     });
     server.on('data', (chunk: Buffer) => {
-      if (state === 'open') client.write(chunk);
+      if (!holding) client.write(chunk);
     });
     for (const [a, b] of [[client, server], [server, client]] as const) {
       a.on('error', () => b.destroy());
@@ -102,26 +101,27 @@ export async function startPostgresRelay(target: string): Promise<PostgresRelay>
       });
     }
   });
-  await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+  const listen = (port: number) => new Promise<void>((resolve) => relay.listen(port, '127.0.0.1', resolve));
+  const stop = () => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => relay.close(() => resolve()));
+  };
+  await listen(0);
+  const port = (relay.address() as AddressInfo).port;
   const url = new URL(targetUrl);
-  url.host = `127.0.0.1:${(relay.address() as AddressInfo).port}`;
+  url.host = `127.0.0.1:${port}`;
   return {
     url: url.toString(),
     hold() {
-      state = 'held';
+      holding = true;
       held = 0;
     },
     heldBytes: () => held,
-    cut() {
-      state = 'cut';
-      for (const socket of sockets) socket.destroy();
+    cut: stop,
+    async restore() {
+      holding = false;
+      if (!relay.listening) await listen(port);
     },
-    restore() {
-      state = 'open';
-    },
-    close: () => {
-      for (const socket of sockets) socket.destroy();
-      return new Promise((resolve) => relay.close(() => resolve()));
-    },
+    close: () => (relay.listening ? stop() : Promise.resolve()),
   };
 }
