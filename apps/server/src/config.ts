@@ -190,6 +190,37 @@ const EnvSchema = z.object({
   ),
 });
 
+/** SVC_ variables read by others: bin/svc-server, svc-cli and the receiver examples in the README. */
+const READ_ELSEWHERE = new Set(['SVC_SINGLE_THREADED_GC', 'SVC_CGROUP_CPU_MAX', 'SVC_BASE_URL', 'SVC_API_KEY', 'SVC_WEBHOOK_SECRET', 'SVC_LISTEN_PORT']);
+
+/** Characters to insert, delete or change to turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * SVC_ variables svc does not know, each with what to check: a misspelt setting is otherwise ignored and its
+ * default used in silence (SVC_DATABSE_URL=postgres://… would run on a local SQLite file).
+ *
+ * @example
+ * unknownSettings({ SVC_DATABSE_URL: 'postgres://…' }); // ['SVC_DATABSE_URL is not an svc setting and is ignored (did you mean SVC_DATABASE_URL?)']
+ */
+export function unknownSettings(env: Record<string, string | undefined>): string[] {
+  const known = Object.keys(EnvSchema.shape);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('SVC_') && !(name in EnvSchema.shape) && !READ_ELSEWHERE.has(name))
+    .map((name) => {
+      const closest = known.find((k) => editDistance(name, k) <= 2);
+      return `${name} is not an svc setting and is ignored${closest ? ` (did you mean ${closest}?)` : ''}`;
+    });
+}
+
 export interface Config {
   host: string;
   port: number;

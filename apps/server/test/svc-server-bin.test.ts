@@ -258,6 +258,16 @@ describe('svc-server start (what npm start runs)', () => {
     expect(r.stderr).toContain('SVC_RATE_LIMIT_RPM');
     expect(r.stderr).not.toMatch(/at .*\.js:\d+/);
   });
+
+  it('warns about an SVC_ variable it does not know, naming the setting it resembles', () => {
+    // Was silent: SVC_DATABSE_URL=postgres://… ran on the default SQLite file; the shared database never saw a write.
+    const r = run(['migrate'], envFor(tempDir(), { SVC_DATABSE_URL: 'postgres://db.internal/svc', SVC_NOT_A_THING: '1', SVC_API_KEY: 'sk-svc-for-svc-cli' }));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('warning: SVC_DATABSE_URL is not an svc setting and is ignored (did you mean SVC_DATABASE_URL?)');
+    expect(r.stderr).toContain('warning: SVC_NOT_A_THING is not an svc setting and is ignored\n');
+    // svc-cli's settings share the prefix and are not svc-server's to question.
+    expect(r.stderr).not.toContain('SVC_API_KEY');
+  });
 });
 
 describe('admin commands', () => {

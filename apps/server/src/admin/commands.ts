@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import cluster from 'node:cluster';
-import { loadConfig, ConfigError, parseProcesses, type Config } from '../config.js';
+import { loadConfig, ConfigError, parseProcesses, unknownSettings, type Config } from '../config.js';
 import { openStore, type Store } from '../storage/store.js';
 import { migrate } from '../storage/migrations.js';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
@@ -131,6 +131,8 @@ function keyView(key: ApiKeyRecord) {
  */
 export function makeProgram(io: CommandIO): Command {
   const config = (overrides: Record<string, string | undefined> = {}) => {
+    // Said once, by the process the operator started (not again by each worker of --processes).
+    if (!cluster.isWorker) for (const note of unknownSettings(io.env)) io.stderr(`warning: ${note}`);
     try {
       return loadConfig({ ...io.env, ...overrides });
     } catch (err) {
