@@ -259,6 +259,14 @@ describe('svc-server start (what npm start runs)', () => {
     expect(r.stderr).not.toMatch(/at .*\.js:\d+/);
   });
 
+  it('names the database it could not reach, without its password', () => {
+    // Was "error: connect ECONNREFUSED 127.0.0.1:1" alone: not a word of which setting or service.
+    const r = run(['migrate'], envFor(tempDir(), { SVC_DATABASE_URL: 'postgres://svc:hunter2secret@127.0.0.1:1/svc', SVC_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') }));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: could not open the database postgres:\/\/svc:\*\*\*@127\.0\.0\.1:1\/svc \(SVC_DATABASE_URL\): connect ECONNREFUSED 127\.0\.0\.1:1\n$/);
+    expect(r.stderr).not.toContain('hunter2secret');
+  });
+
   it('warns about an SVC_ variable it does not know, naming the setting it resembles', () => {
     // Was silent: SVC_DATABSE_URL=postgres://… ran on the default SQLite file; the shared database never saw a write.
     const r = run(['migrate'], envFor(tempDir(), { SVC_DATABSE_URL: 'postgres://db.internal/svc', SVC_NOT_A_THING: '1', SVC_API_KEY: 'sk-svc-for-svc-cli' }));
@@ -322,7 +330,8 @@ describe('admin commands', () => {
     expect(badRpm.stderr).toContain('positive integer');
   });
 
-  it('keys update sets the webhook URL and signing secret of a key named by the key itself, its prefix or its id', async () => {
+  // A dozen commands, each a node start: 30 s is short on a busy machine.
+  it('keys update sets the webhook URL and signing secret of a key named by the key itself, its prefix or its id', { timeout: 90_000 }, async () => {
     const dir = tempDir();
     const env = envFor(dir);
     run(['users', 'create', '--email', 'ana@example.com', '--password', 'long-enough-pw'], env);

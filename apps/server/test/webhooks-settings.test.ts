@@ -136,3 +136,28 @@ describe('cancelling a delivery', () => {
     expect(detail).toMatchObject({ status: 'cancelled', last_error: 'cancelled by request', next_attempt_at: null, last_status_code: 500 });
   });
 });
+
+describe('test sends', () => {
+  it('at most 4 of a key wait on its receiver at once; the next is a 429 with retry-after, and goes once one ended', async () => {
+    // Was unbounded: 150 test sends to a receiver that never answers held 150 connections for the whole timeout.
+    const hung = await receiver();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    hung.fallback = { until: held };
+    const { token } = await server.createKey({ webhookUrl: hung.url });
+    const waiting = Array.from({ length: 4 }, () => api(token, 'POST', '/webhooks/test'));
+    await hung.waitFor((list) => list.length === 4);
+    const refused = await fetch(`${server.url}/v1/webhooks/test`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(((await refused.json()) as any).error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limit_exceeded' });
+    // Another key's test is not held up by this one's.
+    const other = await receiver();
+    const { token: otherToken } = await server.createKey({ webhookUrl: other.url });
+    expect((await api(otherToken, 'POST', '/webhooks/test')).body).toMatchObject({ success: true });
+    release();
+    for (const result of await Promise.all(waiting)) expect(result.body).toMatchObject({ success: true });
+    hung.fallback = {};
+    expect((await api(token, 'POST', '/webhooks/test')).body).toMatchObject({ success: true });
+  });
+});

@@ -32,13 +32,18 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * Opens the database at `url` and brings its schema up to date (unless `migrate: false`). A failure says which
+ * database it was (without its password): "connect ECONNREFUSED 127.0.0.1:5432" alone does not.
+ */
 export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number } = {}): Promise<Store> {
-  const handle = openDatabase(url, { poolSize: options.poolSize });
+  let handle: DatabaseHandle | undefined;
   try {
+    handle = openDatabase(url, { poolSize: options.poolSize });
     if (options.migrate !== false) await migrate(handle.db, handle.dialect);
   } catch (err) {
-    await handle.close();
-    throw err;
+    await handle?.close();
+    throw new Error(`could not open the database ${withoutPassword(url)} (SVC_DATABASE_URL): ${(err as Error).message ?? String(err)}`, { cause: err });
   }
   const { db } = handle;
   const statements = handle.sqlite ? new SqliteStatements(handle.sqlite) : undefined;
@@ -74,4 +79,16 @@ export function warnOnCheckpointFallback(store: Store, logger: Pick<Logger, 'war
   store.handle.onCheckpointFallback((reason) => {
     logger.warn({ reason }, 'WAL checkpoints fell back to the writer connection (their thread failed): they now take turns of its event loop');
   });
+}
+
+/** A database URL fit for a message: its password replaced by `***`. */
+export function withoutPassword(url: string): string {
+  if (!/^postgres(ql)?:/.test(url)) return url;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return 'postgres://…';
+  }
 }

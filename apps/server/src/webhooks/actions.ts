@@ -1,9 +1,13 @@
 import { REDELIVERY_MAX, type BulkRedeliverResult, type WebhookTestResult, type WebhookTestSample } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
+import { retryAfterHeaders } from '../http/retry-after.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery, type OutboxStore, type RedeliveryFilter } from '../storage/outbox-store.js';
 import { buildTestPayload } from '../audit/audit-payload.js';
 import type { DeliveryWorker } from './worker.js';
+
+/** Test sends of one key in flight at once, per process. */
+const TESTS_IN_FLIGHT = 4;
 
 export interface WebhookActionsDeps {
   deliveries: OutboxStore;
@@ -20,6 +24,38 @@ export interface WebhookActionsDeps {
  * const result = await actions.sendTest(key); // { success, delivered_to, status_code?, error? }
  */
 export function webhookActions(deps: WebhookActionsDeps) {
+  // Test sends of each key in flight: each holds a connection to the receiver for up to the timeout, so a
+  // script (or a held-down button) must not open hundreds to a receiver that does not answer.
+  const testing = new Map<string, number>();
+
+  /** The test send itself: a delivery row leased to this call, one attempt on connections of its own. */
+  async function attemptTest(key: ApiKeyRecord, url: string, sample: WebhookTestSample): Promise<WebhookTestResult> {
+    const id = newDeliveryId();
+    const now = deps.clock();
+    const { payload, body } = buildTestPayload(key, id, now, sample);
+    const delivery: NewDelivery = {
+      id,
+      keyId: key.id,
+      userId: key.user_id,
+      event: payload.event,
+      requestId: payload.request_id,
+      url,
+      payload: body,
+      now,
+      // Leased to this call: the worker leaves it alone while the synchronous attempt runs.
+      lease: { until: now + deps.timeoutMs + 15_000, by: 'test-send' },
+      signingSecretEnc: key.signing_secret_enc,
+      previousSigningSecretEnc: key.previous_signing_secret_enc,
+      previousSigningSecretExpiresAt: key.previous_signing_secret_expires_at,
+    };
+    await deps.deliveries.insert(delivery);
+    // `direct`: its own connections, never queued behind the worker's attempts to the same receiver.
+    const outcome = await deps.worker.attempt(newDeliveryRow(delivery), { retries: false, direct: true });
+    return outcome.ok
+      ? { success: true, delivered_to: url }
+      : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error };
+  }
+
   return {
     /**
      * One synchronous attempt of a test payload to the key's URL, with the same signing, SSRF guard, attempt
@@ -28,30 +64,22 @@ export function webhookActions(deps: WebhookActionsDeps) {
     async sendTest(key: ApiKeyRecord, sample: WebhookTestSample = 'ok'): Promise<WebhookTestResult> {
       const url = key.webhook_url;
       if (!url) throw new TypeError('sendTest needs a key with a webhook URL');
-      const id = newDeliveryId();
-      const now = deps.clock();
-      const { payload, body } = buildTestPayload(key, id, now, sample);
-      const delivery: NewDelivery = {
-        id,
-        keyId: key.id,
-        userId: key.user_id,
-        event: payload.event,
-        requestId: payload.request_id,
-        url,
-        payload: body,
-        now,
-        // Leased to this call: the worker leaves it alone while the synchronous attempt runs.
-        lease: { until: now + deps.timeoutMs + 15_000, by: 'test-send' },
-        signingSecretEnc: key.signing_secret_enc,
-        previousSigningSecretEnc: key.previous_signing_secret_enc,
-        previousSigningSecretExpiresAt: key.previous_signing_secret_expires_at,
-      };
-      await deps.deliveries.insert(delivery);
-      // `direct`: its own connections, never queued behind the worker's attempts to the same receiver.
-      const outcome = await deps.worker.attempt(newDeliveryRow(delivery), { retries: false, direct: true });
-      return outcome.ok
-        ? { success: true, delivered_to: url }
-        : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error };
+      const running = testing.get(key.id) ?? 0;
+      if (running >= TESTS_IN_FLIGHT) {
+        throw new ApiError(
+          'rate_limit_exceeded',
+          `${running} test sends to this key's webhook URL are still waiting for its answer (at most ${Math.ceil(deps.timeoutMs / 1000)} s each); send the next once one has ended.`,
+          { headers: retryAfterHeaders(deps.timeoutMs) },
+        );
+      }
+      testing.set(key.id, running + 1);
+      try {
+        return await attemptTest(key, url, sample);
+      } finally {
+        const left = (testing.get(key.id) ?? 1) - 1;
+        if (left > 0) testing.set(key.id, left);
+        else testing.delete(key.id);
+      }
     },
 
     /**

@@ -189,7 +189,9 @@ describe('streamed completions', () => {
   ];
   it.each(sseShapes)('parses %s', async (_name, behavior) => {
     fake.setBehavior({ answer: 'Ünïcode ✓ splits — fine.', ...behavior });
-    const chunks = await collect(await upstream.stream(request()));
+    // Hundreds of tiny writes 2 ms apart: the 2 s default is for the timeout tests, not a busy machine.
+    const patient = make({ timeoutMs: 30_000, firstByteTimeoutMs: 10_000 });
+    const chunks = await collect(await patient.stream(request()));
     expect(text(chunks)).toBe('Ünïcode ✓ splits — fine.');
   });
 
