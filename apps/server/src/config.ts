@@ -136,7 +136,13 @@ const bool = z
 /** A whole number in [min, max]; every failure says so in those words ("abc" is not "expected number, received NaN"). */
 const int = (min: number, max: number) => {
   const error = `must be a whole number from ${min} to ${max}`;
-  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
+  // Digits only: Number(' ') is 0 (SVC_PORT=" " was a random port), Number('1e3') and Number('0x10') numbers.
+  return z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, { error })
+    .transform(Number)
+    .pipe(z.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
 };
 
 const EnvSchema = z.object({

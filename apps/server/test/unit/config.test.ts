@@ -62,9 +62,14 @@ describe('loadConfig', () => {
 
   it('takes SVC_MAX_IN_FLIGHT as a positive whole number', () => {
     expect(loadConfig({ SVC_MAX_IN_FLIGHT: '5' }).maxInFlight).toBe(5);
-    for (const bad of ['0', '-3', '2.5', 'many']) {
+    for (const bad of ['0', '-3', '2.5', 'many', ' ', '1e3', '0x10']) {
       expect(() => loadConfig({ SVC_MAX_IN_FLIGHT: bad })).toThrow(/SVC_MAX_IN_FLIGHT/);
     }
+  });
+
+  it('refuses a port of spaces alone (was port 0: a random port)', () => {
+    expect(() => loadConfig({ SVC_PORT: ' ' })).toThrow(/SVC_PORT: must be a whole number from 0 to 65535/);
+    expect(loadConfig({ SVC_PORT: ' 8081 ' }).port).toBe(8081);
   });
 
   it('requires SVC_SECRET_KEY with Postgres', () => {
