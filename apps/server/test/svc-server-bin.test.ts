@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 
@@ -226,7 +226,11 @@ describe('svc-server start (what npm start runs)', () => {
 
   it('on a first embedded start prints a key once, and a completion with it succeeds on the offline model', async () => {
     const dir = tempDir();
-    const { child, url, stdout } = await start(envFor(dir));
+    const { child, url, stdout, stderr } = await start(envFor(dir));
+    // Which build is running, in the line an operator's log keeps, and from --version.
+    const { version } = JSON.parse(readFileSync(join(dirname(BIN), '..', 'package.json'), 'utf8')) as { version: string };
+    expect(stderr()).toContain(`svc listening on ${url}  (version ${version}; dashboard: ${url}/dashboard)`);
+    expect(run(['--version'], envFor(dir)).stdout.trim()).toBe(version);
     const key = /API key:\s+(sk-svc-\S+)/.exec(stdout())?.[1];
     expect(key).toBeDefined();
     expect(stdout()).toMatch(/Dashboard:\s+http:\/\/.*\/dashboard.*password \S+/);

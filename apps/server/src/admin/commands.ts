@@ -17,6 +17,7 @@ import type { FirstRunCredentials } from '../auth/first-run.js';
 import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
 import { CommandError } from './command-error.js';
 import { makeGroundingCommand } from './grounding-calibrate.js';
+import { SERVER_VERSION } from '../version.js';
 
 export interface CommandIO {
   env: Record<string, string | undefined>;
@@ -142,6 +143,7 @@ export function makeProgram(io: CommandIO): Command {
   };
   const program = new Command('svc-server')
     .description('svc: an OpenAI-compatible LLM gateway with grounding checks and signed audit webhooks')
+    .version(SERVER_VERSION)
     .showHelpAfterError();
 
   program
@@ -158,7 +160,7 @@ export function makeProgram(io: CommandIO): Command {
         // node:cluster forks this same command: a worker runs the server; the primary supervises.
         if (cluster.isWorker) return (await import('../cluster/worker.js')).runClusterWorker(cfg);
         const primary = await (await import('../cluster/primary.js')).startPrimary(cfg);
-        io.stderr(`svc listening on ${primary.url}  (dashboard: ${primary.url}/dashboard; ${primary.processes} processes)`);
+        io.stderr(`svc listening on ${primary.url}  (version ${SERVER_VERSION}; dashboard: ${primary.url}/dashboard; ${primary.processes} processes)`);
         if (primary.firstRun) printFirstRun(io, primary.url, primary.firstRun);
         const signal = await Promise.race([
           stopSignal!,
@@ -171,7 +173,7 @@ export function makeProgram(io: CommandIO): Command {
         return;
       }
       const running = await startServer(cfg);
-      io.stderr(`svc listening on ${running.url}  (dashboard: ${running.url}/dashboard)`);
+      io.stderr(`svc listening on ${running.url}  (version ${SERVER_VERSION}; dashboard: ${running.url}/dashboard)`);
       if (running.firstRun) printFirstRun(io, running.url, running.firstRun);
       const signal = await Promise.race([
         stopSignal!,

@@ -1,6 +1,3 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -8,6 +5,7 @@ import { Agent } from '../http/undici-dispatchers.js';
 import { Deadlines } from './deadlines.js';
 import { signBody, signStandard } from './signer.js';
 import { guardedLookup, parseAttemptUrl, WebhookAddressRefusedError, WebhookUrlRefusedError, type AllowPrivate } from './url-guard.js';
+import { SERVER_VERSION } from '../version.js';
 
 /**
  * A receiver's text as the attempt log can keep it: NUL becomes U+FFFD, as invalid UTF-8 already does.
@@ -81,25 +79,8 @@ export interface Sender {
   close(): Promise<void>;
 }
 
-/** The server's version, from the nearest @svc/server package.json (src/ and bundled dist/ alike). */
-function serverVersion(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++) {
-    const file = join(dir, 'package.json');
-    if (existsSync(file)) {
-      try {
-        const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
-        if (pkg.name === '@svc/server' && pkg.version) return pkg.version;
-      } catch {
-        // Not ours or unreadable: keep looking upwards.
-      }
-    }
-    dir = dirname(dir);
-  }
-  return '0.0.0';
-}
 
-export const USER_AGENT = `svc-webhooks/${serverVersion()}`;
+export const USER_AGENT = `svc-webhooks/${SERVER_VERSION}`;
 
 /** Milliseconds to wait from a `Retry-After` value (delta-seconds or HTTP-date). */
 export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
