@@ -166,6 +166,19 @@ describe('verifyMiddleware with Express', () => {
     expect(((await res.json()) as { message: string }).message).toMatch(/a body parser \(express\.json\(\).*Put the webhook route before app\.use\(express\.json\(\)\)/);
   });
 
+  it('reads the body when a parser skipped the request but left Express 4\'s req.body = {} behind', async () => {
+    // body-parser 1 (Express 4's express.urlencoded(), express.json({ type }), ...) sets req.body = {} first, then
+    // skips a request of another content type without reading it: the signed bytes are all still there.
+    const { app, received } = receiver((a) =>
+      a.use((req, _res, next) => {
+        req.body = req.body || {};
+        next();
+      }),
+    );
+    expect((await post(await listen(app), BODY, standard(BODY, SECRET))).status).toBe(204);
+    expect(received).toEqual([samplePayload]);
+  });
+
   it('explains when another middleware read the stream without setting req.body', async () => {
     const errors: unknown[] = [];
     const { app } = receiver((a) =>

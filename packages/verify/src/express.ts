@@ -104,8 +104,9 @@ async function rawBodyOf(req: VerifiableRequest, limit: number): Promise<Uint8Ar
   // express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }) is a common way to keep the bytes.
   if (req.rawBody instanceof Uint8Array) return req.rawBody;
   if (req.body instanceof Uint8Array) return req.body;
-  if (req.body !== undefined) throw new TypeError(BODY_ALREADY_PARSED);
-  if (req.readableEnded) throw new TypeError(STREAM_ALREADY_READ);
+  // Only a read stream means the bytes are gone: Express 4's parsers (body-parser 1) set req.body = {} on every
+  // request, also one of a content type they skip (app.use(express.urlencoded()) and a JSON delivery).
+  if (req.readableEnded) throw new TypeError(req.body === undefined ? STREAM_ALREADY_READ : BODY_ALREADY_PARSED);
   return readStream(req, limit);
 }
 
