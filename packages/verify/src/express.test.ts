@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
@@ -269,17 +269,44 @@ describe('verifyMiddleware with dedupe', () => {
       attempt += 1;
       if (attempt === 1) throw new Error('database down');
       if (attempt === 2) return void res.sendStatus(503);
-      if (attempt === 3) return void res.socket!.destroy();
       res.sendStatus(204);
     });
     app.use((_err: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.sendStatus(500));
     const url = await listen(app);
     expect((await post(url, BODY, signed('whd_1'))).status).toBe(500);
     expect((await post(url, BODY, signed('whd_1'))).status).toBe(503);
-    await expect(post(url, BODY, signed('whd_1'))).rejects.toThrow();
-    await expect.poll(async () => (await post(url, BODY, signed('whd_1'))).status).toBe(204);
+    expect((await post(url, BODY, signed('whd_1'))).status).toBe(204);
     expect((await post(url, BODY, signed('whd_1'))).headers.get('svc-duplicate')).toBe('true');
-    expect(handled).toHaveLength(4);
+    expect(handled).toHaveLength(3);
+  });
+
+  it('lets a route that answers after svc hung up (its timeout) decide: after a 2xx the retry is a duplicate, after a 500 it is processed', async () => {
+    const route = new EventEmitter();
+    const statuses = [204, 500];
+    const { app, handled } = deduping(async (_req, res) => {
+      if (statuses.length === 0) return void res.sendStatus(204);
+      route.emit('started');
+      await once(res, 'close'); // svc stopped waiting: a slow route, still at work
+      res.sendStatus(statuses.shift()!);
+      route.emit('answered');
+    });
+    const url = await listen(app);
+    for (const id of ['whd_slow_ok', 'whd_slow_failed']) {
+      const svcGivesUp = new AbortController();
+      const started = once(route, 'started');
+      const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed(id) }, signal: svcGivesUp.signal });
+      await started;
+      // A retry while the first copy is still at work: not processed alongside it.
+      expect((await post(url, BODY, signed(id))).status).toBe(409);
+      const answered = once(route, 'answered');
+      svcGivesUp.abort();
+      await expect(attempt).rejects.toThrow();
+      await answered;
+    }
+    const afterOk = await post(url, BODY, signed('whd_slow_ok'));
+    expect([afterOk.status, afterOk.headers.get('svc-duplicate')]).toEqual([200, 'true']);
+    expect((await post(url, BODY, signed('whd_slow_failed'))).status).toBe(204);
+    expect(handled).toEqual(['chatcmpl-1', 'chatcmpl-1', 'chatcmpl-1']);
   });
 
   it('processes every delivery that carries no id, and leaves the id claimed when a release fails', async () => {

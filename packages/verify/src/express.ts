@@ -28,7 +28,8 @@ export interface VerifyMiddlewareOptions extends ConstructEventOptions {
   /**
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
-   * (an error, a 500, a dropped connection) releases its id, so svc's retry of it is processed.
+   * (an error, a 500) releases its id, so svc's retry of it is processed. The route's answer decides even
+   * when it comes after svc hung up (svc's timeout): until then, a retry is answered 409 (in progress).
    */
   dedupe?: Deduper;
 }
@@ -88,11 +89,17 @@ export function verifyMiddleware(
         for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
         return sendJson(res, answer.status, answer.body);
       }
-      res.on('close', () => {
+      // The route's own answer decides, also one given after svc hung up (its timeout): a slow route that ends
+      // with a 2xx has processed the delivery, so svc's retry of it is a duplicate, not a second processing. Node
+      // emits no event for an answer to a closed connection, hence the wrapped end().
+      const end = res.end;
+      res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
+        res.end = end;
+        if (delivered(res.statusCode)) dedupe!.complete(id);
         // A failed release leaves the id claimed until its TTL; nothing here can report it, so it is not thrown.
-        if (res.writableFinished && delivered(res.statusCode)) dedupe!.complete(id);
         else dedupe!.release(id).catch(() => {});
-      });
+        return end.apply(this, args);
+      } as ServerResponse['end'];
     }
     req.body = event;
     req.svcEvent = event;

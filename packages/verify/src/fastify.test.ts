@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { EventEmitter, once } from 'node:events';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { samplePayload } from '../test/support.js';
@@ -174,6 +175,35 @@ describe('verifyPlugin with dedupe', () => {
     expect((await deliver(BODY, signed('whd_1'))).statusCode).toBe(204);
     expect((await deliver(BODY, signed('whd_1'))).headers['svc-duplicate']).toBe('true');
     expect(handled()).toBe(2);
+  });
+
+  it('lets a route that answers after svc hung up (its timeout) decide: after a 2xx the retry is a duplicate, after a 500 it is processed', async () => {
+    const route = new EventEmitter();
+    const statuses = [204, 500];
+    const { handled } = await deduping(async (reply) => {
+      if (statuses.length === 0) return reply.code(204).send();
+      route.emit('started');
+      await once(reply.raw, 'close'); // svc stopped waiting: a slow route, still at work
+      await reply.code(statuses.shift()!).send();
+      route.emit('answered');
+    });
+    const url = `${await app!.listen({ port: 0, host: '127.0.0.1' })}/webhooks/svc`;
+    for (const id of ['whd_slow_ok', 'whd_slow_failed']) {
+      const svcGivesUp = new AbortController();
+      const started = once(route, 'started');
+      const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed(id) }, signal: svcGivesUp.signal });
+      await started;
+      // A retry while the first copy is still at work: not processed alongside it.
+      expect((await deliver(BODY, signed(id))).statusCode).toBe(409);
+      const answered = once(route, 'answered');
+      svcGivesUp.abort();
+      await expect(attempt).rejects.toThrow();
+      await answered;
+    }
+    const afterOk = await deliver(BODY, signed('whd_slow_ok'));
+    expect([afterOk.statusCode, afterOk.headers['svc-duplicate']]).toEqual([200, 'true']);
+    expect((await deliver(BODY, signed('whd_slow_failed'))).statusCode).toBe(204);
+    expect(handled()).toBe(3);
   });
 
   it('rejects a dedupe that is not a deduper when registered', async () => {

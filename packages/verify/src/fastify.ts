@@ -25,7 +25,8 @@ export interface VerifyPluginOptions extends ConstructEventOptions {
   /**
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
-   * (a thrown error, a 500) releases its id, so svc's retry of it is processed.
+   * (a thrown error, a 500) releases its id, so svc's retry of it is processed. The route's answer decides even
+   * when it comes after svc hung up (svc's timeout): until then, a retry is answered 409 (in progress).
    */
   dedupe?: Deduper;
 }
@@ -66,11 +67,15 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
     request.svcEvent = event;
   });
 
-  fastify.addHook('onResponse', async (request, reply) => {
+  // The route's answer decides, also one given after svc hung up (its timeout): Fastify runs onSend for it, not
+  // onResponse, so a slow route's 2xx still makes svc's retry a duplicate instead of leaving the id in progress.
+  fastify.addHook('onSend', async (request, reply, payload) => {
     const id = claimed.get(request);
-    if (id === undefined) return;
+    if (id === undefined) return payload;
+    claimed.delete(request);
     if (delivered(reply.statusCode)) dedupe!.complete(id);
     else await dedupe!.release(id);
+    return payload;
   });
 };
 
