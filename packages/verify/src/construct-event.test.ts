@@ -75,6 +75,13 @@ describe.each(builds)('constructEvent ($name build)', ({ constructEvent }) => {
     expect((await rejection(() => constructEvent('not json', hmac(BODY), SECRET))).code).toBe('signature_mismatch');
   });
 
+  it('says so when the secret has whitespace around it (a pasted newline), and only then', async () => {
+    const pasted = await rejection(() => constructEvent(BODY, hmac(BODY), [`${SECRET}\r\n`]));
+    expect(pasted.code).toBe('signature_mismatch');
+    expect(pasted.message).toMatch(/secret starts or ends with whitespace .*trim it/);
+    expect((await rejection(() => constructEvent(BODY, hmac(BODY), 'another secret'))).message).not.toMatch(/whitespace/);
+  });
+
   describe('toleranceSeconds', () => {
     it('accepts timestamps within the tolerance either way, and any timestamp without one', async () => {
       vi.setSystemTime(Date.parse(samplePayload.timestamp) + 300_000);

@@ -1,4 +1,5 @@
 import { parseAuditPayload, type AuditPayload } from './audit-payload.js';
+import { secretWhitespaceNote } from './secrets.js';
 import { parseSignatureHeader } from './signature-header.js';
 import { WebhookVerificationError } from './webhook-verification-error.js';
 
@@ -55,10 +56,11 @@ export function assertOptions(options: ConstructEventOptions): void {
   }
 }
 
-export const signatureMismatch = (): WebhookVerificationError =>
+export const signatureMismatch = (secrets: readonly string[]): WebhookVerificationError =>
   new WebhookVerificationError(
     'signature_mismatch',
-    'X-Svc-Signature does not match the body: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.',
+    'X-Svc-Signature does not match the body: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.' +
+      secretWhitespaceNote(secrets),
   );
 
 const decoder = new TextDecoder('utf-8', { fatal: true });

@@ -133,9 +133,9 @@ const MESSAGES = {
   signature_mismatch: 'webhook-signature does not match: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.',
 } as const;
 
-/** The verification error for a refused delivery. */
-export function webhookError(code: keyof typeof MESSAGES): WebhookVerificationError {
-  return new WebhookVerificationError(code, MESSAGES[code]);
+/** The verification error for a refused delivery; `note` is added to the message. */
+export function webhookError(code: keyof typeof MESSAGES, note = ''): WebhookVerificationError {
+  return new WebhookVerificationError(code, MESSAGES[code] + note);
 }
 
 /** Throws a TypeError unless `message` has a non-empty id and a timestamp in whole unix seconds. */

@@ -86,6 +86,17 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect(err).toMatchObject({ code });
   });
 
+  it('says so when the secret has whitespace around it (a pasted newline), and only then', async () => {
+    const v = VECTORS[0]!;
+    const refusal = (secret: string) =>
+      Promise.resolve()
+        .then(() => constructWebhookEvent(BODY, headersOf(v.signature), secret, { now: NOW }))
+        .catch((e: unknown) => e as WebhookVerificationError);
+    const pasted = await refusal(`${v.secret}\n`);
+    expect(pasted).toMatchObject({ code: 'signature_mismatch', message: expect.stringMatching(/secret starts or ends with whitespace .*trim it/) });
+    expect((await refusal('another secret')).message).not.toMatch(/whitespace/);
+  });
+
   it('skips unknown versions beside a valid v1 and reads array-valued node headers', async () => {
     const v = VECTORS[0]!;
     const headers = { ...headersOf(`v2,abc ${v.signature}`), 'webhook-id': [ID] };

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AuditPayload } from '../audit-payload.js';
 import { decodeEvent } from '../construct-event.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
-import { toSecretList, type Secret } from '../secrets.js';
+import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
 import { assertMessage, prepareWebhook, signedContent, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
 import { webhookHmacKey } from './webhook-key.js';
 
@@ -53,7 +53,7 @@ export function constructWebhookEvent(
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
   if (typeof prepared === 'string') throw webhookError(prepared);
-  if (!matches(prepared, secrets)) throw webhookError('signature_mismatch');
+  if (!matches(prepared, secrets)) throw webhookError('signature_mismatch', secretWhitespaceNote(secrets));
   return decodeEvent(toBytes(rawBody), {});
 }
 

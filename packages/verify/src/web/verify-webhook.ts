@@ -1,7 +1,7 @@
 import type { AuditPayload } from '../audit-payload.js';
 import { decodeEvent } from '../construct-event.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
-import { toSecretList, type Secret } from '../secrets.js';
+import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
 import {
   assertMessage,
   formatV1,
@@ -56,7 +56,7 @@ export async function constructWebhookEvent(
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
   if (typeof prepared === 'string') throw webhookError(prepared);
-  if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch');
+  if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch', secretWhitespaceNote(secrets));
   return decodeEvent(toBytes(rawBody), {});
 }
 
