@@ -111,25 +111,33 @@ export interface PreparedWebhook {
 }
 
 /**
- * Reads the headers and checks the timestamp: the prepared delivery, or why it is refused before any HMAC.
+ * Reads the headers and checks the timestamp: the prepared delivery, or the error refusing it before any HMAC.
  * Misuse (a parsed body, no headers, bad options) throws TypeError.
  */
-export function prepareWebhook(
-  rawBody: RawBody,
-  headers: unknown,
-  options: VerifyWebhookOptions,
-): PreparedWebhook | 'missing_signature' | 'malformed_signature' | 'timestamp_out_of_range' {
+export function prepareWebhook(rawBody: RawBody, headers: unknown, options: VerifyWebhookOptions): PreparedWebhook | WebhookVerificationError {
   const window = assertWebhookOptions(options);
   const read = readStandardHeaders(headers);
-  if (typeof read === 'string') return read;
-  if (!withinTolerance(read.timestamp, window)) return 'timestamp_out_of_range';
+  if (typeof read === 'string') return webhookError(read);
+  if (!withinTolerance(read.timestamp, window)) return timestampOutOfRange(read.timestamp, window);
   return { content: signedContent(read.id, read.timestamp, rawBody), signatures: read.signatures };
+}
+
+/**
+ * Says how far off and which way: the same offset on every delivery is this receiver's clock, not a replay.
+ */
+function timestampOutOfRange(timestamp: number, { toleranceSeconds, nowSeconds }: { toleranceSeconds: number; nowSeconds: number }): WebhookVerificationError {
+  const offset = nowSeconds - timestamp;
+  const how = offset > 0 ? `${offset} s behind` : `${-offset} s ahead of`;
+  return new WebhookVerificationError(
+    'timestamp_out_of_range',
+    `webhook-timestamp ${timestamp} is ${how} this receiver's clock (tolerance ${toleranceSeconds} s): a replayed or delayed ` +
+      'delivery, or a clock out of sync (when every delivery is off by about the same, sync this machine\'s clock with NTP).',
+  );
 }
 
 const MESSAGES = {
   missing_signature: 'Missing webhook-id, webhook-timestamp or webhook-signature header.',
   malformed_signature: 'Malformed Standard Webhooks headers: expected webhook-timestamp in unix seconds and webhook-signature "v1,<base64 HMAC-SHA256>".',
-  timestamp_out_of_range: 'webhook-timestamp is too far from now: a replayed or delayed delivery (or a clock out of sync).',
   signature_mismatch: 'webhook-signature does not match: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.',
 } as const;
 

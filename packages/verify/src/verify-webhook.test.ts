@@ -66,6 +66,13 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect(await verifyWebhook(BODY, headersOf(signature), secret, { now: NOW - 301_000 })).toBe(false);
     expect(await verifyWebhook(BODY, headersOf(signature), secret, { now: NOW + 3_600_000, toleranceSeconds: 3600 })).toBe(true);
     await expect(Promise.resolve().then(() => constructWebhookEvent(BODY, headersOf(signature), secret, { now: NOW + 301_000 }))).rejects.toMatchObject({ code: 'timestamp_out_of_range', status: 400 });
+    // How far and which way, so that a receiver with a skewed clock sees it is its clock.
+    await expect(Promise.resolve().then(() => constructWebhookEvent(BODY, headersOf(signature), secret, { now: NOW + 612_000 }))).rejects.toThrow(
+      `webhook-timestamp ${TS} is 612 s behind this receiver's clock (tolerance 300 s)`,
+    );
+    await expect(Promise.resolve().then(() => constructWebhookEvent(BODY, headersOf(signature), secret, { now: NOW - 400_000, toleranceSeconds: 60 }))).rejects.toThrow(
+      `webhook-timestamp ${TS} is 400 s ahead of this receiver's clock (tolerance 60 s)`,
+    );
   });
 
   it.each([
@@ -88,10 +95,10 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
 
   it('says so when the secret has whitespace around it (a pasted newline), and only then', async () => {
     const v = VECTORS[0]!;
-    const refusal = (secret: string) =>
+    const refusal = (secret: string): Promise<WebhookVerificationError> =>
       Promise.resolve()
         .then(() => constructWebhookEvent(BODY, headersOf(v.signature), secret, { now: NOW }))
-        .catch((e: unknown) => e as WebhookVerificationError);
+        .then(() => expect.fail('accepted'), (e: unknown) => e as WebhookVerificationError);
     const pasted = await refusal(`${v.secret}\n`);
     expect(pasted).toMatchObject({ code: 'signature_mismatch', message: expect.stringMatching(/secret starts or ends with whitespace .*trim it/) });
     expect((await refusal('another secret')).message).not.toMatch(/whitespace/);

@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AuditPayload } from '../audit-payload.js';
 import { decodeEvent } from '../construct-event.js';
+import { WebhookVerificationError } from '../webhook-verification-error.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
 import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
 import { assertMessage, prepareWebhook, signedContent, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
@@ -33,7 +34,7 @@ export function verifyWebhook(rawBody: RawBody, headers: WebhookHeaders, secret:
   assertRawBody(rawBody);
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
-  return typeof prepared !== 'string' && matches(prepared, secrets);
+  return !(prepared instanceof WebhookVerificationError) && matches(prepared, secrets);
 }
 
 /**
@@ -52,7 +53,7 @@ export function constructWebhookEvent(
   assertRawBody(rawBody);
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
-  if (typeof prepared === 'string') throw webhookError(prepared);
+  if (prepared instanceof WebhookVerificationError) throw prepared;
   if (!matches(prepared, secrets)) throw webhookError('signature_mismatch', secretWhitespaceNote(secrets));
   return decodeEvent(toBytes(rawBody), {});
 }

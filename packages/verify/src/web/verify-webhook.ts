@@ -1,5 +1,6 @@
 import type { AuditPayload } from '../audit-payload.js';
 import { decodeEvent } from '../construct-event.js';
+import { WebhookVerificationError } from '../webhook-verification-error.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
 import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
 import {
@@ -37,7 +38,7 @@ export async function verifyWebhook(rawBody: RawBody, headers: WebhookHeaders, s
   assertRawBody(rawBody);
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
-  return typeof prepared !== 'string' && matches(prepared, secrets);
+  return !(prepared instanceof WebhookVerificationError) && matches(prepared, secrets);
 }
 
 /**
@@ -55,7 +56,7 @@ export async function constructWebhookEvent(
   assertRawBody(rawBody);
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
-  if (typeof prepared === 'string') throw webhookError(prepared);
+  if (prepared instanceof WebhookVerificationError) throw prepared;
   if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch', secretWhitespaceNote(secrets));
   return decodeEvent(toBytes(rawBody), {});
 }
