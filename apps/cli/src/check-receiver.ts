@@ -152,17 +152,32 @@ async function send(url: string, delivery: Delivery, timeoutMs: number): Promise
       signal,
     });
     const duplicate = String(response.headers[DUPLICATE_HEADER] ?? '').trim().toLowerCase() === 'true';
+    // An HTML error page (Express's default error handler) is read further: its message comes after the markup.
+    const html = /html/i.test(String(response.headers['content-type'] ?? ''));
     let text = '';
     for await (const chunk of response.body) {
       text += Buffer.from(chunk as Uint8Array).toString('utf8');
-      if (text.length >= BODY_PREVIEW) break;
+      if (text.length >= (html ? HTML_READ : BODY_PREVIEW)) break;
     }
     await response.body.dump().catch(() => undefined);
-    return { status: response.statusCode, body: text.slice(0, BODY_PREVIEW), duplicate };
+    return { status: response.statusCode, body: (html ? htmlText(text) : text).slice(0, BODY_PREVIEW), duplicate };
   } catch (err) {
     const timedOut = signal.aborted || (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' || (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
     return { status: null, body: '', duplicate: false, error: timedOut ? `no answer within ${timeoutMs} ms` : describeNetworkError(err) };
   }
+}
+
+const HTML_READ = 4096;
+const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', '#39': "'", '#x27': "'", nbsp: ' ' };
+
+/** The text of an HTML page on one line: what its markup says, not the markup. */
+function htmlText(html: string): string {
+  return html
+    .replace(/<(script|style)[\s\S]*?<\/\1>/gi, ' ')
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/&(lt|gt|amp|quot|#39|#x27|nbsp);/g, (_, name: string) => ENTITIES[name]!)
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 const is2xx = (a: Answer): boolean => a.status !== null && a.status >= 200 && a.status < 300;
@@ -176,6 +191,11 @@ function got(answer: Answer): string {
 function mustAccept(answer: Answer, why: string): string | undefined {
   if (is2xx(answer)) return undefined;
   if (answer.status === null) return `${got(answer)}: a receiver must answer within svc's timeout, or svc retries`;
+  if (answer.status >= 500) {
+    // A crash, not a refusal: what it said is the lead (with @svc/verify, a TypeError naming the misplaced body parser).
+    const said = answer.body === '' ? '' : ` (it said: ${answer.body})`;
+    return `${got(answer)} to a correctly signed delivery: the receiver failed${said}. See its log; a body parser (express.json()) run before the verification is the usual cause`;
+  }
   return `${got(answer)} to a correctly signed delivery: ${why}`;
 }
 

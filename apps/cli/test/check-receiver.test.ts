@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CheckReport } from '../src/check-receiver.js';
 import { runCli, useSandbox } from './cli-process.js';
-import { BROKEN_FAILS, brokenReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
+import { BROKEN_FAILS, brokenReceiver, expressJsonFirstReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const ALL = ['valid', 'exact-bytes', 'tampered-body', 'wrong-signature', 'missing-signature', 'stale-timestamp', 'unknown-secret', 'duplicate', 'rotation'];
@@ -74,6 +74,16 @@ describe('svc-cli webhooks check-receiver', () => {
     const github = await started(brokenReceiver('github-style-only', SECRET));
     const second = await runCli(['webhooks', 'check-receiver', github.url, '--secret', SECRET], { cwd: sandbox.path });
     expect(second.stdout).toMatch(/✘ stale-timestamp .*got 200 ok\n +→ accepted it \(200\): .*verifying only X-Svc-Signature \(GitHub style, no timestamp\) fails this case by design/);
+  });
+
+  it('shows what a receiver that crashes says, not its HTML: express.json() mounted before verifyMiddleware', async () => {
+    const receiver = await started(expressJsonFirstReceiver(SECRET));
+    const { code, stdout, report } = await check(receiver.url);
+    expect(code).toBe(1);
+    const valid = report.cases.find((c) => c.id === 'valid')!;
+    expect(valid.answer).toMatchObject({ status: 500, body: expect.stringMatching(/^Error TypeError: \[@svc\/verify\] req\.body is already set, so a body parser \(express\.json\(\)/) });
+    expect(valid.reason).toMatch(/^answered 500 to a correctly signed delivery: the receiver failed \(it said: Error TypeError: \[@svc\/verify\] req\.body is already set.*\)\. See its log; a body parser \(express\.json\(\)\) run before the verification is the usual cause$/);
+    expect(stdout).not.toContain('<!DOCTYPE');
   });
 
   it('--skip duplicate: a receiver that de-duplicates silently passes, and the output says the case was not checked', async () => {

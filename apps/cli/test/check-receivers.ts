@@ -55,6 +55,14 @@ export async function expressReceiver(secret: string): Promise<TestReceiver> {
   return serve(app as unknown as Handler, processed);
 }
 
+/** The classic mistake: `app.use(express.json())` before `verifyMiddleware`; Express's default error page answers. */
+export async function expressJsonFirstReceiver(secret: string): Promise<TestReceiver> {
+  const app = express();
+  app.use(express.json());
+  app.post('/webhooks/svc', verifyMiddleware({ secret }), (_req, res) => void res.sendStatus(204));
+  return serve(app as unknown as Handler, []);
+}
+
 /** `@svc/verify/fetch`'s `createWebhookHandler` with `dedupe`, on node:http (a Request built from the incoming message): correct. */
 export async function fetchReceiver(secret: string): Promise<TestReceiver> {
   const processed: string[] = [];
