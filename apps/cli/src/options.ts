@@ -45,6 +45,16 @@ export function parsePath(value: string): string {
   return value;
 }
 
+/**
+ * `--secret` (or SVC_WEBHOOK_SECRET): the signing secret as svc shows it. Empty is an unset variable in
+ * `--secret "$VAR"`, and whitespace around it a pasted line break: both would fail every signature, so say so now.
+ */
+export function parseSecret(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('Must be the signing secret (whsec_…), not empty: is the variable it comes from set?');
+  if (value.trim() !== value) throw new InvalidArgumentError('Must be the signing secret without whitespace at its start or end (a pasted line break?).');
+  return value;
+}
+
 /** `--tolerance`: whole seconds, 0 or more. */
 export function parseTolerance(value: string): number {
   const n = Number(value);

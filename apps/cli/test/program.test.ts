@@ -58,6 +58,8 @@ describe('option errors are one line prefixed svc-cli:', () => {
     [['deliveries', 'list', '--limit', 'ten'], 'commander.invalidArgument', "svc-cli: option '-l, --limit <n>' argument 'ten' is invalid. Must be a positive integer.\n"],
     [['chat'], 'commander.missingArgument', "svc-cli: missing required argument 'prompt'\n"],
     [['deliveries', 'show'], 'commander.missingArgument', "svc-cli: missing required argument 'id'\n"],
+    [['listen', '--secret', ''], 'commander.invalidArgument', "svc-cli: option '-s, --secret <secret>' argument '' is invalid. Must be the signing secret (whsec_…), not empty: is the variable it comes from set?\n"],
+    [['replay', '--last', '1', '--secret', 'whsec_abc\r\n'], 'commander.invalidArgument', "svc-cli: option '-s, --secret <secret>' argument 'whsec_abc\r\n' is invalid. Must be the signing secret without whitespace at its start or end (a pasted line break?).\n"],
     [['lisen'], 'commander.unknownCommand', "svc-cli: unknown command 'lisen' (did you mean listen?)\n"],
     [['listen', '--bogus'], 'commander.unknownOption', "svc-cli: unknown option '--bogus'\n"],
   ])('%j', async (args, code, message) => {

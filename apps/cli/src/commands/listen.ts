@@ -3,7 +3,7 @@ import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
 import type { WebhookTestResult } from '@svc/protocol';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { startListener, type ListenerStats } from '../listener.js';
-import { parseForwardUrl, parsePath, parsePort, parseTolerance } from '../options.js';
+import { parseForwardUrl, parsePath, parsePort, parseSecret, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
 import { ApiError } from '../errors.js';
 
@@ -27,9 +27,9 @@ export function makeListenCommand(io: Io = processIo): Command {
     .addOption(new Option('--host <host>', 'address to bind').default('127.0.0.1'))
     .addOption(new Option('--path <path>', 'path deliveries are POSTed to').default('/').argParser(parsePath))
     .addOption(
-      new Option('-s, --secret <secret>', "the key's signing secret: verify webhook-signature (or X-Svc-Signature), answer 401 when wrong or replayed").env(
-        'SVC_WEBHOOK_SECRET',
-      ),
+      new Option('-s, --secret <secret>', "the key's signing secret: verify webhook-signature (or X-Svc-Signature), answer 401 when wrong or replayed")
+        .env('SVC_WEBHOOK_SECRET')
+        .argParser(parseSecret),
     )
     .addOption(new Option('--tolerance <seconds>', 'with --secret: refuse a webhook-timestamp further than this from now (a replay)').default(300).argParser(parseTolerance))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes and X-Svc-* headers) to this URL').argParser(parseForwardUrl))

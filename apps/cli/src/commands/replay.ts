@@ -5,7 +5,7 @@ import { formatSentLine } from '../delivery-line.js';
 import { idMatches } from '../short-id.js';
 import { CliError } from '../errors.js';
 import { globalOptions } from '../global-options.js';
-import { parseForwardUrl, parsePositiveInt } from '../options.js';
+import { parseForwardUrl, parsePositiveInt, parseSecret } from '../options.js';
 import { processIo, type Io } from '../output.js';
 import { deliveryHeaders, sendDelivery } from '../send-delivery.js';
 
@@ -26,9 +26,9 @@ export function makeReplayCommand(io: Io = processIo): Command {
     .addOption(new Option('--log <file>', 'delivery log written by listen').default(DEFAULT_LOG_FILE))
     .addOption(new Option('--to <url>', 'send here instead of the URL each delivery was received at').argParser(parseForwardUrl))
     .addOption(
-      new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature, and webhook-signature with a fresh webhook-timestamp); without it, X-Svc-Signature as recorded and no webhook-* headers').env(
-        'SVC_WEBHOOK_SECRET',
-      ),
+      new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature, and webhook-signature with a fresh webhook-timestamp); without it, X-Svc-Signature as recorded and no webhook-* headers')
+        .env('SVC_WEBHOOK_SECRET')
+        .argParser(parseSecret),
     )
     .option('-w, --wide', 'print full ids and URLs (lines are cut to 80 columns otherwise)')
     .addHelpText(
