@@ -113,7 +113,8 @@ export function formatSentLine(time: Date, url: string, outcome: SendOutcome, de
     return `${fit(before, visibleLength(before) + url.length + visibleLength(withId) <= LINE_WIDTH ? withId : failed(''))}\n`;
   }
   const status = outcome.ok ? kleur.green(`[${outcome.status}]`) : kleur.red(`[${outcome.status}]`);
-  return `${fit(`${clockTime(time)}  <-- ${status} POST `, id)}\n`;
+  const duplicate = outcome.ok && outcome.duplicate ? kleur.yellow(' duplicate') : '';
+  return `${fit(`${clockTime(time)}  <-- ${status} POST `, `${id}${duplicate}`)}\n`;
 }
 
 function parsePayload(body: Buffer): Partial<Record<keyof AuditPayload, unknown>> | undefined {

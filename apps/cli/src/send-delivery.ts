@@ -1,3 +1,4 @@
+import { DUPLICATE_HEADER } from '@svc/verify';
 import { request } from 'undici';
 import { describeNetworkError } from './errors.js';
 
@@ -14,8 +15,11 @@ export function deliveryHeaders(headers: Record<string, string | string[] | unde
   return picked;
 }
 
-/** `body`: the first 2 KB of the receiver's answer, as text (what svc keeps of an attempt's answer too). */
-export type SendOutcome = { ok: true; status: number; body: string } | { ok: false; status: number | null; error: string; body: string };
+/**
+ * `body`: the first 2 KB of the receiver's answer, as text (what svc keeps of an attempt's answer too); `duplicate`:
+ * a 2xx with `svc-duplicate: true`, the receiver had processed this delivery id already and did not again.
+ */
+export type SendOutcome = { ok: true; status: number; body: string; duplicate?: boolean } | { ok: false; status: number | null; error: string; body: string };
 
 const ANSWER_BYTES = 2048;
 
@@ -31,7 +35,8 @@ export async function sendDelivery(url: string, body: Uint8Array, headers: Recor
     const response = await request(url, { method: 'POST', body, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const answer = await firstBytes(response.body, ANSWER_BYTES);
     const status = response.statusCode;
-    return status >= 200 && status < 300 ? { ok: true, status, body: answer } : { ok: false, status, error: `answered ${status}`, body: answer };
+    if (status < 200 || status >= 300) return { ok: false, status, error: `answered ${status}`, body: answer };
+    return { ok: true, status, body: answer, duplicate: String(response.headers[DUPLICATE_HEADER] ?? '').trim().toLowerCase() === 'true' };
   } catch (err) {
     return { ok: false, status: null, error: describeNetworkError(err), body: '' };
   }

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { verifySignature, verifyWebhook } from '@svc/verify';
 import { runCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
+import { expressReceiver } from './check-receivers.js';
 import type { Receiver } from './receiver.js';
 
 describe('svc-cli replay', () => {
@@ -126,12 +127,32 @@ describe('svc-cli replay', () => {
     expect(verifyWebhook(target.requests[0]!.body, target.requests[0]!.headers as Record<string, string>, SECRET)).toBe(true);
   });
 
+  it('says when the receiver answered a replay as a duplicate (svc-duplicate: true) rather than processing it', async () => {
+    const log = await recordedLog();
+    const target = await expressReceiver(SECRET);
+    try {
+      const first = await runCli(['replay', 'whd_1', '--log', log, '--to', target.url, '--secret', SECRET], { cwd: sandbox.path });
+      expect(first.code).toBe(0);
+      expect(first.stdout).not.toContain('duplicate');
+      expect(first.stderr).not.toContain('duplicate');
+      const again = await runCli(['replay', 'whd_1', '--log', log, '--to', target.url, '--secret', SECRET], { cwd: sandbox.path });
+      expect(again.code).toBe(0);
+      expect(again.stdout).toMatch(/<-- \[200\] POST \S+ \[whd_1\] duplicate\n/);
+      expect(again.stderr).toContain('1 of 1 answered as a duplicate (svc-duplicate: true): the receiver had processed that delivery id already and did not again.');
+      const json = await runCli(['replay', 'whd_1', '--log', log, '--to', target.url, '--secret', SECRET, '--json'], { cwd: sandbox.path });
+      expect(JSON.parse(json.stdout)).toMatchObject({ id: 'whd_1', ok: true, status_code: 200, duplicate: true });
+      expect(target.processed).toEqual(['whd_1']);
+    } finally {
+      await target.close();
+    }
+  });
+
   it('--json prints one result object per delivery', async () => {
     const log = await recordedLog();
     const target = await receiver(500);
     const result = await runCli(['replay', 'whd_2', '--log', log, '--to', target.url, '--json'], { cwd: sandbox.path });
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout)).toEqual({ id: 'whd_2', url: target.url, ok: false, status_code: 500, error: 'answered 500' });
+    expect(JSON.parse(result.stdout)).toEqual({ id: 'whd_2', url: target.url, ok: false, status_code: 500, error: 'answered 500', duplicate: false });
   });
 
   it('a target that is down: one error line per delivery and a non-zero exit', async () => {

@@ -49,6 +49,7 @@ Examples:
       if (ids.length === 0 && opts.last === undefined) throw new CliError('nothing to replay: give delivery ids or --last N');
       const chosen = select(await readDeliveryLog(opts.log, io), ids, opts);
       let failed = 0;
+      let duplicates = 0;
       let unsigned = false;
       if (opts.secret !== undefined && command.getOptionValueSource('secret') === 'env') {
         io.err('Re-signing with SVC_WEBHOOK_SECRET (a fresh webhook-timestamp).\n');
@@ -73,9 +74,10 @@ Examples:
         }
         const outcome = await sendDelivery(url, body, headers);
         if (!outcome.ok) failed++;
+        if (outcome.ok && outcome.duplicate) duplicates++;
         if (!outcome.ok && opts.secret === undefined && outcome.status !== null && outcome.status < 500) unsigned = true;
         if (json) {
-          io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error })}\n`);
+          io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error, duplicate: outcome.ok && outcome.duplicate === true })}\n`);
         } else {
           const line = formatSentLine(new Date(), url, outcome, entry.id, opts.wide === true);
           if (outcome.status === null) io.err(line);
@@ -85,6 +87,11 @@ Examples:
       if (unsigned) {
         io.err(
           'Sent with the recorded X-Svc-Signature and without webhook-id/-timestamp/-signature (recorded ones are refused as a replay): to sign them anew for this receiver, pass --secret (or set SVC_WEBHOOK_SECRET).\n',
+        );
+      }
+      if (duplicates > 0) {
+        io.err(
+          `${duplicates} of ${chosen.length} answered as ${duplicates === 1 ? 'a duplicate' : 'duplicates'} (svc-duplicate: true): the receiver had processed ${duplicates === 1 ? 'that delivery id' : 'those delivery ids'} already and did not again. To have ${duplicates === 1 ? 'it' : 'them'} processed, replay to a receiver that has not seen ${duplicates === 1 ? 'it' : 'them'}, or clear its de-duplication store.\n`,
         );
       }
       if (failed > 0) throw new CliError(`${failed} of ${chosen.length} replayed deliveries failed`);
