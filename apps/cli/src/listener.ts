@@ -131,7 +131,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     } catch (err) {
       io.err(`${clockTime(time)}  ${kleur.red('✘')} could not append to ${options.logFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}\n`);
     }
-    res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body) });
+    res.writeHead(answer.status, { ...answer.headers, 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body) });
     res.end(answer.body);
   }
 
@@ -141,8 +141,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   }
 
   /**
-   * Without --forward-to: 200. With it, svc gets the forward target's answer (its status and the start of its
-   * body), or a 502 when the target cannot be reached, so svc's retries and attempt log are the target's.
+   * Without --forward-to: 200. With it, svc gets the forward target's answer (its status, the start of its body,
+   * its `retry-after` and `svc-duplicate`), or a 502 when the target cannot be reached, so svc's retries and
+   * attempt log are the target's.
    */
   async function forward(body: Buffer, req: IncomingMessage, deliveryId: string | null): Promise<Answer> {
     if (options.forwardTo === undefined) return jsonAnswer(200, { received: true });
@@ -155,7 +156,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       return jsonAnswer(502, { error: `svc-cli listen could not reach ${options.forwardTo}: ${outcome.ok ? '' : outcome.error}` });
     }
     human(line);
-    return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: outcome.body };
+    return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: outcome.body, headers: outcome.headers };
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -215,6 +216,7 @@ interface Answer {
   status: number;
   contentType: string;
   body: string;
+  headers?: Record<string, string>;
 }
 
 function jsonAnswer(status: number, body: unknown): Answer {

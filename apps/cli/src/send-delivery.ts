@@ -17,9 +17,15 @@ export function deliveryHeaders(headers: Record<string, string | string[] | unde
 
 /**
  * `body`: the first 2 KB of the receiver's answer, as text (what svc keeps of an attempt's answer too); `duplicate`:
- * a 2xx with `svc-duplicate: true`, the receiver had processed this delivery id already and did not again.
+ * a 2xx with `svc-duplicate: true`, the receiver had processed this delivery id already and did not again;
+ * `headers`: the answer's headers that tell svc something (`retry-after`, `svc-duplicate`).
  */
-export type SendOutcome = { ok: true; status: number; body: string; duplicate?: boolean } | { ok: false; status: number | null; error: string; body: string };
+export type SendOutcome =
+  | { ok: true; status: number; body: string; duplicate?: boolean; headers?: Record<string, string> }
+  | { ok: false; status: number | null; error: string; body: string; headers?: Record<string, string> };
+
+/** Of a receiver's answer, the headers svc reads: when to retry, whether it was a duplicate. */
+const ANSWER_HEADERS = ['retry-after', DUPLICATE_HEADER];
 
 const ANSWER_BYTES = 2048;
 
@@ -35,8 +41,13 @@ export async function sendDelivery(url: string, body: Uint8Array, headers: Recor
     const response = await request(url, { method: 'POST', body, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const answer = await firstBytes(response.body, ANSWER_BYTES);
     const status = response.statusCode;
-    if (status < 200 || status >= 300) return { ok: false, status, error: `answered ${status}`, body: answer };
-    return { ok: true, status, body: answer, duplicate: String(response.headers[DUPLICATE_HEADER] ?? '').trim().toLowerCase() === 'true' };
+    const told: Record<string, string> = {};
+    for (const name of ANSWER_HEADERS) {
+      const value = response.headers[name];
+      if (value !== undefined) told[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    if (status < 200 || status >= 300) return { ok: false, status, error: `answered ${status}`, body: answer, headers: told };
+    return { ok: true, status, body: answer, headers: told, duplicate: String(response.headers[DUPLICATE_HEADER] ?? '').trim().toLowerCase() === 'true' };
   } catch (err) {
     return { ok: false, status: null, error: describeNetworkError(err), body: '' };
   }

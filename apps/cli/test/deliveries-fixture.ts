@@ -16,7 +16,7 @@ export async function postDelivery(
   url: string,
   body: string,
   options: { secret?: string; deliveryId?: string; timestamp?: number; standard?: boolean } = {},
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; headers: Headers }> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': 'svc-webhooks/0.1.0',
@@ -31,5 +31,7 @@ export async function postDelivery(
     Object.assign(headers, { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(body, { id, timestamp }, options.secret) });
   }
   const response = await request(url, { method: 'POST', body, headers });
-  return { status: response.statusCode, body: await response.body.text() };
+  const answered = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) answered.set(name, Array.isArray(value) ? value.join(', ') : value);
+  return { status: response.statusCode, body: await response.body.text(), headers: answered };
 }

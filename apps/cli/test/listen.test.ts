@@ -224,6 +224,20 @@ describe('svc-cli listen', () => {
     await listen.waitFor('stdout', /<-- \[500\] POST /);
   });
 
+  it("svc gets the forward target's retry-after and svc-duplicate, which it acts on", async () => {
+    // Were dropped: svc never saw a 409's retry-after, nor that a 200 was a duplicate the target skipped.
+    const busy = await sandbox.receiver({ status: 409, headers: { 'retry-after': '30' } });
+    const toBusy = await startListen(['--forward-to', busy.url], { cwd: sandbox.path });
+    const refused = await postDelivery(toBusy.url, samplePayload());
+    expect(refused.status).toBe(409);
+    expect(refused.headers.get('retry-after')).toBe('30');
+    const seen = await sandbox.receiver({ status: 200, headers: { 'svc-duplicate': 'true' } });
+    const toSeen = await startListen(['--forward-to', seen.url], { cwd: sandbox.path });
+    const duplicate = await postDelivery(toSeen.url, samplePayload());
+    expect(duplicate.status).toBe(200);
+    expect(duplicate.headers.get('svc-duplicate')).toBe('true');
+  });
+
   it('colours follow kleur (FORCE_COLOR / NO_COLOR) and --no-color turns them off', async () => {
     const coloured = await startListen(['--secret', SECRET], { cwd: sandbox.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
     await postDelivery(coloured.url, samplePayload(), { secret: SECRET });

@@ -18,8 +18,8 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-/** A real HTTP receiver on 127.0.0.1:0 that records raw bodies and answers `status` (default 200). */
-export async function startReceiver(options: { status?: number; path?: string } = {}): Promise<Receiver> {
+/** A real HTTP receiver on 127.0.0.1:0 that records raw bodies and answers `status` (default 200) with `headers`. */
+export async function startReceiver(options: { status?: number; path?: string; headers?: Record<string, string> } = {}): Promise<Receiver> {
   let status = options.status ?? 200;
   const requests: ReceivedRequest[] = [];
   const waiters = new Set<() => void>();
@@ -28,7 +28,7 @@ export async function startReceiver(options: { status?: number; path?: string } 
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) });
-      res.writeHead(status, { 'content-type': 'text/plain' }).end(`status ${status}`);
+      res.writeHead(status, { 'content-type': 'text/plain', ...options.headers }).end(`status ${status}`);
       for (const waiter of waiters) waiter();
     });
   });

@@ -84,6 +84,8 @@ async function webhookUrlOption(url: string, cfg: Config): Promise<string> {
 /** `--signing-secret`, sealed for storage (never stored in the clear). */
 function sealedSecretOption(secret: string, cfg: Config, store: Store): string {
   if (secret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
+  // Receivers sign with the secret as given: a pasted newline would make every signature fail to verify.
+  if (secret !== secret.trim()) throw new CommandError('--signing-secret has white space around it (a pasted newline?): give it without');
   return new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(secret);
 }
 
