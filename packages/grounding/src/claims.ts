@@ -319,7 +319,8 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
       continue;
     }
     if (!w.content || NEGATIONS.has(w.norm) || (!w.cap && CHATTER_WORDS.has(w.norm))) continue;
-    terms.push({ kind: w.cap && k !== first ? 'name' : 'word', start: t.start, end: t.end, token: t });
+    // A version in dotted digits ("v2.3.1") is as exact as a name: another one is another fact.
+    terms.push({ kind: (w.cap && k !== first) || DIGIT_START.test(w.norm) ? 'name' : 'word', start: t.start, end: t.end, token: t });
   }
   if (terms.length === 0 || terms.every((t) => t.kind === 'word' && CONVERSATION_WORDS.has(t.token.word.norm))) return undefined;
   // A lead-in ("The main reasons are:", "Key points:") introduces what follows; one with a number or a name
@@ -345,6 +346,7 @@ function isAcronym(answer: string, tokens: readonly Token[], k: number, first: n
 }
 
 const LETTER_RE = /\p{L}/u;
+const DIGIT_START = /^\d/;
 
 /** Whether token `k` is the month May: capitalised, beside a number in its claim ("May 1889", "5 May"). */
 function isMay(tokens: readonly Token[], k: number, to: number): boolean {

@@ -125,7 +125,8 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
   if (index.stems.has(w.stem) || index.stems.has(w.norm) || question.stems.has(w.stem) || question.stems.has(w.norm)) return 1;
   if (w.norm.length >= 2 && w.norm.length <= 6 && (index.acronyms.has(w.norm) || index.acronyms.has(w.stem))) return 1;
   // A word glued from or derived from a source word ("Australian-British", "producer" for "production").
-  if (w.stem.length >= PREFIX_LEN && index.prefixes.has(w.stem.slice(0, PREFIX_LEN))) return RELATED_SUPPORT;
+  // Not a version in dotted digits: "18.17.1" is no form of "18.17.0".
+  if (w.stem.length >= PREFIX_LEN && w.value === undefined && !/^\d/.test(w.stem) && index.prefixes.has(w.stem.slice(0, PREFIX_LEN))) return RELATED_SUPPORT;
   return 0;
 }
 

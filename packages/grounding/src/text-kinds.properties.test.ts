@@ -406,3 +406,44 @@ describe('Chinese and Japanese sentences', () => {
     );
   });
 });
+
+describe('dotted numbers: versions and German thousands', () => {
+  const version = fc.tuple(fc.nat(30), fc.nat(30), fc.nat(30));
+  const VERSION_FRAMES = [
+    (v: string) => `Version v${v} fixed the memory leak in the parser.`,
+    (v: string) => `Run npm install vitest@^${v} before the tests.`,
+    (v: string) => `The package needs typescript ~${v} or later.`,
+  ];
+
+  it('changing a version number lowers the score', () => {
+    fc.assert(
+      fc.property(version, fc.nat(2), fc.constantFrom(...VERSION_FRAMES), ([a, b, c], part, frame) => {
+        const v = `${a}.${b}.${c}`;
+        const parts = [a, b, c];
+        parts[part]! += 1;
+        const source = frame(v);
+        const same = checkGrounding({ sources: [source], answer: source }).score;
+        const changed = checkGrounding({ sources: [source], answer: frame(parts.join('.')) });
+        expect(changed.score).toBeLessThan(same);
+        expect(changed.grounded).toBe(false);
+      }),
+      runs(100),
+    );
+  });
+
+  it('1.234.567 and 1,234,567 are one number', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1_000_000, max: 999_999_999 }), fc.boolean(), (n, germanSource) => {
+        const en = n.toLocaleString('en-US');
+        const de = n.toLocaleString('de-DE');
+        const frame = (x: string) => `Die Stadt hatte im Jahr 2020 genau ${x} Einwohner.`;
+        const [from, to] = germanSource ? [de, en] : [en, de];
+        expect(checkGrounding({ sources: [frame(from)], answer: frame(to) }).grounded).toBe(true);
+        // Another number, not a rounding of it (those are accepted).
+        const other = (n + 1_111_111).toLocaleString(germanSource ? 'en-US' : 'de-DE');
+        expect(checkGrounding({ sources: [frame(from)], answer: frame(other) }).grounded).toBe(false);
+      }),
+      runs(100),
+    );
+  });
+});

@@ -90,8 +90,10 @@ function parseDigits(raw: string): number | undefined {
   const m = /^(\p{N}+(?:[.,]\p{N}+)*)/u.exec(raw);
   if (!m?.[1]) return undefined;
   let s = m[1];
-  // "1,234" and "1,234,567" group thousands; "5.68" is a decimal; "3,5" (decimal comma) is rare in English.
+  // "1,234" and "1,234,567" group thousands; "5.68" is a decimal; "3,5" (decimal comma) is rare in English;
+  // "1.234.567" (German, two groups or more) groups thousands too. Other dotted runs ("2.3.1") are no number.
   if (/^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/,/g, '');
+  else if (/^\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?$/.test(s)) s = s.replace(/\./g, '').replace(',', '.');
   else s = s.replace(/,/g, '.');
   const v = Number(s);
   return Number.isFinite(v) ? v : undefined;
@@ -115,12 +117,15 @@ function readWord(raw: string): Word {
   const c = raw.charCodeAt(0);
   const digit = (c >= 48 && c <= 57) || isMinus(c) || (c > 127 && NUMERIC_RE.test(raw));
   const value = digit ? parseDigits(raw) : undefined;
+  // A version or an address in dotted digits ("2.3.1", "10.0.0.1") is checked as a word; a dotted date
+  // ("10.9.2023") is left unread, as the answer may write it another way.
+  const dotted = value === undefined && DOTTED_RE.test(raw) && !DOTTED_DATE_RE.test(raw);
   return {
     norm,
     stem: value !== undefined ? String(value) : stem(norm),
     cap: c < 128 ? c >= 65 && c <= 90 : UPPER_RE.test(raw),
     value,
-    content: value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm),
+    content: dotted || (value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm)),
     negation: NEGATIONS.has(norm),
     quantifier: QUANTIFIERS.has(norm),
     numberWord: NUMBER_WORDS.get(norm),
@@ -138,6 +143,8 @@ function normalizeWord(raw: string, ascii: boolean): string {
 }
 
 const NUMERIC_RE = /^\p{N}/u;
+const DOTTED_RE = /^\d+(?:\.\d+){2,}$/;
+const DOTTED_DATE_RE = /^\d{1,2}\.\d{1,2}\.\d{4}$/;
 const LETTER_OR_MARK_RE = /^[\p{L}\p{M}]$/u;
 const DIGIT_RE = /^\p{N}$/u;
 
