@@ -157,17 +157,30 @@ const ABSENCE = new RegExp(
 );
 
 /**
- * What points at sources or lays out a list rather than asserting: citation markers ("[1]", "[^2]",
- * "【3†source】", "(Source 1)", "<sup>4</sup>"), links, and list numbering at a line's start ("1)", "ii.",
+ * What points at sources or lays out a list rather than asserting: citation markers ("[1]", "[^2]", ".^3",
+ * "【3†source】", "(Source 1)", "<sup>4</sup>"), the list of sources after an answer, links, a code fence's
+ * line ("```json"), and list numbering at a line's start ("1)", "ii.",
  * "Step 2:"). Blanked before the answer is read, keeping its length, so offsets into it still hold.
  */
 // Each with a character it cannot match without, looked for first: one pattern of all the alternatives, tried
 // at every position of every answer, was a fifth of a check's time.
 const CITATIONS: ReadonlyArray<[trigger: string, pattern: RegExp]> = [
+  // A list of the sources after the answer ("Sources:", then "[1] Rhine – Wikipedia"), and a footnote's text
+  // ("[^1]: Source 1"), name where the claims come from.
+  ['\n', /^[ \t]*(?:#{1,6}[ \t]+)?[*_]{0,2}(?:sources|references|citations|bibliography)[*_]{0,2}:?[*_]{0,2}[ \t]*\n(?:[ \t]*\n)*(?:[ \t]*\S[^\n]*(?:\n|$))*/gim],
+  ['[^', /^[ \t]*\[\^\d{1,3}\]:[^\n]*/gm],
   ['[', /\[\^?\d{1,3}(?:\s*[,;\u2013-]\s*\^?\d{1,3})*\]/g],
+  // A footnote mark after a word or a sentence: "the North Sea.^1" (not "x^2" or "mc^2").
+  ['^', /(?<=[.,;:!?)\]"'\u201d\u3002\uff01\uff1f]|\p{L}{3})\^\d{1,3}(?!\p{N})/gu],
+  ['```', /^[ \t]*```[^\n]*/gm],
   ['\u3010', /\u3010[^\u3011\n]{0,80}\u3011/g],
-  ['[', /\[(?:source|doc|document|ref|reference|citation|context|passage|result)s?\s*#?\d{1,3}(?:\s*[,;]\s*#?\d{1,3})*\]/gi],
-  ['(', /\((?:source|doc|document|ref|reference|citation|context|passage|result)s?\s*#?\d{1,3}(?:\s*[,;]\s*#?\d{1,3})*\)/gi],
+  ['[', /\[(?:source|doc|document|ref|reference|citation|context|passage|result)s?\s*#?\d{1,3}(?:\s*(?:[,;&]|and)\s*#?\d{1,3})*\]/gi],
+  ['(', /\((?:source|doc|document|ref|reference|citation|context|passage|result)s?\s*#?\d{1,3}(?:\s*(?:[,;&]|and)\s*#?\d{1,3})*\)/gi],
+  // A number alone in brackets at a sentence's end ("the North Sea (1)."), or after one (a citation or an item's
+  // number: "… Sea. (1) It passes …"), not in a sentence ("two rules: (1) a tax cut").
+  ['(', /(?<=\s)\(\d{1,2}\)(?=[.,;:!?]|[ \t]*(?:\n|$))|(?<=[.!?"'\u201d\u2019\u3002\uff01\uff1f][ \t])\(\d{1,2}\)/g],
+  // A link alone in brackets cites its page: "(in 1815 ([Wikipedia](https://…)))".
+  ['](', /\(\s*\[[^\]\n]{1,100}\]\([^()\s]{1,500}\)\s*\)/g],
   ['<', /<sup>[^<\n]{0,20}<\/sup>|<\/?cite\b[^>\n]{0,200}>|<\/?[a-z][a-z0-9]{0,9}(?:\s[^<>\n]{0,200})?\/?>/gi],
   ['://', /\bhttps?:\/\/[^\s)\]>]+/gi],
   ['www.', /\bwww\.[^\s)\]>]+/gi],

@@ -447,3 +447,71 @@ describe('dotted numbers: versions and German thousands', () => {
     );
   });
 });
+
+describe('RAG answers with citation marks', () => {
+  const MARKS: Array<(i: number) => string> = [
+    (i) => ` [${i}]`,
+    (i) => ` [${i}][${i + 1}]`,
+    (i) => ` (Source ${i})`,
+    (i) => ` (Sources ${i} and ${i + 1})`,
+    (i) => ` (${i})`,
+    (i) => `^${i}`,
+    (i) => `[^${i}]`,
+  ];
+  const FOOTERS = [
+    '',
+    '\n\nSources:\n[1] Annual report, Example Corp\n[2] Wikipedia',
+    '\n\n**References:**\n1. Müller, J. (2020). Rivers of Europe. Springer.\n2. https://example.org/rhine',
+    '\n\n[^1]: Source 1, page 4\n[^2]: Deutsche Welle, 2021',
+  ];
+  // A mark goes before the sentence's full stop, or after it for the footnote styles.
+  const cite = (s: string, mark: string) => (/^[\^[]/.test(mark) && /[.!]$/.test(s) ? s + mark : s.replace(/([.!]?)$/, `${mark}$1`));
+
+  it('cited copied sentences are grounded, marks and the list of sources flag nothing', () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom(...MARKS), fc.constantFrom(...FOOTERS), fc.constantFrom(...OPENERS), (c, mark, footer, opener) => {
+        // After a number a caret is a power ("10^6"), not a footnote.
+        fc.pre(!mark(1).startsWith('^') || c.copied.every((s) => !/\p{N}$/u.test(s)));
+        const answer = opener + c.copied.map((s, i) => cite(s, mark(i + 1))).join(' ') + footer;
+        const r = checkGrounding({ sources: sourcesOf(c), answer });
+        expect(r.grounded, `${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+      }),
+      runs(300),
+    );
+  });
+
+  it('a cited sentence with a changed number still scores lower', () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom(...MARKS), fc.nat(), (c, mark, pick) => {
+        const sources = sourcesOf(c);
+        const s = c.copied[0]!;
+        fc.pre(!s.endsWith('?'));
+        const nums = [...s.replace(/https?:\S+/g, (u) => 'x'.repeat(u.length)).matchAll(/\d+/g)];
+        fc.pre(nums.length > 0);
+        const m = nums[pick % nums.length]!;
+        const repl = String(Number(m[0]) + 7) + '3';
+        fc.pre(!sources.join(' ').includes(repl));
+        const changed = s.slice(0, m.index) + repl + s.slice(m.index! + m[0].length);
+        const a = checkGrounding({ sources, answer: cite(s, mark(1)) }).score;
+        const b = checkGrounding({ sources, answer: cite(changed, mark(1)) }).score;
+        expect(b, cite(changed, mark(1))).toBeLessThan(a);
+      }),
+      runs(200),
+    );
+  });
+});
+
+describe('code fences', () => {
+  it("a fence's language is no claim", () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom('json', 'bash', 'yaml', 'text', 'python', ''), (c, lang) => {
+        const answer = `\`\`\`${lang}\n${c.copied.join('\n')}\n\`\`\``;
+        const r = checkGrounding({ sources: sourcesOf(c), answer });
+        expect(r.grounded, `${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+      }),
+      runs(100),
+    );
+  });
+});
