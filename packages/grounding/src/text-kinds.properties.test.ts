@@ -322,6 +322,18 @@ describe('chatter of every kind', () => {
       runs(300),
     );
   });
+
+  it('an emoji ends a greeting as a full stop would', () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom('Hi there 👋 Hey!', 'Hello 😊 Great question!', 'Hey 🙂 Sure!'), fc.constantFrom(' ', '\n'), (c, hello, gap) => {
+        const answer = hello + gap + c.copied.join(' ');
+        const r = checkGrounding({ sources: sourcesOf(c), answer });
+        expect(r.grounded, `${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+      }),
+      runs(100),
+    );
+  });
 });
 
 describe('dates in several formats', () => {

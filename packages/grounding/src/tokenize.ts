@@ -299,8 +299,23 @@ function sentenceBreak(text: string, from: number, to: number): boolean {
     if (ch === 46 || ch === 33 || ch === 63) sawEnd = true;
     else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
       if (sawEnd) return true;
-    } else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019 || ch === 42 || ch === 95)) sawEnd = false;
+    } else if (ch >= 0x2300 && pictographEndsSentence(text, i, to)) return true;
+    else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019 || ch === 42 || ch === 95)) sawEnd = false;
   }
+  return false;
+}
+
+const PICTOGRAPH_RE = /^\p{Extended_Pictographic}/u;
+const UPPER_START_RE = /^\p{Lu}/u;
+
+/**
+ * Whether an emoji at `i` ends a sentence, as chat writes it for a full stop ("Hi there 👋 Hey!"): white space
+ * after it and a capital letter at `to`. Before a word in lower case it is part of the sentence ("The café 🍰
+ * serves").
+ */
+function pictographEndsSentence(text: string, i: number, to: number): boolean {
+  if (!PICTOGRAPH_RE.test(text.slice(i, i + 2)) || !UPPER_START_RE.test(text.slice(to, to + 2))) return false;
+  for (let j = i + 1; j < to; j++) if (isWhiteSpace(text.charCodeAt(j))) return true;
   return false;
 }
 
