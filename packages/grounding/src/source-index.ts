@@ -1,5 +1,5 @@
 import { MONTHS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
-import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token, type Word } from './tokenize.js';
+import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, stem, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -223,6 +223,8 @@ class IndexBuilder {
         this.numbers.add(month);
         this.add(sid, this.id(numberKey(month)), true);
       }
+      // And a date in digits names its month, as the answer may write it: "2021-03-15" → "15 March 2021".
+      if (w.value !== undefined) for (const m of numericDateMonths(source, tokens, i)) this.addMonthNames(sid, m);
       if (w.content || w.value !== undefined) {
         if (before >= 0 && beforeSentence === t.sentence) {
           this.firsts.push(before);
@@ -336,6 +338,16 @@ class IndexBuilder {
     this.heldKeys.push(posted ? id : ~id);
   }
 
+  /** The names of month `month` ("march", "mar"), found in sentence `sid` as the stems of its words are. */
+  private addMonthNames(sid: number, month: number): void {
+    for (const [name, m] of MONTHS) {
+      if (m !== month) continue;
+      const id = this.id(stem(name));
+      this.flags.items[id]! |= STEM;
+      this.add(sid, id, true);
+    }
+  }
+
   /** An acronym of a run of capitalised words ("United States" → "us"), found in the sentence of the run. */
   private addAcronym(sid: number, run: string): void {
     const id = this.id(run);
@@ -429,6 +441,24 @@ class NegationReader {
 function dateNumber(tokens: readonly Token[], i: number, month: Token): boolean {
   const t = tokens[i];
   return t !== undefined && t.sentence === month.sentence && t.word.value !== undefined && Number.isInteger(t.word.value) && t.word.value >= 1 && t.word.value <= 9999;
+}
+
+/**
+ * The month of a date in digits that starts at token `i`: "2021-03-15" → 3; "03/04/2022" → 3 and 4, as it is
+ * read either way. None when the tokens are no such date.
+ */
+function numericDateMonths(text: string, tokens: readonly Token[], i: number): number[] {
+  const [a, b, c] = [tokens[i]!, tokens[i + 1], tokens[i + 2]];
+  if (!b || !c || b.sentence !== a.sentence || c.sentence !== a.sentence) return [];
+  const sep = text.slice(a.end, b.start);
+  if (sep !== text.slice(b.end, c.start) || (sep !== '-' && sep !== '/')) return [];
+  const [x, y, z] = [a.word.value, b.word.value, c.word.value];
+  const day = (v: number | undefined) => v !== undefined && Number.isInteger(v) && v >= 1 && v <= 31;
+  const month = (v: number | undefined): v is number => day(v) && v! <= 12;
+  const year = (t: Token) => t.end - t.start === 4 && t.word.value! >= 1000;
+  if (sep === '-') return year(a) && month(y) && day(z) ? [y] : [];
+  if (!year(c) || !day(x) || !day(y)) return [];
+  return [x, y].filter(month);
 }
 
 /** How a number is kept among a sentence's keys (never a word's spelling). */

@@ -351,7 +351,7 @@ describe('dates in several formats', () => {
 
   it('an answer that writes the source date in another format is grounded', () => {
     fc.assert(
-      fc.property(date, fc.nat(1), fc.nat(3), (d, from, to) => {
+      fc.property(date, fc.nat(2), fc.nat(3), (d, from, to) => {
         const r = checkGrounding({ sources: [sentenceOf(FORMATS[from]!(d))], answer: sentenceOf(FORMATS[to]!(d)) });
         expect(r.grounded, describeClaims(r)).toBe(true);
       }),
@@ -361,7 +361,7 @@ describe('dates in several formats', () => {
 
   it('changing the day or the month lowers the score, whatever the format', () => {
     fc.assert(
-      fc.property(date, fc.nat(1), fc.nat(3), fc.boolean(), (d, from, to, day) => {
+      fc.property(date, fc.nat(2), fc.nat(3), fc.boolean(), (d, from, to, day) => {
         const sources = [sentenceOf(FORMATS[from]!(d))];
         const other = day ? { ...d, day: (d.day % 28) + 1 } : { ...d, month: (d.month % 12) + 1 === 5 ? 6 : (d.month % 12) + 1 };
         fc.pre(other.day !== d.month && other.month !== d.day);
