@@ -443,17 +443,23 @@ describe('dotted numbers: versions and German thousands', () => {
     );
   });
 
-  it('1.234.567 and 1,234,567 are one number', () => {
+  // Thousands grouped by commas, full stops (German), spaces, no-break spaces (French), thin spaces.
+  const GROUPINGS: Array<(n: number) => string> = [
+    (n) => n.toLocaleString('en-US'),
+    (n) => n.toLocaleString('de-DE'),
+    (n) => n.toLocaleString('en-US').replace(/,/g, ' '),
+    (n) => n.toLocaleString('fr-FR'),
+    (n) => n.toLocaleString('en-US').replace(/,/g, '\u2009'),
+  ];
+
+  it('1,234,567, 1.234.567 and 1 234 567 are one number', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1_000_000, max: 999_999_999 }), fc.boolean(), (n, germanSource) => {
-        const en = n.toLocaleString('en-US');
-        const de = n.toLocaleString('de-DE');
+      fc.property(fc.integer({ min: 1_000_000, max: 999_999_999 }), fc.constantFrom(...GROUPINGS), fc.constantFrom(...GROUPINGS), (n, from, to) => {
         const frame = (x: string) => `Die Stadt hatte im Jahr 2020 genau ${x} Einwohner.`;
-        const [from, to] = germanSource ? [de, en] : [en, de];
-        expect(checkGrounding({ sources: [frame(from)], answer: frame(to) }).grounded).toBe(true);
+        const sources = [frame(from(n))];
+        expect(checkGrounding({ sources, answer: frame(to(n)) }).grounded).toBe(true);
         // Another number, not a rounding of it (those are accepted).
-        const other = (n + 1_111_111).toLocaleString(germanSource ? 'en-US' : 'de-DE');
-        expect(checkGrounding({ sources: [frame(from)], answer: frame(other) }).grounded).toBe(false);
+        expect(checkGrounding({ sources, answer: frame(to(n + 1_111_111)) }).grounded).toBe(false);
       }),
       runs(100),
     );

@@ -87,9 +87,9 @@ function parseDigits(raw: string): number | undefined {
     const v = parseDigits(raw.slice(1));
     return v === undefined ? undefined : -v;
   }
-  const m = /^(\p{N}+(?:[.,]\p{N}+)*)/u.exec(raw);
+  const m = /^(\p{N}+(?:[.,\u00a0\u202f\u2009 ]\p{N}+)*)/u.exec(raw);
   if (!m?.[1]) return undefined;
-  let s = m[1];
+  let s = m[1].replace(/[\u00a0\u202f\u2009 ]/g, '');
   // "1,234" and "1,234,567" group thousands; "5.68" is a decimal; "3,5" (decimal comma) is rare in English;
   // "1.234.567" (German, two groups or more) groups thousands too. Other dotted runs ("2.3.1") are no number.
   if (/^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/,/g, '');
@@ -196,6 +196,8 @@ function runEnd(text: string, i: number, k: number): number {
 }
 
 const NUMBER_SUFFIXES = ['st', 'nd', 'rd', 'th', 's'];
+// Two groups after plain spaces ("1 234 567"): "room 101 202" alone is two numbers.
+const SPACE_GROUPS_RE = /(?:[\u00a0\u202f\u2009]\d{3}(?!\d))+|(?: \d{3}(?!\d)){2,}/y;
 
 /**
  * Split text into tokens with offsets, sentence indices and numeric values. Tokens are numbers
@@ -235,7 +237,13 @@ export function tokenize(text: string): Token[] {
       }
       if (i - start === length && length <= 7) packed = packedSpelling(length, digits);
     } else if (k === DIGIT) {
+      const digitsFrom = i;
       i = runEnd(text, i, DIGIT);
+      // Thousands grouped by spaces: "1 234 567", "12\u202f345" (a no-break or thin space also groups one).
+      if (i - digitsFrom <= 3) {
+        SPACE_GROUPS_RE.lastIndex = i;
+        if (SPACE_GROUPS_RE.test(text)) i = SPACE_GROUPS_RE.lastIndex;
+      }
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
         i = runEnd(text, i + 1, DIGIT);
       }
