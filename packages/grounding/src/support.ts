@@ -138,16 +138,27 @@ function termKeys(term: Term): string[] {
 }
 
 /**
+ * Postings longer than this are not read once the budget is spent: a claim's passage is then looked for among
+ * the sentences holding its rarer terms, and asked of the others.
+ */
+export const RARE_POSTING = 32;
+
+/**
  * Finds claims' passages within one check: a claim repeated in the answer is looked up once, and the postings
  * read over all claims are bounded (`budget`), so no answer and sources, however repetitive, cost more than a
- * few tens of milliseconds. Past the budget a claim gets no passage (it is then judged by its words alone).
+ * few tens of milliseconds. Past the budget a claim's passage is looked for among the sentences holding its
+ * rare terms only (postings up to RARE_POSTING), within a second budget as large; past that too a claim gets no
+ * passage (it is then judged by its words alone).
  */
 export class PassageSearch {
   private readonly seen = new Map<string, Passage | undefined>();
   private readonly hits = new Hits();
+  private rareBudget: number;
 
   /** @param budget sentence postings read at most over all claims of a check */
-  constructor(private budget = 150_000) {}
+  constructor(private budget = 150_000) {
+    this.rareBudget = budget;
+  }
 
   find(index: SourceIndex, claim: Claim): Passage | undefined {
     const keys = claim.terms.map(termKeys);
@@ -158,6 +169,10 @@ export class PassageSearch {
     if (this.budget > 0) {
       const found = bestPassage(index, claim, keys, negated, this.hits);
       this.budget -= found.read;
+      passage = found.passage;
+    } else if (this.rareBudget > 0) {
+      const found = bestPassage(index, claim, keys, negated, this.hits, RARE_POSTING);
+      this.rareBudget -= found.read;
       passage = found.passage;
     }
     this.seen.set(key, passage);
@@ -277,6 +292,8 @@ function bestPassage(
   keys: readonly string[][],
   negated: ReadonlySet<string>,
   hits: Hits,
+  /** Terms with a longer posting are not read: asked of the sentences the others find. */
+  readUpTo = Infinity,
 ): { passage: Passage | undefined; read: number } {
   hits.reset(index.spans.length, keys.length);
   let read = 0;
@@ -284,10 +301,17 @@ function bestPassage(
   // whole and which have no key a sentence holds without a posting. The windows ask the index about the others.
   const known = new Int32Array(hits.words);
   let asked: number[] | undefined;
+  // Terms not read (`readUpTo`): asked of every window, one sentence or two.
+  let unread: number[] | undefined;
   for (let ti = 0; ti < keys.length; ti++) {
     const k = keys[ti]!;
     const bit = 1 << (ti & 31);
     const word = ti >>> 5;
+    if (readUpTo !== Infinity && k.some((key) => index.postingSize(key) > readUpTo)) {
+      (unread ??= []).push(ti);
+      (asked ??= []).push(ti);
+      continue;
+    }
     // A sentence holding two of a term's keys (its stem and its spelling) counts once. Its bit says whether it
     // was counted for an earlier key, and so whether it holds one, as long as postings are read whole; past
     // MAX_POSTING they are not, and the bit still keeps the count. A sentence can hold a negation or quantifier
@@ -338,13 +362,15 @@ function bestPassage(
   const { words, masks } = hits;
   for (let slot = 0; slot < hits.size; slot++) {
     const sid = hits.sids[slot]!;
-    const own = hits.counts[slot]!;
+    let own = hits.counts[slot]!;
+    if (unread) for (const ti of unread) if (holds(index, sid, keys[ti]!)) own++;
     consider(sid, sid, own, sid);
     // With the next sentence of the same source (the pair with the previous one is the previous one's).
     const next = sid + 1;
     if (next >= index.spans.length || index.spans[next]!.source !== index.spans[sid]!.source) continue;
     const nextSlot = hits.slot(next);
-    const theirs = nextSlot < 0 ? 0 : hits.counts[nextSlot]!;
+    let theirs = nextSlot < 0 ? 0 : hits.counts[nextSlot]!;
+    if (unread) for (const ti of unread) if (holds(index, next, keys[ti]!)) theirs++;
     let union = 0;
     for (let w = 0; w < words; w++) {
       const either = masks[slot * words + w]! | (nextSlot < 0 ? 0 : masks[nextSlot * words + w]!);
@@ -353,5 +379,5 @@ function bestPassage(
     if (asked) for (const ti of asked) if (holds(index, sid, keys[ti]!) || holds(index, next, keys[ti]!)) union++;
     if (union > own && union > theirs) consider(sid, next, union, own >= theirs ? sid : next);
   }
-  return { passage: best, read: read + hits.size * keys.length };
+  return { passage: best, read: read + hits.size * keys.length * (unread ? 2 : 1) };
 }

@@ -533,3 +533,43 @@ describe('code fences', () => {
     );
   });
 });
+
+describe('long multi-source documents', () => {
+  // Records that share most of their words ("opened", "cost", "million"), as a catalogue, a ledger or a log
+  // does: every such word's posting holds most of the 100 KB's sentences.
+  function records(seed: number): { sources: string[]; sentences: string[] } {
+    let x = seed;
+    const next = (n: number) => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) % n);
+    const syllables = ['ka', 'ro', 'mi', 'tu', 'len', 'dor', 'vas', 'pel', 'qui', 'zan', 'bri', 'to', 'ne', 'sa', 'gul', 'fen'];
+    const word = () => syllables[next(16)]! + syllables[next(16)]! + syllables[next(16)]!;
+    const sentences: string[] = [];
+    const sources = Array.from({ length: 8 }, () => {
+      let text = '';
+      while (text.length < 12_800) {
+        const s = `The ${word()} near the ${word()} opened in ${1900 + next(120)} with ${100 + next(900)} ${word()}s and cost $${10 + next(90)} million.`;
+        sentences.push(s);
+        text += s + (next(5) === 0 ? '\n\n' : ' ');
+      }
+      return text;
+    });
+    return { sources, sentences };
+  }
+
+  it('copied sentences from 100 KB in 8 messages are grounded, each with its own sentence as evidence', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2 ** 30 }), (seed) => {
+        const { sources, sentences } = records(seed);
+        const copied = Array.from({ length: 45 }, (_, i) => sentences[(i * 97 + seed) % sentences.length]!);
+        const answer = copied.map((s, i) => `${s.slice(0, -1)} [${(i % 8) + 1}].`).join(' ');
+        const r = checkGrounding({ sources, answer });
+        expect(r.grounded, describeClaims(r)).toBe(true);
+        for (const c of r.claims) {
+          expect(c.evidence, c.text).not.toBeNull();
+          expect(c.evidence!.text).toBe(sources[c.evidence!.source]!.slice(c.evidence!.start, c.evidence!.end));
+          expect(c.evidence!.text).toContain(c.text.replace(/\s*$/, ''));
+        }
+      }),
+      runs(3),
+    );
+  });
+});
