@@ -195,8 +195,16 @@ function blankNotAsserted(answer: string): string {
   for (const [trigger, pattern] of CITATIONS) {
     if (answer.includes(trigger)) answer = answer.replace(pattern, (m) => ' '.repeat(m.length));
   }
+  if (answer.includes('|')) answer = answer.replace(NUMBERED_TABLE, (rows) => rows.replace(ROW_NUMBER, (_m, cell: string, number: string) => cell + ' '.repeat(number.length)));
   return answer.replace(LIST_NUMBERS, (_m, indent: string, number: string) => `${indent}\u2022${' '.repeat(number.length - 1)}`);
 }
+
+/**
+ * A table whose first column counts its rows (headed "#", "No.", "Nr." or nothing): its header, separator and
+ * body rows. The row numbers are layout, as a list's are; a column headed "Rank" or "Year" says something.
+ */
+const NUMBERED_TABLE = /^[ \t]*\|[ \t]*(?:#|No\.?|Nr\.?)?[ \t]*\|[^\n]*\n[ \t]*\|[ \t]*:?-+:?[ \t]*\|[^\n]*(?:\n[ \t]*\|[^\n]*)*/gim;
+const ROW_NUMBER = /^([ \t]*\|[ \t]*)(\d{1,4}\.?)(?=[ \t]*\|)/gm;
 
 /** Words that carry only conversation: a sentence left with nothing else ("if you need anything else") asserts nothing. */
 const CONVERSATION_WORDS = new Set(
@@ -374,7 +382,7 @@ function headingLine(answer: string, at: number): boolean {
   const lineStart = answer.lastIndexOf('\n', at - 1) + 1;
   if (/^[ \t]{0,3}#{1,6}[ \t]/.test(answer.slice(lineStart, at + 1))) return true;
   const lineEnd = answer.indexOf('\n', at);
-  return lineEnd !== -1 && answer.charCodeAt(lineStart) === 124 /* | */ && /^[ \t]*\|?[ \t]*:?-{3,}/.test(answer.slice(lineEnd + 1, lineEnd + 80));
+  return lineEnd !== -1 && answer.charCodeAt(lineStart) === 124 /* | */ && /^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\||\n|$)/.test(answer.slice(lineEnd + 1, lineEnd + 80));
 }
 
 /** Where an emphasised label that opens a claim ends ("**Answer:** …", "__Note__: …"), or -1. */

@@ -163,6 +163,21 @@ describe('copy is grounded, text of every kind', () => {
   });
 });
 
+describe('tables whose first column counts the rows', () => {
+  it('the row numbers are no claim', () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom('#', 'No.', 'Nr.', ''), fc.constantFrom('|---|---|', '|:--|:--|', '| --- | --- |'), fc.boolean(), (c, head, rule, dotted) => {
+        const rows = c.copied.map((s, i) => `| ${i + 1}${dotted ? '.' : ''} | ${s} |`);
+        const answer = `| ${head} | Fact |\n${rule}\n${rows.join('\n')}`;
+        const r = checkGrounding({ sources: sourcesOf(c), answer });
+        expect(r.grounded, `${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+      }),
+      runs(200),
+    );
+  });
+});
+
 describe('evidence of every kind', () => {
   it("a copied sentence's evidence points into a source that contains it", () => {
     fc.assert(
