@@ -176,11 +176,13 @@ const CITATIONS: ReadonlyArray<[trigger: string, pattern: RegExp]> = [
   ['\u3010', /\u3010[^\u3011\n]{0,80}\u3011/g],
   ['[', /\[(?:source|doc|document|ref|reference|citation|context|passage|result)s?\s*#?\d{1,3}(?:\s*(?:[,;&]|and)\s*#?\d{1,3})*\]/gi],
   ['(', /\((?:source|doc|document|ref|reference|citation|context|passage|result)s?\s*#?\d{1,3}(?:\s*(?:[,;&]|and)\s*#?\d{1,3})*\)/gi],
-  // A number alone in brackets at a sentence's end ("the North Sea (1)."), or after one (a citation or an item's
-  // number: "… Sea. (1) It passes …"), not in a sentence ("two rules: (1) a tax cut").
-  ['(', /(?<=\s)\(\d{1,2}\)(?=[.,;:!?]|[ \t]*(?:\n|$))|(?<=[.!?"'\u201d\u2019\u3002\uff01\uff1f][ \t])\(\d{1,2}\)/g],
-  // A link alone in brackets cites its page: "(in 1815 ([Wikipedia](https://…)))".
+  // A number alone in brackets at a sentence's end ("the North Sea (1)."), or before or after one (a citation or
+  // an item's number: "… Sea. (1) It passes …"), not in a sentence ("two rules: (1) a tax cut").
+  ['(', /(?<=\s)\(\d{1,2}\)(?=[.,;:!?]|[ \t]*(?:\n|$)|[ \t]+[A-Z])|(?<=[.!?"'\u201d\u2019\u3002\uff01\uff1f][ \t])\(\d{1,2}\)/g],
+  // A link alone in brackets cites its page: "(in 1815 ([Wikipedia](https://…)))"; so does one alone after a
+  // sentence's end or a "Source:" at a line's end ("… in London. [Wikipedia](https://…)").
   ['](', /\(\s*\[[^\]\n]{1,100}\]\([^()\s]{1,500}\)\s*\)/g],
+  ['](', /(?:(?<=[.!?\u3002\uff01\uff1f]["'\u201d\u2019)]?[ \t]+)|\b(?:sources?|references?|via):[ \t]*)\[[^\]\n]{1,100}\]\([^()\s]{1,500}\)(?=[.,;]?[ \t]*(?:\n|$))/gi],
   ['<', /<sup>[^<\n]{0,20}<\/sup>|<\/?cite\b[^>\n]{0,200}>|<\/?[a-z][a-z0-9]{0,9}(?:\s[^<>\n]{0,200})?\/?>/gi],
   ['://', /\bhttps?:\/\/[^\s)\]>]+/gi],
   ['www.', /\bwww\.[^\s)\]>]+/gi],

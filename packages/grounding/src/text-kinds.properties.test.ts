@@ -490,12 +490,15 @@ describe('RAG answers with citation marks', () => {
     (i) => ` (${i})`,
     (i) => `^${i}`,
     (i) => `[^${i}]`,
+    (i) => ` ([Source ${i}](https://example.org/doc/${i}))`,
   ];
   const FOOTERS = [
     '',
     '\n\nSources:\n[1] Annual report, Example Corp\n[2] Wikipedia',
     '\n\n**References:**\n1. Müller, J. (2020). Rivers of Europe. Springer.\n2. https://example.org/rhine',
     '\n\n[^1]: Source 1, page 4\n[^2]: Deutsche Welle, 2021',
+    ' [Wikipedia](https://en.wikipedia.org/wiki/Rhine)',
+    '\n\nSource: [Deutsche Welle](https://dw.com/a/123)',
   ];
   // A mark goes before the sentence's full stop, or after it for the footnote styles.
   const cite = (s: string, mark: string) => (/^[\^[]/.test(mark) && /[.!]$/.test(s) ? s + mark : s.replace(/([.!]?)$/, `${mark}$1`));
@@ -505,6 +508,8 @@ describe('RAG answers with citation marks', () => {
       fc.property(copyCase, fc.constantFrom(...MARKS), fc.constantFrom(...FOOTERS), fc.constantFrom(...OPENERS), (c, mark, footer, opener) => {
         // After a number a caret is a power ("10^6"), not a footnote.
         fc.pre(!mark(1).startsWith('^') || c.copied.every((s) => !/\p{N}$/u.test(s)));
+        // A link cites when it stands after a sentence's end (or a "Source:"), not after any word.
+        fc.pre(!footer.startsWith(' [') || /[.!?\u3002]['"]?$/.test(c.copied[c.copied.length - 1]!));
         const answer = opener + c.copied.map((s, i) => cite(s, mark(i + 1))).join(' ') + footer;
         const r = checkGrounding({ sources: sourcesOf(c), answer });
         expect(r.grounded, `${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
