@@ -332,6 +332,10 @@ describe('admin commands', () => {
     const badRpm = run(['keys', 'create', '--rate-limit-rpm', 'lots'], env);
     expect(badRpm.code).not.toBe(0);
     expect(badRpm.stderr).toContain('positive integer');
+    // A pasted newline would be part of the secret: every receiver's check would then fail.
+    const pasted = run(['keys', 'create', '--signing-secret', 'whsec_pasted_secret\n'], env);
+    expect(pasted.code).toBe(1);
+    expect(pasted.stderr.trim()).toBe('--signing-secret has white space around it (a pasted newline?): give it without');
   });
 
   // A dozen commands, each a node start: 30 s is short on a busy machine.
