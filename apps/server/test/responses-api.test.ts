@@ -244,6 +244,37 @@ describe('POST /v1/responses over an upstream', () => {
     expect(final.output).toEqual([expect.objectContaining({ type: 'function_call', call_id: 'call_s', arguments: '{"city":"Rome"}', status: 'completed' })]);
   });
 
+  it('streams parallel function calls one item at a time: the second is added after the first is done', async () => {
+    upstream.nextBehavior({
+      toolCalls: [
+        { id: 'call_p', name: 'get_weather', arguments: { city: 'Paris' } },
+        { id: 'call_r', name: 'get_weather', arguments: { city: 'Rome' } },
+      ],
+    });
+    const stream = upstreamClient.responses.stream({
+      model: 'svc01',
+      input: 'Weather in Paris and Rome?',
+      tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }],
+    });
+    const events: string[] = [];
+    const args = new Map<number, string>();
+    for await (const event of stream) {
+      if ('output_index' in event) events.push(`${event.type.replace('response.', '')}#${event.output_index}`);
+      if (event.type === 'response.function_call_arguments.delta') args.set(event.output_index, (args.get(event.output_index) ?? '') + event.delta);
+    }
+    // As OpenAI streams them, and as clients that keep one "current" call rely on.
+    const item = (i: number) => [`output_item.added#${i}`, `function_call_arguments.delta#${i}`, `function_call_arguments.done#${i}`, `output_item.done#${i}`];
+    expect(events.filter((e, i) => e !== events[i - 1])).toEqual([...item(0), ...item(1)]);
+    expect([...args.values()]).toEqual(['{"city":"Paris"}', '{"city":"Rome"}']);
+    const final = await stream.finalResponse();
+    expect(final.output).toEqual([
+      expect.objectContaining({ type: 'function_call', call_id: 'call_p', arguments: '{"city":"Paris"}', status: 'completed' }),
+      expect.objectContaining({ type: 'function_call', call_id: 'call_r', arguments: '{"city":"Rome"}', status: 'completed' }),
+    ]);
+    // As stored (the stream's final response also carries the SDK's `parsed_arguments`).
+    expect(final.output).toMatchObject((await upstreamClient.responses.retrieve(final.id)).output);
+  });
+
   it('runs an Agents SDK agent through a tool call to the final answer', async () => {
     upstream.nextBehavior({ toolCalls: [{ id: 'call_a', name: 'lookup_landmark', arguments: { name: 'Eiffel Tower' } }] });
     upstream.nextBehavior({ answer: 'It was completed in 1889.' });

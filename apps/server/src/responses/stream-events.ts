@@ -32,8 +32,14 @@ export class ResponseEvents {
   private reasoning: ReasoningItem | null = null;
   private message: MessageItem | null = null;
   private part: OpenPart | null = null;
-  /** The open function calls, by their chat `tool_calls[].index`. */
-  private readonly calls = new Map<number, { item: FunctionCallItem; outputIndex: number }>();
+  /**
+   * The open function calls, by their chat `tool_calls[].index`. The first streams as it comes; the others
+   * are held and sent whole when the calls close, since OpenAI sends one item at a time (a second call's
+   * `output_item.added` after the first's `output_item.done`) and a chat stream does not say when a call's
+   * arguments are complete until the stream ends.
+   */
+  private readonly calls = new Map<number, FunctionCallItem>();
+  private liveCall: { item: FunctionCallItem; outputIndex: number } | null = null;
   private finishReason: string | null = null;
   private svc: SvcResult | undefined;
   private usage: ResponseObject['usage'] = null;
@@ -67,26 +73,19 @@ export class ResponseEvents {
       if (delta.content) this.text('output_text', delta.content);
       if (delta.refusal) this.text('refusal', delta.refusal);
       for (const call of delta.tool_calls ?? []) {
-        let open = this.calls.get(call.index);
-        if (!open) {
+        let item = this.calls.get(call.index);
+        if (!item) {
           this.closeReasoning();
           this.closeMessage();
-          const item: FunctionCallItem = {
-            type: 'function_call',
-            id: this.newItemId('fc'),
-            call_id: call.id ?? '',
-            name: call.function?.name ?? '',
-            arguments: '',
-            status: 'in_progress',
-          };
-          open = { item, outputIndex: this.output.push(item) - 1 };
-          this.calls.set(call.index, open);
-          this.emit('response.output_item.added', { output_index: open.outputIndex, item: { ...item } });
+          item = { type: 'function_call', id: this.newItemId('fc'), call_id: call.id ?? '', name: call.function?.name ?? '', arguments: '', status: 'in_progress' };
+          this.calls.set(call.index, item);
+          if (this.calls.size === 1) this.liveCall = { item, outputIndex: this.addCall(item) };
         }
         const args = call.function?.arguments;
         if (args) {
-          open.item.arguments += args;
-          this.emit('response.function_call_arguments.delta', { item_id: open.item.id, output_index: open.outputIndex, delta: args });
+          item.arguments += args;
+          const live = this.liveCall;
+          if (live?.item === item) this.emit('response.function_call_arguments.delta', { item_id: item.id, output_index: live.outputIndex, delta: args });
         }
       }
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
@@ -203,13 +202,24 @@ export class ResponseEvents {
     this.message = null;
   }
 
+  /** Adds a function call to the output, announced with its arguments still empty; returns its output index. */
+  private addCall(item: FunctionCallItem): number {
+    const outputIndex = this.output.push(item) - 1;
+    this.emit('response.output_item.added', { output_index: outputIndex, item: { ...item, arguments: '', status: 'in_progress' } });
+    return outputIndex;
+  }
+
   private closeCalls(status: FunctionCallItem['status']): void {
-    for (const { item, outputIndex } of this.calls.values()) {
+    for (const item of this.calls.values()) {
+      const live = this.liveCall?.item === item ? this.liveCall : null;
+      const outputIndex = live ? live.outputIndex : this.addCall(item);
+      if (!live && item.arguments) this.emit('response.function_call_arguments.delta', { item_id: item.id, output_index: outputIndex, delta: item.arguments });
       item.status = status;
       this.emit('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
       this.emit('response.output_item.done', { output_index: outputIndex, item });
     }
     this.calls.clear();
+    this.liveCall = null;
   }
 
   private where(): { item_id: string; output_index: number } {

@@ -96,7 +96,7 @@ describe('ResponseEvents', () => {
     });
   });
 
-  it('streams parallel tool calls as function_call items with argument deltas', () => {
+  it('streams parallel tool calls as function_call items one at a time, the first as it comes, the second whole after it', () => {
     const events = run([
       chunk([{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'f', arguments: '' } }] }, finish_reason: null }]),
       chunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"x":' } }] }, finish_reason: null }]),
@@ -110,20 +110,41 @@ describe('ResponseEvents', () => {
       'response.output_item.added',
       'response.function_call_arguments.delta',
       'response.function_call_arguments.delta',
-      'response.output_item.added',
-      'response.function_call_arguments.delta',
       'response.function_call_arguments.done',
       'response.output_item.done',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
       'response.function_call_arguments.done',
       'response.output_item.done',
       'response.completed',
     ]);
     expect(events[2]).toMatchObject({ output_index: 0, item: { type: 'function_call', id: 'fc_1', call_id: 'call_a', name: 'f', arguments: '', status: 'in_progress' } });
-    expect(events[7]).toMatchObject({ item_id: 'fc_1', arguments: '{"x":1}', name: 'f' });
+    expect(events[5]).toMatchObject({ item_id: 'fc_1', output_index: 0, arguments: '{"x":1}', name: 'f' });
+    expect(events[7]).toMatchObject({ output_index: 1, item: { type: 'function_call', id: 'fc_2', call_id: 'call_b', name: 'g', arguments: '', status: 'in_progress' } });
+    expect(events[8]).toMatchObject({ item_id: 'fc_2', output_index: 1, delta: '{}' });
     expect((events.at(-1)!.response as { output: unknown[] }).output).toEqual([
       { type: 'function_call', id: 'fc_1', call_id: 'call_a', name: 'f', arguments: '{"x":1}', status: 'completed' },
       { type: 'function_call', id: 'fc_2', call_id: 'call_b', name: 'g', arguments: '{}', status: 'completed' },
     ]);
+  });
+
+  it("keeps every call's arguments whole when an upstream interleaves the deltas of parallel calls", () => {
+    const call = (index: number, fn: Record<string, string>, id?: string) =>
+      chunk([{ index: 0, delta: { tool_calls: [{ index, ...(id && { id, type: 'function' }), function: fn }] }, finish_reason: null }]);
+    const events = run([
+      call(0, { name: 'f', arguments: '{"a":' }, 'call_a'),
+      call(1, { name: 'g', arguments: '{"b":' }, 'call_b'),
+      call(0, { arguments: '1}' }),
+      call(1, { arguments: '2}' }),
+      chunk([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]),
+    ]);
+    const done = events.filter((e) => e.type === 'response.function_call_arguments.done');
+    expect(done).toEqual([
+      expect.objectContaining({ item_id: 'fc_1', output_index: 0, arguments: '{"a":1}' }),
+      expect.objectContaining({ item_id: 'fc_2', output_index: 1, arguments: '{"b":2}' }),
+    ]);
+    const deltas = (id: string) => events.filter((e) => e.type === 'response.function_call_arguments.delta' && e.item_id === id).map((e) => e.delta).join('');
+    expect([deltas('fc_1'), deltas('fc_2')]).toEqual(['{"a":1}', '{"b":2}']);
   });
 
   it('ends a cut answer with response.incomplete', () => {
