@@ -124,6 +124,7 @@ describe('POST /v1/responses (offline model)', () => {
     [{ tools: [{ type: 'web_search' }] }, 'tools[0].type', /built-in tool type 'web_search'/],
     [{ model: 'gpt-4o' }, 'model', /does not exist/],
     [{ input: 5 }, 'input', /Invalid type/],
+    [{ truncation: 'automatic' }, 'truncation', /Invalid value for 'truncation'/],
   ])('refuses %j with a 400/404 in the OpenAI error shape naming %s', async (patch, param, message) => {
     const res = await fetch(`${offline.url}/v1/responses`, {
       method: 'POST',

@@ -112,6 +112,9 @@ export const ResponseCreateRequestSchema = z.looseObject({
   metadata: MetadataSchema.nullable().optional(),
   store: z.boolean().nullable().optional(),
   previous_response_id: z.string().nullable().optional(),
+  // Read so that a wrong value is refused as OpenAI refuses it; svc never drops items to fit ('auto'): a
+  // conversation past the upstream's context gets the upstream's `context_length_exceeded`.
+  truncation: z.enum(['auto', 'disabled']).nullable().optional(),
   stream: z.boolean().nullable().optional(),
   user: z.string().optional(),
   svc: SvcRequestConfigSchema.optional(),
