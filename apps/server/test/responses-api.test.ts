@@ -52,6 +52,20 @@ describe('POST /v1/responses (offline model)', () => {
     expect(items.data).toEqual([expect.objectContaining({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Where is the Eiffel Tower?' }] })]);
   });
 
+  it('lists the input items of a follow-up with the conversation it carried over, newest first', async () => {
+    const first = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'Where is the Eiffel Tower?' });
+    const second = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'How high does it stand?', previous_response_id: first.id });
+    const items = await client().responses.inputItems.list(second.id);
+    expect(items.data).toEqual([
+      expect.objectContaining({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'How high does it stand?' }] }),
+      expect.objectContaining({ type: 'message', role: 'assistant', id: first.output[0]!.id, content: [expect.objectContaining({ text: first.output_text })] }),
+      expect.objectContaining({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Where is the Eiffel Tower?' }] }),
+    ]);
+    const page = await client().responses.inputItems.list(second.id, { order: 'asc', limit: 1, after: items.data[2]!.id! });
+    expect(page.data.map((item) => item.id)).toEqual([first.output[0]!.id]);
+    expect(page.has_more).toBe(true);
+  });
+
   it('streams the semantic events in order, numbered, ending with the response and its svc result', async () => {
     const stream = client().responses.stream({ model: 'svc01', instructions: DOC, input: 'When was it completed?' });
     const types: string[] = [];

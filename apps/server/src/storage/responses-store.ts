@@ -152,11 +152,24 @@ export class ResponsesStore {
     return row && this.whole(id, 'response', row.response);
   }
 
-  /** The response's own input items, for this key; undefined when there is no such response. */
+  /**
+   * The items the response was generated from, for this key, oldest first: as OpenAI lists them, the
+   * conversation behind its `previous_response_id` (what is left of it), then its own input items.
+   * Undefined when there is no such response.
+   */
   async inputItems(keyId: string, id: string): Promise<ResponseInputItem[] | undefined> {
-    const row = await this.db.selectFrom('responses').select('input_items').where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('responses')
+      .select(['input_items', 'previous_response_id'])
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .executeTakeFirst();
     const json = row && (await this.whole(id, 'input_items', row.input_items));
-    return json === undefined ? undefined : (JSON.parse(json) as ResponseInputItem[]);
+    if (!row || json === undefined) return undefined;
+    const own = JSON.parse(json) as ResponseInputItem[];
+    // The chain was read back within MAX_CONVERSATION_CHARS when this response was made, and its count is kept.
+    const history = row.previous_response_id ? await this.conversation(keyId, row.previous_response_id) : undefined;
+    return history ? [...history.items, ...own] : own;
   }
 
   /** Whether a response was deleted (false: no such response for this key). */
