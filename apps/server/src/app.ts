@@ -94,9 +94,16 @@ function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute, respons
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
+  // The answer says only "not ready" (anyone may ask); the log says why, once each time readiness changes.
+  let unready: string | null = null;
   app.get('/readyz', async (_req, res) => {
-    const ok = await deps.store.ping();
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ready' : 'database unreachable or not writable' });
+    const problem = await deps.store.unready();
+    if (problem !== unready) {
+      if (problem !== null) deps.logger.warn({ problem }, 'not ready: the database takes no writes');
+      else deps.logger.info({ was: unready }, 'ready again: the database takes writes');
+      unready = problem;
+    }
+    res.status(problem === null ? 200 : 503).json({ status: problem === null ? 'ready' : 'database unreachable or not writable' });
   });
   // Routes a browser reaches by the server's address alone answer only to its own names (DNS rebinding): the
   // dashboard, and /metrics while it trusts loopback clients instead of a token. The API needs a key anyway.

@@ -128,8 +128,14 @@ describe('the database file', () => {
     const res = await fetch(`${srv.url}/readyz`);
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: 'database unreachable or not writable' });
+    // The answer is for anyone and says no more; the log says why, once while it lasts.
+    expect((await fetch(`${srv.url}/readyz`)).status).toBe(503);
+    const notReady = srv.logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'not ready: the database takes no writes');
+    expect(notReady).toHaveLength(1);
+    expect(notReady[0].problem).toMatch(/^a write failed: .*readonly/i);
     srv.running.store.handle.sqlite!.pragma('query_only = OFF');
     expect((await fetch(`${srv.url}/readyz`)).status).toBe(200);
+    expect(srv.logs.filter((l) => l.includes('ready again: the database takes writes'))).toHaveLength(1);
   });
 
   it('deleted under a running server: /readyz fails at once, the server stops with a clear error log, the next start refuses', async () => {

@@ -29,6 +29,8 @@ export interface Store {
   responses: ResponsesStore;
   /** True when the database takes a write now (a one-row write, and on SQLite the file is still the one opened). */
   ping(): Promise<boolean>;
+  /** Why the database takes no write now (`ping`'s answer, with its reason); null when it does. */
+  unready(): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -47,6 +49,22 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
   }
   const { db } = handle;
   const statements = handle.sqlite ? new SqliteStatements(handle.sqlite) : undefined;
+  const unready = async (): Promise<string | null> => {
+    const fileProblem = handle.fileProblem();
+    if (fileProblem !== undefined) return fileProblem;
+    try {
+      // A write, not a read: a full disk, a read-only file system or a lost write lock fail it.
+      const value = String(Date.now());
+      await db
+        .insertInto('svc_meta')
+        .values({ key: 'readyz_write_probe', value })
+        .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+        .execute();
+      return null;
+    } catch (err) {
+      return `a write failed: ${(err as Error).message ?? String(err)}`;
+    }
+  };
   return {
     handle,
     users: new UsersStore(db),
@@ -55,21 +73,8 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db),
     sessions: new SessionsStore(db),
     responses: new ResponsesStore(db),
-    async ping() {
-      if (handle.fileProblem() !== undefined) return false;
-      try {
-        // A write, not a read: a full disk, a read-only file system or a lost write lock fail it.
-        const value = String(Date.now());
-        await db
-          .insertInto('svc_meta')
-          .values({ key: 'readyz_write_probe', value })
-          .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
-          .execute();
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    unready,
+    ping: async () => (await unready()) === null,
     close: () => handle.close(),
   };
 }
