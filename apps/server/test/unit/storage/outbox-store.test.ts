@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
+import { RETRYING } from '../../../src/storage/outbox-sql.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
@@ -432,6 +433,30 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect(await store.deliveries.get('key_a', recent.id)).toMatchObject({ attempts: [{ attempt: 1 }] });
     const orphans = await store.handle.db.selectFrom('webhook_attempts').select('id').where('delivery_id', '=', old.id).execute();
     expect(orphans).toEqual([]);
+  });
+});
+
+describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
+  let store: Store;
+  let dir: string;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-plans-'));
+    store = await openStore(`sqlite:${join(dir, 'svc.db')}`);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function plan(text: string, params: unknown[]): string {
+    const rows = store.handle.sqlite!.prepare(`explain query plan ${text}`).all(...params) as Array<{ detail: string }>;
+    return rows.map((r) => r.detail).join(' | ');
+  }
+
+  it("a key's retrying count reads only its pending rows (the key list asks it of every key)", () => {
+    expect(plan(RETRYING, ['key_a'])).toMatch(/USING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
   });
 });
 
