@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { RETRYING } from '../../../src/storage/outbox-sql.js';
+import { BACKLOG, RETRYING } from '../../../src/storage/outbox-sql.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
@@ -457,6 +457,12 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
 
   it("a key's retrying count reads only its pending rows (the key list asks it of every key)", () => {
     expect(plan(RETRYING, ['key_a'])).toMatch(/USING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
+  });
+
+  it('the backlog gauges (every /metrics scrape) search the due index instead of scanning every delivery', () => {
+    const backlog = plan(BACKLOG, [T0]);
+    expect(backlog).not.toMatch(/SCAN webhook_deliveries/);
+    expect(backlog).toMatch(/SEARCH webhook_deliveries USING COVERING INDEX deliveries_due_idx \(status=\?\)/);
   });
 });
 
