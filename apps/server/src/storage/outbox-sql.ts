@@ -47,9 +47,16 @@ export const NEXT_DUE = `select
   (select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > ? order by next_attempt_at asc limit 1) as next_attempt_at,
   (select min(lease_until) from webhook_deliveries where status = 'pending' and next_attempt_at <= ? and lease_until > ?) as lease_until`;
 
-export const PURGE_ATTEMPTS = `delete from webhook_attempts where delivery_id in
-  (select id from webhook_deliveries where created_at < ? and status != 'pending')`;
-export const PURGE_DELIVERIES = `delete from webhook_deliveries where created_at < ? and status != 'pending'`;
+/**
+ * Deliveries a purge takes at a time (and their attempts), each batch its own transaction: 900,000 rows in one
+ * held SQLite's event loop, and the write lock on either database, for tens of seconds.
+ */
+export const PURGE_BATCH = 1_000;
+
+/** The next batch of finished deliveries created before a time (parameters: before, batch size). */
+const PURGE_NEXT = `select id from webhook_deliveries where created_at < ? and status != 'pending' limit ?`;
+export const PURGE_ATTEMPTS = `delete from webhook_attempts where delivery_id in (${PURGE_NEXT})`;
+export const PURGE_DELIVERIES = `delete from webhook_deliveries where id in (${PURGE_NEXT})`;
 
 /** Each count a range of the (status, next_attempt_at) index: a sum over the table read all of it per scrape. */
 export const BACKLOG = `select (select count(*) from webhook_deliveries where status = 'pending') as pending,

@@ -48,8 +48,7 @@ import {
   NEXT_DUE,
   numbered,
   page,
-  PURGE_ATTEMPTS,
-  PURGE_DELIVERIES,
+  PURGE_BATCH,
   REDELIVER,
   REDELIVER_MATCHING,
   RELEASE_LEASES,
@@ -151,8 +150,10 @@ const pg = {
   RELEASE_CLAIMS: `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = $1
   where id = any($2) and leased_by = $3 and status = 'pending'`,
   NEXT_DUE: numbered(NEXT_DUE),
-  PURGE_ATTEMPTS: numbered(PURGE_ATTEMPTS),
-  PURGE_DELIVERIES: numbered(PURGE_DELIVERIES),
+  // One statement per batch: the rows are locked as picked (a redeliver meanwhile waits, then finds them gone).
+  PURGE: `with batch as (select id from webhook_deliveries where created_at < $1 and status != 'pending' limit $2 for update skip locked),
+  attempts as (delete from webhook_attempts where delivery_id in (select id from batch))
+  delete from webhook_deliveries where id in (select id from batch)`,
   BACKLOG: numbered(BACKLOG),
   BY_ID: numbered(BY_ID),
   LIST_CURSOR: numbered(LIST_CURSOR),
@@ -251,10 +252,12 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async purgeOlderThan(ts: number): Promise<number> {
-    return this.db.transaction().execute(async (trx) => {
-      await run(trx, pg.PURGE_ATTEMPTS, [ts]);
-      return affected(trx, pg.PURGE_DELIVERIES, [ts]);
-    });
+    let removed = 0;
+    for (;;) {
+      const batch = await affected(this.db, pg.PURGE, [ts, PURGE_BATCH]);
+      removed += batch;
+      if (batch < PURGE_BATCH) return removed;
+    }
   }
 
   async backlog(now: number): Promise<Backlog> {

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
@@ -50,6 +51,7 @@ import {
   NEXT_DUE,
   page,
   PURGE_ATTEMPTS,
+  PURGE_BATCH,
   PURGE_DELIVERIES,
   REDELIVER,
   REDELIVER_MATCHING,
@@ -161,9 +163,10 @@ export class SqliteOutboxStore implements OutboxStore {
       const release = this.stmt(RELEASE_CLAIM);
       for (const id of ids) release.run(now, id, workerId);
     }).immediate;
+    // One batch: both statements pick the same rows, nothing else writing within the transaction.
     this.purgeTx = sqlite.transaction((ts: number) => {
-      this.stmt(PURGE_ATTEMPTS).run(ts);
-      return this.stmt(PURGE_DELIVERIES).run(ts).changes;
+      this.stmt(PURGE_ATTEMPTS).run(ts, PURGE_BATCH);
+      return this.stmt(PURGE_DELIVERIES).run(ts, PURGE_BATCH).changes;
     }).immediate;
   }
 
@@ -234,8 +237,15 @@ export class SqliteOutboxStore implements OutboxStore {
   }
 
   async purgeOlderThan(ts: number): Promise<number> {
-    if (this.busy) await this.transactionEnded();
-    return this.purgeTx(ts);
+    let removed = 0;
+    for (;;) {
+      if (this.busy) await this.transactionEnded();
+      const batch = this.purgeTx(ts);
+      removed += batch;
+      if (batch < PURGE_BATCH) return removed;
+      // Requests and the worker's writes go between batches.
+      await yieldToEventLoop();
+    }
   }
 
   async backlog(now: number): Promise<Backlog> {

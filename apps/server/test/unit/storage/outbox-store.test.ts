@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { BACKLOG, RETRYING } from '../../../src/storage/outbox-sql.js';
+import { BACKLOG, PURGE_BATCH, RETRYING } from '../../../src/storage/outbox-sql.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
@@ -433,6 +433,27 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect(await store.deliveries.get('key_a', recent.id)).toMatchObject({ attempts: [{ attempt: 1 }] });
     const orphans = await store.handle.db.selectFrom('webhook_attempts').select('id').where('delivery_id', '=', old.id).execute();
     expect(orphans).toEqual([]);
+  });
+
+  it('purges in batches of PURGE_BATCH: a read started meanwhile is answered before the purge ends', async () => {
+    const old = Array.from({ length: 2 * PURGE_BATCH + 500 }, () => delivery({ now: T0 - 10_000 }));
+    await store.deliveries.insertMany(old);
+    await store.deliveries.recordAttempts(old.map((d) => ({ deliveryId: d.id, result: success, next: { status: 'delivered' }, leasedBy: null })));
+    const kept = delivery({ now: T0 - 10_000 });
+    await store.deliveries.insert(kept);
+    const answered: string[] = [];
+    const purge = store.deliveries.purgeOlderThan(T0 - 1).then((n) => {
+      answered.push('purge');
+      return n;
+    });
+    // A dashboard read arriving once the purge has begun: one transaction of every row would answer it last.
+    const read = new Promise((resolve) => setImmediate(resolve)).then(() => store.deliveries.byId(kept.id)).then(() => answered.push('read'));
+    expect(await purge).toBe(old.length);
+    await read;
+    expect(answered).toEqual(['read', 'purge']);
+    const left = await store.handle.db.selectFrom('webhook_attempts').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+    expect(Number(left.n)).toBe(0);
+    expect(await store.deliveries.byId(kept.id)).toBeDefined();
   });
 });
 
