@@ -99,6 +99,9 @@ export function matchingParams(keyId: string, filter: RedeliveryFilter): unknown
 /** A key's deliveries that failed and have attempts left: how many, and the next of those attempts. */
 export const RETRYING = `select count(*) as n, min(next_attempt_at) as next from webhook_deliveries
   where status = 'pending' and key_id = ? and attempts > 0`;
+/** RETRYING for every key of a user at once (the key list): one pass over the pending rows, by the status index. */
+export const RETRYING_OF_USER = `select key_id, count(*) as n, min(next_attempt_at) as next from webhook_deliveries
+  where status = 'pending' and user_id = ? and attempts > 0 group by key_id`;
 
 const CANCELLED = `set status = 'cancelled', next_attempt_at = null, lease_until = null, leased_by = null, last_error = ?, updated_at = ?`;
 export const CANCEL = `update webhook_deliveries ${CANCELLED} where id = ? and key_id = ? and status = 'pending' returning *`;
@@ -167,6 +170,11 @@ export function page(rows: DeliveryRow[], limit: number): { rows: DeliveryRow[];
 export interface RetryingRow {
   n: number | string;
   next: number | string | null;
+}
+
+/** RETRYING_OF_USER's rows by key; a key with none is not retrying. */
+export function toRetryingByKey(rows: Array<RetryingRow & { key_id: string }>): Map<string, Retrying> {
+  return new Map(rows.map((row) => [row.key_id, toRetrying(row)]));
 }
 
 export function toRetrying(row: RetryingRow | undefined): Retrying {

@@ -210,6 +210,8 @@ export interface OutboxStore {
   redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined>;
   /** The deliveries of `keyId` that failed and will be tried again: how many, and when the next attempt is. */
   retrying(keyId: string): Promise<Retrying>;
+  /** `retrying` of every key of `userId` that has retrying deliveries, in one query. */
+  retryingOfUser(userId: string): Promise<Map<string, Retrying>>;
   /** How many deliveries of `keyId` a `redeliverMatching` with this filter would take. */
   countMatching(keyId: string, filter: RedeliveryFilter): Promise<number>;
   /**

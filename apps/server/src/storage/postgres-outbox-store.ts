@@ -29,6 +29,8 @@ import {
   CANCEL,
   CANCEL_PENDING,
   RETRYING,
+  RETRYING_OF_USER,
+  toRetryingByKey,
   type RetryingRow,
   toRetrying,
   COUNT_MATCHING,
@@ -164,6 +166,7 @@ const pg = {
   REDELIVER: numbered(REDELIVER),
   COUNT_MATCHING: numbered(COUNT_MATCHING),
   RETRYING: numbered(RETRYING),
+  RETRYING_OF_USER: numbered(RETRYING_OF_USER),
   REDELIVER_MATCHING: numbered(REDELIVER_MATCHING),
   CANCEL: numbered(CANCEL),
   CANCEL_PENDING: numbered(CANCEL_PENDING),
@@ -292,6 +295,10 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async retrying(keyId: string): Promise<Retrying> {
     return toRetrying((await run<RetryingRow>(this.db, pg.RETRYING, [keyId])).rows[0]);
+  }
+
+  async retryingOfUser(userId: string): Promise<Map<string, Retrying>> {
+    return toRetryingByKey((await run<RetryingRow & { key_id: string }>(this.db, pg.RETRYING_OF_USER, [userId])).rows);
   }
 
   async countMatching(keyId: string, filter: RedeliveryFilter): Promise<number> {

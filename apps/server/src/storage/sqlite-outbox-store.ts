@@ -32,6 +32,8 @@ import {
   CANCEL,
   CANCEL_PENDING,
   RETRYING,
+  RETRYING_OF_USER,
+  toRetryingByKey,
   type RetryingRow,
   toRetrying,
   COUNT_MATCHING,
@@ -287,6 +289,11 @@ export class SqliteOutboxStore implements OutboxStore {
   async retrying(keyId: string): Promise<Retrying> {
     if (this.busy) await this.transactionEnded();
     return toRetrying(this.stmt(RETRYING).get(keyId) as RetryingRow);
+  }
+
+  async retryingOfUser(userId: string): Promise<Map<string, Retrying>> {
+    if (this.busy) await this.transactionEnded();
+    return toRetryingByKey(this.stmt(RETRYING_OF_USER).all(userId) as Array<RetryingRow & { key_id: string }>);
   }
 
   async countMatching(keyId: string, filter: RedeliveryFilter): Promise<number> {

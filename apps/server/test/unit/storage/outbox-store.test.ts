@@ -291,6 +291,18 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     await recordAttempt(b.id, failure, { status: 'pending', nextAttemptAt: T0 + 3_000 });
     expect(await store.deliveries.retrying('key_a')).toEqual({ deliveries: 2, nextAttemptAt: T0 + 3_000 });
     expect(await store.deliveries.retrying('key_b')).toEqual({ deliveries: 0, nextAttemptAt: null });
+    // The key list's one query: every key of the user at once, the same counts; another user's are not there.
+    const onB = delivery({ keyId: 'key_b' });
+    const elsewhere = delivery({ keyId: 'key_c', userId: 'user-elsewhere' });
+    await store.deliveries.insertMany([onB, elsewhere]);
+    await recordAttempt(onB.id, failure, { status: 'pending', nextAttemptAt: T0 + 9_000 });
+    await recordAttempt(elsewhere.id, failure, { status: 'pending', nextAttemptAt: T0 + 1_000 });
+    expect(await store.deliveries.retryingOfUser(a.userId)).toEqual(
+      new Map([
+        ['key_a', { deliveries: 2, nextAttemptAt: T0 + 3_000 }],
+        ['key_b', { deliveries: 1, nextAttemptAt: T0 + 9_000 }],
+      ]),
+    );
   });
 
   it('reports the next future due time and the backlog', async () => {
