@@ -188,6 +188,7 @@ const EnvSchema = z.object({
   SVC_TRUST_PROXY: parsedBy(parseTrustProxy, 'false'),
   SVC_ALLOWED_HOSTS: parsedBy(parseAllowedHosts, ''),
   SVC_CORS_ORIGINS: parsedBy(parseCorsOrigins, '*'),
+  SVC_KEEP_ALIVE_TIMEOUT: parsedBy(parseDuration, '65s').refine((v) => v >= 1000 && v <= 600_000, 'must be from 1s to 10m'),
   SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
   SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
   SVC_MAX_BODY_BYTES_IN_FLIGHT: parsedBy(parseByteSize, '256MiB').refine(
@@ -272,6 +273,11 @@ export interface Config {
   allowedHosts: string[];
   /** Browser origins allowed to call /v1 (CORS): `*` for any, none when empty. */
   corsOrigins: CorsOrigins;
+  /**
+   * How long an idle client connection is kept open for its next request. Longer than a load balancer's idle
+   * timeout (AWS ALB 60 s), so the balancer never sends a request on a connection svc is closing (a 502).
+   */
+  keepAliveTimeoutMs: number;
   /** Which proxies' X-Forwarded-For / X-Forwarded-Proto are believed (Express `trust proxy`). */
   trustProxy: TrustProxy;
   /** Operator caps on what users may set: a key's own rate limit, and active keys per user. */
@@ -342,6 +348,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: e.SVC_TRUST_PROXY,
     allowedHosts: e.SVC_ALLOWED_HOSTS,
     corsOrigins: e.SVC_CORS_ORIGINS,
+    keepAliveTimeoutMs: e.SVC_KEEP_ALIVE_TIMEOUT,
     limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
     maxBodyBytesInFlight: e.SVC_MAX_BODY_BYTES_IN_FLIGHT,
   };

@@ -157,7 +157,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // only while the request is being received; long streamed responses are bounded by the upstream timeout.
   server.headersTimeout = 30_000;
   server.requestTimeout = 120_000;
-  server.keepAliveTimeout = 5_000;
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

@@ -1,0 +1,50 @@
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+
+/** One GET /healthz over a raw socket; resolves with the answer's head and a promise of the socket's close. */
+async function getOverSocket(url: string): Promise<{ head: string; closed: Promise<void> }> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  let text = '';
+  const head = await new Promise<string>((resolve, reject) => {
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (text.includes('\r\n\r\n') && text.includes('"status"')) resolve(text.slice(0, text.indexOf('\r\n\r\n')));
+    });
+    socket.once('error', reject);
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+  });
+  return { head, closed };
+}
+
+describe('idle client connections (SVC_KEEP_ALIVE_TIMEOUT)', () => {
+  let defaults: TestServer;
+  let short: TestServer;
+  beforeAll(async () => {
+    defaults = await startTestServer();
+    short = await startTestServer({ env: { SVC_KEEP_ALIVE_TIMEOUT: '1s' } });
+  });
+  afterAll(async () => {
+    await defaults?.close();
+    await short?.close();
+  });
+
+  it('are kept 65 s by default, longer than a load balancer keeps them (AWS ALB: 60 s), and say so', async () => {
+    // Was 5 s: a balancer reusing its connection after 5 s idle met svc closing it, and answered its client 502.
+    const { head } = await getOverSocket(defaults.url);
+    expect(head.toLowerCase()).toContain('keep-alive: timeout=65');
+  });
+
+  it('are closed once idle for the configured time', async () => {
+    const { head, closed } = await getOverSocket(short.url);
+    expect(head.toLowerCase()).toContain('keep-alive: timeout=1');
+    await closed;
+  });
+
+  it.each([['0s'], ['11m'], ['forever']])('refuses SVC_KEEP_ALIVE_TIMEOUT=%s', (value) => {
+    expect(() => loadConfig({ SVC_KEEP_ALIVE_TIMEOUT: value })).toThrow(/SVC_KEEP_ALIVE_TIMEOUT/);
+  });
+});
