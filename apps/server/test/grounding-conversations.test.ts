@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { SvcResultSchema, type SvcResult } from '@svc/protocol';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+
+// A multi-turn conversation as an agent sends it: a system prompt whose evidence sits after emoji and CJK text
+// (UTF-16 offsets past surrogate pairs), a user turn in content parts, an earlier assistant turn, a function
+// call and its JSON tool result.
+const SYSTEM = '🎉🚆 東京タワーは1958年に完成しました。 The Tokyo office opens at 8 am on weekdays.';
+const WEATHER = '{"location": "Paris", "temperature": 21, "unit": "C", "condition": "sunny"}';
+const MESSAGES: ChatCompletionMessageParam[] = [
+  { role: 'system', content: SYSTEM },
+  { role: 'user', content: [{ type: 'text', text: 'When does the Tokyo office open?' }] },
+  { role: 'assistant', content: 'The Tokyo office closes at 6 pm on Fridays.' },
+  {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city": "Lyon", "days": 9}' } }],
+  },
+  { role: 'tool', tool_call_id: 'call_1', content: WEATHER },
+  { role: 'user', content: 'And the weather in Paris?' },
+];
+
+let upstream: FakeUpstream;
+let server: TestServer;
+let client: OpenAI;
+let answer = '';
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream({ answer: () => answer });
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'up-model' } });
+  client = new OpenAI({ apiKey: (await server.createKey()).token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await upstream?.close();
+});
+
+async function check(text: string): Promise<SvcResult> {
+  answer = text;
+  const res = await client.chat.completions.create({ model: 'svc01', messages: MESSAGES });
+  expect(res.choices[0]!.message.content).toBe(text);
+  const svc = (res as unknown as { svc: SvcResult }).svc;
+  expect(SvcResultSchema.parse(svc)).toEqual(svc);
+  return svc;
+}
+
+/** The text a message contributes as a source (content parts joined by line breaks). */
+function sourceText(i: number): string {
+  const content = MESSAGES[i]!.content;
+  if (typeof content === 'string') return content;
+  return (content as Array<{ text?: string }>).map((p) => p.text ?? '').join('\n');
+}
+
+describe('grounding a multi-turn conversation through the HTTP route', () => {
+  it("evidence offsets are UTF-16 offsets into the right message's text, past emoji and CJK", async () => {
+    const svc = await check('🙂 The Tokyo office opens at 8 am on weekdays. It is 21 °C and sunny in Paris.');
+    const [office, weather] = svc.claims!;
+    expect(office!.evidence).toMatchObject({ message_index: 0, text: 'The Tokyo office opens at 8 am on weekdays.' });
+    expect(weather!.evidence!.message_index).toBe(4);
+    for (const c of svc.claims!) {
+      const e = c.evidence!;
+      expect(sourceText(e.message_index).slice(e.start, e.end)).toBe(e.text);
+      expect(c.grounded, c.text).toBe(true);
+    }
+    expect(svc.grounded).toBe(true);
+  });
+
+  it('a JSON tool result is a source: a changed value is flagged at its place in the answer', async () => {
+    const text = '東京: 🙂 It is 24 °C and sunny in Paris.';
+    const svc = await check(text);
+    expect(svc.grounded).toBe(false);
+    expect(svc.flagged_spans.map((s) => s.text)).toEqual(['24']);
+    expect(svc.flagged_spans[0]!.start).toBe(text.indexOf('24'));
+    expect(svc.claims![svc.claims!.length - 1]!.evidence!.message_index).toBe(4);
+  });
+
+  it("an earlier assistant turn and a function call's arguments are not sources", async () => {
+    // Restating the assistant's own earlier (unsupported) turn, or the arguments it sent, is not grounding.
+    const restated = await check('The Tokyo office closes at 6 pm on Fridays.');
+    expect(restated.grounded).toBe(false);
+    for (const c of restated.claims!) expect(c.evidence?.message_index).not.toBe(2);
+    const args = await check('The forecast for Lyon covers 9 days.');
+    expect(args.grounded).toBe(false);
+    expect(args.flagged_spans.map((s) => s.text)).toEqual(expect.arrayContaining(['Lyon', '9']));
+  });
+});
