@@ -67,6 +67,7 @@ export const SCALE_WORDS: ReadonlyMap<string, number> = new Map([
 export const SYNONYMS: ReadonlyMap<string, string> = new Map([
   ['usa', 'us'], ['u.s', 'us'], ['u.s.a', 'us'], ['america', 'us'], ['american', 'us'],
   ['uk', 'gb'], ['u.k', 'gb'], ['britain', 'gb'], ['british', 'gb'],
+  ['celsius', 'c'], ['centigrad', 'c'], ['fahrenheit', 'f'],
   ['percent', '%'], ['per cent', '%'], ['pct', '%'],
   ['approximately', 'about'], ['roughly', 'about'], ['around', 'about'], ['nearly', 'about'],
   ['almost', 'about'], ['circa', 'about'],

@@ -593,3 +593,34 @@ describe('long multi-source documents', () => {
     );
   });
 });
+
+describe('units in other spellings', () => {
+  // The same quantity with its unit spelled another way is a copy; another number, or another scale, is not.
+  const SPELLINGS: Array<[string, string[]]> = [
+    ['°C', ['°C', ' °C', ' degrees Celsius', ' degrees C', ' degrees centigrade', ' ºC'.replace('º', '°')]],
+    ['°F', ['°F', ' °F', ' degrees Fahrenheit', ' degrees F']],
+  ];
+  const FRAMES = [
+    (q: string) => `The water in the lake reached ${q} on Tuesday.`,
+    (q: string) => `It is ${q} and sunny in Lisbon.`,
+    (q: string) => `{"city": "Lisbon", "temperature": ${q.replace(/\D+$/, '')}, "unit": "${q.includes('F') ? 'Fahrenheit' : 'Celsius'}", "sky": "sunny"}`,
+  ];
+
+  it('21 °C and 21 degrees Celsius are one quantity; 24 °C or 21 °F is another', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 45 }), fc.constantFrom(...SPELLINGS), fc.nat(), fc.nat(), fc.nat(2), (n, [, ways], i, j, f) => {
+        const sources = [FRAMES[f]!(`${n}${ways[i % ways.length]!}`)];
+        const say = FRAMES[f === 2 ? 1 : f]!;
+        const answer = say(`${n}${ways[j % ways.length]!}`);
+        const same = checkGrounding({ sources, answer });
+        expect(same.grounded, `${sources[0]} → ${answer}: ${describeClaims(same)}`).toBe(true);
+        expect(same.flaggedSpans).toEqual([]);
+        const otherNumber = checkGrounding({ sources, answer: say(`${n + 3}${ways[j % ways.length]!}`) });
+        expect(otherNumber.grounded).toBe(false);
+        const otherScale = checkGrounding({ sources, answer: say(`${n}${ways[j % ways.length]!.replace(/Celsius|centigrade|C$/, (m) => (m === 'C' ? 'F' : 'Fahrenheit'))}`) });
+        if (ways[0] === '°C') expect(otherScale.score).toBeLessThan(same.score);
+      }),
+      runs(100),
+    );
+  });
+});

@@ -381,6 +381,9 @@ const WIDE_SPACE_RE = /\s/;
  * "two dozen" → 24; "1,200" → 1200. `i` is the index of the number's first token; returns
  * the values and the index after the mention.
  */
+const DEGREES = new Set(['degree', 'degrees', 'deg']);
+const TEMPERATURE_SCALES = new Set(['c', 'f']);
+
 export function readNumber(tokens: readonly Token[], i: number): { values: number[]; next: number } | undefined {
   const t = tokens[i];
   if (!t) return undefined;
@@ -408,6 +411,9 @@ export function readNumber(tokens: readonly Token[], i: number): { values: numbe
       next++;
     }
   }
+  // "21 degrees Celsius" is "21 °C": the scale's name is checked (`SYNONYMS`: Celsius is C), "degrees" spells the sign.
+  const unit = tokens[next];
+  if (unit && DEGREES.has(unit.word.norm) && unit.sentence === t.sentence && TEMPERATURE_SCALES.has(tokens[next + 1]?.word.stem ?? '')) next++;
   return { values, next };
 }
 
