@@ -37,7 +37,7 @@ export interface Claim {
 const SOURCE_NOUNS =
   '(?:(?:provided|given|above|available|retrieved|attached|supplied|search) )?' +
   '(?:(?:context|information|text|documents?|sources?|passages?|excerpts?|snippets?|knowledge|data|results?|references?)(?: #?\\d{1,3})?' +
-  '|(?:\\p{L}+ )?(?:article|page|entry|report|paper|study))';
+  '|documentation|docs|manual|(?:\\p{L}+ )?(?:article|page|entry|report|paper|study))';
 
 // Phrases that talk to the user rather than about the world: offers of help, thanks, pleasantries, and hedges
 // ("I'm not sure, but he was born in 1813"). Each is stripped from the start of a sentence (with the comma or
@@ -72,6 +72,8 @@ const CONVERSATION_PREFIX = new RegExp(
       'i (?:think|believe|guess|suppose|recall|remember)(?: that)?',
       'to be honest',
       'honestly',
+      // "The answer is Paris.": the claim is what follows.
+      '(?:so,? )?the (?:short |simple |final |correct |right )?answer (?:to (?:your|this|that|the) question )?(?:is|would be)(?: that)?',
       'tl; ?dr',
       "you(?:'re| are) (?:right|correct) (?:that|about)",
       "(?:i'?m |i am )?(?:so |very )?sorry",

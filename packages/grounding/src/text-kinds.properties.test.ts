@@ -624,3 +624,167 @@ describe('units in other spellings', () => {
     );
   });
 });
+
+// Short answers to a question, quotes, code and tool results: the kinds of text an assistant sends back most.
+
+const QA = [
+  { q: 'What is the capital of France?', src: 'Paris is the capital of France.', a: 'Paris', wrong: 'Lyon' },
+  { q: 'When was the Eiffel Tower completed?', src: 'The Eiffel Tower was completed in 1889.', a: '1889', wrong: '1887' },
+  { q: 'Who wrote Emma?', src: 'Emma was written by Jane Austen and published in 1815.', a: 'Jane Austen', wrong: 'Mary Shelley' },
+  { q: 'How tall is Mount Kilimanjaro?', src: 'Mount Kilimanjaro rises to 5,895 metres above sea level.', a: '5,895 metres', wrong: '5,985 metres' },
+  { q: 'Which company makes the iPhone?', src: 'The iPhone is made by Apple.', a: 'Apple', wrong: 'Samsung' },
+];
+const SHORT = [(x: string) => `${x}.`, (x: string) => x, (x: string) => `**${x}**`, (x: string) => `The answer is ${x}.`, (x: string) => `Sure! ${x}.`, (x: string) => `${x}. Let me know if you need anything else!`, (x: string) => `It's ${x}.`];
+
+const SHORT_CHATTER = ['Sure!', 'Great question!', 'Hope this helps!', 'Let me know if you need anything else.', 'Is there anything else you would like to know?', 'Thanks for asking!'];
+
+describe('short answers: a name, a number, yes or no', () => {
+  it('short answers: a name or a number', () => {
+    fc.assert(fc.property(fc.constantFrom(...QA), fc.constantFrom(...SHORT), fc.boolean(), (qa, frame, withQ) => {
+      const question = withQ ? qa.q : undefined;
+      const sources = withQ ? [qa.src] : [qa.q, qa.src];
+      const ok = checkGrounding({ sources, answer: frame(qa.a), question });
+      expect(ok.grounded, JSON.stringify([frame(qa.a), ok.claims])).toBe(true);
+      const ansW = frame(qa.wrong);
+      const bad = checkGrounding({ sources, answer: ansW, question });
+      expect(bad.score, ansW).toBeLessThan(ok.score);
+      expect(bad.grounded, JSON.stringify([ansW, bad.claims])).toBe(false);
+      for (const s of bad.flaggedSpans) for (const c of SHORT_CHATTER) { const at = ansW.indexOf(c); if (at >= 0) expect(s.start >= at + c.length || s.end <= at, ansW).toBe(true); }
+      for (const s of bad.flaggedSpans) expect(s.text, ansW).not.toMatch(/^[*_\s]|[*_\s]$/);
+    }), runs(100));
+  });
+
+  it('yes/no answers', () => {
+    const YN = [
+      { q: 'Does the museum open on Sundays?', src: 'The museum opens on Sundays from 10 am.', yes: true, stmt: 'the museum opens on Sundays', neg: 'the museum does not open on Sundays' },
+      { q: 'Is the library closed on Mondays?', src: 'The library is closed on Mondays.', yes: true, stmt: 'the library is closed on Mondays', neg: 'the library is not closed on Mondays' },
+      // Not yet: "No, the hotel does not have a pool." against "The hotel does not have a pool": the "No" reads
+      // as negating "hotel" and scores as low as "Yes, the hotel has a pool." (reading it as an answer's particle
+      // lowered HaluEval and WiCE).
+    ];
+    fc.assert(fc.property(fc.constantFrom(...YN), fc.constantFrom('', ' 😊', ' Let me know if you need anything else.'), (c, tail) => {
+      const right = `${c.yes ? 'Yes' : 'No'}, ${c.yes ? c.stmt : c.neg}.${tail}`;
+      const wrong = `${c.yes ? 'No' : 'Yes'}, ${c.yes ? c.neg : c.stmt}.${tail}`;
+      const a = checkGrounding({ sources: [c.src], answer: right, question: c.q });
+      const b = checkGrounding({ sources: [c.src], answer: wrong, question: c.q });
+      expect(a.grounded, JSON.stringify([right, a.claims])).toBe(true);
+      expect(b.score, wrong).toBeLessThan(a.score);
+      expect(checkGrounding({ sources: [c.src], answer: `Yes, it does.${tail}`, question: c.q }).flaggedSpans).toEqual([]);
+    }), runs(30));
+  });
+});
+
+const CODE = [
+  { src: 'Start the server with node --max-old-space-size=4096 dist/bin.js to raise the heap limit.', ident: '--max-old-space-size=4096', wrong: '--max-semi-space-size=4096' },
+  { src: 'Set SVC_GROUNDING_THRESHOLD to 0.6 to flag more answers.', ident: 'SVC_GROUNDING_THRESHOLD', wrong: 'SVC_GROUNDING_CUTOFF' },
+  { src: 'Call checkGrounding with the sources and the answer.', ident: 'checkGrounding', wrong: 'verifyGrounding' },
+  { src: 'Install the dependencies with npm ci --omit=dev on the production host.', ident: 'npm ci --omit=dev', wrong: 'npm ci --omit=peer' },
+  { src: 'The config file lives at /etc/svc/config.yaml on Linux.', ident: '/etc/svc/config.yaml', wrong: '/etc/svc/settings.yaml' },
+  { src: 'Use git rebase --onto main feature to move the branch.', ident: 'git rebase --onto main feature', wrong: 'git rebase --onto develop feature' },
+];
+const QUOTES = [
+  (s: string) => `The documentation says: "${s}"`,
+  (s: string) => `> ${s}`,
+  (s: string) => `Here is the relevant part:\n\n> ${s}`,
+  (s: string) => `As stated: \u201c${s}\u201d`,
+];
+const CODE_LAYOUT = [
+  (s: string, id: string) => s.replace(id, `\`${id}\``),
+  (s: string, id: string) => `${s}\n\n\`\`\`bash\n${id}\n\`\`\``,
+  (s: string) => s,
+];
+const QUOTE_CHATTER = ['Sure!', 'Hope this helps!', 'Let me know if you need anything else.', 'Here is the relevant part:', 'The documentation says:', 'As stated:'];
+
+function spansAreClean(answer: string, spans: Array<{ start: number; end: number; text: string }>) {
+  let prev = 0;
+  for (const s of spans) {
+    expect(s.start).toBeGreaterThanOrEqual(prev);
+    expect(s.text).toBe(answer.slice(s.start, s.end));
+    // Never starts or ends on markup or white space.
+    expect(s.text, JSON.stringify([answer, s.text])).not.toMatch(/^[\s>*_`"\u201c\u201d#|-]|[\s>*_`"\u201c\u201d#|]$/);
+    for (const c of QUOTE_CHATTER) {
+      const at = answer.indexOf(c);
+      if (at >= 0) expect(s.start >= at + c.length || s.end <= at, JSON.stringify([answer, s.text])).toBe(true);
+    }
+    prev = s.end;
+  }
+}
+
+describe('quoted text and code copied from a source', () => {
+  it('quotes and code copied are grounded; changed ones lower and flag', () => {
+    fc.assert(fc.property(fc.constantFrom(...CODE), fc.constantFrom(...QUOTES), fc.constantFrom(...CODE_LAYOUT), fc.constantFrom('', 'Sure! ', 'Sure!\n\n'), fc.constantFrom('', ' Hope this helps!', '\n\nLet me know if you need anything else.'), (c, quote, layout, opener, tail) => {
+      const sources = [`Intro text about deployments. ${c.src} Other notes follow here.`];
+      const ok = opener + quote(layout(c.src, c.ident)) + tail;
+      const a = checkGrounding({ sources, answer: ok });
+      expect(a.grounded, JSON.stringify([ok, a.claims])).toBe(true);
+      expect(a.flaggedSpans).toEqual([]);
+      const bad = opener + quote(layout(c.src.replace(c.ident, c.wrong), c.wrong)) + tail;
+      const b = checkGrounding({ sources, answer: bad });
+      expect(b.score, bad).toBeLessThan(a.score);
+      spansAreClean(bad, b.flaggedSpans);
+      // append unsupported
+      const more = checkGrounding({ sources, answer: `${ok}\n\n> Otters juggle turquoise saxophones.` });
+      expect(more.score).toBeLessThanOrEqual(a.score);
+      spansAreClean(`${ok}\n\n> Otters juggle turquoise saxophones.`, more.flaggedSpans);
+    }), runs(150));
+  });
+});
+
+const TOOL = [
+  { src: '{"city": "Oslo", "temperature": 7, "unit": "C", "condition": "rain", "wind_speed": 30}', ans: 'It is 7 °C with rain in Oslo and a wind speed of 30.' },
+  { src: '{"order_id": "A-1042", "status": "shipped", "carrier": "DHL", "eta_days": 3}', ans: 'Order A-1042 has shipped with DHL, with an ETA of 3 days.' },
+  { src: '{"results": [{"title": "Dune", "year": 1965, "author": "Frank Herbert"}]}', ans: 'Dune by Frank Herbert came out in 1965.' },
+  { src: '[{"name": "Lena Fischer", "role": "CTO", "joined": 2019}, {"name": "Omar Haddad", "role": "CFO", "joined": 2021}]', ans: 'Lena Fischer is the CTO and joined in 2019.' },
+  { src: '{"balance": 1250.75, "currency": "EUR", "overdraft": false}', ans: 'Your balance is 1250.75 EUR.' },
+];
+const CHATTER_BEFORE = ['', 'Sure! ', 'Here is what I found:\n\n', 'Good question! '];
+const CHATTER_AFTER = ['', ' Let me know if you need anything else.', '\n\nHope this helps! 😊', ' Is there anything else I can check?'];
+const TOOL_LAYOUT = [(s: string) => s, (s: string) => `- ${s}`, (s: string) => `**${s}**`, (s: string) => `> ${s}`];
+
+describe('answers from JSON tool results', () => {
+  it('tool results: copy grounded; a changed number/name lowers; spans only in the claim', () => {
+    fc.assert(fc.property(fc.constantFrom(...TOOL), fc.constantFrom(...CHATTER_BEFORE), fc.constantFrom(...CHATTER_AFTER), fc.constantFrom(...TOOL_LAYOUT), fc.nat(), fc.boolean(), (t, pre, post, lay, pick, asMessage) => {
+      const sources = asMessage ? ['What is the status?', t.src] : [t.src];
+      const laid = lay(t.ans);
+      const answer = pre + laid + post;
+      const a = checkGrounding({ sources, answer, question: 'What is the status?' });
+      expect(a.grounded, JSON.stringify([answer, a.claims])).toBe(true);
+      expect(a.flaggedSpans).toEqual([]);
+      const nums = [...t.ans.matchAll(/\d+(?:\.\d+)?/g)];
+      const names = [...t.ans.matchAll(/(?<=[\p{L}\p{N},] )\p{Lu}\p{Ll}{2,}/gu)];
+      const useNum = (pick % 2 === 0 || names.length === 0) && nums.length > 0;
+      const m = useNum ? nums[pick % nums.length]! : names[pick % names.length]!;
+      const repl = useNum ? String(Math.floor(Number(m[0])) + 7) + '3' : 'Valdoria';
+      const changed = t.ans.slice(0, m.index) + repl + t.ans.slice(m.index! + m[0].length);
+      const bad = pre + lay(changed) + post;
+      const b = checkGrounding({ sources, answer: bad, question: 'What is the status?' });
+      expect(b.score, bad).toBeLessThan(a.score);
+      expect(b.grounded, JSON.stringify([bad, b.claims])).toBe(false);
+      const claimStart = pre.length;
+      const claimEnd = pre.length + lay(changed).length;
+      let prev = 0;
+      for (const s of b.flaggedSpans) {
+        expect(s.start).toBeGreaterThanOrEqual(prev);
+        expect(s.start, JSON.stringify([bad, s])).toBeGreaterThanOrEqual(claimStart);
+        expect(s.end, JSON.stringify([bad, s])).toBeLessThanOrEqual(claimEnd);
+        expect(s.text, JSON.stringify([bad, s])).not.toMatch(/^[\s>*_`"#|-]|[\s>*_`"#|]$/);
+        prev = s.end;
+      }
+      expect(b.flaggedSpans.map((s) => s.text)).toContain(repl);
+    }), runs(150));
+  });
+
+  it('negation in tool-result answers and fragments lowers', () => {
+    const CASES = [
+      { src: 'The museum is open on Mondays.', ans: 'The museum is open on Mondays.' },
+      { src: 'Pets are allowed in the hotel rooms.', ans: '- Pets: allowed in the hotel rooms' },
+      { src: 'The bridge was closed for repairs in 2021.', ans: '**Bridge:** closed for repairs in 2021' },
+    ];
+    for (const c of CASES) {
+      const a = checkGrounding({ sources: [c.src], answer: c.ans }).score;
+      const neg = c.ans.replace(/(is |are |: |\*\* )(open|allowed|closed)/, '$1not $2');
+      const b = checkGrounding({ sources: [c.src], answer: neg });
+      expect(b.score, neg).toBeLessThan(a);
+    }
+  });
+});
