@@ -788,3 +788,35 @@ describe('answers from JSON tool results', () => {
     }
   });
 });
+
+const MIX_SOURCES = ['The Louvre received 8.9 million visitors in 2023.', 'The bridge spans 1.2 km across the bay.', 'Marta Lopez won the regional chess title in 2018.', 'The museum does not open on Mondays.'];
+const MIX_UNSUPPORTED = ['The Prado received 4.1 million visitors in 2021.', 'Otters juggle turquoise saxophones.', 'Kenji Watanabe won the national title in 2016.', 'The bridge spans 3.4 km across the river.', 'The museum opens on Mondays.'];
+const MIX_CHATTER = ['Sure!', 'Great question!', 'Hope this helps! 😊', 'Let me know if you need anything else.', 'Is there anything else you would like to know?', 'Thanks for asking!', 'Here is a summary:', '## Summary', '**Note:**', '---', 'Hi there 👋'];
+const MIX_LAYOUTS = [(s: string) => s, (s: string) => `- ${s}`, (s: string) => `* **${s}**`, (s: string) => `> ${s}`, (s: string) => `1. ${s}`, (s: string) => `| ${s} |`, (s: string) => `_${s}_`, (s: string) => `\`${s}\``];
+
+describe('spans in answers that mix claims, chatter and markup', () => {
+  it('spans never overlap, never cover chatter, never begin or end on markup', () => {
+    fc.assert(fc.property(fc.array(fc.oneof(fc.constantFrom(...MIX_SOURCES).map((s) => ({ s, chat: false })), fc.constantFrom(...MIX_UNSUPPORTED).map((s) => ({ s, chat: false })), fc.constantFrom(...MIX_CHATTER).map((s) => ({ s, chat: true }))), { minLength: 1, maxLength: 6 }), fc.constantFrom(...MIX_LAYOUTS), fc.constantFrom('\n', ' ', '\n\n'), (parts, lay, sep) => {
+      // A heading or a rule is one only on its own line.
+      fc.pre(sep !== ' ' || parts.every((p) => !/^(?:#|---)/.test(p.s)));
+      let answer = '';
+      const chatRanges: Array<[number, number]> = [];
+      parts.forEach((p, i) => {
+        if (i > 0) answer += sep;
+        const laid = p.chat ? p.s : lay(p.s);
+        if (p.chat) chatRanges.push([answer.length, answer.length + laid.length]);
+        answer += laid;
+      });
+      const r = checkGrounding({ sources: MIX_SOURCES, answer });
+      let prev = 0;
+      for (const s of r.flaggedSpans) {
+        expect(s.start, JSON.stringify([answer, r.flaggedSpans])).toBeGreaterThanOrEqual(prev);
+        expect(s.end).toBeGreaterThan(s.start);
+        expect(s.text).toBe(answer.slice(s.start, s.end));
+        for (const [a, b] of chatRanges) expect(s.start >= b || s.end <= a, JSON.stringify([answer, s.text])).toBe(true);
+        expect(s.text, JSON.stringify([answer, s.text])).not.toMatch(/^[\s>*_`"#|-]|[\s>*_`"#|]$/);
+        prev = s.end;
+      }
+    }), runs(200));
+  });
+});

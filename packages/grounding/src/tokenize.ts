@@ -294,7 +294,7 @@ function isApostrophe(c: number): boolean {
 
 /**
  * Does the gap between two tokens end a sentence? A line break does; so does [.!?] (optionally
- * followed by closing quotes, brackets or markdown emphasis, "**Done.** Next") followed by whitespace, and
+ * followed by closing quotes, brackets, markdown emphasis or a backtick, "**Done.** Next") followed by whitespace, and
  * "。", "！" or "？" alone.
  */
 function sentenceBreak(text: string, from: number, to: number): boolean {
@@ -308,7 +308,7 @@ function sentenceBreak(text: string, from: number, to: number): boolean {
     else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
       if (sawEnd) return true;
     } else if (ch >= 0x2300 && pictographEndsSentence(text, i, to)) return true;
-    else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019 || ch === 42 || ch === 95)) sawEnd = false;
+    else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019 || ch === 42 || ch === 95 || ch === 96)) sawEnd = false;
   }
   return false;
 }
