@@ -68,6 +68,7 @@ export const SYNONYMS: ReadonlyMap<string, string> = new Map([
   ['usa', 'us'], ['u.s', 'us'], ['u.s.a', 'us'], ['america', 'us'], ['american', 'us'],
   ['uk', 'gb'], ['u.k', 'gb'], ['britain', 'gb'], ['british', 'gb'],
   ['celsius', 'c'], ['centigrad', 'c'], ['fahrenheit', 'f'],
+  ['kilobyt', 'kb'], ['megabyt', 'mb'], ['gigabyt', 'gb'], ['terabyt', 'tb'], ['kilowatt', 'kw'], ['megawatt', 'mw'], ['gigawatt', 'gw'],
   ['percent', '%'], ['per cent', '%'], ['pct', '%'],
   ['approximately', 'about'], ['roughly', 'about'], ['around', 'about'], ['nearly', 'about'],
   ['almost', 'about'], ['circa', 'about'],

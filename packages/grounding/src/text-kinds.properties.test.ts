@@ -595,6 +595,23 @@ describe('long multi-source documents', () => {
 });
 
 describe('units in other spellings', () => {
+  // An abbreviation in capitals is read as a name: its spelled-out unit must still find it.
+  const ABBREVIATED: Array<[string, string]> = [['GB', 'gigabytes'], ['MB', 'megabytes'], ['KB', 'kilobytes'], ['TB', 'terabytes'], ['MW', 'megawatts'], ['kW', 'kilowatts'], ['GW', 'gigawatts'], ['kg', 'kilograms'], ['km', 'kilometres']];
+
+  it('42 GB and 42 gigabytes are one quantity, either way round', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 999 }), fc.constantFrom(...ABBREVIATED), fc.boolean(), (n, [short, long], spelledInSource) => {
+        const frame = (unit: string) => `The storage array in Leeds holds ${n} ${unit} of backups.`;
+        const [from, to] = spelledInSource ? [long, short] : [short, long];
+        const r = checkGrounding({ sources: [frame(from)], answer: frame(to) });
+        expect(r.grounded, `${frame(from)} → ${frame(to)}: ${describeClaims(r)}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+        expect(checkGrounding({ sources: [frame(from)], answer: `The storage array in Leeds holds ${n + 5} ${to} of backups.` }).grounded).toBe(false);
+      }),
+      runs(60),
+    );
+  });
+
   // The same quantity with its unit spelled another way is a copy; another number, or another scale, is not.
   const SPELLINGS: Array<[string, string[]]> = [
     ['°C', ['°C', ' °C', ' degrees Celsius', ' degrees C', ' degrees centigrade', ' ºC'.replace('º', '°')]],
