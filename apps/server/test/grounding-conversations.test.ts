@@ -12,7 +12,14 @@ const SYSTEM = '🎉🚆 東京タワーは1958年に完成しました。 The T
 const WEATHER = '{"location": "Paris", "temperature": 21, "unit": "C", "condition": "sunny"}';
 const MESSAGES: ChatCompletionMessageParam[] = [
   { role: 'system', content: SYSTEM },
-  { role: 'user', content: [{ type: 'text', text: 'When does the Tokyo office open?' }] },
+  {
+    role: 'user',
+    content: [
+      { type: 'text', text: '📎 Our notes, 第二版:' },
+      { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+      { type: 'text', text: 'The Osaka office moved to Umeda in 2022. When does the Tokyo office open?' },
+    ],
+  },
   { role: 'assistant', content: 'The Tokyo office closes at 6 pm on Fridays.' },
   {
     role: 'assistant',
@@ -52,7 +59,7 @@ async function check(text: string): Promise<SvcResult> {
 function sourceText(i: number): string {
   const content = MESSAGES[i]!.content;
   if (typeof content === 'string') return content;
-  return (content as Array<{ text?: string }>).map((p) => p.text ?? '').join('\n');
+  return (content as Array<{ type: string; text?: string }>).flatMap((p) => (p.type === 'text' ? [p.text ?? ''] : [])).join('\n');
 }
 
 describe('grounding a multi-turn conversation through the HTTP route', () => {
@@ -66,6 +73,14 @@ describe('grounding a multi-turn conversation through the HTTP route', () => {
       expect(sourceText(e.message_index).slice(e.start, e.end)).toBe(e.text);
       expect(c.grounded, c.text).toBe(true);
     }
+    expect(svc.grounded).toBe(true);
+  });
+
+  it("a content array's evidence points into its text parts joined by line breaks", async () => {
+    const svc = await check('The Osaka office moved to Umeda in 2022.');
+    const e = svc.claims![0]!.evidence!;
+    expect(e).toMatchObject({ message_index: 1, text: 'The Osaka office moved to Umeda in 2022.' });
+    expect(sourceText(1).slice(e.start, e.end)).toBe(e.text);
     expect(svc.grounded).toBe(true);
   });
 
