@@ -126,6 +126,22 @@ const LAYOUTS: Array<{ name: string; lay: (c: readonly string[]) => string }> = 
   { name: 'quote', lay: (c) => c.map((s) => `> ${s}`).join('\n') },
 ];
 
+
+/**
+ * `s` with one of its numbers (the `pick`-th, outside links) changed to one no source has. Skips (fc.pre) a
+ * question, which claims nothing whatever its number, and a sentence with no number to change.
+ */
+function withChangedNumber(s: string, sources: string[], pick: number): string {
+  fc.pre(!s.endsWith('?'));
+  // A link's digits are not read (links are blanked), so only numbers outside one.
+  const nums = [...s.replace(/https?:\S+/g, (u) => 'x'.repeat(u.length)).matchAll(/\d+/g)];
+  fc.pre(nums.length > 0);
+  const m = nums[pick % nums.length]!;
+  const repl = String(Number(m[0]) + 7) + '3';
+  fc.pre(!sources.join(' ').includes(repl));
+  return s.slice(0, m.index) + repl + s.slice(m.index! + m[0].length);
+}
+
 describe('copy is grounded, text of every kind', () => {
   it('copied sentences of any kind, any layout, opener', () => {
     fc.assert(
@@ -254,15 +270,7 @@ describe('monotone, text of every kind', () => {
       fc.property(copyCase, fc.nat(), (c, pick) => {
         const sources = sourcesOf(c);
         const s = c.copied[0]!;
-        // A question claims nothing, whatever its number.
-        fc.pre(!s.endsWith('?'));
-        // A link's digits are not read (links are blanked), so only numbers outside one.
-        const nums = [...s.replace(/https?:\S+/g, (u) => 'x'.repeat(u.length)).matchAll(/\d+/g)];
-        fc.pre(nums.length > 0);
-        const m = nums[pick % nums.length]!;
-        const repl = String(Number(m[0]) + 7) + '3';
-        fc.pre(!sources.join(' ').includes(repl));
-        const changed = s.slice(0, m.index) + repl + s.slice(m.index! + m[0].length);
+        const changed = withChangedNumber(s, sources, pick);
         const a = checkGrounding({ sources, answer: s }).score;
         const b = checkGrounding({ sources, answer: changed }).score;
         expect(b, `${changed}`).toBeLessThan(a);
@@ -524,13 +532,7 @@ describe('RAG answers with citation marks', () => {
       fc.property(copyCase, fc.constantFrom(...MARKS), fc.nat(), (c, mark, pick) => {
         const sources = sourcesOf(c);
         const s = c.copied[0]!;
-        fc.pre(!s.endsWith('?'));
-        const nums = [...s.replace(/https?:\S+/g, (u) => 'x'.repeat(u.length)).matchAll(/\d+/g)];
-        fc.pre(nums.length > 0);
-        const m = nums[pick % nums.length]!;
-        const repl = String(Number(m[0]) + 7) + '3';
-        fc.pre(!sources.join(' ').includes(repl));
-        const changed = s.slice(0, m.index) + repl + s.slice(m.index! + m[0].length);
+        const changed = withChangedNumber(s, sources, pick);
         const a = checkGrounding({ sources, answer: cite(s, mark(1)) }).score;
         const b = checkGrounding({ sources, answer: cite(changed, mark(1)) }).score;
         expect(b, cite(changed, mark(1))).toBeLessThan(a);
