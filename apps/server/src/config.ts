@@ -158,6 +158,7 @@ const EnvSchema = z.object({
   SVC_UPSTREAM_MODEL: z.string().min(1).default('gpt-4o-mini'),
   SVC_UPSTREAM_THINKING_MODEL: z.string().min(1).optional(),
   SVC_UPSTREAM_TIMEOUT_MS: int(1, 3_600_000).default(120_000),
+  SVC_STREAM_KEEPALIVE_MS: int(0, 600_000).default(15_000),
   // Off by default: undici 7.30 cuts every stream of a connection on a graceful GOAWAY (upstream-pool.ts).
   SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('auto'),
   SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
@@ -247,6 +248,11 @@ export interface Config {
    * `too_many_requests_in_flight` at once. Nothing else bounds the upstream connections.
    */
   maxInFlight: number;
+  /**
+   * A streamed response silent this long (a reasoning model thinking) gets an SSE comment, `: keep-alive`, so
+   * proxies that cut idle connections (nginx, load balancers: often 60 s) keep it; 0 = never.
+   */
+  streamKeepAliveMs: number;
   secretKey: Buffer | undefined;
   rateLimitRpm: number;
   webhooks: {
@@ -329,6 +335,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       http2: e.SVC_UPSTREAM_HTTP2,
     },
     maxInFlight: e.SVC_MAX_IN_FLIGHT,
+    streamKeepAliveMs: e.SVC_STREAM_KEEPALIVE_MS,
     secretKey: e.SVC_SECRET_KEY ? Buffer.from(e.SVC_SECRET_KEY, 'base64') : undefined,
     rateLimitRpm: e.SVC_RATE_LIMIT_RPM,
     webhooks: {

@@ -2,9 +2,11 @@
  * What a streamed answer looks like on the wire, read from a raw TCP socket: HTTP/1.1 chunked framing that a
  * strict reader accepts (every chunk's size is its UTF-8 byte count, then the last chunk), a keep-alive
  * connection that serves the next request, pipelined requests answered whole and in order, HTTP/1.0 (no
- * chunking), and the response's header block sent before the first token.
+ * chunking), the response's header block sent before the first token, and `: keep-alive` comments while a
+ * reasoning model is silent.
  */
 import { connect, type Socket } from 'node:net';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
@@ -208,5 +210,85 @@ describe('a streamed answer on the wire', () => {
       clearTimeout(timer);
       controller.abort();
     }
+  });
+});
+
+describe('a model that thinks in silence', () => {
+  let quiet: TestServer;
+  let quietToken: string;
+
+  beforeAll(async () => {
+    // A short interval stands for the default 15 s: the comments come while the upstream is silent.
+    quiet = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_STREAM_KEEPALIVE_MS: '20' } });
+    ({ token: quietToken } = await quiet.createKey());
+  });
+
+  afterAll(async () => {
+    await quiet?.close();
+  });
+
+  it('gets `: keep-alive` comments until its first token, unbuffered by proxies, and the connection serves the next request', async () => {
+    let think!: () => void;
+    upstream.nextBehavior({ answer: ANSWER, silentUntil: new Promise<void>((resolve) => (think = resolve)) });
+    const { hostname, port } = new URL(quiet.url);
+    const socket = connect({ host: hostname, port: Number(port) });
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    const reader = new WireReader(socket);
+    const body = JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Think hard.' }] });
+    const head = (content: string) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${quietToken}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(content)}\r\n\r\n${content}`;
+    try {
+      socket.write(head(body));
+      const { status, headers } = await reader.head();
+      expect(status).toBe('HTTP/1.1 200 OK');
+      // What keeps nginx from buffering the stream (and caches from keeping it).
+      expect(headers.get('x-accel-buffering')).toBe('no');
+      expect(headers.get('cache-control')).toBe('no-cache');
+      expect(headers.get('connection')).toBe('keep-alive');
+      // Three comments, each its own chunk, while the upstream has sent nothing after its headers.
+      for (let i = 0; i < 3; i++) {
+        const size = Number.parseInt(await reader.line(), 16);
+        expect((await reader.bytes(size)).toString('utf8')).toBe(': keep-alive\n\n');
+        expect(await reader.line()).toBe('');
+      }
+      think();
+      const { body: rest } = await reader.chunkedBody();
+      const frames = rest.split('\n').filter((line) => line !== '' && line !== ': keep-alive').join('\n');
+      expect(contentOf(frames)).toBe(ANSWER);
+      expect(rest.endsWith('data: [DONE]\n\n')).toBe(true);
+
+      socket.write(head(JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Again.' }] })));
+      expect((await reader.head()).status).toBe('HTTP/1.1 200 OK');
+      expect(contentOf((await reader.chunkedBody()).body.replaceAll(': keep-alive\n\n', ''))).toBe(ANSWER);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it('reads as an ordinary stream through the OpenAI SDK', async () => {
+    let think!: () => void;
+    const thinking = new Promise<void>((resolve) => (think = resolve));
+    upstream.nextBehavior({ answer: ANSWER, silentUntil: thinking });
+    const comments: string[] = [];
+    // The SDK's own fetch, watched: it sees the comments and skips them.
+    const watched: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      const [mine, sdk] = res.body!.tee();
+      void (async () => {
+        for await (const part of mine as unknown as AsyncIterable<Uint8Array>) {
+          const text = Buffer.from(part).toString('utf8');
+          if (text.includes(': keep-alive')) comments.push(text);
+          if (comments.length === 2) think();
+        }
+      })();
+      return new Response(sdk, { status: res.status, headers: res.headers });
+    };
+    const client = new OpenAI({ apiKey: quietToken, baseURL: `${quiet.url}/v1`, maxRetries: 0, fetch: watched });
+    const stream = await client.chat.completions.create({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Think.' }] });
+    let content = '';
+    for await (const chunk of stream) content += chunk.choices[0]?.delta?.content ?? '';
+    expect(comments.length).toBeGreaterThanOrEqual(2);
+    expect(content).toBe(ANSWER);
   });
 });

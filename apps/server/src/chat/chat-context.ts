@@ -11,7 +11,7 @@ import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
 import type { Grounder } from './grounder.js';
 
 export interface ChatDeps {
-  config: Pick<Config, 'upstream'>;
+  config: Pick<Config, 'upstream' | 'streamKeepAliveMs'>;
   upstream: Upstream;
   grounder: Grounder;
   /** Told about every finished request (usage counters, the webhook's outbox). */

@@ -7,10 +7,12 @@ import type { Socket } from 'node:net';
  * more than building the frames. The headers go out on that tick too, even with no frame yet. After
  * `hold()` frames wait for `end()`, which sends them with the end of the response in a single write. When
  * the socket's buffer is full, the next `write` waits for 'drain' (or close), so a slow reader holds at
- * most one tick's frames in memory.
+ * most one tick's frames in memory. A stream that sent nothing for `keepAliveMs` (a reasoning model
+ * thinking before its first token) gets a `: keep-alive` comment, which SSE readers skip and which keeps
+ * proxies that cut idle connections (nginx's 60 s `proxy_read_timeout`, load balancers) from cutting it.
  *
  * @example
- * const sse = new SseWriter(res);
+ * const sse = new SseWriter(res, { keepAliveMs: 15_000 });
  * await sse.write(JSON.stringify(chunk)); // a promise only when the reader is behind
  * sse.hold(); sse.write('[DONE]'); sse.end();
  */
@@ -19,6 +21,8 @@ export class SseWriter {
   private scheduled = false;
   private held = false;
   private drained: Promise<void> | null = null;
+  /** Fires `keepAliveMs` after the last write; every write restarts it. */
+  private readonly keepAlive: NodeJS.Timeout | undefined;
   private readonly flush = (): void => {
     this.scheduled = false;
     if (this.held) return;
@@ -35,13 +39,19 @@ export class SseWriter {
     }
     const out = this.pending;
     this.pending = '';
+    this.keepAlive?.refresh();
     const socket = ownSocket(res);
     if (socket) {
       if (!socket.write(`${Buffer.byteLength(out).toString(16)}\r\n${out}\r\n`)) this.drained = waitForDrain(socket);
     } else if (!res.write(out)) this.drained = waitForDrain(res);
   };
 
-  constructor(private readonly res: ServerResponse) {
+  constructor(
+    private readonly res: ServerResponse,
+    options: { keepAliveMs?: number } = {},
+  ) {
+    const { keepAliveMs = 0 } = options;
+    if (keepAliveMs > 0) this.keepAlive = setTimeout(this.sendKeepAlive, keepAliveMs);
     this.schedule();
   }
 
@@ -68,6 +78,7 @@ export class SseWriter {
   }
 
   end(): void {
+    clearTimeout(this.keepAlive);
     const { res } = this;
     const out = this.pending;
     this.pending = '';
@@ -75,6 +86,14 @@ export class SseWriter {
     if (out === '' || res.destroyed) res.end();
     else res.end(out);
   }
+
+  /** Nothing went out for `keepAliveMs`: a comment goes, unless the reader is behind anyway or the stream is over. */
+  private readonly sendKeepAlive = (): void => {
+    const { res } = this;
+    if (this.held || res.destroyed || res.writableEnded) return;
+    if (this.drained) this.keepAlive?.refresh();
+    else this.writeEvents(': keep-alive\n\n');
+  };
 
   private schedule(): void {
     if (this.scheduled) return;

@@ -71,6 +71,8 @@ export interface FakeUpstreamBehavior {
   trickle?: boolean | { intervalMs?: number };
   /** Send `data: {"error":{...}}` after the first content frame, then end the stream. */
   errorEvent?: boolean;
+  /** After the headers, send nothing until this settles (a reasoning model thinking before its first token). */
+  silentUntil?: Promise<unknown>;
   /** Wait this long before sending headers. */
   delayMs?: number;
   /**
@@ -314,6 +316,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     // The HTTP/2 compatibility response has the same write API at run time; its types differ.
     const out = res as ServerResponse;
     out.flushHeaders();
+    if (current.silentUntil) await current.silentUntil;
     const eol = current.crlf ? '\r\n' : '\n';
     const write = async (text: string): Promise<void> => {
       if (gone(res)) return;
