@@ -165,6 +165,56 @@ describe('slow client', () => {
   });
 });
 
+describe('a client that never reads', () => {
+  it('is cut off after SVC_UPSTREAM_TIMEOUT_MS with a bounded buffer: upstream aborted, delivery written with the partial text and 499', { timeout: 60_000 }, async () => {
+    // A short upstream timeout stands for the default 2 minutes.
+    const impatient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '1500' } });
+    const { token: impatientToken } = await impatient.createKey({ webhookUrl: receiver.url, signingSecret: SECRET });
+    // 16 MiB of answer: far more than the socket buffers between the server and the client take.
+    const content = ('x'.repeat(1023) + ' ').repeat(32);
+    const frame = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const pieces = [frame({ role: 'assistant', content: '' })];
+    for (let i = 0; i < 64; i++) pieces.push(frame({ content }).repeat(8));
+    pieces.push(frame({}, 'stop'), 'data: [DONE]\n\n');
+    upstream.nextBehavior({ rawSse: pieces });
+
+    let response: ServerResponse | undefined;
+    impatient.running.server.on('request', (_req, res: ServerResponse) => (response = res));
+    let maxBuffered = 0;
+    const { hostname, port } = new URL(impatient.url);
+    const socket = connect({ host: hostname, port: Number(port) });
+    try {
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      const body = JSON.stringify({ model: 'svc01', stream: true, svc: { dehallucinate: false }, messages: [{ role: 'user', content: 'Never read.' }] });
+      // The request goes, then nothing is ever read: the socket stays paused.
+      socket.pause();
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${impatientToken}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      const watch = setInterval(() => (maxBuffered = Math.max(maxBuffered, response?.writableLength ?? 0, response?.socket?.writableLength ?? 0)), 20);
+      const delivered = receiver
+        .waitFor((r) => r.some((d) => d.raw.toString().includes('"prompt":"user: Never read."')), 30_000)
+        .finally(() => clearInterval(watch));
+      const payload = JSON.parse((await delivered).find((d) => d.raw.toString().includes('"prompt":"user: Never read."'))!.raw.toString('utf8'));
+      expect(payload).toMatchObject({ status_code: 499, streaming: true });
+      expect(payload.response_text.length).toBeGreaterThan(0);
+      expect(payload.response_text.length).toBeLessThan(content.length * 8 * 64);
+      // The upstream request was closed (svc had stopped reading it), and so was the client's connection.
+      await until(() => upstream.open === 0, 5000, 'upstream request closed');
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.on('error', () => undefined).resume();
+      await closed;
+    } finally {
+      socket.destroy();
+      await impatient.close();
+    }
+    console.info(`[reliability] client that never reads: at most ${maxBuffered} bytes buffered in the server before it was cut off`);
+    expect(maxBuffered).toBeLessThan(1024 * 1024);
+  });
+});
+
 describe('idle connections', () => {
   it('sets header, request and keep-alive timeouts', () => {
     const http = server.running.server;

@@ -10,6 +10,8 @@ import type { Socket } from 'node:net';
  * most one tick's frames in memory. A stream that sent nothing for `keepAliveMs` (a reasoning model
  * thinking before its first token) gets a `: keep-alive` comment, which SSE readers skip and which keeps
  * proxies that cut idle connections (nginx's 60 s `proxy_read_timeout`, load balancers) from cutting it.
+ * A reader that takes nothing for `stallMs` while frames wait is cut off (the response destroyed, which
+ * ends the wait as a close does): a client that never reads would otherwise hold the stream forever.
  *
  * @example
  * const sse = new SseWriter(res, { keepAliveMs: 15_000 });
@@ -42,15 +44,18 @@ export class SseWriter {
     this.keepAlive?.refresh();
     const socket = ownSocket(res);
     if (socket) {
-      if (!socket.write(`${Buffer.byteLength(out).toString(16)}\r\n${out}\r\n`)) this.drained = waitForDrain(socket);
-    } else if (!res.write(out)) this.drained = waitForDrain(res);
+      if (!socket.write(`${Buffer.byteLength(out).toString(16)}\r\n${out}\r\n`)) this.behind(socket);
+    } else if (!res.write(out)) this.behind(res);
   };
+
+  private readonly stallMs: number;
 
   constructor(
     private readonly res: ServerResponse,
-    options: { keepAliveMs?: number } = {},
+    options: { keepAliveMs?: number; stallMs?: number } = {},
   ) {
-    const { keepAliveMs = 0 } = options;
+    const { keepAliveMs = 0, stallMs = 0 } = options;
+    this.stallMs = stallMs;
     if (keepAliveMs > 0) this.keepAlive = setTimeout(this.sendKeepAlive, keepAliveMs);
     this.schedule();
   }
@@ -94,6 +99,14 @@ export class SseWriter {
     if (this.drained) this.keepAlive?.refresh();
     else this.writeEvents(': keep-alive\n\n');
   };
+
+  /** The reader is behind: the next write waits for it, and a reader that takes nothing for `stallMs` is cut off. */
+  private behind(target: ServerResponse | Socket): void {
+    this.drained = waitForDrain(target);
+    if (this.stallMs === 0) return;
+    const stall = setTimeout(() => this.res.destroy(), this.stallMs);
+    void this.drained.then(() => clearTimeout(stall));
+  }
 
   private schedule(): void {
     if (this.scheduled) return;

@@ -82,7 +82,8 @@ export async function relayStream(
     // about 1.2 KB per open stream, 0.2 KB once flat.
     const header = (res as { _header?: unknown })._header;
     if (typeof header === 'string') flatten(header);
-    sse = new SseWriter(res, { keepAliveMs: ctx.deps.config.streamKeepAliveMs });
+    // A client that reads nothing for as long as the whole upstream exchange may take is not coming back.
+    sse = new SseWriter(res, { keepAliveMs: ctx.deps.config.streamKeepAliveMs, stallMs: ctx.deps.config.upstream.timeoutMs });
     out = outputOf(sse);
   } catch (error) {
     // `each` will never run: without this the upstream exchange would keep its timers and abort listener.
