@@ -1,11 +1,12 @@
 import { request as httpRequest, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
-import { chat, postChat, until } from './support/reliability-http.js';
+import { activeResources, chat, postChat, until } from './support/reliability-http.js';
 import { leakedSecrets } from './support/reliability-kit.js';
 
 /**
@@ -78,6 +79,58 @@ describe('client disconnects', () => {
     // Within 100 ms typically (median), and never slow even on a loaded 2-core machine.
     expect([...aborts].sort((a, b) => a - b)[1]).toBeLessThan(100);
     expect(Math.max(...aborts)).toBeLessThan(500);
+  });
+
+  it('100 streams aborted at once through the OpenAI SDK: every upstream request closed, 100 deliveries with 499, no handles left', { timeout: 60_000 }, async () => {
+    const settle = async () => {
+      await until(() => upstream.open === 0 || undefined, 15_000, 'upstream requests closed');
+      await delay(300);
+      return activeResources();
+    };
+    const client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+    const round = async (tag: string) => {
+      // Long enough to be mid-stream when the clients leave (at 20 ms a frame, 8 s for 400 words).
+      upstream.setBehavior({ answer: LONG_ANSWER, trickle: { intervalMs: 20 } });
+      const controllers = Array.from({ length: 100 }, () => new AbortController());
+      const firstTokens = controllers.map(async (controller, i) => {
+        const stream = await client.chat.completions.create(
+          { model: 'svc01', stream: true, messages: [{ role: 'user', content: `Leave ${tag} ${i}.` }] },
+          { signal: controller.signal },
+        );
+        // Read by hand: leaving a `for await` would close the stream itself.
+        const chunks = stream[Symbol.asyncIterator]();
+        for (let next = await chunks.next(); !next.done; next = await chunks.next()) {
+          if (next.value.choices[0]?.delta?.content?.includes('token3')) return;
+        }
+        throw new Error('the stream ended before token3');
+      });
+      await Promise.all(firstTokens);
+      expect(upstream.open).toBe(100);
+      for (const c of controllers) c.abort();
+      await until(() => upstream.open === 0 || undefined, 10_000, 'all 100 upstream requests closed');
+      const got = await receiver.waitFor((r) => r.filter((d) => d.raw.toString().includes(`"prompt":"user: Leave ${tag} `)).length >= 100, 30_000);
+      const payloads = got.filter((d) => d.raw.toString().includes(`"prompt":"user: Leave ${tag} `)).map((d) => JSON.parse(d.raw.toString('utf8')));
+      expect(new Set(payloads.map((p) => p.request_id)).size).toBe(100);
+      for (const p of payloads) {
+        expect(p).toMatchObject({ status_code: 499, streaming: true });
+        expect(p.response_text).toContain('token3');
+        expect(p.response_text.length).toBeLessThan(LONG_ANSWER.length);
+      }
+    };
+    try {
+      await round('a');
+      const first = await settle();
+      await round('b');
+      await round('c');
+      const after = await settle();
+      // 200 aborted streams: a leak per stream would show as hundreds.
+      expect((after.TCPSocketWrap ?? 0) - (first.TCPSocketWrap ?? 0), JSON.stringify({ first, after })).toBeLessThanOrEqual(4);
+      expect((after.Timeout ?? 0) - (first.Timeout ?? 0), JSON.stringify({ first, after })).toBeLessThanOrEqual(2);
+    } finally {
+      upstream.setBehavior({ answer: 'Fine.' });
+      // The next tests wait for an abort of their own.
+      for (const r of upstream.requests) r.aborted = false;
+    }
   });
 
   it('before the answer (non-streamed): upstream aborted, delivery written with status 499', async () => {
