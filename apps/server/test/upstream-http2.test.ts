@@ -332,6 +332,34 @@ describe('upstream over HTTPS + HTTP/2', () => {
     await client.close();
   });
 
+  it('a client that stops reading a 16 MiB stream holds up neither the session nor the 20 streams beside it', { timeout: 60_000 }, async () => {
+    const upstream = await fakeUpstream({ answer: ANSWER });
+    const { server, token } = await svcFor(upstream);
+    const content = ('x'.repeat(1023) + ' ').repeat(32);
+    const frame = (delta: object, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    const pieces = [frame({ role: 'assistant', content: '' })];
+    for (let i = 0; i < 64; i++) pieces.push(frame({ content }).repeat(8));
+    pieces.push(frame({}, 'stop'), 'data: [DONE]\n\n');
+    upstream.nextBehavior({ rawSse: pieces });
+
+    const res = await postChat(server.url, token, { stream: true, content: 'Big.' });
+    const reader = res.body!.getReader();
+    // One read, then the client stops reading while the others go.
+    await reader.read();
+    const small = await Promise.all(Array.from({ length: 20 }, () => chat(server.url, token, { stream: true })));
+    expect(small.filter((r) => r.status === 200 && r.text === ANSWER)).toHaveLength(20);
+    let bytes = 0;
+    let tail = '';
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      bytes += next.value.length;
+      tail = (tail + Buffer.from(next.value).toString('latin1')).slice(-64);
+    }
+    expect(bytes).toBeGreaterThan(content.length * 8 * 64);
+    expect(tail.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(upstream.sessions).toBe(1);
+  });
+
   it('a 4 MB answer and 20 streams beside it on one session all arrive whole (flow control)', { timeout: 60_000 }, async () => {
     const long = 'word '.repeat(800_000).trim();
     const upstream = await fakeUpstream({ answer: ANSWER });
