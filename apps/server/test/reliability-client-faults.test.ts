@@ -266,6 +266,33 @@ describe('a client that never reads', () => {
     console.info(`[reliability] client that never reads: at most ${maxBuffered} bytes buffered in the server before it was cut off`);
     expect(maxBuffered).toBeLessThan(1024 * 1024);
   });
+
+  it('of a 16 MiB non-streamed answer is cut off after SVC_UPSTREAM_TIMEOUT_MS, not held forever', { timeout: 60_000 }, async () => {
+    const impatient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '1500' } });
+    const { token: impatientToken } = await impatient.createKey();
+    upstream.nextBehavior({ answer: 'word '.repeat(3_400_000).trim() });
+    const { hostname, port } = new URL(impatient.url);
+    const socket = connect({ host: hostname, port: Number(port) });
+    try {
+      await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+      const body = JSON.stringify({ model: 'svc01', svc: { dehallucinate: false }, messages: [{ role: 'user', content: 'Never read this either.' }] });
+      socket.pause();
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${impatientToken}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      // The server lets go of the response: its log line is written when the response closes.
+      await until(() => impatient.logs.some((l) => l.includes('"path":"/v1/chat/completions"')), 30_000, 'the response closed');
+      let received = 0;
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.on('error', () => undefined).on('data', (part: Buffer) => (received += part.length)).resume();
+      await closed;
+      expect(received).toBeLessThan(3_400_000 * 5);
+    } finally {
+      socket.destroy();
+      await impatient.close();
+    }
+  });
 });
 
 describe('idle connections', () => {

@@ -78,9 +78,10 @@ export async function sendSerialised(ctx: ChatContext, json: string, svc: SvcRes
   });
   if (json.length <= SEND_SLICE_CHARS) return void res.end(json);
   for (const slice of slices(json, SEND_SLICE_CHARS)) {
-    // A client that left is written no more; one that reads slowly is written as fast as it reads.
+    // A client that left is written no more; one that reads slowly is written as fast as it reads, and one
+    // that reads nothing for as long as the whole upstream exchange may take is cut off.
     if (res.destroyed) return;
-    if (!res.write(slice)) await waitForDrain(res);
+    if (!res.write(slice)) await waitForDrain(res, ctx.deps.config.upstream.timeoutMs);
     await pace(turn);
   }
   if (!res.destroyed) res.end();

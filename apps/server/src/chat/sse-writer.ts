@@ -102,10 +102,7 @@ export class SseWriter {
 
   /** The reader is behind: the next write waits for it, and a reader that takes nothing for `stallMs` is cut off. */
   private behind(target: ServerResponse | Socket): void {
-    this.drained = waitForDrain(target);
-    if (this.stallMs === 0) return;
-    const stall = setTimeout(() => this.res.destroy(), this.stallMs);
-    void this.drained.then(() => clearTimeout(stall));
+    this.drained = waitForDrain(target, this.stallMs, this.res);
   }
 
   private schedule(): void {
@@ -139,15 +136,21 @@ function ownSocket(res: ServerResponse): Socket | null {
   return socket;
 }
 
-/** Resolves when `res` can take more, or is gone. Both listeners go once either fires. */
-export function waitForDrain(res: ServerResponse | Socket): Promise<void> {
+/**
+ * Resolves when `target` can take more, or is gone. Both listeners (and the timer) go once either fires. A
+ * reader that takes nothing for `stallMs` (0: no limit) is cut off: `res` (the response `target` carries)
+ * is destroyed, which closes `target` and so ends the wait.
+ */
+export function waitForDrain(target: ServerResponse | Socket, stallMs = 0, res: ServerResponse | Socket = target): Promise<void> {
   return new Promise<void>((resolve) => {
+    const stall = stallMs > 0 ? setTimeout(() => res.destroy(), stallMs) : undefined;
     const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
+      clearTimeout(stall);
+      target.off('drain', done);
+      target.off('close', done);
       resolve();
     };
-    res.on('drain', done);
-    res.on('close', done);
+    target.on('drain', done);
+    target.on('close', done);
   });
 }
