@@ -7,9 +7,11 @@ import type { Socket } from 'node:net';
  * more than building the frames. The headers go out on that tick too, even with no frame yet. After
  * `hold()` frames wait for `end()`, which sends them with the end of the response in a single write. When
  * the socket's buffer is full, the next `write` waits for 'drain' (or close), so a slow reader holds at
- * most one tick's frames in memory. A stream that sent nothing for `keepAliveMs` (a reasoning model
- * thinking before its first token) gets a `: keep-alive` comment, which SSE readers skip and which keeps
- * proxies that cut idle connections (nginx's 60 s `proxy_read_timeout`, load balancers) from cutting it.
+ * most one tick's frames in memory. A stream silent for `keepAliveMs` (a reasoning model thinking before its
+ * first token) gets a `: keep-alive` comment, which SSE readers skip and which keeps proxies that cut idle
+ * connections (nginx's 60 s `proxy_read_timeout`, load balancers) from cutting it. A timer every half of that
+ * looks whether anything went out since it last looked: a write only sets a flag (no timer touched per frame,
+ * the relay's hot path), and the silence before a comment is between `keepAliveMs / 2` and `keepAliveMs`.
  * A reader that takes nothing for `stallMs` while frames wait is cut off (the response destroyed, which
  * ends the wait as a close does): a client that never reads would otherwise hold the stream forever.
  *
@@ -23,8 +25,9 @@ export class SseWriter {
   private scheduled = false;
   private held = false;
   private drained: Promise<void> | null = null;
-  /** Fires `keepAliveMs` after the last write; every write restarts it. */
+  /** Every `keepAliveMs / 2`: a comment when nothing went out since the last time (`sent`). */
   private readonly keepAlive: NodeJS.Timeout | undefined;
+  private sent = false;
   private readonly flush = (): void => {
     this.scheduled = false;
     if (this.held) return;
@@ -41,7 +44,7 @@ export class SseWriter {
     }
     const out = this.pending;
     this.pending = '';
-    this.keepAlive?.refresh();
+    this.sent = true;
     const socket = ownSocket(res);
     if (socket) {
       if (!socket.write(`${Buffer.byteLength(out).toString(16)}\r\n${out}\r\n`)) this.behind(socket);
@@ -56,7 +59,7 @@ export class SseWriter {
   ) {
     const { keepAliveMs = 0, stallMs = 0 } = options;
     this.stallMs = stallMs;
-    if (keepAliveMs > 0) this.keepAlive = setTimeout(this.sendKeepAlive, keepAliveMs);
+    if (keepAliveMs > 0) this.keepAlive = setInterval(this.sendKeepAlive, Math.max(1, Math.floor(keepAliveMs / 2)));
     this.schedule();
   }
 
@@ -83,7 +86,7 @@ export class SseWriter {
   }
 
   end(): void {
-    clearTimeout(this.keepAlive);
+    clearInterval(this.keepAlive);
     const { res } = this;
     const out = this.pending;
     this.pending = '';
@@ -92,12 +95,18 @@ export class SseWriter {
     else res.end(out);
   }
 
-  /** Nothing went out for `keepAliveMs`: a comment goes, unless the reader is behind anyway or the stream is over. */
+  /** Nothing went out since the last look: a comment goes, unless the reader is behind anyway or the stream is over. */
   private readonly sendKeepAlive = (): void => {
     const { res } = this;
-    if (this.held || res.destroyed || res.writableEnded) return;
-    if (this.drained) this.keepAlive?.refresh();
-    else this.writeEvents(': keep-alive\n\n');
+    if (res.destroyed || res.writableEnded) {
+      clearInterval(this.keepAlive);
+      return;
+    }
+    if (this.sent || this.held || this.drained) {
+      this.sent = false;
+      return;
+    }
+    this.writeEvents(': keep-alive\n\n');
   };
 
   /** The reader is behind: the next write waits for it, and a reader that takes nothing for `stallMs` is cut off. */

@@ -16,7 +16,7 @@ beforeAll(async () => {
     writes = 0;
     const write = res.write.bind(res);
     res.write = ((chunk: string) => (writes++, write(chunk))) as typeof res.write;
-    sent = sendSerialised({ exchange: { res } } as unknown as ChatContext, next, undefined, () => true);
+    sent = sendSerialised({ exchange: { res }, deps: { config: { upstream: { timeoutMs: 30_000 } } } } as unknown as ChatContext, next, undefined, () => true);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
