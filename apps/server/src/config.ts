@@ -189,7 +189,7 @@ const EnvSchema = z.object({
   SVC_TRUST_PROXY: parsedBy(parseTrustProxy, 'false'),
   SVC_ALLOWED_HOSTS: parsedBy(parseAllowedHosts, ''),
   SVC_CORS_ORIGINS: parsedBy(parseCorsOrigins, '*'),
-  SVC_KEEP_ALIVE_TIMEOUT: parsedBy(parseDuration, '65s').refine((v) => v >= 1000 && v <= 600_000, 'must be from 1s to 10m'),
+  SVC_KEEP_ALIVE_TIMEOUT_MS: int(1000, 600_000).default(65_000),
   SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
   SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
   SVC_MAX_BODY_BYTES_IN_FLIGHT: parsedBy(parseByteSize, '256MiB').refine(
@@ -355,7 +355,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: e.SVC_TRUST_PROXY,
     allowedHosts: e.SVC_ALLOWED_HOSTS,
     corsOrigins: e.SVC_CORS_ORIGINS,
-    keepAliveTimeoutMs: e.SVC_KEEP_ALIVE_TIMEOUT,
+    keepAliveTimeoutMs: e.SVC_KEEP_ALIVE_TIMEOUT_MS,
     limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
     maxBodyBytesInFlight: e.SVC_MAX_BODY_BYTES_IN_FLIGHT,
   };

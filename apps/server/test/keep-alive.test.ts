@@ -20,12 +20,12 @@ async function getOverSocket(url: string): Promise<{ head: string; closed: Promi
   return { head, closed };
 }
 
-describe('idle client connections (SVC_KEEP_ALIVE_TIMEOUT)', () => {
+describe('idle client connections (SVC_KEEP_ALIVE_TIMEOUT_MS)', () => {
   let defaults: TestServer;
   let short: TestServer;
   beforeAll(async () => {
     defaults = await startTestServer();
-    short = await startTestServer({ env: { SVC_KEEP_ALIVE_TIMEOUT: '1s' } });
+    short = await startTestServer({ env: { SVC_KEEP_ALIVE_TIMEOUT_MS: '1000' } });
   });
   afterAll(async () => {
     await defaults?.close();
@@ -44,7 +44,7 @@ describe('idle client connections (SVC_KEEP_ALIVE_TIMEOUT)', () => {
     await closed;
   });
 
-  it.each([['0s'], ['11m'], ['forever']])('refuses SVC_KEEP_ALIVE_TIMEOUT=%s', (value) => {
-    expect(() => loadConfig({ SVC_KEEP_ALIVE_TIMEOUT: value })).toThrow(/SVC_KEEP_ALIVE_TIMEOUT/);
+  it.each([['0'], ['999'], ['600001'], ['65s']])('refuses SVC_KEEP_ALIVE_TIMEOUT_MS=%s', (value) => {
+    expect(() => loadConfig({ SVC_KEEP_ALIVE_TIMEOUT_MS: value })).toThrow(/SVC_KEEP_ALIVE_TIMEOUT_MS/);
   });
 });

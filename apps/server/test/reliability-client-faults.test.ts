@@ -27,7 +27,7 @@ beforeAll(async () => {
   upstream = await startFakeUpstream({ answer: 'Fine.' });
   receiver = await startReceiver();
   // Idle connections kept 2 s (65 s by default, keep-alive.test.ts): the idle-close case below waits it out.
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_KEEP_ALIVE_TIMEOUT: '2s' } });
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_KEEP_ALIVE_TIMEOUT_MS: '2000' } });
   ({ token } = await server.createKey({ webhookUrl: receiver.url, signingSecret: SECRET }));
 });
 
