@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { BIG_CONTENT, sixteenMiBStream, startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 import { activeResources, chat, postChat, until } from './support/reliability-http.js';
@@ -157,15 +157,8 @@ describe('client disconnects', () => {
 describe('slow client', () => {
   it('reading a 16 MB stream slowly: the server holds a bounded amount (backpressure), and the stream completes', { timeout: 60_000 }, async () => {
     // 16 MiB of answer text in 64 pieces of 8 frames of 32 KiB words.
-    const word = 'x'.repeat(1023) + ' ';
-    const content = word.repeat(32);
-    const frame = (delta: object, finish: string | null = null) =>
-      `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-    const pieces = [frame({ role: 'assistant', content: '' })];
-    for (let i = 0; i < 64; i++) pieces.push(frame({ content }).repeat(8));
-    pieces.push(frame({}, 'stop'), `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })}\n\n`, 'data: [DONE]\n\n');
-    const total = content.length * 8 * 64;
-    upstream.nextBehavior({ rawSse: pieces });
+    const total = BIG_CONTENT.length * 8 * 64;
+    upstream.nextBehavior({ rawSse: sixteenMiBStream({ usage: true }) });
 
     let response: ServerResponse | undefined;
     const track = (_req: unknown, res: ServerResponse) => (response = res);
@@ -224,14 +217,7 @@ describe('a client that never reads', () => {
     // A short upstream timeout stands for the default 2 minutes.
     const impatient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '1500' } });
     const { token: impatientToken } = await impatient.createKey({ webhookUrl: receiver.url, signingSecret: SECRET });
-    // 16 MiB of answer: far more than the socket buffers between the server and the client take.
-    const content = ('x'.repeat(1023) + ' ').repeat(32);
-    const frame = (delta: object, finish: string | null = null) =>
-      `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-    const pieces = [frame({ role: 'assistant', content: '' })];
-    for (let i = 0; i < 64; i++) pieces.push(frame({ content }).repeat(8));
-    pieces.push(frame({}, 'stop'), 'data: [DONE]\n\n');
-    upstream.nextBehavior({ rawSse: pieces });
+    upstream.nextBehavior({ rawSse: sixteenMiBStream() });
 
     let response: ServerResponse | undefined;
     impatient.running.server.on('request', (_req, res: ServerResponse) => (response = res));
@@ -254,7 +240,7 @@ describe('a client that never reads', () => {
       const payload = JSON.parse((await delivered).find((d) => d.raw.toString().includes('"prompt":"user: Never read."'))!.raw.toString('utf8'));
       expect(payload).toMatchObject({ status_code: 499, streaming: true });
       expect(payload.response_text.length).toBeGreaterThan(0);
-      expect(payload.response_text.length).toBeLessThan(content.length * 8 * 64);
+      expect(payload.response_text.length).toBeLessThan(BIG_CONTENT.length * 8 * 64);
       // The upstream request was closed (svc had stopped reading it), and so was the client's connection.
       await until(() => upstream.open === 0, 5000, 'upstream request closed');
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));

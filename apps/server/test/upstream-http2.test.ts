@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAICompatibleUpstream } from '../src/upstream/openai-compatible.js';
 import { UpstreamError } from '../src/upstream/upstream.js';
 import { selfSignedCert } from './support/self-signed-cert.js';
-import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior, type FakeUpstreamTransport } from './support/fake-upstream.js';
+import { BIG_CONTENT, sixteenMiBStream, startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior, type FakeUpstreamTransport } from './support/fake-upstream.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { chat, postChat, until } from './support/reliability-http.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
@@ -335,13 +335,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
   it('a client that stops reading a 16 MiB stream holds up neither the session nor the 20 streams beside it', { timeout: 60_000 }, async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     const { server, token } = await svcFor(upstream);
-    const content = ('x'.repeat(1023) + ' ').repeat(32);
-    const frame = (delta: object, finish: string | null = null) =>
-      `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-    const pieces = [frame({ role: 'assistant', content: '' })];
-    for (let i = 0; i < 64; i++) pieces.push(frame({ content }).repeat(8));
-    pieces.push(frame({}, 'stop'), 'data: [DONE]\n\n');
-    upstream.nextBehavior({ rawSse: pieces });
+    upstream.nextBehavior({ rawSse: sixteenMiBStream() });
 
     const res = await postChat(server.url, token, { stream: true, content: 'Big.' });
     const reader = res.body!.getReader();
@@ -355,7 +349,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
       bytes += next.value.length;
       tail = (tail + Buffer.from(next.value).toString('latin1')).slice(-64);
     }
-    expect(bytes).toBeGreaterThan(content.length * 8 * 64);
+    expect(bytes).toBeGreaterThan(BIG_CONTENT.length * 8 * 64);
     expect(tail.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(upstream.sessions).toBe(1);
   });

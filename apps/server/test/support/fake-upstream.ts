@@ -142,6 +142,26 @@ export interface FakeUpstream {
 
 const DEFAULT_ANSWER = 'Hello from the fake upstream.';
 
+/** One 32 KiB piece of the 16 MiB answer `sixteenMiBStream` streams: 32 words of 1,023 x's and a space. */
+export const BIG_CONTENT = ('x'.repeat(1023) + ' ').repeat(32);
+
+/**
+ * A `rawSse` of 16 MiB of answer (64 writes of 8 frames of `BIG_CONTENT`), far more than the socket buffers
+ * between svc and a client take: for backpressure and clients that stop reading. `usage`: a usage frame before
+ * `[DONE]`.
+ */
+export function sixteenMiBStream(options: { usage?: boolean } = {}): string[] {
+  const frame = (choices: object[], extra: object = {}) =>
+    `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
+  const delta = (d: object, finish: string | null = null) => frame([{ index: 0, delta: d, finish_reason: finish }]);
+  const pieces = [delta({ role: 'assistant', content: '' })];
+  for (let i = 0; i < 64; i++) pieces.push(delta({ content: BIG_CONTENT }).repeat(8));
+  pieces.push(delta({}, 'stop'));
+  if (options.usage) pieces.push(frame([], { usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  pieces.push('data: [DONE]\n\n');
+  return pieces;
+}
+
 /**
  * Starts a real OpenAI-compatible HTTP server on 127.0.0.1 (random port) that answers
  * `POST /v1/chat/completions` like OpenAI does, or fails in a chosen way.
