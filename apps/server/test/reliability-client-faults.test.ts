@@ -255,7 +255,11 @@ describe('a client that never reads', () => {
   });
 
   it('of a 16 MiB non-streamed answer is cut off after SVC_UPSTREAM_TIMEOUT_MS, not held forever', { timeout: 60_000 }, async () => {
-    const impatient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '1500' } });
+    // 4 s: the 17 MB answer must reach svc within the upstream timeout even on a busy machine (a 502 instead
+    // would prove nothing). Idle connections kept 1 s, so the socket closes whatever happened.
+    const impatient = await startTestServer({
+      env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '4000', SVC_KEEP_ALIVE_TIMEOUT_MS: '1000' },
+    });
     const { token: impatientToken } = await impatient.createKey();
     upstream.nextBehavior({ answer: 'word '.repeat(3_400_000).trim() });
     const { hostname, port } = new URL(impatient.url);
@@ -270,6 +274,9 @@ describe('a client that never reads', () => {
       );
       // The server lets go of the response: its log line is written when the response closes.
       await until(() => impatient.logs.some((l) => l.includes('"path":"/v1/chat/completions"')), 30_000, 'the response closed');
+      // Cut off while answering 200, not answered otherwise (the log says 499: the client did not get it all).
+      const line = JSON.parse(impatient.logs.find((l) => l.includes('"path":"/v1/chat/completions"'))!) as { status: number };
+      expect(line.status).toBe(499);
       let received = 0;
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       socket.on('error', () => undefined).on('data', (part: Buffer) => (received += part.length)).resume();
