@@ -27,9 +27,10 @@ export interface Store {
   deliveries: OutboxStore;
   sessions: SessionsStore;
   responses: ResponsesStore;
-  /** True when the database takes a write now (a one-row write, and on SQLite the file is still the one opened). */
-  ping(): Promise<boolean>;
-  /** Why the database takes no write now (`ping`'s answer, with its reason); null when it does. */
+  /**
+   * Null when the database takes a write now (a one-row write, and on SQLite the file is still the one opened);
+   * else why it does not.
+   */
   unready(): Promise<string | null>;
   close(): Promise<void>;
 }
@@ -74,7 +75,6 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     sessions: new SessionsStore(db),
     responses: new ResponsesStore(db),
     unready,
-    ping: async () => (await unready()) === null,
     close: () => handle.close(),
   };
 }

@@ -14,10 +14,12 @@
  */
 export class ToolCallIndexes {
   /** Per choice: the index of each call id, the last call's index, and how many indexes were given. */
-  private readonly choices = new Map<number, { ids: Map<string, number>; last: number; count: number }>();
+  // Made on the first tool-call fragment: most streams carry none, and every open stream holds one of these.
+  private choices: Map<number, { ids: Map<string, number>; last: number; count: number }> | undefined;
 
   /** The index of `call`, the `position`-th of the `calls` tool calls in choice `choice`'s delta of one frame. */
   of(choice: number, call: Record<string, unknown>, position: number, calls: number): number {
+    this.choices ??= new Map();
     let seen = this.choices.get(choice);
     if (seen === undefined) {
       seen = { ids: new Map(), last: 0, count: 0 };
