@@ -344,4 +344,52 @@ describe('POST /v1/responses over an upstream', () => {
     expect((await stream.finalResponse()).status).toBe('failed');
     expect(types).toContain('response.failed');
   });
+
+  it.each([
+    ['an upstream error event', { errorEvent: true, errorMessage: 'The model fell over.' }],
+    ['an upstream connection cut', { resetMidStream: 3 }],
+  ])('stores a stream that fails after some output (%s) as failed, with its error, and GET returns it', async (_name, behavior) => {
+    upstream.nextBehavior({ answer: 'The Eiffel Tower was completed in 1889 and stands in Paris.', ...behavior });
+    const stream = upstreamClient.responses.stream({ model: 'svc01', input: 'When was the tower completed?' });
+    let text = '';
+    let failedEvent: { response: { id: string; status: string; error: unknown } } | undefined;
+    for await (const event of stream) {
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.failed') failedEvent = event;
+    }
+    expect(text).not.toBe('');
+    expect(failedEvent!.response.status).toBe('failed');
+    const error = failedEvent!.response.error as { code: string; message: string };
+    expect(error).toEqual({ code: expect.any(String), message: expect.any(String) });
+
+    const stored = await upstreamClient.responses.retrieve(failedEvent!.response.id);
+    expect(stored.status).toBe('failed');
+    expect(stored.error).toEqual(error);
+    expect(stored.output).toEqual([expect.objectContaining({ type: 'message', status: 'incomplete', content: [expect.objectContaining({ text })] })]);
+    const items = await upstreamClient.responses.inputItems.list(stored.id);
+    expect(items.data).toEqual([expect.objectContaining({ role: 'user', content: [{ type: 'input_text', text: 'When was the tower completed?' }] })]);
+  });
+
+  it('carries a failed response\'s input over to a follow-up, not its cut-off output; store: false keeps nothing', async () => {
+    upstream.nextBehavior({ answer: 'The Eiffel Tower was completed in 1889 and stands in Paris.', resetMidStream: 3 });
+    const stream = upstreamClient.responses.stream({ model: 'svc01', input: 'When was the tower completed?' });
+    for await (const _ of stream);
+    const failed = await stream.finalResponse();
+    expect(failed.status).toBe('failed');
+
+    upstream.nextBehavior({ answer: 'In 1889.' });
+    const followUp = await upstreamClient.responses.create({ model: 'svc01', input: 'Please answer again.', previous_response_id: failed.id });
+    expect(followUp.output_text).toBe('In 1889.');
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toEqual([
+      { role: 'user', content: 'When was the tower completed?' },
+      { role: 'user', content: 'Please answer again.' },
+    ]);
+
+    upstream.nextBehavior({ answer: 'The Eiffel Tower was completed in 1889.', resetMidStream: 3 });
+    const unstored = upstreamClient.responses.stream({ model: 'svc01', input: 'Hi', store: false });
+    for await (const _ of unstored);
+    const gone = await unstored.finalResponse();
+    expect(gone.status).toBe('failed');
+    await expect(upstreamClient.responses.retrieve(gone.id)).rejects.toMatchObject({ status: 404 });
+  });
 });

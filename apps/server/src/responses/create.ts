@@ -152,7 +152,10 @@ function withId(item: ResponseInputItem): ResponseInputItem {
   return { ...item, type: 'message', id: item.id ?? newId('msg'), content } as ResponseInputItem;
 }
 
-/** The relay's output as Responses API events; the response is stored before `response.completed` is sent. */
+/**
+ * The relay's output as Responses API events; the response is stored before `response.completed` (or
+ * `response.failed`) is sent.
+ */
 function responseEvents(
   deps: ResponsesDeps,
   base: ResponseBase,
@@ -171,6 +174,13 @@ function responseEvents(
       await store(events.result);
       return sse.writeEvents(finished);
     },
-    fail: (error) => sse.writeEvents(events.fail({ code: error.wireCode ?? error.code, message: error.message })),
+    // As OpenAI keeps a response that failed: stored (unless `store: false`) with `status: "failed"` and its
+    // error, before `response.failed` is sent, so the id the client holds reads back. A store that fails
+    // here does not hide the stream's own error.
+    fail: async (error) => {
+      const failed = events.fail({ code: error.wireCode ?? error.code, message: error.message });
+      await store(events.result).catch(() => undefined);
+      return sse.writeEvents(failed);
+    },
   };
 }

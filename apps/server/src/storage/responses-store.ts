@@ -84,7 +84,9 @@ export class ResponsesStore {
     // time, in `turn`, the request's clock, so other requests go between.
     const items = await stringifyInTurns(inputItems, turn);
     await pace(turn);
-    const output = await stringifyInTurns(outputAsInput(response.output), turn);
+    // A failed response's output was cut off (half a message, a call whose arguments never closed): a follow-up
+    // through `previous_response_id` carries its input over, not that.
+    const output = await stringifyInTurns(response.status === 'failed' ? [] : outputAsInput(response.output), turn);
     const body = await stringifyInTurns(response, turn);
     await pace(turn);
     try {
