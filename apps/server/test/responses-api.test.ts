@@ -152,6 +152,20 @@ describe('POST /v1/responses (offline model)', () => {
     expect(body.error.message).toMatch(message);
   });
 
+  it('accepts every documented include value and refuses another with a 400 naming include[i] (openai SDK)', async () => {
+    const include = ['file_search_call.results', 'web_search_call.results', 'web_search_call.action.sources', 'message.input_image.image_url',
+      'computer_call_output.output.image_url', 'code_interpreter_call.outputs', 'reasoning.encrypted_content', 'message.output_text.logprobs'] as const;
+    const response = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'Where is it?', include: [...include], store: false });
+    expect(response.status).toBe('completed');
+
+    const refused = await client()
+      .responses.create({ model: 'svc01', input: 'Hi', include: ['message.output_text.logprobs', 'output_text.logprobs'] as never })
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_value', param: 'include[1]' });
+    expect((refused as Error).message).toMatch(/Invalid value for 'include\[1\]'.*"reasoning\.encrypted_content"/);
+  });
+
   it('needs a key like every other route', async () => {
     const res = await fetch(`${offline.url}/v1/responses`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(401);

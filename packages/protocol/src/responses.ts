@@ -93,6 +93,23 @@ export const ResponseTextFormatSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
+/**
+ * The values of a Responses request's `include` (OpenAI's `ResponseIncludable`). svc adds nothing for any of
+ * them: the built-in tools' results and computer screenshots have no items here (those tools are refused),
+ * input image URLs are listed as sent, logprobs stay `[]`, and reasoning is not encrypted (svc's reasoning
+ * items are never sent upstream). Another value is a 400 naming `include[i]`, as OpenAI answers it.
+ */
+export const RESPONSE_INCLUDABLE = [
+  'file_search_call.results',
+  'web_search_call.results',
+  'web_search_call.action.sources',
+  'message.input_image.image_url',
+  'computer_call_output.output.image_url',
+  'code_interpreter_call.outputs',
+  'reasoning.encrypted_content',
+  'message.output_text.logprobs',
+] as const;
+
 export const ResponseCreateRequestSchema = z.looseObject({
   model: z.string(),
   input: inputOf(ResponseInputItemSchema),
@@ -116,6 +133,7 @@ export const ResponseCreateRequestSchema = z.looseObject({
   // conversation past the upstream's context gets the upstream's `context_length_exceeded`.
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
   stream: z.boolean().nullable().optional(),
+  include: z.array(z.enum(RESPONSE_INCLUDABLE)).max(RESPONSE_INCLUDABLE.length * 4).nullable().optional(),
   user: z.string().optional(),
   svc: SvcRequestConfigSchema.optional(),
 });
