@@ -258,6 +258,33 @@ describe('POST /v1/responses over an upstream', () => {
     expect(sent.tools).toEqual([{ type: 'function', function: { name: 'get_weather', parameters: tools[0]!.parameters, strict: false } }]);
   });
 
+  it('refuses a follow-up that leaves a function call unanswered, or answers a call never made, as OpenAI does, before the upstream', async () => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_u', name: 'get_weather', arguments: { city: 'Oslo' } }] });
+    const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
+    const first = await upstreamClient.responses.create({ model: 'svc01', input: 'Weather in Oslo?', tools });
+    const sent = upstream.requests.length;
+
+    const unanswered = await upstreamClient.responses.create({ model: 'svc01', previous_response_id: first.id, input: 'Well?', tools }).catch((err: unknown) => err);
+    expect(unanswered).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(unanswered).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'input', message: '400 No tool output found for function call call_u.' });
+
+    const stray = await upstreamClient.responses
+      .create({ model: 'svc01', input: [{ type: 'function_call_output', call_id: 'call_nope', output: '18C' }], tools })
+      .catch((err: unknown) => err);
+    expect(stray).toMatchObject({ status: 400, param: 'input', message: '400 No tool call found for function call output with call_id call_nope.' });
+    expect(upstream.requests.length).toBe(sent);
+
+    // Answered in the same input (the stateless way: the output items sent back with the call's output), it is served.
+    upstream.nextBehavior({ answer: 'It is 4 degrees in Oslo.' });
+    const stateless = await upstreamClient.responses.create({
+      model: 'svc01',
+      store: false,
+      tools,
+      input: [{ role: 'user', content: 'Weather in Oslo?' }, ...(first.output as OpenAI.Responses.ResponseInputItem[]), { type: 'function_call_output', call_id: 'call_u', output: '4C' }],
+    });
+    expect(stateless.output_text).toBe('It is 4 degrees in Oslo.');
+  });
+
   it('streams tool calls as function_call items', async () => {
     upstream.nextBehavior({ toolCalls: [{ id: 'call_s', name: 'get_weather', arguments: { city: 'Rome' } }] });
     const stream = upstreamClient.responses.stream({

@@ -44,8 +44,14 @@ export async function toChatRequest(
 ): Promise<ChatCompletionRequest> {
   const messages: ChatMessage[] = [];
   if (request.instructions) messages.push({ role: 'system', content: request.instructions });
-  await appendItems(messages, history, 'previous_response_id', turn);
-  await appendItems(messages, inputItems(request), 'input', turn);
+  const calls: ToolCalls = { open: new Set(), made: new Set() };
+  await appendItems(messages, history, 'previous_response_id', turn, calls);
+  await appendItems(messages, inputItems(request), 'input', turn, calls);
+  // As OpenAI refuses them, before the upstream would (in its own words, or not at all).
+  const [unanswered] = calls.open;
+  if (unanswered !== undefined) {
+    throw new ApiError('invalid_request', `No tool output found for function call ${unanswered}.`, { param: 'input' });
+  }
   if (messages.length === 0) throw new ApiError('missing_required_parameter', "Missing required parameter: 'input'.", { param: 'input' });
 
   const chat: ChatCompletionRequest = {
@@ -113,8 +119,23 @@ export function functionTools(request: ResponseCreateRequest): ResponseFunctionT
   return tools;
 }
 
-/** Appends `items` as chat messages, in the request's turns of the event loop (20,000 items take tens of ms). */
-async function appendItems(messages: ChatMessage[], items: readonly ResponseInputItem[], param: string, turn: () => boolean): Promise<void> {
+/** The `call_id`s of the conversation's function calls: those with no output yet, and all of them. */
+interface ToolCalls {
+  open: Set<string>;
+  made: Set<string>;
+}
+
+/**
+ * Appends `items` as chat messages, in the request's turns of the event loop (20,000 items take tens of ms).
+ * A `function_call_output` of the request's own input must answer a call made before it.
+ */
+async function appendItems(
+  messages: ChatMessage[],
+  items: readonly ResponseInputItem[],
+  param: string,
+  turn: () => boolean,
+  calls: ToolCalls,
+): Promise<void> {
   for (const [i, item] of items.entries()) {
     if (turn()) await yieldToEventLoop();
     const where = `${param}[${i}]`;
@@ -125,9 +146,17 @@ async function appendItems(messages: ChatMessage[], items: readonly ResponseInpu
       const last = messages.at(-1);
       if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
       else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
+      calls.open.add(item.call_id);
+      calls.made.add(item.call_id);
       continue;
     }
     if (item.type === 'function_call_output') {
+      // A conversation read back may have lost the call's turn (deleted, or past the last 1,000): only the
+      // request's own outputs are held to it.
+      if (param === 'input' && !calls.made.has(item.call_id)) {
+        throw new ApiError('invalid_request', `No tool call found for function call output with call_id ${item.call_id}.`, { param: 'input' });
+      }
+      calls.open.delete(item.call_id);
       const content = typeof item.output === 'string' ? item.output : textOf(item.output, `${where}.output`);
       messages.push({ role: 'tool', tool_call_id: item.call_id, content });
       continue;
