@@ -52,6 +52,20 @@ describe('POST /v1/responses (offline model)', () => {
     expect(items.data).toEqual([expect.objectContaining({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Where is the Eiffel Tower?' }] })]);
   });
 
+  it('refuses to stream a stored response again with a 400 naming stream, rather than an empty stream', async () => {
+    const response = await client().responses.create({ model: 'svc01', input: 'Hello' });
+    const refused = await client()
+      .responses.retrieve(response.id, { stream: true })
+      .then(async (stream) => {
+        for await (const _ of stream);
+        return 'an empty stream';
+      })
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, param: 'stream', code: 'invalid_value' });
+    expect((await client().responses.retrieve(response.id, { stream: false })).id).toBe(response.id);
+  });
+
   it('lists the input items of a follow-up with the conversation it carried over, newest first', async () => {
     const first = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'Where is the Eiffel Tower?' });
     const second = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'How high does it stand?', previous_response_id: first.id });

@@ -20,6 +20,13 @@ export function responsesRouter(deps: ResponsesDeps): Router {
   // Read back as stored: the response's JSON is sent as it is (no parse and re-serialise of what may be
   // megabytes of echoed `instructions`), and the input items without the response beside them.
   router.get('/:id', async (req, res) => {
+    // The SDKs' `retrieve(id, { stream: true })` asks for the events again: answered as JSON, the SDK would read
+    // it as a stream of no events, without an error.
+    if (req.query.stream !== undefined && req.query.stream !== 'false') {
+      throw new ApiError('invalid_value', `svc does not stream a stored response again: read it without 'stream' (or with stream=false).`, {
+        param: 'stream',
+      });
+    }
     const json = await deps.responses.responseJson(apiKeyOf(res).id, req.params.id);
     if (json === undefined) throw notFound(req.params.id);
     res.type('json').send(json);
