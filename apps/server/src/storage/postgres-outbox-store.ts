@@ -33,7 +33,7 @@ import {
   toRetryingByKey,
   type RetryingRow,
   toRetrying,
-  COUNT_MATCHING,
+  countMatchingQuery,
   CLAIM_RETURNING,
   DUE_AND_UNLEASED,
   earliest,
@@ -45,14 +45,16 @@ import {
   insertAttemptsSql,
   insertParams,
   LIST_CURSOR,
-  matchingParams,
-  listSql,
+  listQuery,
+  oldestOf,
+  REDELIVER_BATCH,
+  redeliverBatchQuery,
+  type RedeliveryCursor,
   NEXT_DUE,
   numbered,
   page,
   PURGE_BATCH,
   REDELIVER,
-  REDELIVER_MATCHING,
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
   RETARGET_PENDING,
@@ -159,19 +161,26 @@ const pg = {
   BACKLOG: numbered(BACKLOG),
   BY_ID: numbered(BY_ID),
   LIST_CURSOR: numbered(LIST_CURSOR),
-  LIST: numbered(listSql(false)),
-  LIST_AFTER: numbered(listSql(true)),
   GET_DELIVERY: numbered(GET_DELIVERY),
   GET_ATTEMPTS: numbered(GET_ATTEMPTS),
   REDELIVER: numbered(REDELIVER),
-  COUNT_MATCHING: numbered(COUNT_MATCHING),
   RETRYING: numbered(RETRYING),
   RETRYING_OF_USER: numbered(RETRYING_OF_USER),
-  REDELIVER_MATCHING: numbered(REDELIVER_MATCHING),
   CANCEL: numbered(CANCEL),
   CANCEL_PENDING: numbered(CANCEL_PENDING),
   RETARGET_PENDING: numbered(RETARGET_PENDING),
 };
+
+/** `numbered(text)`, worked out once per text. */
+const numberedTexts = new Map<string, string>();
+function numberedOnce(text: string): string {
+  let pgText = numberedTexts.get(text);
+  if (pgText === undefined) {
+    pgText = numbered(text);
+    numberedTexts.set(text, pgText);
+  }
+  return pgText;
+}
 
 type Executor = Pick<Kysely<Database>, 'executeQuery'>;
 
@@ -273,14 +282,13 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
-    const status = options.status ?? null;
-    if (options.before === undefined) {
-      return page((await run<DeliveryRow>(this.db, pg.LIST, [keyId, status, options.limit + 1])).rows, options.limit);
+    let cursor: Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
+    if (options.before !== undefined) {
+      cursor = (await run<Pick<DeliveryRow, 'created_at' | 'id'>>(this.db, pg.LIST_CURSOR, [keyId, options.before])).rows[0];
+      if (!cursor) return { rows: [], hasMore: false };
     }
-    const cursor = (await run<Pick<DeliveryRow, 'created_at' | 'id'>>(this.db, pg.LIST_CURSOR, [keyId, options.before])).rows[0];
-    if (!cursor) return { rows: [], hasMore: false };
-    const { rows } = await run<DeliveryRow>(this.db, pg.LIST_AFTER, [keyId, status, cursor.created_at, cursor.created_at, cursor.id, options.limit + 1]);
-    return page(rows, options.limit);
+    const [text, params] = listQuery(keyId, options.status, cursor, options.limit + 1);
+    return page((await run<DeliveryRow>(this.db, numberedOnce(text), params)).rows, options.limit);
   }
 
   async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
@@ -302,11 +310,23 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async countMatching(keyId: string, filter: RedeliveryFilter): Promise<number> {
-    return Number((await run<{ n: string | number }>(this.db, pg.COUNT_MATCHING, matchingParams(keyId, filter))).rows[0]?.n ?? 0);
+    const [text, params] = countMatchingQuery(keyId, filter);
+    return Number((await run<{ n: string | number }>(this.db, numberedOnce(text), params)).rows[0]?.n ?? 0);
   }
 
   async redeliverMatching(keyId: string, filter: RedeliveryFilter, now: number, url?: string): Promise<number> {
-    return affected(this.db, pg.REDELIVER_MATCHING, [now, now, url || null, ...matchingParams(keyId, filter)]);
+    // Batches as on SQLite: each statement holds its rows' locks (and a concurrent redelivery's wait) briefly.
+    let cursor: RedeliveryCursor | undefined;
+    let redelivered = 0;
+    while (redelivered < filter.limit) {
+      const size = Math.min(REDELIVER_BATCH, filter.limit - redelivered);
+      const [text, params] = redeliverBatchQuery(keyId, filter, now, url || null, cursor, size);
+      const { rows } = await run<{ created_at: number | string; id: string }>(this.db, numberedOnce(text), params);
+      redelivered += rows.length;
+      cursor = oldestOf(rows);
+      if (rows.length < size || cursor === undefined) break;
+    }
+    return redelivered;
   }
 
   async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {

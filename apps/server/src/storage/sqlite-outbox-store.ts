@@ -31,12 +31,12 @@ import {
   BY_ID,
   CANCEL,
   CANCEL_PENDING,
-  RETRYING,
+  RETRYING_SQLITE,
   RETRYING_OF_USER,
   toRetryingByKey,
   type RetryingRow,
   toRetrying,
-  COUNT_MATCHING,
+  countMatchingQuery,
   CLAIM_RETURNING,
   DUE_AND_UNLEASED,
   earliest,
@@ -48,15 +48,17 @@ import {
   insertAttemptsSql,
   insertParams,
   LIST_CURSOR,
-  matchingParams,
-  listSql,
+  listQuery,
+  oldestOf,
+  REDELIVER_BATCH,
+  redeliverBatchQuery,
+  type RedeliveryCursor,
   NEXT_DUE,
   page,
   PURGE_ATTEMPTS,
   PURGE_BATCH,
   PURGE_DELIVERIES,
   REDELIVER,
-  REDELIVER_MATCHING,
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
   RETARGET_PENDING,
@@ -101,8 +103,6 @@ const NEXT_SEQUENCE = `insert into delivery_sequences (key_id, last) values (?, 
   on conflict (key_id) do update set last = delivery_sequences.last + excluded.last returning last`;
 
 const INSERT_ATTEMPT = insertAttemptsSql(1);
-const LIST = listSql(false);
-const LIST_AFTER = listSql(true);
 
 const RELEASE_CLAIM = `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
   where id = ? and leased_by = ? and status = 'pending'`;
@@ -262,16 +262,13 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
     if (this.busy) await this.transactionEnded();
-    const status = options.status ?? null;
-    let rows: DeliveryRow[];
-    if (options.before === undefined) {
-      rows = this.stmt(LIST).all(keyId, status, options.limit + 1) as DeliveryRow[];
-    } else {
-      const cursor = this.stmt(LIST_CURSOR).get(keyId, options.before) as Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
+    let cursor: Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
+    if (options.before !== undefined) {
+      cursor = this.stmt(LIST_CURSOR).get(keyId, options.before) as Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
       if (!cursor) return { rows: [], hasMore: false };
-      rows = this.stmt(LIST_AFTER).all(keyId, status, cursor.created_at, cursor.created_at, cursor.id, options.limit + 1) as DeliveryRow[];
     }
-    return page(rows, options.limit);
+    const [text, params] = listQuery(keyId, options.status, cursor, options.limit + 1);
+    return page(this.stmt(text).all(...params) as DeliveryRow[], options.limit);
   }
 
   async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
@@ -288,7 +285,7 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async retrying(keyId: string): Promise<Retrying> {
     if (this.busy) await this.transactionEnded();
-    return toRetrying(this.stmt(RETRYING).get(keyId) as RetryingRow);
+    return toRetrying(this.stmt(RETRYING_SQLITE).get(keyId) as RetryingRow);
   }
 
   async retryingOfUser(userId: string): Promise<Map<string, Retrying>> {
@@ -298,12 +295,25 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async countMatching(keyId: string, filter: RedeliveryFilter): Promise<number> {
     if (this.busy) await this.transactionEnded();
-    return Number((this.stmt(COUNT_MATCHING).get(...matchingParams(keyId, filter)) as { n: number }).n);
+    const [text, params] = countMatchingQuery(keyId, filter);
+    return Number((this.stmt(text).get(...params) as { n: number }).n);
   }
 
   async redeliverMatching(keyId: string, filter: RedeliveryFilter, now: number, url?: string): Promise<number> {
-    if (this.busy) await this.transactionEnded();
-    return this.stmt(REDELIVER_MATCHING).run(now, now, url || null, ...matchingParams(keyId, filter)).changes;
+    let cursor: RedeliveryCursor | undefined;
+    let redelivered = 0;
+    while (redelivered < filter.limit) {
+      if (this.busy) await this.transactionEnded();
+      const size = Math.min(REDELIVER_BATCH, filter.limit - redelivered);
+      const [text, params] = redeliverBatchQuery(keyId, filter, now, url || null, cursor, size);
+      const rows = this.stmt(text).all(...params) as Array<{ created_at: number; id: string }>;
+      redelivered += rows.length;
+      cursor = oldestOf(rows);
+      if (rows.length < size || cursor === undefined) break;
+      // Requests and the worker go between batches (the worker may already be sending the first).
+      await yieldToEventLoop();
+    }
+    return redelivered;
   }
 
   async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {

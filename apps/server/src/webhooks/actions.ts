@@ -92,7 +92,7 @@ export function webhookActions(deps: WebhookActionsDeps) {
       if (dryRun) {
         return { object: 'webhook.redelivery', redelivered: 0, matched: await deps.deliveries.countMatching(key.id, bounded), limit: REDELIVERY_MAX };
       }
-      // One statement selects and updates, so what matched is what was redelivered.
+      // Each batch selects and updates in one statement, so what matched is what was redelivered, each row once.
       const redelivered = await deps.deliveries.redeliverMatching(key.id, bounded, deps.clock(), key.webhook_url ?? undefined);
       if (redelivered > 0) deps.worker.wake();
       return { object: 'webhook.redelivery', redelivered, matched: redelivered, limit: REDELIVERY_MAX };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { BACKLOG, PURGE_BATCH, RETRYING } from '../../../src/storage/outbox-sql.js';
+import { BACKLOG, listQuery, PURGE_BATCH, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
@@ -281,6 +281,52 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect((await store.deliveries.byId(delivered.id))!.status).toBe('delivered');
   });
 
+  it('redeliverMatching in batches of REDELIVER_BATCH: every matching row once, the count right, a read answered between batches', async () => {
+    const n = 2 * REDELIVER_BATCH + 300;
+    // Several rows per millisecond: the cursor between batches goes by (created_at, id).
+    const failedRows = Array.from({ length: n }, (_, i) => delivery({ now: T0 + Math.floor(i / 7) }));
+    const delivered = delivery({ now: T0 + 5 });
+    const otherKey = delivery({ now: T0, keyId: 'key_b' });
+    await store.deliveries.insertMany([...failedRows, delivered, otherKey]);
+    await store.deliveries.recordAttempts([...failedRows, otherKey].map((d) => ({ deliveryId: d.id, result: failure, next: { status: 'failed' as const }, leasedBy: null })));
+    await recordAttempt(delivered.id, success, { status: 'delivered' });
+    const answered: string[] = [];
+    const bulk = store.deliveries.redeliverMatching('key_a', { status: 'failed', limit: 20_000 }, T0 + 100).then((count) => {
+      answered.push('redeliver');
+      return count;
+    });
+    const read = new Promise((resolve) => setImmediate(resolve)).then(() => store.deliveries.byId(delivered.id)).then(() => answered.push('read'));
+    expect(await bulk).toBe(n);
+    await read;
+    expect(answered).toEqual(['read', 'redeliver']);
+    const rows = await store.handle.db.selectFrom('webhook_deliveries').select(['id', 'status', 'next_attempt_at']).where('key_id', '=', 'key_a').execute();
+    expect(rows.filter((r) => r.status === 'pending').map((r) => r.id).sort()).toEqual(failedRows.map((d) => d.id).sort());
+    expect(rows.filter((r) => r.status === 'pending').every((r) => Number(r.next_attempt_at) === T0 + 100)).toBe(true);
+    expect((await store.deliveries.byId(delivered.id))!.status).toBe('delivered');
+    expect((await store.deliveries.byId(otherKey.id))!.status).toBe('failed');
+    // Nothing failed is left: a second call finds none.
+    expect(await store.deliveries.redeliverMatching('key_a', { status: 'failed', limit: 20_000 }, T0 + 200)).toBe(0);
+  });
+
+  it('redeliverMatching: two concurrent bulk redeliveries take each row once between them; without a status filter the limit takes the newest across batches', async () => {
+    const n = 2 * REDELIVER_BATCH + 10;
+    const rows = Array.from({ length: n }, (_, i) => delivery({ now: T0 + Math.floor(i / 3) }));
+    await store.deliveries.insertMany(rows);
+    await store.deliveries.recordAttempts(rows.map((d) => ({ deliveryId: d.id, result: failure, next: { status: 'failed' as const }, leasedBy: null })));
+    const filter = { status: 'failed' as const, limit: 20_000 };
+    const [a, b] = await Promise.all([store.deliveries.redeliverMatching('key_a', filter, T0 + 100), store.deliveries.redeliverMatching('key_a', filter, T0 + 100)]);
+    expect(a + b).toBe(n);
+    expect(await store.deliveries.countMatching('key_a', filter)).toBe(0);
+
+    // Any status, limit past one batch: the newest `limit` rows, each once.
+    const limit = REDELIVER_BATCH + 5;
+    expect(await store.deliveries.countMatching('key_a', { limit })).toBe(limit);
+    expect(await store.deliveries.redeliverMatching('key_a', { limit }, T0 + 300)).toBe(limit);
+    const touched = await store.handle.db.selectFrom('webhook_deliveries').select('id').where('next_attempt_at', '=', T0 + 300).execute();
+    const newest = [...rows].sort((x, y) => y.now - x.now || (y.id < x.id ? -1 : 1)).slice(0, limit);
+    expect(touched.map((r) => r.id).sort()).toEqual(newest.map((d) => d.id).sort());
+  });
+
   it('retrying: the pending deliveries of a key that have failed at least once, and the earliest next attempt', async () => {
     expect(await store.deliveries.retrying('key_a')).toEqual({ deliveries: 0, nextAttemptAt: null });
     const a = delivery();
@@ -488,8 +534,26 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
     return rows.map((r) => r.detail).join(' | ');
   }
 
-  it("a key's retrying count reads only its pending rows (the key list asks it of every key)", () => {
-    expect(plan(RETRYING, ['key_a'])).toMatch(/USING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
+  it("a key's retrying count reads only its retrying rows, from the index alone (the key list asks it of every key)", () => {
+    expect(plan(RETRYING_SQLITE, ['key_a'])).toMatch(/USING COVERING INDEX deliveries_retrying_idx \(key_id=\? AND status=\?\)/);
+    // Also where the statistics make the key's other index look narrower (one key with all the retrying rows).
+    const db = store.handle.sqlite!;
+    db.exec(`insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, created_at, updated_at)
+      select 'whd_' || value, 'key_' || (value % 50), 'u', 'e', 'r', 'https://example.com/', '{}', case when value % 50 = 1 then 'pending' else 'delivered' end, 2, value, value, value
+      from (with recursive s(value) as (select 1 union all select value + 1 from s where value < 20000) select value from s)`);
+    db.exec('analyze');
+    expect(plan(RETRYING_SQLITE, ['key_1'])).toMatch(/USING COVERING INDEX deliveries_retrying_idx \(key_id=\? AND status=\?\)/);
+  });
+
+  it('a list filtered by status, and a bulk redelivery by status, search the (key_id, status, created_at) index', () => {
+    const [list, listParams] = listQuery('key_a', 'failed', undefined, 51);
+    expect(plan(list, listParams)).toMatch(/USING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
+    const [after, afterParams] = listQuery('key_a', 'failed', { created_at: T0, id: 'whd_x' }, 51);
+    expect(plan(after, afterParams)).toMatch(/USING INDEX deliveries_key_status_idx \(key_id=\? AND status=\? AND created_at<\?\)/);
+    const [count, countParams] = countMatchingQuery('key_a', { status: 'failed', limit: 20_000 });
+    expect(plan(count, countParams)).toMatch(/USING (COVERING )?INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
+    const [batch, batchParams] = redeliverBatchQuery('key_a', { status: 'failed', limit: 20_000 }, T0, null, { createdAt: T0, id: 'whd_x' }, REDELIVER_BATCH);
+    expect(plan(batch, batchParams)).toMatch(/USING (COVERING )?INDEX deliveries_key_status_idx \(key_id=\? AND status=\? AND created_at<\?\)/);
   });
 
   it('the backlog gauges (every /metrics scrape) search the due index instead of scanning every delivery', () => {
