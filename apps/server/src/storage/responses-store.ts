@@ -13,6 +13,14 @@ import type { Database } from './schema.js';
  */
 export const RESPONSE_PART_CHARS = 1024 * 1024;
 
+/**
+ * Stored responses a purge deletes at a time, each batch its own statement: 50,000 in one held SQLite's event
+ * loop for as long (bench/delivery-store.mjs).
+ */
+export const PURGE_RESPONSES_BATCH = 1_000;
+/** Response parts a purge deletes at a time: each may be a MiB of text to free. */
+export const PURGE_PARTS_BATCH = 64;
+
 /** The columns of `responses` that may be kept in parts. */
 type PartedField = 'input_items' | 'response' | 'output_items';
 
@@ -230,13 +238,33 @@ export class ResponsesStore {
     return Number(result.rows[0]?.chars ?? 0);
   }
 
-  /** Removes responses created before `cutoff` (ms since the epoch); returns how many. */
+  /**
+   * Removes responses created before `cutoff` (ms since the epoch), PURGE_RESPONSES_BATCH at a time with a turn
+   * of the event loop between batches (as the delivery purge); returns how many.
+   */
   async purgeOlderThan(cutoff: number): Promise<number> {
     const before = Math.floor(cutoff / 1000);
-    const result = await this.db.deleteFrom('responses').where('created_at', '<', before).executeTakeFirst();
+    let removed = 0;
+    for (;;) {
+      const batch = this.db.selectFrom('responses').select('id').where('created_at', '<', before).limit(PURGE_RESPONSES_BATCH);
+      const result = await this.db.deleteFrom('responses').where('id', 'in', batch).executeTakeFirst();
+      const n = Number(result.numDeletedRows);
+      removed += n;
+      if (n < PURGE_RESPONSES_BATCH) break;
+      await yieldToEventLoop();
+    }
     // A part has its response's created_at: these are the purged responses' parts, and any whose response was
     // never written (the process stopped between the two). A read under way finds its parts gone (`whole`).
-    await this.db.deleteFrom('response_parts').where('created_at', '<', before).execute();
-    return Number(result.numDeletedRows);
+    // Parts are up to a MiB each: fewer a batch.
+    for (;;) {
+      const batch = this.db.selectFrom('response_parts').select(['response_id', 'field', 'seq']).where('created_at', '<', before).limit(PURGE_PARTS_BATCH);
+      const result = await this.db
+        .deleteFrom('response_parts')
+        .where((eb) => eb(eb.refTuple('response_id', 'field', 'seq'), 'in', batch.$asTuple('response_id', 'field', 'seq')))
+        .executeTakeFirst();
+      if (Number(result.numDeletedRows) < PURGE_PARTS_BATCH) break;
+      await yieldToEventLoop();
+    }
+    return removed;
   }
 }

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResponseInputItem } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { ConversationTooLongError, MAX_CONVERSATION_CHARS, RESPONSE_PART_CHARS } from '../../../src/storage/responses-store.js';
+import { ConversationTooLongError, MAX_CONVERSATION_CHARS, PURGE_PARTS_BATCH, PURGE_RESPONSES_BATCH, RESPONSE_PART_CHARS } from '../../../src/storage/responses-store.js';
 import { createTestPostgres } from '../../support/databases.js';
 import { storedResponse } from '../../support/responses.js';
 
@@ -155,5 +155,35 @@ describe.each(variants)('responses on %s', (_name, url) => {
     const left = await store.handle.db.selectFrom('response_parts').select('response_id').distinct().orderBy('response_id').execute();
     expect(left.map((p) => p.response_id)).toEqual(['resp_being_saved', 'resp_young']);
     expect(JSON.parse((await store.responses.responseJson('key_g', 'resp_young'))!).instructions).toBe(instructions);
+  });
+
+  it('purges in batches: every old response and part across several batches, a read started meanwhile answered before the purge ends', async () => {
+    // Older (created_at in seconds) than every other test's rows: this purge takes only these.
+    const old = Array.from({ length: 2 * PURGE_RESPONSES_BATCH + 37 }, (_, i) => ({
+      id: `resp_batch_${i}`,
+      key_id: 'key_h',
+      previous_response_id: null,
+      created_at: 10 + (i % 40),
+      input_items: '[]',
+      response: '{}',
+    }));
+    await store.handle.db.insertInto('responses').values(old).execute();
+    const parts = Array.from({ length: 2 * PURGE_PARTS_BATCH + 5 }, (_, i) => ({ response_id: `resp_batch_${i}`, field: 'response', seq: 0, text: 'x', created_at: 10 }));
+    await store.handle.db.insertInto('response_parts').values(parts).execute();
+    await store.responses.save('key_h', response('resp_kept', null, 60, 'Kept.'), ask('kept'));
+    const answered: string[] = [];
+    const purge = store.responses.purgeOlderThan(55_000).then((n) => {
+      answered.push('purge');
+      return n;
+    });
+    const read = new Promise((resolve) => setImmediate(resolve)).then(() => store.responses.responseJson('key_h', 'resp_kept')).then(() => answered.push('read'));
+    expect(await purge).toBe(old.length);
+    await read;
+    expect(answered).toEqual(['read', 'purge']);
+    const count = async (table: 'responses' | 'response_parts') =>
+      Number((await store.handle.db.selectFrom(table).select((eb) => eb.fn.countAll<number | string>().as('n')).where('created_at', '<', 55).executeTakeFirstOrThrow()).n);
+    expect(await count('responses')).toBe(0);
+    expect(await count('response_parts')).toBe(0);
+    expect(await store.responses.responseJson('key_h', 'resp_kept')).toBeDefined();
   });
 });
