@@ -100,8 +100,9 @@ export const REDELIVER = `update webhook_deliveries set status = 'pending', next
  * MAX_SAFE_INTEGER led it to read every delivery of the key. The same filter serves the count and the update,
  * so a dry run counts exactly what a redelivery would take.
  */
-function matchingQuery(keyId: string, filter: RedeliveryFilter, cursor: RedeliveryCursor | undefined, limit: number): [string, unknown[]] {
-  let text = 'select id from webhook_deliveries where key_id = ?';
+function matchingQuery(keyId: string, filter: RedeliveryFilter, cursor: RedeliveryCursor | undefined, limit: number, ordered = true): [string, unknown[]] {
+  // A count selects created_at, a column of the index it searches (id is not).
+  let text = `select ${ordered ? 'id' : 'created_at'} from webhook_deliveries where key_id = ?`;
   const params: unknown[] = [keyId];
   if (filter.status !== undefined) {
     text += ' and status = ?';
@@ -119,12 +120,16 @@ function matchingQuery(keyId: string, filter: RedeliveryFilter, cursor: Redelive
     text += ' and created_at <= ? and (created_at < ? or id < ?)';
     params.push(cursor.createdAt, cursor.createdAt, cursor.id);
   }
-  return [`${text} order by created_at desc, id desc limit ?`, [...params, limit]];
+  return [`${text}${ordered ? ' order by created_at desc, id desc' : ''} limit ?`, [...params, limit]];
 }
 
-/** How many deliveries a redelivery with this filter would take: text and parameters. */
+/**
+ * How many deliveries a redelivery with this filter would take: text and parameters. Unordered: the newest
+ * `limit` are as many as any `limit`, and the count then reads the index alone (ordered, it fetched every
+ * matching row for its id).
+ */
 export function countMatchingQuery(keyId: string, filter: RedeliveryFilter): [string, unknown[]] {
-  const [text, params] = matchingQuery(keyId, filter, undefined, filter.limit);
+  const [text, params] = matchingQuery(keyId, filter, undefined, filter.limit, false);
   return [`select count(*) as n from (${text}) matching`, params];
 }
 
