@@ -407,7 +407,7 @@ describe('POST /v1/responses over an upstream', () => {
     upstream.nextBehavior({ answer: 'The Eiffel Tower was completed in 1889 and stands in Paris.', ...behavior });
     const stream = upstreamClient.responses.stream({ model: 'svc01', input: 'When was the tower completed?' });
     let text = '';
-    let failedEvent: { response: { id: string; status: string; error: unknown } } | undefined;
+    let failedEvent: { response: { id: string; status?: string; error: unknown } } | undefined;
     for await (const event of stream) {
       if (event.type === 'response.output_text.delta') text += event.delta;
       if (event.type === 'response.failed') failedEvent = event;
