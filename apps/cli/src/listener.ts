@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createDeduper, DUPLICATE_HEADER } from '@svc/verify';
 import type { AddressInfo } from 'node:net';
 import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
 import { formatReceivedLine, formatSentLine } from './delivery-line.js';
@@ -61,6 +62,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const human = options.json ? io.err : io.out;
   let baseUrl = '';
   const checkSignature = options.secret === undefined ? undefined : createSignatureCheck(options.secret, options.toleranceSeconds ?? 300);
+  // Without --forward-to the listener is the receiver, so it de-duplicates as one must: a delivery id it already
+  // accepted (a retry, signed afresh or not) is answered 200 `svc-duplicate: true`. With it, the target decides.
+  const seen = options.forwardTo === undefined ? createDeduper() : undefined;
 
   const server = createServer((req, res) => {
     const task = handle(req, res).catch((err: unknown) => {
@@ -112,7 +116,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     // and there a \u escape means the same character.
     if (options.json) io.out(`${printable(body.toString('utf8'))}\n`);
     if (signature !== 'invalid') await gaps.observe(body, time);
-    const answer = signature === 'invalid' ? rejected(time) : await forward(body, req, deliveryId);
+    const answer = signature === 'invalid' ? rejected(time) : await forward(body, req, headers['webhook-id'] ?? deliveryId, time);
 
     // Everything a caller can observe is done before answering: the sender's call returning means
     // the delivery is printed, forwarded and logged.
@@ -141,19 +145,28 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   }
 
   /**
-   * Without --forward-to: 200. With it, svc gets the forward target's answer (its status, the start of its body,
+   * Without --forward-to: 200, with `svc-duplicate: true` for a delivery id already accepted. With it, svc gets the forward target's answer (its status, the start of its body,
    * its `retry-after` and `svc-duplicate`), or a 502 when the target cannot be reached, so svc's retries and
    * attempt log are the target's.
    */
-  async function forward(body: Buffer, req: IncomingMessage, deliveryId: string | null): Promise<Answer> {
-    if (options.forwardTo === undefined) return jsonAnswer(200, { received: true });
-    const outcome = await sendDelivery(options.forwardTo, body, deliveryHeaders(req.headers));
+  async function forward(body: Buffer, req: IncomingMessage, deliveryId: string | null, time: Date): Promise<Answer> {
+    if (seen !== undefined) {
+      if (deliveryId === null || (await seen.claim(deliveryId))) {
+        if (deliveryId !== null) seen.complete(deliveryId);
+        return jsonAnswer(200, { received: true });
+      }
+      // A status line, on stderr as the gap warnings: stdout keeps one line per delivery.
+      io.err(`${clockTime(time)}  ${kleur.yellow(`duplicate of ${printable(deliveryId)}: answered 200 ${DUPLICATE_HEADER}: true`)}\n`);
+      return { ...jsonAnswer(200, { duplicate: true }), headers: { [DUPLICATE_HEADER]: 'true' } };
+    }
+    const forwardTo = options.forwardTo!;
+    const outcome = await sendDelivery(forwardTo, body, deliveryHeaders(req.headers));
     if (outcome.ok) stats.forwarded++;
     else stats.forwardFailed++;
-    const line = formatSentLine(clock(), options.forwardTo, outcome, deliveryId, options.wide);
+    const line = formatSentLine(clock(), forwardTo, outcome, deliveryId, options.wide);
     if (outcome.status === null) {
       io.err(line);
-      return jsonAnswer(502, { error: `svc-cli listen could not reach ${options.forwardTo}: ${outcome.ok ? '' : outcome.error}` });
+      return jsonAnswer(502, { error: `svc-cli listen could not reach ${forwardTo}: ${outcome.ok ? '' : outcome.error}` });
     }
     human(line);
     return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: outcome.body, headers: outcome.headers };

@@ -7,17 +7,15 @@ export type SignatureVerdict = { signature: 'valid' } | { signature: 'invalid'; 
 /**
  * Checks deliveries as a careful receiver would. With the Standard Webhooks headers (what svc sends):
  * `webhook-signature` under the secret, `webhook-timestamp` within `toleranceSeconds` of now (an older one
- * is a replay), and each (`webhook-id`, `webhook-timestamp`) accepted once. Without them (`svc-cli replay`,
- * servers before Standard Webhooks): `X-Svc-Signature`.
+ * is a replay). The same delivery twice (a retry, even one in the same second with identical headers) verifies
+ * both times: telling it apart is de-duplication by `webhook-id`, the receiver's job. Without them (`svc-cli
+ * replay`, servers before Standard Webhooks): `X-Svc-Signature`.
  *
  * @example
  * const check = createSignatureCheck('whsec_…', 300);
  * check(body, req.headers, new Date()); // { signature: 'valid' }
  */
 export function createSignatureCheck(secret: string, toleranceSeconds: number): (body: Buffer, headers: IncomingHttpHeaders, now: Date) => SignatureVerdict {
-  /** Accepted (id, timestamp) pairs until they fall out of the tolerance, when the timestamp check refuses them anyway. */
-  const seen = new Map<string, number>();
-
   return (body, headers, now) => {
     if (headers['webhook-signature'] === undefined) {
       const header = headers['x-svc-signature'];
@@ -34,11 +32,6 @@ export function createSignatureCheck(secret: string, toleranceSeconds: number): 
     if (!verifyWebhook(body, headers, secret, { toleranceSeconds, now })) {
       return { signature: 'invalid', reason: 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)' };
     }
-    const nowSeconds = now.getTime() / 1000;
-    for (const [key, ts] of seen) if (nowSeconds - ts > toleranceSeconds) seen.delete(key);
-    const key = `${String(headers['webhook-id'])}.${timestamp}`;
-    if (seen.has(key)) return { signature: 'invalid', reason: `delivery ${String(headers['webhook-id'])} at ${timestamp} was already received: refused as a replay` };
-    seen.set(key, timestamp);
     return { signature: 'valid' };
   };
 }
