@@ -3,9 +3,9 @@ import { WebhookVerificationError } from './webhook-verification-error.js';
 /** The largest body the adapters accept by default: 10 MiB (prompts can be long). */
 export const DEFAULT_LIMIT = 10 * 1024 * 1024;
 
-/** Throws a TypeError unless `limit` is a positive whole number of bytes. */
-export function assertLimit(limit: unknown): asserts limit is number {
-  if (!(Number.isSafeInteger(limit) && (limit as number) > 0)) throw new TypeError('[@svc/verify] limit must be a positive whole number of bytes.');
+/** Throws a TypeError unless `limit` is a positive whole number of bytes; `name` is the option's name in the message. */
+export function assertLimit(limit: unknown, name = 'limit'): asserts limit is number {
+  if (!(Number.isSafeInteger(limit) && (limit as number) > 0)) throw new TypeError(`[@svc/verify] ${name} must be a positive whole number of bytes.`);
 }
 
 /** The error a body over `limit` is answered with: 413, `payload_too_large`. */

@@ -125,6 +125,23 @@ describe('verifyPlugin with Fastify', () => {
     app.register(verifyPlugin, { secret: '' });
     await expect(app.ready()).rejects.toThrow(TypeError);
   });
+
+  it.each([-1, 0, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1048576', null])('rejects bodyLimit %s when registered, like the other options', async (bodyLimit) => {
+    // Were taken as they came: NaN, Infinity, 0 and '1048576' left bodies unlimited, -1 and 1.5 refused every body (413).
+    app = Fastify();
+    app.register(verifyPlugin, { secret: SECRET, bodyLimit: bodyLimit as number });
+    await expect(app.ready()).rejects.toThrow(new TypeError('[@svc/verify] bodyLimit must be a positive whole number of bytes.'));
+  });
+
+  it('accepts a bodyLimit of a whole number of bytes and answers 413 above it', async () => {
+    app = Fastify();
+    app.register(async (scope) => {
+      await scope.register(verifyPlugin, { secret: SECRET, bodyLimit: BODY.length - 1 });
+      scope.post('/webhooks/svc', async (_request, reply) => reply.code(204).send());
+    });
+    const res = await app.inject({ method: 'POST', url: '/webhooks/svc', payload: BODY, headers: { 'content-type': 'application/json', 'x-svc-signature': hmac(BODY) } });
+    expect(res.statusCode).toBe(413);
+  });
 });
 
 describe('verifyPlugin with dedupe', () => {

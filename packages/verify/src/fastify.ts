@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { AuditPayload } from './audit-payload.js';
+import { assertLimit, DEFAULT_LIMIT } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
@@ -20,7 +21,10 @@ declare module 'fastify' {
 export interface VerifyPluginOptions extends ConstructEventOptions {
   /** The signing secret, or several while rotating. */
   secret: Secret;
-  /** Largest body accepted, in bytes (Fastify answers 413 above it). Default 10 MiB (prompts can be long). */
+  /**
+   * Largest body accepted, in bytes (Fastify answers 413 above it): a positive whole number, anything else throws
+   * a TypeError when the plugin is registered. Default 10 MiB (prompts can be long).
+   */
   bodyLimit?: number;
   /**
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
@@ -31,14 +35,15 @@ export interface VerifyPluginOptions extends ConstructEventOptions {
   dedupe?: Deduper;
 }
 
-const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
 const EMPTY = new Uint8Array(0);
 
 const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options) => {
-  const { secret, bodyLimit = DEFAULT_BODY_LIMIT, dedupe, ...eventOptions } = options;
+  const { secret, bodyLimit = DEFAULT_LIMIT, dedupe, ...eventOptions } = options;
   toSecretList(secret);
   assertOptions(eventOptions);
   assertDeduper(dedupe);
+  // Fastify itself takes NaN, Infinity, 0 or a string as no limit at all, and a negative one as "refuse every body".
+  assertLimit(bodyLimit, 'bodyLimit');
   const claimed = new WeakMap<object, string>();
 
   // JSON bodies stay raw bytes in this scope: the signature covers those bytes, not a re-serialisation.
