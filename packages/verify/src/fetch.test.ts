@@ -165,6 +165,19 @@ describe('createWebhookHandler', () => {
     expect(outcomes).toEqual([]);
   });
 
+  it('says so when the handler returns no Response, and with dedupe releases the id so the retry is processed', async () => {
+    // Was "Cannot read properties of undefined (reading 'status')", and the id stayed claimed: every retry got 409.
+    const returns: unknown[] = [undefined, null, new Response(null, { status: 204 })];
+    const handle = createWebhookHandler({ secret: SECRET, dedupe: createDeduper() }, () => returns.shift() as Response);
+    await expect(handle(request(BODY, signed('whd_1')))).rejects.toThrow(
+      new TypeError("[@svc/verify] createWebhookHandler's handler must return a Response, e.g. new Response(null, { status: 204 }); it returned undefined."),
+    );
+    await expect(handle(request(BODY, signed('whd_1')))).rejects.toThrow(/it returned null\.$/);
+    expect((await handle(request(BODY, signed('whd_1')))).status).toBe(204);
+    const plain = createWebhookHandler({ secret: SECRET }, () => 'ok' as unknown as Response);
+    await expect(plain(request(BODY, signed('whd_2')))).rejects.toThrow(/it returned string\.$/);
+  });
+
   it.each([
     ['an empty secret', { secret: '' }, () => new Response()],
     ['a bad tolerance', { secret: SECRET, toleranceSeconds: -1 }, () => new Response()],

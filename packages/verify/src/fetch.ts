@@ -129,15 +129,23 @@ export function createWebhookHandler(
       if (err instanceof WebhookVerificationError) return errorResponse(err);
       throw err;
     }
+    const respond = async (): Promise<Response> => {
+      const response: unknown = await handler(event, request);
+      if (typeof (response as { status?: unknown } | null | undefined)?.status !== 'number') {
+        throw new TypeError(`[@svc/verify] createWebhookHandler's handler must return a Response, e.g. new Response(null, { status: 204 }); it returned ${response === null ? 'null' : typeof response}.`);
+      }
+      return response as Response;
+    };
     const id = dedupe && deliveryId(request.headers);
-    if (!id) return handler(event, request);
+    if (!id) return respond();
     if (!(await dedupe!.claim(id))) {
       const answer = duplicateAnswer(dedupe!, id);
       return Response.json(answer.body, { status: answer.status, headers: answer.headers });
     }
     let response: Response;
     try {
-      response = await handler(event, request);
+      // A handler returning no Response releases the id like one that throws: left claimed, every retry got 409.
+      response = await respond();
     } catch (err) {
       await dedupe!.release(id);
       throw err;
