@@ -1,3 +1,4 @@
+import { CommanderError } from 'commander';
 import { CliError } from './errors.js';
 import { makeProgram } from './program.js';
 
@@ -11,10 +12,16 @@ for (const stream of [process.stdout, process.stderr]) {
 }
 
 try {
-  await makeProgram().parseAsync(process.argv);
+  await makeProgram(undefined, { exitOverride: true }).parseAsync(process.argv);
 } catch (err) {
-  // One line, never a stack trace: the message says what to fix.
-  const message = err instanceof CliError ? err.message : `unexpected error: ${err instanceof Error ? err.message : String(err)}`;
-  process.stderr.write(`svc-cli: ${message.split('\n')[0]}\n`);
-  process.exitCode = err instanceof CliError ? err.exitCode : 1;
+  if (err instanceof CommanderError) {
+    // Commander has said what is wrong (an unknown option or command, a bad or missing value) on stderr: a usage
+    // error, exit 2 as the CLI's own usage errors; --help and --version exit 0.
+    process.exitCode = err.exitCode === 0 ? 0 : 2;
+  } else {
+    // One line, never a stack trace: the message says what to fix.
+    const message = err instanceof CliError ? err.message : `unexpected error: ${err instanceof Error ? err.message : String(err)}`;
+    process.stderr.write(`svc-cli: ${message.split('\n')[0]}\n`);
+    process.exitCode = err instanceof CliError ? err.exitCode : 1;
+  }
 }

@@ -122,6 +122,11 @@ describe('svc-cli webhooks check-receiver', () => {
       [['webhooks', 'check-receiver', 'ftp://x', '--secret', 's'], /invalid URL/],
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/a', 'http://127.0.0.1:9/b', '--secret', 's'], /takes one URL, got 2/],
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--timeout', 'soon'], /invalid --timeout "soon"/],
+      // Commander's own usage errors too (they exited 1, as a failed check does).
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secrt', 's'], /unknown option '--secrt' \(did you mean --secret\?\)/],
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret'], /option '--secret <secret>' argument missing/],
+      [['webhooks', 'check-reciever', 'http://127.0.0.1:9/x'], /unknown command 'check-reciever'/],
+      [['listen', '--port', 'abc'], /argument 'abc' is invalid/],
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--skip', 'valid,nope'], /unknown case "nope" for --skip/],
     ];
     for (const [args, message] of cases) {

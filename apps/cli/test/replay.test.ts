@@ -181,16 +181,17 @@ describe('svc-cli replay', () => {
   });
 
   it.each([
-    [['replay'], 'svc-cli: nothing to replay: give delivery ids or --last N\n'],
-    [['replay', '--last', '1', '--log', 'missing.jsonl'], 'svc-cli: no delivery log at missing.jsonl: run "svc-cli listen" first or pass --log FILE\n'],
-    [['replay', 'whd_nope', '--log', 'log.jsonl'], 'svc-cli: delivery whd_nope is not in log.jsonl\n'],
-    [['replay', '--last', '0'], /^svc-cli: option '-n, --last <n>' argument '0' is invalid\. Must be a positive integer\.\n$/],
-    [['replay', '--last', '1', '--to', 'not a url'], /^svc-cli: option '--to <url>' argument 'not a url' is invalid/],
-  ])('bad input %j: one line on stderr, non-zero exit', async (args, message) => {
+    [['replay'], 'svc-cli: nothing to replay: give delivery ids or --last N\n', 1],
+    [['replay', '--last', '1', '--log', 'missing.jsonl'], 'svc-cli: no delivery log at missing.jsonl: run "svc-cli listen" first or pass --log FILE\n', 1],
+    [['replay', 'whd_nope', '--log', 'log.jsonl'], 'svc-cli: delivery whd_nope is not in log.jsonl\n', 1],
+    // The option parser's usage errors exit 2.
+    [['replay', '--last', '0'], /^svc-cli: option '-n, --last <n>' argument '0' is invalid\. Must be a positive integer\.\n$/, 2],
+    [['replay', '--last', '1', '--to', 'not a url'], /^svc-cli: option '--to <url>' argument 'not a url' is invalid/, 2],
+  ])('bad input %j: one line on stderr, non-zero exit', async (args, message, code) => {
     const entry = { time: new Date().toISOString(), id: 'whd_1', event: 'llm.request.completed', method: 'POST', url: 'http://127.0.0.1:1/', headers: {}, body_base64: '', signature: 'unchecked', status: 200 };
     writeFileSync(join(sandbox.path, 'log.jsonl'), `${JSON.stringify(entry)}\n`);
     const result = await runCli(args, { cwd: sandbox.path });
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(code);
     if (typeof message === 'string') expect(result.stderr).toBe(message);
     else expect(result.stderr).toMatch(message);
   });

@@ -254,15 +254,16 @@ describe('replay and deliveries against the server', () => {
   });
 
   it.each([
-    [['deliveries', 'show', 'whd_00000000000000000000000000000000'], /^svc-cli: No webhook delivery 'whd_0+' exists for this API key\. \(404 not_found\)\n$/],
-    [['deliveries', 'redeliver', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/],
-    [['deliveries', 'cancel', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/],
-    [['deliveries', 'list', '--status', 'lost'], /^svc-cli: option '--status <status>' argument 'lost' is invalid\. Allowed choices are pending, delivered, failed, cancelled\.\n$/],
-    [['deliveries', 'list', '--before', 'nope'], /^svc-cli: 'before' must be a delivery id .* \(400 invalid_value\)\n$/],
-  ])('%j: one line on stderr, exit 1', async (args, message) => {
+    [['deliveries', 'show', 'whd_00000000000000000000000000000000'], /^svc-cli: No webhook delivery 'whd_0+' exists for this API key\. \(404 not_found\)\n$/, 1],
+    [['deliveries', 'redeliver', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/, 1],
+    [['deliveries', 'cancel', 'whd_00000000000000000000000000000000'], /\(404 not_found\)\n$/, 1],
+    // The option parser's usage error exits 2.
+    [['deliveries', 'list', '--status', 'lost'], /^svc-cli: option '--status <status>' argument 'lost' is invalid\. Allowed choices are pending, delivered, failed, cancelled\.\n$/, 2],
+    [['deliveries', 'list', '--before', 'nope'], /^svc-cli: 'before' must be a delivery id .* \(400 invalid_value\)\n$/, 1],
+  ])('%j: one line on stderr, exit %i', async (args, message, code) => {
     const { token } = await server.createKey();
     const result = await cli(args, token);
-    expect(result.code).toBe(1);
+    expect(result.code).toBe(code);
     expect(result.stderr).toMatch(message);
   });
 });
@@ -408,12 +409,12 @@ describe('bad input against the server', () => {
     expect(result.stderr).toMatch(/^svc-cli: [^\n]+ \(401 invalid_api_key\)\n$/);
   });
 
-  it('an invalid --base-url or SVC_BASE_URL: one line, exit 1', async () => {
+  it('an invalid --base-url or SVC_BASE_URL: one line, exit 2 (a usage error)', async () => {
     const flag = await cli(['webhooks', 'test', '--base-url', 'localhost:8080'], 'sk-x');
-    expect(flag.code).toBe(1);
+    expect(flag.code).toBe(2);
     expect(flag.stderr).toBe("svc-cli: option '--base-url <url>' argument 'localhost:8080' is invalid. Must be an absolute http:// or https:// URL.\n");
     const env = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: 'nonsense', SVC_API_KEY: 'sk-x' } });
-    expect(env.code).toBe(1);
+    expect(env.code).toBe(2);
     expect(env.stderr).toMatch(/^svc-cli: option '--base-url <url>' value 'nonsense' from env 'SVC_BASE_URL' is invalid\. Must be an absolute http:\/\/ or https:\/\/ URL\.\n$/);
   });
 
