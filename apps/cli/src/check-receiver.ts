@@ -58,6 +58,11 @@ export interface CheckReport {
   failed: number;
   skipped: number;
   duplicate_header: string;
+  /**
+   * Set when the first case could not connect at all (`connection refused`, `host not found`): the check stopped
+   * there, as every other case would fail the same way; `cases` has the cases run.
+   */
+  unreachable?: string;
   cases: CaseResult[];
 }
 
@@ -349,6 +354,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
   };
 
   const results: CaseResult[] = [];
+  let unreachable: string | undefined;
   for (const id of CHECK_CASES) {
     const { sent, expected, run } = cases[id];
     let result: CaseResult;
@@ -360,6 +366,11 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
     }
     results.push(result);
     options.onCase?.(result);
+    const first = results.filter((r) => r.outcome !== 'skipped').length === 1;
+    if (first && result.answer?.status === null && UNREACHABLE.has(result.answer.error ?? '')) {
+      unreachable = result.answer.error;
+      break;
+    }
   }
   const count = (outcome: CaseResult['outcome']): number => results.filter((r) => r.outcome === outcome).length;
   return {
@@ -369,9 +380,13 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
     failed: count('failed'),
     skipped: count('skipped'),
     duplicate_header: DUPLICATE_HEADER,
+    ...(unreachable ? { unreachable } : {}),
     cases: results,
   };
 }
+
+/** Network errors that mean nothing listens at the URL (a timeout may be one slow case: the others still run). */
+const UNREACHABLE = new Set(['connection refused', 'host not found']);
 
 /** `svc-duplicate` → `Svc-Duplicate`, as it reads in prose. */
 export function capitalise(header: string): string {

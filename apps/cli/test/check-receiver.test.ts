@@ -106,13 +106,21 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(Date.now() - startedAt).toBeLessThan(15_000);
   });
 
-  it('a refused connection is a failed case, not a crash', async () => {
+  it('a refused connection is a failed case, not a crash, and the check stops there with one line saying so', async () => {
     const receiver = await started(expressReceiver(SECRET));
     const url = receiver.url;
     await receivers.pop()!.close();
-    const { code, report } = await check(url);
+    const { code, report, stderr } = await check(url);
     expect(code).toBe(1);
-    expect(report.cases[0]).toMatchObject({ id: 'valid', outcome: 'failed', answer: { status: null, error: 'connection refused' } });
+    expect(report).toMatchObject({ ok: false, passed: 0, failed: 1, unreachable: 'connection refused' });
+    expect(report.cases).toEqual([expect.objectContaining({ id: 'valid', outcome: 'failed', answer: expect.objectContaining({ status: null, error: 'connection refused' }) })]);
+    expect(stderr).toBe(`svc-cli: cannot reach ${url}: connection refused. Is the receiver running, and listening on that host and port? (no other case was sent)\n`);
+    // Was nine identical "connection refused" failures and "9 of 9 cases failed".
+    const human = await runCli(['webhooks', 'check-receiver', url, '--secret', SECRET, '--skip', 'valid'], { cwd: sandbox.path });
+    expect(human.code).toBe(1);
+    expect(human.stdout.match(/connection refused/g)).toHaveLength(2);
+    expect(human.stdout).toMatch(/^- valid +skipped by --skip: .*\n✘ exact-bytes .*got connection refused\n +→ connection refused: .*\n$/);
+    expect(human.stderr).toMatch(/\nsvc-cli: cannot reach .*: connection refused\. Is the receiver running/);
   });
 
   it('exits 2 on usage errors', async () => {

@@ -133,7 +133,10 @@ Examples:
       if (!json) io.err(`Checking ${target} with ${CHECK_CASES.length - skip.size} cases (timeout ${timeoutMs} ms) …\n`);
       const report = await checkReceiver({ url: target, secret: opts.secret, timeoutMs, skip, onCase: json ? undefined : (r) => io.out(caseLine(r)) });
       if (json) io.out(`${JSON.stringify(report, null, 2)}\n`);
-      else {
+      if (report.unreachable) {
+        throw new CliError(`cannot reach ${target}: ${report.unreachable}. Is the receiver running, and listening on that host and port? (no other case was sent)`);
+      }
+      if (!json) {
         const parts = [kleur.green(`${report.passed} passed`), report.failed ? kleur.red(`${report.failed} failed`) : '0 failed'];
         if (report.skipped) parts.push(kleur.yellow(`${report.skipped} skipped`));
         io.out(`\n${report.ok ? mark.ok() : mark.bad()} ${parts.join(', ')}: ${target} ${report.ok ? 'answers as a correct receiver must' : 'is not a correct receiver yet'}\n`);
