@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CheckReport } from '../src/check-receiver.js';
 import { runCli, useSandbox } from './cli-process.js';
-import { BROKEN_FAILS, brokenReceiver, expressJsonFirstReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
+import { BROKEN_FAILS, brokenReceiver, expressJsonFirstReceiver, expressRawReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const ALL = ['valid', 'exact-bytes', 'tampered-body', 'wrong-signature', 'missing-signature', 'stale-timestamp', 'unknown-secret', 'duplicate', 'rotation'];
@@ -84,6 +84,14 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(valid.answer).toMatchObject({ status: 500, body: expect.stringMatching(/^Error TypeError: \[@svc\/verify\] req\.body is already set, so a body parser \(express\.json\(\)/) });
     expect(valid.reason).toMatch(/^answered 500 to a correctly signed delivery: the receiver failed \(it said: Error TypeError: \[@svc\/verify\] req\.body is already set.*\)\. See its log; a body parser \(express\.json\(\)\) run before the verification is the usual cause$/);
     expect(stdout).not.toContain('<!DOCTYPE');
+  });
+
+  it("@svc/verify README's receiver without the middleware (express.raw + verifyWebhook) passes every case but duplicate", async () => {
+    // The README showed the GitHub-style verifySignature there, which fails stale-timestamp: a copied example failed.
+    const receiver = await started(expressRawReceiver(SECRET));
+    expect(failedIds((await check(receiver.url)).report)).toEqual(['duplicate']);
+    const { code, report } = await check(receiver.url, '--skip', 'duplicate');
+    expect([code, report.ok, report.passed]).toEqual([0, true, 8]);
   });
 
   it('--skip duplicate: a receiver that de-duplicates silently passes, and the output says the case was not checked', async () => {

@@ -63,6 +63,19 @@ export async function expressJsonFirstReceiver(secret: string): Promise<TestRece
   return serve(app as unknown as Handler, []);
 }
 
+/** @svc/verify's README receiver "without the middleware": `express.raw` and `verifyWebhook`, no de-duplication. */
+export async function expressRawReceiver(secret: string): Promise<TestReceiver> {
+  const processed: string[] = [];
+  const app = express();
+  app.post('/webhooks/svc', express.raw({ type: 'application/json' }), (req, res) => {
+    if (!verifyWebhook(req.body as Buffer, req.headers, secret)) return void res.sendStatus(401);
+    JSON.parse((req.body as Buffer).toString('utf8'));
+    processed.push(deliveryIdOf(req));
+    res.sendStatus(204);
+  });
+  return serve(app as unknown as Handler, processed);
+}
+
 /** `@svc/verify/fetch`'s `createWebhookHandler` with `dedupe`, on node:http (a Request built from the incoming message): correct. */
 export async function fetchReceiver(secret: string): Promise<TestReceiver> {
   const processed: string[] = [];
