@@ -7,7 +7,7 @@ export interface ApiClient {
   /** `http://host:port` without a trailing `/v1`. */
   readonly baseUrl: string;
   /** Sends a request and returns the parsed JSON body and its raw text; non-2xx becomes an `ApiError`. */
-  json<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ data: T; raw: string; status: number }>;
+  json<T>(method: 'GET' | 'POST', path: string, body?: unknown, options?: { signal?: AbortSignal }): Promise<{ data: T; raw: string; status: number }>;
   /** Sends a JSON POST and returns the open response (2xx only) for streaming. */
   stream(path: string, body: unknown): Promise<Dispatcher.ResponseData>;
 }
@@ -24,7 +24,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
   const baseUrl = options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
   const timeoutMs = options.timeoutMs ?? 120_000;
 
-  async function send(method: 'GET' | 'POST', path: string, body: unknown): Promise<Dispatcher.ResponseData> {
+  async function send(method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${options.apiKey}`,
       'user-agent': USER_AGENT,
@@ -38,6 +38,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
         body: body === undefined ? (method === 'POST' ? '' : undefined) : JSON.stringify(body),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
+        signal,
       });
     } catch (err) {
       throw new CliError(`cannot reach the server at ${baseUrl}: ${describeNetworkError(err)}`, { cause: err });
@@ -58,8 +59,8 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
 
   return {
     baseUrl,
-    async json<T>(method: 'GET' | 'POST', path: string, body?: unknown) {
-      const response = await send(method, path, body);
+    async json<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { signal?: AbortSignal } = {}) {
+      const response = await send(method, path, body, options.signal);
       if (response.statusCode < 200 || response.statusCode >= 300) return failure(response);
       const raw = await readText(response);
       try {

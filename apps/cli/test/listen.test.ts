@@ -1,7 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { verifySignature, verifyWebhook } from '@svc/verify';
 import { runCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
@@ -169,6 +170,26 @@ describe('svc-cli listen', () => {
     expect(result.code).toBe(0);
     expect(result.stderr).toContain('Done: 3 deliveries received, 2 verified, 1 failed verification.');
     expect(result.stderr).not.toMatch(/at .*\.js:\d+/);
+  });
+
+  it('^C while --trigger waits for a server that does not answer: stops at once with the summary, exit 0', async () => {
+    // Was killed by the signal (its handler was set only once --trigger returned): no "Stopping…", no summary.
+    const asked: string[] = [];
+    const silent = createHttpServer((req) => void asked.push(req.url ?? ''));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const { port } = silent.address() as { port: number };
+      const listen = await startListen(['--trigger'], { cwd: sandbox.path, env: { SVC_BASE_URL: `http://127.0.0.1:${port}`, SVC_API_KEY: 'sk-x' } });
+      await vi.waitFor(() => expect(asked).toEqual(['/v1/webhooks/test']), { timeout: 10_000 });
+      listen.child.kill('SIGINT');
+      const result = await listen.exited;
+      expect([result.code, result.signal]).toEqual([0, null]);
+      expect(result.stderr).toMatch(/Stopping… \(\^C again to quit now\)\nDone: 0 deliveries received\.\n$/);
+      expect(result.stderr).not.toContain('--trigger:');
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 
   it.each([

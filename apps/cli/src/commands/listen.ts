@@ -71,9 +71,14 @@ Examples:
       if (opts.forwardTo) io.err(`Forwarding deliveries to ${opts.forwardTo}\n`);
       io.err(`Logging deliveries to ${opts.log}\n`);
       io.err(`${kleur.bold('Ready!')} Listening on ${kleur.underline(listener.url)} (^C to quit)\n`);
-      if (opts.trigger) await trigger(command, listener.url, io);
+      // Listening for ^C from here on: one pressed while --trigger waits for a slow server stops cleanly too.
+      const stop = waitForSignal(() => io.err('Stopping… (^C again to quit now)\n'));
+      if (opts.trigger) {
+        const stopped = new AbortController();
+        await Promise.race([trigger(command, listener.url, io, stopped.signal), stop.then(() => stopped.abort())]);
+      }
 
-      await waitForSignal(() => io.err('Stopping… (^C again to quit now)\n'));
+      await stop;
       await listener.close();
       io.err(summary(listener.stats, opts.secret !== undefined, opts.forwardTo !== undefined));
     });
@@ -104,11 +109,11 @@ function summary(stats: ListenerStats, verifying: boolean, forwarding: boolean):
 /**
  * `--trigger`: one test delivery through the server, sent to the key's webhook URL. When that URL is this
  * listener the delivery shows up here; when it is not, say where the key's deliveries go (the usual reason
- * nothing arrives). A failure is reported and the listener keeps listening.
+ * nothing arrives). A failure is reported and the listener keeps listening; `signal` (^C) abandons the request.
  */
-async function trigger(command: Command, url: string, io: Io): Promise<void> {
+async function trigger(command: Command, url: string, io: Io, signal: AbortSignal): Promise<void> {
   try {
-    const { data } = await apiClientFor(command).json<WebhookTestResult>('POST', '/v1/webhooks/test', {});
+    const { data } = await apiClientFor(command).json<WebhookTestResult>('POST', '/v1/webhooks/test', {}, { signal });
     if (!sameListener(data.delivered_to, url)) {
       io.err(`${kleur.yellow('!')} The key's webhook URL is ${data.delivered_to}, not this listener: set it to ${url} (${WHERE_TO_SET}) to receive its deliveries here\n`);
     } else if (data.success) {
@@ -117,6 +122,8 @@ async function trigger(command: Command, url: string, io: Io): Promise<void> {
       io.err(`${kleur.red('✘')} The test delivery through svc was refused here: ${data.status_code ?? data.error ?? 'no answer'}\n`);
     }
   } catch (err) {
+    // ^C while waiting for the server: stopping says enough.
+    if (signal.aborted) return;
     if (err instanceof ApiError && err.status === 400 && err.message.startsWith('No webhook URL is configured')) {
       io.err(`${kleur.yellow('!')} The key has no webhook URL: set it to ${url} (${WHERE_TO_SET}) to receive its deliveries here\n`);
       return;
