@@ -4,6 +4,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { verifySignature, verifyWebhook } from '@svc/verify';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import { runCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
 import { startReceiver } from './receiver.js';
@@ -124,6 +126,23 @@ describe('svc-cli listen', () => {
       expect(check.code).toBe(0);
     } finally {
       await target.close();
+    }
+  });
+
+  it('--forward-to sends the Standard Webhooks headers too, and --help says so: the standardwebhooks and svix packages verify what arrives', async () => {
+    const { stdout } = await runCli(['listen', '--help'], { cwd: sandbox.path });
+    expect(stdout.replace(/\s+/g, ' ')).toContain('forward every delivery (exact bytes; Content-Type, X-Svc-* and webhook-* headers) to this URL');
+    const target = await sandbox.receiver({ status: 204 });
+    const listen = await startListen(['--forward-to', target.url], { cwd: sandbox.path });
+    const body = samplePayload('test-libs');
+    expect((await postDelivery(listen.url, body, { secret: SECRET, deliveryId: 'whd_libs' })).status).toBe(204);
+    const [forwarded] = target.requests;
+    const headers = forwarded!.headers as Record<string, string>;
+    expect(forwarded!.body.toString('utf8')).toBe(body);
+    // SECRET is not whsec_<base64>: the libraries take it as "whsec_" + base64 of its bytes (README).
+    const librarySecret = `whsec_${Buffer.from(SECRET).toString('base64')}`;
+    for (const Webhook of [StandardWebhook, SvixWebhook]) {
+      expect(new Webhook(librarySecret).verify(forwarded!.body.toString('utf8'), headers)).toMatchObject({ request_id: 'test-libs' });
     }
   });
 
