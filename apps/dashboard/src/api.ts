@@ -1,4 +1,4 @@
-import type { ErrorBody } from '@svc/protocol';
+import type { DashboardKey, ErrorBody } from '@svc/protocol';
 
 // The dashboard API (/dashboard/api): one fetch wrapper. What it returns is typed in @svc/protocol (`Dashboard…`).
 
@@ -66,4 +66,17 @@ export async function api<T>(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: 
     throw failure;
   }
   return parsed as T;
+}
+
+/**
+ * One of the signed-in user's keys (`GET /keys/{id}`), or null when there is none with this id — another
+ * account's key included: the API answers 404 alike.
+ */
+export async function getKey(keyId: string): Promise<DashboardKey | null> {
+  try {
+    return await api<DashboardKey>('GET', `/keys/${encodeURIComponent(keyId)}`);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return null;
+    throw err;
+  }
 }

@@ -168,6 +168,7 @@ describe('isolation between users', () => {
     expect(list.body.data.map((k: { id: string }) => k.id)).toEqual([bob.keyId]);
 
     const attempts: Array<[string, string, unknown]> = [
+      ['GET', `/keys/${alice.keyId}`, undefined],
       ['PATCH', `/keys/${alice.keyId}`, { webhook_url: 'https://attacker.example/' }],
       ['POST', `/keys/${alice.keyId}/revoke`, {}],
       ['POST', `/keys/${alice.keyId}/signing-secret`, {}],
@@ -197,6 +198,33 @@ describe('isolation between users', () => {
     const own = await aliceClient.request('GET', `/keys/${alice.keyId}/deliveries/${deliveryId}`);
     expect(own.status).toBe(200);
     expect(own.body.payload).toBe('{"event":"llm.request.completed"}');
+  });
+});
+
+describe('one key: GET /keys/{id}', () => {
+  it("answers the signed-in user's key as the list shows it, with its last delivery; another user's key like an unknown id (404)", async () => {
+    const { key, user } = await server.createKey({ name: 'one key' });
+    await server.running.store.keys.setLastDelivery(key.id, { at: Date.now(), outcome: 'failure', statusCode: 503, error: 'HTTP 503', test: false });
+    const owner = new DashboardClient(server.url);
+    await owner.login(user.email);
+    const one = await owner.request('GET', `/keys/${key.id}`);
+    expect(one.status).toBe(200);
+    expect(one.headers.get('cache-control')).toBe('no-store');
+    const listed = (await owner.request('GET', '/keys')).body.data[0];
+    expect(one.body).toEqual(listed);
+    expect(one.body).toMatchObject({ id: key.id, name: 'one key', revoked_at: null, last_delivery: { outcome: 'failure', status_code: 503, test: false } });
+
+    const other = new DashboardClient(server.url);
+    await other.login(bob.email);
+    const foreign = await other.request('GET', `/keys/${key.id}`);
+    const unknown = await other.request('GET', `/keys/${key.id.replace(/.$/, (c) => (c === '0' ? '1' : '0'))}`);
+    expect(foreign.status).toBe(404);
+    expect(unknown.status).toBe(404);
+    expect(foreign.body.error).toMatchObject({ type: 'invalid_request_error', code: 'not_found', param: 'id' });
+    expect(foreign.body.error.message.replace(key.id, 'ID')).toBe(unknown.body.error.message.replace(/'[^']+'/, "'ID'"));
+    expect(JSON.stringify(foreign.body)).not.toContain('one key');
+    // Signed out: 401, as every other route.
+    expect((await new DashboardClient(server.url).request('GET', `/keys/${key.id}`)).status).toBe(401);
   });
 });
 
@@ -354,6 +382,11 @@ describe('keys and webhook settings', () => {
     const keys = await client.request('GET', '/keys');
     DashboardKeyListSchema.parse(keys.body);
     for (const key of keys.body.data) strict(DashboardKeySchema, key);
+    // One key: the very object the list has for it.
+    const one = await client.request('GET', `/keys/${alice.keyId}`);
+    expect(one.status).toBe(200);
+    strict(DashboardKeySchema, one.body);
+    expect(one.body).toEqual(keys.body.data.find((k: { id: string }) => k.id === alice.keyId));
     const page = await client.request('GET', `/keys/${alice.keyId}/deliveries`);
     DashboardDeliveryPageSchema.parse(page.body);
     for (const delivery of page.body.data) strict(DashboardDeliverySchema, delivery);

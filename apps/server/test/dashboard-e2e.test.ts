@@ -322,7 +322,13 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await expect.poll(() => lastDelivery.textContent(), { timeout: 15_000 }).toMatch(/^Retrying \(1 delivery, next \d\d:\d\d/);
 
       // The receiver is fixed; a test send gets through. The real delivery is still retrying, and says so.
+      // The key's page asks for its own key only (GET /keys/{id}), not for the whole list.
       flaky.fallback = { status: 200 };
+      const keyReads: string[] = [];
+      page.on('request', (request) => {
+        const path = new URL(request.url()).pathname;
+        if (request.method() === 'GET' && path.startsWith('/dashboard/api/keys')) keyReads.push(path);
+      });
       await page.goto(`${retrying.url}/dashboard/settings/api-keys/${key.id}`);
       await page.getByRole('button', { name: 'Send test' }).click();
       await expect.poll(() => page.getByTestId('test-result').textContent()).toContain('Test delivered');
@@ -333,6 +339,8 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       expect((await chat(retrying, token)).status).toBe(200);
       await expect.poll(() => lastDelivery.textContent(), { timeout: 15_000 }).toMatch(/^SucceededRetrying \(1 delivery/);
       expect(await page.getByTestId('retrying').count()).toBe(1);
+      expect(keyReads.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(keyReads)).toEqual(new Set([`/dashboard/api/keys/${key.id}`]));
     } finally {
       await page.close();
       await retrying.close();

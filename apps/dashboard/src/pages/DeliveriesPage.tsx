@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
-import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DashboardKeyList, DeliveryStatus } from '@svc/protocol';
+import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DeliveryStatus } from '@svc/protocol';
 import { deliveryListSearch } from '@svc/protocol/delivery-list-query';
-import { api } from '../api.js';
+import { api, getKey } from '../api.js';
 import { hrefOf, link, navigate, useTitle, type Route } from '../router.js';
 import { formatTime } from '../format.js';
 import { useLoad, useRefresh } from '../use-load.js';
@@ -36,7 +36,7 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
   const setStatus = (next: '' | DeliveryStatus) => navigate({ page: 'deliveries', keyId, ...(next ? { status: next } : {}) }, { replace: true, keepScroll: true });
   const setOpen = (id: string | null) =>
     navigate({ page: 'deliveries', keyId, ...(route.status ? { status: route.status } : {}), ...(id ? { delivery: id } : {}) }, { replace: true, keepScroll: true });
-  const [key] = useLoad(() => api<DashboardKeyList>('GET', '/keys').then((r) => r.data.find((k) => k.id === keyId) ?? null), [keyId]);
+  const [key] = useLoad(() => getKey(keyId), [keyId]);
   const [page, reload, setPage] = useLoad<Page>(
     () => api<DashboardDeliveryPage>('GET', listPath(keyId, status)).then((r) => ({ rows: r.data, hasMore: r.has_more })),
     [keyId, status],

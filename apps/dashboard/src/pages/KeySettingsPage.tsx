@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useId, useState, type FormEvent } from 'react';
-import type { DashboardKey, DashboardKeyList, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
-import { api, ApiError } from '../api.js';
+import type { DashboardKey, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
+import { api, ApiError, getKey } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
 import { formatDate, formatDuration, formatRelative, formatTime } from '../format.js';
 import { useLoad, useRefresh } from '../use-load.js';
@@ -14,19 +14,14 @@ type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'signing_se
 /** A key's rotation overlap as the form shows it: hours, empty for the server's default. */
 const overlapHours = (key: DashboardKey) => (key.signing_secret_overlap_seconds === null ? '' : String(key.signing_secret_overlap_seconds / 3600));
 
-async function findKey(keyId: string): Promise<DashboardKey | null> {
-  const { data } = await api<DashboardKeyList>('GET', '/keys');
-  return data.find((k) => k.id === keyId) ?? null;
-}
-
 export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe }) {
-  const [loaded, reload, setKey] = useLoad(() => findKey(keyId), [keyId]);
+  const [loaded, reload, setKey] = useLoad(() => getKey(keyId), [keyId]);
   useTitle(loaded.data ? `${loaded.data.name} · API Keys` : 'API Keys');
   // Last delivery changes on its own (deliveries are sent, retried): it follows them. Only those fields: the
   // form keeps what is typed in it, and what it compares against to know it has unsaved changes.
   const shown = loaded.data;
   const refreshDeliveryStatus = useCallback(async () => {
-    const fresh = await findKey(keyId).catch(() => null);
+    const fresh = await getKey(keyId).catch(() => null);
     if (fresh) setKey((old) => old && old.id === fresh.id ? { ...old, last_delivery: fresh.last_delivery, retrying: fresh.retrying, failing_since: fresh.failing_since } : old ?? null);
   }, [keyId, setKey]);
   useRefresh(refreshDeliveryStatus, shown && !shown.revoked_at ? IDLE_REFRESH_MS : null, shown);

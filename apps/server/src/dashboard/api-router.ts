@@ -5,6 +5,7 @@ import type {
   DashboardCreatedKey,
   DashboardDeliveryDetail,
   DashboardDeliveryPage,
+  DashboardKey,
   DashboardKeyList,
   DashboardKeyResult,
   DashboardMe,
@@ -212,6 +213,13 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     // One query for all keys' retrying counts: the open list asks again every few seconds.
     const [keys, retrying] = await Promise.all([store.keys.list(userId), store.deliveries.retryingOfUser(userId)]);
     const body: DashboardKeyList = { data: keys.map((k) => keyView(k, clock(), retrying.get(k.id))) };
+    res.json(body);
+  });
+
+  // One key, as the list shows it: the key's settings page follows its Last delivery with this, not the whole list.
+  api.get('/keys/:id', async (req, res) => {
+    const key = await ownKey(req, res);
+    const body: DashboardKey = keyView(key, clock(), await store.deliveries.retrying(key.id));
     res.json(body);
   });
 
