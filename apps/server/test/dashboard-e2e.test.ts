@@ -422,6 +422,25 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
+  it("another account's key: its Deliveries page says the key is not there, as its settings page does", { timeout: 60_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const { key: theirs } = await server.createKey({ name: 'not yours' });
+      const user = await createUser(server, 'not-yours@example.test');
+      await signIn(page, server.url, user.email);
+      for (const path of [`${theirs.id}/deliveries`, theirs.id]) {
+        await page.goto(`${server.url}/dashboard/settings/api-keys/${path}`);
+        await expect.poll(() => page.getByTestId('key-not-found').textContent()).toContain('This key does not exist or belongs to another account.');
+        expect(await page.getByRole('button', { name: 'Try again' }).count()).toBe(0);
+        expect(await page.getByRole('button', { name: /Redeliver all/ }).count()).toBe(0);
+      }
+      await page.getByRole('link', { name: 'Back to API Keys' }).click();
+      await page.getByRole('heading', { name: 'API Keys' }).waitFor();
+    } finally {
+      await page.close();
+    }
+  });
+
   it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
     const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
+import { KeyNotFound } from '../components/KeyNotFound.js';
 import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DeliveryStatus } from '@svc/protocol';
 import { deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { api, getKey } from '../api.js';
@@ -66,6 +67,8 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
 
   const name = key.data?.name ?? '…';
   useTitle(key.data ? `Deliveries of ${key.data.name}` : 'Deliveries');
+  // No such key of this account: said as on its settings page, not as a list that failed to load (with Try again).
+  if (key.state === 'ready' && key.data === null) return <KeyNotFound />;
   return (
     <section>
       <nav className="breadcrumb" aria-label="Breadcrumb">

@@ -8,6 +8,7 @@ import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
+import { KeyNotFound } from '../components/KeyNotFound.js';
 
 type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'signing_secret_overlap_seconds' | 'form', string>>;
 
@@ -27,7 +28,7 @@ export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe 
   useRefresh(refreshDeliveryStatus, shown && !shown.revoked_at ? IDLE_REFRESH_MS : null, shown);
 
   if (loaded.state === 'error' && !loaded.data) return <ErrorMessage message={loaded.message} onRetry={reload} />;
-  if (!loaded.data) return loaded.state === 'loading' ? <Spinner label="Loading key…" /> : <NotFound />;
+  if (!loaded.data) return loaded.state === 'loading' ? <Spinner label="Loading key…" /> : <KeyNotFound />;
   const key = loaded.data;
   return (
     <section>
@@ -109,17 +110,6 @@ export function localListenTarget(webhookUrl: string | null): { port: string; pa
   }
   if (url.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) return null;
   return { port: url.port || '80', path: url.pathname || '/' };
-}
-
-function NotFound() {
-  return (
-    <div className="card empty">
-      <p>This key does not exist or belongs to another account.</p>
-      <a className="button" href={hrefOf({ page: 'keys' })} onClick={link({ page: 'keys' })}>
-        Back to API Keys
-      </a>
-    </div>
-  );
 }
 
 function Breadcrumb({ name }: { name: string }) {
