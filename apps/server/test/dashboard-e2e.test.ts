@@ -441,6 +441,52 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
+  it('keyboard focus lands on a control after Done and after a dialog, never on nothing', { timeout: 60_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    const focused = () => page.evaluate(() => (document.activeElement === document.body ? 'body' : document.activeElement?.textContent ?? null));
+    try {
+      const user = await createUser(server, 'focus@example.test');
+      await signIn(page, server.url, user.email);
+      // A key shown once: Done gives focus back to Create key.
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByLabel('Key name').fill('focus');
+      await page.keyboard.press('Enter');
+      await expect.poll(focused).toBe('Copy');
+      await page.getByRole('button', { name: 'Done' }).press('Enter');
+      expect(await focused()).toBe('Create key');
+
+      // A signing secret shown once: Done gives focus to Rotate.
+      await page.getByRole('link', { name: 'focus' }).click();
+      await page.getByRole('button', { name: 'Generate' }).press('Enter');
+      await expect.poll(focused).toBe('Copy');
+      await page.getByRole('button', { name: 'Done' }).press('Enter');
+      expect(await focused()).toBe('Rotate');
+
+      // Redeliver all… is disabled while it counts, so focus had left it: Escape and the confirmation give it back.
+      const key = (await server.running.store.keys.list(user.id))[0]!;
+      await page.getByLabel('Webhook URL').fill(receiver.url);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      await page.getByRole('button', { name: 'Send test' }).click();
+      await page.getByTestId('test-result').waitFor();
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}/deliveries`);
+      await page.locator('tr.clickable').first().waitFor();
+      const bulk = page.getByRole('button', { name: 'Redeliver all…' });
+      await bulk.press('Enter');
+      await page.getByRole('dialog').waitFor();
+      expect(await focused()).toBe('Cancel');
+      await page.keyboard.press('Escape');
+      await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+      expect(await focused()).toBe('Redeliver all…');
+      await bulk.press('Enter');
+      await page.getByRole('dialog').getByRole('button', { name: 'Redeliver 1 delivery' }).click();
+      await page.getByRole('status').filter({ hasText: 'Redelivery of 1 delivery queued.' }).waitFor();
+      expect(await focused()).toBe('Redeliver all…');
+    } finally {
+      await page.close();
+    }
+  });
+
   it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
     const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, type RefObject } from 'react';
 import { formatClock } from '../format.js';
 
 export function Spinner({ label }: { label: string }) {
@@ -62,9 +62,23 @@ export function CopyButton({ value, label = 'Copy' }: { value: string; label?: s
 
 /**
  * A secret or key shown once, with a Copy button. It appears after the button that asked for it (Create key,
- * Generate) has gone, so focus moves to Copy: keyboard and screen-reader users land on the new value.
+ * Generate) has gone, so focus moves to Copy: keyboard and screen-reader users land on the new value; Done
+ * gives it to `returnFocus`.
  */
-export function ShowOnce({ label, value, note, onDone }: { label: string; value: string; note: string; onDone: () => void }) {
+export function ShowOnce({
+  label,
+  value,
+  note,
+  onDone,
+  returnFocus,
+}: {
+  label: string;
+  value: string;
+  note: string;
+  onDone: () => void;
+  /** Where focus goes on Done (the value and its buttons go away: focus would be left on nothing). */
+  returnFocus?: RefObject<HTMLElement | null>;
+}) {
   const [copied, setCopied] = useState<'idle' | 'copied' | 'failed'>('idle');
   const copyButton = useRef<HTMLButtonElement>(null);
   useEffect(() => copyButton.current?.focus(), [value]);
@@ -89,7 +103,14 @@ export function ShowOnce({ label, value, note, onDone }: { label: string; value:
         </button>
       </div>
       {copied === 'failed' && <p className="field-error">Copying was blocked by the browser; select the text and copy it.</p>}
-      <button type="button" className="button ghost small" onClick={onDone}>
+      <button
+        type="button"
+        className="button ghost small"
+        onClick={() => {
+          onDone();
+          returnFocus?.current?.focus();
+        }}
+      >
         Done
       </button>
     </div>
@@ -98,7 +119,8 @@ export function ShowOnce({ label, value, note, onDone }: { label: string; value:
 
 /**
  * A modal confirmation. It opens on Cancel (the safe choice, so Enter never destroys anything by
- * accident), keeps Tab inside itself, closes on Escape and gives focus back to what opened it.
+ * accident), keeps Tab inside itself, closes on Escape and gives focus back to what opened it — to
+ * `returnFocus` when given: a button that was disabled while it worked (counting, say) had lost focus by then.
  */
 export function ConfirmDialog(props: {
   title: string;
@@ -108,16 +130,17 @@ export function ConfirmDialog(props: {
   error?: string;
   onConfirm: () => void;
   onCancel: () => void;
+  returnFocus?: RefObject<HTMLElement | null>;
 }) {
   const dialog = useRef<HTMLDivElement>(null);
   const cancel = useRef<HTMLButtonElement>(null);
-  const { onCancel, busy } = props;
+  const { onCancel, busy, returnFocus } = props;
 
   useEffect(() => {
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    const opener = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
     cancel.current?.focus();
-    return () => opener?.focus();
-  }, []);
+    return () => (returnFocus?.current ?? opener)?.focus();
+  }, [returnFocus]);
 
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
 import { KeyNotFound } from '../components/KeyNotFound.js';
 import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DeliveryStatus } from '@svc/protocol';
@@ -391,6 +391,7 @@ function BulkRedeliver({ keyId, status, onDone }: { keyId: string; status: '' | 
   const filter = status ? { status } : {};
   const [state, setState] = useState<{ step: 'idle' | 'counting' | 'confirm' | 'sending'; count?: BulkRedeliverResult; message?: string; error?: string }>({ step: 'idle' });
   const noun = (n: number) => `${n} ${STATUS_WORDS[status]}${n === 1 ? 'delivery' : 'deliveries'}`;
+  const button = useRef<HTMLButtonElement>(null);
 
   const start = async () => {
     setState({ step: 'counting' });
@@ -417,7 +418,7 @@ function BulkRedeliver({ keyId, status, onDone }: { keyId: string; status: '' | 
   const capped = state.count && count >= state.count.limit ? ` At most ${state.count.limit} are sent per click: the newest.` : '';
   return (
     <>
-      <button type="button" className="button" onClick={() => void start()} disabled={state.step !== 'idle'}>
+      <button ref={button} type="button" className="button" onClick={() => void start()} disabled={state.step !== 'idle'}>
         {state.step === 'counting' ? 'Counting…' : `Redeliver all ${STATUS_WORDS[status]}…`.replace(' …', '…')}
       </button>
       {state.message && (
@@ -435,6 +436,7 @@ function BulkRedeliver({ keyId, status, onDone }: { keyId: string; status: '' | 
           error={state.error}
           onConfirm={() => void confirm()}
           onCancel={() => setState({ step: 'idle' })}
+          returnFocus={button}
         />
       )}
     </>

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useId, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { DashboardKey, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
 import { api, ApiError, getKey } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
@@ -313,6 +313,7 @@ function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: Da
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [confirming, setConfirming] = useState(false);
+  const rotateButton = useRef<HTMLButtonElement>(null);
   const has = apiKey.signing_secret_last4 !== null;
   const overlapSeconds = apiKey.signing_secret_overlap_seconds ?? me.default_signing_secret_overlap_seconds;
 
@@ -373,13 +374,19 @@ function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: Da
         </p>
       )}
       {shown && (
-        <ShowOnce label="Signing secret" value={shown} note="Copy it into your receiver now: it is shown only once." onDone={() => setShown(null)} />
+        <ShowOnce
+          label="Signing secret"
+          value={shown}
+          note="Copy it into your receiver now: it is shown only once."
+          onDone={() => setShown(null)}
+          returnFocus={rotateButton}
+        />
       )}
       {error && <ErrorMessage message={error} />}
       <div className="actions">
         {has ? (
           <>
-            <button type="button" className="button" onClick={() => setConfirming(true)} disabled={busy}>
+            <button ref={rotateButton} type="button" className="button" onClick={() => setConfirming(true)} disabled={busy}>
               Rotate
             </button>
             <button type="button" className="button danger-outline" onClick={clear} disabled={busy}>

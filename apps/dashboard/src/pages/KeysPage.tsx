@@ -19,6 +19,7 @@ export function KeysPage() {
   const [revokeState, setRevokeState] = useState<{ busy: boolean; error?: string }>({ busy: false });
   const [revoked, setRevoked] = useState<DashboardKey | null>(null);
   const revokedNotice = useRef<HTMLDivElement>(null);
+  const createButton = useRef<HTMLButtonElement>(null);
   // The Revoke button that opened the dialog is gone with the revoked key's actions: focus goes to the outcome.
   useEffect(() => revokedNotice.current?.focus(), [revoked]);
 
@@ -47,7 +48,7 @@ export function KeysPage() {
           <p className="muted">Keys authenticate calls to <code>/v1</code>. Each key has its own audit webhook, signing secret and rate limit.</p>
         </div>
         {!creating && (
-          <button type="button" className="button primary" onClick={() => { setCreating(true); setCreated(null); setRevoked(null); }}>
+          <button ref={createButton} type="button" className="button primary" onClick={() => { setCreating(true); setCreated(null); setRevoked(null); }}>
             Create key
           </button>
         )}
@@ -69,6 +70,7 @@ export function KeysPage() {
           value={created.token}
           note="Copy it now: it is shown only once and cannot be retrieved later."
           onDone={() => setCreated(null)}
+          returnFocus={createButton}
         />
       )}
 
