@@ -487,6 +487,31 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
+  it("a test's outcome goes once another Webhook URL is saved: it was about the old one", { timeout: 60_000 }, async () => {
+    const other = await startReceiver({ status: 500 });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(server, 'stale-test@example.test');
+      const { key } = await server.createKey({ userId: user.id, webhookUrl: receiver.url, name: 'stale test' });
+      await signIn(page, server.url, user.email);
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
+      await page.getByRole('button', { name: 'Send test' }).click();
+      await expect.poll(() => page.getByTestId('test-result').textContent()).toContain(`Test delivered to ${receiver.url}`);
+      // Saving the same URL (another field changed) keeps it.
+      await page.getByLabel('Rate limit (requests/min)').fill('60');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      expect(await page.getByTestId('test-result').count()).toBe(1);
+      await page.getByLabel('Webhook URL').fill(other.url);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      expect(await page.getByTestId('test-result').count()).toBe(0);
+    } finally {
+      await page.close();
+      await other.close();
+    }
+  });
+
   it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
     const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

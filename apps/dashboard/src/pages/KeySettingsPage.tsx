@@ -177,6 +177,8 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
       });
       onSaved(res.key);
       setUrl(res.key.webhook_url ?? '');
+      // A test's outcome is about the URL it went to: once another one is saved, it no longer says anything.
+      if (res.key.webhook_url !== apiKey.webhook_url) setTest(null);
       setSaved(true);
     } catch (err) {
       fail(err);
