@@ -512,6 +512,28 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
+  it('an open key settings page shows the key revoked elsewhere without a reload, instead of a form whose Save fails', { timeout: 60_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(server, 'revoked-elsewhere@example.test');
+      const { key } = await server.createKey({ userId: user.id, name: 'revoked elsewhere' });
+      await signIn(page, server.url, user.email);
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
+      await page.getByLabel('Webhook URL').waitFor();
+      // Revoked from another tab.
+      const other = await browser.newPage();
+      await signIn(other, server.url, user.email);
+      await other.locator('tr', { hasText: 'revoked elsewhere' }).getByRole('button', { name: 'Revoke' }).click();
+      await other.getByRole('button', { name: 'Revoke key' }).click();
+      await other.getByTestId('revoked-notice').waitFor();
+      await other.close();
+      await page.getByText(/^This key was revoked on .+; its settings can no longer be changed\.$/).waitFor({ timeout: 15_000 });
+      expect(await page.getByLabel('Webhook URL').count()).toBe(0);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
     const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

@@ -18,12 +18,19 @@ const overlapHours = (key: DashboardKey) => (key.signing_secret_overlap_seconds 
 export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe }) {
   const [loaded, reload, setKey] = useLoad(() => getKey(keyId), [keyId]);
   useTitle(loaded.data ? `${loaded.data.name} · API Keys` : 'API Keys');
-  // Last delivery changes on its own (deliveries are sent, retried): it follows them. Only those fields: the
-  // form keeps what is typed in it, and what it compares against to know it has unsaved changes.
+  // Last delivery changes on its own (deliveries are sent, retried): it follows them, and a revoke made elsewhere
+  // (another tab, the CLI). Only those fields: the form keeps what is typed in it, and what it compares against to
+  // know it has unsaved changes.
   const shown = loaded.data;
   const refreshDeliveryStatus = useCallback(async () => {
     const fresh = await getKey(keyId).catch(() => null);
-    if (fresh) setKey((old) => old && old.id === fresh.id ? { ...old, last_delivery: fresh.last_delivery, retrying: fresh.retrying, failing_since: fresh.failing_since } : old ?? null);
+    if (fresh) {
+      setKey((old) =>
+        old && old.id === fresh.id
+          ? { ...old, last_delivery: fresh.last_delivery, retrying: fresh.retrying, failing_since: fresh.failing_since, revoked_at: fresh.revoked_at }
+          : old ?? null,
+      );
+    }
   }, [keyId, setKey]);
   useRefresh(refreshDeliveryStatus, shown && !shown.revoked_at ? IDLE_REFRESH_MS : null, shown);
 
