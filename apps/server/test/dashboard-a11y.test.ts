@@ -244,6 +244,9 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
       const text = (await result.textContent()) ?? '';
       expect(text.match(/HTTP 403/g)).toHaveLength(1);
       expect(await saved.count()).toBe(0);
+      // Last delivery too: the status once, not again as its error ("HTTP 403 … HTTP 403").
+      await expect.poll(() => page.getByTestId('last-delivery').textContent()).toContain('HTTP 403');
+      expect((await page.getByTestId('last-delivery').textContent())?.match(/HTTP 403/g)).toHaveLength(1);
 
       // Put the working receiver back for the other tests.
       await urlField.fill(receiver.url);

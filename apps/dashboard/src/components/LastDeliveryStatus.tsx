@@ -41,7 +41,7 @@ export function LastDeliveryStatus({
       <time dateTime={last.at} className="muted">
         {formatTime(last.at)}
       </time>
-      {last.error && <span className="error-text">{last.error}</span>}
+      {last.error && last.error !== `HTTP ${last.status_code}` && <span className="error-text">{last.error}</span>}
     </span>
   );
 }
