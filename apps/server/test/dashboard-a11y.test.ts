@@ -207,9 +207,19 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
       const urlField = page.getByLabel('Webhook URL');
       const saved = page.getByRole('status').filter({ hasText: 'Saved' });
 
+      // aria-describedby names only what is on the page: no field points at an error that is not there.
+      const danglingDescriptions = () =>
+        page.evaluate(() =>
+          Array.from(document.querySelectorAll('[aria-describedby]'))
+            .filter((el) => (el.getAttribute('aria-describedby') ?? '').split(/\s+/).some((id: string) => !document.getElementById(id)))
+            .map((el) => el.getAttribute('name')),
+        );
+      expect(await danglingDescriptions()).toEqual([]);
       await urlField.fill('localhost:4000');
       await page.getByRole('button', { name: 'Save' }).click();
       await expect.poll(() => page.getByTestId('webhook_url-error').textContent()).toBe('Add http:// or https:// at the start, e.g. http://localhost:4000');
+      expect(await urlField.getAttribute('aria-describedby')).toBe('webhook_url-error');
+      expect(await danglingDescriptions()).toEqual([]);
 
       // Unsaved edits: leaving within the app asks first; leaving the page triggers beforeunload.
       expect(await page.evaluate(() => {

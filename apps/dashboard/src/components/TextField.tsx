@@ -32,7 +32,7 @@ export function TextField({
         value={value}
         onChange={(e) => onChange(e.target.value)}
         aria-invalid={error ? true : undefined}
-        aria-describedby={errorId}
+        aria-describedby={error ? errorId : undefined}
       />
       {error && (
         <span className="field-error" id={errorId} role="alert" data-testid={errorId}>
