@@ -274,7 +274,12 @@ describe('keys and webhook settings', () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error).toMatchObject({ type: 'invalid_request_error', code, param });
     }
-    expect((await client.request('POST', '/keys', { name: '' })).body.error).toMatchObject({ param: 'name' });
+    // An empty name (the form's field left empty) and a missing one read as the form's words, like spaces alone.
+    for (const body of [{ name: '' }, {}, { name: '   ' }]) {
+      const res = await client.request('POST', '/keys', body);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'missing_required_parameter', param: 'name', message: 'Enter a name for the key.' });
+    }
     expect((await client.request('POST', '/keys', { name: 'tab\there' })).body.error).toMatchObject({ code: 'invalid_value', param: 'name' });
     // A name of emoji and accents (whole surrogate pairs) is text.
     const emoji = await client.request('PATCH', `/keys/${alice.keyId}`, { name: 'Café 🚀' });

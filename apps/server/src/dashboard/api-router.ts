@@ -87,6 +87,10 @@ function stringField(body: Record<string, unknown>, name: string, options: { max
 
 /** A key's `name`, trimmed: a name of spaces alone is refused like a missing one, on create and rename alike. */
 function keyName(body: Record<string, unknown>): string {
+  // The Create key form sends '' when its field is left empty: said in words, not as a parameter's name.
+  if (body.name === undefined || body.name === null || body.name === '') {
+    throw new ApiError('missing_required_parameter', 'Enter a name for the key.', { param: 'name' });
+  }
   const name = stringField(body, 'name', { max: MAX_NAME_LENGTH, text: true }).trim();
   if (!name) throw new ApiError('missing_required_parameter', 'Enter a name for the key.', { param: 'name' });
   return name;
