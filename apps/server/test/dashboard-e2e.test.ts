@@ -534,6 +534,34 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
+  it('a confirmation stays open while its action runs, a click beside it included, so its error is shown', { timeout: 60_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      const user = await createUser(server, 'busy-dialog@example.test');
+      const { key } = await server.createKey({ userId: user.id, name: 'busy dialog' });
+      await signIn(page, server.url, user.email);
+      // The revoke is held, then answered with an error.
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      await page.route('**/dashboard/api/keys/*/revoke', async (route) => {
+        await held;
+        await route.fulfill({ status: 500, contentType: 'application/json', body: JSON.stringify({ error: { message: 'The database is unavailable.', type: 'server_error', code: 'internal_error', param: null } }) });
+      });
+      await page.locator(`tr[data-key-id="${key.id}"]`).getByRole('button', { name: 'Revoke' }).click();
+      await page.getByRole('button', { name: 'Revoke key' }).click();
+      await page.getByRole('button', { name: 'Working…' }).waitFor();
+      await page.mouse.click(5, 5);
+      expect(await page.getByRole('dialog').count()).toBe(1);
+      release();
+      await expect.poll(() => page.getByRole('dialog').getByRole('alert').textContent()).toBe('The database is unavailable.');
+      // Once it is done, a click beside it cancels as before.
+      await page.mouse.click(5, 5);
+      await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
     const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

@@ -168,7 +168,8 @@ export function ConfirmDialog(props: {
   }, [onCancel, busy]);
 
   return (
-    <div className="backdrop" onClick={props.onCancel}>
+    // A click beside it cancels, as Escape does: not while the action runs (its outcome, an error say, shows in here).
+    <div className="backdrop" onClick={() => !busy && onCancel()}>
       <div ref={dialog} className="dialog" role="dialog" aria-modal="true" aria-labelledby="dialog-title" aria-describedby="dialog-body" onClick={(e) => e.stopPropagation()}>
         <h2 id="dialog-title">{props.title}</h2>
         <p id="dialog-body">{props.body}</p>
