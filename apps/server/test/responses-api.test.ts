@@ -299,6 +299,25 @@ describe('POST /v1/responses over an upstream', () => {
     expect(stateless.output_text).toBe('It is 4 degrees in Oslo.');
   });
 
+  it('refuses a tool_choice naming a function not in tools with a 400 naming tool_choice, as OpenAI does, before the upstream', async () => {
+    const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: {} }, strict: false }];
+    const sent = upstream.requests.length;
+    const wrong = await upstreamClient.responses
+      .create({ model: 'svc01', input: 'Weather?', tools, tool_choice: { type: 'function', name: 'get_time' } })
+      .catch((err: unknown) => err);
+    expect(wrong).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(wrong).toMatchObject({ status: 400, type: 'invalid_request_error', param: 'tool_choice', message: "400 Tool choice 'get_time' not found in 'tools' parameter." });
+    const none = await upstreamClient.responses.create({ model: 'svc01', input: 'Weather?', tool_choice: { type: 'function', name: 'get_weather' } }).catch((err: unknown) => err);
+    expect(none).toMatchObject({ status: 400, param: 'tool_choice' });
+    expect(upstream.requests.length).toBe(sent);
+
+    // A mode without tools is taken (OpenAI's Responses API does) and not sent on: a chat upstream refuses it.
+    upstream.nextBehavior({ answer: 'No tools needed.' });
+    const auto = await upstreamClient.responses.create({ model: 'svc01', input: 'Hi', tool_choice: 'auto' });
+    expect(auto.output_text).toBe('No tools needed.');
+    expect(upstream.requests.at(-1)!.body).not.toHaveProperty('tool_choice');
+  });
+
   it('streams tool calls as function_call items', async () => {
     upstream.nextBehavior({ toolCalls: [{ id: 'call_s', name: 'get_weather', arguments: { city: 'Rome' } }] });
     const stream = upstreamClient.responses.stream({

@@ -209,7 +209,26 @@ export async function parseChatRequest(body: unknown, turn: () => boolean): Prom
   if (body !== null && typeof body === 'object') refuseMoreKeysThan(body, 'logit_bias', MAX_LOGIT_BIAS_ENTRIES, 'entries');
   const request = await parseRequestBodyInTurns(CHAT_REQUEST, body, turn);
   requireSvcModel(request.model);
+  checkToolChoice(request);
   return request;
+}
+
+/**
+ * `tool_choice` as OpenAI refuses it before any model runs: without `tools` at all, or naming a function that
+ * is not one of them (the upstream would be asked for a call it cannot make; the offline model would make it).
+ */
+function checkToolChoice(request: ChatCompletionRequest): void {
+  const choice = request.tool_choice;
+  if (choice === undefined) return;
+  const tools = request.tools ?? [];
+  if (tools.length === 0) {
+    throw new ApiError('invalid_value', "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", { param: 'tool_choice' });
+  }
+  if (typeof choice === 'string') return;
+  const name = choice.function.name;
+  if (!tools.some((tool) => tool.function.name === name)) {
+    throw new ApiError('invalid_value', `Invalid value for 'tool_choice': no function named '${name}' is in 'tools'.`, { param: 'tool_choice' });
+  }
 }
 
 export const CHAT_REQUEST: ListedRequest<ChatCompletionRequest> = {

@@ -74,7 +74,13 @@ export async function toChatRequest(
       },
     }));
   }
-  if (request.tool_choice !== undefined) {
+  // Without tools a chat upstream refuses any tool_choice (OpenAI's Responses API takes one and calls nothing).
+  if (request.tool_choice !== undefined && (chat.tools !== undefined || typeof request.tool_choice !== 'string')) {
+    // As OpenAI answers a forced call to a function the request does not declare, before the upstream is asked.
+    const named = typeof request.tool_choice === 'string' ? null : request.tool_choice.name;
+    if (named !== null && !(chat.tools ?? []).some((tool) => tool.function.name === named)) {
+      throw new ApiError('invalid_value', `Tool choice '${named}' not found in 'tools' parameter.`, { param: 'tool_choice' });
+    }
     chat.tool_choice =
       typeof request.tool_choice === 'string' ? request.tool_choice : { type: 'function', function: { name: request.tool_choice.name } };
   }
