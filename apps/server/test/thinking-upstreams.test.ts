@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import { ChatOpenAI } from '@langchain/openai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText, streamText } from 'ai';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
@@ -15,6 +18,7 @@ let upstream: FakeUpstream;
 let server: TestServer;
 let receiver: Receiver;
 let client: OpenAI;
+let token: string;
 
 beforeAll(async () => {
   receiver = await startReceiver();
@@ -22,7 +26,7 @@ beforeAll(async () => {
   server = await startTestServer({
     env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gpt-4o-mini', SVC_UPSTREAM_THINKING_MODEL: 'o4-mini', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' },
   });
-  const { token } = await server.createKey({ webhookUrl: receiver.url });
+  ({ token } = await server.createKey({ webhookUrl: receiver.url }));
   client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
 });
 
@@ -64,5 +68,80 @@ describe('tool_choice', () => {
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
     });
     expect(named.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather' } });
+  });
+});
+
+/** The webhook payload of the request `id`. */
+async function delivered(id: string): Promise<Record<string, unknown>> {
+  const [hit] = (await receiver.waitFor((all) => all.some((d) => JSON.parse(d.raw.toString()).request_id === id))).filter(
+    (d) => JSON.parse(d.raw.toString()).request_id === id,
+  );
+  return JSON.parse(hit!.raw.toString()) as Record<string, unknown>;
+}
+
+describe('<think>…</think> in content (Ollama, vLLM without a reasoning parser, llama.cpp --reasoning-format none)', () => {
+  // The reasoning muses about a number no source has: were it taken for the answer, the check would flag it.
+  const REASONING = 'The user asks where. Maybe it was finished in 1925? No, the document says Paris.';
+  const ANSWER = 'The Eiffel Tower is in Paris.';
+  const messages = [
+    { role: 'system' as const, content: DOC },
+    { role: 'user' as const, content: 'Where is the Eiffel Tower?' },
+  ];
+
+  it('non-streamed: the block comes back as reasoning_content, the answer alone is content, checked and audited', async () => {
+    upstream.setBehavior({ reasoning: REASONING, reasoningField: 'think-tags', answer: ANSWER });
+    const res = await client.chat.completions.create({ model: 'svc01', messages });
+    const message = res.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+    expect(message.content).toBe(ANSWER);
+    expect(message.reasoning_content).toBe(`\n${REASONING}\n`);
+    expect((res as unknown as { svc: unknown }).svc).toMatchObject({ checked: true, grounded: true, flagged_spans: [] });
+    expect(await delivered(res.id)).toMatchObject({ response_text: ANSWER, grounded: true });
+  });
+
+  it('streamed with the tags split across frames: deltas carry the reasoning as reasoning_content, never in content', async () => {
+    upstream.setBehavior({ reasoning: REASONING, reasoningField: 'think-tags', answer: ANSWER, contentPieceChars: 3 });
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true, stream_options: { include_usage: true } });
+    let content = '';
+    let reasoning = '';
+    let id = '';
+    let svc: unknown;
+    for await (const chunk of stream) {
+      id = chunk.id;
+      const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
+      content += delta?.content ?? '';
+      reasoning += delta?.reasoning_content ?? '';
+      svc ??= (chunk as unknown as { svc?: unknown }).svc;
+    }
+    expect(content).toBe(ANSWER);
+    expect(reasoning).toBe(`\n${REASONING}\n`);
+    expect(svc).toMatchObject({ checked: true, grounded: true, flagged_spans: [] });
+    expect(await delivered(id)).toMatchObject({ response_text: ANSWER, grounded: true, streaming: true });
+  });
+
+  it('reaches the AI SDK and LangChain as the answer alone, plain and streamed', async () => {
+    upstream.setBehavior({ reasoning: REASONING, reasoningField: 'think-tags', answer: ANSWER, contentPieceChars: 5 });
+    const openai = createOpenAI({ apiKey: token, baseURL: `${server.url}/v1` });
+    const asked = { system: DOC, prompt: 'Where is the Eiffel Tower?' };
+    expect((await generateText({ model: openai.chat('svc01'), ...asked })).text).toBe(ANSWER);
+    let streamed = '';
+    for await (const part of streamText({ model: openai.chat('svc01'), ...asked }).textStream) streamed += part;
+    expect(streamed).toBe(ANSWER);
+
+    const model = new ChatOpenAI({ model: 'svc01', apiKey: token, configuration: { baseURL: `${server.url}/v1` }, maxRetries: 0 });
+    expect((await model.invoke(messages)).content).toBe(ANSWER);
+    let chunks = '';
+    for await (const chunk of await model.stream(messages)) chunks += typeof chunk.content === 'string' ? chunk.content : '';
+    expect(chunks).toBe(ANSWER);
+  });
+
+  it('leaves content that does not open with the tag as it came, a tag later in the text included', async () => {
+    const text = '  Use <think> tags in the prompt; close with </think>.';
+    upstream.setBehavior({ answer: text, contentPieceChars: 2 });
+    const plain = await client.chat.completions.create({ model: 'svc01', messages });
+    expect(plain.choices[0]!.message.content).toBe(text);
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true });
+    let content = '';
+    for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    expect(content).toBe(text);
   });
 });

@@ -14,6 +14,7 @@ import { request } from '../http/undici-dispatchers.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { SseLimitError, SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
+import { splitThink, ThinkTags } from './think-tags.js';
 import { TokenLimits } from './token-limit.js';
 import { upstreamHttpError } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
@@ -322,6 +323,7 @@ class ChunkReader {
   private readonly finished = new ChoiceIndexes();
   private readonly textFrames = new TextFrames();
   private readonly toolCalls = new ToolCallIndexes();
+  private readonly thinkTags = new ThinkTags();
   private readonly fallback: { id: string; created: number; model: string };
   /** `[DONE]` came: the frames after it are dropped. */
   private done = false;
@@ -464,6 +466,7 @@ class ChunkReader {
     const text = event.event === 'message' ? this.textFrames.read(data) : undefined;
     if (text) {
       this.started.add(0);
+      this.thinkTags.apply(text);
       return text;
     }
     // Nesting deeper than MAX_JSON_DEPTH takes at least twice as many characters.
@@ -483,6 +486,7 @@ class ChunkReader {
       this.started.add(choice.index);
       if (choice.finish_reason) this.finished.add(choice.index);
     }
+    this.thinkTags.apply(chunk);
     return chunk;
   }
 }
@@ -543,6 +547,12 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
       message.tool_calls = message.tool_calls.map((call: unknown) => (isRecord(call) && call.type == null ? { ...call, type: 'function' } : call));
     }
     normalizeReasoning(message);
+    // A leading <think> block in the text (Ollama, vLLM without a reasoning parser) is reasoning, not the answer.
+    const think = typeof message.content === 'string' ? splitThink(message.content) : null;
+    if (think) {
+      message.content = think.content;
+      message.reasoning_content = typeof message.reasoning_content === 'string' ? message.reasoning_content + think.reasoning : think.reasoning;
+    }
     const index = typeof raw.index === 'number' ? raw.index : position;
     const finish_reason = normalizeFinishReason(raw.finish_reason);
     let m = message as UpstreamCompletion['choices'][number]['message'];

@@ -22,8 +22,14 @@ export interface FakeUpstreamBehavior {
   answer?: string | ((body: Record<string, unknown>) => string);
   /** Reasoning text to emit before the answer. */
   reasoning?: string;
-  /** Field the reasoning goes in: OpenAI-compatible servers use either. Default `reasoning_content`. */
-  reasoningField?: 'reasoning_content' | 'reasoning';
+  /**
+   * Field the reasoning goes in: OpenAI-compatible servers use either. Default `reasoning_content`.
+   * `think-tags`: in the content, as `<think>\n…\n</think>\n\n` before the answer (Ollama's OpenAI-compatible
+   * API, vLLM without `--reasoning-parser`, llama.cpp with `--reasoning-format none`).
+   */
+  reasoningField?: 'reasoning_content' | 'reasoning' | 'think-tags';
+  /** Stream the content in pieces of this many characters (splitting `<think>` tags across frames), not word by word. */
+  contentPieceChars?: number;
   /** Answer with these (parallel) tool calls and `finish_reason: "tool_calls"`. */
   toolCalls?: FakeToolCall[];
   /** `false` omits usage (non-stream body and the include_usage chunk). Default true. */
@@ -296,14 +302,16 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     const id = `chatcmpl-fake${requests.length}`;
     const created = Math.floor(Date.now() / 1000);
     const model = typeof body.model === 'string' ? body.model : 'fake-model';
-    const answer = typeof current.answer === 'function' ? current.answer(body) : (current.answer ?? DEFAULT_ANSWER);
-    const reasoningField = current.reasoningField ?? 'reasoning_content';
+    const given = typeof current.answer === 'function' ? current.answer(body) : (current.answer ?? DEFAULT_ANSWER);
+    const inTags = current.reasoningField === 'think-tags' && current.reasoning !== undefined;
+    const answer = inTags ? `<think>\n${current.reasoning}\n</think>\n\n${given}` : given;
+    const reasoningField = current.reasoningField === 'think-tags' ? null : (current.reasoningField ?? 'reasoning_content');
     const toolCalls = (current.toolCalls ?? []).map((call, i) => ({
       id: call.id ?? `call_fake${i}`,
       type: 'function' as const,
       function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
     }));
-    const contentPieces = toolCalls.length > 0 ? [] : splitAnswer(answer);
+    const contentPieces = toolCalls.length > 0 ? [] : current.contentPieceChars ? (answer.match(new RegExp(`[^]{1,${current.contentPieceChars}}`, 'g')) ?? []) : splitAnswer(answer);
     const usage = {
       prompt_tokens: countWords(JSON.stringify(body.messages ?? '')),
       completion_tokens: Math.max(1, contentPieces.length + toolCalls.length * 3 + (current.reasoning ? countWords(current.reasoning) : 0)),
@@ -314,7 +322,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
 
     if (body.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content: toolCalls.length > 0 ? null : answer, refusal: null };
-      if (current.reasoning) message[reasoningField] = current.reasoning;
+      if (current.reasoning && reasoningField) message[reasoningField] = current.reasoning;
       if (toolCalls.length > 0) message.tool_calls = toolCalls;
       const completion: Record<string, unknown> = {
         id,
@@ -374,7 +382,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     });
 
     const frames: string[] = [frame(chunk({ role: 'assistant', content: '', refusal: null }))];
-    if (current.reasoning) for (const piece of splitAnswer(current.reasoning)) frames.push(frame(chunk({ [reasoningField]: piece })));
+    if (current.reasoning && reasoningField) for (const piece of splitAnswer(current.reasoning)) frames.push(frame(chunk({ [reasoningField]: piece })));
     for (const piece of contentPieces) frames.push(frame(chunk({ content: piece })));
     toolCalls.forEach((call, index) => {
       frames.push(frame(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] })));

@@ -1,0 +1,117 @@
+import type { ChatCompletionChunk } from '@svc/protocol';
+
+const OPEN = '<think>';
+const CLOSE = '</think>';
+
+/**
+ * A leading `<think>…</think>` block of `content` (what Ollama's OpenAI-compatible API, vLLM without a
+ * reasoning parser and llama.cpp with `--reasoning-format none` send for DeepSeek-R1- and Qwen3-style models)
+ * as reasoning: `{ reasoning, content }` with the answer's leading white space dropped; null when `content`
+ * does not open with the tag (white space before it allowed). An unclosed block is all reasoning.
+ *
+ * @example
+ * splitThink('<think>The doc says Paris.</think>\n\nParis.') // → { reasoning: 'The doc says Paris.', content: 'Paris.' }
+ */
+export function splitThink(content: string): { reasoning: string; content: string } | null {
+  const start = content.length - content.trimStart().length;
+  if (!content.startsWith(OPEN, start)) return null;
+  const from = start + OPEN.length;
+  const end = content.indexOf(CLOSE, from);
+  if (end === -1) return { reasoning: content.slice(from), content: '' };
+  return { reasoning: content.slice(from, end), content: content.slice(end + CLOSE.length).trimStart() };
+}
+
+/** Where one choice's stream is: before its first text, inside the block, just after it, or in the answer. */
+const enum State {
+  Start,
+  Thinking,
+  After,
+  Answer,
+}
+
+interface ChoiceState {
+  state: State;
+  /** Start: the white space and tag prefix seen so far; Thinking: a tail that may begin `</think>`. */
+  held: string;
+}
+
+/**
+ * `splitThink` over a stream: each choice's `delta.content` is moved to `delta.reasoning_content` while it is
+ * inside a leading `<think>` block, whatever frames the tags are split across (`<th` + `ink>`). Text that may
+ * still turn out to be a tag is held back (a few characters) and sent with the next frame, or with the
+ * choice's finish when the stream ends there. A choice whose text does not open with the tag is passed on as
+ * it came, after its first characters; one that did costs a map look-up per frame after the block.
+ *
+ * @example
+ * const tags = new ThinkTags();
+ * for (const chunk of chunks) tags.apply(chunk); // in place
+ */
+export class ThinkTags {
+  private readonly choices = new Map<number, ChoiceState>();
+
+  /** Rewrites `chunk`'s deltas in place. */
+  apply(chunk: ChatCompletionChunk): void {
+    for (const choice of chunk.choices) {
+      let at = this.choices.get(choice.index);
+      if (at === undefined) {
+        at = { state: State.Start, held: '' };
+        this.choices.set(choice.index, at);
+      }
+      if (at.state === State.Answer) continue;
+      const delta = choice.delta as Record<string, unknown>;
+      const text = typeof delta.content === 'string' ? delta.content : '';
+      const finishing = choice.finish_reason !== null && choice.finish_reason !== undefined;
+      if (text === '' && !finishing) continue;
+      const { reasoning, content } = this.step(at, text, finishing);
+      if (reasoning !== '') delta.reasoning_content = typeof delta.reasoning_content === 'string' ? delta.reasoning_content + reasoning : reasoning;
+      if (content !== '' || typeof delta.content === 'string') delta.content = content;
+    }
+  }
+
+  private step(at: ChoiceState, text: string, finishing: boolean): { reasoning: string; content: string } {
+    let reasoning = '';
+    let rest = text;
+    if (at.state === State.Start) {
+      const seen = at.held + rest;
+      const trimmed = seen.trimStart();
+      if (trimmed.startsWith(OPEN)) {
+        at.state = State.Thinking;
+        at.held = '';
+        rest = trimmed.slice(OPEN.length);
+      } else if (OPEN.startsWith(trimmed) && !finishing) {
+        // White space, or a prefix of the tag: not known yet.
+        at.held = seen;
+        return { reasoning: '', content: '' };
+      } else {
+        at.state = State.Answer;
+        at.held = '';
+        return { reasoning: '', content: seen };
+      }
+    }
+    if (at.state === State.Thinking) {
+      const seen = at.held + rest;
+      const end = seen.indexOf(CLOSE);
+      if (end === -1) {
+        const keep = finishing ? 0 : partialTagAtEnd(seen);
+        at.held = seen.slice(seen.length - keep);
+        return { reasoning: seen.slice(0, seen.length - keep), content: '' };
+      }
+      reasoning = seen.slice(0, end);
+      at.held = '';
+      at.state = State.After;
+      rest = seen.slice(end + CLOSE.length);
+    }
+    // After the block: the white space before the answer is dropped, as `splitThink` drops it.
+    const answer = rest.trimStart();
+    if (answer !== '') at.state = State.Answer;
+    return { reasoning, content: answer };
+  }
+}
+
+/** How many characters at the end of `text` could begin `</think>` (0 to 7). */
+function partialTagAtEnd(text: string): number {
+  for (let n = Math.min(CLOSE.length - 1, text.length); n > 0; n--) {
+    if (text.endsWith(CLOSE.slice(0, n))) return n;
+  }
+  return 0;
+}
