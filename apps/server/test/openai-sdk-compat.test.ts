@@ -53,20 +53,21 @@ async function rejection(promise: Promise<unknown>): Promise<InstanceType<typeof
 }
 
 describe('upstream 4xx keep their meaning', () => {
+  // logit_bias: svc drops a sampling knob a model refuses (token-limit.ts), not a field whose output a client asked for.
   it.each([false, true])("an upstream 400 is a BadRequestError with the upstream's message, code and param, not retried (stream: %s)", async (stream) => {
     upstream.setBehavior({
       status: 400,
-      errorMessage: "Unsupported parameter: 'top_p' is not supported with this model (key sk-upstream-secret).",
+      errorMessage: "Unsupported parameter: 'logit_bias' is not supported with this model (key sk-upstream-secret).",
       errorCode: 'unsupported_parameter',
-      errorParam: 'top_p',
+      errorParam: 'logit_bias',
     });
-    const error = await rejection(client.chat.completions.create({ ...ask, top_p: 0.5, stream }));
+    const error = await rejection(client.chat.completions.create({ ...ask, logit_bias: { '50256': -100 }, stream }));
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect(error.status).toBe(400);
     expect(error.code).toBe('unsupported_parameter');
-    expect(error.param).toBe('top_p');
+    expect(error.param).toBe('logit_bias');
     expect(error.type).toBe('invalid_request_error');
-    expect(error.message).toContain("Unsupported parameter: 'top_p'");
+    expect(error.message).toContain("Unsupported parameter: 'logit_bias'");
     expect(error.message).not.toContain('sk-upstream-secret');
     // The SDK retries 408/409/429/5xx: a 400 reaches the upstream exactly once.
     expect(upstream.requests).toHaveLength(1);

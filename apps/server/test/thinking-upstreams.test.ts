@@ -145,3 +145,50 @@ describe('<think>…</think> in content (Ollama, vLLM without a reasoning parser
     expect(content).toBe(text);
   });
 });
+
+describe('OpenAI reasoning models behind svc.thinking (SVC_UPSTREAM_THINKING_MODEL=o4-mini)', () => {
+  const messages = [
+    { role: 'system' as const, content: DOC },
+    { role: 'user' as const, content: 'How tall is the Eiffel Tower?' },
+  ];
+  // What an app sets once for both modes; svc sends each model what it takes.
+  const tuned = { temperature: 0.3, top_p: 0.9, presence_penalty: 0.5, frequency_penalty: 0.2, max_tokens: 300, reasoning_effort: 'low' as const };
+  const thinking = { svc: { thinking: true } } as Record<string, unknown>;
+
+  it('answers where o4-mini would refuse top_p, the penalties and max_tokens; reasoning_effort and usage details pass', async () => {
+    upstream.setBehavior({ answer: 'It is 330 metres tall.', reasoningTokens: 192 });
+    const res = await client.chat.completions.create({ model: 'svc01', messages, ...tuned, ...thinking });
+    expect(upstream.requests).toHaveLength(1);
+    const sent = upstream.requests[0]!.body;
+    expect(sent).toMatchObject({ model: 'o4-mini', max_completion_tokens: 300, temperature: 1, reasoning_effort: 'low' });
+    for (const refused of ['max_tokens', 'top_p', 'presence_penalty', 'frequency_penalty']) expect(sent).not.toHaveProperty(refused);
+    expect(res.usage?.completion_tokens_details?.reasoning_tokens).toBe(192);
+    expect(await delivered(res.id)).toMatchObject({ output_tokens: res.usage!.completion_tokens });
+    expect(res.usage!.completion_tokens).toBeGreaterThan(192);
+
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, ...tuned, ...thinking, stream: true, stream_options: { include_usage: true } });
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let content = '';
+    for await (const chunk of stream) {
+      content += chunk.choices[0]?.delta.content ?? '';
+      usage ??= chunk.usage;
+    }
+    expect(content).toBe('It is 330 metres tall.');
+    expect(usage?.completion_tokens_details?.reasoning_tokens).toBe(192);
+  });
+
+  it("drops reasoning_effort once gpt-4o-mini refused it (thinking off), and sends it no more; o4-mini's refusal of logprobs comes back as a 400", async () => {
+    upstream.setBehavior({ answer: 'It is 330 metres tall.' });
+    const plain = await client.chat.completions.create({ model: 'svc01', messages, ...tuned });
+    expect(plain.choices[0]!.message.content).toBe('It is 330 metres tall.');
+    expect(upstream.requests.map((r) => 'reasoning_effort' in r.body)).toEqual([true, false]);
+    expect(upstream.requests[1]!.body).toMatchObject({ model: 'gpt-4o-mini', max_tokens: 300, temperature: 0.3, top_p: 0.9 });
+    await client.chat.completions.create({ model: 'svc01', messages, ...tuned });
+    expect(upstream.requests).toHaveLength(3);
+    expect(upstream.requests[2]!.body).not.toHaveProperty('reasoning_effort');
+
+    const logprobs = await client.chat.completions.create({ model: 'svc01', messages, logprobs: true, ...thinking }).catch((err: unknown) => err);
+    expect(logprobs).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(logprobs).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'logprobs' });
+  });
+});

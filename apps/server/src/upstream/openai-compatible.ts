@@ -46,6 +46,8 @@ export interface OpenAICompatibleUpstreamOptions {
   ca?: string;
 }
 
+/** Resends of one request after a refused field (token-limit.ts): the limit's form and each droppable field once. */
+const MAX_ADAPTATIONS = 6;
 /** Bytes of a non-2xx body read for its error message. */
 const ERROR_BODY_LIMIT = 64 * 1024;
 /** Bytes after `[DONE]` read to keep the connection; a server that sends more loses it. */
@@ -146,7 +148,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   const tokenLimits = new TokenLimits();
   /**
    * `send` with the token limit in the form the model takes and no temperature where it takes none
-   * (token-limit.ts); sent again when the upstream refuses either (at most twice: one lesson each).
+   * (token-limit.ts); sent again when the upstream refuses one of them (at most MAX_ADAPTATIONS times: one lesson each).
    */
   async function sendAdapted(body: UpstreamBody, stream: boolean, signal: CallSignal): ReturnType<typeof send> {
     let sent = tokenLimits.adapt(body);
@@ -154,7 +156,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       try {
         return await send(sent, stream, signal);
       } catch (error) {
-        const retry = signal.aborted || retries === 2 ? null : tokenLimits.retryAfter(sent, error);
+        const retry = signal.aborted || retries === MAX_ADAPTATIONS ? null : tokenLimits.retryAfter(sent, error);
         if (retry === null) throw error;
         sent = retry;
       }

@@ -4,6 +4,18 @@ import { UpstreamError } from './upstream.js';
 export type TokenLimitField = 'max_tokens' | 'max_completion_tokens';
 
 /**
+ * Tuning fields an upstream model may refuse that svc leaves out rather than fail the request for: the
+ * sampling knobs OpenAI's reasoning models refuse (svc picks the thinking model, the client cannot tell), and
+ * `reasoning_effort`, which OpenAI's other models refuse (an app that sets it for thinking mode sends it on
+ * every request). `logprobs`, `logit_bias` and the like are not among them: a client asked for what they give.
+ */
+const DROPPABLE = ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'reasoning_effort'] as const;
+type Droppable = (typeof DROPPABLE)[number];
+
+/** What OpenAI's reasoning models refuse with `unsupported_parameter` whatever the value (temperature: any but 1). */
+const REASONING_REFUSES: readonly Droppable[] = ['top_p', 'presence_penalty', 'frequency_penalty'];
+
+/**
  * OpenAI's reasoning families: o1, o3, o4-mini, … and gpt-5 (gpt-5-mini, gpt-5.1, gpt-5-codex, …) but not
  * gpt-5-chat, optionally behind a router's `provider/` prefix (`openai/o4-mini`). They reject `max_tokens`
  * (they want `max_completion_tokens`) and any `temperature` but 1.
@@ -22,10 +34,12 @@ export function isReasoningModel(model: string): boolean {
  *    and no `temperature` unless it is 1 (the only value they accept; svc's default 0.1 would be refused).
  * 2. Every other model gets `max_tokens` (a client's `max_completion_tokens` is renamed): servers that only
  *    know `max_tokens` ignore the other name, and the answer would run unlimited.
+ *    They also get no `top_p`, `presence_penalty` or `frequency_penalty`, which they refuse whatever the value.
  * 3. When the upstream nevertheless answers 400 `unsupported_parameter` for the form sent, the request is
  *    sent once more with the other form, and that model keeps the other form from then on. Likewise a 400
- *    about `temperature` (`unsupported_value` / `unsupported_parameter`, a reasoning model the names above
- *    miss): sent once more without it, and that model gets none from then on.
+ *    (`unsupported_value` / `unsupported_parameter`) about `temperature`, `top_p`, `presence_penalty`,
+ *    `frequency_penalty` (a reasoning model the names above miss) or `reasoning_effort` (a model that does not
+ *    reason): sent once more without it, and that model gets none from then on.
  *
  * One instance per upstream: it remembers what each model accepts.
  *
@@ -37,8 +51,8 @@ export function isReasoningModel(model: string): boolean {
 export class TokenLimits {
   /** Models whose upstream refused the form the rule gave them. */
   private readonly learned = new Map<string, TokenLimitField>();
-  /** Models whose upstream refused a temperature. */
-  private readonly noTemperature = new Set<string>();
+  /** Fields each model's upstream refused. */
+  private readonly refused = new Map<string, Set<Droppable>>();
 
   /** The form `model` gets. */
   fieldFor(model: string): TokenLimitField {
@@ -55,9 +69,12 @@ export class TokenLimits {
    * token limit (and the model keeps the other form from now on); null for any other refusal.
    */
   retryAfter(sent: UpstreamBody, error: unknown): UpstreamBody | null {
-    if (sent.temperature !== undefined && isUnsupported(error, 'temperature')) {
-      this.noTemperature.add(sent.model);
-      const { temperature: _refused, ...rest } = sent;
+    for (const key of DROPPABLE) {
+      if (sent[key] === undefined || !isUnsupported(error, key)) continue;
+      const refused = this.refused.get(sent.model) ?? new Set();
+      refused.add(key);
+      this.refused.set(sent.model, refused);
+      const { [key]: _refused, ...rest } = sent;
       return rest as UpstreamBody;
     }
     const field = sentField(sent);
@@ -67,14 +84,24 @@ export class TokenLimits {
     return this.withField(sent, other);
   }
 
+  /** Whether `body`'s model is sent no `key` (its value in `body` is set). */
+  private drops(body: UpstreamBody, key: Droppable, reasoning: boolean): boolean {
+    if (this.refused.get(body.model)?.has(key)) return true;
+    if (!reasoning) return false;
+    return key === 'temperature' ? body.temperature !== 1 : REASONING_REFUSES.includes(key);
+  }
+
   private withField(body: UpstreamBody, field: TokenLimitField): UpstreamBody {
     const other: TokenLimitField = field === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
-    const dropTemperature =
-      body.temperature !== undefined && ((body.temperature !== 1 && isReasoningModel(body.model)) || this.noTemperature.has(body.model));
-    if (body[other] === undefined && !dropTemperature) return body;
+    const reasoning = isReasoningModel(body.model);
+    let dropped: Set<string> | null = null;
+    for (const key of DROPPABLE) {
+      if (body[key] !== undefined && this.drops(body, key, reasoning)) (dropped ??= new Set()).add(key);
+    }
+    if (body[other] === undefined && dropped === null) return body;
     const out: Record<string, unknown> = {};
     for (const key in body) {
-      if (key === 'temperature' && dropTemperature) continue;
+      if (dropped?.has(key)) continue;
       if (key === other) {
         // The client's own `field` wins over a renamed `other` (a client that sent both).
         if (body[field] === undefined) out[field] = body[other];
@@ -94,9 +121,9 @@ function sentField(body: UpstreamBody): TokenLimitField | null {
  * An upstream 400 `unsupported_parameter` naming `field`, by param or in its message (OpenAI's code); for
  * `temperature` also `unsupported_value` (what OpenAI's reasoning models answer to a temperature but 1).
  */
-function isUnsupported(error: unknown, field: TokenLimitField | 'temperature'): boolean {
+function isUnsupported(error: unknown, field: TokenLimitField | Droppable): boolean {
   if (!(error instanceof UpstreamError) || error.upstreamStatus !== 400) return false;
   const code = error.upstreamCode;
-  if (code !== 'unsupported_parameter' && !(field === 'temperature' && code === 'unsupported_value')) return false;
+  if (code !== 'unsupported_parameter' && !(field !== 'max_tokens' && field !== 'max_completion_tokens' && code === 'unsupported_value')) return false;
   return error.param === field || (error.param === null && error.message.includes(`'${field}'`));
 }

@@ -28,6 +28,11 @@ export interface FakeUpstreamBehavior {
    * API, vLLM without `--reasoning-parser`, llama.cpp with `--reasoning-format none`).
    */
   reasoningField?: 'reasoning_content' | 'reasoning' | 'think-tags';
+  /**
+   * Tokens the model reasoned with and does not show (OpenAI's reasoning models): counted in
+   * `completion_tokens` and reported as `completion_tokens_details.reasoning_tokens`, as OpenAI reports them.
+   */
+  reasoningTokens?: number;
   /** Stream the content in pieces of this many characters (splitting `<think>` tags across frames), not word by word. */
   contentPieceChars?: number;
   /** Answer with these (parallel) tool calls and `finish_reason: "tool_calls"`. */
@@ -317,6 +322,13 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       completion_tokens: Math.max(1, contentPieces.length + toolCalls.length * 3 + (current.reasoning ? countWords(current.reasoning) : 0)),
       total_tokens: 0,
     };
+    if (current.reasoningTokens !== undefined) {
+      usage.completion_tokens += current.reasoningTokens;
+      Object.assign(usage, {
+        prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+        completion_tokens_details: { reasoning_tokens: current.reasoningTokens, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+      });
+    }
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     const finishReason = toolCalls.length > 0 ? 'tool_calls' : (current.finishReason ?? 'stop');
 
@@ -492,10 +504,14 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
 /** OpenAI's reasoning models as the fake knows them (its own list, not svc's rule, so tests check the rule). */
 const REASONING_MODELS = ['o1', 'o1-mini', 'o3', 'o3-mini', 'o3-pro', 'o4-mini', 'gpt-5', 'gpt-5-mini', 'gpt-5-nano', 'gpt-5.1'];
 
+/** OpenAI's models that do not reason: they refuse `reasoning_effort`. */
+const NON_REASONING_OPENAI_MODELS = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'gpt-4.1-mini', 'gpt-4.1-nano', 'gpt-5-chat-latest'];
+
 /**
  * The 400 a real server gives for parameters its model does not take: OpenAI's reasoning models refuse
- * `max_tokens` and a `temperature` other than 1 (their messages, codes and params); `tokenLimitField` makes
- * any model refuse the other field.
+ * `max_tokens`, a `temperature` other than 1, and `top_p`, the penalties, `logprobs`, `top_logprobs` and
+ * `logit_bias` whatever their value; its other models refuse `reasoning_effort` (their messages, codes and
+ * params); `tokenLimitField` makes any model refuse the other field.
  */
 function parameterRefusal(body: Record<string, unknown>, behavior: FakeUpstreamBehavior): { message: string; code: string; param: string } | null {
   const model = String(body.model ?? '');
@@ -504,6 +520,14 @@ function parameterRefusal(body: Record<string, unknown>, behavior: FakeUpstreamB
   const refused = only === 'max_completion_tokens' ? 'max_tokens' : only === 'max_tokens' ? 'max_completion_tokens' : undefined;
   if (refused && body[refused] !== undefined) {
     return { message: `Unsupported parameter: '${refused}' is not supported with this model. Use '${only}' instead.`, code: 'unsupported_parameter', param: refused };
+  }
+  if (reasoning) {
+    for (const param of ['top_p', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs', 'logit_bias']) {
+      if (body[param] !== undefined) return { message: `Unsupported parameter: '${param}' is not supported with this model.`, code: 'unsupported_parameter', param };
+    }
+  }
+  if (NON_REASONING_OPENAI_MODELS.some((name) => model === name || model.startsWith(`${name}-`)) && body.reasoning_effort !== undefined) {
+    return { message: "Unsupported parameter: 'reasoning_effort' is not supported with this model.", code: 'unsupported_parameter', param: 'reasoning_effort' };
   }
   if ((reasoning || behavior.fixedTemperature) && body.temperature !== undefined && body.temperature !== 1) {
     return {

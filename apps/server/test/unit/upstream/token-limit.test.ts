@@ -73,4 +73,19 @@ describe('TokenLimits', () => {
     expect(limits.adapt({ model: 'acme-thinker', messages, max_tokens: 10, temperature: 0.7 })).toEqual({ model: 'acme-thinker', messages, max_tokens: 10 });
     expect(limits.adapt({ model: 'other', messages, temperature: 0.7 })).toEqual({ model: 'other', messages, temperature: 0.7 });
   });
+
+  it('sends reasoning models no top_p or penalties; drops any of them, or reasoning_effort, for a model that refused it, and keeps logprobs', () => {
+    const limits = new TokenLimits();
+    const tuned = { messages, max_tokens: 10, top_p: 0.9, presence_penalty: 0.1, frequency_penalty: 0.2, logprobs: true };
+    expect(limits.adapt({ model: 'gpt-5', ...tuned })).toEqual({ model: 'gpt-5', messages, max_completion_tokens: 10, logprobs: true });
+    const unknown = limits.adapt({ model: 'acme-thinker', ...tuned, reasoning_effort: 'low' });
+    expect(unknown).toEqual({ model: 'acme-thinker', ...tuned, reasoning_effort: 'low' });
+    const refusal = (param: string) =>
+      new UpstreamError('upstream_invalid_request', `Unsupported parameter: '${param}' is not supported with this model.`, { upstreamStatus: 400, upstreamCode: 'unsupported_parameter', param });
+    const withoutTopP = limits.retryAfter(unknown, refusal('top_p'))!;
+    expect(withoutTopP).not.toHaveProperty('top_p');
+    expect(limits.retryAfter(withoutTopP, refusal('reasoning_effort'))).not.toHaveProperty('reasoning_effort');
+    expect(limits.retryAfter(withoutTopP, refusal('logprobs'))).toBeNull();
+    expect(limits.adapt({ model: 'acme-thinker', ...tuned, reasoning_effort: 'high' })).toEqual({ model: 'acme-thinker', ...tuned, top_p: undefined, reasoning_effort: undefined });
+  });
 });
