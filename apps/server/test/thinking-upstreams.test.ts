@@ -6,6 +6,7 @@ import { generateText, streamText } from 'ai';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
+import { countUsage } from '../src/chat/prompt.js';
 
 /**
  * svc in front of the upstream kinds an app switches between: OpenAI's reasoning models, and vLLM / llama.cpp /
@@ -190,5 +191,41 @@ describe('OpenAI reasoning models behind svc.thinking (SVC_UPSTREAM_THINKING_MOD
     const logprobs = await client.chat.completions.create({ model: 'svc01', messages, logprobs: true, ...thinking }).catch((err: unknown) => err);
     expect(logprobs).toBeInstanceOf(OpenAI.BadRequestError);
     expect(logprobs).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'logprobs' });
+  });
+});
+
+describe('usage svc counts itself (an upstream that reports none)', () => {
+  const REASONING = 'The document gives the height directly, so the answer is short and needs no arithmetic at all.';
+  const ANSWER = 'It is 330 metres tall.';
+  const messages = [
+    { role: 'system' as const, content: DOC },
+    { role: 'user' as const, content: 'How tall?' },
+  ];
+
+  it('counts the reasoning text among the completion tokens, streamed or not, and the webhook reports the same', async () => {
+    const expected = await countUsage(messages, [ANSWER, REASONING]);
+    const answerOnly = await countUsage(messages, [ANSWER]);
+    expect(expected.completion_tokens).toBeGreaterThan(answerOnly.completion_tokens);
+
+    upstream.setBehavior({ answer: ANSWER, reasoning: REASONING, reasoningField: 'reasoning', usage: false });
+    const plain = await client.chat.completions.create({ model: 'svc01', messages, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect(plain.usage).toEqual(expected);
+
+    upstream.setBehavior({ answer: ANSWER, reasoning: REASONING, usage: false });
+    const stream = await client.chat.completions.create({
+      model: 'svc01',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+      svc: { thinking: true },
+    } as OpenAI.ChatCompletionCreateParamsStreaming);
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let id = '';
+    for await (const chunk of stream) {
+      id = chunk.id;
+      usage ??= chunk.usage;
+    }
+    expect(usage).toEqual(expected);
+    expect(await delivered(id)).toMatchObject({ output_tokens: expected.completion_tokens, input_tokens: expected.prompt_tokens });
   });
 });

@@ -27,7 +27,7 @@ export async function complete(
   const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
   const usage =
     completion.usage ??
-    (await countUsage(request.messages, completion.choices.map((c) => c.message.content ?? '')));
+    (await countUsage(request.messages, completion.choices.flatMap((c) => [c.message.content ?? '', c.message.reasoning_content ?? ''])));
   return {
     id: exchange.requestId,
     object: 'chat.completion',

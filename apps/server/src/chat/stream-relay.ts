@@ -62,6 +62,8 @@ export async function relayStream(
   const { res, startedAt } = ctx.exchange;
   const requested = dehallucinateRequested(request);
   const texts = new KeptTexts();
+  /** Each choice's reasoning: not checked nor audited as the answer, but counted when svc counts usage. */
+  const reasoning = new KeptTexts();
   const started = new ChoiceIndexes();
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
@@ -107,6 +109,7 @@ export async function relayStream(
         if (delta.role === undefined) delta.role = 'assistant';
       }
       if (typeof delta.content === 'string') texts.append(choice.index, delta.content);
+      if (typeof delta.reasoning_content === 'string') reasoning.append(choice.index, delta.reasoning_content);
       if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
         firstToken = true;
         ctx.deps.metrics?.firstToken((ctx.deps.clock() - startedAt) / 1000);
@@ -168,7 +171,7 @@ export async function relayStream(
       await out.choices([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc);
       for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
     }
-    usage ??= await countUsage(request.messages, texts.all());
+    usage ??= await countUsage(request.messages, [...texts.all(), ...reasoning.all()]);
     await out.usage(usage, lastFingerprint);
     await record(ctx, {
       statusCode: statusFor(ctx, 200),
@@ -192,7 +195,7 @@ export async function relayStream(
       messages: request.messages,
       responseText: texts.text(0),
       svc,
-      usage: usage ?? (await countUsage(request.messages, texts.all()).catch(() => NO_USAGE)),
+      usage: usage ?? (await countUsage(request.messages, [...texts.all(), ...reasoning.all()]).catch(() => NO_USAGE)),
     });
   } finally {
     sse.end();
