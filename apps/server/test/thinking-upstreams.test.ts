@@ -229,3 +229,30 @@ describe('usage svc counts itself (an upstream that reports none)', () => {
     expect(await delivered(id)).toMatchObject({ output_tokens: expected.completion_tokens, input_tokens: expected.prompt_tokens });
   });
 });
+
+describe('developer messages', () => {
+  const messages = [
+    { role: 'developer' as const, content: DOC },
+    { role: 'user' as const, content: 'How tall is the Eiffel Tower?' },
+  ];
+
+  it('reach a server that has no developer role (Ollama drops them, strict servers refuse them) as system messages, and OpenAI reasoning models as they are', async () => {
+    const local = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'qwen3:8b', SVC_UPSTREAM_THINKING_MODEL: 'o4-mini' } });
+    try {
+      const { token: localToken } = await local.createKey();
+      const localClient = new OpenAI({ apiKey: localToken, baseURL: `${local.url}/v1`, maxRetries: 0 });
+      upstream.setBehavior({ answer: 'It is 330 metres tall.', refuseDeveloperRole: true });
+      const res = await localClient.chat.completions.create({ model: 'svc01', messages });
+      expect(res.choices[0]!.message.content).toBe('It is 330 metres tall.');
+      expect(upstream.requests[0]!.body).toMatchObject({ model: 'qwen3:8b', messages: [{ role: 'system', content: DOC }, messages[1]] });
+      // Still a source of the grounding check, as a developer message is.
+      expect((res as unknown as { svc: unknown }).svc).toMatchObject({ checked: true, grounded: true });
+
+      upstream.setBehavior({ answer: 'It is 330 metres tall.' });
+      await localClient.chat.completions.create({ model: 'svc01', messages, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      expect(upstream.requests[1]!.body).toMatchObject({ model: 'o4-mini', messages });
+    } finally {
+      await local.close();
+    }
+  });
+});

@@ -16,6 +16,7 @@ import { SseLimitError, SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { splitThink, ThinkTags } from './think-tags.js';
 import { TokenLimits } from './token-limit.js';
+import { developerAsSystem } from './developer-role.js';
 import { upstreamHttpError } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
 import { ChoiceIndexes } from '../choice-indexes.js';
@@ -151,7 +152,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
    * (token-limit.ts); sent again when the upstream refuses one of them (at most MAX_ADAPTATIONS times: one lesson each).
    */
   async function sendAdapted(body: UpstreamBody, stream: boolean, signal: CallSignal): ReturnType<typeof send> {
-    let sent = tokenLimits.adapt(body);
+    let sent = tokenLimits.adapt(developerAsSystem(body));
     for (let retries = 0; ; retries++) {
       try {
         return await send(sent, stream, signal);

@@ -58,6 +58,11 @@ export interface FakeUpstreamBehavior {
   errorParam?: string;
   /** The only token-limit field this server takes; the other is refused with 400 `unsupported_parameter` (as OpenAI's reasoning models refuse `max_tokens`). */
   tokenLimitField?: 'max_tokens' | 'max_completion_tokens';
+  /**
+   * Refuse a `developer` message with 400, as servers with a strict role list do (an OpenAI-compatible server
+   * whose roles are system, assistant, user, tool and function). Ollama drops it instead: the model never sees it.
+   */
+  refuseDeveloperRole?: boolean;
   /** Refuse any `temperature` but 1 (as OpenAI's reasoning models do), whatever the model's name. */
   fixedTemperature?: boolean;
   /** `service_tier` of the completion and of every chunk. */
@@ -520,6 +525,10 @@ function parameterRefusal(body: Record<string, unknown>, behavior: FakeUpstreamB
   const refused = only === 'max_completion_tokens' ? 'max_tokens' : only === 'max_tokens' ? 'max_completion_tokens' : undefined;
   if (refused && body[refused] !== undefined) {
     return { message: `Unsupported parameter: '${refused}' is not supported with this model. Use '${only}' instead.`, code: 'unsupported_parameter', param: refused };
+  }
+  const developer = Array.isArray(body.messages) ? body.messages.findIndex((m) => (m as { role?: unknown } | null)?.role === 'developer') : -1;
+  if (behavior.refuseDeveloperRole && developer !== -1) {
+    return { message: `developer is not one of ['system', 'assistant', 'user', 'tool', 'function'] - 'messages.[${developer}].role'`, code: 'invalid_value', param: `messages.[${developer}].role` };
   }
   if (reasoning) {
     for (const param of ['top_p', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs', 'logit_bias']) {
