@@ -31,10 +31,10 @@ export function isReasoningModel(model: string): boolean {
  * The documented rule for the form of the token limit (design §3, README "Upstream models"):
  *
  * 1. Models of OpenAI's reasoning families get `max_completion_tokens` (a client's `max_tokens` is renamed),
- *    and no `temperature` unless it is 1 (the only value they accept; svc's default 0.1 would be refused).
+ *    no `temperature` unless it is 1 (the only value they accept; svc's default 0.1 would be refused), and no
+ *    `top_p`, `presence_penalty` or `frequency_penalty`, which they refuse whatever the value.
  * 2. Every other model gets `max_tokens` (a client's `max_completion_tokens` is renamed): servers that only
  *    know `max_tokens` ignore the other name, and the answer would run unlimited.
- *    They also get no `top_p`, `presence_penalty` or `frequency_penalty`, which they refuse whatever the value.
  * 3. When the upstream nevertheless answers 400 `unsupported_parameter` for the form sent, the request is
  *    sent once more with the other form, and that model keeps the other form from then on. Likewise a 400
  *    (`unsupported_value` / `unsupported_parameter`) about `temperature`, `top_p`, `presence_penalty`,
