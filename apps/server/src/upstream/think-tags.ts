@@ -40,23 +40,24 @@ interface ChoiceState {
  * inside a leading `<think>` block, whatever frames the tags are split across (`<th` + `ink>`). Text that may
  * still turn out to be a tag is held back (a few characters) and sent with the next frame, or with the
  * choice's finish when the stream ends there. A choice whose text does not open with the tag is passed on as
- * it came, after its first characters; one that did costs a map look-up per frame after the block.
+ * it came, after its first characters.
  *
  * @example
  * const tags = new ThinkTags();
  * for (const chunk of chunks) tags.apply(chunk); // in place
  */
 export class ThinkTags {
-  private readonly choices = new Map<number, ChoiceState>();
+  /**
+   * Choice 0's state apart, and a map only for other choices: every open stream holds one of these, and
+   * nearly every stream has choice 0 alone, so a frame of the answer costs one field read.
+   */
+  private first: ChoiceState | undefined;
+  private others: Map<number, ChoiceState> | undefined;
 
   /** Rewrites `chunk`'s deltas in place. */
   apply(chunk: ChatCompletionChunk): void {
     for (const choice of chunk.choices) {
-      let at = this.choices.get(choice.index);
-      if (at === undefined) {
-        at = { state: State.Start, held: '' };
-        this.choices.set(choice.index, at);
-      }
+      const at = this.stateOf(choice.index);
       if (at.state === State.Answer) continue;
       const delta = choice.delta as Record<string, unknown>;
       const text = typeof delta.content === 'string' ? delta.content : '';
@@ -66,6 +67,17 @@ export class ThinkTags {
       if (reasoning !== '') delta.reasoning_content = typeof delta.reasoning_content === 'string' ? delta.reasoning_content + reasoning : reasoning;
       if (content !== '' || typeof delta.content === 'string') delta.content = content;
     }
+  }
+
+  private stateOf(index: number): ChoiceState {
+    if (index === 0) return (this.first ??= { state: State.Start, held: '' });
+    const others = (this.others ??= new Map());
+    let at = others.get(index);
+    if (at === undefined) {
+      at = { state: State.Start, held: '' };
+      others.set(index, at);
+    }
+    return at;
   }
 
   private step(at: ChoiceState, text: string, finishing: boolean): { reasoning: string; content: string } {
