@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkGrounding, SourceIndexCache } from './index.js';
 import { MAX_POSTING } from './support.js';
@@ -43,6 +44,24 @@ describe('the passage search at its edges', () => {
     expect(copy.grounded).toBe(true);
     expect(copy.claims[0]!.evidence?.text).toContain(negated);
     expect(dropped.score).toBeLessThan(copy.score);
+  });
+
+  // A run-on sentence that says the same few words hundreds of times (an upstream stuck in a loop) was charged
+  // its passage search once per word written: it spent the whole budget, and a sentence copied from the sources
+  // after it got no evidence and was flagged (0.444). Its repeats now cost what its distinct words do (a 16 KB
+  // run-on sentence against 100 KB of sources: 88 ms before, 5 ms after; `node bench/grounding-hostile.mjs`).
+  it('keeps the evidence of a copied sentence after a run-on sentence that repeats its words hundreds of times', () => {
+    const sources = ['The cat sat on the mat. The dog lay on the rug. '.repeat(2_000)];
+    fc.assert(
+      fc.property(fc.integer({ min: 60, max: 300 }), fc.constantFrom('the cat sat on the mat and ', 'the dog lay on the rug, ', 'the mat and the rug and '), (times, phrase) => {
+        const copied = 'The dog lay on the rug.';
+        const result = checkGrounding({ sources, answer: `${phrase.repeat(times)}so on. ${copied}` });
+        const claim = result.claims.find((c) => c.text === copied)!;
+        expect(claim.grounded).toBe(true);
+        expect(claim.evidence?.text).toBe(copied);
+      }),
+      { numRuns: 20, seed: 20261129 },
+    );
   });
 
   it('gives the same result from an index merged from cached parts as from one built whole', () => {

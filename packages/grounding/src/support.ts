@@ -295,7 +295,10 @@ function bestPassage(
   /** Terms with a longer posting are not read: asked of the sentences the others find. */
   readUpTo = Infinity,
 ): { passage: Passage | undefined; read: number } {
-  hits.reset(index.spans.length, keys.length);
+  // A term written more than once in the claim (a run-on sentence repeating "the cat" hundreds of times) is looked
+  // up once and counts as often as it is written: the same counts as reading each, for the work of the distinct ones.
+  const { terms, weights, unit } = distinctTerms(keys);
+  hits.reset(index.spans.length, terms.length);
   let read = 0;
   // The terms whose bits say, of every sentence found, whether it holds the term: those whose postings are read
   // whole and which have no key a sentence holds without a posting. The windows ask the index about the others.
@@ -303,8 +306,9 @@ function bestPassage(
   let asked: number[] | undefined;
   // Terms not read (`readUpTo`): asked of every window, one sentence or two.
   let unread: number[] | undefined;
-  for (let ti = 0; ti < keys.length; ti++) {
-    const k = keys[ti]!;
+  for (let ti = 0; ti < terms.length; ti++) {
+    const k = terms[ti]!;
+    const weight = weights[ti]!;
     const bit = 1 << (ti & 31);
     const word = ti >>> 5;
     if (readUpTo !== Infinity && k.some((key) => index.postingSize(key) > readUpTo)) {
@@ -337,7 +341,7 @@ function bestPassage(
           if ((hits.masks[at]! & bit) !== 0) continue;
           hits.masks[at]! |= bit;
         }
-        hits.counts[slot]!++;
+        hits.counts[slot]! += weight;
       }
     }
     if (whole) known[word]! |= bit;
@@ -363,21 +367,46 @@ function bestPassage(
   for (let slot = 0; slot < hits.size; slot++) {
     const sid = hits.sids[slot]!;
     let own = hits.counts[slot]!;
-    if (unread) for (const ti of unread) if (holds(index, sid, keys[ti]!)) own++;
+    if (unread) for (const ti of unread) if (holds(index, sid, terms[ti]!)) own += weights[ti]!;
     consider(sid, sid, own, sid);
     // With the next sentence of the same source (the pair with the previous one is the previous one's).
     const next = sid + 1;
     if (next >= index.spans.length || index.spans[next]!.source !== index.spans[sid]!.source) continue;
     const nextSlot = hits.slot(next);
     let theirs = nextSlot < 0 ? 0 : hits.counts[nextSlot]!;
-    if (unread) for (const ti of unread) if (holds(index, next, keys[ti]!)) theirs++;
+    if (unread) for (const ti of unread) if (holds(index, next, terms[ti]!)) theirs += weights[ti]!;
     let union = 0;
     for (let w = 0; w < words; w++) {
       const either = masks[slot * words + w]! | (nextSlot < 0 ? 0 : masks[nextSlot * words + w]!);
-      union += bitCount(either & known[w]!);
+      union += unit ? bitCount(either & known[w]!) : weightOf(either & known[w]!, w, weights);
     }
-    if (asked) for (const ti of asked) if (holds(index, sid, keys[ti]!) || holds(index, next, keys[ti]!)) union++;
+    if (asked) for (const ti of asked) if (holds(index, sid, terms[ti]!) || holds(index, next, terms[ti]!)) union += weights[ti]!;
     if (union > own && union > theirs) consider(sid, next, union, own >= theirs ? sid : next);
   }
-  return { passage: best, read: read + hits.size * keys.length * (unread ? 2 : 1) };
+  return { passage: best, read: read + hits.size * terms.length * (unread ? 2 : 1) };
+}
+
+/** A claim's terms without repeats (same keys), each with how often the claim has it; `unit` when none repeats. */
+function distinctTerms(keys: readonly string[][]): { terms: string[][]; weights: number[]; unit: boolean } {
+  const at = new Map<string, number>();
+  const terms: string[][] = [];
+  const weights: number[] = [];
+  for (const k of keys) {
+    const id = k.join('|');
+    const i = at.get(id);
+    if (i !== undefined) weights[i]!++;
+    else {
+      at.set(id, terms.length);
+      terms.push(k);
+      weights.push(1);
+    }
+  }
+  return { terms, weights, unit: terms.length === keys.length };
+}
+
+/** The summed weights of the terms whose bits are set in `bits`, the `word`th 32 bits of a sentence's. */
+function weightOf(bits: number, word: number, weights: readonly number[]): number {
+  let sum = 0;
+  for (let x = bits; x !== 0; x &= x - 1) sum += weights[word * 32 + 31 - Math.clz32(x & -x)]!;
+  return sum;
 }
