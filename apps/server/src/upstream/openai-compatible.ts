@@ -313,6 +313,9 @@ function chunkStream(
   };
 }
 
+/** Upstream stream bytes read in a row before the body rests for a turn of the event loop (ChunkReader). */
+export const RELAY_BYTES_PER_TURN = 64 * 1024;
+
 /**
  * Reads an upstream stream's body as it arrives ('data' events): each read is decoded, parsed and handed to the
  * handler in the same call, one batch per read (the frames it completed), never an empty one. While the
@@ -334,11 +337,30 @@ class ChunkReader {
   private ended = false;
   /** The handler's promise is pending: the body is paused. */
   private waiting = false;
+  /** Paused until the next turn of the event loop, after RELAY_BYTES_PER_TURN read in a row. */
+  private resting = false;
+  /** Bytes read since the body last rested. */
+  private unrested = 0;
   private settled = false;
   /** A bad frame's or the body's error, thrown once the good frames before it went out. */
   private failure: { error: unknown } | null = null;
   private readonly onData = (part: Buffer): void => {
     this.pass(this.batchOf(this.parse(() => this.parser.push(this.decoder.write(part)))));
+    this.unrested += part.length;
+    // An upstream that sends megabytes at once (tiny frames, written as fast as the socket takes them) is read
+    // by undici in one go, read after read, without the event loop turning: every other request waited for
+    // all of it (300,000 one-character frames held the loop 150–300 ms). Past RELAY_BYTES_PER_TURN the body
+    // rests until the next turn.
+    if (this.unrested >= RELAY_BYTES_PER_TURN && !this.settled) {
+      this.unrested = 0;
+      this.resting = true;
+      this.body.pause();
+      setImmediate(this.wake);
+    }
+  };
+  private readonly wake = (): void => {
+    this.resting = false;
+    if (!this.settled && !this.waiting) this.body.resume();
   };
   private readonly onEnd = (): void => {
     this.ended = true;
@@ -384,7 +406,7 @@ class ChunkReader {
           () => {
             this.waiting = false;
             this.next();
-            if (!this.settled) this.body.resume();
+            if (!this.settled && !this.resting) this.body.resume();
           },
           (error: unknown) => this.stop(error),
         );
