@@ -80,6 +80,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const clock = options.clock ?? Date.now;
   const store = await openStore(config.databaseUrl, { migrate: !clusterWorker });
   const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir));
+  // A changed or lost key is said at start, not as every signed delivery failing afterwards.
+  const sealed = await store.keys.newestSealedSecret();
+  if (sealed !== undefined) {
+    try {
+      secretBox.open(sealed);
+    } catch (err) {
+      await store.close();
+      throw err;
+    }
+  }
   // One registry per server: tests run several in one process.
   const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()) });
   clusterWorker?.exposeMetrics(metrics.registry);

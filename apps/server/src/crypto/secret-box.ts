@@ -3,6 +3,22 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 const VERSION = 'v1';
 
 /**
+ * A sealed secret that this key cannot open: it was sealed with another key (SVC_SECRET_KEY changed, or the
+ * data directory's secret.key replaced or lost), or the stored value was altered.
+ */
+export class SecretKeyMismatchError extends Error {
+  readonly code = 'SVC_SECRET_KEY_MISMATCH';
+  constructor() {
+    super(
+      'a stored signing secret cannot be decrypted with this secret key: it was encrypted with another one ' +
+        "(SVC_SECRET_KEY changed, or the data directory's secret.key replaced). Restore the key it was encrypted " +
+        'with, or generate the signing secret again in the dashboard',
+    );
+    this.name = 'SecretKeyMismatchError';
+  }
+}
+
+/**
  * AES-256-GCM encryption of short secrets (webhook signing secrets) at rest.
  * Stored form: `v1.<iv b64url>.<tag b64url>.<ciphertext b64url>`.
  *
@@ -27,7 +43,12 @@ export class SecretBox {
     if (version !== VERSION || !iv || !tag || data === undefined) throw new Error('not a sealed secret');
     const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
     decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+    try {
+      return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+    } catch {
+      // GCM's own message ("Unsupported state or unable to authenticate data") says nothing an operator can act on.
+      throw new SecretKeyMismatchError();
+    }
   }
 }
 

@@ -89,6 +89,20 @@ export class KeysStore {
     return this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** The sealed signing secret of the newest active key that has one: what a start checks its secret key against. */
+  async newestSealedSecret(): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select('signing_secret_enc')
+      .where('signing_secret_enc', 'is not', null)
+      .where('revoked_at', 'is', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.signing_secret_enc ?? undefined;
+  }
+
   /** Keys of one user (or every key when userId is undefined), newest first. */
   async list(userId?: string): Promise<ApiKeyRecord[]> {
     let query = this.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc');
