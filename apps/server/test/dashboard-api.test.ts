@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes, scryptSync } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,6 +104,24 @@ describe('sign-in', () => {
     expect((await client.login(user.email)).status).toBe(429);
     // Another account from the same address is not locked out by this one.
     expect((await new DashboardClient(server.url).login(alice.email)).status).toBe(200);
+  });
+
+  it('hashes passwords at OWASP strength, and moves a hash made with weaker parameters up at its next sign-in', async () => {
+    // The parameters new hashes got before: scrypt N=2^14, r=8, p=1 (a quarter of OWASP's minimum cost).
+    const salt = randomBytes(16);
+    const old = ['scrypt', 16384, 8, 1, salt.toString('base64url'), scryptSync('old params password', salt, 32, { N: 16384, r: 8, p: 1 }).toString('base64url')].join('$');
+    const user = await server.running.store.users.create({ email: 'old-hash@example.test', passwordHash: old, now: Date.now() });
+    expect((await new DashboardClient(server.url).login(user.email, 'old params password')).status).toBe(200);
+    const stored = (await server.running.store.users.byId(user.id))?.password_hash ?? '';
+    // The rows of OWASP's Password Storage Cheat Sheet for scrypt (equal strength, from 128 MiB down to 8 MiB).
+    const owasp = ['2^17,8,1', '2^16,8,2', '2^15,8,3', '2^14,8,5', '2^13,8,10'];
+    const [scheme, n, r, p] = stored.split('$');
+    expect(scheme).toBe('scrypt');
+    expect(owasp).toContain(`2^${Math.log2(Number(n))},${r},${p}`);
+    // The new hash still takes the same password, and only that.
+    expect((await new DashboardClient(server.url).login(user.email, 'old params password')).status).toBe(200);
+    expect((await new DashboardClient(server.url).login(user.email, 'another password')).status).toBe(401);
+    expect((await server.running.store.users.byId(user.id))?.password_hash).toBe(stored);
   });
 
   it('answers unknown emails like wrong passwords', async () => {

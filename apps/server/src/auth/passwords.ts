@@ -1,8 +1,10 @@
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
-const N = 16384;
+// OWASP's Password Storage Cheat Sheet: scrypt at N=2^17, r=8, p=1 at least, or an equal-cost row of its table;
+// N=2^15, r=8, p=3 is one, needing 32 MiB per hash instead of 128 (two sign-ins are checked at once).
+const N = 32768;
 const R = 8;
-const P = 1;
+const P = 3;
 const KEY_LEN = 32;
 
 function derive(password: string, salt: Buffer, n: number, r: number, p: number): Promise<Buffer> {
@@ -27,4 +29,16 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const actual = await derive(password, Buffer.from(salt, 'base64url'), Number(n), Number(r), Number(p));
   // Constant time: the comparison must not reveal how many leading bytes matched.
   return actual.length === expected.length && timingSafeEqual(actual, expected);
+}
+
+/**
+ * Whether a stored hash was made with weaker parameters than new hashes get: a sign-in that verified it
+ * stores a new hash, so accounts made before the parameters were raised move up as their users sign in.
+ *
+ * @example
+ * if (ok && needsRehash(user.password_hash)) await users.setPassword(user.id, await hashPassword(password));
+ */
+export function needsRehash(stored: string): boolean {
+  const [scheme, n, r, p] = stored.split('$');
+  return scheme !== 'scrypt' || Number(n) < N || Number(r) < R || Number(p) < P;
 }

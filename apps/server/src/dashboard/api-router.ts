@@ -20,7 +20,7 @@ import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { NO_PREVIOUS_SECRET, rotatedOut } from '../auth/secret-rotation.js';
 import { ConcurrencyGate } from '../auth/concurrency-gate.js';
-import { hashPassword, verifyPassword } from '../auth/passwords.js';
+import { hashPassword, needsRehash, verifyPassword } from '../auth/passwords.js';
 import { generateSigningSecret } from '../crypto/secret-box.js';
 import { ApiError } from '../http/errors.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
@@ -159,6 +159,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     try {
       user = await store.users.byEmail(email);
       ok = user ? await verifyPassword(password, user.password_hash) : (await verifyPassword(password, await dummyHash), false);
+      if (user && ok && needsRehash(user.password_hash)) await store.users.setPassword(user.id, await hashPassword(password));
     } finally {
       release();
     }

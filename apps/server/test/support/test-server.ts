@@ -12,6 +12,9 @@ import type { UserRecord } from '../../src/storage/users-store.js';
 import { SecretBox } from '../../src/crypto/secret-box.js';
 import { resolveSecretKey } from '../../src/crypto/embedded-key.js';
 
+/** Every test user's password hash: made once, since scrypt at OWASP's cost takes a while. */
+let passwordHash: Promise<string> | undefined;
+
 export interface TestServer {
   url: string;
   running: RunningServer;
@@ -71,7 +74,7 @@ export async function startTestServer(
         (opts.userId ? await running.store.users.byId(opts.userId) : undefined) ??
         (await running.store.users.create({
           email: `user${++users}-${now}@example.test`,
-          passwordHash: await hashPassword('correct horse battery staple'),
+          passwordHash: await (passwordHash ??= hashPassword('correct horse battery staple')),
           now,
         }));
       const generated = generateApiKey();
