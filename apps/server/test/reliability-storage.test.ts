@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -101,6 +102,30 @@ describe('Host header (DNS rebinding)', () => {
     expect((await get(srv.url, '/metrics', `localhost:${port}`)).status).toBe(200);
     expect((await get(srv.url, '/v1/models', 'rebind.attacker.example')).status).toBe(401);
     expect((await get(srv.url, '/healthz', 'rebind.attacker.example')).status).toBe(200);
+  });
+
+  it('two Host headers are a 400, and a request target in absolute form is judged by its own host (RFC 9112 §3.2)', async () => {
+    const srv = await server();
+    const { port } = new URL(srv.url);
+    const raw = (text: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1');
+        let answer = '';
+        socket.on('data', (chunk) => {
+          answer += String(chunk);
+          if (answer.includes('\r\n\r\n')) socket.destroy();
+        });
+        socket.on('close', () => resolve(answer.split('\r\n')[0] ?? ''));
+        socket.on('error', reject);
+        socket.write(text);
+      });
+    // Node goes by the first Host; a proxy that routes by the last would pass the rebinding name through.
+    expect(await raw(`GET /dashboard/api/me HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nHost: rebind.attacker.example\r\n\r\n`)).toBe('HTTP/1.1 400 Bad Request');
+    expect(await raw(`GET http://rebind.attacker.example/dashboard/api/me HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)).toBe(
+      'HTTP/1.1 421 Misdirected Request',
+    );
+    expect(await raw(`GET http://user@localhost:${port}/dashboard/api/me HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await raw(`GET /dashboard/api/me HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)).toBe('HTTP/1.1 401 Unauthorized');
   });
 
   it('/metrics behind SVC_METRICS_TOKEN answers any Host (a scraper may use any name; the token is the guard)', async () => {

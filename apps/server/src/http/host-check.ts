@@ -42,10 +42,27 @@ export function hostCheck(options: { bindHost: string; allowed: readonly string[
   const suffixes = options.allowed.filter((h) => h.startsWith('.'));
   const allows = (name: string) => isIP(name) !== 0 || exact.has(name) || suffixes.some((s) => name.endsWith(s) || name === s.slice(1));
   return (req: Request, _res: Response, next: NextFunction) => {
-    const header = req.headers.host;
+    // Node keeps the first of several Host headers; a proxy in front may go by the last. RFC 9112 §3.2: a 400.
+    if (hostHeaderCount(req.rawHeaders) > 1) throw new ApiError('invalid_request', 'The request has more than one Host header.');
+    // RFC 9112 §3.2.2: a request target in absolute form names the host; its Host header is ignored.
+    const header = absoluteFormAuthority(req.originalUrl) ?? req.headers.host;
     if (header === undefined) return next(); // HTTP/1.0 without Host: no name to rebind.
     const name = hostName(header);
     if (!allows(name)) throw new MisdirectedRequestError(name);
     next();
   };
+}
+
+function hostHeaderCount(rawHeaders: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]?.toLowerCase() === 'host') count++;
+  return count;
+}
+
+/** The authority of a request target in absolute form (`GET http://name/path`), or undefined. */
+function absoluteFormAuthority(target: string): string | undefined {
+  const match = /^https?:\/\/([^/?#]*)/i.exec(target);
+  if (!match) return undefined;
+  const authority = match[1] ?? '';
+  return authority.slice(authority.lastIndexOf('@') + 1);
 }
