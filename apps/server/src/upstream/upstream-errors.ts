@@ -30,7 +30,7 @@ export interface UpstreamErrorBody {
  */
 export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, text: string, redact: (text: string) => string): UpstreamError {
   const body = readErrorBody(text);
-  const message = body.message === null ? null : shorten(redact(body.message));
+  const message = body.message === null ? null : shorten(withoutMaskedKeys(redact(body.message)));
   const retryAfter = header(headers, 'retry-after');
   if (status === 429) {
     const passed: Record<string, string> = {};
@@ -55,6 +55,14 @@ export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, 
     upstreamCode: body.code,
     retryAfter,
   });
+}
+
+/**
+ * OpenAI's 401 names the key it refused in a masked form (`sk-proj-abc*****wxyz`): not the key, so `redact`
+ * leaves it, yet its prefix and last four characters are svc's own upstream key, which svc's clients never hold.
+ */
+function withoutMaskedKeys(text: string): string {
+  return text.replace(/[\w-]*\*{3,}[\w-]*/g, '[redacted]');
 }
 
 /** True when the upstream rejected what the client sent (not svc's configuration, not the upstream itself). */

@@ -48,6 +48,12 @@ describe('upstreamHttpError', () => {
   it('keeps the upstream key out of 401 messages', () => {
     expect(upstreamHttpError(401, {}, openai(`Incorrect API key provided: ${KEY}.`), redact).message).not.toContain(KEY);
   });
+
+  it("keeps the masked form of svc's upstream key (its prefix and last four) out of what clients are told", () => {
+    const masked = 'Incorrect API key provided: sk-proj-AbCd************************************wxyz. You can find your API key at https://platform.openai.com/account/api-keys.';
+    const { message } = upstreamHttpError(401, {}, openai(masked, 'invalid_api_key'), redact);
+    expect(message).toBe('Upstream responded with HTTP 401: Incorrect API key provided: [redacted]. You can find your API key at https://platform.openai.com/account/api-keys.');
+  });
 });
 
 describe('readErrorBody', () => {
