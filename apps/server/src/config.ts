@@ -229,6 +229,23 @@ export function unknownSettings(env: Record<string, string | undefined>): string
     });
 }
 
+/**
+ * Settings that are valid but unsafe together, each with what to set: on a loopback bind webhooks may reach
+ * loopback receivers by default (design §2, for local development), which behind a reverse proxy lets any remote
+ * user aim a webhook at this host's own services and read the start of their answers in the attempt log.
+ *
+ * @example
+ * riskySettings(loadConfig({ SVC_TRUST_PROXY: 'loopback' }), {}); // ['SVC_TRUST_PROXY is set and SVC_HOST is loopback: …']
+ */
+export function riskySettings(config: Config, env: Record<string, string | undefined>): string[] {
+  if (config.webhooks.allowPrivate !== 'loopback' || env.SVC_WEBHOOK_ALLOW_PRIVATE !== undefined || config.trustProxy === false || config.trustProxy === 0) return [];
+  return [
+    'SVC_TRUST_PROXY is set and SVC_HOST is loopback: webhooks may reach this host\'s loopback services ' +
+      '(SVC_WEBHOOK_ALLOW_PRIVATE defaults to loopback on a loopback bind, for local development). ' +
+      'Behind a reverse proxy, set SVC_WEBHOOK_ALLOW_PRIVATE=false',
+  ];
+}
+
 export interface Config {
   host: string;
   port: number;

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import cluster from 'node:cluster';
-import { loadConfig, ConfigError, parseProcesses, unknownSettings, type Config } from '../config.js';
+import { loadConfig, ConfigError, parseProcesses, riskySettings, unknownSettings, type Config } from '../config.js';
 import { openStore, type Store } from '../storage/store.js';
 import { migrate } from '../storage/migrations.js';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
@@ -137,7 +137,9 @@ export function makeProgram(io: CommandIO): Command {
     // Said once, by the process the operator started (not again by each worker of --processes).
     if (!cluster.isWorker) for (const note of unknownSettings(io.env)) io.stderr(`warning: ${note}`);
     try {
-      return loadConfig({ ...io.env, ...overrides });
+      const loaded = loadConfig({ ...io.env, ...overrides });
+      if (!cluster.isWorker) for (const note of riskySettings(loaded, io.env)) io.stderr(`warning: ${note}`);
+      return loaded;
     } catch (err) {
       if (err instanceof ConfigError) throw new CommandError(err.message);
       throw err;
