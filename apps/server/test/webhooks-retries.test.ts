@@ -217,6 +217,26 @@ describe('POST /v1/webhooks/test', () => {
     expect(list.data[0]).toMatchObject({ status: 'failed', attempts: 1, last_status_code: 500 });
   });
 
+  it('a redelivered test delivery gets one attempt, alone or in bulk: failed again, not retrying', async () => {
+    const { receiver, api, token } = await setup([], { status: 500, body: 'nope' });
+    await api('POST', '/test');
+    const first = await settled(api, 'failed');
+    const redeliver = await api('POST', `/deliveries/${first.id}/redeliver`);
+    expect(redeliver.status).toBe(202);
+    const again = await settled(api, 'failed');
+    expect(again).toMatchObject({ id: first.id, attempts: 2, next_attempt_at: null });
+    const bulk = await fetch(`${server.url}/v1/webhooks/deliveries/redeliver`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'failed' }),
+    });
+    expect(await bulk.json()).toMatchObject({ redelivered: 1 });
+    const third = await settled(api, 'failed');
+    expect(third).toMatchObject({ id: first.id, attempts: 3, next_attempt_at: null });
+    expect(third.attempt_log.map((a) => a.status_code)).toEqual([500, 500, 500]);
+    expect(receiver.received).toHaveLength(3);
+  });
+
   it('answers 400 invalid_request without param when the key has no webhook URL', async () => {
     const { token } = await server.createKey({ webhookUrl: null });
     const res = await fetch(`${server.url}/v1/webhooks/test`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });

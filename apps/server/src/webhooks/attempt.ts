@@ -10,7 +10,7 @@ import type { SigningSecrets } from './signing-secrets.js';
 type SentDelivery = Pick<ClaimedDelivery, 'id' | 'key_id' | 'request_id' | 'created_at' | 'attempts' | 'leased_by'>;
 
 export interface AttemptOptions {
-  /** false: a failure is final (a test send). Default true. */
+  /** false: a failure is final. Default true; a test delivery's attempts never retry, whatever this says. */
   retries?: boolean;
   /** Connections of its own, never queued behind the worker's attempts to the same receiver (a test send). */
   direct?: boolean;
@@ -52,7 +52,10 @@ export class DeliveryAttempts {
     const attemptedAt = this.deps.clock();
     const sent = this.send(row, options.direct ?? false);
     const delivery: SentDelivery = { id: row.id, key_id: row.key_id, request_id: row.request_id, created_at: row.created_at, attempts: row.attempts, leased_by: row.leased_by };
-    return this.settle(delivery, attemptedAt, sent, options.retries ?? true);
+    // A test delivery gets one attempt per send or redelivery: its receiver is being set up, and a retry hours
+    // later (after "Retrying" in the dashboard) only confuses whoever pressed the button.
+    const retries = (options.retries ?? true) && !isTestRequestId(row.request_id);
+    return this.settle(delivery, attemptedAt, sent, retries);
   }
 
   private send(row: ClaimedDelivery, direct: boolean): Promise<AttemptOutcome> {
