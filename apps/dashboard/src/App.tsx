@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import type { DashboardMe } from '@svc/protocol';
 import { api, setCsrfToken, setSignedOutHandler } from './api.js';
 import { hrefOf, link, useRoute, useTitle, type Route } from './router.js';
@@ -17,6 +17,9 @@ const SESSION_ENDED_UNSAVED = 'Your session has ended — sign in again. Your la
 export function App() {
   const [session, setSession] = useState<Session>({ state: 'loading' });
   const route = useRoute();
+  const main = useRef<HTMLElement>(null);
+  // Set by a sign-in: the form (and the button that had focus) is gone, so focus goes to the page's heading.
+  const headingWanted = useRef(false);
 
   const load = useCallback(async () => {
     setSession({ state: 'loading' });
@@ -29,6 +32,17 @@ export function App() {
       setSession(status === 401 ? { state: 'signed-out' } : { state: 'error', message: (err as Error).message });
     }
   }, []);
+
+  const signedIn = useCallback(() => {
+    headingWanted.current = true;
+    void load();
+  }, [load]);
+
+  useEffect(() => {
+    if (session.state === 'loading' || !headingWanted.current) return;
+    headingWanted.current = false;
+    if (session.state === 'signed-in' && main.current) return focusHeadingWhenShown(main.current);
+  }, [session.state]);
 
   useEffect(() => {
     // A session that ends under an open page (signed out in another tab, expired) says so on the sign-in
@@ -61,7 +75,7 @@ export function App() {
       </main>
     );
   }
-  if (session.state === 'signed-out') return <LoginPage onSignedIn={load} notice={session.notice} />;
+  if (session.state === 'signed-out') return <LoginPage onSignedIn={signedIn} notice={session.notice} />;
 
   const signOut = async () => {
     try {
@@ -90,11 +104,32 @@ export function App() {
           </button>
         </div>
       </header>
-      <main className="content">
+      <main className="content" ref={main}>
         <Page route={route} me={session.me} />
       </main>
     </div>
   );
+}
+
+/**
+ * Focuses the first `h1` in `container` once it is there (a page shows a spinner until its data has come),
+ * unless focus has gone somewhere meanwhile. Returns the clean-up.
+ */
+function focusHeadingWhenShown(container: HTMLElement): () => void {
+  const tryFocus = (): boolean => {
+    const heading = container.querySelector('h1');
+    if (!heading) return false;
+    if (document.activeElement && document.activeElement !== document.body) return true;
+    heading.tabIndex = -1;
+    heading.focus();
+    return true;
+  };
+  if (tryFocus()) return () => {};
+  const observer = new MutationObserver(() => {
+    if (tryFocus()) observer.disconnect();
+  });
+  observer.observe(container, { childList: true, subtree: true });
+  return () => observer.disconnect();
 }
 
 function Page({ route, me }: { route: Route; me: DashboardMe }) {

@@ -479,6 +479,52 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
     }
   });
 
+  it('Sign in keeps focus while it works; a refusal, the lockout too, takes it; then the page heading has it', { timeout: 60_000 }, async () => {
+    const locked = await server.running.store.users.create({ email: 'lockout@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const owner = await server.running.store.users.create({ email: 'signin-focus@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, bypassCSP: true });
+    const page = await context.newPage();
+    const focused = () => page.evaluate(() => ({ tag: document.activeElement?.tagName ?? '', text: document.activeElement?.textContent ?? '' }));
+    try {
+      await page.goto(`${server.url}/dashboard/`);
+      // The first sign-in is held until focus has been looked at while it works.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let sent = 0;
+      await page.route('**/dashboard/api/login', async (route) => {
+        sent += 1;
+        await held;
+        await route.continue();
+      });
+      await page.getByLabel('Email').fill(locked.email);
+      await page.getByLabel('Password').fill('not the password');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Signing in…' }).waitFor();
+      expect(await focused()).toEqual({ tag: 'BUTTON', text: 'Signing in…' });
+      // Enter on the working button sends nothing more.
+      await page.keyboard.press('Enter');
+      release();
+      await expect.poll(focused).toEqual({ tag: 'DIV', text: 'The email or password is not correct.' });
+      expect(sent).toBe(1);
+      await page.unroute('**/dashboard/api/login');
+
+      // Four more wrong passwords use up the minute's five; the sixth is the lockout, and it has focus too.
+      for (let i = 0; i < 5; i++) {
+        await Promise.all([page.waitForResponse('**/dashboard/api/login'), page.getByRole('button', { name: 'Sign in' }).click()]);
+        await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      }
+      await expect.poll(focused).toEqual({ tag: 'DIV', text: expect.stringMatching(/^Too many failed sign-in attempts\. Try again in \d+ seconds\.$/) });
+
+      await page.getByLabel('Email').fill(owner.email);
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByLabel('Password').press('Enter');
+      await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
+      await expect.poll(focused).toEqual({ tag: 'H1', text: 'API Keys' });
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a session that ends under an open page says so on the sign-in form and returns to the page', { timeout: 60_000 }, async () => {
     const { context, page } = await signedIn('light');
     try {

@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { DashboardSignIn } from '@svc/protocol';
 import { api, ApiError, setCsrfToken } from '../api.js';
 import { useTitle } from '../router.js';
@@ -10,9 +10,13 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: () => void; noti
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<{ message: string; param: string | null } | null>(null);
+  const errorMessage = useRef<HTMLDivElement>(null);
+  // A refusal (wrong password, the 429 lockout) takes focus, so it is read out and the next Tab is the form's.
+  useEffect(() => errorMessage.current?.focus(), [error]);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
+    if (busy) return;
     setBusy(true);
     setError(null);
     try {
@@ -47,11 +51,12 @@ export function LoginPage({ onSignedIn, notice }: { onSignedIn: () => void; noti
           <input type="password" name="password" autoComplete="current-password" value={password} onChange={(e) => setPassword(e.target.value)} required />
         </label>
         {error && (
-          <div className="alert error" role="alert">
+          <div ref={errorMessage} className="alert error" role="alert" tabIndex={-1}>
             {error.message}
           </div>
         )}
-        <button type="submit" className="button primary wide" disabled={busy}>
+        {/* aria-disabled, not disabled: a disabled button loses focus to the page body while it works. */}
+        <button type="submit" className="button primary wide" aria-disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
         <p className="hint">
