@@ -354,6 +354,44 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
     }
   });
 
+  it('Usage lists active keys first, revoked keys with requests in their own group, and only counts the unused revoked ones', { timeout: 60_000 }, async () => {
+    const owner = await server.running.store.users.create({ email: 'usage-keys@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    await server.createKey({ userId: owner.id, name: 'live' });
+    const retired = await server.createKey({ userId: owner.id, name: 'retired' });
+    const chat = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${retired.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(chat.status).toBe(200);
+    await server.running.store.keys.revoke(retired.key.id, Date.now());
+    for (let i = 0; i < 3; i++) {
+      const old = await server.createKey({ userId: owner.id, name: `old-${i}` });
+      await server.running.store.keys.revoke(old.key.id, Date.now());
+    }
+    const { context, page } = await signedIn('light', 1280, owner.email);
+    try {
+      const picker = page.getByRole('combobox', { name: 'Key' });
+      const groups = () =>
+        picker.evaluate((select) =>
+          Array.from(select.querySelectorAll('optgroup'), (g) => [g.label, ...Array.from(g.querySelectorAll('option'), (o) => o.textContent?.replace(/ \(.*\)$/, ''))]),
+        );
+      await page.goto(`${server.url}/dashboard/usage`);
+      await expect
+        .poll(async () => {
+          await page.reload();
+          await picker.waitFor();
+          return groups();
+        }, { timeout: 20_000 })
+        .toEqual([['Active keys', 'live'], ['Revoked keys', 'retired']]);
+      expect(await page.getByTestId('usage-key-hidden').textContent()).toBe('3 revoked keys without requests in these 30 days not listed (the total counts every key).');
+      expect(await picker.getAttribute('aria-describedby')).toBe('usage-key-hidden');
+      expect(await seriousViolations(page)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a 64-character key name wraps: Revoke stays visible at 1280 px, nothing scrolls sideways at 375 px, keys and secrets wrap as one balanced block', { timeout: 90_000 }, async () => {
     const longName = 'ProductionKeyForTheVeryLongCustomerNameIncorporatedLimitedXZZZZZ';
     expect(longName).toHaveLength(64);

@@ -5,6 +5,7 @@ import { useLoad } from '../use-load.js';
 import { ErrorMessage, Spinner } from '../components/Status.js';
 import { BarChart } from '../components/BarChart.js';
 import { navigate, useTitle } from '../router.js';
+import { usageKeyOptions } from '../usage-key-options.js';
 
 /** `≤ 250 ms`: latency is counted in buckets, so a percentile is the bound of its bucket. */
 function latency(ms: number | null): string {
@@ -62,6 +63,12 @@ export function UsagePage({ keyId = '' }: { keyId?: string }) {
   const summary = selected ? selected.summary : data.total_summary;
   const scope = selected ? `key “${selected.name}”` : 'all keys';
   const activeDays = series.filter((p) => p.requests > 0).reverse();
+  const options = usageKeyOptions(data.keys, keyId);
+  const option = (k: (typeof data.keys)[number]) => (
+    <option key={k.key_id} value={k.key_id}>
+      {k.name} ({k.prefix})
+    </option>
+  );
 
   return (
     <section>
@@ -73,16 +80,27 @@ export function UsagePage({ keyId = '' }: { keyId?: string }) {
             p50 and p95 are upper bounds.
           </p>
         </div>
-        <div className="field inline">
-          <label htmlFor="usage-key">Key</label>
-          <select id="usage-key" name="key" value={selected ? keyId : ''} onChange={(e) => setKeyId(e.target.value)}>
-            <option value="">All keys (total)</option>
-            {data.keys.map((k) => (
-              <option key={k.key_id} value={k.key_id}>
-                {k.name} ({k.prefix}){k.revoked ? ' — revoked' : ''}
-              </option>
-            ))}
-          </select>
+        <div className="key-picker">
+          <div className="field inline">
+            <label htmlFor="usage-key">Key</label>
+            <select
+              id="usage-key"
+              name="key"
+              value={selected ? keyId : ''}
+              onChange={(e) => setKeyId(e.target.value)}
+              aria-describedby={options.hiddenRevoked > 0 ? 'usage-key-hidden' : undefined}
+            >
+              <option value="">All keys (total)</option>
+              {options.active.length > 0 && <optgroup label="Active keys">{options.active.map(option)}</optgroup>}
+              {options.revoked.length > 0 && <optgroup label="Revoked keys">{options.revoked.map(option)}</optgroup>}
+            </select>
+          </div>
+          {options.hiddenRevoked > 0 && (
+            <p className="hint" id="usage-key-hidden" data-testid="usage-key-hidden">
+              {formatNumber(options.hiddenRevoked)} revoked {options.hiddenRevoked === 1 ? 'key' : 'keys'} without requests in these 30 days not listed
+              (the total counts every key).
+            </p>
+          )}
         </div>
       </div>
       <div className="stats" data-testid="usage-summary">
