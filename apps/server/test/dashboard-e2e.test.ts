@@ -277,6 +277,9 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await row.click();
       await expect.poll(() => page.url()).toMatch(/[?&]delivery=whd_[0-9a-f]{32}/);
       await expect.poll(() => page.getByTestId('receiver-answer').first().textContent()).toBe('down for maintenance');
+      // Beside the Code column (503) the attempts say what the receiver answered, not "HTTP 503" again.
+      expect(await page.locator('td[data-label="Code"]').first().textContent()).toBe('503');
+      expect(await page.locator('td[data-label="Error / response"]').first().textContent()).toBe('down for maintenance');
       expect(await page.getByTestId('payload-pretty').textContent()).toContain('"status_code": 200');
       const headers = await page.getByTestId('sent-headers').textContent();
       expect(headers).toContain('content-type: application/json');

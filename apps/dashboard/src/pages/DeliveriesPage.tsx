@@ -8,6 +8,7 @@ import { hrefOf, link, navigate, useTitle, type Route } from '../router.js';
 import { formatTime } from '../format.js';
 import { useLoad, useRefresh } from '../use-load.js';
 import { nextRefreshMs } from '../delivery-refresh.js';
+import { attemptNote } from '../attempt-note.js';
 import { ConfirmDialog, CopyButton, DeliveryStateBadge, ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
 
 interface Page {
@@ -321,7 +322,9 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
                 </td>
                 <td data-label="Code">{a.status_code ?? '—'}</td>
                 <td data-label="Duration">{a.duration_ms} ms</td>
-                <td className="wrap" data-label="Error / response">{a.error ?? (a.response_body ? <code className="truncate">{a.response_body}</code> : '—')}</td>
+                <td className="wrap" data-label="Error / response">
+                  <AttemptNote attempt={a} />
+                </td>
               </tr>
             ))}
           </tbody>
@@ -366,6 +369,12 @@ function RequestStatus({ code, test }: { code: number | null; test: boolean }) {
     );
   }
   return <span className={`badge ${code >= 200 && code < 300 ? 'ok' : 'bad'}`}>{code}</span>;
+}
+
+function AttemptNote({ attempt }: { attempt: DashboardDeliveryDetail['attempt_log'][number] }) {
+  const note = attemptNote(attempt);
+  if (!note) return <>—</>;
+  return note.kind === 'error' ? <>{note.text}</> : <code className="truncate">{note.text}</code>;
 }
 
 function answeredFailure(a: DashboardDeliveryDetail['attempt_log'][number]): boolean {
