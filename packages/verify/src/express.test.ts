@@ -309,6 +309,71 @@ describe('verifyMiddleware with dedupe', () => {
     expect(handled).toEqual(['chatcmpl-1', 'chatcmpl-1', 'chatcmpl-1']);
   });
 
+  it('releases the id of a route that never answers once svc hangs up: the retry is processed, not answered 409 until the TTL', async () => {
+    const route = new EventEmitter();
+    let calls = 0;
+    const { app, handled } = deduping((_req, res) => {
+      calls += 1;
+      if (calls > 1) return void res.sendStatus(204);
+      // Express 4 with a rejected async handler: no answer, ever.
+      res.on('close', () => route.emit('closed'));
+      route.emit('started');
+    });
+    const url = await listen(app);
+    const svcGivesUp = new AbortController();
+    const started = once(route, 'started');
+    const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed('whd_hung') }, signal: svcGivesUp.signal });
+    await started;
+    expect((await post(url, BODY, signed('whd_hung'))).status).toBe(409);
+    const closed = once(route, 'closed');
+    svcGivesUp.abort();
+    await expect(attempt).rejects.toThrow();
+    await closed;
+    expect((await post(url, BODY, signed('whd_hung'))).status).toBe(204);
+    expect((await post(url, BODY, signed('whd_hung'))).headers.get('svc-duplicate')).toBe('true');
+    expect(handled).toHaveLength(2);
+  });
+
+  it('releases the id when svc hung up while the store was still claiming it', async () => {
+    const connection = new EventEmitter();
+    let claimed: (() => void) | undefined;
+    const seen = new Set<string>();
+    const store = {
+      // The first claim waits until svc has gone; the others answer at once.
+      setIfAbsent: (id: string) => {
+        const first = !seen.has(id) && !!seen.add(id);
+        if (claimed) return first;
+        return new Promise<boolean>((resolve) => (claimed = () => resolve(first)));
+      },
+      delete: (id: string) => void seen.delete(id),
+    };
+    const app = express();
+    let handled = 0;
+    app.use((_req, res, next) => {
+      res.on('close', () => connection.emit('closed'));
+      next();
+    });
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }) }), (_req, res) => {
+      handled += 1;
+      // The first copy's route never answers (its client is gone); a retry's does.
+      if (handled > 1) res.sendStatus(204);
+      else connection.emit('routed');
+    });
+    const url = await listen(app);
+    const svcGivesUp = new AbortController();
+    const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed('whd_slow_store') }, signal: svcGivesUp.signal });
+    await expect.poll(() => seen.size).toBe(1);
+    const closed = once(connection, 'closed');
+    svcGivesUp.abort();
+    await expect(attempt).rejects.toThrow();
+    await closed;
+    const routed = once(connection, 'routed');
+    claimed!();
+    await routed;
+    expect((await post(url, BODY, signed('whd_slow_store'))).status).toBe(204);
+    expect(handled).toBe(2);
+  });
+
   it('processes every delivery that carries no id, and leaves the id claimed when a release fails', async () => {
     const app = express();
     let handled = 0;

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditPayload } from './audit-payload.js';
 import { assertLimit, declaredOver, DEFAULT_LIMIT, payloadTooLarge } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { claimedDelivery } from './claimed-delivery.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
@@ -28,8 +29,9 @@ export interface VerifyMiddlewareOptions extends ConstructEventOptions {
   /**
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
-   * (an error, a 500) releases its id, so svc's retry of it is processed. The route's answer decides even
-   * when it comes after svc hung up (svc's timeout): until then, a retry is answered 409 (in progress).
+   * (an error, a 500) releases its id, so svc's retry of it is processed; so does a connection that closes
+   * before the route answers (svc's timeout: a route slower than it, or one that never answers). A 2xx given
+   * after that still records the id as processed, unless svc's retry has claimed it meanwhile.
    */
   dedupe?: Deduper;
 }
@@ -92,14 +94,18 @@ export function verifyMiddleware(
       // The route's own answer decides, also one given after svc hung up (its timeout): a slow route that ends
       // with a 2xx has processed the delivery, so svc's retry of it is a duplicate, not a second processing. Node
       // emits no event for an answer to a closed connection, hence the wrapped end().
+      const claim = claimedDelivery(dedupe!, id);
       const end = res.end;
       res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
         res.end = end;
-        if (delivered(res.statusCode)) dedupe!.complete(id);
         // A failed release leaves the id claimed until its TTL; nothing here can report it, so it is not thrown.
-        else dedupe!.release(id).catch(() => {});
+        claim.settled(delivered(res.statusCode)).catch(() => {});
         return end.apply(this, args);
       } as ServerResponse['end'];
+      // Closed before any answer (svc hung up on a route that has not answered, maybe never will): released, so
+      // svc's retry is processed rather than answered 409 until the TTL. After an answer this is ignored.
+      if (res.destroyed) claim.dropped();
+      else res.on('close', claim.dropped);
     }
     req.body = event;
     req.svcEvent = event;

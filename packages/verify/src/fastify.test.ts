@@ -223,6 +223,71 @@ describe('verifyPlugin with dedupe', () => {
     expect(handled()).toBe(3);
   });
 
+  it('releases the id of a route that never answers once svc hangs up: the retry is processed, not answered 409 until the TTL', async () => {
+    const route = new EventEmitter();
+    const { handled } = await deduping(async (reply) => {
+      if (handled() > 1) return reply.code(204).send();
+      reply.raw.on('close', () => route.emit('closed'));
+      route.emit('started');
+      return new Promise(() => {}); // no answer, ever
+    });
+    const url = `${await app!.listen({ port: 0, host: '127.0.0.1' })}/webhooks/svc`;
+    const svcGivesUp = new AbortController();
+    const started = once(route, 'started');
+    const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed('whd_hung') }, signal: svcGivesUp.signal });
+    await started;
+    expect((await deliver(BODY, signed('whd_hung'))).statusCode).toBe(409);
+    const closed = once(route, 'closed');
+    svcGivesUp.abort();
+    await expect(attempt).rejects.toThrow();
+    await closed;
+    expect((await deliver(BODY, signed('whd_hung'))).statusCode).toBe(204);
+    expect((await deliver(BODY, signed('whd_hung'))).headers['svc-duplicate']).toBe('true');
+    expect(handled()).toBe(2);
+  });
+
+  it('releases the id when svc hung up while the store was still claiming it', async () => {
+    const connection = new EventEmitter();
+    let claimed: (() => void) | undefined;
+    const seen = new Set<string>();
+    const store = {
+      // The first claim waits until svc has gone; the others answer at once.
+      setIfAbsent: (id: string) => {
+        const first = !seen.has(id) && !!seen.add(id);
+        if (claimed) return first;
+        return new Promise<boolean>((resolve) => (claimed = () => resolve(first)));
+      },
+      delete: (id: string) => void seen.delete(id),
+    };
+    let handled = 0;
+    app = Fastify();
+    app.addHook('onRequest', async (_request, reply) => {
+      reply.raw.on('close', () => connection.emit('closed'));
+    });
+    app.register(async (scope) => {
+      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }) });
+      scope.post('/webhooks/svc', async (_request, reply) => {
+        handled += 1;
+        if (handled > 1) return reply.code(204).send();
+        connection.emit('routed');
+        return new Promise(() => {}); // its client is gone: no answer
+      });
+    });
+    const url = `${await app.listen({ port: 0, host: '127.0.0.1' })}/webhooks/svc`;
+    const svcGivesUp = new AbortController();
+    const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed('whd_slow_store') }, signal: svcGivesUp.signal });
+    await expect.poll(() => seen.size).toBe(1);
+    const closed = once(connection, 'closed');
+    svcGivesUp.abort();
+    await expect(attempt).rejects.toThrow();
+    await closed;
+    const routed = once(connection, 'routed');
+    claimed!();
+    await routed;
+    expect((await deliver(BODY, signed('whd_slow_store'))).statusCode).toBe(204);
+    expect(handled).toBe(2);
+  });
+
   it('rejects a dedupe that is not a deduper when registered', async () => {
     app = Fastify();
     // @ts-expect-error misuse on purpose

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AuditPayload } from './audit-payload.js';
 import { assertLimit, DEFAULT_LIMIT } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { claimedDelivery, type ClaimedDelivery } from './claimed-delivery.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
@@ -29,8 +30,9 @@ export interface VerifyPluginOptions extends ConstructEventOptions {
   /**
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
-   * (a thrown error, a 500) releases its id, so svc's retry of it is processed. The route's answer decides even
-   * when it comes after svc hung up (svc's timeout): until then, a retry is answered 409 (in progress).
+   * (a thrown error, a 500) releases its id, so svc's retry of it is processed; so does a connection that closes
+   * before the route answers (svc's timeout: a route slower than it, or one that never answers). A 2xx given
+   * after that still records the id as processed, unless svc's retry has claimed it meanwhile.
    */
   dedupe?: Deduper;
 }
@@ -44,7 +46,7 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
   assertDeduper(dedupe);
   // Fastify itself takes NaN, Infinity, 0 or a string as no limit at all, and a negative one as "refuse every body".
   assertLimit(bodyLimit, 'bodyLimit');
-  const claimed = new WeakMap<object, string>();
+  const claimed = new WeakMap<object, ClaimedDelivery>();
 
   // JSON bodies stay raw bytes in this scope: the signature covers those bytes, not a re-serialisation.
   fastify.removeContentTypeParser('application/json');
@@ -66,20 +68,24 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
         const answer = duplicateAnswer(dedupe!, id);
         return reply.code(answer.status).headers(answer.headers).send(answer.body);
       }
-      claimed.set(request, id);
+      const claim = claimedDelivery(dedupe!, id);
+      claimed.set(request, claim);
+      // Closed before any answer (svc hung up on a route that has not answered, maybe never will): released, so
+      // svc's retry is processed rather than answered 409 until the TTL. After an answer this is ignored.
+      if (reply.raw.destroyed) claim.dropped();
+      else reply.raw.on('close', claim.dropped);
     }
     request.body = event;
     request.svcEvent = event;
   });
 
   // The route's answer decides, also one given after svc hung up (its timeout): Fastify runs onSend for it, not
-  // onResponse, so a slow route's 2xx still makes svc's retry a duplicate instead of leaving the id in progress.
+  // onResponse, so a slow route's 2xx still records the id as processed (see `claimedDelivery`).
   fastify.addHook('onSend', async (request, reply, payload) => {
-    const id = claimed.get(request);
-    if (id === undefined) return payload;
+    const claim = claimed.get(request);
+    if (claim === undefined) return payload;
     claimed.delete(request);
-    if (delivered(reply.statusCode)) dedupe!.complete(id);
-    else await dedupe!.release(id);
+    await claim.settled(delivered(reply.statusCode));
     return payload;
   });
 };

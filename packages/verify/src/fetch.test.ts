@@ -178,6 +178,42 @@ describe('createWebhookHandler', () => {
     await expect(plain(request(BODY, signed('whd_2')))).rejects.toThrow(/it returned string\.$/);
   });
 
+  it('with dedupe: releases the id of a handler that never answers once request.signal aborts (svc hung up): the retry is processed, not answered 409 until the TTL', async () => {
+    let calls = 0;
+    const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }, () => {
+      calls += 1;
+      return calls === 1 ? new Promise<Response>(() => {}) : new Response(null, { status: 204 });
+    });
+    const svcGivesUp = new AbortController();
+    void handle(withSignal(request(BODY, signed('whd_hung')), svcGivesUp.signal));
+    await expect.poll(() => calls).toBe(1);
+    expect((await handle(request(BODY, signed('whd_hung')))).status).toBe(409);
+    svcGivesUp.abort();
+    expect((await handle(request(BODY, signed('whd_hung')))).status).toBe(204);
+    expect((await handle(request(BODY, signed('whd_hung')))).headers.get('svc-duplicate')).toBe('true');
+    expect(calls).toBe(2);
+  });
+
+  it('with dedupe: a request whose signal aborted before the claim releases it at once: the retry is processed', async () => {
+    let answer: (response: Response) => void = () => {};
+    let calls = 0;
+    const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }, () => {
+      calls += 1;
+      return calls === 1 ? new Promise<Response>((resolve) => (answer = resolve)) : new Response(null, { status: 204 });
+    });
+    const gone = new AbortController();
+    gone.abort();
+    const first = handle(withSignal(request(BODY, signed('whd_gone')), gone.signal));
+    await expect.poll(() => calls).toBe(1);
+    // Released: svc's retry is processed, not answered 409 while the first copy's handler is still at work.
+    expect((await handle(request(BODY, signed('whd_gone')))).status).toBe(204);
+    answer(new Response(null, { status: 204 }));
+    expect((await first).status).toBe(204);
+    const again = await handle(request(BODY, signed('whd_gone')));
+    expect([again.status, again.headers.get('svc-duplicate')]).toEqual([200, 'true']);
+    expect(calls).toBe(2);
+  });
+
   it.each([
     ['an empty secret', { secret: '' }, () => new Response()],
     ['a bad tolerance', { secret: SECRET, toleranceSeconds: -1 }, () => new Response()],
@@ -190,6 +226,11 @@ describe('createWebhookHandler', () => {
     expect(() => createWebhookHandler(options, handler)).toThrow(TypeError);
   });
 });
+
+/** `req` with `signal` as its `request.signal` (runtimes abort it when the client goes). */
+function withSignal(req: Request, signal: AbortSignal): Request {
+  return new Request(req, { signal });
+}
 
 /** A streamed body of `total` bytes, made chunk by chunk as it is read; `pulled()` tells how much was made. */
 function streamedRequest(total: number, headers: Record<string, string> = {}) {

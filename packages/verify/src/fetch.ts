@@ -1,6 +1,7 @@
 import type { AuditPayload } from './audit-payload.js';
 import { assertLimit, declaredOver, DEFAULT_LIMIT, payloadTooLarge } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
+import { claimedDelivery } from './claimed-delivery.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { constructDelivery } from './web/construct-event.js';
@@ -91,7 +92,9 @@ export interface WebhookHandlerOptions extends VerifyRequestOptions {
   /**
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the handler. A delivery the handler does not answer with a 2xx
-   * (or rejects) releases its id, so svc's retry of it is processed.
+   * (or rejects) releases its id, so svc's retry of it is processed; so does `request.signal` aborting before
+   * the handler answers (runtimes abort it when the client goes: svc's timeout). A 2xx given after that still
+   * records the id as processed, unless svc's retry has claimed it meanwhile.
    */
   dedupe?: Deduper;
 }
@@ -142,16 +145,23 @@ export function createWebhookHandler(
       const answer = duplicateAnswer(dedupe!, id);
       return Response.json(answer.body, { status: answer.status, headers: answer.headers });
     }
+    const claim = claimedDelivery(dedupe!, id);
+    // The client went before an answer (svc's timeout; runtimes that abort request.signal then): released, so
+    // svc's retry is processed rather than answered 409 until the TTL.
+    const { signal } = request;
+    if (signal.aborted) claim.dropped();
+    else signal.addEventListener('abort', claim.dropped);
     let response: Response;
     try {
       // A handler returning no Response releases the id like one that throws: left claimed, every retry got 409.
       response = await respond();
     } catch (err) {
-      await dedupe!.release(id);
+      await claim.settled(false);
       throw err;
+    } finally {
+      signal.removeEventListener('abort', claim.dropped);
     }
-    if (delivered(response.status)) dedupe!.complete(id);
-    else await dedupe!.release(id);
+    await claim.settled(delivered(response.status));
     return response;
   };
 }
