@@ -1,5 +1,5 @@
 import type { SvcResult } from '@svc/protocol';
-import { kleur, mark } from './output.js';
+import { kleur, mark, streamColors } from './output.js';
 
 /**
  * The `svc` grounding result for people: a verdict line, then the answer with flagged spans
@@ -51,7 +51,8 @@ function highlight(answer: string, spans: SvcResult['flagged_spans']): string {
     if (span.start < at || span.end > answer.length || span.end <= span.start) continue;
     out += answer.slice(at, span.start);
     const text = answer.slice(span.start, span.end);
-    out += kleur.enabled ? kleur.red().underline(text) : `»${text}«`;
+    // The report goes to stderr: marked as that stream is coloured.
+    out += kleur.enabled && streamColors().err ? kleur.red().underline(text) : `»${text}«`;
     at = span.end;
   }
   return out + answer.slice(at);

@@ -9,15 +9,47 @@ export interface Io {
   err(text: string): void;
 }
 
-export const processIo: Io = {
-  out: (text) => void process.stdout.write(text),
-  err: (text) => void process.stderr.write(text),
-};
-
-/** Colours follow kleur's detection (NO_COLOR, FORCE_COLOR, TTY); `--no-color` turns them off. */
-export function configureColors(colorFlag: boolean): void {
-  if (!colorFlag) kleur.enabled = false;
+/** Whether each stream gets colours. */
+export interface StreamColors {
+  out: boolean;
+  err: boolean;
 }
+
+/**
+ * kleur's rules, decided per stream: off with `NO_COLOR` (any value), `NODE_DISABLE_COLORS` or `TERM=dumb`; on
+ * with `FORCE_COLOR` (other than `0`); otherwise on where that stream is a terminal. kleur itself looks at stdout
+ * alone, so `svc-cli listen --json | jq` in a terminal printed its stderr lines without colours.
+ *
+ * @example
+ * detectColors(process.env, process); // { out: false, err: true } under `| jq`
+ */
+export function detectColors(
+  env: Record<string, string | undefined>,
+  streams: { stdout: { isTTY?: boolean }; stderr: { isTTY?: boolean } },
+): StreamColors {
+  if (env.NODE_DISABLE_COLORS || env.NO_COLOR !== undefined || env.TERM === 'dumb') return { out: false, err: false };
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '0') return { out: true, err: true };
+  return { out: streams.stdout.isTTY === true, err: streams.stderr.isTTY === true };
+}
+
+let colors: StreamColors = detectColors(process.env, process);
+
+/** Colours per stream (`detectColors`); `--no-color` turns them off on both. */
+export function configureColors(colorFlag: boolean, detected: StreamColors = detectColors(process.env, process)): void {
+  colors = colorFlag ? detected : { out: false, err: false };
+  // Text is coloured when either stream takes colours; `processIo` takes them out again on the other.
+  kleur.enabled = colors.out || colors.err;
+}
+
+/** Whether stdout (`out`) and stderr (`err`) get colours now. */
+export function streamColors(): StreamColors {
+  return colors;
+}
+
+export const processIo: Io = {
+  out: (text) => void process.stdout.write(colors.out ? text : withoutColors(text)),
+  err: (text) => void process.stderr.write(colors.err ? text : withoutColors(text)),
+};
 
 export { kleur };
 
@@ -55,9 +87,14 @@ export function printable(text: string): string {
 // eslint-disable-next-line no-control-regex
 const ANSI = /\u001b\[[0-9;]*m/g;
 
+/** `text` without kleur's colour escapes (request data never holds one: `printable` escapes ESC). */
+export function withoutColors(text: string): string {
+  return text.replace(ANSI, '');
+}
+
 /** Columns `text` takes in a terminal, colour escapes not counted. */
 export function visibleLength(text: string): number {
-  return text.replace(ANSI, '').length;
+  return withoutColors(text).length;
 }
 
 /**

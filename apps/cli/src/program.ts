@@ -23,7 +23,7 @@ export function makeProgram(io: Io = processIo, options: { exitOverride?: boolea
     .addOption(new Option('--base-url <url>', 'svc server').default(DEFAULT_BASE_URL).env('SVC_BASE_URL').argParser(parseHttpUrl))
     .addOption(new Option('--api-key <key>', 'API key (sent as a bearer token)').env('SVC_API_KEY'))
     .option('--json', 'machine-readable output on stdout')
-    .option('--no-color', 'no colours (NO_COLOR is honoured too)')
+    .option('--no-color', 'no colours (NO_COLOR is honoured too; FORCE_COLOR forces them)')
     .configureOutput({
       writeOut: (text) => io.out(text),
       writeErr: (text) => io.err(text),
@@ -40,6 +40,7 @@ Environment:
   SVC_BASE_URL   server URL (default ${DEFAULT_BASE_URL})
   SVC_API_KEY    API key
   NO_COLOR       disable colours
+  FORCE_COLOR    colours also where stdout or stderr is not a terminal (0: as detected)
 
 Examples:
   $ export SVC_API_KEY=sk-svc-...

@@ -44,8 +44,16 @@ function cliEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
  * const listen = startCli(['listen', '--port', '0'], { cwd });
  * const [, url] = await listen.waitFor('stderr', /Listening on (\S+)/);
  */
-export function startCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): CliProcess {
-  const child = spawn(process.execPath, [CLI_BIN, ...args], { cwd: options.cwd, env: cliEnv(options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined>; stdoutToFile?: string }): CliProcess {
+  const child = options.stdoutToFile === undefined
+    ? spawn(process.execPath, [CLI_BIN, ...args], { cwd: options.cwd, env: cliEnv(options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] })
+    : // `svc-cli … > file` in a terminal (util-linux's script gives it one): stdout is not a TTY, stderr is; what
+      // the terminal shows (stderr) arrives as this process's stdout.
+      spawn('script', ['-qfec', `${[process.execPath, CLI_BIN, ...args].map(shellQuote).join(' ')} > ${shellQuote(options.stdoutToFile)}`, '/dev/null'], {
+        cwd: options.cwd,
+        env: cliEnv(options.env ?? {}),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
   running.add(child);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
@@ -103,6 +111,10 @@ export function startCli(args: string[], options: { cwd: string; env?: Record<st
       });
     },
   };
+}
+
+function shellQuote(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Runs the CLI to completion. */

@@ -1,12 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { groundingReport } from '../src/grounding-report.js';
-import { kleur } from '../src/output.js';
+import { configureColors, kleur, streamColors } from '../src/output.js';
 
 const answer = 'Paris is in France. It was built in 1925.';
 const base = { dehallucinate_requested: true, checked: true, grounded: true, score: 0.93, flagged_spans: [] };
 const enabled = kleur.enabled;
+const colors = streamColors();
 
 afterEach(() => {
+  configureColors(true, colors);
   kleur.enabled = enabled;
 });
 
@@ -54,8 +56,11 @@ describe('groundingReport', () => {
     ]);
   });
 
-  it('highlights with colour when colours are on', () => {
-    kleur.enabled = true;
+  it('highlights with colour when stderr, where the report goes, takes colours; marks without when only stdout does', () => {
+    const flagged = { ...base, grounded: false, score: 0.41, flagged_spans: [{ start: 0, end: 5, text: 'Paris', reason: 'r', score: 0.1 }] };
+    configureColors(true, { out: true, err: false });
+    expect(groundingReport(flagged, answer)).toContain('»Paris« is in France.');
+    configureColors(true, { out: false, err: true });
     const report = groundingReport({ ...base, grounded: false, score: 0.41, flagged_spans: [{ start: 0, end: 5, text: 'Paris', reason: 'r', score: 0.1 }] }, answer);
     expect(report).toMatch(/\u001b\[31m\u001b\[4mParis(\u001b\[\d+m)+ is in France\./);
   });

@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { verifySignature, verifyWebhook } from '@svc/verify';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
-import { runCli, startListen, useSandbox } from './cli-process.js';
+import { runCli, startCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
 import { startReceiver } from './receiver.js';
 import { expressReceiver } from './check-receivers.js';
@@ -177,6 +177,29 @@ describe('svc-cli listen', () => {
     await postDelivery(plain.url, samplePayload(), { secret: SECRET });
     expect(plain.stdout()).toContain('sig ✔');
     expect(plain.stdout() + plain.stderr()).not.toContain('\u001b[');
+  });
+
+  it('listen --json > file in a terminal: the status lines on stderr (the terminal) are coloured, the JSON on stdout is not; NO_COLOR turns both off', async () => {
+    const ready = /Ready!(?:\u001b\[\d+m)? Listening on (?:\u001b\[\d+m)?(http[^\s\u001b]+)/;
+    const jsonFile = join(sandbox.path, 'deliveries.jsonl');
+    const terminal = startCli(['listen', '--port', '0', '--json', '--secret', SECRET], { cwd: sandbox.path, env: { NO_COLOR: undefined }, stdoutToFile: jsonFile });
+    const [, url] = await terminal.waitFor('stdout', ready);
+    await postDelivery(url!, samplePayload(), { secret: SECRET });
+    await terminal.waitFor('stdout', /sig/);
+    expect(terminal.stdout()).toContain('\u001b[1mReady!');
+    expect(terminal.stdout()).toContain('\u001b[32m✔\u001b[39m');
+    await expect.poll(() => readFileSync(jsonFile, 'utf8')).toContain('"request_id"');
+    expect(readFileSync(jsonFile, 'utf8')).not.toContain('\u001b');
+    terminal.child.kill('SIGTERM');
+    await terminal.exited;
+
+    const noColor = startCli(['listen', '--port', '0', '--json', '--secret', SECRET], { cwd: sandbox.path, env: { NO_COLOR: '1' }, stdoutToFile: jsonFile });
+    const [, plainUrl] = await noColor.waitFor('stdout', ready);
+    await postDelivery(plainUrl!, samplePayload(), { secret: SECRET });
+    await noColor.waitFor('stdout', /sig/);
+    expect(noColor.stdout()).not.toContain('\u001b[');
+    noColor.child.kill('SIGTERM');
+    await noColor.exited;
   });
 
   it.each(['SIGINT', 'SIGTERM'] as const)('%s exits 0 with a summary of received, verified and failed', async (signal) => {
