@@ -57,6 +57,11 @@ interface Heavy {
   body: unknown;
   /** What a clear answer is: 200, or this 4xx. */
   status: number;
+  /**
+   * Another clear answer, for a case decided by a time budget: the offline model gives up on a pattern whose
+   * test takes more than 30 ms (a 400 saying so), which on a loaded host it may reach.
+   */
+  orBudgetRefusal?: true;
   /** Where it is sent: chat completions unless given. */
   path?: '/v1/responses';
   /** An input only the Responses API has. */
@@ -150,9 +155,9 @@ function heavySchemaInputs(): Heavy[] {
   const enumItems = { type: 'object', properties: { a: { type: 'array', minItems: 1000, items: { enum: manyValues } } }, required: ['a'], additionalProperties: false };
   const messages = [{ role: 'user', content: `Look up ${'x'.repeat(300)} please.` }];
   return [
-    { what: 'a tool pattern that backtracks', body: { model: 'svc01', messages, tools: [{ type: 'function', function: { name: 'lookup', parameters: patterned } }], tool_choice: 'required' }, status: 200 },
-    { what: 'a response_format pattern that backtracks', body: { model: 'svc01', messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: patterned } } }, status: 200 },
-    { what: 'Responses: a text.format pattern that backtracks', path: '/v1/responses', body: { model: 'svc01', input: messages[0]!.content, text: { format: { type: 'json_schema', name: 'x', schema: patterned } } }, status: 200 },
+    { what: 'a tool pattern that backtracks', body: { model: 'svc01', messages, tools: [{ type: 'function', function: { name: 'lookup', parameters: patterned } }], tool_choice: 'required' }, status: 200, orBudgetRefusal: true },
+    { what: 'a response_format pattern that backtracks', body: { model: 'svc01', messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: patterned } } }, status: 200, orBudgetRefusal: true },
+    { what: 'Responses: a text.format pattern that backtracks', path: '/v1/responses', body: { model: 'svc01', input: messages[0]!.content, text: { format: { type: 'json_schema', name: 'x', schema: patterned } } }, status: 200, orBudgetRefusal: true },
     { what: '1,000 items of a 20,000-value enum', body: { model: 'svc01', messages, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: enumItems } } }, status: 200 },
   ];
 }
@@ -341,7 +346,8 @@ async function servesWithinBound(name: string, heavy: Heavy[]): Promise<void> {
   const { url, token } = await startServer(name);
   const { answers, ordinaryStatuses, figures } = await underLoad(url, token, heavy);
   for (const { h, status, text } of answers) {
-    expect(status, `${h.what}: ${text.slice(0, 200)}`).toBe(h.status);
+    const budgetRefusal = h.orBudgetRefusal === true && status === 400 && /takes more than \d+ ms/.test(text);
+    if (!budgetRefusal) expect(status, `${h.what}: ${text.slice(0, 200)}`).toBe(h.status);
     if (status >= 400) expect(JSON.parse(text).error.code).toEqual(expect.any(String));
   }
   expect(ordinaryStatuses.length).toBeGreaterThan(0);
