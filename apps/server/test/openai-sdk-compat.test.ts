@@ -239,6 +239,26 @@ describe('details SDKs notice', () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
+  it.each([
+    ['a content part without its text', [{ type: 'text' }], 'missing_required_parameter', 'messages[0].content[0].text'],
+    ['an image detail OpenAI does not know', [{ type: 'image_url', image_url: { url: 'https://example.com/a.png', detail: 'ultra' } }], 'invalid_value', 'messages[0].content[0].image_url.detail'],
+    ['an audio part without its format', [{ type: 'input_audio', input_audio: { data: 'UklGRg==' } }], 'missing_required_parameter', 'messages[0].content[0].input_audio.format'],
+  ])('%s is a BadRequestError whose param names the field inside the part, not the whole content', async (_, content, code, param) => {
+    const error = await rejection(noRetry.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: content as never }] }));
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ code, param });
+    expect(error.message).toContain(param);
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('stop with more than 4 sequences names the limit; a non-string sequence is named by its index', async () => {
+    const tooMany = await rejection(noRetry.chat.completions.create({ ...ask, stop: ['a', 'b', 'c', 'd', 'e'] }));
+    expect(tooMany).toMatchObject({ status: 400, code: 'invalid_value', param: 'stop' });
+    expect(tooMany.message).toContain('4');
+    const notString = await rejection(noRetry.chat.completions.create({ ...ask, stop: ['a', 5 as never] }));
+    expect(notString).toMatchObject({ status: 400, code: 'invalid_type', param: 'stop[1]' });
+  });
+
   it('models.retrieve("svc01") returns the model object', async () => {
     expect(await client.models.retrieve('svc01')).toEqual({ id: 'svc01', object: 'model', created: expect.any(Number), owned_by: 'svc' });
   });

@@ -59,6 +59,15 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
       const names = expected.map((i) => (i as { expected: string }).expected).join(' or ');
       return new ApiError('invalid_type', `Invalid type for '${param}': expected ${names}, but got ${describe(value)}.`, { param });
     }
+    // A value of exactly one alternative's type (content parts, a stop list, a tool_choice string) is judged
+    // by that alternative: the answer names the field inside it, as OpenAI's does, not "Invalid input".
+    const typed = issue.errors.filter((branch) => !branch.some((i) => i.code === 'invalid_type' && i.path.length === 0));
+    if (typed.length === 1 && typed[0]!.length > 0) {
+      return firstProblem(
+        typed[0]!.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })),
+        body,
+      );
+    }
   }
   const rolePath = issue.path[issue.path.length - 1] === 'role' ? issue.path.slice(0, -1) : issue.path;
   if (issue.code === 'invalid_union' && rolePath.length === 2 && rolePath[0] === 'messages') {
