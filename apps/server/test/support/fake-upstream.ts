@@ -337,16 +337,25 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     const finishReason = toolCalls.length > 0 ? 'tool_calls' : (current.finishReason ?? 'stop');
 
+    // OpenAI answers `n` choices (the same text here) and, with `logprobs`, each token's log probability and
+    // its `top_logprobs` alternatives; streamed, each choice's chunks come one choice per chunk, in turn.
+    const choiceCount = typeof body.n === 'number' && body.n > 1 ? body.n : 1;
+    const wantsLogprobs = body.logprobs === true;
+    const topLogprobs = typeof body.top_logprobs === 'number' ? body.top_logprobs : 0;
+    usage.completion_tokens *= choiceCount;
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+
     if (body.stream !== true) {
       const message: Record<string, unknown> = { role: 'assistant', content: toolCalls.length > 0 ? null : answer, refusal: null };
       if (current.reasoning && reasoningField) message[reasoningField] = current.reasoning;
       if (toolCalls.length > 0) message.tool_calls = toolCalls;
+      const logprobs = wantsLogprobs ? { content: contentPieces.map((piece) => tokenLogprob(piece, topLogprobs)), refusal: null } : null;
       const completion: Record<string, unknown> = {
         id,
         object: 'chat.completion',
         created,
         model,
-        choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+        choices: Array.from({ length: choiceCount }, (_, index) => ({ index, message, logprobs, finish_reason: finishReason })),
         ...(current.serviceTier ? { service_tier: current.serviceTier } : {}),
         system_fingerprint: 'fp_fake',
       };
@@ -388,19 +397,27 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       const data = json.split('\n').map((line) => `data: ${line}`).join(eol);
       return `${current.comments ? `: keep-alive${eol}` : ''}${data}${eol}${eol}`;
     };
-    const chunk = (delta: Record<string, unknown>, finish: string | null = null): Record<string, unknown> => ({
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null, index = 0, logprobs: unknown = null): Record<string, unknown> => ({
       id,
       object: 'chat.completion.chunk',
       created,
       model,
       ...(current.serviceTier ? { service_tier: current.serviceTier } : {}),
       system_fingerprint: 'fp_fake',
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      choices: [{ index, delta, logprobs, finish_reason: finish }],
     });
 
-    const frames: string[] = [frame(chunk({ role: 'assistant', content: '', refusal: null }))];
+    const frames: string[] = [];
+    for (let c = 0; c < choiceCount; c++) {
+      const emptyLogprobs = wantsLogprobs ? { content: [], refusal: null } : null;
+      frames.push(frame(chunk({ role: 'assistant', content: '', refusal: null }, null, c, emptyLogprobs)));
+    }
     if (current.reasoning && reasoningField) for (const piece of splitAnswer(current.reasoning)) frames.push(frame(chunk({ [reasoningField]: piece })));
-    for (const piece of contentPieces) frames.push(frame(chunk({ content: piece })));
+    for (const piece of contentPieces) {
+      for (let c = 0; c < choiceCount; c++) {
+        frames.push(frame(chunk({ content: piece }, null, c, wantsLogprobs ? { content: [tokenLogprob(piece, topLogprobs)], refusal: null } : null)));
+      }
+    }
     toolCalls.forEach((call, index) => {
       frames.push(frame(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] })));
       for (const fragment of splitArguments(call.function.arguments)) {
@@ -411,7 +428,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       frames.push(frame({ ...chunk({}), choices: [{ index: current.extraChoiceIndex, delta: { content: 'Stray.' }, logprobs: null, finish_reason: null }] }));
     }
     const contentFrameCount = frames.length;
-    frames.push(frame(chunk({}, finishReason)));
+    for (let c = 0; c < choiceCount; c++) frames.push(frame(chunk({}, finishReason, c)));
     const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
     if (includeUsage && current.usage !== false) {
       const tier = current.serviceTier ? { service_tier: current.serviceTier } : {};
@@ -566,6 +583,13 @@ function sendJson(res: ServerResponse | Http2ServerResponse, status: number, pay
   const text = JSON.stringify(payload);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
+}
+
+/** One token's entry of `logprobs.content`, with `top` alternatives (the token itself first), as OpenAI gives it. */
+function tokenLogprob(token: string, top: number): Record<string, unknown> {
+  const entry = (text: string, logprob: number) => ({ token: text, logprob, bytes: [...Buffer.from(text)] });
+  const alternatives = Array.from({ length: top }, (_, i) => entry(i === 0 ? token : `${token}${i}`, -0.01 - i));
+  return { ...entry(token, -0.01), top_logprobs: alternatives };
 }
 
 /** Word-sized pieces that keep their leading whitespace, like tokens do. */
