@@ -3,6 +3,7 @@ import type { Claim, SvcResult } from '@svc/protocol';
 import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
 import { GroundingThread } from './grounding-thread.js';
+import { jsonValuesText } from './json-answer.js';
 import { groundingSourceMessages, groundingSources, lastUserText } from './prompt.js';
 
 export interface GroundingRequest {
@@ -46,21 +47,26 @@ export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Gro
   const sourceIndexCache = new SourceIndexCache();
   return {
     async check({ messages, answer, requested }) {
-      if (!requested || answer.trim() === '') return notChecked(requested);
+      // A JSON answer is checked by its values alone, at their offsets: span texts are then taken from the answer.
+      const read = jsonValuesText(answer);
+      const checked = read ?? answer;
+      if (!requested || checked.trim() === '') return notChecked(requested);
       const sources = groundingSourceMessages(messages);
       if (sources.texts.length === 0) return notChecked(requested);
-      const input = { sources: sources.texts, answer, question: lastUserText(messages) };
+      const input = { sources: sources.texts, answer: checked, question: lastUserText(messages) };
       let size = answer.length;
       for (const text of sources.texts) size += text.length;
       const result = thread && size > INLINE_GROUNDING_CHARS ? await thread.check(input, threshold) : checkGrounding(input, { sourceIndexCache, threshold });
       if (!result.checked) return notChecked(requested);
+      const asAnswered = <T extends { start: number; end: number; text: string }>(span: T): T =>
+        read === undefined ? span : { ...span, text: answer.slice(span.start, span.end) };
       return {
         dehallucinate_requested: true,
         grounded: result.grounded,
         score: result.score,
-        flagged_spans: result.flaggedSpans,
+        flagged_spans: result.flaggedSpans.map(asAnswered),
         checked: true,
-        claims: result.claims.map((c) => toClaim(c, sources.messageIndex)),
+        claims: result.claims.map((c) => toClaim(asAnswered(c), sources.messageIndex)),
       };
     },
   };
