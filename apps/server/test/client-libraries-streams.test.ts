@@ -108,6 +108,20 @@ describe('n > 1 streamed', () => {
     expect(completion.usage?.completion_tokens).toBeGreaterThanOrEqual(3 * ANSWER.split(' ').length);
   });
 
+  it('openai stream helper: with n: 2 and parallel tool calls, each choice gets its own calls, whole', async () => {
+    upstream.setBehavior({ toolCalls: [{ name: 'weather', arguments: { city: 'Paris' } }, { name: 'time', arguments: { zone: 'Europe/Paris' } }] });
+    const tools = ['weather', 'time'].map((name) => ({ type: 'function' as const, function: { name, parameters: { type: 'object', properties: {} } } }));
+    const completion = await client.chat.completions.stream({ model: 'svc01', messages, n: 2, tools }).finalChatCompletion();
+    expect(completion.choices).toHaveLength(2);
+    for (const choice of completion.choices) {
+      expect(choice.finish_reason).toBe('tool_calls');
+      expect(choice.message.tool_calls?.map((c) => (c.type === 'function' ? [c.function.name, JSON.parse(c.function.arguments)] : null))).toEqual([
+        ['weather', { city: 'Paris' }],
+        ['time', { zone: 'Europe/Paris' }],
+      ]);
+    }
+  });
+
   // Not with `streaming: true`: LangChain JS (1.5) then never settles, against an OpenAI-shaped upstream alone too.
   it('LangChain generate with n: 2 gets two generations', async () => {
     const llm = new ChatOpenAI({ model: 'svc01', apiKey: token, configuration: { baseURL }, maxRetries: 0, n: 2 });

@@ -418,12 +418,14 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
         frames.push(frame(chunk({ content: piece }, null, c, wantsLogprobs ? { content: [tokenLogprob(piece, topLogprobs)], refusal: null } : null)));
       }
     }
-    toolCalls.forEach((call, index) => {
-      frames.push(frame(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] })));
-      for (const fragment of splitArguments(call.function.arguments)) {
-        frames.push(frame(chunk({ tool_calls: [{ index, function: { arguments: fragment } }] })));
-      }
-    });
+    for (let c = 0; c < choiceCount; c++) {
+      toolCalls.forEach((call, index) => {
+        frames.push(frame(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, null, c)));
+        for (const fragment of splitArguments(call.function.arguments)) {
+          frames.push(frame(chunk({ tool_calls: [{ index, function: { arguments: fragment } }] }, null, c)));
+        }
+      });
+    }
     if (current.extraChoiceIndex !== undefined) {
       frames.push(frame({ ...chunk({}), choices: [{ index: current.extraChoiceIndex, delta: { content: 'Stray.' }, logprobs: null, finish_reason: null }] }));
     }
