@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestPostgres, testRedis } from './support/databases.js';
+import { createTestPostgres, startTcpRelay, testRedis } from './support/databases.js';
 import { Agent, request } from 'undici';
 import { adminCommand, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
-import { startReceiver } from './support/webhooks.js';
+import { eventually, startReceiver } from './support/webhooks.js';
 
 const pgDb = await createTestPostgres('scale-out');
 const redis = await testRedis('scale-out');
@@ -156,4 +156,37 @@ describe.skipIf(!enabled)('two instances sharing one delivery queue', () => {
       await receiver.close();
     }
   }, 150_000);
+});
+
+describe.skipIf(!enabled)('Redis that stops answering mid-run (frozen, or a partition without a reset)', () => {
+  it('both instances keep answering, each counting alone; once Redis answers again the limit is shared again', async () => {
+    const relay = await startTcpRelay(redis!.url);
+    const pair = await Promise.all([startServerProcess({ ...env, SVC_REDIS_URL: relay.url }), startServerProcess({ ...env, SVC_REDIS_URL: relay.url })]);
+    // A hang shows as an abort; 20 s is far past any wait svc itself allows.
+    const status = (url: string, key: string) => fetch(`${url}/v1/models`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(20_000) }).then((r) => r.status);
+    const redisUp = async (url: string) => /^svc_redis_up 1$/m.test(await (await fetch(`${url}/metrics`)).text());
+    try {
+      const { key } = createKey();
+      expect(await Promise.all(pair.map((s) => status(s.url, key)))).toEqual([200, 200]);
+      relay.hold();
+      const held: number[] = [];
+      for (let i = 0; i < 20; i += 1) held.push(await status(pair[i % 2]!.url, key));
+      expect(held).toEqual(Array(20).fill(200));
+      // The silent connection has been dropped (the relay threw its answers away: that connection is no use after).
+      for (const s of pair) await eventually(async () => !(await redisUp(s.url)), 30_000);
+      await relay.restore();
+      // Shared again: a fresh 5/min key gets exactly 5 of 10 requests alternating between the instances (each
+      // counting alone would let 10 through). Each round a new key, until both count in Redis.
+      await eventually(async () => {
+        if (!(await redisUp(pair[0]!.url)) || !(await redisUp(pair[1]!.url))) return false;
+        const limited = createKey(['--rate-limit-rpm', '5']).key;
+        const statuses: number[] = [];
+        for (let i = 0; i < 10; i += 1) statuses.push(await status(pair[i % 2]!.url, limited));
+        return statuses.filter((s) => s === 200).length === 5;
+      }, 30_000);
+    } finally {
+      await Promise.all(pair.map((s) => s.stop('SIGKILL')));
+      await relay.close();
+    }
+  }, 90_000);
 });
