@@ -182,6 +182,34 @@ describe('svc-server start --processes 2 on the embedded SQLite database', () =>
     expect(pids.size).toBe(2);
   });
 
+  it('lets at most 4 test sends of a key wait on its receiver at once across the processes', async () => {
+    // Was 4 per process: 8 concurrent connections, handed to the two processes in turn, all got through.
+    const hung = await startReceiver();
+    let release!: () => void;
+    hung.fallback = { until: new Promise<void>((resolve) => (release = resolve)) };
+    try {
+      const { key } = createKey(['--webhook-url', `${hung.url}/hook`]);
+      let refused = 0;
+      const sends = Array.from({ length: 8 }, () =>
+        fetch(`${server.url}/v1/webhooks/test`, { method: 'POST', headers: { authorization: `Bearer ${key}` } }).then((r) => {
+          if (r.status === 429) refused += 1;
+          return r.status;
+        }),
+      );
+      // Every send has been answered or is waiting on the receiver before any is let go.
+      await hung.waitFor((r) => r.length === 4);
+      await eventually(() => refused === 4);
+      release();
+      const statuses = await Promise.all(sends);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(4);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(4);
+      expect(hung.received).toHaveLength(4);
+    } finally {
+      release();
+      await hung.close();
+    }
+  });
+
   it('replaces a SIGKILLed process; requests keep succeeding and no accepted webhook is lost', async () => {
     const { key } = createKey(['--email', 'admin@localhost', '--webhook-url', receiver.url, '--signing-secret', SECRET]);
     const [victim, survivor] = await eventually(() => {

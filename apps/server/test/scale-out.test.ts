@@ -77,6 +77,32 @@ describe.skipIf(!enabled)('two instances on one Postgres and one Redis', () => {
   });
 });
 
+describe.skipIf(!enabled)('test sends over two instances', () => {
+  it('at most 4 of a key wait on its receiver at once, whichever instances they were sent to', async () => {
+    // Was per process: 4 on each instance, 8 here, 4 × N behind a load balancer.
+    const receiver = await startReceiver();
+    let release!: () => void;
+    receiver.fallback = { until: new Promise<void>((resolve) => (release = resolve)) };
+    const { key } = createKey(['--webhook-url', `${receiver.url}/hook`]);
+    const test = (url: string) => fetch(`${url}/v1/webhooks/test`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+    try {
+      const waiting = servers.flatMap((s) => [test(s.url), test(s.url)]);
+      await receiver.waitFor((r) => r.length === 4, 30_000);
+      const refused = await Promise.all(servers.map((s) => test(s.url)));
+      expect(refused.map((r) => r.status)).toEqual([429, 429]);
+      expect(refused.every((r) => Number(r.headers.get('retry-after')) > 0)).toBe(true);
+      release();
+      expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      receiver.fallback = {};
+      expect(((await (await test(servers[1]!.url)).json()) as { success: boolean }).success).toBe(true);
+      expect(receiver.received).toHaveLength(5);
+    } finally {
+      release();
+      await receiver.close();
+    }
+  }, 60_000);
+});
+
 const CHAT = JSON.stringify({
   model: 'svc01',
   messages: [{ role: 'system', content: 'Owls hunt at night.' }, { role: 'user', content: 'When do owls hunt?' }],

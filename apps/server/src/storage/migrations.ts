@@ -217,6 +217,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await sql`create index deliveries_retrying_idx on webhook_deliveries (key_id, status, next_attempt_at, attempts) where status = 'pending' and attempts > 0`.execute(db);
       },
     },
+    '013_deliveries_test_sends': {
+      // A key's test sends in flight, counted in the database so the cap holds over every process and
+      // instance. Only rows leased to a test send are in it (a few at most): a key with a large backlog of
+      // pending deliveries is not read row by row at each Send test.
+      async up(db: Kysely<unknown>) {
+        await sql`create index deliveries_test_sends_idx on webhook_deliveries (key_id, lease_until) where leased_by = 'test-send'`.execute(db);
+      },
+    },
   };
 }
 

@@ -9,6 +9,13 @@ export const INSERT_DELIVERY = `insert into webhook_deliveries (id, key_id, user
   next_attempt_at, lease_until, leased_by, last_status_code, last_error, created_at, updated_at, delivered_at)
   values (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, null, null, ?, ?, null)`;
 
+/** `leased_by` of a test send's row while its one attempt runs (the worker leaves it alone). */
+export const TEST_SEND_LEASE = 'test-send';
+
+/** A key's test sends in flight, in every process: by the partial index deliveries_test_sends_idx. */
+export const TEST_SENDS_IN_FLIGHT = `select count(*) as n from webhook_deliveries
+  where leased_by = '${TEST_SEND_LEASE}' and key_id = ? and lease_until > ?`;
+
 /** What a claim returns: the row and its key's sealed signing secret, read in the same statement. */
 export const CLAIM_RETURNING = `returning *, ${['signing_secret_enc', 'previous_signing_secret_enc', 'previous_signing_secret_expires_at']
   .map((column) => `(select ${column} from api_keys where api_keys.id = webhook_deliveries.key_id) as ${column}`)

@@ -161,6 +161,12 @@ export interface OutboxStore {
    */
   insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]>;
   /**
+   * Inserts a test send's row (leased to `TEST_SEND_LEASE`) unless its key already has `max` test sends in
+   * flight, counted over every process and instance; one key's checks take turns. Returns how many were in
+   * flight before it, and whether it was inserted.
+   */
+  insertTestSend(delivery: NewDelivery, max: number): Promise<{ inFlight: number; inserted: boolean }>;
+  /**
    * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
    * `now + leaseMs`, oldest due first, and returns them with their key's sealed secret. Rows whose URL is
    * under one of `leftOut.origins`, or of one of `leftOut.users` (receivers and users with no room at this

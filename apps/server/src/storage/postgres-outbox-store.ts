@@ -58,6 +58,7 @@ import {
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
   RETARGET_PENDING,
+  TEST_SENDS_IN_FLIGHT,
   toBacklog,
 } from './outbox-sql.js';
 
@@ -148,6 +149,9 @@ const NEXT_SEQUENCES = `insert into delivery_sequences (key_id, last)
   select key_id, n from unnest($1::text[], $2::bigint[]) as t(key_id, n) order by key_id
   on conflict (key_id) do update set last = delivery_sequences.last + excluded.last returning key_id, last`;
 
+/** An arbitrary constant: the class of the advisory locks that serialise one key's test-send checks. */
+const TEST_SENDS_LOCK_CLASS = 741_539;
+
 const pg = {
   RELEASE_LEASES: numbered(RELEASE_LEASES),
   RELEASE_LEASES_OF: numbered(RELEASE_LEASES_OF),
@@ -169,6 +173,9 @@ const pg = {
   CANCEL: numbered(CANCEL),
   CANCEL_PENDING: numbered(CANCEL_PENDING),
   RETARGET_PENDING: numbered(RETARGET_PENDING),
+  TEST_SENDS_IN_FLIGHT: numbered(TEST_SENDS_IN_FLIGHT),
+  // Per key, until the transaction ends: two instances' test sends of one key count one after the other.
+  LOCK_TEST_SENDS: `select pg_advisory_xact_lock(${TEST_SENDS_LOCK_CLASS}, hashtext($1))`,
 };
 
 /** `numbered(text)`, worked out once per text. */
@@ -216,6 +223,17 @@ export class PostgresOutboxStore implements OutboxStore {
       const inserted = numberDeliveries(deliveries, counts, new Map(rows.map((r) => [r.key_id, Number(r.last)])));
       await run(trx, insertDeliveriesSql(inserted.length), inserted.flatMap(insertParams));
       return inserted;
+    });
+  }
+
+  async insertTestSend(delivery: NewDelivery, max: number): Promise<{ inFlight: number; inserted: boolean }> {
+    return this.db.transaction().execute(async (trx) => {
+      await run(trx, pg.LOCK_TEST_SENDS, [delivery.keyId]);
+      const { rows } = await run<{ n: string | number }>(trx, pg.TEST_SENDS_IN_FLIGHT, [delivery.keyId, delivery.now]);
+      const inFlight = Number(rows[0]?.n ?? 0);
+      if (inFlight >= max) return { inFlight, inserted: false };
+      await run(trx, insertDeliveriesSql(1), insertParams(delivery));
+      return { inFlight, inserted: true };
     });
   }
 

@@ -47,6 +47,7 @@ import {
   INSERT_DELIVERY,
   insertAttemptsSql,
   insertParams,
+  TEST_SENDS_IN_FLIGHT,
   LIST_CURSOR,
   listQuery,
   oldestOf,
@@ -123,6 +124,7 @@ export class SqliteOutboxStore implements OutboxStore {
   private readonly recordTx: (batch: readonly AttemptRecord[]) => number[];
   private readonly releaseTx: (ids: readonly string[], workerId: string, now: number) => void;
   private readonly purgeTx: (ts: number) => number;
+  private readonly insertTestSendTx: (delivery: NewDelivery, max: number) => { inFlight: number; inserted: boolean };
 
   constructor(
     private readonly statements: SqliteStatements,
@@ -165,6 +167,13 @@ export class SqliteOutboxStore implements OutboxStore {
       const release = this.stmt(RELEASE_CLAIM);
       for (const id of ids) release.run(now, id, workerId);
     }).immediate;
+    // The write lock is held from BEGIN: another process's test send of the key counts after this one.
+    this.insertTestSendTx = sqlite.transaction((delivery: NewDelivery, max: number) => {
+      const { n } = this.stmt(TEST_SENDS_IN_FLIGHT).get(delivery.keyId, delivery.now) as { n: number };
+      if (n >= max) return { inFlight: n, inserted: false };
+      this.stmt(INSERT_DELIVERY).run(insertParams(delivery));
+      return { inFlight: n, inserted: true };
+    }).immediate;
     // One batch: both statements pick the same rows, nothing else writing within the transaction.
     this.purgeTx = sqlite.transaction((ts: number) => {
       this.stmt(PURGE_ATTEMPTS).run(ts, PURGE_BATCH);
@@ -191,6 +200,11 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async insert(delivery: NewDelivery): Promise<void> {
     return this.insertMany([delivery]);
+  }
+
+  async insertTestSend(delivery: NewDelivery, max: number): Promise<{ inFlight: number; inserted: boolean }> {
+    if (this.busy) await this.transactionEnded();
+    return this.insertTestSendTx(delivery, max);
   }
 
   async insertMany(deliveries: NewDelivery[]): Promise<void> {

@@ -4,9 +4,10 @@ import { retryAfterHeaders } from '../http/retry-after.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
 import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery, type OutboxStore, type RedeliveryFilter } from '../storage/outbox-store.js';
 import { buildTestPayload } from '../audit/audit-payload.js';
+import { TEST_SEND_LEASE } from '../storage/outbox-sql.js';
 import type { DeliveryWorker } from './worker.js';
 
-/** Test sends of one key in flight at once, per process. */
+/** Test sends of one key in flight at once, over every process and instance (counted in the database). */
 const TESTS_IN_FLIGHT = 4;
 
 export interface WebhookActionsDeps {
@@ -24,11 +25,11 @@ export interface WebhookActionsDeps {
  * const result = await actions.sendTest(key); // { success, delivered_to, status_code?, error? }
  */
 export function webhookActions(deps: WebhookActionsDeps) {
-  // Test sends of each key in flight: each holds a connection to the receiver for up to the timeout, so a
-  // script (or a held-down button) must not open hundreds to a receiver that does not answer.
-  const testing = new Map<string, number>();
-
-  /** The test send itself: a delivery row leased to this call, one attempt on connections of its own. */
+  /**
+   * The test send itself: a delivery row leased to this call, one attempt on connections of its own. Each holds
+   * a connection to the receiver for up to the timeout, so a script (or a held-down button, on any instance)
+   * must not open hundreds to a receiver that does not answer: past TESTS_IN_FLIGHT of the key, a 429.
+   */
   async function attemptTest(key: ApiKeyRecord, url: string, sample: WebhookTestSample): Promise<WebhookTestResult> {
     const id = newDeliveryId();
     const now = deps.clock();
@@ -43,12 +44,19 @@ export function webhookActions(deps: WebhookActionsDeps) {
       payload: body,
       now,
       // Leased to this call: the worker leaves it alone while the synchronous attempt runs.
-      lease: { until: now + deps.timeoutMs + 15_000, by: 'test-send' },
+      lease: { until: now + deps.timeoutMs + 15_000, by: TEST_SEND_LEASE },
       signingSecretEnc: key.signing_secret_enc,
       previousSigningSecretEnc: key.previous_signing_secret_enc,
       previousSigningSecretExpiresAt: key.previous_signing_secret_expires_at,
     };
-    await deps.deliveries.insert(delivery);
+    const { inFlight, inserted } = await deps.deliveries.insertTestSend(delivery, TESTS_IN_FLIGHT);
+    if (!inserted) {
+      throw new ApiError(
+        'rate_limit_exceeded',
+        `${inFlight} test sends to this key's webhook URL are still waiting for its answer (at most ${Math.ceil(deps.timeoutMs / 1000)} s each); send the next once one has ended.`,
+        { headers: retryAfterHeaders(deps.timeoutMs) },
+      );
+    }
     // `direct`: its own connections, never queued behind the worker's attempts to the same receiver.
     const outcome = await deps.worker.attempt(newDeliveryRow(delivery), { retries: false, direct: true });
     return outcome.ok
@@ -64,22 +72,7 @@ export function webhookActions(deps: WebhookActionsDeps) {
     async sendTest(key: ApiKeyRecord, sample: WebhookTestSample = 'ok'): Promise<WebhookTestResult> {
       const url = key.webhook_url;
       if (!url) throw new TypeError('sendTest needs a key with a webhook URL');
-      const running = testing.get(key.id) ?? 0;
-      if (running >= TESTS_IN_FLIGHT) {
-        throw new ApiError(
-          'rate_limit_exceeded',
-          `${running} test sends to this key's webhook URL are still waiting for its answer (at most ${Math.ceil(deps.timeoutMs / 1000)} s each); send the next once one has ended.`,
-          { headers: retryAfterHeaders(deps.timeoutMs) },
-        );
-      }
-      testing.set(key.id, running + 1);
-      try {
-        return await attemptTest(key, url, sample);
-      } finally {
-        const left = (testing.get(key.id) ?? 1) - 1;
-        if (left > 0) testing.set(key.id, left);
-        else testing.delete(key.id);
-      }
+      return attemptTest(key, url, sample);
     },
 
     /**

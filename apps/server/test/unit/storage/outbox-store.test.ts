@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { BACKLOG, listQuery, PURGE_BATCH, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
+import { BACKLOG, listQuery, PURGE_BATCH, TEST_SEND_LEASE, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
@@ -121,6 +121,16 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     // Whatever the first round left is claimable next.
     const rest = await store.deliveries.claimDue(T0, 100, 30_000, 'w9');
     expect(ids.length + rest.length).toBe(40);
+  });
+
+  it('insertTestSend: at most `max` of a key in flight, counted over concurrent callers; ended or lapsed ones and other keys do not count', async () => {
+    const testSend = (keyId = 'key_a', now = T0) => delivery({ keyId, now, lease: { until: now + 60_000, by: TEST_SEND_LEASE } });
+    const results = await Promise.all(Array.from({ length: 10 }, () => store.deliveries.insertTestSend(testSend(), 4)));
+    expect(results.filter((r) => r.inserted)).toHaveLength(4);
+    expect(results.filter((r) => !r.inserted).every((r) => r.inFlight === 4)).toBe(true);
+    expect(await store.deliveries.insertTestSend(testSend('key_b'), 4)).toEqual({ inFlight: 0, inserted: true });
+    // Their leases lapsed (a process that died mid-send): they no longer count.
+    expect(await store.deliveries.insertTestSend(testSend('key_a', T0 + 60_000), 4)).toEqual({ inFlight: 0, inserted: true });
   });
 
   it('records attempts in order, moves the status on and releases the lease', async () => {
