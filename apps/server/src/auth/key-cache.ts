@@ -6,6 +6,8 @@ import type { ApiKeyRecord, KeysStore } from '../storage/keys-store.js';
  */
 export class KeyCache {
   private readonly entries = new Map<string, { key: ApiKeyRecord | undefined; expires: number }>();
+  /** Moved on by every `invalidate` and `clear`: a lookup read before one must not be cached after it. */
+  private generation = 0;
 
   constructor(
     private readonly keys: KeysStore,
@@ -31,7 +33,11 @@ export class KeyCache {
 
   private async load(hash: string): Promise<ApiKeyRecord | undefined> {
     const now = this.clock();
+    const generation = this.generation;
     const key = await this.keys.byHash(hash);
+    // A change made here while the lookup was under way: its answer may predate the change (a revoked key read
+    // as live), and caching it would undo the invalidation for a TTL.
+    if (generation !== this.generation) return key;
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     this.entries.set(hash, { key, expires: now + this.ttlMs });
     return key;
@@ -39,10 +45,12 @@ export class KeyCache {
 
   /** Forget a key (by id) after it changed here. */
   invalidate(keyId: string): void {
+    this.generation += 1;
     for (const [hash, entry] of this.entries) if (entry.key?.id === keyId) this.entries.delete(hash);
   }
 
   clear(): void {
+    this.generation += 1;
     this.entries.clear();
   }
 }
