@@ -232,10 +232,10 @@ describe('verifyMiddleware with Express', () => {
 describe('verifyMiddleware with dedupe', () => {
   const signed = (id: string) => ({ ...standard(BODY, SECRET, undefined, id), 'x-svc-signature': hmac(BODY) });
 
-  function deduping(route: (req: express.Request, res: express.Response) => void | Promise<void>) {
+  function deduping(route: (req: express.Request, res: express.Response) => void | Promise<void>, options: Partial<Parameters<typeof verifyMiddleware>[0]> = {}) {
     const app = express();
     const handled: string[] = [];
-    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }), async (req, res) => {
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper(), ...options }), async (req, res) => {
       handled.push(req.svcEvent!.request_id);
       await route(req, res);
     });
@@ -309,8 +309,44 @@ describe('verifyMiddleware with dedupe', () => {
     expect(handled).toEqual(['chatcmpl-1', 'chatcmpl-1', 'chatcmpl-1']);
   });
 
-  it('releases the id of a route that never answers once svc hangs up: the retry is processed, not answered 409 until the TTL', async () => {
+  it('keeps the id of a route slower than svc\'s timeout for the grace period: svc\'s retry meanwhile gets 409, the route runs once, its 2xx makes later retries duplicates', async () => {
     const route = new EventEmitter();
+    let work = 0;
+    let answer: () => void = () => {};
+    const { app, handled } = deduping(async (_req, res) => {
+      work += 1;
+      if (work > 1) return void res.sendStatus(204); // a second processing of the delivery
+      res.on('close', () => route.emit('closed'));
+      route.emit('started');
+      await new Promise<void>((resolve) => (answer = resolve)); // still at work when svc hangs up
+      res.sendStatus(204);
+      route.emit('answered');
+    });
+    const url = await listen(app);
+    const svcGivesUp = new AbortController();
+    const started = once(route, 'started');
+    const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed('whd_slow') }, signal: svcGivesUp.signal });
+    await started;
+    const closed = once(route, 'closed');
+    svcGivesUp.abort();
+    await expect(attempt).rejects.toThrow();
+    await closed;
+    // svc's retry (5 s after its 10 s timeout) while the route is still at work: not processed alongside it.
+    const retry = await post(url, BODY, signed('whd_slow'));
+    expect([retry.status, retry.headers.get('retry-after')]).toEqual([409, '30']);
+    const answered = once(route, 'answered');
+    answer();
+    await answered;
+    const later = await post(url, BODY, signed('whd_slow'));
+    expect([later.status, later.headers.get('svc-duplicate')]).toEqual([200, 'true']);
+    expect(work).toBe(1);
+    expect(handled).toHaveLength(1);
+  });
+
+  it('releases the id of a route that never answers once the grace period after svc hung up has passed: the retry is processed, not answered 409 until the TTL', async () => {
+    const route = new EventEmitter();
+    const seen = new Set<string>();
+    const store = { setIfAbsent: (id: string) => !seen.has(id) && !!seen.add(id), delete: (id: string) => void (seen.delete(id) && route.emit('released')) };
     let calls = 0;
     const { app, handled } = deduping((_req, res) => {
       calls += 1;
@@ -318,7 +354,7 @@ describe('verifyMiddleware with dedupe', () => {
       // Express 4 with a rejected async handler: no answer, ever.
       res.on('close', () => route.emit('closed'));
       route.emit('started');
-    });
+    }, { dedupe: createDeduper({ store }), dropGraceMs: 20 });
     const url = await listen(app);
     const svcGivesUp = new AbortController();
     const started = once(route, 'started');
@@ -326,9 +362,11 @@ describe('verifyMiddleware with dedupe', () => {
     await started;
     expect((await post(url, BODY, signed('whd_hung'))).status).toBe(409);
     const closed = once(route, 'closed');
+    const released = once(route, 'released');
     svcGivesUp.abort();
     await expect(attempt).rejects.toThrow();
     await closed;
+    await released;
     expect((await post(url, BODY, signed('whd_hung'))).status).toBe(204);
     expect((await post(url, BODY, signed('whd_hung'))).headers.get('svc-duplicate')).toBe('true');
     expect(handled).toHaveLength(2);
@@ -345,7 +383,7 @@ describe('verifyMiddleware with dedupe', () => {
         if (claimed) return first;
         return new Promise<boolean>((resolve) => (claimed = () => resolve(first)));
       },
-      delete: (id: string) => void seen.delete(id),
+      delete: (id: string) => void (seen.delete(id) && connection.emit('released')),
     };
     const app = express();
     let handled = 0;
@@ -353,7 +391,7 @@ describe('verifyMiddleware with dedupe', () => {
       res.on('close', () => connection.emit('closed'));
       next();
     });
-    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }) }), (_req, res) => {
+    app.post('/webhooks/svc', verifyMiddleware({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }), dropGraceMs: 20 }), (_req, res) => {
       handled += 1;
       // The first copy's route never answers (its client is gone); a retry's does.
       if (handled > 1) res.sendStatus(204);
@@ -368,8 +406,10 @@ describe('verifyMiddleware with dedupe', () => {
     await expect(attempt).rejects.toThrow();
     await closed;
     const routed = once(connection, 'routed');
+    const released = once(connection, 'released');
     claimed!();
     await routed;
+    await released;
     expect((await post(url, BODY, signed('whd_slow_store'))).status).toBe(204);
     expect(handled).toBe(2);
   });
@@ -404,5 +444,10 @@ describe('verifyMiddleware with dedupe', () => {
   it('rejects a dedupe that is not a deduper when created', () => {
     // @ts-expect-error misuse on purpose
     expect(() => verifyMiddleware({ secret: SECRET, dedupe: new Set() })).toThrow(/createDeduper/);
+  });
+
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, '60000'])('rejects dropGraceMs %s when created', (dropGraceMs) => {
+    // @ts-expect-error a string on purpose; the numbers are misuse too
+    expect(() => verifyMiddleware({ secret: SECRET, dedupe: createDeduper(), dropGraceMs })).toThrow(/dropGraceMs must be a positive number of milliseconds/);
   });
 });

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuditPayload } from './audit-payload.js';
 import { assertLimit, declaredOver, DEFAULT_LIMIT, payloadTooLarge } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { claimedDelivery } from './claimed-delivery.js';
+import { assertDropGraceMs, claimedDelivery, DEFAULT_DROP_GRACE_MS } from './claimed-delivery.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
@@ -30,10 +30,16 @@ export interface VerifyMiddlewareOptions extends ConstructEventOptions {
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
    * (an error, a 500) releases its id, so svc's retry of it is processed; so does a connection that closes
-   * before the route answers (svc's timeout: a route slower than it, or one that never answers). A 2xx given
-   * after that still records the id as processed, unless svc's retry has claimed it meanwhile.
+   * before the route answers (svc's timeout) once `dropGraceMs` has passed without an answer.
    */
   dedupe?: Deduper;
+  /**
+   * With `dedupe`: how long the id of a delivery whose connection closed before the route answered (svc's
+   * timeout) stays claimed, in milliseconds; a positive number. Default 60,000. Meanwhile svc's retry is answered
+   * 409 and the route's answer decides as if svc had waited; after it the id is released (a route that never
+   * answers), and a later 2xx records it as processed unless svc's retry has claimed it.
+   */
+  dropGraceMs?: number;
 }
 
 /** The parts of an Express (or plain node:http) request the middleware uses. */
@@ -64,10 +70,11 @@ const STREAM_ALREADY_READ =
 export function verifyMiddleware(
   options: VerifyMiddlewareOptions,
 ): (req: VerifiableRequest, res: ServerResponse, next: (err?: unknown) => void) => Promise<void> {
-  const { secret, limit = DEFAULT_LIMIT, dedupe, ...eventOptions } = options;
+  const { secret, limit = DEFAULT_LIMIT, dedupe, dropGraceMs = DEFAULT_DROP_GRACE_MS, ...eventOptions } = options;
   toSecretList(secret);
   assertOptions(eventOptions);
   assertDeduper(dedupe);
+  assertDropGraceMs(dropGraceMs);
   assertLimit(limit);
 
   return async (req, res, next) => {
@@ -94,7 +101,7 @@ export function verifyMiddleware(
       // The route's own answer decides, also one given after svc hung up (its timeout): a slow route that ends
       // with a 2xx has processed the delivery, so svc's retry of it is a duplicate, not a second processing. Node
       // emits no event for an answer to a closed connection, hence the wrapped end().
-      const claim = claimedDelivery(dedupe!, id);
+      const claim = claimedDelivery(dedupe!, id, dropGraceMs);
       const end = res.end;
       res.end = function (this: ServerResponse, ...args: Parameters<ServerResponse['end']>) {
         res.end = end;
@@ -102,8 +109,9 @@ export function verifyMiddleware(
         claim.settled(delivered(res.statusCode)).catch(() => {});
         return end.apply(this, args);
       } as ServerResponse['end'];
-      // Closed before any answer (svc hung up on a route that has not answered, maybe never will): released, so
-      // svc's retry is processed rather than answered 409 until the TTL. After an answer this is ignored.
+      // Closed before any answer (svc hung up on a route that is slow, or will never answer): released after the
+      // grace period unless answered by then, so svc's retry is neither processed alongside a slow route nor
+      // answered 409 until the TTL. After an answer this is ignored.
       if (res.destroyed) claim.dropped();
       else res.on('close', claim.dropped);
     }

@@ -147,11 +147,11 @@ describe('verifyPlugin with Fastify', () => {
 describe('verifyPlugin with dedupe', () => {
   const signed = (id: string) => ({ ...standard(BODY, SECRET, undefined, id), 'x-svc-signature': hmac(BODY) });
 
-  async function deduping(route: (reply: import('fastify').FastifyReply) => Promise<unknown>) {
+  async function deduping(route: (reply: import('fastify').FastifyReply) => Promise<unknown>, options: Partial<VerifyPluginOptions> = {}) {
     let handled = 0;
     app = Fastify();
     app.register(async (scope) => {
-      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() });
+      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, dedupe: createDeduper(), ...options });
       scope.post('/webhooks/svc', async (_request, reply) => {
         handled += 1;
         return route(reply);
@@ -223,14 +223,47 @@ describe('verifyPlugin with dedupe', () => {
     expect(handled()).toBe(3);
   });
 
-  it('releases the id of a route that never answers once svc hangs up: the retry is processed, not answered 409 until the TTL', async () => {
+  it('keeps the id of a route slower than svc\'s timeout for the grace period: svc\'s retry meanwhile gets 409, the route runs once, its 2xx makes later retries duplicates', async () => {
     const route = new EventEmitter();
+    let answer: () => void = () => {};
+    const { handled } = await deduping(async (reply) => {
+      if (handled() > 1) return reply.code(204).send(); // a second processing of the delivery
+      reply.raw.on('close', () => route.emit('closed'));
+      route.emit('started');
+      await new Promise<void>((resolve) => (answer = resolve)); // still at work when svc hangs up
+      await reply.code(204).send();
+      route.emit('answered');
+    });
+    const url = `${await app!.listen({ port: 0, host: '127.0.0.1' })}/webhooks/svc`;
+    const svcGivesUp = new AbortController();
+    const started = once(route, 'started');
+    const attempt = fetch(url, { method: 'POST', body: BODY, headers: { 'content-type': 'application/json', ...signed('whd_slow') }, signal: svcGivesUp.signal });
+    await started;
+    const closed = once(route, 'closed');
+    svcGivesUp.abort();
+    await expect(attempt).rejects.toThrow();
+    await closed;
+    // svc's retry (5 s after its 10 s timeout) while the route is still at work: not processed alongside it.
+    const retry = await deliver(BODY, signed('whd_slow'));
+    expect([retry.statusCode, retry.headers['retry-after']]).toEqual([409, '30']);
+    const answered = once(route, 'answered');
+    answer();
+    await answered;
+    const later = await deliver(BODY, signed('whd_slow'));
+    expect([later.statusCode, later.headers['svc-duplicate']]).toEqual([200, 'true']);
+    expect(handled()).toBe(1);
+  });
+
+  it('releases the id of a route that never answers once the grace period after svc hung up has passed: the retry is processed, not answered 409 until the TTL', async () => {
+    const route = new EventEmitter();
+    const seen = new Set<string>();
+    const store = { setIfAbsent: (id: string) => !seen.has(id) && !!seen.add(id), delete: (id: string) => void (seen.delete(id) && route.emit('released')) };
     const { handled } = await deduping(async (reply) => {
       if (handled() > 1) return reply.code(204).send();
       reply.raw.on('close', () => route.emit('closed'));
       route.emit('started');
       return new Promise(() => {}); // no answer, ever
-    });
+    }, { dedupe: createDeduper({ store }), dropGraceMs: 20 });
     const url = `${await app!.listen({ port: 0, host: '127.0.0.1' })}/webhooks/svc`;
     const svcGivesUp = new AbortController();
     const started = once(route, 'started');
@@ -238,9 +271,11 @@ describe('verifyPlugin with dedupe', () => {
     await started;
     expect((await deliver(BODY, signed('whd_hung'))).statusCode).toBe(409);
     const closed = once(route, 'closed');
+    const released = once(route, 'released');
     svcGivesUp.abort();
     await expect(attempt).rejects.toThrow();
     await closed;
+    await released;
     expect((await deliver(BODY, signed('whd_hung'))).statusCode).toBe(204);
     expect((await deliver(BODY, signed('whd_hung'))).headers['svc-duplicate']).toBe('true');
     expect(handled()).toBe(2);
@@ -257,7 +292,7 @@ describe('verifyPlugin with dedupe', () => {
         if (claimed) return first;
         return new Promise<boolean>((resolve) => (claimed = () => resolve(first)));
       },
-      delete: (id: string) => void seen.delete(id),
+      delete: (id: string) => void (seen.delete(id) && connection.emit('released')),
     };
     let handled = 0;
     app = Fastify();
@@ -265,7 +300,7 @@ describe('verifyPlugin with dedupe', () => {
       reply.raw.on('close', () => connection.emit('closed'));
     });
     app.register(async (scope) => {
-      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }) });
+      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, dedupe: createDeduper({ store }), dropGraceMs: 20 });
       scope.post('/webhooks/svc', async (_request, reply) => {
         handled += 1;
         if (handled > 1) return reply.code(204).send();
@@ -282,8 +317,10 @@ describe('verifyPlugin with dedupe', () => {
     await expect(attempt).rejects.toThrow();
     await closed;
     const routed = once(connection, 'routed');
+    const released = once(connection, 'released');
     claimed!();
     await routed;
+    await released;
     expect((await deliver(BODY, signed('whd_slow_store'))).statusCode).toBe(204);
     expect(handled).toBe(2);
   });
@@ -293,5 +330,11 @@ describe('verifyPlugin with dedupe', () => {
     // @ts-expect-error misuse on purpose
     app.register(verifyPlugin, { secret: SECRET, dedupe: {} });
     await expect(app.ready()).rejects.toThrow(/createDeduper/);
+  });
+
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, '60000', null])('rejects dropGraceMs %s when registered', async (dropGraceMs) => {
+    app = Fastify();
+    app.register(verifyPlugin, { secret: SECRET, dedupe: createDeduper(), dropGraceMs: dropGraceMs as number });
+    await expect(app.ready()).rejects.toThrow(new TypeError('[@svc/verify] dropGraceMs must be a positive number of milliseconds.'));
   });
 });

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { AuditPayload } from './audit-payload.js';
 import { assertLimit, DEFAULT_LIMIT } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { claimedDelivery, type ClaimedDelivery } from './claimed-delivery.js';
+import { assertDropGraceMs, claimedDelivery, DEFAULT_DROP_GRACE_MS, type ClaimedDelivery } from './claimed-delivery.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
 import { toSecretList, type Secret } from './secrets.js';
@@ -31,19 +31,27 @@ export interface VerifyPluginOptions extends ConstructEventOptions {
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the route. A delivery the route does not answer with a 2xx
    * (a thrown error, a 500) releases its id, so svc's retry of it is processed; so does a connection that closes
-   * before the route answers (svc's timeout: a route slower than it, or one that never answers). A 2xx given
-   * after that still records the id as processed, unless svc's retry has claimed it meanwhile.
+   * before the route answers (svc's timeout) once `dropGraceMs` has passed without an answer.
    */
   dedupe?: Deduper;
+  /**
+   * With `dedupe`: how long the id of a delivery whose connection closed before the route answered (svc's
+   * timeout) stays claimed, in milliseconds; a positive number, anything else throws a TypeError when the plugin
+   * is registered. Default 60,000. Meanwhile svc's retry is answered 409 and the route's answer decides as if svc
+   * had waited; after it the id is released (a route that never answers), and a later 2xx records it as processed
+   * unless svc's retry has claimed it.
+   */
+  dropGraceMs?: number;
 }
 
 const EMPTY = new Uint8Array(0);
 
 const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options) => {
-  const { secret, bodyLimit = DEFAULT_LIMIT, dedupe, ...eventOptions } = options;
+  const { secret, bodyLimit = DEFAULT_LIMIT, dedupe, dropGraceMs = DEFAULT_DROP_GRACE_MS, ...eventOptions } = options;
   toSecretList(secret);
   assertOptions(eventOptions);
   assertDeduper(dedupe);
+  assertDropGraceMs(dropGraceMs);
   // Fastify itself takes NaN, Infinity, 0 or a string as no limit at all, and a negative one as "refuse every body".
   assertLimit(bodyLimit, 'bodyLimit');
   const claimed = new WeakMap<object, ClaimedDelivery>();
@@ -68,10 +76,11 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
         const answer = duplicateAnswer(dedupe!, id);
         return reply.code(answer.status).headers(answer.headers).send(answer.body);
       }
-      const claim = claimedDelivery(dedupe!, id);
+      const claim = claimedDelivery(dedupe!, id, dropGraceMs);
       claimed.set(request, claim);
-      // Closed before any answer (svc hung up on a route that has not answered, maybe never will): released, so
-      // svc's retry is processed rather than answered 409 until the TTL. After an answer this is ignored.
+      // Closed before any answer (svc hung up on a route that is slow, or will never answer): released after the
+      // grace period unless answered by then, so svc's retry is neither processed alongside a slow route nor
+      // answered 409 until the TTL. After an answer this is ignored.
       if (reply.raw.destroyed) claim.dropped();
       else reply.raw.on('close', claim.dropped);
     }

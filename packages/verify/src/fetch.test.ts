@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Hono } from 'hono';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { samplePayload } from '../test/support.js';
 import { WebhookVerificationError, createWebhookHandler, errorResponse, verifyRequest, type AuditPayload } from './fetch.js';
 import { createDeduper, signWebhook } from './index.js';
@@ -178,40 +178,76 @@ describe('createWebhookHandler', () => {
     await expect(plain(request(BODY, signed('whd_2')))).rejects.toThrow(/it returned string\.$/);
   });
 
-  it('with dedupe: releases the id of a handler that never answers once request.signal aborts (svc hung up): the retry is processed, not answered 409 until the TTL', async () => {
-    let calls = 0;
-    const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }, () => {
-      calls += 1;
-      return calls === 1 ? new Promise<Response>(() => {}) : new Response(null, { status: 204 });
-    });
-    const svcGivesUp = new AbortController();
-    void handle(withSignal(request(BODY, signed('whd_hung')), svcGivesUp.signal));
-    await expect.poll(() => calls).toBe(1);
-    expect((await handle(request(BODY, signed('whd_hung')))).status).toBe(409);
-    svcGivesUp.abort();
-    expect((await handle(request(BODY, signed('whd_hung')))).status).toBe(204);
-    expect((await handle(request(BODY, signed('whd_hung')))).headers.get('svc-duplicate')).toBe('true');
-    expect(calls).toBe(2);
-  });
-
-  it('with dedupe: a request whose signal aborted before the claim releases it at once: the retry is processed', async () => {
+  it('with dedupe: a handler slower than svc\'s timeout keeps its id for the grace period after request.signal aborts: the retry meanwhile gets 409, the handler runs once', async () => {
     let answer: (response: Response) => void = () => {};
     let calls = 0;
     const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }, () => {
       calls += 1;
       return calls === 1 ? new Promise<Response>((resolve) => (answer = resolve)) : new Response(null, { status: 204 });
     });
-    const gone = new AbortController();
-    gone.abort();
-    const first = handle(withSignal(request(BODY, signed('whd_gone')), gone.signal));
+    const svcGivesUp = new AbortController();
+    const first = handle(withSignal(request(BODY, signed('whd_slow')), svcGivesUp.signal));
     await expect.poll(() => calls).toBe(1);
-    // Released: svc's retry is processed, not answered 409 while the first copy's handler is still at work.
-    expect((await handle(request(BODY, signed('whd_gone')))).status).toBe(204);
+    svcGivesUp.abort();
+    // svc's retry (5 s after its 10 s timeout) while the handler is still at work: not processed alongside it.
+    const retry = await handle(request(BODY, signed('whd_slow')));
+    expect([retry.status, retry.headers.get('retry-after')]).toEqual([409, '30']);
     answer(new Response(null, { status: 204 }));
     expect((await first).status).toBe(204);
-    const again = await handle(request(BODY, signed('whd_gone')));
-    expect([again.status, again.headers.get('svc-duplicate')]).toEqual([200, 'true']);
-    expect(calls).toBe(2);
+    const later = await handle(request(BODY, signed('whd_slow')));
+    expect([later.status, later.headers.get('svc-duplicate')]).toEqual([200, 'true']);
+    expect(calls).toBe(1);
+  });
+
+  describe('with dedupe and a clock', () => {
+    afterEach(() => void vi.useRealTimers());
+
+    it('releases the id of a handler that never answers once the grace period after request.signal aborted has passed: the retry is processed, not answered 409 until the TTL', async () => {
+      let calls = 0;
+      const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper() }, () => {
+        calls += 1;
+        return calls === 1 ? new Promise<Response>(() => {}) : new Response(null, { status: 204 });
+      });
+      const svcGivesUp = new AbortController();
+      void handle(withSignal(request(BODY, signed('whd_hung')), svcGivesUp.signal));
+      await expect.poll(() => calls).toBe(1);
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      svcGivesUp.abort();
+      await vi.advanceTimersByTimeAsync(59_999);
+      expect((await handle(request(BODY, signed('whd_hung')))).status).toBe(409);
+      await vi.advanceTimersByTimeAsync(1);
+      expect((await handle(request(BODY, signed('whd_hung')))).status).toBe(204);
+      expect((await handle(request(BODY, signed('whd_hung')))).headers.get('svc-duplicate')).toBe('true');
+      expect(calls).toBe(2);
+    });
+
+    it('a request whose signal aborted before the claim keeps it for dropGraceMs, then releases it: the retry is processed, the late 2xx changes nothing', async () => {
+      let answer: (response: Response) => void = () => {};
+      let calls = 0;
+      const handle = createWebhookHandler({ secret: SECRET, allowUntimestamped: true, dedupe: createDeduper(), dropGraceMs: 1_000 }, () => {
+        calls += 1;
+        return calls === 1 ? new Promise<Response>((resolve) => (answer = resolve)) : new Response(null, { status: 204 });
+      });
+      const gone = new AbortController();
+      gone.abort();
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const first = handle(withSignal(request(BODY, signed('whd_gone')), gone.signal));
+      await vi.waitFor(() => expect(calls).toBe(1));
+      expect((await handle(request(BODY, signed('whd_gone')))).status).toBe(409);
+      await vi.advanceTimersByTimeAsync(1_000);
+      // Released: svc's retry is processed, not answered 409 while the first copy's handler is still at work.
+      expect((await handle(request(BODY, signed('whd_gone')))).status).toBe(204);
+      answer(new Response(null, { status: 204 }));
+      expect((await first).status).toBe(204);
+      const again = await handle(request(BODY, signed('whd_gone')));
+      expect([again.status, again.headers.get('svc-duplicate')]).toEqual([200, 'true']);
+      expect(calls).toBe(2);
+    });
+  });
+
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, '60000'])('rejects dropGraceMs %s when created', (dropGraceMs) => {
+    const create = () => createWebhookHandler({ secret: SECRET, dedupe: createDeduper(), dropGraceMs: dropGraceMs as number }, () => new Response());
+    expect(create).toThrow(new TypeError('[@svc/verify] dropGraceMs must be a positive number of milliseconds.'));
   });
 
   it.each([

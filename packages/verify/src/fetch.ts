@@ -1,7 +1,7 @@
 import type { AuditPayload } from './audit-payload.js';
 import { assertLimit, declaredOver, DEFAULT_LIMIT, payloadTooLarge } from './body-limit.js';
 import { assertOptions, type ConstructEventOptions } from './construct-event.js';
-import { claimedDelivery } from './claimed-delivery.js';
+import { assertDropGraceMs, claimedDelivery, DEFAULT_DROP_GRACE_MS } from './claimed-delivery.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { constructDelivery } from './web/construct-event.js';
@@ -93,10 +93,17 @@ export interface WebhookHandlerOptions extends VerifyRequestOptions {
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with
    * `svc-duplicate: true` and never reaches the handler. A delivery the handler does not answer with a 2xx
    * (or rejects) releases its id, so svc's retry of it is processed; so does `request.signal` aborting before
-   * the handler answers (runtimes abort it when the client goes: svc's timeout). A 2xx given after that still
-   * records the id as processed, unless svc's retry has claimed it meanwhile.
+   * the handler answers (runtimes abort it when the client goes: svc's timeout) once `dropGraceMs` has passed
+   * without an answer.
    */
   dedupe?: Deduper;
+  /**
+   * With `dedupe`: how long the id of a delivery whose `request.signal` aborted before the handler answered
+   * (svc's timeout) stays claimed, in milliseconds; a positive number. Default 60,000. Meanwhile svc's retry is
+   * answered 409 and the handler's answer decides as if svc had waited; after it the id is released (a handler
+   * that never answers), and a later 2xx records it as processed unless svc's retry has claimed it.
+   */
+  dropGraceMs?: number;
 }
 
 /**
@@ -117,11 +124,12 @@ export function createWebhookHandler(
   options: WebhookHandlerOptions,
   handler: (event: AuditPayload, request: Request) => Response | Promise<Response>,
 ): (request: Request) => Promise<Response> {
-  const { secret, dedupe, ...eventOptions } = options;
+  const { secret, dedupe, dropGraceMs = DEFAULT_DROP_GRACE_MS, ...eventOptions } = options;
   toSecretList(secret);
   assertOptions(eventOptions);
   assertLimit(eventOptions.limit ?? DEFAULT_LIMIT);
   assertDeduper(dedupe);
+  assertDropGraceMs(dropGraceMs);
   if (typeof handler !== 'function') throw new TypeError('[@svc/verify] createWebhookHandler(options, handler) needs a handler function.');
 
   return async (request) => {
@@ -145,9 +153,10 @@ export function createWebhookHandler(
       const answer = duplicateAnswer(dedupe!, id);
       return Response.json(answer.body, { status: answer.status, headers: answer.headers });
     }
-    const claim = claimedDelivery(dedupe!, id);
-    // The client went before an answer (svc's timeout; runtimes that abort request.signal then): released, so
-    // svc's retry is processed rather than answered 409 until the TTL.
+    const claim = claimedDelivery(dedupe!, id, dropGraceMs);
+    // The client went before an answer (svc's timeout; runtimes that abort request.signal then): released after
+    // the grace period unless answered by then, so svc's retry is neither processed alongside a slow handler nor
+    // answered 409 until the TTL.
     const { signal } = request;
     if (signal.aborted) claim.dropped();
     else signal.addEventListener('abort', claim.dropped);
