@@ -102,4 +102,26 @@ describe('grounding a multi-turn conversation through the HTTP route', () => {
     expect(args.grounded).toBe(false);
     expect(args.flagged_spans.map((s) => s.text)).toEqual(expect.arrayContaining(['Lyon', '9']));
   });
+
+  it('the most common conversation, a persona and a request or question, has nothing to check against: not checked, not flagged', async () => {
+    // Was flagged word by word against "You are a helpful assistant." (score 0.1): every poem, joke and answer from
+    // memory of the apps that start with that system message.
+    const conversations: ChatCompletionMessageParam[][] = [
+      [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Who wrote Hamlet?' }],
+      [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a poem about the sea.' }],
+      [{ role: 'user', content: [{ type: 'text', text: 'Describe the picture.' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] }],
+    ];
+    answer = 'Shakespeare wrote Hamlet around 1600. The sea is wide and blue.';
+    for (const messages of conversations) {
+      const res = await client.chat.completions.create({ model: 'svc01', messages });
+      const svc = (res as unknown as { svc: SvcResult }).svc;
+      expect(svc, JSON.stringify(messages)).toMatchObject({ checked: false, grounded: true, flagged_spans: [] });
+    }
+    // A persona beside what the user states is checked against it.
+    const res = await client.chat.completions.create({
+      model: 'svc01',
+      messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Hamlet was written by Marlowe. Who wrote it?' }],
+    });
+    expect((res as unknown as { svc: SvcResult }).svc).toMatchObject({ checked: true, grounded: false });
+  });
 });

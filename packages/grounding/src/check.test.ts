@@ -353,6 +353,34 @@ describe('sources that state nothing', () => {
     },
   );
 
+  // A request states nothing either: grading a poem, a joke or a picture's description against "Write a poem about
+  // the sea." flagged every sentence of it.
+  it.each([
+    [['Write a poem about the sea.']],
+    [['Tell me a joke.']],
+    [['Describe the picture.']],
+    [['You are a helpful assistant.', 'Please write a haiku about autumn.']],
+    [['Now translate it into French.']],
+    [['Hi!', 'Come up with three names for a bakery.']],
+    // The system message of most examples, and of most apps, before a question the model answers from memory.
+    [['You are a helpful assistant.', 'Who wrote Hamlet?']],
+    [['You are an expert chef. Answer concisely and never use jargon.', 'How long do I boil an egg?']],
+  ])('requests are no sources: %j leaves the answer not checked', (sources) => {
+    const r = checkGrounding({ sources, answer: 'The sea is wide and blue. Waves roll upon the shore at dawn.' });
+    expect(r).toMatchObject({ checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] });
+  });
+
+  it.each([
+    [['Summarize: the meeting is at 3 pm on Monday in room 4.']],
+    [['Write a reply to this email.', 'The meeting is at 3 pm on Monday in room 4.']],
+    [['The meeting is at 3 pm on Monday in room 4. Write a reminder.']],
+    [['You are a helpful assistant.', 'The meeting is at 3 pm on Monday in room 4.']],
+  ])('a request beside what it is about is checked against it: %j', (sources) => {
+    const r = checkGrounding({ sources, answer: 'The meeting is at 5 pm on Friday in room 9.' });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(false);
+  });
+
   it('a question beside a source that states something is checked against it', () => {
     const r = checkGrounding({ sources: ['Who wrote Hamlet?', 'Hamlet was written by Marlowe.'], answer: 'Hamlet was written by Shakespeare in 1600.' });
     expect(r.checked).toBe(true);

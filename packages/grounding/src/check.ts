@@ -97,13 +97,40 @@ const SHORTFALL_WEIGHT = 0.02;
 const CONVERSATION_CHARS = 500;
 
 /**
- * Do the sources state nothing: only greetings, thanks and questions ("Hello", "Who wrote Hamlet?")? Then there
- * is nothing to check an answer against, and grading it against the greeting would flag every word of it.
+ * A request or an instruction to the assistant: a sentence that opens with a verb asking for something to be made
+ * or said ("Write a poem about the sea.", "Tell me a joke.", "Describe the picture."), a rule for how to answer
+ * ("Answer concisely.", "Be brief."), or the persona a system message gives ("You are a helpful
+ * assistant."), with no colon after which it would go on to state what to work on ("Summarize: the meeting is at
+ * 3 pm." states something). It asks or directs; it states nothing an answer could be checked against. Imperatives
+ * that a manual gives its reader ("Do not open the door while it drains.", "Use a soft cloth.") are statements to
+ * check against, so only verbs that ask the assistant to make or say something are here.
+ */
+const REQUEST = new RegExp(
+  '^(?:(?:please|now|then|ok|okay|so|always|never|also|just|kindly),? )*(?:' +
+    [
+      'write', 'tell', 'describe', 'explain', 'summari[sz]e', 'translate', 'give', 'list', 'name', 'generate', 'create',
+      'compose', 'draft', 'suggest', 'recommend', 'brainstorm', 'imagine', 'pretend', 'invent', 'make up', 'come up with',
+      'rewrite', 'paraphrase', 'continue', 'show', 'teach', 'help', 'plan', 'design', 'outline', 'define', 'compare',
+      'sing', 'play', 'act as', 'roleplay', 'think', 'guess', 'rate', 'rank', 'pick', 'choose', 'convert', 'calculate',
+      'solve', 'analy[sz]e', 'review', 'critique', 'proofread', 'correct', 'fix', 'improve', 'shorten', 'expand',
+      'greet', 'introduce', 'say', 'respond', 'reply', 'answer', 'draw', 'code', 'implement', 'refactor',
+      'be (?:concise|brief|short|clear|precise|helpful|polite|friendly|honest|succinct|creative)',
+      "you(?: are|'re) (?:a|an|the)", 'your (?:name|role|task|job|goal) is',
+    ].join('|') +
+    ')\\b[^:]*$',
+  'iu',
+);
+
+/**
+ * Do the sources state nothing: only greetings, thanks, questions, requests and instructions ("Hello", "Who
+ * wrote Hamlet?", "Write a poem about the sea.", "You are a helpful assistant.")? Then there is nothing to check an answer against, and grading it against the
+ * greeting or the request would flag every word of it.
  */
 export function onlyConversation(sources: readonly string[]): boolean {
   let chars = 0;
   for (const source of sources) chars += source.length;
-  return chars <= CONVERSATION_CHARS && sources.every((source) => splitClaims(source).length === 0);
+  if (chars > CONVERSATION_CHARS) return false;
+  return sources.every((source) => splitClaims(source).every((claim) => REQUEST.test(source.slice(claim.start, claim.end).trim())));
 }
 
 /**
