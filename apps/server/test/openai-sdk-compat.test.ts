@@ -92,6 +92,24 @@ describe('upstream 4xx keep their meaning', () => {
     expect(error.code).toBe('upstream_error');
     expect(error.type).toBe('upstream_error');
   });
+
+  it('an upstream 401 or 403 (svc\'s own key) is not retried by the SDK, streamed or not; a 500 is', async () => {
+    // Each retry was one more upstream call and one more audit delivery, for an answer that could not change.
+    for (const status of [401, 403]) {
+      for (const stream of [false, true]) {
+        upstream.setBehavior({ status });
+        upstream.requests.length = 0;
+        const error = await rejection(client.chat.completions.create({ ...ask, stream }));
+        expect(error.status).toBe(502);
+        expect(error.headers?.get('x-should-retry')).toBe('false');
+        expect(upstream.requests).toHaveLength(1);
+      }
+    }
+    upstream.setBehavior({ status: 500 });
+    upstream.requests.length = 0;
+    await rejection(client.chat.completions.create(ask));
+    expect(upstream.requests).toHaveLength(3);
+  });
 });
 
 describe('errors in the middle of a stream', () => {

@@ -21,7 +21,7 @@ export interface UpstreamErrorBody {
  * | 400, 413, 422, and a 404 naming a param: about the request | 400 `invalid_request_error` with the upstream's message, code (else `upstream_invalid_request`) and param |
  * | the same naming `model` (or code `model_not_found`), a 404 naming no param | 502 `upstream_error`: svc's upstream configuration, not the request |
  * | 429 | 429 `rate_limit_error` `upstream_rate_limited`, its `retry-after` / `retry-after-ms` passed on |
- * | 401, 403 (svc's own upstream key), 5xx, any other status | 502 `upstream_error` (`retry-after` passed on) |
+ * | 401, 403 (svc's own upstream key), 5xx, any other status | 502 `upstream_error` (`retry-after` passed on; a 4xx but 408, 409, 429 with `x-should-retry: false`) |
  *
  * `redact` removes svc's upstream key from anything echoed back.
  *
@@ -53,8 +53,16 @@ export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, 
   return new UpstreamError('upstream_error', `Upstream responded with HTTP ${status}${message ? `: ${message}` : '.'}`, {
     upstreamStatus: status,
     upstreamCode: body.code,
-    retryAfter,
+    // A 502 is retried by every SDK (the openai SDKs twice, LangChain up to six times), each retry one more upstream
+    // call and audit delivery; an upstream 4xx here is svc's configuration (its key, its model, its URL) and the
+    // same again on a retry: `x-should-retry: false` tells the openai SDKs not to.
+    headers: configurationError(status) ? { 'x-should-retry': 'false' } : retryAfter ? { 'retry-after': retryAfter } : {},
   });
+}
+
+/** An upstream 4xx that is not about the request and that a retry cannot change (408, 409 and 429 can). */
+function configurationError(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429;
 }
 
 /**

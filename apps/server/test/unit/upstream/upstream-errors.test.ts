@@ -39,6 +39,12 @@ describe('upstreamHttpError', () => {
     expect(error.message).toBe("Bad value near '[redacted]'.");
   });
 
+  it('tells the SDKs not to retry a 502 that svc configuration caused (upstream 401, 403, an unknown model), and lets them retry the rest', () => {
+    for (const status of [401, 403, 404]) expect(upstreamHttpError(status, {}, openai('No.'), redact).headers).toEqual({ 'x-should-retry': 'false' });
+    expect(upstreamHttpError(400, {}, openai('invalid model ID', null, 'model'), redact).headers).toEqual({ 'x-should-retry': 'false' });
+    for (const status of [408, 409, 500, 502, 503]) expect(upstreamHttpError(status, {}, openai('Later.'), redact).headers).toEqual({});
+  });
+
   it("passes a 429's retry-after and retry-after-ms, and a 503's retry-after", () => {
     expect(upstreamHttpError(429, { 'retry-after': '7', 'retry-after-ms': '6500' }, '', redact).headers).toEqual({ 'retry-after': '7', 'retry-after-ms': '6500' });
     expect(upstreamHttpError(429, {}, '', redact).headers).toEqual({});
