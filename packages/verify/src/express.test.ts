@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
-import { samplePayload } from '../test/support.js';
+import { samplePayload, slowFirstClaimStore } from '../test/support.js';
 import { verifyMiddleware, type AuditPayload } from './express.js';
 import { createDeduper, signWebhook } from './index.js';
 
@@ -374,17 +374,8 @@ describe('verifyMiddleware with dedupe', () => {
 
   it('releases the id when svc hung up while the store was still claiming it', async () => {
     const connection = new EventEmitter();
-    let claimed: (() => void) | undefined;
-    const seen = new Set<string>();
-    const store = {
-      // The first claim waits until svc has gone; the others answer at once.
-      setIfAbsent: (id: string) => {
-        const first = !seen.has(id) && !!seen.add(id);
-        if (claimed) return first;
-        return new Promise<boolean>((resolve) => (claimed = () => resolve(first)));
-      },
-      delete: (id: string) => void (seen.delete(id) && connection.emit('released')),
-    };
+    // The first claim waits until svc has gone; the others answer at once.
+    const { store, seen, finishClaim } = slowFirstClaimStore(connection);
     const app = express();
     let handled = 0;
     app.use((_req, res, next) => {
@@ -407,7 +398,7 @@ describe('verifyMiddleware with dedupe', () => {
     await closed;
     const routed = once(connection, 'routed');
     const released = once(connection, 'released');
-    claimed!();
+    finishClaim();
     await routed;
     await released;
     expect((await post(url, BODY, signed('whd_slow_store'))).status).toBe(204);

@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
-import { samplePayload } from '../test/support.js';
+import { samplePayload, slowFirstClaimStore } from '../test/support.js';
 import { verifyPlugin, type AuditPayload, type VerifyPluginOptions } from './fastify.js';
 import { createDeduper, signWebhook } from './index.js';
 
@@ -283,17 +283,8 @@ describe('verifyPlugin with dedupe', () => {
 
   it('releases the id when svc hung up while the store was still claiming it', async () => {
     const connection = new EventEmitter();
-    let claimed: (() => void) | undefined;
-    const seen = new Set<string>();
-    const store = {
-      // The first claim waits until svc has gone; the others answer at once.
-      setIfAbsent: (id: string) => {
-        const first = !seen.has(id) && !!seen.add(id);
-        if (claimed) return first;
-        return new Promise<boolean>((resolve) => (claimed = () => resolve(first)));
-      },
-      delete: (id: string) => void (seen.delete(id) && connection.emit('released')),
-    };
+    // The first claim waits until svc has gone; the others answer at once.
+    const { store, seen, finishClaim } = slowFirstClaimStore(connection);
     let handled = 0;
     app = Fastify();
     app.addHook('onRequest', async (_request, reply) => {
@@ -318,7 +309,7 @@ describe('verifyPlugin with dedupe', () => {
     await closed;
     const routed = once(connection, 'routed');
     const released = once(connection, 'released');
-    claimed!();
+    finishClaim();
     await routed;
     await released;
     expect((await deliver(BODY, signed('whd_slow_store'))).statusCode).toBe(204);

@@ -35,3 +35,21 @@ export const samplePayload = {
   grounded: true,
   hallucination_score: 0,
 } as const;
+
+/**
+ * A dedupe store whose first claim of an id answers only when `finishClaim()` is called (a store still claiming
+ * while svc hangs up); every later claim answers at once. A release emits `released` on `events`.
+ */
+export function slowFirstClaimStore(events: { emit(name: string): boolean }) {
+  let finish: (() => void) | undefined;
+  const seen = new Set<string>();
+  const store = {
+    setIfAbsent: (id: string) => {
+      const first = !seen.has(id) && !!seen.add(id);
+      if (finish) return first;
+      return new Promise<boolean>((resolve) => (finish = () => resolve(first)));
+    },
+    delete: (id: string) => void (seen.delete(id) && events.emit('released')),
+  };
+  return { store, seen, finishClaim: () => finish!() };
+}
