@@ -510,3 +510,29 @@ describe('documented examples', () => {
     expect(checkGrounding({ sources: [system, question], question, answer: 'The library closes at 5 pm on Saturdays.' }).grounded).toBe(false);
   });
 });
+
+describe('conversation shapes apps send', () => {
+  // A tool's CSV result: commas between digits separate values unless they group thousands ("1,430") or are a
+  // decimal comma ("3,5"); "1430,57200" is two cells, not 1430.572.
+  const CSV = 'region,units,revenue_usd\nNorth,1200,48000\nSouth,950,38000\nEast,1430,57200';
+  const QUESTION = 'Which region sold the most units?';
+  it.each([
+    { answer: 'East: 1430 units, revenue 57200.', grounded: true, flagged: [] },
+    { answer: 'North had 1200 units and 48000 revenue.', grounded: true, flagged: [] },
+    { answer: 'South had 950 units.', grounded: true, flagged: [] },
+    { answer: 'South had 590 units.', grounded: false, flagged: ['590'] },
+    { answer: 'East had the most units: 1,340, with revenue of $57,200.', grounded: false, flagged: ['1,340'] },
+  ])('CSV tool result: $answer', ({ answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [QUESTION, CSV], question: QUESTION, answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+
+  it.each([
+    ['The rate is 3,5 %.', 'The rate is 3.5 %.'],
+    ['It costs 12,99 euros.', 'It costs 12.99 euros.'],
+    ['It has 1,234,567 rows.', 'It has 1234567 rows.'],
+  ])('a decimal comma and grouped thousands are still one number: %s', (source, answer) => {
+    expect(checkGrounding({ sources: [source], answer }).grounded).toBe(true);
+  });
+});

@@ -245,7 +245,9 @@ export function tokenize(text: string): Token[] {
         if (SPACE_GROUPS_RE.test(text)) i = SPACE_GROUPS_RE.lastIndex;
       }
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
-        i = runEnd(text, i + 1, DIGIT);
+        const end = runEnd(text, i + 1, DIGIT);
+        if (text.charCodeAt(i) === 44 && !commaInNumber(text, digitsFrom, i, end)) break;
+        i = end;
       }
       // In any case: an answer in capitals writes "1ST", "1990S".
       const after = text.slice(i, i + 2).toLowerCase();
@@ -281,6 +283,20 @@ export function tokenize(text: string): Token[] {
 }
 
 const SYMBOLS = new Set(['$', '€', '£', '¥', '%']);
+
+/**
+ * Whether the comma at `comma` (after the digits from `from`, up to the next group's end `end`) is inside one
+ * number: it groups thousands ("1,234", "12,345,678": three digits after it, and one to three before the first
+ * comma), or it is a decimal comma ("3,5", "12,99": the only comma, one or two digits after it). Otherwise the
+ * comma separates values, as in a CSV row ("1430,57200", "5,10,15").
+ */
+function commaInNumber(text: string, from: number, comma: number, end: number): boolean {
+  const before = text.slice(from, comma);
+  const digitsAfter = end - comma - 1;
+  const next = end + 1 < text.length && text.charCodeAt(end) === 44 && classAt(text, end + 1) === DIGIT;
+  if (digitsAfter === 3 && /^\d{1,3}(?:,\d{3})*$/.test(before)) return true;
+  return digitsAfter <= 2 && !next && /^\d+(?:\.\d{3})*$/.test(before);
+}
 
 /** "-" and "−" (U+2212). */
 function isMinus(c: number): boolean {
