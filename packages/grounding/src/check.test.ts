@@ -536,3 +536,19 @@ describe('conversation shapes apps send', () => {
     expect(checkGrounding({ sources: [source], answer }).grounded).toBe(true);
   });
 });
+
+describe('tool results restated in prose', () => {
+  // A tool's JSON gives a share as a fraction of one; the answer writes it in percent.
+  const WEATHER = '{"city": "Berlin", "temp_c": 18.6, "humidity": 0.72, "rain_chance": 0.05}';
+  const QUESTION = 'How humid is it in Berlin?';
+  it.each([
+    { answer: 'Humidity in Berlin is 72%.', grounded: true, flagged: [] },
+    { answer: 'Humidity in Berlin is 72 percent, with a 5% chance of rain.', grounded: true, flagged: [] },
+    { answer: 'Humidity in Berlin is 27%.', grounded: false, flagged: ['27'] },
+    { answer: 'Humidity in Berlin is 72%, with a 50% chance of rain.', grounded: false, flagged: ['50'] },
+  ])('$answer', ({ answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [QUESTION, WEATHER], question: QUESTION, answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+});

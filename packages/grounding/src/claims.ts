@@ -318,7 +318,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
     const w = t.word;
     if (w.negation) negations.push(t);
     if (w.value !== undefined || (w.numberWord !== undefined && w.norm !== 'one' && w.norm !== 'single' && w.norm !== 'half')) {
-      const num = readNumber(tokens, k);
+      const num = readNumber(tokens, k, true);
       if (num) {
         // List markers ("1." opening a line) are layout, not claims.
         // Only one or two digits with more on the same line: "1887." alone is an answer, "2018. Sales fell" a year.

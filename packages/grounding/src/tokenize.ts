@@ -400,7 +400,7 @@ const WIDE_SPACE_RE = /\s/;
 const DEGREES = new Set(['degree', 'degrees', 'deg']);
 const TEMPERATURE_SCALES = new Set(['c', 'f']);
 
-export function readNumber(tokens: readonly Token[], i: number): { values: number[]; next: number } | undefined {
+export function readNumber(tokens: readonly Token[], i: number, claim = false): { values: number[]; next: number } | undefined {
   const t = tokens[i];
   if (!t) return undefined;
   let base: number | undefined = t.word.value;
@@ -426,6 +426,12 @@ export function readNumber(tokens: readonly Token[], i: number): { values: numbe
       values.push(base * scale);
       next++;
     }
+  }
+  // A claim's share in percent may restate a fraction of one: "72%" is the 0.72 a tool's JSON holds. Sources
+  // are read as written, so a source's "72%" does not back "0.72".
+  const percent = tokens[next];
+  if (claim && percent && percent.sentence === t.sentence && percent.start - (tokens[next - 1]?.end ?? 0) <= 1 && (percent.word.norm === '%' || percent.word.norm === 'percent')) {
+    values.push(base / 100);
   }
   // "21 degrees Celsius" is "21 °C": the scale's name is checked (`SYNONYMS`: Celsius is C), "degrees" spells the sign.
   const unit = tokens[next];
