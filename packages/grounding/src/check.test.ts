@@ -552,3 +552,29 @@ describe('tool results restated in prose', () => {
     expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
   });
 });
+
+describe('translations: only their numbers are checked', () => {
+  const NOTICE = 'Translate the following text into German:\n\nOur office is closed on public holidays. Please contact support@acme.dev for urgent issues.';
+  const BUDGET = 'Translate into Spanish: The budget allocates $4.2 million to road repairs and $1.1 million to parks.';
+  const ROOM = 'Translate to Japanese: The meeting is at 3 pm in room 4.';
+  it.each([
+    { request: NOTICE, answer: 'Unser Büro ist an Feiertagen geschlossen. Bitte wenden Sie sich bei dringenden Problemen an support@acme.dev.', grounded: true, flagged: [] },
+    { request: BUDGET, answer: 'El presupuesto asigna 4,2 millones de dólares a la reparación de carreteras y 1,1 millones a parques.', grounded: true, flagged: [] },
+    { request: ROOM, answer: '会議は午後3時に4号室で行われます。', grounded: true, flagged: [] },
+    // A wrong number in a translation is still flagged, and only it.
+    { request: BUDGET, answer: 'El presupuesto asigna 5,2 millones de dólares a la reparación de carreteras y 1,1 millones a parques.', grounded: false, flagged: ['5,2'] },
+    { request: ROOM, answer: '会議は午後3時に9号室で行われます。', grounded: false, flagged: ['9'] },
+    // An English answer to a request to translate is no translation: checked word by word.
+    { request: ROOM, answer: 'The meeting was cancelled because of heavy rain.', grounded: false },
+  ])('$answer', ({ request, answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [request], question: request, answer });
+    expect(r.grounded).toBe(grounded);
+    if (flagged) expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+
+  it('an answer in another language to a question that asks for no translation is checked word by word', () => {
+    const source = 'Our office is closed on public holidays.';
+    const r = checkGrounding({ sources: [source, 'When is the office closed?'], question: 'When is the office closed?', answer: 'Unser Büro ist sonntags geöffnet.' });
+    expect(r.grounded).toBe(false);
+  });
+});

@@ -1,6 +1,8 @@
 import { CLOSING, splitClaims } from './claims.js';
 import { claimSupport, DEFAULT_MODEL, PERFECT, type Model } from './model.js';
+import { STOPWORDS } from './lexicon.js';
 import { buildSourceIndex, type SourceIndexCache } from './source-index.js';
+import { tokenize } from './tokenize.js';
 import { PassageSearch, questionTerms, supportClaim, type ClaimSupport } from './support.js';
 
 /** Scores at or above this are `grounded`. */
@@ -133,6 +135,57 @@ export function onlyConversation(sources: readonly string[]): boolean {
   return sources.every((source) => splitClaims(source).every((claim) => REQUEST.test(source.slice(claim.start, claim.end).trim())));
 }
 
+/** A request to translate: "Translate to French: …", "Can you translate this into German?". */
+const TRANSLATE = /\btranslat(?:e|es|ed|ing|ion)\b/iu;
+
+/** Share of a translation's words (not its numbers) that the sources may have: names and loanwords. */
+const TRANSLATED_WORDS = 0.5;
+
+/**
+ * Shares of English function words: English prose is a quarter to a half function words ("Our office is closed on
+ * public holidays.": 0.29, "The meeting is at 3 pm in room 4.": 0.57); French, German or Spanish prose an eighth
+ * at most (words spelled alike: "an", "a"), Japanese none.
+ */
+const ENGLISH = 0.25;
+const NOT_ENGLISH = 0.15;
+
+/** Share of a text's words that are English function words (STOPWORDS). */
+function functionWordShare(text: string): number {
+  let words = 0;
+  let functionWords = 0;
+  for (const t of tokenize(text)) {
+    if (t.word.value !== undefined || !/\p{L}/u.test(t.word.norm)) continue;
+    words++;
+    if (STOPWORDS.has(t.word.norm)) functionWords++;
+  }
+  return words === 0 ? 0 : functionWords / words;
+}
+
+/**
+ * Is the answer a translation out of English: asked for ("translate" in the question, which is English), not
+ * English itself, and most of its words in no source? A translation cannot be checked word by word against its
+ * original; only its numbers can.
+ */
+function translation(question: string | undefined, answer: string, supports: readonly ClaimSupport[]): boolean {
+  if (question === undefined || !TRANSLATE.test(question)) return false;
+  if (functionWordShare(answer) >= NOT_ENGLISH || functionWordShare(question) < ENGLISH) return false;
+  let words = 0;
+  let found = 0;
+  for (const c of supports) {
+    for (const t of c.terms) {
+      if (t.term.kind === 'number') continue;
+      words++;
+      if (t.support > 0) found++;
+    }
+  }
+  return words > 0 && found < words * TRANSLATED_WORDS;
+}
+
+/** A claim judged by its numbers alone (its score then is PERFECT's but for the numbers no source has). */
+function numbersOnly(c: ClaimSupport): ClaimSupport {
+  return { ...c, terms: c.terms.filter((t) => t.term.kind === 'number'), unsupportedNames: 0, unsupportedWords: 0 };
+}
+
 /**
  * Checks whether `answer` is supported by `sources`, offline and in well under a millisecond for chat-sized
  * inputs. The answer is split into claims (sentences that assert something: greetings, offers of help and
@@ -163,8 +216,10 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
   if (index.empty) return notChecked;
   const question = questionTerms(read.question);
   const search = new PassageSearch();
-  const supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search));
-  const scores = supports.map((c) => claimSupport(model, c));
+  let supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search));
+  const translated = translation(read.question, answer, supports);
+  if (translated) supports = supports.map(numbersOnly);
+  const scores = supports.map((c) => claimSupport(model, translated ? { ...PERFECT, unsupportedNumbers: c.unsupportedNumbers } : c));
   const score = round(aggregate(scores, claimSupport(model, PERFECT)));
   const claims: ClaimResult[] = [];
   const flaggedSpans: FlaggedSpan[] = [];

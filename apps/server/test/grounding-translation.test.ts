@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { SvcResult } from '@svc/protocol';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+
+// A translation is asked for in the last user turn; the answer, in another language, shares no words with its
+// original, so only its numbers are checked. Which turn asks decides it: the question is the last user message.
+const NOTICE = 'Our office is closed on public holidays and opens at 8 am on weekdays. Write to support@acme.dev for urgent issues.';
+const GERMAN = 'Unser Büro ist an Feiertagen geschlossen und öffnet werktags um 8 Uhr. Schreiben Sie bei dringenden Problemen an support@acme.dev.';
+
+let upstream: FakeUpstream;
+let server: TestServer;
+let client: OpenAI;
+let answer = '';
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream({ answer: () => answer });
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'up-model' } });
+  client = new OpenAI({ apiKey: (await server.createKey()).token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await upstream?.close();
+});
+
+async function check(messages: ChatCompletionMessageParam[], text: string): Promise<SvcResult> {
+  answer = text;
+  const res = await client.chat.completions.create({ model: 'svc01', messages });
+  return (res as unknown as { svc: SvcResult }).svc;
+}
+
+const translate: ChatCompletionMessageParam[] = [
+  { role: 'system', content: 'You are a professional translator.' },
+  { role: 'user', content: `Translate this notice into German:\n\n${NOTICE}` },
+];
+
+describe('grounding a translation through the HTTP route', () => {
+  it('a faithful German translation of the user turn is grounded', async () => {
+    const svc = await check(translate, GERMAN);
+    expect(svc.flagged_spans).toEqual([]);
+    expect(svc.grounded).toBe(true);
+  });
+
+  it('a wrong number in the translation is flagged, and only it', async () => {
+    const svc = await check(translate, GERMAN.replace('um 8 Uhr', 'um 9 Uhr'));
+    expect(svc.grounded).toBe(false);
+    expect(svc.flagged_spans!.map((s) => s.text)).toEqual(['9']);
+  });
+
+  it('when the last user turn asks a question instead, a German answer is checked word by word', async () => {
+    const messages: ChatCompletionMessageParam[] = [
+      ...translate,
+      { role: 'assistant', content: GERMAN },
+      { role: 'user', content: 'When does the office open on weekdays?' },
+    ];
+    const svc = await check(messages, 'Das Büro öffnet werktags um 7 Uhr und schließt mittags.');
+    expect(svc.grounded).toBe(false);
+  });
+});
