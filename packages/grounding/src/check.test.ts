@@ -362,6 +362,9 @@ describe('sources that state nothing', () => {
     [['You are a helpful assistant.', 'Please write a haiku about autumn.']],
     [['Now translate it into French.']],
     [['Hi!', 'Come up with three names for a bakery.']],
+    [['List the planets.']],
+    [['Plan a trip to Rome for me.']],
+    [['Review my essay, please.']],
     // The system message of most examples, and of most apps, before a question the model answers from memory.
     [['You are a helpful assistant.', 'Who wrote Hamlet?']],
     [['You are an expert chef. Answer concisely and never use jargon.', 'How long do I boil an egg?']],
@@ -375,6 +378,10 @@ describe('sources that state nothing', () => {
     [['Write a reply to this email.', 'The meeting is at 3 pm on Monday in room 4.']],
     [['The meeting is at 3 pm on Monday in room 4. Write a reminder.']],
     [['You are a helpful assistant.', 'The meeting is at 3 pm on Monday in room 4.']],
+    // Statements whose first word is also a request verb ("plan", "review", "code").
+    [['Plan Basic meets at 3 pm on Monday in room 4.', 'Compare the plans.']],
+    [['Review meetings are at 3 pm on Monday in room 4.']],
+    [['Show times: none.', 'Code 4 means the meeting is at 3 pm on Monday in room 4.']],
   ])('a request beside what it is about is checked against it: %j', (sources) => {
     const r = checkGrounding({ sources, answer: 'The meeting is at 5 pm on Friday in room 9.' });
     expect(r.checked).toBe(true);

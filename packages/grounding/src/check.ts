@@ -108,25 +108,30 @@ const CONVERSATION_CHARS = 500;
  * check against, so only verbs that ask the assistant to make or say something are here.
  */
 const REQUEST = new RegExp(
-  '^(?:(?:please|now|then|ok|okay|so|always|never|also|just|kindly),? )*(?:' +
+  '^(?:(?:please|now|then|ok|okay|so|always|never|also|just|kindly),? )*(?:(?:' +
     [
-      'write', 'tell', 'describe', 'explain', 'summari[sz]e', 'translate', 'give', 'list', 'name', 'generate', 'create',
-      'compose', 'draft', 'suggest', 'recommend', 'brainstorm', 'imagine', 'pretend', 'invent', 'make up', 'come up with',
-      'rewrite', 'paraphrase', 'continue', 'show', 'teach', 'help', 'plan', 'design', 'outline', 'define', 'compare',
-      'sing', 'play', 'act as', 'roleplay', 'think', 'guess', 'rate', 'rank', 'pick', 'choose', 'convert', 'calculate',
-      'solve', 'analy[sz]e', 'review', 'critique', 'proofread', 'correct', 'fix', 'improve', 'shorten', 'expand',
-      'greet', 'introduce', 'say', 'respond', 'reply', 'answer', 'draw', 'code', 'implement', 'refactor',
+      'write', 'tell', 'describe', 'explain', 'summari[sz]e', 'translate', 'give', 'generate', 'create', 'compose',
+      'suggest', 'recommend', 'brainstorm', 'imagine', 'pretend', 'invent', 'make up', 'come up with', 'rewrite',
+      'paraphrase', 'continue', 'teach', 'define', 'compare', 'sing', 'act as', 'roleplay', 'choose', 'calculate',
+      'solve', 'analy[sz]e', 'proofread', 'improve', 'shorten', 'expand', 'greet', 'introduce', 'say', 'respond',
+      'implement', 'refactor', '(?:answer|reply) (?:concisely|briefly|clearly|honestly|politely|only|in|with|using|as|like)',
       'be (?:concise|brief|short|clear|precise|helpful|polite|friendly|honest|succinct|creative)',
       "you(?: are|'re) (?:a|an|the)", 'your (?:name|role|task|job|goal) is',
     ].join('|') +
-    ')\\b[^:]*$',
+    // Verbs that are also nouns ("Plan Basic costs $10.", "Review scores rose.", "Code 42 means …") ask only
+    // when what follows is their object: a determiner, a pronoun or a question word.
+    ')|(?:' +
+    ['list', 'name', 'plan', 'design', 'outline', 'show', 'help', 'review', 'rate', 'rank', 'pick', 'fix', 'correct',
+      'draft', 'answer', 'reply', 'code', 'draw', 'play', 'guess', 'critique', 'think of', 'convert'].join('|') +
+    ') (?:the|a|an|me|us|my|our|this|that|these|those|it|them|some|all|each|every|one|two|three|four|five|ten|how|what|why|when|where|which|who))' +
+    '\\b[^:]*$',
   'iu',
 );
 
 /**
  * Do the sources state nothing: only greetings, thanks, questions, requests and instructions ("Hello", "Who
- * wrote Hamlet?", "Write a poem about the sea.", "You are a helpful assistant.")? Then there is nothing to check an answer against, and grading it against the
- * greeting or the request would flag every word of it.
+ * wrote Hamlet?", "Write a poem about the sea.", "You are a helpful assistant.")? Then there is nothing to check
+ * an answer against, and grading it against the greeting or the request would flag every word of it.
  */
 export function onlyConversation(sources: readonly string[]): boolean {
   let chars = 0;
