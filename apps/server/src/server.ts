@@ -17,7 +17,7 @@ import { ClusterRateLimiter, type Ipc } from './rate-limit/cluster-rate-limiter.
 import { KeyCache } from './auth/key-cache.js';
 import { createJudgeGrounder, createOfflineGrounder } from './chat/grounder.js';
 import { UsageSink, combineSinks } from './chat/usage-sink.js';
-import { SecretBox } from './crypto/secret-box.js';
+import { checkSecretKey, SecretBox } from './crypto/secret-box.js';
 import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
 import { Retention } from './storage/retention.js';
@@ -81,14 +81,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const store = await openStore(config.databaseUrl, { migrate: !clusterWorker });
   const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir));
   // A changed or lost key is said at start, not as every signed delivery failing afterwards.
-  const sealed = await store.keys.newestSealedSecret();
-  if (sealed !== undefined) {
-    try {
-      secretBox.open(sealed);
-    } catch (err) {
-      await store.close();
-      throw err;
-    }
+  try {
+    await checkSecretKey(secretBox, store.keys);
+  } catch (err) {
+    await store.close();
+    throw err;
   }
   // One registry per server: tests run several in one process.
   const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()) });

@@ -10,6 +10,8 @@ import { SecretBox } from '../src/crypto/secret-box.js';
 import { EMBEDDED_KEY_FILE, resolveSecretKey } from '../src/crypto/embedded-key.js';
 import { generateApiKey } from '../src/auth/api-keys.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
+import { makeProgram } from '../src/admin/commands.js';
+import { openStore } from '../src/storage/store.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -100,6 +102,73 @@ describe('the key that encrypts signing secrets', () => {
       } finally {
         await running.close();
       }
+    });
+  });
+
+  describe('svc-server keys create / keys update --signing-secret', () => {
+    /** Runs an admin command in this process against dataDir's database; resolves with what it printed. */
+    async function admin(dataDir: string, args: string[], env: Record<string, string> = {}) {
+      const out: string[] = [];
+      const io = {
+        env: { SVC_DATABASE_URL: `sqlite:${join(dataDir, 'svc.db')}`, ...env },
+        stdout: (line: string) => out.push(line),
+        stderr: (line: string) => out.push(line),
+        stopSignal: () => new Promise<string>(() => {}),
+      };
+      await makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', ...args]);
+      return out;
+    }
+
+    async function storedSecrets(dataDir: string) {
+      const store = await openStore(`sqlite:${join(dataDir, 'svc.db')}`);
+      try {
+        return await store.handle.db.selectFrom('api_keys').select(['id', 'signing_secret_enc']).orderBy('id').execute();
+      } finally {
+        await store.close();
+      }
+    }
+
+    async function startError(dataDir: string, env: Record<string, string> = {}): Promise<Error> {
+      return startServer(configFor(dataDir, env), { logger: silent() }).then(
+        () => expect.unreachable('the start should be refused'),
+        (err: Error) => err,
+      );
+    }
+
+    it('a replaced secret.key is refused with the start\'s message, and nothing is stored', async () => {
+      const { dataDir, token } = await dataDirWithSigningSecret();
+      writeFileSync(join(dataDir, EMBEDDED_KEY_FILE), `${randomBytes(32).toString('base64')}\n`);
+      const before = await storedSecrets(dataDir);
+      const refusal = (await startError(dataDir)).message;
+
+      const create = admin(dataDir, ['keys', 'create', '--email', 'a@example.test', '--signing-secret', 'whsec_new-secret-0123']);
+      await expect(create).rejects.toMatchObject({ code: 'SVC_SECRET_KEY_MISMATCH', message: refusal });
+      const update = admin(dataDir, ['keys', 'update', token, '--signing-secret', 'whsec_new-secret-0123']);
+      await expect(update).rejects.toMatchObject({ code: 'SVC_SECRET_KEY_MISMATCH', message: refusal });
+      expect(await storedSecrets(dataDir)).toEqual(before);
+      // Without a secret to seal the commands still work.
+      await admin(dataDir, ['keys', 'create', '--email', 'a@example.test']);
+      expect(await storedSecrets(dataDir)).toHaveLength(before.length + 1);
+    });
+
+    it('an SVC_SECRET_KEY other than the stored secrets\' is refused; the right one seals', async () => {
+      const { dataDir, token } = await dataDirWithSigningSecret();
+      const before = await storedSecrets(dataDir);
+      const wrong = { SVC_SECRET_KEY: randomBytes(32).toString('base64') };
+      const refusal = (await startError(dataDir, wrong)).message;
+      const create = admin(dataDir, ['keys', 'create', '--email', 'a@example.test', '--signing-secret', 'whsec_new-secret-0123'], wrong);
+      await expect(create).rejects.toMatchObject({ code: 'SVC_SECRET_KEY_MISMATCH', message: refusal });
+      const update = admin(dataDir, ['keys', 'update', token, '--signing-secret', 'whsec_new-secret-0123'], wrong);
+      await expect(update).rejects.toMatchObject({ code: 'SVC_SECRET_KEY_MISMATCH', message: refusal });
+      expect(await storedSecrets(dataDir)).toEqual(before);
+
+      const right = { SVC_SECRET_KEY: resolveSecretKey(undefined, dataDir).toString('base64') };
+      await admin(dataDir, ['keys', 'update', token, '--signing-secret', 'whsec_new-secret-0123'], right);
+      const box = new SecretBox(resolveSecretKey(undefined, dataDir));
+      const after = await storedSecrets(dataDir);
+      const sealed = after.filter((row) => row.signing_secret_enc !== null);
+      expect(sealed).toHaveLength(1);
+      expect(box.open(sealed[0]!.signing_secret_enc!)).toBe('whsec_new-secret-0123');
     });
   });
 });

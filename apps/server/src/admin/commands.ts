@@ -8,7 +8,7 @@ import { rotatedOut } from '../auth/secret-rotation.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
-import { SecretBox } from '../crypto/secret-box.js';
+import { checkSecretKey, SecretBox } from '../crypto/secret-box.js';
 import { previousSecretView } from '../dashboard/views.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { applyUrlChange, validateWebhookUrl } from '../webhooks/index.js';
@@ -81,12 +81,17 @@ async function webhookUrlOption(url: string, cfg: Config): Promise<string> {
   }
 }
 
-/** `--signing-secret`, sealed for storage (never stored in the clear). */
-function sealedSecretOption(secret: string, cfg: Config, store: Store): string {
+/**
+ * `--signing-secret`, sealed for storage (never stored in the clear). A secret key that does not open the stored
+ * secrets is refused as the start refuses it: sealing with it would leave the database with secrets under two keys.
+ */
+async function sealedSecretOption(secret: string, cfg: Config, store: Store): Promise<string> {
   if (secret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
   // Receivers sign with the secret as given: a pasted newline would make every signature fail to verify.
   if (secret !== secret.trim()) throw new CommandError('--signing-secret has white space around it (a pasted newline?): give it without');
-  return new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir)).seal(secret);
+  const box = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir));
+  await checkSecretKey(box, store.keys);
+  return box.seal(secret);
 }
 
 /** An unknown user, with what to do: who there is, and how to create one. */
@@ -241,7 +246,7 @@ export function makeProgram(io: CommandIO): Command {
           if (!user) throw await noSuchUser(store, opts.userId ?? opts.email!);
           const rateLimitRpm = rateLimitOption(opts.rateLimitRpm, cfg);
           const webhookUrl = opts.webhookUrl === undefined ? null : await webhookUrlOption(opts.webhookUrl, cfg);
-          const secretEnc = opts.signingSecret === undefined ? null : sealedSecretOption(opts.signingSecret, cfg, store);
+          const secretEnc = opts.signingSecret === undefined ? null : await sealedSecretOption(opts.signingSecret, cfg, store);
           const generated = generateApiKey();
           const owner = user;
           const create = () =>
@@ -314,7 +319,7 @@ go to the new URL. Example:
         if (opts.webhookUrl !== undefined) patch.webhook_url = opts.webhookUrl.trim() === '' ? null : await webhookUrlOption(opts.webhookUrl.trim(), cfg);
         if (opts.signingSecret !== undefined) {
           Object.assign(patch, rotatedOut(key, now, cfg.webhooks.secretOverlapMs), {
-            signing_secret_enc: sealedSecretOption(opts.signingSecret, cfg, store),
+            signing_secret_enc: await sealedSecretOption(opts.signingSecret, cfg, store),
             signing_secret_last4: opts.signingSecret.slice(-4),
           });
         }

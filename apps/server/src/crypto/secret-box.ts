@@ -63,3 +63,16 @@ export function generateSigningSecret(): string {
     if (!/[+/]/.test(encoded)) return `whsec_${encoded}`;
   }
 }
+
+/**
+ * Throws SecretKeyMismatchError when `box` does not open the newest stored signing secret: the check a start and
+ * the admin commands that seal a secret make, so a changed or lost key is said at once and never seals a secret
+ * beside others it cannot open.
+ *
+ * @example
+ * await checkSecretKey(new SecretBox(key), store.keys); // throws when SVC_SECRET_KEY changed
+ */
+export async function checkSecretKey(box: SecretBox, keys: { newestSealedSecret(): Promise<string | undefined> }): Promise<void> {
+  const sealed = await keys.newestSealedSecret();
+  if (sealed !== undefined) box.open(sealed);
+}
