@@ -195,27 +195,39 @@ describe('isolation between users', () => {
       ['GET', `/keys/${alice.keyId}/deliveries`, undefined],
       ['GET', `/keys/${alice.keyId}/deliveries/${deliveryId}`, undefined],
       ['POST', `/keys/${alice.keyId}/deliveries/${deliveryId}/redeliver`, {}],
+      ['POST', `/keys/${alice.keyId}/deliveries/${deliveryId}/cancel`, {}],
+      ['POST', `/keys/${alice.keyId}/deliveries/redeliver`, {}],
+      ['POST', `/keys/${alice.keyId}/deliveries/redeliver`, { dry_run: true }],
       // Bob's own key does not open Alice's delivery either.
       ['GET', `/keys/${bob.keyId}/deliveries/${deliveryId}`, undefined],
       ['POST', `/keys/${bob.keyId}/deliveries/${deliveryId}/redeliver`, {}],
+      ['POST', `/keys/${bob.keyId}/deliveries/${deliveryId}/cancel`, {}],
       ['GET', `/usage?key_id=${alice.keyId}`, undefined],
     ];
+    const before = await server.running.store.deliveries.byId(deliveryId);
     for (const [method, path, body] of attempts) {
       const res = await client.request(method, path, body);
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.body.error.code).toBe('not_found');
     }
+    // A bulk redelivery of Bob's own key counts none of Alice's deliveries.
+    const own = await client.request('POST', `/keys/${bob.keyId}/deliveries/redeliver`, { dry_run: true });
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ matched: 0, redelivered: 0 });
     const key = await server.running.store.keys.byId(alice.keyId);
     expect(key).toMatchObject({ webhook_url: null, revoked_at: null, signing_secret_enc: null });
     const delivery = await server.running.store.deliveries.byId(deliveryId);
+    expect(delivery).toEqual(before);
+    expect(delivery).toMatchObject({ status: 'pending', last_error: null });
     expect(delivery?.next_attempt_at).toBeGreaterThan(Date.now() + 3_000_000);
 
-    // Alice sees it.
+    // Alice sees it, and her own bulk redelivery counts it.
     const aliceClient = new DashboardClient(server.url);
     await aliceClient.login(alice.email);
-    const own = await aliceClient.request('GET', `/keys/${alice.keyId}/deliveries/${deliveryId}`);
-    expect(own.status).toBe(200);
-    expect(own.body.payload).toBe('{"event":"llm.request.completed"}');
+    const hers = await aliceClient.request('GET', `/keys/${alice.keyId}/deliveries/${deliveryId}`);
+    expect(hers.status).toBe(200);
+    expect(hers.body.payload).toBe('{"event":"llm.request.completed"}');
+    expect((await aliceClient.request('POST', `/keys/${alice.keyId}/deliveries/redeliver`, { dry_run: true })).body).toMatchObject({ matched: 1 });
   });
 });
 

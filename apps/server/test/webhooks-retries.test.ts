@@ -170,7 +170,8 @@ describe('deliveries API', () => {
 
     const other = await setup([]);
     expect(DeliveryListSchema.parse((await other.api('GET', '/deliveries')).body).data).toHaveLength(0);
-    for (const [method, path] of [['GET', `/deliveries/${page1.data[0]!.id}`], ['POST', `/deliveries/${page1.data[0]!.id}/redeliver`]] as const) {
+    const theirs = page1.data[0]!.id;
+    for (const [method, path] of [['GET', `/deliveries/${theirs}`], ['POST', `/deliveries/${theirs}/redeliver`], ['POST', `/deliveries/${theirs}/cancel`]] as const) {
       const res = await other.api(method, path);
       expect(res.status).toBe(404);
       expect(res.body).toMatchObject({ error: { type: 'invalid_request_error', code: 'not_found' } });
