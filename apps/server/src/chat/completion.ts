@@ -6,6 +6,7 @@ import { waitForDrain } from './sse-writer.js';
 import { dehallucinateRequested } from './request.js';
 import { slices } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
+import { answerText } from './answer-text.js';
 
 /**
  * The non-streamed answer (spec §4.1): the upstream's completion under our id and model, with the `svc`
@@ -23,7 +24,7 @@ export async function complete(
   const { deps, exchange } = ctx;
   const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
   ctx.upstreamFinishedAt = deps.clock();
-  const answer = completion.choices[0]?.message.content ?? '';
+  const answer = answerText(completion.choices[0]?.message);
   const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
   const usage =
     completion.usage ??
@@ -53,7 +54,7 @@ export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRe
     statusCode: 200,
     streaming: false,
     messages: request.messages,
-    responseText: body.choices[0]?.message.content ?? '',
+    responseText: answerText(body.choices[0]?.message),
     svc,
     usage: body.usage,
   });

@@ -11,6 +11,7 @@ import { ChoiceIndexes } from '../choice-indexes.js';
 import { flatten } from '../flat-string.js';
 import { dehallucinateRequested } from './request.js';
 import { SseWriter } from './sse-writer.js';
+import { audioTranscript } from './answer-text.js';
 
 /** The choices of one upstream chunk, as the relay hands them on. */
 export type RelayedChoices = ChatCompletionChunk['choices'];
@@ -64,6 +65,10 @@ export async function relayStream(
   const texts = new KeptTexts();
   /** Each choice's reasoning: not checked nor audited as the answer, but counted when svc counts usage. */
   const reasoning = new KeptTexts();
+  /** Each choice's `audio.transcript`: the answer of one given only as audio (OpenAI's audio models). */
+  const transcripts = new KeptTexts();
+  /** The first choice's answer, as the grounding check and the audit take it. */
+  const answer = (): string => texts.text(0) || transcripts.text(0);
   const started = new ChoiceIndexes();
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
@@ -94,7 +99,7 @@ export async function relayStream(
   }
 
   const computeSvc = async () =>
-    ctx.deps.grounder.check({ messages: request.messages, answer: texts.text(0), requested });
+    ctx.deps.grounder.check({ messages: request.messages, answer: answer(), requested });
 
   /** The upstream's last `system_fingerprint`, for the usage frame; whether its `service_tier` is known. */
   let lastFingerprint: string | null | undefined;
@@ -110,7 +115,9 @@ export async function relayStream(
       }
       if (typeof delta.content === 'string') texts.append(choice.index, delta.content);
       if (typeof delta.reasoning_content === 'string') reasoning.append(choice.index, delta.reasoning_content);
-      if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length)) {
+      const transcript = delta.audio === undefined ? undefined : audioTranscript(delta);
+      if (transcript !== undefined) transcripts.append(choice.index, transcript);
+      if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length || transcript)) {
         firstToken = true;
         ctx.deps.metrics?.firstToken((ctx.deps.clock() - startedAt) / 1000);
       }
@@ -177,7 +184,7 @@ export async function relayStream(
       statusCode: statusFor(ctx, 200),
       streaming: true,
       messages: request.messages,
-      responseText: texts.text(0),
+      responseText: answer(),
       svc,
       usage,
     });
@@ -193,7 +200,7 @@ export async function relayStream(
       statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
       streaming: true,
       messages: request.messages,
-      responseText: texts.text(0),
+      responseText: answer(),
       svc,
       usage: usage ?? (await countUsage(request.messages, [...texts.all(), ...reasoning.all()]).catch(() => NO_USAGE)),
     });

@@ -24,6 +24,7 @@ import { ResponseEvents } from './stream-events.js';
 import { EscapedString, LONG_STRING_CHARS, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
+import { answerText } from '../chat/answer-text.js';
 
 export interface ResponsesDeps extends ChatDeps {
   responses: ResponsesStore;
@@ -72,7 +73,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
           statusCode: 200,
           streaming: false,
           messages: chat.messages,
-          responseText: completion.choices[0]?.message.content ?? '',
+          responseText: answerText(completion.choices[0]?.message),
           svc: completion.svc,
           usage: completion.usage,
         });

@@ -344,9 +344,14 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     const topLogprobs = typeof body.top_logprobs === 'number' ? body.top_logprobs : 0;
     usage.completion_tokens *= choiceCount;
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    // OpenAI's audio models, asked for `modalities: ["text", "audio"]`, speak the answer: `content` is null and its
+    // words are `audio.transcript` beside the base64 audio (`data`, here the text's bytes standing for pcm16).
+    const audioOut = toolCalls.length === 0 && Array.isArray(body.modalities) && body.modalities.includes('audio');
+    const audio = { id: `audio_fake${requests.length}`, data: Buffer.from(answer).toString('base64'), expires_at: created + 3600, transcript: answer };
 
     if (body.stream !== true) {
-      const message: Record<string, unknown> = { role: 'assistant', content: toolCalls.length > 0 ? null : answer, refusal: null };
+      const message: Record<string, unknown> = { role: 'assistant', content: toolCalls.length > 0 || audioOut ? null : answer, refusal: null };
+      if (audioOut) message.audio = audio;
       if (current.reasoning && reasoningField) message[reasoningField] = current.reasoning;
       if (toolCalls.length > 0) message.tool_calls = toolCalls;
       const logprobs = wantsLogprobs ? { content: contentPieces.map((piece) => tokenLogprob(piece, topLogprobs)), refusal: null } : null;
@@ -410,13 +415,22 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     const frames: string[] = [];
     for (let c = 0; c < choiceCount; c++) {
       const emptyLogprobs = wantsLogprobs ? { content: [], refusal: null } : null;
-      frames.push(frame(chunk({ role: 'assistant', content: '', refusal: null }, null, c, emptyLogprobs)));
+      frames.push(frame(chunk(audioOut ? { role: 'assistant', refusal: null } : { role: 'assistant', content: '', refusal: null }, null, c, emptyLogprobs)));
     }
     if (current.reasoning && reasoningField) for (const piece of splitAnswer(current.reasoning)) frames.push(frame(chunk({ [reasoningField]: piece })));
-    for (const piece of contentPieces) {
+    contentPieces.forEach((piece, p) => {
       for (let c = 0; c < choiceCount; c++) {
-        frames.push(frame(chunk({ content: piece }, null, c, wantsLogprobs ? { content: [tokenLogprob(piece, topLogprobs)], refusal: null } : null)));
+        // Spoken, as OpenAI streams it: the transcript first (the first piece with the audio's id and
+        // `content: null`), then the audio data, then its `expires_at` alone.
+        const delta = !audioOut ? { content: piece } : p === 0 ? { content: null, audio: { id: audio.id, transcript: piece } } : { audio: { transcript: piece } };
+        frames.push(frame(chunk(delta, null, c, wantsLogprobs ? { content: [tokenLogprob(piece, topLogprobs)], refusal: null } : null)));
       }
+    });
+    for (let c = 0; audioOut && c < choiceCount; c++) {
+      const half = Math.ceil(audio.data.length / 8) * 4;
+      frames.push(frame(chunk({ role: 'assistant', content: null, refusal: null, audio: { id: audio.id, data: audio.data.slice(0, half) } }, null, c)));
+      if (half < audio.data.length) frames.push(frame(chunk({ audio: { data: audio.data.slice(half) } }, null, c)));
+      frames.push(frame(chunk({ audio: { expires_at: audio.expires_at } }, null, c)));
     }
     for (let c = 0; c < choiceCount; c++) {
       toolCalls.forEach((call, index) => {
