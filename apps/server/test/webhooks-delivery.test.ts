@@ -145,6 +145,27 @@ describe('audit payload', () => {
     expect(payload).toMatchObject({ status_code: 400, response_text: '', grounded: true, hallucination_score: 0, streaming: false });
   });
 
+  it('reports a body that is not JSON (400 invalid_json) or is over 10 MiB (413) too: every failed request is audited', async () => {
+    const { token } = await clientFor();
+    const post = (body: string) =>
+      fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
+    const notJson = await post('{"model": "svc01", "messages": [');
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+    const invalid = await deliveryOf(notJson.headers.get('x-request-id')!);
+    expect(invalid.payload).toMatchObject({ status_code: 400, prompt: '', response_text: '', streaming: false, total_tokens: 0 });
+
+    const tooLarge = await post(JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'x'.repeat(10 * 1024 * 1024) }] }));
+    expect(tooLarge.status).toBe(413);
+    expect(((await tooLarge.json()) as { error: { code: string } }).error.code).toBe('request_too_large');
+    const large = await deliveryOf(tooLarge.headers.get('x-request-id')!);
+    expect(large.payload).toMatchObject({ status_code: 413, prompt: '', response_text: '' });
+  });
+
   it('reports an upstream failure with status_code 502', async () => {
     upstream.setBehavior({ status: 500, errorMessage: 'upstream exploded' });
     const { client } = await clientFor();

@@ -45,15 +45,18 @@ export function isChatRequest(req: IncomingMessage): boolean {
 const CHAT_PATH = '/v1/chat/completions';
 
 /**
- * Reads and validates the request and asks upstream, up to where the response starts. A failure after the body
- * was read is recorded (audited with the body as received) before the pipeline answers it. The body stays in
+ * Reads and validates the request and asks upstream, up to where the response starts. A failure is recorded
+ * (audited with the body as received, if it was read) before the pipeline answers it. The body stays in
  * this function's scope, so it is not kept alive while a stream is relayed.
  */
 async function prepare(ctx: ChatContext): Promise<Answer> {
   const { deps, exchange } = ctx;
-  // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
-  const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, deps.bodyBudget, ctx.key.id)) as Record<string, unknown> | undefined;
+  let raw: Record<string, unknown> | undefined;
+  let bodyRead = false;
   try {
+    // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
+    raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, deps.bodyBudget, ctx.key.id)) as Record<string, unknown> | undefined;
+    bodyRead = true;
     const turn = turns();
     const request = await parseChatRequest(raw, turn);
     // Serialising 100,000 messages or megabytes of text is a long step: a turn of its own.
@@ -65,6 +68,9 @@ async function prepare(ctx: ChatContext): Promise<Answer> {
     return { request, chunks: await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking }) };
   } catch (err) {
     const error = toApiError(err);
+    // A body refused for room (429, SVC_MAX_BODY_BYTES_IN_FLIGHT) is not audited, as svc's other 429s; a body that
+    // is not JSON (400 invalid_json) or too large (413) is, as every other 400 (design §5).
+    if (!bodyRead && error.status === 429) throw error;
     await recordFailure(ctx, {
       statusCode: statusFor(ctx, error.status),
       streaming: raw?.stream === true,
