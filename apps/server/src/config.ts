@@ -159,7 +159,7 @@ const EnvSchema = z.object({
   SVC_UPSTREAM_THINKING_MODEL: z.string().min(1).optional(),
   SVC_UPSTREAM_TIMEOUT_MS: int(1, 3_600_000).default(120_000),
   SVC_STREAM_KEEPALIVE_MS: int(0, 600_000).default(15_000),
-  // Off by default: undici 7.30 cuts every stream of a connection on a graceful GOAWAY (upstream-pool.ts).
+  // auto: HTTP/2 when an https upstream offers it, through svc's own node:http2 client (h2-upstream.ts); off: HTTP/1.1 only.
   SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('auto'),
   SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
   SVC_SECRET_KEY: z

@@ -98,7 +98,7 @@ describe('SVC_WEBHOOK_ALLOW_PRIVATE=loopback (the default on a loopback bind; de
     const refused = [
       ['http://10.0.0.1/hooks', /10\.0\.0\.1: private address/],
       ['http://192.168.1.1/hooks', /private address/],
-      ['http://169.254.169.254/latest/meta-data', /169\.254\.169\.254: link-local address \(this server's operator set SVC_WEBHOOK_ALLOW_PRIVATE=loopback; only true would allow it\)/],
+      ['http://169.254.169.254/latest/meta-data', /169\.254\.169\.254: link-local address \(SVC_WEBHOOK_ALLOW_PRIVATE is loopback on this server; only true, set by its operator, would allow it\)/],
       ['http://[fe80::1]/hooks', /link-local/],
       ['http://[fd00::1]/hooks', /unique local/],
       [`http://[::ffff:0:127.0.0.1]:${port}/hooks`, /loopback via IPv6 translation/],

@@ -12,9 +12,9 @@ export type { AllowPrivate };
  * dashboard user who is not the operator knows whom to ask.
  */
 function settingNote(range: string, allow: AllowPrivate): string {
-  const setting = `this server's operator set SVC_WEBHOOK_ALLOW_PRIVATE=${String(allow)}`;
-  if (range === 'loopback' && allow === false) return `${setting}; loopback or true would allow it`;
-  return `${setting}; only true would allow it`;
+  const setting = `SVC_WEBHOOK_ALLOW_PRIVATE is ${String(allow)} on this server`;
+  if (range === 'loopback' && allow === false) return `${setting}; its operator can set loopback or true to allow it`;
+  return `${setting}; only true, set by its operator, would allow it`;
 }
 
 /** A webhook attempt refused by the SSRF guard; its message is what the attempt log shows. */

@@ -121,7 +121,7 @@ describe('sender', () => {
   });
 
   const refusals: Array<[string, (port: string) => string, string]> = [
-    ['a loopback literal', (port) => `http://127.0.0.1:${port}/hooks`, "refused to connect to 127.0.0.1: loopback address (this server's operator set SVC_WEBHOOK_ALLOW_PRIVATE=false; loopback or true would allow it)"],
+    ['a loopback literal', (port) => `http://127.0.0.1:${port}/hooks`, "refused to connect to 127.0.0.1: loopback address (SVC_WEBHOOK_ALLOW_PRIVATE is false on this server; its operator can set loopback or true to allow it)"],
     ['a name resolving to loopback', (port) => `http://localhost:${port}/hooks`, 'refused to connect to localhost: it resolves to'],
     ['credentials', (port) => `http://user:pw@127.0.0.1:${port}/hooks`, 'URL carries credentials'],
     ['another scheme', () => 'ftp://example.com/hooks', 'unsupported URL scheme ftp:'],
