@@ -52,11 +52,9 @@ const CHAT_PATH = '/v1/chat/completions';
 async function prepare(ctx: ChatContext): Promise<Answer> {
   const { deps, exchange } = ctx;
   let raw: Record<string, unknown> | undefined;
-  let bodyRead = false;
   try {
     // Parsed as JSON whatever the content type: curl -d sends form encoding by default.
     raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, deps.bodyBudget, ctx.key.id)) as Record<string, unknown> | undefined;
-    bodyRead = true;
     const turn = turns();
     const request = await parseChatRequest(raw, turn);
     // Serialising 100,000 messages or megabytes of text is a long step: a turn of its own.
@@ -68,9 +66,10 @@ async function prepare(ctx: ChatContext): Promise<Answer> {
     return { request, chunks: await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking }) };
   } catch (err) {
     const error = toApiError(err);
-    // A body refused for room (429, SVC_MAX_BODY_BYTES_IN_FLIGHT) is not audited, as svc's other 429s; a body that
-    // is not JSON (400 invalid_json) or too large (413) is, as every other 400 (design §5).
-    if (!bodyRead && error.status === 429) throw error;
+    // A 429 is not audited (design §5: "401 and 429 excluded"), whether svc refused the body for room
+    // (SVC_MAX_BODY_BYTES_IN_FLIGHT) or the upstream rate-limited it; a body that is not JSON (400 invalid_json) or
+    // too large (413) is, as every other 400.
+    if (error.status === 429) throw error;
     await recordFailure(ctx, {
       statusCode: statusFor(ctx, error.status),
       streaming: raw?.stream === true,
