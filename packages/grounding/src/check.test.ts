@@ -146,7 +146,6 @@ describe('answers as chat models write them', () => {
     ['numbered citations', `${TOWER.slice(0, -1)} [1]. ${DESIGN.slice(0, -1)} [2][3].`],
     ['citations glued to the full stop', `${TOWER}[1] ${DESIGN}[^2]`],
     ['named citations', `${TOWER.slice(0, -1)} (Source 1). ${DESIGN}\u30103\u2020source\u3011`],
-    ['a link', `${TOWER} See https://en.wikipedia.org/wiki/Eiffel_Tower for more.`],
     ['list numbering with a parenthesis', `1) ${TOWER}\n2) ${DESIGN}`],
     ['a table', `| Fact | Detail |\n|---|---|\n| Completion | ${TOWER} |`],
     ['a sign-off and an offer', `${TOWER}\n\nLet me know if you want the full list of opening hours. Good luck with your trip!`],

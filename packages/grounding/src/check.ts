@@ -1,4 +1,5 @@
 import { CLOSING, splitClaims } from './claims.js';
+import { LINK_NAMES } from './links.js';
 import { claimSupport, DEFAULT_MODEL, PERFECT, type Model } from './model.js';
 import { STOPWORDS } from './lexicon.js';
 import { buildSourceIndex, type SourceIndexCache } from './source-index.js';
@@ -345,6 +346,11 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
     if (term.kind === 'number') {
       close();
       span(term.start, term.end, `number ${answer.slice(term.start, term.end)} is not in the sources`, 0);
+      continue;
+    }
+    if (term.link) {
+      close();
+      span(term.start, term.end, `${LINK_NAMES[term.link.kind]} not in the sources`, 0);
       continue;
     }
     // Words of one kind with only spaces or function words between them form one phrase; punctuation ends it

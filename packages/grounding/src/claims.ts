@@ -1,8 +1,9 @@
 import { CHATTER_WORDS, NEGATIONS } from './lexicon.js';
-import { inCapitals, MAX_ACRONYM, NegationScope, readNumber, tokenize, type Token } from './tokenize.js';
+import { findLinks, type Link } from './links.js';
+import { inCapitals, MAX_ACRONYM, NegationScope, readNumber, sentenceBreak, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
-export type TermKind = 'word' | 'name' | 'number';
+export type TermKind = 'word' | 'name' | 'number' | 'link';
 
 /** A checkable unit of a claim: a content word, a name or a number mention (which may span tokens). */
 export interface Term {
@@ -16,6 +17,8 @@ export interface Term {
   values?: number[];
   /** A name written as an acronym of a function word's letters ("US"): no word pair is read across it. */
   acronym?: true;
+  /** Links: the web address, e-mail address or phone number (`findLinks`). */
+  link?: Link;
 }
 
 /** One sentence of the answer that asserts something. */
@@ -160,8 +163,8 @@ const ABSENCE = new RegExp(
 
 /**
  * What points at sources or lays out a list rather than asserting: citation markers ("[1]", "[^2]", ".^3",
- * "【3†source】", "(Source 1)", "<sup>4</sup>"), the list of sources after an answer, links, a code fence's
- * line ("```json"), and list numbering at a line's start ("1)", "ii.",
+ * "【3†source】", "(Source 1)", "<sup>4</sup>", a link that cites its page), the list of sources after an answer, a
+ * code fence's line ("```json"), and list numbering at a line's start ("1)", "ii.",
  * "Step 2:"). Blanked before the answer is read, keeping its length, so offsets into it still hold.
  */
 // Each with a character it cannot match without, looked for first: one pattern of all the alternatives, tried
@@ -171,6 +174,12 @@ const CITATIONS: ReadonlyArray<[trigger: string, pattern: RegExp]> = [
   // ("[^1]: Source 1"), name where the claims come from.
   ['\n', /^[ \t]*(?:#{1,6}[ \t]+)?[*_]{0,2}(?:sources|references|citations|bibliography)[*_]{0,2}:?[*_]{0,2}[ \t]*\n(?:[ \t]*\n)*(?:[ \t]*\S[^\n]*(?:\n|$))*/gim],
   ['[^', /^[ \t]*\[\^\d{1,3}\]:[^\n]*/gm],
+  // A link alone in brackets cites its page: "(in 1815 ([Wikipedia](https://…)))"; so does one alone after a
+  // sentence's end or a "Source:" at a line's end ("… in London. [Wikipedia](https://…)"). Looked for before the
+  // marks below, which would blank "[Source 1]" and leave its address to be read as a claim's, and again after
+  // them, which clear the way to a sentence's end ("… season.' (Source 1) [Wikipedia](https://…)").
+  ['](', /\(\s*\[[^\]\n]{1,100}\]\([^()\s]{1,500}\)\s*\)/g],
+  ['](', /(?:(?<=[.!?\u3002\uff01\uff1f]["'\u201d\u2019)]?[ \t]+)|\b(?:sources?|references?|via):[ \t]*)\[[^\]\n]{1,100}\]\([^()\s]{1,500}\)(?=[.,;]?[ \t]*(?:\n|$))/gi],
   ['[', /\[\^?\d{1,3}(?:\s*[,;\u2013-]\s*\^?\d{1,3})*\]/g],
   // A footnote mark after a word or a sentence: "the North Sea.^1" (not "x^2" or "mc^2").
   ['^', /(?<=[.,;:!?)\]"'\u201d\u3002\uff01\uff1f]|\p{L}{3})\^\d{1,3}(?!\p{N})/gu],
@@ -181,26 +190,35 @@ const CITATIONS: ReadonlyArray<[trigger: string, pattern: RegExp]> = [
   // A number alone in brackets at a sentence's end ("the North Sea (1)."), or before or after one (a citation or
   // an item's number: "… Sea. (1) It passes …"), not in a sentence ("two rules: (1) a tax cut").
   ['(', /(?<=\s)\(\d{1,2}\)(?=[.,;:!?]|[ \t]*(?:\n|$)|[ \t]+[A-Z])|(?<=[.!?"'\u201d\u2019\u3002\uff01\uff1f][ \t])\(\d{1,2}\)/g],
-  // A link alone in brackets cites its page: "(in 1815 ([Wikipedia](https://…)))"; so does one alone after a
-  // sentence's end or a "Source:" at a line's end ("… in London. [Wikipedia](https://…)").
+  ['<', /<sup>[^<\n]{0,20}<\/sup>|<\/?cite\b[^>\n]{0,200}>|<\/?[a-z][a-z0-9]{0,9}(?:\s[^<>\n]{0,200})?\/?>/gi],
+  // Again, once the marks before a link are gone (see above).
   ['](', /\(\s*\[[^\]\n]{1,100}\]\([^()\s]{1,500}\)\s*\)/g],
   ['](', /(?:(?<=[.!?\u3002\uff01\uff1f]["'\u201d\u2019)]?[ \t]+)|\b(?:sources?|references?|via):[ \t]*)\[[^\]\n]{1,100}\]\([^()\s]{1,500}\)(?=[.,;]?[ \t]*(?:\n|$))/gi],
-  ['<', /<sup>[^<\n]{0,20}<\/sup>|<\/?cite\b[^>\n]{0,200}>|<\/?[a-z][a-z0-9]{0,9}(?:\s[^<>\n]{0,200})?\/?>/gi],
-  ['://', /\bhttps?:\/\/[^\s)\]>]+/gi],
-  ['www.', /\bwww\.[^\s)\]>]+/gi],
 ];
 // Anchored at a line's start with its indent captured (a look-behind over the indent would scan back over a
 // whole run of white space at every position of it).
 const LIST_NUMBERS = /^([ \t]*(?:[-*\u2022][ \t]+)?)(\d{1,2}[.)]|\d\ufe0f?\u20e3|[ivx]{1,5}[.)]|[IVX]{1,5}[.)]|[a-h][.)]|[Ss]tep \d{1,2}:)(?=[ \t])/gmu;
 
-function blankNotAsserted(answer: string): string {
+function blankNotAsserted(answer: string): { answer: string; links: Link[] } {
   // A list's number becomes a bullet, not blanks: a line break before white space and a lower-case word would
   // read as a wrapped line, and the items would run together.
   for (const [trigger, pattern] of CITATIONS) {
     if (answer.includes(trigger)) answer = answer.replace(pattern, (m) => ' '.repeat(m.length));
   }
+  // Links left (not citation marks nor the list of sources) are checked whole (`Term.link`), not word by word.
+  const links = findLinks(answer);
+  if (links.length > 0) {
+    const parts: string[] = [];
+    let at = 0;
+    for (const l of links) {
+      parts.push(answer.slice(at, l.start), ' '.repeat(l.end - l.start));
+      at = l.end;
+    }
+    parts.push(answer.slice(at));
+    answer = parts.join('');
+  }
   if (answer.includes('|')) answer = answer.replace(NUMBERED_TABLE, (rows) => rows.replace(ROW_NUMBER, (_m, cell: string, number: string) => cell + ' '.repeat(number.length)));
-  return answer.replace(LIST_NUMBERS, (_m, indent: string, number: string) => `${indent}\u2022${' '.repeat(number.length - 1)}`);
+  return { answer: answer.replace(LIST_NUMBERS, (_m, indent: string, number: string) => `${indent}\u2022${' '.repeat(number.length - 1)}`), links };
 }
 
 /**
@@ -253,18 +271,73 @@ function readable(text: string): string {
  * or number asserts nothing checkable either.
  */
 export function splitClaims(text: string): Claim[] {
-  const answer = blankNotAsserted(text);
+  const { answer, links } = blankNotAsserted(text);
   const tokens = tokenize(answer);
+  const { bySentence, alone } = linkSentences(answer, tokens, links);
   const claims: Claim[] = [];
   let i = 0;
   while (i < tokens.length) {
     let j = i;
     while (j < tokens.length && tokens[j]!.sentence === tokens[i]!.sentence) j++;
+    const sentenceLinks = bySentence.get(tokens[i]!.sentence);
     const claim = readClaim(answer, tokens, i, j);
-    if (claim) claims.push(claim);
+    if (sentenceLinks) claims.push(withLinks(answer, claim, sentenceLinks));
+    else if (claim) claims.push(claim);
     i = j;
   }
-  return claims;
+  if (alone.length === 0) return claims;
+  for (const l of alone) claims.push(withLinks(answer, undefined, [l]));
+  return claims.sort((a, b) => a.start - b.start);
+}
+
+/**
+ * The sentence each link is part of: that of the word before it when no sentence ends between them, else that of
+ * the word after it on the same terms; a link on a line of its own is a claim of its own (`alone`).
+ */
+function linkSentences(answer: string, tokens: readonly Token[], links: readonly Link[]): { bySentence: Map<number, Link[]>; alone: Link[] } {
+  const bySentence = new Map<number, Link[]>();
+  const alone: Link[] = [];
+  let k = 0;
+  for (const l of links) {
+    while (k < tokens.length && tokens[k]!.end <= l.start) k++;
+    const before = tokens[k - 1];
+    const after = tokens[k];
+    let sentence = -1;
+    if (before && !sentenceBreak(answer, before.end, l.start)) sentence = before.sentence;
+    else if (after && after.start >= l.end && !sentenceBreak(answer, l.end, after.start)) sentence = after.sentence;
+    if (sentence === -1) alone.push(l);
+    else bySentence.set(sentence, [...(bySentence.get(sentence) ?? []), l]);
+  }
+  return { bySentence, alone };
+}
+
+/**
+ * A claim with its sentence's links among its terms (a link is checked in a sentence that asserts nothing else:
+ * "See https://…"), or the links alone when the sentence makes no claim.
+ */
+function withLinks(answer: string, claim: Claim | undefined, links: readonly Link[]): Claim {
+  const terms: Term[] = links.map((link) => ({ kind: 'link', start: link.start, end: link.end, token: linkToken(link), link }));
+  const first = links[0]!;
+  const last = links[links.length - 1]!;
+  if (!claim) return { start: first.start, end: last.end, terms, negations: [], negated: new Set() };
+  let end = claim.end;
+  if (last.end > end) {
+    end = last.end;
+    while (end < answer.length && CLOSING.test(answer[end]!)) end++;
+  }
+  return { ...claim, start: Math.min(claim.start, first.start), end, terms: [...claim.terms, ...terms].sort((a, b) => a.start - b.start) };
+}
+
+/** A link as a token: its first look-up key is its stem and spelling, so no word of the sources matches it. */
+function linkToken(link: Link): Token {
+  const key = link.lookups[0]!;
+  return {
+    start: link.start,
+    end: link.end,
+    sentenceStart: false,
+    sentence: -1,
+    word: { norm: key, stem: key, cap: false, value: undefined, content: true, negation: false, quantifier: false, numberWord: undefined, numberedIn: 0, stemKey: 0, normKey: 0 },
+  };
 }
 
 function readClaim(answer: string, tokens: readonly Token[], from: number, to: number): Claim | undefined {

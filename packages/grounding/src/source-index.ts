@@ -1,4 +1,5 @@
 import { MONTHS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
+import { findLinks } from './links.js';
 import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, stem, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
@@ -190,6 +191,9 @@ class IndexBuilder {
     const { spans } = this;
     let run = '';
     const negation = new NegationReader(tokens, this.negatedSentences);
+    // Web addresses, e-mail addresses and phone numbers, each found in the sentence of its first token.
+    const links = findLinks(source);
+    let link = 0;
     // The stem before, for word pairs: its key and its sentence.
     let before = -1;
     let beforeSentence = -1;
@@ -201,6 +205,7 @@ class IndexBuilder {
       while (spans.length <= sid) spans.push({ source: k, start: t.start, end: t.end });
       spans[sid]!.end = t.end;
       if (w.numberedIn !== this.build) this.number(w);
+      for (; link < links.length && links[link]!.start < t.end; link++) this.addLink(sid, links[link]!.keys);
       const stem = w.stemKey;
       const norm = w.normKey;
       if (w.content) this.add(sid, stem, true);
@@ -343,6 +348,15 @@ class IndexBuilder {
     for (const [name, m] of MONTHS) {
       if (m !== month) continue;
       const id = this.id(stem(name));
+      this.flags.items[id]! |= STEM;
+      this.add(sid, id, true);
+    }
+  }
+
+  /** A link's keys (`Link.keys`), found in sentence `sid` as its stems are. */
+  private addLink(sid: number, keys: readonly string[]): void {
+    for (const key of keys) {
+      const id = this.id(key);
       this.flags.items[id]! |= STEM;
       this.add(sid, id, true);
     }

@@ -1,5 +1,6 @@
 import type { Claim, Term } from './claims.js';
 import { hasNumber, heldWithoutPosting, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
+import { findLinks } from './links.js';
 import { tokenize, readNumber } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
@@ -61,6 +62,7 @@ export function questionTerms(question: string | undefined): QuestionTerms {
       stems.add(w.norm);
       if (w.value !== undefined || w.numberWord !== undefined) for (const v of readNumber(tokens, i)?.values ?? []) numbers.add(v);
     }
+    for (const link of findLinks(question)) for (const key of link.keys) stems.add(key);
   }
   return { stems, numbers };
 }
@@ -88,7 +90,8 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
     covered += support;
     if (support === 0) {
       if (term.kind === 'number') unsupportedNumbers++;
-      else if (term.kind === 'name') unsupportedNames++;
+      // A link no source has is as telling as a name no source has.
+      else if (term.kind === 'name' || term.kind === 'link') unsupportedNames++;
       else unsupportedWords++;
     }
   }
@@ -97,7 +100,7 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
   for (let i = 1; i < claim.terms.length; i++) {
     const a = claim.terms[i - 1]!;
     const b = claim.terms[i]!;
-    if (a.kind === 'number' || b.kind === 'number' || a.acronym || b.acronym) continue;
+    if (a.kind === 'number' || b.kind === 'number' || a.kind === 'link' || b.kind === 'link' || a.acronym || b.acronym) continue;
     pairs++;
     if (index.hasBigram(a.token.word.stem, b.token.word.stem)) pairsFound++;
   }
@@ -119,6 +122,10 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
     for (const v of term.values ?? []) if (hasNumber(index, v) || question.numbers.has(v)) return 1;
     return 0;
   }
+  if (term.link) {
+    for (const key of term.link.lookups) if (index.stems.has(key) || question.stems.has(key)) return 1;
+    return 0;
+  }
   const w = term.token.word;
   // An acronym spelled like a function word is found only as one: "IN" is not the preposition "in".
   if (term.acronym) return index.postingSize(w.norm) > 0 || index.acronyms.has(w.norm) || question.stems.has(w.norm) ? 1 : 0;
@@ -133,6 +140,7 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
 /** The keys a term has among a sentence's stems. */
 function termKeys(term: Term): string[] {
   if (term.kind === 'number') return (term.values ?? []).map(numberKey);
+  if (term.link) return term.link.lookups;
   const w = term.token.word;
   return w.stem === w.norm ? [w.stem] : [w.stem, w.norm];
 }

@@ -313,7 +313,7 @@ function isApostrophe(c: number): boolean {
  * followed by closing quotes, brackets, markdown emphasis or a backtick, "**Done.** Next") followed by whitespace, and
  * "。", "！" or "？" alone.
  */
-function sentenceBreak(text: string, from: number, to: number): boolean {
+export function sentenceBreak(text: string, from: number, to: number): boolean {
   let sawEnd = false;
   for (let i = from; i < to; i++) {
     const ch = text.charCodeAt(i);
