@@ -1,4 +1,4 @@
-import { CHATTER_WORDS, NEGATIONS } from './lexicon.js';
+import { CHATTER_WORDS, NEGATIONS, UNITS, type Unit } from './lexicon.js';
 import { findLinks, type Link } from './links.js';
 import { inCapitals, MAX_ACRONYM, NegationScope, readNumber, sentenceBreak, tokenize, type Token } from './tokenize.js';
 
@@ -19,6 +19,19 @@ export interface Term {
   acronym?: true;
   /** Links: the web address, e-mail address or phone number (`findLinks`). */
   link?: Link;
+  /**
+   * Number mentions followed by a unit of data size or time ("2.4 MB", "1.5 seconds"): the figure as written, its
+   * decimals, the unit (`UNITS`) and the unit word's offsets. Another unit's number the figure rounds is support.
+   */
+  unit?: NumberUnit;
+}
+
+export interface NumberUnit {
+  written: number;
+  decimals: number;
+  unit: Unit;
+  start: number;
+  end: number;
 }
 
 /** One sentence of the answer that asserts something. */
@@ -406,7 +419,12 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
         // Digits glued to a word ("COVID-19", "Boeing-737") are part of a name, not a quantity.
         const glued = t.start >= 2 && answer[t.start - 1] === '-' && /\p{L}/u.test(answer[t.start - 2]!);
         if (glued) terms.push({ kind: 'name', start: t.start, end: t.end, token: t });
-        else if (!listMarker) terms.push({ kind: 'number', start: t.start, end: tokens[num.next - 1]!.end, token: t, values: num.values });
+        else if (!listMarker) {
+          const term: Term = { kind: 'number', start: t.start, end: tokens[num.next - 1]!.end, token: t, values: num.values };
+          const unit = numberUnit(tokens, k, num.next, to);
+          if (unit) term.unit = unit;
+          terms.push(term);
+        }
         k = num.next - 1;
         continue;
       }
@@ -425,6 +443,20 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   // ("The tower has three levels:") still says something checkable.
   if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word')) return undefined;
   return { start, end, terms, negations, negated: negation.scope() };
+}
+
+/**
+ * The unit after a number written in digits alone ("2.4 MB", "1530ms", "1.5 seconds"; not "2.4 million bytes"),
+ * token `next` of the claim's tokens up to `to`.
+ */
+function numberUnit(tokens: readonly Token[], k: number, next: number, to: number): NumberUnit | undefined {
+  const t = tokens[k]!;
+  const u = tokens[next];
+  if (next !== k + 1 || next >= to || !u || u.start - t.end > 1 || t.word.value === undefined || t.word.value < 0) return undefined;
+  const unit = UNITS.get(u.word.norm);
+  if (!unit) return undefined;
+  const decimals = /\.(\d+)$/.exec(t.word.norm)?.[1]?.length ?? 0;
+  return { written: t.word.value, decimals, unit, start: u.start, end: u.end };
 }
 
 /** What closes a sentence after its last word: its end mark (also "。", "！", "？") and closing quotes or brackets. */

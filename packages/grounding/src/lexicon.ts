@@ -85,3 +85,29 @@ export const CHATTER_WORDS = words(`yeah yes yep yup yea sure ok okay oh ah well
 sorry nope nah wow cool awesome hmm um uh lol haha absolutely certainly definitely indeed alright right great
 cheers
 `);
+
+/** A unit of data size or time: its kind, and its size in the kind's base unit (bytes, seconds). */
+export interface Unit {
+  kind: 'data' | 'time';
+  /** Decimal size (a kilobyte of 1000 bytes). */
+  size: number;
+  /** Binary size (a kilobyte of 1024 bytes); the decimal one for units that have no other. */
+  binary: number;
+}
+
+const unit = (kind: Unit['kind'], size: number, binary = size): Unit => ({ kind, size, binary });
+
+/**
+ * Units a number is converted between ("2516582 bytes" is "2.4 MB", "1530 ms" is "1.5 seconds"), by their
+ * spellings in lower case.
+ */
+export const UNITS: ReadonlyMap<string, Unit> = new Map([
+  ...['b', 'byte', 'bytes'].map((w) => [w, unit('data', 1)] as const),
+  ...['kb', 'kilobyte', 'kilobytes', 'kib'].map((w) => [w, unit('data', 1e3, 1024)] as const),
+  ...['mb', 'megabyte', 'megabytes', 'mib'].map((w) => [w, unit('data', 1e6, 1024 ** 2)] as const),
+  ...['gb', 'gigabyte', 'gigabytes', 'gib'].map((w) => [w, unit('data', 1e9, 1024 ** 3)] as const),
+  ...['tb', 'terabyte', 'terabytes', 'tib'].map((w) => [w, unit('data', 1e12, 1024 ** 4)] as const),
+  ...['ms', 'msec', 'millisecond', 'milliseconds'].map((w) => [w, unit('time', 1e-3)] as const),
+  ...['s', 'sec', 'secs', 'second', 'seconds'].map((w) => [w, unit('time', 1)] as const),
+  ...['min', 'mins', 'minute', 'minutes'].map((w) => [w, unit('time', 60)] as const),
+]);

@@ -1,7 +1,8 @@
-import type { Claim, Term } from './claims.js';
+import type { Claim, NumberUnit, Term } from './claims.js';
+import { UNITS, type Unit } from './lexicon.js';
 import { hasNumber, heldWithoutPosting, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
 import { findLinks } from './links.js';
-import { tokenize, readNumber } from './tokenize.js';
+import { readNumber, stem, tokenize } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
 export const RELATED_SUPPORT = 0.6;
@@ -84,8 +85,23 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
   let unsupportedNumbers = 0;
   let unsupportedNames = 0;
   let unsupportedWords = 0;
-  for (const term of claim.terms) {
-    const support = termSupport(index, question, term);
+  // The unit word after a number that is a source's number in another unit ("2.4 MB" for "2516582 bytes"); the
+  // passage is looked for with the source's number and unit word in their place.
+  let converted: { at: number; found: Conversion } | undefined;
+  let searched: Term[] | undefined;
+  for (let i = 0; i < claim.terms.length; i++) {
+    const term = claim.terms[i]!;
+    let support = termSupport(index, question, term);
+    const found = support === 0 && term.unit ? convertedNumber(index, term.unit) : undefined;
+    if (found) {
+      support = 1;
+      converted = { at: term.unit!.start, found };
+      (searched ??= [...claim.terms])[i] = { ...term, values: [...(term.values ?? []), found.value] };
+    } else if (converted && term.start === converted.at) {
+      support = 1;
+      const word = { ...term.token.word, stem: converted.found.unitStem, norm: converted.found.unitStem };
+      (searched ??= [...claim.terms])[i] = { ...term, token: { ...term.token, word } };
+    }
     terms.push({ term, support });
     covered += support;
     if (support === 0) {
@@ -110,11 +126,64 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
     // A claim without word pairs (one word, or words around numbers) is judged by its words alone.
     pairCoverage: pairs === 0 ? 1 : pairsFound / pairs,
     coverage: covered / claim.terms.length,
-    passage: search.find(index, claim),
+    passage: search.find(index, searched ? { ...claim, terms: searched } : claim),
     unsupportedNumbers,
     unsupportedNames,
     unsupportedWords,
   };
+}
+
+/** Stems of the words that name each unit in a source ("bytes", "ms", "seconds"), by unit. */
+const UNIT_STEMS = new Map<Unit, string[]>();
+for (const [spelling, unit] of UNITS) {
+  const stems = UNIT_STEMS.get(unit) ?? [];
+  stems.push(stem(spelling));
+  UNIT_STEMS.set(unit, stems);
+}
+
+/** Source numbers looked at per conversion at most (a log's numbers can crowd one range). */
+const MAX_CONVERSION_CANDIDATES = 32;
+
+/**
+ * Is a claim's figure with a unit ("2.4 MB", "1.5 seconds", "57 minutes") a source's number in another unit of
+ * its kind, rounded to the decimals written: 2516582 bytes (2.4 MiB), 1530 ms? The source's number must stand in
+ * a sentence that names its unit ("bytes", a JSON key "latency_ms"). Data sizes are converted in 1000s and in
+ * 1024s, never mixed.
+ */
+export function convertedNumber(index: SourceIndex, u: NumberUnit): Conversion | undefined {
+  const tolerance = 0.5 * 10 ** -u.decimals + 1e-9;
+  const list = index.numberList;
+  const posting = new Int32Array(MAX_CONVERSION_CANDIDATES);
+  for (const [to, stems] of UNIT_STEMS) {
+    if (to === u.unit || to.kind !== u.unit.kind) continue;
+    const factors = new Set([u.unit.size / to.size, u.unit.binary / to.binary]);
+    for (const factor of factors) {
+      let lo = 0;
+      let hi = list.length;
+      const from = (u.written - tolerance) * factor;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (list[mid]! < from) lo = mid + 1;
+        else hi = mid;
+      }
+      for (let i = lo; i < list.length && i < lo + MAX_CONVERSION_CANDIDATES && list[i]! <= (u.written + tolerance) * factor; i++) {
+        const n = list[i]!;
+        if (Math.abs(n / factor - u.written) > tolerance) continue;
+        const size = index.readPosting(numberKey(n), posting);
+        for (let j = 0; j < Math.min(size, posting.length); j++) {
+          const unitStem = stems.find((s) => index.holds(posting[j]!, s));
+          if (unitStem !== undefined) return { value: n, unitStem };
+        }
+      }
+    }
+  }
+  return undefined;
+}
+
+/** A source's number that a claim's figure converts (`convertedNumber`), and the stem of its unit word there. */
+export interface Conversion {
+  value: number;
+  unitStem: string;
 }
 
 function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): number {
