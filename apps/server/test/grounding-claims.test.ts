@@ -94,3 +94,35 @@ describe('svc.claims: every claim with its evidence', () => {
     }
   });
 });
+
+describe('links in a tool result', () => {
+  const DOC_TOOL = '{"title":"Authentication guide","url":"https://docs.acmecorp.io/auth/login?lang=en","support":"help@acmecorp.io"}';
+  const LINK_MESSAGES = [
+    { role: 'system' as const, content: 'You answer questions about the Acme API.' },
+    { role: 'user' as const, content: 'Where is the authentication guide?' },
+    { role: 'assistant' as const, content: null, tool_calls: [{ id: 'call_1', type: 'function' as const, function: { name: 'search_docs', arguments: '{"q":"auth"}' } }] },
+    { role: 'tool' as const, tool_call_id: 'call_1', content: DOC_TOOL },
+  ];
+
+  it.each([
+    ['the link the tool returned', 'The authentication guide is at https://www.docs.acmecorp.io/auth/login/?lang=en. Support is help@acmecorp.io.', []],
+    ['an invented link and address', 'The authentication guide is at https://docs.acmecorp.io/auth. Support is support@acmecorp.io.', [
+      ['https://docs.acmecorp.io/auth', 'link not in the sources'],
+      ['support@acmecorp.io', 'e-mail address not in the sources'],
+    ]],
+  ])('%s', async (_what, answer, flagged) => {
+    upstream.setBehavior({ answer: () => answer });
+    try {
+      const res = await client.chat.completions.create({ model: 'svc01', messages: LINK_MESSAGES });
+      const content = res.choices[0]!.message.content!;
+      const svc = (res as unknown as { svc: SvcResult }).svc;
+      expect(svc.checked).toBe(true);
+      expect(svc.grounded).toBe(flagged.length === 0);
+      expect(svc.flagged_spans.map((s) => [s.text, s.reason])).toEqual(flagged);
+      for (const s of svc.flagged_spans) expect(content.slice(s.start, s.end)).toBe(s.text);
+      if (flagged.length === 0) expect(svc.claims!.every((c) => c.evidence?.message_index === 3)).toBe(true);
+    } finally {
+      upstream.setBehavior({ answer: () => ANSWER });
+    }
+  });
+});
