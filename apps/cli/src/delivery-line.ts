@@ -3,19 +3,17 @@ import { clockTime, kleur, mark, printable, visibleLength } from './output.js';
 import { shortId, truncate } from './short-id.js';
 import type { SendOutcome } from './send-delivery.js';
 
-/** The terminal width the default (not `--wide`) output fits. */
-export const LINE_WIDTH = 80;
-
 interface Detail {
   text: string;
-  /** Details with a drop rank are left out, lowest rank first, when the line would pass 80 columns. */
+  /** Details with a drop rank are left out, lowest rank first, when the line would pass `width` columns. */
   drop?: number;
 }
 
 /**
- * One line per received delivery. By default it fits 80 columns:
+ * One line per received delivery. With a `width` (a terminal's, `lineWidth`) it fits that many columns:
  * `12:03:04  --> llm.request.completed [chatcmpl-3Jx0…]  200 · 46 tok · not grounded · sig ✔`
- * (request id cut, latency then tokens left out when there is no room). `wide` prints everything:
+ * (request id cut, latency then tokens left out when there is no room). Without one (a pipe, a file, `--wide`)
+ * it holds everything:
  * `12:03:04  --> llm.request.completed [chatcmpl-…]  svc01 200 · 12+34=46 tokens · 532 ms · grounded (hallucination 0.07) · test · signature ✔  whd_…`
  *
  * Fields missing from the body are left out, so a body that is not an audit payload still prints. Text from the
@@ -26,9 +24,11 @@ export function formatReceivedLine(input: {
   body: Buffer;
   headers: Record<string, string | string[] | undefined>;
   signature: 'valid' | 'invalid' | 'unchecked';
-  wide?: boolean;
+  /** Columns to fit; `undefined` prints the whole line. */
+  width?: number;
 }): string {
-  const wide = input.wide === true;
+  const width = input.width;
+  const wide = width === undefined;
   const payload = parsePayload(input.body);
   const header = (name: string): string | undefined => {
     const value = input.headers[name];
@@ -71,7 +71,7 @@ export function formatReceivedLine(input: {
   }
   const deliveryId = header('x-svc-delivery');
 
-  if (wide) {
+  if (width === undefined) {
     const parts = [requestId ? `${head} [${requestId}]` : head];
     if (details.length > 0) parts.push(details.map((d) => d.text).join(' · '));
     if (deliveryId) parts.push(kleur.dim(deliveryId));
@@ -83,7 +83,7 @@ export function formatReceivedLine(input: {
   for (let rank = 0; ; rank++) {
     const detailText = kept.map((d) => d.text).join(' · ');
     const fixed = visibleLength(head) + (detailText ? 2 + visibleLength(detailText) : 0);
-    const room = LINE_WIDTH - fixed - 3; // ' [' + ']'
+    const room = width - fixed - 3; // ' [' + ']'
     const droppable = kept.some((d) => d.drop !== undefined);
     if (!requestId || requestId.length <= room || room >= 14 || !droppable) {
       const id = requestId ? ` [${truncate(requestId, Math.max(room, 2))}]` : '';
@@ -94,23 +94,24 @@ export function formatReceivedLine(input: {
 }
 
 /**
- * `12:03:04  <-- [200] POST http://localhost:3000/webhooks [4b5c6d7e]`, or the failure; the URL is cut
- * to fit 80 columns unless `wide`, which also prints the full delivery id.
+ * `12:03:04  <-- [200] POST http://localhost:3000/webhooks [4b5c6d7e]`, or the failure; with a `width` (a
+ * terminal's) the URL is cut to fit it; without one the line is whole, the full delivery id included.
  */
-export function formatSentLine(time: Date, url: string, outcome: SendOutcome, deliveryId: string | null | undefined, wide = false): string {
+export function formatSentLine(time: Date, url: string, outcome: SendOutcome, deliveryId: string | null | undefined, width?: number): string {
+  const wide = width === undefined;
   const id = deliveryId ? ` ${kleur.dim(`[${printable(wide ? deliveryId : shortId(deliveryId))}]`)}` : '';
   const fit = (before: string, after: string): string =>
-    wide ? `${before}${url}${after}` : `${before}${truncate(url, Math.max(LINE_WIDTH - visibleLength(before) - visibleLength(after), 20))}${after}`;
+    width === undefined ? `${before}${url}${after}` : `${before}${truncate(url, Math.max(width - visibleLength(before) - visibleLength(after), 20))}${after}`;
   if (!outcome.ok && outcome.status === null) {
     const before = `${clockTime(time)}  ${mark.bad()} POST `;
-    if (wide) return `${before}${url} failed: ${outcome.error}${id}\n`;
+    if (width === undefined) return `${before}${url} failed: ${outcome.error}${id}\n`;
     // The URL says which target failed, so the delivery id, then the error text give way first.
     const failed = (shownId: string): string => {
-      const errorRoom = LINE_WIDTH - visibleLength(before) - url.length - visibleLength(shownId) - ' failed: '.length;
+      const errorRoom = width - visibleLength(before) - url.length - visibleLength(shownId) - ' failed: '.length;
       return ` failed: ${truncate(outcome.error, Math.max(errorRoom, 18))}${shownId}`;
     };
     const withId = failed(id);
-    return `${fit(before, visibleLength(before) + url.length + visibleLength(withId) <= LINE_WIDTH ? withId : failed(''))}\n`;
+    return `${fit(before, visibleLength(before) + url.length + visibleLength(withId) <= width ? withId : failed(''))}\n`;
   }
   const status = outcome.ok ? kleur.green(`[${outcome.status}]`) : kleur.red(`[${outcome.status}]`);
   const duplicate = outcome.ok && outcome.duplicate ? kleur.yellow(' duplicate') : '';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
 import { formatReceivedLine, formatSentLine } from './delivery-line.js';
 import { CliError } from './errors.js';
-import { clockTime, kleur, printable, type Io } from './output.js';
+import { clockTime, kleur, lineWidth, printable, type Io } from './output.js';
 import { deliveryHeaders, sendDelivery } from './send-delivery.js';
 import { createSignatureCheck } from './signature-check.js';
 import { createGapWatch } from './sequence-gaps.js';
@@ -19,7 +19,7 @@ export interface ListenerOptions {
   forwardTo?: string;
   /** Print each raw body on one line to stdout (human lines then go to stderr). */
   json: boolean;
-  /** Full ids and every detail; otherwise each line fits 80 columns. */
+  /** Full ids and every detail even on a terminal; otherwise a line written to a terminal fits its width (`lineWidth`). */
   wide?: boolean;
   logFile: string;
   io: Io;
@@ -59,7 +59,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const inFlight = new Set<Promise<void>>();
   const gaps = createGapWatch(io);
   // With --json stdout carries only raw bodies, so the human lines move to stderr.
+  const humanStream = options.json ? 'err' : 'out';
   const human = options.json ? io.err : io.out;
+  // The columns a line fits on `stream`: none (the whole line) with --wide or where it is not a terminal.
+  const widthOf = (stream: 'out' | 'err'): number | undefined => (options.wide ? undefined : lineWidth(io, stream));
   let baseUrl = '';
   const checkSignature = options.secret === undefined ? undefined : createSignatureCheck(options.secret, options.toleranceSeconds ?? 300);
   // Without --forward-to the listener is the receiver, so it de-duplicates as one must: a delivery id it already
@@ -110,7 +113,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const headers = flatHeaders(req);
     const deliveryId = headers['x-svc-delivery'] ?? null;
 
-    human(formatReceivedLine({ time, body, headers, signature, wide: options.wide }));
+    human(formatReceivedLine({ time, body, headers, signature, width: widthOf(humanStream) }));
     if (refusal !== undefined) io.err(`${clockTime(time)}  ${kleur.red('✘')} ${printable(refusal)}\n`);
     // Escaped too: svc's bodies are compact JSON, where an unprintable character can only be inside a string,
     // and there a \u escape means the same character.
@@ -163,12 +166,11 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const outcome = await sendDelivery(forwardTo, body, deliveryHeaders(req.headers));
     if (outcome.ok) stats.forwarded++;
     else stats.forwardFailed++;
-    const line = formatSentLine(clock(), forwardTo, outcome, deliveryId, options.wide);
     if (outcome.status === null) {
-      io.err(line);
+      io.err(formatSentLine(clock(), forwardTo, outcome, deliveryId, widthOf('err')));
       return jsonAnswer(502, { error: `svc-cli listen could not reach ${forwardTo}: ${outcome.ok ? '' : outcome.error}` });
     }
-    human(line);
+    human(formatSentLine(clock(), forwardTo, outcome, deliveryId, widthOf(humanStream)));
     return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: outcome.body, headers: outcome.headers };
   }
 

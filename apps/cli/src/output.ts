@@ -1,5 +1,11 @@
 import kleur from 'kleur';
 
+/** What a command needs to know of a stream it writes to: whether it is a terminal, and how wide (when known). */
+export interface StreamInfo {
+  isTTY?: boolean;
+  columns?: number;
+}
+
 /**
  * Where a command writes: data on `out` (stdout), status and errors on `err` (stderr).
  * Commands take an `Io` so tests can capture output without spawning a process.
@@ -7,6 +13,28 @@ import kleur from 'kleur';
 export interface Io {
   out(text: string): void;
   err(text: string): void;
+  /**
+   * The streams behind `out` and `err`, read when a line is formatted (a terminal's width can change). Lines
+   * written to a terminal are fitted to its width; without `streams`, as for a pipe or a file, lines are whole.
+   */
+  streams?: { out: StreamInfo; err: StreamInfo };
+}
+
+/** The width a terminal is assumed to have when it does not say. */
+export const DEFAULT_TERMINAL_WIDTH = 80;
+
+/**
+ * The columns a line written to `stream` is fitted to: that terminal's `columns` (80 when it does not say), or
+ * `undefined` when the stream is not a terminal (a pipe, a file): then the line is printed whole, as with
+ * `--wide`, so a script reading it gets every id and detail.
+ *
+ * @example
+ * lineWidth(processIo, 'out'); // 80 in an 80-column terminal, undefined under `| grep`
+ */
+export function lineWidth(io: Io, stream: 'out' | 'err'): number | undefined {
+  const info = io.streams?.[stream];
+  if (info?.isTTY !== true) return undefined;
+  return info.columns !== undefined && info.columns > 0 ? info.columns : DEFAULT_TERMINAL_WIDTH;
 }
 
 /** Whether each stream gets colours. */
@@ -49,6 +77,8 @@ export function streamColors(): StreamColors {
 export const processIo: Io = {
   out: (text) => void process.stdout.write(colors.out ? text : withoutColors(text)),
   err: (text) => void process.stderr.write(colors.err ? text : withoutColors(text)),
+  // Node's own streams: `isTTY` and `columns` (kept current on resize) are read at each line.
+  streams: { out: process.stdout, err: process.stderr },
 };
 
 export { kleur };

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -26,6 +27,15 @@ export interface CliProcess {
   exited: Promise<CliResult>;
 }
 
+export interface CliOptions {
+  cwd: string;
+  env?: Record<string, string | undefined>;
+  /** `svc-cli … > file` in a terminal. */
+  stdoutToFile?: string;
+  /** `stream` written to a terminal `columns` wide, the other one to a pipe (without it, both are pipes). */
+  terminal?: { stream: 'stdout' | 'stderr'; columns: number };
+}
+
 const running = new Set<ChildProcess>();
 
 /** Environment for the CLI: no SVC_* settings inherited from the developer's shell, no colours. */
@@ -44,16 +54,32 @@ function cliEnv(env: Record<string, string | undefined>): NodeJS.ProcessEnv {
  * const listen = startCli(['listen', '--port', '0'], { cwd });
  * const [, url] = await listen.waitFor('stderr', /Listening on (\S+)/);
  */
-export function startCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined>; stdoutToFile?: string }): CliProcess {
-  const child = options.stdoutToFile === undefined
-    ? spawn(process.execPath, [CLI_BIN, ...args], { cwd: options.cwd, env: cliEnv(options.env ?? {}), stdio: ['ignore', 'pipe', 'pipe'] })
-    : // `svc-cli … > file` in a terminal (util-linux's script gives it one): stdout is not a TTY, stderr is; what
-      // the terminal shows (stderr) arrives as this process's stdout.
-      spawn('script', ['-qfec', `${[process.execPath, CLI_BIN, ...args].map(shellQuote).join(' ')} > ${shellQuote(options.stdoutToFile)}`, '/dev/null'], {
-        cwd: options.cwd,
-        env: cliEnv(options.env ?? {}),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+export function startCli(args: string[], options: CliOptions): CliProcess {
+  const command = [process.execPath, CLI_BIN, ...args].map(shellQuote).join(' ');
+  const spawnOptions = { cwd: options.cwd, env: cliEnv(options.env ?? {}) };
+  let child: ChildProcess;
+  let sources: { stdout: Readable; stderr: Readable };
+  // The stream written to a terminal: its newlines arrive as the terminal's \r\n.
+  let onTerminal: 'stdout' | 'stderr' | undefined;
+  if (options.terminal !== undefined) {
+    // One stream on a terminal `columns` wide (util-linux's script gives it one; stty sets its width), the other
+    // a pipe (fd 3). What the terminal shows arrives as script's stdout.
+    const { stream, columns } = options.terminal;
+    const other = stream === 'stdout' ? '2>&3' : '>&3';
+    child = spawn('script', ['-qfec', `stty cols ${columns} rows 24 && exec ${command} ${other}`, '/dev/null'], { ...spawnOptions, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+    const terminal = child.stdout!;
+    const pipe = child.stdio[3] as Readable;
+    sources = stream === 'stdout' ? { stdout: terminal, stderr: pipe } : { stdout: pipe, stderr: terminal };
+    onTerminal = stream;
+  } else if (options.stdoutToFile !== undefined) {
+    // `svc-cli … > file` in a terminal (util-linux's script gives it one): stdout is not a TTY, stderr is; what
+    // the terminal shows (stderr) arrives as this process's stdout.
+    child = spawn('script', ['-qfec', `${command} > ${shellQuote(options.stdoutToFile)}`, '/dev/null'], { ...spawnOptions, stdio: ['ignore', 'pipe', 'pipe'] });
+    sources = { stdout: child.stdout!, stderr: child.stderr! };
+  } else {
+    child = spawn(process.execPath, [CLI_BIN, ...args], { ...spawnOptions, stdio: ['ignore', 'pipe', 'pipe'] });
+    sources = { stdout: child.stdout!, stderr: child.stderr! };
+  }
   running.add(child);
   const out: Buffer[] = [];
   const err: Buffer[] = [];
@@ -61,15 +87,18 @@ export function startCli(args: string[], options: { cwd: string; env?: Record<st
   const notify = (): void => {
     for (const waiter of waiters) waiter();
   };
-  child.stdout!.on('data', (chunk: Buffer) => {
+  sources.stdout.on('data', (chunk: Buffer) => {
     out.push(chunk);
     notify();
   });
-  child.stderr!.on('data', (chunk: Buffer) => {
+  sources.stderr.on('data', (chunk: Buffer) => {
     err.push(chunk);
     notify();
   });
-  const text = (stream: 'stdout' | 'stderr'): string => Buffer.concat(stream === 'stdout' ? out : err).toString('utf8');
+  const text = (stream: 'stdout' | 'stderr'): string => {
+    const written = Buffer.concat(stream === 'stdout' ? out : err).toString('utf8');
+    return stream === onTerminal ? written.replace(/\r\n/g, '\n') : written;
+  };
   const exited = new Promise<CliResult>((resolve) => {
     child.on('close', (code, signal) => {
       running.delete(child);
@@ -118,12 +147,12 @@ function shellQuote(word: string): string {
 }
 
 /** Runs the CLI to completion. */
-export function runCli(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliResult> {
+export function runCli(args: string[], options: CliOptions): Promise<CliResult> {
   return startCli(args, options).exited;
 }
 
 /** Starts `svc-cli listen --port 0 …` and resolves once it printed its Ready line. */
-export async function startListen(args: string[], options: { cwd: string; env?: Record<string, string | undefined> }): Promise<CliProcess & { url: string }> {
+export async function startListen(args: string[], options: CliOptions): Promise<CliProcess & { url: string }> {
   const proc = startCli(['listen', '--port', '0', ...args], options);
   // Tolerates colour codes around "Ready!" and the URL (FORCE_COLOR tests).
   const match = await proc.waitFor('stderr', /Ready!(?:\u001b\[\d+m)? Listening on (?:\u001b\[\d+m)?(http[^\s\u001b]+)(?:\u001b\[\d+m)? \(\^C to quit\)/);

@@ -5,15 +5,16 @@ kleur.enabled = false;
 import { formatReceivedLine, formatSentLine } from '../src/delivery-line.js';
 import { printable } from '../src/output.js';
 
-const line = (payload: Record<string, unknown>, wide = false) =>
-  formatReceivedLine({ time: new Date('2026-01-01T12:03:04'), body: Buffer.from(JSON.stringify(payload)), headers: {}, signature: 'unchecked', wide });
+// `width`: an 80-column terminal's line; `undefined`: the whole line (a pipe, a file, --wide).
+const line = (payload: Record<string, unknown>, width: number | undefined = 80) =>
+  formatReceivedLine({ time: new Date('2026-01-01T12:03:04'), body: Buffer.from(JSON.stringify(payload)), headers: {}, signature: 'unchecked', width });
 
 describe('formatReceivedLine', () => {
   const base = { event: 'llm.request.completed', request_id: 'chatcmpl-1', status_code: 200, total_tokens: 46 };
 
   it('says "not checked" when the grounding check did not run, though the payload carries grounded: true by its types', () => {
     expect(line({ ...base, grounded: true, hallucination_score: 0, grounding_checked: false })).toMatch(/200 · 46 tok · not checked\n$/);
-    expect(line({ ...base, grounded: true, hallucination_score: 0, grounding_checked: false }, true)).not.toContain('grounded');
+    expect(line({ ...base, grounded: true, hallucination_score: 0, grounding_checked: false }, undefined)).not.toContain('grounded');
   });
 
   it('prints the verdict when the check ran, and for payloads from before grounding_checked', () => {
@@ -36,7 +37,7 @@ describe('request data is printed escaped, never as terminal control', () => {
       body: Buffer.from(JSON.stringify(hostile)),
       headers: { 'x-svc-delivery': 'whd_\u001b[31mred' },
       signature: 'invalid',
-      wide,
+      width: wide ? undefined : 80,
     });
     // eslint-disable-next-line no-control-regex
     expect(text.slice(0, -1)).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202e]/);
@@ -48,7 +49,7 @@ describe('request data is printed escaped, never as terminal control', () => {
   it('the event header too, and the delivery id of a forward line', () => {
     const text = formatReceivedLine({ time: new Date(), body: Buffer.from('not json'), headers: { 'x-svc-event': 'a\rb' }, signature: 'unchecked' });
     expect(text).toContain('--> a\\u000db');
-    expect(formatSentLine(new Date(), 'http://localhost:3000/', { ok: true, status: 200, body: '' }, 'whd_\u001bc', true)).toContain('[whd_\\u001bc]');
+    expect(formatSentLine(new Date(), 'http://localhost:3000/', { ok: true, status: 200, body: '' }, 'whd_\u001bc')).toContain('[whd_\\u001bc]');
   });
 });
 

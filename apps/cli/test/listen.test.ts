@@ -16,8 +16,8 @@ import { expressReceiver } from './check-receivers.js';
 describe('svc-cli listen', () => {
   const sandbox = useSandbox();
 
-  it('prints Ready with its real URL, one line per delivery within 80 columns, ✔ for the right secret and ✘ + 401 for a wrong one', async () => {
-    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
+  it('in an 80-column terminal: prints Ready with its real URL, one line per delivery within 80 columns, ✔ for the right secret and ✘ + 401 for a wrong one', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path, terminal: { stream: 'stdout', columns: 80 } });
     expect(listen.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
     expect(listen.url).not.toContain(':0/');
 
@@ -28,6 +28,8 @@ describe('svc-cli listen', () => {
     const unsigned = await postDelivery(listen.url, samplePayload('test-unsigned'), { deliveryId: 'whd_unsigned' });
     expect(unsigned.status).toBe(401);
 
+    // The terminal passes the lines on a little later than the listener answers.
+    await listen.waitFor('stdout', /^(?:.*\n){3}/);
     const lines = listen.stdout().trimEnd().split('\n');
     expect(lines).toHaveLength(3);
     for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(80);
@@ -35,6 +37,17 @@ describe('svc-cli listen', () => {
     expect(lines[1]).toMatch(/--> llm\.request\.completed \[test-b\w*…\] {2}200 · [^\n]*sig ✘$/);
     expect(lines[2]).toContain('sig ✘');
     expect(listen.stdout()).not.toMatch(/\u001b\[/);
+  });
+
+  it('to a pipe (not a terminal): each line whole, with the full request id and every detail', async () => {
+    const requestId = 'chatcmpl-SbiDuglI8rT2vXz9QkLmNoPqRsTuVwXy';
+    const deliveryId = 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e';
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
+    expect((await postDelivery(listen.url, samplePayload(requestId), { secret: SECRET, deliveryId })).status).toBe(200);
+    expect(listen.stdout()).toMatch(
+      new RegExp(`^\\d\\d:\\d\\d:\\d\\d {2}--> llm\\.request\\.completed \\[${requestId}\\] {2}svc01 200 · 12\\+34=46 tokens · 532 ms · not grounded \\(hallucination 0\\.25\\) · test · signature ✔ {2}${deliveryId}\\n$`),
+    );
+    expect(listen.stdout().trimEnd().length).toBeGreaterThan(80);
   });
 
   it('warns on stderr when a delivery number is skipped, and says so when the missing one arrives late', async () => {
@@ -101,7 +114,7 @@ describe('svc-cli listen', () => {
     // Only X-Svc-Signature (svc-cli replay, servers before Standard Webhooks): verified by it.
     expect((await postDelivery(listen.url, samplePayload('test-legacy'), { secret: SECRET, standard: false, deliveryId: 'whd_legacy' })).status).toBe(200);
     const lines = listen.stdout().trimEnd().split('\n');
-    expect(lines.map((l) => (l.endsWith('sig ✔') ? '✔' : '✘'))).toEqual(['✔', '✔', '✔', '✘', '✔']);
+    expect(lines.map((l) => (/signature ✔ {2}whd_\S+$/.test(l) ? '✔' : '✘'))).toEqual(['✔', '✔', '✔', '✘', '✔']);
     expect(listen.stderr().match(/duplicate of whd_fresh: answered 200 svc-duplicate: true/g)).toHaveLength(2);
     expect(listen.stderr()).not.toContain('already received');
     expect(listen.stderr()).toMatch(/webhook-timestamp is 6\d\d s old \(tolerance 300 s\): refused as a replay/);
@@ -175,7 +188,7 @@ describe('svc-cli listen', () => {
 
     const plain = await startListen(['--secret', SECRET, '--no-color'], { cwd: sandbox.path, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });
     await postDelivery(plain.url, samplePayload(), { secret: SECRET });
-    expect(plain.stdout()).toContain('sig ✔');
+    expect(plain.stdout()).toContain('signature ✔');
     expect(plain.stdout() + plain.stderr()).not.toContain('\u001b[');
   });
 

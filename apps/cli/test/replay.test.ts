@@ -50,7 +50,7 @@ describe('svc-cli replay', () => {
     expect(result.stdout).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d  <-- \\[200\\] POST ${target.url} \\[whd_3\\]\\n`));
   });
 
-  it('takes the short id listen prints; lines show it within 80 columns, --wide the full id', async () => {
+  it('takes the short id listen prints; in an 80-column terminal lines show it within 80 columns; to a pipe, and with --wide, the full id and URL', async () => {
     const log = join(sandbox.path, 'log.jsonl');
     const id = 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e';
     const listen = await startListen(['--log', log], { cwd: sandbox.path });
@@ -58,14 +58,18 @@ describe('svc-cli replay', () => {
     const target = await receiver();
     const longUrl = `${target.url}?${'x'.repeat(80)}`;
 
-    const short = await runCli(['replay', '4b5c6d7e', '--log', log, '--to', longUrl], { cwd: sandbox.path });
+    const short = await runCli(['replay', '4b5c6d7e', '--log', log, '--to', longUrl], { cwd: sandbox.path, terminal: { stream: 'stdout', columns: 80 } });
     expect(short.code).toBe(0);
     expect(short.stdout).toMatch(/<-- \[200\] POST http:\/\/\S+… \[4b5c6d7e\]\n$/);
     for (const line of short.stdout.trimEnd().split('\n')) expect(line.length).toBeLessThanOrEqual(80);
 
-    const wide = await runCli(['replay', '4b5c6d7e', '--log', log, '--to', longUrl, '--wide'], { cwd: sandbox.path });
+    const piped = await runCli(['replay', '4b5c6d7e', '--log', log, '--to', longUrl], { cwd: sandbox.path });
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d  <-- \\[200\\] POST ${longUrl.replace(/[.?]/g, '\\$&')} \\[${id}\\]\\n$`));
+
+    const wide = await runCli(['replay', '4b5c6d7e', '--log', log, '--to', longUrl, '--wide'], { cwd: sandbox.path, terminal: { stream: 'stdout', columns: 80 } });
     expect(wide.stdout).toContain(`<-- [200] POST ${longUrl} [${id}]`);
-    expect(target.requests.map((r) => r.headers['x-svc-delivery'])).toEqual([id, id]);
+    expect(target.requests.map((r) => r.headers['x-svc-delivery'])).toEqual([id, id, id]);
   });
 
   it('defaults to where each delivery was received: the listener sees the same bytes again, signature ✔', async () => {
@@ -75,7 +79,7 @@ describe('svc-cli replay', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`<-- [200] POST ${listen.url} [whd_2]`);
     expect(result.stdout).toContain(`<-- [200] POST ${listen.url} [whd_3]`);
-    await listen.waitFor('stdout', /^(?:.*sig ✔.*\n){5}/);
+    await listen.waitFor('stdout', /^(?:.*signature ✔.*\n){5}/);
     const lines = listen.stdout().trimEnd().split('\n');
     expect(lines.slice(3).map((l) => l.match(/\[(test-\d)\]/)?.[1])).toEqual(['test-2', 'test-3']);
   });
@@ -93,7 +97,7 @@ describe('svc-cli replay', () => {
 
     const resigned = await runCli(['replay', '--last', '1', '--log', log, '--to', other.url, '--secret', 'whsec_other'], { cwd: sandbox.path });
     expect(resigned.code).toBe(0);
-    await other.waitFor('stdout', /\[test-3\][^\n]*sig ✔/);
+    await other.waitFor('stdout', /\[test-3\][^\n]*signature ✔/);
     listen.child.kill('SIGINT');
   });
 

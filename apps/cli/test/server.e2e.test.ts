@@ -50,9 +50,9 @@ describe('listen receives real deliveries from the server', () => {
     expect(chat.code).toBe(0);
     const requestId = chat.stderr.match(/(chatcmpl-\S+)/)![1]!;
 
-    const [line] = await listen.waitFor('stderr', new RegExp(`--> llm\\.request\\.completed \\[${requestId.slice(0, 10)}[^\\n]*`));
-    expect(line.length).toBeLessThanOrEqual(80);
-    expect(line).toMatch(/\] {2}200 · (\d+ tok · )?(grounded|not grounded) · sig ✔$/);
+    // stderr is a pipe here: the line is whole, the full request id and every detail in it.
+    const [line] = await listen.waitFor('stderr', new RegExp(`--> llm\\.request\\.completed \\[${requestId}\\][^\\n]*`));
+    expect(line).toMatch(/\] {2}svc01 200 · \d+\+\d+=\d+ tokens · \d+ ms · (grounded|not grounded) \(hallucination \d\.\d\d\) · signature ✔ {2}whd_[0-9a-f]{32}$/);
     expect(line).not.toContain('· test ·');
 
     const delivery = await deliveryFor(token, requestId);
@@ -76,7 +76,7 @@ describe('listen receives real deliveries from the server', () => {
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(`✔ Test delivery to ${listen.url} succeeded\n`);
-    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · sig ✔\n/);
+    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · signature ✔ {2}whd_\w+\n/);
   });
 
   it('listen --trigger with SVC_API_KEY: a test delivery through svc arrives; a key pointing elsewhere is named', async () => {
@@ -90,7 +90,7 @@ describe('listen receives real deliveries from the server', () => {
     const env = { SVC_BASE_URL: server.url, SVC_API_KEY: token };
     const listen = await startListen(['--port', String(port), '--secret', SECRET, '--trigger'], { cwd: sandbox.path, env });
     await listen.waitFor('stderr', /✔ A test delivery through svc arrived/);
-    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · sig ✔\n/);
+    expect(listen.stdout()).toMatch(/--> llm\.request\.completed \[test-[^\]]+\][^\n]* · test · signature ✔ {2}whd_\w+\n/);
     listen.child.kill('SIGINT');
 
     const elsewhere = await server.createKey({ webhookUrl: 'http://localhost:9/hooks', signingSecret: SECRET });
@@ -114,7 +114,7 @@ describe('listen receives real deliveries from the server', () => {
     const result = await cli(['webhooks', 'test'], token);
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`svc-cli: test delivery to ${listen.url} failed: the receiver answered 401\n`);
-    expect(listen.stdout()).toContain('sig ✘');
+    expect(listen.stdout()).toContain('signature ✘');
   });
 
   it('webhooks test --json prints the server result', async () => {
@@ -147,7 +147,8 @@ describe('listen receives real deliveries from the server', () => {
     expect(forwarded!.headers['x-svc-event']).toBe('llm.request.completed');
     expect(forwarded!.headers['content-type']).toMatch(/^application\/json/);
     expect(verifySignature(forwarded!.body, forwarded!.headers['x-svc-signature'] as string, SECRET)).toBe(true);
-    await listen.waitFor('stdout', new RegExp(`<-- \\[200\\] POST ${target.url} \\[${delivery.id.slice(-8)}\\]`));
+    // A pipe: the full delivery id (a terminal shows its last 8 characters).
+    await listen.waitFor('stdout', new RegExp(`<-- \\[200\\] POST ${target.url} \\[${delivery.id}\\]`));
 
     // A down target: the listener keeps going, and svc is told (502), so the test delivery is a failure.
     await target.close();
@@ -186,7 +187,8 @@ describe('replay and deliveries against the server', () => {
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
     expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
 
-    const list = await cli(['deliveries', 'list'], token);
+    // In an 80-column terminal: short ids, the request id cut to fit.
+    const list = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: server.url, SVC_API_KEY: token }, terminal: { stream: 'stdout', columns: 80 } });
     expect(list.code).toBe(0);
     const lines = list.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^ID\s+STATUS\s+CODE\s+ATTEMPTS\s+CREATED\s+REQUEST$/);
@@ -194,7 +196,10 @@ describe('replay and deliveries against the server', () => {
     for (const line of lines) expect(line.length, line).toBeLessThanOrEqual(80);
     expect(lines[1]).toMatch(/^[0-9a-f]{8}  delivered  200\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d  test-\S+$/);
 
+    // To a pipe: the whole table, as with --wide.
+    const piped = await cli(['deliveries', 'list'], token);
     const wide = await cli(['deliveries', 'list', '--wide'], token);
+    expect(piped.stdout).toBe(wide.stdout);
     const wideLines = wide.stdout.trimEnd().split('\n');
     expect(wideLines[0]).toMatch(/^ID\s+STATUS\s+CODE\s+ATTEMPTS\s+CREATED\s+REQUEST\s+URL$/);
     expect(wideLines[1]).toMatch(new RegExp(`^whd_[0-9a-f]{32}  delivered  200\\s+1\\s+\\S+Z  test-\\S+\\s+${listen.url}$`));
@@ -225,7 +230,7 @@ describe('replay and deliveries against the server', () => {
     const redeliver = await cli(['deliveries', 'redeliver', id], token);
     expect(redeliver.code).toBe(0);
     expect(redeliver.stdout).toMatch(new RegExp(`^Redelivery of ${id} to ${listen.url} requested \\(now \\w+; its last attempt got 200\\)\\n$`));
-    await listen.waitFor('stdout', new RegExp(`(?:.*\\n){${before}}.*sig ✔\\n`));
+    await listen.waitFor('stdout', new RegExp(`(?:.*\\n){${before}}.*signature ✔ {2}${id}\\n`));
     const detail = JSON.parse((await cli(['deliveries', 'show', id, '--json'], token)).stdout) as DeliveryDetail;
     const log = readFileSync(join(sandbox.path, '.svc', 'deliveries.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     const copies = log.filter((e) => e.id === id);

@@ -5,9 +5,8 @@ import { DELIVERY_STATUSES, deliveryListSearch, REDELIVERY_MAX } from '@svc/prot
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { parsePositiveInt, parseTimeAgo } from '../options.js';
 import type { ApiClient } from '../api-client.js';
-import { LINE_WIDTH } from '../delivery-line.js';
 import { CliError } from '../errors.js';
-import { kleur, processIo, table, visibleLength, type Io } from '../output.js';
+import { kleur, lineWidth, processIo, table, visibleLength, type Io } from '../output.js';
 import { idMatches, shortId, truncate } from '../short-id.js';
 
 interface ListOptions {
@@ -37,7 +36,7 @@ Examples:
     .addOption(new Option('-l, --limit <n>', 'how many').argParser(parsePositiveInt))
     .addOption(new Option('--status <status>', 'only deliveries in this state').choices(DELIVERY_STATUSES))
     .addOption(new Option('--before <cursor>', 'continue after this cursor (printed when there are more)'))
-    .option('-w, --wide', 'full ids, times and URLs (one line per delivery fits 80 columns otherwise)')
+    .option('-w, --wide', 'full ids, times and URLs on a terminal too (a line there fits its width; to a pipe or a file the table is always whole)')
     .addHelpText(
       'after',
       `
@@ -59,7 +58,9 @@ Examples:
         io.err('No deliveries.\n');
         return;
       }
-      io.out(opts.wide ? wideTable(data.data) : narrowTable(data.data));
+      // Fitted to a terminal; whole (as with --wide) to a pipe or a file, so a script gets every id.
+      const width = opts.wide ? undefined : lineWidth(io, 'out');
+      io.out(width === undefined ? wideTable(data.data) : narrowTable(data.data, width));
       if (data.has_more && data.next_cursor) io.err(`More: svc-cli deliveries list --before ${data.next_cursor}\n`);
     });
 
@@ -188,12 +189,12 @@ async function deliveryAction(
   return undefined;
 }
 
-/** ID, STATUS, CODE, ATTEMPTS, CREATED, REQUEST: short id, local time to the minute, request id cut to fit 80 columns. */
-function narrowTable(rows: Delivery[]): string {
+/** ID, STATUS, CODE, ATTEMPTS, CREATED, REQUEST: short id, local time to the minute, request id cut to fit `width` columns. */
+function narrowTable(rows: Delivery[], width: number): string {
   const header = ['ID', 'STATUS', 'CODE', 'ATTEMPTS', 'CREATED', 'REQUEST'];
   const cells = rows.map((d) => [shortId(d.id), deliveryState(d), code(d), String(d.attempts), localMinute(new Date(d.created_at))]);
   const widths = header.slice(0, -1).map((h, i) => Math.max(h.length, ...cells.map((row) => visibleLength(row[i] ?? ''))));
-  const room = LINE_WIDTH - widths.reduce((sum, w) => sum + w + 2, 0);
+  const room = width - widths.reduce((sum, w) => sum + w + 2, 0);
   return table(header, cells.map((row, i) => [...row, truncate(rows[i]!.request_id, Math.max(room, header.at(-1)!.length))]));
 }
 

@@ -33,7 +33,7 @@ export function makeListenCommand(io: Io = processIo): Command {
     )
     .addOption(new Option('--tolerance <seconds>', 'with --secret: refuse a webhook-timestamp further than this from now (a replay)').default(300).argParser(parseTolerance))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes; Content-Type, X-Svc-* and webhook-* headers) to this URL').argParser(parseForwardUrl))
-    .option('-w, --wide', 'print full ids and every detail (lines are cut to 80 columns otherwise)')
+    .option('-w, --wide', 'full ids and every detail on a terminal too (lines there are cut to its width; to a pipe or a file they are always whole)')
     .option('-t, --trigger', "once ready, send a test delivery through svc with the API key (SVC_API_KEY): it shows the loop works, or where the key's deliveries go instead")
     .addOption(new Option('--log <file>', 'append every delivery (headers and raw body) to this JSON-lines file').default(DEFAULT_LOG_FILE))
     .addHelpText(

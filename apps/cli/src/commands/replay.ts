@@ -6,7 +6,7 @@ import { idMatches } from '../short-id.js';
 import { CliError } from '../errors.js';
 import { globalOptions } from '../global-options.js';
 import { parseForwardUrl, parsePositiveInt, parseSecret } from '../options.js';
-import { processIo, type Io } from '../output.js';
+import { lineWidth, processIo, type Io } from '../output.js';
 import { deliveryHeaders, sendDelivery } from '../send-delivery.js';
 
 interface ReplayOptions {
@@ -30,7 +30,7 @@ export function makeReplayCommand(io: Io = processIo): Command {
         .env('SVC_WEBHOOK_SECRET')
         .argParser(parseSecret),
     )
-    .option('-w, --wide', 'print full ids and URLs (lines are cut to 80 columns otherwise)')
+    .option('-w, --wide', 'full ids and URLs on a terminal too (lines there are cut to its width; to a pipe or a file they are always whole)')
     .addHelpText(
       'after',
       `
@@ -79,9 +79,10 @@ Examples:
         if (json) {
           io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error, duplicate: outcome.ok && outcome.duplicate === true })}\n`);
         } else {
-          const line = formatSentLine(new Date(), url, outcome, entry.id, opts.wide === true);
-          if (outcome.status === null) io.err(line);
-          else io.out(line);
+          // A line fits the terminal it is written to; to a pipe or a file (or with --wide) it is whole.
+          const stream = outcome.status === null ? 'err' : 'out';
+          const line = formatSentLine(new Date(), url, outcome, entry.id, opts.wide === true ? undefined : lineWidth(io, stream));
+          io[stream](line);
         }
       }
       if (unsigned) {
