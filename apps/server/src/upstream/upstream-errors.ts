@@ -70,8 +70,13 @@ function configurationError(status: number): boolean {
  * leaves it, yet its prefix and last four characters are svc's own upstream key, which svc's clients never hold.
  */
 function withoutMaskedKeys(text: string): string {
-  return text.replace(/[\w-]*\*{3,}[\w-]*/g, '[redacted]');
+  return text.replace(MASKED_KEY, '[redacted]');
 }
+/**
+ * A word with a run of `*` in it. Tried only where a word starts: tried from every position, a long word is
+ * scanned to its end and back from each (64 KiB of letters: 2.4 s of the event loop).
+ */
+const MASKED_KEY = /(?<![\w-])[\w-]*\*{3,}[\w-]*/g;
 
 /** True when the upstream rejected what the client sent (not svc's configuration, not the upstream itself). */
 function isAboutTheRequest(status: number, body: UpstreamErrorBody): boolean {

@@ -60,6 +60,16 @@ describe('upstreamHttpError', () => {
     const { message } = upstreamHttpError(401, {}, openai(masked, 'invalid_api_key'), redact);
     expect(message).toBe('Upstream responded with HTTP 401: Incorrect API key provided: [redacted]. You can find your API key at https://platform.openai.com/account/api-keys.');
   });
+
+  it('reads a long upstream message without stalling: the masked-key search is linear in its length', () => {
+    // One word of 256 KiB (the reader keeps 64 KiB of a body; four times that makes a quadratic search, which
+    // held the event loop 2.4 s at 64 KiB, outlast the test's timeout instead of passing on a fast host).
+    const word = 'a'.repeat(256 * 1024);
+    const { message } = upstreamHttpError(400, {}, openai(`Unknown value ${word} and a key sk-AbCd****wxyz.`), redact);
+    expect(message).toMatch(/^Unknown value a+…$/);
+    const masked = upstreamHttpError(401, {}, openai(`${word.slice(0, 1000)} sk-AbCd****wxyz-1 b***c`), redact).message;
+    expect(masked).toBe(`Upstream responded with HTTP 401: ${word.slice(0, 1000)} [redacted] [redacted]`);
+  });
 });
 
 describe('readErrorBody', () => {
