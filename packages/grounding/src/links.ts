@@ -70,11 +70,17 @@ function overlaps(links: readonly Link[], start: number, end: number): boolean {
 
 /** A web address without the punctuation that ends the sentence around it, or an unbalanced closing bracket. */
 function trimUrl(url: string): string {
+  // Counted once and kept up to date as characters are cut: counting at each cut makes a run of ")" cost its length squared.
+  const opened = count(url, '(');
+  let closed = count(url, ')');
+  let end = url.length;
   for (;;) {
-    const last = url[url.length - 1];
-    if (last !== undefined && '.,;:!?*_~'.includes(last)) url = url.slice(0, -1);
-    else if (last === ')' && count(url, '(') < count(url, ')')) url = url.slice(0, -1);
-    else return url;
+    const last = url[end - 1];
+    if (last !== undefined && '.,;:!?*_~'.includes(last)) end--;
+    else if (last === ')' && opened < closed) {
+      end--;
+      closed--;
+    } else return url.slice(0, end);
   }
 }
 
