@@ -239,14 +239,22 @@ export function tokenize(text: string): Token[] {
     } else if (k === DIGIT) {
       const digitsFrom = i;
       i = runEnd(text, i, DIGIT);
+      const ascii = ASCII_DIGITS_RE.test(text.slice(digitsFrom, i));
+      let read: NumberSoFar = { thousands: ascii && i - digitsFrom <= 3, decimalDots: ascii };
       // Thousands grouped by spaces: "1 234 567", "12\u202f345" (a no-break or thin space also groups one).
       if (i - digitsFrom <= 3) {
         SPACE_GROUPS_RE.lastIndex = i;
-        if (SPACE_GROUPS_RE.test(text)) i = SPACE_GROUPS_RE.lastIndex;
+        if (SPACE_GROUPS_RE.test(text)) {
+          i = SPACE_GROUPS_RE.lastIndex;
+          read = NEITHER;
+        }
       }
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
         const end = runEnd(text, i + 1, DIGIT);
-        if (text.charCodeAt(i) === 44 && !commaInNumber(text, digitsFrom, i, end)) break;
+        const comma = text.charCodeAt(i) === 44;
+        if (comma && !commaInNumber(text, read, i, end)) break;
+        const group = end - i - 1 === 3 && ASCII_DIGITS_RE.test(text.slice(i + 1, end));
+        read = { thousands: read.thousands && comma && group, decimalDots: read.decimalDots && !comma && group };
         i = end;
       }
       // In any case: an answer in capitals writes "1ST", "1990S".
@@ -285,17 +293,30 @@ export function tokenize(text: string): Token[] {
 const SYMBOLS = new Set(['$', '€', '£', '¥', '%']);
 
 /**
- * Whether the comma at `comma` (after the digits from `from`, up to the next group's end `end`) is inside one
- * number: it groups thousands ("1,234", "12,345,678": three digits after it, and one to three before the first
- * comma), or it is a decimal comma ("3,5", "12,99": the only comma, one or two digits after it). Otherwise the
- * comma separates values, as in a CSV row ("1430,57200", "5,10,15").
+ * What the digits of a number read so far are, kept group by group: looked at anew at each comma, a number of
+ * n groups would be read n times.
  */
-function commaInNumber(text: string, from: number, comma: number, end: number): boolean {
-  const before = text.slice(from, comma);
+interface NumberSoFar {
+  /** One to three digits, then ",ddd" groups only: "1", "12,345". */
+  thousands: boolean;
+  /** Digits, then ".ddd" groups only: "1234", "1.234". */
+  decimalDots: boolean;
+}
+
+const NEITHER: NumberSoFar = { thousands: false, decimalDots: false };
+const ASCII_DIGITS_RE = /^\d+$/;
+
+/**
+ * Whether the comma at `comma` (after the number read so far, `before`; up to the next group's end `end`) is
+ * inside one number: it groups thousands ("1,234", "12,345,678": three digits after it, and one to three before
+ * the first comma), or it is a decimal comma ("3,5", "12,99": the only comma, one or two digits after it).
+ * Otherwise the comma separates values, as in a CSV row ("1430,57200").
+ */
+function commaInNumber(text: string, before: NumberSoFar, comma: number, end: number): boolean {
   const digitsAfter = end - comma - 1;
   const next = end + 1 < text.length && text.charCodeAt(end) === 44 && classAt(text, end + 1) === DIGIT;
-  if (digitsAfter === 3 && /^\d{1,3}(?:,\d{3})*$/.test(before)) return true;
-  return digitsAfter <= 2 && !next && /^\d+(?:\.\d{3})*$/.test(before);
+  if (digitsAfter === 3 && before.thousands) return true;
+  return digitsAfter <= 2 && !next && before.decimalDots;
 }
 
 /** "-" and "−" (U+2212). */
