@@ -271,19 +271,21 @@ describe('svc-server start (what npm start runs)', () => {
     expect(r.stderr).not.toContain('hunter2secret');
   });
 
-  it('warns when a loopback bind behind a proxy lets webhooks reach loopback by default, and not once that is set', () => {
+  it('warns at start when a loopback bind behind a proxy lets webhooks reach loopback by default, and not once that is set', async () => {
     // The default follows design §2 (loopback on a loopback bind, for local development); behind a reverse proxy
     // the users are remote and could aim a webhook at this host's own services.
-    const proxied = run(['migrate'], envFor(tempDir(), { SVC_TRUST_PROXY: 'loopback' }));
-    expect(proxied.code).toBe(0);
-    expect(proxied.stderr).toContain('warning: SVC_TRUST_PROXY is set and SVC_HOST is loopback: webhooks may reach');
-    expect(proxied.stderr).toContain('set SVC_WEBHOOK_ALLOW_PRIVATE=false');
-    const settled: Record<string, string>[] = [{ SVC_WEBHOOK_ALLOW_PRIVATE: 'false' }, { SVC_WEBHOOK_ALLOW_PRIVATE: 'loopback' }, { SVC_TRUST_PROXY: 'false' }];
+    const proxied = await start(envFor(tempDir(), { SVC_TRUST_PROXY: 'loopback' }));
+    expect(proxied.stderr()).toContain('warning: SVC_TRUST_PROXY is set and SVC_HOST is loopback: webhooks may reach');
+    expect(proxied.stderr()).toContain('set SVC_WEBHOOK_ALLOW_PRIVATE=false');
+    const settled: Record<string, string>[] = [{ SVC_WEBHOOK_ALLOW_PRIVATE: 'false' }, { SVC_TRUST_PROXY: 'false' }];
     for (const extra of settled) {
-      const r = run(['migrate'], envFor(tempDir(), { SVC_TRUST_PROXY: 'loopback', ...extra }));
-      expect(r.code).toBe(0);
-      expect(r.stderr).not.toContain('SVC_TRUST_PROXY is set');
+      const r = await start(envFor(tempDir(), { SVC_TRUST_PROXY: 'loopback', ...extra }));
+      expect(r.stderr()).not.toContain('SVC_TRUST_PROXY is set');
     }
+    // An admin command serves no webhooks: it does not say so.
+    const admin = run(['migrate'], envFor(tempDir(), { SVC_TRUST_PROXY: 'loopback' }));
+    expect(admin.code).toBe(0);
+    expect(admin.stderr).not.toContain('SVC_TRUST_PROXY is set');
   });
 
   it('warns about an SVC_ variable it does not know, naming the setting it resembles', () => {

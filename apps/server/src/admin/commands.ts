@@ -138,12 +138,13 @@ function keyView(key: ApiKeyRecord) {
  * await makeProgram(io).parseAsync(['node', 'svc-server', 'keys', 'create', '--email', 'a@b.c']);
  */
 export function makeProgram(io: CommandIO): Command {
-  const config = (overrides: Record<string, string | undefined> = {}) => {
+  const config = (overrides: Record<string, string | undefined> = {}, starting = false) => {
     // Said once, by the process the operator started (not again by each worker of --processes).
     if (!cluster.isWorker) for (const note of unknownSettings(io.env)) io.stderr(`warning: ${note}`);
     try {
       const loaded = loadConfig({ ...io.env, ...overrides });
-      if (!cluster.isWorker) for (const note of riskySettings(loaded, io.env)) io.stderr(`warning: ${note}`);
+      // Said by the server's start only: the admin commands do not serve webhooks.
+      if (starting && !cluster.isWorker) for (const note of riskySettings(loaded, io.env)) io.stderr(`warning: ${note}`);
       return loaded;
     } catch (err) {
       if (err instanceof ConfigError) throw new CommandError(err.message);
@@ -160,7 +161,7 @@ export function makeProgram(io: CommandIO): Command {
     .description('run the HTTP API and the webhook delivery worker (configured by SVC_* environment variables)')
     .option('--processes <n>', 'server processes sharing the port: a number, or auto for one per core (default: SVC_PROCESSES, else 1)', processesArg)
     .action(async (opts: { processes?: string }) => {
-      const cfg = config(opts.processes === undefined ? {} : { SVC_PROCESSES: opts.processes });
+      const cfg = config(opts.processes === undefined ? {} : { SVC_PROCESSES: opts.processes }, true);
       // Listening for the stop signals before anything says "listening": a SIGTERM sent as soon as that line is
       // read would otherwise find no handler yet and kill the process outright, skipping the graceful stop.
       // (A cluster worker ignores them: its primary stops it.)
