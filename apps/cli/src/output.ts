@@ -46,7 +46,7 @@ export interface StreamColors {
 /**
  * kleur's rules, decided per stream: off with `NO_COLOR` (any value), `NODE_DISABLE_COLORS` or `TERM=dumb`; on
  * with `FORCE_COLOR` (other than `0`); otherwise on where that stream is a terminal. kleur itself looks at stdout
- * alone, so `svc-cli listen --json | jq` in a terminal printed its stderr lines without colours.
+ * alone, which would leave `svc-cli listen --json | jq`'s stderr lines in a terminal without colours.
  *
  * @example
  * detectColors(process.env, process); // { out: false, err: true } under `| jq`

@@ -162,7 +162,7 @@ export function createWebhookHandler(
     else signal.addEventListener('abort', claim.dropped);
     let response: Response;
     try {
-      // A handler returning no Response releases the id like one that throws: left claimed, every retry got 409.
+      // A handler returning no Response releases the id like one that throws; left claimed, every retry would get 409.
       response = await respond();
     } catch (err) {
       await claim.settled(false);

@@ -8,7 +8,7 @@ const NEWLINE = 0x0a;
  * What the grounding check reads of a JSON answer (structured outputs, `json_object`): its string values and
  * numbers, where they are. Keys, quotes, `true`/`false`/`null` become spaces and brackets, commas and colons
  * line breaks, one character for one, so every offset into the result is an offset into the answer. Keys are
- * the app's schema, not the model's claims: checked as words, a correct `{"city":"Paris"}` was flagged for
+ * the app's schema, not the model's claims: checked as words, a correct `{"city":"Paris"}` would be flagged for
  * "city". Undefined when the answer is not one JSON object or array.
  *
  * @example

@@ -75,8 +75,8 @@ export const BY_ID = `select * from webhook_deliveries where id = ?`;
 export const LIST_CURSOR = `select created_at, id from webhook_deliveries where key_id = ? and id = ?`;
 /**
  * One key's page (parameters: key, [status,] [cursor created_at, created_at, id,] limit). The status is a
- * plain `status = ?` when filtered, so the (key_id, status, created_at) index serves it: `coalesce(?, status)`
- * hid the column from the planner, which then read every delivery of the key.
+ * plain `status = ?` when filtered, so the (key_id, status, created_at) index serves it (a `coalesce(?, status)`
+ * would hide the column from the planner, which would read every delivery of the key).
  */
 export function listSql(afterCursor: boolean, byStatus = false): string {
   const cursor = afterCursor ? ' and created_at <= ? and (created_at < ? or id < ?)' : '';
@@ -103,8 +103,8 @@ export const REDELIVER = `update webhook_deliveries set status = 'pending', next
 /**
  * The newest matching deliveries of one key, up to a limit, after `cursor` when given: a SELECT of their ids and
  * its parameters. Only the filter's own terms are in its text (a plain `status = ?`, a time bound only when
- * given), so the planner sees what it may search: `status = coalesce(?, status)` and bounds of 0 and
- * MAX_SAFE_INTEGER led it to read every delivery of the key. The same filter serves the count and the update,
+ * given), so the planner sees what it may search (`status = coalesce(?, status)` or bounds of 0 and
+ * MAX_SAFE_INTEGER would make it read every delivery of the key). The same filter serves the count and the update,
  * so a dry run counts exactly what a redelivery would take.
  */
 function matchingQuery(keyId: string, filter: RedeliveryFilter, cursor: RedeliveryCursor | undefined, limit: number, ordered = true): [string, unknown[]] {
