@@ -319,7 +319,11 @@ function linkSentences(answer: string, tokens: readonly Token[], links: readonly
     if (before && !sentenceBreak(answer, before.end, l.start)) sentence = before.sentence;
     else if (after && after.start >= l.end && !sentenceBreak(answer, l.end, after.start)) sentence = after.sentence;
     if (sentence === -1) alone.push(l);
-    else bySentence.set(sentence, [...(bySentence.get(sentence) ?? []), l]);
+    else {
+      const links = bySentence.get(sentence);
+      if (links) links.push(l);
+      else bySentence.set(sentence, [l]);
+    }
   }
   return { bySentence, alone };
 }
