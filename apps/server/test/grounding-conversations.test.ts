@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { SvcResultSchema, type SvcResult } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
+import { startAnsweringServer, type AnsweringServer } from './support/answering-server.js';
 
 // A multi-turn conversation as an agent sends it: a system prompt whose evidence sits after emoji and CJK text
 // (UTF-16 offsets past surrogate pairs), a user turn in content parts, an earlier assistant turn, a function
@@ -30,25 +28,19 @@ const MESSAGES: ChatCompletionMessageParam[] = [
   { role: 'user', content: 'And the weather in Paris?' },
 ];
 
-let upstream: FakeUpstream;
-let server: TestServer;
-let client: OpenAI;
-let answer = '';
+let rig: AnsweringServer;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream({ answer: () => answer });
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'up-model' } });
-  client = new OpenAI({ apiKey: (await server.createKey()).token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  rig = await startAnsweringServer();
 });
 
 afterAll(async () => {
-  await server?.close();
-  await upstream?.close();
+  await rig?.close();
 });
 
 async function check(text: string): Promise<SvcResult> {
-  answer = text;
-  const res = await client.chat.completions.create({ model: 'svc01', messages: MESSAGES });
+  rig.setAnswer(text);
+  const res = await rig.client.chat.completions.create({ model: 'svc01', messages: MESSAGES });
   expect(res.choices[0]!.message.content).toBe(text);
   const svc = (res as unknown as { svc: SvcResult }).svc;
   expect(SvcResultSchema.parse(svc)).toEqual(svc);
@@ -111,14 +103,14 @@ describe('grounding a multi-turn conversation through the HTTP route', () => {
       [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Write a poem about the sea.' }],
       [{ role: 'user', content: [{ type: 'text', text: 'Describe the picture.' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }] }],
     ];
-    answer = 'Shakespeare wrote Hamlet around 1600. The sea is wide and blue.';
+    rig.setAnswer('Shakespeare wrote Hamlet around 1600. The sea is wide and blue.');
     for (const messages of conversations) {
-      const res = await client.chat.completions.create({ model: 'svc01', messages });
+      const res = await rig.client.chat.completions.create({ model: 'svc01', messages });
       const svc = (res as unknown as { svc: SvcResult }).svc;
       expect(svc, JSON.stringify(messages)).toMatchObject({ checked: false, grounded: true, flagged_spans: [] });
     }
     // A persona beside what the user states is checked against it.
-    const res = await client.chat.completions.create({
+    const res = await rig.client.chat.completions.create({
       model: 'svc01',
       messages: [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: 'Hamlet was written by Marlowe. Who wrote it?' }],
     });

@@ -1,35 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { SvcResult } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
+import { startAnsweringServer, type AnsweringServer } from './support/answering-server.js';
 
 // A translation is asked for in the last user turn; the answer, in another language, shares no words with its
 // original, so only its numbers are checked. Which turn asks decides it: the question is the last user message.
 const NOTICE = 'Our office is closed on public holidays and opens at 8 am on weekdays. Write to support@acme.dev for urgent issues.';
 const GERMAN = 'Unser Büro ist an Feiertagen geschlossen und öffnet werktags um 8 Uhr. Schreiben Sie bei dringenden Problemen an support@acme.dev.';
 
-let upstream: FakeUpstream;
-let server: TestServer;
-let client: OpenAI;
-let answer = '';
+let rig: AnsweringServer;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream({ answer: () => answer });
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'up-model' } });
-  client = new OpenAI({ apiKey: (await server.createKey()).token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  rig = await startAnsweringServer();
 });
 
 afterAll(async () => {
-  await server?.close();
-  await upstream?.close();
+  await rig?.close();
 });
 
-async function check(messages: ChatCompletionMessageParam[], text: string): Promise<SvcResult> {
-  answer = text;
-  const res = await client.chat.completions.create({ model: 'svc01', messages });
-  return (res as unknown as { svc: SvcResult }).svc;
+function check(messages: ChatCompletionMessageParam[], text: string): Promise<SvcResult> {
+  return rig.svcOf(messages, text);
 }
 
 const translate: ChatCompletionMessageParam[] = [
