@@ -47,10 +47,11 @@ export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Gro
   const sourceIndexCache = new SourceIndexCache();
   return {
     async check({ messages, answer, requested }) {
+      if (!requested) return notChecked(requested);
       // A JSON answer is checked by its values alone, at their offsets: span texts are then taken from the answer.
       const read = jsonValuesText(answer);
       const checked = read ?? answer;
-      if (!requested || checked.trim() === '') return notChecked(requested);
+      if (checked.trim() === '') return notChecked(requested);
       const sources = groundingSourceMessages(messages);
       if (sources.texts.length === 0) return notChecked(requested);
       const input = { sources: sources.texts, answer: checked, question: lastUserText(messages) };
