@@ -44,6 +44,16 @@ describe('svc-cli --help', () => {
     expect(out).toContain('env: SVC_API_KEY');
   });
 
+  it('replay --help gives delivery ids in the forms listen prints (whd_… or its 8-character tail)', async () => {
+    const { out } = await parse(['replay', '--help']);
+    const idExamples = out.split('\n').filter((line) => /\$ svc-cli replay (?!-)/.test(line));
+    expect(idExamples.length).toBeGreaterThan(0);
+    for (const line of idExamples) {
+      const ids = line.replace(/^.*\$ svc-cli replay /, '').replace(/\s*\(.*$/, '').split(/\s+/).filter((word) => word && !word.startsWith('-') && !word.includes('://'));
+      for (const id of ids) expect(id).toMatch(/^(whd_[0-9a-f…]+|[0-9a-f]{8})$/);
+    }
+  });
+
   it('--version prints the package version', async () => {
     const { error, out } = await parse(['--version']);
     expect(error.code).toBe('commander.version');

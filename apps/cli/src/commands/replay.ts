@@ -41,7 +41,7 @@ refused as a replay. Exits 1 when any replay is not answered 2xx.
 
 Examples:
   $ svc-cli replay --last 1
-  $ svc-cli replay 4f1c2d0e-… 9a7b…
+  $ svc-cli replay whd_01a2271f… 9e0ca7e6          (a full id, or the tail listen and deliveries list print)
   $ svc-cli replay --last 5 --to http://localhost:3000/webhooks/svc --secret whsec_...`,
     )
     .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
