@@ -167,9 +167,10 @@ export interface OutboxStore {
    */
   insertTestSend(delivery: NewDelivery, max: number): Promise<{ inFlight: number; inserted: boolean }>;
   /**
-   * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` until
-   * `now + leaseMs`, oldest due first, and returns them with their key's sealed secret. Rows whose URL is
-   * under one of `leftOut.origins`, or of one of `leftOut.users` (receivers and users with no room at this
+   * Leases up to `limit` due rows (pending, next attempt reached, no live lease) to `workerId` for `leaseMs`,
+   * oldest due first. Due is by `now`; the lease by the store's lease clock: `now` on SQLite (one host), the
+   * database's own clock on Postgres, where instances' clocks may disagree (see `LeaseClock`). Returns them with their
+   * key's sealed secret. Rows whose URL is under one of `leftOut.origins`, or of one of `leftOut.users` (receivers and users with no room at this
    * worker), are left alone.
    */
   claimDue(now: number, limit: number, leaseMs: number, workerId: string, leftOut?: LeftOut): Promise<ClaimedDelivery[]>;

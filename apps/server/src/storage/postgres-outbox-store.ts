@@ -58,6 +58,7 @@ import {
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
   RETARGET_PENDING,
+  TEST_SEND_LEASE,
   TEST_SENDS_IN_FLIGHT,
   toBacklog,
 } from './outbox-sql.js';
@@ -94,28 +95,90 @@ function chunks<T>(items: readonly T[], distinct = true): T[][] {
 }
 
 /**
+ * Which clock a lease is measured on. `database` (what the server runs): every lease deadline is computed and
+ * compared by Postgres (`statement_timestamp()`, in epoch ms), so instances whose own clocks disagree still
+ * agree on whose lease is live: an instance 60 s ahead no longer takes a row another is still sending (a second
+ * delivery with the same webhook-id). Only the lease is on the database's clock: next attempt times, due checks
+ * and `updated_at` stay on the caller's injected clock, so retry scheduling remains testable (a skew there only
+ * moves a retry, it never sends a row twice at once). `caller`: leases on the `now` the caller passes, as on
+ * SQLite (one host, one clock); tests that pin times use it.
+ */
+export type LeaseClock = 'database' | 'caller';
+
+/** The database's time in epoch ms, as lease deadlines are stored. */
+export const DB_NOW_MS = '(floor(extract(epoch from statement_timestamp()) * 1000))::bigint';
+
+/** The lease texts of one clock: `?` parameters where the caller's time is passed. */
+interface LeaseSql {
+  /** Due and unleased (parameters: now, [now with `caller`]). */
+  dueAndUnleased: string;
+  /** The new deadline (parameters: [now with `caller`,] lease ms). */
+  until: string;
+}
+
+function leaseSql(clock: LeaseClock): LeaseSql {
+  if (clock === 'caller') return { dueAndUnleased: DUE_AND_UNLEASED, until: '(cast(? as bigint) + cast(? as bigint))' };
+  return {
+    dueAndUnleased: `status = 'pending' and next_attempt_at <= ? and (lease_until is null or lease_until <= ${DB_NOW_MS})`,
+    until: `(${DB_NOW_MS} + cast(? as bigint))`,
+  };
+}
+
+/**
  * A claim leaving out `n` receivers and `m` users. The candidates are a materialised CTE locked with SKIP LOCKED: Postgres
  * may re-run an `IN (… LIMIT n)` sub-select per row and exceed the limit, and concurrent claimers skip each
  * other's rows instead of waiting. The row is checked again in the UPDATE: it may have changed meanwhile.
  */
 const claimTexts = new Map<string, string>();
-function claimSql(n: number, m: number): string {
-  const key = `${n},${m}`;
+function claimSql(clock: LeaseClock, n: number, m: number): string {
+  const key = `${clock},${n},${m}`;
   let text = claimTexts.get(key);
   if (text === undefined) {
-    text = numbered(`with due as materialized (select id from webhook_deliveries where ${DUE_AND_UNLEASED}${excludingOrigins(n)}${excludingUsers(m)}
+    const lease = leaseSql(clock);
+    text = numbered(`with due as materialized (select id from webhook_deliveries where ${lease.dueAndUnleased}${excludingOrigins(n)}${excludingUsers(m)}
   order by next_attempt_at asc limit ? for update skip locked)
-  update webhook_deliveries set lease_until = ?, leased_by = ?, updated_at = ?
-  where id in (select id from due) and ${DUE_AND_UNLEASED} ${CLAIM_RETURNING}`);
+  update webhook_deliveries set lease_until = ${lease.until}, leased_by = ?, updated_at = ?
+  where id in (select id from due) and ${lease.dueAndUnleased} ${CLAIM_RETURNING}`);
     claimTexts.set(key, text);
   }
   return text;
 }
 
-/** Inserts `n` deliveries in one statement (one round trip, whatever the batch). */
-function insertDeliveriesSql(n: number): string {
-  const [head, row] = INSERT_DELIVERY.split('values ');
-  return numbered(`${head}values ${Array.from({ length: n }, () => row).join(', ')}`);
+/** A claim's parameters in claimSql's order. */
+function claimParams(clock: LeaseClock, now: number, patterns: readonly string[], users: readonly string[], limit: number, leaseMs: number, workerId: string): unknown[] {
+  const due = clock === 'caller' ? [now, now] : [now];
+  const until = clock === 'caller' ? [now, leaseMs] : [leaseMs];
+  return [...due, ...patterns, ...users, limit, ...until, workerId, now, ...due];
+}
+
+/**
+ * Inserts `n` deliveries in one statement (one round trip, whatever the batch). With the database's lease clock
+ * a row inserted leased (a hand-over, a test send) gets its lease as a duration from now on the database's clock
+ * (`until - now` of the caller's clock, null for none): the same deadline a claim would give it.
+ */
+const insertTexts = new Map<string, string>();
+function insertDeliveriesSql(clock: LeaseClock, n: number): string {
+  const key = `${clock},${n}`;
+  let text = insertTexts.get(key);
+  if (text === undefined) {
+    const [head, callerRow] = INSERT_DELIVERY.split('values ') as [string, string];
+    // INSERT_DELIVERY's row: (…, next_attempt_at ?, lease_until ?, leased_by ?, …); only lease_until changes.
+    const row = clock === 'caller' ? callerRow : callerRow.replace(/\?, \?, \?, null, null/, `?, (cast(? as bigint) + ${DB_NOW_MS}), ?, null, null`);
+    text = numbered(`${head}values ${Array.from({ length: n }, () => row).join(', ')}`);
+    insertTexts.set(key, text);
+  }
+  return text;
+}
+
+/** insertParams, with a lease as its duration under the database's clock. */
+function insertParamsFor(clock: LeaseClock): (d: NewDelivery) => unknown[] {
+  if (clock === 'caller') return insertParams;
+  return (d) => {
+    const params = insertParams(d);
+    // lease_until is the 9th parameter of INSERT_DELIVERY.
+    params[8] = d.lease === undefined ? null : d.lease.until - d.now;
+    return params;
+  };
 }
 
 /**
@@ -158,6 +221,11 @@ const pg = {
   RELEASE_CLAIMS: `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = $1
   where id = any($2) and leased_by = $3 and status = 'pending'`,
   NEXT_DUE: numbered(NEXT_DUE),
+  // NEXT_DUE with leases on the database's clock (parameters: now, now, now): a lease's end comes back on the
+  // caller's clock (its time left, from the caller's now), as the worker arms its timer with it.
+  NEXT_DUE_DB: `select
+  (select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > $1 order by next_attempt_at asc limit 1) as next_attempt_at,
+  (select min(lease_until) - ${DB_NOW_MS} + $3 from webhook_deliveries where status = 'pending' and next_attempt_at <= $2 and lease_until > ${DB_NOW_MS}) as lease_until`,
   // One statement per batch: the rows are locked as picked (a redeliver meanwhile waits, then finds them gone).
   PURGE: `with batch as (select id from webhook_deliveries where created_at < $1 and status != 'pending' limit $2 for update skip locked),
   attempts as (delete from webhook_attempts where delivery_id in (select id from batch))
@@ -174,6 +242,8 @@ const pg = {
   CANCEL_PENDING: numbered(CANCEL_PENDING),
   RETARGET_PENDING: numbered(RETARGET_PENDING),
   TEST_SENDS_IN_FLIGHT: numbered(TEST_SENDS_IN_FLIGHT),
+  TEST_SENDS_IN_FLIGHT_DB: `select count(*) as n from webhook_deliveries
+  where leased_by = '${TEST_SEND_LEASE}' and key_id = $1 and lease_until > ${DB_NOW_MS}`,
   // Per key, until the transaction ends: two instances' test sends of one key count one after the other.
   LOCK_TEST_SENDS: `select pg_advisory_xact_lock(${TEST_SENDS_LOCK_CLASS}, hashtext($1))`,
 };
@@ -204,7 +274,14 @@ async function affected(db: Executor, sql: string, params: readonly unknown[]): 
  * CHUNK_SIZES) where the SQLite store loops over prepared statements, since here every statement is a round trip.
  */
 export class PostgresOutboxStore implements OutboxStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  private readonly insertParams: (d: NewDelivery) => unknown[];
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly leaseClock: LeaseClock = 'database',
+  ) {
+    this.insertParams = insertParamsFor(leaseClock);
+  }
 
   async insert(delivery: NewDelivery): Promise<void> {
     return this.insertMany([delivery]);
@@ -212,7 +289,7 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async insertMany(deliveries: NewDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
-    await run(this.db, insertDeliveriesSql(deliveries.length), deliveries.flatMap(insertParams));
+    await run(this.db, insertDeliveriesSql(this.leaseClock, deliveries.length), deliveries.flatMap(this.insertParams));
   }
 
   async insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
@@ -221,7 +298,7 @@ export class PostgresOutboxStore implements OutboxStore {
     return this.db.transaction().execute(async (trx) => {
       const { rows } = await run<{ key_id: string; last: number | string }>(trx, NEXT_SEQUENCES, [[...counts.keys()], [...counts.values()]]);
       const inserted = numberDeliveries(deliveries, counts, new Map(rows.map((r) => [r.key_id, Number(r.last)])));
-      await run(trx, insertDeliveriesSql(inserted.length), inserted.flatMap(insertParams));
+      await run(trx, insertDeliveriesSql(this.leaseClock, inserted.length), inserted.flatMap(this.insertParams));
       return inserted;
     });
   }
@@ -229,10 +306,13 @@ export class PostgresOutboxStore implements OutboxStore {
   async insertTestSend(delivery: NewDelivery, max: number): Promise<{ inFlight: number; inserted: boolean }> {
     return this.db.transaction().execute(async (trx) => {
       await run(trx, pg.LOCK_TEST_SENDS, [delivery.keyId]);
-      const { rows } = await run<{ n: string | number }>(trx, pg.TEST_SENDS_IN_FLIGHT, [delivery.keyId, delivery.now]);
+      const { rows } =
+        this.leaseClock === 'caller'
+          ? await run<{ n: string | number }>(trx, pg.TEST_SENDS_IN_FLIGHT, [delivery.keyId, delivery.now])
+          : await run<{ n: string | number }>(trx, pg.TEST_SENDS_IN_FLIGHT_DB, [delivery.keyId]);
       const inFlight = Number(rows[0]?.n ?? 0);
       if (inFlight >= max) return { inFlight, inserted: false };
-      await run(trx, insertDeliveriesSql(1), insertParams(delivery));
+      await run(trx, insertDeliveriesSql(this.leaseClock, 1), this.insertParams(delivery));
       return { inFlight, inserted: true };
     });
   }
@@ -241,8 +321,8 @@ export class PostgresOutboxStore implements OutboxStore {
     if (limit <= 0) return [];
     const patterns = leftOut.origins.map(originPattern);
     const users = leftOut.users;
-    const sql = claimSql(patterns.length, users.length);
-    const { rows } = await run<ClaimedDelivery>(this.db, sql, [now, now, ...patterns, ...users, limit, now + leaseMs, workerId, now, now, now]);
+    const sql = claimSql(this.leaseClock, patterns.length, users.length);
+    const { rows } = await run<ClaimedDelivery>(this.db, sql, claimParams(this.leaseClock, now, patterns, users, limit, leaseMs, workerId));
     return rows.sort(byDue);
   }
 
@@ -277,8 +357,10 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async nextDueAfter(now: number): Promise<number | undefined> {
-    const { rows } = await run<{ next_attempt_at: number | null; lease_until: number | null }>(this.db, pg.NEXT_DUE, [now, now, now]);
-    return earliest(rows[0]?.next_attempt_at ?? null, rows[0]?.lease_until ?? null);
+    const text = this.leaseClock === 'caller' ? pg.NEXT_DUE : pg.NEXT_DUE_DB;
+    const { rows } = await run<{ next_attempt_at: number | string | null; lease_until: number | string | null }>(this.db, text, [now, now, now]);
+    const asNumber = (v: number | string | null | undefined) => (v === null || v === undefined ? null : Number(v));
+    return earliest(asNumber(rows[0]?.next_attempt_at), asNumber(rows[0]?.lease_until));
   }
 
   async purgeOlderThan(ts: number): Promise<number> {

@@ -5,7 +5,7 @@ import { KeysStore } from './keys-store.js';
 import { UsersStore } from './users-store.js';
 import { UsageStore } from './usage-store.js';
 import type { OutboxStore } from './outbox-store.js';
-import { PostgresOutboxStore } from './postgres-outbox-store.js';
+import { type LeaseClock, PostgresOutboxStore } from './postgres-outbox-store.js';
 import { SqliteOutboxStore } from './sqlite-outbox-store.js';
 import { SessionsStore } from './sessions-store.js';
 import { ResponsesStore } from './responses-store.js';
@@ -39,7 +39,7 @@ export interface Store {
  * Opens the database at `url` and brings its schema up to date (unless `migrate: false`). A failure says which
  * database it was (without its password): "connect ECONNREFUSED 127.0.0.1:5432" alone does not.
  */
-export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number } = {}): Promise<Store> {
+export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number; leaseClock?: LeaseClock } = {}): Promise<Store> {
   let handle: DatabaseHandle | undefined;
   try {
     handle = openDatabase(url, { poolSize: options.poolSize });
@@ -71,7 +71,7 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     users: new UsersStore(db),
     keys: new KeysStore(db, statements),
     usage: new UsageStore(db),
-    deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db),
+    deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db, options.leaseClock),
     sessions: new SessionsStore(db),
     responses: new ResponsesStore(db),
     unready,

@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CompiledQuery } from 'kysely';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
+import { DB_NOW_MS } from '../../../src/storage/postgres-outbox-store.js';
 import { BACKLOG, listQuery, PURGE_BATCH, TEST_SEND_LEASE, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
@@ -34,7 +36,8 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
   beforeEach(async () => {
     const db = await open();
     cleanup = db.cleanup;
-    store = await openStore(db.url, { poolSize: 8 });
+    // Pinned times (T0): leases on the caller's clock here; the database's clock has its own tests below.
+    store = await openStore(db.url, { poolSize: 8, leaseClock: 'caller' });
     await store.handle.db.deleteFrom('webhook_attempts').execute();
     await store.handle.db.deleteFrom('webhook_deliveries').execute();
     await store.handle.db.deleteFrom('delivery_sequences').execute();
@@ -583,5 +586,62 @@ describe('delivery ids', () => {
     expect(new Set(ids).size).toBe(ids.length);
     // The first 12 hex digits are the creation time in ms.
     expect(Math.abs(Number.parseInt(ids[0]!.slice(4, 16), 16) - Date.now())).toBeLessThan(60_000);
+  });
+});
+
+// Instances with clocks that disagree share one Postgres: leases are on the database's clock, whatever `now`
+// each caller passes (its own clock), so an instance ahead cannot take a row another instance is sending.
+describe.skipIf(!postgres)('OutboxStore on postgres: leases on the database clock', () => {
+  let store: Store;
+
+  beforeEach(async () => {
+    store = await openStore(postgres!.url, { poolSize: 4 });
+    await store.handle.db.deleteFrom('webhook_attempts').execute();
+    await store.handle.db.deleteFrom('webhook_deliveries').execute();
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  const MINUTE = 60_000;
+  function delivery(now: number, lease?: NewDelivery['lease']): NewDelivery {
+    const id = newDeliveryId();
+    return { id, keyId: 'key_a', userId: 'u', event: 'llm.request.completed', requestId: `chatcmpl-${id}`, url: 'https://example.com/h', payload: '{}', now, lease };
+  }
+
+  it('a claim made by a clock a minute behind is not lapsed for a claimer a minute ahead', async () => {
+    const behind = Date.now() - MINUTE;
+    const ahead = Date.now() + MINUTE;
+    const d = delivery(behind);
+    await store.deliveries.insert(d);
+    expect(await store.deliveries.claimDue(behind, 1, 30_000, 'slow-clock')).toHaveLength(1);
+    expect(await store.deliveries.claimDue(ahead, 10, 30_000, 'fast-clock')).toEqual([]);
+    // The lease runs 30 s from the database's now, not from the claimer's clock.
+    const { rows } = await store.handle.db.executeQuery<{ left: string }>(CompiledQuery.raw(`select lease_until - ${DB_NOW_MS} as left from webhook_deliveries where id = $1`, [d.id]));
+    expect(Number(rows[0]!.left)).toBeGreaterThan(20_000);
+    expect(Number(rows[0]!.left)).toBeLessThanOrEqual(30_000);
+    // Its end, asked on either clock, is about 30 s from that clock's now.
+    const end = await store.deliveries.nextDueAfter(ahead);
+    expect(end! - ahead).toBeGreaterThan(20_000);
+    expect(end! - ahead).toBeLessThanOrEqual(30_000);
+  });
+
+  it('a row inserted leased (a hand-over) keeps its lease against a clock ahead; a lapsed one is claimed again', async () => {
+    const behind = Date.now() - MINUTE;
+    const handed = delivery(behind, { until: behind + 30_000, by: 'slow-clock' });
+    await store.deliveries.insert(handed);
+    expect(await store.deliveries.claimDue(Date.now() + MINUTE, 10, 30_000, 'fast-clock')).toEqual([]);
+    // A lease of 0 ms has lapsed by the next statement, whatever the claimer's clock says.
+    const lapsed = delivery(behind, { until: behind, by: 'gone' });
+    await store.deliveries.insert(lapsed);
+    expect((await store.deliveries.claimDue(behind + 5_000, 10, 30_000, 'w')).map((r) => r.id)).toEqual([lapsed.id]);
+  });
+
+  it('test sends in flight are counted by the database clock', async () => {
+    const behind = Date.now() - MINUTE;
+    const send = (now: number) => ({ ...delivery(now, { until: now + 30_000, by: TEST_SEND_LEASE }) });
+    expect(await store.deliveries.insertTestSend(send(behind), 1)).toEqual({ inFlight: 0, inserted: true });
+    expect(await store.deliveries.insertTestSend(send(Date.now() + MINUTE), 1)).toEqual({ inFlight: 1, inserted: false });
   });
 });
