@@ -166,6 +166,14 @@ const EnvSchema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
     .optional(),
+  // Keys SVC_SECRET_KEY replaced, comma-separated: they only decrypt (a rotation's old key until `secrets rotate` ran).
+  SVC_SECRET_KEY_PREVIOUS: z
+    .string()
+    .refine(
+      (v) => v.split(',').every((k) => Buffer.from(k.trim(), 'base64').length === 32),
+      'must be one or more 32-byte base64 keys, comma-separated (the keys SVC_SECRET_KEY replaced)',
+    )
+    .optional(),
   SVC_RATE_LIMIT_RPM: int(1, 10_000_000).default(600),
   SVC_WEBHOOK_TIMEOUT_MS: int(1, 600_000).default(10_000),
   SVC_WEBHOOK_RETRY_SCHEDULE: parsedBy(parseDurationList, '5s,5m,30m,2h,5h,10h,10h'),
@@ -271,6 +279,8 @@ export interface Config {
    */
   streamKeepAliveMs: number;
   secretKey: Buffer | undefined;
+  /** SVC_SECRET_KEY_PREVIOUS: older keys that still decrypt signing secrets (never encrypt). */
+  previousSecretKeys: Buffer[];
   rateLimitRpm: number;
   webhooks: {
     timeoutMs: number;
@@ -354,6 +364,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     maxInFlight: e.SVC_MAX_IN_FLIGHT,
     streamKeepAliveMs: e.SVC_STREAM_KEEPALIVE_MS,
     secretKey: e.SVC_SECRET_KEY ? Buffer.from(e.SVC_SECRET_KEY, 'base64') : undefined,
+    previousSecretKeys: (e.SVC_SECRET_KEY_PREVIOUS ?? '').split(',').filter((k) => k.trim() !== '').map((k) => Buffer.from(k.trim(), 'base64')),
     rateLimitRpm: e.SVC_RATE_LIMIT_RPM,
     webhooks: {
       timeoutMs: e.SVC_WEBHOOK_TIMEOUT_MS,

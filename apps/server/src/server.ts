@@ -79,7 +79,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: clusterWorker !== undefined });
   const clock = options.clock ?? Date.now;
   const store = await openStore(config.databaseUrl, { migrate: !clusterWorker });
-  const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir));
+  const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys);
   // A changed or lost key is said at start, not as every signed delivery failing afterwards.
   try {
     await checkSecretKey(secretBox, store.keys);

@@ -8,7 +8,7 @@ import { rotatedOut } from '../auth/secret-rotation.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
-import { checkSecretKey, SecretBox } from '../crypto/secret-box.js';
+import { checkSecretKey, SecretBox, SecretKeyMismatchError } from '../crypto/secret-box.js';
 import { previousSecretView } from '../dashboard/views.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { applyUrlChange, validateWebhookUrl } from '../webhooks/index.js';
@@ -89,9 +89,44 @@ async function sealedSecretOption(secret: string, cfg: Config, store: Store): Pr
   if (secret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
   // Receivers sign with the secret as given: a pasted newline would make every signature fail to verify.
   if (secret !== secret.trim()) throw new CommandError('--signing-secret has white space around it (a pasted newline?): give it without');
-  const box = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir));
+  const box = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir), cfg.previousSecretKeys);
   await checkSecretKey(box, store.keys);
   return box.seal(secret);
+}
+
+/**
+ * Seals every stored signing secret (current and rotated-out) under `box`'s current key. Each is replaced only
+ * while it is still the value read (see KeysStore.resealSecret), so instances running meanwhile lose nothing: a
+ * secret one of them set during the pass is newer, and is looked at again in the next pass. Running it again
+ * finds everything current and changes nothing.
+ */
+async function resealSecrets(box: SecretBox, store: Store): Promise<{ resealed: number; current: number; unreadable: string[] }> {
+  const resealedNow = new Set<string>();
+  for (let pass = 0; pass < 5; pass++) {
+    let current = 0;
+    let raced = 0;
+    const unreadable: string[] = [];
+    for (const row of await store.keys.sealedSecrets()) {
+      for (const column of ['signing_secret_enc', 'previous_signing_secret_enc'] as const) {
+        const sealed = row[column];
+        if (sealed === null) continue;
+        let next: string | undefined;
+        try {
+          next = box.reseal(sealed);
+        } catch (err) {
+          if (!(err instanceof SecretKeyMismatchError)) throw err;
+          unreadable.push(row.id);
+          continue;
+        }
+        if (next === undefined) {
+          if (!resealedNow.has(`${row.id}/${column}`)) current += 1;
+        } else if (await store.keys.resealSecret(row.id, column, sealed, next)) resealedNow.add(`${row.id}/${column}`);
+        else raced += 1;
+      }
+    }
+    if (raced === 0) return { resealed: resealedNow.size, current, unreadable };
+  }
+  throw new CommandError('signing secrets kept changing while they were re-encrypted: run svc-server secrets rotate again');
 }
 
 /** An unknown user, with what to do: who there is, and how to create one. */
@@ -203,6 +238,27 @@ export function makeProgram(io: CommandIO): Command {
       await withStore(cfg, async (store) => {
         const applied = await migrate(store.handle.db, store.handle.dialect);
         io.stderr(applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date');
+      });
+    });
+
+  const secrets = program.command('secrets').description('the key that encrypts signing secrets at rest');
+  secrets
+    .command('rotate')
+    .description('re-encrypt every stored signing secret with SVC_SECRET_KEY (the old key in SVC_SECRET_KEY_PREVIOUS); safe to run again')
+    .option('--json', 'print {"resealed","current","unreadable"} as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const cfg = config();
+      await withStore(cfg, async (store) => {
+        const box = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir), cfg.previousSecretKeys);
+        const { resealed, current, unreadable } = await resealSecrets(box, store);
+        if (opts.json) io.stdout(JSON.stringify({ resealed, current, unreadable }));
+        else io.stderr(`re-encrypted ${resealed} signing secret${resealed === 1 ? '' : 's'} with SVC_SECRET_KEY; ${current} already were`);
+        if (unreadable.length > 0) {
+          throw new CommandError(
+            `${unreadable.length} signing secret${unreadable.length === 1 ? '' : 's'} open${unreadable.length === 1 ? 's' : ''} with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_PREVIOUS ` +
+              `(keys ${[...new Set(unreadable)].join(', ')}): add the key they were encrypted with to SVC_SECRET_KEY_PREVIOUS and run this again, or set new signing secrets for those keys`,
+          );
+        }
       });
     });
 

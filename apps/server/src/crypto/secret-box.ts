@@ -12,7 +12,7 @@ export class SecretKeyMismatchError extends Error {
     super(
       'a stored signing secret cannot be decrypted with this secret key: it was encrypted with another one ' +
         "(SVC_SECRET_KEY changed, or the data directory's secret.key replaced). Restore the key it was encrypted " +
-        'with, or generate the signing secret again in the dashboard',
+        'with (as SVC_SECRET_KEY, or in SVC_SECRET_KEY_PREVIOUS while rotating), or generate the signing secret again in the dashboard',
     );
     this.name = 'SecretKeyMismatchError';
   }
@@ -20,15 +20,33 @@ export class SecretKeyMismatchError extends Error {
 
 /**
  * AES-256-GCM encryption of short secrets (webhook signing secrets) at rest.
- * Stored form: `v1.<iv b64url>.<tag b64url>.<ciphertext b64url>`.
+ * Stored form: `v1.<iv b64url>.<tag b64url>.<ciphertext b64url>`. `key` seals and opens; `previous` (the keys
+ * it replaced, SVC_SECRET_KEY_PREVIOUS) only open, until `reseal` has moved every stored secret to `key`.
  *
  * @example
  * const box = new SecretBox(key32);
  * const stored = box.seal('whsec_…'); box.open(stored) === 'whsec_…';
  */
 export class SecretBox {
-  constructor(private readonly key: Buffer) {
-    if (key.length !== 32) throw new TypeError('SecretBox needs a 32-byte key');
+  constructor(
+    private readonly key: Buffer,
+    private readonly previous: readonly Buffer[] = [],
+  ) {
+    if (key.length !== 32 || previous.some((k) => k.length !== 32)) throw new TypeError('SecretBox needs 32-byte keys');
+  }
+
+  /**
+   * `sealed` under the current key: undefined when it already is (nothing to do), else sealed anew from what a
+   * previous key opens. Throws SecretKeyMismatchError when no key opens it.
+   */
+  reseal(sealed: string): string | undefined {
+    try {
+      openWith(this.key, sealed);
+      return undefined;
+    } catch (err) {
+      if (!(err instanceof SecretKeyMismatchError)) throw err;
+    }
+    return this.seal(this.open(sealed));
   }
 
   seal(plaintext: string): string {
@@ -39,16 +57,27 @@ export class SecretBox {
   }
 
   open(sealed: string): string {
-    const [version, iv, tag, data] = sealed.split('.');
-    if (version !== VERSION || !iv || !tag || data === undefined) throw new Error('not a sealed secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
-    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-    try {
-      return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
-    } catch {
-      // GCM's own message ("Unsupported state or unable to authenticate data") says nothing an operator can act on.
-      throw new SecretKeyMismatchError();
+    for (const key of [this.key, ...this.previous]) {
+      try {
+        return openWith(key, sealed);
+      } catch (err) {
+        if (!(err instanceof SecretKeyMismatchError)) throw err;
+      }
     }
+    throw new SecretKeyMismatchError();
+  }
+}
+
+function openWith(key: Buffer, sealed: string): string {
+  const [version, iv, tag, data] = sealed.split('.');
+  if (version !== VERSION || !iv || !tag || data === undefined) throw new Error('not a sealed secret');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  try {
+    return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+  } catch {
+    // GCM's own message ("Unsupported state or unable to authenticate data") says nothing an operator can act on.
+    throw new SecretKeyMismatchError();
   }
 }
 

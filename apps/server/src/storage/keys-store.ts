@@ -103,6 +103,25 @@ export class KeysStore {
     return row?.signing_secret_enc ?? undefined;
   }
 
+  /** Every key's sealed signing secrets (current and rotated-out), for `secrets rotate`. */
+  async sealedSecrets(): Promise<Array<Pick<ApiKeyRecord, 'id' | 'signing_secret_enc' | 'previous_signing_secret_enc'>>> {
+    return this.db
+      .selectFrom('api_keys')
+      .select(['id', 'signing_secret_enc', 'previous_signing_secret_enc'])
+      .where((eb) => eb.or([eb('signing_secret_enc', 'is not', null), eb('previous_signing_secret_enc', 'is not', null)]))
+      .orderBy('id')
+      .execute();
+  }
+
+  /**
+   * Replaces one sealed secret of a key by the same secret sealed anew, only while it is still `from`: a secret
+   * set meanwhile (the dashboard, another instance) is newer and stays. True when replaced.
+   */
+  async resealSecret(id: string, column: 'signing_secret_enc' | 'previous_signing_secret_enc', from: string, to: string): Promise<boolean> {
+    const result = await this.db.updateTable('api_keys').set({ [column]: to }).where('id', '=', id).where(column, '=', from).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
   /** Keys of one user (or every key when userId is undefined), newest first. */
   async list(userId?: string): Promise<ApiKeyRecord[]> {
     let query = this.db.selectFrom('api_keys').selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc');

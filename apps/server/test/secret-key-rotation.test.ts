@@ -1,0 +1,150 @@
+// Rotating SVC_SECRET_KEY (a leaked key): the new key in SVC_SECRET_KEY, the old one in SVC_SECRET_KEY_PREVIOUS,
+// then `svc-server secrets rotate` re-encrypts every stored signing secret with the new key, after which the old
+// key can go. Before, a changed key stopped the start and there was no way off a leaked one. SQLite and Postgres.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { IncomingHttpHeaders } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeProgram } from '../src/admin/commands.js';
+import { generateApiKey } from '../src/auth/api-keys.js';
+import { loadConfig } from '../src/config.js';
+import { generateSigningSecret, SecretBox } from '../src/crypto/secret-box.js';
+import { createLogger } from '../src/logging/logger.js';
+import { startServer } from '../src/server.js';
+import { openStore } from '../src/storage/store.js';
+import { createTestPostgres } from './support/databases.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
+
+const postgres = await createTestPostgres('secret-rotation');
+afterAll(async () => {
+  await postgres?.drop();
+});
+
+const variants: Array<[string, () => { url: string; cleanup(): void }]> = [
+  [
+    'sqlite',
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), 'svc-rotate-'));
+      return { url: `sqlite:${join(dir, 'svc.db')}`, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  ],
+];
+if (postgres) variants.push(['postgres', () => ({ url: postgres.url, cleanup: () => {} })]);
+
+const oldKey = randomBytes(32);
+const newKey = randomBytes(32);
+const CURRENT = generateSigningSecret();
+const ROTATED_OUT = generateSigningSecret();
+
+const one = (value: string | string[] | undefined): string => (Array.isArray(value) ? value.join(' ') : (value ?? ''));
+const standardHeaders = (h: IncomingHttpHeaders) => ({ 'webhook-id': one(h['webhook-id']), 'webhook-timestamp': one(h['webhook-timestamp']), 'webhook-signature': one(h['webhook-signature']) });
+
+describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
+  let db: { url: string; cleanup(): void };
+  let receiver: Receiver;
+  let token: string;
+  let keyId: string;
+
+  const env = (secretKey: Buffer, previous?: Buffer[]) => ({
+    SVC_HOST: '127.0.0.1',
+    SVC_PORT: '0',
+    SVC_DATABASE_URL: db.url,
+    SVC_SECRET_KEY: secretKey.toString('base64'),
+    ...(previous ? { SVC_SECRET_KEY_PREVIOUS: previous.map((k) => k.toString('base64')).join(',') } : {}),
+  });
+
+  async function admin(args: string[], vars: Record<string, string>): Promise<string[]> {
+    const out: string[] = [];
+    const io = { env: vars, stdout: (l: string) => out.push(l), stderr: (l: string) => out.push(l), stopSignal: () => new Promise<string>(() => {}) };
+    await makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', ...args]);
+    return out;
+  }
+
+  /** A test send through a server started with `vars`: the delivery as received, verified with both secrets. */
+  async function testSend(vars: Record<string, string>): Promise<void> {
+    const running = await startServer(loadConfig(vars), { logger: createLogger('silent') });
+    try {
+      const res = await fetch(`${running.url}/v1/webhooks/test`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+      expect(await res.json()).toMatchObject({ success: true });
+      const sent = receiver.received.at(-1)!;
+      expect(new StandardWebhook(CURRENT).verify(sent.raw.toString('utf8'), standardHeaders(sent.headers))).toBeDefined();
+      // The rotated-out secret still signs beside it: it was re-encrypted too.
+      expect(new StandardWebhook(ROTATED_OUT).verify(sent.raw.toString('utf8'), standardHeaders(sent.headers))).toBeDefined();
+    } finally {
+      await running.close();
+    }
+  }
+
+  beforeEach(async () => {
+    db = open();
+    receiver = await startReceiver();
+    const store = await openStore(db.url);
+    try {
+      await store.handle.db.deleteFrom('api_keys').execute();
+      const box = new SecretBox(oldKey);
+      const user = await store.users.create({ email: `${randomBytes(4).toString('hex')}@example.test`, passwordHash: 'scrypt$x', now: Date.now() });
+      const generated = generateApiKey();
+      const key = await store.keys.create({
+        userId: user.id,
+        name: 'signed',
+        prefix: generated.prefix,
+        keyHash: generated.hash,
+        now: Date.now(),
+        webhookUrl: receiver.url,
+        signingSecretEnc: box.seal(CURRENT),
+        signingSecretLast4: CURRENT.slice(-4),
+      });
+      await store.keys.update(key.id, { previous_signing_secret_enc: box.seal(ROTATED_OUT), previous_signing_secret_last4: ROTATED_OUT.slice(-4), previous_signing_secret_expires_at: Date.now() + 3_600_000 }, Date.now());
+      token = generated.token;
+      keyId = key.id;
+    } finally {
+      await store.close();
+    }
+  });
+
+  afterEach(async () => {
+    await receiver.close();
+    db.cleanup();
+  });
+
+  it('starts and signs with the old key as SVC_SECRET_KEY_PREVIOUS; `secrets rotate` moves every secret to the new key, once', async () => {
+    // The new key alone cannot read what the old one sealed: refused at start, as before.
+    await expect(startServer(loadConfig(env(newKey)), { logger: createLogger('silent') })).rejects.toMatchObject({ code: 'SVC_SECRET_KEY_MISMATCH' });
+    // New key plus the old one: starts, and deliveries are signed with the stored secrets.
+    await testSend(env(newKey, [oldKey]));
+
+    expect(await admin(['secrets', 'rotate', '--json'], env(newKey, [oldKey]))).toEqual([JSON.stringify({ resealed: 2, current: 0, unreadable: [] })]);
+    // Idempotent: nothing left to re-encrypt.
+    expect(await admin(['secrets', 'rotate', '--json'], env(newKey, [oldKey]))).toEqual([JSON.stringify({ resealed: 0, current: 2, unreadable: [] })]);
+
+    // The old key can go now: the new one alone starts and signs with the same secrets.
+    await testSend(env(newKey));
+    // And the old key alone no longer reads them (the leaked key is useless against the database).
+    await expect(startServer(loadConfig(env(oldKey)), { logger: createLogger('silent') })).rejects.toMatchObject({ code: 'SVC_SECRET_KEY_MISMATCH' });
+  });
+
+  it('a secret no given key opens is named, the others are re-encrypted', async () => {
+    const store = await openStore(db.url);
+    try {
+      await store.keys.update(keyId, { previous_signing_secret_enc: new SecretBox(randomBytes(32)).seal(ROTATED_OUT) }, Date.now());
+    } finally {
+      await store.close();
+    }
+    await expect(admin(['secrets', 'rotate'], env(newKey, [oldKey]))).rejects.toThrow(new RegExp(`1 signing secret opens with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_PREVIOUS \\(keys ${keyId}\\)`));
+    expect(await admin(['secrets', 'rotate', '--json'], env(newKey, [oldKey])).catch(() => 'failed')).toBe('failed');
+    const check = await openStore(db.url);
+    try {
+      const row = await check.keys.byId(keyId);
+      expect(new SecretBox(newKey).open(row!.signing_secret_enc!)).toBe(CURRENT);
+    } finally {
+      await check.close();
+    }
+  });
+
+  it('SVC_SECRET_KEY_PREVIOUS must hold 32-byte keys', () => {
+    expect(() => loadConfig({ ...env(newKey), SVC_SECRET_KEY_PREVIOUS: 'c2hvcnQ=' })).toThrow(/SVC_SECRET_KEY_PREVIOUS: must be one or more 32-byte base64 keys/);
+  });
+});
