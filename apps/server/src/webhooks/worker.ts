@@ -57,6 +57,8 @@ export class DeliveryWorker {
   private readonly inFlight = new Set<Promise<unknown>>();
   private running = false;
   private pumping = false;
+  /** The pump running now (claiming, or arming the timer): `stop` waits for it. */
+  private pumpRun: Promise<void> | undefined;
   private pumpAgain = false;
   /** The `now` of the latest claim: the next-due look-up starts there, not at its own later `now`. */
   private lastClaimAt = 0;
@@ -124,7 +126,20 @@ export class DeliveryWorker {
     this.wakeScheduled = true;
     setImmediate(() => {
       this.wakeScheduled = false;
+      this.runPump();
+    });
+  }
+
+  private runPump(): void {
+    // A pump already running pumps again (see `pump`); else this one is the one `stop` waits for.
+    if (this.pumping) {
       void this.pump();
+      return;
+    }
+    const run = this.pump();
+    this.pumpRun = run;
+    void run.finally(() => {
+      if (this.pumpRun === run) this.pumpRun = undefined;
     });
   }
 
@@ -135,6 +150,9 @@ export class DeliveryWorker {
     // Rows waiting for a receiver's slot go back to the outbox now rather than when their lease lapses.
     const waiting = this.receivers.drainWaiting();
     await this.options.deliveries.releaseClaims(waiting, this.id, this.options.clock()).catch(() => undefined);
+    // A claim still in flight gives its rows back (see `pump`): its attempts would otherwise start after the
+    // stop, on a store about to close, and their rows stay leased to a stopped worker until the lease lapses.
+    await this.pumpRun?.catch(() => undefined);
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
@@ -157,6 +175,10 @@ export class DeliveryWorker {
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
         const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full);
+        if (!this.running) {
+          if (rows.length > 0) await this.options.deliveries.releaseClaims(rows.map((r) => r.id), this.id, this.options.clock());
+          return;
+        }
         let progress = false;
         for (const row of rows) if (this.launch(row, full)) progress = true;
         if (rows.length === limit && progress) this.pumpAgain = true;

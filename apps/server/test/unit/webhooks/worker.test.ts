@@ -113,6 +113,31 @@ describe('DeliveryWorker', () => {
     expect(queries).toEqual(atStart);
   });
 
+  it('a claim still running when stop() is called is given back, not sent after the stop (the store closes next)', async () => {
+    const batch = newDeliveries(3);
+    await store.deliveries.insertMany(batch);
+    // The claim takes its rows, then its answer is held until the stop has begun (a slow database round trip).
+    let claimStarted = false;
+    let answer!: () => void;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    const claimDue = store.deliveries.claimDue.bind(store.deliveries);
+    store.deliveries.claimDue = async (...args: Parameters<typeof claimDue>) => {
+      claimStarted = true;
+      const rows = await claimDue(...args);
+      await held;
+      return rows;
+    };
+    const w = startWorker();
+    await eventually(() => claimStarted);
+    const stopping = w.stop();
+    setImmediate(answer);
+    await stopping;
+    worker = undefined;
+    // Stopped: nothing of this worker's runs on; the rows are claimable at once by the other instances.
+    for (const d of batch) expect(await store.deliveries.byId(d.id)).toMatchObject({ status: 'pending', attempts: 0, leased_by: null });
+    expect(receiver.received).toHaveLength(0);
+  });
+
   it('claims and delivers the rows beyond its free slots', async () => {
     const w = startWorker({ concurrency: 2 });
     const batch = newDeliveries(7);
