@@ -144,6 +144,21 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
     }
   });
 
+  it('a secret set while the rotation runs (another instance, the dashboard) is newer and is kept', async () => {
+    const store = await openStore(db.url);
+    try {
+      const read = (await store.keys.byId(keyId))!.signing_secret_enc!;
+      const setMeanwhile = new SecretBox(newKey).seal(generateSigningSecret());
+      await store.keys.update(keyId, { signing_secret_enc: setMeanwhile }, Date.now());
+      // The rotation's write of what it read is refused: the row no longer holds that value.
+      expect(await store.keys.resealSecret(keyId, 'signing_secret_enc', read, new SecretBox(newKey, [oldKey]).reseal(read)!)).toBe(false);
+      expect((await store.keys.byId(keyId))!.signing_secret_enc).toBe(setMeanwhile);
+    } finally {
+      await store.close();
+    }
+    expect(await admin(['secrets', 'rotate', '--json'], env(newKey, [oldKey]))).toEqual([JSON.stringify({ resealed: 1, current: 1, unreadable: [] })]);
+  });
+
   it('SVC_SECRET_KEY_PREVIOUS must hold 32-byte keys', () => {
     expect(() => loadConfig({ ...env(newKey), SVC_SECRET_KEY_PREVIOUS: 'c2hvcnQ=' })).toThrow(/SVC_SECRET_KEY_PREVIOUS: must be one or more 32-byte base64 keys/);
   });
