@@ -164,6 +164,7 @@ function insertDeliveriesSql(clock: LeaseClock, n: number): string {
     const [head, callerRow] = INSERT_DELIVERY.split('values ') as [string, string];
     // INSERT_DELIVERY's row: (…, next_attempt_at ?, lease_until ?, leased_by ?, …); only lease_until changes.
     const row = clock === 'caller' ? callerRow : callerRow.replace(/\?, \?, \?, null, null/, `?, (cast(? as bigint) + ${DB_NOW_MS}), ?, null, null`);
+    if (row === callerRow && clock !== 'caller') throw new Error("INSERT_DELIVERY's row changed: lease_until is no longer where insertDeliveriesSql expects it");
     text = numbered(`${head}values ${Array.from({ length: n }, () => row).join(', ')}`);
     insertTexts.set(key, text);
   }
