@@ -29,6 +29,8 @@ export interface StreamOutput {
   end(): Promise<void> | undefined;
   /** The stream broke after it started. */
   fail(error: ApiError): Promise<void> | undefined;
+  /** The client left before the end: nothing more is written; `usage` is what was generated so far. */
+  abandoned?(usage: Usage): Promise<void> | undefined;
 }
 
 /** Chat completion chunks under our id and model; usage as a `choices: []` chunk only when the client asked. */
@@ -196,13 +198,16 @@ export async function relayStream(
     const clientGone = ctx.abort.aborted;
     sse.hold();
     if (!clientGone) await out.fail(error);
+    usage ??= await countUsage(request.messages, [...texts.all(), ...reasoning.all()]).catch(() => NO_USAGE);
+    // What was generated before the client left is kept as the output keeps it (a stored response), and audited.
+    if (clientGone) await Promise.resolve(out.abandoned?.(usage)).catch(() => undefined);
     await recordFailure(ctx, {
       statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
       streaming: true,
       messages: request.messages,
       responseText: answer(),
       svc,
-      usage: usage ?? (await countUsage(request.messages, [...texts.all(), ...reasoning.all()]).catch(() => NO_USAGE)),
+      usage,
     });
   } finally {
     sse.end();

@@ -183,5 +183,10 @@ function responseEvents(
       await store(events.result).catch(() => undefined);
       return sse.writeEvents(failed);
     },
+    // A client that leaves mid-stream already holds the response's id (`response.created`): what was
+    // generated is stored as an `incomplete` response, so that id reads back rather than 404.
+    abandoned: async (usage) => {
+      await store(events.abandon(usage));
+    },
   };
 }

@@ -1,4 +1,4 @@
-import type { ChatCompletionChunk, ResponseObject, ResponseOutputItem, SvcResult } from '@svc/protocol';
+import type { ChatCompletionChunk, ResponseObject, ResponseOutputItem, SvcResult, Usage } from '@svc/protocol';
 import type { EscapedString } from '../json-in-turns.js';
 import { finishedStatus, responseUsage } from './translate.js';
 
@@ -124,7 +124,28 @@ export class ResponseEvents {
     return this.flush();
   }
 
-  /** The response as it ended (what is stored), once `finish` or `fail` has run. */
+  /**
+   * The client left before the end: the response as far as it got, `incomplete` with its open items
+   * `incomplete` (what is stored; no event is written, nobody reads it). OpenAI ends a stream the client
+   * closed, and keeps the response; `usage` is what was generated so far.
+   */
+  abandon(usage: Usage): ResponseObject {
+    this.closeReasoning('incomplete');
+    this.closeMessage('incomplete');
+    this.closeCalls('incomplete');
+    this.out = '';
+    this.final = {
+      ...this.response,
+      status: 'incomplete',
+      incomplete_details: null,
+      output: this.output,
+      usage: this.usage ?? responseUsage(usage),
+      ...(this.svc && { svc: this.svc }),
+    };
+    return this.final;
+  }
+
+  /** The response as it ended (what is stored), once `finish`, `fail` or `abandon` has run. */
   get result(): ResponseObject {
     if (!this.final) throw new Error('ResponseEvents.result read before the stream ended');
     return this.final;

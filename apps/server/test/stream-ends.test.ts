@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
+import { countUsage } from '../src/chat/prompt.js';
+
+/**
+ * What is left at a stream's end, through the openai SDK: the text an upstream sent last, a client that leaves
+ * a Responses API stream, tokens counted when upstream counts none.
+ */
+
+const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall.';
+
+let upstream: FakeUpstream;
+let server: TestServer;
+let receiver: Receiver;
+let client: OpenAI;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  upstream = await startFakeUpstream();
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gpt-4o-audio-preview', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  const { token } = await server.createKey({ webhookUrl: receiver.url });
+  client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await upstream?.close();
+  await receiver?.close();
+});
+
+beforeEach(() => upstream.setBehavior({}));
+
+/** The webhook payload that `matches`. */
+async function deliveredWhere(matches: (payload: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  const parse = (d: { raw: Buffer }) => JSON.parse(d.raw.toString()) as Record<string, unknown>;
+  const all = await receiver.waitFor((received) => received.some((d) => matches(parse(d))));
+  return parse(all.find((d) => matches(parse(d)))!);
+}
+
+/** One SSE frame of a chat completion chunk with `choices`, as an upstream sends it. */
+function frame(choices: object[], extra: object = {}): string {
+  return `data: ${JSON.stringify({ id: 'up', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
+}
+const text = (content: string, index = 0) => frame([{ index, delta: { content }, finish_reason: null }]);
+const role = (index = 0) => frame([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+
+describe('a Responses API stream the client leaves', () => {
+  it('is stored as incomplete with what was generated, reads back by its id, and is audited', async () => {
+    const partial = 'The Eiffel Tower stands in Paris, ';
+    upstream.setBehavior({ rawSse: [role(), text('The Eiffel Tower '), text('stands in Paris, ')], hangMidStream: true });
+    const stream = await client.responses.create({ model: 'svc01', instructions: DOC, input: 'Where is it?', stream: true });
+    let id = '';
+    let seen = '';
+    const aborted = upstream.waitForAbort(10_000);
+    for await (const event of stream) {
+      if (event.type === 'response.created') id = event.response.id;
+      if (event.type === 'response.output_text.delta') seen += event.delta;
+      if (seen === partial) stream.controller.abort();
+    }
+    expect(id).toMatch(/^resp_/);
+    await aborted;
+    const payload = await deliveredWhere((p) => p.response_text === partial);
+    expect(payload).toMatchObject({ status_code: 499, streaming: true });
+
+    const stored = await client.responses.retrieve(id);
+    expect(stored).toMatchObject({ id, status: 'incomplete', error: null });
+    expect(stored.output).toEqual([
+      expect.objectContaining({ type: 'message', status: 'incomplete', content: [expect.objectContaining({ type: 'output_text', text: partial })] }),
+    ]);
+    expect(stored.output_text).toBe(partial);
+    expect(stored.usage!.output_tokens).toBe(payload.output_tokens);
+    expect(stored.usage!.output_tokens).toBeGreaterThan(0);
+    // The conversation goes on from it, as from any stored response.
+    upstream.setBehavior({ answer: 'It is in Paris.' });
+    const next = await client.responses.create({ model: 'svc01', input: 'Go on.', previous_response_id: id });
+    expect(next.status).toBe('completed');
+    const sent = upstream.requests.at(-1)!.body.messages as Array<{ role: string; content: unknown }>;
+    expect(sent.some((m) => m.role === 'assistant' && JSON.stringify(m.content).includes('stands in Paris'))).toBe(true);
+  });
+
+  it('with store: false is not kept', async () => {
+    upstream.setBehavior({ rawSse: [role(), text('Not '), text('kept at all. ')], hangMidStream: true });
+    const stream = await client.responses.create({ model: 'svc01', input: 'Hi', stream: true, store: false });
+    let id = '';
+    for await (const event of stream) {
+      if (event.type === 'response.created') id = event.response.id;
+      if (event.type === 'response.output_text.delta' && event.delta === 'kept at all. ') stream.controller.abort();
+    }
+    await deliveredWhere((p) => p.response_text === 'Not kept at all. ');
+    const read = await client.responses.retrieve(id).catch((err: unknown) => err);
+    expect(read).toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
