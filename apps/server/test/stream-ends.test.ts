@@ -94,3 +94,62 @@ describe('a Responses API stream the client leaves', () => {
     expect(read).toBeInstanceOf(OpenAI.NotFoundError);
   });
 });
+
+describe('text the <think> tag detection held back', () => {
+  const messages = [{ role: 'user' as const, content: 'Is 2 less than 3? Answer with the symbol only.' }];
+
+  /** The streamed content and reasoning_content of choice 0, and the request id. */
+  async function streamed(): Promise<{ content: string; reasoning: string; id: string; usage: OpenAI.CompletionUsage | null | undefined }> {
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true, stream_options: { include_usage: true } });
+    let content = '';
+    let reasoning = '';
+    let id = '';
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      id = chunk.id;
+      const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
+      content += delta?.content ?? '';
+      reasoning += delta?.reasoning_content ?? '';
+      usage ??= chunk.usage;
+    }
+    return { content, reasoning, id, usage };
+  }
+
+  it('an answer that could still open the tag ("<"), ended by [DONE] without a finish_reason, is the answer, counted and audited', async () => {
+    upstream.setBehavior({ rawSse: [role(), text('<'), 'data: [DONE]\n\n'] });
+    const got = await streamed();
+    expect(got).toMatchObject({ content: '<', reasoning: '' });
+    expect(got.usage!.completion_tokens).toBe((await countUsage(messages, ['<'])).completion_tokens);
+    expect(await deliveredWhere((p) => p.request_id === got.id)).toMatchObject({ response_text: '<', status_code: 200 });
+
+    // As the same answer non-streamed is given.
+    upstream.setBehavior({ rawJson: { id: 'up', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: '<' }, finish_reason: 'stop' }] } });
+    expect((await client.chat.completions.create({ model: 'svc01', messages })).choices[0]!.message.content).toBe('<');
+  });
+
+  it('reasoning that ends in what could begin </think>, ended by [DONE], keeps its last characters', async () => {
+    upstream.setBehavior({ rawSse: [role(), text('<think>Compare 2 and 3: 2 '), text('</'), 'data: [DONE]\n\n'] });
+    const got = await streamed();
+    expect(got).toMatchObject({ content: '', reasoning: 'Compare 2 and 3: 2 </' });
+    expect(got.usage!.completion_tokens).toBe((await countUsage(messages, ['', 'Compare 2 and 3: 2 </'])).completion_tokens);
+  });
+
+  it('n > 1: every choice gets what was held for it', async () => {
+    upstream.setBehavior({ rawSse: [role(0), role(1), text('<', 0), text(' <th', 1), 'data: [DONE]\n\n'] });
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true, n: 2 });
+    const content = ['', ''];
+    for await (const chunk of stream) for (const c of chunk.choices) content[c.index] += c.delta.content ?? '';
+    expect(content).toEqual(['<', ' <th']);
+  });
+
+  it('a stream cut before its finish sends what was held before its error', async () => {
+    upstream.setBehavior({ rawSse: [role(), text('<')] });
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true });
+    let content = '';
+    const error = await (async () => {
+      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    })().catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(content).toBe('<');
+  });
+});

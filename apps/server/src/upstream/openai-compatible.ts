@@ -365,7 +365,10 @@ class ChunkReader {
   private readonly onEnd = (): void => {
     this.ended = true;
     if (this.done) return;
-    this.pass(this.batchOf(this.parse(() => [...this.parser.push(this.decoder.end()), ...this.parser.end()])));
+    const batch = this.batchOf(this.parse(() => [...this.parser.push(this.decoder.end()), ...this.parser.end()]));
+    // No [DONE]: what the think tags held back goes out before the end (or the error of an unfinished stream).
+    if (!this.done) this.flushHeld(batch);
+    this.pass(batch);
   };
   private readonly onError = (error: unknown): void => {
     this.failure ??= { error };
@@ -471,13 +474,27 @@ class ChunkReader {
     try {
       for (const event of events) {
         const chunk = this.chunkOf(event);
-        if (this.done) break;
+        if (this.done) {
+          this.flushHeld(batch);
+          break;
+        }
         if (chunk) batch.push(chunk);
       }
     } catch (error) {
       this.failure = { error };
     }
     return batch;
+  }
+
+  /**
+   * The characters the think tags held back (a possible partial tag), as one last chunk of `batch`: a stream
+   * that ends without a choice's finish_reason (`[DONE]` right after its text) would otherwise lose them.
+   */
+  private flushHeld(batch: ChatCompletionChunk[]): void {
+    const choices = this.thinkTags.flush();
+    if (choices.length === 0) return;
+    const { id, created, model } = this.fallback;
+    batch.push({ id, object: 'chat.completion.chunk', created, model, choices });
   }
 
   private chunkOf(event: SseEvent): ChatCompletionChunk | null {

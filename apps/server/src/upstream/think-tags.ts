@@ -38,8 +38,8 @@ interface ChoiceState {
 /**
  * `splitThink` over a stream: each choice's `delta.content` is moved to `delta.reasoning_content` while it is
  * inside a leading `<think>` block, whatever frames the tags are split across (`<th` + `ink>`). Text that may
- * still turn out to be a tag is held back (a few characters) and sent with the next frame, or with the
- * choice's finish when the stream ends there. A choice whose text does not open with the tag is passed on as
+ * still turn out to be a tag is held back (a few characters) and sent with the next frame, with the
+ * choice's finish, or by `flush` when the stream ends without one. A choice whose text does not open with the tag is passed on as
  * it came, after its first characters.
  *
  * @example
@@ -67,6 +67,27 @@ export class ThinkTags {
       if (reasoning !== '') delta.reasoning_content = typeof delta.reasoning_content === 'string' ? delta.reasoning_content + reasoning : reasoning;
       if (content !== '' || typeof delta.content === 'string') delta.content = content;
     }
+  }
+
+  /**
+   * At the stream's end: the text still held back for each choice that has some (a tail that was not a tag
+   * after all), as the choices of one last chunk: content before the block was known, reasoning inside it.
+   * Empty when nothing is held. An upstream that ends with `[DONE]` and no `finish_reason` ends here.
+   */
+  flush(): ChatCompletionChunk['choices'] {
+    const choices: ChatCompletionChunk['choices'] = [];
+    const add = (index: number, at: ChoiceState): void => {
+      if (at.held === '' || at.state === State.Answer) return;
+      const { reasoning, content } = this.step(at, '', true);
+      if (reasoning === '' && content === '') return;
+      const delta: Record<string, unknown> = {};
+      if (content !== '') delta.content = content;
+      if (reasoning !== '') delta.reasoning_content = reasoning;
+      choices.push({ index, delta, finish_reason: null, logprobs: null } as ChatCompletionChunk['choices'][number]);
+    };
+    if (this.first) add(0, this.first);
+    for (const [index, at] of this.others ?? []) add(index, at);
+    return choices;
   }
 
   private stateOf(index: number): ChoiceState {
