@@ -153,3 +153,31 @@ describe('text the <think> tag detection held back', () => {
     expect(content).toBe('<');
   });
 });
+
+describe('usage svc counts for an answer given only as audio (an upstream that reports none)', () => {
+  const messages = [
+    { role: 'system' as const, content: DOC },
+    { role: 'user' as const, content: 'When was the Eiffel Tower completed?' },
+  ];
+  const spoken = { modalities: ['text', 'audio'] as Array<'text' | 'audio'>, audio: { voice: 'alloy' as const, format: 'pcm16' as const } };
+  const ANSWER = 'It was completed in 1889, and it is 330 metres tall.';
+
+  it('counts the transcript as the completion tokens, streamed or not, and the webhook reports the same', async () => {
+    const expected = await countUsage(messages, [ANSWER]);
+    upstream.setBehavior({ answer: ANSWER, usage: false });
+    const plain = await client.chat.completions.create({ model: 'svc01', messages, ...spoken });
+    expect(plain.choices[0]!.message.content).toBeNull();
+    expect(plain.usage).toEqual(expected);
+    expect(await deliveredWhere((p) => p.request_id === plain.id)).toMatchObject({ output_tokens: expected.completion_tokens });
+
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, ...spoken, stream: true, stream_options: { include_usage: true } });
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let id = '';
+    for await (const chunk of stream) {
+      id = chunk.id;
+      usage ??= chunk.usage;
+    }
+    expect(usage).toEqual(expected);
+    expect(await deliveredWhere((p) => p.request_id === id)).toMatchObject({ output_tokens: expected.completion_tokens, streaming: true });
+  });
+});

@@ -46,7 +46,12 @@ export class KeptTexts {
 
   /** The text of every choice that has some, in order of index. */
   all(): string[] {
-    return [...this.choices.keys()].sort((a, b) => a - b).map((index) => this.text(index));
+    return this.indexes().map((index) => this.text(index));
+  }
+
+  /** The index of every choice that has text kept, in order. */
+  indexes(): number[] {
+    return [...this.choices.keys()].sort((a, b) => a - b);
   }
 }
 

@@ -71,6 +71,15 @@ export async function relayStream(
   const transcripts = new KeptTexts();
   /** The first choice's answer, as the grounding check and the audit take it. */
   const answer = (): string => texts.text(0) || transcripts.text(0);
+  /**
+   * What svc counts as completion tokens when upstream reports none: each choice's answer (its text, or the
+   * transcript of one given only as audio) and its reasoning.
+   */
+  const generated = (): string[] => {
+    const out = [...texts.all(), ...reasoning.all()];
+    for (const index of transcripts.indexes()) if (texts.text(index) === '') out.push(transcripts.text(index));
+    return out;
+  };
   const started = new ChoiceIndexes();
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
@@ -180,7 +189,7 @@ export async function relayStream(
       await out.choices([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc);
       for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
     }
-    usage ??= await countUsage(request.messages, [...texts.all(), ...reasoning.all()]);
+    usage ??= await countUsage(request.messages, generated());
     await out.usage(usage, lastFingerprint);
     await record(ctx, {
       statusCode: statusFor(ctx, 200),
@@ -198,7 +207,7 @@ export async function relayStream(
     const clientGone = ctx.abort.aborted;
     sse.hold();
     if (!clientGone) await out.fail(error);
-    usage ??= await countUsage(request.messages, [...texts.all(), ...reasoning.all()]).catch(() => NO_USAGE);
+    usage ??= await countUsage(request.messages, generated()).catch(() => NO_USAGE);
     // What was generated before the client left is kept as the output keeps it (a stored response), and audited.
     if (clientGone) await Promise.resolve(out.abandoned?.(usage)).catch(() => undefined);
     await recordFailure(ctx, {
