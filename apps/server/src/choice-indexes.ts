@@ -25,6 +25,14 @@ export class ChoiceIndexes {
   get size(): number {
     return this.count;
   }
+
+  /** The indexes, in order. */
+  indexes(): number[] {
+    const out: number[] = [];
+    for (let i = 0; i <= 30; i++) if ((this.bits & (1 << i)) !== 0) out.push(i);
+    if (this.more) out.push(...[...this.more].sort((a, b) => a - b));
+    return out;
+  }
 }
 
 function isBit(index: number): boolean {

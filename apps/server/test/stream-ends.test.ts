@@ -181,3 +181,26 @@ describe('usage svc counts for an answer given only as audio (an upstream that r
     expect(await deliveredWhere((p) => p.request_id === id)).toMatchObject({ output_tokens: expected.completion_tokens, streaming: true });
   });
 });
+
+describe('an upstream that ends with [DONE] and no finish_reason', () => {
+  const messages = [{ role: 'user' as const, content: 'Say something twice.' }];
+
+  it('n > 1: every choice is finished, so the SDK assembles the completion', async () => {
+    upstream.setBehavior({ rawSse: [role(0), role(1), text('First.', 0), text('Second.', 1), 'data: [DONE]\n\n'] });
+    const completion = await client.chat.completions.stream({ model: 'svc01', messages, n: 2 }).finalChatCompletion();
+    expect(completion.choices.map((c) => [c.index, c.message.content, c.finish_reason])).toEqual([
+      [0, 'First.', 'stop'],
+      [1, 'Second.', 'stop'],
+    ]);
+
+    // Choice 0 finished, choice 1 not.
+    upstream.setBehavior({
+      rawSse: [role(0), role(1), text('First.', 0), frame([{ index: 0, delta: {}, finish_reason: 'stop' }]), text('Second.', 1), 'data: [DONE]\n\n'],
+    });
+    const other = await client.chat.completions.stream({ model: 'svc01', messages, n: 2 }).finalChatCompletion();
+    expect(other.choices.map((c) => [c.index, c.message.content, c.finish_reason])).toEqual([
+      [0, 'First.', 'stop'],
+      [1, 'Second.', 'stop'],
+    ]);
+  });
+});

@@ -81,6 +81,8 @@ export async function relayStream(
     return out;
   };
   const started = new ChoiceIndexes();
+  /** The choices whose finish_reason came. */
+  const finished = new ChoiceIndexes();
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
   /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */
@@ -157,7 +159,8 @@ export async function relayStream(
     let finishesFirst = false;
     let finishesOther = false;
     for (const c of choices) {
-      if (c.finish_reason === null) continue;
+      if (c.finish_reason === null || c.finish_reason === undefined) continue;
+      finished.add(c.index);
       if (c.index === 0) finishesFirst = true;
       else finishesOther = true;
     }
@@ -188,6 +191,12 @@ export async function relayStream(
       svc = await computeSvc();
       await out.choices([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc);
       for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
+    }
+    // Other choices (n > 1) that did not finish either: without a finish_reason the SDKs' stream helpers
+    // refuse to assemble the completion ("missing finish_reason for choice 1").
+    const unfinished = started.indexes().filter((index) => index !== 0 && !finished.has(index));
+    if (unfinished.length > 0) {
+      await out.choices(unfinished.map((index) => ({ index, delta: {}, finish_reason: 'stop' as const, logprobs: null })), undefined, svc);
     }
     usage ??= await countUsage(request.messages, generated());
     await out.usage(usage, lastFingerprint);
