@@ -203,4 +203,17 @@ describe('an upstream that ends with [DONE] and no finish_reason', () => {
       [1, 'Second.', 'stop'],
     ]);
   });
+
+  it('after a tool call, the choice finishes with tool_calls, as OpenAI ends one', async () => {
+    const call = (fields: object) => frame([{ index: 0, delta: { tool_calls: [{ index: 0, ...fields }] }, finish_reason: null }]);
+    upstream.setBehavior({
+      rawSse: [role(), call({ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }), call({ function: { arguments: '{"city":"Paris"}' } }), 'data: [DONE]\n\n'],
+    });
+    const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+    const completion = await client.chat.completions.stream({ model: 'svc01', messages, tools }).finalChatCompletion();
+    expect(completion.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      message: { tool_calls: [{ id: 'call_1', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+    });
+  });
 });

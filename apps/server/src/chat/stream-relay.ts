@@ -81,8 +81,11 @@ export async function relayStream(
     return out;
   };
   const started = new ChoiceIndexes();
-  /** The choices whose finish_reason came. */
+  /** The choices whose finish_reason came; those that streamed a tool call. */
   const finished = new ChoiceIndexes();
+  const calling = new ChoiceIndexes();
+  /** The finish of a choice the upstream left unfinished: `tool_calls` after a call, as OpenAI ends one. */
+  const closing = (index: number) => ({ index, delta: {}, finish_reason: calling.has(index) ? ('tool_calls' as const) : ('stop' as const), logprobs: null });
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
   /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */
@@ -127,6 +130,7 @@ export async function relayStream(
         if (delta.role === undefined) delta.role = 'assistant';
       }
       if (typeof delta.content === 'string') texts.append(choice.index, delta.content);
+      if (delta.tool_calls?.length) calling.add(choice.index);
       if (typeof delta.reasoning_content === 'string') reasoning.append(choice.index, delta.reasoning_content);
       const transcript = delta.audio === undefined ? undefined : audioTranscript(delta);
       if (transcript !== undefined) transcripts.append(choice.index, transcript);
@@ -189,14 +193,14 @@ export async function relayStream(
     if (svc === null) {
       // Upstream ended cleanly without a finish_reason for the first choice: close it ourselves.
       svc = await computeSvc();
-      await out.choices([{ index: 0, delta: {}, finish_reason: 'stop', logprobs: null }], undefined, svc);
+      await out.choices([closing(0)], undefined, svc);
       for (const h of held.splice(0)) await out.choices(h.choices, h.system_fingerprint, svc);
     }
     // Other choices (n > 1) that did not finish either: without a finish_reason the SDKs' stream helpers
     // refuse to assemble the completion ("missing finish_reason for choice 1").
     const unfinished = started.indexes().filter((index) => index !== 0 && !finished.has(index));
     if (unfinished.length > 0) {
-      await out.choices(unfinished.map((index) => ({ index, delta: {}, finish_reason: 'stop' as const, logprobs: null })), undefined, svc);
+      await out.choices(unfinished.map(closing), undefined, svc);
     }
     usage ??= await countUsage(request.messages, generated());
     await out.usage(usage, lastFingerprint);
