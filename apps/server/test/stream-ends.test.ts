@@ -95,6 +95,25 @@ describe('a Responses API stream the client leaves', () => {
   });
 });
 
+describe('a Responses API stream the upstream breaks', () => {
+  it('is stored as failed with the usage of what was generated, as the webhook counts it', async () => {
+    const partial = 'The Eiffel Tower was completed in ';
+    upstream.setBehavior({ rawSse: [role(), text('The Eiffel Tower was '), text('completed in ')], usage: false });
+    const stream = await client.responses.create({ model: 'svc01', instructions: DOC, input: 'When?', stream: true });
+    let id = '';
+    let failed: OpenAI.Responses.Response | undefined;
+    for await (const event of stream) {
+      if (event.type === 'response.created') id = event.response.id;
+      if (event.type === 'response.failed') failed = event.response;
+    }
+    expect(failed).toMatchObject({ id, status: 'failed' });
+    const payload = await deliveredWhere((p) => p.response_text === partial);
+    expect(payload.output_tokens).toBeGreaterThan(0);
+    expect(failed!.usage).toMatchObject({ output_tokens: payload.output_tokens, input_tokens: payload.input_tokens });
+    expect((await client.responses.retrieve(id)).usage).toMatchObject({ output_tokens: payload.output_tokens });
+  });
+});
+
 describe('text the <think> tag detection held back', () => {
   const messages = [{ role: 'user' as const, content: 'Is 2 less than 3? Answer with the symbol only.' }];
 

@@ -27,8 +27,8 @@ export interface StreamOutput {
   usage(usage: Usage, systemFingerprint: string | null | undefined): Promise<void> | undefined;
   /** After the audit: the stream's last words. */
   end(): Promise<void> | undefined;
-  /** The stream broke after it started. */
-  fail(error: ApiError): Promise<void> | undefined;
+  /** The stream broke after it started; `usage` is what was generated until then. */
+  fail(error: ApiError, usage: Usage): Promise<void> | undefined;
   /** The client left before the end: nothing more is written; `usage` is what was generated so far. */
   abandoned?(usage: Usage): Promise<void> | undefined;
 }
@@ -219,8 +219,8 @@ export async function relayStream(
     const error = toApiError(err);
     const clientGone = ctx.abort.aborted;
     sse.hold();
-    if (!clientGone) await out.fail(error);
     usage ??= await countUsage(request.messages, generated()).catch(() => NO_USAGE);
+    if (!clientGone) await out.fail(error, usage);
     // What was generated before the client left is kept as the output keeps it (a stored response), and audited.
     if (clientGone) await Promise.resolve(out.abandoned?.(usage)).catch(() => undefined);
     await recordFailure(ctx, {

@@ -178,8 +178,8 @@ function responseEvents(
     // As OpenAI keeps a response that failed: stored (unless `store: false`) with `status: "failed"` and its
     // error, before `response.failed` is sent, so the id the client holds reads back. A store that fails
     // here does not hide the stream's own error.
-    fail: async (error) => {
-      const failed = events.fail({ code: error.wireCode ?? error.code, message: error.message });
+    fail: async (error, usage) => {
+      const failed = events.fail({ code: error.wireCode ?? error.code, message: error.message }, usage);
       await store(events.result).catch(() => undefined);
       return sse.writeEvents(failed);
     },

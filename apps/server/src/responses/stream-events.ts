@@ -113,12 +113,21 @@ export class ResponseEvents {
     return this.flush();
   }
 
-  /** The stream broke after it started: `response.failed` with the error, as OpenAI ends a failed stream. */
-  fail(error: { code: string; message: string }): string {
+  /**
+   * The stream broke after it started: `response.failed` with the error, as OpenAI ends a failed stream, and
+   * `usage` (what was generated until then) when upstream reported none.
+   */
+  fail(error: { code: string; message: string }, usage?: Usage): string {
     this.closeReasoning('incomplete');
     this.closeMessage('incomplete');
     this.closeCalls('incomplete');
-    const response: ResponseObject = { ...this.response, status: 'failed', error, output: this.output, usage: this.usage };
+    const response: ResponseObject = {
+      ...this.response,
+      status: 'failed',
+      error,
+      output: this.output,
+      usage: this.usage ?? (usage ? responseUsage(usage) : null),
+    };
     this.final = response;
     this.emit('response.failed', { response });
     return this.flush();
