@@ -81,6 +81,23 @@ describe('a Responses API stream the client leaves', () => {
     expect(sent.some((m) => m.role === 'assistant' && JSON.stringify(m.content).includes('stands in Paris'))).toBe(true);
   });
 
+  it('after the upstream finished the answer (the client left during the grounding check) is stored as completed', async () => {
+    const answer = 'It stands in Paris and is 330 metres tall.';
+    // The text and its finish in one write: read together, the finish is known before the client sees the text.
+    upstream.setBehavior({ rawSse: [role(), text(answer) + frame([{ index: 0, delta: {}, finish_reason: 'stop' }])], hangMidStream: true });
+    const stream = await client.responses.create({ model: 'svc01', instructions: DOC, input: 'Where is it?', stream: true });
+    let id = '';
+    for await (const event of stream) {
+      if (event.type === 'response.created') id = event.response.id;
+      if (event.type === 'response.output_text.delta') stream.controller.abort();
+    }
+    const payload = await deliveredWhere((p) => p.response_text === answer);
+    expect(payload).toMatchObject({ status_code: 499, grounding_checked: true });
+    const stored = await client.responses.retrieve(id);
+    expect(stored).toMatchObject({ status: 'completed', output_text: answer, svc: { checked: true } });
+    expect(stored.output[0]).toMatchObject({ type: 'message', status: 'completed' });
+  });
+
   it('with store: false is not kept', async () => {
     upstream.setBehavior({ rawSse: [role(), text('Not '), text('kept at all. ')], hangMidStream: true });
     const stream = await client.responses.create({ model: 'svc01', input: 'Hi', stream: true, store: false });

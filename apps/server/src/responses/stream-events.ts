@@ -135,10 +135,18 @@ export class ResponseEvents {
 
   /**
    * The client left before the end: the response as far as it got, `incomplete` with its open items
-   * `incomplete` (what is stored; no event is written, nobody reads it). OpenAI ends a stream the client
+   * `incomplete` (what is stored; no event is written, nobody reads it), or as it finished when the
+   * upstream had finished it (the client left during the grounding check or before the last frames). OpenAI ends a stream the client
    * closed, and keeps the response; `usage` is what was generated so far.
    */
   abandon(usage: Usage): ResponseObject {
+    if (this.finishReason !== null) {
+      // The answer was whole (the upstream finished it) when the client left: stored as it finished.
+      this.usage ??= responseUsage(usage);
+      this.finish();
+      this.out = '';
+      return this.result;
+    }
     this.closeReasoning('incomplete');
     this.closeMessage('incomplete');
     this.closeCalls('incomplete');
