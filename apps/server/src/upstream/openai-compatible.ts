@@ -17,7 +17,7 @@ import { TextFrames } from './text-frames.js';
 import { splitThink, ThinkTags } from './think-tags.js';
 import { TokenLimits } from './token-limit.js';
 import { developerAsSystem } from './developer-role.js';
-import { upstreamHttpError } from './upstream-errors.js';
+import { errorFields, errorObject, upstreamHttpError } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
 import { ChoiceIndexes } from '../choice-indexes.js';
 import { ToolCallIndexes } from './tool-call-indexes.js';
@@ -790,13 +790,11 @@ function normalizeUsage(value: unknown): Usage | null {
   return { ...value, prompt_tokens: prompt as number, completion_tokens: completion as number, total_tokens: total };
 }
 
-/** The message of an error body (`{"error":{"message"}}`, `{"error":"…"}`, vLLM's `{"object":"error","message"}`), shortened; null when none. */
+/** The message of an error body (every shape `readErrorBody` reads), shortened; null when the body is no error. */
 function embeddedError(json: unknown): string | null {
-  if (!isRecord(json)) return null;
-  // OpenAI's `{"error": …}`, or vLLM's error object at the top level (`{"object": "error", "message": …}`).
-  const error = json.error ?? (json.object === 'error' ? json : null);
+  const error = errorObject(json);
   if (error === null) return null;
-  const message = typeof error === 'string' ? error : isRecord(error) && typeof error.message === 'string' ? error.message : 'unknown error';
+  const message = errorFields(error).message ?? 'unknown error';
   const oneLine = message.replace(/\s+/g, ' ').trim();
   return oneLine.length > 500 ? `${oneLine.slice(0, 500)}…` : oneLine;
 }

@@ -5,7 +5,7 @@ import { isRecord } from '../is-record.js';
 /** Longest upstream message passed on; longer ones are cut with `…`. */
 const MESSAGE_LIMIT = 2000;
 
-/** What an upstream error body says, from OpenAI's `{"error":{…}}`, vLLM's top-level `{"object":"error",…}` or Ollama's `{"error":"…"}`. */
+/** What an upstream error body says (see `readErrorBody` for the shapes read). */
 export interface UpstreamErrorBody {
   message: string | null;
   code: string | null;
@@ -89,7 +89,13 @@ function isAboutTheRequest(status: number, body: UpstreamErrorBody): boolean {
   return true;
 }
 
-/** The message, code and param of an upstream error body; nulls for what it does not say (or a body that is not JSON). */
+/**
+ * The message, code and param of an upstream error body; nulls for what it does not say (or a body that is not JSON).
+ * Besides OpenAI's `{"error":{…}}` it reads Gemini's `[{"error":{…}}]` (its OpenAI-compatible API answers errors as
+ * a one-element array), Mistral's `{"object":"error","message":{"detail":[…]}}` and a FastAPI `{"detail":[…]}`: a
+ * validation list is told as `loc: msg` lines, the first entry naming `param` (`messages[2].content`) and, without
+ * a code of the upstream's own, its pydantic type as `code` (`extra_forbidden`: a field the upstream does not take).
+ */
 export function readErrorBody(text: string): UpstreamErrorBody {
   let json: unknown;
   try {
@@ -97,14 +103,69 @@ export function readErrorBody(text: string): UpstreamErrorBody {
   } catch {
     return { message: null, code: null, param: null };
   }
-  if (!isRecord(json)) return { message: null, code: null, param: null };
-  const error = typeof json.error === 'string' ? { message: json.error } : isRecord(json.error) ? json.error : json.object === 'error' ? json : null;
+  return errorFields(errorObject(json));
+}
+
+/** The error object of an upstream body (`{"error":{…}}`, `{"error":"…"}`, vLLM's and Mistral's top level, Gemini's array, FastAPI's `detail`); null when it has none. */
+export function errorObject(json: unknown): Record<string, unknown> | null {
+  if (Array.isArray(json) && json.length > 0 && isRecord(json[0]) && json[0].error !== undefined) json = json[0];
+  if (!isRecord(json)) return null;
+  if (typeof json.error === 'string') return { message: json.error };
+  if (isRecord(json.error)) return json.error;
+  // An `error` of another kind (`true`, a number) still says the answer failed, without a message.
+  if (json.error !== undefined && json.error !== null) return {};
+  if (json.object === 'error' || json.object === 'Error') return json;
+  if (json.detail !== undefined && json.error === undefined && json.choices === undefined) return { message: json.detail };
+  return null;
+}
+
+/** Message, code and param of an error object (`errorObject`). */
+export function errorFields(error: Record<string, unknown> | null): UpstreamErrorBody {
   if (error === null) return { message: null, code: null, param: null };
-  return {
-    message: typeof error.message === 'string' && error.message.trim() !== '' ? error.message : null,
-    code: typeof error.code === 'string' && error.code !== '' ? error.code : null,
-    param: typeof error.param === 'string' && error.param !== '' ? error.param : null,
-  };
+  const code = typeof error.code === 'string' && error.code !== '' ? error.code : null;
+  const param = typeof error.param === 'string' && error.param !== '' ? error.param : null;
+  let message = error.message;
+  // Mistral's message is the validation object itself, or (older answers) its JSON text.
+  if (typeof message === 'string' && message.startsWith('{"detail"')) message = parsed(message) ?? message;
+  if (typeof message === 'string') return { message: message.trim() !== '' ? message : null, code, param };
+  const validation = validationOf(isRecord(message) ? message.detail : message) ?? validationOf(error.detail);
+  if (validation === null) return { message: null, code, param };
+  return { message: validation.message, code: code ?? validation.type, param: param ?? validation.param };
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A pydantic validation list (`[{type, loc, msg}]`) or a bare detail string, as one message; null when `detail` is neither. */
+function validationOf(detail: unknown): { message: string; type: string | null; param: string | null } | null {
+  if (typeof detail === 'string') return detail.trim() === '' ? null : { message: detail, type: null, param: null };
+  if (!Array.isArray(detail) || detail.length === 0) return null;
+  const lines: string[] = [];
+  let first: { type: string | null; param: string | null } | null = null;
+  for (const entry of detail.slice(0, 10)) {
+    if (!isRecord(entry) || typeof entry.msg !== 'string') continue;
+    const param = Array.isArray(entry.loc) ? paramOf(entry.loc) : null;
+    first ??= { type: typeof entry.type === 'string' && entry.type !== '' ? entry.type : null, param };
+    lines.push(param ? `${param}: ${entry.msg}` : entry.msg);
+  }
+  return first === null ? null : { message: lines.join('; '), ...first };
+}
+
+/** A pydantic `loc` (`["body", "messages", 2, "content"]`) as OpenAI names a param (`messages[2].content`). */
+function paramOf(loc: unknown[]): string | null {
+  let out = '';
+  for (const [i, part] of loc.entries()) {
+    if (i === 0 && part === 'body') continue;
+    if (typeof part === 'number') out += `[${part}]`;
+    else if (typeof part === 'string') out += out === '' ? part : `.${part}`;
+    else return null;
+  }
+  return out === '' ? null : out;
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {

@@ -51,6 +51,11 @@ export interface FakeUpstreamBehavior {
   status?: number;
   /** Message of the error body for `status` / `errorEvent`. */
   errorMessage?: string;
+  /**
+   * The body sent with `status` instead of OpenAI's `{"error":{…}}`: a provider's own error shape (Gemini's
+   * `[{"error":{…}}]`, Mistral's `{"object":"error","message":{"detail":[…]}}`, a bare FastAPI `{"detail":[…]}`).
+   */
+  errorBody?: unknown;
   /** `retry-after` header sent with `status`. */
   retryAfter?: string;
   /** `code` and `param` of the error body for `status` (default null). */
@@ -291,7 +296,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       if (current.retryAfter) headers['retry-after'] = current.retryAfter;
       const type = current.status === 429 ? 'rate_limit_error' : current.status >= 500 ? 'server_error' : 'invalid_request_error';
       const error = { message: current.errorMessage ?? `Fake upstream failure ${current.status}`, type, code: current.errorCode ?? null, param: current.errorParam ?? null };
-      sendJson(res, current.status, { error }, headers);
+      sendJson(res, current.status, current.errorBody !== undefined ? current.errorBody : { error }, headers);
       return;
     }
     const refusal = parameterRefusal(body, current);

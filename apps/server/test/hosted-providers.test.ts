@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { streamText } from 'ai';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
+
+/**
+ * svc in front of hosted OpenAI-compatible providers other than OpenAI (Gemini, Anthropic, Azure, Groq, Mistral,
+ * DeepSeek, OpenRouter, …), each quirk as the provider documents or sends it, through the real server and a real client.
+ */
+
+let upstream: FakeUpstream;
+let server: TestServer;
+let receiver: Receiver;
+let client: OpenAI;
+let token: string;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  upstream = await startFakeUpstream();
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gemini-2.5-flash', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  ({ token } = await server.createKey({ webhookUrl: receiver.url }));
+  client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await upstream?.close();
+  await receiver?.close();
+});
+
+beforeEach(() => {
+  upstream.setBehavior({});
+  upstream.requests.length = 0;
+});
+
+const ask = { model: 'svc01', messages: [{ role: 'user' as const, content: 'Hi' }] };
+
+describe('error bodies in a provider\'s own shape', () => {
+  const cases = [
+    {
+      provider: 'Gemini (a one-element array)',
+      status: 400,
+      body: [{ error: { code: 400, message: "Function calling with a response mime type: 'application/json' is unsupported", status: 'INVALID_ARGUMENT' } }],
+      expected: { message: "400 Function calling with a response mime type: 'application/json' is unsupported", code: 'upstream_invalid_request', param: null },
+    },
+    {
+      provider: 'Mistral (a validation object as the message)',
+      status: 422,
+      body: { object: 'error', message: { detail: [{ type: 'extra_forbidden', loc: ['body', 'stop'], msg: 'Extra inputs are not permitted', input: [] }] }, type: 'invalid_request_error', param: null, code: null },
+      expected: { message: '400 stop: Extra inputs are not permitted', code: 'extra_forbidden', param: 'stop' },
+    },
+    {
+      provider: 'FastAPI (a bare detail list)',
+      status: 422,
+      body: { detail: [{ type: 'string_type', loc: ['body', 'messages', 0, 'content'], msg: 'Input should be a valid string' }] },
+      expected: { message: '400 messages[0].content: Input should be a valid string', code: 'string_type', param: 'messages[0].content' },
+    },
+  ];
+
+  for (const { provider, status, body, expected } of cases) {
+    it(`${provider}: the client gets the upstream's message, streamed or not`, async () => {
+      upstream.setBehavior({ status, errorBody: body });
+      const plain = await client.chat.completions.create(ask).catch((err: unknown) => err);
+      expect(plain).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(plain).toMatchObject({ status: 400, type: 'invalid_request_error', ...expected });
+      const streamed = await client.chat.completions.create({ ...ask, stream: true }).catch((err: unknown) => err);
+      expect(streamed).toMatchObject({ status: 400, ...expected });
+    });
+  }
+
+  it('Gemini: a 429 in its array shape keeps its message and retry-after', async () => {
+    upstream.setBehavior({ status: 429, retryAfter: '7', errorBody: [{ error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } }] });
+    const err = await client.chat.completions.create(ask).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(err).toMatchObject({ code: 'upstream_rate_limited', message: '429 Upstream rate limit reached: Resource has been exhausted (e.g. check quota).' });
+    expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('7');
+  });
+});
