@@ -79,3 +79,48 @@ describe('error bodies in a provider\'s own shape', () => {
     expect((err as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe('7');
   });
 });
+
+describe('fields a provider refuses', () => {
+  it("Mistral: stream_options (svc's own, for usage) and store are left out once refused, and from then on", async () => {
+    upstream.setBehavior({ refuseFields: ['stream_options', 'store'] });
+    const stream = await client.chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let id = '';
+    for await (const chunk of stream) {
+      id = chunk.id;
+      text += chunk.choices[0]?.delta.content ?? '';
+      usage ??= chunk.usage;
+    }
+    expect(text).toBe('Hello from the fake upstream.');
+    expect(usage?.completion_tokens).toBeGreaterThan(0);
+    expect(upstream.requests.map((r) => 'stream_options' in r.body)).toEqual([true, false]);
+    const audit = await delivered(id);
+    expect(audit).toMatchObject({ status_code: 200, response_text: 'Hello from the fake upstream.' });
+    expect(audit.output_tokens).toBeGreaterThan(0);
+
+    upstream.requests.length = 0;
+    const again = await client.chat.completions.create({ ...ask, stream: true });
+    for await (const _ of again);
+    expect(upstream.requests).toHaveLength(1);
+
+    upstream.requests.length = 0;
+    const stored = await client.chat.completions.create({ ...ask, store: true, metadata: { app: 'demo' } });
+    expect(stored.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    expect(upstream.requests.map((r) => 'store' in r.body)).toEqual([true, false]);
+  });
+
+  it('a refused field svc does not leave out comes back as a 400 naming it', async () => {
+    upstream.setBehavior({ refuseFields: ['parallel_tool_calls'] });
+    const tools = [{ type: 'function' as const, function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+    const err = await client.chat.completions.create({ ...ask, tools, parallel_tool_calls: false }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 400, code: 'extra_forbidden', param: 'parallel_tool_calls', message: '400 parallel_tool_calls: Extra inputs are not permitted' });
+    expect(upstream.requests).toHaveLength(1);
+  });
+});
+
+/** The webhook payload of the request `id`. */
+async function delivered(id: string): Promise<Record<string, unknown>> {
+  const all = await receiver.waitFor((deliveries) => deliveries.some((d) => JSON.parse(d.raw.toString()).request_id === id));
+  return JSON.parse(all.find((d) => JSON.parse(d.raw.toString()).request_id === id)!.raw.toString()) as Record<string, unknown>;
+}

@@ -4,12 +4,15 @@ import { UpstreamError } from './upstream.js';
 export type TokenLimitField = 'max_tokens' | 'max_completion_tokens';
 
 /**
- * Tuning fields an upstream model may refuse that svc leaves out rather than fail the request for: the
- * sampling knobs OpenAI's reasoning models refuse (svc picks the thinking model, the client cannot tell), and
- * `reasoning_effort`, which OpenAI's other models refuse (an app that sets it for thinking mode sends it on
- * every request). `logprobs`, `logit_bias` and the like are not among them: a client asked for what they give.
+ * Fields an upstream model may refuse that svc leaves out rather than fail the request for: the sampling knobs
+ * OpenAI's reasoning models refuse (svc picks the thinking model, the client cannot tell); `reasoning_effort`,
+ * which OpenAI's other models refuse (an app that sets it for thinking mode sends it on every request);
+ * `stream_options`, which svc adds to every stream for usage and Mistral refuses (it sends usage anyway, and svc
+ * counts tokens when none comes); and `store` and `metadata`, OpenAI's stored completions, which no other
+ * provider keeps and Mistral refuses. `logprobs`, `logit_bias` and the like are not among them: a client asked for
+ * what they give.
  */
-const DROPPABLE = ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'reasoning_effort'] as const;
+const DROPPABLE = ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'reasoning_effort', 'stream_options', 'store', 'metadata'] as const;
 type Droppable = (typeof DROPPABLE)[number];
 
 /** What OpenAI's reasoning models refuse with `unsupported_parameter` whatever the value (temperature: any but 1). */
@@ -119,11 +122,16 @@ function sentField(body: UpstreamBody): TokenLimitField | null {
 
 /**
  * An upstream 400 `unsupported_parameter` naming `field`, by param or in its message (OpenAI's code); for
- * `temperature` also `unsupported_value` (what OpenAI's reasoning models answer to a temperature but 1).
+ * `temperature` also `unsupported_value` (what OpenAI's reasoning models answer to a temperature but 1); or a
+ * 400/422 `extra_forbidden` whose param is `field` or inside it (Mistral's refusal of a field it does not know).
  */
 function isUnsupported(error: unknown, field: TokenLimitField | Droppable): boolean {
-  if (!(error instanceof UpstreamError) || error.upstreamStatus !== 400) return false;
+  if (!(error instanceof UpstreamError)) return false;
   const code = error.upstreamCode;
+  if (code === 'extra_forbidden') {
+    return (error.upstreamStatus === 400 || error.upstreamStatus === 422) && (error.param === field || error.param?.startsWith(`${field}.`) === true);
+  }
+  if (error.upstreamStatus !== 400) return false;
   if (code !== 'unsupported_parameter' && !(field !== 'max_tokens' && field !== 'max_completion_tokens' && code === 'unsupported_value')) return false;
   return error.param === field || (error.param === null && error.message.includes(`'${field}'`));
 }

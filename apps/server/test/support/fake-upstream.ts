@@ -68,6 +68,11 @@ export interface FakeUpstreamBehavior {
    * whose roles are system, assistant, user, tool and function). Ollama drops it instead: the model never sees it.
    */
   refuseDeveloperRole?: boolean;
+  /**
+   * Fields this server does not take: a request with one gets Mistral's 422 (`extra_forbidden`, the field in the
+   * validation object that is its `message`). Mistral refuses `stream_options` and `store`, for instance.
+   */
+  refuseFields?: string[];
   /** Refuse any `temperature` but 1 (as OpenAI's reasoning models do), whatever the model's name. */
   fixedTemperature?: boolean;
   /** `service_tier` of the completion and of every chunk. */
@@ -297,6 +302,12 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       const type = current.status === 429 ? 'rate_limit_error' : current.status >= 500 ? 'server_error' : 'invalid_request_error';
       const error = { message: current.errorMessage ?? `Fake upstream failure ${current.status}`, type, code: current.errorCode ?? null, param: current.errorParam ?? null };
       sendJson(res, current.status, current.errorBody !== undefined ? current.errorBody : { error }, headers);
+      return;
+    }
+    const extra = current.refuseFields?.find((field) => body[field] !== undefined);
+    if (extra !== undefined) {
+      const detail = [{ type: 'extra_forbidden', loc: ['body', extra], msg: 'Extra inputs are not permitted', input: body[extra] }];
+      sendJson(res, 422, { object: 'error', message: { detail }, type: 'invalid_request_error', param: null, code: null });
       return;
     }
     const refusal = parameterRefusal(body, current);
