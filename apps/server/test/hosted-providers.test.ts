@@ -124,3 +124,26 @@ async function delivered(id: string): Promise<Record<string, unknown>> {
   const all = await receiver.waitFor((deliveries) => deliveries.some((d) => JSON.parse(d.raw.toString()).request_id === id));
   return JSON.parse(all.find((d) => JSON.parse(d.raw.toString()).request_id === id)!.raw.toString()) as Record<string, unknown>;
 }
+
+describe("svc's own upstream key", () => {
+  it("Gemini's 400 for a wrong key is svc's configuration: 502 upstream_error, not retried, not a 400 the client would blame on its own key", async () => {
+    upstream.setBehavior({
+      status: 400,
+      errorBody: [
+        {
+          error: {
+            code: 400,
+            message: 'API key not valid. Please pass a valid API key.',
+            status: 'INVALID_ARGUMENT',
+            details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }],
+          },
+        },
+      ],
+    });
+    const retrying = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 2 });
+    const err = await retrying.chat.completions.create(ask).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+    expect(err).toMatchObject({ status: 502, type: 'upstream_error', code: 'upstream_error', message: '502 Upstream responded with HTTP 400: API key not valid. Please pass a valid API key.' });
+    expect(upstream.requests).toHaveLength(1);
+  });
+});

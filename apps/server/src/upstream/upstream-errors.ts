@@ -10,6 +10,11 @@ export interface UpstreamErrorBody {
   message: string | null;
   code: string | null;
   param: string | null;
+  /**
+   * The upstream refused svc's own key in a 400: Gemini answers a wrong or expired key with 400 `INVALID_ARGUMENT`,
+   * its `details` naming the reason (`API_KEY_INVALID`), where OpenAI answers 401.
+   */
+  keyRefused?: true;
 }
 
 /**
@@ -21,7 +26,7 @@ export interface UpstreamErrorBody {
  * | 400, 413, 422, and a 404 naming a param: about the request | 400 `invalid_request_error` with the upstream's message, code (else `upstream_invalid_request`) and param |
  * | the same naming `model` (or code `model_not_found`), a 404 naming no param | 502 `upstream_error`: svc's upstream configuration, not the request |
  * | 429 | 429 `rate_limit_error` `upstream_rate_limited`, its `retry-after` / `retry-after-ms` passed on |
- * | 401, 403 (svc's own upstream key), 5xx, any other status | 502 `upstream_error` (`retry-after` passed on; a 4xx but 408, 409, 429 with `x-should-retry: false`) |
+ * | 401, 403 (svc's own upstream key; also Gemini's 400 naming an `API_KEY_…` reason), 5xx, any other status | 502 `upstream_error` (`retry-after` passed on; a 4xx but 408, 409, 429 with `x-should-retry: false`) |
  *
  * `redact` removes svc's upstream key from anything echoed back.
  *
@@ -81,6 +86,7 @@ const MASKED_KEY = /(?<![\w-])[\w-]*\*{3,}[\w-]*/g;
 /** True when the upstream rejected what the client sent (not svc's configuration, not the upstream itself). */
 function isAboutTheRequest(status: number, body: UpstreamErrorBody): boolean {
   if (status !== 400 && status !== 404 && status !== 413 && status !== 422) return false;
+  if (body.keyRefused) return false;
   // The upstream model svc is configured with (SVC_UPSTREAM_MODEL) is unknown there: svc's fault, not the client's.
   if (body.param === 'model' || body.code === 'model_not_found') return false;
   // A 404 is nearly always svc's configuration — a wrong base URL, or a model vLLM/Ollama do not serve, which
@@ -124,6 +130,9 @@ export function errorFields(error: Record<string, unknown> | null): UpstreamErro
   if (error === null) return { message: null, code: null, param: null };
   const code = typeof error.code === 'string' && error.code !== '' ? error.code : null;
   const param = typeof error.param === 'string' && error.param !== '' ? error.param : null;
+  if (Array.isArray(error.details) && error.details.some((d) => isRecord(d) && typeof d.reason === 'string' && d.reason.startsWith('API_KEY_'))) {
+    return { ...errorFields({ ...error, details: undefined }), keyRefused: true };
+  }
   let message = error.message;
   // Mistral's message is the validation object itself, or (older answers) its JSON text.
   if (typeof message === 'string' && message.startsWith('{"detail"')) message = parsed(message) ?? message;
