@@ -47,6 +47,12 @@ describe('error bodies in a provider\'s own shape', () => {
       expected: { message: "400 Function calling with a response mime type: 'application/json' is unsupported", code: 'upstream_invalid_request', param: null },
     },
     {
+      provider: "Anthropic (its own envelope, type 'error')",
+      status: 400,
+      body: { type: 'error', error: { type: 'invalid_request_error', message: 'n: only n=1 is supported' } },
+      expected: { message: '400 n: only n=1 is supported', code: 'upstream_invalid_request', param: null },
+    },
+    {
       provider: 'Mistral (a validation object as the message)',
       status: 422,
       body: { object: 'error', message: { detail: [{ type: 'extra_forbidden', loc: ['body', 'stop'], msg: 'Extra inputs are not permitted', input: [] }] }, type: 'invalid_request_error', param: null, code: null },
@@ -145,5 +151,89 @@ describe("svc's own upstream key", () => {
     expect(err).toBeInstanceOf(OpenAI.InternalServerError);
     expect(err).toMatchObject({ status: 502, type: 'upstream_error', code: 'upstream_error', message: '502 Upstream responded with HTTP 400: API key not valid. Please pass a valid API key.' });
     expect(upstream.requests).toHaveLength(1);
+  });
+});
+
+describe('what a later turn needs is kept', () => {
+  const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  const call = { id: 'function-call-1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' }, extra_content: { google: { thought_signature: 'c2lnbmF0dXJl' } } };
+  const head = { id: 'x', object: 'chat.completion.chunk', created: 1, model: 'gemini-2.5-flash' };
+
+  it("Gemini's thought signature on a tool call reaches the client, streamed or not, and goes back upstream with the next turn", async () => {
+    upstream.setBehavior({
+      rawJson: { id: 'x', object: 'chat.completion', created: 1, model: 'gemini-2.5-flash', choices: [{ index: 0, message: { role: 'assistant', tool_calls: [call] }, finish_reason: 'tool_calls' }] },
+    });
+    const plain = await client.chat.completions.create({ ...ask, tools });
+    expect(plain.choices[0]!.message.tool_calls).toEqual([call]);
+
+    upstream.setBehavior({
+      rawSse: [`data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [call] }, finish_reason: 'tool_calls' }] })}\n\ndata: [DONE]\n\n`],
+    });
+    const stream = await client.chat.completions.create({ ...ask, tools, stream: true });
+    const deltas: unknown[] = [];
+    for await (const chunk of stream) deltas.push(...(chunk.choices[0]?.delta.tool_calls ?? []));
+    expect(deltas).toEqual([{ index: 0, ...call }]);
+
+    upstream.setBehavior({});
+    upstream.requests.length = 0;
+    const assistant = { role: 'assistant', content: null, tool_calls: [call] } as OpenAI.ChatCompletionAssistantMessageParam;
+    await client.chat.completions.create({ model: 'svc01', tools, messages: [{ role: 'user', content: 'Weather in Paris?' }, assistant, { role: 'tool', tool_call_id: call.id, content: 'sunny' }] });
+    expect((upstream.requests[0]!.body.messages as Array<Record<string, unknown>>)[1]!.tool_calls).toEqual([call]);
+  });
+
+  it("DeepSeek's reasoning_content on an assistant turn with tool calls goes back upstream (its thinking mode answers 400 without it)", async () => {
+    const assistant = { role: 'assistant', content: null, reasoning_content: 'Need the weather tool.', tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] };
+    await client.chat.completions.create({ model: 'svc01', tools, messages: [{ role: 'user', content: 'Weather?' }, assistant as never, { role: 'tool', tool_call_id: 'call_0', content: 'sunny' }] });
+    expect((upstream.requests[0]!.body.messages as unknown[])[1]).toEqual(assistant);
+  });
+
+  it("OpenRouter: reasoning becomes reasoning_content, reasoning_details pass as they came", async () => {
+    const details = [{ type: 'reasoning.encrypted', data: 'ENC', id: 'r1', format: 'openai-responses-v1', index: 0 }];
+    upstream.setBehavior({
+      rawJson: { id: 'gen-1', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.', reasoning: 'Greet.', reasoning_details: details }, finish_reason: 'stop', native_finish_reason: 'STOP' }] },
+    });
+    const res = await client.chat.completions.create(ask);
+    expect(res.choices[0]!.message).toMatchObject({ content: 'Hi.', reasoning_content: 'Greet.', reasoning_details: details });
+  });
+});
+
+describe('stream frames of hosted providers', () => {
+  const head = { id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm' };
+  const frame = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`;
+
+  it("Azure's first frame (choices [], empty id and model, prompt_filter_results) and a frame without delta do not reach or break the client", async () => {
+    upstream.setBehavior({
+      rawSse: [
+        frame({ choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: [{ prompt_index: 0, content_filter_results: {} }] }),
+        frame({ ...head, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hello' }, finish_reason: null }] }),
+        frame({ ...head, choices: [{ index: 0, finish_reason: null, content_filter_offsets: { check_offset: 5 } }] }),
+        frame({ ...head, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }),
+        'data: [DONE]\n\n',
+      ],
+    });
+    const openai = createOpenAI({ apiKey: token, baseURL: `${server.url}/v1` });
+    const errors: unknown[] = [];
+    const result = streamText({ model: openai.chat('svc01'), prompt: 'Hi', onError: ({ error }) => void errors.push(error) });
+    expect(await result.text).toBe('Hello');
+    expect(await result.finishReason).toBe('stop');
+    expect(errors).toEqual([]);
+  });
+
+  it("OpenRouter: ': OPENROUTER PROCESSING' comments are skipped, an error frame mid-stream ends the stream with its message", async () => {
+    upstream.setBehavior({
+      rawSse: [
+        ': OPENROUTER PROCESSING\n\n',
+        frame({ ...head, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] }),
+        frame({ ...head, error: { code: 502, message: 'Provider disconnected' }, choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }] }),
+      ],
+    });
+    const stream = await client.chat.completions.create({ ...ask, stream: true });
+    let text = '';
+    const err = await (async () => {
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    })().catch((e: unknown) => e);
+    expect(text).toBe('Hel');
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect((err as Error).message).toContain('Provider disconnected');
   });
 });
