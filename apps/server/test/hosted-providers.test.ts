@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
-import { streamText } from 'ai';
+import { streamText, tool } from 'ai';
+import { z } from 'zod';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
@@ -179,6 +180,36 @@ describe('what a later turn needs is kept', () => {
     const assistant = { role: 'assistant', content: null, tool_calls: [call] } as OpenAI.ChatCompletionAssistantMessageParam;
     await client.chat.completions.create({ model: 'svc01', tools, messages: [{ role: 'user', content: 'Weather in Paris?' }, assistant, { role: 'tool', tool_call_id: call.id, content: 'sunny' }] });
     expect((upstream.requests[0]!.body.messages as Array<Record<string, unknown>>)[1]!.tool_calls).toEqual([call]);
+  });
+
+  it("Gemini's 'stop' after a tool call is told as 'tool_calls', streamed (the openai SDK, the AI SDK) or not, so agent loops run the tool", async () => {
+    const finish = (reason: string): string[] => [
+      `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [{ ...call, index: 0 }] }, finish_reason: null }] })}\n\n`,
+      `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: {}, finish_reason: reason }] })}\n\ndata: [DONE]\n\n`,
+    ];
+    upstream.setBehavior({ rawSse: finish('stop') });
+    const stream = await client.chat.completions.create({ ...ask, tools, stream: true });
+    const reasons: unknown[] = [];
+    for await (const chunk of stream) if (chunk.choices[0]?.finish_reason) reasons.push(chunk.choices[0].finish_reason);
+    expect(reasons).toEqual(['tool_calls']);
+
+    upstream.setBehavior({ rawSse: finish('stop') });
+    const openai = createOpenAI({ apiKey: token, baseURL: `${server.url}/v1` });
+    const result = streamText({ model: openai.chat('svc01'), prompt: 'Weather in Paris?', tools: { get_weather: tool({ inputSchema: z.object({ city: z.string() }) }) } });
+    expect(await result.finishReason).toBe('tool-calls');
+    expect((await result.toolCalls).map((c) => c.input)).toEqual([{ city: 'Paris' }]);
+
+    upstream.setBehavior({
+      rawJson: { id: 'x', object: 'chat.completion', created: 1, model: 'gemini-2.0-flash', choices: [{ index: 0, message: { role: 'assistant', tool_calls: [call] }, finish_reason: 'stop' }] },
+    });
+    const plain = await client.chat.completions.create({ ...ask, tools });
+    expect(plain.choices[0]!.finish_reason).toBe('tool_calls');
+
+    upstream.setBehavior({ rawSse: [`data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: 'assistant', content: 'Sunny.' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`] });
+    const text = await client.chat.completions.create({ ...ask, tools, stream: true });
+    const textReasons: unknown[] = [];
+    for await (const chunk of text) if (chunk.choices[0]?.finish_reason) textReasons.push(chunk.choices[0].finish_reason);
+    expect(textReasons).toEqual(['stop']);
   });
 
   it("DeepSeek's reasoning_content on an assistant turn with tool calls goes back upstream (its thinking mode answers 400 without it)", async () => {

@@ -327,6 +327,12 @@ class ChunkReader {
   private readonly decoder = new Utf8Text();
   private readonly started = new ChoiceIndexes();
   private readonly finished = new ChoiceIndexes();
+  /**
+   * Choices that streamed a tool call: their `stop` is told as `tool_calls`, which is what clients' agent loops
+   * branch on. Gemini's OpenAI-compatible API ends a streamed tool call with `stop` (its non-streamed answer, and
+   * OpenAI's, say `tool_calls`).
+   */
+  private readonly calling = new ChoiceIndexes();
   private readonly textFrames = new TextFrames();
   private readonly toolCalls = new ToolCallIndexes();
   private readonly thinkTags = new ThinkTags();
@@ -524,9 +530,13 @@ class ChunkReader {
     }
     const chunk = normalizeChunk(json, this.fallback, this.toolCalls);
     if (chunk === json) this.textFrames.learn(data, chunk);
-    for (const choice of chunk.choices) {
+    for (let i = 0; i < chunk.choices.length; i++) {
+      const choice = chunk.choices[i]!;
       this.started.add(choice.index);
-      if (choice.finish_reason) this.finished.add(choice.index);
+      if (choice.delta.tool_calls !== undefined && choice.delta.tool_calls.length > 0) this.calling.add(choice.index);
+      if (!choice.finish_reason) continue;
+      this.finished.add(choice.index);
+      if (choice.finish_reason === 'stop' && this.calling.has(choice.index)) chunk.choices[i] = { ...choice, finish_reason: 'tool_calls' };
     }
     this.thinkTags.apply(chunk);
     return chunk;
@@ -607,13 +617,18 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
       logprobs = parsed.data.logprobs;
     }
     const out: UpstreamCompletion['choices'][number]['message'] = { role: 'assistant', content: m.content };
-    if (m.tool_calls && m.tool_calls.length > 0) out.tool_calls = m.tool_calls;
+    let finish = finish_reason;
+    if (m.tool_calls && m.tool_calls.length > 0) {
+      out.tool_calls = m.tool_calls;
+      // As in a stream (ChunkReader's `calling`): Gemini's earlier models said `stop` for a tool call.
+      if (finish === 'stop') finish = 'tool_calls';
+    }
     if (m.reasoning_content !== undefined) out.reasoning_content = m.reasoning_content;
     if (m.refusal !== undefined) out.refusal = m.refusal;
     // The message's other fields (`annotations`, `audio`, `function_call`, …) go to the client as they came,
     // as they do in a stream's deltas; an empty `tool_calls` stays out, as OpenAI leaves it out.
     for (const key in m) if (!(key in out) && key !== 'tool_calls') out[key] = m[key];
-    return { index, message: out, finish_reason, ...(logprobs !== undefined ? { logprobs } : {}) };
+    return { index, message: out, finish_reason: finish, ...(logprobs !== undefined ? { logprobs } : {}) };
   });
   const completion: UpstreamCompletion = { choices, usage: normalizeUsage(json.usage) };
   if (typeof json.id === 'string') completion.id = json.id;
