@@ -78,3 +78,27 @@ describe('readErrorBody', () => {
     expect(readErrorBody('{"choices":[]}')).toEqual({ message: null, code: null, param: null });
   });
 });
+
+describe('readErrorBody of hosted providers', () => {
+  it.each([
+    ['Gemini: a one-element array', '[{"error":{"code":400,"message":"Bad tool","status":"INVALID_ARGUMENT"}}]', { message: 'Bad tool', code: null, param: null }],
+    [
+      'Mistral: the validation object as JSON text (older answers)',
+      JSON.stringify({ object: 'error', message: JSON.stringify({ detail: [{ type: 'extra_forbidden', loc: ['body', 'frequency_penalty'], msg: 'Extra inputs are not permitted' }] }), type: 'internal_error_proxy', param: null, code: '1000' }),
+      { message: 'frequency_penalty: Extra inputs are not permitted', code: '1000', param: 'frequency_penalty' },
+    ],
+    [
+      'a validation list of several entries: each told, the first names param',
+      JSON.stringify({ detail: [{ type: 'extra_forbidden', loc: ['body', 'store'], msg: 'Extra inputs are not permitted' }, { type: 'extra_forbidden', loc: ['body', 'max_completion_tokens'], msg: 'Extra inputs are not permitted' }] }),
+      { message: 'store: Extra inputs are not permitted; max_completion_tokens: Extra inputs are not permitted', code: 'extra_forbidden', param: 'store' },
+    ],
+    ['a FastAPI detail string', '{"detail":"Not authenticated"}', { message: 'Not authenticated', code: null, param: null }],
+  ])('%s', (_name, text, expected) => {
+    expect(readErrorBody(text)).toEqual(expected);
+  });
+
+  it("flags Gemini's refusal of svc's own key", () => {
+    const body = readErrorBody('[{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"reason":"API_KEY_INVALID"}]}}]');
+    expect(body).toEqual({ message: 'API key not valid.', code: null, param: null, keyRefused: true });
+  });
+});
