@@ -21,7 +21,7 @@ let token: string;
 beforeAll(async () => {
   receiver = await startReceiver();
   upstream = await startFakeUpstream();
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gemini-2.5-flash', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gemini-2.5-flash', SVC_UPSTREAM_THINKING_MODEL: 'gemini-2.5-pro', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
   ({ token } = await server.createKey({ webhookUrl: receiver.url }));
   client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
 });
@@ -115,6 +115,25 @@ describe('fields a provider refuses', () => {
     const stored = await client.chat.completions.create({ ...ask, store: true, metadata: { app: 'demo' } });
     expect(stored.choices[0]!.message.content).toBe('Hello from the fake upstream.');
     expect(upstream.requests.map((r) => 'store' in r.body)).toEqual([true, false]);
+  });
+
+  it("Gemini: store and metadata, refused as names it does not know, are left out once refused (the thinking model learns for itself)", async () => {
+    upstream.setBehavior({ refuseFields: ['store', 'metadata'], refuseFieldsAs: 'gemini' });
+    const thinking = { ...ask, store: true, metadata: { app: 'demo' }, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming;
+    const res = await client.chat.completions.create(thinking);
+    expect(res.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    expect(upstream.requests.map((r) => [r.body.model, 'store' in r.body, 'metadata' in r.body])).toEqual([
+      ['gemini-2.5-pro', true, true],
+      ['gemini-2.5-pro', false, true],
+      ['gemini-2.5-pro', false, false],
+    ]);
+  });
+
+  it('Gemini: a refused name svc does not leave out comes back as a 400 naming it in param', async () => {
+    upstream.setBehavior({ refuseFields: ['prediction'], refuseFieldsAs: 'gemini' });
+    const err = await client.chat.completions.create({ ...ask, prediction: { type: 'content', content: 'Hi' } }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 400, param: 'prediction', message: '400 Invalid JSON payload received. Unknown name "prediction": Cannot find field.' });
+    expect(upstream.requests).toHaveLength(1);
   });
 
   it('a refused field svc does not leave out comes back as a 400 naming it', async () => {

@@ -1,5 +1,6 @@
 import type { UpstreamBody } from './upstream.js';
 import { UpstreamError } from './upstream.js';
+import { unknownName } from './upstream-errors.js';
 
 export type TokenLimitField = 'max_tokens' | 'max_completion_tokens';
 
@@ -123,11 +124,14 @@ function sentField(body: UpstreamBody): TokenLimitField | null {
 /**
  * An upstream 400 `unsupported_parameter` naming `field`, by param or in its message (OpenAI's code); for
  * `temperature` also `unsupported_value` (what OpenAI's reasoning models answer to a temperature but 1); or a
- * 400/422 `extra_forbidden` whose param is `field` or inside it (Mistral's refusal of a field it does not know).
+ * 400/422 `extra_forbidden` whose param is `field` or inside it (Mistral's refusal of a field it does not know); or
+ * Gemini's 400 `Unknown name "field"`.
  */
 function isUnsupported(error: unknown, field: TokenLimitField | Droppable): boolean {
   if (!(error instanceof UpstreamError)) return false;
   const code = error.upstreamCode;
+  // Gemini's refusal of a top-level name it does not know: its message names the field (upstream-errors.ts).
+  if (error.upstreamStatus === 400 && error.param === field && unknownName(error.message) === field) return true;
   if (code === 'extra_forbidden') {
     return (error.upstreamStatus === 400 || error.upstreamStatus === 422) && (error.param === field || error.param?.startsWith(`${field}.`) === true);
   }

@@ -136,11 +136,22 @@ export function errorFields(error: Record<string, unknown> | null): UpstreamErro
   let message = error.message;
   // Mistral's message is the validation object itself, or (older answers) its JSON text.
   if (typeof message === 'string' && message.startsWith('{"detail"')) message = parsed(message) ?? message;
-  if (typeof message === 'string') return { message: message.trim() !== '' ? message : null, code, param };
+  if (typeof message === 'string') return { message: message.trim() !== '' ? message : null, code, param: param ?? unknownName(message) };
   const validation = validationOf(isRecord(message) ? message.detail : message) ?? validationOf(error.detail);
   if (validation === null) return { message: null, code, param };
   return { message: validation.message, code: code ?? validation.type, param: param ?? validation.param };
 }
+
+/**
+ * The field Gemini's OpenAI-compatible API names when it refuses a top-level field it does not know
+ * (`Invalid JSON payload received. Unknown name "store": Cannot find field.`); null for any other message,
+ * a nested name (`… Unknown name "const" at 'tools[0]…'`) included.
+ */
+export function unknownName(message: string): string | null {
+  const match = UNKNOWN_NAME.exec(message);
+  return match ? match[1]! : null;
+}
+const UNKNOWN_NAME = /^Invalid JSON payload received\. Unknown name "([A-Za-z_]\w{0,63})": Cannot find field\.$/;
 
 function parsed(text: string): unknown {
   try {

@@ -73,6 +73,8 @@ export interface FakeUpstreamBehavior {
    * validation object that is its `message`). Mistral refuses `stream_options` and `store`, for instance.
    */
   refuseFields?: string[];
+  /** `gemini`: `refuseFields` are refused as Gemini's OpenAI-compatible API refuses a top-level name it does not know (400, `[{"error":…}]`). */
+  refuseFieldsAs?: 'gemini';
   /** Refuse any `temperature` but 1 (as OpenAI's reasoning models do), whatever the model's name. */
   fixedTemperature?: boolean;
   /** `service_tier` of the completion and of every chunk. */
@@ -306,6 +308,12 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     }
     const extra = current.refuseFields?.find((field) => body[field] !== undefined);
     if (extra !== undefined) {
+      if (current.refuseFieldsAs === 'gemini') {
+        const message = `Invalid JSON payload received. Unknown name "${extra}": Cannot find field.`;
+        const details = [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ description: message }] }];
+        sendJson(res, 400, [{ error: { code: 400, message, status: 'INVALID_ARGUMENT', details } }]);
+        return;
+      }
       const detail = [{ type: 'extra_forbidden', loc: ['body', extra], msg: 'Extra inputs are not permitted', input: body[extra] }];
       sendJson(res, 422, { object: 'error', message: { detail }, type: 'invalid_request_error', param: null, code: null });
       return;
