@@ -172,6 +172,14 @@ describe("svc's own upstream key", () => {
     expect(err).toMatchObject({ status: 502, type: 'upstream_error', code: 'upstream_error', message: '502 Upstream responded with HTTP 400: API key not valid. Please pass a valid API key.' });
     expect(upstream.requests).toHaveLength(1);
   });
+
+  it("OpenRouter's 402 (no credits) is svc's account: 502 upstream_error with its message, not retried", async () => {
+    upstream.setBehavior({ status: 402, errorBody: { error: { code: 402, message: 'Insufficient credits', metadata: {} } } });
+    const retrying = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 2 });
+    const err = await retrying.chat.completions.create(ask).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 502, code: 'upstream_error', message: '502 Upstream responded with HTTP 402: Insufficient credits' });
+    expect(upstream.requests).toHaveLength(1);
+  });
 });
 
 describe('what a later turn needs is kept', () => {
