@@ -212,11 +212,17 @@ const CITATIONS: ReadonlyArray<[trigger: string, pattern: RegExp]> = [
 // whole run of white space at every position of it).
 const LIST_NUMBERS = /^([ \t]*(?:[-*\u2022][ \t]+)?)(\d{1,2}[.)]|\d\ufe0f?\u20e3|[ivx]{1,5}[.)]|[IVX]{1,5}[.)]|[a-h][.)]|[Ss]tep \d{1,2}:)(?=[ \t])/gmu;
 
-function blankNotAsserted(answer: string): { answer: string; links: Link[] } {
-  // A list's number becomes a bullet, not blanks: a line break before white space and a lower-case word would
-  // read as a wrapped line, and the items would run together.
+function blankNotAsserted(answer: string): { answer: string; links: Link[]; cited: Link[] } {
+  // A cited page's address ("… London. [Wikipedia](https://…)") is blanked with its mark, so it weighs nothing in
+  // its sentence's claim, and is still checked as a claim of its own: a cited page no source has is made up.
+  const cited: Link[] = [];
   for (const [trigger, pattern] of CITATIONS) {
-    if (answer.includes(trigger)) answer = answer.replace(pattern, (m) => ' '.repeat(m.length));
+    if (!answer.includes(trigger)) continue;
+    const citesPage = trigger === '](';
+    answer = answer.replace(pattern, (m: string, at: number) => {
+      if (citesPage) for (const l of findLinks(m)) cited.push({ ...l, start: l.start + at, end: l.end + at });
+      return ' '.repeat(m.length);
+    });
   }
   // Links left (not citation marks nor the list of sources) are checked whole (`Term.link`), not word by word.
   const links = findLinks(answer);
@@ -231,7 +237,9 @@ function blankNotAsserted(answer: string): { answer: string; links: Link[] } {
     answer = parts.join('');
   }
   if (answer.includes('|')) answer = answer.replace(NUMBERED_TABLE, (rows) => rows.replace(ROW_NUMBER, (_m, cell: string, number: string) => cell + ' '.repeat(number.length)));
-  return { answer: answer.replace(LIST_NUMBERS, (_m, indent: string, number: string) => `${indent}\u2022${' '.repeat(number.length - 1)}`), links };
+  // A list's number becomes a bullet, not blanks: a line break before white space and a lower-case word would
+  // read as a wrapped line, and the items would run together.
+  return { answer: answer.replace(LIST_NUMBERS, (_m, indent: string, number: string) => `${indent}\u2022${' '.repeat(number.length - 1)}`), links, cited };
 }
 
 /**
@@ -284,9 +292,10 @@ function readable(text: string): string {
  * or number asserts nothing checkable either.
  */
 export function splitClaims(text: string): Claim[] {
-  const { answer, links } = blankNotAsserted(text);
+  const { answer, links, cited } = blankNotAsserted(text);
   const tokens = tokenize(answer);
   const { bySentence, alone } = linkSentences(answer, tokens, links);
+  alone.push(...cited);
   const claims: Claim[] = [];
   let i = 0;
   while (i < tokens.length) {

@@ -508,6 +508,9 @@ describe('RAG answers with citation marks', () => {
     ' [Wikipedia](https://en.wikipedia.org/wiki/Rhine)',
     '\n\nSource: [Deutsche Welle](https://dw.com/a/123)',
   ];
+  // The pages the marks and footers cite, as a RAG app lists its retrieved documents: a cited page is checked
+  // like any link.
+  const PAGES = `Retrieved: ${[1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => `https://example.org/doc/${i}`).join(' ')} https://en.wikipedia.org/wiki/Rhine https://dw.com/a/123`;
   // A mark goes before the sentence's full stop, or after it for the footnote styles.
   const cite = (s: string, mark: string) => (/^[\^[]/.test(mark) && /[.!]$/.test(s) ? s + mark : s.replace(/([.!]?)$/, `${mark}$1`));
 
@@ -519,7 +522,7 @@ describe('RAG answers with citation marks', () => {
         // A link cites when it stands after a sentence's end (or a "Source:"), not after any word.
         fc.pre(!footer.startsWith(' [') || /[.!?\u3002]['"]?$/.test(c.copied[c.copied.length - 1]!));
         const answer = opener + c.copied.map((s, i) => cite(s, mark(i + 1))).join(' ') + footer;
-        const r = checkGrounding({ sources: sourcesOf(c), answer });
+        const r = checkGrounding({ sources: [...sourcesOf(c), PAGES], answer });
         expect(r.grounded, `${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
         expect(r.flaggedSpans).toEqual([]);
       }),
