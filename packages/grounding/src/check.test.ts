@@ -364,6 +364,8 @@ describe('sources that state nothing', () => {
     [['List the planets.']],
     [['Plan a trip to Rome for me.']],
     [['Review my essay, please.']],
+    // A request wrapped onto a second line is still one request.
+    [['Write a poem about the sea\nand the ships that sail on it.']],
     // The system message of most examples, and of most apps, before a question the model answers from memory.
     [['You are a helpful assistant.', 'Who wrote Hamlet?']],
     [['You are an expert chef. Answer concisely and never use jargon.', 'How long do I boil an egg?']],
@@ -381,6 +383,10 @@ describe('sources that state nothing', () => {
     [['Plan Basic meets at 3 pm on Monday in room 4.', 'Compare the plans.']],
     [['Review meetings are at 3 pm on Monday in room 4.']],
     [['Show times: none.', 'Code 4 means the meeting is at 3 pm on Monday in room 4.']],
+    // The material on the lines after a request with no colon, a line break being all that sets it apart.
+    [['Summarize the notes below for the team\nthe meeting moved to 3 pm on Monday in room 4']],
+    [['Review the schedule and flag any clashes\nday,time,room\nMonday,3 pm,4\nTuesday,10 am,2']],
+    [['Compare the bookings and tell me which is later\n| day | time | room |\n|---|---|---|\n| Monday | 3 pm | 4 |']],
   ])('a request beside what it is about is checked against it: %j', (sources) => {
     const r = checkGrounding({ sources, answer: 'The meeting is at 5 pm on Friday in room 9.' });
     expect(r.checked).toBe(true);

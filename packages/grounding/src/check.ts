@@ -104,7 +104,8 @@ const CONVERSATION_CHARS = 500;
  * or said ("Write a poem about the sea.", "Tell me a joke.", "Describe the picture."), a rule for how to answer
  * ("Answer concisely.", "Be brief."), or the persona a system message gives ("You are a helpful
  * assistant."), with no colon after which it would go on to state what to work on ("Summarize: the meeting is at
- * 3 pm." states something). It asks or directs; it states nothing an answer could be checked against. Imperatives
+ * 3 pm." states something), nor a line break before a line of data ("Summarize the notes below\nthe meeting moved
+ * to 3 pm"). It asks or directs; it states nothing an answer could be checked against. Imperatives
  * that a manual gives its reader ("Do not open the door while it drains.", "Use a soft cloth.") are statements to
  * check against, so only verbs that ask the assistant to make or say something are here.
  */
@@ -125,7 +126,9 @@ const REQUEST = new RegExp(
     ['list', 'name', 'plan', 'design', 'outline', 'show', 'help', 'review', 'rate', 'rank', 'pick', 'fix', 'correct',
       'draft', 'answer', 'reply', 'code', 'draw', 'play', 'guess', 'critique', 'think of', 'convert'].join('|') +
     ') (?:the|a|an|me|us|my|our|this|that|these|those|it|them|some|all|each|every|one|two|three|four|five|ten|how|what|why|when|where|which|who))' +
-    '\\b[^:]*$',
+    // Nor after a line break before a line of data (a number, a table's cell, a CSV field): the material it is
+    // about, set apart by the line break alone ("Summarize the notes below\nthe meeting moved to 3 pm").
+    '\\b(?:[^:\\n]|\\n(?![^\\n]*(?:\\p{N}|\\||\\t|,\\S)))*$',
   'iu',
 );
 
