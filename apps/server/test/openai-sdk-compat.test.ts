@@ -113,6 +113,30 @@ describe('upstream 4xx keep their meaning', () => {
 });
 
 describe('errors in the middle of a stream', () => {
+  // svc's upstream key is 'sk-upstream-secret'. The message was cut to 500 characters before the key was taken out,
+  // so a key across the cut came out in part ('sk-upstre…'); and OpenAI's masked form of the key was passed on.
+  const across = `${'x'.repeat(490)} sk-upstream-secret is not valid.`;
+  const masked = 'Incorrect API key provided: sk-ups*********cret.';
+  const chunk = `data: ${JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'up-model', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] })}\n\n`;
+  it.each([
+    ['a 200 body with an error (Gemini array), key across the cut', false, { rawJson: [{ error: { code: 400, message: across, status: 'INVALID_ARGUMENT' } }] }],
+    ['a 200 body with an error, masked key', false, { rawJson: { error: { message: masked } } }],
+    ['a stream answered with a JSON error, key across the cut', true, { rawJson: { detail: across } }],
+    ['a stream answered with a JSON error, masked key', true, { rawJson: [{ error: { message: masked } }] }],
+    ['an error frame mid-stream, key across the cut', true, { rawSse: [chunk, `data: ${JSON.stringify({ error: { message: across } })}\n\n`] }],
+    ['an error frame mid-stream, masked key', true, { rawSse: [chunk, `data: ${JSON.stringify({ object: 'error', message: masked })}\n\n`] }],
+  ])("%s: no part of svc's upstream key reaches the client", async (_name, stream, behavior) => {
+    upstream.setBehavior(behavior);
+    const error = await rejection((async () => {
+      const answer = await noRetry.chat.completions.create({ ...ask, stream });
+      if (stream) for await (const _ of answer as AsyncIterable<unknown>) void _;
+    })());
+    expect(error.status === 502 || error.status === undefined).toBe(true);
+    expect(error.message).not.toMatch(/sk-ups|\*\*\*/);
+    // The key's place is marked (the cut may fall inside the mark).
+    expect(error.message).toMatch(/\[redacted/);
+  });
+
   it.each([
     ['OpenAI\'s {"error": {…}}', 'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n', 'The server had an error while processing your request.'],
     ['vLLM\'s top-level {"object": "error", …}', 'data: {"object":"error","message":"CUDA out of memory.","type":"InternalServerError","param":null,"code":500}\n\n', 'CUDA out of memory.'],

@@ -17,7 +17,7 @@ import { TextFrames } from './text-frames.js';
 import { splitThink, ThinkTags } from './think-tags.js';
 import { TokenLimits } from './token-limit.js';
 import { developerAsSystem } from './developer-role.js';
-import { errorFields, errorObject, upstreamHttpError } from './upstream-errors.js';
+import { errorFields, errorObject, upstreamHttpError, withoutKeys } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
 import { ChoiceIndexes } from '../choice-indexes.js';
 import { ToolCallIndexes } from './tool-call-indexes.js';
@@ -187,8 +187,8 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
         // A server that ignored `stream: true` or put an error in a 200: still before the first byte, so a plain 502.
         try {
           const text = await readText(response.body, ERROR_BODY_LIMIT);
-          const error = embeddedError(tryJson(text));
-          if (error !== null) throw new UpstreamError('upstream_error', `Upstream failed: ${redact(error)}`, { upstreamStatus: response.statusCode });
+          const error = embeddedError(tryJson(text), redact);
+          if (error !== null) throw new UpstreamError('upstream_error', `Upstream failed: ${error}`, { upstreamStatus: response.statusCode });
           throw new UpstreamError('upstream_invalid_response', `Upstream answered a streamed request with content-type ${contentType.split(';')[0]}, not text/event-stream.`, { upstreamStatus: response.statusCode });
         } catch (error) {
           throw exchange.fail(error);
@@ -523,10 +523,10 @@ class ChunkReader {
     }
     const json = tryJson(data);
     if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
-    const error = embeddedError(json);
+    const error = embeddedError(json, this.redact);
     if (error !== null || event.event === 'error') {
       // A named `error` event may carry its message bare (`{"message": …}`).
-      throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${this.redact(error ?? embeddedError({ error: json }) ?? 'unknown error')}`);
+      throw new UpstreamError('upstream_error', `Upstream failed mid-stream: ${error ?? embeddedError({ error: json }, this.redact) ?? 'unknown error'}`);
     }
     const chunk = normalizeChunk(json, this.fallback, this.toolCalls);
     if (chunk === json) this.textFrames.learn(data, chunk);
@@ -584,8 +584,8 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
   const json = tryJson(text);
   if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream answered with a body that is not JSON.', { upstreamStatus: 200 });
   if (!isRecord(json) || !Array.isArray(json.choices)) {
-    const error = embeddedError(json);
-    if (error !== null) throw new UpstreamError('upstream_error', `Upstream failed: ${redact(error)}`, { upstreamStatus: 200 });
+    const error = embeddedError(json, redact);
+    if (error !== null) throw new UpstreamError('upstream_error', `Upstream failed: ${error}`, { upstreamStatus: 200 });
     throw invalid('the body has no choices array');
   }
   const choices = json.choices.map((raw, position): UpstreamCompletion['choices'][number] => {
@@ -805,11 +805,14 @@ function normalizeUsage(value: unknown): Usage | null {
   return { ...value, prompt_tokens: prompt as number, completion_tokens: completion as number, total_tokens: total };
 }
 
-/** The message of an error body (every shape `readErrorBody` reads), shortened; null when the body is no error. */
-function embeddedError(json: unknown): string | null {
+/**
+ * The message of an error body (every shape `readErrorBody` reads), without svc's upstream key (`withoutKeys`,
+ * before the cut), shortened; null when the body is no error.
+ */
+function embeddedError(json: unknown, redact: (text: string) => string): string | null {
   const error = errorObject(json);
   if (error === null) return null;
-  const message = errorFields(error).message ?? 'unknown error';
+  const message = withoutKeys(errorFields(error).message ?? 'unknown error', redact);
   const oneLine = message.replace(/\s+/g, ' ').trim();
   return oneLine.length > 500 ? `${oneLine.slice(0, 500)}…` : oneLine;
 }

@@ -35,7 +35,7 @@ export interface UpstreamErrorBody {
  */
 export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, text: string, redact: (text: string) => string): UpstreamError {
   const body = readErrorBody(text);
-  const message = body.message === null ? null : shorten(withoutMaskedKeys(redact(body.message)));
+  const message = body.message === null ? null : shorten(withoutKeys(body.message, redact));
   const retryAfter = header(headers, 'retry-after');
   if (status === 429) {
     const passed: Record<string, string> = {};
@@ -68,6 +68,14 @@ export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, 
 /** An upstream 4xx that is not about the request and that a retry cannot change (408, 409 and 429 can). */
 function configurationError(status: number): boolean {
   return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429;
+}
+
+/**
+ * An upstream's message as it may reach a client: svc's upstream key taken out (`redact`), and any masked form of
+ * it too. Run before the message is shortened: a key the cut splits would no longer be found whole.
+ */
+export function withoutKeys(text: string, redact: (text: string) => string): string {
+  return withoutMaskedKeys(redact(text));
 }
 
 /**
