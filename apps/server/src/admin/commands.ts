@@ -85,13 +85,13 @@ async function webhookUrlOption(url: string, cfg: Config): Promise<string> {
  * `--signing-secret`, sealed for storage (never stored in the clear). A secret key that does not open the stored
  * secrets is refused as the start refuses it: sealing with it would leave the database with secrets under two keys.
  */
-async function sealedSecretOption(secret: string, cfg: Config, store: Store): Promise<string> {
+async function sealedSecretOption(secret: string, cfg: Config, store: Store): Promise<{ sealed: string; box: SecretBox }> {
   if (secret.length < 8) throw new CommandError('--signing-secret must have at least 8 characters');
   // Receivers sign with the secret as given: a pasted newline would make every signature fail to verify.
   if (secret !== secret.trim()) throw new CommandError('--signing-secret has white space around it (a pasted newline?): give it without');
   const box = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir), cfg.previousSecretKeys);
   await checkSecretKey(box, store.keys);
-  return box.seal(secret);
+  return { sealed: box.seal(secret), box };
 }
 
 /**
@@ -303,7 +303,7 @@ export function makeProgram(io: CommandIO): Command {
           if (!user) throw await noSuchUser(store, opts.userId ?? opts.email!);
           const rateLimitRpm = rateLimitOption(opts.rateLimitRpm, cfg);
           const webhookUrl = opts.webhookUrl === undefined ? null : await webhookUrlOption(opts.webhookUrl, cfg);
-          const secretEnc = opts.signingSecret === undefined ? null : await sealedSecretOption(opts.signingSecret, cfg, store);
+          const secretEnc = opts.signingSecret === undefined ? null : (await sealedSecretOption(opts.signingSecret, cfg, store)).sealed;
           const generated = generateApiKey();
           const owner = user;
           const create = () =>
@@ -375,8 +375,9 @@ go to the new URL. Example:
         if (opts.rateLimitRpm !== undefined) patch.rate_limit_rpm = rateLimitOption(opts.rateLimitRpm, cfg);
         if (opts.webhookUrl !== undefined) patch.webhook_url = opts.webhookUrl.trim() === '' ? null : await webhookUrlOption(opts.webhookUrl.trim(), cfg);
         if (opts.signingSecret !== undefined) {
-          Object.assign(patch, rotatedOut(key, now, cfg.webhooks.secretOverlapMs), {
-            signing_secret_enc: await sealedSecretOption(opts.signingSecret, cfg, store),
+          const { sealed, box } = await sealedSecretOption(opts.signingSecret, cfg, store);
+          Object.assign(patch, rotatedOut(key, now, cfg.webhooks.secretOverlapMs, box), {
+            signing_secret_enc: sealed,
             signing_secret_last4: opts.signingSecret.slice(-4),
           });
         }

@@ -267,7 +267,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const key = await ownActiveKey(req, res);
     const secret = generateSigningSecret();
     const now = clock();
-    await store.keys.update(key.id, { ...rotatedOut(key, now, deps.config.webhooks.secretOverlapMs), signing_secret_enc: deps.secretBox.seal(secret), signing_secret_last4: secret.slice(-4) }, now);
+    await store.keys.update(key.id, { ...rotatedOut(key, now, deps.config.webhooks.secretOverlapMs, deps.secretBox), signing_secret_enc: deps.secretBox.seal(secret), signing_secret_last4: secret.slice(-4) }, now);
     // The only time the plaintext leaves the server.
     const body: DashboardSigningSecret = { ...(await keyResult(key)), secret };
     res.json(body);
