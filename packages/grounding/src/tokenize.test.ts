@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tokenize } from './tokenize.js';
+import { stemMemoSize, tokenize } from './tokenize.js';
 
 const texts = (s: string) => tokenize(s).map((t) => s.slice(t.start, t.end));
 
@@ -49,3 +49,18 @@ describe('tokenize', () => {
     expect(first[3]).toBe(first[first.length - 1]); // "a" and "a"
   });
 });
+
+describe('the stem memo', () => {
+  it('keeps no long word: 2,000 texts each with a new 5,000-character word leave it as it was', () => {
+    tokenize('warm up the memo with ordinary words');
+    const before = stemMemoSize();
+    // Letters only (digits would end the word): i in base 26, a to z.
+    const letters = (i: number) => [...i.toString(26).padStart(4, '0')].map((d) => String.fromCharCode(97 + parseInt(d, 26))).join('');
+    for (let i = 0; i < 2000; i++) tokenize(`blob ${'q'.repeat(4996)}${letters(i)} ends`);
+    const after = stemMemoSize();
+    // 'blob' and 'ends' once each; before, every blob was kept (20 million characters).
+    expect(after.entries - before.entries).toBeLessThanOrEqual(2);
+    expect(after.chars - before.chars).toBeLessThanOrEqual(16);
+  });
+});
+

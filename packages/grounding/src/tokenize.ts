@@ -49,6 +49,16 @@ const APOSTROPHES_RE = /[\u2019\u00b4\u2032]/g;
 const UPPER_RE = /^\p{Lu}/u;
 
 const stemCache = new Map<string, string>();
+/** Longer spellings are stemmed afresh each time: the memo holds at most STEM_CACHE_MAX × this many characters. */
+const STEM_CACHE_MAX_LENGTH = 40;
+const STEM_CACHE_MAX = 50_000;
+
+/** Entries and characters the stem memo holds now (for tests: both stay bounded whatever the texts). */
+export function stemMemoSize(): { entries: number; chars: number } {
+  let chars = 0;
+  for (const [word, stemmed] of stemCache) chars += word.length + stemmed.length;
+  return { entries: stemCache.size, chars };
+}
 
 /** Light suffix-stripping stemmer: conflates inflections ("grossed"/"grosses"/"grossing"). */
 export function stem(word: string): string {
@@ -71,7 +81,9 @@ export function stem(word: string): string {
     if (w.endsWith('y') && w.length >= 4) w = w.slice(0, -1) + 'i';
   }
   const mapped = SYNONYMS.get(w) ?? w;
-  if (stemCache.size > 50_000) stemCache.clear();
+  // A base64 blob or a long URL is one "word": 50,000 of them kept here held gigabytes.
+  if (word.length > STEM_CACHE_MAX_LENGTH) return mapped;
+  if (stemCache.size >= STEM_CACHE_MAX) stemCache.clear();
   stemCache.set(word, mapped);
   return mapped;
 }
