@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { openStore } from '../src/storage/store.js';
 import { DATA_DIR_MARKER, DatabaseFileError } from '../src/storage/sqlite-file.js';
+import { openDatabase, WAL_SIZE_LIMIT_BYTES } from '../src/storage/database.js';
 import { createTestPostgres, startTcpRelay } from './support/databases.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
@@ -239,6 +240,34 @@ describe.skipIf(!pgDb)('Postgres lost under a running server', () => {
       await svc.stop();
       await relay.close();
       await pgDb!.drop();
+    }
+  });
+});
+
+describe('the SQLite WAL file', () => {
+  it('is cut back to WAL_SIZE_LIMIT_BYTES once checkpointed, after a burst made it larger', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
+    const handle = openDatabase(`sqlite:${join(dir, 'svc.db')}`);
+    const wal = () => statSync(join(dir, 'svc.db-wal')).size;
+    try {
+      const sqlite = handle.sqlite!;
+      sqlite.exec('create table burst (id integer primary key, blob blob)');
+      // One transaction of 40 MB: the WAL holds all of it until the commit.
+      const insert = sqlite.prepare('insert into burst (blob) values (?)');
+      sqlite.transaction(() => {
+        for (let i = 0; i < 5000; i++) insert.run(randomBytes(8000));
+      })();
+      expect(wal()).toBeGreaterThan(WAL_SIZE_LIMIT_BYTES);
+      // Small writes go on while the checkpoint thread copies the WAL back; the first commit after a whole
+      // copy restarts the WAL (and, with the limit, cuts the file back).
+      await eventually(() => {
+        sqlite.prepare('insert into burst (blob) values (?)').run(Buffer.alloc(10));
+        return wal() <= WAL_SIZE_LIMIT_BYTES;
+      }, 20_000);
+      expect(wal()).toBeLessThanOrEqual(WAL_SIZE_LIMIT_BYTES);
+    } finally {
+      await handle.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

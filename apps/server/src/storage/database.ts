@@ -168,6 +168,13 @@ const CHECKPOINT_TICK_MS = 100;
 const CHECKPOINT_CHANGES = 1500;
 const AUTOCHECKPOINT_PAGES = 10_000;
 
+/**
+ * The size the WAL file is cut back to once a checkpoint has copied all of it (`journal_size_limit`). SQLite
+ * reuses the WAL from its start and never shrinks the file by itself: one burst (80 MB at the autocheckpoint
+ * bound, more while a reader held a checkpoint back) stayed on disk for the life of the process.
+ */
+export const WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024;
+
 export interface WalCheckpointOptions {
   intervalMs: number;
   changes: number;
@@ -265,6 +272,8 @@ export function checkpointOnThreadOrHere(thread: CheckpointThread, sqlite: SQLit
 function checkpointOnTimer(sqlite: SQLite.Database, onFallback: (reason: string) => void): () => Promise<void> {
   if (sqlite.memory) return async () => {};
   sqlite.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+  // The writer restarts the WAL at its first commit after a whole checkpoint, and cuts the file back then.
+  sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   const thread = new CheckpointThread(sqlite.name);
   const checkpoints = new WalCheckpointer(sqlite, {
     intervalMs: CHECKPOINT_INTERVAL_MS,
