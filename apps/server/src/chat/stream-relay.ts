@@ -158,6 +158,13 @@ export async function relayStream(
     }
     if (chunk.usage) usage = chunk.usage;
     if (!chunk.choices || chunk.choices.length === 0) return undefined;
+    // A choice finishes once: some servers (vLLM and TGI versions, proxies) repeat the finish in a frame of
+    // its own, with usage. That frame gives its usage only; a second finish chunk (a second `svc`, a second
+    // check) would make clients count the choice twice.
+    if (finished.size > 0 && chunk.choices.some((c) => finished.has(c.index))) {
+      chunk.choices = chunk.choices.filter((c) => !finished.has(c.index));
+      if (chunk.choices.length === 0) return undefined;
+    }
     relay(chunk);
     const { choices, system_fingerprint: fingerprint } = chunk;
     let finishesFirst = false;

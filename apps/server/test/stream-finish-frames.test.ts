@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { ChatOpenAI } from '@langchain/openai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { streamText } from 'ai';
+import { SvcResultSchema } from '@svc/protocol';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
+
+/**
+ * The shapes upstream streams end in, read through the openai SDK, the AI SDK and LangChain: a finish sent
+ * twice (vLLM, TGI, proxies), usage before the finish, content and tool calls in the finish frame, and so on.
+ */
+
+const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889.';
+const ANSWER = 'It was completed in 1889.';
+const messages = [
+  { role: 'system' as const, content: DOC },
+  { role: 'user' as const, content: 'When was the Eiffel Tower completed?' },
+];
+const USAGE = { prompt_tokens: 21, completion_tokens: 7, total_tokens: 28 };
+
+let upstream: FakeUpstream;
+let server: TestServer;
+let receiver: Receiver;
+let token: string;
+let baseURL: string;
+let client: OpenAI;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  receiver = await startReceiver();
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gpt-4o', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  ({ token } = await server.createKey({ webhookUrl: receiver.url }));
+  baseURL = `${server.url}/v1`;
+  client = new OpenAI({ apiKey: token, baseURL, maxRetries: 0 });
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await server?.close();
+  await upstream?.close();
+});
+
+beforeEach(() => {
+  upstream.setBehavior({ answer: ANSWER });
+});
+
+/** One upstream SSE frame. */
+function frame(choices: unknown[], extra: Record<string, unknown> = {}): string {
+  return `data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
+}
+
+/** The text, then `finish_reason: "stop"`, then the finish again in a frame of its own with usage. */
+function twiceFinished(): string[] {
+  return [
+    frame([{ index: 0, delta: { role: 'assistant', content: 'It was completed ' }, logprobs: null, finish_reason: null }]) +
+      frame([{ index: 0, delta: { content: 'in 1889.' }, logprobs: null, finish_reason: 'stop' }]) +
+      frame([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], { usage: USAGE }) +
+      'data: [DONE]\n\n',
+  ];
+}
+
+/** The webhook deliveries of request `id` (after the receiver got at least one). */
+async function deliveriesOf(id: string): Promise<Array<Record<string, unknown>>> {
+  const of = (all: Array<{ raw: Buffer }>) => all.map((d) => JSON.parse(d.raw.toString('utf8')) as Record<string, unknown>).filter((d) => d.request_id === id);
+  await receiver.waitFor((all) => of(all).length > 0);
+  // A second delivery would follow the first at once: one more event-loop round trip through the server.
+  await fetch(`${server.url}/healthz`).catch(() => undefined);
+  return of(receiver.received);
+}
+
+describe('a finish sent twice (text + stop, then an empty delta with stop again and usage)', () => {
+  it('openai: one finish chunk with svc; the message, usage and one webhook are right', async () => {
+    upstream.setBehavior({ rawSse: twiceFinished() });
+    const finishes: Array<{ svc: unknown }> = [];
+    const stream = client.chat.completions.stream({ model: 'svc01', messages, stream_options: { include_usage: true } });
+    stream.on('chunk', (chunk) => {
+      for (const c of chunk.choices) if (c.finish_reason) finishes.push({ svc: (chunk as { svc?: unknown }).svc });
+    });
+    const completion = await stream.finalChatCompletion();
+    expect(completion.choices).toHaveLength(1);
+    expect(completion.choices[0]!.message.content).toBe(ANSWER);
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.usage).toMatchObject(USAGE);
+    expect(finishes).toHaveLength(1);
+    expect(SvcResultSchema.parse(finishes[0]!.svc)).toMatchObject({ checked: true, grounded: true });
+    const deliveries = await deliveriesOf(completion.id);
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]).toMatchObject({ response_text: ANSWER, status_code: 200, streaming: true });
+  });
+
+  it('AI SDK streamText: the text, one finish, the finish reason and usage', async () => {
+    upstream.setBehavior({ rawSse: twiceFinished() });
+    const openai = createOpenAI({ apiKey: token, baseURL });
+    const result = streamText({ model: openai.chat('svc01'), messages, maxRetries: 0 });
+    const finishes: string[] = [];
+    let text = '';
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') text += part.text;
+      if (part.type === 'finish-step') finishes.push(part.finishReason);
+    }
+    expect(text).toBe(ANSWER);
+    expect(finishes).toEqual(['stop']);
+    expect(await result.finishReason).toBe('stop');
+    const usage = await result.usage;
+    expect([usage.inputTokens, usage.outputTokens]).toEqual([USAGE.prompt_tokens, USAGE.completion_tokens]);
+    const id = (await result.response).id;
+    expect(await deliveriesOf(id)).toHaveLength(1);
+  });
+
+  it('LangChain stream: the text, svc on one chunk only, usage', async () => {
+    upstream.setBehavior({ rawSse: twiceFinished() });
+    const llm = new ChatOpenAI({ model: 'svc01', apiKey: token, configuration: { baseURL }, maxRetries: 0, __includeRawResponse: true, streamUsage: true });
+    let text = '';
+    let withSvc = 0;
+    let usage: { input_tokens: number; output_tokens: number } | undefined;
+    let id = '';
+    for await (const chunk of await llm.stream(messages)) {
+      text += typeof chunk.content === 'string' ? chunk.content : '';
+      const raw = chunk.additional_kwargs.__raw_response as { svc?: unknown; id?: string } | undefined;
+      if (raw?.id) id = raw.id;
+      if (raw?.svc !== undefined) withSvc += 1;
+      if (chunk.usage_metadata) usage = chunk.usage_metadata;
+    }
+    expect(text).toBe(ANSWER);
+    expect(withSvc).toBe(1);
+    expect(usage).toMatchObject({ input_tokens: USAGE.prompt_tokens, output_tokens: USAGE.completion_tokens });
+    expect(await deliveriesOf(id)).toHaveLength(1);
+  });
+});
