@@ -130,3 +130,71 @@ describe('a finish sent twice (text + stop, then an empty delta with stop again 
     expect(await deliveriesOf(id)).toHaveLength(1);
   });
 });
+
+describe('tool calls with an empty id (older Gemini models)', () => {
+  const tools = ['get_weather', 'get_time'].map((name) => ({ type: 'function' as const, function: { name, parameters: { type: 'object', properties: { city: { type: 'string' } } } } }));
+  const geminiCall = (name: string) => ({ id: '', type: 'function', function: { name, arguments: '{"city":"Paris"}' } });
+  const head = { id: 'g', object: 'chat.completion.chunk', created: 1, model: 'gemini-1.5-flash' };
+  /** Gemini's stream: each call whole in a frame of its own, without `index`, `id: ""`; then `stop`. */
+  const geminiStream = (): string[] => [
+    `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { role: 'assistant', tool_calls: [geminiCall('get_weather')] } }] })}\n\n` +
+      `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta: { tool_calls: [geminiCall('get_time')] }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
+  ];
+  const geminiJson = () => ({
+    id: 'g',
+    object: 'chat.completion',
+    created: 1,
+    model: 'gemini-1.5-flash',
+    choices: [{ index: 0, message: { role: 'assistant', tool_calls: [geminiCall('get_weather'), geminiCall('get_time'), { ...geminiCall('get_time'), id: 'kept-1' }] }, finish_reason: 'stop' }],
+  });
+
+  it('openai: streamed and not, each call gets its own call_… id; an id the upstream sent is kept', async () => {
+    upstream.setBehavior({ rawSse: geminiStream() });
+    const streamed = await client.chat.completions.stream({ model: 'svc01', messages, tools }).finalChatCompletion();
+    const calls = streamed.choices[0]!.message.tool_calls!.map((c) => (c.type === 'function' ? { id: c.id, name: c.function.name, args: c.function.arguments } : null));
+    expect(calls.map((c) => [c!.name, c!.args])).toEqual([
+      ['get_weather', '{"city":"Paris"}'],
+      ['get_time', '{"city":"Paris"}'],
+    ]);
+    for (const c of calls) expect(c!.id).toMatch(/^call_[A-Za-z0-9]{24}$/);
+    expect(new Set(calls.map((c) => c!.id)).size).toBe(2);
+    expect(streamed.choices[0]!.finish_reason).toBe('tool_calls');
+
+    upstream.setBehavior({ rawJson: geminiJson() });
+    const plain = await client.chat.completions.create({ model: 'svc01', messages, tools });
+    const ids = plain.choices[0]!.message.tool_calls!.map((c) => c.id);
+    expect(ids[0]).toMatch(/^call_[A-Za-z0-9]{24}$/);
+    expect(ids[1]).toMatch(/^call_[A-Za-z0-9]{24}$/);
+    expect(ids[0]).not.toBe(ids[1]);
+    expect(ids[2]).toBe('kept-1');
+  });
+
+  it("AI SDK: the tools' results go back upstream under the ids of their calls", async () => {
+    const openai = createOpenAI({ apiKey: token, baseURL });
+    upstream.requests.length = 0;
+    upstream.nextBehavior({ rawSse: geminiStream() });
+    upstream.nextBehavior({ answer: 'Sunny, noon.' });
+    const { z } = await import('zod');
+    const { tool, stepCountIs } = await import('ai');
+    const result = streamText({
+      model: openai.chat('svc01'),
+      messages,
+      maxRetries: 0,
+      stopWhen: stepCountIs(2),
+      tools: {
+        get_weather: tool({ inputSchema: z.object({ city: z.string() }), execute: async () => 'sunny' }),
+        get_time: tool({ inputSchema: z.object({ city: z.string() }), execute: async () => 'noon' }),
+      },
+    });
+    expect(await result.text).toBe('Sunny, noon.');
+    const turn = upstream.requests[1]!.body.messages as Array<{ role: string; tool_calls?: Array<{ id: string; function: { name: string } }>; tool_call_id?: string; content: unknown }>;
+    const assistant = turn.find((m) => m.role === 'assistant')!;
+    const results = turn.filter((m) => m.role === 'tool');
+    expect(assistant.tool_calls!.map((c) => c.function.name)).toEqual(['get_weather', 'get_time']);
+    expect(results.map((m) => m.tool_call_id)).toEqual(assistant.tool_calls!.map((c) => c.id));
+    expect(new Set(results.map((m) => m.tool_call_id)).size).toBe(2);
+    // svc's ids (the AI SDK makes up ids of its own for blank ones, in another form).
+    for (const m of results) expect(m.tool_call_id).toMatch(/^call_[A-Za-z0-9]{24}$/);
+    expect(results.map((m) => m.content)).toEqual(['sunny', 'noon']);
+  });
+});

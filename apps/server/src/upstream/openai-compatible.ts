@@ -20,7 +20,7 @@ import { developerAsSystem } from './developer-role.js';
 import { errorFields, errorObject, upstreamHttpError, withoutKeys } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
 import { ChoiceIndexes } from '../choice-indexes.js';
-import { ToolCallIndexes } from './tool-call-indexes.js';
+import { newToolCallId, ToolCallIndexes } from './tool-call-indexes.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
 import { Cancellation, UpstreamError, type BatchHandler, type CallSignal, type ChunkStream, type Upstream, type UpstreamBody, type UpstreamCompletion, type UpstreamRequest } from './upstream.js';
@@ -596,7 +596,12 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
     if (message.tool_calls === null) delete message.tool_calls;
     // Some servers (vLLM, Ollama builds) leave a call's `type` out or null; function is the only type there is.
     if (Array.isArray(message.tool_calls)) {
-      message.tool_calls = message.tool_calls.map((call: unknown) => (isRecord(call) && call.type == null ? { ...call, type: 'function' } : call));
+      // A call without an id (Gemini's older models send `"id": ""`) gets one: clients match a tool's result to its call by it.
+      message.tool_calls = message.tool_calls.map((call: unknown) => {
+        if (!isRecord(call)) return call;
+        const out = call.type == null ? { ...call, type: 'function' } : call;
+        return typeof call.id === 'string' && call.id !== '' ? out : { ...out, id: newToolCallId() };
+      });
     }
     normalizeReasoning(message);
     // A leading <think> block in the text (Ollama, vLLM without a reasoning parser) is reasoning, not the answer.
@@ -670,7 +675,15 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
     if (Array.isArray(delta.tool_calls)) {
       const choice = typeof raw.index === 'number' ? raw.index : position;
       const calls = delta.tool_calls.length;
-      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) => (isRecord(call) ? toolCallDelta(call, toolCalls.of(choice, call, i, calls)) : call));
+      delta.tool_calls = delta.tool_calls.map((call: unknown, i: number) => {
+        if (!isRecord(call)) return call;
+        const index = toolCalls.of(choice, call, i, calls);
+        const out = toolCallDelta(call, index);
+        const id = toolCalls.idOf(choice, index, call.id);
+        if (id === undefined) delete out.id;
+        else out.id = id;
+        return out;
+      });
     }
     normalizeReasoning(delta);
     return { ...raw, index: typeof raw.index === 'number' ? raw.index : position, delta, finish_reason: normalizeFinishReason(raw.finish_reason) };
