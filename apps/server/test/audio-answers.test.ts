@@ -108,3 +108,55 @@ describe('an answer given only as audio', () => {
     expect(await delivered(id)).toMatchObject({ response_text: answer, grounded: false, grounding_checked: true, streaming: true });
   });
 });
+
+describe('an answer given only as audio, through the Responses API', () => {
+  const answer = 'It was completed in 1889.';
+  const audio = { id: 'audio_r1', data: Buffer.from(answer).toString('base64'), expires_at: 2_000_000_000, transcript: answer };
+  const spokenJson = () => ({
+    id: 'up',
+    object: 'chat.completion',
+    created: 1,
+    model: 'gpt-4o-audio-preview',
+    choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: null, audio }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 20, completion_tokens: 6, total_tokens: 26 },
+  });
+  const spokenSse = (): string[] => {
+    const frame = (delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id: 'up', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-audio-preview', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    return [
+      frame({ role: 'assistant', content: null, audio: { id: audio.id, transcript: 'It was completed ' } }, null) +
+        frame({ audio: { transcript: 'in 1889.' } }, null) +
+        frame({ audio: { id: audio.id, data: audio.data } }, null) +
+        frame({ audio: { expires_at: audio.expires_at } }, null) +
+        frame({}, 'stop') +
+        'data: [DONE]\n\n',
+    ];
+  };
+  const input = [
+    { role: 'system' as const, content: DOC },
+    { role: 'user' as const, content: 'When was the Eiffel Tower completed?' },
+  ];
+
+  it('openai responses.create: the transcript is the message item (output_text), checked and audited', async () => {
+    upstream.setBehavior({ rawJson: spokenJson() });
+    const { data: res, response } = await client.responses.create({ model: 'svc01', input }).withResponse();
+    expect(res.output.map((item) => item.type)).toEqual(['message']);
+    expect(res.output_text).toBe(answer);
+    expect((res as unknown as { svc: Svc }).svc).toMatchObject({ checked: true, grounded: true });
+    expect(await delivered(response.headers.get('x-request-id')!)).toMatchObject({ response_text: answer, grounded: true });
+  });
+
+  it('openai responses.stream: output_text deltas carry the transcript; the final response has the message item', async () => {
+    upstream.setBehavior({ rawSse: spokenSse() });
+    const stream = client.responses.stream({ model: 'svc01', input });
+    let deltas = '';
+    stream.on('response.output_text.delta', (event) => {
+      deltas += event.delta;
+    });
+    const final = await stream.finalResponse();
+    expect(deltas).toBe(answer);
+    expect(final.output.map((item) => item.type)).toEqual(['message']);
+    expect(final.output_text).toBe(answer);
+    expect((final as unknown as { svc: Svc }).svc).toMatchObject({ checked: true, grounded: true });
+  });
+});

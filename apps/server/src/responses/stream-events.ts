@@ -1,5 +1,6 @@
 import type { ChatCompletionChunk, ResponseObject, ResponseOutputItem, SvcResult, Usage } from '@svc/protocol';
 import type { EscapedString } from '../json-in-turns.js';
+import { audioTranscript } from '../chat/answer-text.js';
 import { finishedStatus, responseUsage } from './translate.js';
 
 type MessageItem = Extract<ResponseOutputItem, { type: 'message' }>;
@@ -41,6 +42,8 @@ export class ResponseEvents {
   private readonly calls = new Map<number, FunctionCallItem>();
   private liveCall: { item: FunctionCallItem; outputIndex: number } | null = null;
   private finishReason: string | null = null;
+  /** No text came yet: `delta.audio.transcript` pieces, if any, are the answer's text. */
+  private spoken = true;
   private svc: SvcResult | undefined;
   private usage: ResponseObject['usage'] = null;
   private final: ResponseObject | null = null;
@@ -70,7 +73,14 @@ export class ResponseEvents {
     if (choice) {
       const { delta } = choice;
       if (delta.reasoning_content) this.reason(delta.reasoning_content);
-      if (delta.content) this.text('output_text', delta.content);
+      if (delta.content) {
+        this.spoken = false;
+        this.text('output_text', delta.content);
+      } else if (this.spoken && delta.audio !== undefined) {
+        // An answer given only as audio: its transcript is the output text (until a text answer shows up).
+        const transcript = audioTranscript(delta);
+        if (transcript) this.text('output_text', transcript);
+      }
       if (delta.refusal) this.text('refusal', delta.refusal);
       for (const call of delta.tool_calls ?? []) {
         let item = this.calls.get(call.index);

@@ -17,6 +17,7 @@ import {
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { turns } from '../turns.js';
+import { answerText } from '../chat/answer-text.js';
 
 // The Responses API is served over chat completions: a request becomes a chat request (its items become
 // messages), and the chat answer becomes a response object. Both directions are pure functions, so the
@@ -309,7 +310,9 @@ export function completedResponse(
   if (message?.reasoning_content) {
     output.push({ type: 'reasoning', id: newItemId('rs'), summary: [{ type: 'summary_text', text: message.reasoning_content }], status: itemStatus });
   }
-  if (message && (message.content || message.refusal)) {
+  // An answer given only as audio (`content: null`, the words in `audio.transcript`) is its transcript, as in chat.
+  const text = answerText(message);
+  if (message && (text || message.refusal)) {
     output.push({
       type: 'message',
       id: newItemId('msg'),
@@ -317,7 +320,7 @@ export function completedResponse(
       role: 'assistant',
       content: message.refusal
         ? [{ type: 'refusal', refusal: message.refusal }]
-        : [{ type: 'output_text', text: message.content ?? '', annotations: [], logprobs: [] }],
+        : [{ type: 'output_text', text, annotations: [], logprobs: [] }],
     });
   }
   for (const call of message?.tool_calls ?? []) {
