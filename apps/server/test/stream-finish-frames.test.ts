@@ -198,3 +198,44 @@ describe('tool calls with an empty id (older Gemini models)', () => {
     expect(results.map((m) => m.content)).toEqual(['sunny', 'noon']);
   });
 });
+
+describe("finish reasons outside OpenAI's set", () => {
+  const cases: Array<[string, string, string]> = [
+    // upstream's, OpenAI's, the AI SDK's
+    ['eos', 'stop', 'stop'],
+    ['end_turn', 'stop', 'stop'],
+    ['STOP', 'stop', 'stop'],
+    ['MAX_TOKENS', 'length', 'length'],
+    ['SAFETY', 'content_filter', 'content-filter'],
+    ['content_filter', 'content_filter', 'content-filter'],
+    ['function_call', 'function_call', 'tool-calls'],
+  ];
+  const sse = (reason: string): string[] => [
+    frame([{ index: 0, delta: { role: 'assistant', content: ANSWER }, finish_reason: null }]) + frame([{ index: 0, delta: {}, finish_reason: reason }], { usage: USAGE }) + 'data: [DONE]\n\n',
+  ];
+
+  it.each(cases)('%s: openai streamed and not, and the AI SDK, read %s', async (reason, openaiReason, aiReason) => {
+    upstream.setBehavior({ rawSse: sse(reason) });
+    const streamed = await client.chat.completions.stream({ model: 'svc01', messages }).finalChatCompletion();
+    expect(streamed.choices[0]!.finish_reason).toBe(openaiReason);
+    expect(streamed.choices[0]!.message.content).toBe(ANSWER);
+
+    upstream.setBehavior({ rawJson: { id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: ANSWER }, finish_reason: reason }], usage: USAGE } });
+    const plain = await client.chat.completions.create({ model: 'svc01', messages });
+    expect(plain.choices[0]!.finish_reason).toBe(openaiReason);
+
+    upstream.setBehavior({ rawSse: sse(reason) });
+    const openai = createOpenAI({ apiKey: token, baseURL });
+    const result = streamText({ model: openai.chat('svc01'), prompt: 'When was the Eiffel Tower completed?', maxRetries: 0 });
+    await result.consumeStream();
+    expect(await result.finishReason).toBe(aiReason);
+  });
+
+  it('MAX_TOKENS through the Responses API is an incomplete response (max_output_tokens)', async () => {
+    upstream.setBehavior({ rawSse: sse('MAX_TOKENS') });
+    const final = await client.responses.stream({ model: 'svc01', input: 'When was the Eiffel Tower completed?' }).finalResponse();
+    expect(final.status).toBe('incomplete');
+    expect(final.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    expect(final.output_text).toBe(ANSWER);
+  });
+});

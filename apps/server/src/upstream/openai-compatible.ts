@@ -795,18 +795,33 @@ function normalizeReasoning(target: Record<string, unknown>): void {
   delete target.reasoning;
 }
 
+/**
+ * Other servers' finish reasons (lower-cased) in OpenAI's set: Anthropic's, TGI's, and Gemini's native ones
+ * (`MAX_TOKENS`, `SAFETY`, …), which some proxies pass on as they are. Anything else is `stop`.
+ */
 const FINISH_REASON_ALIASES: Record<string, FinishReason> = {
   max_tokens: 'length',
+  model_length: 'length',
   tool_use: 'tool_calls',
   end_turn: 'stop',
   stop_sequence: 'stop',
   eos: 'stop',
+  eos_token: 'stop',
+  safety: 'content_filter',
+  recitation: 'content_filter',
+  blocklist: 'content_filter',
+  prohibited_content: 'content_filter',
+  spii: 'content_filter',
+  image_safety: 'content_filter',
+  refusal: 'content_filter',
 };
 
 function normalizeFinishReason(value: unknown): FinishReason | null {
   if (typeof value !== 'string' || value === '') return null;
   if (FINISH_REASONS.has(value)) return value as FinishReason;
-  return FINISH_REASON_ALIASES[value] ?? 'stop';
+  const lower = value.toLowerCase();
+  if (FINISH_REASONS.has(lower)) return lower as FinishReason;
+  return FINISH_REASON_ALIASES[lower] ?? 'stop';
 }
 
 function normalizeUsage(value: unknown): Usage | null {
