@@ -239,3 +239,41 @@ describe("finish reasons outside OpenAI's set", () => {
     expect(final.output_text).toBe(ANSWER);
   });
 });
+
+describe('choice indexes that start at 1', () => {
+  const fromOne = (): string[] => [
+    frame([{ index: 1, delta: { role: 'assistant', content: 'It was completed ' }, finish_reason: null }]) +
+      frame([{ index: 1, delta: { content: 'in 1889.' }, finish_reason: null }]) +
+      frame([{ index: 1, delta: {}, finish_reason: 'stop' }], { usage: USAGE }) +
+      'data: [DONE]\n\n',
+  ];
+
+  it('openai: the stream helper gets choice 0 with the answer, checked, and the audit has its text', async () => {
+    upstream.setBehavior({ rawSse: fromOne() });
+    const finishes: unknown[] = [];
+    const stream = client.chat.completions.stream({ model: 'svc01', messages });
+    stream.on('chunk', (chunk) => {
+      for (const c of chunk.choices) if (c.finish_reason) finishes.push((chunk as { svc?: unknown }).svc);
+    });
+    const completion = await stream.finalChatCompletion();
+    expect(completion.choices.map((c) => [c.index, c.message.content, c.finish_reason])).toEqual([[0, ANSWER, 'stop']]);
+    expect(finishes).toHaveLength(1);
+    expect(SvcResultSchema.parse(finishes[0])).toMatchObject({ checked: true, grounded: true });
+    const deliveries = await deliveriesOf(completion.id);
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]).toMatchObject({ response_text: ANSWER, grounding_checked: true });
+  });
+
+  it("LangChain: one answer, finish_reason 'stop'", async () => {
+    upstream.setBehavior({ rawSse: fromOne() });
+    const llm = new ChatOpenAI({ model: 'svc01', apiKey: token, configuration: { baseURL }, maxRetries: 0 });
+    let text = '';
+    const reasons: unknown[] = [];
+    for await (const chunk of await llm.stream(messages)) {
+      text += typeof chunk.content === 'string' ? chunk.content : '';
+      if (chunk.response_metadata.finish_reason) reasons.push(chunk.response_metadata.finish_reason);
+    }
+    expect(text).toBe(ANSWER);
+    expect(reasons).toEqual(['stop']);
+  });
+});

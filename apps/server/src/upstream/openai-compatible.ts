@@ -337,6 +337,13 @@ class ChunkReader {
   private readonly toolCalls = new ToolCallIndexes();
   private readonly thinkTags = new ThinkTags();
   private readonly fallback: { id: string; created: number; model: string };
+  /**
+   * The client's number of each upstream choice index: 0, 1, … in the order they first appear, as OpenAI
+   * numbers them. Some servers number from 1; the openai SDK's stream helper then fails ("missing role for
+   * choice 0") and svc would check an empty first choice. `renumbered`: some index differs from its number.
+   */
+  private readonly numbers = new Map<number, number>();
+  private renumbered = false;
   /** `[DONE]` came: the frames after it are dropped. */
   private done = false;
   /** The body ended (its end was read). */
@@ -503,6 +510,16 @@ class ChunkReader {
     batch.push({ id, object: 'chat.completion.chunk', created, model, choices });
   }
 
+  private numberOf(index: number): number {
+    let number = this.numbers.get(index);
+    if (number === undefined) {
+      number = this.numbers.size;
+      this.numbers.set(index, number);
+      if (number !== index) this.renumbered = true;
+    }
+    return number;
+  }
+
   private chunkOf(event: SseEvent): ChatCompletionChunk | null {
     const data = event.data;
     if (data === '[DONE]' || (data.length < 16 && data.trim() === '[DONE]')) {
@@ -513,7 +530,9 @@ class ChunkReader {
     // Most frames are one text delta under the head of the frames before: read without parsing.
     const text = event.event === 'message' ? this.textFrames.read(data) : undefined;
     if (text) {
-      this.started.add(0);
+      // Choice 0 seen first (the numbering is the upstream's): nothing to renumber.
+      if (this.numbers.size === 0 || this.renumbered) text.choices[0]!.index = this.numberOf(0);
+      this.started.add(text.choices[0]!.index);
       this.thinkTags.apply(text);
       return text;
     }
@@ -531,7 +550,9 @@ class ChunkReader {
     const chunk = normalizeChunk(json, this.fallback, this.toolCalls);
     if (chunk === json) this.textFrames.learn(data, chunk);
     for (let i = 0; i < chunk.choices.length; i++) {
-      const choice = chunk.choices[i]!;
+      let choice = chunk.choices[i]!;
+      const index = this.numberOf(choice.index);
+      if (index !== choice.index) chunk.choices[i] = choice = { ...choice, index };
       this.started.add(choice.index);
       if (choice.delta.tool_calls !== undefined && choice.delta.tool_calls.length > 0) this.calling.add(choice.index);
       if (!choice.finish_reason) continue;
