@@ -277,3 +277,34 @@ describe('choice indexes that start at 1', () => {
     expect(reasons).toEqual(['stop']);
   });
 });
+
+describe('logprobs on the first frame of a choice, and in the finish frame', () => {
+  const tokens = (...texts: string[]) => ({ content: texts.map((token) => ({ token, logprob: -0.25, bytes: [...Buffer.from(token)], top_logprobs: [] })), refusal: null });
+
+  it("openai stream helper: each token's logprobs once (one frame that opens, carries the text and finishes)", async () => {
+    upstream.setBehavior({
+      rawSse: [frame([{ index: 0, delta: { role: 'assistant', content: ANSWER }, logprobs: tokens(ANSWER), finish_reason: 'stop' }], { usage: USAGE }) + 'data: [DONE]\n\n'],
+    });
+    const completion = await client.chat.completions.stream({ model: 'svc01', messages, logprobs: true }).finalChatCompletion();
+    expect(completion.choices[0]!.message.content).toBe(ANSWER);
+    expect(completion.choices[0]!.logprobs?.content?.map((t) => t.token)).toEqual([ANSWER]);
+  });
+
+  it('openai stream helper and the AI SDK: tokens over several frames, the last with the finish, each once', async () => {
+    const sse = (): string[] => [
+      frame([{ index: 0, delta: { role: 'assistant', content: 'It was ' }, logprobs: tokens('It', ' was '), finish_reason: null }]) +
+        frame([{ index: 0, delta: { content: 'completed in 1889.' }, logprobs: tokens('completed', ' in', ' 1889.'), finish_reason: 'stop' }], { usage: USAGE }) +
+        'data: [DONE]\n\n',
+    ];
+    upstream.setBehavior({ rawSse: sse() });
+    const completion = await client.chat.completions.stream({ model: 'svc01', messages, logprobs: true }).finalChatCompletion();
+    expect(completion.choices[0]!.logprobs?.content?.map((t) => t.token).join('')).toBe(ANSWER);
+
+    upstream.setBehavior({ rawSse: sse() });
+    const openai = createOpenAI({ apiKey: token, baseURL });
+    const result = streamText({ model: openai.chat('svc01'), prompt: 'When?', maxRetries: 0, providerOptions: { openai: { logprobs: true } } });
+    expect(await result.text).toBe(ANSWER);
+    const logprobs = (await result.providerMetadata)?.openai?.logprobs as Array<{ token: string }>;
+    expect(logprobs.map((l) => l.token).join('')).toBe(ANSWER);
+  });
+});

@@ -121,13 +121,21 @@ export async function relayStream(
   let lastFingerprint: string | null | undefined;
   let tierKnown = false;
 
-  /** Adjusts an upstream chunk's choices (ours alone) in place for the client, and keeps the text. */
-  const relay = (chunk: ChatCompletionChunk): void => {
+  /**
+   * Adjusts an upstream chunk's choices (ours alone) in place for the client, and keeps the text. Returns the
+   * opening frames to send before it: a choice whose first frame carries token logprobs opens with a frame of
+   * its own (`role`, empty content), as OpenAI opens every choice; the openai SDK's stream helper otherwise
+   * counts that first frame's logprobs twice.
+   */
+  const relay = (chunk: ChatCompletionChunk): RelayedChoices | undefined => {
+    let opening: RelayedChoices | undefined;
     for (const choice of chunk.choices) {
       const delta = choice.delta;
       if (!started.has(choice.index)) {
         started.add(choice.index);
-        if (delta.role === undefined) delta.role = 'assistant';
+        if (hasTokenLogprobs(choice.logprobs)) {
+          (opening ??= []).push({ index: choice.index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null });
+        } else if (delta.role === undefined) delta.role = 'assistant';
       }
       if (typeof delta.content === 'string') texts.append(choice.index, delta.content);
       if (delta.tool_calls?.length) calling.add(choice.index);
@@ -140,6 +148,7 @@ export async function relayStream(
       }
       if (choice.logprobs === undefined) choice.logprobs = null;
     }
+    return opening;
   };
 
   /** The first choice finished: its `svc` is computed, then that chunk and the finishes held for it go out. */
@@ -165,7 +174,17 @@ export async function relayStream(
       chunk.choices = chunk.choices.filter((c) => !finished.has(c.index));
       if (chunk.choices.length === 0) return undefined;
     }
-    relay(chunk);
+    const opening = relay(chunk);
+    const { system_fingerprint: fingerprint } = chunk;
+    if (opening) {
+      const behind = out.choices(opening, fingerprint, undefined);
+      if (behind) return behind.then(() => relayChoices(chunk));
+    }
+    return relayChoices(chunk);
+  };
+
+  /** The choices of a relayed chunk to the client: a finish of the first choice waits for `svc`. */
+  const relayChoices = (chunk: ChatCompletionChunk): Promise<void> | undefined => {
     const { choices, system_fingerprint: fingerprint } = chunk;
     let finishesFirst = false;
     let finishesOther = false;
@@ -241,4 +260,11 @@ export async function relayStream(
   } finally {
     sse.end();
   }
+}
+
+/** Logprobs with at least one token (`content` or `refusal`). */
+function hasTokenLogprobs(logprobs: unknown): boolean {
+  if (typeof logprobs !== 'object' || logprobs === null) return false;
+  const { content, refusal } = logprobs as { content?: unknown; refusal?: unknown };
+  return (Array.isArray(content) && content.length > 0) || (Array.isArray(refusal) && refusal.length > 0);
 }
