@@ -540,8 +540,26 @@ describe('conversation shapes apps send', () => {
     expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
   });
 
+  // Fields of two or three digits read as one number: "York,275,119" was 275119 and "Leeds,312,41" 312.41.
+  const SALES = 'city,units,returns\nYork,275,119\nLeeds,312,41';
+  const SALES_NO_HEADER = 'York,275,119\nLeeds,312,41';
+  const YEARS = 'year,units,returns\n2021,275,119\n2022,312,41';
+  it.each([
+    { source: SALES, answer: 'York had 275 units and 119 returns.', grounded: true, flagged: [] },
+    { source: SALES_NO_HEADER, answer: 'Leeds: 312 units, 41 returns.', grounded: true, flagged: [] },
+    { source: SALES, answer: 'York had 257 units and 119 returns.', grounded: false, flagged: ['257'] },
+    { source: SALES, answer: 'Leeds: 312 units, 14 returns.', grounded: false, flagged: ['14'] },
+    { source: YEARS, answer: 'In 2022 there were 312 units and 41 returns.', grounded: true, flagged: [] },
+    { source: YEARS, answer: 'In 2022 there were 321 units and 41 returns.', grounded: false, flagged: ['321'] },
+  ])('CSV fields of two or three digits: $answer', ({ source, answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+
   it.each([
     ['The rate is 3,5 %.', 'The rate is 3.5 %.'],
+    ['In York, 1,200 people came.', 'In York, 1200 people came.'],
     ['It costs 12,99 euros.', 'It costs 12.99 euros.'],
     ['It has 1,234,567 rows.', 'It has 1234567 rows.'],
   ])('a decimal comma and grouped thousands are still one number: %s', (source, answer) => {

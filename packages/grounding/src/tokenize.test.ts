@@ -10,6 +10,12 @@ describe('tokenize', () => {
     ['3,5 and 1.234,56 are decimal commas', '3,5 and 1.234,56', ['3,5', 'and', '1.234,56']],
     ['1,234,56 ends at the group that is not one', '1,234,56', ['1,234', '56']],
     ['1 234,5 keeps the space-grouped number apart from the comma', '1 234 567,5', ['1 234 567', '5']],
+    ['a CSV row: a comma after a letter marks the line, its commas separate values', 'York,275,119\nLeeds,312,41', ['York', '275', '119', 'Leeds', '312', '41']],
+    ['a quoted field marks it too', '"York",275,119', ['York', '275', '119']],
+    ['a quoted number in a CSV row keeps its grouping', 'York,"1,200",5', ['York', '1,200', '5']],
+    ['rows of digits under a header with as many commas', 'year,units,returns\r\n2021,275,119\n2022,312,41', ['year', 'units', 'returns', '2021', '275', '119', '2022', '312', '41']],
+    ['prose puts a space after its commas', 'In York, 1,200 people bought 3,5 kg.', ['In', 'York', '1,200', 'people', 'bought', '3,5', 'kg']],
+    ['a line under a CSV row with other commas is not one', 'York,275\nIt had 1,200, then 3,5.', ['York', '275', 'It', 'had', '1,200', 'then', '3,5']],
   ])('reads a comma between digits: %s', (_what, text, expected) => {
     expect(texts(text)).toEqual(expected);
   });

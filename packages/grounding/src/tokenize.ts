@@ -222,6 +222,7 @@ export function tokenize(text: string): Token[] {
   let sentenceStart = true;
   let prevEnd = 0;
   const n = text.length;
+  const csv = new CsvLines(text);
   let i = 0;
   while (i < n) {
     const k = classAt(text, i);
@@ -264,7 +265,7 @@ export function tokenize(text: string): Token[] {
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
         const end = runEnd(text, i + 1, DIGIT);
         const comma = text.charCodeAt(i) === 44;
-        if (comma && !commaInNumber(text, read, i, end)) break;
+        if (comma && (!commaInNumber(text, read, i, end) || (!quoted(text, digitsFrom) && csv.at(i)))) break;
         const group = end - i - 1 === 3 && ASCII_DIGITS_RE.test(text.slice(i + 1, end));
         read = { thousands: read.thousands && comma && group, decimalDots: read.decimalDots && !comma && group };
         i = end;
@@ -329,6 +330,92 @@ function commaInNumber(text: string, before: NumberSoFar, comma: number, end: nu
   const next = end + 1 < text.length && text.charCodeAt(end) === 44 && classAt(text, end + 1) === DIGIT;
   if (digitsAfter === 3 && before.thousands) return true;
   return digitsAfter <= 2 && !next && before.decimalDots;
+}
+
+/** Whether the number starting at `from` opens a quoted field (`"1,200"`), whose comma is the number's. */
+function quoted(text: string, from: number): boolean {
+  return from > 0 && (text.charCodeAt(from - 1) === 34 || text.charCodeAt(from - 1) === 39);
+}
+
+/**
+ * The lines of a text that are CSV rows, whose commas separate values even between digits ("York,275,119" is
+ * York, 275 and 119, not 275,119; "Leeds,312,41" is not 312.41): a line with a comma right after a letter or a
+ * quote and right before something other than white space (`York,275`, `"York",275`, `city,units`), or a line
+ * with as many commas as the CSV line above it (a header row's `year,units,returns` over `2021,275,119`). Prose
+ * puts a space after its commas: "In York, 1,200 people" and "3,5 kg" keep their numbers. Looked at only for a
+ * comma that would otherwise join digits, once per line.
+ */
+class CsvLines {
+  private readonly seen = new Map<number, { csv: boolean; commas: number }>();
+  constructor(private readonly text: string) {}
+
+  // The line last asked about: a text's numbers are asked about in order, so finding their lines is linear.
+  private lineStart = 0;
+  private lineEnd = -1;
+
+  at(i: number): boolean {
+    if (i < this.lineStart || i > this.lineEnd) {
+      this.lineStart = this.text.lastIndexOf('\n', i - 1) + 1;
+      const end = this.text.indexOf('\n', i);
+      this.lineEnd = end < 0 ? this.text.length : end;
+    }
+    return this.line(this.lineStart).csv;
+  }
+
+  private line(start: number): { csv: boolean; commas: number } {
+    const known = this.seen.get(start);
+    if (known) return known;
+    // The lines up to the first one known, or with a comma after a letter, or with none above it: then down again.
+    const chain: number[] = [];
+    let at = start;
+    let above: { csv: boolean; commas: number } | undefined;
+    for (;;) {
+      const own = this.seen.get(at);
+      if (own) {
+        above = own;
+        break;
+      }
+      chain.push(at);
+      const { marked, commas } = this.read(at);
+      if (marked || commas === 0 || at === 0 || this.text.charCodeAt(at - 2) === 10) {
+        this.seen.set(at, { csv: marked, commas });
+        above = this.seen.get(chain.pop()!);
+        break;
+      }
+      at = this.text.lastIndexOf('\n', at - 2) + 1;
+    }
+    while (chain.length > 0) {
+      const lineStart = chain.pop()!;
+      const { marked, commas } = this.read(lineStart);
+      const entry = { csv: marked || (above!.csv && commas === above!.commas), commas };
+      this.seen.set(lineStart, entry);
+      above = entry;
+    }
+    return above!;
+  }
+
+  /** Whether the line at `start` has a comma after a letter or a quote and before no white space; its commas outside quotes. */
+  private read(start: number): { marked: boolean; commas: number } {
+    const text = this.text;
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    let marked = false;
+    let commas = 0;
+    let inQuotes = false;
+    for (let j = start; j < end; j++) {
+      const c = text.charCodeAt(j);
+      if (c === 34) inQuotes = !inQuotes;
+      else if (c === 44 && !inQuotes) {
+        commas++;
+        if (!marked && j > start && j + 1 < end) {
+          const before = text.charCodeAt(j - 1);
+          const after = text.charCodeAt(j + 1);
+          marked = (before === 34 || before === 39 || classAt(text, j - 1) === LETTER) && !isWhiteSpace(after);
+        }
+      }
+    }
+    return { marked, commas };
+  }
 }
 
 /** "-" and "−" (U+2212). */
