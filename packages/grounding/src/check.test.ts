@@ -560,10 +560,22 @@ describe('conversation shapes apps send', () => {
   it.each([
     ['The rate is 3,5 %.', 'The rate is 3.5 %.'],
     ['In York, 1,200 people came.', 'In York, 1200 people came.'],
+    ['Total: €1.200,50', 'The total is €1,200.50.'],
+    ['Total: 1 200,50 €', 'The total is €1,200.50.'],
+    ['Total: 1\u202f234\u202f567,5 €', 'The total is €1,234,567.50.'],
     ['It costs 12,99 euros.', 'It costs 12.99 euros.'],
     ['It has 1,234,567 rows.', 'It has 1234567 rows.'],
   ])('a decimal comma and grouped thousands are still one number: %s', (source, answer) => {
     expect(checkGrounding({ sources: [source], answer }).grounded).toBe(true);
+  });
+
+  it.each([
+    ['Total: €1.200,50', 'The total is €1,250.50.', '1,250.50'],
+    ['Total: 1 200,50 €', 'The total is €1,500.50.', '1,500.50'],
+  ])('a European total changed is flagged: %s', (source, answer, flagged) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual([flagged]);
   });
 });
 

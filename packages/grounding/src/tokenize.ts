@@ -105,7 +105,7 @@ function parseDigits(raw: string): number | undefined {
   // "1,234" and "1,234,567" group thousands; "5.68" is a decimal; "3,5" (decimal comma) is rare in English;
   // "1.234.567" (German, two groups or more) groups thousands too. Other dotted runs ("2.3.1") are no number.
   if (/^\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(s)) s = s.replace(/,/g, '');
-  else if (/^\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?$/.test(s)) s = s.replace(/\./g, '').replace(',', '.');
+  else if (/^\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?$/.test(s) || /^\d{1,3}(?:\.\d{3})+,\d{1,2}$/.test(s)) s = s.replace(/\./g, '').replace(',', '.');
   else s = s.replace(/,/g, '.');
   const v = Number(s);
   return Number.isFinite(v) ? v : undefined;
@@ -208,8 +208,9 @@ function runEnd(text: string, i: number, k: number): number {
 }
 
 const NUMBER_SUFFIXES = ['st', 'nd', 'rd', 'th', 's'];
-// Two groups after plain spaces ("1 234 567"): "room 101 202" alone is two numbers.
-const SPACE_GROUPS_RE = /(?:[\u00a0\u202f\u2009]\d{3}(?!\d))+|(?: \d{3}(?!\d)){2,}/y;
+// Two groups after plain spaces ("1 234 567"), or one before a decimal comma ("1 200,50"): "room 101 202" alone
+// is two numbers.
+const SPACE_GROUPS_RE = /(?:[\u00a0\u202f\u2009]\d{3}(?!\d))+|(?: \d{3}(?!\d)){2,}| \d{3}(?=,\d{1,2}(?!\d)(?!,\d))/y;
 
 /**
  * Split text into tokens with offsets, sentence indices and numeric values. Tokens are numbers
@@ -259,7 +260,8 @@ export function tokenize(text: string): Token[] {
         SPACE_GROUPS_RE.lastIndex = i;
         if (SPACE_GROUPS_RE.test(text)) {
           i = SPACE_GROUPS_RE.lastIndex;
-          read = NEITHER;
+          // A decimal comma may follow ("1 234 567,5"); more groups may not.
+          read = DECIMAL_ONLY;
         }
       }
       while (i + 1 < n && (text.charCodeAt(i) === 46 || text.charCodeAt(i) === 44) && classAt(text, i + 1) === DIGIT) {
@@ -316,7 +318,7 @@ interface NumberSoFar {
   decimalDots: boolean;
 }
 
-const NEITHER: NumberSoFar = { thousands: false, decimalDots: false };
+const DECIMAL_ONLY: NumberSoFar = { thousands: false, decimalDots: true };
 const ASCII_DIGITS_RE = /^\d+$/;
 
 /**
