@@ -595,6 +595,27 @@ describe('tool results restated in prose', () => {
   });
 });
 
+describe('times, durations and accounting figures restated', () => {
+  const EVENT = '{"event": "evt_81", "created_at": "2024-03-15T14:30:00Z", "duration": "PT1H30M"}';
+  it.each([
+    { source: 'The meeting starts at 14:30.', answer: 'The meeting starts at 2:30 pm.', grounded: true, flagged: [] },
+    { source: 'The meeting starts at 2:30 pm.', answer: 'The meeting starts at 14:30.', grounded: true, flagged: [] },
+    { source: 'The meeting starts at 14:30.', answer: 'The meeting starts at 3:30 pm.', grounded: false, flagged: ['3'] },
+    { source: 'The meeting starts at 14:30.', answer: 'The meeting starts at 14:45.', grounded: false, flagged: ['45'] },
+    { source: EVENT, answer: 'Event evt_81 was created on March 15 at 2:30 pm UTC.', grounded: true, flagged: [] },
+    { source: EVENT, answer: 'Event evt_81 was created on March 15 at 4:30 pm UTC.', grounded: false, flagged: ['4'] },
+    { source: EVENT, answer: 'The duration of event evt_81 is 90 minutes.', grounded: true, flagged: [] },
+    { source: EVENT, answer: 'The duration of event evt_81 is 1.5 hours.', grounded: true, flagged: [] },
+    { source: EVENT, answer: 'The duration of event evt_81 is 80 minutes.', grounded: false, flagged: ['80'] },
+    { source: 'Net income: (1,200)', answer: 'Net income was -1,200.', grounded: true, flagged: [] },
+    { source: 'Net income: (1,200)', answer: 'Net income was -2,100.', grounded: false, flagged: ['-2,100'] },
+  ])('$source → $answer', ({ source, answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+});
+
 describe('translations: only their numbers are checked', () => {
   const NOTICE = 'Translate the following text into German:\n\nOur office is closed on public holidays. Please contact support@acme.dev for urgent issues.';
   const BUDGET = 'Translate into Spanish: The budget allocates $4.2 million to road repairs and $1.1 million to parks.';

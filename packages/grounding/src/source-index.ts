@@ -222,6 +222,7 @@ class IndexBuilder {
           }
         }
       }
+      if (w.value !== undefined || w.norm === 'z' || w.norm === 'pt' || w.norm === 'p') this.addReadings(source, tokens, i, sid);
       // A month named in a date is also its number, as the answer may write the date: "15 March 2021" → "2021-03-15".
       const month = w.cap ? MONTHS.get(w.norm) : undefined;
       if (month !== undefined && (dateNumber(tokens, i - 1, t) || dateNumber(tokens, i + 1, t))) {
@@ -341,6 +342,72 @@ class IndexBuilder {
     } else this.previous.items[id] = sid;
     this.heldSentences.push(sid);
     this.heldKeys.push(posted ? id : ~id);
+  }
+
+  /**
+   * How an answer may restate a tool's figure at token `i`, found in sentence `sid`: an accounting negative
+   * "(1,200)" is also -1200; a time "14:30" is also 2 and "pm" ("09:00" is "am"), "2:30 pm" is also 14; the "Z" of
+   * "2024-03-15T14:30:00Z" is "UTC"; an ISO duration "PT1H30M" is also 90 minutes, 5400 seconds and 1.5 hours.
+   */
+  private addReadings(source: string, tokens: readonly Token[], i: number, sid: number): void {
+    const t = tokens[i]!;
+    const v = t.word.value;
+    if (v !== undefined) {
+      if (v > 0 && source.charCodeAt(t.start - 1) === 40 && source.charCodeAt(t.end) === 41) this.addValue(sid, -v);
+      const minutes = tokens[i + 1];
+      if (
+        Number.isInteger(v) && v >= 0 && v <= 23 && t.end - t.start <= 2 && source.charCodeAt(t.end) === 58 &&
+        minutes && minutes.start === t.end + 1 && minutes.end - minutes.start === 2 && minutes.word.value !== undefined && minutes.word.value < 60
+      ) {
+        let j = i + 2;
+        if (tokens[j] && tokens[j]!.start === minutes.end + 1 && source.charCodeAt(minutes.end) === 58) j++;
+        const after = tokens[j]?.word.norm;
+        const meridiem = after === 'pm' || (after === 'p' && /^\.?m\b/i.test(source.slice(tokens[j]!.end, tokens[j]!.end + 3))) ? 'pm' : after === 'am' || (after === 'a' && /^\.?m\b/i.test(source.slice(tokens[j]!.end, tokens[j]!.end + 3))) ? 'am' : undefined;
+        if (meridiem === 'pm' && v >= 1 && v <= 11) this.addValue(sid, v + 12);
+        else if (meridiem === 'am' && v === 12) this.addValue(sid, 0);
+        else if (meridiem === undefined) {
+          if (v >= 13) this.addValue(sid, v - 12);
+          else if (v === 0) this.addValue(sid, 12);
+          this.addWord(sid, v >= 12 ? 'pm' : 'am');
+        }
+      }
+      return;
+    }
+    const before = tokens[i - 1];
+    if (t.word.norm === 'z') {
+      if (before && before.end === t.start && before.word.value !== undefined) this.addWord(sid, 'utc');
+      return;
+    }
+    if (before && before.end === t.start && /[\p{L}\p{N}]/u.test(source[t.start - 1]!)) return;
+    ISO_DURATION_RE.lastIndex = t.start;
+    const m = ISO_DURATION_RE.exec(source);
+    if (!m || m[0].length < 3) return;
+    const [days, hours, minutes, seconds] = [m[1], m[2], m[3], m[4]].map((x) => (x === undefined ? 0 : Number(x)));
+    const total = days! * 86_400 + hours! * 3_600 + minutes! * 60 + seconds!;
+    if (total <= 0) return;
+    this.addValue(sid, total);
+    this.addWord(sid, 'second');
+    if (total % 60 === 0) {
+      this.addValue(sid, total / 60);
+      this.addWord(sid, 'minute');
+    }
+    if (total >= 3_600) {
+      this.addValue(sid, total / 3_600);
+      this.addWord(sid, 'hour');
+    }
+  }
+
+  /** Number `v`, found in sentence `sid` as the source's own numbers are. */
+  private addValue(sid: number, v: number): void {
+    this.numbers.add(v);
+    this.add(sid, this.id(numberKey(v)), true);
+  }
+
+  /** Word `word`, found in sentence `sid` as the stems of its words are. */
+  private addWord(sid: number, word: string): void {
+    const id = this.id(stem(word));
+    this.flags.items[id]! |= STEM;
+    this.add(sid, id, true);
   }
 
   /** The names of month `month` ("march", "mar"), found in sentence `sid` as the stems of its words are. */
@@ -479,6 +546,9 @@ function numericDateMonths(text: string, tokens: readonly Token[], i: number): n
 export function numberKey(v: number): string {
   return `#${v}`;
 }
+
+// An ISO 8601 duration: "PT1H30M", "P1DT2H", "PT45.5S".
+const ISO_DURATION_RE = /P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?(?![\p{L}\p{N}])/uy;
 
 /** Is `text[from, to)` empty or white space only? */
 function onlySpaces(text: string, from: number, to: number): boolean {
