@@ -180,13 +180,15 @@ const ABSENCE = new RegExp(
  * code fence's line ("```json"), and list numbering at a line's start ("1)", "ii.",
  * "Step 2:"). Blanked before the answer is read, keeping its length, so offsets into it still hold.
  */
+const SOURCE_LIST = /^[ \t]*(?:#{1,6}[ \t]+)?[*_]{0,2}(?:sources|references|citations|bibliography)[*_]{0,2}:?[*_]{0,2}[ \t]*\n(?:[ \t]*\n)*(?:[ \t]*\S[^\n]*(?:\n|$))*/gim;
+const FOOTNOTE_TEXT = /^[ \t]*\[\^\d{1,3}\]:[^\n]*/gm;
 // Each with a character it cannot match without, looked for first: one pattern of all the alternatives, tried
 // at every position of every answer, was a fifth of a check's time.
 const CITATIONS: ReadonlyArray<[trigger: string, pattern: RegExp]> = [
   // A list of the sources after the answer ("Sources:", then "[1] Rhine – Wikipedia"), and a footnote's text
   // ("[^1]: Source 1"), name where the claims come from.
-  ['\n', /^[ \t]*(?:#{1,6}[ \t]+)?[*_]{0,2}(?:sources|references|citations|bibliography)[*_]{0,2}:?[*_]{0,2}[ \t]*\n(?:[ \t]*\n)*(?:[ \t]*\S[^\n]*(?:\n|$))*/gim],
-  ['[^', /^[ \t]*\[\^\d{1,3}\]:[^\n]*/gm],
+  ['\n', SOURCE_LIST],
+  ['[^', FOOTNOTE_TEXT],
   // A link alone in brackets cites its page: "(in 1815 ([Wikipedia](https://…)))"; so does one alone after a
   // sentence's end or a "Source:" at a line's end ("… in London. [Wikipedia](https://…)"). Looked for before the
   // marks below, which would blank "[Source 1]" and leave its address to be read as a claim's, and again after
@@ -218,7 +220,8 @@ function blankNotAsserted(answer: string): { answer: string; links: Link[]; cite
   const cited: Link[] = [];
   for (const [trigger, pattern] of CITATIONS) {
     if (!answer.includes(trigger)) continue;
-    const citesPage = trigger === '](';
+    // The list of sources names its pages too, and footnotes theirs: "Sources:\n- https://…", "[^1]: https://…".
+    const citesPage = trigger === '](' || pattern === SOURCE_LIST || pattern === FOOTNOTE_TEXT;
     answer = answer.replace(pattern, (m: string, at: number) => {
       if (citesPage) for (const l of findLinks(m)) cited.push({ ...l, start: l.start + at, end: l.end + at });
       return ' '.repeat(m.length);

@@ -44,7 +44,8 @@ describe('links, e-mail addresses and phone numbers in answers', () => {
     ['a cited page in brackets', 'The authentication guide is documented ([Source 1](https://example.org/doc/1)).'],
     ['a link after the sentence', 'The authentication guide is documented. [Acme docs](https://docs.acmecorp.io/auth/login)'],
     ['a link after "Source:"', 'The authentication guide is documented.\nSource: [Acme docs](https://docs.acmecorp.io/auth/login/)'],
-    ['a list of sources', 'The authentication guide is documented.\n\nSources:\n1. https://example.org/guide'],
+    ['a list of sources', 'The authentication guide is documented.\n\nSources:\n1. https://docs.acmecorp.io/auth/login\n2. [Source 1](https://example.org/doc/1)'],
+    ['a footnote', 'The authentication guide is documented.[^1]\n\n[^1]: https://example.org/doc/1'],
   ])('citation apparatus is not a claim of its sentence, and a cited page a source has is support: %s', (_what, answer) => {
     const r = checkGrounding({ sources: ['The authentication guide is documented.', DOCS, 'Document 1: https://example.org/doc/1'], answer });
     expect(r.grounded, JSON.stringify(r.claims.map((c) => [c.text, c.score]))).toBe(true);
@@ -55,6 +56,8 @@ describe('links, e-mail addresses and phone numbers in answers', () => {
     ['after the sentence', 'The refund window is 30 days. [Help Center](https://help.shopwise.example/refunds-policy)', 'https://help.shopwise.example/refunds-policy'],
     ['in brackets', 'The refund window is 30 days ([Policy](https://shopwise.example/legal/returns)).', 'https://shopwise.example/legal/returns'],
     ['after "Source:"', 'The refund window is 30 days.\nSource: [Returns FAQ](https://help.shopwise.example/faq/returns-2023)', 'https://help.shopwise.example/faq/returns-2023'],
+    ['in a list of sources', 'The refund window is 30 days.\n\nSources:\n- https://help.shopwise.example/refunds\n- https://shopwise.example/legal/returns-policy', 'https://shopwise.example/legal/returns-policy'],
+    ['in a footnote', 'The refund window is 30 days.[^1]\n\n[^1]: https://help.shopwise.example/faq/returns', 'https://help.shopwise.example/faq/returns'],
   ])('a cited page no source or question has is flagged as a made-up link: %s', (_what, answer, span) => {
     const sources = ['Customers can return items within 30 days. The refund window is 30 days.', 'Policy page: https://help.shopwise.example/refunds'];
     const r = checkGrounding({ sources, question: 'How long is the refund window?', answer });

@@ -510,7 +510,7 @@ describe('RAG answers with citation marks', () => {
   ];
   // The pages the marks and footers cite, as a RAG app lists its retrieved documents: a cited page is checked
   // like any link.
-  const PAGES = `Retrieved: ${[1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => `https://example.org/doc/${i}`).join(' ')} https://en.wikipedia.org/wiki/Rhine https://dw.com/a/123`;
+  const PAGES = `Retrieved: ${[1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => `https://example.org/doc/${i}`).join(' ')} https://en.wikipedia.org/wiki/Rhine https://dw.com/a/123 https://example.org/rhine`;
   // A mark goes before the sentence's full stop, or after it for the footnote styles.
   const cite = (s: string, mark: string) => (/^[\^[]/.test(mark) && /[.!]$/.test(s) ? s + mark : s.replace(/([.!]?)$/, `${mark}$1`));
 
