@@ -616,6 +616,20 @@ describe('times, durations and accounting figures restated', () => {
   });
 });
 
+describe('currency codes and symbols restated', () => {
+  it.each([
+    { source: 'The price is $1,200.', answer: 'The price is USD 1,200.', grounded: true, flagged: [] },
+    { source: 'The price is USD 1,200.', answer: 'The price is 1,200 US dollars.', grounded: true, flagged: [] },
+    { source: 'The price is £1,200.', answer: 'The price is GBP 1,200.', grounded: true, flagged: [] },
+    { source: 'The price is $1,200.', answer: 'The price is USD 1,500.', grounded: false, flagged: ['1,500'] },
+    { source: 'The price is $1,200.', answer: 'The price is EUR 1,200.', grounded: false, flagged: ['EUR'] },
+  ])('$source → $answer', ({ source, answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+});
+
 describe('translations: only their numbers are checked', () => {
   const NOTICE = 'Translate the following text into German:\n\nOur office is closed on public holidays. Please contact support@acme.dev for urgent issues.';
   const BUDGET = 'Translate into Spanish: The budget allocates $4.2 million to road repairs and $1.1 million to parks.';

@@ -223,6 +223,9 @@ class IndexBuilder {
         }
       }
       if (w.value !== undefined || w.norm === 'z' || w.norm === 'pt' || w.norm === 'p') this.addReadings(source, tokens, i, sid);
+      // A currency's symbol and code are its names: "$1,200" is "USD 1,200", "USD 1,200" is "1,200 US dollars".
+      const currency = CURRENCY_NAMES.get(w.norm);
+      if (currency) for (const name of currency) this.addWord(sid, name);
       // A month named in a date is also its number, as the answer may write the date: "15 March 2021" → "2021-03-15".
       const month = w.cap ? MONTHS.get(w.norm) : undefined;
       if (month !== undefined && (dateNumber(tokens, i - 1, t) || dateNumber(tokens, i + 1, t))) {
@@ -546,6 +549,14 @@ function numericDateMonths(text: string, tokens: readonly Token[], i: number): n
 export function numberKey(v: number): string {
   return `#${v}`;
 }
+
+const CURRENCY_NAMES = new Map<string, readonly string[]>([
+  ['$', ['usd']],
+  ['usd', ['us']],
+  ['€', ['eur']],
+  ['£', ['gbp']],
+  ['¥', ['jpy']],
+]);
 
 // An ISO 8601 duration: "PT1H30M", "P1DT2H", "PT45.5S".
 const ISO_DURATION_RE = /P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?(?![\p{L}\p{N}])/uy;
