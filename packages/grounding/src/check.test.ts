@@ -616,6 +616,20 @@ describe('times, durations and accounting figures restated', () => {
   });
 });
 
+describe('a table whose header gives the scale', () => {
+  const TABLE = '| Region | Revenue ($M) | Staff |\n|---|---|---|\n| East | 12.5 | 40 |\n| West | 8.1 | 25 |';
+  it.each([
+    { answer: 'East had revenue of $12,500,000.', grounded: true, flagged: [] },
+    { answer: 'East had revenue of $12.5 million.', grounded: true, flagged: [] },
+    { answer: 'East had revenue of $21,500,000.', grounded: false, flagged: ['21,500,000'] },
+    { answer: 'West had 25,000,000 staff.', grounded: false, flagged: ['25,000,000'] },
+  ])('$answer', ({ answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [TABLE], answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+});
+
 describe('currency codes and symbols restated', () => {
   it.each([
     { source: 'The price is $1,200.', answer: 'The price is USD 1,200.', grounded: true, flagged: [] },

@@ -193,6 +193,7 @@ class IndexBuilder {
     const negation = new NegationReader(tokens, this.negatedSentences);
     // Web addresses, e-mail addresses and phone numbers, each found in the sentence of its first token.
     const links = findLinks(source);
+    const tables = new TableScales(source);
     let link = 0;
     // The stem before, for word pairs: its key and its sentence.
     let before = -1;
@@ -223,6 +224,11 @@ class IndexBuilder {
         }
       }
       if (w.value !== undefined || w.norm === 'z' || w.norm === 'pt' || w.norm === 'p') this.addReadings(source, tokens, i, sid);
+      // A table cell under a header that gives its scale, "Revenue ($M)": 12.5 is also 12,500,000.
+      if (w.value !== undefined) {
+        const scale = tables.at(t.start);
+        if (scale !== 1) this.addValue(sid, Number((w.value * scale).toPrecision(12)));
+      }
       // A currency's symbol and code are its names: "$1,200" is "USD 1,200", "USD 1,200" is "1,200 US dollars".
       const currency = CURRENCY_NAMES.get(w.norm);
       if (currency) for (const name of currency) this.addWord(sid, name);
@@ -548,6 +554,76 @@ function numericDateMonths(text: string, tokens: readonly Token[], i: number): n
 /** How a number is kept among a sentence's keys (never a word's spelling). */
 export function numberKey(v: number): string {
   return `#${v}`;
+}
+
+/**
+ * The scale a Markdown table's header gives its column, "Revenue ($M)", "Sales (thousands)", "Cost (€bn)": a
+ * cell's number times it is the figure an answer may write out. Each table's header is read once.
+ */
+class TableScales {
+  private readonly headers = new Map<number, readonly number[]>();
+  constructor(private readonly text: string) {}
+
+  // The line last asked about: numbers are asked about in order, so finding their lines is linear.
+  private lineStart = 0;
+  private lineEnd = -1;
+  private lineScales: readonly number[] = [];
+
+  at(i: number): number {
+    const text = this.text;
+    if (i < this.lineStart || i > this.lineEnd) {
+      const lineStart = text.lastIndexOf('\n', i - 1) + 1;
+      const end = text.indexOf('\n', i);
+      this.lineStart = lineStart;
+      this.lineEnd = end < 0 ? text.length : end;
+      const row = text.charCodeAt(lineStart) === 124 || /^[ \t]{1,3}\|/.test(text.slice(lineStart, lineStart + 4));
+      this.lineScales = row ? this.scalesAbove(lineStart) : [];
+    }
+    const { lineStart, lineScales: scales } = this;
+    if (scales.length === 0) return 1;
+    let column = -1;
+    for (let j = lineStart; j < i; j++) if (text.charCodeAt(j) === 124 && text.charCodeAt(j - 1) !== 92) column++;
+    return scales[column] ?? 1;
+  }
+
+  /** The column scales of the table the line at `lineStart` is a row of (none above its separator row). */
+  private scalesAbove(lineStart: number): readonly number[] {
+    const known = this.headers.get(lineStart);
+    if (known) return known;
+    const text = this.text;
+    const visited: number[] = [];
+    let scales: readonly number[] = [];
+    for (let at = lineStart; ; ) {
+      const seen = this.headers.get(at);
+      if (seen) {
+        scales = seen;
+        break;
+      }
+      visited.push(at);
+      const end = text.indexOf('\n', at);
+      const line = text.slice(at, end < 0 ? text.length : end);
+      if (!line.trimStart().startsWith('|') || at === 0) break;
+      if (TABLE_SEPARATOR_RE.test(line)) {
+        const headerStart = text.lastIndexOf('\n', at - 2) + 1;
+        scales = text.slice(headerStart, at - 1).split('|').slice(1).map(headerScale);
+        break;
+      }
+      at = text.lastIndexOf('\n', at - 2) + 1;
+    }
+    for (const at of visited) this.headers.set(at, scales);
+    return scales;
+  }
+}
+
+const TABLE_SEPARATOR_RE = /^\s*\|?\s*:?-{3,}:?\s*\|/;
+const SCALE_RE = /\(\s*(?:[$€£¥]|usd|eur|gbp)?\s*(k|thousands?|m|mm|mn|millions?|b|bn|billions?)\s*\)/i;
+
+/** The scale a header cell names in brackets: "($M)" 1e6, "(thousands)" 1e3; 1 for none. */
+function headerScale(cell: string): number {
+  const m = SCALE_RE.exec(cell);
+  if (!m) return 1;
+  const unit = m[1]!.toLowerCase();
+  return unit.startsWith('k') || unit.startsWith('t') ? 1e3 : unit.startsWith('b') ? 1e9 : 1e6;
 }
 
 const CURRENCY_NAMES = new Map<string, readonly string[]>([
