@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { chunkFrame, startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 import { countUsage } from '../src/chat/prompt.js';
@@ -40,12 +40,8 @@ async function deliveredWhere(matches: (payload: Record<string, unknown>) => boo
   return parse(all.find((d) => matches(parse(d)))!);
 }
 
-/** One SSE frame of a chat completion chunk with `choices`, as an upstream sends it. */
-function frame(choices: object[], extra: object = {}): string {
-  return `data: ${JSON.stringify({ id: 'up', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
-}
-const text = (content: string, index = 0) => frame([{ index, delta: { content }, finish_reason: null }]);
-const role = (index = 0) => frame([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
+const text = (content: string, index = 0) => chunkFrame([{ index, delta: { content }, finish_reason: null }]);
+const role = (index = 0) => chunkFrame([{ index, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
 
 describe('a Responses API stream the client leaves', () => {
   it('is stored as incomplete with what was generated, reads back by its id, and is audited', async () => {
@@ -84,7 +80,7 @@ describe('a Responses API stream the client leaves', () => {
   it('after the upstream finished the answer (the client left during the grounding check) is stored as completed', async () => {
     const answer = 'It stands in Paris and is 330 metres tall.';
     // The text and its finish in one write: read together, the finish is known before the client sees the text.
-    upstream.setBehavior({ rawSse: [role(), text(answer) + frame([{ index: 0, delta: {}, finish_reason: 'stop' }])], hangMidStream: true });
+    upstream.setBehavior({ rawSse: [role(), text(answer) + chunkFrame([{ index: 0, delta: {}, finish_reason: 'stop' }])], hangMidStream: true });
     const stream = await client.responses.create({ model: 'svc01', instructions: DOC, input: 'Where is it?', stream: true });
     let id = '';
     for await (const event of stream) {
@@ -231,7 +227,7 @@ describe('an upstream that ends with [DONE] and no finish_reason', () => {
 
     // Choice 0 finished, choice 1 not.
     upstream.setBehavior({
-      rawSse: [role(0), role(1), text('First.', 0), frame([{ index: 0, delta: {}, finish_reason: 'stop' }]), text('Second.', 1), 'data: [DONE]\n\n'],
+      rawSse: [role(0), role(1), text('First.', 0), chunkFrame([{ index: 0, delta: {}, finish_reason: 'stop' }]), text('Second.', 1), 'data: [DONE]\n\n'],
     });
     const other = await client.chat.completions.stream({ model: 'svc01', messages, n: 2 }).finalChatCompletion();
     expect(other.choices.map((c) => [c.index, c.message.content, c.finish_reason])).toEqual([
@@ -241,7 +237,7 @@ describe('an upstream that ends with [DONE] and no finish_reason', () => {
   });
 
   it('after a tool call, the choice finishes with tool_calls, as OpenAI ends one', async () => {
-    const call = (fields: object) => frame([{ index: 0, delta: { tool_calls: [{ index: 0, ...fields }] }, finish_reason: null }]);
+    const call = (fields: object) => chunkFrame([{ index: 0, delta: { tool_calls: [{ index: 0, ...fields }] }, finish_reason: null }]);
     upstream.setBehavior({
       rawSse: [role(), call({ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }), call({ function: { arguments: '{"city":"Paris"}' } }), 'data: [DONE]\n\n'],
     });

@@ -4,7 +4,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { streamText } from 'ai';
 import { SvcResultSchema } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { chunkFrame, startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 
@@ -47,17 +47,13 @@ beforeEach(() => {
   upstream.setBehavior({ answer: ANSWER });
 });
 
-/** One upstream SSE frame. */
-function frame(choices: unknown[], extra: Record<string, unknown> = {}): string {
-  return `data: ${JSON.stringify({ id: 'up-1', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
-}
 
 /** The text, then `finish_reason: "stop"`, then the finish again in a frame of its own with usage. */
 function twiceFinished(): string[] {
   return [
-    frame([{ index: 0, delta: { role: 'assistant', content: 'It was completed ' }, logprobs: null, finish_reason: null }]) +
-      frame([{ index: 0, delta: { content: 'in 1889.' }, logprobs: null, finish_reason: 'stop' }]) +
-      frame([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], { usage: USAGE }) +
+    chunkFrame([{ index: 0, delta: { role: 'assistant', content: 'It was completed ' }, logprobs: null, finish_reason: null }]) +
+      chunkFrame([{ index: 0, delta: { content: 'in 1889.' }, logprobs: null, finish_reason: 'stop' }]) +
+      chunkFrame([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], { usage: USAGE }) +
       'data: [DONE]\n\n',
   ];
 }
@@ -211,7 +207,7 @@ describe("finish reasons outside OpenAI's set", () => {
     ['function_call', 'function_call', 'tool-calls'],
   ];
   const sse = (reason: string): string[] => [
-    frame([{ index: 0, delta: { role: 'assistant', content: ANSWER }, finish_reason: null }]) + frame([{ index: 0, delta: {}, finish_reason: reason }], { usage: USAGE }) + 'data: [DONE]\n\n',
+    chunkFrame([{ index: 0, delta: { role: 'assistant', content: ANSWER }, finish_reason: null }]) + chunkFrame([{ index: 0, delta: {}, finish_reason: reason }], { usage: USAGE }) + 'data: [DONE]\n\n',
   ];
 
   it.each(cases)('%s: openai streamed and not, and the AI SDK, read %s', async (reason, openaiReason, aiReason) => {
@@ -242,9 +238,9 @@ describe("finish reasons outside OpenAI's set", () => {
 
 describe('choice indexes that start at 1', () => {
   const fromOne = (): string[] => [
-    frame([{ index: 1, delta: { role: 'assistant', content: 'It was completed ' }, finish_reason: null }]) +
-      frame([{ index: 1, delta: { content: 'in 1889.' }, finish_reason: null }]) +
-      frame([{ index: 1, delta: {}, finish_reason: 'stop' }], { usage: USAGE }) +
+    chunkFrame([{ index: 1, delta: { role: 'assistant', content: 'It was completed ' }, finish_reason: null }]) +
+      chunkFrame([{ index: 1, delta: { content: 'in 1889.' }, finish_reason: null }]) +
+      chunkFrame([{ index: 1, delta: {}, finish_reason: 'stop' }], { usage: USAGE }) +
       'data: [DONE]\n\n',
   ];
 
@@ -283,7 +279,7 @@ describe('logprobs on the first frame of a choice, and in the finish frame', () 
 
   it("openai stream helper: each token's logprobs once (one frame that opens, carries the text and finishes)", async () => {
     upstream.setBehavior({
-      rawSse: [frame([{ index: 0, delta: { role: 'assistant', content: ANSWER }, logprobs: tokens(ANSWER), finish_reason: 'stop' }], { usage: USAGE }) + 'data: [DONE]\n\n'],
+      rawSse: [chunkFrame([{ index: 0, delta: { role: 'assistant', content: ANSWER }, logprobs: tokens(ANSWER), finish_reason: 'stop' }], { usage: USAGE }) + 'data: [DONE]\n\n'],
     });
     const completion = await client.chat.completions.stream({ model: 'svc01', messages, logprobs: true }).finalChatCompletion();
     expect(completion.choices[0]!.message.content).toBe(ANSWER);
@@ -292,8 +288,8 @@ describe('logprobs on the first frame of a choice, and in the finish frame', () 
 
   it('openai stream helper and the AI SDK: tokens over several frames, the last with the finish, each once', async () => {
     const sse = (): string[] => [
-      frame([{ index: 0, delta: { role: 'assistant', content: 'It was ' }, logprobs: tokens('It', ' was '), finish_reason: null }]) +
-        frame([{ index: 0, delta: { content: 'completed in 1889.' }, logprobs: tokens('completed', ' in', ' 1889.'), finish_reason: 'stop' }], { usage: USAGE }) +
+      chunkFrame([{ index: 0, delta: { role: 'assistant', content: 'It was ' }, logprobs: tokens('It', ' was '), finish_reason: null }]) +
+        chunkFrame([{ index: 0, delta: { content: 'completed in 1889.' }, logprobs: tokens('completed', ' in', ' 1889.'), finish_reason: 'stop' }], { usage: USAGE }) +
         'data: [DONE]\n\n',
     ];
     upstream.setBehavior({ rawSse: sse() });

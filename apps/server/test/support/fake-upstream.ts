@@ -174,18 +174,27 @@ const DEFAULT_ANSWER = 'Hello from the fake upstream.';
 export const BIG_CONTENT = ('x'.repeat(1023) + ' ').repeat(32);
 
 /**
+ * One SSE frame of a chat completion chunk with `choices` (and `extra` top-level fields, e.g. `usage`), as an
+ * upstream sends it: for `rawSse`.
+ *
+ * @example
+ * upstream.setBehavior({ rawSse: [chunkFrame([{ index: 0, delta: { content: 'Hi' }, finish_reason: 'stop' }]), 'data: [DONE]\n\n'] });
+ */
+export function chunkFrame(choices: object[], extra: object = {}): string {
+  return `data: ${JSON.stringify({ id: 'up', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
+}
+
+/**
  * A `rawSse` of 16 MiB of answer (64 writes of 8 frames of `BIG_CONTENT`), far more than the socket buffers
  * between svc and a client take: for backpressure and clients that stop reading. `usage`: a usage frame before
  * `[DONE]`.
  */
 export function sixteenMiBStream(options: { usage?: boolean } = {}): string[] {
-  const frame = (choices: object[], extra: object = {}) =>
-    `data: ${JSON.stringify({ id: 'big', object: 'chat.completion.chunk', created: 1, model: 'm', choices, ...extra })}\n\n`;
-  const delta = (d: object, finish: string | null = null) => frame([{ index: 0, delta: d, finish_reason: finish }]);
+  const delta = (d: object, finish: string | null = null) => chunkFrame([{ index: 0, delta: d, finish_reason: finish }]);
   const pieces = [delta({ role: 'assistant', content: '' })];
   for (let i = 0; i < 64; i++) pieces.push(delta({ content: BIG_CONTENT }).repeat(8));
   pieces.push(delta({}, 'stop'));
-  if (options.usage) pieces.push(frame([], { usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  if (options.usage) pieces.push(chunkFrame([], { usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
   pieces.push('data: [DONE]\n\n');
   return pieces;
 }
