@@ -549,15 +549,14 @@ class ChunkReader {
     }
     const chunk = normalizeChunk(json, this.fallback, this.toolCalls);
     if (chunk === json) this.textFrames.learn(data, chunk);
-    for (let i = 0; i < chunk.choices.length; i++) {
-      let choice = chunk.choices[i]!;
-      const index = this.numberOf(choice.index);
-      if (index !== choice.index) chunk.choices[i] = choice = { ...choice, index };
+    // The choices are this frame's own objects (parsed for it): renumbered in place, not copied on every frame.
+    for (const choice of chunk.choices) {
+      choice.index = this.numberOf(choice.index);
       this.started.add(choice.index);
       if (choice.delta.tool_calls !== undefined && choice.delta.tool_calls.length > 0) this.calling.add(choice.index);
       if (!choice.finish_reason) continue;
       this.finished.add(choice.index);
-      if (choice.finish_reason === 'stop' && this.calling.has(choice.index)) chunk.choices[i] = { ...choice, finish_reason: 'tool_calls' };
+      if (choice.finish_reason === 'stop' && this.calling.has(choice.index)) choice.finish_reason = 'tool_calls';
     }
     this.thinkTags.apply(chunk);
     return chunk;
