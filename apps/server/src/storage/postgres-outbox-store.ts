@@ -97,7 +97,7 @@ function chunks<T>(items: readonly T[], distinct = true): T[][] {
 /**
  * Which clock a lease is measured on. `database` (what the server runs): every lease deadline is computed and
  * compared by Postgres (`statement_timestamp()`, in epoch ms), so instances whose own clocks disagree still
- * agree on whose lease is live: an instance 60 s ahead no longer takes a row another is still sending (a second
+ * agree on whose lease is live: an instance 60 s ahead does not take a row another is still sending (a second
  * delivery with the same webhook-id). Only the lease is on the database's clock: next attempt times, due checks
  * and `updated_at` stay on the caller's injected clock, so retry scheduling remains testable (a skew there only
  * moves a retry, it never sends a row twice at once). `caller`: leases on the `now` the caller passes, as on
