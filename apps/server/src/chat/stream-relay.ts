@@ -84,6 +84,8 @@ export async function relayStream(
   /** The choices whose finish_reason came; those that streamed a tool call. */
   const finished = new ChoiceIndexes();
   const calling = new ChoiceIndexes();
+  /** Made once per stream: with n > 1 every frame after the first finish is looked at with it. */
+  const finishedAlready = (choice: { index: number }): boolean => finished.has(choice.index);
   /** The finish of a choice the upstream left unfinished: `tool_calls` after a call, as OpenAI ends one. */
   const closing = (index: number) => ({ index, delta: {}, finish_reason: calling.has(index) ? ('tool_calls' as const) : ('stop' as const), logprobs: null });
   let usage: Usage | null = null;
@@ -170,7 +172,7 @@ export async function relayStream(
     // A choice finishes once: some servers (vLLM and TGI versions, proxies) repeat the finish in a frame of
     // its own, with usage. That frame gives its usage only; a second finish chunk (a second `svc`, a second
     // check) would make clients count the choice twice.
-    if (finished.size > 0 && chunk.choices.some((c) => finished.has(c.index))) {
+    if (finished.size > 0 && chunk.choices.some(finishedAlready)) {
       chunk.choices = chunk.choices.filter((c) => !finished.has(c.index));
       if (chunk.choices.length === 0) return undefined;
     }
