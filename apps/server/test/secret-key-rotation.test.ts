@@ -1,6 +1,6 @@
 // Rotating SVC_SECRET_KEY (a leaked key): the new key in SVC_SECRET_KEY, the old one in SVC_SECRET_KEY_PREVIOUS,
 // then `svc-server secrets rotate` re-encrypts every stored signing secret with the new key, after which the old
-// key can go. Before, a changed key stopped the start and there was no way off a leaked one. SQLite and Postgres.
+// key can go. SQLite and Postgres.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -142,6 +142,20 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
     } finally {
       await check.close();
     }
+  });
+
+  it('--json names a key whose current and rotated-out secrets no key opens once', async () => {
+    const store = await openStore(db.url);
+    try {
+      const lost = new SecretBox(randomBytes(32));
+      await store.keys.update(keyId, { signing_secret_enc: lost.seal(CURRENT), previous_signing_secret_enc: lost.seal(ROTATED_OUT) }, Date.now());
+    } finally {
+      await store.close();
+    }
+    const out: string[] = [];
+    const io = { env: env(newKey, [oldKey]), stdout: (l: string) => out.push(l), stderr: () => {}, stopSignal: () => new Promise<string>(() => {}) };
+    await expect(makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', 'secrets', 'rotate', '--json'])).rejects.toThrow(/2 signing secrets open with neither/);
+    expect(out).toEqual([JSON.stringify({ resealed: 0, current: 0, unreadable: [keyId] })]);
   });
 
   it('a secret set while the rotation runs (another instance, the dashboard) is newer and is kept', async () => {

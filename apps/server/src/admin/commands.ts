@@ -100,12 +100,14 @@ async function sealedSecretOption(secret: string, cfg: Config, store: Store): Pr
  * secret one of them set during the pass is newer, and is looked at again in the next pass. Running it again
  * finds everything current and changes nothing.
  */
-async function resealSecrets(box: SecretBox, store: Store): Promise<{ resealed: number; current: number; unreadable: string[] }> {
+async function resealSecrets(box: SecretBox, store: Store): Promise<{ resealed: number; current: number; unreadable: string[]; unreadableSecrets: number }> {
   const resealedNow = new Set<string>();
   for (let pass = 0; pass < 5; pass++) {
     let current = 0;
     let raced = 0;
-    const unreadable: string[] = [];
+    /** Keys with a secret no key of `box` opens, each once, and how many such secrets. */
+    const unreadable = new Set<string>();
+    let unreadableSecrets = 0;
     for (const row of await store.keys.sealedSecrets()) {
       for (const column of ['signing_secret_enc', 'previous_signing_secret_enc'] as const) {
         const sealed = row[column];
@@ -115,7 +117,8 @@ async function resealSecrets(box: SecretBox, store: Store): Promise<{ resealed: 
           next = box.reseal(sealed);
         } catch (err) {
           if (!(err instanceof SecretKeyMismatchError)) throw err;
-          unreadable.push(row.id);
+          unreadable.add(row.id);
+          unreadableSecrets += 1;
           continue;
         }
         if (next === undefined) {
@@ -124,7 +127,7 @@ async function resealSecrets(box: SecretBox, store: Store): Promise<{ resealed: 
         else raced += 1;
       }
     }
-    if (raced === 0) return { resealed: resealedNow.size, current, unreadable };
+    if (raced === 0) return { resealed: resealedNow.size, current, unreadable: [...unreadable], unreadableSecrets };
   }
   throw new CommandError('signing secrets kept changing while they were re-encrypted: run svc-server secrets rotate again');
 }
@@ -250,13 +253,13 @@ export function makeProgram(io: CommandIO): Command {
       const cfg = config();
       await withStore(cfg, async (store) => {
         const box = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir), cfg.previousSecretKeys);
-        const { resealed, current, unreadable } = await resealSecrets(box, store);
+        const { resealed, current, unreadable, unreadableSecrets: n } = await resealSecrets(box, store);
         if (opts.json) io.stdout(JSON.stringify({ resealed, current, unreadable }));
         else io.stderr(`re-encrypted ${resealed} signing secret${resealed === 1 ? '' : 's'} with SVC_SECRET_KEY; ${current} already were`);
-        if (unreadable.length > 0) {
+        if (n > 0) {
           throw new CommandError(
-            `${unreadable.length} signing secret${unreadable.length === 1 ? '' : 's'} open${unreadable.length === 1 ? 's' : ''} with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_PREVIOUS ` +
-              `(keys ${[...new Set(unreadable)].join(', ')}): add the key they were encrypted with to SVC_SECRET_KEY_PREVIOUS and run this again, or set new signing secrets for those keys`,
+            `${n} signing secret${n === 1 ? '' : 's'} open${n === 1 ? 's' : ''} with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_PREVIOUS ` +
+              `(keys ${unreadable.join(', ')}): add the key they were encrypted with to SVC_SECRET_KEY_PREVIOUS and run this again, or set new signing secrets for those keys`,
           );
         }
       });
