@@ -150,6 +150,8 @@ export class ResponseEvents {
    * closed, and keeps the response; `usage` is what was generated so far.
    */
   abandon(usage: Usage): ResponseObject {
+    // Already ended (the client left while the ended stream was being stored): that is the response.
+    if (this.final) return this.final;
     if (this.finishReason !== null) {
       // The answer was whole (the upstream finished it) when the client left: stored as it finished.
       this.usage ??= responseUsage(usage);

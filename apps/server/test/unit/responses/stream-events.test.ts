@@ -162,3 +162,40 @@ describe('ResponseEvents', () => {
     expect(parsed.at(-1)).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'upstream_error', message: 'boom' } } });
   });
 });
+
+describe('ResponseEvents.abandon', () => {
+  function events(): ResponseEvents {
+    let n = 0;
+    const base = { id: 'resp_1', createdAt: 1, request: ResponseCreateRequestSchema.parse({ model: 'svc01', input: 'Hi', stream: true }) };
+    return new ResponseEvents(pendingResponse(base), (prefix) => `${prefix}_${++n}`, () => 2);
+  }
+  const usage = { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 };
+
+  it('after the stream ended (the client left while it was being stored) gives the response it ended with', () => {
+    const e = events();
+    e.start();
+    e.chunk(chunk([{ index: 0, delta: { role: 'assistant', content: 'Owls hunt at night.' }, finish_reason: null }]));
+    e.chunk(chunk([{ index: 0, delta: {}, finish_reason: 'stop' }], { svc }));
+    e.finish();
+    const ended = e.result;
+    expect(e.abandon(usage)).toBe(ended);
+    expect(ended.status).toBe('completed');
+  });
+
+  it('after a failure keeps the failure', () => {
+    const e = events();
+    e.start();
+    e.chunk(chunk([{ index: 0, delta: { role: 'assistant', content: 'Owls' }, finish_reason: null }]));
+    e.fail({ code: 'upstream_error', message: 'Upstream failed mid-stream' }, usage);
+    expect(e.abandon(usage).status).toBe('failed');
+  });
+
+  it('mid-answer stores what came as incomplete', () => {
+    const e = events();
+    e.start();
+    e.chunk(chunk([{ index: 0, delta: { role: 'assistant', content: 'Owls' }, finish_reason: null }]));
+    const left = e.abandon(usage);
+    expect(left.status).toBe('incomplete');
+    expect(JSON.stringify(left.output)).toContain('Owls');
+  });
+});
