@@ -31,6 +31,10 @@ const { values: opts } = parseArgs({
 });
 const minutes = Math.min(5, Number(opts.minutes));
 const concurrency = Number(opts.concurrency);
+if (!(minutes > 0) || !Number.isInteger(concurrency) || concurrency < 1) {
+  process.stderr.write('usage: node bench/soak.mjs [--minutes M (0 < M <= 5)] [--concurrency N (a positive integer)] [--out FILE]\n');
+  process.exit(2);
+}
 const log = (msg) => process.stderr.write(`${msg}\n`);
 exitUnlessSvcBuilt();
 for (const signal of ['SIGINT', 'SIGTERM']) {
