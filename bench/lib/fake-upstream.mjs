@@ -8,6 +8,9 @@
 //                                                                the first goes out with the headers; a
 //                                                                non-streamed answer comes after the same time
 //
+//   … --big-answers FILE                                        a request whose body holds `bench-big-I` gets
+//                                                                answer I of FILE (a JSON array of strings) at
+//                                                                once, streamed in 64-character deltas or whole
 //   … --tls h1|h2 --cert FILE --key FILE --tls-port P2 PORT    also serves chat completions over TLS on P2,
 //                                                                offering by ALPN h2 and http/1.1 (h2) or only
 //                                                                http/1.1 (h1); PORT stays plain HTTP (/stats)
@@ -30,6 +33,7 @@ const { values: opts, positionals } = parseArgs({
     cert: { type: 'string' },
     key: { type: 'string' },
     'tls-port': { type: 'string' },
+    'big-answers': { type: 'string' },
   },
   allowPositionals: true,
 });
@@ -69,6 +73,19 @@ const allFrames = [...contentFrames, ...tailFrames];
 
 const gapMs = 1000 / rate;
 const nextGap = () => gapMs * (1 + jitter * (2 * Math.random() - 1));
+
+/** `--big-answers`: each answer's JSON body and SSE frames, prebuilt. */
+const bigAnswers = (opts['big-answers'] ? JSON.parse(readFileSync(opts['big-answers'], 'utf8')) : []).map((text) => {
+  const bigUsage = { prompt_tokens: 100_000, completion_tokens: Math.ceil(text.length / 4), total_tokens: 100_000 + Math.ceil(text.length / 4) };
+  const json = Buffer.from(
+    JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null }, logprobs: null, finish_reason: 'stop' }], usage: bigUsage }),
+  );
+  const frames = [];
+  for (let i = 0; i < text.length; i += 64) frames.push(chunk([{ index: 0, delta: i === 0 ? { role: 'assistant', content: text.slice(i, i + 64) } : { content: text.slice(i, i + 64) }, logprobs: null, finish_reason: null }]));
+  frames.push(tailFrames[0], chunk([], { usage: bigUsage }), tailFrames[2]);
+  return { json, sse: Buffer.concat(frames) };
+});
+const BIG_MARK = Buffer.from('bench-big-');
 
 let open = 0;
 let peakOpen = 0;
@@ -129,7 +146,15 @@ function onRequest(req, res) {
   req.on('data', (d) => parts.push(d));
   req.on('end', () => {
     // A byte search instead of a JSON parse: the upstream should cost as little as possible.
-    const stream = Buffer.concat(parts).includes('"stream":true');
+    const body = Buffer.concat(parts);
+    const stream = body.includes('"stream":true');
+    const big = bigAnswers.length > 0 ? body.lastIndexOf(BIG_MARK) : -1;
+    if (big !== -1) {
+      const answer = bigAnswers[Number.parseInt(body.subarray(big + BIG_MARK.length, big + BIG_MARK.length + 6).toString(), 10) % bigAnswers.length];
+      if (stream) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }).end(answer.sse);
+      else res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.json.length }).end(answer.json);
+      return;
+    }
     if (stream) streams += 1;
     (paced ? answerPaced : answerAtOnce)(res, stream);
   });

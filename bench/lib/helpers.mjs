@@ -74,15 +74,17 @@ export function benchCertificate() {
 
 /**
  * The fake upstream at a model's pace (`fake-upstream.mjs --rate`): streams `tokens` tokens at `rate` tokens/s,
- * each gap within ±`jitter` (0..1) of 1/rate. `base` is the upstream base URL, `stats()` its `/stats`. With
+ * each gap within ±`jitter` (0..1) of 1/rate; `bigAnswers`, a JSON file of strings, answers large requests (see
+ * fake-upstream.mjs). `base` is the upstream base URL, `stats()` its `/stats`. With
  * `tls` ('h1' | 'h2', and `certificate` from benchCertificate()) `base` is an https URL whose ALPN offers
  * only http/1.1, or h2 and http/1.1; `url` (and /stats) stay plain HTTP.
  *
  * @example
  * const upstream = await startPacedUpstream(0, { rate: 10, tokens: 50, jitter: 0.2 });
  */
-export async function startPacedUpstream(core, { rate, tokens, jitter, tls, certificate }) {
+export async function startPacedUpstream(core, { rate, tokens, jitter, tls, certificate, bigAnswers }) {
   const args = ['--rate', String(rate), '--tokens', String(tokens), '--jitter', String(jitter)];
+  if (bigAnswers) args.push('--big-answers', bigAnswers);
   const tlsPort = tls ? await freePort() : null;
   if (tls) args.push('--tls', tls, '--cert', certificate.certFile, '--key', certificate.keyFile, '--tls-port', String(tlsPort));
   const helper = await startHelper('fake-upstream.mjs', '/healthz', core, args);
