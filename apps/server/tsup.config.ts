@@ -1,8 +1,8 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  // The workers are entries of their own: grounding-thread.ts and json-parse-thread.ts start them from dist/.
-  entry: { bin: 'src/bin.ts', index: 'src/index.ts', 'grounding-worker': 'src/chat/grounding-worker.ts', 'json-parse-worker': 'src/http/json-parse-worker.ts' },
+  // The grounding worker is an entry of its own: grounding-thread.ts starts it from dist/grounding-worker.js.
+  entry: { bin: 'src/bin.ts', index: 'src/index.ts', 'grounding-worker': 'src/chat/grounding-worker.ts' },
   format: ['esm'],
   dts: false,
   sourcemap: true,

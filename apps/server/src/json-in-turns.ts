@@ -71,25 +71,6 @@ export class EscapedString {
   }
 }
 
-/** Characters of a text encoded as UTF-8 at once by `utf8InTurns` (64 Ki: about a third of a millisecond). */
-export const ENCODE_SLICE_CHARS = 64 * 1024;
-
-/**
- * `Buffer.from(text)` in pieces of at most ENCODE_SLICE_CHARS characters, in the caller's turns: a socket
- * given the string of an 800 KB prompt encodes it in one step. The pieces concatenated are the same bytes.
- *
- * @example
- * const parts = await utf8InTurns(json, turns()); // Buffer.concat(parts).equals(Buffer.from(json))
- */
-export async function utf8InTurns(text: string, turn: () => boolean): Promise<Buffer[]> {
-  const parts: Buffer[] = [];
-  for (const piece of slices(text, ENCODE_SLICE_CHARS)) {
-    parts.push(Buffer.from(piece, 'utf8'));
-    if (turn()) await yieldToEventLoop();
-  }
-  return parts;
-}
-
 /** `JSON.stringify(text)`, a slice at a time. */
 async function quoteInTurns(text: string, turn: () => boolean, size: number): Promise<string> {
   let out = '"';

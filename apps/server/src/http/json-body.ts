@@ -1,27 +1,12 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
-import { MAX_JSON_DEPTH } from '../json-depth.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { turns } from '../turns.js';
 import { ApiError } from './errors.js';
 import { bodyErrors } from './body-errors.js';
-import { parseBodyBytes, type JsonBodyProblem } from './json-parse.js';
-import { JsonParseThread } from './json-parse-thread.js';
-
-/**
- * Bodies of this size or more are parsed on the parse thread (when the build has one): 800 KB of retrieved
- * documents are 5–15 ms of decoding and JSON.parse, a step in which every other stream would wait.
- */
-export const THREAD_BODY_BYTES = 64 * 1024;
-let parseThread: JsonParseThread | null | undefined;
-
-/** The build's parse thread, or null where there is none (tests from source); `thread` sets it (tests). */
-export function bodyParseThread(thread?: JsonParseThread | null): JsonParseThread | null {
-  if (thread !== undefined) parseThread = thread;
-  parseThread ??= JsonParseThread.beside(import.meta.url) ?? null;
-  return parseThread;
-}
 
 /** The chat route's body limit (design §4 `request_too_large`). */
 export const JSON_BODY_LIMIT = MAX_BODY_BYTES;
@@ -204,18 +189,6 @@ function collect(
           hold.release();
         }
       };
-      const thread = size >= THREAD_BODY_BYTES ? bodyParseThread() : null;
-      if (thread) {
-        const buffer = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
-        parts.length = 0;
-        thread
-          .parse(buffer)
-          // A thread that failed (it died, or ran out of memory) leaves the body to be parsed here, as without one.
-          .catch(() => parseBodyBytes(buffer))
-          .then((parsed) => ('problem' in parsed ? reject(problemError(parsed.problem)) : resolve(parsed.value)), reject)
-          .finally(() => hold.release());
-        return;
-      }
       if (size < LARGE_BODY_BYTES) parse();
       else largeBodyTurn(parse);
     });
@@ -249,14 +222,19 @@ function nextLargeBody(): void {
 
 /** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
 function parseJson(buffer: Buffer): unknown {
-  const parsed = parseBodyBytes(buffer);
-  if ('problem' in parsed) throw problemError(parsed.problem);
-  return parsed.value;
-}
-
-function problemError(problem: JsonBodyProblem): ApiError {
-  if (problem === 'deep') return new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
-  return problem === 'utf8' ? bodyErrors.notUtf8() : bodyErrors.invalidJson();
+  if (buffer.length === 0) return {};
+  if (nestsDeeperThan(buffer)) {
+    throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
+  const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+  // Invalid bytes would otherwise become U+FFFD silently: the text a model and an audit record see would not
+  // be the text the client sent.
+  if (!isUtf8(buffer.subarray(start))) throw bodyErrors.notUtf8();
+  try {
+    return JSON.parse(buffer.toString('utf8', start)) as unknown;
+  } catch {
+    throw bodyErrors.invalidJson();
+  }
 }
 
 /** The `charset` parameter of a content type, lower-cased; undefined when there is none. */

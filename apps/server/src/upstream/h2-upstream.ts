@@ -582,7 +582,7 @@ function requestBody(body: Dispatcher.DispatchOptions['body']): Buffer | null {
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (typeof (body as Iterable<unknown>)[Symbol.iterator] === 'function') {
     const parts: Buffer[] = [];
-    for (const part of body as Iterable<string | Uint8Array>) parts.push(typeof part === 'string' ? Buffer.from(part) : Buffer.from(part.buffer, part.byteOffset, part.byteLength));
+    for (const part of body as Iterable<string | Uint8Array>) parts.push(Buffer.from(part as string));
     return Buffer.concat(parts);
   }
   throw new TypeError('The HTTP/2 upstream sends string, Buffer or iterable bodies only.');

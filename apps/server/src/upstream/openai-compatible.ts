@@ -19,8 +19,6 @@ import { TokenLimits } from './token-limit.js';
 import { developerAsSystem } from './developer-role.js';
 import { errorFields, errorObject, upstreamHttpError, withoutKeys } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
-import { ENCODE_SLICE_CHARS, stringifyInTurns, utf8InTurns } from '../json-in-turns.js';
-import { turns } from '../turns.js';
 import { ChoiceIndexes } from '../choice-indexes.js';
 import { newToolCallId, ToolCallIndexes } from './tool-call-indexes.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
@@ -121,12 +119,8 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       'user-agent': 'svc-server',
     };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-    // A prompt of megabytes (retrieved documents) is serialised and encoded in turns: in one step each would
-    // hold every other stream up for milliseconds.
-    const turn = turns();
-    const json = await stringifyInTurns(body, turn);
-    const parts = json.length > ENCODE_SLICE_CHARS ? await utf8InTurns(json, turn) : null;
-    headers['content-length'] = String(parts ? parts.reduce((n, p) => n + p.length, 0) : Buffer.byteLength(json));
+    const json = JSON.stringify(body);
+    headers['content-length'] = String(Buffer.byteLength(json));
     try {
       const response = await request(dispatcher, {
         origin,
@@ -134,7 +128,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
         method: 'POST',
         headers,
         // undici documents iterable bodies (Dispatcher.dispatch), its types leave them out.
-        body: sentOnce(parts ?? json) as unknown as Dispatcher.DispatchOptions['body'],
+        body: sentOnce(json) as unknown as Dispatcher.DispatchOptions['body'],
         // undici listens to any object with addEventListener ('abort') and reads `aborted` / `reason`.
         signal: exchange as unknown as AbortSignal,
         headersTimeout: firstByteTimeoutMs,

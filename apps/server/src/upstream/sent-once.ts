@@ -7,21 +7,17 @@
  * body under the first content-length would only fail later with a cause nobody could name. (Over HTTP/2,
  * h2-upstream.ts reads it once too, and sends it again only on a stream the server refused unprocessed.)
  *
- * `text` may also be the body's bytes in pieces (utf8InTurns in json-in-turns.ts).
- *
  * @example
  * await request(pool, { origin, path, method: 'POST', body: sentOnce(json), headers: { 'content-length': String(Buffer.byteLength(json)) } });
  */
-export function sentOnce(text: string | Buffer[]): Iterable<string | Buffer> {
-  let pending: string | Buffer[] | null = text;
+export function sentOnce(text: string): Iterable<string> {
+  let pending: string | null = text;
   return {
     *[Symbol.iterator]() {
       if (pending === null) throw new Error('The request body was already sent; svc does not replay upstream calls.');
       const out = pending;
       pending = null;
-      if (typeof out === 'string') yield out;
-      // Pieces already encoded (utf8InTurns): handed over one at a time, each let go of as it is sent.
-      else while (out.length > 0) yield out.shift()!;
+      yield out;
     },
   };
 }

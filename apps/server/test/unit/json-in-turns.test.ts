@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ENCODE_SLICE_CHARS, EscapedString, stringifyInTurns, utf8InTurns } from '../../src/json-in-turns.js';
+import { EscapedString, stringifyInTurns } from '../../src/json-in-turns.js';
 import { turns } from '../../src/turns.js';
 
 describe('stringifyInTurns', () => {
@@ -47,18 +47,5 @@ describe('stringifyInTurns', () => {
     expect(json).toBe(JSON.stringify({ id: 'resp_1', instructions, output: [] }));
     // One JSON.stringify in one step lets the other loop run once, after it.
     expect(served).toBeGreaterThan(1);
-  });
-});
-
-describe('utf8InTurns', () => {
-  it('gives the bytes of Buffer.from(text), in pieces that never split a character, a turn per piece when asked', async () => {
-    // A surrogate pair straddles the first piece boundary.
-    const text = `${'a'.repeat(ENCODE_SLICE_CHARS - 1)}😀é${'ü😀'.repeat(100_000)}`;
-    let asked = 0;
-    const parts = await utf8InTurns(text, () => (asked++, true));
-    expect(Buffer.concat(parts).equals(Buffer.from(text))).toBe(true);
-    expect(parts.length).toBe(asked);
-    expect(parts.length).toBeGreaterThan(3);
-    for (const part of parts) expect(part.toString('utf8')).not.toContain('\ufffd');
   });
 });

@@ -1,8 +1,7 @@
 import { createServer } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ChatCompletionChunk } from '@svc/protocol';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { LONG_STRING_CHARS } from '../../../src/json-in-turns.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior } from '../../support/fake-upstream.js';
 import { createOpenAICompatibleUpstream, RELAY_BYTES_PER_TURN, type OpenAICompatibleUpstreamOptions } from '../../../src/upstream/openai-compatible.js';
 import { Cancellation, UpstreamError, type ChunkStream, type Upstream, type UpstreamRequest } from '../../../src/upstream/upstream.js';
@@ -527,34 +526,5 @@ describe('abort and resources', () => {
     await upstream.close();
     await delay(50);
     expect(process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap')).toEqual([]);
-  });
-});
-
-describe('a large prompt (retrieved documents) sent upstream', () => {
-  it.each(['complete', 'stream'] as const)('%s: is serialised and encoded in pieces, and the upstream gets exactly the JSON', async (mode) => {
-    // Multi-byte characters and surrogate pairs all along, so that piece boundaries fall inside them somewhere.
-    const documents = 'Der Turm ist 330 m hoch. é😀 "zitiert" \\ \n'.repeat(20_000);
-    const body = { model: 'gpt-test', messages: [{ role: 'system', content: documents }, ...Array.from({ length: 100 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i} 😀` }))], max_tokens: 64 };
-    const stringify = JSON.stringify;
-    let longest = 0;
-    const spy = vi.spyOn(JSON, 'stringify').mockImplementation(((...args: Parameters<typeof JSON.stringify>) => {
-      const out = stringify(...args);
-      // The fake upstream runs in this process too: its own JSON.stringify calls are not svc's.
-      if (typeof out === 'string' && out.length > longest && !new Error().stack!.includes('fake-upstream')) longest = out.length;
-      return out;
-    }) as typeof JSON.stringify);
-    try {
-      const call = { body, signal: new AbortController().signal, thinking: false };
-      if (mode === 'complete') await upstream.complete(call);
-      else await collect(await upstream.stream(call));
-    } finally {
-      spy.mockRestore();
-    }
-    const sent = fake.requests[0]!;
-    expect(sent.body.messages).toEqual(body.messages);
-    expect(Number(sent.headers['content-length'])).toBe(Buffer.byteLength(JSON.stringify(sent.body)));
-    expect(JSON.stringify(sent.body).length).toBeGreaterThan(800_000);
-    // No step serialised the whole prompt: the longest JSON text made at once is one long string's slice, escaped.
-    expect(longest).toBeLessThan(2 * LONG_STRING_CHARS);
   });
 });
