@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkGrounding } from '@svc/grounding';
 import { GroundingThread } from '../src/chat/grounding-thread.js';
-import { createOfflineGrounder, INLINE_GROUNDING_CHARS } from '../src/chat/grounder.js';
+import { createOfflineGrounder, INLINE_ANSWER_CHARS, INLINE_GROUNDING_CHARS } from '../src/chat/grounder.js';
 
 // The thread runs the build's dist/grounding-worker.js (npm test builds first).
 const thread = GroundingThread.beside(new URL('../dist/index.js', import.meta.url).href);
@@ -40,5 +40,24 @@ describe('grounding on a worker thread', () => {
     expect(viaThread).toEqual(checkGrounding(input, { threshold: lower }));
     expect(viaThread).toMatchObject({ score: inline.score, grounded: true, flaggedSpans: [] });
     expect(await thread!.check(input)).toEqual(inline);
+  });
+
+  it('takes a long answer to the thread even when its sources are short (its claims are what the check costs)', async () => {
+    let onThread = 0;
+    const counting = Object.assign(Object.create(thread!) as GroundingThread, {
+      check: (...args: Parameters<GroundingThread['check']>) => {
+        onThread += 1;
+        return thread!.check(...args);
+      },
+    });
+    const grounder = createOfflineGrounder({ thread: counting });
+    const messages = [{ role: 'system', content: 'The tower was finished in 1889 and is 330 metres tall. It stands in Paris.' }, { role: 'user', content: 'Tell me about it.' }];
+    const long = 'The tower was finished in 1889. It stands in Paris. '.repeat(60);
+    expect(long.length).toBeGreaterThan(INLINE_ANSWER_CHARS);
+    const viaThread = await grounder.check({ messages, answer: long, requested: true });
+    expect(onThread).toBe(1);
+    expect(viaThread).toEqual(await createOfflineGrounder({ thread: null }).check({ messages, answer: long, requested: true }));
+    await grounder.check({ messages, answer: 'The tower stands in Paris.', requested: true });
+    expect(onThread).toBe(1);
   });
 });
