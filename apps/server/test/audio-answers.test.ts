@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
-import { startReceiver, type Receiver } from './support/webhooks.js';
+import { type FakeUpstream } from './support/fake-upstream.js';
+import type { TestServer } from './support/test-server.js';
+import type { Receiver } from './support/webhooks.js';
+import { startAuditedServer, type AuditedServer } from './support/audited-server.js';
 
 /**
  * OpenAI's audio models asked for `modalities: ["text", "audio"]` answer `content: null` with the words in
@@ -26,20 +27,14 @@ let upstream: FakeUpstream;
 let server: TestServer;
 let receiver: Receiver;
 let client: OpenAI;
+let rig: AuditedServer;
 
 beforeAll(async () => {
-  receiver = await startReceiver();
-  upstream = await startFakeUpstream();
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gpt-4o-audio-preview', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
-  const { token } = await server.createKey({ webhookUrl: receiver.url });
-  client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  rig = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'gpt-4o-audio-preview' });
+  ({ upstream, server, receiver, client } = rig);
 });
 
-afterAll(async () => {
-  await server?.close();
-  await upstream?.close();
-  await receiver?.close();
-});
+afterAll(() => rig?.close());
 
 beforeEach(() => upstream.setBehavior({}));
 

@@ -4,9 +4,10 @@ import { ChatOpenAI } from '@langchain/openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { streamText } from 'ai';
 import { SvcResultSchema } from '@svc/protocol';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
+import { type FakeUpstream } from './support/fake-upstream.js';
+import type { TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
+import { startAuditedServer, type AuditedServer } from './support/audited-server.js';
 
 /**
  * What an app moving from api.openai.com to svc reads from streams through the official `openai` client, the
@@ -27,21 +28,14 @@ let receiver: Receiver;
 let token: string;
 let baseURL: string;
 let client: OpenAI;
+let rig: AuditedServer;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  receiver = await startReceiver();
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gpt-4o' } });
-  ({ token } = await server.createKey({ webhookUrl: receiver.url }));
-  baseURL = `${server.url}/v1`;
-  client = new OpenAI({ apiKey: token, baseURL, maxRetries: 0 });
+  rig = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'gpt-4o' });
+  ({ upstream, server, receiver, token, baseURL, client } = rig);
 });
 
-afterAll(async () => {
-  await receiver?.close();
-  await server?.close();
-  await upstream?.close();
-});
+afterAll(() => rig?.close());
 
 beforeEach(() => {
   upstream.setBehavior({ answer: ANSWER });

@@ -3,9 +3,10 @@ import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { streamText, tool } from 'ai';
 import { z } from 'zod';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
-import { startReceiver, type Receiver } from './support/webhooks.js';
+import { type FakeUpstream } from './support/fake-upstream.js';
+import type { TestServer } from './support/test-server.js';
+import type { Receiver } from './support/webhooks.js';
+import { startAuditedServer, type AuditedServer } from './support/audited-server.js';
 
 /**
  * svc in front of hosted OpenAI-compatible providers other than OpenAI (Gemini, Anthropic, Azure, Groq, Mistral,
@@ -17,20 +18,14 @@ let server: TestServer;
 let receiver: Receiver;
 let client: OpenAI;
 let token: string;
+let rig: AuditedServer;
 
 beforeAll(async () => {
-  receiver = await startReceiver();
-  upstream = await startFakeUpstream();
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gemini-2.5-flash', SVC_UPSTREAM_THINKING_MODEL: 'gemini-2.5-pro', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
-  ({ token } = await server.createKey({ webhookUrl: receiver.url }));
-  client = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  rig = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'gemini-2.5-flash', SVC_UPSTREAM_THINKING_MODEL: 'gemini-2.5-pro' });
+  ({ upstream, server, receiver, client, token } = rig);
 });
 
-afterAll(async () => {
-  await server?.close();
-  await upstream?.close();
-  await receiver?.close();
-});
+afterAll(() => rig?.close());
 
 beforeEach(() => {
   upstream.setBehavior({});

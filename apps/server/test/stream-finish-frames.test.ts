@@ -4,9 +4,10 @@ import { ChatOpenAI } from '@langchain/openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { streamText } from 'ai';
 import { SvcResultSchema } from '@svc/protocol';
-import { chunkFrame, startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
-import { startTestServer, type TestServer } from './support/test-server.js';
-import { startReceiver, type Receiver } from './support/webhooks.js';
+import { chunkFrame, type FakeUpstream } from './support/fake-upstream.js';
+import type { TestServer } from './support/test-server.js';
+import type { Receiver } from './support/webhooks.js';
+import { startAuditedServer, type AuditedServer } from './support/audited-server.js';
 
 /**
  * The shapes upstream streams end in, read through the openai SDK, the AI SDK and LangChain: a finish sent
@@ -27,21 +28,14 @@ let receiver: Receiver;
 let token: string;
 let baseURL: string;
 let client: OpenAI;
+let rig: AuditedServer;
 
 beforeAll(async () => {
-  upstream = await startFakeUpstream();
-  receiver = await startReceiver();
-  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gpt-4o', SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
-  ({ token } = await server.createKey({ webhookUrl: receiver.url }));
-  baseURL = `${server.url}/v1`;
-  client = new OpenAI({ apiKey: token, baseURL, maxRetries: 0 });
+  rig = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'gpt-4o' });
+  ({ upstream, server, receiver, token, baseURL, client } = rig);
 });
 
-afterAll(async () => {
-  await receiver?.close();
-  await server?.close();
-  await upstream?.close();
-});
+afterAll(() => rig?.close());
 
 beforeEach(() => {
   upstream.setBehavior({ answer: ANSWER });
