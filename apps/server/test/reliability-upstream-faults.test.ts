@@ -69,7 +69,6 @@ const CASES: Case[] = [
   // A frame is refused at 16 MiB, not held and searched again at every read until the upstream timeout.
   { name: 'a frame nested 200,000 deep (stream)', behavior: { deepFrame: 200_000 }, stream: true, event: 'upstream_invalid_response' },
   { name: 'a frame that never ends (stream)', behavior: { endlessFrameChars: 17 * 1024 * 1024 }, stream: true, event: 'upstream_invalid_response' },
-  { name: 'an answer past 32 MiB', behavior: { rawJson: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(33 * 1024 * 1024) }, finish_reason: 'stop' }] } }, stream: false, code: 'upstream_invalid_response' },
 ];
 
 function check(c: Case, out: ChatOutcome): void {
@@ -101,6 +100,20 @@ async function runMatrix(): Promise<Map<string, { status: number; case: Case; ou
 }
 
 describe('upstream faults', () => {
+  // Its own server with a long timeout: reading 33 MiB on a loaded host can take longer than the matrix's 1.5 s
+  // timeout, which would answer upstream_timeout before the size limit is reached.
+  it('an answer past 32 MiB → upstream_invalid_response', { timeout: 60_000 }, async () => {
+    const oversize: Case = { name: 'an answer past 32 MiB', behavior: { rawJson: { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'x'.repeat(33 * 1024 * 1024) }, finish_reason: 'stop' }] } }, stream: false, code: 'upstream_invalid_response' };
+    const patient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_TIMEOUT_MS: '60000', SVC_RATE_LIMIT_RPM: '100000' } });
+    try {
+      const { token: patientToken } = await patient.createKey();
+      upstream.nextBehavior(oversize.behavior);
+      check(oversize, await chat(patient.url, patientToken, { stream: false }));
+    } finally {
+      await patient.close();
+    }
+  });
+
   it('each fault → the right 502 code or SSE error event, and the webhook records the status', { timeout: 60_000 }, async () => {
     const seen = await runMatrix();
     await receiver.waitFor((r) => [...seen.values()].filter((s) => s.status !== 429).length <= new Set(r.map((d) => JSON.parse(d.raw.toString()).request_id)).size, 20_000);
