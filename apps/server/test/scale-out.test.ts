@@ -208,11 +208,14 @@ describe.skipIf(!enabled)('Redis that stops answering mid-run (frozen, or a part
         const limited = createKey(['--rate-limit-rpm', '5']).key;
         const statuses: number[] = [];
         for (let i = 0; i < 10; i += 1) statuses.push(await status(pair[i % 2]!.url, limited));
-        return statuses.filter((s) => s === 200).length === 5;
-      }, 30_000);
+        // Shared: 5 pass. A loaded host can time out a Redis command now and then (500 ms), which counts that one
+        // request on its instance alone (one or two more pass); counting alone would let all 10 through.
+        const passed = statuses.filter((s) => s === 200).length;
+        return passed >= 5 && passed <= 7;
+      }, 60_000);
     } finally {
       await Promise.all(pair.map((s) => s.stop('SIGKILL')));
       await relay.close();
     }
-  }, 90_000);
+  }, 150_000);
 });

@@ -179,7 +179,10 @@ describe.each(variants)('responses on %s', (_name, url) => {
     const read = new Promise((resolve) => setImmediate(resolve)).then(() => store.responses.responseJson('key_h', 'resp_kept')).then(() => answered.push('read'));
     expect(await purge).toBe(old.length);
     await read;
-    expect(answered).toEqual(['read', 'purge']);
+    // SQLite has one writer: only batches let the read in between. Postgres reads never wait for row locks (MVCC),
+    // so there the order only says which finished first on a busy machine.
+    if (store.handle.sqlite) expect(answered).toEqual(['read', 'purge']);
+    else expect(answered.sort()).toEqual(['purge', 'read']);
     const count = async (table: 'responses' | 'response_parts') =>
       Number((await store.handle.db.selectFrom(table).select((eb) => eb.fn.countAll<number | string>().as('n')).where('created_at', '<', 55).executeTakeFirstOrThrow()).n);
     expect(await count('responses')).toBe(0);
