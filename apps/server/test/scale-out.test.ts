@@ -186,7 +186,7 @@ describe.skipIf(!enabled)('two instances sharing one delivery queue', () => {
 
 describe.skipIf(!enabled)('Redis that stops answering mid-run (frozen, or a partition without a reset)', () => {
   // Retried: on a host at full load the Redis watchdog's 500 ms ping can fail now and then (see the session note).
-  it('both instances keep answering, each counting alone; once Redis answers again the limit is shared again', { retry: 2 }, async () => {
+  it('both instances keep answering, each counting alone; once Redis answers again the limit is shared again', { retry: 2, timeout: 150_000 }, async () => {
     const relay = await startTcpRelay(redis!.url);
     const pair = await Promise.all([startServerProcess({ ...env, SVC_REDIS_URL: relay.url }), startServerProcess({ ...env, SVC_REDIS_URL: relay.url })]);
     // A hang shows as an abort; 20 s is far past any wait svc itself allows.
@@ -219,5 +219,5 @@ describe.skipIf(!enabled)('Redis that stops answering mid-run (frozen, or a part
       await Promise.all(pair.map((s) => s.stop('SIGKILL')));
       await relay.close();
     }
-  }, 150_000);
+  });
 });
