@@ -108,18 +108,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // The offline model tokenizes every answer: load the tokenizer now rather than in the first request.
   if (!options.upstream && !config.upstream.baseUrl) await loadTokenizer();
   // ioredis is loaded only when configured: without Redis its modules would be memory spent for nothing.
-  const redis = config.redisUrl
-    ? new (await import('ioredis')).Redis(config.redisUrl, {
-        maxRetriesPerRequest: 1,
-        enableOfflineQueue: false,
-        // A Redis that holds the connection and answers nothing (frozen, a partition without a reset) would
-        // hold every rate-limit check, and so every request, for good: the check gives up and counts here instead.
-        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-        // A check that timed out was already counted here: sent again on the next connection it would count twice.
-        autoResendUnfulfilledCommands: false,
-      })
-    : undefined;
-  const stopWatchingRedis = redis ? watchRedis(redis, logger, metrics) : () => {};
+  const shared = config.redisUrl ? await connectRedis(config.redisUrl, logger, metrics) : undefined;
+  const redis = shared?.redis;
   if (redis) await waitForRedis(redis, logger);
   const keyCache = new KeyCache(store.keys, clock);
   const usage = new UsageSink(store.usage, logger);
@@ -204,7 +194,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await webhooks.stop();
       await usage.close();
       await upstream.close();
-      stopWatchingRedis();
+      shared?.stopWatching();
       redis?.disconnect();
       await store.close();
     })());
@@ -219,48 +209,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, close, failed };
 }
 
-/** How long a rate-limit check waits for Redis before the instance counts alone (the insurance limiter). */
-const REDIS_COMMAND_TIMEOUT_MS = 500;
-/** How often an idle-looking Redis connection is checked: a ping that times out drops it. */
-const REDIS_WATCHDOG_MS = 1000;
-
-/**
- * Says when Redis is lost and when it is back, once each (ioredis reports every reconnection attempt: a line
- * every 2 s for as long as it is down), and exposes `svc_redis_up`. A connection that stays open and answers
- * nothing is dropped and opened again: a ping that times out, or a ready check unanswered for two checks.
- * While ioredis reconnects, a check fails at once (no offline queue), so requests wait for no timeout.
- * Returns the function that stops the checks.
- */
-function watchRedis(redis: Redis, logger: Logger, metrics: Metrics): () => void {
-  let lost = false;
-  const markLost = (reason: string) => {
-    if (lost) return;
-    lost = true;
-    logger.warn({ err: reason }, 'redis unavailable; rate limits fall back to this instance until it is back');
-  };
-  redis.on('error', (err) => markLost(err.message));
-  redis.on('ready', () => {
-    if (!lost) return;
-    lost = false;
-    logger.info('redis reachable again; rate limits are shared again');
-  });
-  metrics.redis(() => redis.status === 'ready');
-  let unreadyChecks = 0;
-  const drop = (reason: string) => {
-    markLost(reason);
-    unreadyChecks = 0;
-    redis.disconnect(true);
-  };
-  const watchdog = setInterval(() => {
-    unreadyChecks = redis.status === 'connect' ? unreadyChecks + 1 : 0;
-    if (unreadyChecks >= 2) return drop('redis accepted the connection but did not answer its ready check');
-    if (redis.status !== 'ready') return;
-    redis.ping().catch((err: Error) => {
-      if (err.message === 'Command timed out' && redis.status === 'ready') drop('redis did not answer a ping in time');
-    });
-  }, REDIS_WATCHDOG_MS);
-  watchdog.unref();
-  return () => clearInterval(watchdog);
+/** Opens the shared rate-limit store's connection and watches it (see redis-watchdog.ts). */
+async function connectRedis(url: string, logger: Logger, metrics: Metrics): Promise<{ redis: Redis; stopWatching(): void }> {
+  const [{ Redis }, { redisOptions, watchRedis }] = await Promise.all([import('ioredis'), import('./rate-limit/redis-watchdog.js')]);
+  const redis = new Redis(url, redisOptions);
+  return { redis, stopWatching: watchRedis(redis, logger, metrics) };
 }
 
 /** Shared limits should hold from the first request; an unreachable Redis only delays start by a few seconds. */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestPostgres, startTcpRelay, testRedis } from './support/databases.js';
 import { Agent, request } from 'undici';
-import { adminCommand, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
+import { adminCommand, adminCommandAsync, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 import { eventually, startReceiver } from './support/webhooks.js';
 
 const pgDb = await createTestPostgres('scale-out');
@@ -185,8 +185,7 @@ describe.skipIf(!enabled)('two instances sharing one delivery queue', () => {
 });
 
 describe.skipIf(!enabled)('Redis that stops answering mid-run (frozen, or a partition without a reset)', () => {
-  // Retried: on a host at full load the Redis watchdog's 500 ms ping can fail now and then (see the session note).
-  it('both instances keep answering, each counting alone; once Redis answers again the limit is shared again', { retry: 2, timeout: 150_000 }, async () => {
+  it('both instances keep answering, each counting alone; once Redis answers again the limit is shared again', { timeout: 150_000 }, async () => {
     const relay = await startTcpRelay(redis!.url);
     const pair = await Promise.all([startServerProcess({ ...env, SVC_REDIS_URL: relay.url }), startServerProcess({ ...env, SVC_REDIS_URL: relay.url })]);
     // A hang shows as an abort; 20 s is far past any wait svc itself allows.
@@ -206,7 +205,8 @@ describe.skipIf(!enabled)('Redis that stops answering mid-run (frozen, or a part
       // counting alone would let 10 through). Each round a new key, until both count in Redis.
       await eventually(async () => {
         if (!(await redisUp(pair[0]!.url)) || !(await redisUp(pair[1]!.url))) return false;
-        const limited = createKey(['--rate-limit-rpm', '5']).key;
+        // Not createKey: a synchronous command would freeze the relay, which lives in this process, past the watchdog's ping.
+        const limited = JSON.parse(await adminCommandAsync(['keys', 'create', '--email', 'ops@example.com', '--json', '--rate-limit-rpm', '5'], env)).key;
         const statuses: number[] = [];
         for (let i = 0; i < 10; i += 1) statuses.push(await status(pair[i % 2]!.url, limited));
         // Shared: 5 pass. Counting alone, each instance sees 5 and all 10 pass, so any refusal shows the count is

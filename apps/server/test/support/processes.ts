@@ -1,4 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { resolve } from 'node:path';
 
 export const SERVER_BIN = resolve(import.meta.dirname, '../../dist/bin.js');
@@ -14,6 +15,18 @@ export function adminCommand(args: string[], env: NodeJS.ProcessEnv): string {
   const r = spawnSync(process.execPath, [SERVER_BIN, ...args], { env, encoding: 'utf8', timeout: 30_000 });
   if (r.status !== 0) throw new Error(`svc-server ${args.join(' ')} failed: ${r.stderr}`);
   return r.stdout;
+}
+
+/**
+ * `adminCommand` without blocking the test process: a relay or fake server that lives in it keeps serving
+ * while the command runs (on a loaded host a CLI start takes a second or more).
+ */
+export async function adminCommandAsync(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  try {
+    return (await promisify(execFile)(process.execPath, [SERVER_BIN, ...args], { env, encoding: 'utf8', timeout: 30_000 })).stdout;
+  } catch (err) {
+    throw new Error(`svc-server ${args.join(' ')} failed: ${(err as { stderr?: string }).stderr ?? String(err)}`);
+  }
 }
 
 export interface ServerProcess {
