@@ -175,6 +175,10 @@ export class DeliveryWorker {
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
         const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full);
+        // A Postgres store returns each lease's end on the database's clock, which may disagree with this
+        // worker's: the worker holds it on its own (see `attempt`). From the answer, so never before the real end.
+        const leaseUntil = this.options.clock() + this.leaseMs;
+        for (const row of rows) row.lease_until = leaseUntil;
         if (!this.running) {
           if (rows.length > 0) await this.options.deliveries.releaseClaims(rows.map((r) => r.id), this.id, this.options.clock());
           return;
@@ -331,7 +335,8 @@ export class DeliveryWorker {
   /**
    * One attempt of a delivery (claimed, handed over, or a test send's): see `DeliveryAttempts.run`. A retry
    * arms the timer for its time; a record that failed leaves the row leased, to be tried again once the lease
-   * lapses (at least once, never lost).
+   * lapses (at least once, never lost). The row's `lease_until` is on this worker's clock: a claim's is
+   * rewritten so (see `pump`), a hand-over's comes from `reserve`.
    */
   attempt(row: ClaimedDelivery, options: AttemptOptions = {}): Promise<AttemptOutcome> {
     // Not `row` in the callbacks: it would keep the payload alive for the whole attempt.
