@@ -5,14 +5,15 @@ import { CompiledQuery } from 'kysely';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { DB_NOW_MS } from '../../../src/storage/postgres-outbox-store.js';
+import { DB_NOW_MS, type LeaseClock } from '../../../src/storage/postgres-outbox-store.js';
 import { BACKLOG, listQuery, PURGE_BATCH, TEST_SEND_LEASE, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
-const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
+const variants: Array<[string, LeaseClock, () => Promise<{ url: string; cleanup(): Promise<void> }>]> = [
   [
     'sqlite',
+    'caller',
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'svc-deliveries-'));
       return { url: `sqlite:${join(dir, 'svc.db')}`, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
@@ -21,7 +22,9 @@ const variants: Array<[string, () => Promise<{ url: string; cleanup(): Promise<v
 ];
 if (postgres) {
   // One database per run; each test empties the tables it uses.
-  variants.push(['postgres', async () => ({ url: postgres.url, cleanup: async () => {} })]);
+  const open = async () => ({ url: postgres.url, cleanup: async () => {} });
+  // The database's clock is what the server runs with.
+  variants.push(['postgres, leases on the database clock', 'database', open], ['postgres, leases on the caller clock', 'caller', open]);
 }
 afterAll(async () => {
   await postgres?.drop();
@@ -29,15 +32,14 @@ afterAll(async () => {
 
 const T0 = 1_700_000_000_000;
 
-describe.each(variants)('OutboxStore on %s', (_name, open) => {
+describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
   let store: Store;
   let cleanup: () => Promise<void>;
 
   beforeEach(async () => {
     const db = await open();
     cleanup = db.cleanup;
-    // Pinned times (T0): leases on the caller's clock here; the database's clock has its own tests below.
-    store = await openStore(db.url, { poolSize: 8, leaseClock: 'caller' });
+    store = await openStore(db.url, { poolSize: 8, leaseClock });
     await store.handle.db.deleteFrom('webhook_attempts').execute();
     await store.handle.db.deleteFrom('webhook_deliveries').execute();
     await store.handle.db.deleteFrom('delivery_sequences').execute();
@@ -86,6 +88,24 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect((await store.deliveries.claimDue(T0, 10, 60_000, 'w1')).map((r) => r.id).sort()).toEqual([busy.id, busyElsewhere.id].sort());
   });
 
+  /**
+   * Lets every live lease lapse. On the caller's clock a later `now` does that (and the tests pass one); on
+   * the database's, no `now` a test passes moves a lease's end, so its end is moved into the past.
+   */
+  async function leasesLapse(): Promise<void> {
+    if (leaseClock === 'database') await store.handle.db.updateTable('webhook_deliveries').set({ lease_until: 0 }).where('lease_until', 'is not', null).execute();
+  }
+
+  /**
+   * A lease's end as the store reports it, `ms` after `from` on the caller's clock. On the database's clock the
+   * lease ran from the database's now a moment ago, so asked at `from` it ends a little before `from + ms`.
+   */
+  function expectLeaseEnd(actual: number | string | null | undefined, from: number, ms: number): void {
+    if (leaseClock === 'caller') return void expect(Number(actual)).toBe(from + ms);
+    expect(Number(actual)).toBeLessThanOrEqual(from + ms);
+    expect(Number(actual)).toBeGreaterThan(from + ms - 10_000);
+  }
+
   /** Attempts as the worker records them: made under the row's lease as it is now. */
   async function held(records: Array<Omit<AttemptRecord, 'leasedBy'>>): Promise<AttemptRecord[]> {
     return Promise.all(records.map(async (r) => ({ ...r, leasedBy: (await store.deliveries.byId(r.deliveryId))?.leased_by ?? null })));
@@ -107,9 +127,12 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     await store.deliveries.insertMany([a, b, later]);
     const claimed = await store.deliveries.claimDue(T0, 10, 30_000, 'w1');
     expect(claimed.map((r) => r.id)).toEqual([b.id, a.id]);
-    expect(claimed[0]).toMatchObject({ status: 'pending', leased_by: 'w1', lease_until: T0 + 30_000, attempts: 0, payload: b.payload });
+    expect(claimed[0]).toMatchObject({ status: 'pending', leased_by: 'w1', attempts: 0, payload: b.payload });
+    if (leaseClock === 'caller') expect(claimed[0]!.lease_until).toBe(T0 + 30_000);
+    else expect(Number(claimed[0]!.lease_until)).toBeGreaterThan(Date.now());
     // Leased: nobody else gets them until the lease lapses.
     expect(await store.deliveries.claimDue(T0 + 1, 10, 30_000, 'w2')).toEqual([]);
+    await leasesLapse();
     const reclaimed = await store.deliveries.claimDue(T0 + 30_000, 1, 30_000, 'w2');
     expect(reclaimed.map((r) => r.id)).toEqual([b.id]);
   });
@@ -133,6 +156,7 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect(results.filter((r) => !r.inserted).every((r) => r.inFlight === 4)).toBe(true);
     expect(await store.deliveries.insertTestSend(testSend('key_b'), 4)).toEqual({ inFlight: 0, inserted: true });
     // Their leases lapsed (a process that died mid-send): they no longer count.
+    await leasesLapse();
     expect(await store.deliveries.insertTestSend(testSend('key_a', T0 + 60_000), 4)).toEqual({ inFlight: 0, inserted: true });
   });
 
@@ -258,6 +282,7 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     expect((await store.deliveries.claimDue(T0 + 5, 5, 30_000, 'w2')).map((r) => r.id)).toEqual([d.id]);
 
     // w2's lease lapses and w3 takes the row; w2's late failure leaves w3's attempt in charge, w3's success moves it on.
+    await leasesLapse();
     const [again] = await store.deliveries.claimDue(T0 + 40_000, 5, 30_000, 'w3');
     expect(again?.id).toBe(d.id);
     await store.deliveries.recordAttempts([{ deliveryId: d.id, result: failure, next: { status: 'pending', nextAttemptAt: T0 + 99_000 }, leasedBy: 'w2' }]);
@@ -384,11 +409,11 @@ describe.each(variants)('OutboxStore on %s', (_name, open) => {
     const leased = delivery();
     await store.deliveries.insert(leased);
     expect(await store.deliveries.claimDue(T0, 1, 30_000, 'w1')).toHaveLength(1);
-    expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 30_000);
+    expectLeaseEnd(await store.deliveries.nextDueAfter(T0), T0, 30_000);
     const retry = delivery({ nextAttemptAt: T0 + 500 });
     await store.deliveries.insert(retry);
     expect(await store.deliveries.nextDueAfter(T0)).toBe(T0 + 500);
-    expect(await store.deliveries.nextDueAfter(T0 + 500)).toBe(T0 + 30_000);
+    expectLeaseEnd(await store.deliveries.nextDueAfter(T0 + 500), T0 + 500, leaseClock === 'caller' ? 29_500 : 30_000);
     // Recorded: the lease is gone with it.
     await recordAttempt(leased.id, success, { status: 'delivered' });
     expect(await store.deliveries.nextDueAfter(T0 + 500)).toBeUndefined();
