@@ -5,9 +5,59 @@ import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type 
  * `$1, $2, …`). Where the dialects differ (claims, multi-row writes) each store has its own statements.
  */
 
-export const INSERT_DELIVERY = `insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts,
-  next_attempt_at, lease_until, leased_by, last_status_code, last_error, created_at, updated_at, delivered_at)
-  values (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?, null, null, ?, ?, null)`;
+/** One column of a new delivery's row: its SQL value, and for a value with a `?`, the parameter's value. */
+export interface NewDeliveryColumn {
+  column: keyof DeliveryRow;
+  sql: string;
+  param?: (d: NewDelivery) => unknown;
+}
+
+const param = (column: keyof DeliveryRow, value: (d: NewDelivery) => unknown, sql = '?'): NewDeliveryColumn => ({ column, sql, param: value });
+const constant = (column: keyof DeliveryRow, sql: string): NewDeliveryColumn => ({ column, sql });
+
+/**
+ * A new delivery's row, column by column. The insert's text and its parameters are both made from this one
+ * list, so a column added or moved cannot shift a value under another column; a store that computes a column
+ * its own way (Postgres's lease on the database's clock) replaces that column by name (`withColumn`).
+ */
+export const NEW_DELIVERY: readonly NewDeliveryColumn[] = [
+  param('id', (d) => d.id),
+  param('key_id', (d) => d.keyId),
+  param('user_id', (d) => d.userId),
+  param('event', (d) => d.event),
+  param('request_id', (d) => d.requestId),
+  param('url', (d) => d.url),
+  param('payload', (d) => d.payload),
+  constant('status', "'pending'"),
+  constant('attempts', '0'),
+  param('next_attempt_at', (d) => d.nextAttemptAt ?? d.now),
+  param('lease_until', (d) => d.lease?.until ?? null),
+  param('leased_by', (d) => d.lease?.by ?? null),
+  constant('last_status_code', 'null'),
+  constant('last_error', 'null'),
+  param('created_at', (d) => d.now),
+  param('updated_at', (d) => d.now),
+  constant('delivered_at', 'null'),
+];
+
+/** `columns` with `replacement` in place of the column of its name (which must be there). */
+export function withColumn(columns: readonly NewDeliveryColumn[], replacement: NewDeliveryColumn): NewDeliveryColumn[] {
+  if (!columns.some((c) => c.column === replacement.column)) throw new Error(`a new delivery has no column ${replacement.column}`);
+  return columns.map((c) => (c.column === replacement.column ? replacement : c));
+}
+
+/** Inserts `n` deliveries, one row of `columns` each (parameters: `insertParams` of each, in order). */
+export function insertDeliveriesSql(n: number, columns: readonly NewDeliveryColumn[] = NEW_DELIVERY): string {
+  for (const c of columns) {
+    // One `?` exactly where there is a parameter: the parameters are taken one per such column.
+    if ((c.sql.match(/\?/g)?.length ?? 0) !== (c.param ? 1 : 0)) throw new Error(`column ${c.column}: ${c.param ? 'one ? expected' : 'no ? expected'} in ${c.sql}`);
+  }
+  const row = `(${columns.map((c) => c.sql).join(', ')})`;
+  return `insert into webhook_deliveries (${columns.map((c) => c.column).join(', ')})
+  values ${Array.from({ length: n }, () => row).join(', ')}`;
+}
+
+export const INSERT_DELIVERY = insertDeliveriesSql(1);
 
 /** `leased_by` of a test send's row while its one attempt runs (the worker leaves it alone). */
 export const TEST_SEND_LEASE = 'test-send';
@@ -235,9 +285,11 @@ export function attemptParams(records: readonly AttemptRecord[], numbers: readon
   return params;
 }
 
-/** The parameters of INSERT_DELIVERY. */
-export function insertParams(d: NewDelivery): unknown[] {
-  return [d.id, d.keyId, d.userId, d.event, d.requestId, d.url, d.payload, d.nextAttemptAt ?? d.now, d.lease?.until ?? null, d.lease?.by ?? null, d.now, d.now];
+/** The parameters of one row of `insertDeliveriesSql` with the same `columns`. */
+export function insertParams(d: NewDelivery, columns: readonly NewDeliveryColumn[] = NEW_DELIVERY): unknown[] {
+  const params: unknown[] = [];
+  for (const c of columns) if (c.param) params.push(c.param(d));
+  return params;
 }
 
 export interface BacklogRow {

@@ -41,9 +41,12 @@ import {
   excludingUsers,
   GET_ATTEMPTS,
   GET_DELIVERY,
-  INSERT_DELIVERY,
   insertAttemptsSql,
+  insertDeliveriesSql,
   insertParams,
+  NEW_DELIVERY,
+  type NewDeliveryColumn,
+  withColumn,
   LIST_CURSOR,
   listQuery,
   oldestOf,
@@ -152,34 +155,29 @@ function claimParams(clock: LeaseClock, now: number, patterns: readonly string[]
 }
 
 /**
- * Inserts `n` deliveries in one statement (one round trip, whatever the batch). With the database's lease clock
- * a row inserted leased (a hand-over, a test send) gets its lease as a duration from now on the database's clock
- * (`until - now` of the caller's clock, null for none): the same deadline a claim would give it.
+ * A new delivery's columns under each lease clock. With the database's, a row inserted leased (a hand-over, a
+ * test send) gets its lease as a duration from now on the database's clock (`until - now` of the caller's
+ * clock, null for none): the same deadline a claim would give it.
  */
+const NEW_DELIVERY_COLUMNS: Record<LeaseClock, readonly NewDeliveryColumn[]> = {
+  caller: NEW_DELIVERY,
+  database: withColumn(NEW_DELIVERY, {
+    column: 'lease_until',
+    sql: `(cast(? as bigint) + ${DB_NOW_MS})`,
+    param: (d) => (d.lease === undefined ? null : d.lease.until - d.now),
+  }),
+};
+
+/** Inserts `n` deliveries in one statement (one round trip, whatever the batch). */
 const insertTexts = new Map<string, string>();
-function insertDeliveriesSql(clock: LeaseClock, n: number): string {
+function insertSql(clock: LeaseClock, n: number): string {
   const key = `${clock},${n}`;
   let text = insertTexts.get(key);
   if (text === undefined) {
-    const [head, callerRow] = INSERT_DELIVERY.split('values ') as [string, string];
-    // INSERT_DELIVERY's row: (…, next_attempt_at ?, lease_until ?, leased_by ?, …); only lease_until changes.
-    const row = clock === 'caller' ? callerRow : callerRow.replace(/\?, \?, \?, null, null/, `?, (cast(? as bigint) + ${DB_NOW_MS}), ?, null, null`);
-    if (row === callerRow && clock !== 'caller') throw new Error("INSERT_DELIVERY's row changed: lease_until is no longer where insertDeliveriesSql expects it");
-    text = numbered(`${head}values ${Array.from({ length: n }, () => row).join(', ')}`);
+    text = numbered(insertDeliveriesSql(n, NEW_DELIVERY_COLUMNS[clock]));
     insertTexts.set(key, text);
   }
   return text;
-}
-
-/** insertParams, with a lease as its duration under the database's clock. */
-function insertParamsFor(clock: LeaseClock): (d: NewDelivery) => unknown[] {
-  if (clock === 'caller') return insertParams;
-  return (d) => {
-    const params = insertParams(d);
-    // lease_until is the 9th parameter of INSERT_DELIVERY.
-    params[8] = d.lease === undefined ? null : d.lease.until - d.now;
-    return params;
-  };
 }
 
 /**
@@ -281,7 +279,8 @@ export class PostgresOutboxStore implements OutboxStore {
     private readonly db: Kysely<Database>,
     private readonly leaseClock: LeaseClock = 'database',
   ) {
-    this.insertParams = insertParamsFor(leaseClock);
+    const columns = NEW_DELIVERY_COLUMNS[leaseClock];
+    this.insertParams = (d) => insertParams(d, columns);
   }
 
   async insert(delivery: NewDelivery): Promise<void> {
@@ -290,7 +289,7 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async insertMany(deliveries: NewDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
-    await run(this.db, insertDeliveriesSql(this.leaseClock, deliveries.length), deliveries.flatMap(this.insertParams));
+    await run(this.db, insertSql(this.leaseClock, deliveries.length), deliveries.flatMap(this.insertParams));
   }
 
   async insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
@@ -299,7 +298,7 @@ export class PostgresOutboxStore implements OutboxStore {
     return this.db.transaction().execute(async (trx) => {
       const { rows } = await run<{ key_id: string; last: number | string }>(trx, NEXT_SEQUENCES, [[...counts.keys()], [...counts.values()]]);
       const inserted = numberDeliveries(deliveries, counts, new Map(rows.map((r) => [r.key_id, Number(r.last)])));
-      await run(trx, insertDeliveriesSql(this.leaseClock, inserted.length), inserted.flatMap(this.insertParams));
+      await run(trx, insertSql(this.leaseClock, inserted.length), inserted.flatMap(this.insertParams));
       return inserted;
     });
   }
@@ -313,7 +312,7 @@ export class PostgresOutboxStore implements OutboxStore {
           : await run<{ n: string | number }>(trx, pg.TEST_SENDS_IN_FLIGHT_DB, [delivery.keyId]);
       const inFlight = Number(rows[0]?.n ?? 0);
       if (inFlight >= max) return { inFlight, inserted: false };
-      await run(trx, insertDeliveriesSql(this.leaseClock, 1), this.insertParams(delivery));
+      await run(trx, insertSql(this.leaseClock, 1), this.insertParams(delivery));
       return { inFlight, inserted: true };
     });
   }

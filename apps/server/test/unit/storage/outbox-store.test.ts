@@ -137,6 +137,40 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect(reclaimed.map((r) => r.id)).toEqual([b.id]);
   });
 
+  it('stores each value of a new delivery under its own column, a hand-over with its lease', async () => {
+    const handed = delivery({ now: T0 + 3, nextAttemptAt: T0 + 7, lease: { until: T0 + 45_000, by: 'w-hand' } });
+    const plain = delivery({ now: T0 + 4 });
+    await store.deliveries.insertMany([handed, plain]);
+    const row = await store.deliveries.byId(handed.id);
+    expect(row).toEqual({
+      id: handed.id,
+      key_id: handed.keyId,
+      user_id: handed.userId,
+      event: handed.event,
+      request_id: handed.requestId,
+      url: handed.url,
+      payload: handed.payload,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: T0 + 7,
+      lease_until: row!.lease_until,
+      leased_by: 'w-hand',
+      last_status_code: null,
+      last_error: null,
+      created_at: T0 + 3,
+      updated_at: T0 + 3,
+      delivered_at: null,
+    });
+    if (leaseClock === 'caller') expect(row!.lease_until).toBe(T0 + 45_000);
+    else {
+      // The lease's length (until - now) from the database's now.
+      const { rows } = await store.handle.db.executeQuery<{ left: string }>(CompiledQuery.raw(`select lease_until - ${DB_NOW_MS} as left from webhook_deliveries where id = $1`, [handed.id]));
+      expect(Number(rows[0]!.left)).toBeLessThanOrEqual(44_997);
+      expect(Number(rows[0]!.left)).toBeGreaterThan(34_997);
+    }
+    expect(await store.deliveries.byId(plain.id)).toMatchObject({ next_attempt_at: T0 + 4, lease_until: null, leased_by: null, created_at: T0 + 4 });
+  });
+
   it('never hands the same row to two concurrent claimers', async () => {
     const rows = Array.from({ length: 40 }, () => delivery());
     await store.deliveries.insertMany(rows);
