@@ -126,8 +126,9 @@ export function errorObject(json: unknown): Record<string, unknown> | null {
   if (!isRecord(json)) return null;
   if (typeof json.error === 'string') return { message: json.error };
   if (isRecord(json.error)) return json.error;
-  // An `error` of another kind (`true`, a number) still says the answer failed, without a message.
-  if (json.error !== undefined && json.error !== null) return {};
+  // An `error` of another kind (`true`, a number) still says the answer failed, without a message; `false` and
+  // `null` say it did not (some OpenAI-compatible servers put `"error": false` in every normal stream frame).
+  if (json.error !== undefined && json.error !== null && json.error !== false) return {};
   if (json.object === 'error' || json.object === 'Error') return json;
   if (json.detail !== undefined && json.error === undefined && json.choices === undefined) return { message: json.detail };
   return null;

@@ -211,6 +211,15 @@ describe('streamed completions', () => {
     expect(text(chunks)).toBe('Ünï ✓ 😀 \uFEFFend');
   });
 
+  it.each([false, null])('relays frames that all carry "error": %s (some OpenAI-compatible servers send it on every frame)', async (value) => {
+    const frame = (delta: object, finish: string | null) =>
+      `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', error: value, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    fake.setBehavior({ rawSse: [frame({ role: 'assistant', content: 'Fine' }, null), frame({ content: ' here.' }, null), frame({}, 'stop'), 'data: [DONE]\n\n'] });
+    const chunks = await collect(await upstream.stream(request()));
+    expect(text(chunks)).toBe('Fine here.');
+    expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
+  });
+
   it('accepts a stream that ends without [DONE] once every choice finished', async () => {
     const frame = (delta: object, finish: string | null) => `data: ${JSON.stringify({ choices: [{ delta, finish_reason: finish }] })}\n\n`;
     fake.setBehavior({ rawSse: [frame({ role: 'assistant', content: 'Ok' }, null), frame({}, 'stop')] });
