@@ -38,3 +38,50 @@ export class ChoiceIndexes {
 function isBit(index: number): boolean {
   return Number.isInteger(index) && index >= 0 && index <= 30;
 }
+
+/**
+ * The number a client gets for each upstream choice index. An index of 0 … n − 1 (`n` as requested) keeps its
+ * own: an upstream may open choice 1 before choice 0, and the client's choices must stay the upstream's. Any
+ * other index (a server that numbers from 1, a stray choice) takes the lowest number not given yet, in the
+ * order they first appear, so that choice 0 — the one svc checks and audits — is there, and no two choices merge.
+ *
+ * @example
+ * const numbers = new ChoiceNumbers(1); numbers.of(1) === 0; // a server numbering from 1
+ */
+export class ChoiceNumbers {
+  /** Every number given. While none differs from its index (`renumbered` false), an index given is its own number. */
+  private readonly given = new ChoiceIndexes();
+  /** Made when an index first differs from its number. */
+  private numbers: Map<number, number> | null = null;
+  /** Below this every number is given. */
+  private lowestFree = 0;
+
+  constructor(private readonly n: number) {}
+
+  /** Some index got a number other than itself. */
+  get renumbered(): boolean {
+    return this.numbers !== null;
+  }
+
+  of(index: number): number {
+    if (this.numbers === null) {
+      if (this.given.has(index)) return index;
+    } else {
+      const number = this.numbers.get(index);
+      if (number !== undefined) return number;
+    }
+    let number = index;
+    if (!(Number.isInteger(index) && index >= 0 && index < this.n) || this.given.has(index)) {
+      while (this.given.has(this.lowestFree)) this.lowestFree += 1;
+      number = this.lowestFree;
+    }
+    this.given.add(number);
+    if (number !== index && this.numbers === null) {
+      // The indexes so far kept their own numbers.
+      this.numbers = new Map();
+      for (const kept of this.given.indexes()) if (kept !== number) this.numbers.set(kept, kept);
+    }
+    this.numbers?.set(index, number);
+    return number;
+  }
+}

@@ -19,7 +19,7 @@ import { TokenLimits } from './token-limit.js';
 import { developerAsSystem } from './developer-role.js';
 import { errorFields, errorObject, upstreamHttpError, withoutKeys } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
-import { ChoiceIndexes } from '../choice-indexes.js';
+import { ChoiceIndexes, ChoiceNumbers } from '../choice-indexes.js';
 import { newToolCallId, ToolCallIndexes } from './tool-call-indexes.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
@@ -171,7 +171,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       const { response, exchange } = await sendAdapted(rest, false, signal);
       try {
         const text = await readText(response.body, MAX_COMPLETION_BYTES, 'fail');
-        return parseCompletion(text, redact);
+        return parseCompletion(text, redact, requestedChoices(rest));
       } catch (error) {
         throw exchange.fail(error);
       } finally {
@@ -338,12 +338,10 @@ class ChunkReader {
   private readonly thinkTags = new ThinkTags();
   private readonly fallback: { id: string; created: number; model: string };
   /**
-   * The client's number of each upstream choice index: 0, 1, … in the order they first appear, as OpenAI
-   * numbers them. Some servers number from 1; the openai SDK's stream helper then fails ("missing role for
-   * choice 0") and svc would check an empty first choice. `renumbered`: some index differs from its number.
+   * The client's number of each upstream choice index (choice-indexes.ts). Some servers number from 1; the
+   * openai SDK's stream helper then fails ("missing role for choice 0") and svc would check an empty first choice.
    */
-  private readonly numbers = new Map<number, number>();
-  private renumbered = false;
+  private readonly numbers: ChoiceNumbers;
   /** `[DONE]` came: the frames after it are dropped. */
   private done = false;
   /** The body ended (its end was read). */
@@ -398,6 +396,7 @@ class ChunkReader {
     private readonly reject: (error: unknown) => void,
   ) {
     this.fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
+    this.numbers = new ChoiceNumbers(requestedChoices(request));
   }
 
   start(): void {
@@ -510,16 +509,6 @@ class ChunkReader {
     batch.push({ id, object: 'chat.completion.chunk', created, model, choices });
   }
 
-  private numberOf(index: number): number {
-    let number = this.numbers.get(index);
-    if (number === undefined) {
-      number = this.numbers.size;
-      this.numbers.set(index, number);
-      if (number !== index) this.renumbered = true;
-    }
-    return number;
-  }
-
   private chunkOf(event: SseEvent): ChatCompletionChunk | null {
     const data = event.data;
     if (data === '[DONE]' || (data.length < 16 && data.trim() === '[DONE]')) {
@@ -530,8 +519,7 @@ class ChunkReader {
     // Most frames are one text delta under the head of the frames before: read without parsing.
     const text = event.event === 'message' ? this.textFrames.read(data) : undefined;
     if (text) {
-      // Choice 0 seen first (the numbering is the upstream's): nothing to renumber.
-      if (this.numbers.size === 0 || this.renumbered) text.choices[0]!.index = this.numberOf(0);
+      text.choices[0]!.index = this.numbers.of(0);
       this.started.add(text.choices[0]!.index);
       this.thinkTags.apply(text);
       return text;
@@ -551,7 +539,7 @@ class ChunkReader {
     if (chunk === json) this.textFrames.learn(data, chunk);
     // The choices are this frame's own objects (parsed for it): renumbered in place, not copied on every frame.
     for (const choice of chunk.choices) {
-      choice.index = this.numberOf(choice.index);
+      choice.index = this.numbers.of(choice.index);
       this.started.add(choice.index);
       if (choice.delta.tool_calls !== undefined && choice.delta.tool_calls.length > 0) this.calling.add(choice.index);
       if (!choice.finish_reason) continue;
@@ -599,7 +587,12 @@ function discard(body: Dispatcher.ResponseData['body']): void {
 
 function ignore(): void {}
 
-function parseCompletion(text: string, redact: (text: string) => string): UpstreamCompletion {
+/** The request's `n`: how many choices the upstream was asked for. */
+function requestedChoices(body: UpstreamBody): number {
+  return typeof body.n === 'number' ? body.n : 1;
+}
+
+function parseCompletion(text: string, redact: (text: string) => string, n: number): UpstreamCompletion {
   if (nestsDeeperThan(text)) throw invalid(`the body nests more than ${MAX_JSON_DEPTH} levels deep`);
   const json = tryJson(text);
   if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream answered with a body that is not JSON.', { upstreamStatus: 200 });
@@ -655,6 +648,10 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
     for (const key in m) if (!(key in out) && key !== 'tool_calls') out[key] = m[key];
     return { index, message: out, finish_reason: finish, ...(logprobs !== undefined ? { logprobs } : {}) };
   });
+  // Numbered as a stream's choices are (ChoiceNumbers), and in that order: the first is the one svc checks.
+  const numbers = new ChoiceNumbers(n);
+  for (const choice of choices) choice.index = numbers.of(choice.index);
+  if (choices.some((choice, i) => i > 0 && choice.index < choices[i - 1]!.index)) choices.sort((a, b) => a.index - b.index);
   const completion: UpstreamCompletion = { choices, usage: normalizeUsage(json.usage) };
   if (typeof json.id === 'string') completion.id = json.id;
   if (typeof json.created === 'number') completion.created = json.created;

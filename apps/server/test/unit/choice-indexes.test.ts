@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ChoiceIndexes } from '../../src/choice-indexes.js';
+import { ChoiceIndexes, ChoiceNumbers } from '../../src/choice-indexes.js';
 
 describe('ChoiceIndexes', () => {
   it('holds small, large, negative and fractional indexes as a Set would', () => {
@@ -23,6 +23,38 @@ describe('ChoiceIndexes', () => {
         }
         expect(ours.size).toBe(theirs.size);
         for (const i of [...added, ...probes]) expect(ours.has(i)).toBe(theirs.has(i));
+      }),
+    );
+  });
+});
+
+describe('ChoiceNumbers', () => {
+  const numbered = (n: number, seen: number[]) => {
+    const numbers = new ChoiceNumbers(n);
+    return seen.map((index) => numbers.of(index));
+  };
+
+  it('keeps 0 … n − 1 in any order; numbers the rest from the lowest free number in the order they appear', () => {
+    expect(numbered(2, [1, 0, 0, 1])).toEqual([1, 0, 0, 1]);
+    expect(numbered(1, [1, 1, 2])).toEqual([0, 0, 1]);
+    expect(numbered(2, [2, 1, 2])).toEqual([0, 1, 0]);
+    expect(numbered(1, [0, 2 ** 31 - 1, 0])).toEqual([0, 1, 0]);
+    // A stray choice took 0 before the upstream's own choice 0 came: that one, and then 1, take the next free numbers.
+    expect(numbered(2, [5, 0, 1])).toEqual([0, 1, 2]);
+  });
+
+  it('gives distinct indexes distinct numbers, the same index the same number, and keeps a permutation of 0 … n − 1', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }), fc.array(fc.integer({ min: 0, max: 80 }), { maxLength: 80 }), (n, seen) => {
+        const numbers = new ChoiceNumbers(n);
+        const given = new Map<number, number>();
+        for (const index of seen) {
+          const number = numbers.of(index);
+          expect(given.get(index) ?? number).toBe(number);
+          given.set(index, number);
+        }
+        expect(new Set(given.values()).size).toBe(given.size);
+        if (seen.every((index) => index < n)) for (const [index, number] of given) expect(number).toBe(index);
       }),
     );
   });

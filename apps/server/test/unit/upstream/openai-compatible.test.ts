@@ -4,7 +4,7 @@ import type { ChatCompletionChunk } from '@svc/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream, type FakeUpstreamBehavior } from '../../support/fake-upstream.js';
 import { createOpenAICompatibleUpstream, RELAY_BYTES_PER_TURN, type OpenAICompatibleUpstreamOptions } from '../../../src/upstream/openai-compatible.js';
-import { Cancellation, UpstreamError, type ChunkStream, type Upstream, type UpstreamRequest } from '../../../src/upstream/upstream.js';
+import { Cancellation, UpstreamError, type ChunkStream, type Upstream, type UpstreamCompletion, type UpstreamRequest } from '../../../src/upstream/upstream.js';
 
 const API_KEY = 'sk-upstream-secret-1234567890';
 
@@ -123,6 +123,24 @@ describe('non-streamed completions', () => {
     ]);
   });
 
+  const completionOf = (choices: Array<[number, string]>) => ({
+    id: 'x',
+    object: 'chat.completion',
+    created: 1,
+    model: 'm',
+    choices: choices.map(([index, content]) => ({ index, message: { role: 'assistant', content }, logprobs: null, finish_reason: 'stop' })),
+  });
+  const answers = (completion: UpstreamCompletion) => completion.choices.map((c) => [c.index, c.message.content]);
+
+  it('numbers choices as a stream does: 0 … n − 1 kept in index order, others 0, 1, … in the order they come', async () => {
+    fake.setBehavior({ rawJson: completionOf([[1, 'Second'], [0, 'First']]) });
+    expect(answers(await upstream.complete(request({ n: 2 })))).toEqual([[0, 'First'], [1, 'Second']]);
+    fake.setBehavior({ rawJson: completionOf([[1, 'Only']]) });
+    expect(answers(await upstream.complete(request()))).toEqual([[0, 'Only']]);
+    fake.setBehavior({ rawJson: completionOf([[1, 'A'], [2, 'B']]) });
+    expect(answers(await upstream.complete(request({ n: 2 })))).toEqual([[0, 'B'], [1, 'A']]);
+  });
+
   it('sends no authorization header without a key', async () => {
     await upstream.close();
     upstream = make({ apiKey: undefined });
@@ -218,6 +236,43 @@ describe('streamed completions', () => {
     const chunks = await collect(await upstream.stream(request()));
     expect(text(chunks)).toBe('Fine here.');
     expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('stop');
+  });
+
+  /** Each choice's text by the index the stream gives it. */
+  const byIndex = (chunks: ChatCompletionChunk[]): Record<number, string> => {
+    const out: Record<number, string> = {};
+    for (const chunk of chunks) for (const c of chunk.choices) out[c.index] = (out[c.index] ?? '') + (c.delta.content ?? '');
+    return out;
+  };
+  const choiceFrame = (index: number, delta: object, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
+
+  it('keeps choice indexes 0 … n − 1 as the upstream gave them when choice 1 opens first (n = 2)', async () => {
+    fake.setBehavior({
+      rawSse: [
+        choiceFrame(1, { role: 'assistant', content: 'Second' }),
+        choiceFrame(0, { role: 'assistant', content: 'First' }),
+        choiceFrame(0, { content: ' answer.' }),
+        choiceFrame(1, { content: ' answer.' }),
+        choiceFrame(1, {}, 'stop'),
+        choiceFrame(0, {}, 'stop'),
+        'data: [DONE]\n\n',
+      ],
+    });
+    const chunks = await collect(await upstream.stream(request({ n: 2 })));
+    expect(byIndex(chunks)).toEqual({ 0: 'First answer.', 1: 'Second answer.' });
+  });
+
+  it('numbers choices that start at 1, or a stray index, 0, 1, … in the order they first appear', async () => {
+    fake.setBehavior({
+      rawSse: [choiceFrame(2, { role: 'assistant', content: 'B' }), choiceFrame(1, { role: 'assistant', content: 'A' }), choiceFrame(1, {}, 'stop'), choiceFrame(2, {}, 'stop'), 'data: [DONE]\n\n'],
+    });
+    // 1 is in range for n = 2 and keeps its number; 2 is not and takes the lowest free one.
+    expect(byIndex(await collect(await upstream.stream(request({ n: 2 }))))).toEqual({ 0: 'B', 1: 'A' });
+    fake.setBehavior({ rawSse: [choiceFrame(0, { role: 'assistant', content: 'A' }), choiceFrame(7, { content: 'Stray' }), choiceFrame(0, { content: '!' }, 'stop'), choiceFrame(7, {}, 'stop'), 'data: [DONE]\n\n'] });
+    expect(byIndex(await collect(await upstream.stream(request())))).toEqual({ 0: 'A!', 1: 'Stray' });
+    fake.setBehavior({ rawSse: [choiceFrame(1, { role: 'assistant', content: 'A' }), choiceFrame(1, { content: 'B' }, 'stop'), 'data: [DONE]\n\n'] });
+    expect(byIndex(await collect(await upstream.stream(request())))).toEqual({ 0: 'AB' });
   });
 
   it('accepts a stream that ends without [DONE] once every choice finished', async () => {
