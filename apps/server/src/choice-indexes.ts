@@ -85,3 +85,28 @@ export class ChoiceNumbers {
     return number;
   }
 }
+
+/**
+ * The choices that streamed a tool call, and the finish each is told with: a `stop` of theirs is `tool_calls`,
+ * which is what clients' agent loops branch on. The upstream reader applies it to the upstream's own finish
+ * (Gemini's OpenAI-compatible API ends a streamed tool call with `stop`); the relay to the finish it writes
+ * itself for a choice the upstream, whichever it is, left unfinished.
+ *
+ * @example
+ * const calling = new ToolCallingChoices(); calling.see({ index: 0, delta: { tool_calls: [call] } });
+ * calling.finish(0, 'stop') === 'tool_calls';
+ */
+export class ToolCallingChoices {
+  private readonly choices = new ChoiceIndexes();
+
+  /** Notes `choice` when its delta carries a tool call. */
+  see(choice: { index: number; delta: { tool_calls?: readonly unknown[] | null } }): void {
+    const calls = choice.delta.tool_calls;
+    if (calls !== undefined && calls !== null && calls.length > 0) this.choices.add(choice.index);
+  }
+
+  /** The finish choice `index` is told with, for `reason`. */
+  finish<Reason>(index: number, reason: Reason): Reason | 'tool_calls' {
+    return reason === 'stop' && this.choices.has(index) ? 'tool_calls' : reason;
+  }
+}

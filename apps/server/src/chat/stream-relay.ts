@@ -7,7 +7,7 @@ import { NO_USAGE, record, recordFailure, statusFor, type ChatContext } from './
 import { FrameJson } from './frame-json.js';
 import { KeptTexts } from './kept-text.js';
 import { countUsage } from './prompt.js';
-import { ChoiceIndexes } from '../choice-indexes.js';
+import { ChoiceIndexes, ToolCallingChoices } from '../choice-indexes.js';
 import { flatten } from '../flat-string.js';
 import { dehallucinateRequested } from './request.js';
 import { SseWriter } from './sse-writer.js';
@@ -83,11 +83,11 @@ export async function relayStream(
   const started = new ChoiceIndexes();
   /** The choices whose finish_reason came; those that streamed a tool call. */
   const finished = new ChoiceIndexes();
-  const calling = new ChoiceIndexes();
+  const calling = new ToolCallingChoices();
   /** Made once per stream: with n > 1 every frame after the first finish is looked at with it. */
   const finishedAlready = (choice: { index: number }): boolean => finished.has(choice.index);
   /** The finish of a choice the upstream left unfinished: `tool_calls` after a call, as OpenAI ends one. */
-  const closing = (index: number) => ({ index, delta: {}, finish_reason: calling.has(index) ? ('tool_calls' as const) : ('stop' as const), logprobs: null });
+  const closing = (index: number) => ({ index, delta: {}, finish_reason: calling.finish(index, 'stop' as const), logprobs: null });
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
   /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */
@@ -140,7 +140,7 @@ export async function relayStream(
         } else if (delta.role === undefined) delta.role = 'assistant';
       }
       if (typeof delta.content === 'string') texts.append(choice.index, delta.content);
-      if (delta.tool_calls?.length) calling.add(choice.index);
+      calling.see(choice);
       if (typeof delta.reasoning_content === 'string') reasoning.append(choice.index, delta.reasoning_content);
       const transcript = delta.audio === undefined ? undefined : audioTranscript(delta);
       if (transcript !== undefined) transcripts.append(choice.index, transcript);

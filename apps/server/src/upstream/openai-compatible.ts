@@ -19,7 +19,7 @@ import { TokenLimits } from './token-limit.js';
 import { developerAsSystem } from './developer-role.js';
 import { errorFields, errorObject, upstreamHttpError, withoutKeys } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
-import { ChoiceIndexes, ChoiceNumbers } from '../choice-indexes.js';
+import { ChoiceIndexes, ChoiceNumbers, ToolCallingChoices } from '../choice-indexes.js';
 import { newToolCallId, ToolCallIndexes } from './tool-call-indexes.js';
 import { createUpstreamPool, type UpstreamHttp2 } from './upstream-pool.js';
 import { isRecord } from '../is-record.js';
@@ -328,11 +328,10 @@ class ChunkReader {
   private readonly started = new ChoiceIndexes();
   private readonly finished = new ChoiceIndexes();
   /**
-   * Choices that streamed a tool call: their `stop` is told as `tool_calls`, which is what clients' agent loops
-   * branch on. Gemini's OpenAI-compatible API ends a streamed tool call with `stop` (its non-streamed answer, and
-   * OpenAI's, say `tool_calls`).
+   * Choices that streamed a tool call: Gemini's OpenAI-compatible API ends a streamed tool call with `stop` (its
+   * non-streamed answer, and OpenAI's, say `tool_calls`).
    */
-  private readonly calling = new ChoiceIndexes();
+  private readonly calling = new ToolCallingChoices();
   private readonly textFrames = new TextFrames();
   private readonly toolCalls = new ToolCallIndexes();
   private readonly thinkTags = new ThinkTags();
@@ -541,10 +540,10 @@ class ChunkReader {
     for (const choice of chunk.choices) {
       choice.index = this.numbers.of(choice.index);
       this.started.add(choice.index);
-      if (choice.delta.tool_calls !== undefined && choice.delta.tool_calls.length > 0) this.calling.add(choice.index);
+      this.calling.see(choice);
       if (!choice.finish_reason) continue;
       this.finished.add(choice.index);
-      if (choice.finish_reason === 'stop' && this.calling.has(choice.index)) choice.finish_reason = 'tool_calls';
+      choice.finish_reason = this.calling.finish(choice.index, choice.finish_reason);
     }
     this.thinkTags.apply(chunk);
     return chunk;
