@@ -298,3 +298,28 @@ describe('logprobs on the first frame of a choice, and in the finish frame', () 
     expect(logprobs.map((l) => l.token).join('')).toBe(ANSWER);
   });
 });
+
+describe('a streamed refusal', () => {
+  const REFUSAL = "I'm sorry, I can't help with that.";
+  // As OpenAI streams one (structured outputs): `refusal` deltas, `content` null, then `stop`.
+  const refusing = (): string[] => [
+    chunkFrame([{ index: 0, delta: { role: 'assistant', content: null, refusal: '' }, logprobs: null, finish_reason: null }]) +
+      chunkFrame([{ index: 0, delta: { refusal: "I'm sorry, " }, logprobs: null, finish_reason: null }]) +
+      chunkFrame([{ index: 0, delta: { refusal: "I can't help with that." }, logprobs: null, finish_reason: null }]) +
+      chunkFrame([{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], { usage: USAGE }) +
+      'data: [DONE]\n\n',
+  ];
+
+  it("reaches the client as OpenAI's delta.refusal: the openai stream helper assembles message.refusal", async () => {
+    upstream.setBehavior({ rawSse: refusing() });
+    const deltas: unknown[] = [];
+    const stream = client.chat.completions.stream({ model: 'svc01', messages });
+    stream.on('chunk', (chunk) => {
+      for (const c of chunk.choices) if ((c.delta as { refusal?: unknown }).refusal !== undefined) deltas.push((c.delta as { refusal?: unknown }).refusal);
+    });
+    const completion = await stream.finalChatCompletion();
+    expect(deltas.join('')).toBe(REFUSAL);
+    expect(completion.choices[0]!.message).toMatchObject({ role: 'assistant', refusal: REFUSAL });
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+  });
+});
