@@ -17,7 +17,7 @@ import { ClusterRateLimiter, type Ipc } from './rate-limit/cluster-rate-limiter.
 import { KeyCache } from './auth/key-cache.js';
 import { createJudgeGrounder, createOfflineGrounder } from './chat/grounder.js';
 import { UsageSink, combineSinks } from './chat/usage-sink.js';
-import { checkSecretKey, SecretBox } from './crypto/secret-box.js';
+import { checkSecretKey, logPreviousKeyNote, SecretBox } from './crypto/secret-box.js';
 import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
 import { Retention } from './storage/retention.js';
@@ -83,6 +83,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // A changed or lost key is said at start, not as every signed delivery failing afterwards.
   try {
     await checkSecretKey(secretBox, store.keys);
+    // A cluster's primary says it once for every worker.
+    if (!clusterWorker) await logPreviousKeyNote(secretBox, store.keys, logger);
   } catch (err) {
     await store.close();
     throw err;

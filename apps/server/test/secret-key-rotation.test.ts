@@ -56,11 +56,20 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
     ...(previous ? { SVC_SECRET_KEY_PREVIOUS: previous.map((k) => k.toString('base64')).join(',') } : {}),
   });
 
-  async function admin(args: string[], vars: Record<string, string>): Promise<string[]> {
+  /** What the command printed on stdout; its stderr lines go to `said`. */
+  async function admin(args: string[], vars: Record<string, string>, said: string[] = []): Promise<string[]> {
     const out: string[] = [];
-    const io = { env: vars, stdout: (l: string) => out.push(l), stderr: (l: string) => out.push(l), stopSignal: () => new Promise<string>(() => {}) };
+    const io = { env: vars, stdout: (l: string) => out.push(l), stderr: (l: string) => said.push(l), stopSignal: () => new Promise<string>(() => {}) };
     await makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', ...args]);
     return out;
+  }
+
+  /** The log lines of a server started and stopped with `vars`. */
+  async function startLog(vars: Record<string, string>): Promise<string> {
+    const lines: string[] = [];
+    const running = await startServer(loadConfig(vars), { logger: createLogger('info', { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream) });
+    await running.close();
+    return lines.join('');
   }
 
   /** A test send through a server started with `vars`: the delivery as received, verified with both secrets. */
@@ -124,6 +133,24 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
     await testSend(env(newKey));
     // And the old key alone no longer reads them (the leaked key is useless against the database).
     await expect(startServer(loadConfig(env(oldKey)), { logger: createLogger('silent') })).rejects.toMatchObject({ code: 'SVC_SECRET_KEY_MISMATCH' });
+  });
+
+  it('says at start and after `secrets rotate` whether SVC_SECRET_KEY_PREVIOUS is still needed, and how to be done with it', async () => {
+    const withOld = env(newKey, [oldKey]);
+    const during = await startLog(withOld);
+    expect(during).toContain('2 stored signing secrets are still encrypted with a key in SVC_SECRET_KEY_PREVIOUS: run svc-server secrets rotate');
+
+    const said: string[] = [];
+    await admin(['secrets', 'rotate', '--json'], withOld, said);
+    expect(said).toEqual([expect.stringMatching(/^SVC_SECRET_KEY_PREVIOUS is set but no stored signing secret needs it .*: remove it/)]);
+
+    const after = await startLog(withOld);
+    expect(after).toMatch(/"level":40,.*SVC_SECRET_KEY_PREVIOUS is set but no stored signing secret needs it/);
+    expect(after).not.toContain('still encrypted');
+    // Never the keys themselves.
+    for (const log of [during, after, ...said]) for (const key of [oldKey, newKey]) expect(log).not.toContain(key.toString('base64'));
+    // Without SVC_SECRET_KEY_PREVIOUS there is nothing to say.
+    expect(await startLog(env(newKey))).not.toContain('SVC_SECRET_KEY_PREVIOUS');
   });
 
   it('a secret no given key opens is named, the others are re-encrypted', async () => {

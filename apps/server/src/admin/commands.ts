@@ -8,7 +8,7 @@ import { rotatedOut } from '../auth/secret-rotation.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
-import { checkSecretKey, SecretBox, SecretKeyMismatchError } from '../crypto/secret-box.js';
+import { checkSecretKey, previousKeyNote, SecretBox, SecretKeyMismatchError } from '../crypto/secret-box.js';
 import { previousSecretView } from '../dashboard/views.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { applyUrlChange, validateWebhookUrl } from '../webhooks/index.js';
@@ -256,6 +256,10 @@ export function makeProgram(io: CommandIO): Command {
         const { resealed, current, unreadable, unreadableSecrets: n } = await resealSecrets(box, store);
         if (opts.json) io.stdout(JSON.stringify({ resealed, current, unreadable }));
         else io.stderr(`re-encrypted ${resealed} signing secret${resealed === 1 ? '' : 's'} with SVC_SECRET_KEY; ${current} already were`);
+        // Once nothing needs the old key, say it can go (else it stays in the environment for good). On stderr
+        // also with --json: stdout is the JSON alone.
+        const note = n === 0 ? await previousKeyNote(box, store.keys) : undefined;
+        if (note) io.stderr(note.message);
         if (n > 0) {
           throw new CommandError(
             `${n} signing secret${n === 1 ? '' : 's'} open${n === 1 ? 's' : ''} with neither SVC_SECRET_KEY nor SVC_SECRET_KEY_PREVIOUS ` +

@@ -6,6 +6,7 @@ import { createLogger } from '../logging/logger.js';
 import { warnIfFilesShort } from '../http/open-files.js';
 import { openStore, warnOnCheckpointFallback } from '../storage/store.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
+import { logPreviousKeyNote, SecretBox } from '../crypto/secret-box.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
 import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
@@ -58,7 +59,8 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
   const store = await openStore(config.databaseUrl);
   let firstRun: FirstRunCredentials | undefined;
   try {
-    resolveSecretKey(config.secretKey, store.handle.dataDir);
+    // Said here once for every worker (each checks the key itself).
+    await logPreviousKeyNote(new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys), store.keys, logger);
     if (store.handle.dialect === 'sqlite') {
       firstRun = await bootstrapFirstRun(store, Date.now);
       // No server process is running yet: whatever is leased was left by a previous run.

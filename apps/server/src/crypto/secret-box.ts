@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
 
 const VERSION = 'v1';
 
@@ -47,6 +48,28 @@ export class SecretBox {
       if (!(err instanceof SecretKeyMismatchError)) throw err;
     }
     return this.seal(this.open(sealed));
+  }
+
+  /** True when previous keys (SVC_SECRET_KEY_PREVIOUS) were given. */
+  get hasPrevious(): boolean {
+    return this.previous.length > 0;
+  }
+
+  /** True when only a previous key opens `sealed`: it still needs SVC_SECRET_KEY_PREVIOUS until `reseal`. */
+  needsPrevious(sealed: string): boolean {
+    try {
+      openWith(this.key, sealed);
+      return false;
+    } catch (err) {
+      if (!(err instanceof SecretKeyMismatchError)) throw err;
+    }
+    try {
+      this.open(sealed);
+      return true;
+    } catch (err) {
+      if (!(err instanceof SecretKeyMismatchError)) throw err;
+      return false;
+    }
   }
 
   seal(plaintext: string): string {
@@ -104,4 +127,42 @@ export function generateSigningSecret(): string {
 export async function checkSecretKey(box: SecretBox, keys: { newestSealedSecret(): Promise<string | undefined> }): Promise<void> {
   const sealed = await keys.newestSealedSecret();
   if (sealed !== undefined) box.open(sealed);
+}
+
+type SealedSecretRow = { signing_secret_enc: string | null; previous_signing_secret_enc: string | null };
+
+/**
+ * What an operator should do about SVC_SECRET_KEY_PREVIOUS, as one line, or undefined when it is unset: once no
+ * stored secret needs it (rotation finished) it is an old key kept around for nothing, and nothing else would say
+ * so. Said at start and after `secrets rotate`. Never contains a key.
+ *
+ * @example
+ * const note = await previousKeyNote(box, store.keys); if (note) logger.info(note.message);
+ */
+export async function previousKeyNote(
+  box: SecretBox,
+  keys: { sealedSecrets(): Promise<SealedSecretRow[]> },
+): Promise<{ stillNeeded: number; message: string } | undefined> {
+  if (!box.hasPrevious) return undefined;
+  let stillNeeded = 0;
+  for (const row of await keys.sealedSecrets()) {
+    for (const sealed of [row.signing_secret_enc, row.previous_signing_secret_enc]) if (sealed !== null && box.needsPrevious(sealed)) stillNeeded += 1;
+  }
+  const message =
+    stillNeeded === 0
+      ? 'SVC_SECRET_KEY_PREVIOUS is set but no stored signing secret needs it any more: remove it from every instance\'s environment and restart them'
+      : `${stillNeeded} stored signing secret${stillNeeded === 1 ? ' is' : 's are'} still encrypted with a key in SVC_SECRET_KEY_PREVIOUS: ` +
+        'run svc-server secrets rotate to re-encrypt them with SVC_SECRET_KEY, then remove SVC_SECRET_KEY_PREVIOUS';
+  return { stillNeeded, message };
+}
+
+/**
+ * The SVC_SECRET_KEY_PREVIOUS hint (see previousKeyNote): a warning once the old key is needed by nothing, since
+ * an operator would otherwise keep it in the environment for good.
+ */
+export async function logPreviousKeyNote(box: SecretBox, keys: { sealedSecrets(): Promise<SealedSecretRow[]> }, logger: Logger): Promise<void> {
+  const note = await previousKeyNote(box, keys);
+  if (!note) return;
+  if (note.stillNeeded === 0) logger.warn(note.message);
+  else logger.info({ secrets: note.stillNeeded }, note.message);
 }
