@@ -173,6 +173,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   webhooks.start();
   const retention = new Retention({
     stores: { 'webhook deliveries': store.deliveries, responses: store.responses },
+    expiring: { 'dashboard sessions': store.sessions },
     retentionDays: config.webhooks.retentionDays,
     clock,
     logger,

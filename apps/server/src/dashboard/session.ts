@@ -65,7 +65,7 @@ export class Sessions {
     const now = this.clock();
     await this.sessions.create({ tokenHash: sha256(token), userId: user.id, csrfToken, now, expiresAt: now + SESSION_TTL_MS });
     setCookie(req, res, token, SESSION_TTL_MS / 1000);
-    // Expired rows of anyone are dropped on sign-in: cheap, and no timer is needed.
+    // Expired rows of anyone are dropped on sign-in (cheap); Retention drops them hourly for when nobody signs in.
     await this.sessions.purgeExpired(now);
     return csrfToken;
   }

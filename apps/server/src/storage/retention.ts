@@ -9,9 +9,17 @@ export interface Purgeable {
   purgeOlderThan(cutoff: number): Promise<number>;
 }
 
+/** Something stored with its own expiry (dashboard sessions): gone once expired, whatever SVC_RETENTION_DAYS says. */
+export interface Expiring {
+  /** Deletes what expired at or before `now` (ms since the epoch); returns how many. */
+  purgeExpired(now: number): Promise<number>;
+}
+
 export interface RetentionOptions {
   /** What is purged, by the name the log line gives it. */
   stores: Record<string, Purgeable>;
+  /** What expires on its own, by the name the log line gives it. */
+  expiring?: Record<string, Expiring>;
   /** SVC_RETENTION_DAYS. */
   retentionDays: number;
   clock: () => number;
@@ -19,8 +27,9 @@ export interface RetentionOptions {
 }
 
 /**
- * Purges what is stored past retention (SVC_RETENTION_DAYS): once at start, then hourly. Pending deliveries
- * stay whatever their age (their store's `purgeOlderThan` keeps them).
+ * Purges what is stored past retention (SVC_RETENTION_DAYS), and what expired on its own: once at start, then
+ * hourly. Pending deliveries stay whatever their age (their store's `purgeOlderThan` keeps them). Expired
+ * dashboard sessions go here too: a sign-in also drops them, but an instance nobody signs in to would keep them.
  *
  * @example
  * const retention = new Retention({ stores: { 'webhook deliveries': store.deliveries }, retentionDays: 30, clock, logger });
@@ -53,6 +62,14 @@ export class Retention {
         if (removed > 0) logger.info({ removed, retention_days: retentionDays }, `purged old ${what}`);
       } catch (err) {
         logger.error({ err }, `could not purge old ${what}`);
+      }
+    }
+    for (const [what, store] of Object.entries(this.options.expiring ?? {})) {
+      try {
+        const removed = await store.purgeExpired(clock());
+        if (removed > 0) logger.info({ removed }, `purged expired ${what}`);
+      } catch (err) {
+        logger.error({ err }, `could not purge expired ${what}`);
       }
     }
   }
