@@ -225,6 +225,9 @@ describe('streamed completions', () => {
   it('drops a leading byte order mark and joins characters split across reads, one byte per read', async () => {
     const frame = (content: string) => JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
     fake.setBehavior({ rawSse: [`\uFEFFdata: ${frame('Ünï ✓ 😀')}\n\n`, `data: ${frame(' \uFEFFend')}\n\ndata: [DONE]\n\n`], splitBytes: 1 });
+    // Hundreds of one-byte writes can outlast the 2 s timeout on a loaded host: this is about parsing, not time.
+    await upstream.close();
+    upstream = make({ timeoutMs: 60_000, firstByteTimeoutMs: 60_000 });
     const chunks = await collect(await upstream.stream(request()));
     expect(text(chunks)).toBe('Ünï ✓ 😀 \uFEFFend');
   });
@@ -519,6 +522,9 @@ describe('abort and resources', () => {
     const frames = Math.ceil((8 * 1024 * 1024) / frame.length);
     const end = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
     fake.setBehavior({ rawSse: [frame.repeat(frames) + end] });
+    // 8 MiB of tiny frames can outlast the 2 s timeout on a loaded host: this is about turns, not time.
+    await upstream.close();
+    upstream = make({ timeoutMs: 60_000, firstByteTimeoutMs: 60_000 });
     const stream = await upstream.stream(request({ stream: true }));
     let turns = 0;
     let ticking = true;
