@@ -53,10 +53,16 @@ export function signedContent(id: string, timestamp: number, rawBody: RawBody): 
   return content;
 }
 
-/** One header's value from either shape; several values (node) joined by a space. */
+/**
+ * One header's value from either shape (`name` in lower case); several values (node) joined by a space. A plain
+ * object is read whatever the case of its names, as the standardwebhooks and svix libraries read it: node's
+ * `req.headers` is lower-case, but AWS Lambda's `event.headers` and hand-built objects keep `Webhook-Id` as sent.
+ */
 export function header(headers: WebhookHeaders, name: string): string | undefined {
   if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
-  const value = (headers as Record<string, string | string[] | undefined>)[name];
+  const record = headers as Record<string, string | string[] | undefined>;
+  const key = name in record ? name : Object.keys(record).find((k) => k.toLowerCase() === name);
+  const value = key === undefined ? undefined : record[key];
   return Array.isArray(value) ? value.join(' ') : value;
 }
 

@@ -111,6 +111,15 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect(await verifyWebhook(BODY, new Headers({ 'webhook-id': ID }), v.secret, { now: NOW })).toBe(false);
   });
 
+  it('reads a plain headers object whatever the case of its names, as standardwebhooks and svix do', async () => {
+    // AWS Lambda behind API Gateway, hand-built objects in tests and ports from svix keep `Webhook-Id` as sent.
+    const v = VECTORS[0]!;
+    const capitalised = { 'Webhook-Id': ID, 'Webhook-Timestamp': String(TS), 'WEBHOOK-SIGNATURE': v.signature };
+    expect(await verifyWebhook(BODY, capitalised, v.secret, { now: NOW })).toBe(true);
+    // The exact lower-case name wins over another spelling, as node's req.headers has it.
+    expect(await verifyWebhook(BODY, { ...capitalised, 'webhook-id': 'another id' }, v.secret, { now: NOW })).toBe(false);
+  });
+
   it('returns the typed payload of a valid delivery', async () => {
     const body = JSON.stringify(samplePayload);
     const secret = VECTORS[1]!.secret;
