@@ -1,5 +1,6 @@
 import { parseAuditPayload, type AuditPayload } from './audit-payload.js';
 import { secretWhitespaceNote } from './secrets.js';
+import { missingSignature, type WebhookHeaders } from './standard-webhooks.js';
 import { parseSignatureHeader } from './signature-header.js';
 import { WebhookVerificationError } from './webhook-verification-error.js';
 
@@ -25,12 +26,11 @@ export interface ConstructEventOptions {
  * The error for a delivery without `webhook-signature` that `allowUntimestamped` does not let through: it
  * names what is missing, and why `X-Svc-Signature` alone is not enough.
  */
-export function untimestampedRefused(xSvcSignature: string | undefined): WebhookVerificationError {
-  return new WebhookVerificationError(
-    'missing_signature',
-    xSvcSignature === undefined
-      ? 'Missing webhook-id, webhook-timestamp and webhook-signature headers (and X-Svc-Signature).'
-      : 'Missing webhook-signature header: X-Svc-Signature alone carries no timestamp, so a copy of the delivery could be replayed. svc sends webhook-id, webhook-timestamp and webhook-signature with every signed delivery (allowUntimestamped: true accepts X-Svc-Signature alone).',
+export function untimestampedRefused(headers: WebhookHeaders): WebhookVerificationError {
+  return missingSignature(
+    headers,
+    'X-Svc-Signature alone carries no timestamp, so a copy of the delivery could be replayed. svc sends webhook-id, ' +
+      'webhook-timestamp and webhook-signature with every signed delivery (allowUntimestamped: true accepts X-Svc-Signature alone).',
   );
 }
 

@@ -123,6 +123,7 @@ export interface PreparedWebhook {
 export function prepareWebhook(rawBody: RawBody, headers: unknown, options: VerifyWebhookOptions): PreparedWebhook | WebhookVerificationError {
   const window = assertWebhookOptions(options);
   const read = readStandardHeaders(headers);
+  if (read === 'missing_signature') return missingSignature(headers as WebhookHeaders, X_SVC_SIGNATURE_ONLY);
   if (typeof read === 'string') return webhookError(read);
   if (!withinTolerance(read.timestamp, window)) return timestampOutOfRange(read.timestamp, window);
   return { content: signedContent(read.id, read.timestamp, rawBody), signatures: read.signatures };
@@ -141,8 +142,31 @@ function timestampOutOfRange(timestamp: number, { toleranceSeconds, nowSeconds }
   );
 }
 
+const X_SVC_SIGNATURE_ONLY =
+  'X-Svc-Signature alone carries no timestamp. Verify such a delivery with constructEvent (GitHub style), or, for one ' +
+  'sent by `svc-cli replay`, pass it --secret so that it signs webhook-signature anew.';
+
+/**
+ * missing_signature naming the headers that are absent. With no signature header at all, the usual cause is a
+ * key without a signing secret (svc then sends webhook-id and webhook-timestamp only), so the message says where
+ * to set one; `xSvcSignatureOnly` explains a delivery carrying X-Svc-Signature alone.
+ */
+export function missingSignature(headers: WebhookHeaders, xSvcSignatureOnly: string): WebhookVerificationError {
+  const missing = ['webhook-id', 'webhook-timestamp', 'webhook-signature'].filter((name) => !header(headers, name));
+  const names = missing.length === 1 ? missing[0] : `${missing.slice(0, -1).join(', ')} and ${missing.at(-1)}`;
+  const what = `Missing ${names} header${missing.length === 1 ? '' : 's'}`;
+  let message = `${what}.`;
+  if (missing.includes('webhook-signature')) {
+    message = header(headers, 'x-svc-signature')
+      ? `${what}: ${xSvcSignatureOnly}`
+      : `${what} (and X-Svc-Signature): svc signs a delivery only when its API key has a signing secret. Set one ` +
+        '(dashboard Settings → API Keys → Signing secret, or `svc-server keys update KEY --signing-secret whsec_…`) ' +
+        'and give this receiver the same secret.';
+  }
+  return new WebhookVerificationError('missing_signature', message);
+}
+
 const MESSAGES = {
-  missing_signature: 'Missing webhook-id, webhook-timestamp or webhook-signature header.',
   malformed_signature: 'Malformed Standard Webhooks headers: expected webhook-timestamp in unix seconds and webhook-signature "v1,<base64 HMAC-SHA256>".',
   signature_mismatch: 'webhook-signature does not match: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.',
 } as const;

@@ -125,14 +125,16 @@ describe.each(adapters)('%s adapter: a delivery signed only with X-Svc-Signature
     }
   });
 
-  it('without any signature header: 401 missing_signature naming every header it looked for', async () => {
+  it('without any signature header: 401 missing_signature naming every header it looked for, and where to set a secret', async () => {
     const handled = { n: 0 };
     const { url, close } = await start(handled);
     try {
       const res = await post(url, { 'content-type': 'application/json' });
       expect(res.status).toBe(401);
       const body = (await res.json()) as { error: { code: string; message: string } };
-      expect(body.error).toMatchObject({ code: 'missing_signature', message: 'Missing webhook-id, webhook-timestamp and webhook-signature headers (and X-Svc-Signature).' });
+      expect(body.error.code).toBe('missing_signature');
+      expect(body.error.message).toMatch(/^Missing webhook-id, webhook-timestamp and webhook-signature headers \(and X-Svc-Signature\): svc signs a delivery only when its API key has a signing secret/);
+      expect(body.error.message).toContain('svc-server keys update KEY --signing-secret');
       expect(handled.n).toBe(0);
     } finally {
       await close?.();

@@ -93,6 +93,22 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect(err).toMatchObject({ code });
   });
 
+  it.each([
+    // A key without a signing secret: svc sends webhook-id and webhook-timestamp, and no signature.
+    ['unsigned (the key has no signing secret)', { 'webhook-id': ID, 'webhook-timestamp': String(TS) },
+      'Missing webhook-signature header (and X-Svc-Signature): svc signs a delivery only when its API key has a signing secret. Set one'],
+    // `svc-cli replay` without --secret: the recorded X-Svc-Signature, no Standard Webhooks headers.
+    ['X-Svc-Signature only', { 'x-svc-signature': `sha256=${'0'.repeat(64)}` },
+      'Missing webhook-id, webhook-timestamp and webhook-signature headers: X-Svc-Signature alone carries no timestamp. Verify such a delivery with constructEvent'],
+    ['no webhook-id', { 'webhook-timestamp': String(TS), 'webhook-signature': VECTORS[0]!.signature }, 'Missing webhook-id header.'],
+  ] as const)('says which headers are missing and what to do: %s', async (_name, headers, message) => {
+    const err = await Promise.resolve()
+      .then(() => constructWebhookEvent(BODY, headers, VECTORS[0]!.secret, { now: NOW }))
+      .then(() => undefined, (e: unknown) => e as WebhookVerificationError);
+    expect(err).toMatchObject({ code: 'missing_signature' });
+    expect(err?.message.startsWith(message)).toBe(true);
+  });
+
   it('says so when the secret has whitespace around it (a pasted newline), and only then', async () => {
     const v = VECTORS[0]!;
     const refusal = (secret: string): Promise<WebhookVerificationError> =>

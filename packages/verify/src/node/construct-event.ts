@@ -42,6 +42,6 @@ export function constructDelivery(rawBody: RawBody, headers: WebhookHeaders, sec
     return constructWebhookEvent(rawBody, headers, secret, { toleranceSeconds: options.toleranceSeconds });
   }
   const xSvcSignature = header(headers, 'x-svc-signature');
-  if (options.allowUntimestamped !== true) throw untimestampedRefused(xSvcSignature);
+  if (options.allowUntimestamped !== true) throw untimestampedRefused(headers);
   return constructEvent(rawBody, xSvcSignature, secret, options);
 }

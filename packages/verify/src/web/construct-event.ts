@@ -41,6 +41,6 @@ export async function constructDelivery(rawBody: RawBody, headers: WebhookHeader
     return constructWebhookEvent(rawBody, headers, secret, { toleranceSeconds: options.toleranceSeconds });
   }
   const xSvcSignature = header(headers, 'x-svc-signature');
-  if (options.allowUntimestamped !== true) throw untimestampedRefused(xSvcSignature);
+  if (options.allowUntimestamped !== true) throw untimestampedRefused(headers);
   return constructEvent(rawBody, xSvcSignature, secret, options);
 }
