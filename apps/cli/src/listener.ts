@@ -6,8 +6,10 @@ import { formatReceivedLine, formatSentLine } from './delivery-line.js';
 import { CliError } from './errors.js';
 import { clockTime, kleur, lineWidth, printable, type Io } from './output.js';
 import { deliveryHeaders, sendDelivery } from './send-delivery.js';
-import { createSignatureCheck } from './signature-check.js';
+import { createSignatureCheck, type SignatureVerdict } from './signature-check.js';
 import { createGapWatch } from './sequence-gaps.js';
+
+type Refusal = Extract<SignatureVerdict, { signature: 'invalid' }>;
 
 export interface ListenerOptions {
   host: string;
@@ -100,26 +102,26 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const time = clock();
     stats.received++;
     let signature: LoggedDelivery['signature'] = 'unchecked';
-    let refusal: string | undefined;
+    let refusal: Refusal | undefined;
     if (checkSignature !== undefined) {
       const verdict = checkSignature(body, req.headers, time);
       signature = verdict.signature;
       if (verdict.signature === 'valid') stats.verified++;
       else {
         stats.rejected++;
-        refusal = verdict.reason;
+        refusal = verdict;
       }
     }
     const headers = flatHeaders(req);
     const deliveryId = headers['x-svc-delivery'] ?? null;
 
     human(formatReceivedLine({ time, body, headers, signature, width: widthOf(humanStream) }));
-    if (refusal !== undefined) io.err(`${clockTime(time)}  ${kleur.red('✘')} ${printable(refusal)}\n`);
+    if (refusal !== undefined) io.err(`${clockTime(time)}  ${kleur.red('✘')} ${printable(refusal.reason)}\n`);
     // Escaped too: svc's bodies are compact JSON, where an unprintable character can only be inside a string,
     // and there a \u escape means the same character.
     if (options.json) io.out(`${printable(body.toString('utf8'))}\n`);
     if (signature !== 'invalid') await gaps.observe(body, time);
-    const answer = signature === 'invalid' ? rejected(time) : await forward(body, req, headers['webhook-id'] ?? deliveryId, time);
+    const answer = refusal !== undefined ? rejected(time, refusal) : await forward(body, req, headers['webhook-id'] ?? deliveryId, time);
 
     // Everything a caller can observe is done before answering: the sender's call returning means
     // the delivery is printed, forwarded and logged.
@@ -142,9 +144,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     res.end(answer.body);
   }
 
-  function rejected(time: Date): Answer {
+  /** 401 in svc's error shape, saying why: svc's attempt log (dashboard, `deliveries show`) keeps the body's start. */
+  function rejected(time: Date, refusal: Refusal): Answer {
     if (options.forwardTo !== undefined) io.err(`${clockTime(time)}  ${kleur.yellow('not forwarded: the signature is invalid')}\n`);
-    return jsonAnswer(401, { error: 'invalid signature' });
+    return jsonAnswer(401, { error: { message: refusal.reason, type: 'invalid_request_error', code: refusal.code, param: null } });
   }
 
   /**

@@ -1,8 +1,18 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { verifySignature, verifyWebhook } from '@svc/verify';
 
-/** What `listen --secret` concluded about one delivery; `reason` says why it was refused. */
-export type SignatureVerdict = { signature: 'valid' } | { signature: 'invalid'; reason: string };
+/**
+ * What `listen --secret` concluded about one delivery; `reason` says why it was refused, and `code` is the one
+ * `@svc/verify`'s adapters answer for the same refusal.
+ */
+export type SignatureVerdict =
+  | { signature: 'valid' }
+  | { signature: 'invalid'; code: 'missing_signature' | 'signature_mismatch' | 'timestamp_out_of_range'; reason: string };
+
+// svc sends webhook-id and webhook-timestamp on every delivery, and the signatures only when the key has a secret.
+const UNSIGNED =
+  'unsigned: no webhook-signature or X-Svc-Signature header. svc signs deliveries only when the API key has a signing ' +
+  'secret: set this one on the key (dashboard Settings → API Keys → Signing secret, or `svc-server keys update KEY --signing-secret …`)';
 
 /**
  * Checks deliveries as a careful receiver would. With the Standard Webhooks headers (what svc sends):
@@ -19,18 +29,19 @@ export function createSignatureCheck(secret: string, toleranceSeconds: number): 
   return (body, headers, now) => {
     if (headers['webhook-signature'] === undefined) {
       const header = headers['x-svc-signature'];
+      if (header === undefined) return { signature: 'invalid', code: 'missing_signature', reason: UNSIGNED };
       return verifySignature(body, Array.isArray(header) ? header[0] : header, secret)
         ? { signature: 'valid' }
-        : { signature: 'invalid', reason: 'X-Svc-Signature does not match the body' };
+        : { signature: 'invalid', code: 'signature_mismatch', reason: 'X-Svc-Signature does not match the body' };
     }
     const timestamp = Number(headers['webhook-timestamp']);
     const age = Math.round(now.getTime() / 1000 - timestamp);
     if (Number.isFinite(age) && Math.abs(age) > toleranceSeconds) {
       const when = age > 0 ? `${age} s old` : `${-age} s in the future`;
-      return { signature: 'invalid', reason: `webhook-timestamp is ${when} (tolerance ${toleranceSeconds} s): refused as a replay` };
+      return { signature: 'invalid', code: 'timestamp_out_of_range', reason: `webhook-timestamp is ${when} (tolerance ${toleranceSeconds} s): refused as a replay` };
     }
     if (!verifyWebhook(body, headers, secret, { toleranceSeconds, now })) {
-      return { signature: 'invalid', reason: 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)' };
+      return { signature: 'invalid', code: 'signature_mismatch', reason: 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)' };
     }
     return { signature: 'valid' };
   };

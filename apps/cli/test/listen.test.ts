@@ -27,6 +27,12 @@ describe('svc-cli listen', () => {
     expect(bad.status).toBe(401);
     const unsigned = await postDelivery(listen.url, samplePayload('test-unsigned'), { deliveryId: 'whd_unsigned' });
     expect(unsigned.status).toBe(401);
+    // The answer says why, in svc's error shape, as the dashboard's delivery log and `deliveries show` print it.
+    expect(JSON.parse(bad.body)).toMatchObject({ error: { type: 'invalid_request_error', code: 'signature_mismatch', param: null } });
+    const unsignedError = (JSON.parse(unsigned.body) as { error: { code: string; message: string } }).error;
+    // Unsigned is what a key without a signing secret sends: not a mismatch, and the fix is on the key.
+    expect(unsignedError.code).toBe('missing_signature');
+    expect(unsignedError.message).toContain('--signing-secret');
 
     // The terminal passes the lines on a little later than the listener answers.
     await listen.waitFor('stdout', /^(?:.*\n){3}/);
