@@ -637,10 +637,29 @@ describe('currency codes and symbols restated', () => {
     { source: 'The price is £1,200.', answer: 'The price is GBP 1,200.', grounded: true, flagged: [] },
     { source: 'The price is $1,200.', answer: 'The price is USD 1,500.', grounded: false, flagged: ['1,500'] },
     { source: 'The price is $1,200.', answer: 'The price is EUR 1,200.', grounded: false, flagged: ['EUR'] },
+    // A currency's words are its symbol and code, either way round; another currency's word is flagged.
+    { source: 'The ticket costs $12.', answer: 'The ticket costs 12 dollars.', grounded: true, flagged: [] },
+    { source: 'The ticket costs $12.', answer: 'The ticket costs twelve dollars.', grounded: true, flagged: [] },
+    { source: 'The ticket costs 12 dollars.', answer: 'The ticket costs $12.', grounded: true, flagged: [] },
+    { source: 'The ticket costs €12.', answer: 'The ticket costs 12 euros.', grounded: true, flagged: [] },
+    { source: 'The ticket costs 12 euros.', answer: 'The ticket costs EUR 12.', grounded: true, flagged: [] },
+    { source: 'The ticket costs £12.', answer: 'The ticket costs 12 pounds.', grounded: true, flagged: [] },
+    { source: 'The ticket costs 12 GBP.', answer: 'The ticket costs £12.', grounded: true, flagged: [] },
+    { source: 'The ticket costs ¥1200.', answer: 'The ticket costs 1200 yen.', grounded: true, flagged: [] },
+    { source: 'The ticket costs 1200 yen.', answer: 'The ticket costs JPY 1200.', grounded: true, flagged: [] },
+    { source: 'The ticket costs $12.', answer: 'The ticket costs 12 euros.', grounded: false, flagged: ['euros'] },
+    { source: 'The ticket costs 12 euros.', answer: 'The ticket costs $12.', grounded: false, flagged: ['$'] },
+    { source: 'The ticket costs £12.', answer: 'The ticket costs 12 yen.', grounded: false, flagged: ['yen'] },
   ])('$source → $answer', ({ source, answer, grounded, flagged }) => {
     const r = checkGrounding({ sources: [source], answer });
     expect(r.grounded).toBe(grounded);
     expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+
+  it('a currency restated in words scores as the same currency restated as its code', () => {
+    const score = (answer: string) => checkGrounding({ sources: ['The ticket costs $12.'], answer }).score;
+    expect(score('The ticket costs 12 dollars.')).toBe(score('The ticket costs 12 USD.'));
+    expect(score('The ticket costs 12 euros.')).toBeLessThan(score('The ticket costs 12 USD.'));
   });
 });
 

@@ -1,6 +1,6 @@
-import { CHATTER_WORDS, NEGATIONS, UNITS, type Unit } from './lexicon.js';
+import { CHATTER_WORDS, CURRENCIES, NEGATIONS, UNITS, type Unit } from './lexicon.js';
 import { findLinks, type Link } from './links.js';
-import { inCapitals, MAX_ACRONYM, NegationScope, readNumber, sentenceBreak, tokenize, type Token } from './tokenize.js';
+import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, sentenceBreak, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
 export type TermKind = 'word' | 'name' | 'number' | 'link';
@@ -17,6 +17,8 @@ export interface Term {
   values?: number[];
   /** A name written as an acronym of a function word's letters ("US"): no word pair is read across it. */
   acronym?: true;
+  /** A currency beside a number ("$", "euros"): part of the number's mention, so no word pair is read across it. */
+  currency?: true;
   /** Links: the web address, e-mail address or phone number (`findLinks`). */
   link?: Link;
   /**
@@ -448,6 +450,11 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
     // A function word spelled as an acronym, or the month May, is a name: "the US", "the WHO", "Austin, IN", "May 1889".
     if (!w.content && !w.negation && k !== first && (isAcronym(answer, tokens, k, first, to) || isMay(tokens, k, to))) {
       terms.push({ kind: 'name', start: t.start, end: t.end, token: t, acronym: true });
+      continue;
+    }
+    // A currency beside a number ("12 euros", "$12") is as exact as a name: another currency is another fact.
+    if (CURRENCIES.has(w.norm) && besideNumber(tokens, k)) {
+      terms.push({ kind: 'name', start: t.start, end: t.end, token: t, currency: true });
       continue;
     }
     if (!w.content || NEGATIONS.has(w.norm) || (!w.cap && CHATTER_WORDS.has(w.norm))) continue;

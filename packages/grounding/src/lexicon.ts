@@ -40,6 +40,24 @@ export const NEGATIONS = words(`not no never none nobody nothing neither nor wit
 export const QUANTIFIERS = words(`all every always only entire entirely whole never none most majority
 minority many few several some sole solely exclusively completely fully totally`);
 
+/**
+ * A currency's symbol, code and words, each standing for the others beside a number: "$12", "USD 12", "12 US
+ * dollars" and "twelve dollars" say one thing; "12 euros" says another. Keyed by a form's norm; each form's
+ * value is its whole group, itself included (a symbol is no content word, so it is found only as this).
+ */
+export const CURRENCIES: ReadonlyMap<string, readonly string[]> = (() => {
+  const groups = [
+    ['$', 'usd', 'us', 'dollar', 'dollars'],
+    ['€', 'eur', 'euro', 'euros'],
+    ['£', 'gbp', 'pound', 'pounds', 'sterling'],
+    ['¥', 'jpy', 'yen'],
+  ];
+  const out = new Map<string, readonly string[]>();
+  // "us" is found for "USD" ("US dollars") but does not itself name the currency: "the US" is a country.
+  for (const g of groups) for (const form of g) if (form !== 'us') out.set(form, g);
+  return out;
+})();
+
 export const MONTHS: ReadonlyMap<string, number> = new Map([
   ['january', 1], ['jan', 1], ['february', 2], ['feb', 2], ['march', 3], ['mar', 3], ['april', 4],
   ['apr', 4], ['may', 5], ['june', 6], ['jun', 6], ['july', 7], ['jul', 7], ['august', 8], ['aug', 8],

@@ -1,4 +1,4 @@
-import { MONTHS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
+import { CURRENCIES, MONTHS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
 import { findLinks } from './links.js';
 import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, stem, tokenize, type Token, type Word } from './tokenize.js';
 
@@ -229,8 +229,10 @@ class IndexBuilder {
         const scale = tables.at(t.start);
         if (scale !== 1) this.addValue(sid, Number((w.value * scale).toPrecision(12)));
       }
-      // A currency's symbol and code are its names: "$1,200" is "USD 1,200", "USD 1,200" is "1,200 US dollars".
-      const currency = CURRENCY_NAMES.get(w.norm);
+      // A currency's symbol, code and words are its names: "$1,200" is "USD 1,200" and "1,200 US dollars", "12
+      // euros" is "€12". Wherever it is written, as a table's "Revenue ($M)" or a column "revenue_usd" names the
+      // currency of figures far from it (and a pound of weight is read as sterling: this only ever backs more).
+      const currency = CURRENCIES.get(w.norm);
       if (currency) for (const name of currency) this.addWord(sid, name);
       // A month named in a date is also its number, as the answer may write the date: "15 March 2021" → "2021-03-15".
       const month = w.cap ? MONTHS.get(w.norm) : undefined;
@@ -626,13 +628,6 @@ function headerScale(cell: string): number {
   return unit.startsWith('k') || unit.startsWith('t') ? 1e3 : unit.startsWith('b') ? 1e9 : 1e6;
 }
 
-const CURRENCY_NAMES = new Map<string, readonly string[]>([
-  ['$', ['usd']],
-  ['usd', ['us']],
-  ['€', ['eur']],
-  ['£', ['gbp']],
-  ['¥', ['jpy']],
-]);
 
 // An ISO 8601 duration: "PT1H30M", "P1DT2H", "PT45.5S".
 const ISO_DURATION_RE = /P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?(?![\p{L}\p{N}])/uy;

@@ -116,7 +116,7 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
   for (let i = 1; i < claim.terms.length; i++) {
     const a = claim.terms[i - 1]!;
     const b = claim.terms[i]!;
-    if (a.kind === 'number' || b.kind === 'number' || a.kind === 'link' || b.kind === 'link' || a.acronym || b.acronym) continue;
+    if (a.kind === 'number' || b.kind === 'number' || a.kind === 'link' || b.kind === 'link' || a.acronym || b.acronym || a.currency || b.currency) continue;
     pairs++;
     if (index.hasBigram(a.token.word.stem, b.token.word.stem)) pairsFound++;
   }

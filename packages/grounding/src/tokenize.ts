@@ -561,6 +561,19 @@ export function readNumber(tokens: readonly Token[], i: number, claim = false): 
   return { values, next };
 }
 
+/**
+ * Whether token `i` has a number beside it in its sentence, one word between allowed: "$12", "12 dollars", "USD 12",
+ * "12 US dollars", "twelve million euros".
+ */
+export function besideNumber(tokens: readonly Token[], i: number): boolean {
+  const t = tokens[i]!;
+  for (const j of [i - 2, i - 1, i + 1, i + 2]) {
+    const n = tokens[j];
+    if (n && n.sentence === t.sentence && (n.word.value !== undefined || n.word.numberWord !== undefined || SCALE_WORDS.has(n.word.norm))) return true;
+  }
+  return false;
+}
+
 /** Function words a negation reaches across to the word it negates ("is not the closest": one). */
 export const NEGATION_REACH = 3;
 
