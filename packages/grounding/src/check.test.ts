@@ -663,6 +663,30 @@ describe('currency codes and symbols restated', () => {
   });
 });
 
+describe('an ISO date\'s month is checked as a month, not as a bare number', () => {
+  it.each([
+    { source: 'The store opened in March 2024.', answer: 'The store opened in 2024-03.', grounded: true, flagged: [] },
+    { source: 'The store opened in 2024-03.', answer: 'The store opened in March 2024.', grounded: true, flagged: [] },
+    { source: 'The store opened in March of 2024.', answer: 'The store opened in 2024-03.', grounded: true, flagged: [] },
+    { source: 'The store opened on 15 March 2024.', answer: 'The store opened on 2024-03-15.', grounded: true, flagged: [] },
+    { source: 'The store opened on 2024-03-15.', answer: 'The store opened in March 2024.', grounded: true, flagged: [] },
+    { source: 'The store opened on 15 April 2024.', answer: 'The store opened on 2024-03-15.', grounded: false, flagged: ['03'] },
+    // A bare 3 is no March.
+    { source: 'The store opened 3 branches in 2024.', answer: 'The store opened in 2024-03.', grounded: false, flagged: ['03'] },
+    // "2011-12" may be a season: its second half is still read as a number too.
+    { source: 'The 2011-12 season was his best.', answer: 'The 2011-12 season was his best.', grounded: true, flagged: [] },
+  ])('$source → $answer', ({ source, answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+  });
+
+  it('says the unsupported figure is a date\'s month', () => {
+    const r = checkGrounding({ sources: ['The store opened in 2024.'], answer: 'The store opened in 2024-03.' });
+    expect(r.flaggedSpans).toMatchObject([{ text: '03', reason: "the date's month 03 is not in the sources" }]);
+  });
+});
+
 describe('translations: only their numbers are checked', () => {
   const NOTICE = 'Translate the following text into German:\n\nOur office is closed on public holidays. Please contact support@acme.dev for urgent issues.';
   const BUDGET = 'Translate into Spanish: The budget allocates $4.2 million to road repairs and $1.1 million to parks.';

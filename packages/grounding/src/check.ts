@@ -348,7 +348,8 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
     }
     if (term.kind === 'number') {
       close();
-      span(term.start, term.end, `number ${answer.slice(term.start, term.end)} is not in the sources`, 0);
+      const reason = term.month === undefined ? `number ${answer.slice(term.start, term.end)}` : `the date's month ${answer.slice(term.start, term.end)}`;
+      span(term.start, term.end, `${reason} is not in the sources`, 0);
       continue;
     }
     if (term.link) {

@@ -1,5 +1,6 @@
 import { CHATTER_WORDS, CURRENCIES, NEGATIONS, UNITS, type Unit } from './lexicon.js';
 import { findLinks, type Link } from './links.js';
+import { isoMonth } from './source-index.js';
 import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, sentenceBreak, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
@@ -26,6 +27,12 @@ export interface Term {
    * decimals, the unit (`UNITS`) and the unit word's offsets. Another unit's number the figure rounds is support.
    */
   unit?: NumberUnit;
+  /**
+   * The month of an ISO date ("03" in "2024-03-15"), checked as a date's month: found where the sources name
+   * that month in a date or in words, not as a bare number. `values` keeps the number only when the date could
+   * be a range ("2011-12", the season), as before.
+   */
+  month?: number;
 }
 
 export interface NumberUnit {
@@ -439,6 +446,13 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
         if (glued) terms.push({ kind: 'name', start: t.start, end: t.end, token: t });
         else if (!listMarker) {
           const term: Term = { kind: 'number', start: t.start, end: tokens[num.next - 1]!.end, token: t, values: num.values };
+          const month = k > first ? isoMonth(answer, tokens[k - 1]!, t) : undefined;
+          if (month !== undefined) {
+            term.month = month;
+            // "2024-03" and "2024-03-15" are dates; "2011-12" may be the season 2011 to 2012.
+            const day = tokens[k + 1] !== undefined && answer.slice(t.end, tokens[k + 1]!.start) === '-';
+            if (day || answer[t.start] === '0') term.values = [];
+          }
           const unit = numberUnit(tokens, k, num.next, to);
           if (unit) term.unit = unit;
           terms.push(term);

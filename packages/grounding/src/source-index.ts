@@ -235,10 +235,15 @@ class IndexBuilder {
       const currency = CURRENCIES.get(w.norm);
       if (currency) for (const name of currency) this.addWord(sid, name);
       // A month named in a date is also its number, as the answer may write the date: "15 March 2021" → "2021-03-15".
+      // Any month named is a month a date in digits may restate ("in March of 2024" → "2024-03"; May only in a date).
       const month = w.cap ? MONTHS.get(w.norm) : undefined;
-      if (month !== undefined && (dateNumber(tokens, i - 1, t) || dateNumber(tokens, i + 1, t))) {
-        this.numbers.add(month);
-        this.add(sid, this.id(numberKey(month)), true);
+      if (month !== undefined) {
+        const inDate = dateNumber(tokens, i - 1, t) || dateNumber(tokens, i + 1, t);
+        if (inDate) {
+          this.numbers.add(month);
+          this.add(sid, this.id(numberKey(month)), true);
+        }
+        if (inDate || w.norm !== 'may') this.addMonthKey(sid, month);
       }
       // And a date in digits names its month, as the answer may write it: "2021-03-15" → "15 March 2021".
       if (w.value !== undefined) for (const m of numericDateMonths(source, tokens, i)) this.addMonthNames(sid, m);
@@ -421,8 +426,16 @@ class IndexBuilder {
     this.add(sid, id, true);
   }
 
-  /** The names of month `month` ("march", "mar"), found in sentence `sid` as the stems of its words are. */
+  /** Month `month` as a date names it (`monthKey`), found in sentence `sid` as the stems of its words are. */
+  private addMonthKey(sid: number, month: number): void {
+    const id = this.id(monthKey(month));
+    this.flags.items[id]! |= STEM;
+    this.add(sid, id, true);
+  }
+
+  /** The names of month `month` ("march", "mar") and its key, found in sentence `sid` as the stems of its words are. */
   private addMonthNames(sid: number, month: number): void {
+    this.addMonthKey(sid, month);
     for (const [name, m] of MONTHS) {
       if (m !== month) continue;
       const id = this.id(stem(name));
@@ -536,11 +549,12 @@ function dateNumber(tokens: readonly Token[], i: number, month: Token): boolean 
 }
 
 /**
- * The month of a date in digits that starts at token `i`: "2021-03-15" → 3; "03/04/2022" → 3 and 4, as it is
- * read either way. None when the tokens are no such date.
+ * The month of a date in digits that starts at token `i`: "2021-03-15" and "2021-03" → 3; "03/04/2022" → 3 and 4,
+ * as it is read either way. None when the tokens are no such date.
  */
 function numericDateMonths(text: string, tokens: readonly Token[], i: number): number[] {
   const [a, b, c] = [tokens[i]!, tokens[i + 1], tokens[i + 2]];
+  if (b && b.sentence === a.sentence && isoMonth(text, a, b) !== undefined && !(c && c.sentence === a.sentence && text.slice(b.end, c.start) === '-')) return [b.word.value!];
   if (!b || !c || b.sentence !== a.sentence || c.sentence !== a.sentence) return [];
   const sep = text.slice(a.end, b.start);
   if (sep !== text.slice(b.end, c.start) || (sep !== '-' && sep !== '/')) return [];
@@ -551,6 +565,22 @@ function numericDateMonths(text: string, tokens: readonly Token[], i: number): n
   if (sep === '-') return year(a) && month(y) && day(z) ? [y] : [];
   if (!year(c) || !day(x) || !day(y)) return [];
   return [x, y].filter(month);
+}
+
+/**
+ * Whether `month` is the month of an ISO date beginning with year token `year` ("2024-03", "2024-03-15"): the
+ * month's value, or undefined. The month is one or two digits right after the year and a hyphen.
+ */
+export function isoMonth(text: string, year: Token, month: Token): number | undefined {
+  const v = month.word.value;
+  if (year.end - year.start !== 4 || !(year.word.value! >= 1000) || text.slice(year.end, month.start) !== '-') return undefined;
+  if (v === undefined || !Number.isInteger(v) || v < 1 || v > 12 || month.end - month.start > 2) return undefined;
+  return v;
+}
+
+/** How a month a date names is kept among a sentence's keys: apart from the bare number, "3 apples" is no March. */
+export function monthKey(month: number): string {
+  return `#month${month}`;
 }
 
 /** How a number is kept among a sentence's keys (never a word's spelling). */

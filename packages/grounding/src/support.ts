@@ -1,6 +1,6 @@
 import type { Claim, NumberUnit, Term } from './claims.js';
-import { UNITS, type Unit } from './lexicon.js';
-import { hasNumber, heldWithoutPosting, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
+import { MONTHS, UNITS, type Unit } from './lexicon.js';
+import { hasNumber, heldWithoutPosting, isoMonth, monthKey, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
 import { findLinks } from './links.js';
 import { readNumber, stem, tokenize } from './tokenize.js';
 
@@ -50,11 +50,14 @@ export interface ClaimSupport {
 export interface QuestionTerms {
   stems: ReadonlySet<string>;
   numbers: ReadonlySet<number>;
+  /** Months the question names in words or as an ISO date's month. */
+  months: ReadonlySet<number>;
 }
 
 export function questionTerms(question: string | undefined): QuestionTerms {
   const stems = new Set<string>();
   const numbers = new Set<number>();
+  const months = new Set<number>();
   if (question) {
     const tokens = tokenize(question);
     for (let i = 0; i < tokens.length; i++) {
@@ -62,10 +65,12 @@ export function questionTerms(question: string | undefined): QuestionTerms {
       stems.add(w.stem);
       stems.add(w.norm);
       if (w.value !== undefined || w.numberWord !== undefined) for (const v of readNumber(tokens, i)?.values ?? []) numbers.add(v);
+      const month = w.cap ? MONTHS.get(w.norm) : i > 0 ? isoMonth(question, tokens[i - 1]!, tokens[i]!) : undefined;
+      if (month !== undefined) months.add(month);
     }
     for (const link of findLinks(question)) for (const key of link.keys) stems.add(key);
   }
-  return { stems, numbers };
+  return { stems, numbers, months };
 }
 
 /**
@@ -189,6 +194,7 @@ export interface Conversion {
 function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): number {
   if (term.kind === 'number') {
     for (const v of term.values ?? []) if (hasNumber(index, v) || question.numbers.has(v)) return 1;
+    if (term.month !== undefined && (index.stems.has(monthKey(term.month)) || question.months.has(term.month))) return 1;
     return 0;
   }
   if (term.link) {
@@ -208,7 +214,10 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
 
 /** The keys a term has among a sentence's stems. */
 function termKeys(term: Term): string[] {
-  if (term.kind === 'number') return (term.values ?? []).map(numberKey);
+  if (term.kind === 'number') {
+    const keys = (term.values ?? []).map(numberKey);
+    return term.month === undefined ? keys : [...keys, monthKey(term.month)];
+  }
   if (term.link) return term.link.lookups;
   const w = term.token.word;
   return w.stem === w.norm ? [w.stem] : [w.stem, w.norm];
