@@ -44,6 +44,11 @@ export const SvcResultSchema = z.object({
   flagged_spans: z.array(FlaggedSpanSchema),
   checked: z.boolean(),
   claims: z.array(ClaimSchema).optional(),
+  /**
+   * Content parts of the sources the check cannot read (an image, a file, audio), by message: an answer may
+   * say what the model saw in them, so it is not checked against the text alone. An addition beside the spec's fields.
+   */
+  unreadable_parts: z.array(z.object({ message_index: z.number().int().nonnegative(), type: z.string() })).optional(),
 });
 export type SvcResult = z.infer<typeof SvcResultSchema>;
 

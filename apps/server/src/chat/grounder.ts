@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
 import { GroundingThread } from './grounding-thread.js';
 import { jsonValuesText } from './json-answer.js';
-import { groundingSourceMessages, groundingSources, lastUserText } from './prompt.js';
+import { groundingSourceMessages, groundingSources, lastUserIndex, lastUserText, unreadableSourceParts } from './prompt.js';
 
 export interface GroundingRequest {
   messages: unknown;
@@ -58,15 +58,26 @@ export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Gro
       const read = jsonValuesText(answer);
       const checked = read ?? answer;
       if (checked.trim() === '') return notChecked(requested);
+      // An image, a file or audio among the sources may hold what the answer says, and the check cannot read it.
+      const unreadable = unreadableSourceParts(messages);
+      const withUnreadable = (svc: SvcResult): SvcResult => (unreadable.length > 0 ? { ...svc, unreadable_parts: unreadable } : svc);
       const sources = groundingSourceMessages(messages);
-      if (sources.texts.length === 0) return notChecked(requested);
+      if (sources.texts.length === 0) return withUnreadable(notChecked(requested));
+      // Asked only of them ("Describe this receipt." beside the image, no other text): nothing to check against.
+      const asked = lastUserIndex(messages);
+      if (unreadable.length > 0 && sources.messageIndex.every((i) => i === asked)) return withUnreadable(notChecked(requested));
       const input = { sources: sources.texts, answer: checked, question: lastUserText(messages) };
       let size = answer.length;
       for (const text of sources.texts) size += text.length;
       const result = thread && (size > INLINE_GROUNDING_CHARS || checked.length > INLINE_ANSWER_CHARS) ? await thread.check(input, threshold) : checkGrounding(input, { sourceIndexCache, threshold });
-      if (!result.checked) return notChecked(requested);
+      if (!result.checked) return withUnreadable(notChecked(requested));
       const asAnswered = <T extends { start: number; end: number; text: string }>(span: T): T =>
         read === undefined ? span : { ...span, text: answer.slice(span.start, span.end) };
+      if (unreadable.length > 0) {
+        // Any claim the text does not back may come from the parts the check cannot read: the claims and their
+        // evidence in the text are reported, and none is flagged.
+        return withUnreadable({ ...notChecked(requested), checked: true, claims: result.claims.map((c) => toClaim(asAnswered(c), sources.messageIndex)) });
+      }
       return {
         dehallucinate_requested: true,
         grounded: result.grounded,
@@ -138,7 +149,8 @@ export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
   return {
     async check(request) {
       const result = await offline.check(request);
-      if (!result.checked) return result;
+      // With sources the check cannot read, the judge (shown only their text) would flag what the model saw there.
+      if (!result.checked || result.unreadable_parts) return result;
       const sources = groundingSources(request.messages);
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;

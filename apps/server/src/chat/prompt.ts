@@ -35,6 +35,36 @@ export function groundingSourceMessages(messages: unknown): { texts: string[]; m
   return { texts, messageIndex };
 }
 
+/**
+ * The content parts of the grounding sources that are not text (`image_url`, `file`, `input_audio`, …), with the
+ * index of their message: what the model saw there the check cannot see.
+ */
+export function unreadableSourceParts(messages: unknown): { message_index: number; type: string }[] {
+  const out: { message_index: number; type: string }[] = [];
+  const list = Array.isArray(messages) ? (messages as unknown[]) : [];
+  for (let i = 0; i < list.length; i++) {
+    const m = list[i];
+    if (typeof m !== 'object' || m === null) continue;
+    const { role, content } = m as MessageLike;
+    if ((role !== 'system' && role !== 'developer' && role !== 'user' && role !== 'tool') || !Array.isArray(content)) continue;
+    for (const part of content) {
+      const type = part && typeof part === 'object' ? (part as { type?: unknown }).type : undefined;
+      if (typeof type === 'string' && type !== 'text') out.push({ message_index: i, type });
+    }
+  }
+  return out;
+}
+
+/** The index in `messages` of the last user message (the question), or -1. */
+export function lastUserIndex(messages: unknown): number {
+  const list = Array.isArray(messages) ? (messages as unknown[]) : [];
+  for (let i = list.length - 1; i >= 0; i--) {
+    const m = list[i];
+    if (typeof m === 'object' && m !== null && (m as MessageLike).role === 'user') return i;
+  }
+  return -1;
+}
+
 /** The last user message's text (the question the answer responds to). */
 export function lastUserText(messages: unknown): string | undefined {
   const users = asMessages(messages).filter((m) => m.role === 'user');
