@@ -43,13 +43,13 @@ describe('sources the grounding check cannot read', () => {
     expect(headers.get('x-svc-grounded')).toBe('true');
   });
 
-  it('with text beside the image the check runs and reports evidence, but flags nothing', async () => {
+  it('with text beside the image there is no verdict either, but each claim’s evidence in the text is reported', async () => {
     const messages: ChatCompletionMessageParam[] = [
       { role: 'system', content: 'Our expense policy: meals are refunded up to $60 per person.' },
       { role: 'user', content: [{ type: 'text', text: 'Can I claim this dinner?' }, IMAGE] },
     ];
     const { svc } = await ask(messages, 'Meals are refunded up to $60 per person. The receipt total is $42.50 at Luigi\'s Trattoria.');
-    expect(svc).toMatchObject({ checked: true, grounded: true, score: 1, flagged_spans: [], unreadable_parts: [{ message_index: 1, type: 'image_url' }] });
+    expect(svc).toMatchObject({ checked: false, grounded: true, score: 1, flagged_spans: [], unreadable_parts: [{ message_index: 1, type: 'image_url' }] });
     const [policy, receipt] = svc.claims!;
     expect(policy).toMatchObject({ grounded: true, evidence: { message_index: 0 } });
     // What the model read off the image is not in the text: the claim says so, the answer is not flagged for it.

@@ -74,9 +74,9 @@ export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Gro
       const asAnswered = <T extends { start: number; end: number; text: string }>(span: T): T =>
         read === undefined ? span : { ...span, text: answer.slice(span.start, span.end) };
       if (unreadable.length > 0) {
-        // Any claim the text does not back may come from the parts the check cannot read: the claims and their
-        // evidence in the text are reported, and none is flagged.
-        return withUnreadable({ ...notChecked(requested), checked: true, claims: result.claims.map((c) => toClaim(asAnswered(c), sources.messageIndex)) });
+        // Any claim the text does not back may come from the parts the check cannot read, so there is no verdict
+        // (design §3: checked false, grounded true, score 1); each claim's evidence in the text is still reported.
+        return withUnreadable({ ...notChecked(requested), claims: result.claims.map((c) => toClaim(asAnswered(c), sources.messageIndex)) });
       }
       return {
         dehallucinate_requested: true,
