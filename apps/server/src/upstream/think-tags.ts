@@ -31,8 +31,10 @@ const enum State {
 
 interface ChoiceState {
   state: State;
-  /** Start: the white space and tag prefix seen so far; Thinking: a tail that may begin `</think>`. */
+  /** Start: the prefix of the tag seen so far, after `space`; Thinking: a tail that may begin `</think>`. */
   held: string;
+  /** Start: the white space seen before any other text (sent on as content if no tag follows). */
+  space: string;
 }
 
 /**
@@ -77,7 +79,7 @@ export class ThinkTags {
   flush(): ChatCompletionChunk['choices'] {
     const choices: ChatCompletionChunk['choices'] = [];
     const add = (index: number, at: ChoiceState): void => {
-      if (at.held === '' || at.state === State.Answer) return;
+      if ((at.held === '' && at.space === '') || at.state === State.Answer) return;
       const { reasoning, content } = this.step(at, '', true);
       if (reasoning === '' && content === '') return;
       const delta: Record<string, unknown> = {};
@@ -91,11 +93,11 @@ export class ThinkTags {
   }
 
   private stateOf(index: number): ChoiceState {
-    if (index === 0) return (this.first ??= { state: State.Start, held: '' });
+    if (index === 0) return (this.first ??= { state: State.Start, held: '', space: '' });
     const others = (this.others ??= new Map());
     let at = others.get(index);
     if (at === undefined) {
-      at = { state: State.Start, held: '' };
+      at = { state: State.Start, held: '', space: '' };
       others.set(index, at);
     }
     return at;
@@ -105,20 +107,29 @@ export class ThinkTags {
     let reasoning = '';
     let rest = text;
     if (at.state === State.Start) {
-      const seen = at.held + rest;
-      const trimmed = seen.trimStart();
-      if (trimmed.startsWith(OPEN)) {
+      // Only this frame's text is trimmed: the white space before it is in `space`, never scanned again, so
+      // an upstream that streams megabytes of white space in small frames costs time linear in its size.
+      let seen = at.held + rest;
+      if (at.held === '') {
+        const trimmed = seen.trimStart();
+        at.space += seen.slice(0, seen.length - trimmed.length);
+        seen = trimmed;
+      }
+      if (seen.startsWith(OPEN)) {
         at.state = State.Thinking;
         at.held = '';
-        rest = trimmed.slice(OPEN.length);
-      } else if (OPEN.startsWith(trimmed) && !finishing) {
+        at.space = '';
+        rest = seen.slice(OPEN.length);
+      } else if (OPEN.startsWith(seen) && !finishing) {
         // White space, or a prefix of the tag: not known yet.
         at.held = seen;
         return { reasoning: '', content: '' };
       } else {
+        const content = at.space + seen;
         at.state = State.Answer;
         at.held = '';
-        return { reasoning: '', content: seen };
+        at.space = '';
+        return { reasoning: '', content };
       }
     }
     if (at.state === State.Thinking) {
