@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: evaluated before the rest of the command loads (see there).
+import './cluster/early.js';
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { CommandError, makeProgram } from './admin/commands.js';

@@ -169,6 +169,11 @@ function keyView(key: ApiKeyRecord) {
   };
 }
 
+/** The last line of a graceful stop: a supervisor's log shows the stop finished, and how long draining took. */
+function stoppedLine(drainingSince: number): string {
+  return `svc stopped (in-flight requests and deliveries finished in ${((Date.now() - drainingSince) / 1000).toFixed(1)} s)`;
+}
+
 /**
  * `svc-server` and its admin commands (design §2).
  *
@@ -207,7 +212,11 @@ export function makeProgram(io: CommandIO): Command {
       if (cfg.processes > 1) {
         // node:cluster forks this same command: a worker runs the server; the primary supervises.
         if (cluster.isWorker) return (await import('../cluster/worker.js')).runClusterWorker(cfg);
-        const primary = await (await import('../cluster/primary.js')).startPrimary(cfg);
+        const primary = await (await import('../cluster/primary.js')).startPrimary(cfg, { stopSignal });
+        if (!primary) {
+          io.stderr(`${await stopSignal!} received while starting: stopped every process`);
+          return;
+        }
         io.stderr(`svc listening on ${primary.url}  (version ${SERVER_VERSION}; dashboard: ${primary.url}/dashboard; ${primary.processes} processes)`);
         if (primary.firstRun) printFirstRun(io, primary.url, primary.firstRun);
         const signal = await Promise.race([
@@ -217,7 +226,9 @@ export function makeProgram(io: CommandIO): Command {
           }),
         ]);
         io.stderr(`${signal} received: finishing in-flight requests and deliveries in every process…`);
+        const draining = Date.now();
         await primary.close();
+        io.stderr(stoppedLine(draining));
         return;
       }
       const running = await startServer(cfg);
@@ -230,7 +241,9 @@ export function makeProgram(io: CommandIO): Command {
         }),
       ]);
       io.stderr(`${signal} received: finishing in-flight requests and deliveries…`);
+      const draining = Date.now();
       await running.close();
+      io.stderr(stoppedLine(draining));
     });
 
   program

@@ -5,6 +5,8 @@ import type { RateLimitChecks, RateLimitDecisions } from '../rate-limit/cluster-
  * the same IPC channels: ours carry `svc`.
  */
 export type WorkerMessage =
+  /** Started far enough to keep a stop (early.ts): a stop sent before would be lost. */
+  | { svc: 'early' }
   /** Listening; `webhookWorkerId` is the `leased_by` of this process's webhook claims. */
   | { svc: 'ready'; url: string; webhookWorkerId: string }
   /** Asks for the metrics of every worker (a `/metrics` request reached this one). */

@@ -52,9 +52,12 @@ interface Slot {
  * once, so the replacement sends what it had in flight. The primary serves no requests itself.
  *
  * @example
- * const primary = await startPrimary(config); … await primary.close();
+ * const primary = await startPrimary(config, { stopSignal }); … await primary?.close();
+ *
+ * Resolves with undefined when `stopSignal` (the operator's SIGTERM or SIGINT) came before every worker
+ * listened: the workers were stopped then, cleanly.
  */
-export async function startPrimary(config: Config, options: { logger?: Logger } = {}): Promise<RunningPrimary> {
+export async function startPrimary(config: Config, options: { logger?: Logger; stopSignal?: Promise<unknown> } = {}): Promise<RunningPrimary | undefined> {
   const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: true });
   const store = await openStore(config.databaseUrl);
   let firstRun: FirstRunCredentials | undefined;
@@ -104,6 +107,11 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
   }));
   let started = false;
   let stopping = false;
+  // The operator's SIGTERM/SIGINT: sent to the whole process group (Ctrl-C, systemd, `docker stop` of an init),
+  // it also reaches a worker too early in its start to ignore it yet. Such a worker was stopped, not crashed.
+  let signalled = false;
+  const stopWanted = options.stopSignal?.then(() => void (signalled = true));
+  const stoppedBySignal = (end: string) => signalled && (end === 'SIGTERM' || end === 'SIGINT');
 
   // The database file deleted or replaced under the running server: stop every process, replace none.
   let lost: ((problem: Error) => void) | undefined;
@@ -120,10 +128,18 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
       .finally(() => lost!(problem));
   };
 
+  /** Resolves once the worker can keep a stop message (a stop sent before that is lost). */
+  const hearing = new WeakMap<Worker, Promise<void>>();
+
   /** Forks the worker of `slot`; resolves with its URL once it listens, rejects when it exits before. */
   const fork = (slot: Slot): Promise<string> => {
     const worker = cluster.fork();
     Object.assign(slot, { worker, webhookWorkerId: undefined, startedAt: Date.now() });
+    // A message to a worker that just died fails with EPIPE: no 'error' event left unhandled to crash on.
+    worker.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE' && err.code !== 'ERR_IPC_CHANNEL_CLOSED') logger.error({ err, worker_pid: worker.process.pid }, 'server process channel error');
+    });
+    hearing.set(worker, new Promise((heard) => worker.on('message', (message: unknown) => isSvcMessage<WorkerMessage>(message) && message.svc === 'early' && heard())));
     return new Promise((resolve, reject) => {
       worker.on('message', (message: unknown) => {
         if (!isSvcMessage<WorkerMessage>(message) || message.svc !== 'ready') return;
@@ -173,8 +189,10 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
     new Promise<string | undefined>((resolve) => {
       if (worker.isDead()) return resolve(undefined);
       worker.once('exit', (code, signal) => resolve(code === 0 ? undefined : (signal ?? `code ${code}`)));
-      if (worker.isConnected()) worker.send({ svc: 'stop' } satisfies PrimaryMessage);
-      else worker.kill('SIGTERM');
+      if (!worker.isConnected()) return worker.kill('SIGTERM');
+      void hearing.get(worker)!.then(() => {
+        if (worker.isConnected()) worker.send({ svc: 'stop' } satisfies PrimaryMessage, undefined, {}, () => {});
+      });
     });
 
   let closing: Promise<void> | undefined;
@@ -185,16 +203,26 @@ export async function startPrimary(config: Config, options: { logger?: Logger } 
       const ends = await Promise.all(slots.map((slot) => (slot.worker ? stopWorker(slot.worker) : undefined)));
       cluster.off('message', onMessage);
       await store.close();
-      const unclean = ends.filter((end) => end !== undefined);
+      const unclean = ends.filter((end) => end !== undefined && !stoppedBySignal(end));
       if (unclean.length > 0) throw new Error(`server processes did not stop cleanly (${unclean.join(', ')})`);
     })());
 
-  let urls: string[];
+  let urls: string[] | undefined;
   try {
-    urls = await Promise.all(slots.map(fork));
+    const listening = Promise.all(slots.map(fork));
+    listening.catch(() => {}); // Once the stop won the race, a worker's failed start is the close's to report.
+    urls = await Promise.race([listening, stopWanted ?? new Promise<never>(() => {})]);
   } catch (err) {
     await close();
+    // Checked after the close: a worker the group's signal killed may be seen dead before the primary's own
+    // handler ran.
+    if (signalled) return undefined;
     throw err;
+  }
+  if (!urls) {
+    // Workers still starting keep the stop the primary sends and stop as soon as they have started.
+    await close();
+    return undefined;
   }
   started = true;
   store.handle.onFileLost(databaseLost);

@@ -1,6 +1,7 @@
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import { startServer, type ClusterWorkerLink } from '../server.js';
+import { stopRequested as stopAsked } from './early.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** How long a `/metrics` request waits for the primary's aggregation (prom-client gives up on workers after 5 s). */
@@ -15,12 +16,7 @@ const METRICS_TIMEOUT_MS = 10_000;
  * if (cluster.isWorker) await runClusterWorker(config);
  */
 export async function runClusterWorker(config: Config): Promise<void> {
-  // Ctrl-C and a service manager's stop reach every process of the group at once. The primary answers them by
-  // stopping its workers and waiting for them; a worker that stopped on its own would race that and look like
-  // a crash to restart.
-  const ignore = () => {};
-  process.on('SIGINT', ignore);
-  process.on('SIGTERM', ignore);
+  // SIGINT and SIGTERM are ignored and a stop asked while starting is kept from the first moment (early.ts).
   const link = linkToPrimary();
   const running = await startServer(config, { clusterWorker: link });
   send({ svc: 'ready', url: running.url, webhookWorkerId: running.webhookWorkerId });
@@ -35,18 +31,17 @@ export async function runClusterWorker(config: Config): Promise<void> {
 }
 
 function send(message: WorkerMessage): void {
-  if (process.connected) process.send!(message);
+  // Sent or not (the primary may be gone): a failure is no 'error' event to crash on.
+  if (process.connected) process.send!(message, undefined, {}, () => {});
 }
 
 function linkToPrimary(): ClusterWorkerLink & { stopRequested: Promise<void> } {
   const pending = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
   let nextId = 0;
   let requestStop!: () => void;
-  const stopRequested = new Promise<void>((resolve) => (requestStop = resolve));
+  const stopRequested = Promise.race([stopAsked, new Promise<void>((resolve) => (requestStop = resolve))]);
   process.on('message', (message: unknown) => {
-    if (!isSvcMessage<PrimaryMessage>(message)) return;
-    if (message.svc === 'stop') return requestStop();
-    if (message.svc !== 'metrics') return;
+    if (!isSvcMessage<PrimaryMessage>(message) || message.svc !== 'metrics') return;
     const waiting = pending.get(message.id);
     if (!waiting) return;
     pending.delete(message.id);

@@ -1,0 +1,38 @@
+import cluster from 'node:cluster';
+
+/**
+ * What has to be in place before anything else of the command loads, for as long as loading takes (a second or
+ * more on a busy host). Imported first by bin.ts.
+ *
+ * A closed stdout or stderr (`svc-server start | head -1`, a supervisor's log pipe gone) makes writes fail
+ * with EPIPE; unhandled, that 'error' event would crash a serving process. The server keeps serving and its
+ * output is dropped (the logger does the same for its own lines).
+ */
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
+let requestStop!: () => void;
+/** Resolves once the primary asked this worker to stop, even while it was still starting. */
+export const stopRequested = new Promise<void>((resolve) => (requestStop = resolve));
+
+if (cluster.isWorker) {
+  // Ctrl-C and a service manager's stop reach every process of the group at once. The primary answers them by
+  // stopping its workers and waiting for them; a worker that stopped on its own would race that and look like
+  // a crash (or, while starting, like a failed start).
+  const ignore = () => {};
+  process.on('SIGINT', ignore);
+  process.on('SIGTERM', ignore);
+  process.on('message', (message: unknown) => {
+    if (typeof message === 'object' && message !== null && (message as { svc?: unknown }).svc === 'stop') requestStop();
+  });
+  // A message that could not reach the primary (it went away: EPIPE, channel closed) is dropped, not a crash;
+  // prom-client sends without a callback, so its failures arrive here.
+  process.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE' && err.code !== 'ERR_IPC_CHANNEL_CLOSED') throw err;
+  });
+  // A message that arrives before a listener exists is lost: the primary holds its stop until it hears this.
+  process.send!({ svc: 'early' }, undefined, {}, () => {});
+}
