@@ -29,7 +29,7 @@ export const AuditPayloadSchema = z.object({
   hallucination_score: z.number().min(0).max(1),
   // Additions beside the spec's fields (design §5): the delivery's number among its key's (absent on test
   // deliveries), whether the check ran, what it flagged, and each claim with its evidence (absent on test
-  // deliveries and when the check did not run).
+  // deliveries and when the check did not run), and what the model refused with (absent unless it refused).
   sequence: z.int().min(1).optional().meta({
     description:
       'The delivery\'s number among the deliveries of its API key: 1, 2, 3, … without gaps or repeats (test deliveries have none). A receiver that misses a number missed a delivery; redeliveries repeat theirs.',
@@ -38,5 +38,10 @@ export const AuditPayloadSchema = z.object({
   grounding_checked: z.boolean().optional(),
   flagged_spans: z.array(FlaggedSpanSchema).optional(),
   claims: z.array(ClaimSchema).optional(),
+  refusal: z.string().optional().meta({
+    description:
+      "What the model answered when it refused: the first choice's `refusal` (streamed, its `delta.refusal` pieces joined). Present only when there is one; `response_text` is then usually \"\".",
+    example: "I can't help with that.",
+  }),
 });
 export type AuditPayload = z.infer<typeof AuditPayloadSchema>;

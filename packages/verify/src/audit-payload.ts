@@ -41,6 +41,11 @@ export interface AuditPayload {
     grounded: boolean;
     evidence: { message_index: number; start: number; end: number; text: string; score: number } | null;
   }>;
+  /**
+   * What the model answered when it refused (the first choice's `refusal`; `response_text` is then usually "").
+   * Present only when there is one.
+   */
+  refusal?: string;
 }
 
 type FieldCheck = (value: unknown) => boolean;
@@ -85,6 +90,7 @@ export function parseAuditPayload(value: unknown): AuditPayload {
   if (record.sequence !== undefined && !(Number.isSafeInteger(record.sequence) && (record.sequence as number) >= 1)) {
     throw invalidField('sequence', 'a positive integer when present');
   }
+  if (record.refusal !== undefined && !isString(record.refusal)) throw invalidField('refusal', 'a string when present');
   return value as AuditPayload;
 }
 

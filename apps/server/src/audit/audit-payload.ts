@@ -52,6 +52,7 @@ export function buildAuditPayload(request: CompletedRequest, sequence: number): 
     sequence,
     grounding_checked: svc?.checked ?? false,
     ...(svc?.checked ? { flagged_spans: svc.flagged_spans, claims: svc.claims ?? [] } : {}),
+    ...(request.refusal !== undefined && { refusal: request.refusal }),
   });
 }
 

@@ -15,6 +15,8 @@ export interface CompletedRequest {
   messages: unknown;
   /** First choice's content ("" on error). */
   responseText: string;
+  /** First choice's refusal text, when the model refused (its `content` is then null or empty). */
+  refusal?: string;
   /** null when the request failed before a check could run. */
   svc: SvcResult | null;
   usage: Usage;

@@ -14,6 +14,18 @@ export function answerText(message: { content?: string | null; [field: string]: 
   return audioTranscript(message) ?? '';
 }
 
+/**
+ * What the model refused with, as the audit's `refusal` takes it: the message's `refusal` (OpenAI answers a
+ * refused request `content: null` beside it), or undefined when it has none.
+ *
+ * @example
+ * refusalText({ content: null, refusal: "I can't help with that." }); // "I can't help with that."
+ */
+export function refusalText(message: { refusal?: unknown } | undefined): string | undefined {
+  const refusal = message?.refusal;
+  return typeof refusal === 'string' && refusal !== '' ? refusal : undefined;
+}
+
 /** `audio.transcript` of a message, or a streamed delta's piece of it, when it is a string. */
 export function audioTranscript(fields: Record<string, unknown>): string | undefined {
   const audio = fields.audio;

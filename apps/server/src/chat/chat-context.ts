@@ -91,6 +91,7 @@ export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
     streaming: outcome.streaming,
     messages: outcome.messages,
     responseText: outcome.responseText,
+    ...(outcome.refusal !== undefined && { refusal: outcome.refusal }),
     svc: outcome.svc,
     usage: outcome.usage,
   });

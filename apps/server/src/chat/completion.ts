@@ -6,7 +6,7 @@ import { waitForDrain } from './sse-writer.js';
 import { dehallucinateRequested } from './request.js';
 import { slices } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
-import { answerText } from './answer-text.js';
+import { answerText, refusalText } from './answer-text.js';
 
 /**
  * The non-streamed answer (spec §4.1): the upstream's completion under our id and model, with the `svc`
@@ -56,6 +56,7 @@ export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRe
     streaming: false,
     messages: request.messages,
     responseText: answerText(body.choices[0]?.message),
+    refusal: refusalText(body.choices[0]?.message),
     svc,
     usage: body.usage,
   });

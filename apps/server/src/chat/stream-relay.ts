@@ -69,6 +69,8 @@ export async function relayStream(
   const reasoning = new KeptTexts();
   /** Each choice's `audio.transcript`: the answer of one given only as audio (OpenAI's audio models). */
   const transcripts = new KeptTexts();
+  /** Each choice's `delta.refusal` pieces: what the model said instead of an answer when it refused. */
+  const refusals = new KeptTexts();
   /** The first choice's answer, as the grounding check and the audit take it. */
   const answer = (): string => texts.text(0) || transcripts.text(0);
   /**
@@ -142,6 +144,7 @@ export async function relayStream(
       if (typeof delta.content === 'string') texts.append(choice.index, delta.content);
       calling.see(choice);
       if (typeof delta.reasoning_content === 'string') reasoning.append(choice.index, delta.reasoning_content);
+      if (typeof delta.refusal === 'string') refusals.append(choice.index, delta.refusal);
       const transcript = delta.audio === undefined ? undefined : audioTranscript(delta);
       if (transcript !== undefined) transcripts.append(choice.index, transcript);
       if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length || transcript)) {
@@ -237,6 +240,7 @@ export async function relayStream(
       streaming: true,
       messages: request.messages,
       responseText: answer(),
+      refusal: refusals.text(0) || undefined,
       svc,
       usage,
     });
@@ -256,6 +260,7 @@ export async function relayStream(
       streaming: true,
       messages: request.messages,
       responseText: answer(),
+      refusal: refusals.text(0) || undefined,
       svc,
       usage,
     });

@@ -24,7 +24,7 @@ import { ResponseEvents } from './stream-events.js';
 import { EscapedString, LONG_STRING_CHARS, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
-import { answerText } from '../chat/answer-text.js';
+import { answerText, refusalText } from '../chat/answer-text.js';
 
 export interface ResponsesDeps extends ChatDeps {
   responses: ResponsesStore;
@@ -74,6 +74,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
           streaming: false,
           messages: chat.messages,
           responseText: answerText(completion.choices[0]?.message),
+          refusal: refusalText(completion.choices[0]?.message),
           svc: completion.svc,
           usage: completion.usage,
         });
