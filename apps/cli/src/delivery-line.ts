@@ -15,6 +15,7 @@ interface Detail {
  * (request id cut, latency then tokens left out when there is no room). Without one (a pipe, a file, `--wide`)
  * it holds everything:
  * `12:03:04  --> llm.request.completed [chatcmpl-…]  svc01 200 · 12+34=46 tokens · 532 ms · grounded (hallucination 0.07) · test · signature ✔  whd_…`
+ * (`refused` after the verdict when the model refused: the payload's `refusal`, its `response_text` "").
  *
  * Fields missing from the body are left out, so a body that is not an audit payload still prints. Text from the
  * request (event, ids, model) is printed with `printable`: a sender, trusted or not, cannot drive the terminal.
@@ -64,6 +65,8 @@ export function formatReceivedLine(input: {
       const scoreText = wide && score !== undefined ? ` (hallucination ${score.toFixed(2)})` : '';
       details.push({ text: payload.grounded ? kleur.green(`grounded${scoreText}`) : kleur.red(`not grounded${scoreText}`) });
     }
+    // A refusal's `response_text` is "": without this the line reads as an empty answer.
+    if (typeof payload.refusal === 'string' && payload.refusal !== '') details.push({ text: kleur.yellow('refused') });
     if (payload.test === true) details.push({ text: kleur.yellow('test') });
   }
   if (input.signature !== 'unchecked') {

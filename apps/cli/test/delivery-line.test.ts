@@ -17,6 +17,14 @@ describe('formatReceivedLine', () => {
     expect(line({ ...base, grounded: true, hallucination_score: 0, grounding_checked: false }, undefined)).not.toContain('grounded');
   });
 
+  it('says "refused" when the model refused (the payload carries refusal, its response_text "")', () => {
+    const refused = { ...base, response_text: '', refusal: "I can't help with that.", grounded: true, hallucination_score: 0, grounding_checked: false };
+    expect(line(refused, 120)).toMatch(/\] {2}200 · 46 tok · not checked · refused\n$/);
+    // On 80 columns the token count gives way to it (as to the request id).
+    expect(line(refused)).toMatch(/\] {2}200 · not checked · refused\n$/);
+    expect(line({ ...refused, refusal: undefined })).not.toContain('refused');
+  });
+
   it('prints the verdict when the check ran, and for payloads from before grounding_checked', () => {
     expect(line({ ...base, grounded: false, hallucination_score: 0.7, grounding_checked: true })).toMatch(/ · not grounded\n$/);
     expect(line({ ...base, grounded: true, hallucination_score: 0.1 })).toMatch(/ · grounded\n$/);
