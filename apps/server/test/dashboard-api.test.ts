@@ -375,10 +375,10 @@ describe('keys and webhook settings', () => {
     expect(detail.body.attempt_log).toHaveLength(1);
   });
 
-  it('reports a failed test with its status code and error', async () => {
-    receiver.queue.push({ status: 500 });
+  it("reports a failed test with its status code, error and the receiver's answer", async () => {
+    receiver.queue.push({ status: 500, body: 'down for maintenance' });
     const test = await client.request('POST', `/keys/${alice.keyId}/test`, {});
-    expect(test.body.result).toMatchObject({ success: false, status_code: 500 });
+    expect(test.body.result).toMatchObject({ success: false, status_code: 500, response_body: 'down for maintenance' });
     expect(test.body.key.last_delivery).toMatchObject({ outcome: 'failure', status_code: 500 });
   });
 

@@ -209,13 +209,31 @@ describe('POST /v1/webhooks/test', () => {
     expect(token).toBeTruthy();
   });
 
-  it('reports a receiver failure with success: false, the status code and the error, without retrying', async () => {
+  it('reports a receiver failure with success: false, the status code, the error and its answer, without retrying', async () => {
     const { receiver, api } = await setup([], { status: 500, body: 'nope' });
     const res = await api('POST', '/test');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: false, delivered_to: receiver.url, status_code: 500, error: 'HTTP 500' });
+    expect(res.body).toEqual({ success: false, delivered_to: receiver.url, status_code: 500, error: 'HTTP 500', response_body: 'nope' });
     const list = DeliveryListSchema.parse((await api('GET', '/deliveries')).body);
     expect(list.data[0]).toMatchObject({ status: 'failed', attempts: 1, last_status_code: 500 });
+  });
+
+  it("a refused test says why in the receiver's words: the first 2 KB of its answer, as the attempt log keeps it", async () => {
+    const why = JSON.stringify({ error: { message: 'X-Svc-Signature does not match: is the secret the key\'s?', code: 'signature_mismatch' } });
+    const { receiver, api } = await setup([{ status: 401, body: why }, { status: 400, body: `${why}${'x'.repeat(5000)}` }]);
+    const refused = await api('POST', '/test');
+    expect(WebhookTestResultSchema.parse(refused.body)).toEqual({ success: false, delivered_to: receiver.url, status_code: 401, error: 'HTTP 401', response_body: why });
+    const long = await api('POST', '/test');
+    expect(long.body).toMatchObject({ success: false, status_code: 400 });
+    expect(long.body.response_body).toBe(`${why}${'x'.repeat(2048 - why.length)}`);
+    const detail = await settled(api, 'failed');
+    expect(detail.attempt_log[0]!.response_body).toBe(long.body.response_body);
+  });
+
+  it('a test with no answer (connection dropped) has response_body null', async () => {
+    const { api } = await setup([], { reset: true });
+    const res = await api('POST', '/test');
+    expect(res.body).toMatchObject({ success: false, status_code: null, response_body: null });
   });
 
   it('a redelivered test delivery gets one attempt, alone or in bulk: failed again, not retrying', async () => {

@@ -68,7 +68,7 @@ const COMPONENTS: ReadonlyArray<[string, z.ZodType, string]> = [
   ['Model', ModelSchema, 'A model this service answers to.'],
   ['ModelList', ModelListSchema, 'The models this service answers to (`svc01`).'],
   ['ErrorBody', ErrorBodySchema, 'Every error: `{ "error": { message, type, code, param } }`. `param` is null when none, and absent only on the test-webhook no-URL error.'],
-  ['WebhookTestResult', WebhookTestResultSchema, 'Outcome of the synchronous test delivery; `status_code` and `error` only when `success` is false.'],
+  ['WebhookTestResult', WebhookTestResultSchema, 'Outcome of the synchronous test delivery; `status_code`, `error` and `response_body` (the first 2 KB of the answer) only when `success` is false.'],
   ['WebhookTestRequest', WebhookTestRequestSchema, 'Optional body of the test endpoint: the sample payload to send (`ok` by default).'],
   ['Delivery', DeliverySchema, 'A webhook delivery in the outbox. `request_status_code` is the status the original request got from svc.'],
   ['BulkRedeliverRequest', BulkRedeliverRequestSchema, 'Which deliveries of the calling key to send again: state, creation time range (`since` inclusive, `until` exclusive).'],

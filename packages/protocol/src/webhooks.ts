@@ -10,6 +10,12 @@ export const WebhookTestResultSchema = z.object({
   delivered_to: z.string(),
   status_code: z.int().nullable().optional(),
   error: z.string().nullable().optional(),
+  // An addition beside design §5's fields: a refused test says why only in the receiver's own words.
+  response_body: z.string().nullable().optional().meta({
+    description:
+      "On a failed test: the start of the receiver's response body (its first 2 KB, as text), as the delivery's attempt log keeps it; null when it gave no answer (refused address, connection error, timeout before its status).",
+    example: '{"error":{"message":"X-Svc-Signature does not match"}}',
+  }),
 });
 export type WebhookTestResult = z.infer<typeof WebhookTestResultSchema>;
 

@@ -22,7 +22,7 @@ export interface WebhookActionsDeps {
  *
  * @example
  * const actions = webhookActions({ deliveries, worker, clock, timeoutMs });
- * const result = await actions.sendTest(key); // { success, delivered_to, status_code?, error? }
+ * const result = await actions.sendTest(key); // { success, delivered_to, status_code?, error?, response_body? }
  */
 export function webhookActions(deps: WebhookActionsDeps) {
   /**
@@ -61,7 +61,7 @@ export function webhookActions(deps: WebhookActionsDeps) {
     const outcome = await deps.worker.attempt(newDeliveryRow(delivery), { retries: false, direct: true });
     return outcome.ok
       ? { success: true, delivered_to: url }
-      : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error };
+      : { success: false, delivered_to: url, status_code: outcome.statusCode, error: outcome.error, response_body: outcome.responseBody };
   }
 
   return {
