@@ -108,12 +108,16 @@ describe('listen receives real deliveries from the server', () => {
     keyless.child.kill('SIGINT');
   });
 
-  it('a wrong secret: the listener prints ✘ and answers 401, so webhooks test exits 1 with the status', async () => {
+  it("a wrong secret: the listener prints ✘ and answers 401, so webhooks test exits 1 with the status and the listener's reason", async () => {
     const listen = await startListen(['--secret', 'whsec_not-the-one'], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });
     const result = await cli(['webhooks', 'test'], token);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`svc-cli: test delivery to ${listen.url} failed: the receiver answered 401\n`);
+    const prefix = `svc-cli: test delivery to ${listen.url} failed: the receiver answered 401: `;
+    expect(result.stderr.startsWith(prefix), result.stderr).toBe(true);
+    const answer = JSON.parse(result.stderr.slice(prefix.length)) as { error: { code: string; message: string } };
+    expect(answer.error.code).toBe('signature_mismatch');
+    expect(answer.error.message).toMatch(/does not match/);
     expect(listen.stdout()).toContain('signature ✘');
   });
 
@@ -122,8 +126,8 @@ describe('listen receives real deliveries from the server', () => {
     const { token } = await server.createKey({ webhookUrl: target.url });
     const result = await cli(['webhooks', 'test', '--json'], token);
     expect(result.code).toBe(1);
-    expect(JSON.parse(result.stdout)).toMatchObject({ success: false, delivered_to: target.url, status_code: 500 });
-    expect(result.stderr).toBe(`svc-cli: test delivery to ${target.url} failed: the receiver answered 500\n`);
+    expect(JSON.parse(result.stdout)).toMatchObject({ success: false, delivered_to: target.url, status_code: 500, response_body: 'status 500' });
+    expect(result.stderr).toBe(`svc-cli: test delivery to ${target.url} failed: the receiver answered 500: status 500\n`);
   });
 
   it('webhooks test with no webhook URL: the server message and exit 1', async () => {

@@ -3,7 +3,7 @@ import { WEBHOOK_TEST_SAMPLES } from '@svc/protocol/delivery-list-query';
 import type { WebhookTestResult, WebhookTestSample } from '@svc/protocol';
 import { CliError } from '../errors.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
-import { mark, processIo, kleur, type Io } from '../output.js';
+import { mark, printable, processIo, kleur, type Io } from '../output.js';
 import { CHECK_CASES, DUPLICATE_HEADER, capitalise, checkReceiver, type CaseResult, type CheckCaseId } from '../check-receiver.js';
 import { parseForwardUrl } from '../options.js';
 
@@ -31,7 +31,8 @@ Examples:
     .addHelpText(
       'after',
       `
-Exits 0 when the receiver answered 2xx, 1 when it did not (or no webhook URL is configured). Each sample
+Exits 0 when the receiver answered 2xx, 1 when it did not (or no webhook URL is configured); a refusal is
+printed with the start of the receiver's answer (its first 2 KB), which says why. Each sample
 has the shape of a real payload of that kind, with test: true and request_id "test-<delivery id>".
 
 Examples:
@@ -46,7 +47,9 @@ Examples:
       if (json) io.out(`${raw.trim()}\n`);
       if (!data.success) {
         const reason = typeof data.status_code === 'number' ? `the receiver answered ${data.status_code}` : (data.error ?? 'no answer');
-        throw new CliError(`test delivery to ${data.delivered_to} failed: ${reason}`);
+        // Why it refused is in its answer (a receiver's own text: escaped, it cannot drive the terminal).
+        const answer = data.response_body?.trim();
+        throw new CliError(`test delivery to ${data.delivered_to} failed: ${reason}${answer ? `: ${printable(answer)}` : ''}`);
       }
       if (!json) io.out(`${mark.ok()} Test delivery${opts.sample === 'ok' ? '' : ` (${opts.sample})`} to ${data.delivered_to} succeeded\n`);
     });
