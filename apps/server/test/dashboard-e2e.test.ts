@@ -490,8 +490,9 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
-  it("a test's outcome goes once another Webhook URL is saved: it was about the old one", { timeout: 60_000 }, async () => {
-    const other = await startReceiver({ status: 500 });
+  it("a test's outcome goes once another Webhook URL is saved: it was about the old one; a refused one shows the receiver's answer", { timeout: 60_000 }, async () => {
+    const why = '{"error":"no webhook-signature header: set the signing secret"}';
+    const other = await startReceiver({ status: 401, body: why });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     try {
       const user = await createUser(server, 'stale-test@example.test');
@@ -500,6 +501,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
       await page.getByRole('button', { name: 'Send test' }).click();
       await expect.poll(() => page.getByTestId('test-result').textContent()).toContain(`Test delivered to ${receiver.url}`);
+      expect(await page.getByTestId('test-receiver-answer').count()).toBe(0);
       // Saving the same URL (another field changed) keeps it.
       await page.getByLabel('Rate limit (requests/min)').fill('60');
       await page.getByRole('button', { name: 'Save' }).click();
@@ -509,6 +511,10 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Save' }).click();
       await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
       expect(await page.getByTestId('test-result').count()).toBe(0);
+      // A refusal says why only in the receiver's own answer: it is shown under the outcome.
+      await page.getByRole('button', { name: 'Send test' }).click();
+      await expect.poll(() => page.getByTestId('test-result').textContent()).toContain('Test failed with HTTP 401');
+      expect(await page.getByTestId('test-receiver-answer').textContent()).toBe(why);
     } finally {
       await page.close();
       await other.close();

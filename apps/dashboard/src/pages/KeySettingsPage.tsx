@@ -276,6 +276,15 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
           )}
         </div>
       )}
+      {test && !test.success && test.response_body?.trim() ? (
+        // The receiver's own words are usually the only place that says why it refused.
+        <div className="receiver-answer">
+          <h3 className="subhead small">Receiver's answer{test.status_code != null ? ` (HTTP ${test.status_code}, first 2 KB)` : ' (first 2 KB)'}</h3>
+          <pre className="payload" data-testid="test-receiver-answer" tabIndex={0} aria-label="Receiver's answer to the test">
+            {test.response_body}
+          </pre>
+        </div>
+      ) : null}
     </form>
   );
 }
