@@ -153,6 +153,18 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
     expect(await startLog(env(newKey))).not.toContain('SVC_SECRET_KEY_PREVIOUS');
   });
 
+  it('starts with SVC_SECRET_KEY_PREVIOUS set when a rotated-out stored secret is no sealed value at all: the hint gives up, not the start', async () => {
+    const store = await openStore(db.url);
+    try {
+      // The start's own key check reads the newest key's current secret only; the hint reads every one.
+      await store.keys.update(keyId, { previous_signing_secret_enc: 'not a sealed secret' }, Date.now());
+    } finally {
+      await store.close();
+    }
+    const log = await startLog(env(oldKey, [newKey]));
+    expect(log).toContain('could not tell whether SVC_SECRET_KEY_PREVIOUS is still needed');
+  });
+
   it('a secret no given key opens is named, the others are re-encrypted', async () => {
     const store = await openStore(db.url);
     try {

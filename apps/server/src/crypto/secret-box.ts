@@ -161,7 +161,15 @@ export async function previousKeyNote(
  * an operator would otherwise keep it in the environment for good.
  */
 export async function logPreviousKeyNote(box: SecretBox, keys: { sealedSecrets(): Promise<SealedSecretRow[]> }, logger: Logger): Promise<void> {
-  const note = await previousKeyNote(box, keys);
+  let note: Awaited<ReturnType<typeof previousKeyNote>>;
+  try {
+    note = await previousKeyNote(box, keys);
+  } catch (err) {
+    // A hint, read from every stored secret where the start's own check reads only the newest: a stored value
+    // that is no sealed secret at all must not refuse the start. Its message names no key.
+    logger.warn({ err }, 'could not tell whether SVC_SECRET_KEY_PREVIOUS is still needed');
+    return;
+  }
   if (!note) return;
   if (note.stillNeeded === 0) logger.warn(note.message);
   else logger.info({ secrets: note.stillNeeded }, note.message);
