@@ -171,7 +171,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       const { response, exchange } = await sendAdapted(rest, false, signal);
       try {
         const text = await readText(response.body, MAX_COMPLETION_BYTES, 'fail');
-        return parseCompletion(text, redact, requestedChoices(rest));
+        return parseCompletion(text, redact);
       } catch (error) {
         throw exchange.fail(error);
       } finally {
@@ -591,7 +591,7 @@ function requestedChoices(body: UpstreamBody): number {
   return typeof body.n === 'number' ? body.n : 1;
 }
 
-function parseCompletion(text: string, redact: (text: string) => string, n: number): UpstreamCompletion {
+function parseCompletion(text: string, redact: (text: string) => string): UpstreamCompletion {
   if (nestsDeeperThan(text)) throw invalid(`the body nests more than ${MAX_JSON_DEPTH} levels deep`);
   const json = tryJson(text);
   if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream answered with a body that is not JSON.', { upstreamStatus: 200 });
@@ -647,10 +647,11 @@ function parseCompletion(text: string, redact: (text: string) => string, n: numb
     for (const key in m) if (!(key in out) && key !== 'tool_calls') out[key] = m[key];
     return { index, message: out, finish_reason: finish, ...(logprobs !== undefined ? { logprobs } : {}) };
   });
-  // Numbered as a stream's choices are (ChoiceNumbers), and in that order: the first is the one svc checks.
-  const numbers = new ChoiceNumbers(n);
-  for (const choice of choices) choice.index = numbers.of(choice.index);
+  // Every index is known here, unlike in a stream (ChoiceNumbers): the choices in their indexes' order, numbered
+  // 0, 1, 2, … So 0-based indexes keep theirs, a server numbering from 1 (or sparsely) keeps its order shifted
+  // down, and the first is the one svc checks. (Sorting is stable: two choices of one index stay two.)
   if (choices.some((choice, i) => i > 0 && choice.index < choices[i - 1]!.index)) choices.sort((a, b) => a.index - b.index);
+  choices.forEach((choice, i) => (choice.index = i));
   const completion: UpstreamCompletion = { choices, usage: normalizeUsage(json.usage) };
   if (typeof json.id === 'string') completion.id = json.id;
   if (typeof json.created === 'number') completion.created = json.created;

@@ -132,13 +132,15 @@ describe('non-streamed completions', () => {
   });
   const answers = (completion: UpstreamCompletion) => completion.choices.map((c) => [c.index, c.message.content]);
 
-  it('numbers choices as a stream does: 0 … n − 1 kept in index order, others 0, 1, … in the order they come', async () => {
+  it('numbers choices 0, 1, 2, … in their indexes’ order: 0-based indexes kept, 1-based or sparse ones shifted down in order', async () => {
     fake.setBehavior({ rawJson: completionOf([[1, 'Second'], [0, 'First']]) });
     expect(answers(await upstream.complete(request({ n: 2 })))).toEqual([[0, 'First'], [1, 'Second']]);
     fake.setBehavior({ rawJson: completionOf([[1, 'Only']]) });
     expect(answers(await upstream.complete(request()))).toEqual([[0, 'Only']]);
     fake.setBehavior({ rawJson: completionOf([[1, 'A'], [2, 'B']]) });
-    expect(answers(await upstream.complete(request({ n: 2 })))).toEqual([[0, 'B'], [1, 'A']]);
+    expect(answers(await upstream.complete(request({ n: 2 })))).toEqual([[0, 'A'], [1, 'B']]);
+    fake.setBehavior({ rawJson: completionOf([[2, 'B'], [1, 'A'], [7, 'C']]) });
+    expect(answers(await upstream.complete(request({ n: 3 })))).toEqual([[0, 'A'], [1, 'B'], [2, 'C']]);
   });
 
   it('sends no authorization header without a key', async () => {
