@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '@svc/verify';
@@ -169,6 +170,23 @@ describe('listen receives real deliveries from the server', () => {
 });
 
 describe('replay and deliveries against the server', () => {
+  it('deliveries show prints a receiver’s answer escaped: its control characters cannot drive the terminal, its lines stay lines', async () => {
+    const hostile = createHttpServer((_req, res) => res.writeHead(500, { 'content-type': 'text/plain' }).end('no\u001b[2J\u009b31m\u202eway\nline two'));
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/`;
+      const { token } = await server.createKey({ webhookUrl: url, signingSecret: SECRET });
+      expect((await cli(['webhooks', 'test'], token)).code).toBe(1);
+      const list = JSON.parse((await cli(['deliveries', 'list', '--json'], token)).stdout) as DeliveryList;
+      const shown = await cli(['deliveries', 'show', list.data[0]!.id], token);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toContain('no\\u001b[2J\\u009b31m\\u202eway\nline two\n');
+      expect(shown.stdout).not.toMatch(/[\u001b\u009b\u202e]/);
+    } finally {
+      await new Promise<void>((resolve) => hostile.close(() => resolve()));
+    }
+  });
+
   it('replay resends a real delivery byte-for-byte; the signature still verifies', async () => {
     const listen = await startListen([], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });

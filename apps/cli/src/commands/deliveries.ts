@@ -6,7 +6,7 @@ import { apiClientFor, globalOptions } from '../global-options.js';
 import { parsePositiveInt, parseTimeAgo } from '../options.js';
 import type { ApiClient } from '../api-client.js';
 import { CliError } from '../errors.js';
-import { kleur, lineWidth, processIo, table, visibleLength, type Io } from '../output.js';
+import { kleur, lineWidth, printable, processIo, table, visibleLength, type Io } from '../output.js';
 import { idMatches, shortId, truncate } from '../short-id.js';
 
 interface ListOptions {
@@ -84,6 +84,8 @@ Examples:
         io.out(`${raw.trim()}\n`);
         return;
       }
+      // What receivers answered and what requests held is other people's text: escaped, it cannot drive the
+      // terminal (line breaks kept, so an answer or a payload still reads as lines).
       io.out(describe(data));
       const attempts = data.attempt_log ?? [];
       if (attempts.length > 0) {
@@ -91,17 +93,17 @@ Examples:
         io.out(
           table(
             ['#', 'TIME', 'CODE', 'DURATION', 'ERROR'],
-            attempts.map((a) => [String(a.attempt), a.attempted_at, a.status_code === null ? '-' : String(a.status_code), `${a.duration_ms} ms`, a.error ?? '']),
+            attempts.map((a) => [String(a.attempt), a.attempted_at, a.status_code === null ? '-' : String(a.status_code), `${a.duration_ms} ms`, printable(a.error ?? '')]),
           ),
         );
         const sent = attempts.filter((a) => a.request_headers !== null && a.request_headers !== undefined).at(-1);
         if (sent?.request_headers) {
-          io.out(`\nHeaders sent with attempt ${sent.attempt}\n${Object.entries(sent.request_headers).map(([name, value]) => `${name}: ${value}`).join('\n')}\n`);
+          io.out(`\nHeaders sent with attempt ${sent.attempt}\n${Object.entries(sent.request_headers).map(([name, value]) => printable(`${name}: ${value}`)).join('\n')}\n`);
         }
         const answered = attempts.filter(failedWithAnswer);
-        for (const a of answered) io.out(`\nReceiver's answer to attempt ${a.attempt} (first 2 KB)\n${a.response_body}\n`);
+        for (const a of answered) io.out(`\nReceiver's answer to attempt ${a.attempt} (first 2 KB)\n${printableLines(a.response_body)}\n`);
       }
-      io.out(`\nPayload\n${prettyPayload(data.payload)}\n`);
+      io.out(`\nPayload\n${printableLines(prettyPayload(data.payload))}\n`);
     });
 
   deliveries
@@ -253,20 +255,25 @@ function status(value: string): string {
 
 function describe(d: Delivery): string {
   const rows: [string, string][] = [
-    ['id', d.id],
+    ['id', printable(d.id)],
     ['status', d.status === 'pending' && d.attempts > 0 ? kleur.yellow(`retrying (attempt ${d.attempts + 1}${d.next_attempt_at ? `, next ${d.next_attempt_at}` : ''})`) : status(d.status)],
-    ['event', d.event],
-    ['request_id', d.request_id],
+    ['event', printable(d.event)],
+    ['request_id', printable(d.request_id)],
     ['request', d.request_status_code === null ? '-' : `answered ${d.request_status_code}`],
-    ['url', d.url],
+    ['url', printable(d.url)],
     ['attempts', String(d.attempts)],
     ['last status', d.last_status_code === null ? '-' : String(d.last_status_code)],
-    ['last error', d.last_error ?? '-'],
+    ['last error', printable(d.last_error ?? '-')],
     ['created', d.created_at],
     ['delivered', d.delivered_at ?? '-'],
     ['next attempt', d.next_attempt_at ?? '-'],
   ];
   return rows.map(([k, v]) => `${kleur.dim(k.padEnd(13))}${v}`).join('\n') + '\n';
+}
+
+/** `printable` line by line: the line breaks stay. */
+function printableLines(text: string): string {
+  return text.split('\n').map(printable).join('\n');
 }
 
 function failedWithAnswer(a: DeliveryAttempt): a is DeliveryAttempt & { response_body: string } {
