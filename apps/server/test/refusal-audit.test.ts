@@ -81,6 +81,27 @@ describe('a refused request is audited with what the model said', () => {
     expect(await delivered(id)).toMatchObject({ status_code: 200, streaming: true, response_text: '', refusal: REFUSAL });
   });
 
+  it('an upstream that reports no usage: the refusal’s tokens are counted as output, streamed or not', async () => {
+    const { usage: _none, ...withoutUsage } = refusedJson();
+    upstream.setBehavior({ rawJson: withoutUsage });
+    const res = await client.chat.completions.create({ model: 'svc01', messages });
+    expect(res.usage!.completion_tokens).toBeGreaterThan(0);
+    const plain = await delivered(res.id);
+    expect(plain.output_tokens).toBe(res.usage!.completion_tokens);
+
+    // The stream's frames carry no usage either: svc counts the pieces, the same text as above.
+    upstream.setBehavior({ rawSse: refusedSse() });
+    const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true, stream_options: { include_usage: true } });
+    let id = '';
+    let completionTokens: number | undefined;
+    for await (const chunk of stream) {
+      id = chunk.id;
+      completionTokens ??= chunk.usage?.completion_tokens;
+    }
+    expect(completionTokens).toBe(res.usage!.completion_tokens);
+    expect((await delivered(id)).output_tokens).toBe(res.usage!.completion_tokens);
+  });
+
   it('through the Responses API (non-streamed): the refusal item is audited as the refusal', async () => {
     upstream.setBehavior({ rawJson: refusedJson() });
     const { data: res, response } = await client.responses.create({ model: 'svc01', input: messages }).withResponse();

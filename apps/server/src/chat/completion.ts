@@ -28,8 +28,8 @@ export async function complete(
   const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
   const usage =
     completion.usage ??
-    // An answer given only as audio is counted by its transcript.
-    (await countUsage(request.messages, completion.choices.flatMap((c) => [answerText(c.message), c.message.reasoning_content ?? ''])));
+    // An answer given only as audio is counted by its transcript; a refusal by what the model said.
+    (await countUsage(request.messages, completion.choices.flatMap((c) => [answerText(c.message), c.message.reasoning_content ?? '', refusalText(c.message) ?? ''])));
   return {
     id: exchange.requestId,
     object: 'chat.completion',

@@ -75,10 +75,10 @@ export async function relayStream(
   const answer = (): string => texts.text(0) || transcripts.text(0);
   /**
    * What svc counts as completion tokens when upstream reports none: each choice's answer (its text, or the
-   * transcript of one given only as audio) and its reasoning.
+   * transcript of one given only as audio), its reasoning and its refusal.
    */
   const generated = (): string[] => {
-    const out = [...texts.all(), ...reasoning.all()];
+    const out = [...texts.all(), ...reasoning.all(), ...refusals.all()];
     for (const index of transcripts.indexes()) if (texts.text(index) === '') out.push(transcripts.text(index));
     return out;
   };
@@ -147,7 +147,7 @@ export async function relayStream(
       if (typeof delta.refusal === 'string') refusals.append(choice.index, delta.refusal);
       const transcript = delta.audio === undefined ? undefined : audioTranscript(delta);
       if (transcript !== undefined) transcripts.append(choice.index, transcript);
-      if (!firstToken && (delta.content || delta.reasoning_content || delta.tool_calls?.length || transcript)) {
+      if (!firstToken && (delta.content || delta.reasoning_content || delta.refusal || delta.tool_calls?.length || transcript)) {
         firstToken = true;
         ctx.deps.metrics?.firstToken((ctx.deps.clock() - startedAt) / 1000);
       }
