@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // First: evaluated before the rest of the command loads (see there).
 import './cluster/early.js';
+import { constants } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { CommandError, makeProgram } from './admin/commands.js';
@@ -20,8 +21,19 @@ const program = makeProgram({
   stderr: (line) => process.stderr.write(`${line}\n`),
   stopSignal: () =>
     new Promise((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
+      let asked = false;
+      // The first signal asks for the graceful stop. A second (Ctrl-C twice, a supervisor's stop sent again) is
+      // "stop now": said, and the exit code is the signal's as if it had killed the process.
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (!asked) {
+          asked = true;
+          return resolve(signal);
+        }
+        process.stderr.write(`${signal} received again: stopping now; requests still in flight are cut off (webhook deliveries already recorded are sent after the next start)\n`);
+        process.exit(128 + (constants.signals[signal] ?? 0));
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
     }),
 });
 program.exitOverride();

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SERVER_BIN, serverEnv, startServerProcess } from './support/processes.js';
+import { adminCommand, SERVER_BIN, serverEnv, startServerProcess } from './support/processes.js';
+import { startFakeUpstream } from './support/fake-upstream.js';
 
 let dataDir: string;
 beforeAll(() => {
@@ -31,6 +32,38 @@ describe('svc-server start under a supervisor', () => {
     const server = await startServerProcess(env('single'));
     expect(await server.stop('SIGTERM')).toBe(0);
     expect(server.stderr()).toMatch(/SIGTERM received: finishing in-flight requests and deliveries…\n.*svc stopped \(in-flight requests and deliveries finished in \d+\.\d s\)\n/);
+  });
+
+  it('a second SIGTERM while draining stops at once, says so, and exits with the signal’s code', async () => {
+    const upstream = await startFakeUpstream();
+    // A stream that never ends keeps the graceful stop waiting.
+    upstream.setBehavior({ hangMidStream: true });
+    const twice = { ...env('twice'), SVC_UPSTREAM_BASE_URL: upstream.url };
+    adminCommand(['migrate'], twice);
+    adminCommand(['users', 'create', '--email', 'ops@example.com', '--password', 'long-enough-pw'], twice);
+    const { key } = JSON.parse(adminCommand(['keys', 'create', '--email', 'ops@example.com', '--json'], twice)) as { key: string };
+    const server = await startServerProcess(twice);
+    try {
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Hi' }] }),
+      });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      await reader.read();
+      const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+      server.child.kill('SIGTERM');
+      while (!server.stderr().includes('SIGTERM received: finishing')) await sleep(10);
+      server.child.kill('SIGTERM');
+      expect(await exit).toBe(143);
+      expect(server.stderr()).toContain('SIGTERM received again: stopping now');
+      expect(server.stderr()).not.toContain('svc stopped');
+      await reader.cancel().catch(() => {});
+    } finally {
+      await server.stop('SIGKILL');
+      await upstream.close();
+    }
   });
 
   it('with --processes 2, a SIGTERM to the whole group while the workers start stops every process cleanly (exit 0)', { timeout: 90_000 }, async () => {
