@@ -49,7 +49,9 @@ function linkToPrimary(): ClusterWorkerLink & { stopRequested: Promise<void> } {
     if ('text' in message) waiting.resolve(message.text);
     else waiting.reject(new Error(`could not collect the metrics of every process: ${message.error}`));
   });
-  // The primary is gone (killed): nobody restarts us nor holds the rate limits any more; stop like on a stop.
+  // The primary is gone (killed): nobody restarts us nor holds the rate limits any more. Node's cluster code,
+  // whose 'disconnect' listener runs first, exits the worker at once (requests in flight are cut, as they are
+  // when a supervisor kills the whole group); should it not, this stops like on a stop.
   process.once('disconnect', () => requestStop());
   return {
     stopRequested,
