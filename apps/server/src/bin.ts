@@ -29,7 +29,7 @@ const program = makeProgram({
           asked = true;
           return resolve(signal);
         }
-        process.stderr.write(`${signal} received again: stopping now; requests still in flight are cut off (webhook deliveries already recorded are sent after the next start)\n`);
+        process.stderr.write(`${signal} received again: stopping now; requests still in flight are cut off (webhook deliveries already recorded stay in the outbox: another instance or the next start sends them)\n`);
         process.exit(128 + (constants.signals[signal] ?? 0));
       };
       process.on('SIGTERM', onSignal);
