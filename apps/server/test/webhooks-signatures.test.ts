@@ -189,9 +189,13 @@ describe.each(variants)('rotating the signing secret ($name)', ({ url }) => {
       await chat(token, rot);
       await expect.poll(() => verifying.answered.length, { timeout: 10_000 }).toBe(5);
       expect(verifying.answered).toEqual([204, 204, 204, 204, 204]);
-      const deliveries = await fetch(`${rot.url}/v1/webhooks/deliveries?limit=10`, { headers: { authorization: `Bearer ${token}` } });
-      const list = (await deliveries.json()) as { data: Array<{ status: string; attempts: number }> };
-      expect(list.data.map((d) => [d.status, d.attempts])).toEqual(Array(5).fill(['delivered', 1]));
+      // The receiver has answered; svc records each attempt once its answer is read, a moment later.
+      const recorded = async () => {
+        const deliveries = await fetch(`${rot.url}/v1/webhooks/deliveries?limit=10`, { headers: { authorization: `Bearer ${token}` } });
+        const list = (await deliveries.json()) as { data: Array<{ status: string; attempts: number }> };
+        return list.data.map((d) => [d.status, d.attempts]);
+      };
+      await expect.poll(recorded).toEqual(Array(5).fill(['delivered', 1]));
 
       // An overlap of the key's own (1 s) ends: then only the newest secret signs.
       expect((await dashboard.request('PATCH', `/keys/${key.id}`, { signing_secret_overlap_seconds: 1 })).body.key.signing_secret_overlap_seconds).toBe(1);
