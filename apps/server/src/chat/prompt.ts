@@ -12,6 +12,11 @@ function asMessages(messages: unknown): MessageLike[] {
   return Array.isArray(messages) ? messages.filter((m): m is MessageLike => typeof m === 'object' && m !== null) : [];
 }
 
+/** The roles whose messages are grounding sources: earlier assistant turns are not evidence. */
+function isSourceRole(role: unknown): boolean {
+  return role === 'system' || role === 'developer' || role === 'user' || role === 'tool';
+}
+
 /** Grounding sources: every system, developer, user and tool message; earlier assistant turns are not evidence. */
 export function groundingSources(messages: unknown): string[] {
   return groundingSourceMessages(messages).texts;
@@ -26,7 +31,7 @@ export function groundingSourceMessages(messages: unknown): { texts: string[]; m
     const m = list[i];
     if (typeof m !== 'object' || m === null) continue;
     const { role, content } = m as MessageLike;
-    if (role !== 'system' && role !== 'developer' && role !== 'user' && role !== 'tool') continue;
+    if (!isSourceRole(role)) continue;
     const text = messageText(content);
     if (text.trim() === '') continue;
     texts.push(text);
@@ -46,7 +51,7 @@ export function unreadableSourceParts(messages: unknown): { message_index: numbe
     const m = list[i];
     if (typeof m !== 'object' || m === null) continue;
     const { role, content } = m as MessageLike;
-    if ((role !== 'system' && role !== 'developer' && role !== 'user' && role !== 'tool') || !Array.isArray(content)) continue;
+    if (!isSourceRole(role) || !Array.isArray(content)) continue;
     for (const part of content) {
       const type = part && typeof part === 'object' ? (part as { type?: unknown }).type : undefined;
       if (typeof type === 'string' && type !== 'text') out.push({ message_index: i, type });
@@ -67,9 +72,8 @@ export function lastUserIndex(messages: unknown): number {
 
 /** The last user message's text (the question the answer responds to). */
 export function lastUserText(messages: unknown): string | undefined {
-  const users = asMessages(messages).filter((m) => m.role === 'user');
-  const last = users[users.length - 1];
-  return last ? messageText(last.content) : undefined;
+  const at = lastUserIndex(messages);
+  return at === -1 ? undefined : messageText((messages as MessageLike[])[at]!.content);
 }
 
 // OpenAI's chat format adds a few tokens of framing per message and for the reply.
