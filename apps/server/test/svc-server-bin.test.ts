@@ -337,6 +337,34 @@ describe('admin commands', () => {
     expect(JSON.parse(run(['keys', 'list', '--json'], env).stdout)[0].revoked).toBe(true);
   });
 
+  it('loads no HTTP stack for an admin command or --help (they answer in a fraction of start\'s load time)', () => {
+    // A module-resolution hook (it runs on a loader thread of its own) writes every package the command
+    // resolves to stderr; express, undici and the server's other request-serving packages must not be among them.
+    const hooksDir = tempDir();
+    const hooks = join(hooksDir, 'hooks.mjs');
+    writeFileSync(
+      hooks,
+      `import { writeSync } from 'node:fs';
+      export async function resolve(specifier, context, next) {
+        if (/^[@a-z]/.test(specifier) && !specifier.startsWith('node:')) writeSync(2, 'resolved ' + specifier + '\\n');
+        return next(specifier, context);
+      }`,
+    );
+    const register = join(hooksDir, 'register.mjs');
+    writeFileSync(register, `import { register } from 'node:module'; register(${JSON.stringify(`file://${hooks}`)});`);
+    const env = envFor(tempDir());
+    const traced = (args: string[]) => {
+      const r = spawnSync(process.execPath, ['--import', register, BIN, ...args], { env, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, r.stderr).toBe(0);
+      return [...r.stderr.matchAll(/^resolved (\S+)$/gm)].map((m) => m[1]!);
+    };
+    for (const args of [['--help'], ['migrate'], ['keys', 'list']]) {
+      const loaded = traced(args);
+      expect(loaded, args.join(' ')).toContain('commander');
+      for (const serving of ['express', 'undici', 'helmet', 'prom-client', 'ioredis']) expect(loaded, args.join(' ')).not.toContain(serving);
+    }
+  });
+
   it('refuses bad input with one clear line', () => {
     const env = envFor(tempDir());
     const noUser = run(['keys', 'create', '--email', 'nobody@example.com'], env);

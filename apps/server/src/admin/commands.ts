@@ -11,8 +11,10 @@ import { hashPassword } from '../auth/passwords.js';
 import { checkSecretKey, previousKeyNote, SecretBox, SecretKeyMismatchError } from '../crypto/secret-box.js';
 import { previousSecretView } from '../dashboard/views.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
-import { applyUrlChange, validateWebhookUrl } from '../webhooks/index.js';
-import { startServer } from '../server.js';
+// The admin commands import only what they use (not the webhooks module's index, not the HTTP server): an
+// operator's `keys create` or `--help` then loads in a fraction of the time `start` needs.
+import { applyUrlChange } from '../webhooks/actions.js';
+import { validateWebhookUrl } from '../webhooks/url-guard.js';
 import type { FirstRunCredentials } from '../auth/first-run.js';
 import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
 import { CommandError } from './command-error.js';
@@ -231,6 +233,7 @@ export function makeProgram(io: CommandIO): Command {
         io.stderr(stoppedLine(draining));
         return;
       }
+      const { startServer } = await import('../server.js');
       const running = await startServer(cfg);
       io.stderr(`svc listening on ${running.url}  (version ${SERVER_VERSION}; dashboard: ${running.url}/dashboard)`);
       if (running.firstRun) printFirstRun(io, running.url, running.firstRun);
