@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from './support/test-server.js';
 import { hashPassword } from '../src/auth/passwords.js';
 import { findDashboardDist } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
+import { sessionCookie } from './support/dashboard-client.js';
 
 // Accessibility, keyboard use, narrow screens and dark mode of the dashboard, in Chromium with axe-core.
 const SKIP = skipWithoutChromium('dashboard-a11y');
@@ -82,11 +83,10 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
   async function signedIn(colorScheme: 'light' | 'dark', width = 1280, as = email): Promise<{ context: BrowserContext; page: Page }> {
     // bypassCSP lets axe's source be injected; the dashboard's own CSP is tested in dashboard-e2e.
     const context = await browser.newContext({ viewport: { width, height: 860 }, colorScheme, bypassCSP: true });
+    // Signed in through the API, as after a reload: the sign-in form has a test of its own.
+    await context.addCookies([await sessionCookie(server.url, as, PASSWORD)]);
     const page = await context.newPage();
     await page.goto(`${server.url}/dashboard/`);
-    await page.getByLabel('Email').fill(as);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
     return { context, page };
   }

@@ -9,6 +9,7 @@ import { startTestServer, type TestServer } from './support/test-server.js';
 import { hashPassword } from '../src/auth/passwords.js';
 import { findDashboardDist } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
+import { sessionCookie } from './support/dashboard-client.js';
 
 const SKIP = skipWithoutChromium('dashboard-e2e');
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-artifacts');
@@ -26,11 +27,10 @@ async function createUser(server: TestServer, email: string) {
   return server.running.store.users.create({ email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
 }
 
+/** Opens the dashboard signed in as `email` (the first test signs in through the form). */
 async function signIn(page: Page, base: string, email: string) {
+  await page.context().addCookies([await sessionCookie(base, email, PASSWORD)]);
   await page.goto(`${base}/dashboard/`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'API Keys' }).waitFor();
 }
 
