@@ -1,7 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { SvcResultSchema, type SvcResult } from '@svc/protocol';
+import OpenAI from 'openai';
+import { AuditPayloadSchema, SvcResultSchema, type SvcResult } from '@svc/protocol';
 import { startAnsweringServer, type AnsweringServer } from './support/answering-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
 
 // Requests whose sources carry parts the check cannot read: an image, a file, audio. The answer says what the
 // model saw there, so its claims cannot be judged against the text alone and must not be flagged.
@@ -80,5 +84,43 @@ describe('sources the grounding check cannot read', () => {
     let svc: SvcResult | undefined;
     for await (const chunk of stream) svc ??= (chunk as unknown as { svc?: SvcResult }).svc;
     expect(svc).toMatchObject({ checked: false, grounded: true, flagged_spans: [], unreadable_parts: [{ message_index: 0, type: 'image_url' }] });
+  });
+});
+
+describe('the audit payload of such a request', () => {
+  let upstream: FakeUpstream;
+  let server: TestServer;
+  let receiver: Receiver;
+  let client: OpenAI;
+  const answer = 'Meals are refunded up to $60 per person. The receipt total is $42.50 at Luigi\'s Trattoria.';
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    upstream = await startFakeUpstream({ answer: () => answer });
+    server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' } });
+    client = new OpenAI({ apiKey: (await server.createKey({ webhookUrl: receiver.url })).token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await upstream?.close();
+    await receiver?.close();
+  });
+
+  it('says which parts could not be read and keeps each claim with its evidence, as the response does', async () => {
+    const res = await client.chat.completions.create({
+      model: 'svc01',
+      messages: [
+        { role: 'system', content: 'Our expense policy: meals are refunded up to $60 per person.' },
+        { role: 'user', content: [{ type: 'text', text: 'Can I claim this dinner?' }, IMAGE] },
+      ],
+    });
+    const svc = (res as unknown as { svc: SvcResult }).svc;
+    const [delivery] = await receiver.waitFor((r) => r.length >= 1);
+    const payload = AuditPayloadSchema.parse(JSON.parse(delivery!.raw.toString('utf8')));
+    expect(payload).toMatchObject({ grounding_checked: false, grounded: true, hallucination_score: 0, unreadable_parts: [{ message_index: 1, type: 'image_url' }] });
+    expect(payload.claims).toEqual(svc.claims);
+    expect(payload.claims!.map((c) => c.grounded)).toEqual([true, false]);
+    expect(payload.flagged_spans).toBeUndefined();
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ClaimSchema, FlaggedSpanSchema } from './chat-response.js';
+import { ClaimSchema, FlaggedSpanSchema, UnreadablePartSchema } from './chat-response.js';
 
 export const AUDIT_EVENT = 'llm.request.completed';
 
@@ -29,7 +29,8 @@ export const AuditPayloadSchema = z.object({
   hallucination_score: z.number().min(0).max(1),
   // Additions beside the spec's fields (design §5): the delivery's number among its key's (absent on test
   // deliveries), whether the check ran, what it flagged, and each claim with its evidence (absent on test
-  // deliveries and when the check did not run), and what the model refused with (absent unless it refused).
+  // deliveries and when the check did not run, unless it read the text beside parts it cannot read), those
+  // parts, and what the model refused with (absent unless it refused).
   sequence: z.int().min(1).optional().meta({
     description:
       'The delivery\'s number among the deliveries of its API key: 1, 2, 3, … without gaps or repeats (test deliveries have none). A receiver that misses a number missed a delivery; redeliveries repeat theirs.',
@@ -38,6 +39,11 @@ export const AuditPayloadSchema = z.object({
   grounding_checked: z.boolean().optional(),
   flagged_spans: z.array(FlaggedSpanSchema).optional(),
   claims: z.array(ClaimSchema).optional(),
+  unreadable_parts: z.array(UnreadablePartSchema).optional().meta({
+    description:
+      'Content parts of the sources the grounding check cannot read (an image, a file, audio), as in the response\'s `svc`: the answer may say what the model saw there, so there is no verdict (`grounding_checked` false); `claims` still gives each claim\'s evidence in the text. Present only when there are such parts.',
+    example: [{ message_index: 1, type: 'image_url' }],
+  }),
   refusal: z.string().optional().meta({
     description:
       "What the model answered when it refused: the first choice's `refusal` (streamed, its `delta.refusal` pieces joined). Present only when there is one; `response_text` is then usually \"\".",

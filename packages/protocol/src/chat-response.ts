@@ -37,6 +37,9 @@ export const ClaimSchema = z.object({
 export type Claim = z.infer<typeof ClaimSchema>;
 
 /** The `svc` object of a response (spec §2.4, design §3); `claims` is an addition beside the spec's fields. */
+/** A content part of the sources the grounding check cannot read: where it is, and its `type` (`image_url`, `file`, …). */
+export const UnreadablePartSchema = z.object({ message_index: z.number().int().nonnegative(), type: z.string() });
+
 export const SvcResultSchema = z.object({
   dehallucinate_requested: z.boolean(),
   grounded: z.boolean(),
@@ -48,7 +51,7 @@ export const SvcResultSchema = z.object({
    * Content parts of the sources the check cannot read (an image, a file, audio), by message: an answer may
    * say what the model saw in them, so it is not checked against the text alone. An addition beside the spec's fields.
    */
-  unreadable_parts: z.array(z.object({ message_index: z.number().int().nonnegative(), type: z.string() })).optional(),
+  unreadable_parts: z.array(UnreadablePartSchema).optional(),
 });
 export type SvcResult = z.infer<typeof SvcResultSchema>;
 

@@ -51,7 +51,9 @@ export function buildAuditPayload(request: CompletedRequest, sequence: number): 
     hallucination_score: svc ? Math.min(1, Math.max(0, Math.round((1 - svc.score) * 1000) / 1000)) : 0,
     sequence,
     grounding_checked: svc?.checked ?? false,
-    ...(svc?.checked ? { flagged_spans: svc.flagged_spans, claims: svc.claims ?? [] } : {}),
+    ...(svc?.checked ? { flagged_spans: svc.flagged_spans, claims: svc.claims ?? [] } : svc?.claims ? { claims: svc.claims } : {}),
+    // Beside an image, a file or audio the check gives no verdict; the receiver sees why, as the client did.
+    ...(svc?.unreadable_parts && { unreadable_parts: svc.unreadable_parts }),
     ...(request.refusal !== undefined && { refusal: request.refusal }),
   });
 }
