@@ -40,38 +40,65 @@ function isBit(index: number): boolean {
 }
 
 /**
- * The number a client gets for each upstream choice index. An index of 0 … n − 1 (`n` as requested) keeps its
- * own: an upstream may open choice 1 before choice 0, and the client's choices must stay the upstream's. Any
- * other index (a server that numbers from 1, a stray choice) takes the lowest number not given yet, in the
- * order they first appear, so that choice 0 — the one svc checks and audits — is there, and no two choices merge.
+ * The number a client gets for each upstream choice index: the choice's place among the stream's indexes, as a
+ * non-streamed answer's choices are numbered (sorted by index, then 0, 1, 2, …), so that a server numbering from
+ * 1 gives choices 0 … n − 1 in the same order streamed or not. A stream does not say its indexes up front, so
+ * the numbers wait for the upstream's first index (`base`): it is known once index 0 came, or indexes `n − 1`
+ * apart (all `n` of them, numbered from the lowest), or at the end (`settle`: the lowest seen). Until then the
+ * reader holds the frames (`settled` false). After it, `index − base` of 0 … n − 1 is the number; any other
+ * index (a stray choice) takes the lowest number not given yet, in the order they first appear, so that choice
+ * 0 — the one svc checks and audits — is there, and no two choices merge.
  *
  * @example
- * const numbers = new ChoiceNumbers(1); numbers.of(1) === 0; // a server numbering from 1
+ * const numbers = new ChoiceNumbers(2); numbers.see(1); numbers.settled === false;
+ * numbers.see(2); numbers.of(2) === 1; numbers.of(1) === 0; // a server numbering from 1
  */
 export class ChoiceNumbers {
-  /** Every number given. While none differs from its index (`renumbered` false), an index given is its own number. */
+  /** Every number given. While none differs from its index (`numbers` null), an index given is its own number. */
   private readonly given = new ChoiceIndexes();
   /** Made when an index first differs from its number. */
   private numbers: Map<number, number> | null = null;
   /** Below this every number is given. */
   private lowestFree = 0;
+  /** The upstream's first index; null while an index below every one seen may still come. */
+  private base: number | null = null;
+  private lowest = Infinity;
+  private highest = -Infinity;
 
   constructor(private readonly n: number) {}
 
-  /** Some index got a number other than itself. */
-  get renumbered(): boolean {
-    return this.numbers !== null;
+  /** The upstream's first index is known: `of` gives final numbers. */
+  get settled(): boolean {
+    return this.base !== null;
+  }
+
+  /** Notes an index the stream holds, before its number is asked for. */
+  see(index: number): void {
+    if (this.base !== null) return;
+    this.lowest = Math.min(this.lowest, index);
+    this.highest = Math.max(this.highest, index);
+    if (this.lowest === 0 || this.highest - this.lowest === this.n - 1) this.base = this.lowest;
+  }
+
+  /** No more indexes will be seen before numbers are given (the stream ended, or held frames must go): the lowest seen is the first. */
+  settle(): void {
+    this.base ??= Number.isFinite(this.lowest) ? this.lowest : 0;
   }
 
   of(index: number): number {
+    if (this.base === null) {
+      this.see(index);
+      this.settle();
+    }
     if (this.numbers === null) {
       if (this.given.has(index)) return index;
     } else {
       const number = this.numbers.get(index);
       if (number !== undefined) return number;
     }
-    let number = index;
-    if (!(Number.isInteger(index) && index >= 0 && index < this.n) || this.given.has(index)) {
+    const shifted = index - this.base!;
+    let number = shifted;
+    if (!(Number.isInteger(shifted) && shifted >= 0 && shifted < this.n) || this.given.has(shifted)) {
       while (this.given.has(this.lowestFree)) this.lowestFree += 1;
       number = this.lowestFree;
     }

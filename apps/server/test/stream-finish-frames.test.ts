@@ -268,6 +268,49 @@ describe('choice indexes that start at 1', () => {
   });
 });
 
+describe('n: 2 from a server that numbers choices from 1', () => {
+  const OTHER = 'It opened in 1889.';
+  /** Choice 2 opens before choice 1, as servers that run choices in parallel may send them. */
+  const streamed = (): string[] => [
+    chunkFrame([{ index: 2, delta: { role: 'assistant', content: 'It opened ' }, finish_reason: null }]) +
+      chunkFrame([{ index: 1, delta: { role: 'assistant', content: 'It was completed ' }, finish_reason: null }]) +
+      chunkFrame([{ index: 1, delta: { content: 'in 1889.' }, finish_reason: 'stop' }]) +
+      chunkFrame([{ index: 2, delta: { content: 'in 1889.' }, finish_reason: 'stop' }]) +
+      chunkFrame([], { usage: USAGE }) +
+      'data: [DONE]\n\n',
+  ];
+  const whole = {
+    id: 'up',
+    object: 'chat.completion',
+    created: 1,
+    model: 'm',
+    choices: [
+      { index: 1, message: { role: 'assistant', content: ANSWER }, finish_reason: 'stop' },
+      { index: 2, message: { role: 'assistant', content: OTHER }, finish_reason: 'stop' },
+    ],
+    usage: USAGE,
+  };
+
+  it('openai: streamed and not, choice 0 is the first of the upstream\'s, choice 1 the second; svc checks and audits choice 0', async () => {
+    upstream.setBehavior({ rawJson: whole });
+    const plain = await client.chat.completions.create({ model: 'svc01', messages, n: 2 });
+    upstream.setBehavior({ rawSse: streamed() });
+    const stream = client.chat.completions.stream({ model: 'svc01', messages, n: 2 });
+    const indexes: number[] = [];
+    stream.on('chunk', (chunk) => indexes.push(...chunk.choices.map((c) => c.index)));
+    const completion = await stream.finalChatCompletion();
+    const expected = [
+      [0, ANSWER],
+      [1, OTHER],
+    ];
+    expect(plain.choices.map((c) => [c.index, c.message.content])).toEqual(expected);
+    expect(completion.choices.map((c) => [c.index, c.message.content])).toEqual(expected);
+    expect(new Set(indexes)).toEqual(new Set([0, 1]));
+    const deliveries = await deliveriesOf(completion.id);
+    expect(deliveries[0]).toMatchObject({ response_text: ANSWER, grounding_checked: true, grounded: true });
+  });
+});
+
 describe('logprobs on the first frame of a choice, and in the finish frame', () => {
   const tokens = (...texts: string[]) => ({ content: texts.map((token) => ({ token, logprob: -0.25, bytes: [...Buffer.from(token)], top_logprobs: [] })), refusal: null });
 

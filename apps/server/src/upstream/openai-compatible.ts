@@ -51,6 +51,11 @@ export interface OpenAICompatibleUpstreamOptions {
 const MAX_ADAPTATIONS = 6;
 /** Bytes of a non-2xx body read for its error message. */
 const ERROR_BODY_LIMIT = 64 * 1024;
+/**
+ * Frames held while a stream's choice numbers wait for the upstream's first index (ChunkReader.numbered): past
+ * it the lowest index so far is taken as the first, rather than holding an answer back whole.
+ */
+const MAX_HELD_FRAMES = 1024;
 /** Bytes after `[DONE]` read to keep the connection; a server that sends more loses it. */
 const DRAIN_LIMIT = 64 * 1024;
 /** How long `close()` waits for in-flight requests before destroying the pool. */
@@ -339,8 +344,15 @@ class ChunkReader {
   /**
    * The client's number of each upstream choice index (choice-indexes.ts). Some servers number from 1; the
    * openai SDK's stream helper then fails ("missing role for choice 0") and svc would check an empty first choice.
+   * The reader tracks choices (`started`, `finished`, …) by the upstream's index; the numbers are given as the
+   * frames go out (`numbered`).
    */
   private readonly numbers: ChoiceNumbers;
+  /**
+   * Frames read while the numbers wait for the upstream's first index (with n > 1 only: a server numbering
+   * from 1 that opens choice 1 first, or a 0-based one that opens choice 1 before choice 0).
+   */
+  private held: ChatCompletionChunk[] = [];
   /** `[DONE]` came: the frames after it are dropped. */
   private done = false;
   /** The body ended (its end was read). */
@@ -355,7 +367,7 @@ class ChunkReader {
   /** A bad frame's or the body's error, thrown once the good frames before it went out. */
   private failure: { error: unknown } | null = null;
   private readonly onData = (part: Buffer): void => {
-    this.pass(this.batchOf(this.parse(() => this.parser.push(this.decoder.write(part)))));
+    this.pass(this.numbered(this.batchOf(this.parse(() => this.parser.push(this.decoder.write(part))))));
     this.unrested += part.length;
     // An upstream that sends megabytes at once (tiny frames, written as fast as the socket takes them) is read
     // by undici in one go, read after read, without the event loop turning: every other request waited for
@@ -378,11 +390,12 @@ class ChunkReader {
     const batch = this.batchOf(this.parse(() => [...this.parser.push(this.decoder.end()), ...this.parser.end()]));
     // No [DONE]: what the think tags held back goes out before the end (or the error of an unfinished stream).
     if (!this.done) this.flushHeld(batch);
-    this.pass(batch);
+    this.pass(this.numbered(batch));
   };
   private readonly onError = (error: unknown): void => {
     this.failure ??= { error };
-    if (!this.waiting) this.next();
+    // Frames held for their choice numbers go out before the failure (an empty batch goes straight on to it).
+    if (!this.waiting) this.pass(this.numbered([]));
   };
 
   constructor(
@@ -508,6 +521,33 @@ class ChunkReader {
     batch.push({ id, object: 'chat.completion.chunk', created, model, choices });
   }
 
+  /**
+   * `batch` with the client's choice numbers, or nothing while they wait for the upstream's first index (the
+   * frames are held, in order, for the next batch); at the stream's end, a failure or past MAX_HELD_FRAMES,
+   * the lowest index seen is the first.
+   */
+  private numbered(batch: ChatCompletionChunk[]): ChatCompletionChunk[] {
+    const { numbers } = this;
+    if (!numbers.settled) {
+      for (const chunk of batch) for (const choice of chunk.choices) numbers.see(choice.index);
+      if (!numbers.settled) {
+        const last = this.done || this.ended || this.failure !== null || this.held.length + batch.length > MAX_HELD_FRAMES;
+        if (!last) {
+          this.held.push(...batch);
+          return [];
+        }
+        numbers.settle();
+      }
+      if (this.held.length > 0) {
+        batch = [...this.held, ...batch];
+        this.held = [];
+      }
+    }
+    // The choices are their frame's own objects (parsed for it): renumbered in place, not copied on every frame.
+    for (const chunk of batch) for (const choice of chunk.choices) choice.index = numbers.of(choice.index);
+    return batch;
+  }
+
   private chunkOf(event: SseEvent): ChatCompletionChunk | null {
     const data = event.data;
     if (data === '[DONE]' || (data.length < 16 && data.trim() === '[DONE]')) {
@@ -518,8 +558,7 @@ class ChunkReader {
     // Most frames are one text delta under the head of the frames before: read without parsing.
     const text = event.event === 'message' ? this.textFrames.read(data) : undefined;
     if (text) {
-      text.choices[0]!.index = this.numbers.of(0);
-      this.started.add(text.choices[0]!.index);
+      this.started.add(0);
       this.thinkTags.apply(text);
       return text;
     }
@@ -536,9 +575,7 @@ class ChunkReader {
     }
     const chunk = normalizeChunk(json, this.fallback, this.toolCalls);
     if (chunk === json) this.textFrames.learn(data, chunk);
-    // The choices are this frame's own objects (parsed for it): renumbered in place, not copied on every frame.
     for (const choice of chunk.choices) {
-      choice.index = this.numbers.of(choice.index);
       this.started.add(choice.index);
       this.calling.see(choice);
       if (!choice.finish_reason) continue;

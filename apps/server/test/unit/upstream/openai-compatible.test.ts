@@ -268,16 +268,31 @@ describe('streamed completions', () => {
     expect(byIndex(chunks)).toEqual({ 0: 'First answer.', 1: 'Second answer.' });
   });
 
-  it('numbers choices that start at 1, or a stray index, 0, 1, … in the order they first appear', async () => {
+  it('numbers choices that start at 1 0, 1, … in their indexes\' order, as a non-streamed answer; a stray index in the order it first appears', async () => {
     fake.setBehavior({
       rawSse: [choiceFrame(2, { role: 'assistant', content: 'B' }), choiceFrame(1, { role: 'assistant', content: 'A' }), choiceFrame(1, {}, 'stop'), choiceFrame(2, {}, 'stop'), 'data: [DONE]\n\n'],
     });
-    // 1 is in range for n = 2 and keeps its number; 2 is not and takes the lowest free one.
-    expect(byIndex(await collect(await upstream.stream(request({ n: 2 }))))).toEqual({ 0: 'B', 1: 'A' });
+    // Indexes 2 and 1 of n = 2: the server numbers from 1, whichever choice it opens first.
+    expect(byIndex(await collect(await upstream.stream(request({ n: 2 }))))).toEqual({ 0: 'A', 1: 'B' });
     fake.setBehavior({ rawSse: [choiceFrame(0, { role: 'assistant', content: 'A' }), choiceFrame(7, { content: 'Stray' }), choiceFrame(0, { content: '!' }, 'stop'), choiceFrame(7, {}, 'stop'), 'data: [DONE]\n\n'] });
     expect(byIndex(await collect(await upstream.stream(request())))).toEqual({ 0: 'A!', 1: 'Stray' });
     fake.setBehavior({ rawSse: [choiceFrame(1, { role: 'assistant', content: 'A' }), choiceFrame(1, { content: 'B' }, 'stop'), 'data: [DONE]\n\n'] });
     expect(byIndex(await collect(await upstream.stream(request())))).toEqual({ 0: 'AB' });
+  });
+
+  it('hands on the frames it held for their numbers before the failure that ends the stream', async () => {
+    // n = 2, only choice 1 opened: its number waits for the other index, which never comes.
+    const opened = [choiceFrame(1, { role: 'assistant', content: 'A' }), choiceFrame(1, { content: 'B' })];
+    for (const [behavior, options, code] of [
+      [{ rawSse: opened }, {}, 'upstream_invalid_response'],
+      [{ rawSse: opened, hangMidStream: true }, { timeoutMs: 300 }, 'upstream_timeout'],
+    ] as const) {
+      fake.setBehavior(behavior);
+      const chunks: ChatCompletionChunk[] = [];
+      const stream = await make(options).stream(request({ n: 2 }));
+      await expect(stream.each((batch) => void chunks.push(...batch))).rejects.toMatchObject({ code });
+      expect(byIndex(chunks)).toEqual({ 0: 'AB' });
+    }
   });
 
   it('accepts a stream that ends without [DONE] once every choice finished', async () => {
