@@ -141,6 +141,11 @@ describe('errors in the middle of a stream', () => {
     ['OpenAI\'s {"error": {…}}', 'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n', 'The server had an error while processing your request.'],
     ['vLLM\'s top-level {"object": "error", …}', 'data: {"object":"error","message":"CUDA out of memory.","type":"InternalServerError","param":null,"code":500}\n\n', 'CUDA out of memory.'],
     ['a named error event', 'event: error\ndata: {"message":"Overloaded"}\n\n', 'Overloaded'],
+    [
+      "llama.cpp's `error:` line",
+      'error: {"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}\n\n',
+      'the request exceeds the available context size, try increasing it',
+    ],
   ])("%s reaches the SDK as an APIError upstream_error with the upstream's message", async (_name, errorFrame, message) => {
     const first = `data: ${JSON.stringify({ id: 'chatcmpl-up', object: 'chat.completion.chunk', created: 1, model: 'up-model', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] })}\n\n`;
     upstream.setBehavior({ rawSse: [first, errorFrame] });

@@ -21,7 +21,9 @@ export class SseLimitError extends Error {
 /**
  * Incremental parser for `text/event-stream` (WHATWG HTML §9.2): feed it decoded text in any pieces —
  * frames may be split anywhere, even inside a `\r\n` — and it returns the events completed so far.
- * Comment lines (`:`), `id:` and `retry:` are ignored; several `data:` lines join with `\n`.
+ * Comment lines (`:`), `id:` and `retry:` are ignored; several `data:` lines join with `\n`. One field beyond the
+ * standard: an `error:` line is the data of an `error` event, as llama.cpp's server sends a failure mid-stream
+ * (`error: {"code":500,"message":…}`), which the standard would drop and leave a bare end of stream.
  *
  * @example
  * const parser = new SseParser();
@@ -135,7 +137,8 @@ export class SseParser {
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'data') {
+    if (field === 'error') this.event = 'error';
+    if (field === 'data' || field === 'error') {
       this.dataLength += value.length + 1;
       if (this.dataLength > this.maxEventChars) throw new SseLimitError(this.maxEventChars);
       this.data.push(value);

@@ -42,6 +42,13 @@ describe('SseParser', () => {
     expect(() => new SseParser().push('x'.repeat(16 * 1024 * 1024 + 1))).toThrow(SseLimitError);
   });
 
+  it("reads an `error:` line (llama.cpp's failure mid-stream) as the data of an error event", () => {
+    expect(events(new SseParser(), ['data: {"a":1}\n\nerror: {"code":500,"message":"context full"}\n\n'])).toEqual([
+      { event: 'message', data: '{"a":1}' },
+      { event: 'error', data: '{"code":500,"message":"context full"}' },
+    ]);
+  });
+
   it('an empty read between a CR and its LF changes nothing', () => {
     expect(events(new SseParser(), ['data: a\r', '', '\ndata: b\n\n'])).toEqual([{ event: 'message', data: 'a\nb' }]);
   });
