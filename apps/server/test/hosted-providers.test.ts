@@ -272,6 +272,29 @@ describe('stream frames of hosted providers', () => {
     expect(errors).toEqual([]);
   });
 
+  it("Groq: the token counts of x_groq.usage (its finish frame's) are the stream's usage, for the client and the webhook", async () => {
+    const groq = { prompt_tokens: 11, completion_tokens: 22, total_tokens: 33, queue_time: 0.02, total_time: 0.1 };
+    const sse = (): string[] => [
+      frame({ ...head, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, logprobs: null, finish_reason: null }], x_groq: { id: 'req_1' } }),
+      frame({ ...head, choices: [{ index: 0, delta: { content: 'lo' }, logprobs: null, finish_reason: null }] }),
+      frame({ ...head, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], x_groq: { id: 'req_1', usage: groq } }),
+      'data: [DONE]\n\n',
+    ];
+    upstream.setBehavior({ rawSse: sse() });
+    const completion = await client.chat.completions.stream({ ...ask, stream_options: { include_usage: true } }).finalChatCompletion();
+    expect(completion.choices[0]!.message.content).toBe('Hello');
+    expect(completion.usage).toMatchObject({ prompt_tokens: 11, completion_tokens: 22, total_tokens: 33 });
+    const got = await receiver.waitFor((all) => all.some((d) => d.raw.toString().includes(completion.id)));
+    const payload = JSON.parse(got.find((d) => d.raw.toString().includes(completion.id))!.raw.toString('utf8')) as Record<string, unknown>;
+    expect(payload).toMatchObject({ input_tokens: 11, output_tokens: 22, total_tokens: 33 });
+
+    upstream.setBehavior({ rawSse: sse() });
+    const openai = createOpenAI({ apiKey: token, baseURL: `${server.url}/v1` });
+    const result = streamText({ model: openai.chat('svc01'), prompt: 'Hi', maxRetries: 0 });
+    expect(await result.text).toBe('Hello');
+    expect(await result.usage).toMatchObject({ inputTokens: 11, outputTokens: 22, totalTokens: 33 });
+  });
+
   it("OpenRouter: ': OPENROUTER PROCESSING' comments are skipped, an error frame mid-stream ends the stream with its message", async () => {
     upstream.setBehavior({
       rawSse: [

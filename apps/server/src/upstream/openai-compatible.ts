@@ -718,8 +718,10 @@ function isPlainText(fields: Record<string, unknown>): boolean {
 
 function normalizeChunk(json: unknown, fallback: { id: string; created: number; model: string }, toolCalls: ToolCallIndexes): ChatCompletionChunk {
   if (!isRecord(json) || !Array.isArray(json.choices)) throw invalid('a stream frame has no choices array');
+  // Groq streams its token counts in `x_groq.usage` (on the finish frame), beside or instead of `usage`.
+  const usage = json.usage ?? (isRecord(json.x_groq) ? json.x_groq.usage : undefined);
   // A frame that needs no normalising (what OpenAI-compatible servers send for text) is taken as it is.
-  const direct = plainChunk(json);
+  const direct = usage === undefined ? plainChunk(json) : undefined;
   if (direct) return direct;
   const choices = json.choices.map((raw, position) => {
     if (!isRecord(raw)) throw invalid(`a stream frame's choices[${position}] is not an object`);
@@ -750,7 +752,7 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
     model: typeof json.model === 'string' ? json.model : fallback.model,
     choices,
   };
-  if (json.usage !== undefined) chunk.usage = normalizeUsage(json.usage);
+  if (usage !== undefined) chunk.usage = normalizeUsage(usage);
   delete chunk.svc;
   // The common frame (text deltas, no tool calls, no usage) is checked by hand: it is nearly every frame of
   // every stream, and a schema parse per frame would cost more than relaying it. Anything else goes through
