@@ -275,6 +275,43 @@ describe('tool calls from upstreams that leave fields out', () => {
   });
 });
 
+describe("TGI's tool calls: arguments as an object, streamed calls not in an array", () => {
+  const weather = [{ type: 'function' as const, function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+
+  it('a non-streamed call whose arguments are an object reaches the client with them as JSON text', async () => {
+    upstream.setBehavior({
+      rawJson: {
+        id: '', object: 'chat.completion', created: 1, model: 'tgi',
+        choices: [{ index: 0, message: { role: 'assistant', tool_calls: [{ id: '0', type: 'function', function: { description: null, name: 'weather', arguments: { city: 'Paris' } } }] }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+      },
+    });
+    const completion = await client.chat.completions.create({ ...ask, tools: weather });
+    expect(completion.choices[0]?.finish_reason).toBe('tool_calls');
+    expect(completion.choices[0]?.message.tool_calls).toMatchObject([{ id: '0', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }]);
+  });
+
+  it('a stream whose fragments carry the call as an object (name null, id "") is assembled by the stream helper', async () => {
+    // As TGI 2.4 streams: every frame repeats the role, the call is an object, later fragments name nothing.
+    const frame = (fn: Record<string, unknown>, finish: string | null = null): string =>
+      `data: ${JSON.stringify({ object: 'chat.completion.chunk', id: '', created: 1, model: 'tgi', choices: [{ index: 0, delta: { role: 'assistant', tool_calls: { index: 0, id: '', type: 'function', function: fn } }, logprobs: null, finish_reason: finish }], usage: null })}\n\n`;
+    upstream.setBehavior({
+      rawSse: [frame({ name: 'weather', arguments: '{"city' }), frame({ name: null, arguments: '":"Par' }), frame({ name: null, arguments: 'is"}' }, 'eos_token'), 'data: [DONE]\n\n'],
+    });
+    const completion = await client.chat.completions.stream({ ...ask, tools: weather }).finalChatCompletion();
+    const calls = completion.choices[0]?.message.tool_calls;
+    expect(calls).toHaveLength(1);
+    expect(calls?.[0]).toMatchObject({ type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } });
+    expect(calls?.[0]?.id).toMatch(/^call_/);
+    expect(completion.choices[0]?.finish_reason).toBe('tool_calls');
+
+    // A whole call in one fragment, its arguments an object (llama.cpp's server did so for a while in 2026).
+    upstream.setBehavior({ rawSse: [frame({ name: 'weather', arguments: { city: 'Rome' } }, 'tool_calls'), 'data: [DONE]\n\n'] });
+    const whole = await client.chat.completions.stream({ ...ask, tools: weather }).finalChatCompletion();
+    expect(whole.choices[0]?.message.tool_calls?.[0]?.function).toEqual({ name: 'weather', arguments: '{"city":"Rome"}' });
+  });
+});
+
 describe('details SDKs notice', () => {
   it('an unknown model is a NotFoundError (404 model_not_found, param model), for chat and models.retrieve', async () => {
     const chat = await rejection(client.chat.completions.create({ ...ask, model: 'gpt-4o' }));

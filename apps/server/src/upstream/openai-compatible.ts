@@ -648,7 +648,8 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
       // A call without an id (Gemini's older models send `"id": ""`) gets one: clients match a tool's result to its call by it.
       message.tool_calls = message.tool_calls.map((call: unknown) => {
         if (!isRecord(call)) return call;
-        const out = call.type == null ? { ...call, type: 'function' } : call;
+        let out = call.type == null ? { ...call, type: 'function' } : call;
+        if (isRecord(call.function) && !isArgumentsText(call.function.arguments)) out = { ...out, function: withArgumentsText(call.function) };
         return typeof call.id === 'string' && call.id !== '' ? out : { ...out, id: newToolCallId() };
       });
     }
@@ -728,6 +729,8 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
     const delta: Record<string, unknown> = isRecord(raw.delta) ? { ...raw.delta } : {};
     if (delta.role !== undefined && delta.role !== 'assistant') delete delta.role;
     if (delta.tool_calls === null) delete delta.tool_calls;
+    // TGI streams each fragment's call as an object, not in an array.
+    if (isRecord(delta.tool_calls)) delta.tool_calls = [delta.tool_calls];
     if (Array.isArray(delta.tool_calls)) {
       const choice = typeof raw.index === 'number' ? raw.index : position;
       const calls = delta.tool_calls.length;
@@ -772,8 +775,23 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
 function toolCallDelta(call: Record<string, unknown>, index: number): Record<string, unknown> {
   const out = withoutNulls(call);
   out.index = index;
-  if (isRecord(call.function)) out.function = withoutNulls(call.function);
+  if (isRecord(call.function)) out.function = withArgumentsText(withoutNulls(call.function));
   return out;
+}
+
+/** A call's arguments as OpenAI sends them, or absent (a fragment without any); what the schema takes as they are. */
+function isArgumentsText(value: unknown): boolean {
+  return value === undefined || typeof value === 'string';
+}
+
+/**
+ * `fn` with its `arguments` as JSON text: TGI (and llama.cpp builds of early 2026) send them as the object itself,
+ * which OpenAI's clients cannot take (they parse the text; the schema refuses anything else).
+ */
+function withArgumentsText(fn: Record<string, unknown>): Record<string, unknown> {
+  const args = fn.arguments;
+  if (isArgumentsText(args) || args === null) return fn;
+  return { ...fn, arguments: JSON.stringify(args) };
 }
 
 function withoutNulls(value: Record<string, unknown>): Record<string, unknown> {
