@@ -295,6 +295,40 @@ describe('stream frames of hosted providers', () => {
     expect(await result.usage).toMatchObject({ inputTokens: 11, outputTokens: 22, totalTokens: 33 });
   });
 
+  it("Mistral's reasoning models: content as thinking and text parts becomes reasoning_content and content, streamed or not; the webhook has the text", async () => {
+    const thinking = (text: string) => ({ type: 'thinking', thinking: [{ type: 'text', text }] });
+    upstream.setBehavior({
+      rawSse: [
+        frame({ ...head, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] }),
+        frame({ ...head, choices: [{ index: 0, delta: { content: [thinking('The user greets. ')] }, finish_reason: null }] }),
+        frame({ ...head, choices: [{ index: 0, delta: { content: [thinking('Greet back.')] }, finish_reason: null }] }),
+        frame({ ...head, choices: [{ index: 0, delta: { content: [{ type: 'text', text: 'Hello' }] }, finish_reason: null }] }),
+        frame({ ...head, choices: [{ index: 0, delta: { content: ' there.' }, finish_reason: 'stop' }] }),
+        'data: [DONE]\n\n',
+      ],
+    });
+    const stream = client.chat.completions.stream(ask);
+    // The stream helper keeps only the last delta's reasoning_content (a field it does not know): the deltas hold it all.
+    let reasoning = '';
+    stream.on('chunk', (chunk) => (reasoning += (chunk.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content ?? ''));
+    const streamed = await stream.finalChatCompletion();
+    expect(streamed.choices[0]!.message.content).toBe('Hello there.');
+    expect(reasoning).toBe('The user greets. Greet back.');
+    const got = await receiver.waitFor((all) => all.some((d) => d.raw.toString().includes(streamed.id)));
+    expect(JSON.parse(got.find((d) => d.raw.toString().includes(streamed.id))!.raw.toString('utf8'))).toMatchObject({ status_code: 200, response_text: 'Hello there.' });
+
+    upstream.setBehavior({
+      rawJson: {
+        ...head,
+        object: 'chat.completion',
+        choices: [{ index: 0, message: { role: 'assistant', content: [thinking('The user greets.'), { type: 'text', text: 'Hello there.' }] }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 },
+      },
+    });
+    const plain = await client.chat.completions.create(ask);
+    expect(plain.choices[0]!.message).toMatchObject({ content: 'Hello there.', reasoning_content: 'The user greets.' });
+  });
+
   it("OpenRouter: ': OPENROUTER PROCESSING' comments are skipped, an error frame mid-stream ends the stream with its message", async () => {
     upstream.setBehavior({
       rawSse: [

@@ -17,6 +17,7 @@ import { TextFrames } from './text-frames.js';
 import { splitThink, ThinkTags } from './think-tags.js';
 import { TokenLimits } from './token-limit.js';
 import { developerAsSystem } from './developer-role.js';
+import { contentParts } from './content-parts.js';
 import { errorFields, errorObject, upstreamHttpError, withoutKeys } from './upstream-errors.js';
 import { sentOnce } from './sent-once.js';
 import { ChoiceIndexes, ChoiceNumbers, ToolCallingChoices } from '../choice-indexes.js';
@@ -640,7 +641,11 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
   const choices = json.choices.map((raw, position): UpstreamCompletion['choices'][number] => {
     if (!isRecord(raw) || !isRecord(raw.message)) throw invalid(`choices[${position}] has no message`);
     const message: Record<string, unknown> = { ...raw.message, role: 'assistant' };
-    if (Array.isArray(message.content)) message.content = messageText(message.content);
+    if (Array.isArray(message.content)) {
+      const { text, reasoning } = contentParts(message.content, '\n');
+      message.content = text;
+      if (reasoning !== '' && message.reasoning_content == null && message.reasoning == null) message.reasoning_content = reasoning;
+    }
     if (message.content === undefined) message.content = null;
     if (message.tool_calls === null) delete message.tool_calls;
     // Some servers (vLLM, Ollama builds) leave a call's `type` out or null; function is the only type there is.
@@ -731,6 +736,13 @@ function normalizeChunk(json: unknown, fallback: { id: string; created: number; 
     if (delta.tool_calls === null) delete delta.tool_calls;
     // TGI streams each fragment's call as an object, not in an array.
     if (isRecord(delta.tool_calls)) delta.tool_calls = [delta.tool_calls];
+    if (Array.isArray(delta.content)) {
+      const { text, reasoning } = contentParts(delta.content, '');
+      // A delta of reasoning alone carries no content, as other reasoning servers send it.
+      if (text === '' && reasoning !== '') delete delta.content;
+      else delta.content = text;
+      if (reasoning !== '' && delta.reasoning_content == null && delta.reasoning == null) delta.reasoning_content = reasoning;
+    }
     if (Array.isArray(delta.tool_calls)) {
       const choice = typeof raw.index === 'number' ? raw.index : position;
       const calls = delta.tool_calls.length;
