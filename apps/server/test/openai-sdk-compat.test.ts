@@ -73,6 +73,28 @@ describe('upstream 4xx keep their meaning', () => {
     expect(upstream.requests).toHaveLength(1);
   });
 
+  it.each([
+    ['vLLM', { object: 'error', message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", type: 'BadRequestError', param: null, code: 400 }],
+    ['vLLM (V1)', { object: 'error', message: 'The decoder prompt (length 5000) is longer than the maximum model length of 4096.', type: 'BadRequestError', param: null, code: 400 }],
+    ['llama.cpp', { error: { code: 400, message: 'the request exceeds the available context size, try increasing it', type: 'exceed_context_size_error', n_prompt_tokens: 5000, n_ctx: 4096 } }],
+    ['LM Studio', { error: 'Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens.' }],
+    ['TGI', { error: 'Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096. Given: 5000 `inputs` tokens and 64 `max_new_tokens`', error_type: 'validation' }],
+  ])("%s's refusal of a prompt longer than the context is a BadRequestError with OpenAI's code context_length_exceeded, streamed or not", async (_server, errorBody) => {
+    for (const stream of [false, true]) {
+      upstream.setBehavior({ status: 400, errorBody });
+      const error = await rejection(client.chat.completions.create({ ...ask, stream }));
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error.code).toBe('context_length_exceeded');
+      expect(error.param).toBe('messages');
+      expect(error.message).toMatch(/context|model length|max_new_tokens/);
+    }
+  });
+
+  it('an upstream code of its own is kept, whatever its message says', async () => {
+    upstream.setBehavior({ status: 400, errorMessage: 'Prompt too long: the maximum context length is 8192 tokens.', errorCode: 'prompt_too_long' });
+    expect((await rejection(client.chat.completions.create(ask))).code).toBe('prompt_too_long');
+  });
+
   it("an upstream 429 is a RateLimitError (upstream_rate_limited) with the upstream's retry-after", async () => {
     upstream.setBehavior({ status: 429, retryAfter: '7', errorMessage: 'Rate limit reached for requests.' });
     const error = await rejection(noRetry.chat.completions.create(ask));

@@ -23,7 +23,7 @@ export interface UpstreamErrorBody {
  *
  * | upstream | client |
  * |---|---|
- * | 400, 413, 422, and a 404 naming a param: about the request | 400 `invalid_request_error` with the upstream's message, code (else `upstream_invalid_request`) and param |
+ * | 400, 413, 422, and a 404 naming a param: about the request | 400 `invalid_request_error` with the upstream's message, code (else `context_length_exceeded` for a prompt too long, else `upstream_invalid_request`) and param |
  * | the same naming `model` (or code `model_not_found`), a 404 naming no param | 502 `upstream_error`: svc's upstream configuration, not the request |
  * | 429 | 429 `rate_limit_error` `upstream_rate_limited`, its `retry-after` / `retry-after-ms` passed on |
  * | 401, 403 (svc's own upstream key; also Gemini's 400 naming an `API_KEY_…` reason), 5xx, any other status | 502 `upstream_error` (`retry-after` passed on; a 4xx but 408, 409, 429 with `x-should-retry: false`) |
@@ -49,10 +49,11 @@ export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, 
     });
   }
   if (isAboutTheRequest(status, body)) {
+    const tooLong = body.code === null && message !== null && CONTEXT_TOO_LONG.test(message);
     return new UpstreamError('upstream_invalid_request', message ?? `The upstream model rejected the request (HTTP ${status}).`, {
       upstreamStatus: status,
-      upstreamCode: body.code === null ? null : redact(body.code),
-      param: body.param === null ? null : redact(body.param),
+      upstreamCode: tooLong ? 'context_length_exceeded' : body.code === null ? null : redact(body.code),
+      param: body.param === null ? (tooLong ? 'messages' : null) : redact(body.param),
     });
   }
   return new UpstreamError('upstream_error', `Upstream responded with HTTP ${status}${message ? `: ${message}` : '.'}`, {
@@ -64,6 +65,16 @@ export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, 
     headers: configurationError(status) ? { 'x-should-retry': 'false' } : retryAfter ? { 'retry-after': retryAfter } : {},
   });
 }
+
+/**
+ * The messages with which self-hosted servers refuse a prompt longer than the model's context, and no code of
+ * their own: vLLM ("This model's maximum context length is …", "… longer than the maximum model length of …"),
+ * llama.cpp ("the request exceeds the available context size"), LM Studio ("… loaded with context length of
+ * only …"), TGI ("`inputs` tokens + `max_new_tokens` must be <= …"). OpenAI says `context_length_exceeded`
+ * (param `messages`), which is what applications check to shorten the conversation and try again.
+ */
+const CONTEXT_TOO_LONG =
+  /maximum context length is|longer than the maximum model length|exceeds the available context size|with context length of only|tokens \+ `?max_new_tokens`? must be <=/i;
 
 /** An upstream 4xx that is not about the request and that a retry cannot change (408, 409 and 429 can). */
 function configurationError(status: number): boolean {
