@@ -19,6 +19,11 @@ const program = makeProgram({
   env: process.env,
   stdout: (line) => process.stdout.write(`${line}\n`),
   stderr: (line) => process.stderr.write(`${line}\n`),
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  },
   stopSignal: () =>
     new Promise((resolve) => {
       let asked = false;

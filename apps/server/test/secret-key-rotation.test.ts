@@ -59,7 +59,7 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
   /** What the command printed on stdout; its stderr lines go to `said`. */
   async function admin(args: string[], vars: Record<string, string>, said: string[] = []): Promise<string[]> {
     const out: string[] = [];
-    const io = { env: vars, stdout: (l: string) => out.push(l), stderr: (l: string) => said.push(l), stopSignal: () => new Promise<string>(() => {}) };
+    const io = { env: vars, stdout: (l: string) => out.push(l), stderr: (l: string) => said.push(l), stopSignal: () => new Promise<string>(() => {}), readStdin: async () => '' };
     await makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', ...args]);
     return out;
   }
@@ -192,7 +192,7 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
       await store.close();
     }
     const out: string[] = [];
-    const io = { env: env(newKey, [oldKey]), stdout: (l: string) => out.push(l), stderr: () => {}, stopSignal: () => new Promise<string>(() => {}) };
+    const io = { env: env(newKey, [oldKey]), stdout: (l: string) => out.push(l), stderr: () => {}, stopSignal: () => new Promise<string>(() => {}), readStdin: async () => '' };
     await expect(makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', 'secrets', 'rotate', '--json'])).rejects.toThrow(/2 signing secrets open with neither/);
     expect(out).toEqual([JSON.stringify({ resealed: 0, current: 0, unreadable: [keyId] })]);
   });

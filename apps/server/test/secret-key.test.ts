@@ -114,6 +114,7 @@ describe('the key that encrypts signing secrets', () => {
         stdout: (line: string) => out.push(line),
         stderr: (line: string) => out.push(line),
         stopSignal: () => new Promise<string>(() => {}),
+        readStdin: async () => '',
       };
       await makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', ...args]);
       return out;

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import { DashboardClient } from './support/dashboard-client.js';
 
 const BIN = resolve(import.meta.dirname, '../dist/bin.js');
 /** The command `npm ci` installs (`npx svc-server`, `npm start`): a shell script that runs BIN. */
@@ -23,8 +24,9 @@ function envFor(dir: string, extra: Record<string, string> = {}) {
   return { ...clean, SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`, SVC_PORT: '0', SVC_LOG_LEVEL: 'warn', ...extra };
 }
 
-function run(args: string[], env: NodeJS.ProcessEnv) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 30_000 });
+/** Runs an admin command; `input` is its standard input (else an empty one). */
+function run(args: string[], env: NodeJS.ProcessEnv, input = '') {
+  const r = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 30_000, input });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -419,6 +421,105 @@ describe('admin commands', () => {
     expect(badUrl.stderr).toMatch(/--webhook-url: .*http/);
     run(['keys', 'revoke', key.id], env);
     expect(run(['keys', 'update', key.id, '--name', 'x'], env).stderr.trim()).toBe(`key ${key.id} is revoked`);
+  });
+
+  it('users list shows each user, when created and their active keys, and never a password hash', { timeout: 90_000 }, async () => {
+    const dir = tempDir();
+    const env = envFor(dir);
+    expect(run(['users', 'list'], env).stderr.trim()).toBe('there are no users yet (create one with: svc-server users create --email E --password-stdin)');
+    const ana = JSON.parse(run(['users', 'create', '--email', 'ana@example.com', '--password', 'long-enough-pw', '--json'], env).stdout);
+    // Read from standard input, one final line break dropped: the password is never on a command line.
+    const bo = run(['users', 'create', '--email', 'bo@example.com', '--password-stdin', '--json'], env, 'from stdin pw\n');
+    expect(bo.code, bo.stderr).toBe(0);
+    const boId = JSON.parse(bo.stdout).id;
+    const first = JSON.parse(run(['keys', 'create', '--email', 'ana@example.com', '--json'], env).stdout);
+    run(['keys', 'create', '--email', 'ana@example.com'], env);
+    run(['keys', 'revoke', first.id], env);
+
+    const listed = JSON.parse(run(['users', 'list', '--json'], env).stdout);
+    expect(listed).toEqual([
+      { id: ana.id, email: 'ana@example.com', created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), active_keys: 1 },
+      { id: boId, email: 'bo@example.com', created_at: expect.stringMatching(/Z$/), active_keys: 0 },
+    ]);
+    const text = run(['users', 'list'], env);
+    expect(text.stdout).toMatch(new RegExp(`^ana@example\\.com  ${ana.id}  created \\S+Z  1 active key\nbo@example\\.com  ${boId}  created \\S+Z  0 active keys\n$`));
+
+    const db = (await import('better-sqlite3')).default(join(dir, 'svc.db'), { readonly: true });
+    const hashes = (db.prepare('select password_hash from users').all() as Array<{ password_hash: string }>).map((r) => r.password_hash);
+    db.close();
+    expect(hashes).toHaveLength(2);
+    for (const out of [JSON.stringify(listed), text.stdout, text.stderr]) {
+      expect(out).not.toContain('scrypt');
+      for (const hash of hashes) expect(out).not.toContain(hash.split('$').at(-1));
+    }
+
+    // The password from standard input is the one that signs in (without its line break).
+    const { child, url } = await start(env);
+    try {
+      expect((await new DashboardClient(url).login('bo@example.com', 'from stdin pw')).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  });
+
+  it('users set-password signs in with the new password only and ends the sessions of the old one', { timeout: 90_000 }, async () => {
+    const env = envFor(tempDir());
+    run(['users', 'create', '--email', 'ana@example.com', '--password', 'forgotten-pw'], env);
+    run(['users', 'create', '--email', 'bo@example.com', '--password', 'bos-own-pw'], env);
+    const { child, url } = await start(env);
+    try {
+      const old = new DashboardClient(url);
+      expect((await old.login('ana@example.com', 'forgotten-pw')).status).toBe(200);
+      expect((await old.request('GET', '/me')).status).toBe(200);
+      const other = new DashboardClient(url);
+      expect((await other.login('bo@example.com', 'bos-own-pw')).status).toBe(200);
+
+      const reset = run(['users', 'set-password', '--email', 'ANA@example.com', '--password-stdin'], env, 'a-new-password\n');
+      expect(reset.code, reset.stderr).toBe(0);
+      expect(reset.stderr.trim()).toBe('set a new password for ana@example.com; every dashboard session of theirs has ended');
+      expect(reset.stdout).toBe('');
+
+      // The old cookie is refused at once, by the running server; another user's session is untouched.
+      const refused = await old.request('GET', '/me');
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.code).toBe('not_signed_in');
+      expect((await other.request('GET', '/me')).status).toBe(200);
+      expect((await new DashboardClient(url).login('ana@example.com', 'forgotten-pw')).status).toBe(401);
+      const fresh = new DashboardClient(url);
+      expect((await fresh.login('ana@example.com', 'a-new-password')).status).toBe(200);
+      expect((await fresh.request('GET', '/me')).body.user.email).toBe('ana@example.com');
+
+      // --password as on `users create`.
+      expect(run(['users', 'set-password', '--email', 'ana@example.com', '--password', 'third-password'], env).code).toBe(0);
+      expect((await fresh.request('GET', '/me')).status).toBe(401);
+      expect((await new DashboardClient(url).login('ana@example.com', 'third-password')).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  });
+
+  it('users set-password and users create refuse a bad password option, set-password an unknown email, with one clear line', () => {
+    const env = envFor(tempDir());
+    run(['users', 'create', '--email', 'ana@example.com', '--password', 'long-enough-pw'], env);
+    const cases: Array<[string[], string, string]> = [
+      [['users', 'set-password', '--email', 'nobody@example.com', '--password', 'long-enough-pw'], '', 'no such user: nobody@example.com (users: ana@example.com; create one with: svc-server users create --email nobody@example.com --password P)'],
+      [['users', 'set-password', '--email', 'ana@example.com', '--password', 'short'], '', 'the password must have at least 8 characters'],
+      [['users', 'set-password', '--email', 'ana@example.com', '--password-stdin'], 'short\n', 'the password must have at least 8 characters'],
+      [['users', 'set-password', '--email', 'ana@example.com', '--password-stdin'], '', 'the password must have at least 8 characters'],
+      [['users', 'set-password', '--email', 'ana@example.com', '--password', 'long-enough-pw', '--password-stdin'], 'long-enough-pw', 'give the password once: --password P or --password-stdin, not both'],
+      [['users', 'set-password', '--email', 'ana@example.com'], '', 'give the password: --password P, or --password-stdin to read it from standard input'],
+      [['users', 'create', '--email', 'bo@example.com'], '', 'give the password: --password P, or --password-stdin to read it from standard input'],
+      [['users', 'create', '--email', 'bo@example.com', '--password', 'long-enough-pw', '--password-stdin'], 'long-enough-pw', 'give the password once: --password P or --password-stdin, not both'],
+      [['users', 'create', '--email', 'bo@example.com', '--password-stdin'], 'short', 'the password must have at least 8 characters'],
+    ];
+    for (const [args, input, line] of cases) {
+      const r = run(args, env, input);
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.stderr, args.join(' ')).toBe(`${line}\n`);
+    }
+    expect(run(['users', 'list'], env).stdout).not.toContain('bo@example.com');
   });
 
   it('keys create keeps to SVC_MAX_KEY_RATE_LIMIT_RPM and SVC_MAX_KEYS_PER_USER', () => {

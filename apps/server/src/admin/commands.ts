@@ -18,6 +18,7 @@ import { validateWebhookUrl } from '../webhooks/url-guard.js';
 import type { FirstRunCredentials } from '../auth/first-run.js';
 import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
 import { CommandError } from './command-error.js';
+import { passwordOption } from './password-option.js';
 import { makeGroundingCommand } from './grounding-calibrate.js';
 import { SERVER_VERSION } from '../version.js';
 
@@ -27,6 +28,8 @@ export interface CommandIO {
   stderr: (line: string) => void;
   /** Resolves when the process is asked to stop (SIGTERM/SIGINT). */
   stopSignal: () => Promise<string>;
+  /** Standard input, read to its end (`--password-stdin`). */
+  readStdin: () => Promise<string>;
 }
 
 export { CommandError };
@@ -290,15 +293,52 @@ export function makeProgram(io: CommandIO): Command {
     .command('create')
     .description('create a user who can sign in to the dashboard')
     .requiredOption('--email <email>', 'sign-in email')
-    .requiredOption('--password <password>', 'sign-in password (at least 8 characters)')
+    .option('--password <password>', 'sign-in password (at least 8 characters)')
+    .option('--password-stdin', 'read the password from standard input (kept out of shell history and ps)')
     .option('--json', 'print JSON')
-    .action(async (opts: { email: string; password: string; json?: boolean }) => {
+    .action(async (opts: { email: string; password?: string; passwordStdin?: boolean; json?: boolean }) => {
       if (!/^[^\s@]+@[^\s@]+$/.test(opts.email)) throw new CommandError(`"${opts.email}" is not an email address`);
-      if (opts.password.length < 8) throw new CommandError('the password must have at least 8 characters');
+      const password = await passwordOption(opts, io.readStdin);
       await withStore(config(), async (store) => {
         if (await store.users.byEmail(opts.email)) throw new CommandError(`a user with email ${opts.email} already exists`);
-        const user = await store.users.create({ email: opts.email, passwordHash: await hashPassword(opts.password), now: Date.now() });
+        const user = await store.users.create({ email: opts.email, passwordHash: await hashPassword(password), now: Date.now() });
         io.stdout(opts.json ? JSON.stringify({ id: user.id, email: user.email }) : `created user ${user.email} (${user.id})`);
+      });
+    });
+  users
+    .command('list')
+    .description('list dashboard users and their active API keys (never a password hash)')
+    .option('--json', 'print [{"id","email","created_at","active_keys"}] as JSON')
+    .action(async (opts: { json?: boolean }) => {
+      await withStore(config(), async (store) => {
+        const list = (await store.users.list()).map((u) => ({ ...u, created_at: new Date(u.created_at).toISOString() }));
+        if (opts.json) io.stdout(JSON.stringify(list));
+        else if (list.length === 0) io.stderr('there are no users yet (create one with: svc-server users create --email E --password-stdin)');
+        else for (const u of list) io.stdout(`${u.email}  ${u.id}  created ${u.created_at}  ${u.active_keys} active key${u.active_keys === 1 ? '' : 's'}`);
+      });
+    });
+  users
+    .command('set-password')
+    .description("set a user's dashboard password (a forgotten one) and end every dashboard session they have")
+    .requiredOption('--email <email>', 'the user’s sign-in email')
+    .option('--password <password>', 'the new password (at least 8 characters)')
+    .option('--password-stdin', 'read the new password from standard input (kept out of shell history and ps)')
+    .addHelpText(
+      'after',
+      `
+Whoever was signed in with the old password is signed out at once, in every running server. Example:
+  $ printf '%s\n' "$NEW_PASSWORD" | svc-server users set-password --email ana@example.com --password-stdin`,
+    )
+    .action(async (opts: { email: string; password?: string; passwordStdin?: boolean }) => {
+      const password = await passwordOption(opts, io.readStdin);
+      await withStore(config(), async (store) => {
+        const user = await store.users.byEmail(opts.email);
+        if (!user) throw await noSuchUser(store, opts.email);
+        // The new hash first, then the sessions: a sign-in that the old password still passes ends up with a
+        // session that this deletion removes.
+        await store.users.setPassword(user.id, await hashPassword(password));
+        await store.sessions.deleteForUser(user.id);
+        io.stderr(`set a new password for ${user.email}; every dashboard session of theirs has ended`);
       });
     });
 

@@ -39,6 +39,12 @@ export class SessionsStore {
     await this.db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
   }
 
+  /** Ends every session of a user (their password was reset); returns how many were live or expired. */
+  async deleteForUser(userId: string): Promise<number> {
+    const result = await this.db.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   /** Removes expired sessions; returns how many. */
   async purgeExpired(now: number): Promise<number> {
     const result = await this.db.deleteFrom('sessions').where('expires_at', '<=', now).executeTakeFirst();

@@ -40,6 +40,28 @@ describe.each(variants)('storage on %s', (_name, url) => {
     expect(await store.users.count()).toBeGreaterThanOrEqual(1);
   });
 
+  it("lists users with their active keys and never a hash; ends one user's sessions only", async () => {
+    const tag = `l-${Date.now()}`;
+    const older = await store.users.create({ email: `${tag}-a@example.com`, passwordHash: 'scrypt$hash-a', now: 1_700_000_000_000 });
+    const newer = await store.users.create({ email: `${tag}-b@example.com`, passwordHash: 'scrypt$hash-b', now: 1_700_000_000_001 });
+    for (const n of [1, 2, 3]) await store.keys.create({ userId: older.id, name: `k${n}`, prefix: 'sk-svc-…', keyHash: `${tag}-${n}`, now: 1 });
+    const revoked = await store.keys.create({ userId: older.id, name: 'gone', prefix: 'sk-svc-…', keyHash: `${tag}-gone`, now: 1 });
+    await store.keys.revoke(revoked.id, 2);
+    const listed = (await store.users.list()).filter((u) => u.email.startsWith(tag));
+    expect(listed).toEqual([
+      { id: older.id, email: older.email, created_at: 1_700_000_000_000, active_keys: 3 },
+      { id: newer.id, email: newer.email, created_at: 1_700_000_000_001, active_keys: 0 },
+    ]);
+    expect(JSON.stringify(await store.users.list())).not.toContain('scrypt');
+
+    for (const [token, user] of [['a1', older], ['a2', older], ['b1', newer]] as const) {
+      await store.sessions.create({ tokenHash: `${tag}-${token}`, userId: user.id, csrfToken: 'c', now: 1, expiresAt: Date.now() + 60_000 });
+    }
+    expect(await store.sessions.deleteForUser(older.id)).toBe(2);
+    expect(await store.sessions.byHash(`${tag}-a1`, Date.now())).toBeUndefined();
+    expect(await store.sessions.byHash(`${tag}-b1`, Date.now())).toBeDefined();
+  });
+
   it('stores keys by hash, updates settings, revokes once, and records last delivery status', async () => {
     const user = await store.users.create({ email: `k-${Date.now()}@example.com`, passwordHash: 'h', now: 1 });
     const key = await store.keys.create({ userId: user.id, name: 'k', prefix: 'sk-svc-abcd…wxyz', keyHash: `hash-${user.id}`, now: 1_700_000_000_000 });
