@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // First: evaluated before the rest of the command loads (see there).
 import './cluster/early.js';
+import { closeSync } from 'node:fs';
 import { constants } from 'node:os';
+import { isatty } from 'node:tty';
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { CommandError, makeProgram } from './admin/commands.js';
@@ -12,6 +14,16 @@ import { CommandError, makeProgram } from './admin/commands.js';
 // are read when the process starts, so bin/svc-server sets them.)
 if (![process.env.NODE_OPTIONS ?? '', ...process.execArgv].some((arg) => arg.includes('heap-growing-percent'))) {
   setFlagsFromString('--heap-growing-percent=20');
+}
+
+// Node restores the terminal's modes as it exits, and crashes on a failed assertion (SIGABRT or SIGSEGV; Node 20,
+// nodejs/node#51519) when the terminal is gone, as it is after a closed terminal window's hangup: a stop that had
+// drained everything would end in a crash. Node skips a closed descriptor, so one that was a terminal at start
+// and no longer is gets closed just before the exit (nothing can be written to it any more anyway).
+const terminalsAtStart = [0, 1, 2].filter((fd) => isatty(fd));
+function exit(code: number): never {
+  for (const fd of terminalsAtStart) if (!isatty(fd)) closeSync(fd);
+  process.exit(code);
 }
 
 const program = makeProgram({
@@ -35,20 +47,23 @@ const program = makeProgram({
           return resolve(signal);
         }
         process.stderr.write(`${signal} received again: stopping now; requests still in flight are cut off (webhook deliveries already recorded stay in the outbox: another instance or the next start sends them)\n`);
-        process.exit(128 + (constants.signals[signal] ?? 0));
+        exit(128 + (constants.signals[signal] ?? 0));
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
+      // The terminal that ran `svc-server start` closed (or an ssh session dropped): node's default for SIGHUP
+      // is to die at once, cutting requests and deliveries in flight. It is a stop like the others.
+      process.on('SIGHUP', onSignal);
     }),
 });
 program.exitOverride();
 
 try {
   await program.parseAsync(process.argv);
-  process.exit(0);
+  exit(0);
 } catch (err) {
-  if (err instanceof CommanderError) process.exit(err.exitCode);
+  if (err instanceof CommanderError) exit(err.exitCode);
   const message = err instanceof CommandError ? err.message : `error: ${(err as Error).message ?? String(err)}`;
   process.stderr.write(`${message}\n`);
-  process.exit(1);
+  exit(1);
 }

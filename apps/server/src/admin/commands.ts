@@ -26,7 +26,7 @@ export interface CommandIO {
   env: Record<string, string | undefined>;
   stdout: (line: string) => void;
   stderr: (line: string) => void;
-  /** Resolves when the process is asked to stop (SIGTERM/SIGINT). */
+  /** Resolves when the process is asked to stop (SIGTERM, SIGINT, SIGHUP), with the signal's name. */
   stopSignal: () => Promise<string>;
   /** Standard input, read to its end (`--password-stdin`). */
   readStdin: () => Promise<string>;

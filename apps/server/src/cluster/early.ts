@@ -1,16 +1,17 @@
 import cluster from 'node:cluster';
+import { outputGone } from '../logging/output-gone.js';
 
 /**
  * What has to be in place before anything else of the command loads, for as long as loading takes (a second or
  * more on a busy host). Imported first by bin.ts.
  *
- * A closed stdout or stderr (`svc-server start | head -1`, a supervisor's log pipe gone) makes writes fail
- * with EPIPE; unhandled, that 'error' event would crash a serving process. The server keeps serving and its
- * output is dropped (the logger does the same for its own lines).
+ * A stdout or stderr nobody reads any more (a closed pipe, a hung-up terminal: see outputGone) makes writes
+ * fail; unhandled, that 'error' event would crash a serving process, or one in its graceful stop. The server
+ * keeps going and its output is dropped (the logger does the same for its own lines).
  */
 for (const stream of [process.stdout, process.stderr]) {
   stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
+    if (!outputGone(err)) throw err;
   });
 }
 
@@ -19,12 +20,13 @@ let requestStop!: () => void;
 export const stopRequested = new Promise<void>((resolve) => (requestStop = resolve));
 
 if (cluster.isWorker) {
-  // Ctrl-C and a service manager's stop reach every process of the group at once. The primary answers them by
-  // stopping its workers and waiting for them; a worker that stopped on its own would race that and look like
-  // a crash (or, while starting, like a failed start).
+  // Ctrl-C, a service manager's stop and a closed terminal's hangup reach every process of the group at once. The
+  // primary answers them by stopping its workers and waiting for them; a worker that stopped on its own would race
+  // that and look like a crash (or, while starting, like a failed start).
   const ignore = () => {};
   process.on('SIGINT', ignore);
   process.on('SIGTERM', ignore);
+  process.on('SIGHUP', ignore);
   process.on('message', (message: unknown) => {
     if (typeof message === 'object' && message !== null && (message as { svc?: unknown }).svc === 'stop') requestStop();
   });

@@ -54,7 +54,7 @@ interface Slot {
  * @example
  * const primary = await startPrimary(config, { stopSignal }); … await primary?.close();
  *
- * Resolves with undefined when `stopSignal` (the operator's SIGTERM or SIGINT) came before every worker
+ * Resolves with undefined when `stopSignal` (the operator's SIGTERM, SIGINT or SIGHUP) came before every worker
  * listened: the workers were stopped then, cleanly.
  */
 export async function startPrimary(config: Config, options: { logger?: Logger; stopSignal?: Promise<unknown> } = {}): Promise<RunningPrimary | undefined> {
@@ -107,11 +107,12 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
   }));
   let started = false;
   let stopping = false;
-  // The operator's SIGTERM/SIGINT: sent to the whole process group (Ctrl-C, systemd, `docker stop` of an init),
-  // it also reaches a worker too early in its start to ignore it yet. Such a worker was stopped, not crashed.
+  // The operator's SIGTERM/SIGINT/SIGHUP: sent to the whole process group (Ctrl-C, systemd, `docker stop` of an
+  // init, the terminal closing), it also reaches a worker too early in its start to ignore it yet. Such a worker
+  // was stopped, not crashed.
   let signalled = false;
   const stopWanted = options.stopSignal?.then(() => void (signalled = true));
-  const stoppedBySignal = (end: string) => signalled && (end === 'SIGTERM' || end === 'SIGINT');
+  const stoppedBySignal = (end: string) => signalled && (end === 'SIGTERM' || end === 'SIGINT' || end === 'SIGHUP');
 
   // The database file deleted or replaced under the running server: stop every process, replace none.
   let lost: ((problem: Error) => void) | undefined;

@@ -16,7 +16,7 @@ const METRICS_TIMEOUT_MS = 10_000;
  * if (cluster.isWorker) await runClusterWorker(config);
  */
 export async function runClusterWorker(config: Config): Promise<void> {
-  // SIGINT and SIGTERM are ignored and a stop asked while starting is kept from the first moment (early.ts).
+  // SIGINT, SIGTERM and SIGHUP are ignored and a stop asked while starting is kept from the first moment (early.ts).
   const link = linkToPrimary();
   const running = await startServer(config, { clusterWorker: link });
   send({ svc: 'ready', url: running.url, webhookWorkerId: running.webhookWorkerId });

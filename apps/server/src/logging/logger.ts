@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { outputGone } from './output-gone.js';
 
 export type { Logger };
 
@@ -54,7 +55,7 @@ const PIPE_BUF = 4096;
  * `minLength` either: that appends each line to a growing string and measures the whole string's byte length
  * per line, which copies the batch again at every line and leaves that much garbage per request.
  * `process.stderr` writes synchronously to files and pipes on Linux, so a batch is one `write`
- * and nothing is left in flight at exit. After an EPIPE (the reader went away) lines are dropped. `atomic`
+ * and nothing is left in flight at exit. Once the reader is gone (a closed pipe, a hung-up terminal) lines are dropped. `atomic`
  * batches stay within PIPE_BUF bytes (shared with other processes: a longer write may be interleaved).
  */
 export class BatchedStderr implements pino.DestinationStream {
@@ -78,7 +79,7 @@ export class BatchedStderr implements pino.DestinationStream {
     private readonly atomic = false,
   ) {
     out.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EPIPE') throw err;
+      if (!outputGone(err)) throw err;
       this.broken = true;
       this.lines = [];
     });

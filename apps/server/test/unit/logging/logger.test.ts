@@ -54,11 +54,14 @@ describe('BatchedStderr', () => {
     expect(writes).toEqual([]);
   });
 
-  it('drops lines once the reader is gone (EPIPE), and other errors still surface', () => {
+  it.each([
+    ['EPIPE', 'a closed pipe'],
+    ['EIO', 'a hung-up terminal'],
+  ])('drops lines once the reader is gone (%s: %s), and other errors still surface', (code, gone) => {
     const { out, writes } = recorder();
     const batch = new BatchedStderr(out);
     batch.write('before\n');
-    out.emit('error', Object.assign(new Error('broken pipe'), { code: 'EPIPE' }));
+    out.emit('error', Object.assign(new Error(gone), { code }));
     batch.write('after\n');
     batch.flush();
     expect(writes).toEqual([]);
