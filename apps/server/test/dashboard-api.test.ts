@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { dashboardStatic } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 import { DashboardClient } from './support/dashboard-client.js';
+import { hashPassword } from '../src/auth/passwords.js';
+import { resetPassword } from '../src/auth/password-reset.js';
 import type { z } from 'zod';
 import {
   DashboardCreatedKeySchema,
@@ -122,6 +124,58 @@ describe('sign-in', () => {
     expect((await new DashboardClient(server.url).login(user.email, 'old params password')).status).toBe(200);
     expect((await new DashboardClient(server.url).login(user.email, 'another password')).status).toBe(401);
     expect((await server.running.store.users.byId(user.id))?.password_hash).toBe(stored);
+  });
+
+  /**
+   * A password reset (what `svc-server users set-password` runs) made while a sign-in with the old password is
+   * being checked: the store's method named is wrapped to run the reset at that moment, then put back.
+   */
+  async function resetDuring<T>(method: 'sessions.create' | 'users.byEmail', userId: string, newPassword: string, signIn: () => Promise<T>): Promise<T> {
+    const store = server.running.store;
+    const [part, name] = method.split('.') as ['sessions' | 'users', 'create' | 'byEmail'];
+    const target = store[part] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const original = target[name]!;
+    let reset = false;
+    target[name] = async (...args: unknown[]) => {
+      if (method === 'users.byEmail') {
+        const row = await original.apply(target, args);
+        if (!reset) await resetPassword(store, userId, newPassword);
+        reset = true;
+        return row;
+      }
+      if (!reset) await resetPassword(store, userId, newPassword);
+      reset = true;
+      return original.apply(target, args);
+    };
+    try {
+      return await signIn();
+    } finally {
+      target[name] = original;
+    }
+  }
+
+  it('a password reset during a sign-in with the old password leaves that sign-in no session, and the old password no way back', async () => {
+    const user = await server.running.store.users.create({ email: 'reset-race@example.test', passwordHash: await hashPassword('the old password'), now: Date.now() });
+    // The reset ends the user's sessions just before this sign-in's session is stored.
+    const racing = new DashboardClient(server.url);
+    const refused = await resetDuring('sessions.create', user.id, 'the new password', () => racing.login(user.email, 'the old password'));
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.code).toBe('invalid_credentials');
+    expect(racing.cookie).toBe('');
+    expect((await server.running.store.handle.db.selectFrom('sessions').select('token_hash').where('user_id', '=', user.id).execute())).toEqual([]);
+    expect((await new DashboardClient(server.url).login(user.email, 'the old password')).status).toBe(401);
+    expect((await new DashboardClient(server.url).login(user.email, 'the new password')).status).toBe(200);
+  });
+
+  it('a hash moved up at sign-in does not overwrite a password reset made during that sign-in', async () => {
+    const salt = randomBytes(16);
+    const old = ['scrypt', 16384, 8, 1, salt.toString('base64url'), scryptSync('weak params password', salt, 32, { N: 16384, r: 8, p: 1 }).toString('base64url')].join('$');
+    const user = await server.running.store.users.create({ email: 'reset-rehash@example.test', passwordHash: old, now: Date.now() });
+    // The reset lands after the sign-in read the old hash, before it stores the stronger hash of the old password.
+    const refused = await resetDuring('users.byEmail', user.id, 'the reset password', () => new DashboardClient(server.url).login(user.email, 'weak params password'));
+    expect(refused.status).toBe(401);
+    expect((await new DashboardClient(server.url).login(user.email, 'weak params password')).status).toBe(401);
+    expect((await new DashboardClient(server.url).login(user.email, 'the reset password')).status).toBe(200);
   });
 
   it('answers unknown emails like wrong passwords', async () => {

@@ -500,7 +500,7 @@ describe('admin commands', () => {
     }
   });
 
-  it('users set-password and users create refuse a bad password option, set-password an unknown email, with one clear line', () => {
+  it('users set-password and users create refuse a bad password option, set-password an unknown email, with one clear line', { timeout: 90_000 }, () => {
     const env = envFor(tempDir());
     run(['users', 'create', '--email', 'ana@example.com', '--password', 'long-enough-pw'], env);
     const cases: Array<[string[], string, string]> = [

@@ -8,6 +8,7 @@ import { rotatedOut } from '../auth/secret-rotation.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { ApiError } from '../http/errors.js';
 import { hashPassword } from '../auth/passwords.js';
+import { resetPassword } from '../auth/password-reset.js';
 import { checkSecretKey, previousKeyNote, SecretBox, SecretKeyMismatchError } from '../crypto/secret-box.js';
 import { previousSecretView } from '../dashboard/views.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
@@ -334,10 +335,7 @@ Whoever was signed in with the old password is signed out at once, in every runn
       await withStore(config(), async (store) => {
         const user = await store.users.byEmail(opts.email);
         if (!user) throw await noSuchUser(store, opts.email);
-        // The new hash first, then the sessions: a sign-in that the old password still passes ends up with a
-        // session that this deletion removes.
-        await store.users.setPassword(user.id, await hashPassword(password));
-        await store.sessions.deleteForUser(user.id);
+        await resetPassword(store, user.id, password);
         io.stderr(`set a new password for ${user.email}; every dashboard session of theirs has ended`);
       });
     });

@@ -36,7 +36,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
  * stores a new hash, so accounts made before the parameters were raised move up as their users sign in.
  *
  * @example
- * if (ok && needsRehash(user.password_hash)) await users.setPassword(user.id, await hashPassword(password));
+ * if (ok && needsRehash(user.password_hash)) await users.replacePasswordHash(user.id, user.password_hash, await hashPassword(password));
  */
 export function needsRehash(stored: string): boolean {
   const [scheme, n, r, p] = stored.split('$');

@@ -156,16 +156,27 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     }
     let user: Awaited<ReturnType<typeof store.users.byEmail>>;
     let ok: boolean;
+    let checkedHash = '';
     try {
       user = await store.users.byEmail(email);
       ok = user ? await verifyPassword(password, user.password_hash) : (await verifyPassword(password, await dummyHash), false);
-      if (user && ok && needsRehash(user.password_hash)) await store.users.setPassword(user.id, await hashPassword(password));
+      if (user && ok) {
+        checkedHash = user.password_hash;
+        if (needsRehash(checkedHash)) {
+          const stronger = await hashPassword(password);
+          if (await store.users.replacePasswordHash(user.id, checkedHash, stronger)) checkedHash = stronger;
+        }
+      }
     } finally {
       release();
     }
     if (!user || !ok) throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
+    // Undefined: the password was reset while it was checked (svc-server users set-password); the old one no
+    // longer signs in. (Two sign-ins moving the same old-parameter hash up at once can also land here: one of
+    // them is asked to sign in again.)
+    const csrfToken = await sessions.start(req, res, user, checkedHash);
+    if (csrfToken === undefined) throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
     await Promise.all([failedLogins.delete(pairKey), failedLoginsPerIp.reward(ip, 1)]);
-    const csrfToken = await sessions.start(req, res, user);
     const signedIn: DashboardSignIn = { user: { id: user.id, email: user.email }, csrf_token: csrfToken };
     res.json(signedIn);
   });

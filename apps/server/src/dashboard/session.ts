@@ -58,12 +58,22 @@ export class Sessions {
     private readonly clock: () => number,
   ) {}
 
-  /** Starts a session for `user` and sets its cookie; returns the session's CSRF token. */
-  async start(req: Request, res: Response, user: UserRecord): Promise<string> {
+  /**
+   * Starts a session for `user`, whose password was checked against `checkedHash`, and sets its cookie; returns the
+   * session's CSRF token, or undefined (no session, no cookie) when the stored hash is no longer that one: a
+   * password reset ran during the check, and its end of the user's sessions may have come before this one began.
+   */
+  async start(req: Request, res: Response, user: UserRecord, checkedHash: string): Promise<string | undefined> {
     const token = randomBytes(32).toString('base64url');
     const csrfToken = randomBytes(32).toString('base64url');
     const now = this.clock();
-    await this.sessions.create({ tokenHash: sha256(token), userId: user.id, csrfToken, now, expiresAt: now + SESSION_TTL_MS });
+    const tokenHash = sha256(token);
+    await this.sessions.create({ tokenHash, userId: user.id, csrfToken, now, expiresAt: now + SESSION_TTL_MS });
+    // Read after the session exists: a reset that stores its hash later also deletes this session.
+    if ((await this.users.byId(user.id))?.password_hash !== checkedHash) {
+      await this.sessions.delete(tokenHash);
+      return undefined;
+    }
     setCookie(req, res, token, SESSION_TTL_MS / 1000);
     // Expired rows of anyone are dropped on sign-in (cheap); Retention drops them hourly for when nobody signs in.
     await this.sessions.purgeExpired(now);

@@ -62,4 +62,14 @@ export class UsersStore {
   async setPassword(id: string, passwordHash: string): Promise<void> {
     await this.db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', id).execute();
   }
+
+  /**
+   * Replaces the hash only while it is still `expected`; false when it changed meanwhile. For moving a hash to
+   * stronger parameters at sign-in: a password reset made during that sign-in must not be overwritten by a hash
+   * of the old password.
+   */
+  async replacePasswordHash(id: string, expected: string, next: string): Promise<boolean> {
+    const result = await this.db.updateTable('users').set({ password_hash: next }).where('id', '=', id).where('password_hash', '=', expected).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
 }

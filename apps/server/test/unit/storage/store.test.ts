@@ -40,7 +40,7 @@ describe.each(variants)('storage on %s', (_name, url) => {
     expect(await store.users.count()).toBeGreaterThanOrEqual(1);
   });
 
-  it("lists users with their active keys and never a hash; ends one user's sessions only", async () => {
+  it("lists users with their active keys and never a hash; replaces a hash only while unchanged; ends one user's sessions only", async () => {
     const tag = `l-${Date.now()}`;
     const older = await store.users.create({ email: `${tag}-a@example.com`, passwordHash: 'scrypt$hash-a', now: 1_700_000_000_000 });
     const newer = await store.users.create({ email: `${tag}-b@example.com`, passwordHash: 'scrypt$hash-b', now: 1_700_000_000_001 });
@@ -53,6 +53,11 @@ describe.each(variants)('storage on %s', (_name, url) => {
       { id: newer.id, email: newer.email, created_at: 1_700_000_000_001, active_keys: 0 },
     ]);
     expect(JSON.stringify(await store.users.list())).not.toContain('scrypt');
+
+    // Replaced only while still the hash the caller read.
+    expect(await store.users.replacePasswordHash(newer.id, 'scrypt$stale', 'scrypt$x')).toBe(false);
+    expect(await store.users.replacePasswordHash(newer.id, 'scrypt$hash-b', 'scrypt$stronger-b')).toBe(true);
+    expect((await store.users.byId(newer.id))?.password_hash).toBe('scrypt$stronger-b');
 
     for (const [token, user] of [['a1', older], ['a2', older], ['b1', newer]] as const) {
       await store.sessions.create({ tokenHash: `${tag}-${token}`, userId: user.id, csrfToken: 'c', now: 1, expiresAt: Date.now() + 60_000 });
