@@ -108,6 +108,31 @@ describe('SVC_TRUST_PROXY', () => {
   });
 });
 
+describe('attempts spread over many addresses', () => {
+  it('one account from 21 addresses: after 20 failures the right password is refused too (429), until the window passes', async () => {
+    const srv = await server({ SVC_TRUST_PROXY: 'loopback' });
+    const { user } = await srv.createKey();
+    for (let i = 0; i < 20; i++) expect((await login(srv.url, user.email, `guess ${i}`, { 'x-forwarded-for': `203.0.113.${i + 1}` })).status).toBe(401);
+    const locked = await login(srv.url, user.email, PASSWORD, { 'x-forwarded-for': '198.51.100.21' });
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(60);
+    // Another account is not affected.
+    const other = await srv.createKey();
+    expect((await login(srv.url, other.user.email, PASSWORD, { 'x-forwarded-for': '198.51.100.22' })).status).toBe(200);
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    vi.setSystemTime(Date.now() + 601_000);
+    expect((await login(srv.url, user.email, PASSWORD, { 'x-forwarded-for': '198.51.100.21' })).status).toBe(200);
+  });
+
+  it('the addresses of one IPv6 /64 share one limit: a new address in it is no fresh start; another /64 is', async () => {
+    const srv = await server({ SVC_TRUST_PROXY: 'loopback' });
+    const { user } = await srv.createKey();
+    for (let i = 1; i <= 5; i++) expect((await login(srv.url, user.email, 'wrong', { 'x-forwarded-for': `2001:db8:1:2::${i}` })).status).toBe(401);
+    expect((await login(srv.url, user.email, PASSWORD, { 'x-forwarded-for': '2001:db8:1:2:ffff:1:2:3' })).status).toBe(429);
+    expect((await login(srv.url, user.email, PASSWORD, { 'x-forwarded-for': '2001:db8:1:3::1' })).status).toBe(200);
+  });
+});
+
 describe('a successful sign-in', () => {
   it('gives its attempt back: 40 sign-ins in a row from one address all succeed', async () => {
     const srv = await server();

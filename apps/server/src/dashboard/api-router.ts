@@ -1,5 +1,4 @@
 import express, { type Request, type Response, type Router } from 'express';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import type {
   BulkRedeliverResult,
   DashboardCreatedKey,
@@ -26,6 +25,7 @@ import { ApiError } from '../http/errors.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { DashboardError } from './errors.js';
 import { Sessions, signedInOf } from './session.js';
+import { SignInLimits } from './sign-in-limits.js';
 import { dashboardAttemptView, dashboardDeliveryView, keyView } from './views.js';
 import type { ServiceDeps } from '../service-deps.js';
 import { usageView } from './usage-view.js';
@@ -50,7 +50,7 @@ export interface DashboardWebhooks {
 
 export interface DashboardApiDeps extends ServiceDeps {
   webhooks: DashboardWebhooks;
-  /** Failed sign-ins allowed per IP and email per minute (default 5). */
+  /** Failed sign-ins allowed per address and email per minute (default 5; see SignInLimits for the others). */
   loginAttemptsPerMinute?: number;
   /**
    * Password checks (scrypt) running at once (default 2); more sign-ins at that moment are refused with 429.
@@ -115,10 +115,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   const { store, clock, keyCache } = deps;
   const sessions = new Sessions(store.sessions, store.users, clock);
   const quota = new KeyQuota(store.keys, deps.config.limits);
-  const loginLimit = deps.loginAttemptsPerMinute ?? 5;
-  const failedLogins = new RateLimiterMemory({ points: loginLimit, duration: 60 });
-  // A wider net per address alone, against one client trying many emails.
-  const failedLoginsPerIp = new RateLimiterMemory({ points: loginLimit * 6, duration: 60 });
+  const signInLimits = new SignInLimits(deps.loginAttemptsPerMinute ?? 5);
   const passwordChecks = new ConcurrencyGate(deps.loginConcurrency ?? 2);
 
   const api = express.Router();
@@ -141,13 +138,9 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const email = stringField(body, 'email', { max: 320 }).trim().toLowerCase();
     const password = stringField(body, 'password', { max: 1024 });
     const ip = req.ip ?? 'unknown';
-    const pairKey = `${ip}|${email}`;
     // Every attempt is counted before its password is checked, concurrent ones included: 300 wrong
-    // passwords sent at once get `loginLimit` checks, not 300. A success gives its points back.
-    const limited = await consumeOrLimited(failedLogins, pairKey);
-    if (limited) throw tooManyAttempts(limited);
-    const ipLimited = await consumeOrLimited(failedLoginsPerIp, ip);
-    if (ipLimited) throw tooManyAttempts(ipLimited);
+    // passwords sent at once get as many checks as the limit, not 300.
+    await signInLimits.consume(ip, email);
     const release = passwordChecks.tryEnter();
     if (!release) {
       throw new ApiError('rate_limit_exceeded', 'Too many sign-ins are being checked right now. Try again in a second.', {
@@ -176,7 +169,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     // them is asked to sign in again.)
     const csrfToken = await sessions.start(req, res, user, checkedHash);
     if (csrfToken === undefined) throw new DashboardError('invalid_credentials', 'The email or password is not correct.');
-    await Promise.all([failedLogins.delete(pairKey), failedLoginsPerIp.reward(ip, 1)]);
+    await signInLimits.succeeded(ip, email);
     const signedIn: DashboardSignIn = { user: { id: user.id, email: user.email }, csrf_token: csrfToken };
     res.json(signedIn);
   });
@@ -375,24 +368,6 @@ function queryParam(req: Request, name: string): string | undefined {
 
 function deliveryNotFound(req: Request): ApiError {
   return new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
-}
-
-/** Takes one point; the limiter's state when there was none left, else undefined. */
-async function consumeOrLimited(limiter: RateLimiterMemory, key: string): Promise<RateLimiterRes | undefined> {
-  try {
-    await limiter.consume(key, 1);
-    return undefined;
-  } catch (err) {
-    if (err instanceof RateLimiterRes) return err;
-    throw err;
-  }
-}
-
-function tooManyAttempts(limited: RateLimiterRes): ApiError {
-  const seconds = Math.max(1, Math.ceil(limited.msBeforeNext / 1000));
-  return new ApiError('rate_limit_exceeded', `Too many failed sign-in attempts. Try again in ${seconds} seconds.`, {
-    headers: { 'retry-after': String(seconds) },
-  });
 }
 
 /** The longest a rotated-out secret may keep signing (30 days). */
