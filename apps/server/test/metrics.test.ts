@@ -146,6 +146,24 @@ describe('GET /metrics without SVC_METRICS_TOKEN', () => {
   });
 });
 
+describe('GET /metrics without SVC_METRICS_TOKEN behind a reverse proxy on the same host', () => {
+  it('a forwarded request is not a loopback client (404), whether SVC_TRUST_PROXY names the proxy or not; a local scrape still answers', async () => {
+    for (const env of [{}, { SVC_TRUST_PROXY: 'loopback' }] as Array<Record<string, string>>) {
+      const srv = await startTestServer({ env });
+      try {
+        for (const headers of [{ 'x-forwarded-for': '203.0.113.9' }, { forwarded: 'for=203.0.113.9;proto=https' }, { 'x-real-ip': '203.0.113.9' }, { 'x-forwarded-proto': 'https' }] as Array<Record<string, string>>) {
+          const res = await fetch(`${srv.url}/metrics`, { headers });
+          expect(res.status, `${JSON.stringify(env)} ${JSON.stringify(headers)}`).toBe(404);
+          expect(((await res.json()) as { error: { code: string } }).error.code).toBe('not_found');
+        }
+        expect(await scrape(srv.url, undefined)).toContain('svc_http_requests_total');
+      } finally {
+        await srv.close();
+      }
+    }
+  });
+});
+
 const pgDb = await createTestPostgres('metrics');
 
 describe.skipIf(!pgDb)('GET /metrics while Postgres is unreachable', () => {

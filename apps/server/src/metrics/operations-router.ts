@@ -18,10 +18,24 @@ function isLoopback(address: string | undefined): boolean {
   return address === '::1' || address.startsWith('127.') || address.startsWith('::ffff:127.');
 }
 
+/** Headers a reverse proxy adds to say whom it forwards for; a scraper on this host sends none of them. */
+const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip', 'x-forwarded-host', 'x-forwarded-proto'];
+
+/**
+ * A client on this host itself. A reverse proxy on the same host (the usual production layout) connects from
+ * loopback on behalf of anyone on the Internet, so a request carrying a proxy's forwarding headers is not one,
+ * whether or not SVC_TRUST_PROXY names the proxy.
+ */
+function isLocalClient(req: Request): boolean {
+  if (FORWARDING_HEADERS.some((name) => req.headers[name] !== undefined)) return false;
+  return isLoopback(req.socket.remoteAddress);
+}
+
 /**
  * Routes for operators and integrators, mounted before API-key auth: `GET /v1/openapi.json` (public) and
  * `GET /metrics` (Prometheus; `Authorization: Bearer $SVC_METRICS_TOKEN`, or loopback clients when no
- * token is configured — everyone else gets a 404, as if the route were not there).
+ * token is configured, requests through a reverse proxy excluded — everyone else gets a 404, as if the route
+ * were not there).
  *
  * @example
  * createRequestListener({ …, publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken }) });
@@ -41,7 +55,7 @@ export function operationsRouter(options: OperationsRouterOptions): Router {
 
   router.get('/metrics', async (req: Request, res: Response) => {
     if (expected === undefined) {
-      if (!isLoopback(req.socket.remoteAddress)) throw new ApiError('not_found', `Unknown request URL: ${req.method} ${req.path}. Please check the URL and method.`);
+      if (!isLocalClient(req)) throw new ApiError('not_found', `Unknown request URL: ${req.method} ${req.path}. Please check the URL and method.`);
     } else {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
       if (!match?.[1]) {
