@@ -25,15 +25,22 @@ export interface LoggedDelivery {
 }
 
 /**
+ * The log holds every prompt and answer delivered, with their signatures: a directory it creates is 0700 and
+ * the file 0600 (as the server's own database), so other users of a shared machine cannot read them.
+ */
+const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+
+/**
  * Appends deliveries as JSON lines, one write at a time (creating the directory first), so that
  * concurrent deliveries never interleave.
  */
 export function createDeliveryLog(file: string): { append(entry: LoggedDelivery): Promise<void>; file: string } {
-  let chain: Promise<void> = mkdir(dirname(file), { recursive: true }).then(() => undefined);
+  let chain: Promise<void> = mkdir(dirname(file), { recursive: true, mode: DIR_MODE }).then(() => undefined);
   return {
     file,
     append(entry) {
-      const next = chain.then(() => appendFile(file, `${JSON.stringify(entry)}\n`));
+      const next = chain.then(() => appendFile(file, `${JSON.stringify(entry)}\n`, { mode: FILE_MODE }));
       chain = next.catch(() => undefined);
       return next;
     },
@@ -43,8 +50,8 @@ export function createDeliveryLog(file: string): { append(entry: LoggedDelivery)
 /** Makes sure the log can be written before the listener says Ready. */
 export async function ensureWritable(file: string): Promise<void> {
   try {
-    await mkdir(dirname(file), { recursive: true });
-    await appendFile(file, '');
+    await mkdir(dirname(file), { recursive: true, mode: DIR_MODE });
+    await appendFile(file, '', { mode: FILE_MODE });
   } catch (err) {
     throw new CliError(`cannot write the delivery log ${file}: ${fsReason(err)}`);
   }

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -266,6 +266,15 @@ describe('svc-cli listen', () => {
     expect(result.stderr).toMatch(message);
     expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(result.stdout).toBe('');
+  });
+
+  it('the delivery log (prompts and answers) is readable by its owner only: .svc 0700, the file 0600', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
+    await postDelivery(listen.url, samplePayload(), { secret: SECRET });
+    const log = join(sandbox.path, '.svc', 'deliveries.jsonl');
+    await expect.poll(() => readFileSync(log, 'utf8')).toContain('body_base64');
+    expect(statSync(join(sandbox.path, '.svc')).mode & 0o777).toBe(0o700);
+    expect(statSync(log).mode & 0o777).toBe(0o600);
   });
 
   it('a log path that cannot be written: one line on stderr, non-zero exit', async () => {
