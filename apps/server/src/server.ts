@@ -23,6 +23,7 @@ import { createWebhooks } from './webhooks/index.js';
 import { Retention } from './storage/retention.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from './auth/first-run.js';
 import { createDashboardRouter } from './dashboard/index.js';
+import { signInCounters } from './dashboard/sign-in-limits.js';
 import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
 import { operationsRouter } from './metrics/operations-router.js';
@@ -146,7 +147,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     grounder: instrumentGrounder(grounder, metrics),
     webhooksRouter: webhooks.router,
     publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken, scrape: clusterWorker?.scrapeMetrics }),
-    dashboardRouter: createDashboardRouter({ config, store, logger, clock, secretBox, keyCache, webhooks: webhooks.actions }),
+    dashboardRouter: createDashboardRouter({
+      config,
+      store,
+      logger,
+      clock,
+      secretBox,
+      keyCache,
+      webhooks: webhooks.actions,
+      signInCounters: signInCounters({ redis, clusterWorker: clusterWorker !== undefined }),
+    }),
   });
 
   // Node checks the header and request timeouts below every connectionsCheckingInterval (30 s by default, so a

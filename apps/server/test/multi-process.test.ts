@@ -60,7 +60,9 @@ const listeningPids = () => logLines().filter((l) => l.msg === 'svc listening').
 
 /** A key made by the admin command — another process writing to the same SQLite file meanwhile. */
 function createKey(extra: string[] = []): { key: string; prefix: string } {
-  return JSON.parse(adminCommand(['keys', 'create', '--json', ...extra], env)) as { key: string; prefix: string };
+  // The first start's user (a sign-in test adds another).
+  const owner = extra.includes('--email') ? [] : ['--email', 'admin@localhost'];
+  return JSON.parse(adminCommand(['keys', 'create', '--json', ...owner, ...extra], env)) as { key: string; prefix: string };
 }
 
 /** Runs `count` calls of `fn`, `concurrency` at a time. */
@@ -177,6 +179,30 @@ describe('svc-server start --processes 2 on the embedded SQLite database', () =>
     expect(results.filter((r) => r.status === 429)).toHaveLength(200);
     const pids = await eventually(() => {
       const seen = new Set(logLines().filter((l) => l.msg === 'request' && l.key_prefix === prefix).map((l) => l.pid));
+      return seen.size === 2 ? seen : undefined;
+    }, 5000);
+    expect(pids.size).toBe(2);
+  });
+
+  it('counts dashboard sign-in failures across the processes: the 6th wrong password from one address is refused', async () => {
+    // Was counted per process: 5 attempts a minute per address and email in each, 10 with two processes.
+    const email = 'signin-multi@example.test';
+    adminCommand(['users', 'create', '--email', email, '--password', 'correct horse battery staple'], env);
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      // A connection of its own each time: the processes take turns accepting them.
+      const res = await request(`${server.url}/dashboard/api/login`, {
+        method: 'POST',
+        reset: true,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: `wrong ${i}` }),
+      });
+      await res.body.arrayBuffer();
+      statuses.push(res.statusCode);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    const pids = await eventually(() => {
+      const seen = new Set(logLines().filter((l) => l.msg === 'request' && (l as { path?: string }).path === '/dashboard/api/login').map((l) => l.pid));
       return seen.size === 2 ? seen : undefined;
     }, 5000);
     expect(pids.size).toBe(2);

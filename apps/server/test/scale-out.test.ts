@@ -52,6 +52,23 @@ describe.skipIf(!enabled)('two instances on one Postgres and one Redis', () => {
     expect(statuses.filter((s) => s === 429)).toHaveLength(200);
   });
 
+  it('share the dashboard sign-in limits: 6 wrong passwords alternating between instances → the 6th is refused', async () => {
+    // Redis outlives a run: an email of its own, so an earlier run's counts do not show.
+    const email = `signin-${randomBytes(4).toString('hex')}@example.test`;
+    adminCommand(['users', 'create', '--email', email, '--password', 'long-enough-pw'], env);
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await fetch(`${servers[i % 2]!.url}/dashboard/api/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: `wrong ${i}` }),
+      });
+      await res.body?.cancel();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+  });
+
   it('a key revoked through one instance’s database is refused by the other within 2 s', async () => {
     const { id, key } = createKey();
     const [a, b] = servers as [ServerProcess, ServerProcess];

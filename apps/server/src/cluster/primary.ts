@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
+import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
 import { createLogger } from '../logging/logger.js';
 import { warnIfFilesShort } from '../http/open-files.js';
@@ -80,6 +81,8 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
 
   // Without Redis the primary holds the workers' rate-limit counters; with it, the workers share Redis.
   const answerRateLimits = config.redisUrl ? undefined : answerClusterRateLimits();
+  // The dashboard's sign-in limits likewise (`signInCounters`): a handful of messages per sign-in.
+  if (!config.redisUrl) new RateLimiterClusterMaster();
   const aggregator = new AggregatorRegistry();
   const onMessage = (worker: Worker, message: unknown) => {
     if (!isSvcMessage<WorkerMessage>(message)) return;

@@ -25,7 +25,7 @@ import { ApiError } from '../http/errors.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { DashboardError } from './errors.js';
 import { Sessions, signedInOf } from './session.js';
-import { SignInLimits } from './sign-in-limits.js';
+import { SignInLimits, type SignInCounters } from './sign-in-limits.js';
 import { dashboardAttemptView, dashboardDeliveryView, keyView } from './views.js';
 import type { ServiceDeps } from '../service-deps.js';
 import { usageView } from './usage-view.js';
@@ -57,6 +57,8 @@ export interface DashboardApiDeps extends ServiceDeps {
    * libuv's pool has 4 threads: the rest stay free for gzip, file and DNS work.
    */
   loginConcurrency?: number;
+  /** Where the sign-in limits count (default: this process's memory); see `signInCounters`. */
+  signInCounters?: SignInCounters;
 }
 
 const MAX_NAME_LENGTH = 64;
@@ -115,7 +117,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   const { store, clock, keyCache } = deps;
   const sessions = new Sessions(store.sessions, store.users, clock);
   const quota = new KeyQuota(store.keys, deps.config.limits);
-  const signInLimits = new SignInLimits(deps.loginAttemptsPerMinute ?? 5);
+  const signInLimits = new SignInLimits(deps.loginAttemptsPerMinute ?? 5, deps.signInCounters);
   const passwordChecks = new ConcurrencyGate(deps.loginConcurrency ?? 2);
 
   const api = express.Router();

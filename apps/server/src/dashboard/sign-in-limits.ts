@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Redis } from 'ioredis';
 import { ApiError } from '../http/errors.js';
 
 /**
@@ -34,6 +35,29 @@ function expandV6(address: string): string[] {
   return groups.map((group) => Number.parseInt(group || '0', 16).toString(16));
 }
 
+/** Where a limit's counters live: this process's memory, the primary of a multi-process server, or Redis. */
+export type SignInCounters = (options: { keyPrefix: string; points: number; duration: number }) => RateLimiterAbstract;
+
+const memoryCounters: SignInCounters = (options) => new RateLimiterMemory(options);
+
+/**
+ * The counters every process and instance shares, as the API keys' limits are shared: through Redis when it is
+ * configured (this process's memory while it is unreachable), else in the primary of a multi-process server
+ * (`RateLimiterClusterMaster` runs there), else this process's memory. Counted per process, a server with
+ * `--processes 4` gave every address and account four times its attempts.
+ *
+ * @example
+ * new SignInLimits(5, signInCounters({ redis, clusterWorker: cluster.isWorker }));
+ */
+export function signInCounters(options: { redis?: Redis; clusterWorker: boolean }): SignInCounters {
+  const { redis } = options;
+  if (redis) {
+    return (limit) => new RateLimiterRedis({ ...limit, storeClient: redis, useRedisPackage: false, insuranceLimiter: new RateLimiterMemory(limit) });
+  }
+  if (options.clusterWorker) return (limit) => new RateLimiterCluster({ ...limit, timeoutMs: 5_000 });
+  return memoryCounters;
+}
+
 /** The failed sign-ins one account may take, from every address together, in ACCOUNT_WINDOW_SECONDS. */
 export const ACCOUNT_FAILURES = 20;
 export const ACCOUNT_WINDOW_SECONDS = 600;
@@ -52,13 +76,14 @@ export const ACCOUNT_WINDOW_SECONDS = 600;
  * await limits.succeeded(req.ip, email);
  */
 export class SignInLimits {
-  private readonly perPair: RateLimiterMemory;
-  private readonly perAddress: RateLimiterMemory;
-  private readonly perAccount = new RateLimiterMemory({ points: ACCOUNT_FAILURES, duration: ACCOUNT_WINDOW_SECONDS });
+  private readonly perPair: RateLimiterAbstract;
+  private readonly perAddress: RateLimiterAbstract;
+  private readonly perAccount: RateLimiterAbstract;
 
-  constructor(perMinute: number) {
-    this.perPair = new RateLimiterMemory({ points: perMinute, duration: 60 });
-    this.perAddress = new RateLimiterMemory({ points: perMinute * 6, duration: 60 });
+  constructor(perMinute: number, counters: SignInCounters = memoryCounters) {
+    this.perPair = counters({ keyPrefix: 'svc:signin:pair', points: perMinute, duration: 60 });
+    this.perAddress = counters({ keyPrefix: 'svc:signin:address', points: perMinute * 6, duration: 60 });
+    this.perAccount = counters({ keyPrefix: 'svc:signin:account', points: ACCOUNT_FAILURES, duration: ACCOUNT_WINDOW_SECONDS });
   }
 
   /** Counts one attempt of `email` from `ip`; throws 429 (with `retry-after`) when a limit is reached. */
@@ -76,7 +101,7 @@ export class SignInLimits {
     await Promise.all([this.perPair.delete(`${address}|${email}`), this.perAddress.reward(address, 1), this.perAccount.reward(email, 1)]);
   }
 
-  private keys(address: string, email: string): Array<[RateLimiterMemory, string]> {
+  private keys(address: string, email: string): Array<[RateLimiterAbstract, string]> {
     return [
       [this.perPair, `${address}|${email}`],
       [this.perAddress, address],
@@ -86,7 +111,7 @@ export class SignInLimits {
 }
 
 /** Takes one point; the limiter's state when there was none left, else undefined. */
-async function consumeOrLimited(limiter: RateLimiterMemory, key: string): Promise<RateLimiterRes | undefined> {
+async function consumeOrLimited(limiter: RateLimiterAbstract, key: string): Promise<RateLimiterRes | undefined> {
   try {
     await limiter.consume(key, 1);
     return undefined;
