@@ -17,6 +17,11 @@ function settingNote(range: string, allow: AllowPrivate): string {
   return `${setting}; only true, set by its operator, would allow it`;
 }
 
+/** A range's name with its article, as a sentence reads it: "an unspecified", "an IETF …", "a unique local", "a loopback". */
+function withArticle(range: string): string {
+  return `${/^(?!uni)[aeiou]/i.test(range) ? 'an' : 'a'} ${range}`;
+}
+
 /** A webhook attempt refused by the SSRF guard; its message is what the attempt log shows. */
 export class WebhookAddressRefusedError extends Error {
   readonly code = 'SVC_WEBHOOK_ADDRESS_REFUSED';
@@ -30,7 +35,7 @@ export class WebhookAddressRefusedError extends Error {
     super(
       host === address
         ? `refused to connect to ${address}: ${range} address (${note})`
-        : `refused to connect to ${host}: it resolves to ${address}, a ${range} address (${note})`,
+        : `refused to connect to ${host}: it resolves to ${address}, ${withArticle(range)} address (${note})`,
     );
     this.name = 'WebhookAddressRefusedError';
   }
@@ -203,7 +208,7 @@ export async function validateWebhookUrl(url: string, options: { allowPrivate: A
   if (literal && !isAllowedAddress(literal, options.allowPrivate)) {
     const range = blockedRange(literal) ?? 'non-public';
     throw invalid(
-      `The webhook URL points at ${literal}, a ${range} address; webhooks must reach a public address (${settingNote(range, options.allowPrivate)}).`,
+      `The webhook URL points at ${literal}, ${withArticle(range)} address; webhooks must reach a public address (${settingNote(range, options.allowPrivate)}).`,
     );
   }
   return parsed.href;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../../src/http/errors.js';
-import { blockedRange, isAllowedAddress, validateWebhookUrl } from '../../../src/webhooks/url-guard.js';
+import { blockedRange, isAllowedAddress, validateWebhookUrl, WebhookAddressRefusedError } from '../../../src/webhooks/url-guard.js';
 
 describe('blockedRange', () => {
   it.each([
@@ -105,6 +105,13 @@ describe('validateWebhookUrl', () => {
     for (const url of ['http://10.0.0.1/h', 'http://169.254.169.254/latest/meta-data', 'http://[fe80::1]/h', 'http://[::ffff:0:127.0.0.1]/h']) {
       await expect(validateWebhookUrl(url, { allowPrivate: 'loopback' }), url).rejects.toThrow(/only true, set by its operator, would allow it/);
     }
+  });
+
+  it('names the range with its article: "an unspecified address", "a loopback address"', async () => {
+    await expect(validateWebhookUrl('http://[::]/h', strict)).rejects.toThrow(/points at ::, an unspecified address;/);
+    await expect(validateWebhookUrl('http://[fd00::1]/h', strict)).rejects.toThrow(/points at fd00::1, a unique local address;/);
+    await expect(validateWebhookUrl('http://127.0.0.1/h', strict)).rejects.toThrow(/points at 127\.0\.0\.1, a loopback address;/);
+    expect(new WebhookAddressRefusedError('zero.example', '0.0.0.0', 'IETF protocol assignment').message).toMatch(/resolves to 0\.0\.0\.0, an IETF protocol assignment address/);
   });
 
   it('accepts private literals when allowPrivate is on, and names (checked at send time) always', async () => {
