@@ -49,7 +49,7 @@ export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, 
     });
   }
   if (isAboutTheRequest(status, body)) {
-    const tooLong = body.code === null && message !== null && CONTEXT_TOO_LONG.test(message);
+    const tooLong = body.code === null && message !== null && CONTEXT_TOO_LONG.test(message) && !TOKEN_LIMIT_TOO_LARGE.test(message);
     return new UpstreamError('upstream_invalid_request', message ?? `The upstream model rejected the request (HTTP ${status}).`, {
       upstreamStatus: status,
       upstreamCode: tooLong ? 'context_length_exceeded' : body.code === null ? null : redact(body.code),
@@ -75,6 +75,14 @@ export function upstreamHttpError(status: number, headers: IncomingHttpHeaders, 
  */
 const CONTEXT_TOO_LONG =
   /maximum context length is|longer than the maximum model length|exceeds the available context size|with context length of only|tokens \+ `?max_new_tokens`? must be <=/i;
+
+/**
+ * vLLM's refusal of a token limit that leaves no room after the prompt ("'max_tokens' or 'max_completion_tokens' is
+ * too large: 4096. This model's maximum context length is 4096 tokens and your request has 21 input tokens"): it
+ * names the context length, but shortening the conversation does not help; a smaller `max_tokens` does (svc's
+ * default of 4096 fills a 4096-token model by itself). Not `context_length_exceeded`, then.
+ */
+const TOKEN_LIMIT_TOO_LARGE = /max_(?:completion_)?tokens'?(?: or '?max_completion_tokens'?)? is too large/i;
 
 /** An upstream 4xx that is not about the request and that a retry cannot change (408, 409 and 429 can). */
 function configurationError(status: number): boolean {
