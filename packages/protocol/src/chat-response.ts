@@ -36,10 +36,10 @@ export const ClaimSchema = z.object({
 });
 export type Claim = z.infer<typeof ClaimSchema>;
 
-/** The `svc` object of a response (spec §2.4, design §3); `claims` is an addition beside the spec's fields. */
 /** A content part of the sources the grounding check cannot read: where it is, and its `type` (`image_url`, `file`, …). */
 export const UnreadablePartSchema = z.object({ message_index: z.number().int().nonnegative(), type: z.string() });
 
+/** The `svc` object of a response (spec §2.4, design §3); `claims` is an addition beside the spec's fields. */
 export const SvcResultSchema = z.object({
   dehallucinate_requested: z.boolean(),
   grounded: z.boolean(),

@@ -5,7 +5,6 @@ import {
   ChoiceSchema,
   ChunkChoiceSchema,
   FinishReasonSchema,
-  messageText,
   type ChatCompletionChunk,
   type FinishReason,
   type Usage,
