@@ -155,6 +155,28 @@ describe('svc-server start when its terminal closes (SIGHUP)', () => {
     }
   });
 
+  it('a second SIGHUP does not cut the graceful stop short (a closed terminal\'s shell and the kernel each send one)', async () => {
+    const { upstream, vars, key, answer } = await serverWithHeldAnswer('hup-twice');
+    const server = await startServerProcess(vars);
+    try {
+      const completion = streamedCompletion(server.url, key);
+      await untilOpenUpstream(upstream);
+      const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+      server.child.kill('SIGHUP');
+      while (!server.stderr().includes('SIGHUP received: finishing') && server.child.exitCode === null) await sleep(10);
+      server.child.kill('SIGHUP');
+      // The second hangup is handled (or the process is gone) before the answer comes.
+      while (!(await fetch(`${server.url}/healthz`).then(() => false, () => true))) await sleep(10);
+      answer();
+      expect(await completion).toEqual({ status: 200, text: 'Still here.', done: true });
+      expect(await exit).toBe(0);
+      expect(server.stderr()).not.toContain('received again');
+    } finally {
+      await server.stop('SIGKILL');
+      await upstream.close();
+    }
+  });
+
   /**
    * `svc-server start` on a terminal of its own (test/support/terminal.py), which is then closed: the process
    * gets the kernel's SIGHUP, its writes there fail (EIO), and Node restoring the terminal's modes at exit
