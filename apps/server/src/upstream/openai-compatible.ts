@@ -56,6 +56,8 @@ const ERROR_BODY_LIMIT = 64 * 1024;
  * it the lowest index so far is taken as the first, rather than holding an answer back whole.
  */
 const MAX_HELD_FRAMES = 1024;
+/** The same in bytes of the upstream's body: frames may be megabytes each (up to the parser's MAX_EVENT_CHARS). */
+const MAX_HELD_BYTES = 1024 * 1024;
 /** Bytes after `[DONE]` read to keep the connection; a server that sends more loses it. */
 const DRAIN_LIMIT = 64 * 1024;
 /** How long `close()` waits for in-flight requests before destroying the pool. */
@@ -353,6 +355,8 @@ class ChunkReader {
    * from 1 that opens choice 1 first, or a 0-based one that opens choice 1 before choice 0).
    */
   private held: ChatCompletionChunk[] = [];
+  /** Bytes of the body read while the choice numbers were not settled: what `held` was parsed from, at most. */
+  private heldBytes = 0;
   /** `[DONE]` came: the frames after it are dropped. */
   private done = false;
   /** The body ended (its end was read). */
@@ -367,6 +371,7 @@ class ChunkReader {
   /** A bad frame's or the body's error, thrown once the good frames before it went out. */
   private failure: { error: unknown } | null = null;
   private readonly onData = (part: Buffer): void => {
+    if (!this.numbers.settled) this.heldBytes += part.length;
     this.pass(this.numbered(this.batchOf(this.parse(() => this.parser.push(this.decoder.write(part))))));
     this.unrested += part.length;
     // An upstream that sends megabytes at once (tiny frames, written as fast as the socket takes them) is read
@@ -523,15 +528,16 @@ class ChunkReader {
 
   /**
    * `batch` with the client's choice numbers, or nothing while they wait for the upstream's first index (the
-   * frames are held, in order, for the next batch); at the stream's end, a failure or past MAX_HELD_FRAMES,
-   * the lowest index seen is the first.
+   * frames are held, in order, for the next batch); at the stream's end, a failure or past MAX_HELD_FRAMES or
+   * MAX_HELD_BYTES, the lowest index seen is the first.
    */
   private numbered(batch: ChatCompletionChunk[]): ChatCompletionChunk[] {
     const { numbers } = this;
     if (!numbers.settled) {
       for (const chunk of batch) for (const choice of chunk.choices) numbers.see(choice.index);
       if (!numbers.settled) {
-        const last = this.done || this.ended || this.failure !== null || this.held.length + batch.length > MAX_HELD_FRAMES;
+        const last =
+          this.done || this.ended || this.failure !== null || this.held.length + batch.length > MAX_HELD_FRAMES || this.heldBytes > MAX_HELD_BYTES;
         if (!last) {
           this.held.push(...batch);
           return [];

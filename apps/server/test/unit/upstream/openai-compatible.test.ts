@@ -295,6 +295,22 @@ describe('streamed completions', () => {
     }
   });
 
+  it('holds at most about a megabyte for the choice numbers: past it the frames go on, numbered from the lowest index', async () => {
+    // n = 2, a server numbering from 1 streaming choice 1 whole (2 MB of it) before choice 2 opens, then stalling.
+    const piece = 'x'.repeat(16 * 1024);
+    const opened = [choiceFrame(1, { role: 'assistant', content: '' }), ...Array.from({ length: 128 }, () => choiceFrame(1, { content: piece }))];
+    fake.setBehavior({ rawSse: opened, hangMidStream: true });
+    const chunks: ChatCompletionChunk[] = [];
+    const client = new AbortController();
+    const stream = await make({ timeoutMs: 120_000 }).stream(request({ n: 2 }, client.signal));
+    const ended = stream.each((batch) => void chunks.push(...batch));
+    // While the upstream still stalls: held until its timeout, they would come two minutes later.
+    await expect.poll(() => byIndex(chunks)[0]?.length ?? 0).toBe(piece.length * 128);
+    client.abort();
+    await ended.catch(() => {});
+    expect(byIndex(chunks)).toEqual({ 0: piece.repeat(128) });
+  });
+
   it('accepts a stream that ends without [DONE] once every choice finished', async () => {
     const frame = (delta: object, finish: string | null) => `data: ${JSON.stringify({ choices: [{ delta, finish_reason: finish }] })}\n\n`;
     fake.setBehavior({ rawSse: [frame({ role: 'assistant', content: 'Ok' }, null), frame({}, 'stop')] });
