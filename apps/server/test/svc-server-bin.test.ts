@@ -411,6 +411,16 @@ describe('admin commands', () => {
     db.close();
     expect(JSON.stringify(row)).not.toContain('whsec_second_one');
 
+    // From standard input: the secret is in neither shell history nor ps.
+    const fromStdin = run(['keys', 'update', key.id, '--signing-secret-stdin', '--json'], env, 'whsec_from_stdin\n');
+    expect(fromStdin.code, fromStdin.stderr).toBe(0);
+    expect(JSON.parse(fromStdin.stdout)).toMatchObject({ signing_secret: '…tdin', previous_signing_secret_last4: '_one' });
+    const both = run(['keys', 'update', key.id, '--signing-secret', 'whsec_other_one', '--signing-secret-stdin'], env, 'whsec_from_stdin\n');
+    expect(both.stderr.trim()).toBe('give the signing secret once: --signing-secret S or --signing-secret-stdin, not both');
+    const created = run(['keys', 'create', '--name', 'piped', '--signing-secret-stdin', '--json'], env, 'whsec_piped_in\n');
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ name: 'piped', signing_secret: '…d_in' });
+
     const cleared = run(['keys', 'update', key.id, '--webhook-url', '', '--json'], env);
     expect(JSON.parse(cleared.stdout).webhook_url).toBeNull();
 

@@ -19,7 +19,7 @@ import { validateWebhookUrl } from '../webhooks/url-guard.js';
 import type { FirstRunCredentials } from '../auth/first-run.js';
 import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
 import { CommandError } from './command-error.js';
-import { passwordOption } from './password-option.js';
+import { passwordOption, signingSecretOption } from './password-option.js';
 import { makeGroundingCommand } from './grounding-calibrate.js';
 import { SERVER_VERSION } from '../version.js';
 
@@ -349,10 +349,12 @@ Whoever was signed in with the old password is signed out at once, in every runn
     .option('--name <name>', 'a name to recognise the key by', 'default')
     .option('--webhook-url <url>', 'audit webhook URL')
     .option('--signing-secret <secret>', 'webhook signing secret (stored encrypted)')
+    .option('--signing-secret-stdin', 'read the signing secret from standard input (not in shell history or ps)')
     .option('--rate-limit-rpm <n>', 'requests per minute for this key', positiveInt)
     .option('--json', 'print {"id","key","user_id","name",…} as JSON')
     .action(
-      async (opts: { userId?: string; email?: string; name: string; webhookUrl?: string; signingSecret?: string; rateLimitRpm?: number; json?: boolean }) => {
+      async (opts: { userId?: string; email?: string; name: string; webhookUrl?: string; signingSecret?: string; signingSecretStdin?: boolean; rateLimitRpm?: number; json?: boolean }) => {
+        opts.signingSecret = await signingSecretOption(opts, io.readStdin);
         const cfg = config();
         await withStore(cfg, async (store) => {
           let user = opts.userId ? await store.users.byId(opts.userId) : opts.email ? await store.users.byEmail(opts.email) : undefined;
@@ -412,6 +414,7 @@ Whoever was signed in with the old password is signed out at once, in every runn
     .argument('<key>', 'the key id (key_…), its prefix as `keys list` shows it, or the key itself (sk-svc-…)')
     .option('--webhook-url <url>', "audit webhook URL; '' removes it (pending deliveries are then cancelled)")
     .option('--signing-secret <secret>', 'webhook signing secret (stored encrypted); the one it replaces keeps signing beside it for SVC_WEBHOOK_SECRET_OVERLAP')
+    .option('--signing-secret-stdin', 'read the signing secret from standard input (not in shell history or ps)')
     .option('--name <name>', 'a name to recognise the key by')
     .option('--rate-limit-rpm <n>', 'requests per minute for this key', positiveInt)
     .option('--json', 'print the key (never the key itself) as JSON')
@@ -422,7 +425,8 @@ A running server uses the change within a second (its key cache); deliveries sti
 go to the new URL. Example:
   $ svc-server keys update "$SVC_API_KEY" --webhook-url http://127.0.0.1:4000/ --signing-secret whsec_…`,
     )
-    .action(async (ref: string, opts: { webhookUrl?: string; signingSecret?: string; name?: string; rateLimitRpm?: number; json?: boolean }) => {
+    .action(async (ref: string, opts: { webhookUrl?: string; signingSecret?: string; signingSecretStdin?: boolean; name?: string; rateLimitRpm?: number; json?: boolean }) => {
+      opts.signingSecret = await signingSecretOption(opts, io.readStdin);
       const cfg = config();
       if (opts.webhookUrl === undefined && opts.signingSecret === undefined && opts.name === undefined && opts.rateLimitRpm === undefined) {
         throw new CommandError('nothing to change: give --webhook-url, --signing-secret, --name or --rate-limit-rpm');

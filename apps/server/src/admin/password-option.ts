@@ -20,3 +20,20 @@ export async function passwordOption(opts: { password?: string; passwordStdin?: 
   if (password.length < MIN_PASSWORD_LENGTH) throw new CommandError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
   return password;
 }
+
+/**
+ * The signing secret of `keys create` and `keys update`: `--signing-secret S`, or `--signing-secret-stdin`, read as
+ * `--password-stdin` is (a secret on the command line stays in shell history and shows in `ps`); undefined when
+ * neither is given.
+ *
+ * @example
+ * const secret = await signingSecretOption(opts, io.readStdin); // opts: { signingSecret?: string; signingSecretStdin?: boolean }
+ */
+export async function signingSecretOption(
+  opts: { signingSecret?: string; signingSecretStdin?: boolean },
+  readStdin: () => Promise<string>,
+): Promise<string | undefined> {
+  if (!opts.signingSecretStdin) return opts.signingSecret;
+  if (opts.signingSecret !== undefined) throw new CommandError('give the signing secret once: --signing-secret S or --signing-secret-stdin, not both');
+  return (await readStdin()).replace(/\r?\n$/, '');
+}
