@@ -32,7 +32,10 @@ export interface AuditPayload {
   grounding_checked?: boolean;
   /** The check's unsupported phrases of `response_text` (UTF-16 offsets; never overlapping), when it ran. */
   flagged_spans?: Array<{ start: number; end: number; text: string; reason: string; score: number }>;
-  /** Each claim of `response_text` with the passage of the request that best supports it, when the check ran. */
+  /**
+   * Each claim of `response_text` with the passage of the request that best supports it, when the check ran (or
+   * read the text beside `unreadable_parts`).
+   */
   claims?: Array<{
     start: number;
     end: number;
@@ -46,6 +49,11 @@ export interface AuditPayload {
    * Present only when there is one.
    */
   refusal?: string;
+  /**
+   * Parts of the request the grounding check cannot read (an image, a file, audio), by message: the answer may
+   * say what the model saw there, so there is no verdict (`grounding_checked` false). Present only when there are some.
+   */
+  unreadable_parts?: Array<{ message_index: number; type: string }>;
 }
 
 type FieldCheck = (value: unknown) => boolean;

@@ -39,6 +39,7 @@ describe('public types', () => {
     expectTypeOf<node.AuditPayload['event']>().toEqualTypeOf<'llm.request.completed'>();
     expectTypeOf<node.AuditPayload['test']>().toEqualTypeOf<boolean | undefined>();
     expectTypeOf<node.AuditPayload['refusal']>().toEqualTypeOf<string | undefined>();
+    expectTypeOf<node.AuditPayload['unreadable_parts']>().toEqualTypeOf<Array<{ message_index: number; type: string }> | undefined>();
     expectTypeOf<node.WebhookVerificationError['code']>().toEqualTypeOf<
       'missing_signature' | 'malformed_signature' | 'signature_mismatch' | 'invalid_payload' | 'timestamp_out_of_range' | 'payload_too_large'
     >();
