@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import { ApiError } from '../http/errors.js';
+import { ipv6Groups } from '../ip-address.js';
 
 /**
  * The address a sign-in is counted against: an IPv4 address as it is (an IPv4-mapped IPv6 one as its IPv4
@@ -17,22 +18,7 @@ export function clientBucket(ip: string): string {
   if (isIP(address) !== 6) return address;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   if (mapped?.[1]) return mapped[1];
-  return `${expandV6(address).slice(0, 4).join(':')}::/64`;
-}
-
-/** The eight 16-bit groups of a valid IPv6 address, as lower-case hex without leading zeros. */
-function expandV6(address: string): string[] {
-  let text = address.toLowerCase();
-  const v4Tail = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (v4Tail) {
-    const [a, b, c, d] = v4Tail.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, v4Tail.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const headParts = head ? head.split(':') : [];
-  const tailParts = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? headParts : [...headParts, ...Array<string>(8 - headParts.length - tailParts.length).fill('0'), ...tailParts];
-  return groups.map((group) => Number.parseInt(group || '0', 16).toString(16));
+  return `${ipv6Groups(address).slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
 }
 
 /** Where a limit's counters live: this process's memory, the primary of a multi-process server, or Redis. */

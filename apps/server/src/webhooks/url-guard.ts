@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { AllowPrivate } from '../config.js';
 import { ApiError } from '../http/errors.js';
+import { ipv6Groups } from '../ip-address.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
@@ -90,20 +91,9 @@ function v4ToBigInt(address: string): bigint {
   return address.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
 }
 
-/** Expands any textual IPv6 (including an embedded dotted IPv4 tail) to its 128-bit value. */
+/** Any textual IPv6 (including an embedded dotted IPv4 tail) as its 128-bit value. */
 function v6ToBigInt(address: string): bigint {
-  let text = address.toLowerCase().replace(/%.*$/, '');
-  const v4Tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4Tail?.[1]) {
-    const v4 = v4ToBigInt(v4Tail[1]);
-    text = `${text.slice(0, -v4Tail[1].length)}${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const headParts = head ? head.split(':') : [];
-  const tailParts = tail ? tail.split(':') : [];
-  const missing = 8 - headParts.length - tailParts.length;
-  const groups = tail === undefined ? headParts : [...headParts, ...Array<string>(missing).fill('0'), ...tailParts];
-  return groups.reduce((acc, group) => (acc << 16n) | BigInt(Number.parseInt(group || '0', 16)), 0n);
+  return ipv6Groups(address).reduce((acc, group) => (acc << 16n) | BigInt(group), 0n);
 }
 
 const v4Ranges: Range[] = V4_RANGES.map(([a, bits, name]) => [v4ToBigInt(a), bits, name]);
