@@ -1,8 +1,9 @@
 import { isIP } from 'node:net';
-import { RateLimiterCluster, RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterCluster, RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Redis } from 'ioredis';
 import { ApiError } from '../http/errors.js';
 import { ipv6Groups } from '../ip-address.js';
+import { redisLimiter } from '../rate-limit/rate-limiter.js';
 
 /**
  * The address a sign-in is counted against: an IPv4 address as it is (an IPv4-mapped IPv6 one as its IPv4
@@ -38,7 +39,7 @@ const memoryCounters: SignInCounters = (options) => new RateLimiterMemory(option
 export function signInCounters(options: { redis?: Redis; clusterWorker: boolean }): SignInCounters {
   const { redis } = options;
   if (redis) {
-    return (limit) => new RateLimiterRedis({ ...limit, storeClient: redis, useRedisPackage: false, insuranceLimiter: new RateLimiterMemory(limit) });
+    return (limit) => redisLimiter(limit, redis);
   }
   if (options.clusterWorker) return (limit) => new RateLimiterCluster({ ...limit, timeoutMs: 5_000 });
   return memoryCounters;

@@ -19,6 +19,17 @@ export interface RateLimiterOptions {
 }
 
 /**
+ * A limiter counted in Redis, shared by every instance, with an in-memory insurance limiter that takes over
+ * while Redis is unreachable: a Redis outage fails open to per-instance counts instead of refusing traffic.
+ *
+ * @example
+ * const perAccount = redisLimiter({ keyPrefix: 'svc:signin:account', points: 20, duration: 600 }, redis);
+ */
+export function redisLimiter(limit: { keyPrefix: string; points: number; duration: number }, redis: Redis): RateLimiterAbstract {
+  return new RateLimiterRedis({ ...limit, storeClient: redis, useRedisPackage: false, insuranceLimiter: new RateLimiterMemory(limit) });
+}
+
+/**
  * Per-key requests-per-minute limits. In memory for one instance; through Redis (shared by every instance)
  * when a client is given, with an in-memory insurance limiter that takes over while Redis is unreachable —
  * so a Redis outage fails open to per-instance limits instead of refusing traffic. (The workers of a
@@ -34,14 +45,7 @@ export function createRateLimiter(options: RateLimiterOptions = {}): RateLimiter
     let limiter = limiters.get(points);
     if (!limiter) {
       const base = { points, duration: 60, keyPrefix: `${options.keyPrefix ?? 'svc:rl'}:${points}` };
-      limiter = options.redis
-        ? new RateLimiterRedis({
-            ...base,
-            storeClient: options.redis,
-            useRedisPackage: false,
-            insuranceLimiter: new RateLimiterMemory(base),
-          })
-        : new RateLimiterMemory(base);
+      limiter = options.redis ? redisLimiter(base, options.redis) : new RateLimiterMemory(base);
       limiters.set(points, limiter);
     }
     return limiter;
