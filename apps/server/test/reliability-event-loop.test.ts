@@ -62,7 +62,7 @@ interface Heavy {
   status: number;
   /**
    * Another clear answer, for a case decided by a time budget: the offline model gives up on a pattern whose
-   * test takes more than 10 ms (a 400 saying so), which on a loaded host it may reach.
+   * test takes more than 30 ms (a 400 saying so), which on a loaded host it may reach.
    */
   orBudgetRefusal?: true;
   /** Where it is sent: chat completions unless given. */

@@ -234,10 +234,11 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
 
   if (calledTools.length > 0) {
     const hints = sampleHints(question || lastUserText);
-    const toolCalls = calledTools.map((tool, i) => ({
-      name: tool.name,
-      arguments: JSON.stringify(fillParameters(body.tools, tool, { ...hints, nameOffset: i }) ?? {}),
-    }));
+    const toolCalls: Array<{ name: string; arguments: string }> = [];
+    for (const [i, tool] of calledTools.entries()) {
+      const filled = await oneFillPerIteration(() => fillParameters(body.tools, tool, { ...hints, nameOffset: i }));
+      toolCalls.push({ name: tool.name, arguments: JSON.stringify(filled ?? {}) });
+    }
     const reasoning = thinking
       ? `${toolWhy} ${toolCalls.map((c) => `${c.name} gets ${c.arguments}, built from its JSON Schema with values taken from the question where a field's name asks for them.`).join(' ')}`
       : null;
@@ -271,7 +272,7 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
   }
   const format = structuredFormat(body.response_format);
   if (format) {
-    const json = structuredContent(format, content, sampleHints(question || lastUserText));
+    const json = await oneFillPerIteration(() => structuredContent(format, content, sampleHints(question || lastUserText)));
     reasoning += ` The request asks for ${format.kind === 'json_schema' ? 'JSON matching its schema' : 'a JSON object'}, so I answer with ${format.kind === 'json_schema' ? 'a value built from that schema, filled from the question where a field asks for it' : 'the answer under "answer"'}.`;
     return { content: json, reasoning: thinking ? reasoning : null, toolCalls: [] };
   }
@@ -279,6 +280,25 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
 }
 
 type StructuredFormat = { kind: 'json_object' } | { kind: 'json_schema'; schema: JsonSchema };
+
+/** Settled when the schema fill queued last has run. */
+let fillsQueued: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `fill` in an event-loop iteration of its own, after every fill queued before it. One schema fill is a
+ * synchronous step of up to ~40 ms (its pattern tests' budget, a 20,000-value enum's lookup table); requests
+ * that arrive together would otherwise take theirs back to back in one phase of the loop, and every other
+ * request would wait their sum. A setImmediate queued while the loop runs immediates waits for the next
+ * iteration, so other requests' socket reads come between two fills.
+ */
+async function oneFillPerIteration<T>(fill: () => T): Promise<T> {
+  const mine = fillsQueued.then(async () => {
+    await yieldToEventLoop();
+    return fill();
+  });
+  fillsQueued = mine.catch(() => undefined);
+  return mine;
+}
 
 /** `response_format` asking for JSON, or null (absent, `text`, or a shape the offline model does not know). */
 function structuredFormat(value: unknown): StructuredFormat | null {
