@@ -3,7 +3,7 @@ import OpenAI from 'openai';
 import { ChatOpenAI } from '@langchain/openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, streamText } from 'ai';
-import { type FakeUpstream } from './support/fake-upstream.js';
+import { chunkFrame, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import type { Receiver } from './support/webhooks.js';
 import { startAuditedServer, type AuditedServer } from './support/audited-server.js';
@@ -247,5 +247,98 @@ describe('developer messages', () => {
     } finally {
       await local.close();
     }
+  });
+});
+
+describe('DeepSeek-R1 distills whose chat template opened <think> in the prompt (vLLM without a reasoning parser, llama.cpp --reasoning-format none)', () => {
+  // The template ends the prompt with `<｜Assistant｜><think>\n`: the model writes its reasoning, `</think>`, then
+  // the answer, with no opening tag. The reasoning muses about a number no source has.
+  const REASONING = 'The user asks where. Maybe it was finished in 1925? No, the document says Paris.\n';
+  const ANSWER = 'The Eiffel Tower is in Paris.';
+  const messages = [
+    { role: 'system' as const, content: DOC },
+    { role: 'user' as const, content: 'Where is the Eiffel Tower?' },
+  ];
+  let r1: AuditedServer;
+
+  beforeAll(async () => {
+    r1 = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B' });
+  });
+  afterAll(() => r1?.close());
+
+  async function streamedText(params: Record<string, unknown>) {
+    const stream = await r1.client.chat.completions.create({ model: 'svc01', messages, stream: true, ...params } as OpenAI.ChatCompletionCreateParamsStreaming);
+    let content = '';
+    let reasoning = '';
+    let id = '';
+    let svc: unknown;
+    for await (const chunk of stream) {
+      id = chunk.id;
+      const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
+      content += delta?.content ?? '';
+      reasoning += delta?.reasoning_content ?? '';
+      svc ??= (chunk as unknown as { svc?: unknown }).svc;
+    }
+    return { content, reasoning, id, svc };
+  }
+
+  async function deliveredTo(id: string): Promise<Record<string, unknown>> {
+    const all = await r1.receiver.waitFor((ds) => ds.some((d) => JSON.parse(d.raw.toString()).request_id === id));
+    return JSON.parse(all.find((d) => JSON.parse(d.raw.toString()).request_id === id)!.raw.toString()) as Record<string, unknown>;
+  }
+
+  it('the text before </think> is reasoning_content, the rest the answer, checked and audited alone, streamed or not', async () => {
+    r1.upstream.setBehavior({ answer: `${REASONING}</think>\n\n${ANSWER}`, contentPieceChars: 3 });
+    const res = await r1.client.chat.completions.create({ model: 'svc01', messages });
+    const message = res.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+    expect(message.content).toBe(ANSWER);
+    expect(message.reasoning_content).toBe(REASONING);
+    expect((res as unknown as { svc: unknown }).svc).toMatchObject({ checked: true, grounded: true, flagged_spans: [] });
+    expect(await deliveredTo(res.id)).toMatchObject({ response_text: ANSWER, grounded: true });
+
+    const streamed = await streamedText({});
+    expect(streamed).toMatchObject({ content: ANSWER, reasoning: REASONING });
+    expect(streamed.svc).toMatchObject({ checked: true, grounded: true, flagged_spans: [] });
+    expect(await deliveredTo(streamed.id)).toMatchObject({ response_text: ANSWER, grounded: true, streaming: true });
+  });
+
+  it('reaches the AI SDK and LangChain as the answer alone, plain and streamed', async () => {
+    r1.upstream.setBehavior({ answer: `${REASONING}</think>\n\n${ANSWER}`, contentPieceChars: 4 });
+    const openai = createOpenAI({ apiKey: r1.token, baseURL: r1.baseURL });
+    const asked = { system: DOC, prompt: 'Where is the Eiffel Tower?' };
+    expect((await generateText({ model: openai.chat('svc01'), ...asked })).text).toBe(ANSWER);
+    let streamed = '';
+    for await (const part of streamText({ model: openai.chat('svc01'), ...asked }).textStream) streamed += part;
+    expect(streamed).toBe(ANSWER);
+
+    const model = new ChatOpenAI({ model: 'svc01', apiKey: r1.token, configuration: { baseURL: r1.baseURL }, maxRetries: 0 });
+    expect((await model.invoke(messages)).content).toBe(ANSWER);
+    let chunks = '';
+    for await (const chunk of await model.stream(messages)) chunks += typeof chunk.content === 'string' ? chunk.content : '';
+    expect(chunks).toBe(ANSWER);
+  });
+
+  it('cut by max_tokens while thinking: all reasoning and no answer, streamed or not; an answer with no block at all stays the answer', async () => {
+    r1.upstream.setBehavior({ answer: REASONING, finishReason: 'length', contentPieceChars: 3 });
+    const res = await r1.client.chat.completions.create({ model: 'svc01', messages, max_tokens: 20 });
+    expect(res.choices[0]).toMatchObject({ finish_reason: 'length', message: { content: '', reasoning_content: REASONING } });
+    expect(await streamedText({ max_tokens: 20 })).toMatchObject({ content: '', reasoning: REASONING });
+
+    r1.upstream.setBehavior({ answer: ANSWER, contentPieceChars: 3 });
+    expect((await r1.client.chat.completions.create({ model: 'svc01', messages })).choices[0]!.message.content).toBe(ANSWER);
+    expect(await streamedText({})).toMatchObject({ content: ANSWER, reasoning: '' });
+  });
+
+  it('served with a reasoning parser (vLLM --reasoning-parser deepseek_r1, Ollama): the content is the answer, even one cut by max_tokens', async () => {
+    const head = { id: 'up', object: 'chat.completion', created: 1, model: 'deepseek-ai/DeepSeek-R1-Distill-Qwen-7B' };
+    r1.upstream.setBehavior({ rawJson: { ...head, choices: [{ index: 0, message: { role: 'assistant', content: 'The Eiffel Tower is', reasoning: REASONING }, finish_reason: 'length' }] } });
+    const res = await r1.client.chat.completions.create({ model: 'svc01', messages, max_tokens: 20 });
+    expect(res.choices[0]!.message).toMatchObject({ content: 'The Eiffel Tower is', reasoning_content: REASONING });
+
+    const frame = (delta: object, finish: string | null = null) => chunkFrame([{ index: 0, delta, logprobs: null, finish_reason: finish }]);
+    r1.upstream.setBehavior({
+      rawSse: [frame({ role: 'assistant', content: '' }), frame({ content: '', reasoning: REASONING }), frame({ content: 'The Eiffel ' }), frame({ content: 'Tower is' }, 'length'), 'data: [DONE]\n\n'],
+    });
+    expect(await streamedText({ max_tokens: 20 })).toMatchObject({ content: 'The Eiffel Tower is', reasoning: REASONING });
   });
 });

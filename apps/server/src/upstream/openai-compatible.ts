@@ -13,7 +13,7 @@ import { request } from '../http/undici-dispatchers.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { SseLimitError, SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
-import { splitThink, ThinkTags } from './think-tags.js';
+import { opensThinkInPrompt, splitThink, ThinkTags } from './think-tags.js';
 import { TokenLimits } from './token-limit.js';
 import { developerAsSystem } from './developer-role.js';
 import { contentParts } from './content-parts.js';
@@ -178,7 +178,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
       const { response, exchange } = await sendAdapted(rest, false, signal);
       try {
         const text = await readText(response.body, MAX_COMPLETION_BYTES, 'fail');
-        return parseCompletion(text, redact);
+        return parseCompletion(text, redact, opensThinkInPrompt(rest.model));
       } catch (error) {
         throw exchange.fail(error);
       } finally {
@@ -341,7 +341,7 @@ class ChunkReader {
   private readonly calling = new ToolCallingChoices();
   private readonly textFrames = new TextFrames();
   private readonly toolCalls = new ToolCallIndexes();
-  private readonly thinkTags = new ThinkTags();
+  private readonly thinkTags: ThinkTags;
   private readonly fallback: { id: string; created: number; model: string };
   /**
    * The client's number of each upstream choice index (choice-indexes.ts). Some servers number from 1; the
@@ -414,6 +414,7 @@ class ChunkReader {
   ) {
     this.fallback = { id: `chatcmpl-upstream-${Date.now().toString(36)}`, created: Math.floor(Date.now() / 1000), model: request.model };
     this.numbers = new ChoiceNumbers(requestedChoices(request));
+    this.thinkTags = new ThinkTags(opensThinkInPrompt(request.model));
   }
 
   start(): void {
@@ -634,7 +635,8 @@ function requestedChoices(body: UpstreamBody): number {
   return typeof body.n === 'number' ? body.n : 1;
 }
 
-function parseCompletion(text: string, redact: (text: string) => string): UpstreamCompletion {
+/** `opened`: the model's template opens `<think>` in the prompt (`opensThinkInPrompt`). */
+function parseCompletion(text: string, redact: (text: string) => string, opened: boolean): UpstreamCompletion {
   if (nestsDeeperThan(text)) throw invalid(`the body nests more than ${MAX_JSON_DEPTH} levels deep`);
   const json = tryJson(text);
   if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream answered with a body that is not JSON.', { upstreamStatus: 200 });
@@ -663,9 +665,12 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
         return typeof call.id === 'string' && call.id !== '' ? out : { ...out, id: newToolCallId() };
       });
     }
+    // The server's own reasoning (its parser separated it): the content is the answer, whatever the template opened.
+    const ownReasoning = isText(message.reasoning_content) || isText(message.reasoning);
     normalizeReasoning(message);
-    // A leading <think> block in the text (Ollama, vLLM without a reasoning parser) is reasoning, not the answer.
-    const think = typeof message.content === 'string' ? splitThink(message.content) : null;
+    // A leading <think> block in the text (Ollama, vLLM without a reasoning parser) is reasoning, not the answer;
+    // so is the text before `</think>` of a model whose template opened the block in the prompt.
+    const think = typeof message.content === 'string' ? splitThink(message.content, opened && !ownReasoning, normalizeFinishReason(raw.finish_reason)) : null;
     if (think) {
       message.content = think.content;
       message.reasoning_content = typeof message.reasoning_content === 'string' ? message.reasoning_content + think.reasoning : think.reasoning;
@@ -706,6 +711,10 @@ function parseCompletion(text: string, redact: (text: string) => string): Upstre
   if (typeof json.service_tier === 'string' || json.service_tier === null) completion.service_tier = json.service_tier;
   if (typeof json.system_fingerprint === 'string' || json.system_fingerprint === null) completion.system_fingerprint = json.system_fingerprint;
   return completion;
+}
+
+function isText(value: unknown): boolean {
+  return typeof value === 'string' && value !== '';
 }
 
 /** A choice's `index` as the schema accepts it. */
