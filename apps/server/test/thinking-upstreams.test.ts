@@ -187,6 +187,23 @@ describe('OpenAI reasoning models behind svc.thinking (SVC_UPSTREAM_THINKING_MOD
   });
 });
 
+describe('a reasoning_effort value the thinking model does not take', () => {
+  const messages = [{ role: 'user' as const, content: 'How tall is the Eiffel Tower?' }];
+  const thinking = { svc: { thinking: true } } as Record<string, unknown>;
+
+  it("comes back as o4-mini's 400, and the efforts asked for afterwards still reach it", async () => {
+    upstream.setBehavior({ answer: 'It is 330 metres tall.' });
+    const minimal = await client.chat.completions.create({ model: 'svc01', messages, reasoning_effort: 'minimal', ...thinking }).catch((err: unknown) => err);
+    expect(minimal).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(minimal).toMatchObject({ status: 400, code: 'unsupported_value', param: 'reasoning_effort' });
+    expect((minimal as Error).message).toContain("does not support 'minimal'");
+
+    const high = await client.chat.completions.create({ model: 'svc01', messages, reasoning_effort: 'high', ...thinking });
+    expect(high.choices[0]!.message.content).toBe('It is 330 metres tall.');
+    expect(upstream.requests.at(-1)!.body).toMatchObject({ model: 'o4-mini', reasoning_effort: 'high' });
+  });
+});
+
 describe('usage svc counts itself (an upstream that reports none)', () => {
   const REASONING = 'The document gives the height directly, so the answer is short and needs no arithmetic at all.';
   const ANSWER = 'It is 330 metres tall.';

@@ -604,6 +604,18 @@ function parameterRefusal(body: Record<string, unknown>, behavior: FakeUpstreamB
   if (NON_REASONING_OPENAI_MODELS.some((name) => model === name || model.startsWith(`${name}-`)) && body.reasoning_effort !== undefined) {
     return { message: "Unsupported parameter: 'reasoning_effort' is not supported with this model.", code: 'unsupported_parameter', param: 'reasoning_effort' };
   }
+  if (reasoning && body.reasoning_effort !== undefined) {
+    // Each family takes its own efforts: gpt-5.1 `none` but not `minimal`, gpt-5 `minimal` but not `none`, o-series neither.
+    const efforts = model.startsWith('gpt-5.1') ? ['none', 'low', 'medium', 'high'] : model.startsWith('gpt-5') ? ['minimal', 'low', 'medium', 'high'] : ['low', 'medium', 'high'];
+    if (!efforts.includes(String(body.reasoning_effort))) {
+      const listed = `${efforts.slice(0, -1).map((e) => `'${e}'`).join(', ')}, and '${efforts.at(-1)!}'`;
+      return {
+        message: `Unsupported value: 'reasoning_effort' does not support '${String(body.reasoning_effort)}' with this model. Supported values are: ${listed}.`,
+        code: 'unsupported_value',
+        param: 'reasoning_effort',
+      };
+    }
+  }
   if ((reasoning || behavior.fixedTemperature) && body.temperature !== undefined && body.temperature !== 1) {
     return {
       message: `Unsupported value: 'temperature' does not support ${String(body.temperature)} with this model. Only the default (1) value is supported.`,
