@@ -45,11 +45,12 @@ export function splitThink(content: string, opened = false, finish: string | nul
 }
 
 /**
- * Characters of an opened block's text held back while it may still be an answer (`ThinkTags`, opened mode): a
- * non-streamed answer is at most MAX_COMPLETION_BYTES, so past this a stream is surely thinking, and its text goes
- * on as reasoning rather than being held without bound.
+ * Characters of an opened block's text held back while it may still be an answer (`ThinkTags`, opened mode). A
+ * model's whole context is a few hundred thousand tokens' worth of text, so past a million characters without
+ * `</think>` a stream is surely thinking, and its text goes on as reasoning: the hold costs each open stream at
+ * most ~2 MB, not the 32 MiB a non-streamed answer may have.
  */
-const MAX_HELD_CHARS = 32 * 1024 * 1024;
+const MAX_HELD_CHARS = 1024 * 1024;
 
 /**
  * Where one choice's stream is: before its first text, inside the block, inside a block the prompt opened (not yet

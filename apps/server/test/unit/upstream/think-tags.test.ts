@@ -140,6 +140,25 @@ describe('a block the chat template opened in the prompt', () => {
     expect(streamed([[{ index: 0, content: 'Hm.</think>Paris.' }], [{ index: 0, finish: 'stop' }]]).get(0)).toEqual({ reasoning: '', content: 'Hm.</think>Paris.' });
   });
 
+  it('holds at most a million characters of an unclosed block: past that it streams on as reasoning', () => {
+    const tags = new ThinkTags(true);
+    const frame = 'Let me think about it some more. '.repeat(1000);
+    let reasoning = 0;
+    let content = 0;
+    let sentBeforeTheEnd = false;
+    for (let i = 0; i * frame.length < 1_200_000; i++) {
+      const chunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: frame }, logprobs: null, finish_reason: null }] } as unknown as ChatCompletionChunk;
+      tags.apply(chunk);
+      const delta = chunk.choices[0]!.delta as { content?: string; reasoning_content?: string };
+      reasoning += delta.reasoning_content?.length ?? 0;
+      content += delta.content?.length ?? 0;
+      if (reasoning > 0 && (i + 1) * frame.length < 1_200_000) sentBeforeTheEnd = true;
+    }
+    expect(sentBeforeTheEnd).toBe(true);
+    expect(reasoning).toBeGreaterThan(1024 * 1024);
+    expect(content).toBe(0);
+  });
+
   it('ends a stream without a finish (flush) as a stop: the text it held is the answer', () => {
     const tags = new ThinkTags(true);
     const chunk = { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Paris.' }, logprobs: null, finish_reason: null }] } as unknown as ChatCompletionChunk;
