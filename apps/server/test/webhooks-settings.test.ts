@@ -62,6 +62,8 @@ describe('changing the webhook URL', () => {
   it('cleared: pending deliveries are cancelled with the reason, and Redeliver is a 400', async () => {
     const failing = await receiver({ status: 500 });
     const { token, key, client, delivery } = await pendingDelivery(failing);
+    // Its first retry is due 3 s after the first attempt: on a loaded host the sign-in may take that long.
+    const attemptsBefore = failing.received.length;
     const saved = await client.request('PATCH', `/keys/${key.id}`, { webhook_url: null });
     expect(saved.status).toBe(200);
     const after = await api(token, 'GET', `/webhooks/deliveries/${delivery.id}`);
@@ -73,7 +75,7 @@ describe('changing the webhook URL', () => {
     expect(again.body.error).toMatchObject({ code: 'invalid_request', message: expect.stringMatching(/no webhook URL/) });
     const viaDashboard = await client.request('POST', `/keys/${key.id}/deliveries/${delivery.id}/redeliver`);
     expect(viaDashboard.status).toBe(400);
-    expect(failing.received).toHaveLength(1);
+    expect(failing.received).toHaveLength(attemptsBefore);
   });
 
   it('changed: the pending delivery’s retry goes to the new URL', async () => {

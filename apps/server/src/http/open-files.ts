@@ -42,8 +42,7 @@ export function streamsThatFit(limit: number, options: { http2: boolean; webhook
  * once per server: by the process itself, or by a multi-process server's primary for all its workers, which
  * inherit its limit and each hold SVC_MAX_IN_FLIGHT streams.
  */
-export function warnIfFilesShort(config: Config, logger: Logger): void {
-  const limit = openFilesLimit();
+export function warnIfFilesShort(config: Config, logger: Pick<Logger, 'warn'>, limit = openFilesLimit()): void {
   if (limit === undefined) return;
   const http2 = mayMultiplex(config.upstream.baseUrl ?? '', config.upstream.http2);
   const fit = streamsThatFit(limit, { http2, webhookConcurrency: config.webhooks.concurrency });

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseDurationList, parseProcesses } from '../../src/config.js';
+import { ConfigError, loadConfig, parseDurationList, parseProcesses, riskySettings } from '../../src/config.js';
 
 describe('loadConfig', () => {
   it('applies design §2 defaults', () => {
@@ -140,5 +140,21 @@ describe('SVC_MAX_BODY_BYTES_IN_FLIGHT', () => {
     for (const bad of ['1MiB', 'lots', '-5', '2TB']) {
       expect(() => loadConfig({ SVC_MAX_BODY_BYTES_IN_FLIGHT: bad })).toThrow(/SVC_MAX_BODY_BYTES_IN_FLIGHT/);
     }
+  });
+});
+
+describe('riskySettings', () => {
+  const risky = (env: Record<string, string>) => riskySettings(loadConfig(env), env);
+
+  it('warns when a loopback bind behind a proxy lets webhooks reach loopback by default, saying what to set', () => {
+    expect(risky({ SVC_TRUST_PROXY: 'loopback' })).toEqual([expect.stringMatching(/^SVC_TRUST_PROXY is set and SVC_HOST is loopback: webhooks may reach .*set SVC_WEBHOOK_ALLOW_PRIVATE=false$/)]);
+  });
+
+  it('says nothing once SVC_WEBHOOK_ALLOW_PRIVATE is set (to anything), without a proxy, or off loopback', () => {
+    expect(risky({ SVC_TRUST_PROXY: 'loopback', SVC_WEBHOOK_ALLOW_PRIVATE: 'false' })).toEqual([]);
+    expect(risky({ SVC_TRUST_PROXY: 'loopback', SVC_WEBHOOK_ALLOW_PRIVATE: 'loopback' })).toEqual([]);
+    expect(risky({ SVC_TRUST_PROXY: 'false' })).toEqual([]);
+    expect(risky({})).toEqual([]);
+    expect(risky({ SVC_TRUST_PROXY: 'loopback', SVC_HOST: '0.0.0.0' })).toEqual([]);
   });
 });

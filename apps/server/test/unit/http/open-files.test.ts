@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { openFilesLimit, streamsThatFit } from '../../../src/http/open-files.js';
+import { loadConfig } from '../../../src/config.js';
+import { openFilesLimit, streamsThatFit, warnIfFilesShort } from '../../../src/http/open-files.js';
 
 const LIMITS = (soft: string, hard: string) =>
   [
@@ -22,5 +23,17 @@ describe('open files', () => {
     expect(streamsThatFit(1024, { http2: true, webhookConcurrency: 256 })).toBe(697);
     expect(streamsThatFit(20_000, { http2: false, webhookConcurrency: 256 })).toBe(9840);
     expect(streamsThatFit(100, { http2: false, webhookConcurrency: 256 })).toBe(0);
+  });
+
+  it('warns when the limit holds fewer streams than SVC_MAX_IN_FLIGHT, for each process of several, and not when it holds them', () => {
+    const warned = (env: Record<string, string>, limit: number | undefined) => {
+      const lines: string[] = [];
+      warnIfFilesShort(loadConfig(env), { warn: (_fields: object, message: string) => lines.push(message) } as never, limit);
+      return lines;
+    };
+    expect(warned({}, 1024)).toEqual([expect.stringMatching(/^this process may open 1024 files, enough for about 352 open streams, fewer than SVC_MAX_IN_FLIGHT=4096: /)]);
+    expect(warned({ SVC_PROCESSES: '2' }, 1024)).toEqual([expect.stringMatching(/^each of the 2 server processes may open 1024 files/)]);
+    expect(warned({ SVC_MAX_IN_FLIGHT: '300' }, 1024)).toEqual([]);
+    expect(warned({}, undefined)).toEqual([]);
   });
 });
