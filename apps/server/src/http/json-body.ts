@@ -133,7 +133,15 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
   // The connection's own failures arrive as ApiErrors; any other error of the decoder is the body's content.
   req.on('error', () => inflate.destroy(bodyErrors.incomplete()));
   req.on('aborted', () => inflate.destroy(bodyErrors.incomplete()));
-  return collect(req.pipe(inflate), limit, hold, bodyErrors.notInflated);
+  // Once the body is refused nothing more is inflated: a few KB of brotli can inflate to terabytes, and the
+  // answer going out would not stop the decoder from working through all of it. Only the compressed bytes
+  // still arriving are read (and dropped), as for any refused body.
+  const stop = () => {
+    req.unpipe(inflate);
+    inflate.destroy();
+    req.resume();
+  };
+  return collect(req.pipe(inflate), limit, hold, bodyErrors.notInflated, stop);
 }
 
 /** Answers now; the unread body is discarded (node keeps the connection usable). */
@@ -147,6 +155,7 @@ function collect(
   limit: number,
   hold: Hold,
   unreadable: () => ApiError = bodyErrors.incomplete,
+  stop: () => void = () => stream.resume(),
 ): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
@@ -159,7 +168,7 @@ function collect(
       hold.release();
       stream.removeListener('data', onData);
       // Keep reading (and dropping) what is left so the answer can go out on a usable connection.
-      stream.resume();
+      stop();
       reject(error);
     };
     const onData = (chunk: Buffer) => {
