@@ -86,6 +86,25 @@ describe('request body', () => {
     expect(good.status).toBe(200);
   });
 
+  it("reads a charset label of UTF-8 however spelled (utf8, \"UTF-8\"), and refuses UTF-16 and UTF-32 naming the label, whatever the bytes", async () => {
+    const json = JSON.stringify(valid);
+    for (const label of ['utf8', '"UTF-8"', 'Utf-8']) {
+      const res = await send('/v1/chat/completions', json, { 'content-type': `application/json; charset=${label}` });
+      expect(res.status, label).toBe(200);
+    }
+    const utf16 = Buffer.from(json, 'utf16le');
+    for (const [label, body] of [['utf-16', utf16], ['utf-16le', utf16], ['utf-16', Buffer.from(json)], ['utf-32', Buffer.from(json)]] as const) {
+      const res = await send('/v1/chat/completions', body, { 'content-type': `application/json; charset=${label}` });
+      expect(res.status, label).toBe(400);
+      expect(JSON.parse(res.text).error).toEqual({
+        code: 'invalid_request',
+        type: 'invalid_request_error',
+        param: null,
+        message: `The request body must be UTF-8 encoded JSON; its Content-Type says charset=${label}.`,
+      });
+    }
+  });
+
   it('413 for an inflated body over 10 MiB, even when it was sent small', async () => {
     const big = JSON.stringify({ ...valid, messages: [{ role: 'user', content: 'a'.repeat(10 * 1024 * 1024 + 1) }] });
     const compressed = gzipSync(Buffer.from(big));

@@ -18,7 +18,14 @@ export const bodyErrors = {
       limitBytes === undefined ? 'The request body is too large.' : `The request body is larger than the ${sizeText(limitBytes)} limit.`,
     ),
   incomplete: () => new ApiError('invalid_request', 'The request body could not be read completely.'),
-  notUtf8: () => new ApiError('invalid_request', 'The request body must be UTF-8 encoded JSON.'),
+  /** The bytes are not UTF-8, or (`charset`) the Content-Type says they are in another encoding. */
+  notUtf8: (charset?: string) =>
+    new ApiError(
+      'invalid_request',
+      charset === undefined
+        ? 'The request body must be UTF-8 encoded JSON.'
+        : `The request body must be UTF-8 encoded JSON; its Content-Type says charset=${charset.slice(0, 40)}.`,
+    ),
   /** A Content-Encoding other than identity, gzip, x-gzip, deflate and br. */
   unsupportedEncoding: (encoding: string) => new ApiError('invalid_request', `Unsupported content encoding "${encoding}".`),
   /** The body is not what its Content-Encoding says (plain JSON sent as gzip, a truncated stream). */

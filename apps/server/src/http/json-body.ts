@@ -118,7 +118,9 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
     return Promise.resolve(undefined);
   }
   const charset = charsetOf(headers['content-type']);
-  if (charset !== undefined && !charset.startsWith('utf-')) return refuse(req, bodyErrors.notUtf8());
+  // Only UTF-8 is read (RFC 8259 §8.1). A body labelled UTF-16 or UTF-32 is not read as UTF-8 either: its ASCII-only
+  // text would fail as unparsable JSON, and one labelled so by mistake is better told than guessed at.
+  if (charset !== undefined && !UTF8_LABELS.has(charset)) return refuse(req, bodyErrors.notUtf8(charset));
   const encoding = (headers['content-encoding'] ?? 'identity').toLowerCase();
   const hold = new Hold(budget, owner);
   if (encoding === 'identity') {
@@ -245,6 +247,9 @@ function parseJson(buffer: Buffer): unknown {
     throw bodyErrors.invalidJson();
   }
 }
+
+/** What the WHATWG Encoding Standard calls UTF-8 (`utf8` is a common spelling of it). */
+const UTF8_LABELS: ReadonlySet<string> = new Set(['utf-8', 'utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8']);
 
 /** The `charset` parameter of a content type, lower-cased; undefined when there is none. */
 function charsetOf(contentType: string | undefined): string | undefined {

@@ -6,6 +6,8 @@ interface BodyParserError extends Error {
   type?: string;
   /** The parser's limit in bytes, on `entity.too.large`. */
   limit?: number;
+  /** The Content-Type's charset, on `charset.unsupported`. */
+  charset?: unknown;
   /** The Content-Encoding, on `encoding.unsupported`. */
   encoding?: string;
   /** node:zlib's code when the body did not inflate (`Z_DATA_ERROR`, `ERR__ERROR_FORMAT_PADDING_1`). */
@@ -31,7 +33,7 @@ export function toApiError(err: unknown): ApiError {
     case 'encoding.unsupported':
       return bodyErrors.unsupportedEncoding(parserError.encoding ?? 'unknown');
     case 'charset.unsupported':
-      return bodyErrors.notUtf8();
+      return bodyErrors.notUtf8(typeof parserError.charset === 'string' ? parserError.charset.toLowerCase() : undefined);
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':
