@@ -175,6 +175,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   server.headersTimeout = 30_000;
   server.requestTimeout = 120_000;
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  // Node keeps a request's first 1000 header lines (maxHeadersCount 2000 counts names and values) and drops the
+  // rest without a word, while its parser still reads the body by a dropped Content-Length: the body was taken for
+  // none, the key for missing, and a header a proxy adds after the client's (X-Forwarded-For) could be lost. The
+  // 16 KiB header limit alone bounds them (431 past it).
+  server.maxHeadersCount = 0;
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

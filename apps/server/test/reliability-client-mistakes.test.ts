@@ -182,6 +182,23 @@ describe("requests Node's HTTP parser refuses", () => {
   });
 });
 
+describe('a request of many short headers (under the 16 KiB limit)', () => {
+  it('is read with every header: 1,500 lines before the key and the Content-Length still get the request served', async () => {
+    const body = JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'Hi' }] });
+    const filler = Array.from({ length: 1500 }, (_, i) => `x${i}:\r\n`).join('');
+    const raw = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${filler}Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const url = new URL(server.url);
+      const socket = connect({ host: url.hostname, port: Number(url.port) }, () => socket.write(raw));
+      let text = '';
+      socket.setEncoding('utf8').on('data', (d: string) => (text += d)).on('close', () => resolve(text)).on('error', reject);
+    });
+    const [head, json] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(JSON.parse(json!)).toMatchObject({ object: 'chat.completion', model: 'svc01' });
+  });
+});
+
 describe('metadata past 16 pairs', () => {
   it.each([
     ['/v1/chat/completions', { model: 'svc01', messages: [{ role: 'user', content: 'Hi' }], store: true }],
