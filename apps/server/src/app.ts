@@ -75,6 +75,11 @@ export function createRequestListener(deps: AppDeps): RequestListener {
   const cors = corsFor(deps.config.corsOrigins);
   return (req, res) => {
     const exchange = pipeline.open(req, res);
+    // RFC 9112 §3.2; Node's own answer to it (requireHostHeader, off in server.ts) is a 400 with an empty body.
+    if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+      pipeline.fail(exchange, new ApiError('invalid_request', 'The request has no Host header; HTTP/1.1 requires one.'));
+      return;
+    }
     if (cors(req, res)) return;
     if (isChatRequest(req)) void pipeline.runWithKey(exchange, chat);
     else routes(exchange);

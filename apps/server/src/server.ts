@@ -161,7 +161,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   // Node checks the header and request timeouts below every connectionsCheckingInterval (30 s by default, so a
   // 30 s header timeout fired after up to 60 s); every 5 s it fires within 5 s of its time.
-  const server = createServer({ connectionsCheckingInterval: 5_000 }, listener);
+  // A request without Host is answered by the listener, in the error shape.
+  const server = createServer({ connectionsCheckingInterval: 5_000, requireHostHeader: false }, listener);
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerUnmetExpectation);
   server.on('connect', answerConnect);
