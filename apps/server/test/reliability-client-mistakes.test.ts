@@ -103,6 +103,37 @@ describe('a body over the dashboard parser\'s limit', () => {
   });
 });
 
+describe('a dashboard body that is not UTF-8', () => {
+  it("is a 400 as on the API, not a key name saved with U+FFFD in it; a UTF-16 label is refused, not decoded", async () => {
+    const login = await fetch(`${server.url}/dashboard/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    });
+    const { csrf_token: csrf } = (await login.json()) as { csrf_token: string };
+    const headers = { cookie: (login.headers.get('set-cookie') ?? '').split(';')[0]!, 'x-csrf-token': csrf };
+    const rename = (body: Buffer, contentType: string) =>
+      fetch(`${server.url}/dashboard/api/keys/${keyId}`, { method: 'PATCH', headers: { ...headers, 'content-type': contentType }, body: new Uint8Array(body) });
+    const json = JSON.stringify({ name: 'Caf\u00e9' });
+    const cases = [
+      { body: Buffer.from(json, 'latin1'), type: 'application/json', message: 'The request body must be UTF-8 encoded JSON.' },
+      { body: Buffer.from(json, 'utf16le'), type: 'application/json; charset=utf-16le', message: 'The request body must be UTF-8 encoded JSON; its Content-Type says charset=utf-16le.' },
+    ];
+    for (const { body, type, message } of cases) {
+      const res = await rename(body, type);
+      expect(res.status, type).toBe(400);
+      expect(await res.json()).toEqual({ error: { message, type: 'invalid_request_error', code: 'invalid_request', param: null } });
+    }
+    const key = (await (await fetch(`${server.url}/dashboard/api/keys/${keyId}`, { headers })).json()) as { name: string };
+    expect(key.name).toBe('mistakes');
+    // The same name in UTF-8 is saved.
+    expect((await rename(Buffer.from(json, 'utf8'), 'application/json')).status).toBe(200);
+    const renamed = (await (await fetch(`${server.url}/dashboard/api/keys/${keyId}`, { headers })).json()) as { name: string };
+    expect(renamed.name).toBe('Caf\u00e9');
+    await rename(Buffer.from(JSON.stringify({ name: 'mistakes' })), 'application/json');
+  });
+});
+
 describe('a body that is not what its Content-Encoding says', () => {
   // The dashboard reads bodies with express.json(), the webhooks routes with svc's own reader: one answer from both.
   const routes = [

@@ -120,7 +120,7 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
   const charset = charsetOf(headers['content-type']);
   // Only UTF-8 is read (RFC 8259 §8.1). A body labelled UTF-16 or UTF-32 is not read as UTF-8 either: its ASCII-only
   // text would fail as unparsable JSON, and one labelled so by mistake is better told than guessed at.
-  if (charset !== undefined && !UTF8_LABELS.has(charset)) return refuse(req, bodyErrors.notUtf8(charset));
+  if (charset !== undefined && !isUtf8Label(charset)) return refuse(req, bodyErrors.notUtf8(charset));
   const encoding = (headers['content-encoding'] ?? 'identity').toLowerCase();
   const hold = new Hold(budget, owner);
   if (encoding === 'identity') {
@@ -250,6 +250,23 @@ function parseJson(buffer: Buffer): unknown {
 
 /** What the WHATWG Encoding Standard calls UTF-8 (`utf8` is a common spelling of it). */
 const UTF8_LABELS: ReadonlySet<string> = new Set(['utf-8', 'utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8']);
+
+/** Whether a Content-Type's charset (lower case) names UTF-8. */
+export function isUtf8Label(charset: string): boolean {
+  return UTF8_LABELS.has(charset);
+}
+
+/**
+ * `express.json()`'s `verify` for a body read the way `readJsonBody` reads it: labelled UTF-8 (body-parser would
+ * decode UTF-16 and UTF-32) and made of UTF-8 bytes (body-parser would store invalid ones as U+FFFD).
+ *
+ * @example
+ * router.use(express.json({ limit: '100kb', verify: verifyUtf8 }));
+ */
+export function verifyUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, encoding: string): void {
+  if (!isUtf8Label(encoding.toLowerCase())) throw bodyErrors.notUtf8(encoding.toLowerCase());
+  if (!isUtf8(body)) throw bodyErrors.notUtf8();
+}
 
 /** The `charset` parameter of a content type, lower-cased; undefined when there is none. */
 function charsetOf(contentType: string | undefined): string | undefined {
