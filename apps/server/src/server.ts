@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { answerClientError, answerConnect, answerUnmetExpectation } from './http/client-error.js';
+import { holdContinue } from './http/expect-continue.js';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -165,6 +166,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const server = createServer({ connectionsCheckingInterval: 5_000, requireHostHeader: false }, listener);
   server.on('clientError', answerClientError);
   server.on('checkExpectation', answerUnmetExpectation);
+  server.on('checkContinue', holdContinue(listener));
   server.on('connect', answerConnect);
   server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {

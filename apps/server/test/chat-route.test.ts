@@ -155,6 +155,33 @@ describe('request body', () => {
     expect(errorCode(none.slice(none.indexOf('\r\n\r\n') + 4))).toBe('invalid_type');
   });
 
+  it('with Expect: 100-continue, sends 100 Continue only to a body it will read: a bad key or a size over the limit is answered at once, before any upload', async () => {
+    /** Sends `head`; sends `body` once the server says 100 Continue; everything the server said by the time it closes. */
+    const exchange = (head: string, body = '') =>
+      new Promise<string>((resolve, reject) => {
+        const { port } = new URL(server.url);
+        const socket = connect(Number(port), '127.0.0.1', () => socket.write(head));
+        let text = '';
+        socket.on('data', (d: Buffer) => {
+          const sent100 = text.includes('100 Continue');
+          text += d.toString('utf8');
+          if (!sent100 && text.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) socket.write(body);
+        });
+        socket.on('close', () => resolve(text));
+        socket.on('error', reject);
+      });
+    const json = JSON.stringify(valid);
+    const head = (key: string, length: number) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`;
+    const badKey = await exchange(head('sk-svc-nope', 5 * 1024 * 1024));
+    expect(badKey).toMatch(/^HTTP\/1\.1 401 /);
+    const tooLarge = await exchange(head(token, 11 * 1024 * 1024));
+    expect(tooLarge).toMatch(/^HTTP\/1\.1 413 /);
+    const served = await exchange(head(token, Buffer.byteLength(json)), json);
+    expect(served).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /);
+    expect(JSON.parse(served.slice(served.lastIndexOf('\r\n\r\n') + 4)).choices[0].message.content).toBe('Paris is the capital of France.');
+  });
+
   it('does not read the body of a request without a valid key', async () => {
     const res = await send('/v1/chat/completions', JSON.stringify(valid), { authorization: 'Bearer sk-svc-nope' });
     expect(res.status).toBe(401);

@@ -23,6 +23,7 @@ import { hashPassword, needsRehash, verifyPassword } from '../auth/passwords.js'
 import { generateSigningSecret } from '../crypto/secret-box.js';
 import { ApiError } from '../http/errors.js';
 import { verifyUtf8 } from '../http/json-body.js';
+import { continueBody } from '../http/expect-continue.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { DashboardError } from './errors.js';
 import { Sessions, signedInOf } from './session.js';
@@ -123,6 +124,10 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
 
   const api = express.Router();
   // UTF-8 only, as the API's own reader: a key's name sent in Latin-1 is refused, not saved with U+FFFD in it.
+  api.use((req, _res, next) => {
+    continueBody(req);
+    next();
+  });
   api.use(express.json({ limit: '100kb', strict: false, verify: verifyUtf8 }));
   // express.json() reads application/json only (what a cross-site form cannot send). Any other body would pass for
   // none: a bulk redelivery's filter sent as text/plain redelivered every delivery, a PATCH saved nothing with a 200.

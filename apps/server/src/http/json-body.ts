@@ -7,6 +7,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { turns } from '../turns.js';
 import { ApiError } from './errors.js';
 import { bodyErrors } from './body-errors.js';
+import { continueBody } from './expect-continue.js';
 
 /** The chat route's body limit (design §4 `request_too_large`). */
 export const JSON_BODY_LIMIT = MAX_BODY_BYTES;
@@ -127,10 +128,12 @@ export function readJsonBody(req: IncomingMessage, limit = JSON_BODY_LIMIT, budg
     if (length !== undefined && Number(length) > limit) return refuse(req, bodyErrors.tooLarge(limit));
     const full = length === undefined ? undefined : hold.atLeast(Number(length));
     if (full) return refuse(req, full);
+    continueBody(req);
     return collect(req, limit, hold);
   }
   const decoder = DECODERS[encoding];
   if (!decoder) return refuse(req, bodyErrors.unsupportedEncoding(encoding));
+  continueBody(req);
   const inflate = decoder();
   // The connection's own failures arrive as ApiErrors; any other error of the decoder is the body's content.
   req.on('error', () => inflate.destroy(bodyErrors.incomplete()));
