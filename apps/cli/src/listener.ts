@@ -5,7 +5,7 @@ import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
 import { formatReceivedLine, formatSentLine } from './delivery-line.js';
 import { CliError } from './errors.js';
 import { clockTime, kleur, lineWidth, printable, type Io } from './output.js';
-import { deliveryHeaders, sendDelivery } from './send-delivery.js';
+import { deliveryHeaders, refusedLine, sendDelivery } from './send-delivery.js';
 import { createSignatureCheck, type SignatureVerdict } from './signature-check.js';
 import { createGapWatch } from './sequence-gaps.js';
 
@@ -174,6 +174,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       return jsonAnswer(502, { error: `svc-cli listen could not reach ${forwardTo}: ${outcome.ok ? '' : outcome.error}` });
     }
     human(formatSentLine(clock(), forwardTo, outcome, deliveryId, widthOf(humanStream)));
+    if (!outcome.ok && outcome.reason !== undefined) io.err(refusedLine(clock(), outcome.status, outcome.reason));
     return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: outcome.body, headers: outcome.headers };
   }
 

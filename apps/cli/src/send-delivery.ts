@@ -1,6 +1,7 @@
 import { DUPLICATE_HEADER } from '@svc/verify';
 import { request } from 'undici';
 import { describeNetworkError } from './errors.js';
+import { clockTime, kleur, printable } from './output.js';
 
 /** Headers a delivery carries to the next receiver: content type, user agent and every X-Svc-* header. */
 export function deliveryHeaders(headers: Record<string, string | string[] | undefined>, options: { standard?: boolean } = {}): Record<string, string> {
@@ -22,7 +23,7 @@ export function deliveryHeaders(headers: Record<string, string | string[] | unde
  */
 export type SendOutcome =
   | { ok: true; status: number; body: string; duplicate?: boolean; headers?: Record<string, string> }
-  | { ok: false; status: number | null; error: string; body: string; headers?: Record<string, string> };
+  | { ok: false; status: number | null; error: string; body: string; headers?: Record<string, string>; reason?: string };
 
 /** Of a receiver's answer, the headers svc reads: when to retry, whether it was a duplicate. */
 const ANSWER_HEADERS = ['retry-after', DUPLICATE_HEADER];
@@ -46,7 +47,10 @@ export async function sendDelivery(url: string, body: Uint8Array, headers: Recor
       const value = response.headers[name];
       if (value !== undefined) told[name] = Array.isArray(value) ? value.join(', ') : value;
     }
-    if (status < 200 || status >= 300) return { ok: false, status, error: `answered ${status}`, body: answer, headers: told };
+    if (status < 200 || status >= 300) {
+      const reason = answerReason(answer);
+      return { ok: false, status, error: `answered ${status}`, body: answer, headers: told, ...(reason === undefined ? {} : { reason }) };
+    }
     return { ok: true, status, body: answer, headers: told, duplicate: String(response.headers[DUPLICATE_HEADER] ?? '').trim().toLowerCase() === 'true' };
   } catch (err) {
     return { ok: false, status: null, error: describeNetworkError(err), body: '' };
@@ -64,4 +68,59 @@ async function firstBytes(body: AsyncIterable<Uint8Array> & { dump(): Promise<vo
   }
   await body.dump().catch(() => undefined);
   return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+const REASON_CHARS = 300;
+
+/**
+ * Why a receiver refused, from the start of its answer, for the terminal (svc's attempt log keeps the body, a
+ * terminal showed only the status): svc's and @svc/verify's error shape `{ error: { code, message } }` as
+ * `code: message`; `{ error: "…" }` or `{ message: "…" }`; a development error page's first line (Express shows the
+ * thrown error in a `<pre>`); any other text's first line. `undefined` for an empty answer or an HTML page without one.
+ *
+ * @example
+ * answerReason('{"error":{"message":"webhook-signature does not match…","code":"signature_mismatch"}}');
+ * // 'signature_mismatch: webhook-signature does not match…'
+ */
+export function answerReason(body: string): string | undefined {
+  const text = body.trim();
+  if (text === '') return undefined;
+  let reason: string | undefined;
+  if (text.startsWith('<')) {
+    const pre = /<pre>([\s\S]*?)(?:<br>|<\/pre>|$)/i.exec(text)?.[1];
+    reason = pre === undefined ? undefined : decodeEntities(pre);
+  } else {
+    reason = jsonReason(text) ?? text;
+  }
+  const line = reason?.split('\n')[0]?.trim();
+  if (!line) return undefined;
+  return line.length > REASON_CHARS ? `${line.slice(0, REASON_CHARS - 1)}…` : line;
+}
+
+function jsonReason(text: string): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const record = value as { error?: unknown; message?: unknown } | null;
+  if (typeof record !== 'object' || record === null) return undefined;
+  if (typeof record.error === 'string') return record.error;
+  const error = record.error as { message?: unknown; code?: unknown } | null | undefined;
+  if (typeof error === 'object' && error !== null && typeof error.message === 'string') {
+    return typeof error.code === 'string' ? `${error.code}: ${error.message}` : error.message;
+  }
+  return typeof record.message === 'string' ? record.message : undefined;
+}
+
+const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'", nbsp: ' ' };
+
+function decodeEntities(html: string): string {
+  return html.replace(/&(amp|lt|gt|quot|#39|nbsp);/g, (_, name: string) => ENTITIES[name]!);
+}
+
+/** `12:03:04  ✘ the receiver answered 401: signature_mismatch: …`, after the `<-- [401]` line (stderr). */
+export function refusedLine(time: Date, status: number | null, reason: string): string {
+  return `${clockTime(time)}  ${kleur.red('✘')} the receiver answered ${status}: ${printable(reason)}\n`;
 }

@@ -9,7 +9,7 @@ import { Webhook as SvixWebhook } from 'svix';
 import { runCli, startCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
 import { startReceiver } from './receiver.js';
-import { expressReceiver } from './check-receivers.js';
+import { expressJsonFirstReceiver, expressReceiver } from './check-receivers.js';
 
 // Deliveries here are POSTed by the test exactly as the server sends them; server.e2e.test.ts has the
 // same behaviour with real deliveries from a running server.
@@ -170,6 +170,23 @@ describe('svc-cli listen', () => {
     const listen = await startListen(['--forward-to', target.url], { cwd: sandbox.path });
     expect((await postDelivery(listen.url, samplePayload())).status).toBe(500);
     await listen.waitFor('stdout', /<-- \[500\] POST /);
+  });
+
+  it("a forward target refusing says why on the terminal: @svc/verify's code and message, or Express's error page's first line", async () => {
+    // Were only `<-- [401] POST …`: the receiver's reason (a wrong secret, a JSON parser mounted first) reached svc's
+    // attempt log but not the terminal of the engineer running listen.
+    const wrongSecret = await expressReceiver('whsec_the-receivers-other-secret');
+    const toWrong = await startListen(['--forward-to', wrongSecret.url], { cwd: sandbox.path });
+    expect((await postDelivery(toWrong.url, samplePayload(), { secret: SECRET })).status).toBe(401);
+    await toWrong.waitFor('stderr', /✘ the receiver answered 401: signature_mismatch: webhook-signature does not match: wrong signing secret/);
+    await wrongSecret.close();
+
+    const jsonFirst = await expressJsonFirstReceiver(SECRET);
+    const toJsonFirst = await startListen(['--forward-to', jsonFirst.url], { cwd: sandbox.path });
+    expect((await postDelivery(toJsonFirst.url, samplePayload(), { secret: SECRET })).status).toBe(500);
+    await toJsonFirst.waitFor('stderr', /✘ the receiver answered 500: TypeError: \[@svc\/verify\] req\.body is already set, so a body parser \(express\.json\(\), /);
+    expect(toJsonFirst.stderr()).toContain("Put the webhook route before app.use(express.json()), e.g. app.post('/webhooks/svc',");
+    await jsonFirst.close();
   });
 
   it("svc gets the forward target's retry-after and svc-duplicate, which it acts on", async () => {

@@ -159,6 +159,19 @@ describe('svc-cli replay', () => {
     expect(JSON.parse(result.stdout)).toEqual({ id: 'whd_2', url: target.url, ok: false, status_code: 500, error: 'answered 500', duplicate: false });
   });
 
+  it("a receiver refusing the replay: its reason (@svc/verify's code and message) is printed under the <-- line", async () => {
+    const log = await recordedLog();
+    const target = await expressReceiver('whsec_the-receivers-other-secret');
+    try {
+      const result = await runCli(['replay', 'whd_2', '--log', log, '--to', target.url, '--secret', SECRET], { cwd: sandbox.path });
+      expect(result.code).toBe(1);
+      expect(result.stdout).toMatch(/<-- \[401\] POST /);
+      expect(result.stderr).toMatch(/^\d\d:\d\d:\d\d {2}✘ the receiver answered 401: signature_mismatch: webhook-signature does not match: wrong signing secret/m);
+    } finally {
+      await target.close();
+    }
+  });
+
   it('a target that is down: one error line per delivery and a non-zero exit', async () => {
     const log = await recordedLog();
     const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });

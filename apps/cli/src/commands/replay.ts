@@ -7,7 +7,7 @@ import { CliError } from '../errors.js';
 import { globalOptions } from '../global-options.js';
 import { parseForwardUrl, parsePositiveInt, parseSecret } from '../options.js';
 import { lineWidth, processIo, type Io } from '../output.js';
-import { deliveryHeaders, sendDelivery } from '../send-delivery.js';
+import { deliveryHeaders, refusedLine, sendDelivery } from '../send-delivery.js';
 
 interface ReplayOptions {
   last?: number;
@@ -83,6 +83,7 @@ Examples:
           const stream = outcome.status === null ? 'err' : 'out';
           const line = formatSentLine(new Date(), url, outcome, entry.id, opts.wide === true ? undefined : lineWidth(io, stream));
           io[stream](line);
+          if (!outcome.ok && outcome.reason !== undefined) io.err(refusedLine(new Date(), outcome.status, outcome.reason));
         }
       }
       if (unsigned) {
