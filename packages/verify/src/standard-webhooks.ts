@@ -43,6 +43,29 @@ export function webhookKey(secret: string): Uint8Array {
   return encoder.encode(secret);
 }
 
+/**
+ * The secrets differing from `secrets` only by the `whsec_` prefix, each with what a match under them means, for a
+ * signature mismatch's message only (never accepted): the `standardwebhooks` and `svix` libraries take
+ * `whsec_<base64>` and `<base64>` alike, so a receiver moved from them may hold either; here the prefix decides
+ * whether the base64 is decoded, so a secret without it is another key.
+ */
+export function prefixVariants(secrets: readonly string[]): ReadonlyArray<{ secrets: string[]; note: string }> {
+  return [
+    {
+      secrets: secrets.filter((s) => !s.startsWith(WHSEC) && BASE64.test(s)).map((s) => WHSEC + s),
+      note:
+        ' The signing secret is missing its "whsec_" prefix: pass it exactly as the svc dashboard shows it, "whsec_…" ' +
+        '(without the prefix its characters, not the base64-decoded bytes, are the HMAC key).',
+    },
+    {
+      secrets: secrets.filter((s) => s.startsWith(WHSEC) && s.length > WHSEC.length).map((s) => s.slice(WHSEC.length)),
+      note:
+        ' It matches the signing secret without its "whsec_" prefix: the API key\'s secret was set without it ' +
+        '(`svc-server keys update KEY --signing-secret …`); give svc and this receiver the same secret, prefix included.',
+    },
+  ];
+}
+
 /** The bytes `webhook-signature` signs: `{id}.{timestamp}.{body}`. */
 export function signedContent(id: string, timestamp: number, rawBody: RawBody): Uint8Array {
   const head = encoder.encode(`${id}.${timestamp}.`);

@@ -120,6 +120,31 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect((await refusal('another secret')).message).not.toMatch(/whitespace/);
   });
 
+  it('says so when the secret and the one svc signs with differ only by the whsec_ prefix, and only then', async () => {
+    // standardwebhooks and svix take "whsec_<base64>" and "<base64>" alike; here a secret without the prefix is its
+    // characters, another key, so a receiver ported from them failed with only "wrong signing secret".
+    const v = VECTORS[0]!;
+    const refusal = (signature: string, secret: string | string[]): Promise<WebhookVerificationError> =>
+      Promise.resolve()
+        .then(() => constructWebhookEvent(BODY, headersOf(signature), secret, { now: NOW }))
+        .then(() => expect.fail('accepted'), (e: unknown) => e as WebhookVerificationError);
+    const unprefixed = v.secret.slice('whsec_'.length);
+    // What standardwebhooks does with it: the same key as with the prefix.
+    expect(new StandardWebhook(unprefixed).sign(ID, new Date(NOW), BODY)).toBe(v.signature);
+    expect(await refusal(v.signature, unprefixed)).toMatchObject({
+      code: 'signature_mismatch',
+      message: expect.stringMatching(/missing its "whsec_" prefix: pass it exactly as the svc dashboard shows it/),
+    });
+    expect(await refusal(v.signature, ['my own secret', unprefixed])).toMatchObject({ message: expect.stringMatching(/missing its "whsec_" prefix/) });
+    // The key's secret set without the prefix (UTF-8 key), the receiver given it with one.
+    const bareSignature = await signWebhook(BODY, { id: ID, timestamp: TS }, unprefixed);
+    expect(await refusal(bareSignature, v.secret)).toMatchObject({ message: expect.stringMatching(/matches the signing secret without its "whsec_" prefix/) });
+    // Another base64 secret, with or without the prefix, is only a wrong one.
+    for (const other of ['QUJDRA==', 'whsec_QUJDRA==', 'whsec_']) expect((await refusal(v.signature, other)).message).not.toMatch(/prefix/);
+    // Never accepted: only the message changes.
+    expect(await verifyWebhook(BODY, headersOf(v.signature), unprefixed, { now: NOW })).toBe(false);
+  });
+
   it('skips unknown versions beside a valid v1 and reads array-valued node headers', async () => {
     const v = VECTORS[0]!;
     const headers = { ...headersOf(`v2,abc ${v.signature}`), 'webhook-id': [ID] };

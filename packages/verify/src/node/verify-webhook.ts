@@ -4,7 +4,7 @@ import { decodeEvent } from '../construct-event.js';
 import { WebhookVerificationError } from '../webhook-verification-error.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
 import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
-import { assertMessage, prepareWebhook, signedContent, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
+import { assertMessage, prefixVariants, prepareWebhook, signedContent, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
 import { webhookHmacKey } from './webhook-key.js';
 
 function matches(prepared: PreparedWebhook, secrets: readonly string[]): boolean {
@@ -16,6 +16,12 @@ function matches(prepared: PreparedWebhook, secrets: readonly string[]): boolean
     }
   }
   return false;
+}
+
+/** What a mismatch adds: the secret matches but for its whsec_ prefix, or has whitespace around it. */
+function mismatchNote(prepared: PreparedWebhook, secrets: readonly string[]): string {
+  for (const variant of prefixVariants(secrets)) if (matches(prepared, variant.secrets)) return variant.note;
+  return secretWhitespaceNote(secrets);
 }
 
 /**
@@ -54,7 +60,7 @@ export function constructWebhookEvent(
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
   if (prepared instanceof WebhookVerificationError) throw prepared;
-  if (!matches(prepared, secrets)) throw webhookError('signature_mismatch', secretWhitespaceNote(secrets));
+  if (!matches(prepared, secrets)) throw webhookError('signature_mismatch', mismatchNote(prepared, secrets));
   return decodeEvent(toBytes(rawBody), {});
 }
 

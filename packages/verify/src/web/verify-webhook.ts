@@ -6,6 +6,7 @@ import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
 import {
   assertMessage,
   formatV1,
+  prefixVariants,
   prepareWebhook,
   signedContent,
   webhookError,
@@ -25,6 +26,12 @@ async function matches(prepared: PreparedWebhook, secrets: readonly string[]): P
     }
   }
   return false;
+}
+
+/** What a mismatch adds: the secret matches but for its whsec_ prefix, or has whitespace around it. */
+async function mismatchNote(prepared: PreparedWebhook, secrets: readonly string[]): Promise<string> {
+  for (const variant of prefixVariants(secrets)) if (await matches(prepared, variant.secrets)) return variant.note;
+  return secretWhitespaceNote(secrets);
 }
 
 /**
@@ -57,7 +64,7 @@ export async function constructWebhookEvent(
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
   if (prepared instanceof WebhookVerificationError) throw prepared;
-  if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch', secretWhitespaceNote(secrets));
+  if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch', await mismatchNote(prepared, secrets));
   return decodeEvent(toBytes(rawBody), {});
 }
 
