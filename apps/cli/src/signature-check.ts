@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { verifySignature, verifyWebhook } from '@svc/verify';
+import { constructWebhookEvent, verifySignature, verifyWebhook, WebhookVerificationError } from '@svc/verify';
 
 /**
  * What `listen --secret` concluded about one delivery; `reason` says why it was refused, and `code` is the one
@@ -41,8 +41,23 @@ export function createSignatureCheck(secret: string, toleranceSeconds: number): 
       return { signature: 'invalid', code: 'timestamp_out_of_range', reason: `webhook-timestamp is ${when} (tolerance ${toleranceSeconds} s): refused as a replay` };
     }
     if (!verifyWebhook(body, headers, secret, { toleranceSeconds, now })) {
-      return { signature: 'invalid', code: 'signature_mismatch', reason: 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)' };
+      return { signature: 'invalid', code: 'signature_mismatch', reason: mismatchReason(body, headers, secret, toleranceSeconds, now) };
     }
     return { signature: 'valid' };
   };
+}
+
+const MISMATCH = 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)';
+
+/**
+ * @svc/verify's own account of a mismatch when it knows more, e.g. a secret that matches but for its whsec_ prefix
+ * (what `standardwebhooks` and `svix` accept either way); else the usual reasons.
+ */
+function mismatchReason(body: Buffer, headers: IncomingHttpHeaders, secret: string, toleranceSeconds: number, now: Date): string {
+  try {
+    constructWebhookEvent(body, headers, secret, { toleranceSeconds, now });
+  } catch (err) {
+    if (err instanceof WebhookVerificationError && err.code === 'signature_mismatch' && err.message.includes('"whsec_" prefix')) return err.message;
+  }
+  return MISMATCH;
 }

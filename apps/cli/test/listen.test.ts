@@ -45,6 +45,15 @@ describe('svc-cli listen', () => {
     expect(listen.stdout()).not.toMatch(/\u001b\[/);
   });
 
+  it('--secret missing its whsec_ prefix (standardwebhooks and svix take it either way): the refusal says so', async () => {
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const listen = await startListen(['--secret', secret.slice('whsec_'.length)], { cwd: sandbox.path });
+    const refused = await postDelivery(listen.url, samplePayload(), { secret });
+    expect(refused.status).toBe(401);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'signature_mismatch', message: expect.stringContaining('missing its "whsec_" prefix') } });
+    await listen.waitFor('stderr', /✘ webhook-signature does not match: .*missing its "whsec_" prefix/);
+  });
+
   it('to a pipe (not a terminal): each line whole, with the full request id and every detail', async () => {
     const requestId = 'chatcmpl-SbiDuglI8rT2vXz9QkLmNoPqRsTuVwXy';
     const deliveryId = 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e';
