@@ -6,7 +6,7 @@ import express, { type Express } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { samplePayload, slowFirstClaimStore } from '../test/support.js';
 import { verifyMiddleware, type AuditPayload } from './express.js';
-import { createDeduper, signWebhook } from './index.js';
+import { createDeduper, signWebhook, verifyWebhook } from './index.js';
 
 const SECRET = 'whsec_express';
 const BODY = JSON.stringify(samplePayload);
@@ -151,6 +151,22 @@ describe('verifyMiddleware with Express', () => {
     );
     expect((await post(await listen(kept.app), BODY, { 'x-svc-signature': hmac(BODY) })).status).toBe(204);
     expect(kept.received).toEqual([samplePayload]);
+  });
+
+  it("README's receiver without the middleware, written with express.raw() and no type: the error names the missing { type: 'application/json' }", async () => {
+    // express.raw()'s default type is application/octet-stream: it skips svc's application/json, req.body stays
+    // undefined, and the error said only "got undefined" with the general advice.
+    const app = express();
+    app.post('/webhooks/svc', express.raw(), (req, res) => {
+      try {
+        res.sendStatus(verifyWebhook(req.body as Buffer, req.headers, SECRET) ? 204 : 401);
+      } catch (err) {
+        res.status(500).send((err as Error).message);
+      }
+    });
+    const res = await post(await listen(app), BODY, standard(BODY, SECRET));
+    expect(res.status).toBe(500);
+    expect(await res.text()).toMatch(/got undefined: nothing read the body \(express\.raw\(\) reads only application\/octet-stream unless given \{ type: 'application\/json' \}/);
   });
 
   it('explains, through next(err), that express.json() already consumed the body', async () => {

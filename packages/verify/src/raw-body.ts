@@ -11,8 +11,23 @@ const HOW_TO_GET_THE_RAW_BODY =
 /** Throws a TypeError explaining how to get the raw body unless `rawBody` is one. */
 export function assertRawBody(rawBody: unknown): asserts rawBody is RawBody {
   if (typeof rawBody === 'string' || rawBody instanceof Uint8Array || rawBody instanceof ArrayBuffer) return;
-  const got = rawBody === null ? 'null' : typeof rawBody;
-  throw new TypeError(`[@svc/verify] rawBody must be the raw request body, got ${got}. ${HOW_TO_GET_THE_RAW_BODY}`);
+  throw new TypeError(`[@svc/verify] rawBody must be the raw request body, got ${what(rawBody)}. ${HOW_TO_GET_THE_RAW_BODY}`);
+}
+
+const RAW_TYPE =
+  "express.raw() reads only application/octet-stream unless given { type: 'application/json' }, and svc sends application/json";
+
+/**
+ * What was passed instead, with the usual cause: `undefined` and `{}` are mostly a body parser that skipped the
+ * delivery's content type (Express 5 leaves req.body undefined, Express 4 sets it to {}), not a parsed body.
+ */
+function what(rawBody: unknown): string {
+  if (rawBody === undefined) return `undefined: nothing read the body (${RAW_TYPE})`;
+  if (rawBody === null) return 'null';
+  if (typeof rawBody === 'object' && Object.getPrototypeOf(rawBody) === Object.prototype && Object.keys(rawBody).length === 0) {
+    return `an empty object: a body parser skipped the request (Express 4's set req.body = {} then; ${RAW_TYPE})`;
+  }
+  return typeof rawBody;
 }
 
 const encoder = new TextEncoder();

@@ -96,7 +96,13 @@ describe.each(builds)('verifySignature ($name build)', ({ verifySignature }) => 
 
     it('names what it got', async () => {
       // @ts-expect-error -- a parsed body.
-      await expect(async () => verifySignature({}, good, SECRET)).rejects.toThrow('got object');
+      await expect(async () => verifySignature({ event: 'llm.request.completed' }, good, SECRET)).rejects.toThrow('got object');
+      // express.raw() without { type: 'application/json' } skips the delivery: Express 5 leaves undefined, Express 4 {}.
+      for (const [body, got] of [[undefined, 'got undefined: nothing read the body'], [{}, 'got an empty object: a body parser skipped the request']] as const) {
+        const call = async () => verifySignature(body as unknown as string, good, SECRET);
+        await expect(call).rejects.toThrow(got);
+        await expect(call).rejects.toThrow("express.raw() reads only application/octet-stream unless given { type: 'application/json' }");
+      }
       // @ts-expect-error -- null body.
       await expect(async () => verifySignature(null, good, SECRET)).rejects.toThrow('got null');
     });
