@@ -153,6 +153,15 @@ describe('verifyMiddleware with Express', () => {
     expect(kept.received).toEqual([samplePayload]);
   });
 
+  it('uses a string body from express.text(): the text is the delivery, non-ASCII included (was refused as "already parsed")', async () => {
+    const body = JSON.stringify({ ...samplePayload, response_text: 'Café – oui 👍' });
+    const text = receiver((app) => app.use(express.text({ type: '*/*' })));
+    const url = await listen(text.app);
+    expect((await post(url, body, standard(body, SECRET))).status).toBe(204);
+    expect(text.received).toEqual([JSON.parse(body)]);
+    expect((await post(url, `${body} `, standard(body, SECRET))).status).toBe(401);
+  });
+
   it("README's receiver without the middleware, written with express.raw() and no type: the error names the missing { type: 'application/json' }", async () => {
     // express.raw()'s default type is application/octet-stream: it skips svc's application/json, req.body stays
     // undefined, and the error said only "got undefined" with the general advice.

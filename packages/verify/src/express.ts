@@ -49,7 +49,7 @@ const BODY_ALREADY_PARSED =
   '[@svc/verify] req.body is already set, so a body parser (express.json(), express.urlencoded(), ...) read the ' +
   'request before verifyMiddleware and the exact signed bytes are gone. Put the webhook route before ' +
   "app.use(express.json()), e.g. app.post('/webhooks/svc', verifyMiddleware({ secret }), handler); app.use(express.json()); " +
-  "or mount the parser only on other routes. express.raw({ type: 'application/json' }) before it is fine (a Buffer body is used as is).";
+  "or mount the parser only on other routes. express.raw({ type: 'application/json' }) or express.text({ type: 'application/json' }) before it is fine (the bytes or text are used as is).";
 
 const STREAM_ALREADY_READ =
   '[@svc/verify] The request stream was already read by another middleware, so the exact signed bytes are gone. ' +
@@ -121,10 +121,13 @@ export function verifyMiddleware(
   };
 }
 
-async function rawBodyOf(req: VerifiableRequest, limit: number): Promise<Uint8Array> {
+async function rawBodyOf(req: VerifiableRequest, limit: number): Promise<Uint8Array | string> {
   // express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }) is a common way to keep the bytes.
   if (req.rawBody instanceof Uint8Array) return req.rawBody;
   if (req.body instanceof Uint8Array) return req.body;
+  // express.text() decodes the bytes (UTF-8 unless the content type says otherwise): svc's UTF-8 JSON comes back
+  // exactly, and anything that would not is a signature mismatch, never a pass.
+  if (typeof req.body === 'string') return req.body;
   // Only a read stream means the bytes are gone: Express 4's parsers (body-parser 1) set req.body = {} on every
   // request, also one of a content type they skip (app.use(express.urlencoded()) and a JSON delivery).
   if (req.readableEnded) throw new TypeError(req.body === undefined ? STREAM_ALREADY_READ : BODY_ALREADY_PARSED);
