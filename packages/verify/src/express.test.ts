@@ -191,6 +191,31 @@ describe('verifyMiddleware with Express', () => {
     expect(((await res.json()) as { message: string }).message).toMatch(/a body parser \(express\.json\(\).*Put the webhook route before app\.use\(express\.json\(\)\)/);
   });
 
+  it("in a Next.js pages/api route: Next's JSON parser is named with its off switch; with bodyParser: false the README's route verifies", async () => {
+    // What Next's API routes do with the default config: read the stream, then req.body = the parsed JSON.
+    const verify = verifyMiddleware({ secret: SECRET });
+    let bodyParser = true;
+    const nextApiRoute = (req: IncomingMessage & { body?: unknown; svcEvent?: AuditPayload }, res: ServerResponse) =>
+      void verify(req, res, (err) => {
+        if (err) return void res.writeHead(500).end((err as Error).message);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ got: req.svcEvent!.request_id }));
+      });
+    const url = await listen(async (req: IncomingMessage, res: ServerResponse) => {
+      if (bodyParser) {
+        const chunks: Buffer[] = [];
+        for await (const chunk of req) chunks.push(chunk as Buffer);
+        Object.assign(req, { body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+      }
+      nextApiRoute(req, res);
+    });
+    const parsed = await post(url, BODY, standard(BODY, SECRET));
+    expect(parsed.status).toBe(500);
+    expect(await parsed.text()).toContain('In a Next.js pages/api route, turn its parser off: export const config = { api: { bodyParser: false } }.');
+    bodyParser = false;
+    const raw = await post(url, BODY, standard(BODY, SECRET, undefined, 'whd_next'));
+    expect(await raw.json()).toEqual({ got: samplePayload.request_id });
+  });
+
   it('reads the body when a parser skipped the request but left Express 4\'s req.body = {} behind', async () => {
     // body-parser 1 (Express 4's express.urlencoded(), express.json({ type }), ...) sets req.body = {} first, then
     // skips a request of another content type without reading it: the signed bytes are all still there.

@@ -49,7 +49,8 @@ const BODY_ALREADY_PARSED =
   '[@svc/verify] req.body is already set, so a body parser (express.json(), express.urlencoded(), ...) read the ' +
   'request before verifyMiddleware and the exact signed bytes are gone. Put the webhook route before ' +
   "app.use(express.json()), e.g. app.post('/webhooks/svc', verifyMiddleware({ secret }), handler); app.use(express.json()); " +
-  "or mount the parser only on other routes. express.raw({ type: 'application/json' }) or express.text({ type: 'application/json' }) before it is fine (the bytes or text are used as is).";
+  "or mount the parser only on other routes. express.raw({ type: 'application/json' }) or express.text({ type: 'application/json' }) before it is fine (the bytes or text are used as is). " +
+  'In a Next.js pages/api route, turn its parser off: export const config = { api: { bodyParser: false } }.';
 
 const STREAM_ALREADY_READ =
   '[@svc/verify] The request stream was already read by another middleware, so the exact signed bytes are gone. ' +

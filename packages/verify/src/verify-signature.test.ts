@@ -92,6 +92,7 @@ describe.each(builds)('verifySignature ($name build)', ({ verifySignature }) => 
       const call = async () => verifySignature(body as string, good, SECRET);
       await expect(call).rejects.toThrow(TypeError);
       await expect(call).rejects.toThrow(/express\.raw\(\{ type: 'application\/json' \}\)/);
+      await expect(call).rejects.toThrow('Next.js pages/api: export const config = { api: { bodyParser: false } }');
     });
 
     it('names what it got', async () => {
