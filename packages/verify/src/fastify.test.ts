@@ -53,6 +53,24 @@ describe('verifyPlugin with Fastify', () => {
     expect(stale.json().error.code).toBe('timestamp_out_of_range');
   });
 
+  it("a route with a body schema validates the verified event, not the raw bytes (every delivery was a 400 'body must have required property')", async () => {
+    app = Fastify();
+    const received: AuditPayload[] = [];
+    app.register(async (scope) => {
+      await scope.register(verifyPlugin, { secret: SECRET });
+      const schema = { body: { type: 'object', required: ['event', 'request_id'], properties: { request_id: { type: 'string', minLength: 1 } } } };
+      scope.post('/webhooks/svc', { schema }, async (request, reply) => {
+        received.push(request.svcEvent!);
+        return reply.code(204).send();
+      });
+    });
+    const good = await deliver(BODY, standard(BODY, SECRET));
+    expect(good.statusCode, good.body).toBe(204);
+    expect(received).toEqual([samplePayload]);
+    // Verification still comes first: a forged delivery is a 401, not a schema error.
+    expect((await deliver(BODY, standard(BODY, 'whsec_other'))).json().error.code).toBe('signature_mismatch');
+  });
+
   it('accepts a signed delivery over a real socket, and leaves JSON parsing of other routes alone', async () => {
     const { received } = await receiver();
     const base = await app!.listen({ port: 0, host: '127.0.0.1' });

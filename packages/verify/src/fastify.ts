@@ -62,7 +62,9 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
     parsed(null, body);
   });
 
-  fastify.addHook('preHandler', async (request, reply) => {
+  // preValidation: before Fastify validates the body against the route's schema, which describes the event, not
+  // the raw bytes (in a preHandler, a route with a body schema refused every delivery with 400).
+  fastify.addHook('preValidation', async (request, reply) => {
     let event: AuditPayload;
     try {
       event = constructDelivery((request.body ?? EMPTY) as Uint8Array, request.headers, secret, eventOptions);
@@ -101,8 +103,8 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
 
 /**
  * Fastify plugin that verifies every request in the scope it is registered in: it keeps
- * `application/json` bodies as raw bytes, verifies `X-Svc-Signature` in a preHandler, and puts the typed
- * payload in `request.body` and `request.svcEvent`; untrusted deliveries get 401/400 with svc's JSON
+ * `application/json` bodies as raw bytes, verifies the delivery in a preValidation hook, and puts the typed
+ * payload in `request.body` and `request.svcEvent` (so a route's body schema validates the event); untrusted deliveries get 401/400 with svc's JSON
  * error body. Register it in its own scope with the webhook route, so other routes keep Fastify's JSON parser.
  *
  * @example
