@@ -32,7 +32,11 @@ export interface ListenerStats {
   received: number;
   verified: number;
   rejected: number;
+  /** Forwarded and answered 2xx by the target. */
   forwarded: number;
+  /** Forwarded, and the target answered with another status (its app refused or failed: not a forwarding failure). */
+  refused: number;
+  /** The target could not be reached (refused connection, timeout). */
   forwardFailed: number;
 }
 
@@ -57,7 +61,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const { io } = options;
   const clock = options.clock ?? (() => new Date());
   const log = createDeliveryLog(options.logFile);
-  const stats: ListenerStats = { received: 0, verified: 0, rejected: 0, forwarded: 0, forwardFailed: 0 };
+  const stats: ListenerStats = { received: 0, verified: 0, rejected: 0, forwarded: 0, refused: 0, forwardFailed: 0 };
   const inFlight = new Set<Promise<void>>();
   const gaps = createGapWatch(io);
   // With --json stdout carries only raw bodies, so the human lines move to stderr.
@@ -168,6 +172,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     const forwardTo = options.forwardTo!;
     const outcome = await sendDelivery(forwardTo, body, deliveryHeaders(req.headers));
     if (outcome.ok) stats.forwarded++;
+    else if (outcome.status !== null) stats.refused++;
     else stats.forwardFailed++;
     if (outcome.status === null) {
       io.err(formatSentLine(clock(), forwardTo, outcome, deliveryId, widthOf('err')));

@@ -179,6 +179,9 @@ describe('svc-cli listen', () => {
     const listen = await startListen(['--forward-to', target.url], { cwd: sandbox.path });
     expect((await postDelivery(listen.url, samplePayload())).status).toBe(500);
     await listen.waitFor('stdout', /<-- \[500\] POST /);
+    // The delivery reached the target: not "failed to forward", which is for a target that cannot be reached.
+    listen.child.kill('SIGINT');
+    expect((await listen.exited).stderr).toContain('Done: 1 delivery received, 0 forwarded, 1 answered non-2xx by the target, 0 failed to forward.');
   });
 
   it("a forward target refusing says why on the terminal: @svc/verify's code and message, or Express's error page's first line", async () => {

@@ -102,7 +102,12 @@ function waitForSignal(onFirst: () => void): Promise<void> {
 function summary(stats: ListenerStats, verifying: boolean, forwarding: boolean): string {
   const parts = [`${stats.received} ${stats.received === 1 ? 'delivery' : 'deliveries'} received`];
   if (verifying) parts.push(`${stats.verified} verified`, `${stats.rejected} failed verification`);
-  if (forwarding) parts.push(`${stats.forwarded} forwarded`, `${stats.forwardFailed} failed to forward`);
+  if (forwarding) {
+    // A target answering 500 got the delivery: counted apart from the ones that never reached it.
+    parts.push(`${stats.forwarded} forwarded`);
+    if (stats.refused > 0) parts.push(`${stats.refused} answered non-2xx by the target`);
+    parts.push(`${stats.forwardFailed} failed to forward`);
+  }
   return `Done: ${parts.join(', ')}.\n`;
 }
 
