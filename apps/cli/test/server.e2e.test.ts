@@ -10,6 +10,7 @@ import { startTestServer, type TestServer } from '../../server/test/support/test
 import { runCli, startCli, startListen, useSandbox, type CliResult } from './cli-process.js';
 import { SECRET } from './deliveries-fixture.js';
 import type { Receiver } from './receiver.js';
+import { expressJsonFirstReceiver } from './check-receivers.js';
 
 // The built CLI against a real server (offline model, SQLite, real delivery worker).
 let server: TestServer;
@@ -120,6 +121,19 @@ describe('listen receives real deliveries from the server', () => {
     expect(answer.error.code).toBe('signature_mismatch');
     expect(answer.error.message).toMatch(/does not match/);
     expect(listen.stdout()).toContain('signature ✘');
+  });
+
+  it("webhooks test to an Express receiver with express.json() mounted first: the error page's first line, not 2 KB of HTML", async () => {
+    const target = await expressJsonFirstReceiver(SECRET);
+    try {
+      const { token } = await server.createKey({ webhookUrl: target.url, signingSecret: SECRET });
+      const result = await cli(['webhooks', 'test'], token);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^svc-cli: test delivery to \S+ failed: the receiver answered 500: TypeError: \[@svc\/verify\] req\.body is already set, so a body parser/);
+      expect(result.stderr).not.toMatch(/<!DOCTYPE|<pre>|&#39;/);
+    } finally {
+      await target.close();
+    }
   });
 
   it('webhooks test --json prints the server result', async () => {

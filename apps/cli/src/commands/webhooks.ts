@@ -6,6 +6,7 @@ import { apiClientFor, globalOptions } from '../global-options.js';
 import { mark, printable, processIo, kleur, type Io } from '../output.js';
 import { CHECK_CASES, DUPLICATE_HEADER, capitalise, checkReceiver, type CaseResult, type CheckCaseId } from '../check-receiver.js';
 import { parseForwardUrl } from '../options.js';
+import { answerReason } from '../send-delivery.js';
 
 /** `svc-cli webhooks test`: asks the server to send a test delivery to the key's webhook URL. */
 export function makeWebhooksCommand(io: Io = processIo): Command {
@@ -48,7 +49,9 @@ Examples:
       if (!data.success) {
         const reason = typeof data.status_code === 'number' ? `the receiver answered ${data.status_code}` : (data.error ?? 'no answer');
         // Why it refused is in its answer (a receiver's own text: escaped, it cannot drive the terminal).
-        const answer = data.response_body?.trim();
+        // An HTML error page (Express's default handler) is 2 KB of markup: its first line says it.
+        const body = data.response_body?.trim();
+        const answer = body?.startsWith('<') ? (answerReason(body) ?? 'an HTML page') : body;
         throw new CliError(`test delivery to ${data.delivered_to} failed: ${reason}${answer ? `: ${printable(answer)}` : ''}`);
       }
       if (!json) io.out(`${mark.ok()} Test delivery${opts.sample === 'ok' ? '' : ` (${opts.sample})`} to ${data.delivered_to} succeeded\n`);
