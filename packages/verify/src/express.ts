@@ -124,7 +124,9 @@ export function verifyMiddleware(
 
 async function rawBodyOf(req: VerifiableRequest, limit: number): Promise<Uint8Array | string> {
   // express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }) is a common way to keep the bytes.
-  if (req.rawBody instanceof Uint8Array) return req.rawBody;
+  // Read as unknown: @koa/bodyparser's types declare every IncomingMessage's rawBody a string.
+  const kept: unknown = req.rawBody;
+  if (kept instanceof Uint8Array) return kept;
   if (req.body instanceof Uint8Array) return req.body;
   // express.text() decodes the bytes (UTF-8 unless the content type says otherwise): svc's UTF-8 JSON comes back
   // exactly, and anything that would not is a signature mismatch, never a pass.

@@ -6,7 +6,8 @@ const HOW_TO_GET_THE_RAW_BODY =
   'JSON object cannot be verified, because re-serialising it changes the bytes that were signed. ' +
   "Express: app.post(path, express.raw({ type: 'application/json' }), handler) and pass req.body, or use " +
   "verifyMiddleware from '@svc/verify/express'. Fetch/Hono/Next.js: await request.text() or use verifyRequest " +
-  "from '@svc/verify/fetch'. Fastify: register the plugin from '@svc/verify/fastify'. Next.js pages/api: " +
+  "from '@svc/verify/fetch'. Fastify: register the plugin from '@svc/verify/fastify'. Koa with @koa/bodyparser: " +
+  "ctx.request.rawBody. Next.js pages/api: " +
   "export const config = { api: { bodyParser: false } } and use verifyMiddleware (it reads req itself).";
 
 /** Throws a TypeError explaining how to get the raw body unless `rawBody` is one. */
