@@ -1,0 +1,60 @@
+// An operator's outbox after a long receiver outage: 20,000 deliveries due at once beside the delivered ones.
+// The worker's statements (each claim, the look for the next wake-up, the start's release of leases) must find
+// their few rows by index, not read every due row: on SQLite each statement holds the event loop, and at
+// 100,000 due rows each such read held it 60–200 ms, several times a second.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../../src/storage/store.js';
+import { claimSql } from '../../../src/storage/sqlite-outbox-store.js';
+
+const NOW = 1_800_000_000_000;
+const DUE = 20_000;
+
+/** `n` rows numbered 1..n, as a FROM clause. */
+const series = (n: number) => `(with recursive s(n) as (select 1 union all select n + 1 from s where n < ${n}) select n from s)`;
+
+// svc never runs ANALYZE: the planner guesses from the schema alone; an operator may have run it.
+describe.each([
+  ['as svc leaves it, without statistics', false],
+  ['after ANALYZE', true],
+])('the outbox with a backlog of due deliveries, on SQLite %s (EXPLAIN QUERY PLAN)', (_name, analyze) => {
+  let store: Store;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-backlog-'));
+    store = await openStore(`sqlite:${join(dir, 'svc.db')}`);
+    const db = store.handle.sqlite!;
+    db.exec(`insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, created_at, updated_at)
+      select 'whd_old_' || n, 'key_' || (n % 20), 'user_' || (n % 5), 'llm.request.completed', 'chatcmpl-' || n, 'https://example.com/hook', '{}', 'delivered', 1, null, ${NOW - 86_400_000} + n, ${NOW - 86_400_000} + n
+      from ${series(DUE)}`);
+    // Waiting since the outage, due now; a few of them leased to a worker sending them.
+    db.exec(`insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, lease_until, leased_by, created_at, updated_at)
+      select 'whd_due_' || n, 'key_0', 'user_0', 'llm.request.completed', 'chatcmpl-' || n, 'https://down.example/hook', '{}', 'pending', 3, ${NOW - 3_600_000} + n,
+        case when n % 1000 = 0 then ${NOW + 60_000} + n end, case when n % 1000 = 0 then 'worker-1' end, ${NOW - 7_200_000} + n, ${NOW - 7_200_000} + n
+      from ${series(DUE)}`);
+    if (analyze) db.exec('analyze');
+  });
+
+  afterAll(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function plan(text: string, params: unknown[]): string {
+    const rows = store.handle.sqlite!.prepare(`explain query plan ${text}`).all(...params) as Array<{ detail: string }>;
+    return rows.map((r) => r.detail).join(' | ');
+  }
+
+  it('a claim updates the rows it picked by id, not every due row', async () => {
+    const claim = plan(claimSql(0, 0), [NOW + 60_000, 'w', NOW, NOW, NOW, 64, NOW, NOW]);
+    // The sub-select walks the due index in order up to its LIMIT; the UPDATE finds those rows by id.
+    expect(claim).toMatch(/^SEARCH webhook_deliveries USING (COVERING )?INDEX sqlite_autoindex_webhook_deliveries_1 \(id=\?\)/);
+    expect(claim.match(/deliveries_due_idx/g)).toHaveLength(1);
+    const rows = await store.deliveries.claimDue(NOW, 64, 60_000, 'worker-2');
+    expect(rows).toHaveLength(64);
+    expect(rows[0]!.id).toBe('whd_due_1');
+  });
+});
