@@ -53,6 +53,7 @@ import {
   REDELIVER_BATCH,
   redeliverBatchQuery,
   type RedeliveryCursor,
+  LEASED,
   NEXT_DUE,
   numbered,
   page,
@@ -220,11 +221,11 @@ const pg = {
   RELEASE_CLAIMS: `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = $1
   where id = any($2) and leased_by = $3 and status = 'pending'`,
   NEXT_DUE: numbered(NEXT_DUE),
-  // NEXT_DUE with leases on the database's clock (parameters: now, now, now): a lease's end comes back on the
+  // NEXT_DUE with leases on the database's clock (parameters: now, now): a lease's end comes back on the
   // caller's clock (its time left, from the caller's now), as the worker arms its timer with it.
   NEXT_DUE_DB: `select
   (select next_attempt_at from webhook_deliveries where status = 'pending' and next_attempt_at > $1 order by next_attempt_at asc limit 1) as next_attempt_at,
-  (select min(lease_until) - ${DB_NOW_MS} + $3 from webhook_deliveries where status = 'pending' and next_attempt_at <= $2 and lease_until > ${DB_NOW_MS}) as lease_until`,
+  (select min(lease_until) - ${DB_NOW_MS} + $2 from webhook_deliveries where ${LEASED} and lease_until > ${DB_NOW_MS}) as lease_until`,
   // One statement per batch: the rows are locked as picked (a redeliver meanwhile waits, then finds them gone).
   PURGE: `with batch as (select id from webhook_deliveries where created_at < $1 and status != 'pending' limit $2 for update skip locked),
   attempts as (delete from webhook_attempts where delivery_id in (select id from batch))
@@ -246,6 +247,11 @@ const pg = {
   // Per key, until the transaction ends: two instances' test sends of one key count one after the other.
   LOCK_TEST_SENDS: `select pg_advisory_xact_lock(${TEST_SENDS_LOCK_CLASS}, hashtext($1))`,
 };
+
+/** `nextDueAfter`'s statement under each lease clock (parameters: now, now). */
+export function nextDueSql(clock: LeaseClock): string {
+  return clock === 'caller' ? pg.NEXT_DUE : pg.NEXT_DUE_DB;
+}
 
 /** `numbered(text)`, worked out once per text. */
 const numberedTexts = new Map<string, string>();
@@ -357,8 +363,8 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async nextDueAfter(now: number): Promise<number | undefined> {
-    const text = this.leaseClock === 'caller' ? pg.NEXT_DUE : pg.NEXT_DUE_DB;
-    const { rows } = await run<{ next_attempt_at: number | string | null; lease_until: number | string | null }>(this.db, text, [now, now, now]);
+    const text = nextDueSql(this.leaseClock);
+    const { rows } = await run<{ next_attempt_at: number | string | null; lease_until: number | string | null }>(this.db, text, [now, now]);
     const asNumber = (v: number | string | null | undefined) => (v === null || v === undefined ? null : Number(v));
     return earliest(asNumber(rows[0]?.next_attempt_at), asNumber(rows[0]?.lease_until));
   }

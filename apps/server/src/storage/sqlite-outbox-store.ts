@@ -256,7 +256,7 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async nextDueAfter(now: number): Promise<number | undefined> {
     if (this.busy) await this.transactionEnded();
-    const row = this.stmt(NEXT_DUE).get(now, now, now) as { next_attempt_at: number | null; lease_until: number | null };
+    const row = this.stmt(NEXT_DUE).get(now, now) as { next_attempt_at: number | null; lease_until: number | null };
     return earliest(row.next_attempt_at, row.lease_until);
   }
 

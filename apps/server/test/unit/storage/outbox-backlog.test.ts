@@ -5,15 +5,30 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { claimSql } from '../../../src/storage/sqlite-outbox-store.js';
+import { NEXT_DUE, RELEASE_LEASES } from '../../../src/storage/outbox-sql.js';
+import { nextDueSql } from '../../../src/storage/postgres-outbox-store.js';
 
 const NOW = 1_800_000_000_000;
 const DUE = 20_000;
 
 /** `n` rows numbered 1..n, as a FROM clause. */
 const series = (n: number) => `(with recursive s(n) as (select 1 union all select n + 1 from s where n < ${n}) select n from s)`;
+
+/** The backlog (parameter: the FROM clause of 1..DUE): delivered rows of a day ago, then the due rows since the outage, every 1,000th leased. */
+const SEED = (from: string) => [
+  `insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, created_at, updated_at)
+   select 'whd_old_' || n, 'key_' || (n % 20), 'user_' || (n % 5), 'llm.request.completed', 'chatcmpl-' || n, 'https://example.com/hook', '{}', 'delivered', 1, null, ${NOW - 86_400_000} + n, ${NOW - 86_400_000} + n
+   from ${from}`,
+  `insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, lease_until, leased_by, created_at, updated_at)
+   select 'whd_due_' || n, 'key_0', 'user_0', 'llm.request.completed', 'chatcmpl-' || n, 'https://down.example/hook', '{}', 'pending', 3, ${NOW - 3_600_000} + n,
+     case when n % 1000 = 0 then ${NOW + 60_000} + n end, case when n % 1000 = 0 then 'worker-1' end, ${NOW - 7_200_000} + n, ${NOW - 7_200_000} + n
+   from ${from}`,
+];
 
 // svc never runs ANALYZE: the planner guesses from the schema alone; an operator may have run it.
 describe.each([
@@ -27,14 +42,7 @@ describe.each([
     dir = mkdtempSync(join(tmpdir(), 'svc-backlog-'));
     store = await openStore(`sqlite:${join(dir, 'svc.db')}`);
     const db = store.handle.sqlite!;
-    db.exec(`insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, created_at, updated_at)
-      select 'whd_old_' || n, 'key_' || (n % 20), 'user_' || (n % 5), 'llm.request.completed', 'chatcmpl-' || n, 'https://example.com/hook', '{}', 'delivered', 1, null, ${NOW - 86_400_000} + n, ${NOW - 86_400_000} + n
-      from ${series(DUE)}`);
-    // Waiting since the outage, due now; a few of them leased to a worker sending them.
-    db.exec(`insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, lease_until, leased_by, created_at, updated_at)
-      select 'whd_due_' || n, 'key_0', 'user_0', 'llm.request.completed', 'chatcmpl-' || n, 'https://down.example/hook', '{}', 'pending', 3, ${NOW - 3_600_000} + n,
-        case when n % 1000 = 0 then ${NOW + 60_000} + n end, case when n % 1000 = 0 then 'worker-1' end, ${NOW - 7_200_000} + n, ${NOW - 7_200_000} + n
-      from ${series(DUE)}`);
+    for (const text of SEED(series(DUE))) db.exec(text);
     if (analyze) db.exec('analyze');
   });
 
@@ -56,5 +64,44 @@ describe.each([
     const rows = await store.deliveries.claimDue(NOW, 64, 60_000, 'worker-2');
     expect(rows).toHaveLength(64);
     expect(rows[0]!.id).toBe('whd_due_1');
+  });
+
+  it("the worker's look for its next wake-up reads only the leased rows (deliveries_leased_idx), as does the release of leases at start", async () => {
+    const next = plan(NEXT_DUE, [NOW, NOW]);
+    expect(next).toMatch(/USING (COVERING )?INDEX deliveries_leased_idx \(status=\? AND lease_until>\?\)/);
+    expect(next).not.toMatch(/deliveries_due_idx \(status=\? AND next_attempt_at<\?\)/);
+    expect(plan(RELEASE_LEASES, [NOW])).toMatch(/^SEARCH webhook_deliveries USING INDEX deliveries_leased_idx/);
+    // The first lease to lapse: the claim's above (the seeded ones end a second or more after it).
+    expect(await store.deliveries.nextDueAfter(NOW)).toBe(NOW + 60_000);
+  });
+});
+
+const postgres = await createTestPostgres('outbox-backlog');
+
+describe.skipIf(!postgres)('the outbox with a backlog of due deliveries, on Postgres (EXPLAIN)', () => {
+  let store: Store;
+
+  beforeAll(async () => {
+    store = await openStore(postgres!.url, { poolSize: 2 });
+    for (const text of SEED(`generate_series(1, ${DUE}) as s(n)`)) await sql.raw(text).execute(store.handle.db);
+    // As autovacuum leaves it after a bulk of changes.
+    await sql`analyze webhook_deliveries`.execute(store.handle.db);
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await postgres?.drop();
+  });
+
+  it("the worker's look for its next wake-up reads only the leased rows (deliveries_leased_idx), on either lease clock", async () => {
+    for (const clock of ['database', 'caller'] as const) {
+      const text = nextDueSql(clock).replace(/\$(\d)/g, String(NOW));
+      const { rows } = await sql.raw<{ 'QUERY PLAN': string }>(`explain ${text}`).execute(store.handle.db);
+      const shown = rows.map((r) => r['QUERY PLAN']).join('\n');
+      // The next attempt time is the first row of a range of the due index; the leases are only the leased rows'.
+      expect(shown).toMatch(/Index (Only )?Scan.* using deliveries_leased_idx/);
+      expect(shown).not.toMatch(/Seq Scan|Bitmap/);
+      expect(shown.match(/deliveries_due_idx/g) ?? []).toHaveLength(1);
+    }
   });
 });
