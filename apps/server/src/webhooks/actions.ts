@@ -124,6 +124,8 @@ export function webhookActions(deps: WebhookActionsDeps) {
      */
     async urlChanged(key: ApiKeyRecord, url: string | null): Promise<void> {
       await applyUrlChange(deps.deliveries, key, url, deps.clock());
+      // Its waiting deliveries now go to another receiver, which may have room where the old one had none.
+      if (url !== null && url !== key.webhook_url) deps.worker.wake();
     },
   };
 }

@@ -78,6 +78,13 @@ export class DeliveryWorker {
   private readonly perReceiver: number;
   private readonly receivers: Receivers;
   private releases: Array<{ id: string; origin: string }> = [];
+  /**
+   * The last claim that left receivers or users out and found nothing, with the wake count then. Until the next
+   * wake nothing else can have fallen due, so a claim leaving out as much or more would find nothing again; it
+   * is skipped. Each such claim reads every due row of the receivers it leaves out: one receiver's backlog of
+   * 100,000, at its share and claimed again at every turn of its slots, held SQLite's event loop 100–200 ms each time.
+   */
+  private foundNothing: { leftOut: LeftOut; wakes: number } | undefined;
 
   constructor(private readonly options: WorkerOptions) {
     this.concurrency = options.concurrency ?? 256;
@@ -171,10 +178,15 @@ export class DeliveryWorker {
         // Receivers at their share are left out (a finishing attempt of theirs asks again), and one claim
         // takes at most two shares' worth, so one receiver's backlog is not claimed only to be given back.
         const full = this.receivers.leaveOut();
+        if (this.knownEmpty(full)) {
+          this.claimable = false;
+          break;
+        }
         const limit = Math.min(free, 2 * this.perReceiver);
         this.lastClaimAt = this.options.clock();
         const wakes = this.wakes;
         const rows = await this.options.deliveries.claimDue(this.lastClaimAt, limit, this.leaseMs, this.id, full);
+        if (rows.length === 0 && (full.origins.length > 0 || full.users.length > 0)) this.foundNothing = { leftOut: full, wakes };
         // A Postgres store returns each lease's end on the database's clock, which may disagree with this
         // worker's: the worker holds it on its own (see `attempt`). From the answer, so never before the real end.
         const leaseUntil = this.options.clock() + this.leaseMs;
@@ -199,6 +211,13 @@ export class DeliveryWorker {
     } finally {
       this.pumping = false;
     }
+  }
+
+  /** A claim leaving out `leftOut` would find nothing: one leaving out no more found nothing, and no wake since. */
+  private knownEmpty(leftOut: LeftOut): boolean {
+    const last = this.foundNothing;
+    if (last === undefined || last.wakes !== this.wakes) return false;
+    return last.leftOut.origins.every((o) => leftOut.origins.includes(o)) && last.leftOut.users.every((u) => leftOut.users.includes(u));
   }
 
   /**
@@ -299,6 +318,8 @@ export class DeliveryWorker {
       const ids = batch.map((r) => r.id);
       this.options.deliveries.releaseClaims(ids, this.id, this.options.clock()).then(
         () => {
+          // Rows are claimable again that a claim leaving their receiver out may now find.
+          this.foundNothing = undefined;
           // Claimable again. When their receiver emptied meanwhile, no attempt of its is left to ask for a
           // claim: ask now. (While it is still full, its finishing attempts will; asking now could only
           // return rows a claim leaves out by origin pattern and does not match, again and again.)

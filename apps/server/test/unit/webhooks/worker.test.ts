@@ -24,6 +24,8 @@ let worker: DeliveryWorker | undefined;
 let keyId: string;
 let userId: string;
 const queries = { claimDue: 0, nextDueAfter: 0 };
+/** Claims that left a receiver or user out and found nothing. */
+let emptyLeftOutClaims = 0;
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'svc-worker-'));
@@ -36,12 +38,16 @@ beforeEach(async () => {
   userId = user.id;
   queries.claimDue = 0;
   queries.nextDueAfter = 0;
+  emptyLeftOutClaims = 0;
   const { deliveries } = store;
   const claimDue = deliveries.claimDue.bind(deliveries);
   const nextDueAfter = deliveries.nextDueAfter.bind(deliveries);
-  deliveries.claimDue = (...args: Parameters<typeof claimDue>) => {
+  deliveries.claimDue = async (...args: Parameters<typeof claimDue>) => {
     queries.claimDue += 1;
-    return claimDue(...args);
+    const rows = await claimDue(...args);
+    const leftOut = args[4];
+    if (rows.length === 0 && leftOut !== undefined && leftOut.origins.length + leftOut.users.length > 0) emptyLeftOutClaims += 1;
+    return rows;
   };
   deliveries.nextDueAfter = (...args: Parameters<typeof nextDueAfter>) => {
     queries.nextDueAfter += 1;
@@ -58,7 +64,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function startWorker(options: { concurrency?: number; retryScheduleMs?: number[] } = {}): DeliveryWorker {
+function startWorker(options: { concurrency?: number; perReceiver?: number; retryScheduleMs?: number[] } = {}): DeliveryWorker {
   worker = new DeliveryWorker({
     deliveries: store.deliveries,
     keys: store.keys,
@@ -69,6 +75,7 @@ function startWorker(options: { concurrency?: number; retryScheduleMs?: number[]
     timeoutMs: 2_000,
     retryScheduleMs: options.retryScheduleMs ?? [50, 50],
     concurrency: options.concurrency,
+    perReceiver: options.perReceiver,
   });
   worker.start();
   return worker;
@@ -145,6 +152,21 @@ describe('DeliveryWorker', () => {
     await eventually(() => delivered(batch.map((d) => d.id)));
     expect(receiver.received).toHaveLength(7);
     expect(queries.claimDue).toBeGreaterThan(1);
+  });
+
+  it("works through one receiver's backlog without claiming again and again what it leaves out", async () => {
+    // A receiver back after an outage, its deliveries all due. Each time its share is full the next claim leaves
+    // it out, and that claim reads every due row of it to find nothing: with 100,000 waiting it held SQLite's
+    // loop 100–200 ms, and came back at every turn of its slots. Once one found nothing, no later one is made
+    // until something wakes the worker.
+    const batch = newDeliveries(240);
+    await store.deliveries.insertMany(batch);
+    startWorker({ perReceiver: 4 });
+    await receiver.waitFor((r) => r.length >= batch.length, 30_000);
+    await eventually(() => delivered(batch.map((d) => d.id)), 30_000);
+    // Claims of 8 (two shares) took the 240 rows: 30 claims or more, and one wasted claim at most.
+    expect(queries.claimDue).toBeGreaterThanOrEqual(30);
+    expect(emptyLeftOutClaims).toBeLessThanOrEqual(1);
   });
 
   it('sends a failed attempt again per the retry schedule, with nothing else waking it', async () => {
