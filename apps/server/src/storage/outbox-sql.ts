@@ -247,9 +247,18 @@ export function retryingSql(table = 'webhook_deliveries'): string {
 }
 export const RETRYING = retryingSql();
 export const RETRYING_SQLITE = retryingSql('webhook_deliveries indexed by deliveries_retrying_idx');
-/** RETRYING for every key of a user at once (the key list): one pass over the pending rows, by the status index. */
-export const RETRYING_OF_USER = `select key_id, count(*) as n, min(next_attempt_at) as next from webhook_deliveries
-  where status = 'pending' and user_id = ? and attempts > 0 group by key_id`;
+/**
+ * RETRYING for every key of a user at once (the key list, asked again every few seconds while it is open): each
+ * of the user's keys a range of deliveries_retrying_idx, read from the index alone. One pass over every pending row
+ * by user_id read each row instead: 100,000 waiting after an outage held SQLite's loop 75–90 ms per ask.
+ * `table` as for retryingSql.
+ */
+export function retryingOfUserSql(table = 'webhook_deliveries'): string {
+  return `select key_id, count(*) as n, min(next_attempt_at) as next from ${table}
+  where status = 'pending' and attempts > 0 and key_id in (select id from api_keys where user_id = ?) group by key_id`;
+}
+export const RETRYING_OF_USER = retryingOfUserSql();
+export const RETRYING_OF_USER_SQLITE = retryingOfUserSql('webhook_deliveries indexed by deliveries_retrying_idx');
 
 const CANCELLED = `set status = 'cancelled', next_attempt_at = null, lease_until = null, leased_by = null, last_error = ?, updated_at = ?`;
 export const CANCEL = `update webhook_deliveries ${CANCELLED} where id = ? and key_id = ? and status = 'pending' returning *`;

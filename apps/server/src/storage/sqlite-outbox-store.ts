@@ -32,7 +32,7 @@ import {
   CANCEL,
   CANCEL_PENDING,
   RETRYING_SQLITE,
-  RETRYING_OF_USER,
+  RETRYING_OF_USER_SQLITE,
   toRetryingByKey,
   type RetryingRow,
   toRetrying,
@@ -312,7 +312,7 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async retryingOfUser(userId: string): Promise<Map<string, Retrying>> {
     if (this.busy) await this.transactionEnded();
-    return toRetryingByKey(this.stmt(RETRYING_OF_USER).all(userId) as Array<RetryingRow & { key_id: string }>);
+    return toRetryingByKey(this.stmt(RETRYING_OF_USER_SQLITE).all(userId) as Array<RetryingRow & { key_id: string }>);
   }
 
   async countMatching(keyId: string, filter: RedeliveryFilter): Promise<number> {

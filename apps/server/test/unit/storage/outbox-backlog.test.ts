@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { claimSql } from '../../../src/storage/sqlite-outbox-store.js';
-import { NEXT_DUE, RELEASE_LEASES } from '../../../src/storage/outbox-sql.js';
+import { NEXT_DUE, RELEASE_LEASES, RETRYING_OF_USER_SQLITE } from '../../../src/storage/outbox-sql.js';
 import { nextDueSql } from '../../../src/storage/postgres-outbox-store.js';
 
 const NOW = 1_800_000_000_000;
@@ -21,6 +21,12 @@ const series = (n: number) => `(with recursive s(n) as (select 1 union all selec
 
 /** The backlog (parameter: the FROM clause of 1..DUE): delivered rows of a day ago, then the due rows since the outage, every 1,000th leased. */
 const SEED = (from: string) => [
+  `insert into users (id, email, password_hash, created_at) select 'user_' || (n - 1), 'ops' || n || '@example.test', 'x', ${NOW} from ${from} where n <= 5`,
+  `insert into api_keys (id, user_id, name, prefix, key_hash, created_at, updated_at) select 'key_' || (n - 1), 'user_' || ((n - 1) % 5), 'k', 'svc_k', 'hash' || n, ${NOW}, ${NOW} from ${from} where n <= 20`,
+  // Another user's key retrying too.
+  `insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, created_at, updated_at)
+   select 'whd_other_' || n, 'key_1', 'user_1', 'llm.request.completed', 'chatcmpl-' || n, 'https://other.example/hook', '{}', 'pending', 1, ${NOW + 60_000} + n, ${NOW} + n, ${NOW} + n
+   from ${from} where n <= 30`,
   `insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts, next_attempt_at, created_at, updated_at)
    select 'whd_old_' || n, 'key_' || (n % 20), 'user_' || (n % 5), 'llm.request.completed', 'chatcmpl-' || n, 'https://example.com/hook', '{}', 'delivered', 1, null, ${NOW - 86_400_000} + n, ${NOW - 86_400_000} + n
    from ${from}`,
@@ -73,6 +79,14 @@ describe.each([
     expect(plan(RELEASE_LEASES, [NOW])).toMatch(/^SEARCH webhook_deliveries USING INDEX deliveries_leased_idx/);
     // The first lease to lapse: the claim's above (the seeded ones end a second or more after it).
     expect(await store.deliveries.nextDueAfter(NOW)).toBe(NOW + 60_000);
+  });
+
+  it("the key list's retrying counts read each of the user's keys from deliveries_retrying_idx alone, and only that user's", async () => {
+    const retrying = plan(RETRYING_OF_USER_SQLITE, ['user_0']);
+    expect(retrying).toMatch(/SEARCH webhook_deliveries USING COVERING INDEX deliveries_retrying_idx \(key_id=\? AND status=\?\)/);
+    expect(retrying).not.toMatch(/deliveries_due_idx/);
+    expect(await store.deliveries.retryingOfUser('user_0')).toEqual(new Map([['key_0', { deliveries: DUE, nextAttemptAt: NOW - 3_600_000 + 1 }]]));
+    expect(await store.deliveries.retryingOfUser('user_1')).toEqual(new Map([['key_1', { deliveries: 30, nextAttemptAt: NOW + 60_001 }]]));
   });
 });
 

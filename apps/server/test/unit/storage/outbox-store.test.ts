@@ -413,6 +413,14 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect(await store.deliveries.retrying('key_a')).toEqual({ deliveries: 2, nextAttemptAt: T0 + 3_000 });
     expect(await store.deliveries.retrying('key_b')).toEqual({ deliveries: 0, nextAttemptAt: null });
     // The key list's one query: every key of the user at once, the same counts; another user's are not there.
+    for (const [keyId, userId] of [['key_a', a.userId], ['key_b', a.userId], ['key_c', 'user-elsewhere']] as const) {
+      await store.handle.db.insertInto('users').values({ id: userId, email: `${userId}@example.test`, password_hash: 'x', created_at: T0 }).onConflict((oc) => oc.doNothing()).execute();
+      await store.handle.db
+        .insertInto('api_keys')
+        .values({ id: keyId, user_id: userId, name: keyId, prefix: 'svc_k', key_hash: `hash-${keyId}`, created_at: T0, updated_at: T0 })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    }
     const onB = delivery({ keyId: 'key_b' });
     const elsewhere = delivery({ keyId: 'key_c', userId: 'user-elsewhere' });
     await store.deliveries.insertMany([onB, elsewhere]);
