@@ -43,6 +43,20 @@ describe('offline response_format', () => {
     expect(Landmark.parse(parsed)).toEqual(parsed);
   });
 
+  it('fills number fields from the source sentence that answers, so the structured answer is grounded', async () => {
+    const client = new OpenAI({ apiKey: token, baseURL, maxRetries: 0 });
+    const Height = z.object({ height_m: z.number().int(), completed: z.number().int() });
+    const completion = await client.chat.completions.parse({
+      model: 'svc01',
+      messages: [{ role: 'system', content: DOC }, { role: 'user', content: 'How tall is the Eiffel Tower, and when was it completed?' }],
+      response_format: zodResponseFormat(Height, 'height'),
+    });
+    // The question has no number: they come from "It was completed in 1889 and is 330 metres tall." (was 0 and 0),
+    // each to the field named like a word beside it.
+    expect(completion.choices[0]!.message.parsed).toEqual({ height_m: 330, completed: 1889 });
+    expect((completion as unknown as { svc: { grounded: boolean } }).svc.grounded).toBe(true);
+  });
+
   it('json_object gives a JSON object text with the answer', async () => {
     const client = new OpenAI({ apiKey: token, baseURL, maxRetries: 0 });
     const completion = await client.chat.completions.create({ model: 'svc01', messages, response_format: { type: 'json_object' } });

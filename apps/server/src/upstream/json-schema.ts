@@ -24,6 +24,11 @@ export interface SampleHints {
   numbers: number[];
   /** Content words of the question. */
   keywords: string[];
+  /**
+   * Per number of `numbers` (same order), the lower-cased words beside it ("completed in 1889": completed, in):
+   * a field named like one of them (`completed_year`) takes that number before the others.
+   */
+  numberWords?: string[][];
   /** Which of `names` to use first (a second parallel tool call gets the second name). */
   nameOffset?: number;
 }
@@ -109,7 +114,7 @@ function spend(work: Work, steps = 1): void {
  * // { city: 'Paris' }
  */
 export function sampleFromSchema(schema: unknown, hints: SampleHints): unknown {
-  const state: SampleState = { hints, usedNumbers: 0, usedNames: hints.nameOffset ?? 0, work: newWork(), mentioned: new WeakMap() };
+  const state: SampleState = { hints, usedNumbers: new Set(), usedNames: hints.nameOffset ?? 0, work: newWork(), mentioned: new WeakMap() };
   const root = asSchema(schema);
   const value = sample(root, root, '', state, 0, 0);
   // What the filler writes is checked, not assumed: some schemas (four unique items of a two-value enum, a
@@ -129,7 +134,10 @@ export function sampleFromSchema(schema: unknown, hints: SampleHints): unknown {
 
 interface SampleState {
   hints: SampleHints;
-  usedNumbers: number;
+  /** Indexes of `hints.numbers` already written into a field. */
+  usedNumbers: Set<number>;
+  /** Indexes of `hints.numbers` that a field of the object being filled names (`namesNumber`). */
+  reservedNumbers?: Set<number>;
   usedNames: number;
   work: Work;
   /** Per `enum` array: its first string value that the question mentions (computed once, not once per item). */
@@ -160,7 +168,7 @@ function sample(raw: JsonSchema, root: JsonSchema, name: string, state: SampleSt
       return typeof schema.default === 'boolean' ? schema.default : false;
     case 'integer':
     case 'number':
-      return sampleNumber(schema, type === 'integer', state, variant);
+      return sampleNumber(schema, type === 'integer', name, state, variant);
     case 'string':
       return sampleString(schema, root, name, state, variant);
     case 'array':
@@ -220,13 +228,18 @@ function pickType(schema: JsonSchema): string {
   return 'string';
 }
 
-function sampleNumber(schema: JsonSchema, integer: boolean, state: SampleState, variant: number): number {
+function sampleNumber(schema: JsonSchema, integer: boolean, name: string, state: SampleState, variant: number): number {
   const ok = (v: number): boolean => validate({ ...schema, type: integer ? 'integer' : 'number' }, v, {}, '$', state.work, 0).length === 0;
-  for (let i = state.usedNumbers; i < state.hints.numbers.length; i++) {
-    const candidate = state.hints.numbers[i]!;
-    if (ok(candidate)) {
-      state.usedNumbers = i + 1;
-      return candidate;
+  const { numbers } = state.hints;
+  const named = (i: number): boolean => namesNumber(name, i, state.hints);
+  const unused = numbers.map((_, i) => i).filter((i) => !state.usedNumbers.has(i));
+  // A number named by this field first, then one no field of its object names, then the others' own.
+  const reserved = state.reservedNumbers ?? new Set<number>();
+  const order = [...unused.filter(named), ...unused.filter((i) => !named(i) && !reserved.has(i)), ...unused.filter((i) => !named(i) && reserved.has(i))];
+  for (const i of order) {
+    if (ok(numbers[i]!)) {
+      state.usedNumbers.add(i);
+      return numbers[i]!;
     }
   }
   for (const candidate of [schema.default, Array.isArray(schema.examples) ? schema.examples[0] : undefined]) {
@@ -240,6 +253,17 @@ function sampleNumber(schema: JsonSchema, integer: boolean, state: SampleState, 
     if (Number.isFinite(candidate) && ok(candidate)) return candidate;
   }
   return aligned;
+}
+
+/**
+ * Whether the field `name` names the i-th number of `hints`: a word of the name ("height_m" → height;
+ * "completedYear" → completed, year) is beside the number, both matched by their first four letters.
+ */
+function namesNumber(name: string, i: number, hints: SampleHints): boolean {
+  const beside = hints.numberWords?.[i];
+  if (!beside || beside.length === 0) return false;
+  const nameWords = name.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase().split(/[^a-z]+/).filter((w) => w.length >= 3).map((w) => w.slice(0, 4));
+  return beside.some((w) => nameWords.includes(w.slice(0, 4)));
 }
 
 function bounds(schema: JsonSchema): { lo: number; hi: number } {
@@ -332,9 +356,20 @@ function sampleArray(schema: JsonSchema, root: JsonSchema, name: string, state: 
 /** `variant` > 0 (the i-th item of a `uniqueItems` array) reaches every property, so the items differ. */
 function sampleObject(schema: JsonSchema, root: JsonSchema, state: SampleState, depth: number, variant: number): Record<string, unknown> {
   const properties = asSchema(schema.properties);
+  const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
+  // The numbers this object's fields name are kept for them: a field before them takes another.
+  const outer = state.reservedNumbers;
+  state.reservedNumbers = new Set(state.hints.numbers.map((_, i) => i).filter((i) => Object.keys(properties).some((key) => namesNumber(key, i, state.hints))));
+  try {
+    return fillObject(schema, properties, root, state, depth, variant, minProperties);
+  } finally {
+    state.reservedNumbers = outer;
+  }
+}
+
+function fillObject(schema: JsonSchema, properties: JsonSchema, root: JsonSchema, state: SampleState, depth: number, variant: number, minProperties: number): Record<string, unknown> {
   const required = new Set(Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : []);
   const out: Record<string, unknown> = {};
-  const minProperties = typeof schema.minProperties === 'number' ? schema.minProperties : 0;
   for (const [key, sub] of Object.entries(properties)) {
     const subSchema = flatten(asSchema(sub), root, depth + 1, state.work);
     // Optional fields only when they carry a default or the question clearly supplies them.

@@ -249,12 +249,15 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
   const questionTerms = [...new Set(contentWords(question))];
   let content: string;
   let reasoning: string;
+  /** Whether `content` is quoted from the sources (then its names and numbers may fill a schema's fields). */
+  let quoted = false;
   if (passages.length === 0) {
     content = NO_SOURCE_ANSWER;
     reasoning = 'There is no system, developer or tool message and no pasted document to draw on, so I cannot answer from a source and say so instead of guessing.';
   } else if (/\b(summar|tl;?dr|overview|gist|what is (this|the) (document|text|article) about)/i.test(question)) {
     const lead = leadSentences(pool, sources);
     content = lead.map((p) => p.text).join(' ');
+    quoted = true;
     reasoning = `The question asks for a summary, so I quote the first ${lead.length} sentence${lead.length > 1 ? 's' : ''} of the longest source verbatim; a document's opening usually states its subject.`;
   } else if (questionTerms.length === 0) {
     content = 'Ask a question about the provided sources, and I will answer with the sentences from them that match it best.';
@@ -265,6 +268,7 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
   } else {
     const picked = pickPassages(ranked);
     content = picked.map((p) => p.text).join(' ');
+    quoted = true;
     reasoning =
       `The question is about ${formatList(questionTerms)}. I ranked ${pool.length} sentence${pool.length > 1 ? 's' : ''} from ${sources.length} source${sources.length > 1 ? 's' : ''} with BM25 against these terms. ` +
       picked.map((p, i) => `Passage ${i + 1} (score ${p.score.toFixed(2)}) matches ${formatList(p.matched)}: "${clip(p.text, 80)}"`).join(' ') +
@@ -272,7 +276,10 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
   }
   const format = structuredFormat(body.response_format);
   if (format) {
-    const json = await oneFillPerIteration(() => structuredContent(format, content, sampleHints(question || lastUserText)));
+    // A field asking for a number or a name takes the question's first, then the answer's: "How tall is the
+    // tower?" fills `height` with the 330 of the sentence that answers it, as a model would.
+    const hints = quoted ? withAnswer(sampleHints(question || lastUserText), sampleHints(content)) : sampleHints(question || lastUserText);
+    const json = await oneFillPerIteration(() => structuredContent(format, content, hints));
     reasoning += ` The request asks for ${format.kind === 'json_schema' ? 'JSON matching its schema' : 'a JSON object'}, so I answer with ${format.kind === 'json_schema' ? 'a value built from that schema, filled from the question where a field asks for it' : 'the answer under "answer"'}.`;
     return { content: json, reasoning: thinking ? reasoning : null, toolCalls: [] };
   }
@@ -440,8 +447,34 @@ function sampleHints(question: string): SampleHints {
     else names.push(name);
   }
   names.push(...sentenceStarts);
-  const numbers = [...question.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
-  return { question, names, numbers, keywords: [...new Set(contentWords(question))] };
+  // The first hundred (a pasted table is not read number by number: each numeric field looks at them all).
+  const found: RegExpExecArray[] = [];
+  for (const m of question.matchAll(/-?\d+(?:\.\d+)?/g)) if (found.push(m) === 100) break;
+  const numbers = found.map((m) => Number(m[0]));
+  // Three words each side of the number, within its sentence.
+  const numberWords = found.map((m) => {
+    const before = question.slice(0, m.index).split(/[.!?]\s/).at(-1)!.toLowerCase().match(/\p{L}+/gu) ?? [];
+    const after = question.slice(m.index + m[0].length).split(/[.!?]\s/)[0]!.toLowerCase().match(/\p{L}+/gu) ?? [];
+    return [...before.slice(-3), ...after.slice(0, 3)];
+  });
+  return { question, names, numbers, numberWords, keywords: [...new Set(contentWords(question))] };
+}
+
+function mergedNumbers(asked: SampleHints, answer: SampleHints): Pick<SampleHints, 'numbers' | 'numberWords'> {
+  const fresh = answer.numbers.map((n, i) => i).filter((i) => !asked.numbers.includes(answer.numbers[i]!));
+  return {
+    numbers: [...asked.numbers, ...fresh.map((i) => answer.numbers[i]!)],
+    numberWords: [...(asked.numberWords ?? []), ...fresh.map((i) => answer.numberWords?.[i] ?? [])],
+  };
+}
+
+/** `asked`'s hints, then the names and numbers of the answer quoted from the sources that `asked` lacks. */
+function withAnswer(asked: SampleHints, answer: SampleHints): SampleHints {
+  return {
+    ...asked,
+    names: [...new Set([...asked.names, ...answer.names])],
+    ...mergedNumbers(asked, answer),
+  };
 }
 
 /**

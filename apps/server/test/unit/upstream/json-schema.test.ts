@@ -107,3 +107,13 @@ describe('sampleFromSchema writes only valid values', () => {
     expect(sampleFromSchema({ enum: ['cat', 'dog'] }, hints('Is a category a dog?'))).toBe('dog');
   });
 });
+
+describe('numbers from the question and the answer', () => {
+  it('a field takes the number a word of its name stands beside, a field named by none the one no other field names', () => {
+    const schema = { type: 'object', properties: { height_m: { type: 'integer' }, completedYear: { type: 'integer' } }, required: ['height_m', 'completedYear'] };
+    const value = sampleFromSchema(schema, { ...hints('When?'), numbers: [1889, 330], numberWords: [['was', 'completed', 'in', 'and', 'is'], ['in', 'and', 'is', 'metres', 'tall']] });
+    expect(value).toEqual({ height_m: 330, completedYear: 1889 });
+    // Without words beside them, in order.
+    expect(sampleFromSchema(schema, { ...hints('When?'), numbers: [1889, 330] })).toEqual({ height_m: 1889, completedYear: 330 });
+  });
+});
