@@ -519,6 +519,8 @@ const WIDE_SPACE_RE = /\s/;
  * "two dozen" → 24; "1,200" → 1200. `i` is the index of the number's first token; returns
  * the values and the index after the mention.
  */
+/** Scale words that are nothing else: a number before them is never the count alone. */
+const WORD_SCALES = new Set(['thousand', 'million', 'billion', 'trillion', 'mn', 'bn']);
 const DEGREES = new Set(['degree', 'degrees', 'deg']);
 const TEMPERATURE_SCALES = new Set(['c', 'f']);
 
@@ -545,6 +547,9 @@ export function readNumber(tokens: readonly Token[], i: number, claim = false): 
   if (s && s.start - (tokens[next - 1]?.end ?? 0) <= 1 && s.sentence === t.sentence) {
     const scale = SCALE_WORDS.get(s.word.norm);
     if (scale !== undefined) {
+      // A claim's "2.1 billion" is 2.1e9 alone: were it also 2.1, a source's "2.1 million" (also 2.1) would back it.
+      // "k", "m" and "b" may be units ("850 m" of height), and "three hundred" and "two dozen" keep their count.
+      if (claim && WORD_SCALES.has(s.word.norm)) values.length = 0;
       values.push(base * scale);
       next++;
     }
