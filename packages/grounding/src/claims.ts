@@ -1,7 +1,7 @@
 import { CHATTER_WORDS, CURRENCIES, NEGATIONS, UNITS, type Unit } from './lexicon.js';
 import { findLinks, type Link } from './links.js';
 import { isoMonth } from './source-index.js';
-import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, sentenceBreak, tokenize, type Token } from './tokenize.js';
+import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
 export type TermKind = 'word' | 'name' | 'number' | 'link';
@@ -33,6 +33,11 @@ export interface Term {
    * be a range ("2011-12", the season), as before.
    */
   month?: number;
+  /**
+   * A time of day ("6 p.m.", "18:00", "9am"): the hours on a 24-hour clock it can be, found where a source names
+   * that hour as a time (`hourKey`), not as a bare number. `values` is then empty.
+   */
+  hours?: number[];
 }
 
 export interface NumberUnit {
@@ -443,6 +448,16 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
           !answer.slice(t.end, tokens[k + 1]!.start).includes('\n');
         // Digits glued to a word ("COVID-19", "Boeing-737") are part of a name, not a quantity.
         const glued = t.start >= 2 && answer[t.start - 1] === '-' && /\p{L}/u.test(answer[t.start - 2]!);
+        const time = glued || listMarker ? undefined : readTime(answer, tokens, k, true);
+        if (time && time.next <= to) {
+          // "6 p.m." is one term, the hour, and its minutes ("2:30 pm": 30) another; ":00" says nothing more.
+          const end = time.minutes ? t.end : tokens[time.next - 1]!.end;
+          terms.push({ kind: 'number', start: t.start, end, token: t, values: [], hours: time.hours });
+          const m = time.minutes;
+          if (m) terms.push({ kind: 'number', start: m.start, end: m.end, token: m, values: [m.word.value!] });
+          k = time.next - 1;
+          continue;
+        }
         if (glued) terms.push({ kind: 'name', start: t.start, end: t.end, token: t });
         else if (!listMarker) {
           const term: Term = { kind: 'number', start: t.start, end: tokens[num.next - 1]!.end, token: t, values: num.values };

@@ -53,3 +53,33 @@ describe('numbers with a scale word', () => {
   });
 });
 
+describe('times of day', () => {
+  const HOURS = 'The store opens at 9 a.m. and closes at 6 p.m. on weekdays.';
+  it.each<Case>([
+    { source: HOURS, answer: 'The store opens at 9am and closes at 6pm on weekdays.', grounded: true },
+    { source: HOURS, answer: 'On weekdays the store opens at 9 AM and closes at 6 PM.', grounded: true },
+    { source: HOURS, answer: 'The store opens at 09:00 and closes at 18:00 on weekdays.', grounded: true },
+    { source: HOURS, answer: 'The store is open 9:00–18:00 on weekdays.', grounded: true },
+    { source: 'The store opens at 09:00 and closes at 18:00 on weekdays.', answer: 'The store opens at 9 a.m. and closes at 6 p.m. on weekdays.', grounded: true },
+    { source: HOURS, answer: 'The store opens at 9 p.m. on weekdays.', grounded: false, flagged: ['9'] },
+    { source: HOURS, answer: 'The store closes at 6 AM on weekdays.', grounded: false, flagged: ['6'] },
+    { source: HOURS, answer: 'The store is open 9:00–17:00 on weekdays.', grounded: false, flagged: ['17'] },
+    { source: HOURS, answer: 'The store opens at 10am on weekdays.', grounded: false, flagged: ['10'] },
+  ])('$answer', (c) => expectCase(c));
+
+  it('a time written on either clock or with either meridiem mark is the same hour; another hour is flagged', () => {
+    const marks = [(h: number) => `${h} p.m.`, (h: number) => `${h}pm`, (h: number) => `${h} PM`, (h: number) => `${h + 12}:00`, (h: number) => `${h}:00 pm`];
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 11 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 11 }), (h, a, b, d) => {
+        const source = `The last ferry leaves at ${marks[a]!(h)} from pier 3.`;
+        expect(checkGrounding({ sources: [source], answer: `The last ferry leaves at ${marks[b]!(h)} from pier 3.` }).grounded).toBe(true);
+        const other = ((h + d - 1) % 11) + 1;
+        fc.pre(other !== h);
+        expect(checkGrounding({ sources: [source], answer: `The last ferry leaves at ${marks[b]!(other)} from pier 3.` }).grounded).toBe(false);
+        // The morning is not the evening.
+        expect(checkGrounding({ sources: [source], answer: `The last ferry leaves at ${h} a.m. from pier 3.` }).grounded).toBe(false);
+      }),
+      { seed: SEED, numRuns: 60 },
+    );
+  });
+});

@@ -1,6 +1,6 @@
 import { CURRENCIES, MONTHS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
 import { findLinks } from './links.js';
-import { inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, stem, tokenize, type Token, type Word } from './tokenize.js';
+import { hourKey, inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -370,6 +370,9 @@ class IndexBuilder {
     const v = t.word.value;
     if (v !== undefined) {
       if (v > 0 && source.charCodeAt(t.start - 1) === 40 && source.charCodeAt(t.end) === 41) this.addValue(sid, -v);
+      // A time of day is its hour on a 24-hour clock, as a claim's time is looked for: "6 p.m." and "18:00" are 18.
+      const time = readTime(source, tokens, i);
+      if (time) for (const hour of time.hours) this.addHourKey(sid, hour);
       const minutes = tokens[i + 1];
       if (
         Number.isInteger(v) && v >= 0 && v <= 23 && t.end - t.start <= 2 && source.charCodeAt(t.end) === 58 &&
@@ -429,6 +432,13 @@ class IndexBuilder {
   /** Month `month` as a date names it (`monthKey`), found in sentence `sid` as the stems of its words are. */
   private addMonthKey(sid: number, month: number): void {
     const id = this.id(monthKey(month));
+    this.flags.items[id]! |= STEM;
+    this.add(sid, id, true);
+  }
+
+  /** Hour `hour` of the day as a time names it (`hourKey`), found in sentence `sid` as the stems of its words are. */
+  private addHourKey(sid: number, hour: number): void {
+    const id = this.id(hourKey(hour));
     this.flags.items[id]! |= STEM;
     this.add(sid, id, true);
   }

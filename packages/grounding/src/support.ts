@@ -2,7 +2,7 @@ import type { Claim, NumberUnit, Term } from './claims.js';
 import { MONTHS, UNITS, type Unit } from './lexicon.js';
 import { hasNumber, heldWithoutPosting, isoMonth, monthKey, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
 import { findLinks } from './links.js';
-import { readNumber, stem, tokenize } from './tokenize.js';
+import { hourKey, readNumber, readTime, stem, tokenize } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
 export const RELATED_SUPPORT = 0.6;
@@ -52,12 +52,15 @@ export interface QuestionTerms {
   numbers: ReadonlySet<number>;
   /** Months the question names in words or as an ISO date's month. */
   months: ReadonlySet<number>;
+  /** Hours of the day the question names as times ("at 6 pm?": 18). */
+  hours: ReadonlySet<number>;
 }
 
 export function questionTerms(question: string | undefined): QuestionTerms {
   const stems = new Set<string>();
   const numbers = new Set<number>();
   const months = new Set<number>();
+  const hours = new Set<number>();
   if (question) {
     const tokens = tokenize(question);
     for (let i = 0; i < tokens.length; i++) {
@@ -67,10 +70,11 @@ export function questionTerms(question: string | undefined): QuestionTerms {
       if (w.value !== undefined || w.numberWord !== undefined) for (const v of readNumber(tokens, i)?.values ?? []) numbers.add(v);
       const month = w.cap ? MONTHS.get(w.norm) : i > 0 ? isoMonth(question, tokens[i - 1]!, tokens[i]!) : undefined;
       if (month !== undefined) months.add(month);
+      if (w.value !== undefined) for (const h of readTime(question, tokens, i)?.hours ?? []) hours.add(h);
     }
     for (const link of findLinks(question)) for (const key of link.keys) stems.add(key);
   }
-  return { stems, numbers, months };
+  return { stems, numbers, months, hours };
 }
 
 /**
@@ -195,6 +199,7 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
   if (term.kind === 'number') {
     for (const v of term.values ?? []) if (hasNumber(index, v) || question.numbers.has(v)) return 1;
     if (term.month !== undefined && (index.stems.has(monthKey(term.month)) || question.months.has(term.month))) return 1;
+    if (term.hours?.some((h) => index.stems.has(hourKey(h)) || question.hours.has(h))) return 1;
     return 0;
   }
   if (term.link) {
@@ -216,6 +221,7 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
 function termKeys(term: Term): string[] {
   if (term.kind === 'number') {
     const keys = (term.values ?? []).map(numberKey);
+    if (term.hours) keys.push(...term.hours.map(hourKey));
     return term.month === undefined ? keys : [...keys, monthKey(term.month)];
   }
   if (term.link) return term.link.lookups;

@@ -645,3 +645,63 @@ export function inCapitals(text: string, t: Token, maxLength = Infinity): boolea
 
 /** The longest acronym read as a name when its letters spell a function word ("US", "WHO", "IN"). */
 export const MAX_ACRONYM = 5;
+
+/** A time of day in a text (`readTime`). */
+export interface TimeOfDay {
+  /** The hours on a 24-hour clock it can be: "6 p.m." 18; "9:15" 9 (a 24-hour clock's); in a claim also 21. */
+  hours: number[];
+  /** The token after the time (its minutes, seconds and "am"/"pm" included). */
+  next: number;
+  /** The minutes when they are not ":00" ("2:30 pm": 30), still a number to check. */
+  minutes?: Token;
+  /** The meridiem written ("am", "a.m.", "PM"), or undefined. */
+  meridiem?: 'am' | 'pm';
+}
+
+/**
+ * The time of day whose hour is token `i`: an hour of one or two digits before "am"/"pm" ("9am", "6 p.m.", "9 AM")
+ * or before ":" and two digits of minutes ("09:00", "18:00", "2:30 pm"). The morning is not the evening, so a
+ * claim's "9 p.m." is 21 and not 9. A claim's "9:15" with no meridiem may be either (`claim`); a source's is 9.
+ */
+export function readTime(text: string, tokens: readonly Token[], i: number, claim = false): TimeOfDay | undefined {
+  const t = tokens[i]!;
+  const h = t.word.value;
+  if (h === undefined || !Number.isInteger(h) || h < 0 || h > 23 || t.end - t.start > 2 || !ASCII_DIGITS_RE.test(text.slice(t.start, t.end))) return undefined;
+  // Minutes are no hour: "10:05 am" is 10.
+  if (text.charCodeAt(t.start - 1) === 58) return undefined;
+  let j = i + 1;
+  let minutes: Token | undefined;
+  const m = tokens[j];
+  if (text.charCodeAt(t.end) === 58 && m && m.start === t.end + 1 && m.end - m.start === 2 && m.word.value !== undefined && m.word.value < 60) {
+    if (m.word.value !== 0) minutes = m;
+    j++;
+    const s = tokens[j];
+    if (s && s.start === m.end + 1 && text.charCodeAt(m.end) === 58 && s.end - s.start === 2 && s.word.value !== undefined && s.word.value < 60) j++;
+  }
+  const clock = j > i + 1;
+  const mark = tokens[j];
+  let meridiem: 'am' | 'pm' | undefined;
+  if (mark && mark.sentence === t.sentence && mark.start - tokens[j - 1]!.end <= 1) {
+    const norm = mark.word.norm;
+    if (norm === 'am' || norm === 'pm') {
+      meridiem = norm;
+      j++;
+    } else if ((norm === 'a' || norm === 'p') && text.charCodeAt(mark.end) === 46 && tokens[j + 1]?.start === mark.end + 1 && tokens[j + 1]!.word.norm === 'm') {
+      meridiem = norm === 'a' ? 'am' : 'pm';
+      j += 2;
+    }
+  }
+  if (meridiem) {
+    if (h < 1 || h > 12) return undefined;
+    return { hours: [(h % 12) + (meridiem === 'pm' ? 12 : 0)], next: j, minutes, meridiem };
+  }
+  if (!clock) return undefined;
+  // "9:15" may be the evening's when the answer writes the hours of a day in 12; "09:15" and "21:15" are not.
+  const either = claim && h >= 1 && h < 12 && text.charCodeAt(t.start) !== 48;
+  return { hours: either ? [h, h + 12] : [h], next: j, minutes };
+}
+
+/** How an hour of the day (0–23) a time names is kept among a sentence's keys: apart from the bare number. */
+export function hourKey(hour: number): string {
+  return `#hour${hour}`;
+}
