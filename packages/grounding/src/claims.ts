@@ -1,7 +1,7 @@
-import { CHATTER_WORDS, CURRENCIES, NEGATIONS, UNITS, type Unit } from './lexicon.js';
+import { CHATTER_WORDS, CURRENCIES, NEGATIONS, ORDINAL_WORDS, UNITS, type Unit } from './lexicon.js';
 import { findLinks, type Link } from './links.js';
-import { isoMonth } from './source-index.js';
-import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, tokenize, type Token } from './tokenize.js';
+import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
+import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
 export type TermKind = 'word' | 'name' | 'number' | 'link';
@@ -38,6 +38,8 @@ export interface Term {
    * that hour as a time (`hourKey`), not as a bare number. `values` is then empty.
    */
   hours?: number[];
+  /** An ordinal in digits ("2nd"): the stem of its word ("second"), which a source may write instead. */
+  ordinal?: string;
 }
 
 export interface NumberUnit {
@@ -470,6 +472,8 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
           }
           const unit = numberUnit(tokens, k, num.next, to);
           if (unit) term.unit = unit;
+          const ordinal = ORDINAL_SUFFIX_RE.test(w.norm) ? ORDINAL_WORDS.get(w.value!) : undefined;
+          if (ordinal) term.ordinal = stem(ordinal);
           terms.push(term);
         }
         k = num.next - 1;

@@ -76,6 +76,12 @@ export const NUMBER_WORDS: ReadonlyMap<string, number> = new Map([
   ['tenth', 10], ['eleventh', 11], ['twelfth', 12],
 ]);
 
+/** Ordinals in words, by their number: a claim's "2nd" is a source's "second", and "second" its "2nd". */
+export const ORDINAL_WORDS: ReadonlyMap<number, string> = new Map([
+  [1, 'first'], [2, 'second'], [3, 'third'], [4, 'fourth'], [5, 'fifth'], [6, 'sixth'], [7, 'seventh'], [8, 'eighth'],
+  [9, 'ninth'], [10, 'tenth'], [11, 'eleventh'], [12, 'twelfth'],
+]);
+
 export const SCALE_WORDS: ReadonlyMap<string, number> = new Map([
   ['hundred', 1e2], ['thousand', 1e3], ['k', 1e3], ['million', 1e6], ['m', 1e6], ['mn', 1e6],
   ['billion', 1e9], ['bn', 1e9], ['b', 1e9], ['trillion', 1e12], ['dozen', 12],

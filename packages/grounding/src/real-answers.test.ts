@@ -83,3 +83,36 @@ describe('times of day', () => {
     );
   });
 });
+
+describe('dates and ordinals written another way', () => {
+  const DIVIDEND = 'The dividend is payable on November 15, 2024.';
+  it.each<Case>([
+    { source: DIVIDEND, answer: 'The dividend is payable on Nov. 15, 2024.', grounded: true },
+    { source: DIVIDEND, answer: 'The dividend is payable on 15 Nov 2024.', grounded: true },
+    { source: DIVIDEND, answer: 'The dividend is payable on 2024-11-15.', grounded: true },
+    { source: 'The dividend is payable on Nov. 15, 2024.', answer: 'The dividend is payable on November 15, 2024.', grounded: true },
+    { source: 'Payment is due by Sept. 30.', answer: 'Payment is due by September 30.', grounded: true },
+    { source: DIVIDEND, answer: 'The dividend is payable on Dec. 15, 2024.', grounded: false, flagged: ['Dec'] },
+    { source: DIVIDEND, answer: 'The dividend is payable on Nov. 16, 2024.', grounded: false, flagged: ['16'] },
+    { source: 'She finished second in the 2019 marathon.', answer: 'She finished 2nd in the 2019 marathon.', grounded: true },
+    { source: 'She finished 2nd in the 2019 marathon.', answer: 'She finished second in the 2019 marathon.', grounded: true },
+    { source: 'The office is on the first floor.', answer: 'The office is on the 1st floor.', grounded: true },
+    { source: 'She finished second in the 2019 marathon.', answer: 'She finished 3rd in the 2019 marathon.', grounded: false, flagged: ['3rd'] },
+    { source: 'She finished second in the 2019 marathon.', answer: 'She finished 1st in the 2019 marathon.', grounded: false, flagged: ['1st'] },
+  ])('$source → $answer', (c) => expectCase(c));
+
+  it("a month's name or its abbreviation in the source backs either in the answer; another month is flagged", () => {
+    const NAMES = ['January', 'February', 'March', 'April', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+    const ABBR = ['Jan.', 'Feb.', 'Mar.', 'Apr.', 'Jun.', 'Jul.', 'Aug.', 'Sep.', 'Oct.', 'Nov.', 'Dec.'];
+    fc.assert(
+      fc.property(fc.nat(10), fc.nat(10), fc.integer({ min: 1, max: 28 }), fc.boolean(), (m, other, day, abbreviatedSource) => {
+        const [src, ans] = abbreviatedSource ? [ABBR, NAMES] : [NAMES, ABBR];
+        const source = `The warehouse reopens on ${src[m]} ${day}, 2025.`;
+        expect(checkGrounding({ sources: [source], answer: `The warehouse reopens on ${ans[m]} ${day}, 2025.` }).grounded).toBe(true);
+        fc.pre(other !== m);
+        expect(checkGrounding({ sources: [source], answer: `The warehouse reopens on ${ans[other]} ${day}, 2025.` }).grounded).toBe(false);
+      }),
+      { seed: SEED, numRuns: 40 },
+    );
+  });
+});

@@ -1,4 +1,4 @@
-import { CURRENCIES, MONTHS, NEGATIONS, QUANTIFIERS } from './lexicon.js';
+import { CURRENCIES, MONTHS, NEGATIONS, ORDINAL_WORDS, QUANTIFIERS } from './lexicon.js';
 import { findLinks } from './links.js';
 import { hourKey, inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
 
@@ -243,7 +243,13 @@ class IndexBuilder {
           this.numbers.add(month);
           this.add(sid, this.id(numberKey(month)), true);
         }
-        if (inDate || w.norm !== 'may') this.addMonthKey(sid, month);
+        // Any of its names, so "Nov. 15" finds "November 15" and the other way round.
+        if (inDate || w.norm !== 'may') this.addMonthNames(sid, month);
+      }
+      // An ordinal in digits is also its word: "2nd" is "second" ("third" and on are numbers already).
+      if (w.value !== undefined && ORDINAL_SUFFIX_RE.test(w.norm)) {
+        const ordinal = ORDINAL_WORDS.get(w.value);
+        if (ordinal) this.addWord(sid, ordinal);
       }
       // And a date in digits names its month, as the answer may write it: "2021-03-15" → "15 March 2021".
       if (w.value !== undefined) for (const m of numericDateMonths(source, tokens, i)) this.addMonthNames(sid, m);
@@ -551,6 +557,9 @@ class NegationReader {
     this.negated = false;
   }
 }
+
+/** Digits with an ordinal's ending: "1st", "2nd", "23rd", "4th". */
+export const ORDINAL_SUFFIX_RE = /^\d+(?:st|nd|rd|th)$/;
 
 /** Whether token `i` is a day or a year written in digits, in the sentence of `month`. */
 function dateNumber(tokens: readonly Token[], i: number, month: Token): boolean {
