@@ -97,7 +97,9 @@ const CONVERSATION_PREFIX = new RegExp(
       'good (?:morning|afternoon|evening|night)',
       // The same in the languages users most often write in besides English.
       'merci(?: beaucoup)?|de rien|bonjour|salut|(?:vielen )?dank(?:e)?(?: sch(?:ö|oe)n| sehr)?|gern geschehen|hallo|guten (?:morgen|tag|abend)' +
-        '|(?:muchas )?gracias|de nada|hola|buen(?:os|as) (?:d(?:í|i)as|tardes|noches)|grazie(?: mille)?|ciao',
+        '|(?:muchas )?gracias|de nada|hola|buen(?:os|as) (?:d(?:í|i)as|tardes|noches)|grazie(?: mille)?|ciao' +
+        '|bien s(?:û|u)r|avec plaisir|d.accord|selbstverst(?:ä|ae)ndlich|nat(?:ü|ue)rlich|(?:aber |sehr )?gerne?|alles klar' +
+        '|por supuesto|claro(?: que s(?:í|i))?|con gusto|de acuerdo|certo|volentieri',
       "you'?re welcome",
       "(?:i'?m|i am) not (?:sure|certain)",
       "i (?:do not|don'?t) (?:know|remember)(?: for sure)?",
@@ -148,7 +150,12 @@ const CHATTER_CLAUSE = new RegExp(
       "if you (?:have|need|want|would like|'d like) (?:any |more |further |other |additional )*(?:questions?|help|information|info|details|assistance|anything)",
       'is there anything else',
       "(?:my )?apolog(?:ies|ize|ise)",
-      "(?:i'?m |i am )?(?:so |very )?sorry (?:for|about)",
+      "(?:i'?m |i am )?(?:so |very |really |truly )?sorry (?:for|about|to hear)",
+      // What the assistant will do or understands, not what the sources say: "I'll look into this", "I understand
+      // your frustration", "but I can help with general questions".
+      "(?:(?:but|and|so) )?i(?:'ll| will| shall) (?:look into|check (?:on )?(?:this|that|it)|get back to you|wait for|follow up|keep you (?:posted|updated)|be (?:happy|glad) to)",
+      "i (?:completely |totally |fully )?understand (?:your|how|why|that this|the frustration)",
+      "(?:(?:but|and|so) )?i (?:can|could|would be (?:happy|glad) to|'d be (?:happy|glad) to) help\\b",
       // "You're right that …" goes on to say what: the prefix is stripped, what follows is a claim.
       "you(?:'re| are) (?:right|correct|welcome)(?! (?:that|about)\\b)",
       'got it',

@@ -105,10 +105,16 @@ export const SYNONYMS: ReadonlyMap<string, string> = new Map([
  * Interjections and conversational markers: "Yeah.", "Sure,", "Hi!" carry no claim, and a sentence made only
  * of them asserts nothing.
  */
-export const CHATTER_WORDS = words(`yeah yes yep yup yea sure ok okay oh ah well hi hello hey thanks thank please
+export const CHATTER_WORDS = new Set(
+  [
+    ...words(`yeah yes yep yup yea sure ok okay oh ah well hi hello hey thanks thank please
 sorry nope nah wow cool awesome hmm um uh lol haha absolutely certainly definitely indeed alright right great
-cheers
-`);
+cheers gerne claro vale`),
+    // Chinese and Japanese greetings and acknowledgements ("您好！", "好的。", "かしこまりました。"), spelled as the
+    // tokenizer spells them: decomposed, marks removed ("ご" is "こ").
+    ...words(`您好 你好 好的 当然 谢谢 没问题 こんにちは はい もちろん かしこまりました 承知しました ありがとうございます`),
+  ].map((w) => w.normalize('NFD').replace(/\p{M}+/gu, '')),
+);
 
 /** A unit of data size or time: its kind, and its size in the kind's base unit (bytes, seconds). */
 export interface Unit {

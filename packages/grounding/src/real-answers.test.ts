@@ -116,3 +116,49 @@ describe('dates and ordinals written another way', () => {
     );
   });
 });
+
+describe('support chat: chatter is no claim, in English and other languages', () => {
+  const SYSTEM = 'You are the support assistant for Parcelly, a parcel delivery service. Be concise.';
+  const TOOL = '{"tracking_number": "PX-88231-DE", "status": "in_transit", "last_scan": {"location": "Leipzig hub", "time": "2024-06-11T08:42:00Z"}, "estimated_delivery": "2024-06-13", "carrier": "DHL"}';
+  const QUESTION = 'Where is my parcel PX-88231-DE? It is late.';
+  const CHATTER = [
+    "I'm sorry to hear that your parcel is late.",
+    "I'm really sorry to hear that.",
+    "I'll look into this right away.",
+    "I'll wait for your reply.",
+    'I will get back to you as soon as possible.',
+    'I understand your frustration.',
+    "I don't have access to your account details, but I can help with general questions.",
+    'Gerne!',
+    '¡Claro!',
+    'Bien sûr !',
+    'Selbstverständlich!',
+    '¡Por supuesto!',
+    '您好！',
+    '好的。',
+    'こんにちは！',
+    'かしこまりました。',
+  ];
+  it.each(CHATTER)('%s', (answer) => {
+    const r = checkGrounding({ sources: [SYSTEM, QUESTION, TOOL], question: QUESTION, answer });
+    expect(r.claims.map((c) => c.text)).toEqual([]);
+    expect(r.grounded).toBe(true);
+  });
+
+  it('chatter around a faithful answer flags nothing; around an unfaithful one it flags the changed detail only', () => {
+    const FAITHFUL = ['Your parcel PX-88231-DE was last scanned at the Leipzig hub.', 'It is in transit with DHL.'];
+    const UNFAITHFUL = ['Your parcel PX-88231-DE was last scanned at the Dresden hub.', 'It is in transit with UPS.'];
+    fc.assert(
+      fc.property(fc.subarray(CHATTER, { minLength: 1, maxLength: 3 }), fc.nat(1), fc.boolean(), (chatter, which, before) => {
+        const lay = (claim: string) => (before ? [...chatter, claim] : [claim, ...chatter]).join(' ');
+        const good = checkGrounding({ sources: [SYSTEM, QUESTION, TOOL], question: QUESTION, answer: lay(FAITHFUL[which]!) });
+        expect(good.grounded).toBe(true);
+        expect(good.flaggedSpans).toEqual([]);
+        const bad = checkGrounding({ sources: [SYSTEM, QUESTION, TOOL], question: QUESTION, answer: lay(UNFAITHFUL[which]!) });
+        expect(bad.grounded).toBe(false);
+        expect(bad.flaggedSpans.map((s) => s.text)).toEqual([['Dresden'], ['UPS']][which]);
+      }),
+      { seed: SEED, numRuns: 60 },
+    );
+  });
+});
