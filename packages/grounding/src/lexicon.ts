@@ -18,6 +18,23 @@ because still already even actually really quite perhaps maybe simply currently 
 `);
 
 /**
+ * Function words of German, French and Spanish, for answers in those languages: no claim of their own, as
+ * STOPWORDS in English. Spellings as `Word.norm` has them (lower case, no accents). Left out where they spell an
+ * English word that says something: "die", "war", "will", "also", "bin", "man", "hat", "was", "den", "son", "era",
+ * "con", "sin", "plus". Not counted as English function words (a translation is told apart by STOPWORDS alone).
+ */
+export const OTHER_FUNCTION_WORDS = words(`
+der das dem des ein eine einen einem einer eines und oder aber fur mit von zu zum zur im ins vom beim auf aus
+bei nach uber unter vor durch gegen ohne bis seit wahrend ist sind waren wird werden wurde wurden haben hatte
+es er sie wir ihr ich du auch noch nur schon sehr etwa dass wie wenn als ob dieser diese dieses jeder jede alle
+pro dann denn doch ja mehr viel viele einige sich
+le la les un une du de et ou mais pour par avec sans dans sur sous chez entre sont etait ete au aux ce cet
+cette ces qui que il elle ils elles nous vous leur leurs sa ses se tres aussi tout tous toute toutes comme
+el los las una unos unas y o pero para por del al su sus es fue esta estan este estos lo le muy mas tambien
+como cuando donde
+`);
+
+/**
  * Words a summariser uses to talk about the text itself ("the passage states..."). They are not
  * claims about the world, so their absence from the sources is not a hallucination.
  */

@@ -162,3 +162,35 @@ describe('support chat: chatter is no claim, in English and other languages', ()
     );
   });
 });
+
+describe('answers in German, French, Spanish, Chinese and Japanese from sources in the same language', () => {
+  const DE = 'Die Stadtwerke Freiburg erhöhen zum 1. Januar 2025 den Strompreis um 8 Prozent. Ein Haushalt mit 3.500 kWh Jahresverbrauch zahlt dann rund 96 Euro mehr im Jahr.';
+  const FR = "La médiathèque de Nantes sera fermée du 4 au 18 août pour travaux. Les prêts en cours sont prolongés jusqu'au 2 septembre.";
+  const ES = 'El vuelo IB3166 de Madrid a Lisboa sale a las 7:45 desde la terminal 4. La puerta de embarque cierra 20 minutos antes de la salida.';
+  const ZH = '上海图书馆东馆于2022年9月28日正式开放。开放时间为每天9:00至21:00，周一闭馆。';
+  const JA = '大阪市立科学館は2025年4月から5月まで改装のため休館します。プラネタリウムの入場料は大人600円です。';
+  it.each<Case>([
+    { source: DE, answer: 'Die Stadtwerke Freiburg erhöhen den Strompreis zum 1. Januar 2025 um 8 Prozent.', grounded: true },
+    { source: DE, answer: 'Für einen Haushalt mit 3.500 kWh Jahresverbrauch sind das rund 96 Euro mehr pro Jahr.', grounded: true },
+    // Its function words ("für", "einen", "das", "etwa", "pro") are no claim; "bedeutet" alone is new.
+    { source: DE, answer: 'Für einen Haushalt mit 3.500 kWh bedeutet das etwa 96 € mehr pro Jahr.', grounded: true },
+    { source: DE, answer: 'Die Stadtwerke Freiburg erhöhen den Strompreis zum 1. Januar 2025 um 12 Prozent.', grounded: false, flagged: ['12'] },
+    { source: DE, answer: 'Die Stadtwerke Freiburg erhöhen den Strompreis zum 1. Februar 2025 um 8 Prozent.', grounded: false, flagged: ['Februar'] },
+    { source: DE, answer: 'Die Stadtwerke Karlsruhe erhöhen den Strompreis um 8 Prozent.', grounded: false, flagged: ['Karlsruhe'] },
+    { source: FR, answer: "La médiathèque de Nantes est fermée du 4 au 18 août pour des travaux, et les prêts sont prolongés jusqu'au 2 septembre.", grounded: true },
+    { source: FR, answer: 'La médiathèque de Nantes est fermée du 4 au 28 août.', grounded: false, flagged: ['28'] },
+    { source: FR, answer: 'La médiathèque de Rennes est fermée du 4 au 18 août.', grounded: false, flagged: ['Rennes'] },
+    { source: ES, answer: 'El vuelo IB3166 sale a las 7:45 desde la terminal 4, y la puerta de embarque cierra 20 minutos antes.', grounded: true },
+    { source: ES, answer: 'El vuelo IB3166 sale a las 8:45 desde la terminal 4.', grounded: false, flagged: ['8'] },
+    { source: ES, answer: 'El vuelo IB3166 de Madrid a Barcelona sale a las 7:45.', grounded: false, flagged: ['Barcelona'] },
+    { source: ZH, answer: '上海图书馆东馆于2022年9月28日正式开放。开放时间为每天9:00至21:00，周一闭馆。', grounded: true },
+    { source: ZH, answer: '开放时间为每天9:00至22:00，周一闭馆。', grounded: false, flagged: ['22'] },
+    { source: JA, answer: 'プラネタリウムの入場料は大人600円です。', grounded: true },
+    { source: JA, answer: 'プラネタリウムの入場料は大人800円です。', grounded: false, flagged: ['800'] },
+  ])('$answer', (c) => expectCase(c));
+
+  it('a German date with an ordinal day ("zum 1. Januar") is one sentence, and one claim', () => {
+    const r = checkGrounding({ sources: [DE], answer: 'Der Strompreis steigt zum 1. Januar 2025 um 8 Prozent.' });
+    expect(r.claims.map((c) => c.text)).toEqual(['Der Strompreis steigt zum 1. Januar 2025 um 8 Prozent.']);
+  });
+});

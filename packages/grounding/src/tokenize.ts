@@ -1,4 +1,4 @@
-import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
+import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
 import { packedSpelling, WordTable } from './word-table.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
@@ -137,7 +137,7 @@ function readWord(raw: string): Word {
     stem: value !== undefined ? String(value) : stem(norm),
     cap: c < 128 ? c >= 65 && c <= 90 : UPPER_RE.test(raw),
     value,
-    content: dotted || (value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm)),
+    content: dotted || (value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !OTHER_FUNCTION_WORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm)),
     negation: NEGATIONS.has(norm),
     quantifier: QUANTIFIERS.has(norm),
     numberWord: NUMBER_WORDS.get(norm),
@@ -494,9 +494,14 @@ rev col lt sgt capt cmdr jan feb mar apr jun jul aug sep sept oct nov dec tsp tb
 e.g i.e a.m p.m u.s u.k u.n d.c`.split(/\s+/),
 );
 
+/** A month's name in German (or English: "1. January"), after the white space that follows an ordinal's full stop. */
+const ORDINAL_MONTH_RE = /^[ \t\u00a0]+(?:Januar|Jänner|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember|January|February|March|May|June|July|October|December)\b/;
+
 /** Is the full stop after `prev` part of an abbreviation or an initial ("J. K. Rowling") rather than a sentence end? */
 function abbreviation(text: string, prev: Token, gapStart: number): boolean {
   if (text.charCodeAt(gapStart) !== 46 || prev.end - prev.start > 6) return false;
+  // A German or Danish ordinal day before its month: "zum 1. Januar", "am 3. Oktober".
+  if (prev.word.value !== undefined && prev.end - prev.start <= 2 && ORDINAL_MONTH_RE.test(text.slice(gapStart + 1, gapStart + 16))) return true;
   // A single capital letter: an initial.
   if (prev.end - prev.start === 1 && text.charCodeAt(prev.start) >= 65 && text.charCodeAt(prev.start) <= 90) return true;
   // "U.S." is read as "U", ".", "S", ".": look back over single letters joined by full stops.
