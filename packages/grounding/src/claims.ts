@@ -554,7 +554,26 @@ function headingLine(answer: string, at: number): boolean {
   const lineStart = answer.lastIndexOf('\n', at - 1) + 1;
   if (/^[ \t]{0,3}#{1,6}[ \t]/.test(answer.slice(lineStart, at + 1))) return true;
   const lineEnd = answer.indexOf('\n', at);
-  return lineEnd !== -1 && answer.charCodeAt(lineStart) === 124 /* | */ && /^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\||\n|$)/.test(answer.slice(lineEnd + 1, lineEnd + 80));
+  if (lineEnd === -1) return false;
+  if (answer.charCodeAt(lineStart) === 124 /* | */ && /^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\||\n|$)/.test(answer.slice(lineEnd + 1, lineEnd + 80))) return true;
+  return listLabel(answer.slice(lineStart, lineEnd), answer.slice(lineEnd + 1, lineEnd + 200));
+}
+
+const LABEL_LINE = /^([ \t]*)([-*+\u2022][ \t]+)?(?:(\*\*[^*\n]{1,60}\*\*|__[^_\n]{1,60}__)|([^\n]{1,60}?))[ \t]*:?[ \t]*$/;
+const LIST_ITEM = /^(?:[ \t]*\n)*([ \t]*)[-*+\u2022][ \t]/;
+
+/**
+ * Whether a line labels the list below it, as a heading would: "**Financials**" or "- **Operations**" over list
+ * items, or "- Outlook" over items indented under it. A bulleted line of plain words labels only items nested
+ * under it, and only when it does not end as a sentence does ("- Closed the Seattle store." is a claim).
+ */
+function listLabel(line: string, below: string): boolean {
+  const label = LABEL_LINE.exec(line);
+  const item = label && LIST_ITEM.exec(below);
+  if (!label || !item) return false;
+  const deeper = item[1]!.replace(/\t/g, '    ').length > label[1]!.replace(/\t/g, '    ').length;
+  if (label[3] !== undefined) return !label[2] || deeper;
+  return label[2] !== undefined && deeper && !/[.!?]$/.test(label[4]!);
 }
 
 /** Where an emphasised label that opens a claim ends ("**Answer:** …", "__Note__: …"), or -1. */

@@ -194,3 +194,34 @@ describe('answers in German, French, Spanish, Chinese and Japanese from sources 
     expect(r.claims.map((c) => c.text)).toEqual(['Der Strompreis steigt zum 1. Januar 2025 um 8 Prozent.']);
   });
 });
+
+describe('markdown: a long answer summarising a long source, laid out in tables, nested lists and bold labels', () => {
+  const REPORT =
+    'Quarterly report, Q3 2024.\n\nNorthwind Traders had revenue of $48.2 million in the third quarter, up 12% from a year earlier. Operating margin was 9.4%. ' +
+    'The company opened 6 new stores, bringing the total to 142. The Seattle warehouse was closed in August. CEO Maria Alvarez said the company expects ' +
+    'revenue of $50 million to $52 million in Q4. Headcount rose to 3,180 employees. The board approved a dividend of $0.35 per share, payable on November 15.';
+  const NESTED = (store: string, stores: number) =>
+    `## Q3 2024 highlights\n\n- **Financials**\n  - Revenue: **$48.2 million**, up 12% from a year earlier\n  - Operating margin: 9.4%\n` +
+    `- **Operations**\n  1. Opened ${stores} new stores (142 in total)\n  2. Closed the ${store} warehouse in August\n- Outlook\n  - Q4 revenue of $50–52 million, according to CEO Maria Alvarez`;
+  it.each<Case>([
+    { source: REPORT, answer: NESTED('Seattle', 6), grounded: true },
+    { source: REPORT, answer: NESTED('Portland', 6), grounded: false, flagged: ['Portland'] },
+    { source: REPORT, answer: NESTED('Seattle', 8), grounded: false, flagged: ['8'] },
+    { source: REPORT, answer: '**Key figures**\n- Revenue: $48.2 million\n- Dividend: $0.35 per share, payable Nov. 15', grounded: true },
+    { source: REPORT, answer: '| Metric | Value |\n|---|---|\n| Revenue | $48.2 million |\n| Operating margin | 9.4% |\n| Headcount | 3,180 |', grounded: true },
+    { source: REPORT, answer: '| Metric | Value |\n|---|---|\n| Revenue | $48.2 million |\n| Operating margin | 9.6% |', grounded: false, flagged: ['9.6'] },
+  ])('$answer', (c) => expectCase(c));
+
+  it('labels over a nested list are no claims; the items are', () => {
+    const r = checkGrounding({ sources: [REPORT], answer: NESTED('Portland', 6) });
+    expect(r.claims.map((c) => c.text)).not.toContain('Financials');
+    expect(r.claims.map((c) => c.text)).not.toContain('Operations');
+    expect(r.claims.map((c) => c.text)).not.toContain('Outlook');
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(['Portland']);
+  });
+
+  it('a bulleted sentence with items under it is still a claim', () => {
+    const r = checkGrounding({ sources: [REPORT], answer: '- The Portland warehouse was closed.\n  - In August.' });
+    expect(r.flaggedSpans.map((s) => s.text)).toContain('Portland');
+  });
+});
