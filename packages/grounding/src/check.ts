@@ -225,7 +225,7 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
   if (index.empty) return notChecked;
   const question = questionTerms(read.question);
   const search = new PassageSearch();
-  let supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search));
+  let supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search, sources));
   const translated = translation(read.question, answer, supports);
   if (translated) supports = supports.map(numbersOnly);
   const scores = supports.map((c) => claimSupport(model, translated ? { ...PERFECT, unsupportedNumbers: c.unsupportedNumbers } : c));

@@ -1,5 +1,5 @@
 import { CHATTER_WORDS, CURRENCIES, NEGATIONS, ORDINAL_WORDS, UNITS, type Unit } from './lexicon.js';
-import { findLinks, type Link } from './links.js';
+import { findCodeNames, findLinks, type Link } from './links.js';
 import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
 import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
 
@@ -251,7 +251,10 @@ function blankNotAsserted(answer: string): { answer: string; links: Link[]; cite
     });
   }
   // Links left (not citation marks nor the list of sources) are checked whole (`Term.link`), not word by word.
-  const links = findLinks(answer);
+  // So are the names of code quoted inline (`pool_size`, `/app/main.py`): a changed one shares most of its words.
+  const found = findLinks(answer);
+  const code = findCodeNames(answer, stem);
+  const links = code.length === 0 ? found : [...found, ...code].sort((a, b) => a.start - b.start);
   if (links.length > 0) {
     const parts: string[] = [];
     let at = 0;

@@ -105,7 +105,7 @@ export function rowClaims(rows: readonly EvalRow[]): RowClaims[] {
     const index = buildSourceIndex(r.context);
     const q = questionTerms(r.question ?? undefined);
     // Nothing to check exactly as `checkGrounding` decides it: such rows have no claims in the fit either.
-    const claims = index.empty || onlyConversation(r.context) ? [] : splitClaims(r.answer).map((c) => features(supportClaim(index, q, c)));
+    const claims = index.empty || onlyConversation(r.context) ? [] : splitClaims(r.answer).map((c) => features(supportClaim(index, q, c, undefined, r.context)));
     return { dataset: r.dataset, label: r.hallucinated, claims };
   });
 }

@@ -1,5 +1,5 @@
 /** What a link of a text points at: a web address, an e-mail address or a phone number. */
-export type LinkKind = 'url' | 'email' | 'phone';
+export type LinkKind = 'url' | 'email' | 'phone' | 'code';
 
 /** A web address, e-mail address or phone number in a text. */
 export interface Link {
@@ -11,6 +11,8 @@ export interface Link {
   keys: string[];
   /** The keys an answer's link is looked up by: it is in the sources when they hold one of them. */
   lookups: string[];
+  /** A name of code (`findCodeNames`): as written, looked for in the sources' text (`holdsCodeName`). */
+  name?: string;
 }
 
 // A web address with a scheme or "www.", up to white space or a character that never ends one in prose or JSON;
@@ -135,4 +137,54 @@ function phoneKeys(digits: string): { keys: string[]; lookups: string[] } {
 }
 
 /** What a flagged link's reason calls it. */
-export const LINK_NAMES: Readonly<Record<LinkKind, string>> = { url: 'link', email: 'e-mail address', phone: 'phone number' };
+export const LINK_NAMES: Readonly<Record<LinkKind, string>> = { url: 'link', email: 'e-mail address', phone: 'phone number', code: 'code name' };
+
+// Inline code on one line: `pool_size`, `/app/payments/client.py`.
+const INLINE_CODE_RE = /(?<!`)`([^`\n]{1,200})`(?!`)/g;
+// A run of the characters names in code are made of.
+const CODE_RUN_RE = /[\w$@~./:-]+/g;
+// What makes a run a name of code rather than a word: a path or member separator between two of its characters
+// ("client.py", "payments/client", "std::fs", "page.next_cursor"), an underscore inside ("pool_size"), or a
+// capital after a lower-case letter ("apiKey").
+const CODE_NAME_RE = /[\w$@~-](?:\.|\/|::)[\w$@~-]|[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]/;
+
+/**
+ * The names of code an answer quotes in inline code (`` `pool_size` ``, `` `/app/payments/client.py` ``,
+ * `` `page.next_cursor` ``): each is checked whole, as a link is, against the sources' text, so a changed file or
+ * key is not backed by the words it shares with the right one. Numbers alone ("2.4") and plain words are read as
+ * the rest of the answer is. `lookups` are the stems of its words, for finding its passage.
+ */
+export function findCodeNames(text: string, stemOf: (word: string) => string): Link[] {
+  const out: Link[] = [];
+  if (!text.includes('`')) return out;
+  for (const m of text.matchAll(INLINE_CODE_RE)) {
+    const from = m.index + 1;
+    for (const r of m[1]!.matchAll(CODE_RUN_RE)) {
+      let start = from + r.index;
+      let end = start + r[0].length;
+      // Not the punctuation around it: "pool_size:" is pool_size; a path keeps its start ("/app", "./run.sh", "~/.ssh").
+      while (start < end && (/[:-]/.test(text[start]!) || (text[start] === '.' && !/[./]/.test(text[start + 1] ?? '')))) start++;
+      while (end > start && /[.:/-]/.test(text[end - 1]!)) end--;
+      const name = text.slice(start, end);
+      if (!CODE_NAME_RE.test(name) || !/\p{L}/u.test(name) || name.includes('://')) continue;
+      const words = name.match(/\p{L}[\p{L}\p{N}]*/gu) ?? [];
+      out.push({ kind: 'code', start, end, keys: [], lookups: [...new Set(words.map((w) => stemOf(w.toLowerCase())))], name });
+    }
+  }
+  return out;
+}
+
+/**
+ * Whether any of `texts` holds code name `name` as written, not inside a longer name: "client.py" is in
+ * "/app/payments/client.py", "pool_size" is not in "max_pool_size".
+ */
+export function holdsCodeName(texts: readonly string[], name: string): boolean {
+  for (const text of texts) {
+    for (let at = text.indexOf(name); at !== -1; at = text.indexOf(name, at + 1)) {
+      if (!CODE_CHAR_RE.test(text[at - 1] ?? ' ') && !CODE_CHAR_RE.test(text[at + name.length] ?? ' ')) return true;
+    }
+  }
+  return false;
+}
+
+const CODE_CHAR_RE = /[\w$]/;

@@ -225,3 +225,53 @@ describe('markdown: a long answer summarising a long source, laid out in tables,
     expect(r.flaggedSpans.map((s) => s.text)).toContain('Portland');
   });
 });
+
+describe('code: API docs, config files and stack traces quoted in answers', () => {
+  const DOCS =
+    '## Authentication\n\nAll requests must include an API key in the `Authorization` header:\n\n```bash\ncurl https://api.acme.io/v2/orders \\\n  -H "Authorization: Bearer $ACME_API_KEY"\n```\n\n' +
+    'Requests without a key return `401 Unauthorized`.\n\n### Pagination\n\nList endpoints accept `limit` (default 20, max 100) and `cursor` parameters. Use `next_cursor` from the response to fetch the next page.\n\n' +
+    '```js\nconst res = await acme.orders.list({ limit: 50, cursor: page.next_cursor });\n```';
+  const CONFIG = 'Here is our config.yaml:\nserver:\n  port: 8443\n  tls: true\ndatabase:\n  url: postgres://db.internal:5432/app\n  pool_size: 20\nlog_level: info';
+  const TRACE =
+    "I get this error when starting the app:\n\nTraceback (most recent call last):\n  File \"/app/main.py\", line 42, in <module>\n    from payments.client import StripeClient\n  File \"/app/payments/client.py\", line 7, in <module>\n    import stripe\nModuleNotFoundError: No module named 'stripe'";
+  it.each<Case>([
+    {
+      source: DOCS,
+      answer:
+        'Requests without a key return `401 Unauthorized`. List endpoints accept `limit` (max 100); use `next_cursor` from the response as `cursor` to fetch the next page:\n\n```js\nconst res = await acme.orders.list({ limit: 50, cursor: page.next_cursor });\n```',
+      grounded: true,
+    },
+    { source: DOCS, answer: 'Use `prev_cursor` from the response to fetch the next page.', grounded: false, flagged: ['prev_cursor'] },
+    { source: DOCS, answer: 'Call `acme.orders.search` with a `limit` of 50.', grounded: false, flagged: ['acme.orders.search'] },
+    { source: DOCS, answer: 'Requests without a key return `403 Unauthorized`.', grounded: false, flagged: ['403'] },
+    { source: CONFIG, answer: 'The database pool size is set by `pool_size: 20`, and logging by `log_level: info`.', grounded: true },
+    { source: CONFIG, answer: 'The database pool size is set by `max_pool_size: 20`.', grounded: false, flagged: ['max_pool_size'] },
+    { source: CONFIG, answer: 'The database pool size is set by `pool_size: 50`.', grounded: false, flagged: ['50'] },
+    {
+      source: TRACE,
+      answer: "The error `ModuleNotFoundError: No module named 'stripe'` comes from line 7 of `/app/payments/client.py`, in `import stripe`.",
+      grounded: true,
+    },
+    { source: TRACE, answer: 'The error comes from line 7 of `payments/client.py`, in `import stripe`.', grounded: true },
+    { source: TRACE, answer: 'The error comes from line 7 of `/app/payments/api.py`, in `import stripe`.', grounded: false, flagged: ['/app/payments/api.py'] },
+    { source: TRACE, answer: 'The error comes from line 12 of `/app/payments/client.py`, in `import stripe`.', grounded: false, flagged: ['12'] },
+  ])('$answer', (c) => expectCase(c));
+
+  it('a path or key quoted from a source is grounded; one with a segment changed is flagged, whatever the words around it', () => {
+    const segment = fc.stringMatching(/^[a-z]{3,8}$/);
+    fc.assert(
+      fc.property(fc.array(segment, { minLength: 2, maxLength: 4 }), segment, fc.constantFrom('.py', '.ts', '.yaml', ''), fc.boolean(), (dirs, other, ext, snake) => {
+        const join = snake ? '_' : '/';
+        const name = dirs.join(join) + ext;
+        const changed = [...dirs.slice(0, -1), other].join(join) + ext;
+        fc.pre(other !== dirs[dirs.length - 1] && !dirs.includes(other));
+        const source = `The setting is read from \`${name}\` when the service starts.`;
+        expect(checkGrounding({ sources: [source], answer: `The service reads \`${name}\` when it starts.` }).grounded).toBe(true);
+        const r = checkGrounding({ sources: [source], answer: `The service reads \`${changed}\` when it starts.` });
+        expect(r.grounded).toBe(false);
+        expect(r.flaggedSpans.map((s) => s.text)).toContain(changed);
+      }),
+      { seed: SEED, numRuns: 60 },
+    );
+  });
+});

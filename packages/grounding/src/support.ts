@@ -1,7 +1,7 @@
 import type { Claim, NumberUnit, Term } from './claims.js';
 import { MONTHS, UNITS, type Unit } from './lexicon.js';
 import { hasNumber, heldWithoutPosting, isoMonth, monthKey, numberKey, PREFIX_LEN, type NegatedSentence, type SourceIndex } from './source-index.js';
-import { findLinks } from './links.js';
+import { findLinks, holdsCodeName } from './links.js';
 import { hourKey, readNumber, readTime, stem, tokenize } from './tokenize.js';
 
 /** Support of a word related to a source word ("Australian" in "Australian-British"). */
@@ -54,6 +54,8 @@ export interface QuestionTerms {
   months: ReadonlySet<number>;
   /** Hours of the day the question names as times ("at 6 pm?": 18). */
   hours: ReadonlySet<number>;
+  /** The question as written, where a name of code may be (`holdsCodeName`). */
+  text: string;
 }
 
 export function questionTerms(question: string | undefined): QuestionTerms {
@@ -74,7 +76,7 @@ export function questionTerms(question: string | undefined): QuestionTerms {
     }
     for (const link of findLinks(question)) for (const key of link.keys) stems.add(key);
   }
-  return { stems, numbers, months, hours };
+  return { stems, numbers, months, hours, text: question ?? '' };
 }
 
 /**
@@ -88,7 +90,14 @@ export const MAX_POSTING = 1_000;
  * Measures how well the sources support one claim. Every measure is monotone in the sources: adding a
  * source can only find more terms and better passages, never fewer.
  */
-export function supportClaim(index: SourceIndex, question: QuestionTerms, claim: Claim, search: PassageSearch = new PassageSearch()): ClaimSupport {
+export function supportClaim(
+  index: SourceIndex,
+  question: QuestionTerms,
+  claim: Claim,
+  search: PassageSearch = new PassageSearch(),
+  /** The sources' text, where a name of code is looked for (`Term.link` of kind 'code'). */
+  texts: readonly string[] = [],
+): ClaimSupport {
   const terms: TermSupport[] = [];
   let covered = 0;
   let unsupportedNumbers = 0;
@@ -100,7 +109,7 @@ export function supportClaim(index: SourceIndex, question: QuestionTerms, claim:
   let searched: Term[] | undefined;
   for (let i = 0; i < claim.terms.length; i++) {
     const term = claim.terms[i]!;
-    let support = termSupport(index, question, term);
+    let support = termSupport(index, question, term, texts);
     const found = support === 0 && term.unit ? convertedNumber(index, term.unit) : undefined;
     if (found) {
       support = 1;
@@ -195,7 +204,7 @@ export interface Conversion {
   unitStem: string;
 }
 
-function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): number {
+function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, texts: readonly string[]): number {
   if (term.kind === 'number') {
     for (const v of term.values ?? []) if (hasNumber(index, v) || question.numbers.has(v)) return 1;
     if (term.month !== undefined && (index.stems.has(monthKey(term.month)) || question.months.has(term.month))) return 1;
@@ -203,6 +212,7 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term): n
     if (term.hours?.some((h) => index.stems.has(hourKey(h)) || question.hours.has(h))) return 1;
     return 0;
   }
+  if (term.link?.name !== undefined) return holdsCodeName(texts, term.link.name) || holdsCodeName([question.text], term.link.name) ? 1 : 0;
   if (term.link) {
     for (const key of term.link.lookups) if (index.stems.has(key) || question.stems.has(key)) return 1;
     return 0;
