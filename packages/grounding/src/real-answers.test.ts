@@ -275,3 +275,12 @@ describe('code: API docs, config files and stack traces quoted in answers', () =
     );
   });
 });
+
+describe('a share in percent written as a fraction of one', () => {
+  it.each<Case>([
+    { source: 'VAT (19%): €803.70', answer: 'VAT: 0.19', grounded: true },
+    { source: 'The discount is 15 percent for members.', answer: 'The discount for members is 0.15.', grounded: true },
+    { source: 'VAT (19%): €803.70', answer: 'VAT: 0.16', grounded: false, flagged: ['0.16'] },
+    { source: 'VAT (19%): €803.70', answer: 'VAT: 19%', grounded: true },
+  ])('$source → $answer', (c) => expectCase(c));
+});

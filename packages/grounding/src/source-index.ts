@@ -221,6 +221,11 @@ class IndexBuilder {
             this.numbers.add(v);
             this.add(sid, this.id(numberKey(v)), true);
           }
+          // A share in percent is also that fraction of one, as a JSON answer writes it: "VAT (19%)" is "vat_rate": 0.19.
+          const percent = tokens[num.next];
+          if (percent && percent.sentence === t.sentence && percent.start - tokens[num.next - 1]!.end <= 1 && (percent.word.norm === '%' || percent.word.norm === 'percent')) {
+            this.addValue(sid, Number((num.values[0]! / 100).toPrecision(12)));
+          }
         }
       }
       if (w.value !== undefined || w.norm === 'z' || w.norm === 'pt' || w.norm === 'p') this.addReadings(source, tokens, i, sid);

@@ -559,8 +559,8 @@ export function readNumber(tokens: readonly Token[], i: number, claim = false): 
       next++;
     }
   }
-  // A claim's share in percent may restate a fraction of one: "72%" is the 0.72 a tool's JSON holds. Sources
-  // are read as written, so a source's "72%" does not back "0.72".
+  // A claim's share in percent may restate a fraction of one: "72%" is the 0.72 a tool's JSON holds (and a source's
+  // "72%" is also 0.72 in the source index, as a JSON answer's "rate": 0.72 writes it).
   const percent = tokens[next];
   if (claim && percent && percent.sentence === t.sentence && percent.start - (tokens[next - 1]?.end ?? 0) <= 1 && (percent.word.norm === '%' || percent.word.norm === 'percent')) {
     values.push(base / 100);
