@@ -525,8 +525,8 @@ function numberUnit(tokens: readonly Token[], k: number, next: number, to: numbe
   return { written: t.word.value, decimals, unit, start: u.start, end: u.end };
 }
 
-/** What closes a sentence after its last word: its end mark (also "。", "！", "？") and closing quotes or brackets. */
-export const CLOSING = /[.!?)"'\]\u201d\u2019\u3002\uff01\uff1f]/;
+/** What closes a sentence after its last word: its end mark (also "。", "！", "？"), closing quotes, brackets or backticks. */
+export const CLOSING = /[.!?)"'`\]\u201d\u2019\u3002\uff01\uff1f]/;
 
 /**
  * Whether token `k` is an acronym (`inCapitals`, up to MAX_ACRONYM letters) between words that are not (a shouted

@@ -284,3 +284,17 @@ describe('a share in percent written as a fraction of one', () => {
     { source: 'VAT (19%): €803.70', answer: 'VAT: 19%', grounded: true },
   ])('$source → $answer', (c) => expectCase(c));
 });
+
+describe('German thousands and the text of a claim that ends in code', () => {
+  it.each<Case>([
+    { source: 'Das Unternehmen beschäftigt 1.200 Mitarbeiter in Stuttgart.', answer: 'Das Unternehmen beschäftigt 1200 Mitarbeiter in Stuttgart.', grounded: true },
+    { source: 'Das Unternehmen beschäftigt 1200 Mitarbeiter in Stuttgart.', answer: 'Das Unternehmen beschäftigt 1.200 Mitarbeiter in Stuttgart.', grounded: true },
+    { source: 'Das Unternehmen beschäftigt 1.200 Mitarbeiter in Stuttgart.', answer: 'Das Unternehmen beschäftigt 1.300 Mitarbeiter in Stuttgart.', grounded: false, flagged: ['1.300'] },
+    { source: 'Das Unternehmen beschäftigt 1.200 Mitarbeiter in Stuttgart.', answer: 'Das Unternehmen beschäftigt 1300 Mitarbeiter in Stuttgart.', grounded: false, flagged: ['1300'] },
+  ])('$source → $answer', (c) => expectCase(c));
+
+  it("a claim's text keeps the backtick that closes its code", () => {
+    const r = checkGrounding({ sources: ['Requests without a key return `401 Unauthorized`.'], answer: 'Requests without a key return `401 Unauthorized`. Keys never expire.' });
+    expect(r.claims[0]!.text).toBe('Requests without a key return `401 Unauthorized`.');
+  });
+});

@@ -1,4 +1,4 @@
-import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS } from './lexicon.js';
+import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS, UNITS } from './lexicon.js';
 import { packedSpelling, WordTable } from './word-table.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
@@ -524,6 +524,9 @@ const WIDE_SPACE_RE = /\s/;
  * "two dozen" → 24; "1,200" → 1200. `i` is the index of the number's first token; returns
  * the values and the index after the mention.
  */
+/** Digits, a full stop and three digits: "1.200", "3.500". */
+const ONE_DOT_GROUP_RE = /^-?\d{1,3}\.\d{3}$/;
+
 /** Scale words that are nothing else: a number before them is never the count alone. */
 const WORD_SCALES = new Set(['thousand', 'million', 'billion', 'trillion', 'mn', 'bn']);
 const DEGREES = new Set(['degree', 'degrees', 'deg']);
@@ -547,6 +550,9 @@ export function readNumber(tokens: readonly Token[], i: number, claim = false): 
   }
   if (MONTHS.has(t.word.norm)) return undefined;
   const values = [base];
+  // "1.200" is 1.2 in English and 1200 in German (thousands grouped by a dot): either may be meant. Not before a
+  // unit converted by its decimals ("10.000 KB" is converted as written).
+  if (t.word.value !== undefined && ONE_DOT_GROUP_RE.test(t.word.norm) && !UNITS.has(tokens[next]?.word.norm ?? '')) values.push(Number((base * 1000).toPrecision(12)));
   const s = tokens[next];
   // A number and its scale are one sentence's words: "0\nb" is a number, then a sentence of its own.
   if (s && s.start - (tokens[next - 1]?.end ?? 0) <= 1 && s.sentence === t.sentence) {
