@@ -1,4 +1,4 @@
-import { CHATTER_WORDS, CURRENCIES, NEGATIONS, ORDINAL_WORDS, UNITS, type Unit } from './lexicon.js';
+import { CHATTER_WORDS, CURRENCIES, MEASURE_UNITS, NEGATIONS, ORDINAL_WORDS, UNITS, type Unit } from './lexicon.js';
 import { findCodeNames, findLinks, type Link } from './links.js';
 import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
 import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
@@ -496,7 +496,8 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
       continue;
     }
     // A currency beside a number ("12 euros", "$12") is as exact as a name: another currency is another fact.
-    if (CURRENCIES.has(w.norm) && besideNumber(tokens, k)) {
+    // So is a unit of measure ("12.5 miles" for "12.5 km"), read as part of the number's mention as a currency is.
+    if ((CURRENCIES.has(w.norm) || MEASURE_UNITS.has(w.stem)) && besideNumber(tokens, k)) {
       terms.push({ kind: 'name', start: t.start, end: t.end, token: t, currency: true });
       continue;
     }

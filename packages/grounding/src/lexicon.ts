@@ -75,6 +75,13 @@ export const CURRENCIES: ReadonlyMap<string, readonly string[]> = (() => {
   return out;
 })();
 
+/**
+ * Units of length, weight, volume and speed, by stem (`SYNONYMS` puts each unit's spellings on one: "kilometres",
+ * "kilometers" and "km" are "km"). Beside a number such a unit is as exact as a name: "12.5 miles" is not "12.5 km".
+ * Not "m" and "g", which a source may write for a scale or leave unread.
+ */
+export const MEASURE_UNITS = new Set(['mil', 'km', 'kg', 'lb', 'l', 'gallon', 'feet', 'inch', 'yard', 'oz', 'cm', 'mm', 'ml', 'mph']);
+
 export const MONTHS: ReadonlyMap<string, number> = new Map([
   ['january', 1], ['jan', 1], ['february', 2], ['feb', 2], ['march', 3], ['mar', 3], ['april', 4],
   ['apr', 4], ['may', 5], ['june', 6], ['jun', 6], ['july', 7], ['jul', 7], ['august', 8], ['aug', 8],
@@ -111,6 +118,9 @@ export const SYNONYMS: ReadonlyMap<string, string> = new Map([
   ['celsius', 'c'], ['centigrad', 'c'], ['fahrenheit', 'f'],
   ['kilobyt', 'kb'], ['megabyt', 'mb'], ['gigabyt', 'gb'], ['terabyt', 'tb'], ['kilowatt', 'kw'], ['megawatt', 'mw'], ['gigawatt', 'gw'],
   ['percent', '%'], ['per cent', '%'], ['pct', '%'],
+  ['kilometr', 'km'], ['kilometer', 'km'], ['kilogram', 'kg'], ['litr', 'l'], ['liter', 'l'], ['lbs', 'lb'], ['mi', 'mil'],
+  ['gal', 'gallon'], ['ft', 'feet'], ['foot', 'feet'], ['ounc', 'oz'], ['yd', 'yard'], ['centimetr', 'cm'], ['centimeter', 'cm'],
+  ['millimetr', 'mm'], ['millimeter', 'mm'], ['millilitr', 'ml'], ['milliliter', 'ml'],
   ['approximately', 'about'], ['roughly', 'about'], ['around', 'about'], ['nearly', 'about'],
   ['almost', 'about'], ['circa', 'about'],
   ['kill', 'die'], ['dead', 'die'], ['death', 'die'],

@@ -298,3 +298,18 @@ describe('German thousands and the text of a claim that ends in code', () => {
     expect(r.claims[0]!.text).toBe('Requests without a key return `401 Unauthorized`.');
   });
 });
+
+describe('units of measure', () => {
+  it.each<Case>([
+    { source: 'The trail is 12.5 km long.', answer: 'The trail is 12.5 kilometres long.', grounded: true },
+    { source: 'The trail is 12.5 km long.', answer: 'The trail is 12.5 kilometers long.', grounded: true },
+    { source: 'The trail is 12.5 kilometres long.', answer: 'The trail is 12.5 km long.', grounded: true },
+    { source: 'The package weighs 2 kg.', answer: 'The package weighs 2 kilograms.', grounded: true },
+    { source: 'The tank holds 50 litres.', answer: 'The tank holds 50 liters.', grounded: true },
+    { source: 'The tank holds 50 litres.', answer: 'The tank holds 50 l.', grounded: true },
+    { source: 'The trail is 12.5 km long.', answer: 'The trail is 12.5 miles long.', grounded: false, flagged: ['miles'] },
+    { source: 'The package weighs 2 kg.', answer: 'The package weighs 2 lbs.', grounded: false, flagged: ['lbs'] },
+    { source: 'The tank holds 50 litres.', answer: 'The tank holds 50 gallons.', grounded: false, flagged: ['gallons'] },
+    { source: 'The screen measures 27 inches.', answer: 'The screen measures 27 cm.', grounded: false, flagged: ['cm'] },
+  ])('$source → $answer', (c) => expectCase(c));
+});
