@@ -89,6 +89,12 @@ export const MONTHS: ReadonlyMap<string, number> = new Map([
   ['december', 12], ['dec', 12],
 ]);
 
+/** Days of the week by their names and abbreviations: a source's "Monday to Friday" backs "Mon–Fri". */
+export const WEEKDAYS: ReadonlyMap<string, number> = new Map([
+  ['monday', 1], ['mon', 1], ['tuesday', 2], ['tue', 2], ['tues', 2], ['wednesday', 3], ['wed', 3], ['thursday', 4],
+  ['thu', 4], ['thur', 4], ['thurs', 4], ['friday', 5], ['fri', 5], ['saturday', 6], ['sat', 6], ['sunday', 7], ['sun', 7],
+]);
+
 export const NUMBER_WORDS: ReadonlyMap<string, number> = new Map([
   ['zero', 0], ['one', 1], ['two', 2], ['three', 3], ['four', 4], ['five', 5], ['six', 6], ['seven', 7],
   ['eight', 8], ['nine', 9], ['ten', 10], ['eleven', 11], ['twelve', 12], ['thirteen', 13],

@@ -313,3 +313,12 @@ describe('units of measure', () => {
     { source: 'The screen measures 27 inches.', answer: 'The screen measures 27 cm.', grounded: false, flagged: ['cm'] },
   ])('$source → $answer', (c) => expectCase(c));
 });
+
+describe('days of the week abbreviated', () => {
+  const HOURS = 'Opening hours are Monday to Friday from 8:00 to 20:00 and Saturday from 10:00 to 16:00.';
+  it.each<Case>([
+    { source: HOURS, answer: '| Day | Hours |\n|---|---|\n| Mon–Fri | 8:00–20:00 |\n| Sat | 10:00–16:00 |', grounded: true },
+    { source: 'Story time is every Wed. at 15:30.', answer: 'Story time is every Wednesday at 3:30 pm.', grounded: true },
+    { source: HOURS, answer: '| Day | Hours |\n|---|---|\n| Mon–Thu | 8:00–20:00 |\n| Sat–Sun | 10:00–16:00 |', grounded: false, flagged: ['Thu', 'Sun'] },
+  ])('$answer', (c) => expectCase(c));
+});

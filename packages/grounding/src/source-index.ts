@@ -1,4 +1,4 @@
-import { CURRENCIES, MONTHS, NEGATIONS, ORDINAL_WORDS, QUANTIFIERS } from './lexicon.js';
+import { CURRENCIES, MONTHS, NEGATIONS, ORDINAL_WORDS, QUANTIFIERS, WEEKDAYS } from './lexicon.js';
 import { findLinks } from './links.js';
 import { hourKey, inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
 
@@ -251,6 +251,9 @@ class IndexBuilder {
         // Any of its names, so "Nov. 15" finds "November 15" and the other way round.
         if (inDate || w.norm !== 'may') this.addMonthNames(sid, month);
       }
+      // A day of the week is all its names: "Monday to Friday" is "Mon–Fri".
+      const weekday = w.cap ? WEEKDAYS.get(w.norm) : undefined;
+      if (weekday !== undefined) for (const [name, d] of WEEKDAYS) if (d === weekday) this.addWord(sid, name);
       // An ordinal in digits is also its word: "2nd" is "second" ("third" and on are numbers already).
       if (w.value !== undefined && ORDINAL_SUFFIX_RE.test(w.norm)) {
         const ordinal = ORDINAL_WORDS.get(w.value);
