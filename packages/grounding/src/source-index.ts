@@ -253,7 +253,7 @@ class IndexBuilder {
       }
       // A day of the week is all its names: "Monday to Friday" is "Mon–Fri".
       const weekday = w.cap ? WEEKDAYS.get(w.norm) : undefined;
-      if (weekday !== undefined) for (const [name, d] of WEEKDAYS) if (d === weekday) this.addWord(sid, name);
+      if (weekday !== undefined) this.addStems(sid, WEEKDAY_STEMS[weekday]!);
       // An ordinal in digits is also its word: "2nd" is "second" ("third" and on are numbers already).
       if (w.value !== undefined && ORDINAL_SUFFIX_RE.test(w.norm)) {
         const ordinal = ORDINAL_WORDS.get(w.value);
@@ -460,9 +460,13 @@ class IndexBuilder {
   /** The names of month `month` ("march", "mar") and its key, found in sentence `sid` as the stems of its words are. */
   private addMonthNames(sid: number, month: number): void {
     this.addMonthKey(sid, month);
-    for (const [name, m] of MONTHS) {
-      if (m !== month) continue;
-      const id = this.id(stem(name));
+    this.addStems(sid, MONTH_STEMS[month]!);
+  }
+
+  /** Stems `stems`, found in sentence `sid` as the stems of its words are. */
+  private addStems(sid: number, stems: readonly string[]): void {
+    for (const name of stems) {
+      const id = this.id(name);
       this.flags.items[id]! |= STEM;
       this.add(sid, id, true);
     }
@@ -568,6 +572,17 @@ class NegationReader {
 
 /** Digits with an ordinal's ending: "1st", "2nd", "23rd", "4th". */
 export const ORDINAL_SUFFIX_RE = /^\d+(?:st|nd|rd|th)$/;
+
+/** The stems of each month's names ("march", "mar"), by its number. */
+const MONTH_STEMS: readonly string[][] = namesByNumber(MONTHS, 12);
+/** The names of each day of the week ("monday", "mon"), by its number (Monday 1). */
+const WEEKDAY_STEMS: readonly string[][] = namesByNumber(WEEKDAYS, 7);
+
+function namesByNumber(names: ReadonlyMap<string, number>, count: number): string[][] {
+  const out: string[][] = Array.from({ length: count + 1 }, () => []);
+  for (const [name, n] of names) if (!out[n]!.includes(stem(name))) out[n]!.push(stem(name));
+  return out;
+}
 
 /** Whether token `i` is a day or a year written in digits, in the sentence of `month`. */
 function dateNumber(tokens: readonly Token[], i: number, month: Token): boolean {
