@@ -322,3 +322,11 @@ describe('days of the week abbreviated', () => {
     { source: HOURS, answer: '| Day | Hours |\n|---|---|\n| Mon–Thu | 8:00–20:00 |\n| Sat–Sun | 10:00–16:00 |', grounded: false, flagged: ['Thu', 'Sun'] },
   ])('$answer', (c) => expectCase(c));
 });
+
+describe('codes in capitals that spell a French, German or Spanish function word', () => {
+  it('"DE" in a tracking number is read as before, not as French "de"', () => {
+    const sources = ['{"tracking_number": "PX-88231-DE", "estimated_delivery": "2024-06-13"}'];
+    const r = checkGrounding({ sources, answer: 'Your parcel PX-88231-DE is expected to arrive on June 13, 2024.' });
+    expect(r.claims[0]!.evidence!.score).toBeCloseTo(5 / 9, 3);
+  });
+});

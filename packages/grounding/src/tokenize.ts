@@ -137,7 +137,7 @@ function readWord(raw: string): Word {
     stem: value !== undefined ? String(value) : stem(norm),
     cap: c < 128 ? c >= 65 && c <= 90 : UPPER_RE.test(raw),
     value,
-    content: dotted || (value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !OTHER_FUNCTION_WORDS.has(norm) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm)),
+    content: dotted || (value === undefined && !digit && norm.length > 0 && !STOPWORDS.has(norm) && !(OTHER_FUNCTION_WORDS.has(norm) && !SHOUTED_RE.test(raw)) && !META_WORDS.has(norm) && !NEGATIONS.has(norm) && !SYMBOLS.has(norm)),
     negation: NEGATIONS.has(norm),
     quantifier: QUANTIFIERS.has(norm),
     numberWord: NUMBER_WORDS.get(norm),
@@ -155,6 +155,8 @@ function normalizeWord(raw: string, ascii: boolean): string {
 }
 
 const NUMERIC_RE = /^\p{N}/u;
+// Two capitals or more: "DE" in "PX-88231-DE" is a country's code, not French "de".
+const SHOUTED_RE = /^\p{Lu}{2,}$/u;
 const DOTTED_RE = /^\d+(?:\.\d+){2,}$/;
 const DOTTED_DATE_RE = /^\d{1,2}\.\d{1,2}\.\d{4}$/;
 const LETTER_OR_MARK_RE = /^[\p{L}\p{M}]$/u;
