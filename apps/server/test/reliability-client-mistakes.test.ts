@@ -126,10 +126,13 @@ describe('a dashboard body that is not UTF-8', () => {
     }
     const key = (await (await fetch(`${server.url}/dashboard/api/keys/${keyId}`, { headers })).json()) as { name: string };
     expect(key.name).toBe('mistakes');
-    // The same name in UTF-8 is saved.
-    expect((await rename(Buffer.from(json, 'utf8'), 'application/json')).status).toBe(200);
-    const renamed = (await (await fetch(`${server.url}/dashboard/api/keys/${keyId}`, { headers })).json()) as { name: string };
-    expect(renamed.name).toBe('Caf\u00e9');
+    // The same name in UTF-8 is saved, labelled by any of UTF-8's names as the API reads them (body-parser took `utf-…` only).
+    for (const type of ['application/json', 'application/json; charset=utf8', 'application/json; charset="UTF8"', 'application/json;charset=unicode-1-1-utf-8']) {
+      await rename(Buffer.from(JSON.stringify({ name: 'mistakes' })), 'application/json');
+      expect((await rename(Buffer.from(json, 'utf8'), type)).status, type).toBe(200);
+      const renamed = (await (await fetch(`${server.url}/dashboard/api/keys/${keyId}`, { headers })).json()) as { name: string };
+      expect(renamed.name, type).toBe('Caf\u00e9');
+    }
     await rename(Buffer.from(JSON.stringify({ name: 'mistakes' })), 'application/json');
   });
 });

@@ -22,7 +22,7 @@ import { ConcurrencyGate } from '../auth/concurrency-gate.js';
 import { hashPassword, needsRehash, verifyPassword } from '../auth/passwords.js';
 import { generateSigningSecret } from '../crypto/secret-box.js';
 import { ApiError } from '../http/errors.js';
-import { verifyUtf8 } from '../http/json-body.js';
+import { labelUtf8, verifyUtf8 } from '../http/json-body.js';
 import { continueBody } from '../http/expect-continue.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
 import { DashboardError } from './errors.js';
@@ -126,6 +126,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   // UTF-8 only, as the API's own reader: a key's name sent in Latin-1 is refused, not saved with U+FFFD in it.
   api.use((req, _res, next) => {
     continueBody(req);
+    labelUtf8(req);
     next();
   });
   api.use(express.json({ limit: '100kb', strict: false, verify: verifyUtf8 }));

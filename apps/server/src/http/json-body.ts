@@ -271,6 +271,21 @@ export function verifyUtf8(_req: IncomingMessage, _res: unknown, body: Buffer, e
   if (!isUtf8(body)) throw bodyErrors.notUtf8();
 }
 
+/**
+ * Relabels a request whose Content-Type names UTF-8 by another of its labels (`charset=utf8`) as `charset=utf-8`,
+ * for `express.json()`: body-parser takes only charsets spelled `utf-…` and refused the rest with 415, so the
+ * dashboard API refused a body the API's own reader takes.
+ *
+ * @example
+ * router.use((req, _res, next) => { labelUtf8(req); next(); }, express.json({ verify: verifyUtf8 }));
+ */
+export function labelUtf8(req: IncomingMessage): void {
+  const contentType = req.headers['content-type'];
+  const charset = charsetOf(contentType);
+  if (charset === undefined || charset === 'utf-8' || !isUtf8Label(charset)) return;
+  req.headers['content-type'] = contentType!.replace(/(;\s*charset\s*=\s*)"?[^";\s]+"?/i, '$1utf-8');
+}
+
 /** The `charset` parameter of a content type, lower-cased; undefined when there is none. */
 function charsetOf(contentType: string | undefined): string | undefined {
   if (!contentType) return undefined;
