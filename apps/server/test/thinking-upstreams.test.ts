@@ -65,12 +65,44 @@ describe('tool_choice', () => {
   });
 });
 
-/** The webhook payload of the request `id`. */
-async function delivered(id: string): Promise<Record<string, unknown>> {
-  const [hit] = (await receiver.waitFor((all) => all.some((d) => JSON.parse(d.raw.toString()).request_id === id))).filter(
+/** The webhook payload of the request `id`, as `at` (this file's receiver unless given) received it. */
+async function delivered(id: string, at: Receiver = receiver): Promise<Record<string, unknown>> {
+  const [hit] = (await at.waitFor((all) => all.some((d) => JSON.parse(d.raw.toString()).request_id === id))).filter(
     (d) => JSON.parse(d.raw.toString()).request_id === id,
   );
   return JSON.parse(hit!.raw.toString()) as Record<string, unknown>;
+}
+
+/** A stream's first choice read to its end: content and reasoning_content joined, its id and its svc object. */
+async function readStream(stream: AsyncIterable<OpenAI.ChatCompletionChunk>) {
+  let content = '';
+  let reasoning = '';
+  let id = '';
+  let svc: unknown;
+  for await (const chunk of stream) {
+    id = chunk.id;
+    const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
+    content += delta?.content ?? '';
+    reasoning += delta?.reasoning_content ?? '';
+    svc ??= (chunk as unknown as { svc?: unknown }).svc;
+  }
+  return { content, reasoning, id, svc };
+}
+
+/** What the AI SDK and LangChain get from svc at `baseURL`, each plain and streamed (in that order). */
+async function sdkTexts(baseURL: string, apiKey: string, messages: Array<{ role: 'system' | 'user'; content: string }>): Promise<unknown[]> {
+  const openai = createOpenAI({ apiKey, baseURL });
+  const asked = { system: DOC, prompt: 'Where is the Eiffel Tower?' };
+  const texts: unknown[] = [(await generateText({ model: openai.chat('svc01'), ...asked })).text];
+  let streamed = '';
+  for await (const part of streamText({ model: openai.chat('svc01'), ...asked }).textStream) streamed += part;
+  texts.push(streamed);
+  const model = new ChatOpenAI({ model: 'svc01', apiKey, configuration: { baseURL }, maxRetries: 0 });
+  texts.push((await model.invoke(messages)).content);
+  let chunks = '';
+  for await (const chunk of await model.stream(messages)) chunks += typeof chunk.content === 'string' ? chunk.content : '';
+  texts.push(chunks);
+  return texts;
 }
 
 describe('<think>…</think> in content (Ollama, vLLM without a reasoning parser, llama.cpp --reasoning-format none)', () => {
@@ -95,17 +127,7 @@ describe('<think>…</think> in content (Ollama, vLLM without a reasoning parser
   it('streamed with the tags split across frames: deltas carry the reasoning as reasoning_content, never in content', async () => {
     upstream.setBehavior({ reasoning: REASONING, reasoningField: 'think-tags', answer: ANSWER, contentPieceChars: 3 });
     const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true, stream_options: { include_usage: true } });
-    let content = '';
-    let reasoning = '';
-    let id = '';
-    let svc: unknown;
-    for await (const chunk of stream) {
-      id = chunk.id;
-      const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
-      content += delta?.content ?? '';
-      reasoning += delta?.reasoning_content ?? '';
-      svc ??= (chunk as unknown as { svc?: unknown }).svc;
-    }
+    const { content, reasoning, id, svc } = await readStream(stream);
     expect(content).toBe(ANSWER);
     expect(reasoning).toBe(`\n${REASONING}\n`);
     expect(svc).toMatchObject({ checked: true, grounded: true, flagged_spans: [] });
@@ -114,18 +136,7 @@ describe('<think>…</think> in content (Ollama, vLLM without a reasoning parser
 
   it('reaches the AI SDK and LangChain as the answer alone, plain and streamed', async () => {
     upstream.setBehavior({ reasoning: REASONING, reasoningField: 'think-tags', answer: ANSWER, contentPieceChars: 5 });
-    const openai = createOpenAI({ apiKey: token, baseURL: `${server.url}/v1` });
-    const asked = { system: DOC, prompt: 'Where is the Eiffel Tower?' };
-    expect((await generateText({ model: openai.chat('svc01'), ...asked })).text).toBe(ANSWER);
-    let streamed = '';
-    for await (const part of streamText({ model: openai.chat('svc01'), ...asked }).textStream) streamed += part;
-    expect(streamed).toBe(ANSWER);
-
-    const model = new ChatOpenAI({ model: 'svc01', apiKey: token, configuration: { baseURL: `${server.url}/v1` }, maxRetries: 0 });
-    expect((await model.invoke(messages)).content).toBe(ANSWER);
-    let chunks = '';
-    for await (const chunk of await model.stream(messages)) chunks += typeof chunk.content === 'string' ? chunk.content : '';
-    expect(chunks).toBe(ANSWER);
+    expect(await sdkTexts(`${server.url}/v1`, token, messages)).toEqual([ANSWER, ANSWER, ANSWER, ANSWER]);
   });
 
   it('leaves content that does not open with the tag as it came, a tag later in the text included', async () => {
@@ -284,25 +295,10 @@ describe('DeepSeek-R1 distills whose chat template opened <think> in the prompt 
   afterAll(() => r1?.close());
 
   async function streamedText(params: Record<string, unknown>) {
-    const stream = await r1.client.chat.completions.create({ model: 'svc01', messages, stream: true, ...params } as OpenAI.ChatCompletionCreateParamsStreaming);
-    let content = '';
-    let reasoning = '';
-    let id = '';
-    let svc: unknown;
-    for await (const chunk of stream) {
-      id = chunk.id;
-      const delta = chunk.choices[0]?.delta as { content?: string | null; reasoning_content?: string } | undefined;
-      content += delta?.content ?? '';
-      reasoning += delta?.reasoning_content ?? '';
-      svc ??= (chunk as unknown as { svc?: unknown }).svc;
-    }
-    return { content, reasoning, id, svc };
+    return readStream(await r1.client.chat.completions.create({ model: 'svc01', messages, stream: true, ...params } as OpenAI.ChatCompletionCreateParamsStreaming));
   }
 
-  async function deliveredTo(id: string): Promise<Record<string, unknown>> {
-    const all = await r1.receiver.waitFor((ds) => ds.some((d) => JSON.parse(d.raw.toString()).request_id === id));
-    return JSON.parse(all.find((d) => JSON.parse(d.raw.toString()).request_id === id)!.raw.toString()) as Record<string, unknown>;
-  }
+  const deliveredTo = (id: string) => delivered(id, r1.receiver);
 
   it('the text before </think> is reasoning_content, the rest the answer, checked and audited alone, streamed or not', async () => {
     r1.upstream.setBehavior({ answer: `${REASONING}</think>\n\n${ANSWER}`, contentPieceChars: 3 });
@@ -321,18 +317,7 @@ describe('DeepSeek-R1 distills whose chat template opened <think> in the prompt 
 
   it('reaches the AI SDK and LangChain as the answer alone, plain and streamed', async () => {
     r1.upstream.setBehavior({ answer: `${REASONING}</think>\n\n${ANSWER}`, contentPieceChars: 4 });
-    const openai = createOpenAI({ apiKey: r1.token, baseURL: r1.baseURL });
-    const asked = { system: DOC, prompt: 'Where is the Eiffel Tower?' };
-    expect((await generateText({ model: openai.chat('svc01'), ...asked })).text).toBe(ANSWER);
-    let streamed = '';
-    for await (const part of streamText({ model: openai.chat('svc01'), ...asked }).textStream) streamed += part;
-    expect(streamed).toBe(ANSWER);
-
-    const model = new ChatOpenAI({ model: 'svc01', apiKey: r1.token, configuration: { baseURL: r1.baseURL }, maxRetries: 0 });
-    expect((await model.invoke(messages)).content).toBe(ANSWER);
-    let chunks = '';
-    for await (const chunk of await model.stream(messages)) chunks += typeof chunk.content === 'string' ? chunk.content : '';
-    expect(chunks).toBe(ANSWER);
+    expect(await sdkTexts(r1.baseURL, r1.token, messages)).toEqual([ANSWER, ANSWER, ANSWER, ANSWER]);
   });
 
   it('cut by max_tokens while thinking: all reasoning and no answer, streamed or not; an answer with no block at all stays the answer', async () => {
