@@ -76,11 +76,12 @@ interface GeneratedChoice {
  * });
  */
 export function createOfflineModel(): Upstream {
+  const fills = fillQueue();
   return {
     async complete({ body, signal, thinking }: UpstreamRequest): Promise<UpstreamCompletion> {
       await loadTokenizer();
       signal.throwIfAborted();
-      const { choices, usage } = await generate(body, thinking);
+      const { choices, usage } = await generate(body, thinking, fills);
       return {
         id: `chatcmpl-${randomId()}`,
         created: Math.floor(Date.now() / 1000),
@@ -102,7 +103,7 @@ export function createOfflineModel(): Upstream {
     async stream({ body, signal, thinking }: UpstreamRequest): Promise<ChunkStream> {
       await loadTokenizer();
       signal.throwIfAborted();
-      const generated = await generate(body, thinking);
+      const generated = await generate(body, thinking, fills);
       const includeUsage = isRecord(body.stream_options) && body.stream_options.include_usage === true;
       return oneByOne(streamChunks(generated, body.model, includeUsage, signal));
     },
@@ -115,7 +116,7 @@ export function createOfflineModel(): Upstream {
  * Plans the answer and encodes it. Encoding and counting go through the bounded tokenizer calls, which yield
  * to the event loop: a 10 MiB message or 3 MB of white space does not hold up other requests.
  */
-async function generate(body: UpstreamBody, thinking: boolean): Promise<{ choices: GeneratedChoice[]; usage: Usage }> {
+async function generate(body: UpstreamBody, thinking: boolean, fills: FillQueue): Promise<{ choices: GeneratedChoice[]; usage: Usage }> {
   // Planning a large conversation takes tens of ms: a turn of its own, not the one that read the request.
   await yieldToEventLoop();
   if (body.logprobs === true) {
@@ -126,7 +127,7 @@ async function generate(body: UpstreamBody, thinking: boolean): Promise<{ choice
       { param: 'logprobs' },
     );
   }
-  const plan = await planAnswer(body, thinking, turns());
+  const plan = await planAnswer(body, thinking, turns(), fills);
   const limit = firstPositiveInt(body.max_completion_tokens, body.max_tokens) ?? Infinity;
   const stops = (typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : []).filter(
     (s): s is string => typeof s === 'string' && s.length > 0,
@@ -181,7 +182,7 @@ async function budget(plan: Plan, limit: number, stops: string[]): Promise<Gener
 }
 
 /** Reading the sources, ranking their sentences and writing the answer each take a turn when the one before did. */
-async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boolean): Promise<Plan> {
+async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boolean, fills: FillQueue): Promise<Plan> {
   const messages = (Array.isArray(body.messages) ? body.messages : []).filter(isRecord);
   const lastUserIndex = messages.map((m) => m.role).lastIndexOf('user');
   let unread = MAX_READ_CHARS;
@@ -236,7 +237,7 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
     const hints = sampleHints(question || lastUserText);
     const toolCalls: Array<{ name: string; arguments: string }> = [];
     for (const [i, tool] of calledTools.entries()) {
-      const filled = await oneFillPerIteration(() => fillParameters(body.tools, tool, { ...hints, nameOffset: i }));
+      const filled = await fills(() => fillParameters(body.tools, tool, { ...hints, nameOffset: i }));
       toolCalls.push({ name: tool.name, arguments: JSON.stringify(filled ?? {}) });
     }
     const reasoning = thinking
@@ -279,7 +280,7 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
     // A field asking for a number or a name takes the question's first, then the answer's: "How tall is the
     // tower?" fills `height` with the 330 of the sentence that answers it, as a model would.
     const hints = quoted ? withAnswer(sampleHints(question || lastUserText), sampleHints(content)) : sampleHints(question || lastUserText);
-    const json = await oneFillPerIteration(() => structuredContent(format, content, hints));
+    const json = await fills(() => structuredContent(format, content, hints));
     reasoning += ` The request asks for ${format.kind === 'json_schema' ? 'JSON matching its schema' : 'a JSON object'}, so I answer with ${format.kind === 'json_schema' ? 'a value built from that schema, filled from the question where a field asks for it' : 'the answer under "answer"'}.`;
     return { content: json, reasoning: thinking ? reasoning : null, toolCalls: [] };
   }
@@ -288,23 +289,27 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
 
 type StructuredFormat = { kind: 'json_object' } | { kind: 'json_schema'; schema: JsonSchema };
 
-/** Settled when the schema fill queued last has run. */
-let fillsQueued: Promise<unknown> = Promise.resolve();
+/** Runs a schema fill in its turn (`fillQueue`). */
+type FillQueue = <T>(fill: () => T) => Promise<T>;
 
 /**
- * Runs `fill` in an event-loop iteration of its own, after every fill queued before it. One schema fill is a
+ * Runs each fill in an event-loop iteration of its own, after every fill queued before it. One schema fill is a
  * synchronous step of up to ~40 ms (its pattern tests' budget, a 20,000-value enum's lookup table); requests
  * that arrive together would otherwise take theirs back to back in one phase of the loop, and every other
  * request would wait their sum. A setImmediate queued while the loop runs immediates waits for the next
- * iteration, so other requests' socket reads come between two fills.
+ * iteration, so other requests' socket reads come between two fills. One queue per model (per server).
  */
-async function oneFillPerIteration<T>(fill: () => T): Promise<T> {
-  const mine = fillsQueued.then(async () => {
-    await yieldToEventLoop();
-    return fill();
-  });
-  fillsQueued = mine.catch(() => undefined);
-  return mine;
+function fillQueue(): FillQueue {
+  /** Settled when the fill queued last has run. */
+  let queued: Promise<unknown> = Promise.resolve();
+  return (fill) => {
+    const mine = queued.then(async () => {
+      await yieldToEventLoop();
+      return fill();
+    });
+    queued = mine.catch(() => undefined);
+    return mine;
+  };
 }
 
 /** `response_format` asking for JSON, or null (absent, `text`, or a shape the offline model does not know). */

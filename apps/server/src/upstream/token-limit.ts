@@ -41,10 +41,11 @@ export function isReasoningModel(model: string): boolean {
  *    know `max_tokens` ignore the other name, and the answer would run unlimited.
  * 3. When the upstream nevertheless answers 400 `unsupported_parameter` for the form sent, the request is
  *    sent once more with the other form, and that model keeps the other form from then on. Likewise a 400
- *    `unsupported_parameter` about `temperature`, `top_p`, `presence_penalty`, `frequency_penalty` (a reasoning
- *    model the names above miss) or `reasoning_effort` (a model that does not reason), or `unsupported_value` about
- *    `temperature`: sent once more without it, and that model gets none from then on. A refused `reasoning_effort`
- *    value (the field itself taken) comes back to the client as the upstream's 400.
+ *    (`unsupported_value` / `unsupported_parameter`) about `temperature`, `top_p`, `presence_penalty`,
+ *    `frequency_penalty` (a reasoning model the names above miss), or `unsupported_parameter` about
+ *    `reasoning_effort` (a model that does not reason): sent once more without it, and that model gets none from
+ *    then on. A refused `reasoning_effort` value (the field itself taken) comes back to the client as the
+ *    upstream's 400.
  *
  * One instance per upstream: it remembers what each model accepts.
  *
@@ -137,9 +138,10 @@ function isUnsupported(error: unknown, field: TokenLimitField | Droppable): bool
     return (error.upstreamStatus === 400 || error.upstreamStatus === 422) && (error.param === field || error.param?.startsWith(`${field}.`) === true);
   }
   if (error.upstreamStatus !== 400) return false;
-  // A refused value is the field refused only for `temperature` (a reasoning model takes no value but 1, which svc
-  // sends in thinking mode anyway). A `reasoning_effort` value the model does not take (`minimal` to o4-mini, `none`
-  // to gpt-5) is the client's to fix: dropping it would answer at another effort, and drop every later effort.
-  if (code !== 'unsupported_parameter' && !(field === 'temperature' && code === 'unsupported_value')) return false;
+  // A refused sampling value (`temperature`, `top_p`, a penalty) is the field refused: a reasoning model the names
+  // miss takes none but the default. A `reasoning_effort` value the model does not take (`minimal` to o4-mini,
+  // `none` to gpt-5) is the client's to fix: dropping it would answer at another effort, and drop every later one.
+  const valueRefusesField = field !== 'max_tokens' && field !== 'max_completion_tokens' && field !== 'reasoning_effort';
+  if (code !== 'unsupported_parameter' && !(valueRefusesField && code === 'unsupported_value')) return false;
   return error.param === field || (error.param === null && error.message.includes(`'${field}'`));
 }

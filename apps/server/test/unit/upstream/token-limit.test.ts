@@ -88,4 +88,14 @@ describe('TokenLimits', () => {
     expect(limits.retryAfter(withoutTopP, refusal('logprobs'))).toBeNull();
     expect(limits.adapt({ model: 'acme-thinker', ...tuned, reasoning_effort: 'high' })).toEqual({ model: 'acme-thinker', ...tuned, top_p: undefined, reasoning_effort: undefined });
   });
+
+  it('takes a refused top_p value as the field refused (dropped, retried), but a refused reasoning_effort value as the client\'s to fix', () => {
+    const limits = new TokenLimits();
+    const asked = limits.adapt({ model: 'acme-thinker', messages, max_tokens: 10, top_p: 0.9, reasoning_effort: 'minimal' });
+    const refusedValue = (param: string) =>
+      new UpstreamError('upstream_invalid_request', `Unsupported value: '${param}' does not support this value with this model.`, { upstreamStatus: 400, upstreamCode: 'unsupported_value', param });
+    expect(limits.retryAfter(asked, refusedValue('top_p'))).not.toHaveProperty('top_p');
+    expect(limits.retryAfter(asked, refusedValue('reasoning_effort'))).toBeNull();
+    expect(limits.adapt({ model: 'acme-thinker', messages, reasoning_effort: 'high' })).toHaveProperty('reasoning_effort', 'high');
+  });
 });
