@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { zodResponseFormat } from 'openai/helpers/zod';
+import { zodResponseFormat, zodTextFormat } from 'openai/helpers/zod';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateObject, streamObject } from 'ai';
 import { ChatOpenAI } from '@langchain/openai';
@@ -105,4 +105,68 @@ describe('structured outputs', () => {
     const completion = await client.chat.completions.create({ model: 'svc01', messages, response_format: { type: 'json_object' } });
     expect(svcOf(completion)).toMatchObject({ checked: false, grounded: true });
   });
+
+  // A classification or an extraction answered under its schema: a label the schema offers (`enum`), the model's
+  // own confidence and booleans are no claims; the values extracted are, and a wrong one is flagged at its offsets.
+  const REVIEW = [
+    { role: 'system' as const, content: 'Review #4411: The delivery arrived on Tuesday. The box was intact.' },
+    { role: 'user' as const, content: 'Classify the review.' },
+  ];
+  const Classification = z.object({ sentiment: z.enum(['positive', 'neutral', 'negative']), confidence: z.number().min(0).max(1), is_spam: z.boolean() });
+  const CLASSIFIED = '{"sentiment": "neutral", "confidence": 0.92, "is_spam": false}';
+  const ACME = [
+    { role: 'system' as const, content: 'Acme is a maker of garden tools. It was founded in 1999 in Dayton, Ohio.' },
+    { role: 'user' as const, content: 'Extract the maker and the year it was founded.' },
+  ];
+  const Company = z.object({ company: z.string(), founded: z.number().int(), kind: z.literal('company') });
+
+  it.each([
+    ['chat.completions.parse', false],
+    ['a streamed chat completion', true],
+  ])('a classification under its json_schema is not flagged for its label, confidence or boolean (%s)', async (_, stream) => {
+    answer = CLASSIFIED;
+    const svc = stream ? await streamedSvc(REVIEW, zodResponseFormat(Classification, 'classification')) : svcOf(await client.chat.completions.parse({ model: 'svc01', messages: REVIEW, response_format: zodResponseFormat(Classification, 'classification') }));
+    expect(svc.grounded).toBe(true);
+    expect(svc.flagged_spans).toEqual([]);
+    expect(svc.claims ?? []).toEqual([]);
+  });
+
+  it('the same classification under json_object (no schema) is still read value by value', async () => {
+    answer = CLASSIFIED;
+    const svc = svcOf(await client.chat.completions.create({ model: 'svc01', messages: REVIEW, response_format: { type: 'json_object' } }));
+    expect(svc.grounded).toBe(false);
+  });
+
+  it.each([
+    ['{"company": "Acme", "founded": 1999, "kind": "company"}', true, []],
+    ['{"company": "Acme", "founded": 1998, "kind": "company"}', false, ['1998']],
+  ])('an extraction %s: its values are claims at their offsets (grounded %s)', async (json, grounded, flagged) => {
+    answer = json;
+    const completion = await client.chat.completions.parse({ model: 'svc01', messages: ACME, response_format: zodResponseFormat(Company, 'company') });
+    const svc = svcOf(completion);
+    expect(svc).toMatchObject({ checked: true, grounded });
+    expect(svc.flagged_spans.map((s) => s.text)).toEqual(flagged);
+    expect(svc.claims!.length).toBeGreaterThan(0);
+    for (const span of [...svc.flagged_spans, ...svc.claims!]) expect(json.slice(span.start, span.end)).toBe(span.text);
+    expect(svc.claims!.map((c) => c.text).join(' ')).not.toContain('company"');
+  });
+
+  it('Responses API text.format: the classification is not flagged; a wrong extracted year is', async () => {
+    answer = CLASSIFIED;
+    const classified = await client.responses.parse({ model: 'svc01', input: REVIEW, text: { format: zodTextFormat(Classification, 'classification') } });
+    expect(classified.output_parsed).toEqual(JSON.parse(CLASSIFIED));
+    expect(svcOf(classified)).toMatchObject({ grounded: true, flagged_spans: [] });
+    answer = '{"company": "Acme", "founded": 1998, "kind": "company"}';
+    const extracted = await client.responses.parse({ model: 'svc01', input: ACME, text: { format: zodTextFormat(Company, 'company') } });
+    const svc = svcOf(extracted);
+    expect(svc.grounded).toBe(false);
+    expect(svc.flagged_spans.map((s) => s.text)).toEqual(['1998']);
+  });
 });
+
+async function streamedSvc(messages: OpenAI.ChatCompletionMessageParam[], response_format: OpenAI.ResponseFormatJSONSchema): Promise<SvcResult> {
+  const stream = await client.chat.completions.create({ model: 'svc01', messages, stream: true, response_format });
+  let svc: SvcResult | undefined;
+  for await (const chunk of stream) if ((chunk as { svc?: unknown }).svc) svc = svcOf(chunk);
+  return svc!;
+}

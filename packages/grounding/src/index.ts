@@ -30,3 +30,4 @@ export {
   type ThresholdErrorCode,
   type ThresholdMetrics,
 } from './threshold.js';
+export { jsonValuesText, MAX_JSON_ANSWER_CHARS } from './json-answer.js';

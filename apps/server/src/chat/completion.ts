@@ -3,7 +3,7 @@ import type { UpstreamBody } from '../upstream/upstream.js';
 import { record, type ChatContext } from './chat-context.js';
 import { countUsage } from './prompt.js';
 import { waitForDrain } from './sse-writer.js';
-import { dehallucinateRequested } from './request.js';
+import { answerSchema, dehallucinateRequested } from './request.js';
 import { slices } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { answerText, refusalText } from './answer-text.js';
@@ -25,7 +25,7 @@ export async function complete(
   const completion = await deps.upstream.complete({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
   ctx.upstreamFinishedAt = deps.clock();
   const answer = answerText(completion.choices[0]?.message);
-  const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request) });
+  const svc = await deps.grounder.check({ messages: request.messages, answer, requested: dehallucinateRequested(request), schema: answerSchema(request) });
   const usage =
     completion.usage ??
     // An answer given only as audio is counted by its transcript; a refusal by what the model said.

@@ -1,9 +1,8 @@
-import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, mergeJudgeSpans, SourceIndexCache, type ClaimResult } from '@svc/grounding';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, jsonValuesText, mergeJudgeSpans, SourceIndexCache, type ClaimResult } from '@svc/grounding';
 import type { Claim, SvcResult } from '@svc/protocol';
 import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
 import { GroundingThread } from './grounding-thread.js';
-import { jsonValuesText } from './json-answer.js';
 import { groundingSourceMessages, groundingSources, lastUserIndex, lastUserText, unreadableSourceParts } from './prompt.js';
 
 export interface GroundingRequest {
@@ -11,6 +10,11 @@ export interface GroundingRequest {
   answer: string;
   /** `svc.dehallucinate` as requested (default true). */
   requested: boolean;
+  /**
+   * The JSON Schema the answer was asked to follow (`response_format` `json_schema`, the Responses API's
+   * `text.format`): the values it constrains to a choice are not claims (see `jsonValuesText`).
+   */
+  schema?: unknown;
   signal?: AbortSignal;
 }
 
@@ -52,10 +56,11 @@ export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Gro
   // System prompts repeat across requests: their index is built once (same result, a fraction of the CPU).
   const sourceIndexCache = new SourceIndexCache();
   return {
-    async check({ messages, answer, requested }) {
+    async check({ messages, answer, requested, schema }) {
       if (!requested) return notChecked(requested);
       // A JSON answer is checked by its values alone, at their offsets: span texts are then taken from the answer.
-      const read = jsonValuesText(answer);
+      // Values its schema makes a choice (`enum`, `const`) or the model's own confidence are not claims.
+      const read = jsonValuesText(answer, schema);
       const checked = read ?? answer;
       if (checked.trim() === '') return notChecked(requested);
       // An image, a file or audio among the sources may hold what the answer says, and the check cannot read it.

@@ -281,3 +281,12 @@ export function toUpstreamBody(
 export function dehallucinateRequested(request: ChatCompletionRequest): boolean {
   return request.svc?.dehallucinate ?? true;
 }
+
+/**
+ * The JSON Schema the answer was asked to follow (`response_format: { type: 'json_schema', json_schema: { schema } }`;
+ * the Responses API's `text.format` arrives here translated), or undefined.
+ */
+export function answerSchema(request: ChatCompletionRequest): unknown {
+  const format = request.response_format;
+  return format?.type === 'json_schema' ? format.json_schema.schema : undefined;
+}

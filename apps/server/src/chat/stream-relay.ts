@@ -9,7 +9,7 @@ import { KeptTexts } from './kept-text.js';
 import { countUsage } from './prompt.js';
 import { ChoiceIndexes, ToolCallingChoices } from '../choice-indexes.js';
 import { flatten } from '../flat-string.js';
-import { dehallucinateRequested } from './request.js';
+import { answerSchema, dehallucinateRequested } from './request.js';
 import { SseWriter } from './sse-writer.js';
 import { audioTranscript } from './answer-text.js';
 
@@ -119,7 +119,7 @@ export async function relayStream(
   }
 
   const computeSvc = async () =>
-    ctx.deps.grounder.check({ messages: request.messages, answer: answer(), requested });
+    ctx.deps.grounder.check({ messages: request.messages, answer: answer(), requested, schema: answerSchema(request) });
 
   /** The upstream's last `system_fingerprint`, for the usage frame; whether its `service_tier` is known. */
   let lastFingerprint: string | null | undefined;

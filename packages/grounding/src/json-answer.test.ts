@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { checkGrounding } from './check.js';
+import { jsonValuesText, MAX_JSON_ANSWER_CHARS } from './json-answer.js';
+
+describe('jsonValuesText', () => {
+  it.each([
+    ['{"city":"Paris","year":1889}', ['Paris', '1889'], ['city', 'year']],
+    ['[{"name": "Tōkyō 🗼", "tags": ["a\\"b", "c"]}, {"ok": true, "n": null, "x": -1.5e3}]', ['Tōkyō 🗼', 'a\\"b', 'c', '-1.5e3'], ['name', 'tags', 'ok', 'true', 'null']],
+    ['  {\n  "k\\u0041": "v: {x}, [y]"\n}\n', ['v: {x}, [y]'], ['kA', 'k\\u0041']],
+  ])('%s keeps its values at their offsets, and nothing else', (answer, values, gone) => {
+    const text = jsonValuesText(answer)!;
+    expect(text).toHaveLength(answer.length);
+    for (const value of values) expect(text.slice(answer.indexOf(value), answer.indexOf(value) + value.length)).toBe(value);
+    for (const word of gone) expect(text).not.toContain(word);
+  });
+
+  it.each(['Paris, 1889.', '"Paris"', '1889', '{"city": "Paris"', '{"a":1} and more', ''])('%j is not a JSON object or array: undefined', (answer) => {
+    expect(jsonValuesText(answer)).toBeUndefined();
+  });
+
+  it('an answer over the limit is left alone (not parsed)', () => {
+    const big = `{"a":"${'x'.repeat(MAX_JSON_ANSWER_CHARS)}"}`;
+    expect(jsonValuesText(big)).toBeUndefined();
+  });
+});
+
+const SENTIMENT = {
+  type: 'object',
+  properties: {
+    sentiment: { type: 'string', enum: ['positive', 'neutral', 'negative'] },
+    confidence: { type: 'number', description: '0 to 1' },
+    is_spam: { type: 'boolean' },
+  },
+  required: ['sentiment', 'confidence', 'is_spam'],
+  additionalProperties: false,
+};
+const COMPANY = {
+  type: 'object',
+  properties: { company: { type: 'string' }, founded: { type: 'integer' }, kind: { const: 'company' } },
+};
+// As zodResponseFormat sends one: a label defined once and referred to, nullable through anyOf.
+const TICKETS = {
+  type: 'object',
+  properties: {
+    tickets: { type: 'array', items: { $ref: '#/$defs/Ticket' } },
+    tags: { type: 'array', items: { type: 'string', enum: ['billing', 'refund', 'login'] } },
+    pair: { type: 'array', prefixItems: [{ enum: ['low', 'high'] }, { type: 'string' }] },
+    labels: { type: 'object', additionalProperties: { enum: ['yes', 'no'] } },
+  },
+  $defs: {
+    Ticket: {
+      type: 'object',
+      properties: {
+        priority: { anyOf: [{ type: 'string', enum: ['low', 'high'] }, { type: 'null' }] },
+        summary: { type: 'string' },
+        relevanceScore: { type: 'number', minimum: 0, maximum: 1 },
+        rating: { allOf: [{ enum: [1, 2, 3, 4, 5] }] },
+      },
+    },
+  },
+};
+
+describe('jsonValuesText with the schema the answer was asked to follow', () => {
+  // answer, schema, values read (kept at their offsets), values not read (blanked)
+  it.each<[string, object, string[], string[]]>([
+    ['{"sentiment": "neutral", "confidence": 0.92, "is_spam": false}', SENTIMENT, [], ['neutral', '0.92', 'false']],
+    ['{"company": "Acme", "founded": 1999, "kind": "company"}', COMPANY, ['Acme', '1999'], ['"company"}']],
+    // A choice the schema does not list is the model's own: read.
+    ['{"sentiment": "furious", "confidence": 0.5, "is_spam": true}', SENTIMENT, ['furious'], ['0.5']],
+    // A judgement word but past 0..1, or a number not typed as one: a figure to check.
+    ['{"sentiment": "neutral", "confidence": 92, "is_spam": false}', SENTIMENT, ['92'], ['neutral']],
+    [
+      '{"tickets": [{"priority": "high", "summary": "Refund of $40", "relevanceScore": 0.7, "rating": 4}, {"priority": null, "summary": "Login fails"}], "tags": ["refund", "invoices"], "pair": ["low", "later"], "labels": {"urgent": "yes"}}',
+      TICKETS,
+      ['Refund of $40', 'Login fails', 'invoices', 'later'],
+      ['"high"', '0.7', ' 4}', '"refund"', '"low"', '"yes"', 'urgent'],
+    ],
+    // The same values with no schema: all read, as for `json_object`.
+    ['{"sentiment": "neutral", "confidence": 0.92, "is_spam": false}', {}, ['neutral', '0.92'], ['false']],
+  ])('%s', (answer, schema, read, blanked) => {
+    const text = jsonValuesText(answer, schema)!;
+    expect(text).toHaveLength(answer.length);
+    for (const value of read) expect(text.slice(answer.indexOf(value), answer.indexOf(value) + value.length)).toBe(value);
+    for (const value of blanked) expect(text.slice(answer.indexOf(value), answer.indexOf(value) + value.length).trim()).toBe('');
+  });
+
+  it('without a schema, the reading is the same as with one that constrains nothing', () => {
+    const answer = '{"sentiment": "neutral", "confidence": 0.92, "is_spam": false, "n": [1, -2.5e3]}';
+    expect(jsonValuesText(answer, { type: 'object' })).toBe(jsonValuesText(answer));
+    expect(jsonValuesText(answer, 'not a schema')).toBe(jsonValuesText(answer));
+  });
+
+  it('a schema that refers to itself is followed a bounded number of times', () => {
+    const tree = { $ref: '#/$defs/Node', $defs: { Node: { type: 'object', properties: { kind: { enum: ['leaf'] }, children: { type: 'array', items: { $ref: '#' } } }, anyOf: [{ $ref: '#/$defs/Node' }] } } };
+    const text = jsonValuesText('{"kind": "leaf", "children": [{"kind": "leaf", "name": "x"}]}', tree)!;
+    expect(text).not.toContain('leaf');
+    expect(text).toContain('x');
+  });
+});
+
+describe('checkGrounding of a structured answer read with its schema', () => {
+  const REVIEW = 'Review: The delivery arrived on Tuesday. The box was intact.';
+  const ACME = 'Acme is a tools maker. It was founded in 1999 in Ohio.';
+  // sources, answer, schema, grounded, flagged
+  it.each<[string, string, object | undefined, boolean, string[]]>([
+    [REVIEW, '{"sentiment": "neutral", "confidence": 0.92, "is_spam": false}', SENTIMENT, true, []],
+    [ACME, '{"company": "Acme", "founded": 1999}', COMPANY, true, []],
+    [ACME, '{"company": "Acme", "founded": 1998}', COMPANY, false, ['1998']],
+    [ACME, '{"company": "Acme", "founded": 1999, "kind": "company"}', COMPANY, true, []],
+  ])('%s → %s', (source, answer, schema, grounded, flagged) => {
+    const read = jsonValuesText(answer, schema)!;
+    const r = checkGrounding({ sources: [source], answer: read });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => answer.slice(s.start, s.end))).toEqual(flagged);
+    for (const c of r.claims) expect(answer.slice(c.start, c.end).trim()).not.toBe('');
+  });
+
+  it('a classification read without its schema is flagged for its label and its confidence (as before)', () => {
+    const r = checkGrounding({ sources: [REVIEW], answer: jsonValuesText('{"sentiment": "neutral", "confidence": 0.92, "is_spam": false}')! });
+    expect(r.grounded).toBe(false);
+  });
+});
+
+describe('jsonValuesText: a schema costs no more than its size', () => {
+  it('branches that all refer back to the root are each followed once', () => {
+    // Followed path by path, they double at each level: the check threw (call stack exceeded) or would not end.
+    const schema = { anyOf: [{ $ref: '#' }, { $ref: '#' }], type: 'object', properties: { kind: { enum: ['leaf'] }, note: { type: 'string' } } };
+    const text = jsonValuesText('{"kind": "leaf", "note": "Acme"}', schema)!;
+    expect(text).not.toContain('leaf');
+    expect(text).toContain('Acme');
+  });
+});
