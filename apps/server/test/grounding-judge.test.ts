@@ -191,3 +191,34 @@ describe('parseJudgeReply', () => {
     expect(parseJudgeReply(null)).toBeUndefined();
   });
 });
+
+describe('judge mode, a structured answer under its schema', () => {
+  // The label is the schema's choice; the judge, shown no schema, calls it unsupported.
+  const JSON_ANSWER = '{"city": "Paris", "category": "landmark", "year": 1889}';
+  const response_format = {
+    type: 'json_schema' as const,
+    json_schema: {
+      name: 'place',
+      strict: true,
+      schema: {
+        type: 'object',
+        properties: { city: { type: 'string' }, category: { type: 'string', enum: ['landmark', 'museum', 'park'] }, year: { type: 'integer' } },
+        required: ['city', 'category', 'year'],
+        additionalProperties: false,
+      },
+    },
+  };
+
+  it.each([
+    [['landmark', '"category": "landmark"', '"city"'], true, []],
+    [['landmark', '"year": 1889'], false, ['"year": 1889']],
+  ])('judge phrases %j: only those on a value the check reads are kept', async (phrases, grounded, flagged) => {
+    judgeReply = JSON.stringify({ unsupported: phrases });
+    upstream.setBehavior({ answer: (body) => (isJudge(body) ? judgeReply : JSON_ANSWER) });
+    const res = await client.chat.completions.create({ model: 'svc01', messages: MESSAGES, response_format });
+    const svc = (res as unknown as { svc: SvcResult }).svc;
+    expect(judgeRequests()).toHaveLength(1);
+    expect(svc.grounded).toBe(grounded);
+    expect(svc.flagged_spans.map((s) => s.text)).toEqual(flagged);
+  });
+});

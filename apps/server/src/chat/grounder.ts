@@ -171,7 +171,7 @@ export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
           logger?.warn({ ms: Date.now() - started }, 'grounding judge reply was not a JSON list of phrases; offline result kept');
           return result;
         }
-        phrases = parsed;
+        phrases = readPhrases(parsed, request.answer, request.schema);
       } catch (err) {
         const reason = timeout.aborted ? 'timeout' : err instanceof Error ? err.name : 'error';
         const code = typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : undefined;
@@ -194,6 +194,23 @@ export function createJudgeGrounder(options: JudgeGrounderOptions): Grounder {
       };
     },
   };
+}
+
+/**
+ * The judge's phrases that say something the offline check reads: in a JSON answer, a phrase that is only a key,
+ * a label its schema offers (`enum`, `const`) or the model's confidence (`jsonValuesText`) is dropped, as the
+ * judge, shown no schema, would flag a faithful classification's "neutral" or 0.92.
+ */
+function readPhrases(phrases: string[], answer: string, schema: unknown): string[] {
+  const read = jsonValuesText(answer, schema);
+  if (read === undefined) return phrases;
+  return phrases.filter((phrase) => {
+    if (phrase === '') return false;
+    for (let at = answer.indexOf(phrase); at >= 0; at = answer.indexOf(phrase, at + 1)) {
+      if (/[\p{L}\p{N}]/u.test(read.slice(at, at + phrase.length))) return true;
+    }
+    return false;
+  });
 }
 
 function judgeBody(model: string, sources: string[], answer: string): UpstreamBody {
