@@ -75,6 +75,13 @@ describe('jsonValuesText with the schema the answer was asked to follow', () => 
       ['Refund of $40', 'Login fails', 'invoices', 'later'],
       ['"high"', '0.7', ' 4}', '"refund"', '"low"', '"yes"', 'urgent'],
     ],
+    // An array of judgements under a plural name; a figure under another name is checked.
+    [
+      '{"label_scores": [0.25, 0.75], "votes": [0.5]}',
+      { properties: { label_scores: { type: 'array', items: { type: 'number' } }, votes: { type: 'array', items: { type: 'number' } } } },
+      ['0.5'],
+      ['0.25', '0.75'],
+    ],
     // The same values with no schema: all read, as for `json_object`.
     ['{"sentiment": "neutral", "confidence": 0.92, "is_spam": false}', {}, ['neutral', '0.92'], ['false']],
   ])('%s', (answer, schema, read, blanked) => {

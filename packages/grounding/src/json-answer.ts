@@ -6,9 +6,10 @@ const NEWLINE = 0x0a;
 
 /**
  * Words of a property's name that make a number in 0..1 under it the model's own judgement of its answer
- * (`confidence`, `spam_score`, `relevanceScore`, `probability`): no source states it, so it is not checked.
+ * (`confidence`, `spam_score`, `relevanceScore`, `probability`; an array of them, `scores`): no source states it,
+ * so it is not checked.
  */
-const JUDGEMENT_WORDS = new Set(['confidence', 'certainty', 'probability', 'likelihood', 'score']);
+const JUDGEMENT_WORDS = new Set(['confidence', 'certainty', 'probability', 'likelihood', 'score', 'confidences', 'certainties', 'probabilities', 'likelihoods', 'scores']);
 
 /** How deep `$ref`, `allOf`, `anyOf` and `oneOf` are followed from one place of the schema. */
 const MAX_SCHEMA_DEPTH = 32;
