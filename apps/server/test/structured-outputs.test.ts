@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { SvcResultSchema, type SvcResult } from '@svc/protocol';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
 
 /**
  * Structured outputs from an upstream through the three client libraries: the schema reaches the upstream as
@@ -29,8 +30,10 @@ let token: string;
 let baseURL: string;
 let client: OpenAI;
 let answer = RIGHT;
+let receiver: Receiver;
 
 beforeAll(async () => {
+  receiver = await startReceiver();
   upstream = await startFakeUpstream({ answer: () => answer });
   server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_UPSTREAM_MODEL: 'gpt-4o' } });
   ({ token } = await server.createKey());
@@ -41,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   await upstream?.close();
+  await receiver?.close();
 });
 
 beforeEach(() => {
@@ -149,6 +153,24 @@ describe('structured outputs', () => {
     expect(svc.claims!.length).toBeGreaterThan(0);
     for (const span of [...svc.flagged_spans, ...svc.claims!]) expect(json.slice(span.start, span.end)).toBe(span.text);
     expect(svc.claims!.map((c) => c.text).join(' ')).not.toContain('company"');
+  });
+
+  it('the audit webhook carries the same verdicts: the classification grounded, the wrong year flagged', async () => {
+    const { token: hooked } = await server.createKey({ webhookUrl: receiver.url, signingSecret: 'whsec_structured-outputs-test' });
+    const audited = new OpenAI({ apiKey: hooked, baseURL, maxRetries: 0 });
+    const before = receiver.received.length;
+    answer = CLASSIFIED;
+    await audited.chat.completions.parse({ model: 'svc01', messages: REVIEW, response_format: zodResponseFormat(Classification, 'classification') });
+    answer = '{"company": "Acme", "founded": 1998, "kind": "company"}';
+    await audited.chat.completions.parse({ model: 'svc01', messages: ACME, response_format: zodResponseFormat(Company, 'company') });
+    const received = await receiver.waitFor((r) => r.length >= before + 2);
+    const bodies = received.slice(before).map((d) => JSON.parse(d.raw.toString('utf8')) as { response_text: string; grounded: boolean; flagged_spans?: Array<{ text: string }> });
+    const classified = bodies.find((b) => b.response_text === CLASSIFIED)!;
+    const extracted = bodies.find((b) => b.response_text !== CLASSIFIED)!;
+    expect(classified.grounded).toBe(true);
+    expect(classified.flagged_spans ?? []).toEqual([]);
+    expect(extracted.grounded).toBe(false);
+    expect(extracted.flagged_spans!.map((s) => s.text)).toEqual(['1998']);
   });
 
   it('Responses API text.format: the classification is not flagged; a wrong extracted year is', async () => {
