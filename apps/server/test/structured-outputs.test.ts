@@ -135,6 +135,17 @@ describe('structured outputs', () => {
     expect(svc.claims ?? []).toEqual([]);
   });
 
+  it('a line break escaped in a string value ends a sentence: no name "nIt" is flagged', async () => {
+    answer = '{"summary": "Acme has 40 staff.\\nIt is in Dayton."}';
+    const messages = [
+      { role: 'system' as const, content: 'Acme is a maker of garden tools. It was founded in 1999 in Dayton, Ohio. It has 40 staff.' },
+      { role: 'user' as const, content: 'Summarize.' },
+    ];
+    const svc = svcOf(await client.chat.completions.create({ model: 'svc01', messages, response_format: { type: 'json_object' } }));
+    expect(svc).toMatchObject({ checked: true, grounded: true, flagged_spans: [] });
+    for (const claim of svc.claims!) expect(answer.slice(claim.start, claim.end)).toBe(claim.text);
+  });
+
   it('the same classification under json_object (no schema) is still read value by value', async () => {
     answer = CLASSIFIED;
     const svc = svcOf(await client.chat.completions.create({ model: 'svc01', messages: REVIEW, response_format: { type: 'json_object' } }));

@@ -5,7 +5,7 @@ import { jsonValuesText, MAX_JSON_ANSWER_CHARS } from './json-answer.js';
 describe('jsonValuesText', () => {
   it.each([
     ['{"city":"Paris","year":1889}', ['Paris', '1889'], ['city', 'year']],
-    ['[{"name": "Tōkyō 🗼", "tags": ["a\\"b", "c"]}, {"ok": true, "n": null, "x": -1.5e3}]', ['Tōkyō 🗼', 'a\\"b', 'c', '-1.5e3'], ['name', 'tags', 'ok', 'true', 'null']],
+    ['[{"name": "Tōkyō 🗼", "tags": ["a\\"b", "c"]}, {"ok": true, "n": null, "x": -1.5e3}]', ['Tōkyō 🗼', 'c', '-1.5e3'], ['name', 'tags', 'ok', 'true', 'null']],
     ['  {\n  "k\\u0041": "v: {x}, [y]"\n}\n', ['v: {x}, [y]'], ['kA', 'k\\u0041']],
   ])('%s keeps its values at their offsets, and nothing else', (answer, values, gone) => {
     const text = jsonValuesText(answer)!;
@@ -59,6 +59,27 @@ const TICKETS = {
     },
   },
 };
+
+describe('jsonValuesText: escapes in a string value', () => {
+  // answer, what the value reads as (same length as the answer's value text)
+  it.each([
+    ['{"summary": "It has a lake.\\nZürich is the largest city."}', 'It has a lake. \nZürich is the largest city.'],
+    ['{"quote": "The mayor said \\"we grow\\"."}', 'The mayor said  "we grow ".'],
+    ['{"path": "C:\\\\temp\\tx"}', 'C: \\temp  x'],
+    ['{"city": "Z\\u00fcrich"}', 'Z\\u00fcrich'],
+  ])('%s', (answer, read) => {
+    const start = answer.indexOf(': "') + 3;
+    const end = answer.lastIndexOf('"');
+    expect(jsonValuesText(answer)!.slice(start, end)).toBe(read);
+  });
+
+  it('a summary with a line break in it is grounded sentence by sentence', () => {
+    const answer = '{"summary": "It has a lake.\\nZürich is the largest city."}';
+    const r = checkGrounding({ sources: ['Zürich is the largest city.\nIt has a lake.'], answer: jsonValuesText(answer)! });
+    expect(r.claims.map((c) => answer.slice(c.start, c.end).trim())).toEqual(['It has a lake.', 'Zürich is the largest city.']);
+    expect(r.grounded).toBe(true);
+  });
+});
 
 describe('jsonValuesText with the schema the answer was asked to follow', () => {
   // answer, schema, values read (kept at their offsets), values not read (blanked)

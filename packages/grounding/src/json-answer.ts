@@ -84,7 +84,7 @@ export function jsonValuesText(answer: string, schema?: unknown): string | undef
         const top = stack[stack.length - 1];
         if (top) top.member = JSON.parse(answer.slice(i, end + 1)) as string;
       } else if (!isChoice(here(), JSON.parse(answer.slice(i, end + 1)) as string)) {
-        for (let j = i + 1; j < end; j++) out[j] = answer.charCodeAt(j);
+        copyString(answer, i + 1, end, out);
       }
       i = end + 1;
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
@@ -204,6 +204,29 @@ function resolveRef(ref: string, root: Schema): Schema | undefined {
     node = (node as Record<string, unknown>)[name];
   }
   return isSchema(node) ? node : undefined;
+}
+
+/**
+ * Copies a JSON string's text between `start` and `end` to `out`, its escapes as what they stand for where that
+ * takes no more room: `\n` is a line break (a space and a line break), `\"` a quote, `\t` a space, so
+ * "lake.\nZürich" reads as two sentences and not as the word "nZürich". A `\uXXXX` escape is copied as it is.
+ */
+function copyString(text: string, start: number, end: number, out: Uint16Array): void {
+  for (let j = start; j < end; j++) {
+    const c = text.charCodeAt(j);
+    if (c !== 0x5c /* \ */ || j + 1 >= end) {
+      out[j] = c;
+      continue;
+    }
+    const next = text[j + 1]!;
+    if (next === 'u') {
+      out[j] = c;
+      continue;
+    }
+    out[j] = SPACE;
+    out[j + 1] = next === 'n' || next === 'r' ? NEWLINE : next === 't' || next === 'b' || next === 'f' ? SPACE : text.charCodeAt(j + 1);
+    j++;
+  }
 }
 
 /** Index of the quote that closes the JSON string opening at `start` (the text is valid JSON). */
