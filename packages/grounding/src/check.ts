@@ -329,6 +329,7 @@ function round(x: number): number {
 }
 
 const PHRASE_BREAK = /[,;:()[\]{}"“”!?]/;
+const CLAIM_MARKUP = /[\s>*_`"#|]/;
 
 /** The unsupported phrases of a claim: numbers, runs of names, runs of other words, or the claim itself. */
 function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSpan[] {
@@ -371,6 +372,13 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
       if (!out.some((s) => s.start < t.end && t.start < s.end)) span(t.start, t.end, 'the closest source passage has no such negation', 0);
     }
   }
-  if (out.length === 0) span(c.claim.start, c.claim.end, `little support (${claimScore.toFixed(2)})`, claimScore);
+  if (out.length === 0) {
+    // The claim itself, without the markup around it (a closing backtick or emphasis its end takes in).
+    let start = c.claim.start;
+    let end = c.claim.end;
+    while (end > start && CLAIM_MARKUP.test(answer[end - 1]!)) end--;
+    while (start < end && CLAIM_MARKUP.test(answer[start]!)) start++;
+    span(start, end > start ? end : c.claim.end, `little support (${claimScore.toFixed(2)})`, claimScore);
+  }
   return out.sort((a, b) => a.start - b.start);
 }

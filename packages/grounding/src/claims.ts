@@ -1,7 +1,7 @@
 import { CHATTER_WORDS, CURRENCIES, MEASURE_UNITS, NEGATIONS, ORDINAL_WORDS, UNITS, type Unit } from './lexicon.js';
 import { findCodeNames, findLinks, type Link } from './links.js';
 import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
-import { besideNumber, inCapitals, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
+import { besideNumber, inCapitals, isNegation, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
 export type TermKind = 'word' | 'name' | 'number' | 'link';
@@ -440,11 +440,11 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   const terms: Term[] = [];
   const negations: Token[] = [];
   const negation = new NegationScope();
-  for (let k = first; k < to; k++) negation.read(tokens[k]!);
+  for (let k = first; k < to; k++) negation.read(tokens, k);
   for (let k = first; k < to; k++) {
     const t = tokens[k]!;
     const w = t.word;
-    if (w.negation) negations.push(t);
+    if (isNegation(tokens, k)) negations.push(t);
     if (w.value !== undefined || (w.numberWord !== undefined && w.norm !== 'one' && w.norm !== 'single' && w.norm !== 'half')) {
       const num = readNumber(tokens, k, true);
       if (num) {

@@ -50,8 +50,14 @@ indicates indicated according refer refers referred regarding related given writ
 called named titled
 `);
 
-/** Negation cues; a claim that adds or drops one can flip the meaning. */
-export const NEGATIONS = words(`not no never none nobody nothing neither nor without cannot n't nowhere`);
+/**
+ * Negation cues; a claim that adds or drops one can flip the meaning. German, French and Spanish ones too, as
+ * diacritics are stripped ("ningún" is "ningun"): "nicht", "kein", "ne … pas", "jamais", "nunca", "nadie".
+ */
+export const NEGATIONS = words(`not no never none nobody nothing neither nor without cannot n't nowhere
+nicht kein keine keinen keinem keiner keines nie niemals nichts niemand nirgends weder
+ne pas jamais rien aucun aucune ni non
+nunca nada nadie ningun ninguna ninguno jamas tampoco`);
 
 /** Quantifiers that make a claim stronger or weaker than its source. */
 export const QUANTIFIERS = words(`all every always only entire entirely whole never none most majority

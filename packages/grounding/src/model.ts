@@ -18,8 +18,8 @@ export interface Model {
  * the bias is the mean).
  */
 export const DEFAULT_MODEL: Model = {
-  bias: -2.0938,
-  weights: [0.0262, 2.3176, 2.3438, 2.3438, 1.5063],
+  bias: -2.1120,
+  weights: [0.1717, 2.1902, 2.3620, 2.3620, 1.5522],
 };
 
 /** What the calibration reads of a claim's support. */

@@ -1,6 +1,6 @@
 import { CURRENCIES, MONTHS, NEGATIONS, ORDINAL_WORDS, QUANTIFIERS, WEEKDAYS } from './lexicon.js';
 import { findLinks } from './links.js';
-import { hourKey, inCapitals, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
+import { hourKey, inCapitals, isNegation, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -557,13 +557,13 @@ class NegationReader {
       this.sid = sid;
       this.from = i;
     }
-    if (this.tokens[i]!.word.negation) this.negated = true;
+    if (isNegation(this.tokens, i)) this.negated = true;
   }
 
   /** Ends the sentence being read, before token `to`. */
   end(to: number): void {
     if (!this.negated) return;
-    for (let i = this.from; i < to; i++) this.sentence.read(this.tokens[i]!);
+    for (let i = this.from; i < to; i++) this.sentence.read(this.tokens, i);
     this.into.set(this.sid, { scope: this.sentence.scope(), plain: this.sentence.plain() });
     this.sentence.reset();
     this.negated = false;

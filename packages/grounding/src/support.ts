@@ -8,7 +8,7 @@ import { hourKey, readNumber, readTime, stem, tokenize } from './tokenize.js';
 export const RELATED_SUPPORT = 0.6;
 
 /** Penalty on a passage's coverage when the claim and the passage disagree on negation. */
-export const NEGATION_MISMATCH = 0.5;
+export const NEGATION_MISMATCH = 1;
 
 /** What the sources say of one term of a claim. */
 export interface TermSupport {

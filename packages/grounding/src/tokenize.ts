@@ -601,6 +601,20 @@ export const NEGATION_REACH = 3;
  * elsewhere in it ("No injuries were reported, and the fire was contained": contained). The source index and
  * the claims read negation the same way, so a copied sentence agrees with itself.
  */
+/**
+ * Whether token `i` negates: a negation word, but not the abbreviation "No." before a number ("World No. 1",
+ * "No. 5 Squadron"), nor a "no" that ends its sentence after other words ("… a former World No." where a
+ * sentence split cut the number off).
+ */
+export function isNegation(tokens: readonly Token[], i: number): boolean {
+  const t = tokens[i]!;
+  if (!t.word.negation) return false;
+  if (t.word.norm !== 'no') return true;
+  const next = tokens[i + 1];
+  if (next === undefined || next.sentence !== t.sentence) return t.sentenceStart;
+  return next.word.value === undefined;
+}
+
 export class NegationScope {
   negated = false;
   // Words are listed as read and made sets only for a sentence with a negation: most have none, and an index
@@ -610,12 +624,14 @@ export class NegationScope {
   /** Words the last negation may still reach across; -1 when none is pending. */
   private reach = -1;
 
-  read(t: Token): void {
-    const w = t.word;
-    if (w.negation) {
+  /** Reads token `i` of `tokens`. */
+  read(tokens: readonly Token[], i: number): void {
+    const w = tokens[i]!.word;
+    if (isNegation(tokens, i)) {
       this.negated = true;
       this.reach = NEGATION_REACH;
-    } else if (w.content) {
+    } else if (w.content && !OTHER_FUNCTION_WORDS.has(w.norm)) {
+      // A German, French or Spanish function word in capitals ("FÜR") is a term but reaches no further.
       (this.reach >= 0 ? this.scopeWords : this.plainWords).push(w.stem);
       this.reach = -1;
     } else if (this.reach >= 0) this.reach--;

@@ -1,0 +1,94 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './index.js';
+
+// A dropped or added negation is flagged like a changed number: a claim whose only passages holding its words
+// disagree with it on negation gets no support from them, in English, German, French and Spanish.
+
+const SEED = Number(process.env.GROUNDING_PROPS_SEED ?? 20261129);
+const RUNS = Number(process.env.GROUNDING_PROPS_RUNS ?? 1);
+const runs = (numRuns: number) => ({ seed: SEED, numRuns: Math.max(1, Math.round(numRuns * RUNS)) });
+
+/** A negated sentence and the same sentence stated plainly. */
+const PAIRS: readonly [negated: string, plain: string][] = [
+  ['Customers on the legacy plan are not affected by the change.', 'Customers on the legacy plan are affected by the change.'],
+  ['The museum is never open on public holidays.', 'The museum is open on public holidays.'],
+  ['The update does not require a restart of the gateway.', 'The update does require a restart of the gateway.'],
+  ['Kunden im alten Tarif sind von der Änderung nicht betroffen.', 'Kunden im alten Tarif sind von der Änderung betroffen.'],
+  ['Die Kunden haben keinen Zugang zum Kundenportal.', 'Die Kunden haben Zugang zum Kundenportal.'],
+  ['Das Museum öffnet an Feiertagen niemals seine Türen.', 'Das Museum öffnet an Feiertagen seine Türen.'],
+  ['Les clients du forfait historique ne sont pas concernés par le changement.', 'Les clients du forfait historique sont concernés par le changement.'],
+  ['Le musée ne ferme jamais ses portes le lundi.', 'Le musée ferme ses portes le lundi.'],
+  ['Los clientes del plan antiguo no se ven afectados por el cambio.', 'Los clientes del plan antiguo se ven afectados por el cambio.'],
+  ['El museo nunca abre sus puertas los lunes.', 'El museo abre sus puertas los lunes.'],
+  ['Ningún cliente del plan antiguo pierde sus datos.', 'Cliente del plan antiguo pierde sus datos.'],
+];
+
+/** Sentences on other topics, with and without negations, in the same languages. */
+const OTHERS = [
+  'The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.',
+  'The airline will not resume flights to Cairo until September, a spokesperson said.',
+  'Unemployment fell to 5.2% in June, the lowest level since 2019.',
+  'Der Zug nach Hamburg fährt jeden Morgen um sieben Uhr ab.',
+  'Unsere Bibliothek verleiht keine Nachschlagewerke an Besucher.',
+  'La bibliothèque prête des romans aux étudiants.',
+  'Le train pour Lyon ne part pas avant huit heures.',
+  'La biblioteca cierra al mediodía los sábados.',
+  'El tren a Valencia no sale antes de las ocho.',
+];
+
+const grounded = (sources: string[], answer: string) => checkGrounding({ sources, answer }).grounded;
+
+describe('a flipped negation is flagged', () => {
+  const rows: { name: string; source: string; answer: string; grounded: boolean }[] = [];
+  for (const [negated, plain] of PAIRS) {
+    rows.push({ name: `copied: ${negated}`, source: negated, answer: negated, grounded: true });
+    rows.push({ name: `copied: ${plain}`, source: plain, answer: plain, grounded: true });
+    rows.push({ name: `negation dropped: ${plain}`, source: negated, answer: plain, grounded: false });
+    rows.push({ name: `negation added: ${negated}`, source: plain, answer: negated, grounded: false });
+  }
+  // "No." as an abbreviation is no negation: a copy of a sentence with it stays grounded.
+  const WORLD = 'Chris Evert is a former World No. 1 professional tennis player from the United States.';
+  rows.push({ name: '"World No. 1" copied', source: WORLD, answer: WORLD, grounded: true });
+  rows.push({ name: '"World No." cut off by a sentence split', source: WORLD, answer: 'Chris Evert is a former World No.', grounded: true });
+  rows.push({ name: '"No. 19" before a glued sentence', source: `He reached World No. 19.Sarah Wade is a former tennis player from Great Britain.`, answer: '19.Sarah Wade is a former tennis player from Great Britain.', grounded: true });
+
+  it.each(rows)('$name', ({ source, answer, grounded: expected }) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(expected);
+    if (!expected) expect(r.score).toBeLessThan(DEFAULT_GROUNDING_THRESHOLD);
+  });
+
+  it('a second source stating the claim plainly still supports it (adding a source never lowers the score)', () => {
+    for (const [negated, plain] of PAIRS) {
+      expect(grounded([negated, plain], plain)).toBe(true);
+      expect(grounded([plain, negated], negated)).toBe(true);
+    }
+  });
+
+  it('property: among other sources, dropping or adding a negation makes a copied sentence ungrounded; restoring it, grounded; adding the agreeing source never lowers it', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...PAIRS),
+        fc.boolean(),
+        fc.subarray([...OTHERS], { maxLength: 4 }),
+        fc.nat(),
+        ([negated, plain], drop, others, at) => {
+          const [source, flipped] = drop ? [negated, plain] : [plain, negated];
+          const sources = [...others];
+          sources.splice(at % (sources.length + 1), 0, source);
+          const joined = [sources.join(' ')];
+          for (const s of [sources, joined]) {
+            expect(grounded(s, source)).toBe(true);
+            const r = checkGrounding({ sources: s, answer: flipped });
+            expect(r.score).toBeLessThan(DEFAULT_GROUNDING_THRESHOLD);
+            const withAgreeing = checkGrounding({ sources: [...s, flipped], answer: flipped });
+            expect(withAgreeing.score).toBeGreaterThanOrEqual(r.score);
+            expect(withAgreeing.grounded).toBe(true);
+          }
+        },
+      ),
+      runs(200),
+    );
+  });
+});
