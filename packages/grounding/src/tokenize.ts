@@ -1,4 +1,4 @@
-import { META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS, UNITS } from './lexicon.js';
+import { CHATTER_WORDS, META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS, UNITS } from './lexicon.js';
 import { packedSpelling, WordTable } from './word-table.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
@@ -226,6 +226,8 @@ export function tokenize(text: string): Token[] {
   let prevEnd = 0;
   const n = text.length;
   const csv = new CsvLines(text);
+  // The word ends within the run of Chinese or Japanese letters being read (`cjkWords`), none before one is met.
+  let cjk: { to: number; cuts: number[]; next: number } | undefined;
   let i = 0;
   while (i < n) {
     const k = classAt(text, i);
@@ -238,7 +240,11 @@ export function tokenize(text: string): Token[] {
     const start = signed ? i - 1 : i;
     // A word of ASCII letters only is packed as it is read (WordTable's key when it has up to 7 of them).
     let packed = -1;
-    if (k === LETTER) {
+    if (k === LETTER && cjk !== undefined && i < cjk.to) {
+      // Inside a run of Chinese or Japanese: its next word.
+      while (cjk.cuts[cjk.next]! <= i) cjk.next++;
+      i = cjk.cuts[cjk.next]!;
+    } else if (k === LETTER) {
       let digits = 0;
       for (; i < n; i++) {
         const c = text.charCodeAt(i);
@@ -252,6 +258,11 @@ export function tokenize(text: string): Token[] {
         i = runEnd(text, i + 1, LETTER);
       }
       if (i - start === length && length <= 7) packed = packedSpelling(length, digits);
+      else if (i - start > length && i - start > 1 && CJK_RE.test(text.slice(start, i)) && !cjkChatter(text.slice(start, i))) {
+        // Chinese and Japanese write no spaces: the run is cut into words (`cjkWords`), read one by one.
+        cjk = { to: i, cuts: cjkWords(text, start, i), next: 0 };
+        i = cjk.cuts[0]!;
+      }
     } else if (k === DIGIT) {
       const digitsFrom = i;
       i = runEnd(text, i, DIGIT);
@@ -601,6 +612,44 @@ export const NEGATION_REACH = 3;
  * elsewhere in it ("No injuries were reported, and the fire was contained": contained). The source index and
  * the claims read negation the same way, so a copied sentence agrees with itself.
  */
+const CJK_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
+const KANA_RE = /[\p{Script=Hiragana}\p{Script=Katakana}]/u;
+let zhWords: Intl.Segmenter | undefined;
+let jaWords: Intl.Segmenter | undefined;
+
+/**
+ * The ends of the words of `text[from, to)`, a run of letters with Chinese or Japanese in it, in order (the last
+ * is `to`): ICU's word segmentation (`Intl.Segmenter`, Japanese when the run has kana, else Chinese), made the
+ * first time a text has such a run. "上海是中国最大的城市" is 上海 是 中国 最大 的 城市, so a changed place name is one
+ * changed word, not a changed run.
+ */
+export function cjkWords(text: string, from: number, to: number): number[] {
+  const run = text.slice(from, to);
+  const segmenter = KANA_RE.test(run)
+    ? (jaWords ??= new Intl.Segmenter('ja', { granularity: 'word' }))
+    : (zhWords ??= new Intl.Segmenter('zh', { granularity: 'word' }));
+  const cuts: number[] = [];
+  for (const s of segmenter.segment(run)) if (s.index > 0) cuts.push(from + s.index);
+  cuts.push(to);
+  return cuts;
+}
+
+/** A greeting or acknowledgement written as one run ("かしこまりました"): read whole, as `CHATTER_WORDS` spells it. */
+function cjkChatter(run: string): boolean {
+  return run.length <= 12 && CHATTER_WORDS.has(normalizeWord(run, false));
+}
+
+const CJK_NAME_RE = /^[\p{Script=Han}\p{Script=Katakana}ー]{2,}$/u;
+
+/**
+ * Whether a word is Chinese or Japanese of two characters or more in Han or katakana alone ("上海", "北京",
+ * "トヨタ"): checked as a name is, as the script has no capitals to tell one; particles and one-character words
+ * ("是", "的", "は") are not.
+ */
+export function cjkName(norm: string): boolean {
+  return norm.length >= 2 && norm.charCodeAt(0) >= 0x2e80 && CJK_NAME_RE.test(norm);
+}
+
 /**
  * Whether token `i` negates: a negation word, but not the abbreviation "No." before a number ("World No. 1",
  * "No. 5 Squadron"), nor a "no" that ends its sentence after other words ("… a former World No." where a

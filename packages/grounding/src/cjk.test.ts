@@ -1,0 +1,82 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './index.js';
+import { tokenize } from './tokenize.js';
+
+// Chinese and Japanese are cut into words (Intl.Segmenter), so a changed place name or number in an otherwise
+// copied sentence is flagged while the copy itself passes.
+
+const SEED = Number(process.env.GROUNDING_PROPS_SEED ?? 20261129);
+const RUNS = Number(process.env.GROUNDING_PROPS_RUNS ?? 1);
+const runs = (numRuns: number) => ({ seed: SEED, numRuns: Math.max(1, Math.round(numRuns * RUNS)) });
+
+const ZH_PLACES = ['上海', '北京', '广州', '深圳', '杭州', '南京', '成都', '武汉'];
+const JA_PLACES = ['東京', '大阪', '京都', '福岡', '札幌', '名古屋', '横浜', '神戸'];
+
+/** Sentences with a place `{}` in them, and the pool its place is drawn from. */
+const TEMPLATES: readonly [template: string, places: readonly string[]][] = [
+  ['2024年3月，公司在{}开设了新的研发中心，员工约有300人。', ZH_PLACES],
+  ['{}是中国最大的城市之一，人口超过两千万。', ZH_PLACES],
+  ['会议将于明年五月在{}举行，预计有500名代表参加。', ZH_PLACES],
+  ['トヨタは2023年に{}で新しい工場を開設しました。', JA_PLACES],
+  ['本社は{}にあり、従業員は約1400人です。', JA_PLACES],
+  ['次の大会は{}で開催される予定です。', JA_PLACES],
+];
+
+const OTHERS = [
+  '该中心主要研究人工智能和自动驾驶技术。',
+  '新工場では電気自動車の部品を生産しています。',
+  'The Eiffel Tower was completed in March 1889 and stands 330 metres tall in Paris.',
+];
+
+describe('Chinese and Japanese', () => {
+  it('a run of Chinese is read as words, not as one', () => {
+    const text = '公司在上海开设了新的研发中心';
+    const words = tokenize(text).map((t) => text.slice(t.start, t.end));
+    expect(words).toContain('上海');
+    expect(words.join('')).toBe(text);
+  });
+
+  const rows: { name: string; source: string; answer: string; grounded: boolean; flagged?: string }[] = [
+    { name: 'a Chinese sentence copied', source: '上海是中国最大的城市，人口超过两千万。', answer: '上海是中国最大的城市，人口超过两千万。', grounded: true },
+    { name: 'a Chinese place changed (北京 for 上海)', source: '上海是中国最大的城市，人口超过两千万。', answer: '北京是中国最大的城市，人口超过两千万。', grounded: false, flagged: '北京' },
+    { name: 'a Chinese place changed mid-sentence', source: '2024年3月，公司在上海开设了新的研发中心，员工约有300人。', answer: '2024年3月，公司在北京开设了新的研发中心，员工约有300人。', grounded: false, flagged: '北京' },
+    { name: 'a number changed in Chinese', source: '2024年3月，公司在上海开设了新的研发中心，员工约有300人。', answer: '2024年3月，公司在上海开设了新的研发中心，员工约有500人。', grounded: false, flagged: '500' },
+    { name: 'part of a Chinese sentence copied', source: '2024年3月，公司在上海开设了新的研发中心，员工约有300人。', answer: '公司在上海开设了新的研发中心。', grounded: true },
+    { name: 'a Japanese sentence copied', source: 'トヨタは2023年に東京で新しい工場を開設しました。', answer: 'トヨタは2023年に東京で新しい工場を開設しました。', grounded: true },
+    { name: 'a Japanese place changed (大阪 for 東京)', source: 'トヨタは2023年に東京で新しい工場を開設しました。', answer: 'トヨタは2023年に大阪で新しい工場を開設しました。', grounded: false, flagged: '大阪' },
+    { name: 'a Japanese company changed (ホンダ for トヨタ)', source: 'トヨタは2023年に東京で新しい工場を開設しました。', answer: 'ホンダは2023年に東京で新しい工場を開設しました。', grounded: false, flagged: 'ホンダ' },
+    { name: 'a Japanese capital changed', source: '東京は日本の首都で、人口は約1400万人です。', answer: '大阪は日本の首都で、人口は約1400万人です。', grounded: false, flagged: '大阪' },
+  ];
+
+  it.each(rows)('$name', ({ source, answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [source], answer });
+    expect(r.grounded).toBe(grounded);
+    if (flagged) expect(r.flaggedSpans.map((s) => s.text)).toContain(flagged);
+    else expect(r.flaggedSpans).toEqual([]);
+  });
+
+  it('property: a copied sentence is grounded and the same sentence with another place is flagged, among other sources', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...TEMPLATES),
+        fc.nat(),
+        fc.nat(),
+        fc.subarray([...OTHERS]),
+        fc.nat(),
+        ([template, places], a, b, others, at) => {
+          const place = places[a % places.length]!;
+          const other = places[(a + 1 + (b % (places.length - 1))) % places.length]!;
+          const source = template.replace('{}', place);
+          const sources = [...others];
+          sources.splice(at % (sources.length + 1), 0, source);
+          expect(checkGrounding({ sources, answer: source }).grounded).toBe(true);
+          const r = checkGrounding({ sources, answer: template.replace('{}', other) });
+          expect(r.score).toBeLessThan(DEFAULT_GROUNDING_THRESHOLD);
+          expect(r.flaggedSpans.map((s) => s.text)).toContain(other);
+        },
+      ),
+      runs(200),
+    );
+  });
+});
