@@ -47,6 +47,7 @@ describe('Chinese and Japanese', () => {
     { name: 'a Japanese place changed (大阪 for 東京)', source: 'トヨタは2023年に東京で新しい工場を開設しました。', answer: 'トヨタは2023年に大阪で新しい工場を開設しました。', grounded: false, flagged: '大阪' },
     { name: 'a Japanese company changed (ホンダ for トヨタ)', source: 'トヨタは2023年に東京で新しい工場を開設しました。', answer: 'ホンダは2023年に東京で新しい工場を開設しました。', grounded: false, flagged: 'ホンダ' },
     { name: 'a Japanese capital changed', source: '東京は日本の首都で、人口は約1400万人です。', answer: '大阪は日本の首都で、人口は約1400万人です。', grounded: false, flagged: '大阪' },
+    { name: 'a label in Chinese or Japanese before a copied sentence is no claim', source: 'It is 24 °C and sunny in Paris.', answer: '東京: It is 24 °C and sunny in Paris.', grounded: true },
   ];
 
   it.each(rows)('$name', ({ source, answer, grounded, flagged }) => {

@@ -508,7 +508,8 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   if (terms.length === 0 || terms.every((t) => t.kind === 'word' && CONVERSATION_WORDS.has(t.token.word.norm))) return undefined;
   // A lead-in ("The main reasons are:", "Key points:") introduces what follows; one with a number or a name
   // ("The tower has three levels:") still says something checkable.
-  if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word')) return undefined;
+  // A Chinese or Japanese word read as a name ("東京:") is as much a label's word as an English one.
+  if (/^[*_\s]*:/.test(after) && terms.every((t) => t.kind === 'word' || cjkName(t.token.word.norm))) return undefined;
   return { start, end, terms, negations, negated: negation.scope() };
 }
 
