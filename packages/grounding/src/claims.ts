@@ -4,6 +4,9 @@ import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
 import { besideNumber, cjkName, inCapitals, isNegation, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
+/** A colon after a word: the word labels what follows ("東京: …"), as a heading does, rather than naming it. */
+const LABEL_END = /^\s?[:：]/;
+
 export type TermKind = 'word' | 'name' | 'number' | 'link';
 
 /** A checkable unit of a claim: a content word, a name or a number mention (which may span tokens). */
@@ -503,7 +506,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
     }
     if (!w.content || NEGATIONS.has(w.norm) || (!w.cap && CHATTER_WORDS.has(w.norm))) continue;
     // A version in dotted digits ("v2.3.1") is as exact as a name: another one is another fact.
-    terms.push({ kind: (w.cap && k !== first) || DIGIT_START.test(w.norm) || cjkName(w.norm) ? 'name' : 'word', start: t.start, end: t.end, token: t });
+    terms.push({ kind: (w.cap && k !== first) || DIGIT_START.test(w.norm) || (cjkName(w.norm) && !LABEL_END.test(answer.slice(t.end, t.end + 2))) ? 'name' : 'word', start: t.start, end: t.end, token: t });
   }
   if (terms.length === 0 || terms.every((t) => t.kind === 'word' && CONVERSATION_WORDS.has(t.token.word.norm))) return undefined;
   // A lead-in ("The main reasons are:", "Key points:") introduces what follows; one with a number or a name
