@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { checkGrounding } from '@svc/grounding';
 import { GroundingThread } from '../src/chat/grounding-thread.js';
-import { createOfflineGrounder, INLINE_ANSWER_CHARS, INLINE_GROUNDING_CHARS } from '../src/chat/grounder.js';
+import { createOfflineGrounder, INLINE_ANSWER_CHARS, INLINE_CJK_CHARS, INLINE_GROUNDING_CHARS } from '../src/chat/grounder.js';
 
 // The thread runs the build's dist/grounding-worker.js (npm test builds first).
 const thread = GroundingThread.beside(new URL('../dist/index.js', import.meta.url).href);
@@ -58,6 +58,28 @@ describe('grounding on a worker thread', () => {
     expect(onThread).toBe(1);
     expect(viaThread).toEqual(await createOfflineGrounder({ thread: null }).check({ messages, answer: long, requested: true }));
     await grounder.check({ messages, answer: 'The tower stands in Paris.', requested: true });
+    expect(onThread).toBe(1);
+  });
+
+  it('takes Chinese or Japanese sources to the thread from a few thousand characters (word segmentation costs ~1 µs a character)', async () => {
+    let onThread = 0;
+    const counting = Object.assign(Object.create(thread!) as GroundingThread, {
+      check: (...args: Parameters<GroundingThread['check']>) => {
+        onThread += 1;
+        return thread!.check(...args);
+      },
+    });
+    const grounder = createOfflineGrounder({ thread: counting });
+    const zh = '上海是中国最大的城市，人口超过两千万。北京是中国的首都，有很多历史古迹。'.repeat(100);
+    expect(zh.length).toBeGreaterThan(INLINE_CJK_CHARS);
+    expect(zh.length).toBeLessThan(INLINE_GROUNDING_CHARS);
+    const messages = [{ role: 'system', content: zh }, { role: 'user', content: '中国最大的城市是哪里？' }];
+    const answer = '北京是中国最大的城市。';
+    const viaThread = await grounder.check({ messages, answer, requested: true });
+    expect(onThread).toBe(1);
+    expect(viaThread).toEqual(await createOfflineGrounder({ thread: null }).check({ messages, answer, requested: true }));
+    // English of the same size stays inline.
+    await grounder.check({ messages: [{ role: 'system', content: DOC.slice(0, zh.length) }, { role: 'user', content: 'Where is it?' }], answer: ANSWER, requested: true });
     expect(onThread).toBe(1);
   });
 });

@@ -606,12 +606,6 @@ export function besideNumber(tokens: readonly Token[], i: number): boolean {
 /** Function words a negation reaches across to the word it negates ("is not the closest": one). */
 export const NEGATION_REACH = 3;
 
-/**
- * What the negations of one sentence (of a source, or of a claim) reach: the first content word within
- * NEGATION_REACH other words after each ("not approved", "No injuries"), and the content words stated plainly
- * elsewhere in it ("No injuries were reported, and the fire was contained": contained). The source index and
- * the claims read negation the same way, so a copied sentence agrees with itself.
- */
 const CJK_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 const KANA_RE = /[\p{Script=Hiragana}\p{Script=Katakana}]/u;
 let zhWords: Intl.Segmenter | undefined;
@@ -664,6 +658,12 @@ export function isNegation(tokens: readonly Token[], i: number): boolean {
   return next.word.value === undefined;
 }
 
+/**
+ * What the negations of one sentence (of a source, or of a claim) reach: the first content word within
+ * NEGATION_REACH other words after each ("not approved", "No injuries"), and the content words stated plainly
+ * elsewhere in it ("No injuries were reported, and the fire was contained": contained). The source index and
+ * the claims read negation the same way, so a copied sentence agrees with itself.
+ */
 export class NegationScope {
   negated = false;
   // Words are listed as read and made sets only for a sentence with a negation: most have none, and an index

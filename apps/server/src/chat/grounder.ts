@@ -35,6 +35,12 @@ export const INLINE_GROUNDING_CHARS = 32_000;
  * and inline that is a stall of every other stream.
  */
 export const INLINE_ANSWER_CHARS = 2_000;
+/**
+ * Checks of Chinese or Japanese text larger than this run on the thread: its words are found by ICU's segmenter,
+ * about 1 µs a character, so 32,000 characters inline would hold the loop ~50 ms (8,000: ~25 ms).
+ */
+export const INLINE_CJK_CHARS = 2_000;
+const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 
 export interface OfflineGrounderOptions {
   /** Scores below it are not grounded (SVC_GROUNDING_THRESHOLD); defaults to the check's own. */
@@ -74,7 +80,8 @@ export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Gro
       const input = { sources: sources.texts, answer: checked, question: lastUserText(messages) };
       let size = answer.length;
       for (const text of sources.texts) size += text.length;
-      const result = thread && (size > INLINE_GROUNDING_CHARS || checked.length > INLINE_ANSWER_CHARS) ? await thread.check(input, threshold) : checkGrounding(input, { sourceIndexCache, threshold });
+      const large = size > INLINE_GROUNDING_CHARS || checked.length > INLINE_ANSWER_CHARS || (size > INLINE_CJK_CHARS && [checked, ...sources.texts].some((t) => CJK.test(t)));
+      const result = thread && large ? await thread.check(input, threshold) : checkGrounding(input, { sourceIndexCache, threshold });
       if (!result.checked) return withUnreadable(notChecked(requested));
       const asAnswered = <T extends { start: number; end: number; text: string }>(span: T): T =>
         read === undefined ? span : { ...span, text: answer.slice(span.start, span.end) };
