@@ -9,6 +9,18 @@ const thread = GroundingThread.beside(new URL('../dist/index.js', import.meta.ur
 const DOC = 'The tower was finished in 1889 and is 330 metres tall. It stands in Paris. '.repeat(600);
 const ANSWER = 'The tower was finished in 1889. It stands in Rome.';
 
+/** The thread, counting the checks handed to it. */
+function countingThread() {
+  let checks = 0;
+  const counting = Object.assign(Object.create(thread!) as GroundingThread, {
+    check: (...args: Parameters<GroundingThread['check']>) => {
+      checks += 1;
+      return thread!.check(...args);
+    },
+  });
+  return { counting, onThread: () => checks };
+}
+
 describe('grounding on a worker thread', () => {
   it('is found beside the build, and not beside the source (checks there stay inline)', () => {
     expect(thread).toBeDefined();
@@ -43,32 +55,20 @@ describe('grounding on a worker thread', () => {
   });
 
   it('takes a long answer to the thread even when its sources are short (its claims are what the check costs)', async () => {
-    let onThread = 0;
-    const counting = Object.assign(Object.create(thread!) as GroundingThread, {
-      check: (...args: Parameters<GroundingThread['check']>) => {
-        onThread += 1;
-        return thread!.check(...args);
-      },
-    });
+    const { counting, onThread } = countingThread();
     const grounder = createOfflineGrounder({ thread: counting });
     const messages = [{ role: 'system', content: 'The tower was finished in 1889 and is 330 metres tall. It stands in Paris.' }, { role: 'user', content: 'Tell me about it.' }];
     const long = 'The tower was finished in 1889. It stands in Paris. '.repeat(60);
     expect(long.length).toBeGreaterThan(INLINE_ANSWER_CHARS);
     const viaThread = await grounder.check({ messages, answer: long, requested: true });
-    expect(onThread).toBe(1);
+    expect(onThread()).toBe(1);
     expect(viaThread).toEqual(await createOfflineGrounder({ thread: null }).check({ messages, answer: long, requested: true }));
     await grounder.check({ messages, answer: 'The tower stands in Paris.', requested: true });
-    expect(onThread).toBe(1);
+    expect(onThread()).toBe(1);
   });
 
   it('takes Chinese or Japanese sources to the thread from a few thousand characters (word segmentation costs ~1 µs a character)', async () => {
-    let onThread = 0;
-    const counting = Object.assign(Object.create(thread!) as GroundingThread, {
-      check: (...args: Parameters<GroundingThread['check']>) => {
-        onThread += 1;
-        return thread!.check(...args);
-      },
-    });
+    const { counting, onThread } = countingThread();
     const grounder = createOfflineGrounder({ thread: counting });
     const zh = '上海是中国最大的城市，人口超过两千万。北京是中国的首都，有很多历史古迹。'.repeat(100);
     expect(zh.length).toBeGreaterThan(INLINE_CJK_CHARS);
@@ -76,10 +76,10 @@ describe('grounding on a worker thread', () => {
     const messages = [{ role: 'system', content: zh }, { role: 'user', content: '中国最大的城市是哪里？' }];
     const answer = '北京是中国最大的城市。';
     const viaThread = await grounder.check({ messages, answer, requested: true });
-    expect(onThread).toBe(1);
+    expect(onThread()).toBe(1);
     expect(viaThread).toEqual(await createOfflineGrounder({ thread: null }).check({ messages, answer, requested: true }));
     // English of the same size stays inline.
     await grounder.check({ messages: [{ role: 'system', content: DOC.slice(0, zh.length) }, { role: 'user', content: 'Where is it?' }], answer: ANSWER, requested: true });
-    expect(onThread).toBe(1);
+    expect(onThread()).toBe(1);
   });
 });
