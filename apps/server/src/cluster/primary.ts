@@ -1,4 +1,5 @@
 import cluster, { type Worker } from 'node:cluster';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import { RateLimiterClusterMaster } from 'rate-limiter-flexible';
@@ -11,6 +12,9 @@ import { logPreviousKeyNote, SecretBox } from '../crypto/secret-box.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
 import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
+
+/** The signals an operator stops svc with (also sent to the whole process group). */
+const STOP_SIGNALS = new Set(['SIGTERM', 'SIGINT', 'SIGHUP']);
 
 /** A worker that lived this long counts as started well: its next crash restarts it after MIN_BACKOFF_MS again. */
 const STABLE_MS = 10_000;
@@ -115,7 +119,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
   // was stopped, not crashed.
   let signalled = false;
   const stopWanted = options.stopSignal?.then(() => void (signalled = true));
-  const stoppedBySignal = (end: string) => signalled && (end === 'SIGTERM' || end === 'SIGINT' || end === 'SIGHUP');
+  const stoppedBySignal = (end: string) => signalled && STOP_SIGNALS.has(end);
 
   // The database file deleted or replaced under the running server: stop every process, replace none.
   let lost: ((problem: Error) => void) | undefined;
@@ -207,6 +211,11 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       const ends = await Promise.all(slots.map((slot) => (slot.worker ? stopWorker(slot.worker) : undefined)));
       cluster.off('message', onMessage);
       await store.close();
+      // A signal sent to the whole group reaches this process as it reaches the workers, but a worker's death may be
+      // seen first: before calling one killed by a stop signal unclean, this process's own handler gets a moment.
+      if (!signalled && stopWanted && ends.some((end) => end !== undefined && STOP_SIGNALS.has(end))) {
+        await Promise.race([stopWanted, delay(1000, undefined, { ref: false })]);
+      }
       const unclean = ends.filter((end) => end !== undefined && !stoppedBySignal(end));
       if (unclean.length > 0) throw new Error(`server processes did not stop cleanly (${unclean.join(', ')})`);
     })());
