@@ -16,7 +16,7 @@ export {
 export { mergeJudgeSpans, JUDGE_REASON } from './judge.js';
 export { DEFAULT_MODEL, FEATURE_NAMES, type Model } from './model.js';
 export { SourceIndexCache } from './source-index.js';
-export { stem } from './tokenize.js';
+export { hasCjk, stem } from './tokenize.js';
 export { NEGATIONS, STOPWORDS } from './lexicon.js';
 export {
   chooseThreshold,

@@ -607,6 +607,11 @@ export function besideNumber(tokens: readonly Token[], i: number): boolean {
 export const NEGATION_REACH = 3;
 
 const CJK_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
+
+/** Whether `text` has Chinese or Japanese in it: such text is read with ICU's word segmentation (`cjkWords`), ~1 µs a character. */
+export function hasCjk(text: string): boolean {
+  return CJK_RE.test(text);
+}
 const KANA_RE = /[\p{Script=Hiragana}\p{Script=Katakana}]/u;
 let zhWords: Intl.Segmenter | undefined;
 let jaWords: Intl.Segmenter | undefined;

@@ -1,4 +1,4 @@
-import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, jsonValuesText, mergeJudgeSpans, SourceIndexCache, type ClaimResult } from '@svc/grounding';
+import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, hasCjk, jsonValuesText, mergeJudgeSpans, SourceIndexCache, type ClaimResult } from '@svc/grounding';
 import type { Claim, SvcResult } from '@svc/protocol';
 import type { Logger } from 'pino';
 import type { Upstream, UpstreamBody } from '../upstream/upstream.js';
@@ -40,7 +40,6 @@ export const INLINE_ANSWER_CHARS = 2_000;
  * about 1 µs a character, so 32,000 characters inline would hold the loop ~50 ms (8,000: ~25 ms).
  */
 export const INLINE_CJK_CHARS = 2_000;
-const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 
 export interface OfflineGrounderOptions {
   /** Scores below it are not grounded (SVC_GROUNDING_THRESHOLD); defaults to the check's own. */
@@ -80,7 +79,7 @@ export function createOfflineGrounder(options: OfflineGrounderOptions = {}): Gro
       const input = { sources: sources.texts, answer: checked, question: lastUserText(messages) };
       let size = answer.length;
       for (const text of sources.texts) size += text.length;
-      const large = size > INLINE_GROUNDING_CHARS || checked.length > INLINE_ANSWER_CHARS || (size > INLINE_CJK_CHARS && [checked, ...sources.texts].some((t) => CJK.test(t)));
+      const large = size > INLINE_GROUNDING_CHARS || checked.length > INLINE_ANSWER_CHARS || (size > INLINE_CJK_CHARS && [checked, ...sources.texts].some(hasCjk));
       const result = thread && large ? await thread.check(input, threshold) : checkGrounding(input, { sourceIndexCache, threshold });
       if (!result.checked) return withUnreadable(notChecked(requested));
       const asAnswered = <T extends { start: number; end: number; text: string }>(span: T): T =>
