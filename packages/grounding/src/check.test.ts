@@ -264,6 +264,14 @@ describe('sources as they come', () => {
     expect(r.claims[0]!.evidence!.text).toBe(wrapped.split('\n\n')[0]);
   });
 
+  it('paragraphs joined without a space are read as sentences: a copied sentence is its own evidence', () => {
+    const joined = "Arthur's Magazine (1844–1846) was an American literary periodical published in Philadelphia in the 19th century.First for Women is a woman's magazine published by Bauer Media Group in the USA.";
+    const answer = "First for Women is a woman's magazine published by Bauer Media Group in the USA.";
+    const r = checkGrounding({ sources: [joined], answer });
+    expect(r.grounded).toBe(true);
+    expect(r.claims[0]!.evidence).toMatchObject({ start: joined.indexOf('First'), end: joined.length, text: answer });
+  });
+
   it('of passages that hold a claim as well, the shortest is its evidence', () => {
     const r = checkGrounding({ sources: ['Paris is the capital of France and its largest city, with 2.1 million residents.', 'Paris is the capital of France.'], answer: 'Paris is the capital of France.' });
     expect(r.claims[0]!.evidence).toMatchObject({ source: 1, text: 'Paris is the capital of France.' });

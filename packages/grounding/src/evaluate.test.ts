@@ -11,7 +11,7 @@ const TOLERANCE = 0.02;
 const REACHED: Record<string, { lodo: number; inSample: number }> = {
   'halueval-qa': { lodo: 0.8, inSample: 0.84 },
   faithbench: { lodo: 0.568, inSample: 0.583 },
-  summedits: { lodo: 0.552, inSample: 0.552 },
+  summedits: { lodo: 0.565, inSample: 0.57 },
   'faithdial-audit': { lodo: 0.704, inSample: 0.715 },
   'q2-wow': { lodo: 0.68, inSample: 0.68 },
   wice: { lodo: 0.647, inSample: 0.673 },

@@ -18,8 +18,8 @@ export interface Model {
  * the bias is the mean).
  */
 export const DEFAULT_MODEL: Model = {
-  bias: -2.1120,
-  weights: [0.1717, 2.1902, 2.3620, 2.3620, 1.5522],
+  bias: -2.1167,
+  weights: [0.1191, 2.2476, 2.3667, 2.3667, 1.5368],
 };
 
 /** What the calibration reads of a claim's support. */

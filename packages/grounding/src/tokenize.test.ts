@@ -41,6 +41,15 @@ describe('tokenize', () => {
     expect(zoe!.word.cap).toBe(true);
   });
 
+  it.each([
+    ['in the 19th century.First for Women is', [0, 0, 0, 0, 1, 1, 1, 1]],
+    ['on 17 March 2017.It was announced', [0, 0, 0, 0, 1, 1, 1]],
+    ['the U.S.Army and e.g.Paris stay', [0, 0, 0, 0, 0, 0, 0, 0, 0]],
+    ['read Node.js or v1.2.Beta now', [0, 0, 0, 0, 0, 0, 0, 0]],
+  ])('a full stop with no space after it ends a sentence only between a word and a capitalised word: %s', (text, sentences) => {
+    expect(tokenize(text).map((t) => t.sentence)).toEqual(sentences);
+  });
+
   it('splits sentences and reads values', () => {
     const t = tokenize('It cost 1,200 dollars. Then it rose.\nNew line');
     expect(t.find((x) => x.word.norm === '1,200')!.word.value).toBe(1200);

@@ -461,7 +461,20 @@ export function sentenceBreak(text: string, from: number, to: number): boolean {
     } else if (ch >= 0x2300 && pictographEndsSentence(text, i, to)) return true;
     else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019 || ch === 42 || ch === 95 || ch === 96)) sawEnd = false;
   }
-  return false;
+  return sawEnd && gluedSentence(text, from, to);
+}
+
+/**
+ * Whether a sentence's end with no space after it still ends it: paragraphs joined without a space, as scraped
+ * or concatenated text has them ("… in the 19th century.First for Women is …", "… on 17 March 2017.It was …").
+ * A lower-case letter or a digit before the mark and a capital followed by a lower-case letter after it; not
+ * "U.S.A", "e.g.", "Node.js" or "v1.2.Beta".
+ */
+function gluedSentence(text: string, from: number, to: number): boolean {
+  const before = text.charCodeAt(from - 1);
+  const first = text.charCodeAt(to);
+  const second = text.charCodeAt(to + 1);
+  return ((before >= 97 && before <= 122) || (before >= 48 && before <= 57)) && first >= 65 && first <= 90 && second >= 97 && second <= 122 && !(from >= 2 && text.charCodeAt(from - 2) === 46);
 }
 
 const PICTOGRAPH_RE = /^\p{Extended_Pictographic}/u;
