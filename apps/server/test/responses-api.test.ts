@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, streamText } from 'ai';
+import { generateText, streamText, type ModelMessage } from 'ai';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import { z } from 'zod';
 import { startTestServer, type TestServer } from './support/test-server.js';
@@ -237,12 +237,13 @@ describe('POST /v1/responses over an upstream', () => {
   let upstream: FakeUpstream;
   let server: TestServer;
   let upstreamClient: OpenAI;
+  let upstreamToken: string;
 
   beforeAll(async () => {
     upstream = await startFakeUpstream();
     server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
-    const { token } = await server.createKey();
-    upstreamClient = new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 });
+    ({ token: upstreamToken } = await server.createKey());
+    upstreamClient = new OpenAI({ apiKey: upstreamToken, baseURL: `${server.url}/v1`, maxRetries: 0 });
   });
   afterAll(async () => {
     await server?.close();
@@ -297,6 +298,71 @@ describe('POST /v1/responses over an upstream', () => {
       input: [{ role: 'user', content: 'Weather in Oslo?' }, ...(first.output as OpenAI.Responses.ResponseInputItem[]), { type: 'function_call_output', call_id: 'call_u', output: '4C' }],
     });
     expect(stateless.output_text).toBe('It is 4 degrees in Oslo.');
+  });
+
+  it("continues the AI SDK's conversations (openai('svc01'), store on): earlier answers come back as item_reference and reach the upstream as the assistant's turns", async () => {
+    // The AI SDK's default provider is the Responses API; with `store` on (its default) it sends an earlier
+    // turn's answer as `{ type: 'item_reference', id }`, not its text.
+    const openai = createOpenAI({ apiKey: upstreamToken, baseURL: `${server.url}/v1` });
+    const messages: ModelMessage[] = [{ role: 'user', content: 'Where is the Eiffel Tower?' }];
+    upstream.nextBehavior({ answer: 'It is in Paris.' });
+    const first = await generateText({ model: openai('svc01'), messages });
+    messages.push(...first.response.messages, { role: 'user', content: 'When was it completed?' });
+    upstream.nextBehavior({ answer: 'In 1889.' });
+    const second = streamText({ model: openai('svc01'), messages });
+    expect(await second.text).toBe('In 1889.');
+    const sent = upstream.requests.at(-1)!.body as { messages: unknown[] };
+    expect(sent.messages).toEqual([
+      { role: 'user', content: 'Where is the Eiffel Tower?' },
+      { role: 'assistant', content: 'It is in Paris.' },
+      { role: 'user', content: 'When was it completed?' },
+    ]);
+    messages.push(...(await second.response).messages, { role: 'user', content: 'How tall is it?' });
+    upstream.nextBehavior({ answer: '330 metres.' });
+    const third = await generateText({ model: openai('svc01'), messages });
+    expect(third.text).toBe('330 metres.');
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toHaveLength(5);
+  });
+
+  it("reads an item_reference as the stored output item it names (a function call too), of this key only; another's, a deleted or unstored one is a 404 naming input[i]", async () => {
+    const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_ref', name: 'get_weather', arguments: { city: 'Paris' } }] });
+    const first = await upstreamClient.responses.create({ model: 'svc01', input: 'Weather in Paris?', tools });
+    const call = first.output[0]!;
+    upstream.nextBehavior({ answer: 'It is 18 degrees in Paris.' });
+    const second = await upstreamClient.responses.create({
+      model: 'svc01',
+      tools,
+      input: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { type: 'item_reference', id: call.id! },
+        { type: 'function_call_output', call_id: 'call_ref', output: '18C' },
+      ],
+    });
+    expect(second.output_text).toBe('It is 18 degrees in Paris.');
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toEqual([
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_ref', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_ref', content: '18C' },
+    ]);
+    // Listed as the item it named.
+    const listed = await upstreamClient.responses.inputItems.list(second.id, { order: 'asc' });
+    expect(listed.data[1]).toMatchObject({ type: 'function_call', id: call.id, call_id: 'call_ref' });
+
+    const sent = upstream.requests.length;
+    const refused = (id: string, client = upstreamClient) =>
+      client.responses.create({ model: 'svc01', input: [{ role: 'user', content: 'Hi' }, { type: 'item_reference', id }] }).catch((err: unknown) => err);
+    const message = second.output[0]!.id!;
+    const { token: otherKey } = await server.createKey();
+    const other = new OpenAI({ apiKey: otherKey, baseURL: `${server.url}/v1`, maxRetries: 0 });
+    expect(await refused(message, other)).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await refused(message, other)).toMatchObject({ status: 404, param: 'input[1]', message: expect.stringMatching(new RegExp(`^404 Item with id '${message}' not found\\.`)) });
+    upstream.nextBehavior({ answer: 'Not kept.' });
+    const unstored = await upstreamClient.responses.create({ model: 'svc01', input: 'Hi', store: false });
+    expect(await refused(unstored.output[0]!.id!)).toMatchObject({ status: 404, param: 'input[1]' });
+    await upstreamClient.responses.delete(second.id);
+    expect(await refused(message)).toMatchObject({ status: 404, param: 'input[1]' });
+    expect(upstream.requests.length).toBe(sent + 1);
   });
 
   it('refuses a tool_choice naming a function not in tools with a 400 naming tool_choice, as OpenAI does, before the upstream', async () => {

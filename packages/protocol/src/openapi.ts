@@ -21,7 +21,7 @@ import {
   UsageSchema,
 } from './chat-response.js';
 import { ERROR_CODES, ErrorBodySchema, type ErrorCode } from './errors.js';
-import { ResponseCreateRequestSchema, ResponseInputItemSchema, ResponseObjectSchema } from './responses.js';
+import { ResponseCreateWireRequestSchema, ResponseInputItemSchema, ResponseObjectSchema } from './responses.js';
 import {
   DeliveryAttemptSchema,
   DeliveryDetailSchema,
@@ -301,11 +301,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     summary: 'Create a response (OpenAI Responses API)',
     description:
       'The Responses API for `svc01`, served over the same upstream chat completions, grounding check, rate limit and audit webhook as chat. ' +
-      '`input` is a string or items (messages, `function_call`, `function_call_output`); function `tools` only (a built-in tool type such as `web_search` is a 400). ' +
+      '`input` is a string or items (messages, `function_call`, `function_call_output`, `item_reference` to a stored output item); function `tools` only (a built-in tool type such as `web_search` is a 400). ' +
       'Stored per key unless `store: false`, for `previous_response_id` and `GET`; purged after `SVC_RETENTION_DAYS`. ' +
       'With `stream: true`: server-sent events `event: <type>` / `data: <event>` in OpenAI\'s order (`response.created`, `response.in_progress`, `response.output_item.added`, `response.content_part.added`, `response.output_text.delta`, …, `response.completed`), each with a `sequence_number`; a stream that fails after it started ends with `response.failed`.',
     security: apiKey,
-    request: { body: { required: true, content: { 'application/json': { schema: ResponseCreateRequestSchema } } } },
+    request: { body: { required: true, content: { 'application/json': { schema: ResponseCreateWireRequestSchema } } } },
     responses: {
       200: {
         description: 'The response (`application/json`), or, with `stream: true`, its events (`text/event-stream`).',

@@ -67,6 +67,18 @@ export const ResponseInputItemSchema = z.union([
 ]);
 export type ResponseInputItem = z.infer<typeof ResponseInputItemSchema>;
 
+/**
+ * An output item of an earlier stored response, named by its id (`type` may be left out, as in OpenAI's API): the
+ * AI SDK's responses provider sends an earlier turn's message and reasoning so. Strict, so that a malformed
+ * message with an `id` is refused for what is wrong with it, not looked up.
+ */
+export const ItemReferenceSchema = z.strictObject({ type: z.literal('item_reference').nullable().optional(), id: z.string() });
+export type ItemReference = z.infer<typeof ItemReferenceSchema>;
+
+/** An item of a request's `input` as sent: an input item, or a reference to a stored one. */
+export const ResponseRequestItemSchema = z.union([ResponseInputItemSchema, ItemReferenceSchema]);
+export type ResponseRequestItem = z.infer<typeof ResponseRequestItemSchema>;
+
 export const ResponseFunctionToolSchema = z.looseObject({
   type: z.literal('function'),
   name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, A-Z, 0-9, _ or -'),
@@ -137,7 +149,12 @@ export const ResponseCreateRequestSchema = z.looseObject({
   user: z.string().optional(),
   svc: SvcRequestConfigSchema.optional(),
 });
+/** A Responses request with its `item_reference`s read back into the items they name: what is translated and stored. */
 export type ResponseCreateRequest = z.infer<typeof ResponseCreateRequestSchema>;
+
+/** A Responses request as sent: its `input` may name stored output items by `item_reference`. */
+export const ResponseCreateWireRequestSchema = ResponseCreateRequestSchema.extend({ input: inputOf(ResponseRequestItemSchema) });
+export type ResponseCreateWireRequest = z.infer<typeof ResponseCreateWireRequestSchema>;
 
 function inputOf<T extends z.ZodType>(item: T) {
   return z.union([z.string(), z.array(item)]).optional();
@@ -145,7 +162,7 @@ function inputOf<T extends z.ZodType>(item: T) {
 
 /**
  * The Responses request with its input items left unread: a server validates the items one by one against
- * `ResponseInputItemSchema` (20,000 of them are one long step for a single parse), and the rest with this.
+ * `ResponseRequestItemSchema` (20,000 of them are one long step for a single parse), and the rest with this.
  */
 export const ResponseCreateRequestOuterSchema = ResponseCreateRequestSchema.extend({ input: inputOf(z.unknown()) });
 

@@ -2,11 +2,14 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { z } from 'zod';
 import {
   ResponseCreateRequestOuterSchema,
-  ResponseCreateRequestSchema,
-  ResponseInputItemSchema,
+  ResponseCreateWireRequestSchema,
+  ResponseRequestItemSchema,
   type ChatCompletionRequest,
+  type ItemReference,
   type ResponseCreateRequest,
+  type ResponseCreateWireRequest,
   type ResponseInputItem,
+  type ResponseRequestItem,
   type ResponseObject,
 } from '@svc/protocol';
 import { pooledRandom } from '../crypto/random-pool.js';
@@ -51,7 +54,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       // store, serialise): 20,000 items or 9 MiB of instructions take a turn of the event loop per pass, three
       // such requests at once would otherwise take one turn of about 150 ms together, and a small request none.
       const turn = turns();
-      const request = await parseRequestBodyInTurns(RESPONSES_REQUEST, raw, turn);
+      const request = await withReferencesResolved(deps, key.id, await parseRequestBodyInTurns(RESPONSES_REQUEST, raw, turn), turn);
       requireSvcModel(request.model);
       await pace(turn);
       const history = await conversation(deps, key.id, request.previous_response_id);
@@ -107,11 +110,41 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
   };
 }
 
-export const RESPONSES_REQUEST: ListedRequest<ResponseCreateRequest> = {
-  schema: ResponseCreateRequestSchema,
+export const RESPONSES_REQUEST: ListedRequest<ResponseCreateWireRequest> = {
+  schema: ResponseCreateWireRequestSchema,
   outer: ResponseCreateRequestOuterSchema,
-  lists: [{ key: 'input', items: z.array(ResponseInputItemSchema) }],
+  lists: [{ key: 'input', items: z.array(ResponseRequestItemSchema) }],
 };
+
+function isReference(item: ResponseRequestItem): item is ItemReference {
+  return item.type === 'item_reference' || (item.type == null && !('role' in item));
+}
+
+/**
+ * The request with each `item_reference` in `input` replaced by the stored output item it names (this key's
+ * only), as OpenAI reads them; a reference to no such item is a 404 in OpenAI's words.
+ */
+async function withReferencesResolved(
+  deps: ResponsesDeps,
+  keyId: string,
+  request: ResponseCreateWireRequest,
+  turn: () => boolean,
+): Promise<ResponseCreateRequest> {
+  const { input } = request;
+  if (typeof input !== 'object' || !input.some(isReference)) return request as ResponseCreateRequest;
+  const stored = await deps.responses.outputItems(keyId, input.filter(isReference).map((item) => item.id), turn);
+  const resolved = input.map((item, i): ResponseInputItem => {
+    if (!isReference(item)) return item;
+    const found = stored.get(item.id);
+    if (found) return found;
+    throw new ApiError(
+      'not_found',
+      `Item with id '${item.id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`,
+      { param: `input[${i}]` },
+    );
+  });
+  return { ...request, input: resolved };
+}
 
 /** The conversation behind `previous_response_id`, read for this key only. */
 async function conversation(deps: ResponsesDeps, keyId: string, previous: string | null | undefined): Promise<Conversation> {

@@ -236,6 +236,22 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await sql`create index deliveries_leased_idx on webhook_deliveries (status, lease_until) where status = 'pending' and lease_until is not null`.execute(db);
       },
     },
+    '015_response_items': {
+      // Which stored response holds each output item, by the item's id: a request's `item_reference` input items
+      // (the AI SDK sends an earlier turn's message and reasoning so) are read back from there.
+      async up(db: Kysely<unknown>) {
+        await db.schema
+          .createTable('response_items')
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('id', 'text', (c) => c.notNull())
+          .addColumn('response_id', 'text', (c) => c.notNull())
+          .addColumn('created_at', time, (c) => c.notNull())
+          .addPrimaryKeyConstraint('response_items_pk', ['key_id', 'id'])
+          .execute();
+        await db.schema.createIndex('response_items_response_idx').on('response_items').column('response_id').execute();
+        await db.schema.createIndex('response_items_created_idx').on('response_items').column('created_at').execute();
+      },
+    },
   };
 }
 

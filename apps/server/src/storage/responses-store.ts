@@ -21,6 +21,9 @@ export const PURGE_RESPONSES_BATCH = 1_000;
 /** Response parts a purge deletes at a time: each may be a MiB of text to free. */
 export const PURGE_PARTS_BATCH = 64;
 
+/** Output item ids written or looked up in one statement (well under SQLite's and Postgres' limits on parameters). */
+const ITEM_BATCH = 500;
+
 /** The columns of `responses` that may be kept in parts. */
 type PartedField = 'input_items' | 'response' | 'output_items';
 
@@ -114,12 +117,62 @@ export class ResponsesStore {
           history_chars: historyChars + items.length + output.length,
         })
         .execute();
+      await this.indexOutputItems(keyId, response, turn);
     } catch (err) {
+      await this.db.deleteFrom('responses').where('id', '=', response.id).execute();
+      await this.db.deleteFrom('response_items').where('response_id', '=', response.id).execute();
       await this.db.deleteFrom('response_parts').where('response_id', '=', response.id).execute();
       throw err;
     }
     await pace(turn);
     return body;
+  }
+
+  /** Records which response holds each output item, so that an `item_reference` to it is found (none of a failed response: its output was cut off). */
+  private async indexOutputItems(keyId: string, response: ResponseObject, turn: () => boolean): Promise<void> {
+    if (response.status === 'failed') return;
+    for (let at = 0; at < response.output.length; at += ITEM_BATCH) {
+      const rows = response.output
+        .slice(at, at + ITEM_BATCH)
+        .map((item) => ({ key_id: keyId, id: item.id, response_id: response.id, created_at: response.created_at }));
+      await this.db.insertInto('response_items').values(rows).execute();
+      await pace(turn);
+    }
+  }
+
+  /**
+   * The stored output items of this key with these ids, as a follow-up reads them (`outputAsInput`), by id; an id
+   * of no such item (another key's, a deleted or purged response's, or never stored) is left out.
+   */
+  async outputItems(keyId: string, ids: readonly string[], turn: () => boolean = turns()): Promise<Map<string, ResponseInputItem>> {
+    const wanted = [...new Set(ids)];
+    const holders = new Map<string, string>();
+    for (let at = 0; at < wanted.length; at += ITEM_BATCH) {
+      const rows = await this.db
+        .selectFrom('response_items')
+        .select(['id', 'response_id'])
+        .where('key_id', '=', keyId)
+        .where('id', 'in', wanted.slice(at, at + ITEM_BATCH))
+        .execute();
+      for (const row of rows) holders.set(row.id, row.response_id);
+    }
+    const found = new Map<string, ResponseInputItem>();
+    for (const responseId of new Set(holders.values())) {
+      const row = await this.db
+        .selectFrom('responses')
+        .select('output_items')
+        .where('id', '=', responseId)
+        .where('key_id', '=', keyId)
+        .executeTakeFirst();
+      const json = row?.output_items == null ? undefined : await this.whole(responseId, 'output_items', row.output_items, turn);
+      if (json === undefined) continue;
+      for (const item of JSON.parse(json) as ResponseInputItem[]) {
+        const id = 'id' in item ? item.id : undefined;
+        if (typeof id === 'string' && holders.get(id) === responseId) found.set(id, item);
+      }
+      await pace(turn);
+    }
+    return found;
   }
 
   /** `text` for its column: itself when short, else IN_PARTS and its count, the parts written one per turn. */
@@ -186,6 +239,7 @@ export class ResponsesStore {
   async delete(keyId: string, id: string): Promise<boolean> {
     const result = await this.db.deleteFrom('responses').where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst();
     if (result.numDeletedRows === 0n) return false;
+    await this.db.deleteFrom('response_items').where('response_id', '=', id).execute();
     await this.db.deleteFrom('response_parts').where('response_id', '=', id).execute();
     return true;
   }
@@ -251,6 +305,15 @@ export class ResponsesStore {
       const n = Number(result.numDeletedRows);
       removed += n;
       if (n < PURGE_RESPONSES_BATCH) break;
+      await yieldToEventLoop();
+    }
+    for (;;) {
+      const batch = this.db.selectFrom('response_items').select(['key_id', 'id']).where('created_at', '<', before).limit(PURGE_RESPONSES_BATCH);
+      const result = await this.db
+        .deleteFrom('response_items')
+        .where((eb) => eb(eb.refTuple('key_id', 'id'), 'in', batch.$asTuple('key_id', 'id')))
+        .executeTakeFirst();
+      if (Number(result.numDeletedRows) < PURGE_RESPONSES_BATCH) break;
       await yieldToEventLoop();
     }
     // A part has its response's created_at: these are the purged responses' parts, and any whose response was

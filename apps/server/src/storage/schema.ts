@@ -137,6 +137,15 @@ export interface ResponsePartsTable {
   created_at: number;
 }
 
+/** An output item of a stored response, by its id: what an `item_reference` names. */
+export interface ResponseItemsTable {
+  key_id: string;
+  id: string;
+  response_id: string;
+  /** The response's `created_at`: purged with it. */
+  created_at: number;
+}
+
 /** Each key's last audit-delivery `sequence` (the next delivery gets `last + 1`). */
 export interface DeliverySequencesTable {
   key_id: string;
@@ -153,6 +162,7 @@ export interface Database {
   sessions: SessionsTable;
   responses: ResponsesTable;
   response_parts: ResponsePartsTable;
+  response_items: ResponseItemsTable;
   delivery_sequences: DeliverySequencesTable;
 }
 

@@ -137,6 +137,24 @@ describe.each(variants)('responses on %s', (_name, url) => {
     expect(await store.handle.db.selectFrom('response_parts').select('seq').where('response_id', '=', 'resp_long').execute()).toEqual([]);
   });
 
+  it("finds a response's output items by id for its own key (what an item_reference names), not a failed one's, and forgets them with it", async () => {
+    // Older (created_at in seconds) than every other test's rows, and all gone at the end: the purges below count theirs alone.
+    await store.responses.save('key_r', response('resp_r1', null, 5, 'Kept.'), ask('r1'));
+    await store.responses.save('key_r', { ...response('resp_r2', null, 5, 'Cut'), status: 'failed' }, ask('r2'));
+    const found = await store.responses.outputItems('key_r', ['msg_resp_r1', 'msg_resp_r2', 'msg_nope', 'msg_resp_r1']);
+    expect([...found.entries()]).toEqual([
+      ['msg_resp_r1', { type: 'message', id: 'msg_resp_r1', role: 'assistant', content: [{ type: 'output_text', text: 'Kept.', annotations: [], logprobs: [] }] }],
+    ]);
+    expect((await store.responses.outputItems('key_other', ['msg_resp_r1'])).size).toBe(0);
+    expect(await store.responses.delete('key_r', 'resp_r1')).toBe(true);
+    expect((await store.responses.outputItems('key_r', ['msg_resp_r1'])).size).toBe(0);
+    expect(await store.responses.delete('key_r', 'resp_r2')).toBe(true);
+    await store.responses.save('key_r', response('resp_r3', null, 3, 'Aged.'), ask('r3'));
+    expect((await store.responses.outputItems('key_r', ['msg_resp_r3'])).size).toBe(1);
+    expect(await store.responses.purgeOlderThan(4_000)).toBe(1);
+    expect(await store.handle.db.selectFrom('response_items').select('id').where('key_id', '=', 'key_r').execute()).toEqual([]);
+  });
+
   it('deletes, and purges by age', async () => {
     expect(await store.responses.delete('key_a', 'resp_3')).toBe(true);
     expect(await store.responses.responseJson('key_a', 'resp_3')).toBeUndefined();
