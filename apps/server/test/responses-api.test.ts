@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { createOpenAI } from '@ai-sdk/openai';
-import { generateText, streamText, type ModelMessage } from 'ai';
+import { convertToModelMessages, generateText, readUIMessageStream, stepCountIs, streamText, tool as aiTool, type ModelMessage, type UIMessage } from 'ai';
 import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import { z } from 'zod';
 import { startTestServer, type TestServer } from './support/test-server.js';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { chunkFrame, startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 
 /** The Responses API through the clients built on it: the openai SDK, the Agents SDK and the AI SDK. */
@@ -322,6 +322,41 @@ describe('POST /v1/responses over an upstream', () => {
     const third = await generateText({ model: openai('svc01'), messages });
     expect(third.text).toBe('330 metres.');
     expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toHaveLength(5);
+  });
+
+  it('carries a useChat conversation (UI messages, a step of text and a tool call, then the answer) into its next turn', async () => {
+    const openai = createOpenAI({ apiKey: upstreamToken, baseURL: `${server.url}/v1` });
+    const tools = { weather: aiTool({ inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => `Sunny in ${city}.` }) };
+    upstream.nextBehavior({
+      rawSse: [
+        chunkFrame([{ index: 0, delta: { role: 'assistant', content: 'Let me check. ' }, finish_reason: null }]),
+        chunkFrame([{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_ui', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] }, finish_reason: null }]),
+        chunkFrame([{ index: 0, delta: {}, finish_reason: 'tool_calls' }]),
+        'data: [DONE]\n\n',
+      ],
+    });
+    upstream.nextBehavior({ answer: 'It is sunny in Paris.' });
+    const ui: UIMessage[] = [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'Weather in Paris?' }] }];
+    // What a route handler does with each request of useChat: the UI messages in, a UI message stream out.
+    const turn = async () => {
+      const result = streamText({ model: openai('svc01'), messages: await convertToModelMessages(ui), tools, stopWhen: stepCountIs(3) });
+      let answer: UIMessage | undefined;
+      for await (const message of readUIMessageStream({ stream: result.toUIMessageStream({ onError: (err) => { throw err; } }) })) answer = message;
+      return answer!;
+    };
+    const first = await turn();
+    expect(first.parts.filter((part) => part.type === 'text').map((part) => part.text)).toEqual(['Let me check. ', 'It is sunny in Paris.']);
+    ui.push(first, { id: 'u2', role: 'user', parts: [{ type: 'text', text: 'And tomorrow?' }] });
+    upstream.nextBehavior({ answer: 'Sunny too.' });
+    const second = await turn();
+    expect(second.parts.filter((part) => part.type === 'text').map((part) => part.text)).toEqual(['Sunny too.']);
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toEqual([
+      { role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: 'Let me check. ', tool_calls: [{ id: 'call_ui', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_ui', content: 'Sunny in Paris.' },
+      { role: 'assistant', content: 'It is sunny in Paris.' },
+      { role: 'user', content: 'And tomorrow?' },
+    ]);
   });
 
   it("reads an item_reference as the stored output item it names (a function call too), of this key only; another's, a deleted or unstored one is a 404 naming input[i]", async () => {
