@@ -359,6 +359,24 @@ describe('POST /v1/responses over an upstream', () => {
     ]);
   });
 
+  it("passes an image a tool returned (the AI SDK's toModelOutput) to the upstream after the tool's message, where a chat model reads it", async () => {
+    const openai = createOpenAI({ apiKey: upstreamToken, baseURL: `${server.url}/v1` });
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const screenshot = aiTool({
+      inputSchema: z.object({}),
+      execute: async () => png,
+      toModelOutput: ({ output }) => ({ type: 'content', value: [{ type: 'text', text: 'The screen:' }, { type: 'image-data', data: output, mediaType: 'image/png' }] }),
+    });
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_img', name: 'screenshot', arguments: {} }] });
+    upstream.nextBehavior({ answer: 'A white dot.' });
+    const result = await generateText({ model: openai('svc01'), prompt: 'What is on the screen?', tools: { screenshot }, stopWhen: stepCountIs(2) });
+    expect(result.text).toBe('A white dot.');
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages.slice(-2)).toEqual([
+      { role: 'tool', tool_call_id: 'call_img', content: 'The screen:' },
+      { role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }] },
+    ]);
+  });
+
   it("reads an item_reference as the stored output item it names (a function call too), of this key only; another's, a deleted or unstored one is a 404 naming input[i]", async () => {
     const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];
     upstream.nextBehavior({ toolCalls: [{ id: 'call_ref', name: 'get_weather', arguments: { city: 'Paris' } }] });

@@ -143,9 +143,17 @@ async function appendItems(
   turn: () => boolean,
   calls: ToolCalls,
 ): Promise<void> {
+  // Images and files a function's output returned: a chat tool message holds text only (OpenAI's chat API takes no
+  // other part there), so they follow the turn's tool messages as a user message, which every vision model reads.
+  let media: UserPart[] = [];
+  const flushMedia = () => {
+    if (media.length > 0) messages.push({ role: 'user', content: media });
+    media = [];
+  };
   for (const [i, item] of items.entries()) {
     if (turn()) await yieldToEventLoop();
     const where = `${param}[${i}]`;
+    if (item.type !== 'function_call_output') flushMedia();
     if (item.type === 'reasoning') continue;
     if (item.type === 'function_call') {
       const call = { id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } };
@@ -164,14 +172,23 @@ async function appendItems(
         throw new ApiError('invalid_request', `No tool call found for function call output with call_id ${item.call_id}.`, { param: 'input' });
       }
       calls.open.delete(item.call_id);
-      const content = typeof item.output === 'string' ? item.output : textOf(item.output, `${where}.output`);
+      if (typeof item.output === 'string') {
+        messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
+        continue;
+      }
+      const parts = userParts(item.output, `${where}.output`);
+      const texts = parts.flatMap((part) => (part.type === 'text' ? [part.text] : []));
+      const attached = parts.filter((part) => part.type !== 'text');
+      media.push(...attached);
+      // A tool message is never empty (some servers refuse one): an output of images alone says where they went.
+      const content = texts.length > 0 || attached.length === 0 ? texts.join('\n') : '(returned in the next user message)';
       messages.push({ role: 'tool', tool_call_id: item.call_id, content });
       continue;
     }
     if (item.role === 'user') {
       // Text alone goes as a string, which every upstream reads (some take no content arrays).
       const textOnly = typeof item.content === 'string' || item.content.every((part) => part.type === 'input_text' || part.type === 'output_text');
-      const content = typeof item.content === 'string' ? item.content : textOnly ? textOf(item.content, `${where}.content`) : userParts(item.content, where);
+      const content = typeof item.content === 'string' ? item.content : textOnly ? textOf(item.content, `${where}.content`) : userParts(item.content, `${where}.content`);
       messages.push({ role: 'user', content });
     } else if (item.role === 'assistant') {
       const content = typeof item.content === 'string' ? item.content : textOf(item.content, `${where}.content`);
@@ -182,6 +199,7 @@ async function appendItems(
       messages.push({ role: item.role, content });
     }
   }
+  flushMedia();
 }
 
 /** The text of text parts; images and files are only read in a user message. */
@@ -200,9 +218,10 @@ function textOf(parts: readonly ResponseContentPart[], param: string): string {
 
 type UserPart = Extract<ChatMessage, { role: 'user' }>['content'] extends string | (infer P)[] ? P : never;
 
+/** Content parts as a chat user message's; `where` names the list (`input[2].content`) in errors. */
 function userParts(parts: readonly ResponseContentPart[], where: string): UserPart[] {
   return parts.map((part, i): UserPart => {
-    const param = `${where}.content[${i}]`;
+    const param = `${where}[${i}]`;
     switch (part.type) {
       case 'input_text':
       case 'output_text':

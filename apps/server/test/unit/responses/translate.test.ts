@@ -80,6 +80,39 @@ describe('toChatRequest', () => {
     ]);
   });
 
+  it("sends the images and files a function returned (as the AI SDK sends a tool's image) after the turn's tool messages, as a user message", async () => {
+    const image = { type: 'input_image' as const, image_url: 'data:image/png;base64,iVBORw0KGgo=' };
+    const chat = await toChatRequest(
+      parse({
+        model: 'svc01',
+        input: [
+          { role: 'user', content: 'What is on the screens?' },
+          { type: 'function_call', call_id: 'call_1', name: 'screenshot', arguments: '{}' },
+          { type: 'function_call', call_id: 'call_2', name: 'screenshot', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'Screen 1:' }, image] },
+          { type: 'function_call_output', call_id: 'call_2', output: [{ type: 'input_file', file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' }] },
+          { role: 'user', content: 'Describe them.' },
+        ],
+      }),
+      [],
+    );
+    expect(chat.messages.slice(2)).toEqual([
+      { role: 'tool', tool_call_id: 'call_1', content: 'Screen 1:' },
+      { role: 'tool', tool_call_id: 'call_2', content: '(returned in the next user message)' },
+      {
+        role: 'user',
+        content: [
+          { type: 'image_url', image_url: { url: image.image_url } },
+          { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' } },
+        ],
+      },
+      { role: 'user', content: 'Describe them.' },
+    ]);
+    // The last item of the input too.
+    const last = await toChatRequest(parse({ model: 'svc01', input: [{ type: 'function_call', call_id: 'c', name: 'shot', arguments: '{}' }, { type: 'function_call_output', call_id: 'c', output: [image] }] }), []);
+    expect(last.messages.at(-1)).toEqual({ role: 'user', content: [{ type: 'image_url', image_url: { url: image.image_url } }] });
+  });
+
   it('reads content parts: text and images for a user, output_text for an assistant; skips reasoning items', async () => {
     const chat = await toChatRequest(
       parse({
@@ -106,6 +139,11 @@ describe('toChatRequest', () => {
     [{ input: [] }, 'input', /Missing required parameter: 'input'/],
     [{ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }, 'input[0].content[0].image_url', /file ids/],
     [{ input: [{ role: 'system', content: [{ type: 'input_image', image_url: 'https://x' }] }] }, 'input[0].content[0].type', /only accepted in a user message/],
+    [
+      { input: [{ type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' }, { type: 'function_call_output', call_id: 'c', output: [{ type: 'input_image', file_id: 'file_1' }] }] },
+      'input[1].output[0].image_url',
+      /file ids/,
+    ],
   ])('refuses %j with a 400 naming %s', async (body, param, message) => {
     const error = await toChatRequest(parse({ model: 'svc01', ...body }), []).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApiError);
