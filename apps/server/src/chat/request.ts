@@ -80,6 +80,7 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
       { param: `${param}.role` },
     );
   }
+  if (issue.code === 'invalid_union' && isPlainObject(value)) return typedObjectProblem(issue, value, param, body);
   if (issue.code === 'unrecognized_keys') {
     const where = param ? `'${param}'` : 'the request';
     return new ApiError('invalid_value', `Unrecognized parameter(s) in ${where}: ${issue.keys.map((k) => `'${k}'`).join(', ')}.`, {
@@ -87,6 +88,42 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
     });
   }
   return new ApiError('invalid_value', `Invalid value for '${param || 'body'}': ${issue.message}.`, { param: param || null });
+}
+
+/**
+ * An object none of a union's alternatives took, where the alternatives are told apart by `type` (a Responses
+ * input item): judged by the one whose `type` it has (and that takes its keys), so the answer names the field
+ * inside it, as OpenAI's does; a `type` none has is named with the supported ones. Else "Invalid input".
+ */
+function typedObjectProblem(issue: z.core.$ZodIssueInvalidUnion, value: object, param: string, body: unknown): ApiError {
+  const onType = (i: z.core.$ZodIssue) => i.path.length === 1 && i.path[0] === 'type';
+  const branches = alternatives(issue);
+  const fits = branches.filter((branch) => !branch.some((i) => onType(i) || (i.code === 'unrecognized_keys' && i.path.length === 0)));
+  if (fits.length === 1 && fits[0]!.length > 0) {
+    return firstProblem(
+      fits[0]!.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })),
+      body,
+    );
+  }
+  const type = (value as { type?: unknown }).type;
+  const supported = new Set(branches.flatMap((branch) => branch.flatMap((i) => (onType(i) && i.code === 'invalid_value' ? i.values : []))));
+  if (fits.length === 0 && type !== undefined && supported.size > 0) {
+    const names = [...supported].map((v) => `'${String(v)}'`).join(', ');
+    return new ApiError('invalid_value', `Invalid value for '${param}.type': ${JSON.stringify(type)}. Supported values are: ${names}.`, { param: `${param}.type` });
+  }
+  return new ApiError('invalid_value', `Invalid value for '${param || 'body'}': ${issue.message}.`, { param: param || null });
+}
+
+/** A union's alternatives' problems, those of a union within it (an alternative that is a union itself) as its own. */
+function alternatives(issue: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssue[][] {
+  return issue.errors.flatMap((branch) => {
+    const [only] = branch;
+    return branch.length === 1 && only!.code === 'invalid_union' && only!.path.length === 0 ? alternatives(only!) : [branch];
+  });
+}
+
+function isPlainObject(value: unknown): value is object {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { ChatCompletionRequestSchema, ResponseCreateRequestSchema } from '@svc/protocol';
+import { ChatCompletionRequestSchema, ResponseCreateWireRequestSchema } from '@svc/protocol';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CHAT_REQUEST, firstProblem, parseChatRequest, parseRequestBodyInTurns } from '../../../src/chat/request.js';
@@ -8,7 +8,7 @@ import { ApiError } from '../../../src/http/errors.js';
 import { turns } from '../../../src/turns.js';
 
 /** What one schema pass over the whole body answers: the data, or the error's code, param and message. */
-function onePass(schema: typeof ChatCompletionRequestSchema | typeof ResponseCreateRequestSchema, body: unknown) {
+function onePass(schema: typeof ChatCompletionRequestSchema | typeof ResponseCreateWireRequestSchema, body: unknown) {
   const parsed = schema.safeParse(body);
   if (parsed.success) return { data: parsed.data };
   const error = firstProblem(parsed.error.issues, body);
@@ -125,15 +125,33 @@ describe('parseRequestBodyInTurns', () => {
     ];
     for (const input of ['Hi', items, []]) {
       const body = { model: 'svc01', input, temperature: 1 };
-      expect(await inTurns(() => parseRequestBodyInTurns(RESPONSES, body, everyNth(2), sliced(3)))).toEqual(onePass(ResponseCreateRequestSchema, body));
+      expect(await inTurns(() => parseRequestBodyInTurns(RESPONSES, body, everyNth(2), sliced(3)))).toEqual(onePass(ResponseCreateWireRequestSchema, body));
     }
     // A bad item is named, in one pass (the input is a list: the list alternative judges it) and a slice at a time.
     const bad = { model: 'svc01', input: [...items, { role: 'user', content: 5 }] };
     const answer = await inTurns(() => parseRequestBodyInTurns(RESPONSES, bad, turns(), sliced(3)));
-    expect(answer.error).toMatchObject({ code: 'invalid_value', param: 'input[4]' });
-    expect(onePass(ResponseCreateRequestSchema, bad).error).toMatchObject({ code: 'invalid_value', param: 'input[4]' });
+    expect(answer.error).toMatchObject({ code: 'invalid_type', param: 'input[4].content' });
+    expect(onePass(ResponseCreateWireRequestSchema, bad).error).toEqual(answer.error);
     // A field before the input that is wrong comes first, as in one pass.
     expect((await inTurns(() => parseRequestBodyInTurns(RESPONSES, { ...bad, model: 5 }, turns(), sliced(3)))).error).toMatchObject({ param: 'model' });
+  });
+
+  it.each([
+    [{ type: 'function_call_output', output: 'ok' }, 'missing_required_parameter', 'input[1].call_id', "Missing required parameter: 'input[1].call_id'."],
+    [{ type: 'function_call', call_id: 'c1', name: 'f', arguments: {} }, 'invalid_type', 'input[1].arguments', /^Invalid type for 'input\[1\]\.arguments': expected string/],
+    [{ type: 'item_reference' }, 'missing_required_parameter', 'input[1].id', "Missing required parameter: 'input[1].id'."],
+    [{ role: 'user', content: [{ type: 'input_text', text: 5 }] }, 'invalid_type', 'input[1].content[0].text', /expected string/],
+    [
+      { type: 'function_call_outptu', call_id: 'c1', output: 'ok' },
+      'invalid_value',
+      'input[1].type',
+      `Invalid value for 'input[1].type': "function_call_outptu". Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'item_reference'.`,
+    ],
+  ])('names the field of a Responses input item that is wrong, as OpenAI does (%j)', async (item, code, param, message) => {
+    const body = { model: 'svc01', input: [{ role: 'user', content: 'Hi' }, item] };
+    const answer = await inTurns(() => parseRequestBodyInTurns(RESPONSES, body, turns()));
+    expect(answer.error).toMatchObject({ code, param, message });
+    expect(await inTurns(() => parseRequestBodyInTurns(RESPONSES, body, turns(), sliced(1)))).toEqual(answer);
   });
 
   it('lets the event loop run while 100,000 messages are validated', async () => {
