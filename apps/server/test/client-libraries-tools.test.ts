@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { zodFunction } from 'openai/helpers/zod';
+import { createOpenAI } from '@ai-sdk/openai';
+import { stepCountIs, streamText, tool } from 'ai';
+import { ChatOpenAI } from '@langchain/openai';
+import { AIMessageChunk, HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { z } from 'zod';
+import type { FakeToolCall, FakeUpstream } from './support/fake-upstream.js';
+import { startAuditedServer, type AuditedServer } from './support/audited-server.js';
+
+/**
+ * Tool loops as apps run them through the client libraries: the openai SDK's runTools and parse helpers, the AI
+ * SDK's multi-step streamText, LangChain's bindTools with ToolMessage rounds. Each round is one chat request
+ * carrying the conversation so far: the calls, every result, and the next round.
+ */
+
+const PARIS_AND_OSLO: FakeToolCall[] = [
+  { id: 'call_paris', name: 'weather', arguments: { city: 'Paris' } },
+  { id: 'call_oslo', name: 'weather', arguments: { city: 'Oslo' } },
+];
+const weather = async ({ city }: { city: string }) => `Sunny in ${city}.`;
+const call = (id: string, city: string) => ({ id, type: 'function', function: { name: 'weather', arguments: JSON.stringify({ city }) } });
+/** The conversation the last round sends: two parallel calls and their results, a third call and its result. */
+const THREE_CALLS = [
+  { role: 'user', content: 'Weather in Paris, Oslo and Rome?' },
+  { role: 'assistant', content: null, tool_calls: [call('call_paris', 'Paris'), call('call_oslo', 'Oslo')] },
+  { role: 'tool', tool_call_id: 'call_paris', content: 'Sunny in Paris.' },
+  { role: 'tool', tool_call_id: 'call_oslo', content: 'Sunny in Oslo.' },
+  { role: 'assistant', content: null, tool_calls: [call('call_rome', 'Rome')] },
+  { role: 'tool', tool_call_id: 'call_rome', content: 'Sunny in Rome.' },
+];
+
+let rig: AuditedServer;
+let upstream: FakeUpstream;
+
+beforeAll(async () => {
+  rig = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'gpt-4o' });
+  ({ upstream } = rig);
+});
+afterAll(() => rig?.close());
+beforeEach(() => {
+  upstream.requests.length = 0;
+});
+
+/** Two parallel calls, then one more, then the answer. */
+function threeRounds(): void {
+  upstream.nextBehavior({ toolCalls: PARIS_AND_OSLO });
+  upstream.nextBehavior({ toolCalls: [{ id: 'call_rome', name: 'weather', arguments: { city: 'Rome' } }] });
+  upstream.nextBehavior({ answer: 'It is sunny in Paris, Oslo and Rome.' });
+}
+/** The messages of the i-th upstream request; an assistant turn's content "" (LangChain's, a stream's) read as null. */
+const sentMessages = (i: number) =>
+  (upstream.requests[i]!.body as { messages: Array<{ content?: unknown }> }).messages.map((m) => (m.content === '' ? { ...m, content: null } : m));
+
+describe('openai SDK', () => {
+  it.each([false, true])('runTools (stream: %s): parallel calls, a second round, the answer; each round sends the whole conversation', async (stream) => {
+    threeRounds();
+    const params = {
+      model: 'svc01',
+      messages: [{ role: 'user' as const, content: 'Weather in Paris, Oslo and Rome?' }],
+      tools: [zodFunction({ name: 'weather', parameters: z.object({ city: z.string() }), function: weather })],
+    };
+    const runner = stream ? rig.client.chat.completions.runTools({ ...params, stream: true }) : rig.client.chat.completions.runTools(params);
+    expect(await runner.finalContent()).toBe('It is sunny in Paris, Oslo and Rome.');
+    expect(upstream.requests).toHaveLength(3);
+    expect(sentMessages(2)).toEqual(THREE_CALLS);
+    // zodFunction tools are strict: sent as such.
+    expect((upstream.requests[0]!.body as { tools: Array<{ function: { strict?: boolean } }> }).tools[0]!.function.strict).toBe(true);
+    const final = await runner.finalChatCompletion();
+    expect((final as unknown as { svc: { checked: boolean; grounded: boolean } }).svc).toMatchObject({ checked: true, grounded: true });
+  });
+
+  it('parse with zodFunction tools: every parallel call with its parsed_arguments', async () => {
+    upstream.nextBehavior({ toolCalls: PARIS_AND_OSLO });
+    const completion = await rig.client.chat.completions.parse({
+      model: 'svc01',
+      messages: [{ role: 'user', content: 'Weather in Paris and Oslo?' }],
+      tools: [zodFunction({ name: 'weather', parameters: z.object({ city: z.string() }) })],
+    });
+    expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(completion.choices[0]!.message.tool_calls!.map((c) => c.type === 'function' && c.function.parsed_arguments)).toEqual([{ city: 'Paris' }, { city: 'Oslo' }]);
+  });
+});
+
+describe('AI SDK', () => {
+  it('streamText over chat with stopWhen: the tools run, their results go back, the answer streams, usage is summed', async () => {
+    threeRounds();
+    const openai = createOpenAI({ apiKey: rig.token, baseURL: rig.baseURL });
+    const result = streamText({
+      model: openai.chat('svc01'),
+      prompt: 'Weather in Paris, Oslo and Rome?',
+      tools: { weather: tool({ inputSchema: z.object({ city: z.string() }), execute: weather }) },
+      stopWhen: stepCountIs(5),
+    });
+    expect(await result.text).toBe('It is sunny in Paris, Oslo and Rome.');
+    expect(await result.steps).toHaveLength(3);
+    expect(sentMessages(2)).toEqual(THREE_CALLS);
+    const usage = await result.totalUsage;
+    expect(usage.inputTokens).toBeGreaterThan(0);
+    expect(usage.outputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe('LangChain', () => {
+  it('bindTools, ToolMessage rounds, and a streamed last round with streamUsage', async () => {
+    threeRounds();
+    const model = new ChatOpenAI({ model: 'svc01', apiKey: rig.token, configuration: { baseURL: rig.baseURL }, maxRetries: 0, streamUsage: true });
+    const bound = model.bindTools([{ type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }]);
+    const messages: BaseMessage[] = [new HumanMessage('Weather in Paris, Oslo and Rome?')];
+    for (let round = 0; round < 2; round++) {
+      const answer = await bound.invoke(messages);
+      messages.push(answer);
+      for (const c of answer.tool_calls ?? []) messages.push(new ToolMessage({ tool_call_id: c.id!, content: await weather(c.args as { city: string }) }));
+    }
+    let last: AIMessageChunk | undefined;
+    for await (const chunk of await bound.stream(messages)) last = last ? last.concat(chunk) : chunk;
+    expect(last!.content).toBe('It is sunny in Paris, Oslo and Rome.');
+    expect(last!.usage_metadata).toMatchObject({ input_tokens: expect.any(Number), output_tokens: expect.any(Number) });
+    expect(last!.usage_metadata!.total_tokens).toBe(last!.usage_metadata!.input_tokens + last!.usage_metadata!.output_tokens);
+    expect(sentMessages(2)).toEqual(THREE_CALLS);
+    expect(upstream.requests[2]!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+});
