@@ -416,6 +416,17 @@ describe('POST /v1/responses over an upstream', () => {
     await upstreamClient.responses.delete(second.id);
     expect(await refused(message)).toMatchObject({ status: 404, param: 'input[1]' });
     expect(upstream.requests.length).toBe(sent + 1);
+
+    // References name at most what one request body may hold, counted at each: one large answer named 120 times
+    // (12 MB upstream from 6 KB sent) is refused as a conversation past that is, before the upstream.
+    upstream.nextBehavior({ answer: 'x'.repeat(100_000) });
+    const large = await upstreamClient.responses.create({ model: 'svc01', input: 'Write a lot.' });
+    const many = await upstreamClient.responses
+      .create({ model: 'svc01', input: [{ role: 'user', content: 'Again?' }, ...Array.from({ length: 120 }, () => ({ type: 'item_reference' as const, id: large.output[0]!.id! }))] })
+      .catch((err: unknown) => err);
+    expect(many).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(many).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'input' });
+    expect(upstream.requests.length).toBe(sent + 2);
   });
 
   it('refuses a tool_choice naming a function not in tools with a 400 naming tool_choice, as OpenAI does, before the upstream', async () => {

@@ -17,7 +17,7 @@ import { ApiError } from '../http/errors.js';
 import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
-import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore } from '../storage/responses-store.js';
+import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore, type StoredItem } from '../storage/responses-store.js';
 import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatDeps } from '../chat/chat-context.js';
 import { complete, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
@@ -132,11 +132,23 @@ async function withReferencesResolved(
 ): Promise<ResponseCreateRequest> {
   const { input } = request;
   if (typeof input !== 'object' || !input.some(isReference)) return request as ResponseCreateRequest;
-  const stored = await deps.responses.outputItems(keyId, input.filter(isReference).map((item) => item.id), turn);
+  let stored: Map<string, StoredItem>;
+  try {
+    stored = await deps.responses.outputItems(keyId, input.filter(isReference).map((item) => item.id), turn);
+  } catch (err) {
+    if (err instanceof ConversationTooLongError) throw referencedTooLong(err.chars);
+    throw err;
+  }
+  // Counted at each reference: one large item named a thousand times is sent upstream a thousand times.
+  let chars = 0;
   const resolved = input.map((item, i): ResponseInputItem => {
     if (!isReference(item)) return item;
     const found = stored.get(item.id);
-    if (found) return found;
+    if (found) {
+      chars += found.chars;
+      if (chars > MAX_CONVERSATION_CHARS) throw referencedTooLong(chars);
+      return found.item;
+    }
     throw new ApiError(
       'not_found',
       `Item with id '${item.id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`,
@@ -144,6 +156,14 @@ async function withReferencesResolved(
     );
   });
   return { ...request, input: resolved };
+}
+
+function referencedTooLong(chars: number): ApiError {
+  return new ApiError(
+    'invalid_request',
+    `The items named by item_reference hold ${chars} characters or more; at most ${MAX_CONVERSATION_CHARS} (the request body limit) are read back. Send fewer references, or the turns you need in 'input'.`,
+    { param: 'input', wireCode: 'context_length_exceeded' },
+  );
 }
 
 /** The conversation behind `previous_response_id`, read for this key only. */

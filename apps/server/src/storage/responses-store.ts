@@ -48,6 +48,12 @@ function chain(keyId: string, id: string) {
       )`;
 }
 
+/** A stored output item and the characters of its JSON. */
+export interface StoredItem {
+  item: ResponseInputItem;
+  chars: number;
+}
+
 /** The conversation behind a `previous_response_id`, oldest first, and its size in characters of JSON. */
 export interface Conversation {
   items: ResponseInputItem[];
@@ -141,10 +147,12 @@ export class ResponsesStore {
   }
 
   /**
-   * The stored output items of this key with these ids, as a follow-up reads them (`outputAsInput`), by id; an id
-   * of no such item (another key's, a deleted or purged response's, or never stored) is left out.
+   * The stored output items of this key with these ids, as a follow-up reads them (`outputAsInput`), by id, each
+   * with the characters of its JSON; an id of no such item (another key's, a deleted or purged response's, or never
+   * stored) is left out. Throws `ConversationTooLongError` once the items found pass `MAX_CONVERSATION_CHARS`, as a
+   * conversation read back through `previous_response_id` does: a few bytes of references could name gigabytes.
    */
-  async outputItems(keyId: string, ids: readonly string[], turn: () => boolean = turns()): Promise<Map<string, ResponseInputItem>> {
+  async outputItems(keyId: string, ids: readonly string[], turn: () => boolean = turns()): Promise<Map<string, StoredItem>> {
     const wanted = [...new Set(ids)];
     const holders = new Map<string, string>();
     for (let at = 0; at < wanted.length; at += ITEM_BATCH) {
@@ -156,7 +164,8 @@ export class ResponsesStore {
         .execute();
       for (const row of rows) holders.set(row.id, row.response_id);
     }
-    const found = new Map<string, ResponseInputItem>();
+    const found = new Map<string, StoredItem>();
+    let chars = 0;
     for (const responseId of new Set(holders.values())) {
       const row = await this.db
         .selectFrom('responses')
@@ -168,7 +177,11 @@ export class ResponsesStore {
       if (json === undefined) continue;
       for (const item of JSON.parse(json) as ResponseInputItem[]) {
         const id = 'id' in item ? item.id : undefined;
-        if (typeof id === 'string' && holders.get(id) === responseId) found.set(id, item);
+        if (typeof id !== 'string' || holders.get(id) !== responseId) continue;
+        const size = JSON.stringify(item).length;
+        chars += size;
+        if (chars > MAX_CONVERSATION_CHARS) throw new ConversationTooLongError(chars);
+        found.set(id, { item, chars: size });
       }
       await pace(turn);
     }

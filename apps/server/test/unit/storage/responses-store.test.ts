@@ -142,13 +142,19 @@ describe.each(variants)('responses on %s', (_name, url) => {
     await store.responses.save('key_r', response('resp_r1', null, 5, 'Kept.'), ask('r1'));
     await store.responses.save('key_r', { ...response('resp_r2', null, 5, 'Cut'), status: 'failed' }, ask('r2'));
     const found = await store.responses.outputItems('key_r', ['msg_resp_r1', 'msg_resp_r2', 'msg_nope', 'msg_resp_r1']);
-    expect([...found.entries()]).toEqual([
-      ['msg_resp_r1', { type: 'message', id: 'msg_resp_r1', role: 'assistant', content: [{ type: 'output_text', text: 'Kept.', annotations: [], logprobs: [] }] }],
-    ]);
+    const kept = { type: 'message', id: 'msg_resp_r1', role: 'assistant', content: [{ type: 'output_text', text: 'Kept.', annotations: [], logprobs: [] }] };
+    expect([...found.entries()]).toEqual([['msg_resp_r1', { item: kept, chars: JSON.stringify(kept).length }]]);
     expect((await store.responses.outputItems('key_other', ['msg_resp_r1'])).size).toBe(0);
     expect(await store.responses.delete('key_r', 'resp_r1')).toBe(true);
     expect((await store.responses.outputItems('key_r', ['msg_resp_r1'])).size).toBe(0);
     expect(await store.responses.delete('key_r', 'resp_r2')).toBe(true);
+    // Items past what one request may hold are not all read: a few bytes of references could name gigabytes.
+    const big = 'x'.repeat(MAX_CONVERSATION_CHARS / 2);
+    await store.responses.save('key_r', response('resp_r4', null, 5, big), ask('r4'));
+    await store.responses.save('key_r', response('resp_r5', null, 5, big), ask('r5'));
+    expect((await store.responses.outputItems('key_r', ['msg_resp_r4'])).size).toBe(1);
+    await expect(store.responses.outputItems('key_r', ['msg_resp_r4', 'msg_resp_r5'])).rejects.toBeInstanceOf(ConversationTooLongError);
+    for (const id of ['resp_r4', 'resp_r5']) expect(await store.responses.delete('key_r', id)).toBe(true);
     await store.responses.save('key_r', response('resp_r3', null, 3, 'Aged.'), ask('r3'));
     expect((await store.responses.outputItems('key_r', ['msg_resp_r3'])).size).toBe(1);
     expect(await store.responses.purgeOlderThan(4_000)).toBe(1);
