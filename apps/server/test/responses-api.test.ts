@@ -448,6 +448,16 @@ describe('POST /v1/responses over an upstream', () => {
     expect(upstream.requests.at(-1)!.body).not.toHaveProperty('tool_choice');
   });
 
+  it('refuses a conversation or a stored prompt (400 naming it) rather than answering without its turns or instructions', async () => {
+    const sent = upstream.requests.length;
+    const conversation = await upstreamClient.responses.create({ model: 'svc01', conversation: 'conv_123', input: 'And tomorrow?' }).catch((err: unknown) => err);
+    expect(conversation).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(conversation).toMatchObject({ status: 400, code: 'invalid_value', param: 'conversation' });
+    const prompt = await upstreamClient.responses.create({ model: 'svc01', prompt: { id: 'pmpt_123', variables: { city: 'Paris' } } }).catch((err: unknown) => err);
+    expect(prompt).toMatchObject({ status: 400, code: 'invalid_value', param: 'prompt' });
+    expect(upstream.requests.length).toBe(sent);
+  });
+
   it('streams tool calls as function_call items', async () => {
     upstream.nextBehavior({ toolCalls: [{ id: 'call_s', name: 'get_weather', arguments: { city: 'Rome' } }] });
     const stream = upstreamClient.responses.stream({

@@ -43,6 +43,7 @@ export async function toChatRequest(
   history: readonly ResponseInputItem[],
   turn: () => boolean = turns(),
 ): Promise<ChatCompletionRequest> {
+  refuseUnserved(request);
   const messages: ChatMessage[] = [];
   if (request.instructions) messages.push({ role: 'system', content: request.instructions });
   const calls: ToolCalls = { open: new Set(), made: new Set() };
@@ -102,6 +103,21 @@ export async function toChatRequest(
   if (request.stream) chat.stream = true;
   if (request.svc !== undefined) chat.svc = request.svc;
   return chat;
+}
+
+/**
+ * Fields that name what svc does not hold: refused, as answering without them would drop what the client asked
+ * the model to read (a stored conversation's turns, a stored prompt's instructions) without a word.
+ */
+const UNSERVED = {
+  conversation: "svc does not serve the Conversations API: carry a conversation with 'previous_response_id', or send its turns in 'input'.",
+  prompt: "svc does not serve stored prompts: send the prompt's text as 'instructions' and its variables in 'input'.",
+} as const;
+
+function refuseUnserved(request: ResponseCreateRequest): void {
+  for (const [field, message] of Object.entries(UNSERVED)) {
+    if (request[field] != null) throw new ApiError('invalid_value', message, { param: field });
+  }
 }
 
 /** The function tools of a request; any other tool type (web search, file search, …) is refused by name. */

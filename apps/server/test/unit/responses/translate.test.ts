@@ -137,6 +137,9 @@ describe('toChatRequest', () => {
     [{ tools: [{ type: 'web_search' }], input: 'x' }, 'tools[0].type', /built-in tool type 'web_search'/],
     [{ tools: [{ type: 'function', name: 'bad name' }], input: 'x' }, 'tools[0].name', /1-64 characters/],
     [{ input: [] }, 'input', /Missing required parameter: 'input'/],
+    [{ input: 'x', conversation: 'conv_1' }, 'conversation', /does not serve the Conversations API/],
+    [{ input: 'x', conversation: { id: 'conv_1' } }, 'conversation', /previous_response_id/],
+    [{ input: 'x', prompt: { id: 'pmpt_1', variables: { city: 'Paris' } } }, 'prompt', /does not serve stored prompts/],
     [{ input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }, 'input[0].content[0].image_url', /file ids/],
     [{ input: [{ role: 'system', content: [{ type: 'input_image', image_url: 'https://x' }] }] }, 'input[0].content[0].type', /only accepted in a user message/],
     [
