@@ -147,6 +147,10 @@ export const ResponseCreateRequestSchema = z.looseObject({
   stream: z.boolean().nullable().optional(),
   include: z.array(z.enum(RESPONSE_INCLUDABLE)).max(RESPONSE_INCLUDABLE.length * 4).nullable().optional(),
   user: z.string().optional(),
+  // Passed on to the upstream's chat completions, which take them under the same names.
+  service_tier: z.string().nullable().optional(),
+  prompt_cache_key: z.string().nullable().optional(),
+  safety_identifier: z.string().nullable().optional(),
   svc: SvcRequestConfigSchema.optional(),
 });
 /** A Responses request with its `item_reference`s read back into the items they name: what is translated and stored. */

@@ -64,6 +64,10 @@ export async function toChatRequest(
   if (request.temperature != null) chat.temperature = request.temperature;
   if (request.top_p != null) chat.top_p = request.top_p;
   if (request.user !== undefined) chat.user = request.user;
+  // Chat completions take these as they are: the client's tier, cache routing and end-user identifier reach the upstream.
+  if (request.service_tier != null) chat.service_tier = request.service_tier;
+  if (request.prompt_cache_key != null) chat.prompt_cache_key = request.prompt_cache_key;
+  if (request.safety_identifier != null) chat.safety_identifier = request.safety_identifier;
   if (request.reasoning?.effort != null) chat.reasoning_effort = request.reasoning.effort;
   if (request.tools !== undefined && request.tools.length > 0) {
     chat.tools = functionTools(request).map((tool) => ({

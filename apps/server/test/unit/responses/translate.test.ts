@@ -18,7 +18,7 @@ describe('toChatRequest', () => {
     expect(chat.stream).toBeUndefined();
   });
 
-  it('maps function tools, tool_choice, text.format, reasoning, max_output_tokens and svc', async () => {
+  it('maps function tools, tool_choice, text.format, reasoning, max_output_tokens, svc, and passes service_tier, prompt_cache_key and safety_identifier on', async () => {
     const chat = await toChatRequest(
       parse({
         model: 'svc01',
@@ -32,9 +32,13 @@ describe('toChatRequest', () => {
         temperature: 0.5,
         svc: { thinking: true, dehallucinate: false },
         stream: true,
+        service_tier: 'flex',
+        prompt_cache_key: 'weather-v1',
+        safety_identifier: 'user-42',
       }),
       [],
     );
+    expect(chat).toMatchObject({ service_tier: 'flex', prompt_cache_key: 'weather-v1', safety_identifier: 'user-42' });
     expect(chat.tools).toEqual([
       { type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: {} }, strict: true } },
     ]);
