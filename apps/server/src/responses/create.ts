@@ -54,8 +54,9 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       // store, serialise): 20,000 items or 9 MiB of instructions take a turn of the event loop per pass, three
       // such requests at once would otherwise take one turn of about 150 ms together, and a small request none.
       const turn = turns();
-      const request = await withReferencesResolved(deps, key.id, await parseRequestBodyInTurns(RESPONSES_REQUEST, raw, turn), turn);
-      requireSvcModel(request.model);
+      const sent = await parseRequestBodyInTurns(RESPONSES_REQUEST, raw, turn);
+      requireSvcModel(sent.model);
+      const request = await withReferencesResolved(deps, key.id, sent, turn);
       await pace(turn);
       const history = await conversation(deps, key.id, request.previous_response_id);
       await pace(turn);
