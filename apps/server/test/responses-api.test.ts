@@ -518,6 +518,44 @@ describe('POST /v1/responses over an upstream', () => {
     expect(result.finalOutput).toBe('It was completed in 1889.');
   });
 
+  it('runs an Agents SDK agent streamed through parallel tool calls, then continues it with previousResponseId', async () => {
+    upstream.nextBehavior({
+      toolCalls: [
+        { id: 'call_p', name: 'weather', arguments: { city: 'Paris' } },
+        { id: 'call_o', name: 'weather', arguments: { city: 'Oslo' } },
+      ],
+    });
+    upstream.nextBehavior({ answer: 'Sunny in both.' });
+    const cities: string[] = [];
+    const weather = tool({ name: 'weather', description: 'The weather in a city', parameters: z.object({ city: z.string() }), execute: async ({ city }) => (cities.push(city), `Sunny in ${city}.`) });
+    const agent = new Agent({ name: 'forecaster', instructions: 'Use the weather tool.', model: new OpenAIResponsesModel(upstreamClient, 'svc01'), tools: [weather] });
+    const first = await run(agent, 'Weather in Paris and Oslo?', { stream: true });
+    for await (const _ of first.toStream());
+    await first.completed;
+    expect(cities.sort()).toEqual(['Oslo', 'Paris']);
+    expect(first.finalOutput).toBe('Sunny in both.');
+
+    upstream.nextBehavior({ answer: 'Sunny tomorrow too.' });
+    const second = await run(agent, 'And tomorrow?', { previousResponseId: first.lastResponseId });
+    expect(second.finalOutput).toBe('Sunny tomorrow too.');
+    expect((upstream.requests.at(-1)!.body as { messages: unknown[] }).messages).toEqual([
+      { role: 'system', content: 'Use the weather tool.' },
+      { role: 'user', content: 'Weather in Paris and Oslo?' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_p', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+          { id: 'call_o', type: 'function', function: { name: 'weather', arguments: '{"city":"Oslo"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_p', content: 'Sunny in Paris.' },
+      { role: 'tool', tool_call_id: 'call_o', content: 'Sunny in Oslo.' },
+      { role: 'assistant', content: 'Sunny in both.' },
+      { role: 'user', content: 'And tomorrow?' },
+    ]);
+  });
+
   it('returns thinking mode\'s reasoning as a reasoning item, plain and streamed, and does not send it back upstream', async () => {
     upstream.nextBehavior({ reasoning: 'Paris is the capital of France.', answer: 'Paris.' });
     const plain = await upstreamClient.responses.create({ model: 'svc01', input: 'Capital of France?', svc: { thinking: true } } as never);
