@@ -2,7 +2,6 @@ import { Command, InvalidArgumentError } from 'commander';
 import cluster from 'node:cluster';
 import { loadConfig, ConfigError, parseProcesses, riskySettings, unknownSettings, type Config } from '../config.js';
 import { openStore, type Store } from '../storage/store.js';
-import { migrate } from '../storage/migrations.js';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.js';
 import { rotatedOut } from '../auth/secret-rotation.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
@@ -258,9 +257,9 @@ export function makeProgram(io: CommandIO): Command {
     .description('bring the database schema up to date and exit')
     .action(async () => {
       const cfg = config();
+      // Opening the store migrates: what it applied is what this command did.
       await withStore(cfg, async (store) => {
-        const applied = await migrate(store.handle.db, store.handle.dialect);
-        io.stderr(applied.length ? `applied: ${applied.join(', ')}` : 'schema is up to date');
+        io.stderr(store.migrated.length ? `applied: ${store.migrated.join(', ')}` : 'schema is up to date');
       });
     });
 

@@ -2,6 +2,7 @@ import { type Kysely, type Migration, Migrator, sql } from 'kysely';
 import type { Dialect } from './database.js';
 import type { Database } from './schema.js';
 import { LATENCY_COLUMNS } from './usage-latency.js';
+import { SERVER_VERSION } from '../version.js';
 
 /** Migrations in order; append new ones, never edit a released one. */
 function migrations(dialect: Dialect): Record<string, Migration> {
@@ -258,16 +259,70 @@ function migrations(dialect: Dialect): Record<string, Migration> {
 /** An arbitrary constant: the Postgres advisory lock that serialises migrations across instances. */
 const MIGRATION_LOCK_ID = 7_415_392_001;
 
+/** The svc_meta row naming the release that last migrated the database, for an older release's refusal. */
+const MIGRATED_BY = 'migrated_by';
+
+/**
+ * A database migrated by a newer release than this one (a downgrade, or an old instance restarted during a
+ * rolling upgrade): this release refuses to run on a schema it does not know rather than misread or damage it.
+ */
+export class NewerDatabaseError extends Error {
+  constructor(
+    readonly unknownMigrations: string[],
+    migratedBy: string | undefined,
+    knownUpTo: string,
+  ) {
+    super(
+      `the database was migrated by a newer release${migratedBy ? ` (${migratedBy})` : ''}: it has migration${unknownMigrations.length > 1 ? 's' : ''} ` +
+        `${unknownMigrations.join(', ')}, and svc-server ${SERVER_VERSION} knows migrations up to ${knownUpTo}. ` +
+        'Run that release or a newer one, or restore the backup taken before the upgrade; this release does not change the database',
+    );
+    this.name = 'NewerDatabaseError';
+  }
+}
+
+/** Kysely's record of applied migrations, or none when the database is new. */
+async function appliedMigrations(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
+  const { rows } =
+    dialect === 'postgres'
+      ? // to_regclass follows search_path, as Kysely's own queries do: another schema's table is not this one's.
+        await sql<{ present: boolean }>`select to_regclass('kysely_migration') is not null as present`.execute(db)
+      : await sql<{ present: boolean }>`select count(*) > 0 as present from sqlite_master where type = 'table' and name = 'kysely_migration'`.execute(db);
+  if (!rows[0]?.present) return [];
+  const applied = await sql<{ name: string }>`select name from kysely_migration`.execute(db);
+  return applied.rows.map((r) => r.name);
+}
+
 /**
  * Brings the schema up to date. On Postgres several instances may start at once: an advisory lock makes the
- * others wait until the first has migrated.
+ * others wait until the first has migrated. A database with migrations this release does not know is refused
+ * (`NewerDatabaseError`) before anything is written.
  */
 export async function migrate(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
   const apply = async (target: Kysely<Database>) => {
-    const migrator = new Migrator({ db: target, provider: { getMigrations: async () => migrations(dialect) } });
+    const known = migrations(dialect);
+    const unknown = (await appliedMigrations(target, dialect)).filter((name) => !(name in known)).sort();
+    if (unknown.length > 0) {
+      const by = await target.selectFrom('svc_meta').select('value').where('key', '=', MIGRATED_BY).executeTakeFirst();
+      throw new NewerDatabaseError(unknown, by?.value, Object.keys(known).sort().at(-1) ?? '');
+    }
+    const migrator = new Migrator({
+      db: target,
+      provider: { getMigrations: async () => known },
+      // Kysely otherwise refuses a database whose applied migrations are not the first ones by name: one made by
+      // a build with 006 but not 005 (merged in that order), or one whose rows' times went back with the clock
+      // (a board without a real-time clock migrating before NTP). Each migration stands alone, so the missing
+      // ones are applied whatever their place.
+      allowUnorderedMigrations: true,
+    });
     const { error, results } = await migrator.migrateToLatest();
     if (error) throw error;
-    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    if (applied.length > 0) {
+      const value = `svc-server ${SERVER_VERSION}, migrations up to ${Object.keys(known).sort().at(-1)}`;
+      await target.insertInto('svc_meta').values({ key: MIGRATED_BY, value }).onConflict((oc) => oc.column('key').doUpdateSet({ value })).execute();
+    }
+    return applied;
   };
   if (dialect !== 'postgres') return apply(db);
   return db.connection().execute(async (conn) => {

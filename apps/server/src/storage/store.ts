@@ -27,6 +27,8 @@ export interface Store {
   deliveries: OutboxStore;
   sessions: SessionsStore;
   responses: ResponsesStore;
+  /** The migrations this open applied, oldest first (none with `migrate: false` or a schema already up to date). */
+  migrated: string[];
   /**
    * Null when the database takes a write now (a one-row write, and on SQLite the file is still the one opened);
    * else why it does not.
@@ -41,9 +43,10 @@ export interface Store {
  */
 export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number; leaseClock?: LeaseClock } = {}): Promise<Store> {
   let handle: DatabaseHandle | undefined;
+  let migrated: string[] = [];
   try {
     handle = openDatabase(url, { poolSize: options.poolSize });
-    if (options.migrate !== false) await migrate(handle.db, handle.dialect);
+    if (options.migrate !== false) migrated = await migrate(handle.db, handle.dialect);
   } catch (err) {
     await handle?.close();
     throw new Error(`could not open the database ${withoutPassword(url)} (SVC_DATABASE_URL): ${(err as Error).message ?? String(err)}`, { cause: err });
@@ -74,6 +77,7 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db, options.leaseClock),
     sessions: new SessionsStore(db),
     responses: new ResponsesStore(db),
+    migrated,
     unready,
     close: () => handle.close(),
   };
