@@ -4,16 +4,17 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { openStore } from '../src/storage/store.js';
 import { DATA_DIR_MARKER, DatabaseFileError } from '../src/storage/sqlite-file.js';
-import { openDatabase, WAL_SIZE_LIMIT_BYTES } from '../src/storage/database.js';
+import { LOCK_TIMEOUT_MS, openDatabase, WAL_SIZE_LIMIT_BYTES } from '../src/storage/database.js';
 import { createTestPostgres, startTcpRelay } from './support/databases.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
-import { eventually } from './support/webhooks.js';
+import { eventually, startReceiver } from './support/webhooks.js';
 
 /**
  * Storage faults told the truth, and local files and routes kept to their owner (issue #26 §9, §11): /readyz
@@ -164,6 +165,40 @@ describe('the database file', () => {
     expect(srv.logs.filter((l) => l.includes('ready again: the database takes writes'))).toHaveLength(1);
   });
 
+  it('full (SQLITE_FULL): a request whose delivery cannot be recorded is a 503 database_unavailable, logged as what to do without a stack; served again once there is room, without a restart', async () => {
+    const receiver = await startReceiver();
+    const srv = await server({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    try {
+      const { token } = await srv.createKey({ webhookUrl: receiver.url });
+      const chat = () =>
+        fetch(`${srv.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: `hello ${'x'.repeat(20_000)}` }] }),
+        });
+      expect((await chat()).status).toBe(200);
+      // The file may not grow: what a full disk does to SQLite, without needing one.
+      const sqlite = srv.running.store.handle.sqlite!;
+      sqlite.pragma(`max_page_count = ${sqlite.pragma('page_count', { simple: true }) as number}`);
+      let res = await chat();
+      // Free pages inside the file take the first rows.
+      for (let i = 0; i < 50 && res.status === 200; i++) res = await chat();
+      // Was a 500 internal_error, and an 'unhandled error' log line with the stack of better-sqlite3's transaction.
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(await res.json()).toEqual({
+        error: { message: "The server's database is unavailable right now. Please retry shortly.", type: 'server_error', code: 'database_unavailable', param: null },
+      });
+      const line = srv.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'database unavailable: request answered 503');
+      expect(line.fault).toMatch(/^SQLITE_FULL: the disk holding the database file is full .*; free space on it and writes resume, without a restart$/);
+      expect(srv.logs.filter((l) => l.includes('SQLITE_FULL') && l.includes('"stack"'))).toEqual([]);
+      sqlite.pragma('max_page_count = 4294967294');
+      expect((await chat()).status).toBe(200);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('deleted under a running server: /readyz fails at once, the server stops with a clear error log, the next start refuses', async () => {
     const dir = tempDir();
     const file = join(dir, 'svc.db');
@@ -204,11 +239,15 @@ describe('the database file', () => {
 
 const pgDb = await createTestPostgres('reliability-storage');
 
-describe.skipIf(!pgDb)('Postgres lost under a running server', () => {
-  it('a connection dropped with a query in flight fails that request (500), not the process; served again once it is back', async () => {
+afterAll(() => pgDb?.drop());
+/** One key for the database: a second one would not open the signing secrets the first sealed. */
+const PG_SECRET_KEY = randomBytes(32).toString('base64');
+
+describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
+  it('a connection dropped with a query in flight fails that request (503), not the process; served again once it is back', async () => {
     const relay = await startTcpRelay(pgDb!.url);
     // The admin commands (spawnSync: this process's relay would not run meanwhile) go to Postgres directly.
-    const direct = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: randomBytes(32).toString('base64') });
+    const direct = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY });
     adminCommand(['migrate'], direct);
     adminCommand(['users', 'create', '--email', 'ops@example.test', '--password', 'correct horse battery'], direct);
     const { key } = JSON.parse(adminCommand(['keys', 'create', '--email', 'ops@example.test', '--name', 'ops', '--json'], direct)) as { key: string };
@@ -228,8 +267,8 @@ describe.skipIf(!pgDb)('Postgres lost under a running server', () => {
       await relay.cut();
       // Was an uncaught 'error' event of the pg client: the process died with every request in flight.
       const res = await pending;
-      expect(res.status).toBe(500);
-      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('internal_error');
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('database_unavailable');
       expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
       expect((await fetch(`${svc.url}/readyz`)).status).toBe(503);
       await relay.restore();
@@ -239,7 +278,37 @@ describe.skipIf(!pgDb)('Postgres lost under a running server', () => {
       await relay.restore();
       await svc.stop();
       await relay.close();
-      await pgDb!.drop();
+    }
+  });
+
+  it("an operator's LOCK TABLE on the outbox: a request waits at most lock_timeout, then is a 503 that names the fault; served again once the lock is gone", async () => {
+    const receiver = await startReceiver();
+    const srv = await server({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    const operator = new pg.Client({ connectionString: pgDb!.url });
+    await operator.connect();
+    try {
+      const { token } = await srv.createKey({ webhookUrl: receiver.url });
+      const chat = () =>
+        fetch(`${srv.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
+          // Without a lock_timeout the request waited as long as the lock was held: here, until this gave up.
+          signal: AbortSignal.timeout(LOCK_TIMEOUT_MS * 4),
+        });
+      expect((await chat()).status).toBe(200);
+      await operator.query('begin');
+      await operator.query('lock table webhook_deliveries in access exclusive mode');
+      const res = await chat();
+      expect(res.status).toBe(503);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('database_unavailable');
+      const line = srv.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'database unavailable: request answered 503');
+      expect(line.fault).toMatch(/^Postgres 55P03: a statement waited past lock_timeout for a lock another session holds .*pg_locks and pg_stat_activity name it$/);
+      await operator.query('rollback');
+      expect((await chat()).status).toBe(200);
+    } finally {
+      await operator.end();
+      await receiver.close();
     }
   });
 });

@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   upstream_unavailable: { status: 502, type: 'upstream_error' },
   upstream_invalid_response: { status: 502, type: 'upstream_error' },
   internal_error: { status: 500, type: 'server_error' },
+  database_unavailable: { status: 503, type: 'server_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
 export type ErrorCode = keyof typeof ERROR_CODES;
 

@@ -100,6 +100,7 @@ const ERROR_MESSAGES: Record<ErrorCode, string> = {
   upstream_unavailable: 'Could not reach the upstream or the connection was lost.',
   upstream_invalid_response: 'Upstream sent a stream frame that is not JSON.',
   internal_error: 'The server had an error while processing your request. Please retry.',
+  database_unavailable: "The server's database is unavailable right now. Please retry shortly.",
 };
 
 const STATUS_TEXT: Record<number, string> = {
@@ -109,6 +110,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Request body over 10 MiB',
   429: 'Rate limit exceeded (see `retry-after`)',
   500: 'Internal error',
+  503: "The server's database is unavailable (a full disk, a lock, a restart); retry after `retry-after`",
   502: 'Upstream failure',
 };
 
@@ -137,6 +139,7 @@ function errorResponses(codes: readonly ErrorCode[]) {
       description: `${STATUS_TEXT[status] ?? 'Error'}. Codes: ${list.map((c) => `\`${c}\``).join(', ')}.`,
       headers: {
         ...REQUEST_ID_HEADER,
+        ...(status === 503 ? { 'retry-after': header('Seconds to wait before retrying.', { type: 'integer', example: 5 }) } : {}),
         ...(status === 429
           ? {
               'retry-after': header('Seconds to wait before retrying.', { type: 'integer', example: 12 }),
@@ -178,7 +181,7 @@ function paramOf(code: ErrorCode): string | null {
   }
 }
 
-const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'rate_limit_exceeded', 'internal_error'];
+const AUTH_ERRORS: ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'rate_limit_exceeded', 'internal_error', 'database_unavailable'];
 
 const json = (schema: z.ZodType, description: string, headers: object = {}) => ({
   description,

@@ -1,5 +1,9 @@
 import { bodyErrors } from './body-errors.js';
 import { ApiError } from './errors.js';
+import { storageFault } from '../storage/storage-fault.js';
+
+/** The wait a 503 `database_unavailable` asks for: /readyz probes every few seconds, an operator acts in minutes. */
+const DATABASE_RETRY_AFTER_S = 5;
 
 /** What `express.json()` (body-parser, raw-body) puts on the errors it throws. */
 interface BodyParserError extends Error {
@@ -16,8 +20,9 @@ interface BodyParserError extends Error {
 
 /**
  * Turns anything thrown into design §4's error: an `ApiError` as it is, a body parser's or Express's error for a
- * client's mistake as the matching 4xx, anything else as a 500 `internal_error` whose message says nothing
- * internal (the original is kept as `cause`, for the log).
+ * client's mistake as the matching 4xx, a fault of the database's surroundings (`storageFault`: a full disk, a
+ * lock, Postgres restarting) as a 503 `database_unavailable` with `retry-after`, anything else as a 500
+ * `internal_error`; neither message says anything internal (the original is kept as `cause`, for the log).
  *
  * @example
  * res.status(toApiError(err).status);
@@ -46,6 +51,12 @@ export function toApiError(err: unknown): ApiError {
       if (err instanceof URIError || status !== undefined) {
         // Express's router and `send` fail this way on a path, parameter or cookie with malformed percent-encoding.
         return new ApiError('invalid_request', "The request URL is malformed: every '%' must start a valid percent-encoded UTF-8 sequence.");
+      }
+      if (storageFault(err) !== undefined) {
+        return new ApiError('database_unavailable', "The server's database is unavailable right now. Please retry shortly.", {
+          headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) },
+          cause: err,
+        });
       }
       return new ApiError('internal_error', 'The server had an error while processing your request. Please retry.', { cause: err });
     }

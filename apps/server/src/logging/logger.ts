@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { outputGone } from './output-gone.js';
+import { storageFault } from '../storage/storage-fault.js';
 
 export type { Logger };
 
@@ -34,7 +35,18 @@ const BATCH_MS = 100;
  */
 export function createLogger(level: string, destination?: NodeJS.WritableStream, options: LoggerOptions = {}): Logger {
   const base = options.multiProcess ? { service: 'svc', pid: process.pid } : { service: 'svc' };
-  return pino({ level, base, redact: { paths: REDACT, censor: '[redacted]' } }, destination ?? BatchedStderr.shared(options.multiProcess));
+  return pino({ level, base, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { err: serializeError } }, destination ?? BatchedStderr.shared(options.multiProcess));
+}
+
+/**
+ * pino's error serializer, except for a fault of the database's surroundings (a full disk, a lock, Postgres
+ * restarting): expected in operation, it is logged as what to do about it, without a stack trace.
+ */
+function serializeError(err: unknown): unknown {
+  const fault = storageFault(err);
+  if (fault === undefined) return pino.stdSerializers.err(err as Error);
+  const { name, code, message } = err as { name?: string; code?: unknown; message?: string };
+  return { type: name, code, message, fault };
 }
 
 export interface LoggerOptions {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { toApiError } from '../http/to-api-error.js';
+import { storageFault } from '../storage/storage-fault.js';
 import { pathOf, type Exchange } from './exchange.js';
 
 /**
@@ -16,6 +17,10 @@ export function answerError(exchange: Exchange, err: unknown, logger: Logger): v
   const clientGone = res.destroyed && !res.writableFinished;
   if (error.code === 'internal_error' && !clientGone) {
     logger.error({ err: error.cause ?? err, request_id: exchange.requestId, path: pathOf(exchange.url) }, 'unhandled error');
+  }
+  if (error.code === 'database_unavailable') {
+    // An expected fault with a cause outside svc: what to do about it, not a stack trace.
+    logger.error({ fault: storageFault(error.cause), request_id: exchange.requestId, path: pathOf(exchange.url) }, 'database unavailable: request answered 503');
   }
   if (res.headersSent) {
     res.end();

@@ -35,6 +35,9 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
+/** Postgres: the longest a statement waits for a lock another session holds (its `lock_timeout`). */
+export const LOCK_TIMEOUT_MS = 10_000;
+
 /** How often a running server checks that its SQLite file is still there. */
 export const FILE_CHECK_MS = 2_000;
 
@@ -95,7 +98,10 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
     };
   }
   const pg = loadPg();
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20 });
+  // lock_timeout: a statement waits at most this long for a lock another session holds (an operator's LOCK TABLE,
+  // ALTER TABLE or VACUUM FULL): the request then fails (503) and says why, where it waited without end and took
+  // a pool connection with it. `?lock_timeout=…` on the URL overrides it.
+  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, lock_timeout: LOCK_TIMEOUT_MS });
   // A lost connection (Postgres restarted or failed over, a proxy cut it) must not crash the process. pg emits
   // it as an 'error' event on the client besides failing its query; the pool listens only while the client is
   // idle, so a client in use (a query in flight) had none: an uncaught exception. The query still fails to its
@@ -288,6 +294,9 @@ function checkpointOnTimer(sqlite: SQLite.Database, onFallback: (reason: string)
   };
 }
 
+/** What kysely runs as `rollback` when SQLite has already rolled the transaction back: nothing. */
+const NOTHING_TO_ROLL_BACK = { reader: false, run: () => ({ changes: 0, lastInsertRowid: 0 }) } as unknown as SQLite.Statement;
+
 /** Prepared statements kept per SQL text; kysely's SQLite driver would otherwise prepare every query anew. */
 const STATEMENT_CACHE_MAX = 500;
 
@@ -302,6 +311,10 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDialectConfig['datab
   return {
     close: () => sqlite.close(),
     prepare(sql: string) {
+      // SQLite itself rolls a transaction back on some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY); kysely's
+      // `rollback` after them then failed with "cannot rollback - no transaction is active", and that error
+      // replaced the one that said why (a full disk) in every caller and log.
+      if (sql === 'rollback' && !sqlite.inTransaction) return NOTHING_TO_ROLL_BACK;
       let stmt = cache.get(sql);
       if (stmt === undefined || stmt.busy) {
         // kysely's SqliteDriver begins every transaction with a plain (deferred) `begin`: one that reads, then

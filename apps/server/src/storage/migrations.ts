@@ -326,7 +326,12 @@ export async function migrate(db: Kysely<Database>, dialect: Dialect): Promise<s
   };
   if (dialect !== 'postgres') return apply(db);
   return db.connection().execute(async (conn) => {
+    // Another instance may migrate for minutes (an index on a large outbox): wait for it without the pool's
+    // lock_timeout, which then applies again to the migrations themselves (an ALTER TABLE queued behind an
+    // operator's open transaction would otherwise hold every query on that table behind it).
+    await sql`set lock_timeout = 0`.execute(conn);
     await sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`.execute(conn);
+    await sql`reset lock_timeout`.execute(conn);
     try {
       return await apply(conn);
     } finally {

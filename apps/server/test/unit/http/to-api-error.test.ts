@@ -26,6 +26,14 @@ const CASES: Array<{ what: string; err: unknown; status: number; code: string; m
   { what: 'a missing file (send)', err: thrown({ status: 404 }), status: 404, code: 'not_found' },
   { what: 'malformed percent-encoding', err: new URIError('URI malformed'), status: 400, code: 'invalid_request' },
   { what: 'a bug', err: new TypeError('x is undefined'), status: 500, code: 'internal_error' },
+  { what: 'a full disk (SQLite)', err: thrown({ code: 'SQLITE_FULL' }), status: 503, code: 'database_unavailable' },
+  { what: 'a read-only file system (SQLite)', err: thrown({ code: 'SQLITE_READONLY_DBMOVED' }), status: 503, code: 'database_unavailable' },
+  { what: "another session's lock past lock_timeout (Postgres)", err: thrown({ code: '55P03' }), status: 503, code: 'database_unavailable' },
+  { what: 'max_connections reached (Postgres)', err: thrown({ code: '53300' }), status: 503, code: 'database_unavailable' },
+  { what: 'a standby after a failover (Postgres)', err: thrown({ code: '25006' }), status: 503, code: 'database_unavailable' },
+  { what: 'Postgres gone', err: thrown({ code: 'ECONNREFUSED' }), status: 503, code: 'database_unavailable' },
+  { what: 'a constraint (Postgres): a bug, not a fault of the surroundings', err: thrown({ code: '23505' }), status: 500, code: 'internal_error' },
+  { what: 'a constraint (SQLite)', err: thrown({ code: 'SQLITE_CONSTRAINT_UNIQUE' }), status: 500, code: 'internal_error' },
 ];
 
 describe('toApiError', () => {

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CheckpointThread } from '../../../src/storage/checkpoint-thread.js';
 import { checkpointOnThreadOrHere, openDatabase, WalCheckpointer, type DatabaseHandle } from '../../../src/storage/database.js';
@@ -77,6 +78,29 @@ function walDatabase() {
   };
   return { db, dir, file, rows };
 }
+
+describe('a transaction SQLite rolled back itself', () => {
+  it('fails with the error that made it (SQLITE_FULL), not with the rollback that followed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-db-'));
+    const handle = openDatabase(`sqlite:${join(dir, 'svc.db')}`);
+    try {
+      const sqlite = handle.sqlite!;
+      sqlite.exec('create table t (v text)');
+      sqlite.pragma(`max_page_count = ${sqlite.pragma('page_count', { simple: true }) as number}`);
+      const write = handle.db.transaction().execute(async (trx) => {
+        await sql`insert into t (v) values (${'x'.repeat(100_000)})`.execute(trx);
+      });
+      // Was "cannot rollback - no transaction is active": SQLite ends the transaction on SQLITE_FULL.
+      await expect(write).rejects.toMatchObject({ code: 'SQLITE_FULL' });
+      expect(sqlite.inTransaction).toBe(false);
+      sqlite.pragma('max_page_count = 4294967294');
+      await handle.db.transaction().execute((trx) => sql`insert into t (v) values ('fits')`.execute(trx));
+    } finally {
+      await handle.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('WalCheckpointer', () => {
   it('checkpoints once enough rows changed, else once the interval passed, never inside a transaction', () => {

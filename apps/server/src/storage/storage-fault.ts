@@ -1,0 +1,61 @@
+/**
+ * What an operator should know about a database error that is a fault of the database's surroundings (a full
+ * disk, a read-only file system, a lock another session holds, Postgres restarting or out of connections), or
+ * undefined for anything else (a bug, a constraint). Such a fault is expected in operation: requests that meet it
+ * are answered 503 `database_unavailable` and logged with this sentence instead of a stack trace, and svc carries
+ * on once the cause is gone.
+ *
+ * @example
+ * storageFault(sqliteError); // 'SQLITE_FULL: the disk holding the database file is full …'
+ */
+export function storageFault(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? message : '';
+  if (typeof code === 'string' && code.startsWith('SQLITE_')) return sqliteFault(code, text);
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return postgresFault(code, text);
+  // pg's own errors when a connection ends or cannot open: no SQLSTATE, a Node code or only a message.
+  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOTFOUND|EAI_AGAIN)$/.test(code)) {
+    return `${code}: Postgres cannot be reached (${text}); svc serves again once it is back`;
+  }
+  if (/^Connection terminated/.test(text) || text === 'timeout exceeded when trying to connect') {
+    return `Postgres connection lost: ${text}; svc serves again once it is back`;
+  }
+  return undefined;
+}
+
+function sqliteFault(code: string, message: string): string | undefined {
+  if (code === 'SQLITE_FULL') {
+    return `${code}: the disk holding the database file is full (${message}); free space on it and writes resume, without a restart`;
+  }
+  if (code.startsWith('SQLITE_READONLY')) {
+    return `${code}: the database file takes no writes (${message}): a file system mounted or remounted read-only, or the file's or its directory's permissions; writes resume once it is writable`;
+  }
+  if (code.startsWith('SQLITE_IOERR')) return `${code}: the disk failed a read or write of the database file (${message}); check the disk and the kernel log`;
+  if (code.startsWith('SQLITE_BUSY')) return `${code}: another process held the database file's write lock past the 5 s busy timeout (${message})`;
+  if (code.startsWith('SQLITE_CANTOPEN')) return `${code}: the database file cannot be opened (${message})`;
+  return undefined;
+}
+
+function postgresFault(sqlState: string, message: string): string | undefined {
+  switch (sqlState) {
+    case '55P03':
+      return `Postgres ${sqlState}: a statement waited past lock_timeout for a lock another session holds (${message}): an operator's LOCK TABLE, ALTER TABLE, VACUUM FULL or open transaction; pg_locks and pg_stat_activity name it`;
+    case '57014':
+      return `Postgres ${sqlState}: a statement was cancelled (${message}): statement_timeout, or pg_cancel_backend`;
+    case '53300':
+    case '53400':
+      return `Postgres ${sqlState}: Postgres refused a connection (${message}): max_connections is reached; raise it, or run fewer svc processes (each holds up to 20 connections)`;
+    case '53100':
+      return `Postgres ${sqlState}: the disk of the Postgres server is full (${message})`;
+    case '25006':
+      return `Postgres ${sqlState}: Postgres takes no writes (${message}): SVC_DATABASE_URL reaches a standby (after a failover?) or default_transaction_read_only is on`;
+    case '57P01':
+    case '57P02':
+    case '57P03':
+      return `Postgres ${sqlState}: Postgres is shutting down, restarting or not yet accepting connections (${message}); svc serves again once it is back`;
+  }
+  // Class 08: connection exceptions.
+  if (sqlState.startsWith('08')) return `Postgres ${sqlState}: the connection failed (${message}); svc serves again once it is back`;
+  return undefined;
+}
