@@ -71,6 +71,8 @@ describe('logs', () => {
     expect(okLine.upstream_latency_ms).toEqual(expect.any(Number));
     expect(okLine.tokens).toBeGreaterThan(0);
     expect(requests.map((l) => l.status).sort()).toEqual([200, 200, 200, 404, 502]);
+    // A failed request's line names its error; a served one has none.
+    expect(requests.map((l) => `${l.status} ${l.error}`).sort()).toEqual(['200 undefined', '200 undefined', '200 undefined', '404 model_not_found', '502 upstream_error']);
     expect(requests.map((l) => l.path).sort()).toEqual([...Array(4).fill('/v1/chat/completions'), '/v1/webhooks/test']);
     // Every request that reached the upstream (not the 404) says how long the upstream took.
     for (const line of requests.filter((l) => l.path === '/v1/chat/completions' && l.status !== 404)) {
@@ -85,6 +87,16 @@ describe('logs', () => {
       expect(attempt).toMatchObject({ status_code: 200, outcome: 'success' });
       expect(attempt.duration_ms).toEqual(expect.any(Number));
     }
+  });
+
+  it("names the error that ended a stream after its 200 went out", async () => {
+    const from = server.logs.length;
+    const { token } = await server.createKey();
+    upstream.nextBehavior({ errorEvent: true, errorMessage: 'the model fell over' });
+    const res = await post('/v1/chat/completions', token, { model: 'svc01', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    expect(res.status).toBe(200);
+    const line = await eventually(() => parsed(from).find((l) => l.msg === 'request' && l.method === 'POST'));
+    expect(line).toMatchObject({ status: 200, error: 'upstream_error' });
   });
 
   it('logs a failed delivery attempt with its status code and outcome', async () => {

@@ -79,7 +79,7 @@ export function statusFor(ctx: ChatContext, status: number): number {
  */
 export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
   const { deps, exchange } = ctx;
-  const fields: Record<string, unknown> = { tokens: outcome.usage.total_tokens };
+  const fields: Record<string, unknown> = { ...exchange.logFields, tokens: outcome.usage.total_tokens };
   if (ctx.upstreamStartedAt !== undefined) fields.upstream_latency_ms = (ctx.upstreamFinishedAt ?? deps.clock()) - ctx.upstreamStartedAt;
   exchange.logFields = fields;
   return deps.audit.record({

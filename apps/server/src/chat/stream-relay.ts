@@ -250,6 +250,8 @@ export async function relayStream(
     // client gets an error frame: nothing in this path may throw past them.
     const error = toApiError(err);
     const clientGone = ctx.abort.aborted;
+    // The status went out as 200 with the first frame: the log line names what ended the stream.
+    if (!clientGone) ctx.exchange.logFields = { ...ctx.exchange.logFields, error: error.wireCode ?? error.code };
     sse.hold();
     usage ??= await countUsage(request.messages, generated()).catch(() => NO_USAGE);
     if (!clientGone) await out.fail(error, usage);

@@ -15,6 +15,8 @@ export function answerError(exchange: Exchange, err: unknown, logger: Logger): v
   const error = toApiError(err);
   // A client that went away (the chat route aborts its upstream call then) is not a server fault: 499 in the request log.
   const clientGone = res.destroyed && !res.writableFinished;
+  // The request's log line names the error: during an incident "status":502 alone does not say what failed.
+  exchange.logFields = { ...exchange.logFields, error: error.wireCode ?? error.code };
   if (error.code === 'internal_error' && !clientGone) {
     logger.error({ err: error.cause ?? err, request_id: exchange.requestId, path: pathOf(exchange.url) }, 'unhandled error');
   }
