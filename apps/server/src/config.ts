@@ -162,6 +162,7 @@ const EnvSchema = z.object({
   // auto: HTTP/2 when an https upstream offers it, through svc's own node:http2 client (h2-upstream.ts); off: HTTP/1.1 only.
   SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('auto'),
   SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
+  SVC_DATABASE_POOL_SIZE: int(1, 1000).default(20),
   SVC_SECRET_KEY: z
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be 32 bytes, base64-encoded (openssl rand -base64 32)')
@@ -269,6 +270,11 @@ export interface Config {
     http2: 'auto' | 'off';
   };
   /**
+   * Postgres connections each process opens at most (SVC_DATABASE_POOL_SIZE): instances × processes × this must
+   * stay below the server's max_connections, or a busy moment's new connections are refused.
+   */
+  databasePoolSize: number;
+  /**
    * Chat requests in flight per process (SVC_MAX_IN_FLIGHT); past it a request gets 429
    * `too_many_requests_in_flight` at once. Nothing else bounds the upstream connections.
    */
@@ -362,6 +368,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       http2: e.SVC_UPSTREAM_HTTP2,
     },
     maxInFlight: e.SVC_MAX_IN_FLIGHT,
+    databasePoolSize: e.SVC_DATABASE_POOL_SIZE,
     streamKeepAliveMs: e.SVC_STREAM_KEEPALIVE_MS,
     secretKey: e.SVC_SECRET_KEY ? Buffer.from(e.SVC_SECRET_KEY, 'base64') : undefined,
     previousSecretKeys: (e.SVC_SECRET_KEY_PREVIOUS ?? '').split(',').filter((k) => k.trim() !== '').map((k) => Buffer.from(k.trim(), 'base64')),

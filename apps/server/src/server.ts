@@ -80,7 +80,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const { clusterWorker } = options;
   const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: clusterWorker !== undefined });
   const clock = options.clock ?? Date.now;
-  const store = await openStore(config.databaseUrl, { migrate: !clusterWorker });
+  const store = await openStore(config.databaseUrl, { migrate: !clusterWorker, poolSize: config.databasePoolSize });
   const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys);
   // A changed or lost key is said at start, not as every signed delivery failing afterwards.
   try {

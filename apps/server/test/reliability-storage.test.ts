@@ -281,6 +281,30 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
     }
   });
 
+  it('SVC_DATABASE_POOL_SIZE bounds the connections a process opens (instances × processes × it must fit max_connections)', async () => {
+    const receiver = await startReceiver();
+    const srv = await server({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY, SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_DATABASE_POOL_SIZE: '2' });
+    const operator = new pg.Client({ connectionString: pgDb!.url });
+    await operator.connect();
+    try {
+      const { token } = await srv.createKey({ webhookUrl: receiver.url });
+      const chat = () =>
+        fetch(`${srv.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
+        });
+      const statuses = await Promise.all(Array.from({ length: 30 }, async () => (await chat()).status));
+      expect(statuses).toEqual(Array(30).fill(200));
+      // The pool keeps its connections open a while after use: the ones it opened are still there.
+      const { rows } = await operator.query('select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
+      expect(rows[0].n).toBeLessThanOrEqual(2);
+    } finally {
+      await operator.end();
+      await receiver.close();
+    }
+  });
+
   it("an operator's LOCK TABLE on the outbox: a request waits at most lock_timeout, then is a 503 that names the fault; served again once the lock is gone", async () => {
     const receiver = await startReceiver();
     const srv = await server({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });

@@ -64,7 +64,7 @@ interface Slot {
  */
 export async function startPrimary(config: Config, options: { logger?: Logger; stopSignal?: Promise<unknown> } = {}): Promise<RunningPrimary | undefined> {
   const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: true });
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
   let firstRun: FirstRunCredentials | undefined;
   try {
     // Said here once for every worker (each checks the key itself).

@@ -45,7 +45,7 @@ function postgresFault(sqlState: string, message: string): string | undefined {
       return `Postgres ${sqlState}: a statement was cancelled (${message}): statement_timeout, or pg_cancel_backend`;
     case '53300':
     case '53400':
-      return `Postgres ${sqlState}: Postgres refused a connection (${message}): max_connections is reached; raise it, or run fewer svc processes (each holds up to 20 connections)`;
+      return `Postgres ${sqlState}: Postgres refused a connection (${message}): a connection limit is reached (max_connections, or the role's or database's CONNECTION LIMIT); raise it, or lower SVC_DATABASE_POOL_SIZE (connections per svc process, default 20)`;
     case '53100':
       return `Postgres ${sqlState}: the disk of the Postgres server is full (${message})`;
     case '25006':

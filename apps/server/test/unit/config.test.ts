@@ -12,6 +12,7 @@ describe('loadConfig', () => {
       redisUrl: undefined,
       upstream: { baseUrl: undefined, model: 'gpt-4o-mini', thinkingModel: 'gpt-4o-mini', timeoutMs: 120_000 },
       maxInFlight: 4096,
+      databasePoolSize: 20,
       streamKeepAliveMs: 15_000,
       rateLimitRpm: 600,
       webhooks: { timeoutMs: 10_000, allowPrivate: 'loopback', retentionDays: 30 },
