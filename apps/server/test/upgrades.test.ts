@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,8 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from './support/databases.js';
-import { SERVER_BIN, serverEnv } from './support/processes.js';
+import { adminCommand, SERVER_BIN, serverEnv, startServerProcess } from './support/processes.js';
+import { startReceiver } from './support/webhooks.js';
 
 const SECRET_KEY = Buffer.alloc(32, 7).toString('base64');
 const cleanups: Array<() => unknown> = [];
@@ -99,5 +101,62 @@ describe('a database migrated by a newer release (a downgrade)', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(refusal('015_from_a_newer_release'));
     expect((await client.query('select count(*)::int as n from kysely_migration')).rows[0].n).toBe(16);
+  });
+});
+
+/** What migrations 008–014 added, taken off again: the schema of the release before them (migrations only add). */
+const BEFORE_008 = [
+  'drop index deliveries_leased_idx',
+  'drop index deliveries_test_sends_idx',
+  'drop index deliveries_retrying_idx',
+  'drop index deliveries_key_status_idx',
+  'alter table api_keys drop column last_delivery_test',
+  'drop table response_parts',
+  'alter table responses drop column output_items',
+  'alter table responses drop column history_chars',
+  "delete from kysely_migration where name >= '008'",
+  "delete from svc_meta where key = 'migrated_by'",
+];
+
+describe('rows written before an upgrade', () => {
+  it('work after it: the key answers, its settings stand, a pending delivery goes out with its exact bytes and id', async () => {
+    const { file, env } = sqliteEnv();
+    const receiver = await startReceiver();
+    cleanups.push(() => receiver.close());
+    const serverEnvWith = { ...env, SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_RETRY_SCHEDULE: '1h' };
+    adminCommand(['users', 'create', '--email', 'ops@example.test', '--password', 'correct horse battery'], serverEnvWith);
+    const { key } = JSON.parse(
+      adminCommand(['keys', 'create', '--email', 'ops@example.test', '--webhook-url', receiver.url, '--signing-secret', 'whsec_before', '--rate-limit-rpm', '7', '--json'], serverEnvWith),
+    ) as { key: string };
+    const chat = (url: string) =>
+      fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'before the upgrade' }] }),
+      });
+    receiver.queue.push({ status: 503 });
+    let svc = await startServerProcess(serverEnvWith);
+    try {
+      expect((await chat(svc.url)).status).toBe(200);
+      await receiver.waitFor((received) => received.length === 1);
+    } finally {
+      await svc.stop();
+    }
+    // The first attempt failed; the next one is an hour away. Taken back to the older schema, then made due.
+    sqlite(file, ...BEFORE_008, "update webhook_deliveries set next_attempt_at = 0 where status = 'pending'", 'select 1');
+    const [pending] = sqlite(file, 'select id, payload from webhook_deliveries') as Array<{ id: string; payload: string }>;
+    svc = await startServerProcess(serverEnvWith);
+    try {
+      const res = await chat(svc.url);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-limit-requests')).toBe('7');
+      const attemptsOf = (all: Array<{ headers: Record<string, unknown> }>) => all.filter((d) => d.headers['x-svc-delivery'] === pending!.id);
+      const again = attemptsOf(await receiver.waitFor((all) => attemptsOf(all).length === 2))[1] as (typeof receiver.received)[number];
+      expect(again.raw.toString('utf8')).toBe(pending!.payload);
+      expect(again.headers['x-svc-signature']).toBe(`sha256=${createHmac('sha256', 'whsec_before').update(again.raw).digest('hex')}`);
+    } finally {
+      await svc.stop();
+    }
+    expect(sqlite(file, 'select name from kysely_migration where name >= \'008\' order by name')).toHaveLength(7);
   });
 });
