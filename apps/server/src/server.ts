@@ -92,7 +92,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw err;
   }
   // One registry per server: tests run several in one process.
-  const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()) });
+  const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()), unready: () => store.unready() });
   clusterWorker?.exposeMetrics(metrics.registry);
   const inFlight = new InFlightLimit(config.maxInFlight, { onReject: () => metrics.inFlightRejected() });
   metrics.inFlight(inFlight);

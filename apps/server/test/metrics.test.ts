@@ -164,6 +164,23 @@ describe('GET /metrics without SVC_METRICS_TOKEN behind a reverse proxy on the s
   });
 });
 
+describe('GET /metrics while the database takes no writes (a full disk, a read-only file system)', () => {
+  it('svc_database_up is 0, though reads still work; 1 again once it takes writes', async () => {
+    const sqlite = server.running.store.handle.sqlite!;
+    expect(sample(await scrape(), 'svc_database_up')).toBe(1);
+    sqlite.pragma('query_only = ON');
+    try {
+      const text = await scrape();
+      // Was 1: the scrape only read, while /readyz (a write) answered 503.
+      expect(sample(text, 'svc_database_up')).toBe(0);
+      expect(sample(text, 'svc_webhook_outbox_deliveries', { state: 'pending' })).toBe(0);
+    } finally {
+      sqlite.pragma('query_only = OFF');
+    }
+    expect(sample(await scrape(), 'svc_database_up')).toBe(1);
+  });
+});
+
 const pgDb = await createTestPostgres('metrics');
 
 describe.skipIf(!pgDb)('GET /metrics while Postgres is unreachable', () => {

@@ -15,6 +15,8 @@ export type GroundingVerdict = 'grounded' | 'ungrounded' | 'not_checked';
 export interface MetricsOptions {
   /** Outbox counts, read on every scrape. */
   backlog?: () => Promise<Backlog>;
+  /** Null when the database takes a write now, else why not (`Store.unready`), asked on every scrape. */
+  unready?: () => Promise<string | null>;
   /** Node process metrics (CPU, memory, event loop, GC). Default true. */
   processMetrics?: boolean;
 }
@@ -99,7 +101,7 @@ export class Metrics {
   });
 
   constructor(options: MetricsOptions = {}) {
-    const { backlog } = options;
+    const { backlog, unready } = options;
     if (backlog) {
       // One read per scrape serves both gauges; a failed read is an unreachable database, not a failed scrape:
       // the outbox counts are left out and svc_database_up says why, so an outage still has its metrics.
@@ -127,12 +129,14 @@ export class Metrics {
       });
       new Gauge({
         name: 'svc_database_up',
-        help: '1 when this scrape could read the database (the outbox counts), 0 when it could not (the error is logged by the requests that failed; /readyz answers 503).',
+        help: '1 when this scrape could read the database (the outbox counts) and write to it (as /readyz does), 0 when it could not (the error is logged by the requests that failed; /readyz answers 503).',
         registers: [this.registry],
         // Any process that cannot reach the database makes it 0.
         aggregator: 'min',
         async collect() {
-          this.set((await read()) === undefined ? 0 : 1);
+          // A write too: a full disk or a read-only file system still reads, while every audited request fails.
+          const [counts, problem] = await Promise.all([read(), unready ? unready().catch(() => 'unknown') : null]);
+          this.set(counts === undefined || problem !== null ? 0 : 1);
         },
       });
     }
