@@ -301,10 +301,11 @@ async function appliedMigrations(db: Kysely<Database>, dialect: Dialect): Promis
 export async function migrate(db: Kysely<Database>, dialect: Dialect): Promise<string[]> {
   const apply = async (target: Kysely<Database>) => {
     const known = migrations(dialect);
+    const latest = Object.keys(known).sort().at(-1) ?? '';
     const unknown = (await appliedMigrations(target, dialect)).filter((name) => !(name in known)).sort();
     if (unknown.length > 0) {
       const by = await target.selectFrom('svc_meta').select('value').where('key', '=', MIGRATED_BY).executeTakeFirst();
-      throw new NewerDatabaseError(unknown, by?.value, Object.keys(known).sort().at(-1) ?? '');
+      throw new NewerDatabaseError(unknown, by?.value, latest);
     }
     const migrator = new Migrator({
       db: target,
@@ -319,7 +320,7 @@ export async function migrate(db: Kysely<Database>, dialect: Dialect): Promise<s
     if (error) throw error;
     const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
     if (applied.length > 0) {
-      const value = `svc-server ${SERVER_VERSION}, migrations up to ${Object.keys(known).sort().at(-1)}`;
+      const value = `svc-server ${SERVER_VERSION}, migrations up to ${latest}`;
       await target.insertInto('svc_meta').values({ key: MIGRATED_BY, value }).onConflict((oc) => oc.column('key').doUpdateSet({ value })).execute();
     }
     return applied;
