@@ -66,7 +66,10 @@ describe('jsonValuesText: escapes in a string value', () => {
     ['{"summary": "It has a lake.\\nZürich is the largest city."}', 'It has a lake. \nZürich is the largest city.'],
     ['{"quote": "The mayor said \\"we grow\\"."}', 'The mayor said  "we grow ".'],
     ['{"path": "C:\\\\temp\\tx"}', 'C: \\temp  x'],
-    ['{"city": "Z\\u00fcrich"}', 'Z\\u00fcrich'],
+    // A \uXXXX escape is its character and a mark the reading of words drops (ESCAPE_FILLER): one word, same length.
+    ['{"city": "Z\\u00fcrich"}', 'Zü\u034f\u034f\u034f\u034f\u034frich'],
+    ['{"mood": "\\ud83d\\ude00 ok"}', '\ud83d\ude00           ok'],
+    ['{"dash": "5\\u20136"}', '5\u2013     6'],
   ])('%s', (answer, read) => {
     const start = answer.indexOf(': "') + 3;
     const end = answer.lastIndexOf('"');
@@ -78,6 +81,26 @@ describe('jsonValuesText: escapes in a string value', () => {
     const r = checkGrounding({ sources: ['Zürich is the largest city.\nIt has a lake.'], answer: jsonValuesText(answer)! });
     expect(r.claims.map((c) => answer.slice(c.start, c.end).trim())).toEqual(['It has a lake.', 'Zürich is the largest city.']);
     expect(r.grounded).toBe(true);
+  });
+});
+
+describe('checkGrounding of a JSON answer written with \\uXXXX escapes (Python json.dumps, ensure_ascii)', () => {
+  const SOURCES = [
+    'The 2025 offsite takes place in Zürich, at Café Sprüngli on Bahnhofstrasse. The team lunch is at Brasserie Lipp.',
+    '上海是中国最大的城市。会议在上海举行。',
+  ];
+  // answer, grounded, flagged (as written in the answer)
+  it.each<[string, boolean, string[]]>([
+    ['{"city": "Z\\u00fcrich", "venue": "Caf\\u00e9 Spr\\u00fcngli"}', true, []],
+    ['{"city": "Z\\u00DCRICH", "year": 2025}', true, []],
+    ['{"city": "\\u4e0a\\u6d77", "note": "\\u4f1a\\u8bae\\u5728\\u4e0a\\u6d77\\u4e3e\\u884c\\u3002"}', true, []],
+    // A swapped detail is still flagged, its span the escapes as written.
+    ['{"city": "Gen\\u00e8ve", "venue": "Caf\\u00e9 Spr\\u00fcngli"}', false, ['Gen\\u00e8ve']],
+    ['{"city": "\\u5317\\u4eac"}', false, ['\\u5317\\u4eac']],
+  ])('%s', (answer, grounded, flagged) => {
+    const r = checkGrounding({ sources: SOURCES, answer: jsonValuesText(answer)! });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => answer.slice(s.start, s.end))).toEqual(flagged);
   });
 });
 

@@ -1,7 +1,10 @@
+import { ESCAPE_FILLER } from './tokenize.js';
+
 /** Answers longer than this (UTF-16 units) are checked as they are: parsing them would hold the event loop. */
 export const MAX_JSON_ANSWER_CHARS = 256 * 1024;
 
 const SPACE = 0x20;
+const FILLER = ESCAPE_FILLER.charCodeAt(0);
 const NEWLINE = 0x0a;
 
 /**
@@ -206,10 +209,15 @@ function resolveRef(ref: string, root: Schema): Schema | undefined {
   return isSchema(node) ? node : undefined;
 }
 
+const LETTER_RE = /[\p{L}\p{M}]/u;
+const APOSTROPHE_RE = /['\u2019\u00b4\u2032]/;
+
 /**
- * Copies a JSON string's text between `start` and `end` to `out`, its escapes as what they stand for where that
- * takes no more room: `\n` is a line break (a space and a line break), `\"` a quote, `\t` a space, so
- * "lake.\nZürich" reads as two sentences and not as the word "nZürich". A `\uXXXX` escape is copied as it is.
+ * Copies a JSON string's text between `start` and `end` to `out`, its escapes as what they stand for, one character
+ * for one: `\n` is a line break (a space and a line break), `\"` a quote, `\t` a space, so "lake.\nZürich" reads
+ * as two sentences and not as the word "nZürich"; `\uXXXX` (a surrogate pair `\uD83D\uDE00` too) is its character
+ * followed by ESCAPE_FILLER, so the `ensure_ascii` JSON of Python's `json.dumps` (`Z\u00fcrich`, `\u4e0a\u6d77`)
+ * reads as its text.
  */
 function copyString(text: string, start: number, end: number, out: Uint16Array): void {
   for (let j = start; j < end; j++) {
@@ -220,7 +228,20 @@ function copyString(text: string, start: number, end: number, out: Uint16Array):
     }
     const next = text[j + 1]!;
     if (next === 'u') {
-      out[j] = c;
+      // Valid JSON: four hex digits follow. A high surrogate's pair is read with it.
+      let code = parseInt(text.slice(j + 2, j + 6), 16);
+      let width = 6;
+      const low = code >= 0xd800 && code <= 0xdbff && text.startsWith('\\u', j + 6) ? parseInt(text.slice(j + 8, j + 12), 16) : -1;
+      let decoded = String.fromCharCode(code);
+      if (low >= 0xdc00 && low <= 0xdfff) {
+        decoded += String.fromCharCode(low);
+        code = decoded.codePointAt(0)!;
+        width = 12;
+      }
+      const after = text[j + width];
+      const joins = LETTER_RE.test(decoded) || (APOSTROPHE_RE.test(decoded) && after !== undefined && LETTER_RE.test(after));
+      for (let k = 0; k < width; k++) out[j + k] = k < decoded.length ? decoded.charCodeAt(k) : joins ? FILLER : SPACE;
+      j += width - 1;
       continue;
     }
     out[j] = SPACE;

@@ -625,6 +625,13 @@ const CJK_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 export function hasCjk(text: string): boolean {
   return CJK_RE.test(text);
 }
+/**
+ * What fills the room a decoded escape of a JSON answer does not need (`jsonValuesText`): U+034F (combining grapheme
+ * joiner), a mark that the reading of words drops (`Word.norm` strips marks; Chinese and Japanese runs are cut as if
+ * it were not there), so `Z\u00fcrich` reads as the one word "Zürich" and keeps its six characters.
+ */
+export const ESCAPE_FILLER = '\u034f';
+const FILLER = ESCAPE_FILLER;
 const KANA_RE = /[\p{Script=Hiragana}\p{Script=Katakana}]/u;
 let zhWords: Intl.Segmenter | undefined;
 let jaWords: Intl.Segmenter | undefined;
@@ -636,12 +643,20 @@ let jaWords: Intl.Segmenter | undefined;
  * changed word, not a changed run.
  */
 export function cjkWords(text: string, from: number, to: number): number[] {
-  const run = text.slice(from, to);
+  let run = text.slice(from, to);
+  // A JSON answer's decoded escapes are padded with a mark (`ESCAPE_FILLER`) that would cut every character
+  // apart: the run is segmented without it, each cut moved to the character it stands before.
+  let at: number[] | undefined;
+  if (run.includes(FILLER)) {
+    at = [];
+    for (let i = 0; i < run.length; i++) if (run[i] !== FILLER) at.push(i);
+    run = run.replaceAll(FILLER, '');
+  }
   const segmenter = KANA_RE.test(run)
     ? (jaWords ??= new Intl.Segmenter('ja', { granularity: 'word' }))
     : (zhWords ??= new Intl.Segmenter('zh', { granularity: 'word' }));
   const cuts: number[] = [];
-  for (const s of segmenter.segment(run)) if (s.index > 0) cuts.push(from + s.index);
+  for (const s of segmenter.segment(run)) if (s.index > 0) cuts.push(from + (at ? at[s.index]! : s.index));
   cuts.push(to);
   return cuts;
 }
