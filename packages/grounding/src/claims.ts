@@ -1,4 +1,5 @@
 import { CHATTER_WORDS, CURRENCIES, MEASURE_UNITS, NEGATIONS, ORDINAL_WORDS, UNITS, type Unit } from './lexicon.js';
+import { readCodeBlocks } from './code-blocks.js';
 import { findCodeNames, findLinks, type Link } from './links.js';
 import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
 import { besideNumber, cjkName, inCapitals, isNegation, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
@@ -244,6 +245,10 @@ function blankNotAsserted(answer: string): { answer: string; links: Link[]; cite
   // A cited page's address ("… London. [Wikipedia](https://…)") is blanked with its mark, so it weighs nothing in
   // its sentence's claim, and is still checked as a claim of its own: a cited page no source has is made up.
   const cited: Link[] = [];
+  // A fenced block of code is read for the names it takes from the sources' library or tool (`readCodeBlocks`),
+  // before its brackets and tags could read as citation marks.
+  const block = readCodeBlocks(answer, stem);
+  answer = block.text;
   for (const [trigger, pattern] of CITATIONS) {
     if (!answer.includes(trigger)) continue;
     // The list of sources names its pages too, and footnotes theirs: "Sources:\n- https://…", "[^1]: https://…".
@@ -256,7 +261,8 @@ function blankNotAsserted(answer: string): { answer: string; links: Link[]; cite
   // Links left (not citation marks nor the list of sources) are checked whole (`Term.link`), not word by word.
   // So are the names of code quoted inline (`pool_size`, `/app/main.py`): a changed one shares most of its words.
   const found = findLinks(answer);
-  const code = findCodeNames(answer, stem);
+  const inline = findCodeNames(answer, stem);
+  const code = block.names.length === 0 ? inline : [...inline, ...block.names];
   const links = code.length === 0 ? found : [...found, ...code].sort((a, b) => a.start - b.start);
   if (links.length > 0) {
     const parts: string[] = [];

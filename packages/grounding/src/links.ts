@@ -13,6 +13,11 @@ export interface Link {
   lookups: string[];
   /** A name of code (`findCodeNames`): as written, looked for in the sources' text (`holdsCodeName`). */
   name?: string;
+  /**
+   * Spellings of a name of code any of which a source may hold for it (`name` among them): a chain of members whose
+   * last are methods every value has is backed without them too (`files.list().data`: `files.list`).
+   */
+  names?: string[];
 }
 
 // A web address with a scheme or "www.", up to white space or a character that never ends one in prose or JSON;

@@ -212,7 +212,10 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, te
     if (term.hours?.some((h) => index.stems.has(hourKey(h)) || question.hours.has(h))) return 1;
     return 0;
   }
-  if (term.link?.name !== undefined) return holdsCodeName(texts, term.link.name) || holdsCodeName([question.text], term.link.name) ? 1 : 0;
+  if (term.link?.name !== undefined) {
+    for (const name of term.link.names ?? [term.link.name]) if (holdsCodeName(texts, name) || holdsCodeName([question.text], name)) return 1;
+    return 0;
+  }
   if (term.link) {
     for (const key of term.link.lookups) if (index.stems.has(key) || question.stems.has(key)) return 1;
     return 0;

@@ -1,0 +1,145 @@
+import { describe, expect, it } from 'vitest';
+import { checkGrounding } from './check.js';
+import { readCodeBlocks } from './code-blocks.js';
+import { stem } from './tokenize.js';
+
+// A library's documentation as a RAG source, and a coding assistant's answer built from its documented API.
+const JS_DOCS = `# Acme Payments SDK for Node.js
+
+Install the SDK with \`npm install @acme/payments\`.
+
+\`\`\`js
+import { PaymentsClient } from '@acme/payments';
+
+const client = new PaymentsClient({ apiKey: process.env.ACME_API_KEY, maxRetries: 2 });
+const charge = await client.charges.create({ amount: 1999, currency: 'usd' });
+console.log(charge.id);
+\`\`\`
+
+The REST endpoint is https://api.acme.io/v1/charges/{id}. The \`timeout\` option sets the request timeout in milliseconds (default 30000). \`client.charges.retrieve(id)\` returns a charge by its id. Set \`ACME_API_KEY\` in your environment.`;
+
+const JS_ANSWER = `Here's how to create a charge and fetch it back:
+
+\`\`\`bash
+npm install @acme/payments
+\`\`\`
+
+\`\`\`javascript
+import { PaymentsClient } from "@acme/payments";
+
+const payments = new PaymentsClient({ apiKey: process.env.ACME_API_KEY, timeout: 30000 });
+
+// The charge is returned by its id.
+async function chargeAndFetch(orderTotal) {
+  const created = await payments.charges.create({ amount: orderTotal, currency: "usd" });
+  const fetched = await payments.charges.retrieve(created.id);
+  return fetched;
+}
+\`\`\`
+
+The \`timeout\` option is in milliseconds.`;
+
+const PY_DOCS = `Quickstart
+
+Install the library with pip:
+
+    pip install weatherly
+
+Create a client with your API key and call \`client.forecast.daily(city, days=7)\`; \`days\` may be 1 to 14. The \`units\` parameter is "metric" (default) or "imperial".
+
+\`\`\`python
+from weatherly import Weatherly
+
+client = Weatherly(api_key=os.environ["WEATHERLY_API_KEY"])
+forecast = client.forecast.daily("Oslo", days=3, units="metric")
+for day in forecast.days:
+    print(day.date, day.max_temp)
+\`\`\`
+
+The client retries failed requests up to 3 times (\`max_retries=3\`). Run \`weatherly-cli export --format csv --days 14\` to write a forecast to a file.`;
+
+const PY_ANSWER = `You can get a week of forecasts like this:
+
+\`\`\`python
+import os
+from weatherly import Weatherly
+
+def weekly_highs(city_name: str) -> list[float]:
+    """Return the highest temperature of each day of the coming week."""
+    client = Weatherly(api_key=os.environ["WEATHERLY_API_KEY"], max_retries=3)
+    result = client.forecast.daily(city_name, days=7, units="imperial")
+    highs = []
+    for entry in result.days:
+        highs.append(entry.max_temp)  # each day's max_temp
+    return highs
+
+if __name__ == "__main__":
+    print(weekly_highs("Bergen"))
+\`\`\`
+
+Or from the shell:
+
+\`\`\`bash
+$ pip install weatherly
+$ export WEATHERLY_API_KEY=sk-123
+$ weatherly-cli export --format csv --days 14 > bergen.csv
+\`\`\`
+`;
+
+describe('a code block is checked by the names it takes from the sources, not read as words', () => {
+  // docs, answer, what the answer's edit is, flagged (as written)
+  it.each<[string, string, [string, string] | undefined, string[]]>([
+    [JS_DOCS, JS_ANSWER, undefined, []],
+    [PY_DOCS, PY_ANSWER, undefined, []],
+    // An invented method, option, package, keyword argument, flag; a wrong number given to an option or a flag.
+    [JS_DOCS, JS_ANSWER, ['charges.retrieve', 'charges.fetchOne'], ['charges.fetchOne']],
+    [JS_DOCS, JS_ANSWER, ['timeout: 30000', 'retryDelay: 30000'], ['retryDelay']],
+    [JS_DOCS, JS_ANSWER, ['install @acme/payments', 'install @acme/payments-sdk'], ['@acme/payments-sdk']],
+    [JS_DOCS, JS_ANSWER, ['from "@acme/payments"', 'from "@acme/pay"'], ['@acme/pay']],
+    [JS_DOCS, JS_ANSWER, ['timeout: 30000', 'timeout: 3000'], ['3000']],
+    [PY_DOCS, PY_ANSWER, ['forecast.daily(city_name', 'forecast.weekly(city_name'], ['forecast.weekly']],
+    [PY_DOCS, PY_ANSWER, ['max_retries=3', 'retry_backoff=3'], ['retry_backoff']],
+    [PY_DOCS, PY_ANSWER, ['days=7', 'days=21'], ['21']],
+    [PY_DOCS, PY_ANSWER, ['--format csv', '--output csv'], ['--output']],
+    [PY_DOCS, PY_ANSWER, ['--days 14', '--days 30'], ['30']],
+    [PY_DOCS, PY_ANSWER, ['pip install weatherly', 'pip install weatherly-sdk'], ['weatherly-sdk']],
+    [PY_DOCS, PY_ANSWER, ['from weatherly import Weatherly', 'from weatherly import WeatherClient'], ['WeatherClient']],
+    [JS_DOCS, JS_ANSWER, ['return fetched;', 'return verifySignature(fetched);'], ['verifySignature']],
+    [JS_DOCS, JS_ANSWER.replace('return fetched;', 'return fetch("https://api.acme.io/v1/charges/" + created.id);'), ['/v1/', '/v2/'], ['https://api.acme.io/v2/charges/']],
+    // A comment is prose, read as such.
+    [PY_DOCS, PY_ANSWER, ["# each day's max_temp", '# in degrees Kelvin'], ['degrees', 'Kelvin']],
+  ])('%# %$', (_docs, answer, edit, flagged) => {
+    const edited = edit ? answer.replace(edit[0], edit[1]) : answer;
+    if (edit) expect(edited).not.toBe(answer);
+    const r = checkGrounding({ sources: [_docs], question: 'How do I use it?', answer: edited });
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+    expect(r.grounded).toBe(flagged.length === 0);
+  });
+
+  it('the names, numbers and comments kept are at their offsets; the snippet\'s own names, keywords and syntax are not read', () => {
+    const r = readCodeBlocks(PY_ANSWER, stem);
+    expect(r.text).toHaveLength(PY_ANSWER.length);
+    for (const n of r.names) expect(PY_ANSWER.slice(n.start, n.end)).toBe(n.name);
+    const names = r.names.map((n) => n.name);
+    expect(names).toEqual(expect.arrayContaining(['weatherly', 'Weatherly', 'api_key', 'max_retries', 'forecast.daily', 'days', 'units', 'max_temp', 'WEATHERLY_API_KEY', 'weatherly-cli', 'export', '--format', '--days']));
+    for (const own of ['weekly_highs', 'city_name', 'client', 'result', 'highs', 'entry', 'os', 'append', 'def', 'import', 'str', '__name__', '__main__', 'Bergen', 'sk-123', 'bergen.csv', 'pip']) {
+      expect(names).not.toContain(own);
+    }
+    const read = r.text.replace(/[\s.]+/g, ' ').trim();
+    // Left for the words: the prose before and between the blocks, the comment, the numbers given to options.
+    expect(read).toBe("You can get a week of forecasts like this: ```python 3 7 each day's max_temp ``` Or from the shell: ```bash 14 ```");
+  });
+
+  it('without a fenced block the answer is read as before', () => {
+    const answer = 'Call `client.forecast.daily` with days=7.';
+    expect(readCodeBlocks(answer, stem)).toEqual({ text: answer, names: [] });
+  });
+
+  it('a configuration block is checked by its keys and the numbers set', () => {
+    const docs = 'Configure the server in `svc.yaml`: `port` (default 8787), `grounding.threshold` (0.5) and `retention_days` (30).';
+    const ok = '```yaml\nport: 8787\nretention_days: 30\n```';
+    expect(checkGrounding({ sources: [docs], answer: ok }).flaggedSpans).toEqual([]);
+    const wrong = checkGrounding({ sources: [docs], answer: '```yaml\nport: 8080\nretention: 30\n```' });
+    expect(wrong.flaggedSpans.map((s) => s.text)).toEqual(['8080', 'retention']);
+  });
+});

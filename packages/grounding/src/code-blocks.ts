@@ -1,0 +1,534 @@
+import { STOPWORDS } from './lexicon.js';
+import { findLinks, type Link } from './links.js';
+
+/**
+ * What of an answer's fenced code blocks (```` ```lang … ``` ````, `~~~`) is a claim the sources can back, the way a
+ * code reviewer checks a snippet against the documentation: the names the snippet takes from a library or a tool
+ * (packages installed and imported, functions and classes it calls but does not define, the members it calls on
+ * them, option and keyword-argument names, configuration keys, environment variables, a program's subcommands and
+ * `--flags`), the numbers given to an option, key or flag, web addresses, and the comments (prose). Not: the names the
+ * snippet defines itself (variables, functions, classes, parameters, import aliases), language keywords and
+ * built-ins, syntax, string values, the tools everybody has (`npm`, `git`, `curl`) and their flags.
+ */
+export interface CodeReading {
+  /** The answer with its code blocks' unchecked parts blanked (spaces, a "." opening each line), one character for one. */
+  text: string;
+  /** The names to check, each checked whole as written (`Link.name`; kind `code`), ordered by start. */
+  names: Link[];
+}
+
+const FENCE_OPEN_RE = /^[ \t]{0,3}(```+|~~~+)[ \t]*([\w+#.-]*)[^`\n]*$/;
+
+const SHELL_LANGS = new Set(['bash', 'sh', 'shell', 'zsh', 'console', 'shell-session', 'shellsession', 'terminal', 'fish', 'powershell', 'ps1', 'pwsh', 'cmd', 'bat']);
+const CONFIG_LANGS = new Set(['yaml', 'yml', 'toml', 'ini', 'json', 'jsonc', 'json5', 'env', 'dotenv', 'properties', 'conf', 'cfg']);
+/** Languages whose comments start with "#"; the C family's start with "//" and "/*". */
+const HASH_COMMENT_LANGS = new Set(['python', 'py', 'python3', 'ruby', 'rb', 'yaml', 'yml', 'toml', 'ini', 'r', 'perl', 'pl', 'dockerfile', 'docker', 'makefile', 'make', 'env', 'dotenv', 'properties', 'conf', 'cfg', 'elixir', 'ex', 'nim', 'julia', 'jl', 'hcl', 'terraform', 'tf']);
+
+/** Words of the languages chat models write snippets in, and names every runtime has: the snippet's, not the library's. */
+const KEYWORDS = new Set(
+  `if else elif for while do return import from as def class const let var function async await new try except catch
+finally with in of not and or is none true false null undefined this self super print yield lambda pass break continue
+raise throw throws typeof instanceof delete void static public private protected export default extends implements
+interface type enum struct fn func fun impl trait pub mut use mod crate package go defer chan select switch case match
+where when then end begin module require include local global nonlocal assert del sizeof unsafe readonly declare
+namespace abstract final override val object companion init get set nil true false none echo`.split(/\s+/),
+);
+const BUILTINS = new Set(
+  `len range str int float bool list dict tuple open isinstance enumerate zip map filter sorted sum min max abs round
+input repr hash id iter next reversed any all getattr setattr hasattr vars dir format callable issubclass chr ord
+bytes bytearray frozenset complex divmod pow exit quit Exception ValueError TypeError KeyError IndexError
+RuntimeError StopIteration AttributeError ImportError OSError IOError NotImplementedError AssertionError
+List Dict Optional Any Union Tuple Set Callable Iterable Iterator Generator Literal TypedDict Awaitable Sequence Mapping
+console window document globalThis fetch setTimeout setInterval clearTimeout clearInterval queueMicrotask structuredClone
+Promise Object Array String Number Boolean Symbol BigInt Date Math JSON RegExp Error TypeError RangeError SyntaxError
+Map WeakMap WeakSet Intl Reflect Proxy URL URLSearchParams Headers Request Response FormData Blob AbortController
+TextEncoder TextDecoder Buffer process module exports require parseInt parseFloat isNaN encodeURIComponent
+decodeURIComponent atob btoa os sys json time re asyncio datetime pathlib typing logging subprocess collections math
+random functools itertools dataclasses uuid base64 hashlib io shutil tempfile argparse fs path http https crypto util
+child_process events stream url fmt log errors strings strconv context bufio ioutil main std println printf
+Some Ok Err Vec Box Rc Arc String Option Result unwrap expect`.split(/\s+/),
+);
+/** Tools a snippet runs without their documentation being a source: their names and flags are not checked. */
+const COMMON_TOOLS = new Set(
+  `npm npx yarn pnpm bun pip pip3 pipx poetry uv conda cargo go gem brew apt apt-get yum dnf apk composer dotnet git curl
+wget cd ls cat echo export set unset mkdir rm cp mv touch chmod chown sudo source python python3 node deno ruby java javac
+docker docker-compose kubectl helm make cmake gcc tar unzip grep sed awk head tail less open code vim nano printf env
+which ssh scp systemctl service jq xargs tee find sort`.split(/\s+/),
+);
+/** Subcommands after which a package manager's words are packages: `npm install openai`, `pip install requests`. */
+const INSTALLS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
+  [
+    ['npm', 'install i add'],
+    ['yarn', 'add'],
+    ['pnpm', 'add install i'],
+    ['bun', 'add install i'],
+    ['pip', 'install'],
+    ['pip3', 'install'],
+    ['pipx', 'install run'],
+    ['poetry', 'add'],
+    ['uv', 'add install'],
+    ['conda', 'install'],
+    ['cargo', 'add install'],
+    ['go', 'get install'],
+    ['gem', 'install'],
+    ['brew', 'install'],
+    ['apt', 'install'],
+    ['apt-get', 'install'],
+    ['composer', 'require'],
+    ['deno', 'add install'],
+  ].map(([tool, subs]) => [tool!, new Set(subs!.split(' '))]),
+);
+
+/** Records a name to check at `[start, end)` of the answer; `also`, another spelling that backs it as well. */
+type Namer = (start: number, end: number, also?: string) => void;
+
+/** One lexical unit of a line of code. */
+interface Lexeme {
+  kind: 'ident' | 'number' | 'string' | 'comment' | 'punct';
+  start: number;
+  end: number;
+  text: string;
+  /**
+   * The bracket it is in, across the block's lines: '' at the top, '(' a call's arguments (where `name=` is a keyword
+   * argument), 'def' a definition's parameters, '{' an object, a dictionary or a block, '['.
+   */
+  within: '' | '(' | 'def' | '{' | '[';
+}
+
+/**
+ * Reads the fenced code blocks of `answer` (see `CodeReading`). Offsets are kept: what is not read becomes spaces,
+ * and the first character a line's reading blanks becomes a full stop, so no two lines of code read as one sentence.
+ *
+ * @example
+ * readCodeBlocks('```js\nconst c = new Client({ maxRetries: 2 });\n```').names.map((n) => n.name); // ['Client', 'maxRetries']
+ */
+export function readCodeBlocks(answer: string, stemOf: (word: string) => string): CodeReading {
+  if (!answer.includes('```') && !answer.includes('~~~')) return { text: answer, names: [] };
+  const blocks: { lang: string; from: number; to: number }[] = [];
+  // Line by line, as CommonMark reads fences: a block runs to a line of the same fence alone, or to the answer's end.
+  let open: { fence: string; lang: string; from: number } | undefined;
+  for (let lineStart = 0; lineStart <= answer.length; ) {
+    let lineEnd = answer.indexOf('\n', lineStart);
+    if (lineEnd === -1) lineEnd = answer.length;
+    const line = answer.slice(lineStart, lineEnd);
+    if (open === undefined) {
+      const m = FENCE_OPEN_RE.exec(line);
+      if (m) open = { fence: m[1]!, lang: m[2]!.toLowerCase(), from: lineEnd + 1 };
+    } else if (line.trim() === open.fence || (line.trim().startsWith(open.fence) && /^[`~]+$/.test(line.trim()))) {
+      blocks.push({ lang: open.lang, from: Math.min(open.from, lineStart), to: Math.max(lineStart - 1, open.from) });
+      open = undefined;
+    }
+    lineStart = lineEnd + 1;
+  }
+  if (open !== undefined && open.from < answer.length) blocks.push({ lang: open.lang, from: open.from, to: answer.length });
+  if (blocks.length === 0) return { text: answer, names: [] };
+  const out = answer.split('');
+  const names: Link[] = [];
+  const keep = new Uint8Array(answer.length);
+  const name: Namer = (start, end, also) => {
+    const text = answer.slice(start, end);
+    // Part of a web address, which is checked whole as a link.
+    if (keep[start] === 1) return;
+    const words = text.match(/\p{L}[\p{L}\p{N}]*/gu) ?? [];
+    // A name spelled only with function words ("--all", "in") has no passage to find it by: not checked.
+    if (words.every((w) => STOPWORDS.has(w.toLowerCase()))) return;
+    const link: Link = { kind: 'code', start, end, keys: [], lookups: [...new Set(words.map((w) => stemOf(w.toLowerCase())))], name: text };
+    if (also !== undefined) link.names = [text, also];
+    names.push(link);
+  };
+  // Names the snippets define, over all blocks: a variable made in one is used in the next.
+  // Prose in a fence (a ```text block, a sentence laid out in one) is read as prose: its lines are kept whole. Web
+  // addresses are kept to be checked as links, quoted or not.
+  for (const b of blocks) {
+    for (const link of findLinks(answer.slice(b.from, b.to))) if (link.kind === 'url') keep.fill(1, b.from + link.start, b.from + link.end);
+    let lineStart = b.from;
+    while (lineStart < b.to) {
+      let lineEnd = answer.indexOf('\n', lineStart);
+      if (lineEnd === -1 || lineEnd > b.to) lineEnd = b.to;
+      if (PROSE_LANGS.has(b.lang) || proseLine(answer.slice(lineStart, lineEnd))) keep.fill(1, lineStart, lineEnd);
+      lineStart = lineEnd + 1;
+    }
+  }
+  const lexed = blocks.map((b) => ({
+    ...b,
+    lines: shellBlock(b.lang, answer.slice(b.from, b.to)) ? undefined : lexLines(answer, b.from, b.to, b.lang).filter((l) => l.length === 0 || !keep[l[0]!.start]),
+  }));
+  const defined = new Set<string>();
+  for (const b of lexed) if (b.lines) for (const line of b.lines) definitions(line, defined, CONFIG_LANGS.has(b.lang));
+  for (const b of lexed) {
+    if (b.lines) for (const line of b.lines) readCodeLine(line, defined, CONFIG_LANGS.has(b.lang), keep, name);
+    else readShell(answer, b.from, b.to, keep, name);
+    for (let i = b.from; i < b.to; i++) if (!keep[i] && answer[i] !== '\n') out[i] = ' ';
+    // Each line a sentence of its own: a full stop where the line's first blanked character was.
+    let lineStart = b.from;
+    while (lineStart < b.to) {
+      let lineEnd = answer.indexOf('\n', lineStart);
+      if (lineEnd === -1 || lineEnd > b.to) lineEnd = b.to;
+      for (let i = lineStart; i < lineEnd; i++) {
+        if (!keep[i]) {
+          out[i] = '.';
+          break;
+        }
+      }
+      lineStart = lineEnd + 1;
+    }
+  }
+  // A name is checked whole (`Link.name`): its characters are blanked as a link's are, by the caller.
+  return { text: out.join(''), names: names.sort((a, b) => a.start - b.start) };
+}
+
+/** Fences whose text is prose, read as the rest of the answer is. */
+const PROSE_LANGS = new Set(['text', 'txt', 'plaintext', 'plain', 'markdown', 'md', 'output', 'log', 'quote']);
+
+/**
+ * A line that reads as a sentence rather than code: a capital or a digit first, three words or more, and either a
+ * sentence's end last and none of code's marks (`=`, `;`, braces, a call's "word("), or four words or more of
+ * letters, digits and prose's punctuation alone ("Marta Lopez won the title in 2018").
+ */
+function proseLine(line: string): boolean {
+  const words = line.trim().split(/\s+/);
+  if (words.length < 3 || !/^\s*(?:[-*\u2022]\s+)?(?:\p{Extended_Pictographic}\ufe0f?\s*)?[\u00bf\u00a1"'\u201c(]?[\p{Lu}\p{N}]/u.test(line)) return false;
+  if (/[.!?\u3002]["'\u201d\u2019)]?\s*$/.test(line) && !/[=;{}<>|`]|\$(?!\d)|[\w\]]\(/.test(line)) return true;
+  return words.length >= 4 && words.every((w, i) => (i === 0 && /^\p{Extended_Pictographic}/u.test(w)) || /^[\p{L}\p{N}\u2022*-][\p{L}\p{N}'\u2019.,:;!?%\u20ac$\u00a3-]*$/u.test(w));
+}
+
+function shellBlock(lang: string, body: string): boolean {
+  if (SHELL_LANGS.has(lang)) return true;
+  if (lang !== '') return false;
+  // No language: a shell session when every line is a prompt or starts with a tool.
+  const lines = body.split('\n').filter((l) => l.trim() !== '');
+  return lines.length > 0 && lines.every((l) => /^\s*\$\s/.test(l) || COMMON_TOOLS.has(l.trim().split(/\s+/)[0]!));
+}
+
+const WORD_RE = /"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"'|;&<>()]+|\|\||&&|[|;&]/g;
+
+/**
+ * A shell session's commands: packages after an install (`npm install openai`, `pip install "requests>=2"`, names
+ * without their version), a program's name, its subcommands and `--flags` when the program is not a common tool,
+ * environment variables set (`export ACME_API_KEY=…`), and the numbers given to a flag or a variable.
+ */
+function readShell(answer: string, from: number, to: number, keep: Uint8Array, name: Namer): void {
+  let lineStart = from;
+  while (lineStart < to) {
+    let lineEnd = answer.indexOf('\n', lineStart);
+    if (lineEnd === -1 || lineEnd > to) lineEnd = to;
+    let line = answer.slice(lineStart, lineEnd);
+    let offset = lineStart;
+    if (keep[lineStart] === 1) {
+      lineStart = lineEnd + 1;
+      continue;
+    }
+    const prompt = /^\s*(?:\$|PS>|>)\s/.exec(line);
+    if (prompt) {
+      offset += prompt[0].length;
+      line = line.slice(prompt[0].length);
+    }
+    const comment = /(?:^|\s)#\s.*$/.exec(line);
+    if (comment) {
+      const at = offset + comment.index + comment[0].indexOf('#') + 1;
+      keep.fill(1, at, offset + comment.index + comment[0].length);
+      line = line.slice(0, comment.index);
+    }
+    const words = [...line.matchAll(WORD_RE)].map((m) => ({ text: m[0], start: offset + m.index, end: offset + m.index + m[0].length }));
+    let command: typeof words = [];
+    const flush = () => {
+      if (command.length > 0) readCommand(command, keep, name);
+      command = [];
+    };
+    for (const w of words) {
+      if (/^(?:\|\||&&|[|;&])$/.test(w.text)) flush();
+      else command.push(w);
+    }
+    flush();
+    lineStart = lineEnd + 1;
+  }
+}
+
+function readCommand(words: { text: string; start: number; end: number }[], keep: Uint8Array, name: Namer): void {
+  let i = 0;
+  // Variables set before the command or exported: the name is the documented one, a number its setting.
+  while (i < words.length) {
+    const w = words[i]!;
+    if (w.text === 'sudo' || w.text === 'export' || w.text === 'set') {
+      i++;
+      continue;
+    }
+    const assign = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(w.text);
+    if (!assign) break;
+    name(w.start, w.start + assign[1]!.length);
+    if (/^-?\d+(?:\.\d+)?$/.test(assign[2]!)) keep.fill(1, w.start + assign[1]!.length + 1, w.end);
+    i++;
+  }
+  const program = words[i];
+  if (!program) return;
+  const tool = program.text.replace(/^.*\//, '');
+  if (COMMON_TOOLS.has(tool)) {
+    const installs = INSTALLS.get(tool);
+    if (tool === 'npx' || tool === 'pipx' || tool === 'uvx') {
+      const pkg = words.slice(i + 1).find((w) => !w.text.startsWith('-'));
+      if (pkg) packageName(pkg, name);
+      return;
+    }
+    const sub = words.slice(i + 1).findIndex((w) => !w.text.startsWith('-'));
+    if (!installs || sub === -1 || !installs.has(words[i + 1 + sub]!.text)) return;
+    for (const w of words.slice(i + 2 + sub)) if (!w.text.startsWith('-') && !/^[.~/]/.test(w.text)) packageName(w, name);
+    return;
+  }
+  // A program the sources document: its name, its subcommands (plain words before the first flag), its flags.
+  if (/^[\w@.][\w@./-]*$/.test(program.text) && /\p{L}/u.test(program.text)) name(program.start, program.end);
+  let flags = false;
+  for (let j = i + 1; j < words.length; j++) {
+    const w = words[j]!;
+    const flag = /^(--?[A-Za-z][\w-]*)(?:=(.*))?$/.exec(w.text);
+    if (flag) {
+      flags = true;
+      if (flag[1]!.startsWith('--')) name(w.start, w.start + flag[1]!.length);
+      const value = flag[2];
+      if (value !== undefined && /^-?\d+(?:\.\d+)?$/.test(value)) keep.fill(1, w.end - value.length, w.end);
+      const next = words[j + 1];
+      if (value === undefined && next && /^-?\d+(?:\.\d+)?$/.test(next.text)) {
+        keep.fill(1, next.start, next.end);
+        j++;
+      }
+      continue;
+    }
+    if (!flags && /^[a-z][\w-]*$/.test(w.text)) name(w.start, w.end);
+  }
+}
+
+/** A package as installed: without quotes, a version range (`openai@4.2`, `requests>=2`) or extras (`pkg[all]`). */
+function packageName(w: { text: string; start: number; end: number }, name: Namer): void {
+  let start = w.start;
+  let text = w.text;
+  if (/^["']/.test(text)) {
+    start++;
+    text = text.slice(1, -1);
+  }
+  const bare = /^@?[A-Za-z0-9][\w.-]*(?:\/[A-Za-z0-9][\w.-]*)*/.exec(text);
+  if (bare && /\p{L}/u.test(bare[0])) name(start, start + bare[0].replace(/[.-]+$/, '').length);
+}
+
+const LEX_RE =
+  /(?<comment>\/\/[^\n]*|\/\*[\s\S]*?\*\/|#[^\n]*)|(?<string>[rbuf]{0,2}(?:"{3}[\s\S]*?"{3}|'{3}[\s\S]*?'{3}|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`))|(?<number>\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?<ident>[\p{L}_$][\p{L}\p{N}_$]*)|(?<punct>=>|==|!=|<=|>=|:=|\*\*|\+=|-=|\.\.\.|[^\s\p{L}\p{N}_])/uy;
+
+const DEFINERS = /^(?:def|function|fn|func|fun)$/;
+
+/** The lines of a block of code as lexemes (a multi-line string or comment is on the line it opens). */
+function lexLines(answer: string, from: number, to: number, lang: string): Lexeme[][] {
+  const hash = HASH_COMMENT_LANGS.has(lang) || (lang === '' && /^\s*#\s/m.test(answer.slice(from, to)));
+  const lines: Lexeme[][] = [[]];
+  const stack: Lexeme['within'][] = [];
+  let i = from;
+  while (i < to) {
+    const c = answer[i]!;
+    if (c === '\n') {
+      lines.push([]);
+      i++;
+      continue;
+    }
+    if (c === ' ' || c === '\t' || c === '\r') {
+      i++;
+      continue;
+    }
+    LEX_RE.lastIndex = i;
+    const m = LEX_RE.exec(answer);
+    // Nothing past the block's fence is its own (an unclosed string or comment ends with the block).
+    if (!m || m[0].length === 0 || i + m[0].length > to) {
+      if (m && m[0].length > 0) lines[lines.length - 1]!.push({ kind: 'punct', start: i, end: i + 1, text: answer[i]!, within: stack[stack.length - 1] ?? '' });
+      i++;
+      continue;
+    }
+    const g = m.groups!;
+    let kind: Lexeme['kind'] = g.comment !== undefined ? 'comment' : g.string !== undefined ? 'string' : g.number !== undefined ? 'number' : g.ident !== undefined ? 'ident' : 'punct';
+    let end = i + m[0].length;
+    // "#" opens a comment only where the language says so ("#include", "#[derive]" are code); "//" only after white
+    // space, in a language whose comments are not "#" (`url: https://…` in YAML is no comment).
+    const slashes = m[0].startsWith('//');
+    if (kind === 'comment' && (slashes ? hash || (i > 0 && !/\s/.test(answer[i - 1]!)) : m[0].startsWith('#') !== hash)) {
+      kind = 'punct';
+      end = i + 1;
+    }
+    // An identifier glued to a quote is a string's prefix only for f"…", r'…', b"…".
+    const text = answer.slice(i, end);
+    const line = lines[lines.length - 1]!;
+    const within = stack[stack.length - 1] ?? '';
+    line.push({ kind, start: i, end, text, within });
+    if (kind === 'punct') {
+      if (text === '(') {
+        const before = line[line.length - 2];
+        const definer = line[line.length - 3];
+        stack.push((before?.kind === 'ident' && definer !== undefined && DEFINERS.test(definer.text)) || (before !== undefined && DEFINERS.test(before.text)) ? 'def' : '(');
+      } else if (text === '{' || text === '[') stack.push(text);
+      else if (text === ')' || text === '}' || text === ']') stack.pop();
+    }
+    i = end;
+  }
+  return lines;
+}
+
+/** Lexemes looked at for the names one declaration or one arrow function lists: the work of a line stays linear. */
+const MAX_LISTED = 64;
+
+/**
+ * Collects the names a line defines: assigned, declared, a function's parameters, an import's names and aliases,
+ * a loop's variables.
+ */
+function definitions(line: readonly Lexeme[], defined: Set<string>, config: boolean): void {
+  if (config) return;
+  const code = line.filter((l) => l.kind !== 'comment');
+  const imports = code[0]?.text === 'import' || code[0]?.text === 'from';
+  for (let k = 0; k < code.length; k++) {
+    const t = code[k]!;
+    if (t.kind !== 'ident' || KEYWORDS.has(t.text)) continue;
+    const prev = code[k - 1];
+    const next = code[k + 1];
+    if (imports || t.within === 'def') {
+      if (prev?.text !== '.') defined.add(t.text);
+      continue;
+    }
+    const declares = prev?.kind === 'ident' && /^(?:const|let|var|def|function|class|fn|func|fun|struct|interface|type|enum|as|val|trait|for|catch|except|lambda)$/.test(prev.text);
+    const assigned = next?.kind === 'punct' && /^(?:=|:=|\+=|-=)$/.test(next.text) && t.within !== '(' && prev?.text !== '.';
+    if (declares || assigned || (next?.text === '=>' && prev?.text !== '.')) defined.add(t.text);
+    // The names a declaration or a loop lists: `const { data, error } =`, `for key, value in`, `lambda a, b:`.
+    if (/^(?:const|let|var|for|lambda)$/.test(t.text)) {
+      for (let j = k + 1; j < Math.min(code.length, k + MAX_LISTED); j++) {
+        const u = code[j]!;
+        if (u.text === '=' || u.text === 'in' || u.text === 'of' || (u.text === ':' && t.text !== 'const' && t.text !== 'let' && t.text !== 'var')) break;
+        if (u.kind === 'ident' && !KEYWORDS.has(u.text) && code[j - 1]?.text !== ':' && code[j - 1]?.text !== '.') defined.add(u.text);
+      }
+    }
+  }
+  // An arrow function's parameters: "(a, b) =>".
+  for (let k = 0; k < code.length; k++) {
+    if (code[k]!.text !== '=>' || code[k - 1]?.text !== ')') continue;
+    let depth = 0;
+    for (let j = k - 1; j >= Math.max(0, k - MAX_LISTED); j--) {
+      const u = code[j]!;
+      if (u.text === ')') depth++;
+      else if (u.text === '(' && --depth === 0) break;
+      else if (u.kind === 'ident') defined.add(u.text);
+    }
+  }
+}
+
+/** Members every language's values have (`append`, `map`, `json`, `length`): no library's claim. */
+const VALUE_METHODS = new Set(
+  `append extend pop push shift unshift map filter reduce forEach join split strip lstrip rstrip lower upper replace
+format items keys values get has add remove length size then catch finally json text toString toFixed toUpperCase
+toLowerCase slice splice includes indexOf startsWith endsWith trim update copy sort reverse count find findIndex some
+every concat encode decode read write close readlines readline flush iter next send hex insert clear index
+setdefault isdigit isalpha title capitalize upper log error warn info debug stringify parse assign entries fromEntries
+isArray now floor ceil round random max min abs`.split(/\s+/),
+);
+
+/** Reads one line of code: which of its lexemes are names to check, numbers to keep, prose (comments) to read. */
+function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, config: boolean, keep: Uint8Array, name: Namer): void {
+  const code = line.filter((l) => l.kind !== 'comment');
+  for (const l of line) {
+    if (l.kind === 'comment') {
+      // Comments are prose: read as the answer's other sentences are, without their marks.
+      const text = l.text.replace(/^(?:\/\/+|\/\*+|#+)/, '').replace(/\*+\/$/, '');
+      const at = l.start + l.text.indexOf(text);
+      keep.fill(1, at, at + text.length);
+    }
+  }
+  if (code[0]?.text === 'import' || code[0]?.text === 'from' || (code[0]?.text === 'export' && code.some((l) => l.text === 'from'))) {
+    readImport(code, name);
+    return;
+  }
+  for (let k = 0; k < code.length; k++) {
+    const t = code[k]!;
+    const prev = code[k - 1];
+    const next = code[k + 1];
+    // A key or an option given a value ("max_tokens=100", "{ maxRetries: 2 }", "timeout: 30", `"model": …`).
+    const quoted = t.kind === 'string' && /^["'][\w.-]+["']$/.test(t.text);
+    const key =
+      (t.kind === 'ident' || quoted) &&
+      next?.kind === 'punct' &&
+      prev?.text !== '?' &&
+      prev?.text !== '.' &&
+      ((next.text === ':' && (config || t.within === '{')) || (next.text === '=' && (config || t.within === '(')));
+    if (key) {
+      const quote = quoted ? 1 : 0;
+      if (quote || !KEYWORDS.has(t.text)) name(t.start + quote, t.end - quote);
+      const value = code[k + 2];
+      const negative = value?.text === '-' && code[k + 3]?.kind === 'number';
+      const number = negative ? code[k + 3] : value;
+      if (number?.kind === 'number') keep.fill(1, negative ? value!.start : number.start, number.end);
+      k += 1;
+      continue;
+    }
+    // A configuration's values and section names ("[server]") are the app's.
+    if (config) continue;
+    if (t.kind === 'string') {
+      // The package a require names: `require('express')`.
+      const pkg = /^["']([@\w./-]+)["']$/.exec(t.text);
+      if (pkg && prev?.text === '(' && code[k - 2]?.text === 'require' && !pkg[1]!.startsWith('.')) name(t.start + 1, t.end - 1);
+      continue;
+    }
+    // Dunder names (`__name__`, `__init__`) are the language's.
+    if (t.kind !== 'ident' || KEYWORDS.has(t.text) || t.within === 'def' || /^__\w+__$/.test(t.text)) continue;
+    if (prev?.text === '.' && (code[k - 2]?.kind === 'string' || code[k - 2]?.kind === 'number')) continue;
+    // A chain of members: `client.chat.completions.create`, `payments.charges.refund`.
+    let last = k;
+    while (code[last + 1]?.text === '.' && code[last + 2]?.kind === 'ident') last += 2;
+    const member = prev?.text === '.';
+    const own = !member && (defined.has(t.text) || t.text === 'self' || t.text === 'this');
+    const builtin = !member && BUILTINS.has(t.text);
+    const call = code[last + 1]?.text === '(';
+    // Members named as the library's: from the first after a root of the snippet's own, else from the root.
+    const from = own || builtin ? k + 2 : k;
+    if (builtin || from > last || last === k) {
+      if (!builtin && !own && (call || /[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]|^[A-Z]/.test(t.text)) && prev?.text !== '@') {
+        // A function or class the snippet calls without defining it (`load_dotenv()`), or a name of a library's
+        // shape (`NOT_GIVEN`, `HTTPException`).
+        name(t.start, t.end);
+      }
+      k = last;
+      continue;
+    }
+    // Methods every value has are no claim of the library's: `results.append`, `response.json`.
+    let core = last;
+    while (core >= from && VALUE_METHODS.has(code[core]!.text)) core -= 2;
+    if (core >= from) name(code[from]!.start, code[last]!.end, core === last ? undefined : textOf(code, from, core));
+    k = last;
+  }
+}
+
+function textOf(code: readonly Lexeme[], from: number, to: number): string {
+  let s = '';
+  for (let j = from; j <= to; j++) s += code[j]!.text;
+  return s;
+}
+
+/**
+ * An import statement's names: the module (`from openai import …`, `import numpy as np`, `from "openai"`) and the
+ * names imported from it (`OpenAI`, `{ PaymentsClient }`), not the aliases the snippet gives them (`np`, a default
+ * import's binding).
+ */
+function readImport(code: readonly Lexeme[], name: Namer): void {
+  // A relative import (`from .models import Order`) takes the app's own names.
+  if (code[0]!.text === 'from' && code[1]?.kind === 'punct') return;
+  const js = code.some((l) => l.kind === 'string');
+  let braces = 0;
+  for (let j = 0; j < code.length; j++) {
+    const t = code[j]!;
+    if (t.text === '{') braces++;
+    else if (t.text === '}') braces--;
+    if (t.kind === 'string') {
+      const pkg = /^["']([@\w./-]+)["']$/.exec(t.text);
+      if (pkg && !pkg[1]!.startsWith('.')) name(t.start + 1, t.end - 1);
+      continue;
+    }
+    if (t.kind !== 'ident' || KEYWORDS.has(t.text) || t.text === 'type') continue;
+    if (code[j - 1]?.text === 'as' || code[j - 1]?.text === '.') continue;
+    // A dotted module: `from a.b import c`, `import a.b`; a relative one (`from .models import …`) is the app's.
+    let last = j;
+    while (code[last + 1]?.text === '.' && code[last + 2]?.kind === 'ident') last += 2;
+    // JavaScript's default or namespace import binds a name of the snippet's choosing; the standard library's
+    // modules (`import os`, `from typing import …`) are no source's claim.
+    if (!(js && braces === 0) && !(j === 1 && BUILTINS.has(t.text))) name(t.start, code[last]!.end);
+    if (j === 1 && BUILTINS.has(t.text) && code[0]!.text === 'from') return;
+    j = last;
+  }
+}
