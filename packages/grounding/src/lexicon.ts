@@ -52,12 +52,37 @@ called named titled
 
 /**
  * Negation cues; a claim that adds or drops one can flip the meaning. German, French and Spanish ones too, as
- * diacritics are stripped ("ningún" is "ningun"): "nicht", "kein", "ne … pas", "jamais", "nunca", "nadie".
+ * diacritics are stripped ("ningún" is "ningun"): "nicht", "kein", "ne … pas", "jamais", "nunca", "nadie". Chinese
+ * ones as ICU's segmentation cuts them ("不", "没有", "未", "非", "无法", "并非"; `cjkWords` cuts 不 and 没 off the
+ * verb they are glued to, "没读"), and Japanese endings ("ません" is "ませ"+"せん" or "しま"+"せん", "ない", "なかった":
+ * `BACK_NEGATIONS`).
  */
 export const NEGATIONS = words(`not no never none nobody nothing neither nor without cannot n't nowhere
 nicht kein keine keinen keinem keiner keines nie niemals nichts niemand nirgends weder
 ne pas jamais rien aucun aucune ni non
-nunca nada nadie ningun ninguna ninguno jamas tampoco`);
+nunca nada nadie ningun ninguna ninguno jamas tampoco
+不 没 没有 沒 沒有 未 未曾 非 并非 並非 无 無 无法 無法 别 勿
+せん ない なかった`);
+
+/**
+ * Negations that follow what they negate: Japanese verb and adjective endings ("営業しません", "必要ない"). They reach
+ * back to the content words before them, as English "not" reaches forward.
+ */
+export const BACK_NEGATIONS = words(`せん ない なかった`);
+
+/**
+ * German negations that may close their clause, the verb before them ("Er kennt den Mann nicht.", "Das Museum öffnet
+ * am Montag nicht."): one that reaches no content word after it reaches back to the content words before it.
+ */
+export const CLAUSE_FINAL_NEGATIONS = words(`nicht nie niemals`);
+
+/**
+ * Chinese words that begin with a negation's character and are no negation: "不过" (but), "不同" (different), "未来"
+ * (the future), "没错" (right). Any other word of two characters that begins with 不, 没 or 未 is that negation and
+ * the word after it ("没读" is 没 读).
+ */
+export const NOT_NEGATED_CJK = words(`不过 不仅 不但 不论 不管 不断 不久 不少 不同 不错 不如 不得 不用 不要 不再 不必 不可
+未来 未必 没错 没事 没关系 不好意思`);
 
 /** Quantifiers that make a claim stronger or weaker than its source. */
 export const QUANTIFIERS = words(`all every always only entire entirely whole never none most majority

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './index.js';
 
 // A dropped or added negation is flagged like a changed number: a claim whose only passages holding its words
-// disagree with it on negation gets no support from them, in English, German, French and Spanish.
+// disagree with it on negation gets no support from them, in English, German, French, Spanish, Chinese and Japanese.
 
 const SEED = Number(process.env.GROUNDING_PROPS_SEED ?? 20261129);
 const RUNS = Number(process.env.GROUNDING_PROPS_RUNS ?? 1);
@@ -22,6 +22,19 @@ const PAIRS: readonly [negated: string, plain: string][] = [
   ['Los clientes del plan antiguo no se ven afectados por el cambio.', 'Los clientes del plan antiguo se ven afectados por el cambio.'],
   ['El museo nunca abre sus puertas los lunes.', 'El museo abre sus puertas los lunes.'],
   ['Ningún cliente del plan antiguo pierde sus datos.', 'Cliente del plan antiguo pierde sus datos.'],
+  // German "nicht" at a clause's end negates the verb before it; in a subordinate clause, the participle after it.
+  ['Das Museum öffnet am Montag nicht.', 'Das Museum öffnet am Montag.'],
+  ['Der Vorstand kennt den neuen Lieferanten nicht.', 'Der Vorstand kennt den neuen Lieferanten.'],
+  ['Er konnte nicht mitreden, weil er den Bericht nicht gelesen hat.', 'Er konnte nicht mitreden, weil er den Bericht gelesen hat.'],
+  // Chinese negations before the verb, also glued to it ("没读"); Japanese endings after it.
+  ['这家博物馆周一不开放。', '这家博物馆周一开放。'],
+  ['他没有读过这份报告。', '他读过这份报告。'],
+  ['他没读过这份报告。', '他读过这份报告。'],
+  ['该药物非处方药。', '该药物是处方药。'],
+  ['会议未取消。', '会议已取消。'],
+  ['この店は月曜日に営業しません。', 'この店は月曜日に営業します。'],
+  ['この薬は処方箋が必要ない。', 'この薬は処方箋が必要です。'],
+  ['彼は会議に来なかった。', '彼は会議に来た。'],
 ];
 
 /** Sentences on other topics, with and without negations, in the same languages. */

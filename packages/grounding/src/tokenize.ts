@@ -1,4 +1,4 @@
-import { CHATTER_WORDS, META_WORDS, MONTHS, NEGATIONS, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS, UNITS } from './lexicon.js';
+import { BACK_NEGATIONS, CHATTER_WORDS, CLAUSE_FINAL_NEGATIONS, META_WORDS, MONTHS, NEGATIONS, NOT_NEGATED_CJK, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS, UNITS } from './lexicon.js';
 import { packedSpelling, WordTable } from './word-table.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
@@ -616,6 +616,12 @@ export function besideNumber(tokens: readonly Token[], i: number): boolean {
   return false;
 }
 
+/**
+ * Content words a negation that follows what it negates reaches back to: a Japanese ending's verb and its object or
+ * topic ("営業 しま せん"), a clause-final "nicht"'s verb and object ("kennt den Mann nicht").
+ */
+const BACK_REACH = 2;
+
 /** Function words a negation reaches across to the word it negates ("is not the closest": one). */
 export const NEGATION_REACH = 3;
 
@@ -625,6 +631,8 @@ const CJK_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 export function hasCjk(text: string): boolean {
   return CJK_RE.test(text);
 }
+const NEGATION_PREFIX_RE = /^[不没沒未][\p{Script=Han}]/u;
+
 /**
  * What fills the room a decoded escape of a JSON answer does not need (`jsonValuesText`): U+034F (combining grapheme
  * joiner), a mark that the reading of words drops (`Word.norm` strips marks; Chinese and Japanese runs are cut as if
@@ -656,7 +664,13 @@ export function cjkWords(text: string, from: number, to: number): number[] {
     ? (jaWords ??= new Intl.Segmenter('ja', { granularity: 'word' }))
     : (zhWords ??= new Intl.Segmenter('zh', { granularity: 'word' }));
   const cuts: number[] = [];
-  for (const s of segmenter.segment(run)) if (s.index > 0) cuts.push(from + (at ? at[s.index]! : s.index));
+  for (const s of segmenter.segment(run)) {
+    if (s.index > 0) cuts.push(from + (at ? at[s.index]! : s.index));
+    // A negation glued to its verb ("没读", "不是") is read as the negation and the verb.
+    if (s.segment.length >= 2 && NEGATION_PREFIX_RE.test(s.segment) && !NOT_NEGATED_CJK.has(s.segment) && !NEGATIONS.has(s.segment)) {
+      cuts.push(from + (at ? at[s.index + 1]! : s.index + 1));
+    }
+  }
   cuts.push(to);
   return cuts;
 }
@@ -684,7 +698,8 @@ export function cjkName(norm: string): boolean {
  */
 export function isNegation(tokens: readonly Token[], i: number): boolean {
   const t = tokens[i]!;
-  if (!t.word.negation) return false;
+  // Japanese "なかった" as ICU cuts it: なか, っ, た.
+  if (!t.word.negation) return t.word.norm === 'なか' && tokens[i + 1]?.word.norm === 'っ';
   if (t.word.norm !== 'no') return true;
   const next = tokens[i + 1];
   if (next === undefined || next.sentence !== t.sentence) return t.sentenceStart;
@@ -705,27 +720,56 @@ export class NegationScope {
   private readonly plainWords: string[] = [];
   /** Words the last negation may still reach across; -1 when none is pending. */
   private reach = -1;
+  /**
+   * A clause-final negation's place among the plain words (`CLAUSE_FINAL_NEGATIONS`) while it has reached no word
+   * after it; -1 when none is pending.
+   */
+  private dangling = -1;
 
   /** Reads token `i` of `tokens`. */
   read(tokens: readonly Token[], i: number): void {
     const w = tokens[i]!.word;
     if (isNegation(tokens, i)) {
       this.negated = true;
+      if (BACK_NEGATIONS.has(w.norm) || w.norm === 'なか') {
+        this.reachBack(this.plainWords.length);
+        this.reach = -1;
+        return;
+      }
       this.reach = NEGATION_REACH;
+      if (CLAUSE_FINAL_NEGATIONS.has(w.norm)) this.dangling = this.plainWords.length;
     } else if (w.content && !OTHER_FUNCTION_WORDS.has(w.norm)) {
       // A German, French or Spanish function word in capitals ("FÜR") is a term but reaches no further.
-      (this.reach >= 0 ? this.scopeWords : this.plainWords).push(w.stem);
+      if (this.reach >= 0) {
+        this.scopeWords.push(w.stem);
+        this.dangling = -1;
+      } else this.plainWords.push(w.stem);
       this.reach = -1;
     } else if (this.reach >= 0) this.reach--;
   }
 
+  /** Moves the BACK_REACH content words before plain word `upTo` into the negation's reach. */
+  private reachBack(upTo: number): void {
+    const from = Math.max(0, upTo - BACK_REACH);
+    this.scopeWords.push(...this.plainWords.splice(from, upTo - from));
+  }
+
+  /** A clause-final negation that reached nothing after it negates the words before it. */
+  private settle(): void {
+    if (this.dangling < 0) return;
+    this.reachBack(this.dangling);
+    this.dangling = -1;
+  }
+
   /** The stems the negations reach (empty without a negation). */
   scope(): Set<string> {
+    this.settle();
     return this.negated ? new Set(this.scopeWords) : NO_WORDS;
   }
 
   /** The stems stated outside any negation's reach. */
   plain(): Set<string> {
+    this.settle();
     return new Set(this.plainWords);
   }
 
@@ -735,6 +779,7 @@ export class NegationScope {
     this.scopeWords.length = 0;
     this.plainWords.length = 0;
     this.reach = -1;
+    this.dangling = -1;
   }
 }
 
