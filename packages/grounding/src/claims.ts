@@ -2,7 +2,7 @@ import { CHATTER_WORDS, CURRENCIES, MEASURE_UNITS, NEGATIONS, ORDINAL_WORDS, UNI
 import { readCodeBlocks } from './code-blocks.js';
 import { findCodeNames, findLinks, type Link } from './links.js';
 import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
-import { besideNumber, cjkName, inCapitals, isNegation, MAX_ACRONYM, NegationScope, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
+import { besideNumber, cjkName, durationValues, inCapitals, isNegation, MAX_ACRONYM, NegationScope, readDuration, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
 /** A colon after a word: the word labels what follows ("東京: …"), as a heading does, rather than naming it. */
@@ -469,6 +469,14 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
           !answer.slice(t.end, tokens[k + 1]!.start).includes('\n');
         // Digits glued to a word ("COVID-19", "Boeing-737") are part of a name, not a quantity.
         const glued = t.start >= 2 && answer[t.start - 1] === '-' && /\p{L}/u.test(answer[t.start - 2]!);
+        // "2 hours 45 minutes" is one figure, 165 minutes or 2.75 hours, as a source may write it.
+        const duration = glued || listMarker ? undefined : readDuration(tokens, k);
+        if (duration && duration.next <= to) {
+          const values = durationValues(duration.seconds).map((d) => d.value);
+          terms.push({ kind: 'number', start: t.start, end: tokens[duration.next - 1]!.end, token: t, values });
+          k = duration.next - 1;
+          continue;
+        }
         const time = glued || listMarker ? undefined : readTime(answer, tokens, k, true);
         if (time && time.next <= to) {
           // "6 p.m." is one term, the hour, and its minutes ("2:30 pm": 30) another; ":00" says nothing more.
@@ -489,7 +497,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
             const day = tokens[k + 1] !== undefined && answer.slice(t.end, tokens[k + 1]!.start) === '-';
             if (day || answer[t.start] === '0') term.values = [];
           }
-          const unit = numberUnit(tokens, k, num.next, to);
+          const unit = numberUnit(answer, tokens, k, num.next, to);
           if (unit) term.unit = unit;
           const ordinal = ORDINAL_SUFFIX_RE.test(w.norm) ? ORDINAL_WORDS.get(w.value!) : undefined;
           if (ordinal) term.ordinal = stem(ordinal);
@@ -526,15 +534,22 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
  * The unit after a number written in digits alone ("2.4 MB", "1530ms", "1.5 seconds"; not "2.4 million bytes"),
  * token `next` of the claim's tokens up to `to`.
  */
-function numberUnit(tokens: readonly Token[], k: number, next: number, to: number): NumberUnit | undefined {
+function numberUnit(answer: string, tokens: readonly Token[], k: number, next: number, to: number): NumberUnit | undefined {
   const t = tokens[k]!;
   const u = tokens[next];
-  if (next !== k + 1 || next >= to || !u || u.start - t.end > 1 || t.word.value === undefined || t.word.value < 0) return undefined;
+  if (next >= to || !u || t.word.value === undefined) return undefined;
   const unit = UNITS.get(u.word.norm);
   if (!unit) return undefined;
+  if (unit.kind === 'temperature') {
+    // A scale after "°" ("21 °C", "-5°F") or "degrees" (read with the number: "21 degrees Celsius"), never "grade C".
+    const degrees = next === k + 2 && DEGREES_RE.test(tokens[k + 1]!.word.norm);
+    if (!degrees && !(next === k + 1 && /^ ?° ?$/.test(answer.slice(t.end, u.start)))) return undefined;
+  } else if (next !== k + 1 || u.start - t.end > 1 || t.word.value < 0) return undefined;
   const decimals = /\.(\d+)$/.exec(t.word.norm)?.[1]?.length ?? 0;
   return { written: t.word.value, decimals, unit, start: u.start, end: u.end };
 }
+
+const DEGREES_RE = /^(?:degrees?|deg)$/;
 
 /** What closes a sentence after its last word: its end mark (also "。", "！", "？"), closing quotes, brackets or backticks. */
 export const CLOSING = /[.!?)"'`\]\u201d\u2019\u3002\uff01\uff1f]/;

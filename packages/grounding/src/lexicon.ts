@@ -180,20 +180,25 @@ cheers gerne claro vale`),
   ].map((w) => w.normalize('NFD').replace(/\p{M}+/gu, '')),
 );
 
-/** A unit of data size or time: its kind, and its size in the kind's base unit (bytes, seconds). */
+/**
+ * A unit of data size, time or temperature: its kind, and its size in the kind's base unit (bytes, seconds, degrees
+ * Celsius), a value in it being `value * size + offset` of the base unit.
+ */
 export interface Unit {
-  kind: 'data' | 'time';
+  kind: 'data' | 'time' | 'temperature';
   /** Decimal size (a kilobyte of 1000 bytes). */
   size: number;
   /** Binary size (a kilobyte of 1024 bytes); the decimal one for units that have no other. */
   binary: number;
+  /** Where the unit's zero is in the base unit (Fahrenheit's 0° is −17.8 °C); 0 for all but temperatures. */
+  offset: number;
 }
 
-const unit = (kind: Unit['kind'], size: number, binary = size): Unit => ({ kind, size, binary });
+const unit = (kind: Unit['kind'], size: number, binary = size, offset = 0): Unit => ({ kind, size, binary, offset });
 
 /**
- * Units a number is converted between ("2516582 bytes" is "2.4 MB", "1530 ms" is "1.5 seconds"), by their
- * spellings in lower case.
+ * Units a number is converted between ("2516582 bytes" is "2.4 MB", "1530 ms" is "1.5 seconds", "165 minutes" is
+ * "2.75 hours", "21 °C" is "70 °F"), by their spellings in lower case.
  */
 export const UNITS: ReadonlyMap<string, Unit> = new Map([
   ...['b', 'byte', 'bytes'].map((w) => [w, unit('data', 1)] as const),
@@ -204,4 +209,8 @@ export const UNITS: ReadonlyMap<string, Unit> = new Map([
   ...['ms', 'msec', 'millisecond', 'milliseconds'].map((w) => [w, unit('time', 1e-3)] as const),
   ...['s', 'sec', 'secs', 'second', 'seconds'].map((w) => [w, unit('time', 1)] as const),
   ...['min', 'mins', 'minute', 'minutes'].map((w) => [w, unit('time', 60)] as const),
+  ...['h', 'hr', 'hrs', 'hour', 'hours'].map((w) => [w, unit('time', 3600)] as const),
+  // A temperature's scale is its unit only after "°" or "degrees" (`numberUnit`): "21 °C" is "69.8 °F".
+  ...['c', 'celsius', 'centigrade'].map((w) => [w, unit('temperature', 1)] as const),
+  ...['f', 'fahrenheit'].map((w) => [w, unit('temperature', 5 / 9, 5 / 9, -160 / 9)] as const),
 ]);

@@ -1,6 +1,6 @@
 import { CURRENCIES, MONTHS, NEGATIONS, ORDINAL_WORDS, QUANTIFIERS, WEEKDAYS } from './lexicon.js';
 import { findLinks } from './links.js';
-import { hourKey, inCapitals, isNegation, isWhiteSpace, MAX_ACRONYM, NegationScope, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
+import { durationValues, hourKey, inCapitals, isNegation, isWhiteSpace, MAX_ACRONYM, NegationScope, readDuration, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
 
 /** Characters of a stem that count as a related-word match ("production" ~ "produced"). */
 export const PREFIX_LEN = 6;
@@ -387,6 +387,9 @@ class IndexBuilder {
       // A time of day is its hour on a 24-hour clock, as a claim's time is looked for: "6 p.m." and "18:00" are 18.
       const time = readTime(source, tokens, i);
       if (time) for (const hour of time.hours) this.addHourKey(sid, hour);
+      // "2 hours 45 minutes" is also 165 minutes, 2.75 hours and 9900 seconds, as a claim may convert it.
+      const duration = readDuration(tokens, i);
+      if (duration) this.addDuration(sid, duration.seconds);
       const minutes = tokens[i + 1];
       if (
         Number.isInteger(v) && v >= 0 && v <= 23 && t.end - t.start <= 2 && source.charCodeAt(t.end) === 58 &&
@@ -417,16 +420,14 @@ class IndexBuilder {
     if (!m || m[0].length < 3) return;
     const [days, hours, minutes, seconds] = [m[1], m[2], m[3], m[4]].map((x) => (x === undefined ? 0 : Number(x)));
     const total = days! * 86_400 + hours! * 3_600 + minutes! * 60 + seconds!;
-    if (total <= 0) return;
-    this.addValue(sid, total);
-    this.addWord(sid, 'second');
-    if (total % 60 === 0) {
-      this.addValue(sid, total / 60);
-      this.addWord(sid, 'minute');
-    }
-    if (total >= 3_600) {
-      this.addValue(sid, total / 3_600);
-      this.addWord(sid, 'hour');
+    if (total > 0) this.addDuration(sid, total);
+  }
+
+  /** A duration of `seconds`, found as each number it is written as (`durationValues`) and its unit's word. */
+  private addDuration(sid: number, seconds: number): void {
+    for (const { value, unit } of durationValues(seconds)) {
+      this.addValue(sid, value);
+      this.addWord(sid, unit);
     }
   }
 

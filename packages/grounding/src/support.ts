@@ -163,8 +163,8 @@ for (const [spelling, unit] of UNITS) {
 const MAX_CONVERSION_CANDIDATES = 32;
 
 /**
- * Is a claim's figure with a unit ("2.4 MB", "1.5 seconds", "57 minutes") a source's number in another unit of
- * its kind, rounded to the decimals written: 2516582 bytes (2.4 MiB), 1530 ms? The source's number must stand in
+ * Is a claim's figure with a unit ("2.4 MB", "1.5 seconds", "57 minutes", "70 °F") a source's number in another unit
+ * of its kind, rounded to the decimals written: 2516582 bytes (2.4 MiB), 1530 ms, 21 °C (69.8 °F)? The source's number must stand in
  * a sentence that names its unit ("bytes", a JSON key "latency_ms"). Data sizes are converted in 1000s and in
  * 1024s, never mixed.
  */
@@ -175,18 +175,21 @@ export function convertedNumber(index: SourceIndex, u: NumberUnit): Conversion |
   for (const [to, stems] of UNIT_STEMS) {
     if (to === u.unit || to.kind !== u.unit.kind) continue;
     const factors = new Set([u.unit.size / to.size, u.unit.binary / to.binary]);
+    // A temperature's scales differ by an offset as well (data and time have none): x in the claim's unit is
+    // factor · x + shift in the other's.
+    const shift = (u.unit.offset - to.offset) / to.size;
     for (const factor of factors) {
       let lo = 0;
       let hi = list.length;
-      const from = (u.written - tolerance) * factor;
+      const from = (u.written - tolerance) * factor + shift;
       while (lo < hi) {
         const mid = (lo + hi) >> 1;
         if (list[mid]! < from) lo = mid + 1;
         else hi = mid;
       }
-      for (let i = lo; i < list.length && i < lo + MAX_CONVERSION_CANDIDATES && list[i]! <= (u.written + tolerance) * factor; i++) {
+      for (let i = lo; i < list.length && i < lo + MAX_CONVERSION_CANDIDATES && list[i]! <= (u.written + tolerance) * factor + shift; i++) {
         const n = list[i]!;
-        if (Math.abs(n / factor - u.written) > tolerance) continue;
+        if (Math.abs((n - shift) / factor - u.written) > tolerance) continue;
         const size = index.readPosting(numberKey(n), posting);
         for (let j = 0; j < Math.min(size, posting.length); j++) {
           const unitStem = stems.find((s) => index.holds(posting[j]!, s));

@@ -604,6 +604,49 @@ export function readNumber(tokens: readonly Token[], i: number, claim = false): 
 }
 
 /**
+ * A duration written in two units or more, each smaller than the one before: "2 hours 45 minutes", "2 h 45" (minutes
+ * after hours may go unnamed), "1 hour and 30 minutes", "3 min 20 s", "2h45m". Its length in seconds and the token
+ * after it; undefined for one unit alone ("165 minutes": a number with its unit, `numberUnit`).
+ */
+export function readDuration(tokens: readonly Token[], i: number): { seconds: number; next: number } | undefined {
+  const sentence = tokens[i]!.sentence;
+  let seconds = 0;
+  let parts = 0;
+  let last = Infinity;
+  let next = i;
+  for (let j = i; ; ) {
+    const n = tokens[j];
+    const value = n?.word.value;
+    if (!n || n.sentence !== sentence || value === undefined || value < 0) break;
+    const u = tokens[j + 1];
+    const unit = u && u.sentence === sentence && u.start - n.end <= 1 ? UNITS.get(u.word.norm) : undefined;
+    if (unit?.kind !== 'time' || unit.size >= last) {
+      // "2 h 45": the minutes after hours, unnamed.
+      if (!unit && parts > 0 && last === 3600 && Number.isInteger(value) && value < 60) {
+        seconds += value * 60;
+        parts++;
+        next = j + 1;
+      }
+      break;
+    }
+    seconds += value * unit.size;
+    last = unit.size;
+    parts++;
+    next = j + 2;
+    j = tokens[next]?.word.norm === 'and' ? next + 1 : next;
+  }
+  return parts >= 2 ? { seconds, next } : undefined;
+}
+
+/** The numbers a duration of `seconds` is written as: in seconds, in minutes when whole, in hours from one hour. */
+export function durationValues(seconds: number): { value: number; unit: string }[] {
+  const out = [{ value: seconds, unit: 'second' }];
+  if (seconds % 60 === 0) out.push({ value: seconds / 60, unit: 'minute' });
+  if (seconds >= 3_600) out.push({ value: Number((seconds / 3_600).toPrecision(12)), unit: 'hour' });
+  return out;
+}
+
+/**
  * Whether token `i` has a number beside it in its sentence, one word between allowed: "$12", "12 dollars", "USD 12",
  * "12 US dollars", "twelve million euros".
  */

@@ -22,6 +22,22 @@ describe('numbers converted between units', () => {
     ['Revenue was 57200 dollars.', 'Revenue was $57.2k.'],
     ['Revenue was 57200 dollars.', 'Revenue was 57.2 thousand dollars.'],
     ['Revenue was 57200 dollars.', 'Revenue was $57k.'],
+    // A duration in two units is the one figure it adds up to, either way round.
+    ['The flight from Oslo to Rome takes 2 hours 45 minutes.', 'The flight from Oslo to Rome takes 165 minutes.'],
+    ['The flight from Oslo to Rome takes 2 hours 45 minutes.', 'The flight from Oslo to Rome takes 2.75 hours.'],
+    ['The flight from Oslo to Rome takes 2 h 45.', 'The flight from Oslo to Rome takes 165 minutes.'],
+    ['The flight from Oslo to Rome takes 2h45m.', 'The flight from Oslo to Rome takes 165 min.'],
+    ['The flight from Oslo to Rome takes 165 minutes.', 'The flight from Oslo to Rome takes 2 hours and 45 minutes.'],
+    ['The flight from Oslo to Rome takes 165 minutes.', 'The flight from Oslo to Rome takes 2 h 45.'],
+    ['The flight from Oslo to Rome takes 165 minutes.', 'The flight from Oslo to Rome takes 2.75 hours.'],
+    ['The battery lasts 90 minutes.', 'The battery lasts 1.5 hours.'],
+    ['The cooldown is 3 min 20 s.', 'The cooldown is 200 seconds.'],
+    // A temperature on the other scale, rounded to the decimals written.
+    ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 82 °F all year.'],
+    ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 82.4°F all year.'],
+    ['Bake the bread at 425 degrees Fahrenheit for 30 minutes.', 'Bake the bread at 218 °C for 30 minutes.'],
+    ['Bake the bread at 218 °C for 30 minutes.', 'Bake the bread at 424 degrees Fahrenheit for 30 minutes.'],
+    ['Lows reach -5 °C at night.', 'Lows reach 23 °F at night.'],
   ])('%s → %s is grounded', (source, answer) => {
     const r = checkGrounding({ sources: [source], answer });
     expect(r.grounded, describeClaims(r)).toBe(true);
@@ -39,6 +55,16 @@ describe('numbers converted between units', () => {
     ['Revenue was 57200 dollars.', 'Revenue was 57.3 thousand dollars.', '57.3 thousand'],
     // A number of another kind is not a size: 2516582 rows are not 2.4 MB.
     ['The table has 2516582 rows.', 'The table is 2.4 MB.', '2.4'],
+    // A wrong conversion is still wrong.
+    ['The flight from Oslo to Rome takes 2 hours 45 minutes.', 'The flight from Oslo to Rome takes 155 minutes.', '155'],
+    ['The flight from Oslo to Rome takes 2 hours 45 minutes.', 'The flight from Oslo to Rome takes 3 hours 45 minutes.', '3 hours 45 minutes'],
+    ['The flight from Oslo to Rome takes 165 minutes.', 'The flight from Oslo to Rome takes 2 hours 15 minutes.', '2 hours 15 minutes'],
+    ['The flight from Oslo to Rome takes 165 minutes.', 'The flight from Oslo to Rome takes 2.5 hours.', '2.5'],
+    ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 86 °F all year.', '86'],
+    ['Bake the bread at 425 degrees Fahrenheit for 30 minutes.', 'Bake the bread at 220 °C for 30 minutes.', '220'],
+    ['Lows reach -5 °C at night.', 'Lows reach 41 °F at night.', '41'],
+    // A scale letter without "°" or "degrees" is no temperature.
+    ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 82 F all year.', '82'],
   ])('%s → %s is flagged at %s', (source, answer, span) => {
     const r = checkGrounding({ sources: [source], answer });
     expect(r.grounded, describeClaims(r)).toBe(false);
