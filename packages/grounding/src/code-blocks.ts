@@ -31,7 +31,8 @@ finally with in of not and or is none true false null undefined this self super 
 raise throw throws typeof instanceof delete void static public private protected export default extends implements
 interface type enum struct fn func fun impl trait pub mut use mod crate package go defer chan select switch case match
 where when then end begin module require include local global nonlocal assert del sizeof unsafe readonly declare
-namespace abstract final override val object companion init get set nil true false none echo`.split(/\s+/),
+namespace abstract final override val object companion init get set nil true false none echo panic make cap recover
+iota None True False`.split(/\s+/),
 );
 const BUILTINS = new Set(
   `len range str int float bool list dict tuple open isinstance enumerate zip map filter sorted sum min max abs round
@@ -46,7 +47,8 @@ TextEncoder TextDecoder Buffer process module exports require parseInt parseFloa
 decodeURIComponent atob btoa os sys json time re asyncio datetime pathlib typing logging subprocess collections math
 random functools itertools dataclasses uuid base64 hashlib io shutil tempfile argparse fs path http https crypto util
 child_process events stream url fmt log errors strings strconv context bufio ioutil main std println printf
-Some Ok Err Vec Box Rc Arc String Option Result unwrap expect`.split(/\s+/),
+Some Ok Err Vec Box Rc Arc String Option Result unwrap expect requests httpx aiohttp urllib axios pandas pd numpy np
+plt matplotlib`.split(/\s+/),
 );
 /** Tools a snippet runs without their documentation being a source: their names and flags are not checked. */
 const COMMON_TOOLS = new Set(
@@ -80,7 +82,7 @@ const INSTALLS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
 );
 
 /** Records a name to check at `[start, end)` of the answer; `also`, another spelling that backs it as well. */
-type Namer = (start: number, end: number, also?: string) => void;
+type Namer = (start: number, end: number, also?: string, codeOnly?: boolean) => void;
 
 /** One lexical unit of a line of code. */
 interface Lexeme {
@@ -93,6 +95,14 @@ interface Lexeme {
    * argument), 'def' a definition's parameters, '{' an object, a dictionary or a block, '['.
    */
   within: '' | '(' | 'def' | '{' | '[';
+  /**
+   * In the arguments of a call of a built-in or a common library (`print(…, end="")`, `fetch(url, { method: "POST" })`,
+   * `requests.post(url, headers=…)`): their keys are that library's, not the documented one's.
+   */
+  common: boolean;
+  /** In the arguments of a call (its keys are options), and the function called when it is a bare name (`Report(`). */
+  call: boolean;
+  callee: string | undefined;
 }
 
 /**
@@ -125,7 +135,7 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
   const out = answer.split('');
   const names: Link[] = [];
   const keep = new Uint8Array(answer.length);
-  const name: Namer = (start, end, also) => {
+  const name: Namer = (start, end, also, codeOnly) => {
     const text = answer.slice(start, end);
     // Part of a web address, which is checked whole as a link.
     if (keep[start] === 1) return;
@@ -134,6 +144,7 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
     if (words.every((w) => STOPWORDS.has(w.toLowerCase()))) return;
     const link: Link = { kind: 'code', start, end, keys: [], lookups: [...new Set(words.map((w) => stemOf(w.toLowerCase())))], name: text };
     if (also !== undefined) link.names = [text, also];
+    if (codeOnly && /^[a-z]+$/.test(text)) link.codeOnly = true;
     names.push(link);
   };
   // Names the snippets define, over all blocks: a variable made in one is used in the next.
@@ -154,9 +165,11 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
     lines: shellBlock(b.lang, answer.slice(b.from, b.to)) ? undefined : lexLines(answer, b.from, b.to, b.lang).filter((l) => l.length === 0 || !keep[l[0]!.start]),
   }));
   const defined = new Set<string>();
-  for (const b of lexed) if (b.lines) for (const line of b.lines) definitions(line, defined, CONFIG_LANGS.has(b.lang));
+  // Of which the snippet's own (not imported): a call of one takes the snippet's arguments, not the library's options.
+  const own = new Set<string>();
+  for (const b of lexed) if (b.lines) for (const line of b.lines) definitions(line, defined, own, CONFIG_LANGS.has(b.lang));
   for (const b of lexed) {
-    if (b.lines) for (const line of b.lines) readCodeLine(line, defined, CONFIG_LANGS.has(b.lang), keep, name);
+    if (b.lines) for (const line of b.lines) readCodeLine(line, defined, own, CONFIG_LANGS.has(b.lang), keep, name);
     else readShell(answer, b.from, b.to, keep, name);
     for (let i = b.from; i < b.to; i++) if (!keep[i] && answer[i] !== '\n') out[i] = ' ';
     // Each line a sentence of its own: a full stop where the line's first blanked character was.
@@ -312,12 +325,14 @@ const LEX_RE =
   /(?<comment>\/\/[^\n]*|\/\*[\s\S]*?\*\/|#[^\n]*)|(?<string>[rbuf]{0,2}(?:"{3}[\s\S]*?"{3}|'{3}[\s\S]*?'{3}|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`))|(?<number>\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?<ident>[\p{L}_$][\p{L}\p{N}_$]*)|(?<punct>=>|==|!=|<=|>=|:=|\*\*|\+=|-=|\.\.\.|[^\s\p{L}\p{N}_])/uy;
 
 const DEFINERS = /^(?:def|function|fn|func|fun)$/;
+type Context = Pick<Lexeme, 'within' | 'common' | 'call' | 'callee'>;
+const TOP: Context = { within: '', common: false, call: false, callee: undefined };
 
 /** The lines of a block of code as lexemes (a multi-line string or comment is on the line it opens). */
 function lexLines(answer: string, from: number, to: number, lang: string): Lexeme[][] {
   const hash = HASH_COMMENT_LANGS.has(lang) || (lang === '' && /^\s*#\s/m.test(answer.slice(from, to)));
   const lines: Lexeme[][] = [[]];
-  const stack: Lexeme['within'][] = [];
+  const stack: Context[] = [];
   let i = from;
   while (i < to) {
     const c = answer[i]!;
@@ -334,7 +349,7 @@ function lexLines(answer: string, from: number, to: number, lang: string): Lexem
     const m = LEX_RE.exec(answer);
     // Nothing past the block's fence is its own (an unclosed string or comment ends with the block).
     if (!m || m[0].length === 0 || i + m[0].length > to) {
-      if (m && m[0].length > 0) lines[lines.length - 1]!.push({ kind: 'punct', start: i, end: i + 1, text: answer[i]!, within: stack[stack.length - 1] ?? '' });
+      if (m && m[0].length > 0) lines[lines.length - 1]!.push({ kind: 'punct', start: i, end: i + 1, text: answer[i]!, ...(stack[stack.length - 1] ?? TOP) });
       i++;
       continue;
     }
@@ -351,14 +366,25 @@ function lexLines(answer: string, from: number, to: number, lang: string): Lexem
     // An identifier glued to a quote is a string's prefix only for f"…", r'…', b"…".
     const text = answer.slice(i, end);
     const line = lines[lines.length - 1]!;
-    const within = stack[stack.length - 1] ?? '';
-    line.push({ kind, start: i, end, text, within });
+    const here = stack[stack.length - 1] ?? TOP;
+    line.push({ kind, start: i, end, text, ...here });
     if (kind === 'punct') {
       if (text === '(') {
         const before = line[line.length - 2];
         const definer = line[line.length - 3];
-        stack.push((before?.kind === 'ident' && definer !== undefined && DEFINERS.test(definer.text)) || (before !== undefined && DEFINERS.test(before.text)) ? 'def' : '(');
-      } else if (text === '{' || text === '[') stack.push(text);
+        const def = (before?.kind === 'ident' && definer !== undefined && DEFINERS.test(definer.text)) || (before !== undefined && DEFINERS.test(before.text));
+        // The call's root: `requests` of `requests.post(`.
+        let root = line.length - 2;
+        while (line[root - 1]?.text === '.' && line[root - 2]?.kind === 'ident') root -= 2;
+        const callee = line[root];
+        const bare = callee?.kind === 'ident' && line[root - 1]?.text !== '.';
+        stack.push({
+          within: def ? 'def' : '(',
+          common: bare && BUILTINS.has(callee.text),
+          call: callee?.kind === 'ident',
+          callee: bare && root === line.length - 2 ? callee.text : undefined,
+        });
+      } else if (text === '{' || text === '[') stack.push({ ...here, within: text });
       else if (text === ')' || text === '}' || text === ']') stack.pop();
     }
     i = end;
@@ -373,8 +399,12 @@ const MAX_LISTED = 64;
  * Collects the names a line defines: assigned, declared, a function's parameters, an import's names and aliases,
  * a loop's variables.
  */
-function definitions(line: readonly Lexeme[], defined: Set<string>, config: boolean): void {
+function definitions(line: readonly Lexeme[], defined: Set<string>, own: Set<string>, config: boolean): void {
   if (config) return;
+  const add = (name: string) => {
+    defined.add(name);
+    own.add(name);
+  };
   const code = line.filter((l) => l.kind !== 'comment');
   const imports = code[0]?.text === 'import' || code[0]?.text === 'from';
   for (let k = 0; k < code.length; k++) {
@@ -382,21 +412,30 @@ function definitions(line: readonly Lexeme[], defined: Set<string>, config: bool
     if (t.kind !== 'ident' || KEYWORDS.has(t.text)) continue;
     const prev = code[k - 1];
     const next = code[k + 1];
-    if (imports || t.within === 'def') {
+    if (imports) {
       if (prev?.text !== '.') defined.add(t.text);
       continue;
     }
-    const declares = prev?.kind === 'ident' && /^(?:const|let|var|def|function|class|fn|func|fun|struct|interface|type|enum|as|val|trait|for|catch|except|lambda)$/.test(prev.text);
+    if (t.within === 'def') {
+      if (prev?.text !== '.') add(t.text);
+      continue;
+    }
+    const declares = prev?.kind === 'ident' && /^(?:const|let|var|def|function|class|fn|func|fun|struct|interface|type|enum|as|val|trait|for|catch|lambda)$/.test(prev.text);
     const assigned = next?.kind === 'punct' && /^(?:=|:=|\+=|-=)$/.test(next.text) && t.within !== '(' && prev?.text !== '.';
-    if (declares || assigned || (next?.text === '=>' && prev?.text !== '.')) defined.add(t.text);
+    if (declares || assigned || (next?.text === '=>' && prev?.text !== '.')) add(t.text);
     // The names a declaration or a loop lists: `const { data, error } =`, `for key, value in`, `lambda a, b:`.
     if (/^(?:const|let|var|for|lambda)$/.test(t.text)) {
       for (let j = k + 1; j < Math.min(code.length, k + MAX_LISTED); j++) {
         const u = code[j]!;
         if (u.text === '=' || u.text === 'in' || u.text === 'of' || (u.text === ':' && t.text !== 'const' && t.text !== 'let' && t.text !== 'var')) break;
-        if (u.kind === 'ident' && !KEYWORDS.has(u.text) && code[j - 1]?.text !== ':' && code[j - 1]?.text !== '.') defined.add(u.text);
+        if (u.kind === 'ident' && !KEYWORDS.has(u.text) && code[j - 1]?.text !== ':' && code[j - 1]?.text !== '.') add(u.text);
       }
     }
+  }
+  // A tuple's names assigned at once: `client, err := acme.NewClient(key)`, `a, b = pair`.
+  const assign = code.findIndex((l) => l.kind === 'punct' && (l.text === '=' || l.text === ':=') && l.within !== '(');
+  if (assign > 1 && code.slice(0, assign).every((l, j) => (j % 2 === 0 ? l.kind === 'ident' : l.text === ','))) {
+    for (let j = 0; j < assign; j += 2) add(code[j]!.text);
   }
   // An arrow function's parameters: "(a, b) =>".
   for (let k = 0; k < code.length; k++) {
@@ -406,7 +445,7 @@ function definitions(line: readonly Lexeme[], defined: Set<string>, config: bool
       const u = code[j]!;
       if (u.text === ')') depth++;
       else if (u.text === '(' && --depth === 0) break;
-      else if (u.kind === 'ident') defined.add(u.text);
+      else if (u.kind === 'ident') add(u.text);
     }
   }
 }
@@ -422,7 +461,7 @@ isArray now floor ceil round random max min abs`.split(/\s+/),
 );
 
 /** Reads one line of code: which of its lexemes are names to check, numbers to keep, prose (comments) to read. */
-function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, config: boolean, keep: Uint8Array, name: Namer): void {
+function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, own: ReadonlySet<string>, config: boolean, keep: Uint8Array, name: Namer): void {
   const code = line.filter((l) => l.kind !== 'comment');
   for (const l of line) {
     if (l.kind === 'comment') {
@@ -448,13 +487,22 @@ function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, con
       prev?.text !== '?' &&
       prev?.text !== '.' &&
       ((next.text === ':' && (config || t.within === '{')) || (next.text === '=' && (config || t.within === '(')));
+    // A key is an option of the library's when it is passed to a call of it: not to a built-in's or a common
+    // library's (`fetch(url, { method })`), not to the snippet's own function or class (`Report(name=…)`), not in a
+    // literal of the snippet's data (`rows = [{"id": i}]`). A configuration's keys are all settings.
+    if (key && !config && (t.common || !t.call || (t.callee !== undefined && own.has(t.callee)))) {
+      k += 1;
+      continue;
+    }
     if (key) {
       const quote = quoted ? 1 : 0;
       if (quote || !KEYWORDS.has(t.text)) name(t.start + quote, t.end - quote);
+      // A configuration's number is a setting to check ("port: 8787"); a number a snippet passes ("max_tokens=100",
+      // "{ timeout: 5000 }") is the example's choice.
       const value = code[k + 2];
       const negative = value?.text === '-' && code[k + 3]?.kind === 'number';
       const number = negative ? code[k + 3] : value;
-      if (number?.kind === 'number') keep.fill(1, negative ? value!.start : number.start, number.end);
+      if (config && number?.kind === 'number') keep.fill(1, negative ? value!.start : number.start, number.end);
       k += 1;
       continue;
     }
@@ -473,16 +521,16 @@ function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, con
     let last = k;
     while (code[last + 1]?.text === '.' && code[last + 2]?.kind === 'ident') last += 2;
     const member = prev?.text === '.';
-    const own = !member && (defined.has(t.text) || t.text === 'self' || t.text === 'this');
+    const rooted = !member && (defined.has(t.text) || t.text === 'self' || t.text === 'this');
     const builtin = !member && BUILTINS.has(t.text);
     const call = code[last + 1]?.text === '(';
     // Members named as the library's: from the first after a root of the snippet's own, else from the root.
-    const from = own || builtin ? k + 2 : k;
+    const from = rooted || builtin ? k + 2 : k;
     if (builtin || from > last || last === k) {
-      if (!builtin && !own && (call || /[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]|^[A-Z]/.test(t.text)) && prev?.text !== '@') {
+      if (!builtin && !rooted && (call || /[a-z][A-Z]|[A-Za-z0-9]_[A-Za-z0-9]|^[A-Z]/.test(t.text)) && prev?.text !== '@') {
         // A function or class the snippet calls without defining it (`load_dotenv()`), or a name of a library's
         // shape (`NOT_GIVEN`, `HTTPException`).
-        name(t.start, t.end);
+        name(t.start, t.end, undefined, true);
       }
       k = last;
       continue;
@@ -490,7 +538,7 @@ function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, con
     // Methods every value has are no claim of the library's: `results.append`, `response.json`.
     let core = last;
     while (core >= from && VALUE_METHODS.has(code[core]!.text)) core -= 2;
-    if (core >= from) name(code[from]!.start, code[last]!.end, core === last ? undefined : textOf(code, from, core));
+    if (core >= from) name(code[from]!.start, code[last]!.end, core === last ? undefined : textOf(code, from, core), true);
     k = last;
   }
 }

@@ -18,6 +18,11 @@ export interface Link {
    * last are methods every value has is backed without them too (`files.list().data`: `files.list`).
    */
   names?: string[];
+  /**
+   * A method or function named by a plain word (`wait`, `delay`): found only where a source writes it as code, after a
+   * "." or before a "(" (`job.wait(`, "`wait()`"), not as the word of a sentence ("until the result is ready").
+   */
+  codeOnly?: true;
 }
 
 // A web address with a scheme or "www.", up to white space or a character that never ends one in prose or JSON;
@@ -181,12 +186,16 @@ export function findCodeNames(text: string, stemOf: (word: string) => string): L
 
 /**
  * Whether any of `texts` holds code name `name` as written, not inside a longer name: "client.py" is in
- * "/app/payments/client.py", "pool_size" is not in "max_pool_size".
+ * "/app/payments/client.py", "pool_size" is not in "max_pool_size". `codeOnly`: only as a member or a call is
+ * written, after a "." or before a "(".
  */
-export function holdsCodeName(texts: readonly string[], name: string): boolean {
+export function holdsCodeName(texts: readonly string[], name: string, codeOnly = false): boolean {
   for (const text of texts) {
     for (let at = text.indexOf(name); at !== -1; at = text.indexOf(name, at + 1)) {
-      if (!CODE_CHAR_RE.test(text[at - 1] ?? ' ') && !CODE_CHAR_RE.test(text[at + name.length] ?? ' ')) return true;
+      const before = text[at - 1] ?? ' ';
+      const after = text[at + name.length] ?? ' ';
+      if (CODE_CHAR_RE.test(before) || CODE_CHAR_RE.test(after)) continue;
+      if (!codeOnly || before === '.' || after === '(') return true;
     }
   }
   return false;

@@ -216,7 +216,8 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, te
     return 0;
   }
   if (term.link?.name !== undefined) {
-    for (const name of term.link.names ?? [term.link.name]) if (holdsCodeName(texts, name) || holdsCodeName([question.text], name)) return 1;
+    const codeOnly = term.link.codeOnly === true;
+    for (const name of term.link.names ?? [term.link.name]) if (holdsCodeName(texts, name, codeOnly) || holdsCodeName([question.text], name, codeOnly)) return 1;
     return 0;
   }
   if (term.link) {
