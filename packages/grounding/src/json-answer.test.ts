@@ -104,6 +104,22 @@ describe('checkGrounding of a JSON answer written with \\uXXXX escapes (Python j
   });
 });
 
+describe('a source written with \\uXXXX escapes (a tool result from json.dumps) is read as its characters', () => {
+  const TOOL = '{"offsite": {"city": "Z\\u00fcrich", "venue": "Caf\\u00e9 Spr\\u00fcngli", "note": "\\u4f1a\\u8bae\\u5728\\u4e0a\\u6d77\\u4e3e\\u884c\\u3002"}}';
+  // answer, grounded, flagged
+  it.each<[string, boolean, string[]]>([
+    ['The offsite is in Zürich, at Café Sprüngli.', true, []],
+    ['会议在上海举行。', true, []],
+    ['The offsite is in Geneva, at Café Sprüngli.', false, ['Geneva']],
+  ])('%s', (answer, grounded, flagged) => {
+    const r = checkGrounding({ sources: [TOOL], answer });
+    expect(r.grounded).toBe(grounded);
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+    // Evidence is still the source as written.
+    for (const c of r.claims) if (c.evidence) expect(TOOL.slice(c.evidence.start, c.evidence.end)).toBe(c.evidence.text);
+  });
+});
+
 describe('jsonValuesText with the schema the answer was asked to follow', () => {
   // answer, schema, values read (kept at their offsets), values not read (blanked)
   it.each<[string, object, string[], string[]]>([

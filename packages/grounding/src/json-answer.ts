@@ -4,7 +4,6 @@ import { ESCAPE_FILLER } from './tokenize.js';
 export const MAX_JSON_ANSWER_CHARS = 256 * 1024;
 
 const SPACE = 0x20;
-const FILLER = ESCAPE_FILLER.charCodeAt(0);
 const NEWLINE = 0x0a;
 
 /**
@@ -238,9 +237,8 @@ function copyString(text: string, start: number, end: number, out: Uint16Array):
         code = decoded.codePointAt(0)!;
         width = 12;
       }
-      const after = text[j + width];
-      const joins = LETTER_RE.test(decoded) || (APOSTROPHE_RE.test(decoded) && after !== undefined && LETTER_RE.test(after));
-      for (let k = 0; k < width; k++) out[j + k] = k < decoded.length ? decoded.charCodeAt(k) : joins ? FILLER : SPACE;
+      const read = escapeRead(decoded, text[j + width], width);
+      for (let k = 0; k < width; k++) out[j + k] = read.charCodeAt(k);
       j += width - 1;
       continue;
     }
@@ -248,6 +246,36 @@ function copyString(text: string, start: number, end: number, out: Uint16Array):
     out[j + 1] = next === 'n' || next === 'r' ? NEWLINE : next === 't' || next === 'b' || next === 'f' ? SPACE : text.charCodeAt(j + 1);
     j++;
   }
+}
+
+const UNICODE_ESCAPE_RE = /\\u[0-9a-fA-F]{4}/;
+const UNICODE_ESCAPES_RE = /\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})/g;
+
+/**
+ * A JSON source's `\uXXXX` escapes as their characters, one character for one (as `jsonValuesText` reads an
+ * answer's): a tool's result written by Python's `json.dumps` says "Z\u00fcrich" for "Zürich". A text that is not
+ * JSON (its first character is no "{" or "[") is kept as it is.
+ *
+ * @example
+ * unicodeEscapesRead('{"city": "Z\\u00fcrich"}').replace(/\u034f/g, ''); // '{"city": "Zürich"}'
+ */
+export function unicodeEscapesRead(text: string): string {
+  // JSON alone (a tool's result): in prose a "\u00e9" is more likely quoted than meant.
+  const first = text.trimStart()[0];
+  if ((first !== '{' && first !== '[') || !UNICODE_ESCAPE_RE.test(text)) return text;
+  return text.replace(UNICODE_ESCAPES_RE, (m: string, high: string | undefined, low: string | undefined, one: string | undefined, at: number) => {
+    const decoded = one !== undefined ? String.fromCharCode(parseInt(one, 16)) : String.fromCharCode(parseInt(high!, 16), parseInt(low!, 16));
+    return escapeRead(decoded, text[at + m.length], m.length);
+  });
+}
+
+/**
+ * An escape's character in the escape's `width`: then ESCAPE_FILLER after a letter (or an apostrophe before one,
+ * "don\u2019t"), so the word goes on; spaces after anything else.
+ */
+function escapeRead(decoded: string, after: string | undefined, width: number): string {
+  const joins = LETTER_RE.test(decoded) || (APOSTROPHE_RE.test(decoded) && after !== undefined && LETTER_RE.test(after));
+  return decoded + (joins ? ESCAPE_FILLER : ' ').repeat(width - decoded.length);
 }
 
 /** Index of the quote that closes the JSON string opening at `start` (the text is valid JSON). */

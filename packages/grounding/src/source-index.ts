@@ -1,4 +1,5 @@
 import { CURRENCIES, MONTHS, NEGATIONS, ORDINAL_WORDS, QUANTIFIERS, WEEKDAYS } from './lexicon.js';
+import { unicodeEscapesRead } from './json-answer.js';
 import { findLinks } from './links.js';
 import { durationValues, hourKey, inCapitals, isNegation, isWhiteSpace, MAX_ACRONYM, NegationScope, readDuration, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
 
@@ -184,8 +185,10 @@ class IndexBuilder {
   private empty = true;
   private readonly build = ++builds;
 
-  read(source: string, k: number): void {
+  read(text: string, k: number): void {
     this.empty = false;
+    // A tool's JSON with `\uXXXX` escapes is read as its characters, offsets kept (`unicodeEscapesRead`).
+    const source = unicodeEscapesRead(text);
     const tokens = tokenize(source);
     const base = this.spans.length;
     const { spans } = this;
