@@ -186,6 +186,13 @@ describe('a code block is checked by the names it takes from the sources, not re
     expect(read).toBe("You can get a week of forecasts like this: ```python each day's max_temp ``` Or from the shell: ```bash 14 ```");
   });
 
+  it('a block nested in a list item (indented) is read as code', () => {
+    const answer = `1. Install the library:\n\n    \`\`\`bash\n    pip install weatherly\n    \`\`\`\n\n2. Fetch the forecast:\n\n    \`\`\`python\n    from weatherly import Weatherly\n    forecast = Weatherly(api_key=key).forecast.daily("Oslo", days=3)\n    \`\`\``;
+    expect(checkGrounding({ sources: [PY_DOCS], answer }).flaggedSpans).toEqual([]);
+    const wrong = checkGrounding({ sources: [PY_DOCS], answer: answer.replace('forecast.daily', 'forecast.hourly') });
+    expect(wrong.flaggedSpans.map((s) => s.text)).toEqual(['forecast.hourly']);
+  });
+
   it('without a fenced block the answer is read as before', () => {
     const answer = 'Call `client.forecast.daily` with days=7.';
     expect(readCodeBlocks(answer, stem)).toEqual({ text: answer, names: [] });

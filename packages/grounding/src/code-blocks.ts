@@ -17,7 +17,7 @@ export interface CodeReading {
   names: Link[];
 }
 
-const FENCE_OPEN_RE = /^[ \t]{0,3}(```+|~~~+)[ \t]*([\w+#.-]*)[^`\n]*$/;
+const FENCE_OPEN_RE = /^[ \t]*(```+|~~~+)[ \t]*([\w+#.-]*)[^`\n]*$/;
 
 const SHELL_LANGS = new Set(['bash', 'sh', 'shell', 'zsh', 'console', 'shell-session', 'shellsession', 'terminal', 'fish', 'powershell', 'ps1', 'pwsh', 'cmd', 'bat']);
 const CONFIG_LANGS = new Set(['yaml', 'yml', 'toml', 'ini', 'json', 'jsonc', 'json5', 'env', 'dotenv', 'properties', 'conf', 'cfg']);
