@@ -62,6 +62,11 @@ const inputs = {
   '4 KB run-on sentence, clauses by commas': [pets, rep('the cat sat on the mat, the dog lay on the rug, ', 4 * KB)],
   '16 KB run-on sentence of repeated words': [pets, rep('the cat sat on the mat and the dog lay on the rug and ', 16 * KB)],
   '16 KB of distinct sentences sharing words': [pets, Array.from({ length: 1000 }, (_, i) => `The cat ${i} sat on the mat.`).join(' ')],
+  // Fenced code is read for its API names (code-blocks.ts): many names, calls, declarations, unclosed fences.
+  '16 KB of code in a fence': [rep(prose, 100 * KB), `\`\`\`python\n${rep('client = Acme(api_key=k, timeout=30)\nclient.jobs.create(name=n, retries=3).wait()\n', 16 * KB)}\n\`\`\``],
+  '16 KB code line of declarations and arrows': [rep(prose, 100 * KB), `\`\`\`js\n${rep('const a b c d (x, y)) => ', 16 * KB)}\n\`\`\``],
+  '16 KB of unclosed fences': [rep(prose, 100 * KB), rep('```js\nfoo.bar(1)\n', 16 * KB)],
+  '16 KB shell session': [rep(prose, 100 * KB), `\`\`\`bash\n${rep('acme run --flag 1 && npm install pkg | grep x; ', 16 * KB)}\n\`\`\``],
 };
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -107,9 +107,11 @@ export function supportClaim(
   // passage is looked for with the source's number and unit word in their place.
   let converted: { at: number; found: Conversion } | undefined;
   let searched: Term[] | undefined;
+  let held = codeNamesHeld.get(search);
+  if (!held) codeNamesHeld.set(search, (held = new Map()));
   for (let i = 0; i < claim.terms.length; i++) {
     const term = claim.terms[i]!;
-    let support = termSupport(index, question, term, texts);
+    let support = termSupport(index, question, term, texts, held);
     const found = support === 0 && term.unit ? convertedNumber(index, term.unit) : undefined;
     if (found) {
       support = 1;
@@ -207,7 +209,13 @@ export interface Conversion {
   unitStem: string;
 }
 
-function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, texts: readonly string[]): number {
+/**
+ * Per check (its PassageSearch), whether the sources hold each name of code looked for (`holdsCodeName`): a snippet
+ * names the same few things many times, and each is looked for in the sources' text once.
+ */
+const codeNamesHeld = new WeakMap<PassageSearch, Map<string, boolean>>();
+
+function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, texts: readonly string[], held: Map<string, boolean>): number {
   if (term.kind === 'number') {
     for (const v of term.values ?? []) if (hasNumber(index, v) || question.numbers.has(v)) return 1;
     if (term.month !== undefined && (index.stems.has(monthKey(term.month)) || question.months.has(term.month))) return 1;
@@ -217,7 +225,12 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, te
   }
   if (term.link?.name !== undefined) {
     const codeOnly = term.link.codeOnly === true;
-    for (const name of term.link.names ?? [term.link.name]) if (holdsCodeName(texts, name, codeOnly) || holdsCodeName([question.text], name, codeOnly)) return 1;
+    for (const name of term.link.names ?? [term.link.name]) {
+      const key = codeOnly ? `(${name}` : name;
+      let found = held.get(key);
+      if (found === undefined) held.set(key, (found = holdsCodeName(texts, name, codeOnly)));
+      if (found || holdsCodeName([question.text], name, codeOnly)) return 1;
+    }
     return 0;
   }
   if (term.link) {
