@@ -118,6 +118,14 @@ describe('a source written with \\uXXXX escapes (a tool result from json.dumps) 
     // Evidence is still the source as written.
     for (const c of r.claims) if (c.evidence) expect(TOOL.slice(c.evidence.start, c.evidence.end)).toBe(c.evidence.text);
   });
+
+  it('its line breaks end sentences: the evidence of a claim is its own sentence', () => {
+    const tool = '{"summary": "Acme has 40 staff.\\nIt opened an office in Dayton in 2019.\\nIts CEO is \\"Ann Lee\\"."}';
+    const r = checkGrounding({ sources: [tool], answer: 'Acme opened an office in Dayton in 2019. Its CEO is Ann Lee.' });
+    expect(r.grounded).toBe(true);
+    expect(r.claims[0]!.evidence!.text).toMatch(/Acme has 40 staff\.\\nIt opened an office in Dayton in 2019\.$/);
+    expect(r.claims[1]!.evidence!.text).toMatch(/^Its CEO is /);
+  });
 });
 
 describe('jsonValuesText with the schema the answer was asked to follow', () => {

@@ -248,22 +248,24 @@ function copyString(text: string, start: number, end: number, out: Uint16Array):
   }
 }
 
-const UNICODE_ESCAPE_RE = /\\u[0-9a-fA-F]{4}/;
-const UNICODE_ESCAPES_RE = /\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})/g;
+const ESCAPE_RE = /\\(?:u[0-9a-fA-F]{4}|["\\bfnrt])/;
+const ESCAPES_RE = /\\u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|\\u([0-9a-fA-F]{4})|\\(["\\bfnrt])/g;
 
 /**
- * A JSON source's `\uXXXX` escapes as their characters, one character for one (as `jsonValuesText` reads an
- * answer's): a tool's result written by Python's `json.dumps` says "Z\u00fcrich" for "Zürich". A text that is not
- * JSON (its first character is no "{" or "[") is kept as it is.
+ * A JSON source's escapes as what they stand for, one character for one (as `jsonValuesText` reads an answer's): a
+ * tool's result written by Python's `json.dumps` says "Z\u00fcrich" for "Zürich" and "staff.\nIt" for two sentences.
+ * `\uXXXX` is its character (`escapeRead`), `\n` a space and a line break, `\"` a space and a quote; `\/` stays, as
+ * an address written "https:\/\/…" would otherwise break. A text that is not JSON (its first character is no "{" or
+ * "[") is kept as it is: in prose a "\u00e9" is more likely quoted than meant.
  *
  * @example
- * unicodeEscapesRead('{"city": "Z\\u00fcrich"}').replace(/\u034f/g, ''); // '{"city": "Zürich"}'
+ * jsonEscapesRead('{"city": "Z\\u00fcrich"}').replace(/\u034f/g, ''); // '{"city": "Zürich"}'
  */
-export function unicodeEscapesRead(text: string): string {
-  // JSON alone (a tool's result): in prose a "\u00e9" is more likely quoted than meant.
+export function jsonEscapesRead(text: string): string {
   const first = text.trimStart()[0];
-  if ((first !== '{' && first !== '[') || !UNICODE_ESCAPE_RE.test(text)) return text;
-  return text.replace(UNICODE_ESCAPES_RE, (m: string, high: string | undefined, low: string | undefined, one: string | undefined, at: number) => {
+  if ((first !== '{' && first !== '[') || !ESCAPE_RE.test(text)) return text;
+  return text.replace(ESCAPES_RE, (m: string, high: string | undefined, low: string | undefined, one: string | undefined, char: string | undefined, at: number) => {
+    if (char !== undefined) return ` ${char === 'n' || char === 'r' ? '\n' : char === 't' || char === 'b' || char === 'f' ? ' ' : char}`;
     const decoded = one !== undefined ? String.fromCharCode(parseInt(one, 16)) : String.fromCharCode(parseInt(high!, 16), parseInt(low!, 16));
     return escapeRead(decoded, text[at + m.length], m.length);
   });

@@ -61,7 +61,7 @@ export const NEGATIONS = words(`not no never none nobody nothing neither nor wit
 nicht kein keine keinen keinem keiner keines nie niemals nichts niemand nirgends weder
 ne pas jamais rien aucun aucune ni non
 nunca nada nadie ningun ninguna ninguno jamas tampoco
-不 没 没有 沒 沒有 未 未曾 非 并非 並非 无 無 无法 無法 别 勿
+不 没 没有 沒 沒有 未 未曾 从未 從未 从不 從不 绝不 決不 决不 非 并非 並非 无 無 无法 無法 毫无 毫無 别 勿
 せん ない なかった`);
 
 /**
@@ -81,8 +81,7 @@ export const CLAUSE_FINAL_NEGATIONS = words(`nicht nie niemals`);
  * (the future), "没错" (right). Any other word of two characters that begins with 不, 没 or 未 is that negation and
  * the word after it ("没读" is 没 读).
  */
-export const NOT_NEGATED_CJK = words(`不过 不仅 不但 不论 不管 不断 不久 不少 不同 不错 不如 不得 不用 不要 不再 不必 不可
-未来 未必 没错 没事 没关系 不好意思`);
+export const NOT_NEGATED_CJK = words(`不过 不仅 不但 不论 不管 不断 不久 不少 不同 不错 不如 未来 没错 没事 没关系 不好意思`);
 
 /** Quantifiers that make a claim stronger or weaker than its source. */
 export const QUANTIFIERS = words(`all every always only entire entirely whole never none most majority

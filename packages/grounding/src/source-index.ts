@@ -1,5 +1,5 @@
 import { CURRENCIES, MONTHS, NEGATIONS, ORDINAL_WORDS, QUANTIFIERS, WEEKDAYS } from './lexicon.js';
-import { unicodeEscapesRead } from './json-answer.js';
+import { jsonEscapesRead } from './json-answer.js';
 import { findLinks } from './links.js';
 import { durationValues, hourKey, inCapitals, isNegation, isWhiteSpace, MAX_ACRONYM, NegationScope, readDuration, readNumber, readTime, stem, tokenize, type Token, type Word } from './tokenize.js';
 
@@ -187,8 +187,8 @@ class IndexBuilder {
 
   read(text: string, k: number): void {
     this.empty = false;
-    // A tool's JSON with `\uXXXX` escapes is read as its characters, offsets kept (`unicodeEscapesRead`).
-    const source = unicodeEscapesRead(text);
+    // A tool's JSON is read with its escapes as what they stand for, offsets kept (`jsonEscapesRead`).
+    const source = jsonEscapesRead(text);
     const tokens = tokenize(source);
     const base = this.spans.length;
     const { spans } = this;
