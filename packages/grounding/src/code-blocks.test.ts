@@ -193,6 +193,14 @@ describe('a code block is checked by the names it takes from the sources, not re
     expect(wrong.flaggedSpans.map((s) => s.text)).toEqual(['forecast.hourly']);
   });
 
+  it('a shell command goes on over a line ending in a backslash; a session\'s output is not a command', () => {
+    const docs = 'Deploy with `acme deploy --region eu-west-1 --replicas 3`.';
+    const answer = '```console\n$ acme deploy \\\n    --region eu-west-1 \\\n    --replicas 3\nDeployed 3 replicas to eu-west-1 in 42s\n```';
+    expect(checkGrounding({ sources: [docs], answer }).flaggedSpans).toEqual([]);
+    const wrong = checkGrounding({ sources: [docs], answer: answer.replace('--replicas', '--instances') });
+    expect(wrong.flaggedSpans.map((s) => s.text)).toEqual(['--instances']);
+  });
+
   it('without a fenced block the answer is read as before', () => {
     const answer = 'Call `client.forecast.daily` with days=7.';
     expect(readCodeBlocks(answer, stem)).toEqual({ text: answer, names: [] });

@@ -5,10 +5,11 @@ import { findLinks, type Link } from './links.js';
  * What of an answer's fenced code blocks (```` ```lang … ``` ````, `~~~`) is a claim the sources can back, the way a
  * code reviewer checks a snippet against the documentation: the names the snippet takes from a library or a tool
  * (packages installed and imported, functions and classes it calls but does not define, the members it calls on
- * them, option and keyword-argument names, configuration keys, environment variables, a program's subcommands and
- * `--flags`), the numbers given to an option, key or flag, web addresses, and the comments (prose). Not: the names the
- * snippet defines itself (variables, functions, classes, parameters, import aliases), language keywords and
- * built-ins, syntax, string values, the tools everybody has (`npm`, `git`, `curl`) and their flags.
+ * them, the options and keyword arguments it passes to them, configuration keys, environment variables, a program's
+ * subcommands and `--flags`), the numbers set in a configuration or given to a flag, web addresses, and the comments
+ * (prose). Not: the names the snippet defines itself (variables, functions, classes, parameters, import aliases) and
+ * its data, the numbers it passes (the example's choice), language keywords and built-ins, common libraries' options,
+ * syntax, string values, the tools everybody has (`npm`, `git`, `curl`) and their flags.
  */
 export interface CodeReading {
   /** The answer with its code blocks' unchecked parts blanked (spaces, a "." opening each line), one character for one. */
@@ -31,8 +32,8 @@ finally with in of not and or is none true false null undefined this self super 
 raise throw throws typeof instanceof delete void static public private protected export default extends implements
 interface type enum struct fn func fun impl trait pub mut use mod crate package go defer chan select switch case match
 where when then end begin module require include local global nonlocal assert del sizeof unsafe readonly declare
-namespace abstract final override val object companion init get set nil true false none echo panic make cap recover
-iota None True False`.split(/\s+/),
+namespace abstract final override val object companion init get set nil echo panic make cap recover iota None True
+False`.split(/\s+/),
 );
 const BUILTINS = new Set(
   `len range str int float bool list dict tuple open isinstance enumerate zip map filter sorted sum min max abs round
@@ -55,7 +56,7 @@ const COMMON_TOOLS = new Set(
   `npm npx yarn pnpm bun pip pip3 pipx poetry uv conda cargo go gem brew apt apt-get yum dnf apk composer dotnet git curl
 wget cd ls cat echo export set unset mkdir rm cp mv touch chmod chown sudo source python python3 node deno ruby java javac
 docker docker-compose kubectl helm make cmake gcc tar unzip grep sed awk head tail less open code vim nano printf env
-which ssh scp systemctl service jq xargs tee find sort`.split(/\s+/),
+which ssh scp systemctl service jq xargs tee find sort uvx`.split(/\s+/),
 );
 /** Subcommands after which a package manager's words are packages: `npm install openai`, `pip install requests`. */
 const INSTALLS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
@@ -110,7 +111,7 @@ interface Lexeme {
  * and the first character a line's reading blanks becomes a full stop, so no two lines of code read as one sentence.
  *
  * @example
- * readCodeBlocks('```js\nconst c = new Client({ maxRetries: 2 });\n```').names.map((n) => n.name); // ['Client', 'maxRetries']
+ * readCodeBlocks('```js\nconst c = new Client({ maxRetries: 2 });\n```', stem).names.map((n) => n.name); // ['Client', 'maxRetries']
  */
 export function readCodeBlocks(answer: string, stemOf: (word: string) => string): CodeReading {
   if (!answer.includes('```') && !answer.includes('~~~')) return { text: answer, names: [] };
@@ -147,11 +148,13 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
     if (codeOnly && /^[a-z]+$/.test(text)) link.codeOnly = true;
     names.push(link);
   };
-  // Names the snippets define, over all blocks: a variable made in one is used in the next.
   // Prose in a fence (a ```text block, a sentence laid out in one) is read as prose: its lines are kept whole. Web
   // addresses are kept to be checked as links, quoted or not.
   for (const b of blocks) {
-    for (const link of findLinks(answer.slice(b.from, b.to))) if (link.kind === 'url') keep.fill(1, b.from + link.start, b.from + link.end);
+    const body = answer.slice(b.from, b.to);
+    for (const link of findLinks(body)) if (link.kind === 'url') keep.fill(1, b.from + link.start, b.from + link.end);
+    // A shell session with prompts: its other lines are output (`readShell`), not prose.
+    if (PROMPT_RE.test(body) && shellBlock(b.lang, body)) continue;
     let lineStart = b.from;
     while (lineStart < b.to) {
       let lineEnd = answer.indexOf('\n', lineStart);
@@ -164,6 +167,7 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
     ...b,
     lines: shellBlock(b.lang, answer.slice(b.from, b.to)) ? undefined : lexLines(answer, b.from, b.to, b.lang).filter((l) => l.length === 0 || !keep[l[0]!.start]),
   }));
+  // Names the snippets define, over all blocks: a variable made in one is used in the next.
   const defined = new Set<string>();
   // Of which the snippet's own (not imported): a call of one takes the snippet's arguments, not the library's options.
   const own = new Set<string>();
@@ -213,6 +217,7 @@ function shellBlock(lang: string, body: string): boolean {
   return lines.length > 0 && lines.every((l) => /^\s*\$\s/.test(l) || COMMON_TOOLS.has(l.trim().split(/\s+/)[0]!));
 }
 
+const PROMPT_RE = /^[ \t]*(?:\$|PS>)[ \t]/m;
 const WORD_RE = /"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"'|;&<>()]+|\|\||&&|[|;&]/g;
 
 /**
@@ -221,17 +226,26 @@ const WORD_RE = /"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"'|;&<>()]+|\|\||&&|[|;&]/g;
  * environment variables set (`export ACME_API_KEY=…`), and the numbers given to a flag or a variable.
  */
 function readShell(answer: string, from: number, to: number, keep: Uint8Array, name: Namer): void {
+  // A session with prompts ("$ npm install …") prints output on the lines without one: what a program printed, not
+  // a command to check.
+  const prompted = PROMPT_RE.test(answer.slice(from, to));
+  let command: Word[] = [];
+  const flush = () => {
+    if (command.length > 0) readCommand(command, keep, name);
+    command = [];
+  };
+  let continued = false;
   let lineStart = from;
   while (lineStart < to) {
     let lineEnd = answer.indexOf('\n', lineStart);
     if (lineEnd === -1 || lineEnd > to) lineEnd = to;
     let line = answer.slice(lineStart, lineEnd);
     let offset = lineStart;
-    if (keep[lineStart] === 1) {
+    const prompt = /^\s*(?:\$|PS>|>)\s/.exec(line);
+    if (keep[lineStart] === 1 || (prompted && !prompt && !continued)) {
       lineStart = lineEnd + 1;
       continue;
     }
-    const prompt = /^\s*(?:\$|PS>|>)\s/.exec(line);
     if (prompt) {
       offset += prompt[0].length;
       line = line.slice(prompt[0].length);
@@ -242,22 +256,26 @@ function readShell(answer: string, from: number, to: number, keep: Uint8Array, n
       keep.fill(1, at, offset + comment.index + comment[0].length);
       line = line.slice(0, comment.index);
     }
-    const words = [...line.matchAll(WORD_RE)].map((m) => ({ text: m[0], start: offset + m.index, end: offset + m.index + m[0].length }));
-    let command: typeof words = [];
-    const flush = () => {
-      if (command.length > 0) readCommand(command, keep, name);
-      command = [];
-    };
-    for (const w of words) {
-      if (/^(?:\|\||&&|[|;&])$/.test(w.text)) flush();
-      else command.push(w);
+    // A line ending in "\" goes on with the next: `curl https://… \` then `  -H "…"`.
+    continued = /\\\s*$/.test(line);
+    for (const m of line.matchAll(WORD_RE)) {
+      if (/^(?:\|\||&&|[|;&])$/.test(m[0])) flush();
+      else if (m[0] !== '\\') command.push({ text: m[0], start: offset + m.index, end: offset + m.index + m[0].length });
     }
-    flush();
+    if (!continued) flush();
     lineStart = lineEnd + 1;
   }
+  flush();
 }
 
-function readCommand(words: { text: string; start: number; end: number }[], keep: Uint8Array, name: Namer): void {
+/** A word of a shell command, at its offsets into the answer. */
+interface Word {
+  text: string;
+  start: number;
+  end: number;
+}
+
+function readCommand(words: readonly Word[], keep: Uint8Array, name: Namer): void {
   let i = 0;
   // Variables set before the command or exported: the name is the documented one, a number its setting.
   while (i < words.length) {
@@ -310,7 +328,7 @@ function readCommand(words: { text: string; start: number; end: number }[], keep
 }
 
 /** A package as installed: without quotes, a version range (`openai@4.2`, `requests>=2`) or extras (`pkg[all]`). */
-function packageName(w: { text: string; start: number; end: number }, name: Namer): void {
+function packageName(w: Word, name: Namer): void {
   let start = w.start;
   let text = w.text;
   if (/^["']/.test(text)) {
@@ -363,7 +381,6 @@ function lexLines(answer: string, from: number, to: number, lang: string): Lexem
       kind = 'punct';
       end = i + 1;
     }
-    // An identifier glued to a quote is a string's prefix only for f"…", r'…', b"…".
     const text = answer.slice(i, end);
     const line = lines[lines.length - 1]!;
     const here = stack[stack.length - 1] ?? TOP;
