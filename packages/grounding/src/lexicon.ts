@@ -209,6 +209,8 @@ export const UNITS: ReadonlyMap<string, Unit> = new Map([
   ...['s', 'sec', 'secs', 'second', 'seconds'].map((w) => [w, unit('time', 1)] as const),
   ...['min', 'mins', 'minute', 'minutes'].map((w) => [w, unit('time', 60)] as const),
   ...['h', 'hr', 'hrs', 'hour', 'hours'].map((w) => [w, unit('time', 3600)] as const),
+  ...['day', 'days'].map((w) => [w, unit('time', 86_400)] as const),
+  ...['week', 'weeks', 'wk', 'wks'].map((w) => [w, unit('time', 604_800)] as const),
   // A temperature's scale is its unit only after "°" or "degrees" (`numberUnit`): "21 °C" is "69.8 °F".
   ...['c', 'celsius', 'centigrade'].map((w) => [w, unit('temperature', 1)] as const),
   ...['f', 'fahrenheit'].map((w) => [w, unit('temperature', 5 / 9, 5 / 9, -160 / 9)] as const),

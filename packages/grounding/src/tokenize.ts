@@ -638,11 +638,15 @@ export function readDuration(tokens: readonly Token[], i: number): { seconds: nu
   return parts >= 2 ? { seconds, next } : undefined;
 }
 
-/** The numbers a duration of `seconds` is written as: in seconds, in minutes when whole, in hours from one hour. */
+/**
+ * The numbers a duration of `seconds` is written as: in seconds, in minutes when whole, in hours from one hour, in
+ * days from one day.
+ */
 export function durationValues(seconds: number): { value: number; unit: string }[] {
   const out = [{ value: seconds, unit: 'second' }];
   if (seconds % 60 === 0) out.push({ value: seconds / 60, unit: 'minute' });
   if (seconds >= 3_600) out.push({ value: Number((seconds / 3_600).toPrecision(12)), unit: 'hour' });
+  if (seconds >= 86_400) out.push({ value: Number((seconds / 86_400).toPrecision(12)), unit: 'day' });
   return out;
 }
 

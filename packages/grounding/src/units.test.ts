@@ -32,6 +32,9 @@ describe('numbers converted between units', () => {
     ['The flight from Oslo to Rome takes 165 minutes.', 'The flight from Oslo to Rome takes 2.75 hours.'],
     ['The battery lasts 90 minutes.', 'The battery lasts 1.5 hours.'],
     ['The cooldown is 3 min 20 s.', 'The cooldown is 200 seconds.'],
+    ['Refunds are processed within 48 hours.', 'Refunds are processed within 2 days.'],
+    ['The trial lasts 2 weeks.', 'The trial lasts 14 days.'],
+    ['The trial lasts 1 week and 3 days.', 'The trial lasts 10 days.'],
     // A temperature on the other scale, rounded to the decimals written.
     ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 82 °F all year.'],
     ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 82.4°F all year.'],
@@ -63,6 +66,7 @@ describe('numbers converted between units', () => {
     ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 86 °F all year.', '86'],
     ['Bake the bread at 425 degrees Fahrenheit for 30 minutes.', 'Bake the bread at 220 °C for 30 minutes.', '220'],
     ['Lows reach -5 °C at night.', 'Lows reach 41 °F at night.', '41'],
+    ['Refunds are processed within 48 hours.', 'Refunds are processed within 3 days.', '3'],
     // A scale letter without "°" or "degrees" is no temperature.
     ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 82 F all year.', '82'],
   ])('%s → %s is flagged at %s', (source, answer, span) => {
