@@ -201,12 +201,21 @@ describe('a code block is checked by the names it takes from the sources, not re
     expect(wrong.flaggedSpans.map((s) => s.text)).toEqual(['--instances']);
   });
 
+  it('JSON in a fence is data, read as a JSON answer is: its values are claims, its keys are not', () => {
+    const docs = 'Acme Tools was founded in 1999 in Dayton. Its CEO is Ann Lee.';
+    const answer = 'Here is the extracted record:\n\n```json\n{\n  "company": "Acme Tools",\n  "founded_year": 1999,\n  "ceo": "Ann Lee"\n}\n```';
+    expect(checkGrounding({ sources: [docs], answer }).flaggedSpans).toEqual([]);
+    const swapped = (from: string, to: string) => checkGrounding({ sources: [docs], answer: answer.replace(from, to) }).flaggedSpans.map((s) => s.text);
+    expect(swapped('Ann Lee', 'Bob Ray')).toEqual(['Bob', 'Ray']);
+    expect(swapped('1999', '1998')).toEqual(['1998']);
+  });
+
   it('without a fenced block the answer is read as before', () => {
     const answer = 'Call `client.forecast.daily` with days=7.';
     expect(readCodeBlocks(answer, stem)).toEqual({ text: answer, names: [] });
   });
 
-  it('a configuration block is checked by its keys and the numbers set', () => {
+  it('a configuration block (YAML, TOML, .env) is checked by its keys and the numbers set', () => {
     const docs = 'Configure the server in `svc.yaml`: `port` (default 8787), `grounding.threshold` (0.5) and `retention_days` (30).';
     const ok = '```yaml\nport: 8787\nretention_days: 30\n```';
     expect(checkGrounding({ sources: [docs], answer: ok }).flaggedSpans).toEqual([]);

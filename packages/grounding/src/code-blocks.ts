@@ -1,4 +1,5 @@
 import { STOPWORDS } from './lexicon.js';
+import { jsonValuesText } from './json-answer.js';
 import { findLinks, type Link } from './links.js';
 
 /**
@@ -152,6 +153,15 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
   // addresses are kept to be checked as links, quoted or not.
   for (const b of blocks) {
     const body = answer.slice(b.from, b.to);
+    // JSON in a fence is data, as a JSON answer is (an extraction's record): its values are claims, its keys the
+    // schema's (`jsonValuesText`).
+    const values = JSON_LANGS.has(b.lang) || b.lang === '' ? jsonValuesText(body) : undefined;
+    if (values !== undefined) {
+      for (let i = 0; i < values.length; i++) out[b.from + i] = values[i]!;
+      keep.fill(1, b.from, b.to);
+      b.lang = JSON_DATA;
+      continue;
+    }
     for (const link of findLinks(body)) if (link.kind === 'url') keep.fill(1, b.from + link.start, b.from + link.end);
     // A shell session with prompts: its other lines are output (`readShell`), not prose.
     if (PROMPT_RE.test(body) && shellBlock(b.lang, body)) continue;
@@ -163,7 +173,7 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
       lineStart = lineEnd + 1;
     }
   }
-  const lexed = blocks.map((b) => ({
+  const lexed = blocks.filter((b) => b.lang !== JSON_DATA).map((b) => ({
     ...b,
     lines: shellBlock(b.lang, answer.slice(b.from, b.to)) ? undefined : lexLines(answer, b.from, b.to, b.lang).filter((l) => l.length === 0 || !keep[l[0]!.start]),
   }));
@@ -193,6 +203,10 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
   // A name is checked whole (`Link.name`): its characters are blanked as a link's are, by the caller.
   return { text: out.join(''), names: names.sort((a, b) => a.start - b.start) };
 }
+
+const JSON_LANGS = new Set(['json', 'jsonc', 'json5']);
+/** A block read as JSON data (`jsonValuesText`), not as code. */
+const JSON_DATA = '\u0000json';
 
 /** Fences whose text is prose, read as the rest of the answer is. */
 const PROSE_LANGS = new Set(['text', 'txt', 'plaintext', 'plain', 'markdown', 'md', 'output', 'log', 'quote']);
