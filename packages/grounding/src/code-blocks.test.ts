@@ -210,6 +210,14 @@ describe('a code block is checked by the names it takes from the sources, not re
     expect(swapped('1999', '1998')).toEqual(['1998']);
   });
 
+  it('a query is checked by the tables and columns it names, against the schema in the sources', () => {
+    const docs = 'The `users` table has the columns `id`, `email`, `plan` and `created_at`. The `orders` table has `id`, `user_id`, `total_cents` and `placed_at`.';
+    const answer = "```sql\n-- Total of the orders per plan\nSELECT u.plan, SUM(o.total_cents) AS revenue\nFROM users u\nJOIN orders o ON o.user_id = u.id\nWHERE o.placed_at >= '2024-01-01'\nGROUP BY u.plan\nORDER BY revenue DESC;\n```";
+    expect(checkGrounding({ sources: [docs], answer }).flaggedSpans.map((s) => s.text)).toEqual([]);
+    const wrong = checkGrounding({ sources: [docs], answer: answer.replace('o.placed_at', 'o.ordered_at') });
+    expect(wrong.flaggedSpans.map((s) => s.text)).toEqual(['ordered_at']);
+  });
+
   it('without a fenced block the answer is read as before', () => {
     const answer = 'Call `client.forecast.daily` with days=7.';
     expect(readCodeBlocks(answer, stem)).toEqual({ text: answer, names: [] });

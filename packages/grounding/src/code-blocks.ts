@@ -163,8 +163,8 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
       continue;
     }
     for (const link of findLinks(body)) if (link.kind === 'url') keep.fill(1, b.from + link.start, b.from + link.end);
-    // A shell session with prompts: its other lines are output (`readShell`), not prose.
-    if (PROMPT_RE.test(body) && shellBlock(b.lang, body)) continue;
+    // A shell session with prompts: its other lines are output (`readShell`), not prose. A query's words are SQL's.
+    if ((PROMPT_RE.test(body) && shellBlock(b.lang, body)) || SQL_LANGS.has(b.lang)) continue;
     let lineStart = b.from;
     while (lineStart < b.to) {
       let lineEnd = answer.indexOf('\n', lineStart);
@@ -183,7 +183,8 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
   const own = new Set<string>();
   for (const b of lexed) if (b.lines) for (const line of b.lines) definitions(line, defined, own, CONFIG_LANGS.has(b.lang));
   for (const b of lexed) {
-    if (b.lines) for (const line of b.lines) readCodeLine(line, defined, own, CONFIG_LANGS.has(b.lang), keep, name);
+    if (SQL_LANGS.has(b.lang)) readSql(answer, b.from, b.to, keep, name);
+    else if (b.lines) for (const line of b.lines) readCodeLine(line, defined, own, CONFIG_LANGS.has(b.lang), keep, name);
     else readShell(answer, b.from, b.to, keep, name);
     for (let i = b.from; i < b.to; i++) if (!keep[i] && answer[i] !== '\n') out[i] = ' ';
     // Each line a sentence of its own: a full stop where the line's first blanked character was.
@@ -207,6 +208,49 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
 const JSON_LANGS = new Set(['json', 'jsonc', 'json5']);
 /** A block read as JSON data (`jsonValuesText`), not as code. */
 const JSON_DATA = '\u0000json';
+
+const SQL_LANGS = new Set(['sql', 'mysql', 'postgresql', 'postgres', 'psql', 'sqlite', 'plsql', 'tsql']);
+/** SQL's words and common functions, in lower case: the query's, not the schema's. */
+const SQL_WORDS = new Set(
+  `select from where and or not in is null as on join inner left right full outer cross group by order having limit
+offset insert into values update set delete create table view index drop alter add column primary key foreign
+references distinct union all case when then else end asc desc like ilike between exists with returning default
+count sum avg min max coalesce nullif now date cast lower upper length round abs extract interval true false
+current_date current_timestamp over partition row_number rank if replace using natural`.split(/\s+/),
+);
+
+/**
+ * A query's tables and columns, which a schema in the sources names (`users`, `created_at`): every name that is no SQL
+ * word, function, alias (`FROM users u`, `AS total`) or string. A qualified `u.email` is its column after an alias.
+ */
+function readSql(answer: string, from: number, to: number, keep: Uint8Array, name: Namer): void {
+  const body = answer.slice(from, to);
+  const aliases = new Set<string>();
+  const tokens = [...body.matchAll(/--[^\n]*|'(?:[^']|'')*'|"[^"\n]*"|[A-Za-z_][\w$]*(?:\.[A-Za-z_][\w$]*)*|\S/g)];
+  for (let k = 0; k < tokens.length; k++) {
+    const t = tokens[k]![0].toLowerCase();
+    const prev = tokens[k - 1]?.[0].toLowerCase();
+    const before = tokens[k - 2]?.[0].toLowerCase();
+    // `AS total`, and a table's alias right after it: `FROM users u`, `JOIN orders o`.
+    if (/^[a-z_]/.test(t) && !SQL_WORDS.has(t) && (prev === 'as' || (prev !== undefined && /^[a-z_][\w$]*$/.test(prev) && !SQL_WORDS.has(prev) && (before === 'from' || before === 'join')))) aliases.add(t);
+  }
+  for (const m of tokens) {
+    const text = m[0];
+    const at = from + m.index;
+    if (text.startsWith('--')) {
+      keep.fill(1, at + 2, at + text.length);
+      continue;
+    }
+    if (!/^[A-Za-z_]/.test(text)) continue;
+    const parts = text.split('.');
+    let offset = at;
+    for (const [i, part] of parts.entries()) {
+      const lower = part.toLowerCase();
+      if (!SQL_WORDS.has(lower) && !aliases.has(lower) && !(i === 0 && parts.length > 1 && aliases.has(lower))) name(offset, offset + part.length);
+      offset += part.length + 1;
+    }
+  }
+}
 
 /** Fences whose text is prose, read as the rest of the answer is. */
 const PROSE_LANGS = new Set(['text', 'txt', 'plaintext', 'plain', 'markdown', 'md', 'output', 'log', 'quote']);
