@@ -276,7 +276,7 @@ export const RARE_POSTING = 32;
  */
 export class PassageSearch {
   private readonly seen = new Map<string, Passage | undefined>();
-  private readonly hits = new Hits();
+  private readonly hits = sharedHits;
   private rareBudget: number;
 
   /** @param budget sentence postings read at most over all claims of a check */
@@ -322,9 +322,16 @@ function negationDisagrees(sentence: NegatedSentence | undefined, claim: Claim, 
   return false;
 }
 
+/** Sentences of sources whose buffers the shared `Hits` keeps between checks (32 KB); larger ones are let go. */
+const KEPT_SENTENCES = 4096;
+/** The last claim number an Int32Array holds; the counter starts over (buffers zeroed) before it would pass it. */
+const LAST_CLAIM = 0x7fffffff;
+
 /**
  * The sentences where one claim's terms were found, in the order first found: how many terms each holds, and
- * which, as bits (`words` numbers of 32 bits per sentence). Its buffers serve every claim of a check.
+ * which, as bits (`words` numbers of 32 bits per sentence). One instance (`sharedHits`) serves every claim of
+ * every check: a check is synchronous, and a fresh one per check (seven typed arrays, each an ArrayBuffer the
+ * collector tracks) was about a fifth of a chat-sized check's CPU at model pace.
  */
 class Hits {
   /** Sentences found. */
@@ -340,17 +347,32 @@ class Hits {
   private foundFor = new Int32Array(0);
   private slots = new Int32Array(0);
   private claim = 0;
+  /** `bestPassage`'s bits of the terms whose postings were read whole (`words` of them in use). */
+  private knownBits = new Int32Array(1);
 
   /** Ready for a claim of `terms` terms, against sources of `sentences` sentences. */
   reset(sentences: number, terms: number): void {
-    if (this.foundFor.length < sentences) {
+    const kept = this.foundFor.length;
+    if (kept < sentences || (kept > KEPT_SENTENCES && sentences <= KEPT_SENTENCES) || this.claim === LAST_CLAIM) {
       this.foundFor = new Int32Array(sentences);
       this.slots = new Int32Array(sentences);
       this.claim = 0;
     }
+    if (this.sids.length > KEPT_SENTENCES && sentences <= KEPT_SENTENCES) {
+      this.sids = new Int32Array(64);
+      this.counts = new Int32Array(64);
+      this.masks = new Int32Array(64);
+    }
     this.claim++;
     this.size = 0;
     this.words = (terms + 31) >>> 5;
+  }
+
+  /** Zeroed bits for the terms of the claim `reset` was given (`words` numbers). */
+  known(): Int32Array<ArrayBuffer> {
+    if (this.knownBits.length < this.words) this.knownBits = new Int32Array(this.words);
+    else this.knownBits.fill(0, 0, this.words);
+    return this.knownBits;
   }
 
   /** Reads the posting of `key` into `posting`, up to MAX_POSTING sentences of it; returns its size. */
@@ -383,6 +405,9 @@ class Hits {
     return slot;
   }
 }
+
+/** The `Hits` every `PassageSearch` uses (see `Hits`). */
+const sharedHits = new Hits();
 
 /** A copy of `a` twice as long (or `least` long), zeros after its end. */
 function grown(a: Int32Array<ArrayBuffer>, least = 0): Int32Array<ArrayBuffer> {
@@ -426,7 +451,7 @@ function bestPassage(
   let read = 0;
   // The terms whose bits say, of every sentence found, whether it holds the term: those whose postings are read
   // whole and which have no key a sentence holds without a posting. The windows ask the index about the others.
-  const known = new Int32Array(hits.words);
+  const known = hits.known();
   let asked: number[] | undefined;
   // Terms not read (`readUpTo`): asked of every window, one sentence or two.
   let unread: number[] | undefined;
