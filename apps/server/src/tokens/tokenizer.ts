@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { createRequire } from 'node:module';
 import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
+import { compareUint8Arrays } from 'gpt-tokenizer/utfUtil';
 import { turns } from '../turns.js';
 
 type O200k = GptEncoding;
@@ -18,12 +19,67 @@ let loading: Promise<O200k> | undefined;
 
 /** Loads the o200k_base tokenizer once; `encode` / `decodeGenerator` / `countTokens` need it loaded. */
 export async function loadTokenizer(): Promise<void> {
-  o200k ??= await (loading ??= readRanks().then((ranks) => {
-    const encoding = GptEncoding.getEncodingApi('o200k_base', () => ranks);
-    // The first encode sets up the encoder's lookups, which takes a while: here, not in the first request that counts.
-    encoding.encode('Hello, world. 1889 ', ORDINARY);
-    return encoding;
-  }));
+  o200k ??= await (loading ??= readRanks().then(buildEncoding));
+}
+
+/** Ranks put into the encoder's lookups between yields to the event loop (a few milliseconds). */
+const RANKS_PER_TURN = 2000;
+
+/** The lookups gpt-tokenizer's `BytePairEncodingCore` constructor builds from the ranks (its public fields). */
+interface EncoderLookups {
+  bytePairRankDecoder: Array<string | number[]>;
+  bytePairStringRankEncoder: Map<string, number>;
+  bytePairNonUtfRankDecoder: Map<number, Uint8Array>;
+  bytePairNonUtfSortedEncoder: Array<[Uint8Array, number]>;
+  mergeableBytePairRankCount: number;
+}
+
+/**
+ * The encoding of `ranks`, built between yields to the event loop. gpt-tokenizer's constructor builds its
+ * lookups (a map of 200,000 strings, the byte tokens sorted) in one step of 50–170 ms, in which every open
+ * stream stalls: the first counted request (a client leaving mid-stream, an upstream without usage) of a
+ * server with streams open. Made with no ranks, the encoding's lookups are filled here as its constructor fills
+ * them, RANKS_PER_TURN at a time. Were gpt-tokenizer's fields ever other than these, it is built in one step.
+ */
+export async function buildEncoding(ranks: Array<string | number[]>): Promise<O200k> {
+  const encoding = GptEncoding.getEncodingApi('o200k_base', () => []);
+  const core = (encoding as unknown as { bytePairEncodingCoreProcessor?: Partial<EncoderLookups> }).bytePairEncodingCoreProcessor;
+  const { bytePairStringRankEncoder: strings, bytePairNonUtfRankDecoder: bytesOf } = core ?? {};
+  const fieldsAsExpected =
+    core !== undefined &&
+    strings instanceof Map &&
+    bytesOf instanceof Map &&
+    Array.isArray(core.bytePairNonUtfSortedEncoder) &&
+    typeof core.mergeableBytePairRankCount === 'number' &&
+    typeof (encoding as { vocabularySize?: unknown }).vocabularySize === 'number' &&
+    (encoding as unknown as { specialTokensEncoder?: unknown }).specialTokensEncoder instanceof Map;
+  if (!fieldsAsExpected) return warmedUp(GptEncoding.getEncodingApi('o200k_base', () => ranks));
+  const binary: Array<[Uint8Array, number]> = [];
+  for (let rank = 0; rank < ranks.length; rank++) {
+    if (rank > 0 && rank % RANKS_PER_TURN === 0) await yieldToEventLoop();
+    const value = ranks[rank]!;
+    if (typeof value === 'string') {
+      strings.set(value, rank);
+    } else {
+      const bytes = new Uint8Array(value);
+      binary.push([bytes, rank]);
+      bytesOf.set(rank, bytes);
+    }
+  }
+  core.bytePairNonUtfSortedEncoder = binary.sort((a, b) => compareUint8Arrays(a[0], b[0]));
+  core.bytePairRankDecoder = ranks;
+  // `readRanks` leaves no holes: the constructor's count of the ranks' keys is their length.
+  core.mergeableBytePairRankCount = ranks.length;
+  const built = encoding as unknown as { vocabularySize: number; specialTokensEncoder: Map<string, number> };
+  built.vocabularySize = ranks.length + built.specialTokensEncoder.size;
+  await yieldToEventLoop();
+  return warmedUp(encoding);
+}
+
+/** The first encode sets up the encoder's lookups, which takes a while: here, not in the first request that counts. */
+function warmedUp(encoding: O200k): O200k {
+  encoding.encode('Hello, world. 1889 ', ORDINARY);
+  return encoding;
 }
 
 /** Lines of the ranks file parsed between yields to the event loop (a few milliseconds). */

@@ -3,7 +3,8 @@ import { encode as reference } from 'gpt-tokenizer/encoding/o200k_base';
 import referenceRanks from 'gpt-tokenizer/bpeRanks/o200k_base';
 import { readFileSync } from 'node:fs';
 import { countUsage } from '../../../src/chat/prompt.js';
-import { countTokens, countTokensBounded, decodeGenerator, encode, encodeBounded, EXACT_COUNT_CHARS, loadTokenizer, readRanks } from '../../../src/tokens/tokenizer.js';
+import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
+import { buildEncoding, countTokens, countTokensBounded, decodeGenerator, encode, encodeBounded, EXACT_COUNT_CHARS, loadTokenizer, readRanks } from '../../../src/tokens/tokenizer.js';
 
 beforeAll(loadTokenizer);
 
@@ -22,6 +23,44 @@ describe('readRanks', () => {
     }
     expect(bytes).toBeGreaterThan(1000); // tokens that are not UTF-8 on their own are byte arrays in both
     expect(differing).toBe(0);
+  });
+});
+
+describe('buildEncoding', () => {
+  it("fills the encoder's lookups between turns of the event loop, not in one step", async () => {
+    const ranks = await readRanks();
+    let turns = 0;
+    let building = true;
+    const turn = () => {
+      turns++;
+      if (building) setImmediate(turn);
+    };
+    setImmediate(turn);
+    await buildEncoding(ranks);
+    building = false;
+    // 200,000 ranks, 2,000 a turn: other requests run about a hundred times while it builds.
+    expect(ranks.length).toBeGreaterThan(199_000);
+    expect(turns).toBeGreaterThanOrEqual(Math.floor(ranks.length / 2000));
+  });
+
+  it("builds what gpt-tokenizer's constructor builds from the same ranks", async () => {
+    const ranks = await readRanks();
+    const stepped = await buildEncoding(ranks);
+    const oneStep = GptEncoding.getEncodingApi('o200k_base', () => ranks);
+    const lookups = (encoding: GptEncoding) => {
+      const core = (encoding as unknown as { bytePairEncodingCoreProcessor: Record<string, unknown> }).bytePairEncodingCoreProcessor;
+      return {
+        strings: [...(core.bytePairStringRankEncoder as Map<string, number>)],
+        bytes: [...(core.bytePairNonUtfRankDecoder as Map<number, Uint8Array>)].map(([rank, b]) => [rank, [...b]]),
+        sorted: (core.bytePairNonUtfSortedEncoder as Array<[Uint8Array, number]>).map(([b, rank]) => [[...b], rank]),
+        count: core.mergeableBytePairRankCount,
+        decoder: core.bytePairRankDecoder,
+        vocabulary: encoding.vocabularySize,
+      };
+    };
+    expect(lookups(stepped)).toEqual(lookups(oneStep));
+    const text = mixedText(7, 2000);
+    expect(stepped.encode(text, { disallowedSpecial: new Set() })).toEqual(oneStep.encode(text, { disallowedSpecial: new Set() }));
   });
 });
 
