@@ -9,7 +9,8 @@
 //        (over HTTP/1.1 svc holds two descriptors per stream: past ~9,000 streams it needs more than 20,000)
 //   options: --rate R (tokens/s)  --tokens T (answer length)  --jitter J (each gap within ±J of 1/R, 0..1)
 //            --targets direct,svc-full,svc-plain,node-relay,portkey   --skip-portkey   --settle S
-//                     (also svc-webhook: the audit webhook without the grounding check; svc-grounding: the reverse)
+//                     (also svc-webhook: the audit webhook without the grounding check; svc-grounding: the reverse;
+//                     node-relay-features: the relay with the grounding check and a signed webhook, the floor of svc-full)
 //            --svc-node-args="--cpu-prof --cpu-prof-dir=/tmp/prof"   node flags for the svc processes
 //            --upstream http|h1|h2   how svc reaches the paced upstream: plain HTTP/1.1 (default), or HTTPS whose
 //                     ALPN offers only http/1.1 (h1) or h2 too (h2), on a self-signed certificate svc trusts
@@ -305,8 +306,12 @@ async function startTarget(name, { upstream, plainUpstream, certificate, receive
       const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: webhook ? receiver.hook : undefined, env: svcEnv, nodeArgs });
       return { proc: svc.proc, origin: svc.url, path: CHAT, headers: { ...JSON_HEADERS, authorization: `Bearer ${svc.key}` }, body: grounding ? bodies.svcFull(true) : bodies.svcPlain(true) };
     }
-    case 'node-relay': {
-      const relay = await startNodeRelay({ core: TARGET_CORE, mode: 'frames', upstreamPort: new URL(plainUpstream.url).port });
+    case 'node-relay':
+    case 'node-relay-features': {
+      // node-relay-features: the relay with svc's grounding check and a signed audit POST done the cheapest way
+      // (bench/feature-floor.mjs's `frames+features`): the floor under everything on, at a model's pace.
+      const features = name === 'node-relay-features';
+      const relay = await startNodeRelay({ core: TARGET_CORE, mode: features ? 'frames+features' : 'frames', upstreamPort: new URL(plainUpstream.url).port, webhookUrl: features ? receiver.hook : undefined });
       return { proc: relay.proc, origin: relay.url, path: CHAT, headers: JSON_HEADERS, body: bodies.direct(true) };
     }
     case 'portkey': {
