@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { builds, samplePayload } from '../test/support.js';
 import { WebhookVerificationError, webhookKey } from './index.js';
 
@@ -186,5 +186,19 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     await expect(call(() => signWebhook({}, { id: ID, timestamp: TS }, 's'))).rejects.toThrow(TypeError);
     // @ts-expect-error no message
     await expect(call(() => signWebhook(BODY, null, 's'))).rejects.toThrow(TypeError);
+  });
+});
+
+describe('signWebhook (node build)', () => {
+  it('signs `{id}.{timestamp}.{body}` without copying the body into a joined array', async () => {
+    const { signWebhook } = await import('./node/verify-webhook.js');
+    const body = Buffer.from(JSON.stringify({ event: 'llm.request.completed', response_text: 'x'.repeat(10_000) }));
+    const expected = new StandardWebhook(VECTORS[0]!.secret).sign(ID, new Date(NOW), body.toString());
+    // Joining them is a new array and two `set` copies into it.
+    const copied = vi.spyOn(Uint8Array.prototype, 'set');
+    const signature = signWebhook(body, { id: ID, timestamp: TS }, VECTORS[0]!.secret);
+    expect(copied).not.toHaveBeenCalled();
+    copied.mockRestore();
+    expect(signature).toBe(expected);
   });
 });

@@ -4,7 +4,7 @@ import { decodeEvent } from '../construct-event.js';
 import { WebhookVerificationError } from '../webhook-verification-error.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
 import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
-import { assertMessage, prefixVariants, prepareWebhook, signedContent, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
+import { assertMessage, prefixVariants, prepareWebhook, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
 import { webhookHmacKey } from './webhook-key.js';
 
 function matches(prepared: PreparedWebhook, secrets: readonly string[]): boolean {
@@ -75,6 +75,8 @@ export function signWebhook(rawBody: RawBody, message: { id: string; timestamp: 
   assertRawBody(rawBody);
   const secrets = toSecretList(secret);
   assertMessage(message);
-  const content = signedContent(message.id, message.timestamp, rawBody);
-  return secrets.map((s) => `v1,${createHmac('sha256', webhookHmacKey(s)).update(content).digest('base64')}`).join(' ');
+  // `{id}.{timestamp}.` then the body, fed to the HMAC as two pieces: the bytes `signedContent` joins, without a copy of the body.
+  const head = `${message.id}.${message.timestamp}.`;
+  const body = toBytes(rawBody);
+  return secrets.map((s) => `v1,${createHmac('sha256', webhookHmacKey(s)).update(head, 'utf8').update(body).digest('base64')}`).join(' ');
 }
