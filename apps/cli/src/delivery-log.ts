@@ -1,4 +1,4 @@
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir, open, readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { CliError } from './errors.js';
 import { printable, processIo, type Io } from './output.js';
@@ -33,10 +33,14 @@ const FILE_MODE = 0o600;
 
 /**
  * Appends deliveries as JSON lines, one write at a time (creating the directory first), so that
- * concurrent deliveries never interleave.
+ * concurrent deliveries never interleave. A log whose last line was cut short (a listen killed mid-write, a full
+ * disk) is first ended with a line break: appended to it, the next delivery would be part of a line that is not
+ * JSON, and `replay --last 1` would pass over it.
  */
 export function createDeliveryLog(file: string): { append(entry: LoggedDelivery): Promise<void>; file: string } {
-  let chain: Promise<void> = mkdir(dirname(file), { recursive: true, mode: DIR_MODE }).then(() => undefined);
+  let chain: Promise<void> = mkdir(dirname(file), { recursive: true, mode: DIR_MODE }).then(async () => {
+    if (await endsMidLine(file)) await appendFile(file, '\n', { mode: FILE_MODE });
+  });
   return {
     file,
     append(entry) {
@@ -45,6 +49,25 @@ export function createDeliveryLog(file: string): { append(entry: LoggedDelivery)
       return next;
     },
   };
+}
+
+/** Whether `file` exists and its last byte is not a line break. */
+async function endsMidLine(file: string): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const { size } = await handle.stat();
+    if (size === 0) return false;
+    const last = Buffer.alloc(1);
+    await handle.read(last, 0, 1, size - 1);
+    return last[0] !== 0x0a;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Makes sure the log can be written before the listener says Ready. */
@@ -79,17 +102,29 @@ export async function readDeliveryLog(file: string, io: Pick<Io, 'err'> = proces
   const lines = text.split('\n');
   for (const [index, line] of lines.entries()) {
     if (!line.trim()) continue;
-    let entry: unknown;
-    try {
-      entry = JSON.parse(line);
-    } catch {
-      entry = undefined;
+    let entry = parseLine(line);
+    // Earlier versions appended after a line cut short: the entry that follows on the same line is whole.
+    const glued = entry === undefined ? line.lastIndexOf(ENTRY_START) : -1;
+    if (glued > 0) {
+      io.err(`skipped the start of line ${index + 1} of ${printable(file)}: cut short; the entry after it is kept\n`);
+      entry = parseLine(line.slice(glued));
     }
     const problem = entry === undefined ? 'not JSON' : invalidField(entry);
     if (problem === undefined) entries.push(entry as LoggedDelivery);
     else io.err(`skipped line ${index + 1} of ${printable(file)}: ${problem}\n`);
   }
   return entries;
+}
+
+/** How every line `listen` writes starts (`JSON.stringify` keeps the field order of `LoggedDelivery`). */
+const ENTRY_START = '{"time":"';
+
+function parseLine(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

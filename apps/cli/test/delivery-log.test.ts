@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readDeliveryLog, type LoggedDelivery } from '../src/delivery-log.js';
+import { createDeliveryLog, readDeliveryLog, type LoggedDelivery } from '../src/delivery-log.js';
 
 const good: LoggedDelivery = {
   time: '2026-01-01T12:03:04.000Z',
@@ -64,8 +64,34 @@ describe('readDeliveryLog', () => {
     expect(warnings).toBe(`skipped line 2 of LOG: ${problem}\n`);
   });
 
+  it('keeps the entry glued to a line cut short (a log appended to after a crash by earlier versions)', async () => {
+    const { entries, warnings } = await read([JSON.stringify(good) + JSON.stringify(good).slice(0, 60) + JSON.stringify({ ...good, id: 'whd_2' })]);
+    expect(entries.map((e) => e.id)).toEqual(['whd_2']);
+    expect(warnings).toBe('skipped the start of line 1 of LOG: cut short; the entry after it is kept\n');
+  });
+
   it('prints a header name from the log escaped', async () => {
     const { warnings } = await read([JSON.stringify({ ...good, headers: { '\u001b[2J': 1 } })]);
     expect(warnings).toBe('skipped line 1 of LOG: header "\\u001b[2J" is not a string or a list of strings\n');
+  });
+});
+
+describe('createDeliveryLog', () => {
+  it('after a line cut short (listen killed mid-write), the next delivery starts a line of its own: replay --last 1 finds it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-log-'));
+    try {
+      const file = join(dir, 'log.jsonl');
+      writeFileSync(file, `${JSON.stringify(good)}\n${JSON.stringify(good).slice(0, 50)}`);
+      const log = createDeliveryLog(file);
+      await log.append({ ...good, id: 'whd_2' });
+      await log.append({ ...good, id: 'whd_3' });
+      expect(readFileSync(file, 'utf8').split('\n')).toHaveLength(5);
+      let warnings = '';
+      const entries = await readDeliveryLog(file, { err: (text) => void (warnings += text) });
+      expect(entries.map((e) => e.id)).toEqual(['whd_1', 'whd_2', 'whd_3']);
+      expect(warnings).toBe(`skipped line 2 of ${file}: not JSON\n`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -103,7 +103,7 @@ Examples:
 
 /** The requested entries, oldest first; an id logged several times (retries) means its latest copy. */
 function select(entries: LoggedDelivery[], ids: string[], opts: ReplayOptions): LoggedDelivery[] {
-  if (entries.length === 0) throw new CliError(`the delivery log ${opts.log} is empty`);
+  if (entries.length === 0) throw new CliError(`the delivery log ${opts.log} has no delivery to replay`);
   const chosen: LoggedDelivery[] = [];
   for (const id of ids) {
     // The short ids listen prints (the id's tail) name a delivery too.
