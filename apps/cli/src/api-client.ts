@@ -2,12 +2,17 @@ import { request, type Dispatcher } from 'undici';
 import type { ErrorBody } from '@svc/protocol';
 import { ApiError, CliError, describeNetworkError } from './errors.js';
 import { USER_AGENT } from './version.js';
+import { printable } from './output.js';
+import type { ResponseShape } from './response-shapes.js';
 
 export interface ApiClient {
   /** `http://host:port` without a trailing `/v1`. */
   readonly baseUrl: string;
-  /** Sends a request and returns the parsed JSON body and its raw text; non-2xx becomes an `ApiError`. */
-  json<T>(method: 'GET' | 'POST', path: string, body?: unknown, options?: { signal?: AbortSignal }): Promise<{ data: T; raw: string; status: number }>;
+  /**
+   * Sends a request and returns the parsed JSON body, checked against `shape`, and its raw text; non-2xx becomes an
+   * `ApiError`, an answer of another shape a `CliError` naming what was expected.
+   */
+  json<T>(method: 'GET' | 'POST', path: string, shape: ResponseShape<T>, body?: unknown, options?: { signal?: AbortSignal }): Promise<{ data: T; raw: string; status: number }>;
   /** Sends a JSON POST and returns the open response (2xx only) for streaming. */
   stream(path: string, body: unknown): Promise<Dispatcher.ResponseData>;
 }
@@ -17,7 +22,7 @@ export interface ApiClient {
  *
  * @example
  * const api = createApiClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
- * const { data } = await api.json<DeliveryList>('GET', '/v1/webhooks/deliveries?limit=10');
+ * const { data } = await api.json('GET', '/v1/webhooks/deliveries?limit=10', deliveryList);
  */
 export function createApiClient(options: { baseUrl: string; apiKey: string; timeoutMs?: number }): ApiClient {
   // Accept the OpenAI-style base URL too (`…/v1`): every path below starts with /v1.
@@ -59,15 +64,18 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
 
   return {
     baseUrl,
-    async json<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { signal?: AbortSignal } = {}) {
+    async json<T>(method: 'GET' | 'POST', path: string, shape: ResponseShape<T>, body?: unknown, options: { signal?: AbortSignal } = {}) {
       const response = await send(method, path, body, options.signal);
       if (response.statusCode < 200 || response.statusCode >= 300) return failure(response);
       const raw = await readText(response);
+      let data: unknown;
       try {
-        return { data: JSON.parse(raw) as T, raw, status: response.statusCode };
+        data = JSON.parse(raw);
       } catch {
-        throw new CliError(`unexpected response from ${baseUrl}${path}: not JSON (is --base-url an svc server?)`);
+        throw new CliError(`unexpected response from ${baseUrl}${path}: ${htmlPage(raw) ?? 'not JSON'} (is --base-url an svc server?)`);
       }
+      if (!shape.check(data)) throw new CliError(`unexpected response from ${baseUrl}${path}: JSON, but not ${shape.what} (is --base-url an svc server?)`);
+      return { data, raw, status: response.statusCode };
     },
     async stream(path: string, body: unknown) {
       const response = await send('POST', path, body);
@@ -90,5 +98,18 @@ export function errorFromResponse(status: number, text: string, baseUrl: string)
     const code = typeof error.code === 'string' ? error.code : undefined;
     return new ApiError(`${error.message} (${status}${code ? ` ${code}` : ''})`, status, code);
   }
+  const page = htmlPage(text);
+  if (page !== undefined) {
+    // svc answers every error in JSON: an HTML page is from something in front of it or in its place.
+    return new ApiError(`unexpected response from ${baseUrl}: HTTP ${status}, ${page}, not svc's JSON error: a proxy's error page? (is svc running behind it, is --base-url right?)`, status, undefined);
+  }
   return new ApiError(`unexpected response from ${baseUrl}: HTTP ${status} (is --base-url an svc server?)`, status, undefined);
+}
+
+/** `an HTML page ("502 Bad Gateway")`, by its title or first heading, when `text` is HTML; else undefined. */
+function htmlPage(text: string): string | undefined {
+  if (!/^\s*</.test(text)) return undefined;
+  const heading = /<title[^>]*>([^<]*)<\/title>/i.exec(text)?.[1] ?? /<h1[^>]*>([^<]*)<\/h1>/i.exec(text)?.[1];
+  const name = heading?.replace(/\s+/g, ' ').trim().slice(0, 100);
+  return name ? `an HTML page ("${printable(name)}")` : 'an HTML page';
 }

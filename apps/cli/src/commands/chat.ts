@@ -1,11 +1,12 @@
 import { Command, Option } from 'commander';
-import type { ChatCompletion, ChatCompletionChunk, ErrorBody, SvcResult, Usage } from '@svc/protocol';
+import type { ChatCompletionChunk, ErrorBody, SvcResult, Usage } from '@svc/protocol';
 import { CliError, describeNetworkError } from '../errors.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { groundingReport } from '../grounding-report.js';
 import { parsePositiveInt } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
 import { sseData } from '../sse.js';
+import { chatCompletion } from '../response-shapes.js';
 
 interface ChatOptions {
   thinking?: boolean;
@@ -53,7 +54,7 @@ Examples:
       };
 
       if (!opts.stream) {
-        const { data, raw } = await api.json<ChatCompletion>('POST', '/v1/chat/completions', body);
+        const { data, raw } = await api.json('POST', '/v1/chat/completions', chatCompletion, body);
         if (json) {
           io.out(`${raw.trim()}\n`);
           return;

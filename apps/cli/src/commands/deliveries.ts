@@ -1,11 +1,12 @@
 import { Command, Option } from 'commander';
-import type { BulkRedeliverRequest, BulkRedeliverResult, Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from '@svc/protocol';
+import type { BulkRedeliverRequest, Delivery, DeliveryAttempt, DeliveryList, DeliveryStatus } from '@svc/protocol';
 // The zod-free entry: the CLI does not load the schemas at run time (start-up time).
 import { DELIVERY_STATUSES, deliveryListSearch, REDELIVERY_MAX } from '@svc/protocol/delivery-list-query';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { parsePositiveInt, parseTimeAgo } from '../options.js';
 import type { ApiClient } from '../api-client.js';
 import { CliError } from '../errors.js';
+import { deliveryActionResult, bulkRedeliverResult, deliveryDetail, deliveryList } from '../response-shapes.js';
 import { kleur, lineWidth, printable, processIo, table, visibleLength, type Io } from '../output.js';
 import { idMatches, shortId, truncate } from '../short-id.js';
 
@@ -49,7 +50,7 @@ Examples:
     .action(async (opts: ListOptions, command: Command) => {
       const { json } = globalOptions(command);
       const search = deliveryListSearch({ limit: opts.limit, status: opts.status, before: opts.before });
-      const { data, raw } = await apiClientFor(command).json<DeliveryList>('GET', `/v1/webhooks/deliveries${search}`);
+      const { data, raw } = await apiClientFor(command).json('GET', `/v1/webhooks/deliveries${search}`, deliveryList);
       if (json) {
         io.out(`${raw.trim()}\n`);
         return;
@@ -79,7 +80,7 @@ Examples:
       const { json } = globalOptions(command);
       const api = apiClientFor(command);
       const id = await resolveDeliveryId(api, given);
-      const { data, raw } = await api.json<DeliveryDetail>('GET', `/v1/webhooks/deliveries/${encodeURIComponent(id)}`);
+      const { data, raw } = await api.json('GET', `/v1/webhooks/deliveries/${encodeURIComponent(id)}`, deliveryDetail);
       if (json) {
         io.out(`${raw.trim()}\n`);
         return;
@@ -165,7 +166,7 @@ interface BulkOptions {
 async function redeliverMatching(io: Io, command: Command, opts: BulkOptions): Promise<void> {
   const { json } = globalOptions(command);
   const body: BulkRedeliverRequest = { status: opts.status, since: opts.since, until: opts.until, dry_run: opts.dryRun === true };
-  const { data, raw } = await apiClientFor(command).json<BulkRedeliverResult>('POST', '/v1/webhooks/deliveries/redeliver', body);
+  const { data, raw } = await apiClientFor(command).json('POST', '/v1/webhooks/deliveries/redeliver', bulkRedeliverResult, body);
   if (json) {
     io.out(`${raw.trim()}\n`);
     return;
@@ -185,7 +186,7 @@ async function deliveryAction(
   const { json } = globalOptions(command);
   const api = apiClientFor(command);
   const id = await resolveDeliveryId(api, given);
-  const { data, raw } = await api.json<Partial<Delivery>>('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/${action}`);
+  const { data, raw } = await api.json('POST', `/v1/webhooks/deliveries/${encodeURIComponent(id)}/${action}`, deliveryActionResult);
   if (!json) return { id, data };
   io.out(`${raw.trim()}\n`);
   return undefined;
@@ -230,7 +231,7 @@ async function resolveDeliveryId(api: ApiClient, given: string): Promise<string>
   let seen = 0;
   for (let page = 0; page < SEARCH_PAGES; page++) {
     const query: string = before ? `&before=${encodeURIComponent(before)}` : '';
-    const { data }: { data: DeliveryList } = await api.json<DeliveryList>('GET', `/v1/webhooks/deliveries?limit=100${query}`);
+    const { data }: { data: DeliveryList } = await api.json('GET', `/v1/webhooks/deliveries?limit=100${query}`, deliveryList);
     seen += data.data.length;
     for (const d of data.data) if (idMatches(d.id, given)) matches.push(d.id);
     if (!data.has_more || !data.next_cursor) break;

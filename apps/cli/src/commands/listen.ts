@@ -1,11 +1,11 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
-import type { WebhookTestResult } from '@svc/protocol';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { startListener, type ListenerStats } from '../listener.js';
 import { parseForwardUrl, parsePath, parsePort, parseSecret, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
 import { ApiError } from '../errors.js';
+import { webhookTestResult } from '../response-shapes.js';
 
 interface ListenOptions {
   port: number;
@@ -118,7 +118,7 @@ function summary(stats: ListenerStats, verifying: boolean, forwarding: boolean):
  */
 async function trigger(command: Command, url: string, io: Io, signal: AbortSignal): Promise<void> {
   try {
-    const { data } = await apiClientFor(command).json<WebhookTestResult>('POST', '/v1/webhooks/test', {}, { signal });
+    const { data } = await apiClientFor(command).json('POST', '/v1/webhooks/test', webhookTestResult, {}, { signal });
     if (!sameListener(data.delivered_to, url)) {
       io.err(`${kleur.yellow('!')} The key's webhook URL is ${data.delivered_to}, not this listener: set it to ${url} (${WHERE_TO_SET}) to receive its deliveries here\n`);
     } else if (data.success) {

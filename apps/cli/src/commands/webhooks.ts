@@ -1,7 +1,8 @@
 import { Command, Option } from 'commander';
 import { WEBHOOK_TEST_SAMPLES } from '@svc/protocol/delivery-list-query';
-import type { WebhookTestResult, WebhookTestSample } from '@svc/protocol';
+import type { WebhookTestSample } from '@svc/protocol';
 import { CliError } from '../errors.js';
+import { webhookTestResult } from '../response-shapes.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { mark, printable, processIo, kleur, type Io } from '../output.js';
 import { CHECK_CASES, DUPLICATE_HEADER, capitalise, checkReceiver, type CaseResult, type CheckCaseId } from '../check-receiver.js';
@@ -44,7 +45,7 @@ Examples:
     )
     .action(async (opts: { sample: WebhookTestSample }, command: Command) => {
       const { json } = globalOptions(command);
-      const { data, raw } = await apiClientFor(command).json<WebhookTestResult>('POST', '/v1/webhooks/test', { sample: opts.sample });
+      const { data, raw } = await apiClientFor(command).json('POST', '/v1/webhooks/test', webhookTestResult, { sample: opts.sample });
       if (json) io.out(`${raw.trim()}\n`);
       if (!data.success) {
         const reason = typeof data.status_code === 'number' ? `the receiver answered ${data.status_code}` : (data.error ?? 'no answer');

@@ -1,0 +1,69 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli, useSandbox } from './cli-process.js';
+
+// --base-url pointing at something that is not svc: another JSON API on the port, a proxy's error page.
+const sandbox = useSandbox();
+const servers: Server[] = [];
+afterEach(async () => {
+  await Promise.all(
+    servers.splice(0).map((server) => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    }),
+  );
+});
+
+/** A server answering every request with `status`, `contentType` and `body`. */
+async function foreign(status: number, contentType: string, body: string): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(status, { 'content-type': contentType }).end(body);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const ID = 'whd_0123456789abcdef0123456789abcdef';
+
+describe('a base URL answering JSON that is not svc’s', () => {
+  it.each([
+    [['deliveries', 'list'], '/v1/webhooks/deliveries', 'a delivery list'],
+    [['deliveries', 'show', ID], `/v1/webhooks/deliveries/${ID}`, 'a delivery'],
+    [['deliveries', 'show', '89abcdef'], '/v1/webhooks/deliveries?limit=100', 'a delivery list'],
+    [['deliveries', 'redeliver', '--status', 'failed'], '/v1/webhooks/deliveries/redeliver', 'a redelivery result'],
+    [['webhooks', 'test'], '/v1/webhooks/test', 'a test delivery result'],
+    [['chat', '--no-stream', 'hi'], '/v1/chat/completions', 'a chat completion'],
+  ])('%j: one line naming what was expected, exit 1 (was "unexpected error: Cannot read properties of undefined")', async (args, path, what) => {
+    const base = await foreign(200, 'application/json', '{"ok":true,"data":{"items":[]}}');
+    const result = await runCli(args, { cwd: sandbox.path, env: { SVC_BASE_URL: base, SVC_API_KEY: 'sk-x' } });
+    expect(result.stderr).toBe(`svc-cli: unexpected response from ${base}${path}: JSON, but not ${what} (is --base-url an svc server?)\n`);
+    expect(result.code).toBe(1);
+  });
+});
+
+describe('a base URL answering an HTML page (a proxy in front of svc, a login page)', () => {
+  const NGINX_502 = '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
+
+  it.each([
+    [['deliveries', 'list']],
+    [['deliveries', 'redeliver', ID]],
+    [['webhooks', 'test']],
+  ])("%j to a proxy's 502 page: its title, and that svc never answers so", async (args) => {
+    const base = await foreign(502, 'text/html', NGINX_502);
+    const result = await runCli(args, { cwd: sandbox.path, env: { SVC_BASE_URL: base, SVC_API_KEY: 'sk-x' } });
+    expect(result.stderr).toBe(
+      `svc-cli: unexpected response from ${base}: HTTP 502, an HTML page ("502 Bad Gateway"), not svc's JSON error: a proxy's error page? (is svc running behind it, is --base-url right?)\n`,
+    );
+    expect(result.code).toBe(1);
+  });
+
+  it('a 200 HTML page (a sign-in page) names its title', async () => {
+    const base = await foreign(200, 'text/html; charset=utf-8', '<!doctype html><html><head><title>Sign in \u001b[2J</title></head><body></body></html>');
+    const result = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: base, SVC_API_KEY: 'sk-x' } });
+    expect(result.stderr).toBe(`svc-cli: unexpected response from ${base}/v1/webhooks/deliveries: an HTML page ("Sign in \\u001b[2J") (is --base-url an svc server?)\n`);
+    expect(result.code).toBe(1);
+  });
+});
