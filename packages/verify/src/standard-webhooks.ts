@@ -12,8 +12,14 @@ export interface VerifyWebhookOptions {
   now?: Date | number;
 }
 
-/** Request headers in any of the usual shapes: a Fetch `Headers`, or node's `req.headers` (lower-case names). */
-export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | string[] | undefined>;
+/**
+ * Request headers in any of the usual shapes: a Fetch `Headers`, node's `req.headers` (lower-case names), a plain
+ * object or a `Map` of names to values (names in any case, a repeated header as a list).
+ */
+export type WebhookHeaders =
+  | { get(name: string): string | null }
+  | ReadonlyMap<string, string | readonly string[] | undefined>
+  | Record<string, string | string[] | undefined>;
 
 /** The three Standard Webhooks headers, read and checked for shape. */
 export interface StandardHeaders {
@@ -77,16 +83,24 @@ export function signedContent(id: string, timestamp: number, rawBody: RawBody): 
 }
 
 /**
- * One header's value from either shape (`name` in lower case); several values (node) joined by a space. A plain
- * object is read whatever the case of its names, as the standardwebhooks and svix libraries read it: node's
- * `req.headers` is lower-case, but AWS Lambda's `event.headers` and hand-built objects keep `Webhook-Id` as sent.
+ * One header's value from any shape (`name` in lower case); several values (node) joined by a space. A plain
+ * object or a `Map` is read whatever the case of its names, as the standardwebhooks and svix libraries read an
+ * object: node's `req.headers` is lower-case, but AWS Lambda's `event.headers`, hand-built objects and Maps made from
+ * `rawHeaders` keep `Webhook-Id` as sent. A `Map` has a `get` too, but unlike `Headers` its names are case-sensitive.
  */
 export function header(headers: WebhookHeaders, name: string): string | undefined {
-  if (typeof headers.get === 'function') return (headers as { get(name: string): string | null }).get(name) ?? undefined;
-  const record = headers as Record<string, string | string[] | undefined>;
-  const key = name in record ? name : Object.keys(record).find((k) => k.toLowerCase() === name);
-  const value = key === undefined ? undefined : record[key];
-  return Array.isArray(value) ? value.join(' ') : value;
+  let value: string | readonly string[] | null | undefined;
+  if (headers instanceof Map) {
+    const key = headers.has(name) ? name : [...headers.keys()].find((k) => String(k).toLowerCase() === name);
+    value = headers.get(key);
+  } else if (typeof headers.get === 'function') {
+    value = (headers as { get(name: string): string | null }).get(name);
+  } else {
+    const record = headers as Record<string, string | string[] | undefined>;
+    const key = name in record ? name : Object.keys(record).find((k) => k.toLowerCase() === name);
+    value = key === undefined ? undefined : record[key];
+  }
+  return Array.isArray(value) ? value.join(' ') : ((value as string | null | undefined) ?? undefined);
 }
 
 const SIGNATURE_LENGTH = 'v1,'.length + 44;

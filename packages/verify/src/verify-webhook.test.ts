@@ -161,6 +161,21 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect(await verifyWebhook(BODY, { ...capitalised, 'webhook-id': 'another id' }, v.secret, { now: NOW })).toBe(false);
   });
 
+  it('reads a Map of headers whatever the case of its names, a repeated header given as a list', async () => {
+    // A Map has get() as Headers has, but its names are case-sensitive: new Map(Object.entries(event.headers)) or one
+    // built from rawHeaders keeps `Webhook-Id` as sent (was missing_signature), and a list value is not a string (was
+    // a TypeError, "signature.split is not a function").
+    const v = VECTORS[0]!;
+    const capitalised = new Map([['Webhook-Id', ID], ['Webhook-Timestamp', String(TS)], ['Webhook-Signature', v.signature]]);
+    expect(await verifyWebhook(BODY, capitalised, v.secret, { now: NOW })).toBe(true);
+    const listed = new Map<string, string | string[]>([['webhook-id', ID], ['webhook-timestamp', [String(TS)]], ['webhook-signature', ['v2,abc', v.signature]]]);
+    expect(await verifyWebhook(BODY, listed, v.secret, { now: NOW })).toBe(true);
+    expect(await verifyWebhook(BODY, new Map([['Webhook-Id', ID]]), v.secret, { now: NOW })).toBe(false);
+    const body = JSON.stringify(samplePayload);
+    const signed = new Map([['WEBHOOK-ID', ID], ['webhook-timestamp', String(TS)], ['Webhook-Signature', await signWebhook(body, { id: ID, timestamp: TS }, v.secret)]]);
+    expect(await constructWebhookEvent(body, signed, v.secret, { now: NOW })).toEqual(samplePayload);
+  });
+
   it('returns the typed payload of a valid delivery', async () => {
     const body = JSON.stringify(samplePayload);
     const secret = VECTORS[1]!.secret;
