@@ -82,6 +82,22 @@ describe.each(builds)('constructEvent ($name build)', ({ constructEvent }) => {
     expect((await rejection(() => constructEvent(BODY, hmac(BODY), 'another secret'))).message).not.toMatch(/whitespace/);
   });
 
+  it('names a body re-serialised on the way in (spaces, an escape, a newline after it) and where it differs, and only then', async () => {
+    const signature = hmac(BODY);
+    const note = (message: string) => /The body is not byte for byte what svc sends .* it differs at character (\d+), in (".*?"): a body parser or framework re-serialised it/.exec(message);
+    // Python's json.dumps: a space after ':' and ','.
+    const python = JSON.stringify(samplePayload).replaceAll('":', '": ').replaceAll(',"', ', "');
+    const spaced = note((await rejection(() => constructEvent(python, signature, SECRET))).message);
+    expect(spaced?.[1]).toBe(String(BODY.indexOf('":') + 2));
+    expect(JSON.parse(spaced![2]!)).toBe(python.slice(Math.max(0, Number(spaced![1]) - 20), Number(spaced![1]) + 20));
+    const pretty = note((await rejection(() => constructEvent(Buffer.from(JSON.stringify(samplePayload, null, 2)), signature, SECRET))).message);
+    expect(pretty?.[1]).toBe('1');
+    expect(note((await rejection(() => constructEvent(`${BODY}\n`, signature, SECRET))).message)?.[1]).toBe(String(BODY.length));
+    // The body as svc sends it, or not JSON at all: the cause is elsewhere.
+    expect(note((await rejection(() => constructEvent(BODY, signature, 'another secret'))).message)).toBeNull();
+    expect(note((await rejection(() => constructEvent('{"a":', signature, SECRET))).message)).toBeNull();
+  });
+
   describe('toleranceSeconds', () => {
     it('accepts timestamps within the tolerance either way, and any timestamp without one', async () => {
       vi.setSystemTime(Date.parse(samplePayload.timestamp) + 300_000);

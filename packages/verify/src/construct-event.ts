@@ -1,4 +1,6 @@
 import { parseAuditPayload, type AuditPayload } from './audit-payload.js';
+import type { RawBody } from './raw-body.js';
+import { reserialisedNote } from './reserialised-body.js';
 import { secretWhitespaceNote } from './secrets.js';
 import { missingSignature, type WebhookHeaders } from './standard-webhooks.js';
 import { parseSignatureHeader } from './signature-header.js';
@@ -56,11 +58,12 @@ export function assertOptions(options: ConstructEventOptions): void {
   }
 }
 
-export const signatureMismatch = (secrets: readonly string[]): WebhookVerificationError =>
+export const signatureMismatch = (secrets: readonly string[], rawBody: RawBody): WebhookVerificationError =>
   new WebhookVerificationError(
     'signature_mismatch',
     'X-Svc-Signature does not match the body: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.' +
-      secretWhitespaceNote(secrets),
+      secretWhitespaceNote(secrets) +
+      reserialisedNote(rawBody),
   );
 
 const decoder = new TextDecoder('utf-8', { fatal: true });

@@ -120,6 +120,20 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect((await refusal('another secret')).message).not.toMatch(/whitespace/);
   });
 
+  it('names a body re-serialised on the way in, and where it differs', async () => {
+    const v = VECTORS[0]!;
+    const body = JSON.stringify({ ...samplePayload, prompt: 'user: café' });
+    const headers = headersOf(await signWebhook(body, { id: ID, timestamp: TS }, v.secret));
+    // A non-ASCII character as a \u escape (Python's ensure_ascii): the same JSON, other bytes.
+    const escaped = body.replace('é', '\\u00e9');
+    const err = await Promise.resolve()
+      .then(() => constructWebhookEvent(new TextEncoder().encode(escaped), headers, v.secret, { now: NOW }))
+      .then(() => expect.fail('accepted'), (e: unknown) => e as WebhookVerificationError);
+    expect(err.code).toBe('signature_mismatch');
+    expect(err.message).toContain(`it differs at character ${body.indexOf('é')}, in `);
+    expect(err.message).toContain('a body parser or framework re-serialised it before verification');
+  });
+
   it('says so when the secret and the one svc signs with differ only by the whsec_ prefix, and only then', async () => {
     // standardwebhooks and svix take "whsec_<base64>" and "<base64>" alike; here a secret without the prefix is its
     // characters, another key, so a receiver ported from them failed with only "wrong signing secret".

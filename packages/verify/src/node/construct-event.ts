@@ -25,7 +25,7 @@ export function constructEvent(
   const secrets = toSecretList(secret);
   assertOptions(options);
   const expected = expectedDigest(header);
-  if (!matchesAnySecret(rawBody, expected, secrets)) throw signatureMismatch(secrets);
+  if (!matchesAnySecret(rawBody, expected, secrets)) throw signatureMismatch(secrets, rawBody);
   return decodeEvent(rawBody instanceof ArrayBuffer ? new Uint8Array(rawBody) : rawBody, options);
 }
 

@@ -6,6 +6,7 @@ import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
 import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
 import { assertMessage, prefixVariants, prepareWebhook, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
 import { webhookHmacKey } from './webhook-key.js';
+import { reserialisedNote } from '../reserialised-body.js';
 
 function matches(prepared: PreparedWebhook, secrets: readonly string[]): boolean {
   for (const secret of secrets) {
@@ -60,7 +61,7 @@ export function constructWebhookEvent(
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
   if (prepared instanceof WebhookVerificationError) throw prepared;
-  if (!matches(prepared, secrets)) throw webhookError('signature_mismatch', mismatchNote(prepared, secrets));
+  if (!matches(prepared, secrets)) throw webhookError('signature_mismatch', mismatchNote(prepared, secrets) + reserialisedNote(rawBody));
   return decodeEvent(toBytes(rawBody), {});
 }
 

@@ -24,7 +24,7 @@ export async function constructEvent(
   assertOptions(options);
   const expected = expectedDigest(header);
   const bytes = toBytes(rawBody);
-  if (!(await matchesAnySecret(bytes, expected, secrets))) throw signatureMismatch(secrets);
+  if (!(await matchesAnySecret(bytes, expected, secrets))) throw signatureMismatch(secrets, bytes);
   return decodeEvent(bytes, options);
 }
 

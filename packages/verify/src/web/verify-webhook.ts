@@ -15,6 +15,7 @@ import {
   type WebhookHeaders,
 } from '../standard-webhooks.js';
 import { webhookHmacKey } from './webhook-key.js';
+import { reserialisedNote } from '../reserialised-body.js';
 
 /** subtle.verify compares in constant time. */
 async function matches(prepared: PreparedWebhook, secrets: readonly string[]): Promise<boolean> {
@@ -64,7 +65,7 @@ export async function constructWebhookEvent(
   const secrets = toSecretList(secret);
   const prepared = prepareWebhook(rawBody, headers, options);
   if (prepared instanceof WebhookVerificationError) throw prepared;
-  if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch', await mismatchNote(prepared, secrets));
+  if (!(await matches(prepared, secrets))) throw webhookError('signature_mismatch', (await mismatchNote(prepared, secrets)) + reserialisedNote(rawBody));
   return decodeEvent(toBytes(rawBody), {});
 }
 

@@ -1,0 +1,29 @@
+import { toBytes, type RawBody } from './raw-body.js';
+
+const decoder = new TextDecoder();
+
+/**
+ * What a signature mismatch adds when the body is JSON but not as svc sends it. svc sends `JSON.stringify` of the
+ * payload: compact, no spaces, non-ASCII as UTF-8. A body that parses and stringifies to other bytes was changed
+ * on the way in — a framework's parser re-serialised it (Python's `json.dumps` puts a space after `:` and escapes
+ * non-ASCII, a pretty-printer adds line breaks, some append a newline) — which is the cause to name, not the secret.
+ */
+export function reserialisedNote(rawBody: RawBody): string {
+  const text = typeof rawBody === 'string' ? rawBody : decoder.decode(toBytes(rawBody));
+  let compact: string;
+  try {
+    compact = JSON.stringify(JSON.parse(text));
+  } catch {
+    return '';
+  }
+  if (compact === text) return '';
+  let at = 0;
+  // They differ, so the loop stops at the first difference or where the shorter one ends.
+  while (text[at] === compact[at]) at++;
+  const around = JSON.stringify(text.slice(Math.max(0, at - 20), at + 20));
+  return (
+    ` The body is not byte for byte what svc sends (compact JSON: no spaces or line breaks between fields, non-ASCII ` +
+    `as UTF-8, nothing after it); it differs at character ${at}, in ${around}: a body parser or framework ` +
+    're-serialised it before verification. Verify the raw request bytes as received.'
+  );
+}
