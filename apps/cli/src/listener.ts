@@ -48,7 +48,11 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/**
+ * Above any delivery svc sends: its payload holds the request's prompt (up to the 10 MiB request limit) and the
+ * answer (up to 32 MiB from upstream), so 10 MiB — the request limit — refused real deliveries of long prompts.
+ */
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 /**
  * A local webhook receiver: prints, verifies, logs and forwards each delivery.
@@ -100,7 +104,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     }
     const body = await readBody(req);
     if (body === undefined) {
-      reply(res, 413, { error: 'body too large' });
+      // Said on the terminal too: svc keeps retrying a delivery answered 413, and nothing else would show it.
+      const id = printable(String(req.headers['x-svc-delivery'] ?? req.headers['webhook-id'] ?? 'no delivery id'));
+      io.err(`${clockTime(clock())}  ${kleur.red(`✘ [413] POST ${printable(target.pathname)}`)}: a body over ${MAX_BODY_BYTES / 1024 / 1024} MiB, not read [${id}]\n`);
+      reply(res, 413, { error: `body over ${MAX_BODY_BYTES / 1024 / 1024} MiB` });
       return;
     }
     const time = clock();

@@ -54,6 +54,23 @@ describe('svc-cli listen', () => {
     await listen.waitFor('stderr', /✘ webhook-signature does not match: .*missing its "whsec_" prefix/);
   });
 
+  it('a delivery over 10 MiB (a long prompt and its answer) is received, verified and logged; one over 64 MiB is refused 413 and said so', async () => {
+    const log = join(sandbox.path, 'big.jsonl');
+    const listen = await startListen(['--secret', SECRET, '--log', log], { cwd: sandbox.path });
+    const prompt = 'a'.repeat(11 * 1024 * 1024);
+    const big = samplePayload('chatcmpl-big').replace('"user: caf\\u00e9?"', `"user: ${prompt}"`);
+    expect(big.length).toBeGreaterThan(11 * 1024 * 1024);
+    const accepted = await postDelivery(listen.url, big, { secret: SECRET, deliveryId: 'whd_big' });
+    expect(accepted.status).toBe(200);
+    await listen.waitFor('stdout', /--> llm\.request\.completed \[chatcmpl-big\][^\n]*signature ✔ {2}whd_big\n/);
+    expect(Buffer.from(JSON.parse(readFileSync(log, 'utf8').trim()).body_base64, 'base64').toString()).toBe(big);
+
+    // Over the limit: svc would retry it, so the terminal says so rather than staying silent.
+    const huge = await postDelivery(listen.url, samplePayload('chatcmpl-huge').replace('"user: caf\\u00e9?"', `"user: ${'a'.repeat(65 * 1024 * 1024)}"`), { deliveryId: 'whd_huge' });
+    expect(huge.status).toBe(413);
+    await listen.waitFor('stderr', /✘ \[413\] POST \/: a body over 64 MiB, not read \[whd_huge\]\n/);
+  });
+
   it('to a pipe (not a terminal): each line whole, with the full request id and every detail', async () => {
     const requestId = 'chatcmpl-SbiDuglI8rT2vXz9QkLmNoPqRsTuVwXy';
     const deliveryId = 'whd_0193a1b2c3d4e5f60718293a4b5c6d7e';
