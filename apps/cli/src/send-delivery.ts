@@ -48,7 +48,7 @@ export async function sendDelivery(url: string, body: Uint8Array, headers: Recor
       if (value !== undefined) told[name] = Array.isArray(value) ? value.join(', ') : value;
     }
     if (status < 200 || status >= 300) {
-      const reason = answerReason(answer);
+      const reason = redirectReason(url, status, response.headers.location) ?? answerReason(answer);
       return { ok: false, status, error: `answered ${status}`, body: answer, headers: told, ...(reason === undefined ? {} : { reason }) };
     }
     return { ok: true, status, body: answer, headers: told, duplicate: String(response.headers[DUPLICATE_HEADER] ?? '').trim().toLowerCase() === 'true' };
@@ -68,6 +68,21 @@ async function firstBytes(body: AsyncIterable<Uint8Array> & { dump(): Promise<vo
   }
   await body.dump().catch(() => undefined);
   return Buffer.concat(chunks).subarray(0, limit).toString('utf8');
+}
+
+/**
+ * A 3xx's reason: where it points. A trailing-slash or http→https redirect is the usual cause, and its body (often
+ * empty, or "Found. Redirecting to …") does not say that nothing followed it.
+ */
+function redirectReason(url: string, status: number, location: string | string[] | undefined): string | undefined {
+  if (status < 300 || status >= 400 || typeof location !== 'string' || location === '') return undefined;
+  let target = location;
+  try {
+    target = new URL(location, url).href;
+  } catch {
+    // Not a URL: shown as sent.
+  }
+  return `a redirect to ${target}: svc follows no redirects, nor do listen and replay; use that URL`;
 }
 
 const REASON_CHARS = 300;

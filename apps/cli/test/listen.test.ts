@@ -201,6 +201,19 @@ describe('svc-cli listen', () => {
     expect((await listen.exited).stderr).toContain('Done: 1 delivery received, 0 forwarded, 1 answered non-2xx by the target, 0 failed to forward.');
   });
 
+  it('a forward target redirecting (a trailing slash, http→https) says where to, and that nothing follows it; replay too', async () => {
+    const target = await sandbox.receiver({ status: 308, path: '/webhooks', headers: { location: '/webhooks/' } });
+    const log = join(sandbox.path, 'log.jsonl');
+    const listen = await startListen(['--forward-to', target.url, '--log', log], { cwd: sandbox.path });
+    expect((await postDelivery(listen.url, samplePayload(), { deliveryId: 'whd_moved' })).status).toBe(308);
+    await listen.waitFor('stdout', /<-- \[308\] POST /);
+    const reason = `✘ the receiver answered 308: a redirect to ${target.url}/: svc follows no redirects, nor do listen and replay; use that URL\n`;
+    await listen.waitFor('stderr', new RegExp(reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    const replay = await runCli(['replay', '--last', '1', '--log', log, '--to', target.url], { cwd: sandbox.path });
+    expect(replay.code).toBe(1);
+    expect(replay.stderr).toContain(reason);
+  });
+
   it("a forward target refusing says why on the terminal: @svc/verify's code and message, or Express's error page's first line", async () => {
     // Were only `<-- [401] POST …`: the receiver's reason (a wrong secret, a JSON parser mounted first) reached svc's
     // attempt log but not the terminal of the engineer running listen.
