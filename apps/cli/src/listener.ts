@@ -44,6 +44,8 @@ export interface Listener {
   /** The URL deliveries are accepted at, port 0 resolved, e.g. `http://127.0.0.1:4000/`. */
   url: string;
   stats: ListenerStats;
+  /** How many deliveries are being forwarded now (waiting for the target's answer). */
+  forwarding(): number;
   /** Stops accepting, waits for in-flight deliveries and forwards to finish. */
   close(): Promise<void>;
 }
@@ -53,6 +55,9 @@ export interface Listener {
  * answer (up to 32 MiB from upstream), so 10 MiB — the request limit — refused real deliveries of long prompts.
  */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+/** How long a forward waits for the target: as long as svc waits for a receiver by default (SVC_WEBHOOK_TIMEOUT_MS). */
+export const FORWARD_TIMEOUT_MS = 10_000;
 
 /**
  * A local webhook receiver: prints, verifies, logs and forwards each delivery.
@@ -67,6 +72,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const log = createDeliveryLog(options.logFile);
   const stats: ListenerStats = { received: 0, verified: 0, rejected: 0, forwarded: 0, refused: 0, forwardFailed: 0 };
   const inFlight = new Set<Promise<void>>();
+  let forwarding = 0;
   const gaps = createGapWatch(io);
   // With --json stdout carries only raw bodies, so the human lines move to stderr.
   const humanStream = options.json ? 'err' : 'out';
@@ -177,7 +183,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       return { ...jsonAnswer(200, { duplicate: true }), headers: { [DUPLICATE_HEADER]: 'true' } };
     }
     const forwardTo = options.forwardTo!;
-    const outcome = await sendDelivery(forwardTo, body, deliveryHeaders(req.headers));
+    forwarding++;
+    const outcome = await sendDelivery(forwardTo, body, deliveryHeaders(req.headers), FORWARD_TIMEOUT_MS).finally(() => forwarding--);
     if (outcome.ok) stats.forwarded++;
     else if (outcome.status !== null) stats.refused++;
     else stats.forwardFailed++;
@@ -206,6 +213,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   return {
     url: `${baseUrl}${options.path}`,
     stats,
+    forwarding: () => forwarding,
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -292,6 +292,25 @@ describe('svc-cli listen', () => {
     expect(result.stderr).not.toMatch(/at .*\.js:\d+/);
   });
 
+  it('^C while a delivery is being forwarded to a target that does not answer: says what it waits for; ^C again quits', async () => {
+    const silent = createHttpServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const target = `http://127.0.0.1:${(silent.address() as { port: number }).port}/hooks`;
+      const listen = await startListen(['--forward-to', target], { cwd: sandbox.path });
+      void postDelivery(listen.url, samplePayload()).catch(() => undefined);
+      await listen.waitFor('stdout', /--> llm\.request\.completed/);
+      listen.child.kill('SIGINT');
+      // Was only "Stopping… (^C again to quit now)", then nothing for up to 10 s.
+      await listen.waitFor('stderr', new RegExp(`Stopping… waiting for 1 delivery being forwarded to ${target} \\(at most 10 s\\) \\(\\^C again to quit now\\)\n`));
+      listen.child.kill('SIGINT');
+      expect((await listen.exited).code).toBe(130);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+  });
+
   it('^C while --trigger waits for a server that does not answer: stops at once with the summary, exit 0', async () => {
     // Was killed by the signal (its handler was set only once --trigger returned): no "Stopping…", no summary.
     const asked: string[] = [];

@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
-import { startListener, type ListenerStats } from '../listener.js';
+import { FORWARD_TIMEOUT_MS, startListener, type ListenerStats } from '../listener.js';
 import { parseForwardUrl, parsePath, parsePort, parseSecret, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
 import { ApiError } from '../errors.js';
@@ -72,7 +72,12 @@ Examples:
       io.err(`Logging deliveries to ${opts.log}\n`);
       io.err(`${kleur.bold('Ready!')} Listening on ${kleur.underline(listener.url)} (^C to quit)\n`);
       // Listening for ^C from here on: one pressed while --trigger waits for a slow server stops cleanly too.
-      const stop = waitForSignal(() => io.err('Stopping… (^C again to quit now)\n'));
+      // A forward to a target that does not answer holds the exit for up to its timeout: say what it waits for.
+      const stop = waitForSignal(() => {
+        const waiting = listener.forwarding();
+        const what = waiting === 0 ? '' : ` waiting for ${waiting} ${waiting === 1 ? 'delivery' : 'deliveries'} being forwarded to ${opts.forwardTo} (at most ${FORWARD_TIMEOUT_MS / 1000} s)`;
+        io.err(`Stopping…${what} (^C again to quit now)\n`);
+      });
       if (opts.trigger) {
         const stopped = new AbortController();
         await Promise.race([trigger(command, listener.url, io, stopped.signal), stop.then(() => stopped.abort())]);
