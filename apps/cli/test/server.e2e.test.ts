@@ -244,11 +244,15 @@ describe('replay and deliveries against the server', () => {
 
     const limited = await cli(['deliveries', 'list', '--limit', '1'], token);
     expect(limited.stdout.trimEnd().split('\n')).toHaveLength(2);
-    const cursor = limited.stderr.match(/svc-cli deliveries list --before (whd_\w+)/)?.[1];
+    const cursor = limited.stderr.match(/svc-cli deliveries list --before (whd_\w+) --limit 1\n/)?.[1];
     expect(cursor).toBeDefined();
     const next = JSON.parse((await cli(['deliveries', 'list', '--before', cursor!, '--json'], token)).stdout) as DeliveryList;
     expect(next.data).toHaveLength(1);
     expect(next.data[0]!.id).not.toBe(cursor);
+
+    // The next page's command keeps the filter and the page size.
+    const filtered = await cli(['deliveries', 'list', '--status', 'delivered', '--limit', '1'], token);
+    expect(filtered.stderr).toBe(`More: svc-cli deliveries list --before ${id} --limit 1 --status delivered\n`);
 
     const failedOnly = await cli(['deliveries', 'list', '--status', 'failed'], token);
     expect(failedOnly.code).toBe(0);

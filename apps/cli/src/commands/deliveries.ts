@@ -62,7 +62,11 @@ Examples:
       // Fitted to a terminal; whole (as with --wide) to a pipe or a file, so a script gets every id.
       const width = opts.wide ? undefined : lineWidth(io, 'out');
       io.out(width === undefined ? wideTable(data.data) : narrowTable(data.data, width));
-      if (data.has_more && data.next_cursor) io.err(`More: svc-cli deliveries list --before ${data.next_cursor}\n`);
+      if (data.has_more && data.next_cursor) {
+        // The next page of the same list: its filter and page size too (without them it was every delivery, 20 a page).
+        const same = `${opts.limit === undefined ? '' : ` --limit ${opts.limit}`}${opts.status === undefined ? '' : ` --status ${opts.status}`}`;
+        io.err(`More: svc-cli deliveries list --before ${data.next_cursor}${same}\n`);
+      }
     });
 
   deliveries
