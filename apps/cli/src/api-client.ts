@@ -80,6 +80,12 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
     async stream(path: string, body: unknown) {
       const response = await send('POST', path, body);
       if (response.statusCode < 200 || response.statusCode >= 300) return failure(response);
+      // svc answers a stream as server-sent events; anything else (a sign-in page, another API's JSON) has no
+      // chunks to read, and reading it anyway ended in "the stream ended before the grounding result arrived".
+      if (!String(response.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+        const text = await readText(response);
+        throw new CliError(`unexpected response from ${baseUrl}${path}: ${htmlPage(text) ?? 'not an event stream'} (is --base-url an svc server?)`);
+      }
       return response;
     },
   };

@@ -66,4 +66,16 @@ describe('a base URL answering an HTML page (a proxy in front of svc, a login pa
     expect(result.stderr).toBe(`svc-cli: unexpected response from ${base}/v1/webhooks/deliveries: an HTML page ("Sign in \\u001b[2J") (is --base-url an svc server?)\n`);
     expect(result.code).toBe(1);
   });
+
+  it('chat (streamed) against a 200 page or JSON that is not an event stream: one line, nothing on stdout', async () => {
+    const page = await foreign(200, 'text/html', '<!doctype html><title>Sign in</title>');
+    const html = await runCli(['chat', 'hi'], { cwd: sandbox.path, env: { SVC_BASE_URL: page, SVC_API_KEY: 'sk-x' } });
+    // Was an empty line on stdout and "the stream ended before the grounding result arrived".
+    expect(html.stderr).toBe(`svc-cli: unexpected response from ${page}/v1/chat/completions: an HTML page ("Sign in") (is --base-url an svc server?)\n`);
+    expect(html.stdout).toBe('');
+    expect(html.code).toBe(1);
+    const api = await foreign(200, 'application/json', '{"ok":true}');
+    const json = await runCli(['chat', 'hi'], { cwd: sandbox.path, env: { SVC_BASE_URL: api, SVC_API_KEY: 'sk-x' } });
+    expect(json.stderr).toBe(`svc-cli: unexpected response from ${api}/v1/chat/completions: not an event stream (is --base-url an svc server?)\n`);
+  });
 });
