@@ -31,6 +31,8 @@ export class ApiError extends CliError {
 /** One-line description of a network failure from undici (connection refused, DNS, timeout …). */
 export function describeNetworkError(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
+  // Something answered, but not in HTTP (NATS, Postgres, Redis on the port): undici's message is its parser's.
+  if (err.name === 'HTTPParserError') return 'the answer is not HTTP: is another service listening on that port?';
   const cause = err.cause instanceof Error ? err.cause : undefined;
   const code = (err as { code?: unknown }).code ?? (cause as { code?: unknown } | undefined)?.code;
   switch (code) {
@@ -44,6 +46,9 @@ export function describeNetworkError(err: unknown): string {
       return 'connection reset';
     case 'UND_ERR_CONNECT_TIMEOUT':
       return 'connect timeout';
+    case 'ERR_SSL_WRONG_VERSION_NUMBER':
+      // OpenSSL's own words ("…:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:…") say it obscurely.
+      return 'no TLS on that port (https:// to a plain HTTP server?): use http://';
     case 'UND_ERR_HEADERS_TIMEOUT':
     case 'UND_ERR_BODY_TIMEOUT':
       return 'timed out';

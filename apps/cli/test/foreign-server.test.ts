@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, useSandbox } from './cli-process.js';
@@ -77,5 +78,40 @@ describe('a base URL answering an HTML page (a proxy in front of svc, a login pa
     const api = await foreign(200, 'application/json', '{"ok":true}');
     const json = await runCli(['chat', 'hi'], { cwd: sandbox.path, env: { SVC_BASE_URL: api, SVC_API_KEY: 'sk-x' } });
     expect(json.stderr).toBe(`svc-cli: unexpected response from ${api}/v1/chat/completions: not an event stream (is --base-url an svc server?)\n`);
+  });
+});
+
+describe('a port where something answers, but not in HTTP', () => {
+  /** A TCP server that greets as NATS does (no HTTP), and closes. */
+  async function notHttp(): Promise<{ port: number; close(): Promise<void> }> {
+    const sockets = new Set<Socket>();
+    const server = createTcpServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.end('INFO {"server_id":"x"}\r\n');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    return {
+      port: (server.address() as AddressInfo).port,
+      close: async () => {
+        for (const socket of sockets) socket.destroy();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+
+  it('another service on the port, or https:// to a plain HTTP server: says which, not the parser or OpenSSL message', async () => {
+    const { port, close } = await notHttp();
+    try {
+      const other = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: `http://127.0.0.1:${port}`, SVC_API_KEY: 'sk-x' } });
+      expect(other.stderr).toBe(`svc-cli: cannot reach the server at http://127.0.0.1:${port}: the answer is not HTTP: is another service listening on that port?\n`);
+      expect(other.code).toBe(1);
+    } finally {
+      await close();
+    }
+    const plain = new URL(await foreign(200, 'application/json', '{}'));
+    const tls = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: `https://${plain.host}`, SVC_API_KEY: 'sk-x' } });
+    expect(tls.stderr).toBe(`svc-cli: cannot reach the server at https://${plain.host}: no TLS on that port (https:// to a plain HTTP server?): use http://\n`);
+    expect(tls.code).toBe(1);
   });
 });
