@@ -172,6 +172,15 @@ describe('svc-cli replay', () => {
     }
   });
 
+  it('--last beyond the log replays every delivery in it, and says the log has fewer', async () => {
+    const log = await recordedLog();
+    const target = await receiver();
+    const result = await runCli(['replay', '--last', '50', '--log', log, '--to', target.url], { cwd: sandbox.path });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('The log has 3 deliveries, fewer than --last 50: replaying all of them.\nReplayed 3 deliveries.\n');
+    expect(target.requests.map((r) => r.headers['x-svc-delivery'])).toEqual(['whd_1', 'whd_2', 'whd_3']);
+  });
+
   it('a target that is down: one error line per delivery and a non-zero exit', async () => {
     const log = await recordedLog();
     const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });

@@ -47,7 +47,12 @@ Examples:
     .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
       const { json } = globalOptions(command);
       if (ids.length === 0 && opts.last === undefined) throw new CliError('nothing to replay: give delivery ids or --last N');
-      const chosen = select(await readDeliveryLog(opts.log, io), ids, opts);
+      const entries = await readDeliveryLog(opts.log, io);
+      const chosen = select(entries, ids, opts);
+      if (opts.last !== undefined && opts.last > entries.length) {
+        // Not an error (the newest N, as many as there are), but "--last 50" sending 3 is worth a word.
+        io.err(`The log has ${entries.length} ${entries.length === 1 ? 'delivery' : 'deliveries'}, fewer than --last ${opts.last}: replaying ${entries.length === 1 ? 'it' : 'all of them'}.\n`);
+      }
       let failed = 0;
       let duplicates = 0;
       let unsigned = false;
