@@ -19,6 +19,8 @@ export interface ListenerOptions {
   /** How far `webhook-timestamp` may be from now, in seconds, before a delivery is refused as a replay. Default 300. */
   toleranceSeconds?: number;
   forwardTo?: string;
+  /** How long a forward waits for the target's answer. Default `FORWARD_TIMEOUT_MS`. */
+  forwardTimeoutMs?: number;
   /** Print each raw body on one line to stdout (human lines then go to stderr). */
   json: boolean;
   /** Full ids and every detail even on a terminal; otherwise a line written to a terminal fits its width (`lineWidth`). */
@@ -56,7 +58,7 @@ export interface Listener {
  */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-/** How long a forward waits for the target: as long as svc waits for a receiver by default (SVC_WEBHOOK_TIMEOUT_MS). */
+/** How long a forward waits for the target by default: as long as svc waits for a receiver by default (SVC_WEBHOOK_TIMEOUT_MS). */
 export const FORWARD_TIMEOUT_MS = 10_000;
 
 /**
@@ -73,6 +75,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const stats: ListenerStats = { received: 0, verified: 0, rejected: 0, forwarded: 0, refused: 0, forwardFailed: 0 };
   const inFlight = new Set<Promise<void>>();
   let forwarding = 0;
+  const forwardTimeoutMs = options.forwardTimeoutMs ?? FORWARD_TIMEOUT_MS;
   const gaps = createGapWatch(io);
   // With --json stdout carries only raw bodies, so the human lines move to stderr.
   const humanStream = options.json ? 'err' : 'out';
@@ -184,12 +187,18 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     }
     const forwardTo = options.forwardTo!;
     forwarding++;
-    const outcome = await sendDelivery(forwardTo, body, deliveryHeaders(req.headers), FORWARD_TIMEOUT_MS).finally(() => forwarding--);
+    const outcome = await sendDelivery(forwardTo, body, deliveryHeaders(req.headers), forwardTimeoutMs).finally(() => forwarding--);
     if (outcome.ok) stats.forwarded++;
     else if (outcome.status !== null) stats.refused++;
     else stats.forwardFailed++;
     if (outcome.status === null) {
       io.err(formatSentLine(clock(), forwardTo, outcome, deliveryId, widthOf('err')));
+      if (!outcome.ok && outcome.error === 'timed out') {
+        // A slow handler is the usual cause, and svc gives up on it as listen did: say what a receiver must do.
+        io.err(
+          `${clockTime(clock())}  ${kleur.yellow('!')} no answer within ${forwardTimeoutMs / 1000} s: svc waits SVC_WEBHOOK_TIMEOUT_MS (10 s by default) for a receiver, then retries; answer 2xx at once and do slow work after (--forward-timeout sets how long listen waits)\n`,
+        );
+      }
       return jsonAnswer(502, { error: `svc-cli listen could not reach ${forwardTo}: ${outcome.ok ? '' : outcome.error}` });
     }
     human(formatSentLine(clock(), forwardTo, outcome, deliveryId, widthOf(humanStream)));

@@ -55,6 +55,21 @@ export function parseSecret(value: string): string {
   return value;
 }
 
+/** `--timeout 5s`, `500ms`, `2` (seconds): milliseconds, or undefined when unusable. */
+export function parseTimeout(value: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(value.trim());
+  if (!match) return undefined;
+  const ms = match[2] === 'ms' ? Number(match[1]) : Number(match[1]) * 1000;
+  return ms >= 1 && ms <= 600_000 ? Math.round(ms) : undefined;
+}
+
+/** `listen --forward-timeout`: a duration as `parseTimeout` reads it, in milliseconds. */
+export function parseForwardTimeout(value: string): number {
+  const ms = parseTimeout(value);
+  if (ms === undefined) throw new InvalidArgumentError('Must be a duration such as 10s or 500ms (at most 600s).');
+  return ms;
+}
+
 /** `--tolerance`: whole seconds, 0 or more. */
 export function parseTolerance(value: string): number {
   const n = Number(value);

@@ -311,6 +311,23 @@ describe('svc-cli listen', () => {
     }
   });
 
+  it('a target slower than --forward-timeout: svc gets 502, and the terminal says what svc does with a slow receiver', async () => {
+    const silent = createHttpServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', () => resolve()));
+    try {
+      const target = `http://127.0.0.1:${(silent.address() as { port: number }).port}/hooks`;
+      const listen = await startListen(['--forward-to', target, '--forward-timeout', '300ms'], { cwd: sandbox.path });
+      expect((await postDelivery(listen.url, samplePayload(), { deliveryId: 'whd_slow' })).status).toBe(502);
+      await listen.waitFor('stderr', /✘ POST \S+ failed: timed out \[whd_slow\]\n\d\d:\d\d:\d\d {2}! no answer within 0\.3 s: svc waits SVC_WEBHOOK_TIMEOUT_MS \(10 s by default\) for a receiver, then retries; answer 2xx at once/);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
+    const bad = await runCli(['listen', '--forward-timeout', 'soon'], { cwd: sandbox.path });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe("svc-cli: option '--forward-timeout <time>' argument 'soon' is invalid. Must be a duration such as 10s or 500ms (at most 600s).\n");
+  });
+
   it('^C while --trigger waits for a server that does not answer: stops at once with the summary, exit 0', async () => {
     // Was killed by the signal (its handler was set only once --trigger returned): no "Stopping…", no summary.
     const asked: string[] = [];

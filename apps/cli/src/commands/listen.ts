@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { FORWARD_TIMEOUT_MS, startListener, type ListenerStats } from '../listener.js';
-import { parseForwardUrl, parsePath, parsePort, parseSecret, parseTolerance } from '../options.js';
+import { parseForwardTimeout, parseForwardUrl, parsePath, parsePort, parseSecret, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
 import { ApiError } from '../errors.js';
 import { webhookTestResult } from '../response-shapes.js';
@@ -14,6 +14,7 @@ interface ListenOptions {
   secret?: string;
   tolerance: number;
   forwardTo?: string;
+  forwardTimeout: number;
   log: string;
   wide?: boolean;
   trigger?: boolean;
@@ -33,6 +34,11 @@ export function makeListenCommand(io: Io = processIo): Command {
     )
     .addOption(new Option('--tolerance <seconds>', 'with --secret: refuse a webhook-timestamp further than this from now (a replay)').default(300).argParser(parseTolerance))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes; Content-Type, X-Svc-* and webhook-* headers) to this URL').argParser(parseForwardUrl))
+    .addOption(
+      new Option('--forward-timeout <time>', "how long a forward waits for the target's answer (10s, 500ms); svc waits SVC_WEBHOOK_TIMEOUT_MS, 10 s by default")
+        .default(FORWARD_TIMEOUT_MS, '10s')
+        .argParser(parseForwardTimeout),
+    )
     .option('-w, --wide', 'full ids and every detail on a terminal too (lines there are cut to its width; to a pipe or a file they are always whole)')
     .option('-t, --trigger', "once ready, send a test delivery through svc with the API key (SVC_API_KEY): it shows the loop works, or where the key's deliveries go instead")
     .addOption(new Option('--log <file>', 'append every delivery (headers and raw body) to this JSON-lines file').default(DEFAULT_LOG_FILE))
@@ -62,6 +68,7 @@ Examples:
         secret: opts.secret,
         toleranceSeconds: opts.tolerance,
         forwardTo: opts.forwardTo,
+        forwardTimeoutMs: opts.forwardTimeout,
         json,
         wide: opts.wide === true,
         logFile: opts.log,
@@ -75,7 +82,7 @@ Examples:
       // A forward to a target that does not answer holds the exit for up to its timeout: say what it waits for.
       const stop = waitForSignal(() => {
         const waiting = listener.forwarding();
-        const what = waiting === 0 ? '' : ` waiting for ${waiting} ${waiting === 1 ? 'delivery' : 'deliveries'} being forwarded to ${opts.forwardTo} (at most ${FORWARD_TIMEOUT_MS / 1000} s)`;
+        const what = waiting === 0 ? '' : ` waiting for ${waiting} ${waiting === 1 ? 'delivery' : 'deliveries'} being forwarded to ${opts.forwardTo} (at most ${opts.forwardTimeout / 1000} s)`;
         io.err(`Stopping…${what} (^C again to quit now)\n`);
       });
       if (opts.trigger) {

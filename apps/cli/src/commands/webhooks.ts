@@ -6,7 +6,7 @@ import { webhookTestResult } from '../response-shapes.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { mark, printable, processIo, kleur, type Io } from '../output.js';
 import { CHECK_CASES, DUPLICATE_HEADER, capitalise, checkReceiver, type CaseResult, type CheckCaseId } from '../check-receiver.js';
-import { parseForwardUrl } from '../options.js';
+import { parseForwardUrl, parseTimeout } from '../options.js';
 import { answerReason } from '../send-delivery.js';
 
 /** `svc-cli webhooks test`: asks the server to send a test delivery to the key's webhook URL. */
@@ -59,14 +59,6 @@ Examples:
     });
   webhooks.addCommand(makeCheckReceiverCommand(io));
   return webhooks;
-}
-
-/** `--timeout 5s`, `500ms`, `2` (seconds): milliseconds, or undefined when unusable. */
-function parseTimeout(value: string): number | undefined {
-  const match = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(value.trim());
-  if (!match) return undefined;
-  const ms = match[2] === 'ms' ? Number(match[1]) : Number(match[1]) * 1000;
-  return ms >= 1 && ms <= 600_000 ? Math.round(ms) : undefined;
 }
 
 const usage = (message: string): CliError => new CliError(message, { exitCode: 2 });
