@@ -143,6 +143,8 @@ describe('svc-cli webhooks check-receiver', () => {
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret'], /option '--secret <secret>' argument missing/],
       [['webhooks', 'check-reciever', 'http://127.0.0.1:9/x'], /unknown command 'check-reciever'/],
       [['listen', '--port', 'abc'], /argument 'abc' is invalid/],
+      // A pasted line break would sign every case with another key, and the receiver would be blamed for refusing.
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 'whsec_abc\n'], /argument 'whsec_abc\n' is invalid\. Must be the signing secret without whitespace at its start or end/],
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--skip', 'valid,nope'], /unknown case "nope" for --skip/],
     ];
     for (const [args, message] of cases) {

@@ -6,7 +6,7 @@ import { webhookTestResult } from '../response-shapes.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { mark, printable, processIo, kleur, type Io } from '../output.js';
 import { CHECK_CASES, DUPLICATE_HEADER, capitalise, checkReceiver, type CaseResult, type CheckCaseId } from '../check-receiver.js';
-import { parseForwardUrl, parseTimeout } from '../options.js';
+import { parseForwardUrl, parseSecret, parseTimeout } from '../options.js';
 import { answerReason } from '../send-delivery.js';
 
 /** `svc-cli webhooks test`: asks the server to send a test delivery to the key's webhook URL. */
@@ -78,7 +78,8 @@ function makeCheckReceiverCommand(io: Io): Command {
     // URL is read from the operands rather than declared with .argument(): a declared one widens the term column of
     // `svc-cli webhooks --help` enough to wrap the global options' env names.
     .usage('URL --secret S [options]')
-    .addOption(new Option('--secret <secret>', "the receiver's current signing secret").env('SVC_WEBHOOK_SECRET'))
+    // Checked as listen and replay check it: a pasted line break in it failed every signed case, blamed on the receiver.
+    .addOption(new Option('--secret <secret>', "the receiver's current signing secret").env('SVC_WEBHOOK_SECRET').argParser(parseSecret))
     .option('--timeout <duration>', 'per request, e.g. 5s or 500ms; no answer in time fails that case', '5s')
     .option('--skip <cases>', `cases not to run, comma-separated (${CHECK_CASES.join(', ')})`, (value: string, previous: string[] = []) => [...previous, ...value.split(',')])
     .addHelpText(
