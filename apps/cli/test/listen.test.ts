@@ -379,6 +379,19 @@ describe('svc-cli listen', () => {
     expect(result.stderr).toBe('svc-cli: cannot write the delivery log afile/log.jsonl: a part of the path is a file, not a directory\n');
   });
 
+  it('--forward-to this listener itself (the app\'s port given to --port too): one line on stderr, exit 1', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as { port: number };
+        probe.close(() => resolve(free));
+      });
+    });
+    // Was Ready, then each delivery forwarded to the listener again (the same path) or refused 404 (another one).
+    const result = await runCli(['listen', '--port', String(port), '--forward-to', `localhost:${port}/webhooks`], { cwd: sandbox.path });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(`svc-cli: --forward-to http://localhost:${port}/webhooks is this listener (port ${port}): forward to your app's port, and listen on another (--port)\n`);
+  });
+
   it('a port already in use: one line on stderr, non-zero exit', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve()));

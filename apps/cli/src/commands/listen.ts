@@ -4,7 +4,7 @@ import { apiClientFor, globalOptions } from '../global-options.js';
 import { FORWARD_TIMEOUT_MS, startListener, type ListenerStats } from '../listener.js';
 import { parseForwardTimeout, parseForwardUrl, parsePath, parsePort, parseSecret, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
-import { ApiError } from '../errors.js';
+import { ApiError, CliError } from '../errors.js';
 import { webhookTestResult } from '../response-shapes.js';
 
 interface ListenOptions {
@@ -74,6 +74,11 @@ Examples:
         logFile: opts.log,
         io,
       });
+      if (opts.forwardTo !== undefined && sameListener(opts.forwardTo, listener.url, { anyPath: true })) {
+        // Each delivery would be forwarded to the listener itself, again and again (or refused 404 on another path).
+        await listener.close();
+        throw new CliError(`--forward-to ${opts.forwardTo} is this listener (port ${new URL(listener.url).port}): forward to your app's port, and listen on another (--port)`);
+      }
       if (opts.secret !== undefined) io.err(`Verifying signatures with the secret ending in ${opts.secret.slice(-4)}\n`);
       if (opts.forwardTo) io.err(`Forwarding deliveries to ${opts.forwardTo}\n`);
       io.err(`Logging deliveries to ${opts.log}\n`);
@@ -153,8 +158,8 @@ const WHERE_TO_SET = 'dashboard: Settings → API Keys; or on the server: svc-se
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
-/** Whether a webhook URL reaches this listener: same port and path, the same host or both loopback. */
-function sameListener(webhookUrl: string, listenerUrl: string): boolean {
+/** Whether a webhook URL reaches this listener: same port and path (any path with `anyPath`), the same host or both loopback. */
+function sameListener(webhookUrl: string, listenerUrl: string, options: { anyPath?: boolean } = {}): boolean {
   let a: URL;
   let b: URL;
   try {
@@ -164,5 +169,5 @@ function sameListener(webhookUrl: string, listenerUrl: string): boolean {
     return false;
   }
   const sameHost = a.hostname === b.hostname || (LOOPBACK.has(a.hostname) && LOOPBACK.has(b.hostname));
-  return sameHost && a.port === b.port && a.pathname === b.pathname;
+  return sameHost && a.port === b.port && (options.anyPath === true || a.pathname === b.pathname);
 }
