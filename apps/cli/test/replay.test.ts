@@ -186,6 +186,8 @@ describe('svc-cli replay', () => {
     const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/✘ POST http:\/\/127\.0\.0\.1:\d+\/ failed: connection refused \[whd_3\]\n/);
+    // The target was the recorded listener's URL (no --to): the usual cause is that listen has stopped.
+    expect(result.stderr).toMatch(/\nWithout --to, a delivery goes back to where listen received it \(http:\/\/127\.0\.0\.1:\d+\/\): is svc-cli listen running there\? Or pass --to URL \(your app\)\.\n/);
   });
 
   it('skips corrupt log lines with a warning and replays the rest (a numeric id or X-Svc-Delivery once crashed it)', async () => {

@@ -56,6 +56,8 @@ Examples:
       let failed = 0;
       let duplicates = 0;
       let unsigned = false;
+      // Listener URLs that could not be reached: replay's default target, often a listen that has since stopped.
+      const unreachable = new Set<string>();
       if (opts.secret !== undefined && command.getOptionValueSource('secret') === 'env') {
         io.err('Re-signing with SVC_WEBHOOK_SECRET (a fresh webhook-timestamp).\n');
       }
@@ -79,6 +81,7 @@ Examples:
         }
         const outcome = await sendDelivery(url, body, headers);
         if (!outcome.ok) failed++;
+        if (!outcome.ok && outcome.status === null && opts.to === undefined) unreachable.add(url);
         if (outcome.ok && outcome.duplicate) duplicates++;
         if (!outcome.ok && opts.secret === undefined && outcome.status !== null && outcome.status < 500) unsigned = true;
         if (json) {
@@ -90,6 +93,11 @@ Examples:
           io[stream](line);
           if (!outcome.ok && outcome.reason !== undefined) io.err(refusedLine(new Date(), outcome.status, outcome.reason));
         }
+      }
+      if (unreachable.size > 0) {
+        io.err(
+          `Without --to, a delivery goes back to where listen received it (${[...unreachable].join(', ')}): is svc-cli listen running there? Or pass --to URL (your app).\n`,
+        );
       }
       if (unsigned) {
         io.err(
