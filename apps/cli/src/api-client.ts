@@ -102,7 +102,7 @@ export function errorFromResponse(status: number, text: string, baseUrl: string)
   const error = parsed?.error;
   if (error && typeof error.message === 'string') {
     const code = typeof error.code === 'string' ? error.code : undefined;
-    return new ApiError(`${error.message} (${status}${code ? ` ${code}` : ''})`, status, code);
+    return new ApiError(`${error.message} (${status}${code ? ` ${code}` : ''})${routeHint(status, code, error.message, baseUrl)}`, status, code);
   }
   const page = htmlPage(text);
   if (page !== undefined) {
@@ -110,6 +110,18 @@ export function errorFromResponse(status: number, text: string, baseUrl: string)
     return new ApiError(`unexpected response from ${baseUrl}: HTTP ${status}, ${page}, not svc's JSON error: a proxy's error page? (is svc running behind it, is --base-url right?)`, status, undefined);
   }
   return new ApiError(`unexpected response from ${baseUrl}: HTTP ${status} (is --base-url an svc server?)`, status, undefined);
+}
+
+/**
+ * svc itself answered that it has no such route, naming the path with the base URL's in front (`--base-url
+ * http://host:8080/api`): svc serves /v1 at its root. Behind a proxy that strips a prefix svc never sees one, and a
+ * missing delivery's 404 names no path.
+ */
+function routeHint(status: number, code: string | undefined, message: string, baseUrl: string): string {
+  const url = new URL(baseUrl);
+  const path = url.pathname.replace(/\/+$/, '');
+  if (status !== 404 || code !== 'not_found' || path === '' || !message.includes(`${path}/v1/`)) return '';
+  return `: --base-url ends in ${path}, and svc serves its API at its root (try --base-url ${url.origin})`;
 }
 
 /** `an HTML page ("502 Bad Gateway")`, by its title or first heading, when `text` is HTML; else undefined. */

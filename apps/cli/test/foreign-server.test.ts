@@ -81,6 +81,24 @@ describe('a base URL answering an HTML page (a proxy in front of svc, a login pa
   });
 });
 
+describe('a --base-url with a path svc does not serve', () => {
+  it('svc’s own 404 for /api/v1/…: names the path and the root to use', async () => {
+    const body = '{"error":{"message":"Unknown request URL: GET /api/v1/webhooks/deliveries. Please check the URL and method.","type":"invalid_request_error","code":"not_found","param":null}}';
+    const base = await foreign(404, 'application/json', body);
+    const result = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: `${base}/api`, SVC_API_KEY: 'sk-x' } });
+    expect(result.stderr).toBe(
+      `svc-cli: Unknown request URL: GET /api/v1/webhooks/deliveries. Please check the URL and method. (404 not_found): --base-url ends in /api, and svc serves its API at its root (try --base-url ${base})\n`,
+    );
+    expect(result.code).toBe(1);
+    // Without a path, or a 404 that names none (a missing delivery, behind a proxy serving svc under /api): svc's message alone.
+    const root = await runCli(['deliveries', 'show', ID], { cwd: sandbox.path, env: { SVC_BASE_URL: base, SVC_API_KEY: 'sk-x' } });
+    expect(root.stderr).toBe('svc-cli: Unknown request URL: GET /api/v1/webhooks/deliveries. Please check the URL and method. (404 not_found)\n');
+    const missing = await foreign(404, 'application/json', `{"error":{"message":"No webhook delivery '${ID}' exists for this API key.","type":"invalid_request_error","code":"not_found","param":null}}`);
+    const proxied = await runCli(['deliveries', 'show', ID], { cwd: sandbox.path, env: { SVC_BASE_URL: `${missing}/api`, SVC_API_KEY: 'sk-x' } });
+    expect(proxied.stderr).toBe(`svc-cli: No webhook delivery '${ID}' exists for this API key. (404 not_found)\n`);
+  });
+});
+
 describe('a port where something answers, but not in HTTP', () => {
   /** A TCP server that greets as NATS does (no HTTP), and closes. */
   async function notHttp(): Promise<{ port: number; close(): Promise<void> }> {
