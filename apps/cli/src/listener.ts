@@ -203,7 +203,11 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     }
     human(formatSentLine(clock(), forwardTo, outcome, deliveryId, widthOf(humanStream)));
     if (!outcome.ok && outcome.reason !== undefined) io.err(refusedLine(clock(), outcome.status, outcome.reason));
-    return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: outcome.body, headers: outcome.headers };
+    // A redirect is answered with the reason listen printed: svc's attempt log and `webhooks test` show the answer's
+    // body, and a redirect's (empty, or "Redirecting to /x") says nothing of nothing following it.
+    const redirect = !outcome.ok && outcome.status >= 300 && outcome.status < 400 ? outcome.reason : undefined;
+    const answerBody = redirect ?? outcome.body;
+    return { status: outcome.status, contentType: 'text/plain; charset=utf-8', body: answerBody, headers: outcome.headers };
   }
 
   await new Promise<void>((resolve, reject) => {

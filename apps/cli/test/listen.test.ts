@@ -205,7 +205,10 @@ describe('svc-cli listen', () => {
     const target = await sandbox.receiver({ status: 308, path: '/webhooks', headers: { location: '/webhooks/' } });
     const log = join(sandbox.path, 'log.jsonl');
     const listen = await startListen(['--forward-to', target.url, '--log', log], { cwd: sandbox.path });
-    expect((await postDelivery(listen.url, samplePayload(), { deliveryId: 'whd_moved' })).status).toBe(308);
+    const moved = await postDelivery(listen.url, samplePayload(), { deliveryId: 'whd_moved' });
+    expect(moved.status).toBe(308);
+    // svc keeps the answer's body in its attempt log (and webhooks test prints it): the target's was empty.
+    expect(moved.body).toBe(`a redirect to ${target.url}/: svc follows no redirects, nor do listen and replay; use that URL`);
     await listen.waitFor('stdout', /<-- \[308\] POST /);
     const reason = `✘ the receiver answered 308: a redirect to ${target.url}/: svc follows no redirects, nor do listen and replay; use that URL\n`;
     await listen.waitFor('stderr', new RegExp(reason.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
