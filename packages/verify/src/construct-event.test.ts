@@ -98,6 +98,13 @@ describe.each(builds)('constructEvent ($name build)', ({ constructEvent }) => {
     expect(note((await rejection(() => constructEvent('{"a":', signature, SECRET))).message)).toBeNull();
   });
 
+  it("names a body still base64-encoded (a Lambda event.body with isBase64Encoded), and only then", async () => {
+    const encoded = await rejection(() => constructEvent(Buffer.from(BODY).toString('base64'), hmac(BODY), SECRET));
+    expect(encoded.code).toBe('signature_mismatch');
+    expect(encoded.message).toContain("The body is base64-encoded JSON (AWS API Gateway or a Lambda function URL sets event.isBase64Encoded): verify the decoded bytes, Buffer.from(event.body, 'base64').");
+    expect((await rejection(() => constructEvent('eyJ not base64', hmac(BODY), SECRET))).message).not.toContain('base64-encoded');
+  });
+
   describe('toleranceSeconds', () => {
     it('accepts timestamps within the tolerance either way, and any timestamp without one', async () => {
       vi.setSystemTime(Date.parse(samplePayload.timestamp) + 300_000);

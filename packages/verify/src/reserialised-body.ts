@@ -2,11 +2,17 @@ import { toBytes, type RawBody } from './raw-body.js';
 
 const decoder = new TextDecoder();
 
+/** Base64 of a JSON object (`{"` encodes as `eyJ`): what AWS API Gateway and Lambda URLs hand over with `isBase64Encoded`. */
+const BASE64_JSON = /^eyJ[A-Za-z0-9+/]*={0,2}$/;
+const BASE64_NOTE =
+  " The body is base64-encoded JSON (AWS API Gateway or a Lambda function URL sets event.isBase64Encoded): verify the decoded bytes, Buffer.from(event.body, 'base64').";
+
 /**
  * What a signature mismatch adds when the body is JSON but not as svc sends it. svc sends `JSON.stringify` of the
  * payload: compact, no spaces, non-ASCII as UTF-8. A body that parses and stringifies to other bytes was changed
  * on the way in — a framework's parser re-serialised it (Python's `json.dumps` puts a space after `:` and escapes
  * non-ASCII, a pretty-printer adds line breaks, some append a newline) — which is the cause to name, not the secret.
+ * A body that is base64 of JSON was never decoded (AWS's `isBase64Encoded`).
  */
 export function reserialisedNote(rawBody: RawBody): string {
   const text = typeof rawBody === 'string' ? rawBody : decoder.decode(toBytes(rawBody));
@@ -14,7 +20,7 @@ export function reserialisedNote(rawBody: RawBody): string {
   try {
     compact = JSON.stringify(JSON.parse(text));
   } catch {
-    return '';
+    return BASE64_JSON.test(text) ? BASE64_NOTE : '';
   }
   if (compact === text) return '';
   let at = 0;
