@@ -35,7 +35,7 @@ export function makeListenCommand(io: Io = processIo): Command {
     .addOption(new Option('--tolerance <seconds>', 'with --secret: refuse a webhook-timestamp further than this from now (a replay)').default(300).argParser(parseTolerance))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes; Content-Type, X-Svc-* and webhook-* headers) to this URL').argParser(parseForwardUrl))
     .addOption(
-      new Option('--forward-timeout <time>', "how long a forward waits for the target's answer (10s, 500ms); svc waits SVC_WEBHOOK_TIMEOUT_MS, 10 s by default")
+      new Option('--forward-timeout <time>', "how long a forward waits for the target's answer, e.g. 10s or 500ms (as svc waits SVC_WEBHOOK_TIMEOUT_MS)")
         .default(FORWARD_TIMEOUT_MS, '10s')
         .argParser(parseForwardTimeout),
     )
