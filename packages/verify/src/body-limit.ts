@@ -1,7 +1,11 @@
 import { WebhookVerificationError } from './webhook-verification-error.js';
 
-/** The largest body the adapters accept by default: 10 MiB (prompts can be long). */
-export const DEFAULT_LIMIT = 10 * 1024 * 1024;
+/**
+ * The largest body the adapters accept by default: 64 MiB. A delivery's payload holds the request's prompt (up to
+ * svc's 10 MiB request limit) and the answer (up to 32 MiB from the upstream), so a 10 MiB default refused real
+ * deliveries of long prompts with 413 at every attempt until svc gave up on them.
+ */
+export const DEFAULT_LIMIT = 64 * 1024 * 1024;
 
 /** Throws a TypeError unless `limit` is a positive whole number of bytes; `name` is the option's name in the message. */
 export function assertLimit(limit: unknown, name = 'limit'): asserts limit is number {

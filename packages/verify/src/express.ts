@@ -24,7 +24,7 @@ declare global {
 export interface VerifyMiddlewareOptions extends ConstructEventOptions {
   /** The signing secret, or several while rotating. */
   secret: Secret;
-  /** Largest body accepted, in bytes; larger deliveries get 413. Default 10 MiB (prompts can be long). */
+  /** Largest body accepted, in bytes; larger deliveries get 413. Default 64 MiB (a delivery holds the prompt and the answer). */
   limit?: number;
   /**
    * A deduper (`createDeduper()`): a delivery whose id was already processed is answered 200 with

@@ -24,7 +24,7 @@ export interface VerifyPluginOptions extends ConstructEventOptions {
   secret: Secret;
   /**
    * Largest body accepted, in bytes (Fastify answers 413 above it): a positive whole number, anything else throws
-   * a TypeError when the plugin is registered. Default 10 MiB (prompts can be long).
+   * a TypeError when the plugin is registered. Default 64 MiB (a delivery holds the prompt and the answer).
    */
   bodyLimit?: number;
   /**

@@ -310,6 +310,11 @@ describe('body limit', () => {
     expect(pulled()).toBe(0);
   });
 
+  it('accepts by default a 12 MiB delivery (a prompt near svc\'s 10 MiB request limit and its answer)', async () => {
+    const big = BODY.padEnd(12 * 1024 * 1024, ' ');
+    await expect(verifyRequest(request(big, { 'x-svc-signature': hmac(big) }), SECRET, { allowUntimestamped: true })).resolves.toBeDefined();
+  });
+
   it('accepts a body of exactly the limit (the signature decides), streamed in chunks', async () => {
     // JSON may end in whitespace: the body padded to the limit is still the signed payload.
     const padded = BODY.padEnd(1024 * 1024, ' ');
@@ -318,13 +323,13 @@ describe('body limit', () => {
     expect((await handle(request(`${padded} `, { 'x-svc-signature': hmac(`${padded} `) }))).status).toBe(413);
   });
 
-  it('verifyRequest takes the limit too (default 10 MiB) and rejects with a 413 WebhookVerificationError', async () => {
+  it('verifyRequest takes the limit too (default 64 MiB) and rejects with a 413 WebhookVerificationError', async () => {
     const small = verifyRequest(request(BODY, { 'x-svc-signature': hmac(BODY) }), SECRET, { limit: 10 });
     await expect(small).rejects.toMatchObject({ name: 'WebhookVerificationError', code: 'payload_too_large', status: 413 });
     const err = await small.then(() => undefined, (reason: unknown) => reason);
     expect(err).toBeInstanceOf(WebhookVerificationError);
     expect(errorResponse(err as WebhookVerificationError).status).toBe(413);
-    await expect(verifyRequest(streamedRequest(10 * 1024 * 1024 + 1).req, SECRET)).rejects.toMatchObject({ code: 'payload_too_large' });
+    await expect(verifyRequest(streamedRequest(64 * 1024 * 1024 + 1).req, SECRET)).rejects.toMatchObject({ code: 'payload_too_large' });
     await expect(verifyRequest(request(BODY), SECRET, { limit: -1 })).rejects.toThrow('[@svc/verify] limit must be a positive whole number of bytes.');
   });
 });

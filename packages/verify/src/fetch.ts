@@ -14,7 +14,7 @@ export { WebhookVerificationError, errorBody, type WebhookErrorBody, type Webhoo
 export interface VerifyRequestOptions extends ConstructEventOptions {
   /**
    * Largest body accepted, in bytes; a larger one is refused (413, `payload_too_large`) as soon as its
-   * `content-length` or the bytes read so far pass it. Default 10 MiB (prompts can be long).
+   * `content-length` or the bytes read so far pass it. Default 64 MiB (a delivery holds the prompt and the answer).
    */
   limit?: number;
 }
