@@ -153,6 +153,19 @@ describe('verifyMiddleware with Express', () => {
     expect(kept.received).toEqual([samplePayload]);
   });
 
+  it("README's receiver without the middleware (express.raw with its limit) takes a delivery of a 300 KB prompt; body-parser's 100 KB default answers 413", async () => {
+    const big = JSON.stringify({ ...samplePayload, prompt: 'user: ' + 'Quarterly report, page after page. '.repeat(9000) });
+    const readme = (raw: express.RequestHandler) => {
+      const app = express();
+      app.post('/webhooks/svc', raw, (req, res) => void res.sendStatus(verifyWebhook(req.body as Buffer, req.headers, SECRET) ? 204 : 401));
+      return app;
+    };
+    expect((await post(await listen(readme(express.raw({ type: 'application/json', limit: '64mb' }))), big, standard(big, SECRET))).status).toBe(204);
+    server!.close();
+    await once(server!, 'close');
+    expect((await post(await listen(readme(express.raw({ type: 'application/json' }))), big, standard(big, SECRET))).status).toBe(413);
+  });
+
   it('uses a string body from express.text(): the text is the delivery, non-ASCII included (was refused as "already parsed")', async () => {
     const body = JSON.stringify({ ...samplePayload, response_text: 'Café – oui 👍' });
     const text = receiver((app) => app.use(express.text({ type: '*/*' })));

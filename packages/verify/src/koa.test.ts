@@ -17,10 +17,10 @@ afterEach(async () => {
 });
 
 /** The README's Koa receiver; `parsed` passes ctx.request.body instead, the usual mistake. */
-async function koaReceiver(received: AuditPayload[], parsed = false, errors: unknown[] = []): Promise<string> {
+async function koaReceiver(received: AuditPayload[], parsed = false, errors: unknown[] = [], options: Parameters<typeof bodyParser>[0] = { jsonLimit: '64mb' }): Promise<string> {
   const app = new Koa();
   app.on('error', (err: unknown) => errors.push(err));
-  app.use(bodyParser()); // the rest of the API parses JSON; it keeps the text as ctx.request.rawBody
+  app.use(bodyParser(options)); // the rest of the API parses JSON; it keeps the text as ctx.request.rawBody
   app.use(async (ctx) => {
     try {
       const event = constructWebhookEvent(parsed ? (ctx.request.body as string) : ctx.request.rawBody, ctx.request.headers, SECRET);
@@ -54,6 +54,16 @@ describe('a Koa receiver (README)', () => {
     const wrong = await deliver(url, body, 'whsec_other');
     expect(wrong.status).toBe(401);
     expect(((await wrong.json()) as ReturnType<typeof errorBody>).error.code).toBe('signature_mismatch');
+  });
+
+  it("takes a delivery of a 2 MB prompt with the README's jsonLimit; @koa/bodyparser's 1 MB default answers 413", async () => {
+    const big = JSON.stringify({ ...samplePayload, prompt: 'user: ' + 'Quarterly report, page after page. '.repeat(60_000) });
+    const received: AuditPayload[] = [];
+    expect((await deliver(await koaReceiver(received), big)).status).toBe(204);
+    expect(received).toHaveLength(1);
+    server!.close();
+    await once(server!, 'close');
+    expect((await deliver(await koaReceiver([], false, [], {}), big)).status).toBe(413);
   });
 
   it('passing the parsed ctx.request.body is a TypeError that names ctx.request.rawBody', async () => {
