@@ -15,6 +15,7 @@ export const DUPLICATE_HEADER = 'svc-duplicate';
 export const CHECK_CASES = [
   'valid',
   'exact-bytes',
+  'large-body',
   'tampered-body',
   'wrong-signature',
   'missing-signature',
@@ -79,6 +80,13 @@ export interface CheckOptions {
 }
 
 const STALE_SECONDS = 600;
+
+/**
+ * The `large-body` case's size: a delivery holds the request's prompt (up to svc's 10 MiB request limit) and the
+ * answer, so a receiver must take more than 10 MiB; body parsers' defaults (100 KB in Express's, 1 MB in Koa's
+ * and Fastify's, nginx's 1 MB) refuse such a delivery at every attempt.
+ */
+export const LARGE_BODY_BYTES = 12 * 1024 * 1024;
 const BODY_PREVIEW = 200;
 
 /** `whd_` + 32 hex: a delivery id of the form svc gives them. */
@@ -255,6 +263,25 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
           id: d.id,
           reason: mustAccept(answer, 'verify the raw body bytes as received, before any JSON parsing; a re-serialised body is not what was signed'),
         };
+      },
+    },
+    'large-body': {
+      sent: `signed, ${LARGE_BODY_BYTES / 1024 / 1024} MiB (a long prompt's delivery)`,
+      expected: '2xx',
+      async run() {
+        const payload = samplePayload(nowMs(), 'user: ');
+        const page = 'Quarterly report: revenue, costs and outlook, region by region. ';
+        // The prompt fills the body to LARGE_BODY_BYTES (all ASCII: one byte a character).
+        payload.prompt += page.repeat(Math.ceil(LARGE_BODY_BYTES / page.length)).slice(0, LARGE_BODY_BYTES - JSON.stringify(payload).length);
+        const d = signedDelivery(json(payload), [secret], { timestamp: seconds() });
+        const answer = await send(url, d, timeoutMs);
+        const why =
+          answer.status === 413
+            ? "the receiver's body limit is below svc's largest deliveries (the prompt, up to svc's 10 MiB request limit, " +
+              "and the answer): raise it to 64 MiB (express.raw({ type: 'application/json', limit: '64mb' }), @koa/bodyparser's " +
+              "jsonLimit, Fastify's bodyLimit, nginx's client_max_body_size); @svc/verify's adapters take 64 MiB by default"
+            : 'a delivery of a long prompt must be taken whole: check the body limits of the receiver and of any proxy before it';
+        return { answer, id: d.id, reason: mustAccept(answer, why) };
       },
     },
     'tampered-body': {

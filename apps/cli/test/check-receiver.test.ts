@@ -4,7 +4,7 @@ import { runCli, useSandbox } from './cli-process.js';
 import { BROKEN_FAILS, brokenReceiver, expressJsonFirstReceiver, expressRawReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const ALL = ['valid', 'exact-bytes', 'tampered-body', 'wrong-signature', 'missing-signature', 'stale-timestamp', 'unknown-secret', 'duplicate', 'rotation'];
+const ALL = ['valid', 'exact-bytes', 'large-body', 'tampered-body', 'wrong-signature', 'missing-signature', 'stale-timestamp', 'unknown-secret', 'duplicate', 'rotation'];
 
 describe('svc-cli webhooks check-receiver', () => {
   const sandbox = useSandbox();
@@ -27,13 +27,13 @@ describe('svc-cli webhooks check-receiver', () => {
     const receiver = await started(expressReceiver(SECRET));
     const { code, report } = await check(receiver.url);
     expect(report.cases.map((c) => [c.id, c.outcome])).toEqual(ALL.map((id) => [id, 'passed']));
-    expect(report).toMatchObject({ ok: true, passed: 9, failed: 0, skipped: 0, duplicate_header: 'svc-duplicate' });
+    expect(report).toMatchObject({ ok: true, passed: 10, failed: 0, skipped: 0, duplicate_header: 'svc-duplicate' });
     expect(code).toBe(0);
     // Accepted deliveries were processed once each; the duplicate's id once, not twice.
-    const ids = report.cases.filter((c) => ['valid', 'exact-bytes', 'duplicate', 'rotation'].includes(c.id)).map((c) => c.delivery_id);
+    const ids = report.cases.filter((c) => ['valid', 'exact-bytes', 'large-body', 'duplicate', 'rotation'].includes(c.id)).map((c) => c.delivery_id);
     expect(receiver.processed).toEqual(ids);
     for (const id of ids) expect(id).toMatch(/^whd_[0-9a-f]{32}$/);
-    expect(new Set(report.cases.map((c) => c.delivery_id)).size).toBe(9);
+    expect(new Set(report.cases.map((c) => c.delivery_id)).size).toBe(10);
   });
 
   it('passes every case against the @svc/verify Fetch adapter on node:http, printing one line per case', async () => {
@@ -45,9 +45,9 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(stdout).toMatch(/✔ valid +signed with the secret: expected 2xx, got 204\n/);
     expect(stdout).toMatch(/✔ tampered-body +body changed after signing: expected 4xx, got 401 \{"error"/);
     expect(stdout).toMatch(/✔ duplicate .*got 200 Svc-Duplicate: true/);
-    expect(stdout).toContain(`✔ 9 passed, 0 failed: ${receiver.url} answers as a correct receiver must`);
+    expect(stdout).toContain(`✔ 10 passed, 0 failed: ${receiver.url} answers as a correct receiver must`);
     expect(stdout).not.toContain('✘');
-    expect(stderr).toContain(`Checking ${receiver.url} with 9 cases`);
+    expect(stderr).toContain(`Checking ${receiver.url} with 10 cases`);
   });
 
   for (const [kind, fails] of Object.entries(BROKEN_FAILS) as [BrokenKind, string[]][]) {
@@ -57,7 +57,7 @@ describe('svc-cli webhooks check-receiver', () => {
       expect(failedIds(report)).toEqual(fails);
       expect(report.ok).toBe(false);
       expect(code).toBe(1);
-      expect(stderr).toContain(`svc-cli: ${fails.length} of 9 cases failed`);
+      expect(stderr).toContain(`svc-cli: ${fails.length} of 10 cases failed`);
     });
   }
 
@@ -66,7 +66,7 @@ describe('svc-cli webhooks check-receiver', () => {
     const first = await runCli(['webhooks', 'check-receiver', noDedupe.url, '--secret', SECRET], { cwd: sandbox.path });
     expect(first.code).toBe(1);
     expect(first.stdout).toMatch(/✘ duplicate .*expected 2xx, then 2xx with Svc-Duplicate: true, got 200 ok\n +→ duplicate processed twice: .*--skip duplicate/);
-    expect(first.stdout).toContain('✘ 8 passed, 1 failed');
+    expect(first.stdout).toContain('✘ 9 passed, 1 failed');
     // Processed twice, indeed.
     const dup = noDedupe.processed.filter((id, i, all) => all.indexOf(id) !== i);
     expect(dup).toHaveLength(1);
@@ -91,7 +91,15 @@ describe('svc-cli webhooks check-receiver', () => {
     const receiver = await started(expressRawReceiver(SECRET));
     expect(failedIds((await check(receiver.url)).report)).toEqual(['duplicate']);
     const { code, report } = await check(receiver.url, '--skip', 'duplicate');
-    expect([code, report.ok, report.passed]).toEqual([0, true, 8]);
+    expect([code, report.ok, report.passed]).toEqual([0, true, 9]);
+  });
+
+  it("names the body limit when a receiver answers 413 to a long prompt's 12 MiB delivery (express.raw's 100 KB default)", async () => {
+    const receiver = await started(brokenReceiver('small-body-limit', SECRET));
+    const { report } = await check(receiver.url);
+    const large = report.cases.find((c) => c.id === 'large-body')!;
+    expect(large).toMatchObject({ outcome: 'failed', answer: expect.objectContaining({ status: 413 }) });
+    expect(large.reason).toMatch(/^answered 413 to a correctly signed delivery: the receiver's body limit is below svc's largest deliveries .*raise it to 64 MiB \(express\.raw\(\{ type: 'application\/json', limit: '64mb' \}\)/);
   });
 
   it('--skip duplicate: a receiver that de-duplicates silently passes, and the output says the case was not checked', async () => {
@@ -99,7 +107,7 @@ describe('svc-cli webhooks check-receiver', () => {
     const { code, stdout } = await runCli(['webhooks', 'check-receiver', receiver.url, '--secret', SECRET, '--skip', 'duplicate'], { cwd: sandbox.path });
     expect(code).toBe(0);
     expect(stdout).toContain('- duplicate          skipped by --skip (the receiver de-duplicates silently: not checked)');
-    expect(stdout).toContain('✔ 8 passed, 0 failed, 1 skipped');
+    expect(stdout).toContain('✔ 9 passed, 0 failed, 1 skipped');
     const json = await check(receiver.url, '--skip', 'duplicate');
     expect(json.report.cases.find((c) => c.id === 'duplicate')).toMatchObject({ outcome: 'skipped' });
     expect(json.code).toBe(0);

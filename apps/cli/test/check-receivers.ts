@@ -67,7 +67,7 @@ export async function expressJsonFirstReceiver(secret: string): Promise<TestRece
 export async function expressRawReceiver(secret: string): Promise<TestReceiver> {
   const processed: string[] = [];
   const app = express();
-  app.post('/webhooks/svc', express.raw({ type: 'application/json' }), (req, res) => {
+  app.post('/webhooks/svc', express.raw({ type: 'application/json', limit: '64mb' }), (req, res) => {
     if (!verifyWebhook(req.body as Buffer, req.headers, secret)) return void res.sendStatus(401);
     JSON.parse((req.body as Buffer).toString('utf8'));
     processed.push(deliveryIdOf(req));
@@ -104,6 +104,7 @@ export type BrokenKind =
   | 'reserialises-json'
   | 'no-dedupe'
   | 'single-signature'
+  | 'small-body-limit'
   | 'hangs';
 
 /** What each broken receiver must fail: exactly these cases. */
@@ -115,6 +116,7 @@ export const BROKEN_FAILS: Record<Exclude<BrokenKind, 'hangs'>, string[]> = {
   'reserialises-json': ['exact-bytes'],
   'no-dedupe': ['duplicate'],
   'single-signature': ['rotation'],
+  'small-body-limit': ['large-body'],
 };
 
 /** A receiver with one realistic mistake (and otherwise correct, de-duplication included unless `no-dedupe`). */
@@ -155,6 +157,11 @@ export async function brokenReceiver(kind: BrokenKind, secret: string): Promise<
           break;
         }
         case 'no-dedupe':
+          ok = verifyWebhook(body, h, secret);
+          break;
+        case 'small-body-limit':
+          // express.raw()'s and body-parser's default limit, 100 KB.
+          if (body.length > 100 * 1024) return void res.writeHead(413, { 'content-type': 'text/plain' }).end('request entity too large');
           ok = verifyWebhook(body, h, secret);
           break;
         case 'single-signature': {

@@ -167,7 +167,7 @@ describe('svc-cli listen', () => {
       await listen.waitFor('stdout', /<-- \[200\] POST .*\] duplicate\n/);
 
       const check = await runCli(['webhooks', 'check-receiver', listen.url, '--secret', SECRET, '--json'], { cwd: sandbox.path });
-      expect(JSON.parse(check.stdout)).toMatchObject({ ok: true, passed: 9 });
+      expect(JSON.parse(check.stdout)).toMatchObject({ ok: true, passed: 10 });
       expect(check.code).toBe(0);
     } finally {
       await target.close();

@@ -90,6 +90,7 @@ URL: the receiver, e.g. http://localhost:3000/webhooks/svc (http:// is assumed).
 Cases (a correct receiver passes all):
   valid              a delivery signed with the secret                          → 2xx
   exact-bytes        a signed delivery whose JSON a parser would not reproduce   → 2xx (verify the raw bytes)
+  large-body         a signed 12 MiB delivery (a long prompt)                    → 2xx (body limit ≥ 64 MiB)
   tampered-body      body changed after signing                                 → 4xx
   wrong-signature    well-formed signatures that match nothing                  → 4xx
   missing-signature  no X-Svc-Signature, no webhook-signature                   → 4xx
