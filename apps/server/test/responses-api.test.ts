@@ -198,6 +198,19 @@ describe('POST /v1/responses (offline model)', () => {
     expect(payload.input_tokens).toBe(response.usage!.input_tokens);
   });
 
+  it("names the response's id in its audit delivery (response_id), plain and streamed, beside the request's id", async () => {
+    const { data: plain, response: res } = await client().responses.create({ model: 'svc01', input: 'Audit me plainly' }).withResponse();
+    const stream = await client().responses.create({ model: 'svc01', input: 'Audit me streamed', stream: true });
+    let streamedId = '';
+    for await (const event of stream) if (event.type === 'response.created') streamedId = event.response.id;
+    const received = await receiver.waitFor((all) => ['Audit me plainly', 'Audit me streamed'].every((text) => all.some((d) => d.raw.toString('utf8').includes(text))));
+    const payloads = received.map((d) => JSON.parse(d.raw.toString('utf8')) as Record<string, unknown>);
+    const of = (text: string) => payloads.find((p) => String(p.prompt).includes(text))!;
+    expect(of('Audit me plainly')).toMatchObject({ response_id: plain.id, request_id: res.headers.get('x-request-id') });
+    expect(streamedId).toMatch(/^resp_/);
+    expect(of('Audit me streamed')).toMatchObject({ response_id: streamedId, streaming: true });
+  });
+
   it('runs an Agents SDK agent with one function tool to completion', async () => {
     const calls: string[] = [];
     const lookup = tool({

@@ -30,7 +30,7 @@ export const AuditPayloadSchema = z.object({
   // Additions beside the spec's fields (design §5): the delivery's number among its key's (absent on test
   // deliveries), whether the check ran, what it flagged, and each claim with its evidence (absent on test
   // deliveries and when the check did not run, unless it read the text beside parts it cannot read), those
-  // parts, and what the model refused with (absent unless it refused).
+  // parts, what the model refused with (absent unless it refused), and the Responses API's response id.
   sequence: z.int().min(1).optional().meta({
     description:
       'The delivery\'s number among the deliveries of its API key: 1, 2, 3, … without gaps or repeats (test deliveries have none). A receiver that misses a number missed a delivery; redeliveries repeat theirs.',
@@ -43,6 +43,11 @@ export const AuditPayloadSchema = z.object({
     description:
       'Content parts of the sources the grounding check cannot read (an image, a file, audio), as in the response\'s `svc`: the answer may say what the model saw there, so there is no verdict (`grounding_checked` false); `claims` still gives each claim\'s evidence in the text. Present only when there are such parts.',
     example: [{ message_index: 1, type: 'image_url' }],
+  }),
+  response_id: z.string().min(1).optional().meta({
+    description:
+      'The id (`resp_…`) of the Responses API response this delivery audits, as the client got it (`POST /v1/responses`: its `id`, or the `response.created` event\'s). Present only on `/v1/responses` calls that were given a response id; `request_id` stays the request\'s id (the `x-request-id` header).',
+    example: 'resp_6f1c0a9e2b7d4c1f8e3a5b0d9c2e7f41',
   }),
   refusal: z.string().optional().meta({
     description:

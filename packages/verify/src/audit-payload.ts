@@ -50,6 +50,11 @@ export interface AuditPayload {
    */
   refusal?: string;
   /**
+   * The `resp_…` id of the OpenAI Responses API response this delivery audits (`POST /v1/responses`), as the
+   * client got it. Present only on those calls; `request_id` is the request's own id.
+   */
+  response_id?: string;
+  /**
    * Parts of the request the grounding check cannot read (an image, a file, audio), by message: the answer may
    * say what the model saw there, so there is no verdict (`grounding_checked` false). Present only when there are some.
    */
@@ -99,6 +104,9 @@ export function parseAuditPayload(value: unknown): AuditPayload {
     throw invalidField('sequence', 'a positive integer when present');
   }
   if (record.refusal !== undefined && !isString(record.refusal)) throw invalidField('refusal', 'a string when present');
+  if (record.response_id !== undefined && !(isString(record.response_id) && record.response_id !== '')) {
+    throw invalidField('response_id', 'a non-empty string when present');
+  }
   return value as AuditPayload;
 }
 

@@ -55,6 +55,8 @@ export function buildAuditPayload(request: CompletedRequest, sequence: number): 
     // Beside an image, a file or audio the check gives no verdict; the receiver sees why, as the client did.
     ...(svc?.unreadable_parts && { unreadable_parts: svc.unreadable_parts }),
     ...(request.refusal !== undefined && { refusal: request.refusal }),
+    // A Responses API client holds the response's id, not the request's: this is what it correlates on.
+    ...(request.responseId !== undefined && { response_id: request.responseId }),
   });
 }
 

@@ -4,6 +4,8 @@ import type { ApiKeyRecord } from '../storage/keys-store.js';
 /** Everything the audit trail needs about one finished chat-completion request. */
 export interface CompletedRequest {
   requestId: string;
+  /** The `resp_…` id a `/v1/responses` client was given, when it was given one. */
+  responseId?: string;
   key: ApiKeyRecord;
   /** Epoch ms when the request arrived. */
   startedAt: number;

@@ -39,10 +39,12 @@ export interface ChatContext {
   /** The upstream exchange (for the request log); streams end with the upstream's last frame. */
   upstreamStartedAt: number | undefined;
   upstreamFinishedAt: number | undefined;
+  /** `/v1/responses`: the response id, once the client has been (or is about to be) given it; the audit names it. */
+  responseId?: string;
 }
 
 /** What the audit of one request says beside what its context knows (id, key, times). */
-export type Outcome = Omit<CompletedRequest, 'requestId' | 'key' | 'startedAt' | 'finishedAt'>;
+export type Outcome = Omit<CompletedRequest, 'requestId' | 'responseId' | 'key' | 'startedAt' | 'finishedAt'>;
 
 export const NO_USAGE: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
@@ -84,6 +86,7 @@ export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
   exchange.logFields = fields;
   return deps.audit.record({
     requestId: exchange.requestId,
+    ...(ctx.responseId !== undefined && { responseId: ctx.responseId }),
     key: ctx.key,
     startedAt: exchange.startedAt,
     finishedAt: deps.clock(),

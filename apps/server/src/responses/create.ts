@@ -73,6 +73,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
         const completion = await complete(ctx, chat, upstream);
         const response = completedResponse(base, completion, Math.floor(deps.clock() / 1000), newId);
         const stored = await store(response);
+        ctx.responseId = base.id;
         await record(ctx, {
           statusCode: 200,
           streaming: false,
@@ -95,7 +96,11 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       // Echoed in three events: megabytes of instructions are escaped once, here, in this request's turns.
       const instructions = request.instructions && request.instructions.length >= LONG_STRING_CHARS ? await EscapedString.of(request.instructions, turn) : undefined;
       const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
-      await relayStream(ctx, chat, chunks, (sse) => responseEvents(deps, base, sse, store, instructions));
+      await relayStream(ctx, chat, chunks, (sse) => {
+        // From `response.created` on the client holds this id: whatever the stream's end, its audit names it.
+        ctx.responseId = base.id;
+        return responseEvents(deps, base, sse, store, instructions);
+      });
     } catch (err) {
       const error = toApiError(err);
       await recordFailure(ctx, {
