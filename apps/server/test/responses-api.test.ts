@@ -286,6 +286,29 @@ describe('POST /v1/responses over an upstream', () => {
     expect(sent.tools).toEqual([{ type: 'function', function: { name: 'get_weather', parameters: tools[0]!.parameters, strict: false } }]);
   });
 
+  it('runs function tools strict unless they say otherwise, as the Responses API does (chat completions would not)', async () => {
+    const closed = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
+    const open = { type: 'object', properties: { city: { type: 'string' } } };
+    upstream.nextBehavior({ answer: 'Sunny.' });
+    const response = await upstreamClient.responses.create({
+      model: 'svc01',
+      input: 'Weather in Paris?',
+      // The openai SDK's type asks for `strict`; a client that leaves it out (raw JSON, other SDKs) gets the default.
+      tools: [
+        { type: 'function', name: 'closed', parameters: closed },
+        { type: 'function', name: 'open', parameters: open },
+        { type: 'function', name: 'loose', parameters: closed, strict: false },
+      ] as unknown as OpenAI.Responses.FunctionTool[],
+    });
+    const sent = upstream.requests.at(-1)!.body as { tools: Array<{ function: { name: string; strict?: boolean } }> };
+    expect(sent.tools.map((tool) => [tool.function.name, tool.function.strict])).toEqual([
+      ['closed', true],
+      ['open', false],
+      ['loose', false],
+    ]);
+    expect(response.tools.map((tool) => (tool as OpenAI.Responses.FunctionTool).strict)).toEqual([true, false, false]);
+  });
+
   it('refuses a follow-up that leaves a function call unanswered, or answers a call never made, as OpenAI does, before the upstream', async () => {
     upstream.nextBehavior({ toolCalls: [{ id: 'call_u', name: 'get_weather', arguments: { city: 'Oslo' } }] });
     const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];

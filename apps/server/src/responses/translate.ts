@@ -141,9 +141,40 @@ export function functionTools(request: ResponseCreateRequest): ResponseFunctionT
         param: `tools[${i}].name`,
       });
     }
-    tools.push(tool as ResponseFunctionTool);
+    tools.push(withStrictDefault(tool as ResponseFunctionTool));
   }
   return tools;
+}
+
+/**
+ * The tool with the `strict` it is run with. A function tool of the Responses API is strict unless it says
+ * otherwise (OpenAI's `FunctionTool.strict`: "Default `true`"), where chat completions' is not: left out, it is
+ * sent upstream as `strict: true` when its schema is one strict mode takes (every object closed with
+ * `additionalProperties: false` and all its properties required), else as `false` (a chat upstream refuses strict
+ * mode for any other schema, and the model then runs as it would without the flag).
+ */
+function withStrictDefault(tool: ResponseFunctionTool): ResponseFunctionTool {
+  if (tool.strict != null) return tool;
+  return { ...tool, strict: tool.parameters != null && isStrictSchema(tool.parameters) };
+}
+
+/** Whether every object schema in `schema` is closed (`additionalProperties: false`) and requires all its properties. */
+function isStrictSchema(schema: unknown): boolean {
+  if (Array.isArray(schema)) return schema.every(isStrictSchema);
+  if (typeof schema !== 'object' || schema === null) return true;
+  const node = schema as Record<string, unknown>;
+  const properties = node.properties;
+  if (node.type === 'object' || (typeof properties === 'object' && properties !== null)) {
+    if (node.additionalProperties !== false) return false;
+    const keys = typeof properties === 'object' && properties !== null ? Object.keys(properties) : [];
+    const required = Array.isArray(node.required) ? node.required : [];
+    if (!keys.every((key) => required.includes(key))) return false;
+  }
+  const nested = [node.items, node.prefixItems, node.anyOf, node.allOf, node.oneOf, node.not];
+  for (const map of [properties, node.$defs, node.definitions]) {
+    if (typeof map === 'object' && map !== null) nested.push(...Object.values(map));
+  }
+  return nested.every((child) => child === undefined || isStrictSchema(child));
 }
 
 /** The `call_id`s of the conversation's function calls: those with no output yet, and all of them. */
