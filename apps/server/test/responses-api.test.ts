@@ -484,6 +484,26 @@ describe('POST /v1/responses over an upstream', () => {
     expect(upstream.requests.at(-1)!.body).not.toHaveProperty('tool_choice');
   });
 
+  it("takes tool_choice allowed_tools: the model is offered only the tools it names, in the mode asked; one not in tools is a 400 naming it", async () => {
+    const params = { type: 'object', properties: {}, required: [], additionalProperties: false };
+    const tools = ['get_weather', 'get_time', 'search'].map((name) => ({ type: 'function' as const, name, parameters: params, strict: true }));
+    const tool_choice = { type: 'allowed_tools' as const, mode: 'required' as const, tools: [{ type: 'function', name: 'get_time' }] };
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_t', name: 'get_time', arguments: {} }] });
+    const response = await upstreamClient.responses.create({ model: 'svc01', input: 'What time is it?', tools, tool_choice });
+    const sent = upstream.requests.at(-1)!.body as { tools: Array<{ function: { name: string } }>; tool_choice: unknown };
+    expect(sent.tools.map((tool) => tool.function.name)).toEqual(['get_time']);
+    expect(sent.tool_choice).toBe('required');
+    expect(response.tool_choice).toEqual(tool_choice);
+    expect(response.tools).toHaveLength(3);
+
+    const before = upstream.requests.length;
+    const wrong = await upstreamClient.responses
+      .create({ model: 'svc01', input: 'Hi', tools, tool_choice: { ...tool_choice, tools: [{ type: 'function', name: 'get_time' }, { type: 'function', name: 'get_date' }] } })
+      .catch((err: unknown) => err);
+    expect(wrong).toMatchObject({ status: 400, param: 'tool_choice.tools[1]', message: "400 Tool choice 'get_date' not found in 'tools' parameter." });
+    expect(upstream.requests.length).toBe(before);
+  });
+
   it('refuses a conversation or a stored prompt (400 naming it) rather than answering without its turns or instructions', async () => {
     const sent = upstream.requests.length;
     const conversation = await upstreamClient.responses.create({ model: 'svc01', conversation: 'conv_123', input: 'And tomorrow?' }).catch((err: unknown) => err);

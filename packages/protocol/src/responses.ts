@@ -91,7 +91,14 @@ export type ResponseFunctionTool = z.infer<typeof ResponseFunctionToolSchema>;
 export const ResponseToolChoiceSchema = z.union([
   z.enum(['none', 'auto', 'required']),
   z.looseObject({ type: z.literal('function'), name: z.string() }),
+  // OpenAI's `ToolChoiceAllowed`: the model may call only these of `tools` (`auto`), or must call one of them (`required`).
+  z.looseObject({
+    type: z.literal('allowed_tools'),
+    mode: z.enum(['auto', 'required']),
+    tools: z.array(z.looseObject({ type: z.string(), name: z.string().optional() })).max(128),
+  }),
 ]);
+export type ResponseToolChoice = z.infer<typeof ResponseToolChoiceSchema>;
 
 export const ResponseTextFormatSchema = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('text') }),

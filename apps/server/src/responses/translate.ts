@@ -80,15 +80,29 @@ export async function toChatRequest(
       },
     }));
   }
-  // Without tools a chat upstream refuses any tool_choice (OpenAI's Responses API takes one and calls nothing).
-  if (request.tool_choice !== undefined && (chat.tools !== undefined || typeof request.tool_choice !== 'string')) {
-    // As OpenAI answers a forced call to a function the request does not declare, before the upstream is asked.
-    const named = typeof request.tool_choice === 'string' ? null : request.tool_choice.name;
-    if (named !== null && !(chat.tools ?? []).some((tool) => tool.function.name === named)) {
-      throw new ApiError('invalid_value', `Tool choice '${named}' not found in 'tools' parameter.`, { param: 'tool_choice' });
+  const choice = request.tool_choice;
+  if (choice !== undefined && typeof choice !== 'string') {
+    // As OpenAI answers a forced (or allowed) call to a function the request does not declare, before the upstream is asked.
+    const named = choice.type === 'function' ? [choice] : choice.tools;
+    for (const [i, tool] of named.entries()) {
+      if (tool.type !== 'function' || !(chat.tools ?? []).some((declared) => declared.function.name === tool.name)) {
+        const what = tool.type === 'function' ? String(tool.name) : tool.type;
+        throw new ApiError('invalid_value', `Tool choice '${what}' not found in 'tools' parameter.`, {
+          param: choice.type === 'function' ? 'tool_choice' : `tool_choice.tools[${i}]`,
+        });
+      }
     }
-    chat.tool_choice =
-      typeof request.tool_choice === 'string' ? request.tool_choice : { type: 'function', function: { name: request.tool_choice.name } };
+  }
+  if (choice !== undefined && typeof choice !== 'string' && choice.type === 'allowed_tools') {
+    // Sent as the tools the model may call and the mode, which every chat upstream reads (chat's own
+    // `allowed_tools` choice is OpenAI's alone); the response still echoes the whole list and the choice.
+    const allowed = new Set(choice.tools.map((tool) => tool.name));
+    chat.tools = chat.tools?.filter((tool) => allowed.has(tool.function.name));
+    if (chat.tools?.length) chat.tool_choice = choice.mode;
+    else delete chat.tools;
+  } else if (choice !== undefined && (chat.tools !== undefined || typeof choice !== 'string')) {
+    // Without tools a chat upstream refuses any tool_choice (OpenAI's Responses API takes one and calls nothing).
+    chat.tool_choice = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
   }
   if (request.parallel_tool_calls != null) chat.parallel_tool_calls = request.parallel_tool_calls;
   const format = request.text?.format;
