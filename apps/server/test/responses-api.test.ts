@@ -49,7 +49,9 @@ describe('POST /v1/responses (offline model)', () => {
     const again = await client().responses.retrieve(response.id);
     expect(again.output_text).toBe(response.output_text);
     const items = await client().responses.inputItems.list(response.id);
-    expect(items.data).toEqual([expect.objectContaining({ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Where is the Eiffel Tower?' }] })]);
+    expect(items.data).toEqual([
+      expect.objectContaining({ type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'Where is the Eiffel Tower?' }] }),
+    ]);
   });
 
   it('refuses to stream a stored response again with a 400 naming stream, rather than an empty stream', async () => {
@@ -284,6 +286,13 @@ describe('POST /v1/responses over an upstream', () => {
       { role: 'tool', tool_call_id: 'call_w', content: '18C' },
     ]);
     expect(sent.tools).toEqual([{ type: 'function', function: { name: 'get_weather', parameters: tools[0]!.parameters, strict: false } }]);
+    // Listed as OpenAI lists them: the function call and its output (whose types require it) with their status.
+    const items = await upstreamClient.responses.inputItems.list(second.id, { order: 'asc' });
+    expect(items.data.map((item) => [item.type, 'status' in item && item.status])).toEqual([
+      ['message', 'completed'],
+      ['function_call', 'completed'],
+      ['function_call_output', 'completed'],
+    ]);
   });
 
   it('runs function tools strict unless they say otherwise, as the Responses API does (chat completions would not)', async () => {

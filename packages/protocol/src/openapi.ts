@@ -386,7 +386,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
           last_id: z.string().nullable(),
           has_more: z.boolean(),
         }),
-        'The items the response was generated from, each with its id: the conversation carried over by `previous_response_id`, then the request\'s own input items.',
+        'The items the response was generated from, each with its id and `status` (`completed` unless it was sent with another): the conversation carried over by `previous_response_id`, then the request\'s own input items.',
       ),
       ...errorResponses(['not_found', 'invalid_value', ...AUTH_ERRORS]),
     },

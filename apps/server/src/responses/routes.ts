@@ -43,6 +43,14 @@ export function responsesRouter(deps: ResponsesDeps): Router {
   return router;
 }
 
+/**
+ * An item as OpenAI lists it, with its `status` (required of a listed function call, its output and an assistant
+ * message): `completed` unless it was sent with one. Added here, so items stored without one list with it too.
+ */
+function withStatus(item: ResponseInputItem): ResponseInputItem {
+  return 'status' in item && item.status != null ? item : { ...item, status: 'completed' };
+}
+
 function notFound(id: string): ApiError {
   return new ApiError('not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
 }
@@ -64,7 +72,7 @@ function page(items: readonly ResponseInputItem[], query: Record<string, unknown
     if (at === -1) throw new ApiError('invalid_value', `No input item with id '${String(query.after)}'.`, { param: 'after' });
     start = at + 1;
   }
-  const data = ordered.slice(start, start + limit);
+  const data = ordered.slice(start, start + limit).map(withStatus);
   const idOf = (item: ResponseInputItem | undefined) => (item && 'id' in item ? (item.id ?? null) : null);
   return { object: 'list', data, first_id: idOf(data[0]), last_id: idOf(data.at(-1)), has_more: start + limit < ordered.length };
 }
