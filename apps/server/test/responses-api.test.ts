@@ -54,6 +54,21 @@ describe('POST /v1/responses (offline model)', () => {
     ]);
   });
 
+  it('serves background: true finished, so a client polling while queued or in_progress (OpenAI\'s background guide) stops at once', async () => {
+    let response: OpenAI.Responses.Response = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'Where is the Eiffel Tower?', background: true });
+    expect(response.background).toBe(true);
+    let polls = 0;
+    while (response.status === 'queued' || response.status === 'in_progress') {
+      if (++polls > 3) break;
+      response = await client().responses.retrieve(response.id);
+    }
+    expect(polls).toBe(0);
+    expect(response.status).toBe('completed');
+    expect(response.output_text).toContain('Paris');
+    expect(await client().responses.retrieve(response.id)).toMatchObject({ background: true, status: 'completed' });
+    expect((await client().responses.create({ model: 'svc01', input: 'Hi' })).background).toBe(false);
+  });
+
   it('refuses to stream a stored response again with a 400 naming stream, rather than an empty stream', async () => {
     const response = await client().responses.create({ model: 'svc01', input: 'Hello' });
     const refused = await client()

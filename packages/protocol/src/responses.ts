@@ -152,6 +152,12 @@ export const ResponseCreateRequestSchema = z.looseObject({
   // conversation past the upstream's context gets the upstream's `context_length_exceeded`.
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
   stream: z.boolean().nullable().optional(),
+  // svc answers once the response is finished, background or not: a background request gets a finished
+  // (terminal) response at once, so a client polling while `queued`/`in_progress` stops at the first look.
+  background: z.boolean().nullable().optional(),
+  // OpenAI's limit on calls to built-in tools ("across all built-in tool calls"); svc serves function tools only,
+  // so there is nothing to limit. Read so that a wrong type is refused.
+  max_tool_calls: z.int().min(0).nullable().optional(),
   include: z.array(z.enum(RESPONSE_INCLUDABLE)).max(RESPONSE_INCLUDABLE.length * 4).nullable().optional(),
   user: z.string().optional(),
   // Passed on to the upstream's chat completions, which take them under the same names.
@@ -224,6 +230,7 @@ export const ResponseObjectSchema = z.object({
   created_at: z.int(),
   status: z.enum(['in_progress', 'completed', 'incomplete', 'failed']),
   completed_at: z.int().nullable(),
+  background: z.boolean(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
   incomplete_details: z.object({ reason: z.enum(['max_output_tokens', 'content_filter']) }).nullable(),
   instructions: z.string().nullable(),

@@ -332,6 +332,7 @@ export function pendingResponse({ id, createdAt, request }: ResponseBase): Respo
     created_at: createdAt,
     status: 'in_progress',
     completed_at: null,
+    background: request.background ?? false,
     error: null,
     incomplete_details: null,
     instructions: request.instructions ?? null,

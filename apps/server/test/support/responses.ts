@@ -9,6 +9,7 @@ export function storedResponse(options: { id: string; createdAt: number; previou
     created_at: createdAt,
     status: 'completed',
     completed_at: createdAt,
+    background: false,
     error: null,
     incomplete_details: null,
     instructions: null,
