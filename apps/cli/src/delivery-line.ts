@@ -15,7 +15,8 @@ interface Detail {
  * (request id cut, latency then tokens left out when there is no room). Without one (a pipe, a file, `--wide`)
  * it holds everything:
  * `12:03:04  --> llm.request.completed [chatcmpl-…]  svc01 200 · 12+34=46 tokens · 532 ms · grounded (hallucination 0.07) · test · signature ✔  whd_…`
- * (`refused` after the verdict when the model refused: the payload's `refusal`, its `response_text` "").
+ * (`refused` after the verdict when the model refused: the payload's `refusal`, its `response_text` ""; a
+ * `/v1/responses` call's `response_id` last).
  *
  * Fields missing from the body are left out, so a body that is not an audit payload still prints. Text from the
  * request (event, ids, model) is printed with `printable`: a sender, trusted or not, cannot drive the terminal.
@@ -68,6 +69,9 @@ export function formatReceivedLine(input: {
     // A refusal's `response_text` is "": without this the line reads as an empty answer.
     if (typeof payload.refusal === 'string' && payload.refusal !== '') details.push({ text: kleur.yellow('refused') });
     if (payload.test === true) details.push({ text: kleur.yellow('test') });
+    // A Responses API call: the id its app holds (`resp_…`), beside the request id in brackets.
+    const responseId = wide ? str(payload.response_id) : undefined;
+    if (responseId) details.push({ text: responseId });
   }
   if (input.signature !== 'unchecked') {
     details.push({ text: `${wide ? 'signature' : 'sig'} ${input.signature === 'valid' ? mark.ok() : mark.bad()}` });

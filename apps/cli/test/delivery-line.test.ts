@@ -25,6 +25,13 @@ describe('formatReceivedLine', () => {
     expect(line({ ...refused, refusal: undefined })).not.toContain('refused');
   });
 
+  it("prints a Responses API call's response_id on the whole line, where an app looks for the id it holds", () => {
+    const whole = (payload: Record<string, unknown>) =>
+      formatReceivedLine({ time: new Date('2026-01-01T12:03:04'), body: Buffer.from(JSON.stringify(payload)), headers: {}, signature: 'unchecked' });
+    expect(whole({ ...base, response_id: 'resp_abc' })).toMatch(/\[chatcmpl-1\] {2}200 · .* · resp_abc\n$/);
+    expect(whole(base)).not.toContain('resp_');
+  });
+
   it('prints the verdict when the check ran, and for payloads from before grounding_checked', () => {
     expect(line({ ...base, grounded: false, hallucination_score: 0.7, grounding_checked: true })).toMatch(/ · not grounded\n$/);
     expect(line({ ...base, grounded: true, hallucination_score: 0.1 })).toMatch(/ · grounded\n$/);
