@@ -10,7 +10,7 @@ import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
 import { openStore } from '../src/storage/store.js';
 import { DATA_DIR_MARKER, DatabaseFileError } from '../src/storage/sqlite-file.js';
-import { LOCK_TIMEOUT_MS, openDatabase, WAL_SIZE_LIMIT_BYTES } from '../src/storage/database.js';
+import { LOCK_TIMEOUT_MS, openDatabase, QUERY_WAIT_MS, WAL_SIZE_LIMIT_BYTES } from '../src/storage/database.js';
 import { createTestPostgres, startTcpRelay } from './support/databases.js';
 import { adminCommand, serverEnv, startServerProcess } from './support/processes.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
@@ -280,6 +280,86 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
       await relay.close();
     }
   });
+
+  it('a network partition (packets dropped, no socket closed): requests and /readyz answer 503 within the wait bound and the log names it; once it heals every accepted request is delivered', async () => {
+    const receiver = await startReceiver();
+    const relay = await startTcpRelay(pgDb!.url);
+    const direct = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    adminCommand(['migrate'], direct);
+    adminCommand(['users', 'create', '--email', 'partition@example.test', '--password', 'correct horse battery'], direct);
+    const created = adminCommand(['keys', 'create', '--email', 'partition@example.test', '--webhook-url', receiver.url, '--json'], direct);
+    const { key } = JSON.parse(created) as { key: string };
+    const svc = await startServerProcess({ ...direct, SVC_DATABASE_URL: relay.url });
+    // Without the bound each of these waited until TCP gave up (~15 min): here, until the signal.
+    const signal = () => AbortSignal.timeout(QUERY_WAIT_MS * 3);
+    const chat = () =>
+      fetch(`${svc.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
+        signal: signal(),
+      });
+    const accepted: string[] = [];
+    const chatAccepted = async () => {
+      const res = await chat();
+      if (res.status === 200) accepted.push(res.headers.get('x-request-id')!);
+      return res;
+    };
+    const logLines = () =>
+      svc
+        .stderr()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    try {
+      expect((await chatAccepted()).status).toBe(200);
+      relay.partition();
+      const [during, ready] = await Promise.all([chat(), fetch(`${svc.url}/readyz`, { signal: signal() })]);
+      expect(during.status).toBe(503);
+      expect(during.headers.get('retry-after')).toBe('5');
+      expect(((await during.json()) as { error: { code: string } }).error.code).toBe('database_unavailable');
+      expect(ready.status).toBe(503);
+      // The connection that got no answer was closed: a later request opens a new one and fails on its own.
+      const next = await chat();
+      expect(next.status).toBe(503);
+      // A query sent on an open connection gets no answer; a new connection gets no handshake.
+      // Log lines go out in batches every 100 ms.
+      const faults = await eventually(() => {
+        const found = logLines().filter((l) => l.msg === 'database unavailable: request answered 503');
+        return found.length === 2 && found.map((l) => l.fault);
+      });
+      for (const fault of faults) expect(fault).toMatch(/^Postgres did not (answer a query within 15 s|accept a connection within 5 s): the network to it drops packets/);
+      expect(logLines().find((l) => l.msg === 'not ready: the database takes no writes')?.problem).toMatch(
+        /^a write failed: (Postgres did not answer a query within 15 s|Connection terminated due to connection timeout)$/,
+      );
+      expect((await fetch(`${svc.url}/healthz`)).status).toBe(200);
+
+      relay.heal();
+      await eventually(async () => (await chatAccepted()).status === 200, QUERY_WAIT_MS * 2);
+      expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
+      for (let i = 0; i < 5; i++) expect((await chatAccepted()).status).toBe(200);
+      // Nothing accepted is lost: every request answered 200, before or after the partition, has its delivery.
+      const requestIds = (received: typeof receiver.received) =>
+        new Set(received.map((d) => (JSON.parse(d.raw.toString('utf8')) as { request_id: string }).request_id));
+      await receiver.waitFor((received) => accepted.every((id) => requestIds(received).has(id)), QUERY_WAIT_MS * 2);
+
+      // A failover behind the database's name: the connections open at the partition never answer again. The
+      // ones a query waited on are closed, the others fail when next used; svc serves on new ones.
+      relay.partition();
+      expect((await chat()).status).toBe(503);
+      relay.failover();
+      await eventually(async () => (await chatAccepted()).status === 200, QUERY_WAIT_MS * 4);
+      for (let i = 0; i < 5; i++) expect((await chatAccepted()).status).toBe(200);
+      expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
+      await receiver.waitFor((received) => accepted.every((id) => requestIds(received).has(id)), QUERY_WAIT_MS * 2);
+      expect(svc.child.exitCode).toBeNull();
+    } finally {
+      relay.heal();
+      await svc.stop();
+      await relay.close();
+      await receiver.close();
+    }
+  }, QUERY_WAIT_MS * 12);
 
   it('SVC_DATABASE_POOL_SIZE bounds the connections a process opens (instances × processes × it must fit max_connections)', async () => {
     const receiver = await startReceiver();

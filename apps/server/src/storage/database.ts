@@ -6,6 +6,7 @@ import type PgModule from 'pg';
 import type { Database } from './schema.js';
 import { CheckpointThread } from './checkpoint-thread.js';
 import { DatabaseFileError, fileIdentity, prepareSqliteFile } from './sqlite-file.js';
+import { boundedPool, CONNECT_TIMEOUT_MS } from './postgres-pool.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -38,6 +39,20 @@ export interface DatabaseHandle {
 /** Postgres: the longest a statement waits for a lock another session holds (its `lock_timeout`). */
 export const LOCK_TIMEOUT_MS = 10_000;
 
+/**
+ * Postgres: the longest a query waits for its answer before its connection is closed and it fails (503
+ * `database_unavailable`). Longer than LOCK_TIMEOUT_MS, so that a lock wait fails as itself (55P03, which names
+ * its cause) rather than as no answer; svc's statements otherwise answer in milliseconds (the purge goes in batches).
+ */
+export const QUERY_WAIT_MS = LOCK_TIMEOUT_MS + 5_000;
+
+
+/**
+ * Postgres: idle time after which TCP keepalive probes a pool connection, so that one whose peer went away (a
+ * failover, a NAT or firewall that forgot it) fails while idle instead of at the next query.
+ */
+const KEEPALIVE_IDLE_MS = 10_000;
+
 /** How often a running server checks that its SQLite file is still there. */
 export const FILE_CHECK_MS = 2_000;
 
@@ -54,12 +69,13 @@ function loadPg(): typeof PgModule {
 }
 
 /**
- * Opens `sqlite:PATH` (WAL, created if missing) or `postgres://…` (pooled).
+ * Opens `sqlite:PATH` (WAL, created if missing) or `postgres://…` (pooled; each query's wait for its answer
+ * bounded by `queryWaitMs`, default QUERY_WAIT_MS, 0 for none).
  *
  * @example
  * const handle = openDatabase('sqlite:./data/svc.db');
  */
-export function openDatabase(url: string, options: { poolSize?: number } = {}): DatabaseHandle {
+export function openDatabase(url: string, options: { poolSize?: number; queryWaitMs?: number } = {}): DatabaseHandle {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     const file = path === ':memory:' ? ':memory:' : resolve(path);
@@ -101,14 +117,22 @@ export function openDatabase(url: string, options: { poolSize?: number } = {}): 
   // lock_timeout: a statement waits at most this long for a lock another session holds (an operator's LOCK TABLE,
   // ALTER TABLE or VACUUM FULL): the request then fails (503) and says why, where it waited without end and took
   // a pool connection with it. `?lock_timeout=…` on the URL overrides it.
-  const pool = new pg.Pool({ connectionString: url, max: options.poolSize ?? 20, lock_timeout: LOCK_TIMEOUT_MS });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 20,
+    lock_timeout: LOCK_TIMEOUT_MS,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
+  });
   // A lost connection (Postgres restarted or failed over, a proxy cut it) must not crash the process. pg emits
   // it as an 'error' event on the client besides failing its query; the pool listens only while the client is
   // idle, so a client in use (a query in flight) had none: an uncaught exception. The query still fails to its
   // caller (a 500, a /readyz 503) and the pool replaces the client.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const queryWaitMs = options.queryWaitMs ?? QUERY_WAIT_MS;
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: queryWaitMs > 0 ? boundedPool(pool, queryWaitMs) : pool }) });
   return { db, dialect: 'postgres', dataDir: undefined, fileProblem: () => undefined, onFileLost: () => {}, onCheckpointFallback: () => {}, close: () => db.destroy() };
 }
 

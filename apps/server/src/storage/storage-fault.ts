@@ -1,3 +1,5 @@
+import { CONNECT_TIMEOUT_MS, QueryWaitError } from './postgres-pool.js';
+
 /**
  * What an operator should know about a database error that is a fault of the database's surroundings (a full
  * disk, a read-only file system, a lock another session holds, Postgres restarting or out of connections), or
@@ -18,7 +20,16 @@ export function storageFault(err: unknown): string | undefined {
   if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOTFOUND|EAI_AGAIN)$/.test(code)) {
     return `${code}: Postgres cannot be reached (${text}); svc serves again once it is back`;
   }
-  if (/^Connection terminated/.test(text) || text === 'timeout exceeded when trying to connect') {
+  if (err instanceof QueryWaitError) {
+    return `${text}: the network to it drops packets (a partition, or a failover that left SVC_DATABASE_URL's address unanswered) or it is stalled; the connection was closed and the next query opens a new one; svc serves again once Postgres answers`;
+  }
+  if (text === 'Connection terminated due to connection timeout') {
+    return `Postgres did not accept a connection within ${CONNECT_TIMEOUT_MS / 1000} s: the network to it drops packets or it is stalled; svc serves again once it is back`;
+  }
+  if (text === 'timeout exceeded when trying to connect') {
+    return `no Postgres connection of the pool came free within ${CONNECT_TIMEOUT_MS / 1000} s: Postgres answers slowly or not at all, or SVC_DATABASE_POOL_SIZE is small for the load`;
+  }
+  if (/^Connection terminated/.test(text)) {
     return `Postgres connection lost: ${text}; svc serves again once it is back`;
   }
   return undefined;

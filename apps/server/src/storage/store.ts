@@ -46,7 +46,7 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
   let migrated: string[] = [];
   try {
     handle = openDatabase(url, { poolSize: options.poolSize });
-    if (options.migrate !== false) migrated = await migrate(handle.db, handle.dialect);
+    if (options.migrate !== false) migrated = await migrateWithoutWaitBound(url, handle);
   } catch (err) {
     await handle?.close();
     throw new Error(`could not open the database ${withoutPassword(url)} (SVC_DATABASE_URL): ${(err as Error).message ?? String(err)}`, { cause: err });
@@ -81,6 +81,21 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     unready,
     close: () => handle.close(),
   };
+}
+
+/**
+ * Migrates `handle`'s database. On Postgres on a connection of its own without the queries' wait bound
+ * (QUERY_WAIT_MS): it waits for another instance's migration (an advisory lock), and a migration may build an
+ * index on a large outbox for minutes. Opening it still has CONNECT_TIMEOUT_MS.
+ */
+async function migrateWithoutWaitBound(url: string, handle: DatabaseHandle): Promise<string[]> {
+  if (handle.dialect !== 'postgres') return migrate(handle.db, handle.dialect);
+  const unbounded = openDatabase(url, { poolSize: 1, queryWaitMs: 0 });
+  try {
+    return await migrate(unbounded.db, unbounded.dialect);
+  } finally {
+    await unbounded.close();
+  }
 }
 
 /** Logs, once, that WAL checkpoints left their thread for the writer's connection (`onCheckpointFallback`). */

@@ -70,6 +70,19 @@ export interface TcpRelay {
   hold(): void;
   /** Bytes sent towards the target since `hold()` (a request is in flight once this is above 0). */
   heldBytes(): number;
+  /**
+   * A network partition as both ends see it: from now on no byte passes in either direction, on open connections
+   * and new ones alike, and no socket is closed (as when packets are dropped: no RST, no FIN). TCP would
+   * retransmit what was sent meanwhile, so it is kept and passed on at `heal()` on connections still open.
+   */
+  partition(): void;
+  /** Ends the partition: what was kept is passed on, and bytes flow again. */
+  heal(): void;
+  /**
+   * Ends the partition as a failover does for a client that follows the database's name: the connections open now
+   * stay silent for good (the old address drops packets), new connections reach the target.
+   */
+  failover(): void;
   /** Drops every connection and refuses new ones (connection refused), as a restart or failover does. */
   cut(): Promise<void>;
   /** Accepts and relays connections again, on the same port. */
@@ -83,20 +96,33 @@ export async function startTcpRelay(target: string): Promise<TcpRelay> {
   const sockets = new Set<Socket>();
   let holding = false;
   let held = 0;
+  let partitioned = false;
+  /** What each socket is owed while partitioned, in order. */
+  const kept = new Map<Socket, Buffer[]>();
+  /** Sockets silent for good (`failover()`). */
+  const silenced = new Set<Socket>();
+  const pass = (to: Socket, chunk: Buffer) => {
+    if (silenced.has(to)) return;
+    if (!partitioned) to.write(chunk);
+    else kept.set(to, [...(kept.get(to) ?? []), chunk]);
+  };
   const relay = createServer((client) => {
     const server = connect(Number(targetUrl.port), targetUrl.hostname);
     sockets.add(client).add(server);
     client.on('data', (chunk: Buffer) => {
       if (holding) held += chunk.length;
-      server.write(chunk);
+      pass(server, chunk);
     });
     server.on('data', (chunk: Buffer) => {
-      if (!holding) client.write(chunk);
+      if (!holding) pass(client, chunk);
     });
     for (const [a, b] of [[client, server], [server, client]] as const) {
       a.on('error', () => b.destroy());
       a.on('close', () => {
         sockets.delete(a);
+        kept.delete(a);
+        kept.delete(b);
+        silenced.delete(a);
         b.destroy();
       });
     }
@@ -117,6 +143,19 @@ export async function startTcpRelay(target: string): Promise<TcpRelay> {
       held = 0;
     },
     heldBytes: () => held,
+    partition() {
+      partitioned = true;
+    },
+    heal() {
+      partitioned = false;
+      for (const [socket, chunks] of kept) for (const chunk of chunks) socket.write(chunk);
+      kept.clear();
+    },
+    failover() {
+      for (const socket of sockets) silenced.add(socket);
+      kept.clear();
+      partitioned = false;
+    },
     cut: stop,
     async restore() {
       holding = false;
