@@ -41,10 +41,23 @@ export const LOCK_TIMEOUT_MS = 10_000;
 
 /**
  * Postgres: the longest a query waits for its answer before its connection is closed and it fails (503
- * `database_unavailable`). Longer than LOCK_TIMEOUT_MS, so that a lock wait fails as itself (55P03, which names
- * its cause) rather than as no answer; svc's statements otherwise answer in milliseconds (the purge goes in batches).
+ * `database_unavailable`), with the default lock_timeout. It is the lock_timeout in effect plus QUERY_MARGIN_MS, so
+ * that a lock wait fails as itself (55P03, which names its cause) rather than as no answer; svc's statements
+ * otherwise answer in milliseconds (the purge goes in batches).
  */
 export const QUERY_WAIT_MS = LOCK_TIMEOUT_MS + 5_000;
+const QUERY_MARGIN_MS = QUERY_WAIT_MS - LOCK_TIMEOUT_MS;
+
+/** The query wait bound for `url`: QUERY_WAIT_MS, longer when `?lock_timeout=` on the URL (pg reads it there) is. */
+export function queryWaitFor(url: string): number {
+  let lockTimeout = Number.NaN;
+  try {
+    lockTimeout = Number.parseInt(new URL(url).searchParams.get('lock_timeout') ?? '', 10);
+  } catch {
+    // pg refuses the URL itself, with its own message.
+  }
+  return Math.max(LOCK_TIMEOUT_MS, Number.isFinite(lockTimeout) ? lockTimeout : 0) + QUERY_MARGIN_MS;
+}
 
 
 /**
@@ -70,7 +83,7 @@ function loadPg(): typeof PgModule {
 
 /**
  * Opens `sqlite:PATH` (WAL, created if missing) or `postgres://…` (pooled; each query's wait for its answer
- * bounded by `queryWaitMs`, default QUERY_WAIT_MS, 0 for none).
+ * bounded by `queryWaitMs`, default `queryWaitFor(url)`, 0 for none).
  *
  * @example
  * const handle = openDatabase('sqlite:./data/svc.db');
@@ -131,7 +144,7 @@ export function openDatabase(url: string, options: { poolSize?: number; queryWai
   // caller (a 500, a /readyz 503) and the pool replaces the client.
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
-  const queryWaitMs = options.queryWaitMs ?? QUERY_WAIT_MS;
+  const queryWaitMs = options.queryWaitMs ?? queryWaitFor(url);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: queryWaitMs > 0 ? boundedPool(pool, queryWaitMs) : pool }) });
   return { db, dialect: 'postgres', dataDir: undefined, fileProblem: () => undefined, onFileLost: () => {}, onCheckpointFallback: () => {}, close: () => db.destroy() };
 }

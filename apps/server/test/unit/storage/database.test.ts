@@ -5,7 +5,7 @@ import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CheckpointThread } from '../../../src/storage/checkpoint-thread.js';
-import { checkpointOnThreadOrHere, openDatabase, WalCheckpointer, type DatabaseHandle } from '../../../src/storage/database.js';
+import { checkpointOnThreadOrHere, openDatabase, queryWaitFor, WalCheckpointer, type DatabaseHandle } from '../../../src/storage/database.js';
 
 describe('SQLite WAL checkpoints', () => {
   let dir: string | undefined;
@@ -220,5 +220,17 @@ describe('checkpoints on a thread of their own', () => {
     expect(pragma).toHaveBeenCalledTimes(2);
     expect(reasons).toHaveLength(1);
     expect(reasons[0]).toMatch(/cannot open .*missing\.db/);
+  });
+});
+
+describe('the Postgres query wait bound', () => {
+  it.each([
+    ['postgres://svc@db.example/svc', 15_000],
+    ['postgres://svc@db.example/svc?lock_timeout=30000', 35_000],
+    // A shorter or disabled lock_timeout keeps the default bound: the bound is for packets dropped, not for locks.
+    ['postgres://svc@db.example/svc?lock_timeout=2000', 15_000],
+    ['postgres://svc@db.example/svc?lock_timeout=0', 15_000],
+  ])('%s: a query waits at most %i ms for its answer (past lock_timeout, so a lock wait fails as 55P03)', (url, bound) => {
+    expect(queryWaitFor(url)).toBe(bound);
   });
 });
