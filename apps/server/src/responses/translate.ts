@@ -181,14 +181,17 @@ function isStrictSchema(schema: unknown): boolean {
   if (node.type === 'object' || (typeof properties === 'object' && properties !== null)) {
     if (node.additionalProperties !== false) return false;
     const keys = typeof properties === 'object' && properties !== null ? Object.keys(properties) : [];
-    const required = Array.isArray(node.required) ? node.required : [];
-    if (!keys.every((key) => required.includes(key))) return false;
+    // A set: a 10 MiB body can hold an object of 100,000 properties, and includes() per key would be quadratic.
+    const required = new Set(Array.isArray(node.required) ? node.required : []);
+    if (!keys.every((key) => required.has(key))) return false;
   }
   const nested = [node.items, node.prefixItems, node.anyOf, node.allOf, node.oneOf, node.not];
+  if (!nested.every((child) => child === undefined || isStrictSchema(child))) return false;
+  // Not spread into one array: push(...values) of 100,000 properties overflows the stack.
   for (const map of [properties, node.$defs, node.definitions]) {
-    if (typeof map === 'object' && map !== null) nested.push(...Object.values(map));
+    if (typeof map === 'object' && map !== null && !Object.values(map).every(isStrictSchema)) return false;
   }
-  return nested.every((child) => child === undefined || isStrictSchema(child));
+  return true;
 }
 
 /** The `call_id`s of the conversation's function calls: those with no output yet, and all of them. */
