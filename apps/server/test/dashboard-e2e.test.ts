@@ -543,6 +543,35 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
+  it('two tabs on one key: a Save in one keeps what the other saved in a field it left alone', { timeout: 60_000 }, async () => {
+    const user = await createUser(server, 'two-tabs@example.test');
+    const { key } = await server.createKey({ userId: user.id, name: 'two tabs', webhookUrl: 'http://127.0.0.1:9/first' });
+    const [a, b] = [await browser.newPage(), await browser.newPage()];
+    try {
+      for (const page of [a, b]) {
+        await signIn(page, server.url, user.email);
+        await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
+        await page.getByLabel('Webhook URL').waitFor();
+      }
+      await b.getByLabel('Webhook URL').fill('http://127.0.0.1:9/second');
+      await b.getByRole('button', { name: 'Save' }).click();
+      await b.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      // Tab A, loaded before, changes only the rate limit.
+      await a.getByLabel('Rate limit (requests/min)').fill('42');
+      await a.getByRole('button', { name: 'Save' }).click();
+      await a.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      const saved = await server.running.store.keys.byId(key.id);
+      expect(saved?.webhook_url).toBe('http://127.0.0.1:9/second');
+      expect(saved?.rate_limit_rpm).toBe(42);
+      // Tab A now shows the key as saved, with nothing left to save.
+      expect(await a.getByLabel('Webhook URL').inputValue()).toBe('http://127.0.0.1:9/second');
+      expect(await a.getByTestId('send-test-reason').count()).toBe(0);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('a confirmation stays open while its action runs, a click beside it included, so its error is shown', { timeout: 60_000 }, async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
     try {

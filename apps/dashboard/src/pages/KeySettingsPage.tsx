@@ -146,7 +146,11 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
   const testBlocked = dirty ? 'Save your changes first: Send test uses the saved Webhook URL.' : !apiKey.webhook_url ? 'Set a Webhook URL and save it to send a test.' : null;
   const testBlockedId = useId();
 
-  useEffect(() => setSaved(false), [url, rpm, overlap]);
+  // "Saved" goes at the next edit (not when a Save puts in values saved elsewhere).
+  const edited = (set: (value: string) => void) => (value: string) => {
+    set(value);
+    setSaved(false);
+  };
   useUnsavedChangesWarning(dirty);
 
   const fail = (err: unknown) => {
@@ -177,13 +181,21 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
     setBusy('save');
     setErrors({});
     try {
-      const res = await api<DashboardKeyResult>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, {
-        webhook_url: url.trim() || null,
-        rate_limit_rpm: rpmValue,
-        signing_secret_overlap_seconds: hours === null ? null : Math.round(hours * 3600),
-      });
+      // Only the fields changed here since the key was loaded: a Save in another tab (or the CLI) of a field left
+      // alone here stays as it was saved, instead of being put back to what this page loaded (a webhook URL put
+      // back would also send the key's pending deliveries to the old receiver).
+      const changes: { webhook_url?: string | null; rate_limit_rpm?: number | null; signing_secret_overlap_seconds?: number | null } = {};
+      const urlValue = url.trim() || null;
+      if (urlValue !== apiKey.webhook_url) changes.webhook_url = urlValue;
+      if (rpmValue !== apiKey.rate_limit_rpm) changes.rate_limit_rpm = rpmValue;
+      const overlapValue = hours === null ? null : Math.round(hours * 3600);
+      if (overlapValue !== apiKey.signing_secret_overlap_seconds) changes.signing_secret_overlap_seconds = overlapValue;
+      const res = await api<DashboardKeyResult>('PATCH', `/keys/${encodeURIComponent(apiKey.id)}`, changes);
       onSaved(res.key);
+      // The form now shows the key as saved, the fields changed elsewhere included (else they would read as unsaved edits).
       setUrl(res.key.webhook_url ?? '');
+      setRpm(res.key.rate_limit_rpm === null ? '' : String(res.key.rate_limit_rpm));
+      setOverlap(overlapHours(res.key));
       // A test's outcome is about the URL it went to: once another one is saved, it no longer says anything.
       if (res.key.webhook_url !== apiKey.webhook_url) setTest(null);
       setSaved(true);
@@ -221,7 +233,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
         inputMode="url"
         placeholder="https://example.com/webhooks/svc"
         value={url}
-        onChange={setUrl}
+        onChange={edited(setUrl)}
         error={errors.webhook_url}
       />
       <TextField
@@ -230,7 +242,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
         inputMode="numeric"
         placeholder={`Default (${me.default_rate_limit_rpm})`}
         value={rpm}
-        onChange={setRpm}
+        onChange={edited(setRpm)}
         error={errors.rate_limit_rpm}
       />
       <TextField
@@ -239,7 +251,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
         inputMode="decimal"
         placeholder={`Default (${me.default_signing_secret_overlap_seconds / 3600})`}
         value={overlap}
-        onChange={setOverlap}
+        onChange={edited(setOverlap)}
         error={errors.signing_secret_overlap_seconds}
       />
       {errors.form && <ErrorMessage message={errors.form} />}
