@@ -1,7 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { DashboardMe } from '@svc/protocol';
 import { api, setCsrfToken, setSignedOutHandler } from './api.js';
-import { hrefOf, link, useRoute, useTitle, type Route } from './router.js';
+import { keepDrafts } from './drafts.js';
+import { hrefOf, link, mayLeave, useRoute, useTitle, type Route } from './router.js';
 import { LoginPage } from './pages/LoginPage.js';
 import { KeysPage } from './pages/KeysPage.js';
 import { KeySettingsPage } from './pages/KeySettingsPage.js';
@@ -13,6 +14,7 @@ type Session = { state: 'loading' } | { state: 'signed-out'; notice?: string } |
 
 const SESSION_ENDED = 'Your session has ended. Sign in again to continue.';
 const SESSION_ENDED_UNSAVED = 'Your session has ended — sign in again. Your last change was not saved: make it again after signing in.';
+const SESSION_ENDED_KEPT = 'Your session has ended — sign in again. Your unsaved changes were not saved, but they are kept: they are back in the form after signing in.';
 
 export function App() {
   const [session, setSession] = useState<Session>({ state: 'loading' });
@@ -47,15 +49,17 @@ export function App() {
   useEffect(() => {
     // A session that ends under an open page (signed out in another tab, expired) says so on the sign-in
     // form; the URL stays, so signing in again returns to the same page.
-    setSignedOutHandler((failedWrite) =>
+    setSignedOutHandler((failedWrite) => {
+      // Before the sign-in form replaces the page: an open form's unsaved edit is kept for after signing in.
+      const kept = keepDrafts();
       setSession((old) =>
         old.state === 'signed-in'
-          ? { state: 'signed-out', notice: failedWrite ? SESSION_ENDED_UNSAVED : SESSION_ENDED }
+          ? { state: 'signed-out', notice: kept ? SESSION_ENDED_KEPT : failedWrite ? SESSION_ENDED_UNSAVED : SESSION_ENDED }
           : old.state === 'signed-out'
             ? old
             : { state: 'signed-out' },
-      ),
-    );
+      );
+    });
     void load();
   }, [load]);
 
@@ -78,6 +82,8 @@ export function App() {
   if (session.state === 'signed-out') return <LoginPage onSignedIn={signedIn} notice={session.notice} />;
 
   const signOut = async () => {
+    // Unsaved edits are asked about first, as when leaving the page.
+    if (!mayLeave()) return;
     try {
       await api('POST', '/logout', {});
     } finally {

@@ -76,6 +76,11 @@ function blocked(): boolean {
   return false;
 }
 
+/** Whether the page may go away other than by navigating (Sign out): asks as navigating would. */
+export function mayLeave(): boolean {
+  return !blocked();
+}
+
 /** Marks the popstate events `navigate` sends itself, which have passed the guards already. */
 const IN_APP = { svcInApp: true };
 

@@ -563,7 +563,7 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
     }
   });
 
-  it('a session that ends under an open page says so on the sign-in form and returns to the page', { timeout: 60_000 }, async () => {
+  it('a session that ends under an open page says so on the sign-in form and returns to the page, with the unsaved edit back in the form', { timeout: 60_000 }, async () => {
     const { context, page } = await signedIn('light');
     try {
       const settings = `${server.url}/dashboard/settings/api-keys/${keyId}`;
@@ -589,6 +589,22 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
       await page.getByRole('heading', { name: keyName, level: 1 }).waitFor();
       expect(page.url()).toBe(settings);
       expect(await notice.count()).toBe(0);
+      // The edit that was not saved is back in the form, said so, and saved with one click.
+      const rpm = page.getByLabel('Rate limit (requests/min)');
+      expect(await rpm.inputValue()).toBe('77');
+      await page.getByTestId('draft-restored').waitFor();
+      // Sign out asks first, as leaving the page does (dismissed: the page stays).
+      const asked: string[] = [];
+      page.once('dialog', (dialog) => {
+        asked.push(dialog.message());
+        void dialog.dismiss();
+      });
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      expect(asked).toEqual([expect.stringContaining('unsaved changes')]);
+      expect(await rpm.inputValue()).toBe('77');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      expect(await page.getByTestId('draft-restored').count()).toBe(0);
     } finally {
       await context.close();
     }

@@ -9,6 +9,7 @@ import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../c
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
 import { KeyNotFound } from '../components/KeyNotFound.js';
+import { forgetDraft, peekDraft, trackDraft, type WebhookDraft } from '../drafts.js';
 
 type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'signing_secret_overlap_seconds' | 'form', string>>;
 
@@ -132,9 +133,11 @@ function Breadcrumb({ name }: { name: string }) {
 }
 
 function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: DashboardMe; onSaved: (key: DashboardKey) => void }) {
-  const [url, setUrl] = useState(apiKey.webhook_url ?? '');
-  const [rpm, setRpm] = useState(apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm));
-  const [overlap, setOverlap] = useState(overlapHours(apiKey));
+  // An edit made before the session ended under this form comes back (see drafts.ts).
+  const [restored, setRestored] = useState(() => peekDraft(apiKey.id, me.user.id));
+  const [url, setUrl] = useState(restored?.url ?? apiKey.webhook_url ?? '');
+  const [rpm, setRpm] = useState(restored?.rpm ?? (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm)));
+  const [overlap, setOverlap] = useState(restored?.overlap ?? overlapHours(apiKey));
   const [errors, setErrors] = useState<FieldErrors>({});
   const [busy, setBusy] = useState<'save' | 'test' | null>(null);
   const [saved, setSaved] = useState(false);
@@ -152,6 +155,12 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
     setSaved(false);
   };
   useUnsavedChangesWarning(dirty);
+  const unsaved = useRef<WebhookDraft | null>(null);
+  unsaved.current = dirty ? { url, rpm, overlap } : null;
+  useEffect(() => {
+    forgetDraft(apiKey.id);
+    return trackDraft(apiKey.id, me.user.id, () => unsaved.current);
+  }, [apiKey.id, me.user.id]);
 
   const fail = (err: unknown) => {
     setSaved(false);
@@ -196,6 +205,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
       setUrl(res.key.webhook_url ?? '');
       setRpm(res.key.rate_limit_rpm === null ? '' : String(res.key.rate_limit_rpm));
       setOverlap(overlapHours(res.key));
+      setRestored(null);
       // A test's outcome is about the URL it went to: once another one is saved, it no longer says anything.
       if (res.key.webhook_url !== apiKey.webhook_url) setTest(null);
       setSaved(true);
@@ -254,6 +264,11 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
         onChange={edited(setOverlap)}
         error={errors.signing_secret_overlap_seconds}
       />
+      {restored && dirty && (
+        <div className="alert warn" role="status" data-testid="draft-restored">
+          Your unsaved changes from before the session ended are back in the form: Save to keep them.
+        </div>
+      )}
       {errors.form && <ErrorMessage message={errors.form} />}
       <div className="actions">
         <button type="submit" className="button primary" disabled={busy !== null}>
