@@ -10,6 +10,7 @@ import { hashPassword } from '../src/auth/passwords.js';
 import { findDashboardDist } from '../src/dashboard/static-files.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 import { sessionCookie } from './support/dashboard-client.js';
+import { newDeliveryId } from '../src/storage/outbox-store.js';
 
 const SKIP = skipWithoutChromium('dashboard-e2e');
 const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-artifacts');
@@ -403,7 +404,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
-  it('a new delivery appears in an open Deliveries list without Refresh, with nothing pending', { timeout: 60_000 }, async () => {
+  it('a new delivery appears in an open Deliveries list without Refresh, with nothing pending, and again after Load older and Refresh', { timeout: 60_000 }, async () => {
     const quiet = await startTestServer();
     const receiver = await startReceiver();
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
@@ -418,6 +419,29 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       // Nothing pending: before, the list loaded again only on Refresh.
       const second = (await (await chat(quiet, token)).json()) as { id: string };
       await page.locator('tr.clickable', { hasText: second.id }).waitFor({ timeout: 15_000 });
+
+      // Older pages loaded: the list holds still (rows do not move under the reader) until Refresh, after which it
+      // follows new deliveries again (before, it stayed still until the page was left).
+      for (let i = 0; i < 20; i++) {
+        await quiet.running.store.deliveries.insert({
+          id: newDeliveryId(),
+          keyId: key.id,
+          userId: user.id,
+          event: 'llm.request.completed',
+          requestId: `chatcmpl-old-${i}`,
+          url: 'http://127.0.0.1:9/',
+          payload: '{}',
+          now: Date.now() - 3_600_000 - i,
+          nextAttemptAt: Date.now() + 3_600_000,
+        });
+      }
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.getByRole('button', { name: 'Load older deliveries' }).click();
+      await expect.poll(() => page.locator('tr.clickable').count()).toBe(22);
+      await page.getByRole('button', { name: 'Refresh' }).click();
+      await expect.poll(() => page.locator('tr.clickable').count()).toBe(20);
+      const third = (await (await chat(quiet, token)).json()) as { id: string };
+      await page.locator('tr.clickable', { hasText: third.id }).waitFor({ timeout: 15_000 });
     } finally {
       await page.close();
       await receiver.close();

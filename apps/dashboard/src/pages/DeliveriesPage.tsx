@@ -51,6 +51,12 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
   // them without a click (while the tab is visible).
   const refreshIn = page.state === 'ready' && pagesLoaded === 1 ? nextRefreshMs(page.data.rows, Date.now()) : null;
   useRefresh(reload, refreshIn, page.data);
+  // Older pages loaded, the list holds still so rows do not move under the reader; Refresh (or a bulk
+  // redelivery) shows the first page again, and from then on it follows new deliveries again.
+  const refresh = () => {
+    setPagesLoaded(1);
+    return reload();
+  };
 
   const loadMore = async () => {
     const current = page.data;
@@ -100,14 +106,14 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
               ))}
             </select>
           </div>
-          <button type="button" className="button" onClick={reload}>
+          <button type="button" className="button" onClick={() => void refresh()}>
             Refresh
           </button>
-          <BulkRedeliver keyId={keyId} status={status} onDone={reload} />
+          <BulkRedeliver keyId={keyId} status={status} onDone={() => void refresh()} />
         </div>
       </div>
 
-      {page.state === 'error' && <ErrorMessage message={page.message} onRetry={reload} />}
+      {page.state === 'error' && <ErrorMessage message={page.message} onRetry={() => void refresh()} />}
       {open && page.data && !page.data.rows.some((r) => r.id === open) && (
         // A linked delivery that is not on the loaded page: its details on their own.
         <div className="card">
