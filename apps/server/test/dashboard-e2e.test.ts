@@ -567,7 +567,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
-  it('two tabs on one key: a Save in one keeps what the other saved in a field it left alone', { timeout: 60_000 }, async () => {
+  it('two tabs on one key: a Save in one keeps what the other saved in a field it left alone; each shows what the other changes', { timeout: 60_000 }, async () => {
     const user = await createUser(server, 'two-tabs@example.test');
     const { key } = await server.createKey({ userId: user.id, name: 'two tabs', webhookUrl: 'http://127.0.0.1:9/first' });
     const [a, b] = [await browser.newPage(), await browser.newPage()];
@@ -590,6 +590,19 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       // Tab A now shows the key as saved, with nothing left to save.
       expect(await a.getByLabel('Webhook URL').inputValue()).toBe('http://127.0.0.1:9/second');
       expect(await a.getByTestId('send-test-reason').count()).toBe(0);
+
+      // What tab B changes next shows in tab A without a reload: the new signing secret's last 4 characters (A's
+      // Rotate would otherwise name the wrong secret), and the webhook URL in a field A has not edited; a field A
+      // is editing keeps what is typed.
+      await a.getByLabel('Rate limit (requests/min)').fill('43');
+      await b.getByRole('button', { name: 'Generate' }).click();
+      const secret = (await b.getByTestId('shown-once-value').textContent()) ?? '';
+      await b.getByLabel('Webhook URL').fill('http://127.0.0.1:9/third');
+      await b.getByRole('button', { name: 'Save' }).click();
+      await b.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+      await expect.poll(() => a.getByTestId('signing-secret-state').textContent(), { timeout: 15_000 }).toContain(secret.slice(-4));
+      await expect.poll(() => a.getByLabel('Webhook URL').inputValue(), { timeout: 15_000 }).toBe('http://127.0.0.1:9/third');
+      expect(await a.getByLabel('Rate limit (requests/min)').inputValue()).toBe('43');
     } finally {
       await a.close();
       await b.close();

@@ -15,23 +15,29 @@ type FieldErrors = Partial<Record<'webhook_url' | 'rate_limit_rpm' | 'signing_se
 
 /** A key's rotation overlap as the form shows it: hours, empty for the server's default. */
 const overlapHours = (key: DashboardKey) => (key.signing_secret_overlap_seconds === null ? '' : String(key.signing_secret_overlap_seconds / 3600));
+/** A key's rate limit as the form shows it, empty for the server's default. */
+const rpmText = (key: DashboardKey) => (key.rate_limit_rpm === null ? '' : String(key.rate_limit_rpm));
 
 export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe }) {
   const [loaded, reload, setKey] = useLoad(() => getKey(keyId), [keyId]);
   useTitle(loaded.data ? `${loaded.data.name} · API Keys` : 'API Keys');
-  // Last delivery changes on its own (deliveries are sent, retried): it follows them, and a revoke made elsewhere
-  // (another tab, the CLI). Only those fields: the form keeps what is typed in it, and what it compares against to
-  // know it has unsaved changes.
+  // The key changes on its own and elsewhere: Last delivery as deliveries are sent and retried, and whatever
+  // another tab or the CLI saves (a revoke, a new signing secret, a webhook URL). The page follows it; the form
+  // keeps what is typed in it (see WebhookForm). A look that started before a change made here is dropped: it
+  // would put back the key as it was before.
   const shown = loaded.data;
+  const changesHere = useRef(0);
+  const changed = useCallback(
+    (key: DashboardKey) => {
+      changesHere.current++;
+      setKey(key);
+    },
+    [setKey],
+  );
   const refreshDeliveryStatus = useCallback(async () => {
+    const before = changesHere.current;
     const fresh = await getKey(keyId).catch(() => null);
-    if (fresh) {
-      setKey((old) =>
-        old && old.id === fresh.id
-          ? { ...old, last_delivery: fresh.last_delivery, retrying: fresh.retrying, failing_since: fresh.failing_since, revoked_at: fresh.revoked_at }
-          : old ?? null,
-      );
-    }
+    if (fresh && before === changesHere.current) setKey((old) => (old && old.id === fresh.id ? fresh : old ?? null));
   }, [keyId, setKey]);
   useRefresh(refreshDeliveryStatus, shown && !shown.revoked_at ? IDLE_REFRESH_MS : null, shown);
 
@@ -57,9 +63,9 @@ export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe 
         <div className="alert warn">This key was revoked on {formatTime(key.revoked_at)}; its settings can no longer be changed.</div>
       ) : (
         <div className="grid-2">
-          <WebhookForm apiKey={key} me={me} onSaved={setKey} />
+          <WebhookForm apiKey={key} me={me} onSaved={changed} />
           <div className="stack">
-            <SigningSecret apiKey={key} me={me} onChanged={setKey} />
+            <SigningSecret apiKey={key} me={me} onChanged={changed} />
             <div className="card">
               <h2>Last delivery</h2>
               <LastDeliveryStatus last={key.last_delivery} retrying={key.retrying} failingSince={key.failing_since} />
@@ -136,14 +142,26 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
   // An edit made before the session ended under this form comes back (see drafts.ts).
   const [restored, setRestored] = useState(() => peekDraft(apiKey.id, me.user.id));
   const [url, setUrl] = useState(restored?.url ?? apiKey.webhook_url ?? '');
-  const [rpm, setRpm] = useState(restored?.rpm ?? (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm)));
+  const [rpm, setRpm] = useState(restored?.rpm ?? rpmText(apiKey));
   const [overlap, setOverlap] = useState(restored?.overlap ?? overlapHours(apiKey));
+  // A field not edited here follows the key when it changes elsewhere (another tab, the CLI); an edited one keeps
+  // what is typed.
+  const previous = useRef(apiKey);
+  useEffect(() => {
+    const was = previous.current;
+    previous.current = apiKey;
+    if (was === apiKey) return;
+    const wasUrl = was.webhook_url ?? '';
+    setUrl((value) => (value === wasUrl ? apiKey.webhook_url ?? '' : value));
+    setRpm((value) => (value === rpmText(was) ? rpmText(apiKey) : value));
+    setOverlap((value) => (value === overlapHours(was) ? overlapHours(apiKey) : value));
+  }, [apiKey]);
   const [errors, setErrors] = useState<FieldErrors>({});
   const [busy, setBusy] = useState<'save' | 'test' | null>(null);
   const [saved, setSaved] = useState(false);
   const [test, setTest] = useState<WebhookTestResult | null>(null);
   const dirty =
-    url !== (apiKey.webhook_url ?? '') || rpm !== (apiKey.rate_limit_rpm === null ? '' : String(apiKey.rate_limit_rpm)) || overlap !== overlapHours(apiKey);
+    url !== (apiKey.webhook_url ?? '') || rpm !== rpmText(apiKey) || overlap !== overlapHours(apiKey);
 
   // Why Send test is off, said beside it (a disabled button's tooltip is out of reach of keyboard and touch).
   const testBlocked = dirty ? 'Save your changes first: Send test uses the saved Webhook URL.' : !apiKey.webhook_url ? 'Set a Webhook URL and save it to send a test.' : null;
@@ -203,7 +221,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
       onSaved(res.key);
       // The form now shows the key as saved, the fields changed elsewhere included (else they would read as unsaved edits).
       setUrl(res.key.webhook_url ?? '');
-      setRpm(res.key.rate_limit_rpm === null ? '' : String(res.key.rate_limit_rpm));
+      setRpm(rpmText(res.key));
       setOverlap(overlapHours(res.key));
       setRestored(null);
       // A test's outcome is about the URL it went to: once another one is saved, it no longer says anything.
