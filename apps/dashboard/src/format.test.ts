@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, formatTime } from './format.js';
+import { formatClock, formatDuration, formatTime } from './format.js';
 
 describe('formatTime', () => {
   it('labels the time zone', () => {
@@ -24,5 +24,23 @@ describe('formatDuration', () => {
     [0, '0 seconds'],
   ])('%i s is "%s"', (seconds, text) => {
     expect(formatDuration(seconds)).toBe(text);
+  });
+});
+
+describe('formatClock', () => {
+  // Local noon and the next day's 09:30 in the zone the test runs in.
+  const noon = new Date(2026, 10, 30, 12, 0);
+  const laterToday = new Date(2026, 10, 30, 20, 5).toISOString();
+  const tomorrow = new Date(2026, 11, 1, 9, 30).toISOString();
+
+  it('is the time alone today', () => {
+    expect(formatClock(laterToday, noon.getTime())).toMatch(/^\d\d:05\s?(AM|PM)?\s\S+$/);
+  });
+
+  it('carries the date on another day, so that a retry tomorrow morning does not read as past', () => {
+    const text = formatClock(tomorrow, noon.getTime());
+    expect(text).toContain('1');
+    expect(text).toMatch(/Dec/);
+    expect(text).toMatch(/09:30/);
   });
 });

@@ -7,11 +7,16 @@ export function formatTime(iso: string | null | undefined): string {
   return iso ? dateTime.format(new Date(iso)) : '—';
 }
 
-// Hours and minutes with the zone ("12:05 UTC"), for times within the day such as a next attempt.
+// Hours and minutes with the zone ("12:05 UTC"), for times close to now such as a next attempt; with the date
+// ("Dec 1, 09:30 UTC") when that is not today here: retries are up to 10 h apart, so "next 09:30" read at 20:00
+// would otherwise look past.
 const clockTime = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+const dayClockTime = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
 
-export function formatClock(iso: string | null | undefined): string {
-  return iso ? clockTime.format(new Date(iso)) : '—';
+export function formatClock(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return '—';
+  const time = new Date(iso);
+  return time.toDateString() === new Date(now).toDateString() ? clockTime.format(time) : dayClockTime.format(time);
 }
 
 /** "3 days", "5 hours": how long something has lasted so far, rounded down to whole days or hours. */
