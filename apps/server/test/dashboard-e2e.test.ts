@@ -436,8 +436,23 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
         });
       }
       await page.getByRole('button', { name: 'Refresh' }).click();
+      // A slow server: the older page is held back until the button has been looked at.
+      let release = () => {};
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let olderAsked = 0;
+      await page.route(/\/deliveries\?.*before=/, async (route) => {
+        olderAsked++;
+        await held;
+        await route.continue();
+      });
       await page.getByRole('button', { name: 'Load older deliveries' }).click();
+      const loading = page.getByRole('button', { name: 'Loading older deliveries…' });
+      await loading.waitFor();
+      expect(await loading.isDisabled()).toBe(true);
+      release();
       await expect.poll(() => page.locator('tr.clickable').count()).toBe(22);
+      expect(olderAsked).toBe(1);
+      await page.unroute(/\/deliveries\?.*before=/);
       await page.getByRole('button', { name: 'Refresh' }).click();
       await expect.poll(() => page.locator('tr.clickable').count()).toBe(20);
       const third = (await (await chat(quiet, token)).json()) as { id: string };

@@ -58,17 +58,22 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
     return reload();
   };
 
+  // Said on the button while it loads (a slow server otherwise shows nothing, and a second click asks again).
+  const [loadingMore, setLoadingMore] = useState(false);
   const loadMore = async () => {
     const current = page.data;
     const last = current?.rows.at(-1);
-    if (!current || !last) return;
+    if (!current || !last || loadingMore) return;
     setMoreError(null);
+    setLoadingMore(true);
     try {
       const next = await api<DashboardDeliveryPage>('GET', listPath(keyId, status, last.id));
       setPage({ rows: [...current.rows, ...next.data], hasMore: next.has_more });
       setPagesLoaded((n) => n + 1);
     } catch (err) {
       setMoreError((err as Error).message);
+    } finally {
+      setLoadingMore(false);
     }
   };
 
@@ -155,8 +160,8 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
           </table>
           {page.data.hasMore && (
             <div className="table-foot">
-              <button type="button" className="button" onClick={loadMore}>
-                Load older deliveries
+              <button type="button" className="button" onClick={() => void loadMore()} disabled={loadingMore}>
+                {loadingMore ? 'Loading older deliveries…' : 'Load older deliveries'}
               </button>
               {moreError && <ErrorMessage message={moreError} />}
             </div>
