@@ -231,3 +231,20 @@ describe('a code block is checked by the names it takes from the sources, not re
     expect(wrong.flaggedSpans.map((s) => s.text)).toEqual(['8080', 'retention']);
   });
 });
+
+describe('bounded work in code blocks', () => {
+  // A comment or a string that does not close is looked for once, not from each place it could open: scanning to
+  // the answer's end from each takes 300 KB of these past the test timeout (10 s or more).
+  it.each([
+    ['unclosed block comments', '```js\n', '/* '],
+    ['"//" after code, on one line', '```js\n', 'a//'],
+    ['"#" in a language whose comments are "//"', '```js\n', 'a#'],
+    ['escaped quotes on one line', '```js\n', '"\\'],
+    ['unclosed template strings', '```js\n', '`\\'],
+  ])('%s: read as syntax, the names after them still found', (_, fence, unit) => {
+    const answer = `${fence}${unit.repeat(Math.ceil(300_000 / unit.length))}\n\`\`\`\n\n\`\`\`js\nconst c = new AcmeClient();\n\`\`\``;
+    const reading = readCodeBlocks(answer, stem);
+    expect(reading.text).toHaveLength(answer.length);
+    expect(reading.names.map((n) => n.name)).toContain('AcmeClient');
+  });
+});

@@ -173,9 +173,10 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
       lineStart = lineEnd + 1;
     }
   }
+  const close = closers(answer);
   const lexed = blocks.filter((b) => b.lang !== JSON_DATA).map((b) => ({
     ...b,
-    lines: shellBlock(b.lang, answer.slice(b.from, b.to)) ? undefined : lexLines(answer, b.from, b.to, b.lang).filter((l) => l.length === 0 || !keep[l[0]!.start]),
+    lines: shellBlock(b.lang, answer.slice(b.from, b.to)) ? undefined : lexLines(answer, b.from, b.to, b.lang, close).filter((l) => l.length === 0 || !keep[l[0]!.start]),
   }));
   // Names the snippets define, over all blocks: a variable made in one is used in the next.
   const defined = new Set<string>();
@@ -400,12 +401,85 @@ function packageName(w: Word, name: Namer): void {
 const LEX_RE =
   /(?<comment>\/\/[^\n]*|\/\*[\s\S]*?\*\/|#[^\n]*)|(?<string>[rbuf]{0,2}(?:"{3}[\s\S]*?"{3}|'{3}[\s\S]*?'{3}|"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`))|(?<number>\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?<ident>[\p{L}_$][\p{L}\p{N}_$]*)|(?<punct>=>|==|!=|<=|>=|:=|\*\*|\+=|-=|\.\.\.|[^\s\p{L}\p{N}_])/uy;
 
+/** LEX_RE without strings and block comments: what it matches where none of those closes in the block. */
+const LEX_PLAIN_RE = /(?<comment>\/\/[^\n]*|#[^\n]*)|(?<number>\d[\d_]*(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?<ident>[\p{L}_$][\p{L}\p{N}_$]*)|(?<punct>=>|==|!=|<=|>=|:=|\*\*|\+=|-=|\.\.\.|[^\s\p{L}\p{N}_])/uy;
+const STRING_OPEN_RE = /[rbuf]{0,2}("""|'''|["'`])/y;
+
+interface Closers {
+  /** Where `token` next starts at or after `from`, or -1. */
+  next(token: string, from: number): number;
+  /** Where the next `quote` at or after `from` not escaped by a backslash is, or -1 (a backslash run before a quote counts). */
+  unescaped(quote: string, from: number): number;
+}
+
+/**
+ * Where a string or comment opened in `text` closes, found by scans that each start past the last one:
+ * an unclosed quote or comment is looked for once, not from each place it could open (a block of `/* /* /* …` would be scanned to its end from each).
+ */
+function closers(text: string): Closers {
+  const found = new Map<string, { from: number; at: number }>();
+  const memo = (kind: string, from: number, find: () => number): number => {
+    const last = found.get(kind);
+    if (last !== undefined && from >= last.from && (last.at === -1 || last.at >= from)) return last.at;
+    const at = find();
+    found.set(kind, { from, at });
+    return at;
+  };
+  return {
+    next: (token: string, from: number) => memo(token, from, () => text.indexOf(token, from)),
+    unescaped: (quote: string, from: number) =>
+      memo(`\\${quote}`, from, () => {
+        for (let q = text.indexOf(quote, from); q !== -1; q = text.indexOf(quote, q + 1)) {
+          let run = 0;
+          while (text[q - 1 - run] === '\\') run++;
+          if (run % 2 === 0) return q;
+        }
+        return -1;
+      }),
+  };
+}
+
+/**
+ * How LEX_RE reads `answer` at `i`, given where things close: a comment mark in a language whose comments are not
+ * so, or a string or comment that does not close in the block, is settled here without LEX_RE's scan to the end.
+ * Returns the lexeme's end and whether it is a string, or undefined to let LEX_RE read it.
+ */
+function settled(answer: string, i: number, to: number, hash: boolean, close: Closers): { end: number; kind: 'punct' | 'string' | 'plain' } | undefined {
+  const c = answer[i]!;
+  if (c === '#') return hash ? undefined : { end: i + 1, kind: 'punct' };
+  if (c === '/' && answer[i + 1] === '/') return hash || (i > 0 && !/\s/.test(answer[i - 1]!)) ? { end: i + 1, kind: 'punct' } : undefined;
+  if (c === '/' && answer[i + 1] === '*') {
+    if (hash) return { end: i + 1, kind: 'punct' };
+    const at = close.next('*/', i + 2);
+    return at !== -1 && at + 2 <= to ? undefined : { end: i + 1, kind: 'punct' };
+  }
+  STRING_OPEN_RE.lastIndex = i;
+  const open = STRING_OPEN_RE.exec(answer);
+  if (!open) return undefined;
+  const quote = open[1]!;
+  const p = i + open[0].length - quote.length;
+  if (quote.length === 3) {
+    const at = close.next(quote, p + 3);
+    if (at !== -1) return at + 3 <= to ? undefined : { end: i + 1, kind: 'punct' };
+    // No closing triple quote: LEX_RE reads its first two quotes as an empty string.
+    return { end: p + 2, kind: 'string' };
+  }
+  const at = close.unescaped(quote, p + 1);
+  if (quote === '`') {
+    if (at === -1) return { end: i, kind: 'plain' };
+    return at < to ? undefined : { end: i + 1, kind: 'punct' };
+  }
+  const nl = close.next('\n', p + 1);
+  if (at === -1 || (nl !== -1 && nl < at)) return { end: i, kind: 'plain' };
+  return at < to ? undefined : { end: i + 1, kind: 'punct' };
+}
+
 const DEFINERS = /^(?:def|function|fn|func|fun)$/;
 type Context = Pick<Lexeme, 'within' | 'common' | 'call' | 'callee'>;
 const TOP: Context = { within: '', common: false, call: false, callee: undefined };
 
 /** The lines of a block of code as lexemes (a multi-line string or comment is on the line it opens). */
-function lexLines(answer: string, from: number, to: number, lang: string): Lexeme[][] {
+function lexLines(answer: string, from: number, to: number, lang: string, close: Closers): Lexeme[][] {
   const hash = HASH_COMMENT_LANGS.has(lang) || (lang === '' && /^\s*#\s/m.test(answer.slice(from, to)));
   const lines: Lexeme[][] = [[]];
   const stack: Context[] = [];
@@ -421,8 +495,15 @@ function lexLines(answer: string, from: number, to: number, lang: string): Lexem
       i++;
       continue;
     }
-    LEX_RE.lastIndex = i;
-    const m = LEX_RE.exec(answer);
+    const known = settled(answer, i, to, hash, close);
+    if (known !== undefined && known.kind !== 'plain') {
+      lines[lines.length - 1]!.push({ kind: known.kind, start: i, end: known.end, text: answer.slice(i, known.end), ...(stack[stack.length - 1] ?? TOP) });
+      i = known.end;
+      continue;
+    }
+    const re = known === undefined ? LEX_RE : LEX_PLAIN_RE;
+    re.lastIndex = i;
+    const m = re.exec(answer);
     // Nothing past the block's fence is its own (an unclosed string or comment ends with the block).
     if (!m || m[0].length === 0 || i + m[0].length > to) {
       if (m && m[0].length > 0) lines[lines.length - 1]!.push({ kind: 'punct', start: i, end: i + 1, text: answer[i]!, ...(stack[stack.length - 1] ?? TOP) });
