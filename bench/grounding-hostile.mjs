@@ -66,6 +66,8 @@ const inputs = {
   '16 KB of code in a fence': [rep(prose, 100 * KB), `\`\`\`python\n${rep('client = Acme(api_key=k, timeout=30)\nclient.jobs.create(name=n, retries=3).wait()\n', 16 * KB)}\n\`\`\``],
   '16 KB code line of declarations and arrows': [rep(prose, 100 * KB), `\`\`\`js\n${rep('const a b c d (x, y)) => ', 16 * KB)}\n\`\`\``],
   '16 KB of unclosed fences': [rep(prose, 100 * KB), rep('```js\nfoo.bar(1)\n', 16 * KB)],
+  '16 KB of unclosed comments in a fence': [rep(prose, 100 * KB), `\`\`\`js\n${rep('/* a// #', 16 * KB)}`],
+  '16 KB of escaped quotes in a fence': [rep(prose, 100 * KB), `\`\`\`js\n${rep('"\\`\\', 16 * KB)}`],
   '16 KB shell session': [rep(prose, 100 * KB), `\`\`\`bash\n${rep('acme run --flag 1 && npm install pkg | grep x; ', 16 * KB)}\n\`\`\``],
 };
 
