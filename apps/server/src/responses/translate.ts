@@ -247,7 +247,8 @@ async function appendItems(
       const parts = userParts(item.output, `${where}.output`);
       const texts = parts.flatMap((part) => (part.type === 'text' ? [part.text] : []));
       const attached = parts.filter((part) => part.type !== 'text');
-      media.push(...attached);
+      // Not spread as arguments: a body holds more parts than a call takes (past about 120,000, a RangeError).
+      for (const part of attached) media.push(part);
       // A tool message is never empty (some servers refuse one): an output of images alone says where they went.
       const content = texts.length > 0 || attached.length === 0 ? texts.join('\n') : '(returned in the next user message)';
       messages.push({ role: 'tool', tool_call_id: item.call_id, content });

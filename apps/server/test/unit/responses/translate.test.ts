@@ -160,6 +160,18 @@ describe('toChatRequest', () => {
   });
 });
 
+describe('a function output of images', () => {
+  it('of more parts than a call takes as arguments (150,000, 9 MB) goes upstream whole', async () => {
+    const image = { type: 'input_image', image_url: 'https://example.com/a.png' };
+    const chat = await toChatRequest(
+      parse({ model: 'svc01', input: [{ type: 'function_call', call_id: 'c', name: 'shot', arguments: '{}' }, { type: 'function_call_output', call_id: 'c', output: Array(150_000).fill(image) }] }),
+      [],
+    );
+    expect(chat.messages.map((m) => m.role)).toEqual(['assistant', 'tool', 'user']);
+    expect(chat.messages[2]!.content).toHaveLength(150_000);
+  });
+});
+
 describe('completedResponse', () => {
   const svc = { dehallucinate_requested: true, grounded: true, score: 0.9, flagged_spans: [], checked: true };
   const completion = (message: ChatCompletion['choices'][number]['message'], finish_reason: 'stop' | 'length' | 'tool_calls'): ChatCompletion => ({
