@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { signWebhook } from '@svc/verify';
 
 /**
@@ -8,22 +8,7 @@ import { signWebhook } from '@svc/verify';
  * signBody('{"event":"llm.request.completed",…}', 'whsec_…') // 'sha256=9f…'
  */
 export function signBody(body: string | Uint8Array, secret: string): string {
-  return `sha256=${createHmac('sha256', bodyKey(secret)).update(body).digest('hex')}`;
-}
-
-/** Secrets whose `X-Svc-Signature` key is kept; past that the memo starts over. */
-const MAX_BODY_KEYS = 1024;
-const bodyKeys = new Map<string, KeyObject>();
-
-/** The secret's UTF-8 bytes as a key, made once: preparing a key is a measurable part of an HMAC over a small body. */
-function bodyKey(secret: string): KeyObject {
-  let key = bodyKeys.get(secret);
-  if (key === undefined) {
-    if (bodyKeys.size >= MAX_BODY_KEYS) bodyKeys.clear();
-    key = createSecretKey(Buffer.from(secret, 'utf8'));
-    bodyKeys.set(secret, key);
-  }
-  return key;
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
 /**
