@@ -46,6 +46,9 @@ describe('tokenize', () => {
     ['on 17 March 2017.It was announced', [0, 0, 0, 0, 1, 1, 1]],
     ['the U.S.Army and e.g.Paris stay', [0, 0, 0, 0, 0, 0, 0, 0, 0]],
     ['read Node.js or v1.2.Beta now', [0, 0, 0, 0, 0, 0, 0, 0]],
+    ['use java.util.List or System.Text.Json here', [0, 0, 0, 0, 0, 0, 0, 0, 0]],
+    ['call Console.WriteLine or Foo.Bar( now', [0, 0, 0, 0, 0, 0, 0]],
+    ['it ended in 1999.The next year', [0, 0, 0, 0, 1, 1, 1]],
   ])('a full stop with no space after it ends a sentence only between a word and a capitalised word: %s', (text, sentences) => {
     expect(tokenize(text).map((t) => t.sentence)).toEqual(sentences);
   });

@@ -474,7 +474,22 @@ function gluedSentence(text: string, from: number, to: number): boolean {
   const before = text.charCodeAt(from - 1);
   const first = text.charCodeAt(to);
   const second = text.charCodeAt(to + 1);
-  return ((before >= 97 && before <= 122) || (before >= 48 && before <= 57)) && first >= 65 && first <= 90 && second >= 97 && second <= 122 && !(from >= 2 && text.charCodeAt(from - 2) === 46);
+  if (!(((before >= 97 && before <= 122) || (before >= 48 && before <= 57)) && first >= 65 && first <= 90 && second >= 97 && second <= 122)) return false;
+  // A name in code is no sentence's end: a chain of members ("java.util.List", "System.Text.Json") or a member in
+  // camel case ("Console.WriteLine").
+  let start = from - 1;
+  while (start > 0 && isWordCode(text.charCodeAt(start - 1))) start--;
+  const mark = text.charCodeAt(start - 1);
+  if (start > 0 && (mark === 46 || mark === 47 || mark === 58)) return false;
+  let end = to + 1;
+  while (end < text.length && text.charCodeAt(end) >= 97 && text.charCodeAt(end) <= 122) end++;
+  const after = text.charCodeAt(end);
+  return !((after >= 65 && after <= 90) || after === 40 || (after === 46 && isWordCode(text.charCodeAt(end + 1))));
+}
+
+/** An ASCII letter, digit or underscore. */
+function isWordCode(ch: number): boolean {
+  return (ch >= 97 && ch <= 122) || (ch >= 65 && ch <= 90) || (ch >= 48 && ch <= 57) || ch === 95;
 }
 
 const PICTOGRAPH_RE = /^\p{Extended_Pictographic}/u;
