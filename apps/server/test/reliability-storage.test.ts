@@ -16,6 +16,16 @@ import { adminCommand, serverEnv, startServerProcess } from './support/processes
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { eventually, startReceiver } from './support/webhooks.js';
 
+/** One chat completion to the offline model through `url` with `token`: "hi", or `content`. */
+function chatCompletion(url: string, token: string, { content = 'hi', signal }: { content?: string; signal?: AbortSignal } = {}): Promise<Response> {
+  return fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content }] }),
+    signal,
+  });
+}
+
 /**
  * Storage faults told the truth, and local files and routes kept to their owner (issue #26 §9, §11): /readyz
  * probes a write; a database file deleted under a running server stops it with a clear log; a start never
@@ -170,12 +180,7 @@ describe('the database file', () => {
     const srv = await server({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
     try {
       const { token } = await srv.createKey({ webhookUrl: receiver.url });
-      const chat = () =>
-        fetch(`${srv.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: `hello ${'x'.repeat(20_000)}` }] }),
-        });
+      const chat = () => chatCompletion(srv.url, token, { content: `hello ${'x'.repeat(20_000)}` });
       expect((await chat()).status).toBe(200);
       // The file may not grow: what a full disk does to SQLite, without needing one.
       const sqlite = srv.running.store.handle.sqlite!;
@@ -252,12 +257,7 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
     adminCommand(['users', 'create', '--email', 'ops@example.test', '--password', 'correct horse battery'], direct);
     const { key } = JSON.parse(adminCommand(['keys', 'create', '--email', 'ops@example.test', '--name', 'ops', '--json'], direct)) as { key: string };
     const svc = await startServerProcess({ ...direct, SVC_DATABASE_URL: relay.url });
-    const chat = () =>
-      fetch(`${svc.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
-      });
+    const chat = () => chatCompletion(svc.url, key);
     try {
       expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
       relay.hold();
@@ -292,13 +292,7 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
     const svc = await startServerProcess({ ...direct, SVC_DATABASE_URL: relay.url });
     // Without the bound each of these waited until TCP gave up (~15 min): here, until the signal.
     const signal = () => AbortSignal.timeout(QUERY_WAIT_MS * 3);
-    const chat = () =>
-      fetch(`${svc.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
-        signal: signal(),
-      });
+    const chat = () => chatCompletion(svc.url, key, { signal: signal() });
     const accepted: string[] = [];
     const chatAccepted = async () => {
       const res = await chat();
@@ -368,12 +362,7 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
     await operator.connect();
     try {
       const { token } = await srv.createKey({ webhookUrl: receiver.url });
-      const chat = () =>
-        fetch(`${srv.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
-        });
+      const chat = () => chatCompletion(srv.url, token);
       const statuses = await Promise.all(Array.from({ length: 30 }, async () => (await chat()).status));
       expect(statuses).toEqual(Array(30).fill(200));
       // The pool keeps its connections open a while after use: the ones it opened are still there.
@@ -392,14 +381,8 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
     await operator.connect();
     try {
       const { token } = await srv.createKey({ webhookUrl: receiver.url });
-      const chat = () =>
-        fetch(`${srv.url}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] }),
-          // Without a lock_timeout the request waited as long as the lock was held: here, until this gave up.
-          signal: AbortSignal.timeout(LOCK_TIMEOUT_MS * 4),
-        });
+      // Without a lock_timeout the request waited as long as the lock was held: here, until this gave up.
+      const chat = () => chatCompletion(srv.url, token, { signal: AbortSignal.timeout(LOCK_TIMEOUT_MS * 4) });
       expect((await chat()).status).toBe(200);
       await operator.query('begin');
       await operator.query('lock table webhook_deliveries in access exclusive mode');
