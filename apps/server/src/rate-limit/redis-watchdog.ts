@@ -46,7 +46,9 @@ export function watchRedis(redis: Redis, logger: Logger, metrics: Metrics): () =
     lost = false;
     logger.info('redis reachable again; rate limits are shared again');
   });
-  metrics.redis(() => redis.status === 'ready');
+  // Not up once lost, until ioredis says ready again: a dropped connection stays 'ready' until its socket has
+  // closed, a few turns of the loop after the drop was said.
+  metrics.redis(() => redis.status === 'ready' && !lost);
   let unreadyChecks = 0;
   let pending: Command | undefined;
   const drop = (reason: string) => {
