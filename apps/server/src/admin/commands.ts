@@ -455,13 +455,13 @@ go to the new URL. Example:
   keys
     .command('revoke')
     .description('revoke an API key: it is refused from then on')
-    .argument('<id>', 'key id (key_…)')
-    .action(async (id: string) => {
+    // As update takes it: a leaked key is what an operator holds when revoking, not its id.
+    .argument('<key>', 'the key (sk-svc-…), its id (key_…) or its prefix')
+    .action(async (ref: string) => {
       await withStore(config(), async (store) => {
-        const key = await store.keys.byId(id);
-        if (!key) throw new CommandError(`no such key: ${id}`);
-        if (!(await store.keys.revoke(id, Date.now()))) throw new CommandError(`key ${id} was already revoked`);
-        io.stderr(`revoked ${id}`);
+        const key = await findKey(store, ref);
+        if (!(await store.keys.revoke(key.id, Date.now()))) throw new CommandError(`key ${key.id} was already revoked`);
+        io.stderr(`revoked ${key.id} (${key.prefix})`);
       });
     });
 
