@@ -123,6 +123,21 @@ describe('listen receives real deliveries from the server', () => {
     expect(listen.stdout()).toContain('signature ✘');
   });
 
+  it('webhooks test to a receiver that redirects says where it points (a trailing slash, http to https)', async () => {
+    const target = createHttpServer((req, res) => void res.writeHead(308, { location: `${req.url}/` }).end());
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/hooks`;
+      const { token } = await server.createKey({ webhookUrl: url, signingSecret: SECRET });
+      const result = await cli(['webhooks', 'test'], token);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(`svc-cli: test delivery to ${url} failed: the receiver answered 308 (redirects are not followed: it points to /hooks/)\n`);
+    } finally {
+      target.closeAllConnections();
+      await new Promise((resolve) => target.close(resolve));
+    }
+  });
+
   it("webhooks test to an Express receiver with express.json() mounted first: the error page's first line, not 2 KB of HTML", async () => {
     const target = await expressJsonFirstReceiver(SECRET);
     try {

@@ -94,7 +94,7 @@ describe('redirects', () => {
       const { token } = await open.createKey({ webhookUrl: redirector.url });
       secrets.redirect = token;
       const res = await post(open, '/v1/webhooks/test', token);
-      expect(res.body).toMatchObject({ success: false, status_code: 307, error: 'HTTP 307 (redirects are not followed)' });
+      expect(res.body).toMatchObject({ success: false, status_code: 307, error: `HTTP 307 (redirects are not followed: it points to ${target.url}?from=redirect)` });
       // And for audit deliveries, on every attempt.
       const chat = await post(open, '/v1/chat/completions', token, { model: 'svc01', messages: [{ role: 'user', content: 'hi' }] });
       expect(chat.status).toBe(200);

@@ -138,7 +138,7 @@ describe('retries', () => {
     const { receiver, client, api } = await setup([], { status: 302, headers: { location: '/elsewhere' } });
     await chat(client);
     const detail = await settled(api, 'failed');
-    expect(detail.attempt_log.map((a) => a.error)).toEqual(Array(3).fill('HTTP 302 (redirects are not followed)'));
+    expect(detail.attempt_log.map((a) => a.error)).toEqual(Array(3).fill('HTTP 302 (redirects are not followed: it points to /elsewhere)'));
     expect(receiver.received.every((r) => r.headers['x-svc-delivery'] === detail.id)).toBe(true);
     expect(receiver.received).toHaveLength(3);
   });

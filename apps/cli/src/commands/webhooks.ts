@@ -48,7 +48,10 @@ Examples:
       const { data, raw } = await apiClientFor(command).json('POST', '/v1/webhooks/test', webhookTestResult, { sample: opts.sample });
       if (json) io.out(`${raw.trim()}\n`);
       if (!data.success) {
-        const reason = typeof data.status_code === 'number' ? `the receiver answered ${data.status_code}` : (data.error ?? 'no answer');
+        const status = data.status_code;
+        // A redirect's error says where it points (the URL to set instead): "HTTP 308 (redirects are not followed: …)".
+        const redirect = typeof status === 'number' && status >= 300 && status < 400 && data.error?.startsWith(`HTTP ${status} (`);
+        const reason = typeof status === 'number' ? `the receiver answered ${redirect ? data.error!.slice('HTTP '.length) : status}` : (data.error ?? 'no answer');
         // Why it refused is in its answer (a receiver's own text: escaped, it cannot drive the terminal).
         // An HTML error page (Express's default handler) is 2 KB of markup: its first line says it.
         const body = data.response_body?.trim();

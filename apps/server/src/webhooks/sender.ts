@@ -129,6 +129,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   private controller: Dispatcher.DispatchController | null = null;
   private statusCode = 0;
   private retryAfter: string | string[] | undefined;
+  private location: string | string[] | undefined;
   private chunks: Buffer[] = [];
   private kept = 0;
 
@@ -150,6 +151,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx: the final response follows.
     this.statusCode = statusCode;
     this.retryAfter = headers['retry-after'];
+    this.location = headers.location;
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -210,7 +212,7 @@ class Attempt implements Dispatcher.DispatchHandler {
       return;
     }
     const retryAfterMs = parseRetryAfter(this.retryAfter, Date.now());
-    const error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed)` : `HTTP ${statusCode}`;
+    const error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode} (redirects are not followed${redirectTarget(this.location)})` : `HTTP ${statusCode}`;
     this.settle({
       ok: false,
       kind: 'http',
@@ -318,4 +320,14 @@ export function createSender(options: { timeoutMs: number; allowPrivate: AllowPr
       await Promise.all([agent.close(), directAgent?.close()]);
     },
   };
+}
+
+/**
+ * Where a receiver's redirect points, for the attempt's error: the URL to set instead (a trailing slash, http to
+ * https), cut to 200 characters; nothing without a Location.
+ */
+function redirectTarget(location: string | string[] | undefined): string {
+  const value = Array.isArray(location) ? location[0] : location;
+  if (!value) return '';
+  return `: it points to ${value.length > 200 ? `${value.slice(0, 200)}…` : value}`;
 }

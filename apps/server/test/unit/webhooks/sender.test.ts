@@ -56,7 +56,7 @@ describe('sender', () => {
   const replies: Array<[string, ReceiverReply, Partial<AttemptOutcome>]> = [
     ['204, no body', { status: 204, body: '' }, { ok: true, statusCode: 204, error: null, responseBody: '' }],
     ['500', { status: 500, body: 'boom' }, { ok: false, statusCode: 500, error: 'HTTP 500', responseBody: 'boom' }],
-    ['302 (not followed)', { status: 302, headers: { location: 'http://127.0.0.1:1/' }, body: '' }, { ok: false, statusCode: 302, error: 'HTTP 302 (redirects are not followed)' }],
+    ['302 (not followed)', { status: 302, headers: { location: 'http://127.0.0.1:1/' }, body: '' }, { ok: false, statusCode: 302, error: 'HTTP 302 (redirects are not followed: it points to http://127.0.0.1:1/)' }],
     ['503 with Retry-After', { status: 503, headers: { 'retry-after': '7' }, body: 'later' }, { ok: false, statusCode: 503, retryAfterMs: 7000, responseBody: 'later' }],
     ['a 100 KB body: the first 2 KB kept', { status: 200, body: 'é'.repeat(50_000) }, { ok: true, statusCode: 200, responseBody: Buffer.from('é'.repeat(50_000)).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8') }],
     ['a reset connection', { reset: true }, { ok: false, statusCode: null, responseBody: null }],
