@@ -349,6 +349,13 @@ describe('flagged phrases', () => {
     expect(texts).toContain('Gamma Delta');
     expect(texts.some((t) => t.includes('('))).toBe(false);
   });
+
+  it('a number and a word in one token are one span with one reason ("10x", "w0"), not two marks side by side', () => {
+    const r = checkGrounding({ sources: ['Sales grew fivefold in 2024 at Acme.'], answer: 'Sales grew 10x in 2024 at Acme.' });
+    expect(r.flaggedSpans).toEqual([{ start: 11, end: 14, text: '10x', reason: "'10x' is not in the sources", score: 0 }]);
+    const tokens = checkGrounding({ sources: ['The Eiffel Tower is in Paris.'], answer: 'w0 w1 w2' });
+    expect(tokens.flaggedSpans.map((s) => s.text)).toEqual(['w0', 'w1', 'w2']);
+  });
 });
 
 describe('sources that state nothing', () => {

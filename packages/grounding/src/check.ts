@@ -380,5 +380,26 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
     while (start < end && CLAIM_MARKUP.test(answer[start]!)) start++;
     span(start, end > start ? end : c.claim.end, `little support (${claimScore.toFixed(2)})`, claimScore);
   }
-  return out.sort((a, b) => a.start - b.start);
+  return joinTouching(answer, out.sort((a, b) => a.start - b.start));
+}
+
+/**
+ * Spans that touch within one token ("10x", a number then a word) become one span of the token: a UI draws one
+ * mark, and the reader gets one reason for the word they see, not "number 10" and "x" side by side.
+ */
+function joinTouching(answer: string, spans: FlaggedSpan[]): FlaggedSpan[] {
+  const out: FlaggedSpan[] = [];
+  for (const s of spans) {
+    const last = out[out.length - 1];
+    if (last && last.end === s.start && joinable(last) && joinable(s)) {
+      const text = answer.slice(last.start, s.end);
+      out[out.length - 1] = { start: last.start, end: s.end, text, reason: `'${text}' is not in the sources`, score: Math.min(last.score, s.score) };
+    } else out.push(s);
+  }
+  return out;
+}
+
+/** Words, names and numbers join; a missing negation or a link keeps its own reason. */
+function joinable(s: FlaggedSpan): boolean {
+  return s.reason === 'not in the sources' || s.reason.startsWith('number ') || s.reason.endsWith("' is not in the sources");
 }
