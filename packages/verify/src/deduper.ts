@@ -1,4 +1,4 @@
-import { header, type WebhookHeaders } from './standard-webhooks.js';
+import { header, standardHeader, type WebhookHeaders } from './standard-webhooks.js';
 
 /**
  * Where a deduper remembers the delivery ids it has seen: an in-memory LRU by default. Either method may
@@ -132,9 +132,9 @@ export function createDeduper(options: DeduperOptions = {}): Deduper {
   };
 }
 
-/** The delivery id of a request: `webhook-id`, else `X-Svc-Delivery`; undefined when it carries neither. */
+/** The delivery id of a request: `webhook-id` (or Svix's `svix-id`), else `X-Svc-Delivery`; undefined when it carries none. */
 export function deliveryId(headers: WebhookHeaders): string | undefined {
-  return header(headers, 'webhook-id') || header(headers, 'x-svc-delivery') || undefined;
+  return standardHeader(headers, 'id') || header(headers, 'x-svc-delivery') || undefined;
 }
 
 /** Whether svc counts a response status as delivered (any 2xx); otherwise the claimed id is released. */

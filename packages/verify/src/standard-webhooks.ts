@@ -103,6 +103,16 @@ export function header(headers: WebhookHeaders, name: string): string | undefine
   return Array.isArray(value) ? value.join(' ') : ((value as string | null | undefined) ?? undefined);
 }
 
+/**
+ * One of the three Standard Webhooks headers: `webhook-<part>`, else Svix's `svix-<part>`, each on its own, as the
+ * `svix` library reads them: a receiver moved from Svix, its tests signing with `svix` and sending `svix-id`,
+ * `svix-timestamp` and `svix-signature`, or deliveries from Svix and svc to one endpoint during a move, verify
+ * unchanged. svc sends the `webhook-*` names.
+ */
+export function standardHeader(headers: WebhookHeaders, part: 'id' | 'timestamp' | 'signature'): string | undefined {
+  return header(headers, `webhook-${part}`) ?? header(headers, `svix-${part}`);
+}
+
 const SIGNATURE_LENGTH = 'v1,'.length + 44;
 
 /** The Standard Webhooks headers of a delivery, or why they are unusable. */
@@ -110,9 +120,9 @@ export function readStandardHeaders(headers: unknown): StandardHeaders | 'missin
   if (typeof headers !== 'object' || headers === null) {
     throw new TypeError('[@svc/verify] headers must be the request headers: a Fetch Headers object or node\'s req.headers.');
   }
-  const id = header(headers as WebhookHeaders, 'webhook-id');
-  const timestamp = header(headers as WebhookHeaders, 'webhook-timestamp');
-  const signature = header(headers as WebhookHeaders, 'webhook-signature');
+  const id = standardHeader(headers as WebhookHeaders, 'id');
+  const timestamp = standardHeader(headers as WebhookHeaders, 'timestamp');
+  const signature = standardHeader(headers as WebhookHeaders, 'signature');
   if (!id || !timestamp || !signature) return 'missing_signature';
   if (!/^\d{1,12}$/.test(timestamp)) return 'malformed_signature';
   const signatures: Uint8Array[] = [];
@@ -189,7 +199,7 @@ const X_SVC_SIGNATURE_ONLY =
  * to set one; `xSvcSignatureOnly` explains a delivery carrying X-Svc-Signature alone.
  */
 export function missingSignature(headers: WebhookHeaders, xSvcSignatureOnly: string): WebhookVerificationError {
-  const missing = ['webhook-id', 'webhook-timestamp', 'webhook-signature'].filter((name) => !header(headers, name));
+  const missing = (['id', 'timestamp', 'signature'] as const).filter((part) => !standardHeader(headers, part)).map((part) => `webhook-${part}`);
   const names = missing.length === 1 ? missing[0] : `${missing.slice(0, -1).join(', ')} and ${missing.at(-1)}`;
   const what = `Missing ${names} header${missing.length === 1 ? '' : 's'}`;
   let message = `${what}.`;

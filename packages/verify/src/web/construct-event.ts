@@ -2,7 +2,7 @@ import type { AuditPayload } from '../audit-payload.js';
 import { assertOptions, decodeEvent, expectedDigest, signatureMismatch, untimestampedRefused, type ConstructEventOptions } from '../construct-event.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
 import { toSecretList, type Secret } from '../secrets.js';
-import { header, type WebhookHeaders } from '../standard-webhooks.js';
+import { header, standardHeader, type WebhookHeaders } from '../standard-webhooks.js';
 import { constructWebhookEvent } from './verify-webhook.js';
 import { matchesAnySecret } from './verify-signature.js';
 
@@ -37,7 +37,7 @@ export async function constructEvent(
  * const event = await constructDelivery(rawBody, req.headers, secret);
  */
 export async function constructDelivery(rawBody: RawBody, headers: WebhookHeaders, secret: Secret, options: ConstructEventOptions = {}): Promise<AuditPayload> {
-  if (header(headers, 'webhook-signature') !== undefined) {
+  if (standardHeader(headers, 'signature') !== undefined) {
     return constructWebhookEvent(rawBody, headers, secret, { toleranceSeconds: options.toleranceSeconds });
   }
   const xSvcSignature = header(headers, 'x-svc-signature');
