@@ -3,6 +3,7 @@ import { AUDIT_EVENT, type AuditPayload } from '@svc/protocol';
 import { sign, signWebhook } from '@svc/verify';
 import { request } from 'undici';
 import { describeNetworkError } from './errors.js';
+import { redirectReason } from './send-delivery.js';
 import { VERSION } from './version.js';
 
 /**
@@ -34,6 +35,8 @@ export interface Answer {
   body: string;
   duplicate: boolean;
   error?: string;
+  /** For a 3xx: where it points, and that nothing follows it. */
+  redirect?: string;
 }
 
 export interface CaseResult {
@@ -64,6 +67,12 @@ export interface CheckReport {
    * there, as every other case would fail the same way; `cases` has the cases run.
    */
   unreachable?: string;
+  /**
+   * Set when the first case, a delivery that must be accepted, was answered with a redirect, 404 or 405: nothing
+   * takes deliveries at this URL (a path prefix left out, a trailing slash, http for https), so the check stopped
+   * there, as the refusal cases would "pass" on a 404 that checked no signature. Says why and what to check.
+   */
+  wrong_url?: string;
   cases: CaseResult[];
 }
 
@@ -173,7 +182,8 @@ async function send(url: string, delivery: Delivery, timeoutMs: number): Promise
       if (text.length >= (html ? HTML_READ : BODY_PREVIEW)) break;
     }
     await response.body.dump().catch(() => undefined);
-    return { status: response.statusCode, body: (html ? htmlText(text) : text).slice(0, BODY_PREVIEW), duplicate };
+    const redirect = redirectReason(url, response.statusCode, response.headers.location);
+    return { status: response.statusCode, body: (html ? htmlText(text) : text).slice(0, BODY_PREVIEW), duplicate, ...(redirect ? { redirect } : {}) };
   } catch (err) {
     const timedOut = signal.aborted || (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' || (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
     return { status: null, body: '', duplicate: false, error: timedOut ? `no answer within ${timeoutMs} ms` : describeNetworkError(err) };
@@ -200,10 +210,28 @@ function got(answer: Answer): string {
   return answer.status === null ? (answer.error ?? 'no answer') : `answered ${answer.status}`;
 }
 
+/**
+ * Why an answer to a delivery that must be accepted says the URL is not the receiver's: a redirect (svc follows none),
+ * or no POST route at this path. Undefined for any other answer.
+ */
+function wrongUrl(url: string, answer: Answer): string | undefined {
+  const { status } = answer;
+  if (status !== null && status >= 300 && status < 400) return `${got(answer)}, ${answer.redirect ?? 'a redirect: svc follows no redirects'}`;
+  if (status === 404 || status === 405) {
+    return (
+      `${got(answer)}: nothing takes a POST at ${new URL(url).pathname} there. Check the path: the prefix the app or a proxy ` +
+      'mounts the route under (/api…), a trailing slash, the route\'s method'
+    );
+  }
+  return undefined;
+}
+
 /** Failure reason when a delivery that must be accepted was not. */
-function mustAccept(answer: Answer, why: string): string | undefined {
+function mustAccept(answer: Answer, why: string, url: string): string | undefined {
   if (is2xx(answer)) return undefined;
   if (answer.status === null) return `${got(answer)}: a receiver must answer within svc's timeout, or svc retries`;
+  const wrong = wrongUrl(url, answer);
+  if (wrong !== undefined) return wrong;
   if (answer.status >= 500) {
     // A crash, not a refusal: what it said is the lead (with @svc/verify, a TypeError naming the misplaced body parser).
     const said = answer.body === '' ? '' : ` (it said: ${answer.body})`;
@@ -243,7 +271,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
       async run() {
         const d = fresh();
         const answer = await send(url, d, timeoutMs);
-        return { answer, id: d.id, reason: mustAccept(answer, 'check the secret, and that the signature is checked over the raw body bytes') };
+        return { answer, id: d.id, reason: mustAccept(answer, 'check the secret, and that the signature is checked over the raw body bytes', url) };
       },
     },
     'exact-bytes': {
@@ -261,7 +289,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
         return {
           answer,
           id: d.id,
-          reason: mustAccept(answer, 'verify the raw body bytes as received, before any JSON parsing; a re-serialised body is not what was signed'),
+          reason: mustAccept(answer, 'verify the raw body bytes as received, before any JSON parsing; a re-serialised body is not what was signed', url),
         };
       },
     },
@@ -281,7 +309,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
               "and the answer): raise it to 64 MiB (express.raw({ type: 'application/json', limit: '64mb' }), @koa/bodyparser's " +
               "jsonLimit, Fastify's bodyLimit, nginx's client_max_body_size); @svc/verify's adapters take 64 MiB by default"
             : 'a delivery of a long prompt must be taken whole: check the body limits of the receiver and of any proxy before it';
-        return { answer, id: d.id, reason: mustAccept(answer, why) };
+        return { answer, id: d.id, reason: mustAccept(answer, why, url) };
       },
     },
     'tampered-body': {
@@ -351,7 +379,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
         const body = json(samplePayload(nowMs()));
         const first = signedDelivery(body, [secret], { timestamp: seconds() });
         const a1 = await send(url, first, timeoutMs);
-        if (!is2xx(a1)) return { answer: a1, id: first.id, reason: `first delivery: ${mustAccept(a1, 'see the valid case')}` };
+        if (!is2xx(a1)) return { answer: a1, id: first.id, reason: `first delivery: ${mustAccept(a1, 'see the valid case', url)}` };
         if (a1.duplicate) return { answer: a1, id: first.id, reason: `the first delivery of a new id was answered as a duplicate (${capitalise(DUPLICATE_HEADER)}: true)` };
         const again = signedDelivery(body, [secret], { id: first.id, timestamp: seconds() });
         const a2 = await send(url, again, timeoutMs);
@@ -374,7 +402,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
         return {
           answer,
           id: d.id,
-          reason: mustAccept(answer, 'webhook-signature may carry several space-separated signatures; accept when any of them matches'),
+          reason: mustAccept(answer, 'webhook-signature may carry several space-separated signatures; accept when any of them matches', url),
         };
       },
     },
@@ -382,6 +410,7 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
 
   const results: CaseResult[] = [];
   let unreachable: string | undefined;
+  let wrongUrlReason: string | undefined;
   for (const id of CHECK_CASES) {
     const { sent, expected, run } = cases[id];
     let result: CaseResult;
@@ -398,6 +427,10 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
       unreachable = result.answer.error;
       break;
     }
+    if (first && result.answer !== undefined && MUST_ACCEPT.has(id)) {
+      wrongUrlReason = wrongUrl(url, result.answer);
+      if (wrongUrlReason !== undefined) break;
+    }
   }
   const count = (outcome: CaseResult['outcome']): number => results.filter((r) => r.outcome === outcome).length;
   return {
@@ -408,9 +441,13 @@ export async function checkReceiver(options: CheckOptions): Promise<CheckReport>
     skipped: count('skipped'),
     duplicate_header: DUPLICATE_HEADER,
     ...(unreachable ? { unreachable } : {}),
+    ...(wrongUrlReason ? { wrong_url: wrongUrlReason } : {}),
     cases: results,
   };
 }
+
+/** The cases whose delivery a correct receiver accepts. */
+const MUST_ACCEPT: ReadonlySet<CheckCaseId> = new Set(['valid', 'exact-bytes', 'large-body', 'duplicate', 'rotation']);
 
 /** Network errors that mean nothing listens at the URL (a timeout may be one slow case: the others still run). */
 const UNREACHABLE = new Set(['connection refused', 'host not found']);

@@ -74,7 +74,7 @@ async function firstBytes(body: AsyncIterable<Uint8Array> & { dump(): Promise<vo
  * A 3xx's reason: where it points. A trailing-slash or http→https redirect is the usual cause, and its body (often
  * empty, or "Found. Redirecting to …") does not say that nothing followed it.
  */
-function redirectReason(url: string, status: number, location: string | string[] | undefined): string | undefined {
+export function redirectReason(url: string, status: number, location: string | string[] | undefined): string | undefined {
   if (status < 300 || status >= 400 || typeof location !== 'string' || location === '') return undefined;
   let target = location;
   try {

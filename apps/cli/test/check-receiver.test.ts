@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CheckReport } from '../src/check-receiver.js';
 import { runCli, useSandbox } from './cli-process.js';
-import { BROKEN_FAILS, brokenReceiver, expressJsonFirstReceiver, expressRawReceiver, expressReceiver, fetchReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
+import { BROKEN_FAILS, brokenReceiver, expressJsonFirstReceiver, expressRawReceiver, expressReceiver, fetchReceiver, prefixedExpressReceiver, type BrokenKind, type TestReceiver } from './check-receivers.js';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const ALL = ['valid', 'exact-bytes', 'large-body', 'tampered-body', 'wrong-signature', 'missing-signature', 'stale-timestamp', 'unknown-secret', 'duplicate', 'rotation'];
@@ -137,6 +137,28 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(human.stdout.match(/connection refused/g)).toHaveLength(2);
     expect(human.stdout).toMatch(/^- valid +skipped by --skip: .*\n✘ exact-bytes .*got connection refused\n +→ connection refused: .*\n$/);
     expect(human.stderr).toMatch(/\nsvc-cli: cannot reach .*: connection refused\. Is the receiver running/);
+  });
+
+  it('a receiver behind a path prefix passes at its full URL; without the prefix (404) or through a redirect the check stops at the first case and says why', async () => {
+    const receiver = await prefixedExpressReceiver(SECRET);
+    receivers.push(receiver);
+    expect((await check(receiver.url)).report).toMatchObject({ ok: true, passed: 10 });
+    // Was: five refusal cases "passed" on the 404, and each failure said to check the secret.
+    const unprefixed = receiver.url.replace('/api/', '/');
+    const missed = await check(unprefixed);
+    expect(missed.code).toBe(1);
+    expect(missed.report).toMatchObject({ ok: false, passed: 0, failed: 1, wrong_url: expect.stringMatching(/^answered 404: nothing takes a POST at \/webhooks\/svc there\. Check the path: the prefix/) });
+    expect(missed.report.cases.map((c) => c.id)).toEqual(['valid']);
+    expect(missed.stderr).toContain(`svc-cli: ${unprefixed} is not where the receiver takes deliveries: it answered 404: nothing takes a POST at /webhooks/svc there.`);
+    const redirected = await runCli(['webhooks', 'check-receiver', receiver.redirectFrom, '--secret', SECRET], { cwd: sandbox.path });
+    expect(redirected.code).toBe(1);
+    expect(redirected.stdout).toMatch(/^✘ valid .*got 308.*\n +→ answered 308, a redirect to http:\/\/127\.0\.0\.1:\d+\/api\/webhooks\/svc: svc follows no redirects/);
+    expect(redirected.stdout).not.toMatch(/check the secret|tampered-body/);
+    expect(redirected.stderr).toContain('(no other case was sent)');
+    // A later case answered so (valid skipped) says the same, not "check the secret".
+    const skipped = await check(unprefixed, '--skip', 'valid');
+    expect(skipped.report.cases.find((c) => c.id === 'exact-bytes')?.reason).toMatch(/^answered 404: nothing takes a POST/);
+    expect(receiver.processed).toHaveLength(5);
   });
 
   it('exits 2 on usage errors', async () => {

@@ -55,6 +55,26 @@ export async function expressReceiver(secret: string): Promise<TestReceiver> {
   return serve(app as unknown as Handler, processed);
 }
 
+/**
+ * `expressReceiver`'s route in a router the app mounts under `/api` (`url` includes it), as an app behind a path
+ * prefix has it; without the prefix the app answers 404. `redirectFrom`, when given, answers POSTs there with a 308 to
+ * `url` (an http→https or trailing-slash redirect), which svc does not follow.
+ */
+export async function prefixedExpressReceiver(secret: string): Promise<TestReceiver & { redirectFrom: string }> {
+  const processed: string[] = [];
+  const app = express();
+  const router = express.Router();
+  router.post('/webhooks/svc', verifyMiddleware({ secret, dedupe: createDeduper() }), (req, res) => {
+    processed.push(deliveryIdOf(req));
+    res.sendStatus(204);
+  });
+  app.use('/api', router);
+  app.post('/old/webhooks', (_req, res) => res.redirect(308, '/api/webhooks/svc'));
+  const receiver = await serve(app as unknown as Handler, processed);
+  const origin = new URL(receiver.url).origin;
+  return { ...receiver, url: `${origin}/api/webhooks/svc`, redirectFrom: `${origin}/old/webhooks` };
+}
+
 /** The classic mistake: `app.use(express.json())` before `verifyMiddleware`; Express's default error page answers. */
 export async function expressJsonFirstReceiver(secret: string): Promise<TestReceiver> {
   const app = express();

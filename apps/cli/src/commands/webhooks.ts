@@ -140,6 +140,7 @@ Examples:
       if (report.unreachable) {
         throw new CliError(`cannot reach ${target}: ${report.unreachable}. Is the receiver running, and listening on that host and port? (no other case was sent)`);
       }
+      if (report.wrong_url) throw new CliError(`${target} is not where the receiver takes deliveries: it ${report.wrong_url} (no other case was sent)`);
       if (!json) {
         const parts = [kleur.green(`${report.passed} passed`), report.failed ? kleur.red(`${report.failed} failed`) : '0 failed'];
         if (report.skipped) parts.push(kleur.yellow(`${report.skipped} skipped`));
