@@ -181,6 +181,31 @@ describe('svc-cli replay', () => {
     expect(target.requests.map((r) => r.headers['x-svc-delivery'])).toEqual(['whd_1', 'whd_2', 'whd_3']);
   });
 
+  it('--since/--until replay what listen received in a time range, a delivery retried within it once (its latest copy)', async () => {
+    const log = await recordedLog();
+    const lines = readFileSync(log, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as { id: string; time: string; body_base64: string });
+    const retried = { ...lines[1]!, body_base64: Buffer.from(samplePayload('test-2-retry')).toString('base64') };
+    const times = ['2026-11-25T09:00:00.000Z', '2026-11-25T10:00:00.000Z', '2026-11-25T11:00:00.000Z', '2026-11-25T10:30:00.000Z'];
+    const entries = [...lines, retried].map((l, i) => ({ ...l, time: times[i]! }));
+    writeFileSync(log, entries.map((e) => `${JSON.stringify(e)}\n`).join(''));
+    const target = await receiver();
+
+    const range = await runCli(['replay', '--since', '2026-11-25T09:30:00Z', '--until', '2026-11-25T11:00:00Z', '--log', log, '--to', target.url], { cwd: sandbox.path });
+    expect(range.stderr).toContain('Replayed 1 delivery.');
+    expect(range.code).toBe(0);
+    expect(target.requests.map((r) => r.body.toString('utf8'))).toEqual([samplePayload('test-2-retry')]);
+
+    const since = await runCli(['replay', '--since', '2026-11-25T10:00:00Z', '--log', log, '--to', target.url], { cwd: sandbox.path });
+    expect(since.code).toBe(0);
+    expect(target.requests.slice(1).map((r) => r.headers['x-svc-delivery'])).toEqual(['whd_3', 'whd_2']);
+
+    // A duration back from now: none of these is that recent, and the log's span is said.
+    const recent = await runCli(['replay', '--since', '2h', '--log', log, '--to', target.url], { cwd: sandbox.path });
+    expect(recent.code).toBe(1);
+    expect(recent.stderr).toMatch(/^svc-cli: no delivery in \S+log\.jsonl was received at or after \d{4}-.*Z \(it holds 4, from 2026-11-25T09:00:00\.000Z to 2026-11-25T10:30:00\.000Z\)\n$/);
+    expect((await runCli(['replay', '--until', 'yesterday', '--log', log], { cwd: sandbox.path })).code).toBe(2);
+  });
+
   it('a target that is down: one error line per delivery and a non-zero exit', async () => {
     const log = await recordedLog();
     const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });
@@ -209,7 +234,7 @@ describe('svc-cli replay', () => {
   });
 
   it.each([
-    [['replay'], 'svc-cli: nothing to replay: give delivery ids or --last N\n', 1],
+    [['replay'], 'svc-cli: nothing to replay: give delivery ids, --last N, or --since/--until\n', 1],
     [['replay', '--last', '1', '--log', 'missing.jsonl'], 'svc-cli: no delivery log at missing.jsonl: run "svc-cli listen" first or pass --log FILE\n', 1],
     [['replay', 'whd_nope', '--log', 'log.jsonl'], 'svc-cli: delivery whd_nope is not in log.jsonl\n', 1],
     // The option parser's usage errors exit 2.

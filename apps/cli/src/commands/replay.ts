@@ -5,12 +5,14 @@ import { formatSentLine } from '../delivery-line.js';
 import { idMatches } from '../short-id.js';
 import { CliError } from '../errors.js';
 import { globalOptions } from '../global-options.js';
-import { parseForwardUrl, parsePositiveInt, parseSecret } from '../options.js';
+import { parseForwardUrl, parsePositiveInt, parseSecret, parseTimeAgo } from '../options.js';
 import { lineWidth, processIo, type Io } from '../output.js';
 import { deliveryHeaders, refusedLine, sendDelivery } from '../send-delivery.js';
 
 interface ReplayOptions {
   last?: number;
+  since?: string;
+  until?: string;
   log: string;
   to?: string;
   secret?: string;
@@ -23,6 +25,8 @@ export function makeReplayCommand(io: Io = processIo): Command {
     .description('resend deliveries recorded by "svc-cli listen", byte-for-byte')
     .argument('[ids...]', 'delivery ids (the X-Svc-Delivery header, printed by listen)')
     .addOption(new Option('-n, --last <n>', 'replay the last N logged deliveries').argParser(parsePositiveInt))
+    .addOption(new Option('--since <time>', 'replay the deliveries listen received at or after: a duration back from now (30m, 2h, 7d) or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
+    .addOption(new Option('--until <time>', 'with or without --since: received before this time (a duration back from now or an ISO 8601 time)').argParser((v) => parseTimeAgo(v)))
     .addOption(new Option('--log <file>', 'delivery log written by listen').default(DEFAULT_LOG_FILE))
     .addOption(new Option('--to <url>', 'send here instead of the URL each delivery was received at').argParser(parseForwardUrl))
     .addOption(
@@ -42,11 +46,14 @@ refused as a replay. Exits 1 when any replay is not answered 2xx.
 Examples:
   $ svc-cli replay --last 1
   $ svc-cli replay whd_01a2271f… 9e0ca7e6          (a full id, or the tail listen and deliveries list print)
-  $ svc-cli replay --last 5 --to http://localhost:3000/webhooks/svc --secret whsec_...`,
+  $ svc-cli replay --last 5 --to http://localhost:3000/webhooks/svc --secret whsec_...
+  $ svc-cli replay --since 2h --until 30m --to http://localhost:3000/webhooks/svc --secret whsec_...`,
     )
     .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
       const { json } = globalOptions(command);
-      if (ids.length === 0 && opts.last === undefined) throw new CliError('nothing to replay: give delivery ids or --last N');
+      if (ids.length === 0 && opts.last === undefined && opts.since === undefined && opts.until === undefined) {
+        throw new CliError('nothing to replay: give delivery ids, --last N, or --since/--until');
+      }
       const entries = await readDeliveryLog(opts.log, io);
       const chosen = select(entries, ids, opts);
       if (opts.last !== undefined && opts.last > entries.length) {
@@ -126,6 +133,20 @@ function select(entries: LoggedDelivery[], ids: string[], opts: ReplayOptions): 
   }
   if (opts.last !== undefined) {
     for (const entry of entries.slice(-opts.last)) if (!chosen.includes(entry)) chosen.push(entry);
+  }
+  if (opts.since !== undefined || opts.until !== undefined) {
+    const from = opts.since === undefined ? -Infinity : Date.parse(opts.since);
+    const to = opts.until === undefined ? Infinity : Date.parse(opts.until);
+    const inRange = entries.filter((e) => Date.parse(e.time) >= from && Date.parse(e.time) < to);
+    if (inRange.length === 0) {
+      const range = [opts.since && `at or after ${opts.since}`, opts.until && `before ${opts.until}`].filter(Boolean).join(' and ');
+      throw new CliError(`no delivery in ${opts.log} was received ${range} (it holds ${entries.length}, from ${entries[0]!.time} to ${entries.at(-1)!.time})`);
+    }
+    // A delivery retried within the range is logged once per attempt: it is replayed once, its latest copy.
+    for (const entry of inRange) {
+      const later = entry.id !== null && inRange.findLast((e) => e.id === entry.id) !== entry;
+      if (!later && !chosen.includes(entry)) chosen.push(entry);
+    }
   }
   return chosen;
 }
