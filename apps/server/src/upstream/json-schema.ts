@@ -377,24 +377,24 @@ function fillObject(schema: JsonSchema, properties: JsonSchema, root: JsonSchema
       subSchema.default !== undefined ||
       (PLACE.test(key) && state.hints.names.length > state.usedNames) ||
       (Array.isArray(subSchema.enum) && mentionedValue(subSchema.enum, state) !== undefined);
-    if (required.has(key) || supplied) out[key] = sample(subSchema, root, key, state, depth + 1, variant);
+    if (required.has(key) || supplied) setOwn(out, key, sample(subSchema, root, key, state, depth + 1, variant));
   }
   const additional = isRecord(schema.additionalProperties) ? schema.additionalProperties : {};
   for (const key of required) {
-    if (!(key in out)) out[key] = sample(additional, root, key, state, depth + 1, variant);
+    if (!Object.hasOwn(out, key)) setOwn(out, key, sample(additional, root, key, state, depth + 1, variant));
   }
   let filled = Object.keys(out).length;
   for (const [key, sub] of Object.entries(properties)) {
     if (filled >= minProperties) break;
-    if (!(key in out)) {
-      out[key] = sample(asSchema(sub), root, key, state, depth + 1, variant);
+    if (!Object.hasOwn(out, key)) {
+      setOwn(out, key, sample(asSchema(sub), root, key, state, depth + 1, variant));
       filled++;
     }
   }
   // minProperties above the declared ones: more properties, as additionalProperties allows (bounded by maxSteps).
   for (let n = 1; filled < minProperties && schema.additionalProperties !== false; n++) {
     spend(state.work);
-    if (`property${n}` in out) continue;
+    if (Object.hasOwn(out, `property${n}`)) continue;
     out[`property${n}`] = sample(additional, root, `property${n}`, state, depth + 1, variant);
     filled++;
   }
@@ -500,12 +500,12 @@ function validate(schema: unknown, value: unknown, root: unknown, path: string, 
   }
   if (isRecord(value)) {
     const properties = asSchema(s.properties);
-    if (Array.isArray(s.required)) for (const key of s.required) if (typeof key === 'string' && !(key in value)) fail(`missing required property ${key}`);
+    if (Array.isArray(s.required)) for (const key of s.required) if (typeof key === 'string' && !Object.hasOwn(value, key)) fail(`missing required property ${key}`);
     const count = Object.keys(value).length;
     if (typeof s.minProperties === 'number' && count < s.minProperties) fail(`must have at least ${s.minProperties} properties`);
     if (typeof s.maxProperties === 'number' && count > s.maxProperties) fail(`must have at most ${s.maxProperties} properties`);
     for (const [key, item] of Object.entries(value)) {
-      if (key in properties) append(errors, validate(properties[key], item, r, `${path}.${key}`, work, next));
+      if (Object.hasOwn(properties, key)) append(errors, validate(properties[key], item, r, `${path}.${key}`, work, next));
       else if (s.additionalProperties === false) fail(`unexpected property ${key}`);
       else if (isRecord(s.additionalProperties)) append(errors, validate(s.additionalProperties, item, r, `${path}.${key}`, work, next));
     }
@@ -521,14 +521,33 @@ function append(errors: string[], more: string[]): void {
   for (const error of more) errors.push(error);
 }
 
+/**
+ * The schema a local `$ref` points at, or `{}` when it points at nothing: a member the schema does not have itself
+ * (`#/constructor` is not Object.prototype's), or a part with malformed percent-encoding (`#/%E0`), which threw a
+ * URIError that the request was answered with as a malformed URL.
+ */
 function resolveRef(ref: string, root: JsonSchema): JsonSchema {
   if (!ref.startsWith('#')) return {};
   let current: unknown = root;
   for (const part of ref.slice(1).split('/').filter(Boolean)) {
-    const key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
-    current = isRecord(current) ? current[key] : undefined;
+    let key: string;
+    try {
+      key = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      return {};
+    }
+    current = isRecord(current) && Object.hasOwn(current, key) ? current[key] : undefined;
   }
   return asSchema(current);
+}
+
+/**
+ * `out[key] = value` as an own property whatever the name: assigning `__proto__` would set the object's prototype
+ * instead (the property missing from the JSON written), and a required `toString` or `constructor`, found by `in`
+ * on Object.prototype, was never written.
+ */
+function setOwn(out: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
 }
 
 function jsonType(value: unknown): string {

@@ -117,3 +117,34 @@ describe('numbers from the question and the answer', () => {
     expect(sampleFromSchema(schema, { ...hints('When?'), numbers: [1889, 330] })).toEqual({ height_m: 1889, completedYear: 330 });
   });
 });
+
+/** Property names that are also members of Object.prototype, as a client's JSON can name them. */
+describe('property names of Object.prototype (__proto__, constructor, toString)', () => {
+  const schema = JSON.parse(
+    '{"type":"object","properties":{"__proto__":{"type":"string"},"constructor":{"type":"string"}},' +
+      '"required":["__proto__","constructor","toString","hasOwnProperty"],"additionalProperties":{"type":"integer"}}',
+  ) as Record<string, unknown>;
+
+  it('are written as the object own properties that a strict schema requires', () => {
+    const value = sampleFromSchema(schema, hints('Look it up.'));
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(Object.keys(JSON.parse(JSON.stringify(value)) as object).sort()).toEqual(['__proto__', 'constructor', 'hasOwnProperty', 'toString']);
+    expect(validateJsonSchema(schema, JSON.parse(JSON.stringify(value)))).toEqual([]);
+  });
+
+  it('are missing from a value that only inherits them, and unexpected where no property allows them', () => {
+    expect(validateJsonSchema({ type: 'object', required: ['toString', '__proto__'] }, {})).toEqual([
+      '$: missing required property toString',
+      '$: missing required property __proto__',
+    ]);
+    expect(validateJsonSchema({ type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false }, JSON.parse('{"constructor":1}'))).toEqual([
+      '$: unexpected property constructor',
+    ]);
+  });
+
+  it('a $ref reaches the schema own members only, and one with malformed percent-encoding reaches nothing, as an unknown one', () => {
+    const refs = { type: 'object', properties: { a: { $ref: '#/constructor' }, b: { $ref: '#/properties/%E0' } }, required: ['a', 'b'], additionalProperties: false };
+    expect(validateJsonSchema(refs, { a: 1, b: 'x' })).toEqual([]);
+    expect(sampleFromSchema(refs, hints('hi'))).toMatchObject({ a: expect.anything(), b: expect.anything() });
+  });
+});
