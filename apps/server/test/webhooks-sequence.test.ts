@@ -171,7 +171,9 @@ describe('a receiver that acknowledges a delivery without keeping it', () => {
     expect(reports[2]).toMatchObject({ skipped: three, skippedCount: 1 });
 
     // The receiver finds the delivery by its number and asks for it again: same bytes, the hole closes.
-    const lost = (await server.running.store.deliveries.list(key.id, { limit: 10 })).rows.find((row) => payloadOf(row.payload).sequence === 3)!;
+    const { store } = server.running;
+    const listed = await Promise.all((await store.deliveries.list(key.id, { limit: 10 })).rows.map(async (row) => (await store.deliveries.byId(row.id))!));
+    const lost = listed.find((row) => payloadOf(row.payload).sequence === 3)!;
     await eventually(async () => (await server!.running.store.deliveries.byId(lost.id))?.status === 'delivered');
     const res = await fetch(`${server.url}/v1/webhooks/deliveries/${lost.id}/redeliver`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
     expect(res.status, await res.text()).toBe(202);

@@ -1,6 +1,6 @@
 import type { DashboardDelivery, DashboardDeliveryAttempt, DashboardKey, DeliveryOutcome } from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import type { AttemptRow, DeliveryRow, Retrying } from '../storage/outbox-store.js';
+import type { AttemptRow, DeliveryRow, DeliverySummaryRow, Retrying } from '../storage/outbox-store.js';
 import { isTestRequestId } from '../audit/audit-payload.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 import { attemptView, deliveryView } from '../webhooks/delivery-shapes.js';
@@ -36,7 +36,7 @@ export function keyView(key: ApiKeyRecord, now: number, retrying?: Retrying): Da
 }
 
 /** The API's view of a delivery, without `object`, marked `test` for test deliveries. */
-export function dashboardDeliveryView(row: DeliveryRow): DashboardDelivery {
+export function dashboardDeliveryView(row: DeliveryRow | DeliverySummaryRow): DashboardDelivery {
   const { object: _object, ...delivery } = deliveryView(row);
   return { ...delivery, test: isTestRequestId(row.request_id) };
 }

@@ -1,4 +1,4 @@
-import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type NewDelivery, type RedeliveryFilter, type Retrying } from './outbox-store.js';
+import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type DeliverySummaryRow, type NewDelivery, type RedeliveryFilter, type Retrying } from './outbox-store.js';
 
 /**
  * The outbox's SQL that SQLite and Postgres share, with `?` parameters (`numbered` turns them into Postgres's
@@ -133,9 +133,40 @@ export const LIST_CURSOR = `select created_at, id from webhook_deliveries where 
  */
 export function listSql(afterCursor: boolean, byStatus = false): string {
   const cursor = afterCursor ? ' and created_at <= ? and (created_at < ? or id < ?)' : '';
-  return `select * from webhook_deliveries where key_id = ?${byStatus ? ' and status = ?' : ''}${cursor}
+  return `select ${SUMMARY_COLUMNS} from webhook_deliveries where key_id = ?${byStatus ? ' and status = ?' : ''}${cursor}
   order by created_at desc, id desc limit ?`;
 }
+
+/**
+ * Characters of a payload a page of deliveries reads (`DeliverySummaryRow.payload_head`): its request's `status_code`
+ * comes before the prompt (audit-payload.ts), within the first few hundred. A page read every payload whole, and a
+ * key's 100 deliveries of 9 MB prompts made each page 1 GB read into memory, other keys' requests waiting on it.
+ */
+export const PAYLOAD_HEAD_CHARS = 1024;
+
+/** Every column of a delivery but its payload. */
+const SUMMARY_COLUMN_NAMES = [
+  'id',
+  'key_id',
+  'user_id',
+  'event',
+  'request_id',
+  'url',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'lease_until',
+  'leased_by',
+  'last_status_code',
+  'last_error',
+  'created_at',
+  'updated_at',
+  'delivered_at',
+] as const satisfies ReadonlyArray<keyof DeliverySummaryRow>;
+// A column added to webhook_deliveries and not listed above is a type error here, not a field missing from the list.
+const everyColumnListed: [Exclude<keyof DeliverySummaryRow, 'payload_head' | (typeof SUMMARY_COLUMN_NAMES)[number]>] extends [never] ? true : never = true;
+void everyColumnListed;
+const SUMMARY_COLUMNS = `${SUMMARY_COLUMN_NAMES.join(', ')}, substr(payload, 1, ${PAYLOAD_HEAD_CHARS}) as payload_head`;
 
 const LIST_TEXTS = [listSql(false), listSql(false, true), listSql(true), listSql(true, true)];
 
@@ -321,7 +352,7 @@ export function earliest(a: number | null, b: number | null): number | undefined
 }
 
 /** A page of `limit` rows out of `limit + 1` read, and whether there was more. */
-export function page(rows: DeliveryRow[], limit: number): { rows: DeliveryRow[]; hasMore: boolean } {
+export function page(rows: DeliverySummaryRow[], limit: number): { rows: DeliverySummaryRow[]; hasMore: boolean } {
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 

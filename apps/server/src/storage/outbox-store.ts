@@ -5,6 +5,12 @@ export type DeliveryRow = WebhookDeliveriesTable;
 export type AttemptRow = WebhookAttemptsTable;
 export type DeliveryRowStatus = DeliveryRow['status'];
 
+/**
+ * A delivery as a page of the list holds it: every column but the payload, of which only its first
+ * PAYLOAD_HEAD_CHARS characters (where the request's `status_code` is) are read.
+ */
+export type DeliverySummaryRow = Omit<DeliveryRow, 'payload'> & { payload_head: string };
+
 /** What a claim leaves out: receivers (URL origins) and users at their share of the worker. */
 export interface LeftOut {
   origins: readonly string[];
@@ -206,7 +212,7 @@ export interface OutboxStore {
   /** Any delivery by id. */
   byId(id: string): Promise<DeliveryRow | undefined>;
   /** Deliveries of one key, newest first; `before` is the id of the last delivery of the previous page. */
-  list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }>;
+  list(keyId: string, options: ListOptions): Promise<{ rows: DeliverySummaryRow[]; hasMore: boolean }>;
   /** One delivery of one key with its attempts (oldest first); undefined for another key's id. */
   get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined>;
   /**

@@ -11,6 +11,7 @@ import {
   type LeftOut,
   NOTHING_LEFT_OUT,
   type DeliveryRow,
+  type DeliverySummaryRow,
   type ListOptions,
   type RedeliveryFilter,
   type Retrying,
@@ -387,14 +388,14 @@ export class PostgresOutboxStore implements OutboxStore {
     return (await run<DeliveryRow>(this.db, pg.BY_ID, [id])).rows[0];
   }
 
-  async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
+  async list(keyId: string, options: ListOptions): Promise<{ rows: DeliverySummaryRow[]; hasMore: boolean }> {
     let cursor: Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
     if (options.before !== undefined) {
       cursor = (await run<Pick<DeliveryRow, 'created_at' | 'id'>>(this.db, pg.LIST_CURSOR, [keyId, options.before])).rows[0];
       if (!cursor) return { rows: [], hasMore: false };
     }
     const [text, params] = listQuery(keyId, options.status, cursor, options.limit + 1);
-    return page((await run<DeliveryRow>(this.db, numberedOnce(text), params)).rows, options.limit);
+    return page((await run<DeliverySummaryRow>(this.db, numberedOnce(text), params)).rows, options.limit);
   }
 
   async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {

@@ -14,6 +14,7 @@ import {
   type LeftOut,
   NOTHING_LEFT_OUT,
   type DeliveryRow,
+  type DeliverySummaryRow,
   type ListOptions,
   type RedeliveryFilter,
   type Retrying,
@@ -282,7 +283,7 @@ export class SqliteOutboxStore implements OutboxStore {
     return this.stmt(BY_ID).get(id) as DeliveryRow | undefined;
   }
 
-  async list(keyId: string, options: ListOptions): Promise<{ rows: DeliveryRow[]; hasMore: boolean }> {
+  async list(keyId: string, options: ListOptions): Promise<{ rows: DeliverySummaryRow[]; hasMore: boolean }> {
     if (this.busy) await this.transactionEnded();
     let cursor: Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
     if (options.before !== undefined) {
@@ -290,7 +291,7 @@ export class SqliteOutboxStore implements OutboxStore {
       if (!cursor) return { rows: [], hasMore: false };
     }
     const [text, params] = listQuery(keyId, options.status, cursor, options.limit + 1);
-    return page(this.stmt(text).all(...params) as DeliveryRow[], options.limit);
+    return page(this.stmt(text).all(...params) as DeliverySummaryRow[], options.limit);
   }
 
   async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {

@@ -7,13 +7,13 @@ import {
   type DeliveryListQuery,
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
-import type { AttemptRow, DeliveryRow, RedeliveryFilter } from '../storage/outbox-store.js';
+import type { AttemptRow, DeliveryRow, DeliverySummaryRow, RedeliveryFilter } from '../storage/outbox-store.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 
 // The deliveries API's shapes, shared by `/v1/webhooks/deliveries` and the dashboard API's deliveries routes.
 
-/** A delivery row as the API shows it (design §5). */
-export function deliveryView(row: DeliveryRow): Delivery {
+/** A delivery row, or a page's summary of one, as the API shows it (design §5). */
+export function deliveryView(row: DeliveryRow | DeliverySummaryRow): Delivery {
   return {
     id: row.id,
     object: 'webhook.delivery',
@@ -27,7 +27,7 @@ export function deliveryView(row: DeliveryRow): Delivery {
     created_at: isoTime(row.created_at),
     next_attempt_at: row.status === 'pending' ? isoTimeOrNull(row.next_attempt_at) : null,
     delivered_at: isoTimeOrNull(row.delivered_at),
-    request_status_code: requestStatusCode(row.payload),
+    request_status_code: requestStatusCode('payload' in row ? row.payload : row.payload_head),
   };
 }
 

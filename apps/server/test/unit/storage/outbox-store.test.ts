@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { DB_NOW_MS, type LeaseClock } from '../../../src/storage/postgres-outbox-store.js';
-import { BACKLOG, listQuery, PURGE_BATCH, TEST_SEND_LEASE, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
+import { BACKLOG, listQuery, PAYLOAD_HEAD_CHARS, PURGE_BATCH, TEST_SEND_LEASE, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
+import { deliveryView } from '../../../src/webhooks/delivery-shapes.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
@@ -294,6 +295,19 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect((await store.deliveries.list('key_a', { limit: 10, status: 'failed' })).rows.map((r) => r.id)).toEqual([rows[1]!.id]);
     expect(await store.deliveries.list('key_b', { limit: 10, before: rows[3]!.id })).toEqual({ rows: [], hasMore: false });
     expect(await store.deliveries.get('key_b', rows[0]!.id)).toBeUndefined();
+  });
+
+  it('a page holds no payload, only its head with the request status the list shows (9 MB prompts: a page of 100 read 1 GB)', async () => {
+    const prompt = 'x'.repeat(2 * 1024 * 1024);
+    const big = delivery({ payload: JSON.stringify({ event: 'llm.request.completed', request_id: 'chatcmpl-big', status_code: 502, prompt }) });
+    await store.deliveries.insertMany([big]);
+    const { rows } = await store.deliveries.list('key_a', { limit: 10 });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).not.toHaveProperty('payload');
+    expect(rows[0]!.payload_head.length).toBe(PAYLOAD_HEAD_CHARS);
+    expect(deliveryView(rows[0]!).request_status_code).toBe(502);
+    // The delivery itself still has every byte.
+    expect((await store.deliveries.get('key_a', big.id))?.delivery.payload).toBe(big.payload);
   });
 
   it('redelivers with the same id and bytes, due now, for the owning key only', async () => {

@@ -93,7 +93,8 @@ describe('OutboxSink', () => {
     await Promise.all(['req-a', 'req-b', 'req-c'].map((id) => sink.record(completed(id))));
     await sink.record(completed('req-d'));
     await new Promise((resolve) => setImmediate(resolve));
-    const { rows } = await store.deliveries.list(key.id, { limit: 10 });
+    const page = await store.deliveries.list(key.id, { limit: 10 });
+    const rows = await Promise.all(page.rows.map(async (r) => (await store.deliveries.byId(r.id))!));
     const sequenceOf = Object.fromEntries(rows.map((r) => [r.request_id, JSON.parse(r.payload).sequence]));
     expect(sequenceOf).toEqual({ 'req-a': 1, 'req-b': 2, 'req-c': 3, 'req-d': 4 });
     expect(adopted.sort()).toEqual(rows.map((r) => r.payload).sort());
