@@ -205,3 +205,14 @@ describe('jsonValuesText: a schema costs no more than its size', () => {
     expect(text).toContain('Acme');
   });
 });
+
+describe('jsonValuesText: a $ref that reaches nothing', () => {
+  it('one with malformed percent-encoding, or naming a member of Object.prototype, is no schema: the answer is read as without one', () => {
+    // decodeURIComponent threw a URIError out of the check; the chat request was answered 400 "The request URL is malformed".
+    const answer = '{"city": "Paris", "kind": "leaf"}';
+    for (const ref of ['#/%E0', '#/constructor', '#/__proto__', '#/properties/toString']) {
+      const schema = { type: 'object', properties: { city: { $ref: ref }, kind: { $ref: ref } } };
+      expect(jsonValuesText(answer, schema), ref).toBe(jsonValuesText(answer));
+    }
+  });
+});

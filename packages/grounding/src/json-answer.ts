@@ -196,13 +196,22 @@ function expand(schema: Schema, root: Schema): Schema[] {
   return out;
 }
 
-/** A local `$ref` ("#", "#/$defs/Label", "#/definitions/x"), or undefined. */
+/**
+ * A local `$ref` ("#", "#/$defs/Label", "#/definitions/x"), or undefined: also for a part with malformed
+ * percent-encoding ("#/%E0", whose URIError escaped the check) and for a name the schema has only by inheritance
+ * ("#/constructor", "#/__proto__").
+ */
 function resolveRef(ref: string, root: Schema): Schema | undefined {
   if (!ref.startsWith('#')) return undefined;
   let node: unknown = root;
   for (const part of ref.slice(1).split('/').slice(1)) {
-    const name = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
-    if (!isSchema(node) && !Array.isArray(node)) return undefined;
+    let name: string;
+    try {
+      name = decodeURIComponent(part).replace(/~1/g, '/').replace(/~0/g, '~');
+    } catch {
+      return undefined;
+    }
+    if ((!isSchema(node) && !Array.isArray(node)) || !Object.hasOwn(node, name)) return undefined;
     node = (node as Record<string, unknown>)[name];
   }
   return isSchema(node) ? node : undefined;
