@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { checkGrounding } from './check.js';
 import { readCodeBlocks } from './code-blocks.js';
+import { splitClaims } from './claims.js';
+import { buildSourceIndex } from './source-index.js';
+import { PassageSearch, questionTerms, supportClaim } from './support.js';
 import { stem } from './tokenize.js';
 
 // A library's documentation as a RAG source, and a coding assistant's answer built from its documented API.
@@ -246,5 +249,20 @@ describe('bounded work in code blocks', () => {
     const reading = readCodeBlocks(answer, stem);
     expect(reading.text).toHaveLength(answer.length);
     expect(reading.names.map((n) => n.name)).toContain('AcmeClient');
+  });
+});
+
+describe('bounded work in looking names up', () => {
+  // Each name of a snippet is looked for in the question once per check, as in the sources: looked for at each of its
+  // places, a name written 16,000 times against a question that holds it 13,000 times (inside longer names) took
+  // 200 million steps, past the test timeout (1.6 s at the check's 16 KB bound, on the grounding thread).
+  it('a name repeated in a snippet and inside a long question is looked for once', () => {
+    const answer = `\`\`\`js\n${'x.y '.repeat(16_000)}\n\`\`\``;
+    const question = 'zx.yz'.repeat(13_000);
+    const [index, terms, search] = [buildSourceIndex([JS_DOCS]), questionTerms(question), new PassageSearch()];
+    const supports = splitClaims(answer).map((claim) => supportClaim(index, terms, claim, search, [JS_DOCS]));
+    const names = supports.flatMap((s) => s.terms.filter((t) => t.term.link?.name === 'x.y'));
+    expect(names.length).toBeGreaterThan(10_000);
+    expect(names.every((t) => t.support === 0)).toBe(true);
   });
 });

@@ -210,8 +210,8 @@ export interface Conversion {
 }
 
 /**
- * Per check (its PassageSearch), whether the sources hold each name of code looked for (`holdsCodeName`): a snippet
- * names the same few things many times, and each is looked for in the sources' text once.
+ * Per check (its PassageSearch), whether the sources or the question hold each name of code looked for
+ * (`holdsCodeName`): a snippet names the same few things many times, and each is looked for in their text once.
  */
 const codeNamesHeld = new WeakMap<PassageSearch, Map<string, boolean>>();
 
@@ -227,9 +227,11 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, te
     const codeOnly = term.link.codeOnly === true;
     for (const name of term.link.names ?? [term.link.name]) {
       const key = codeOnly ? `(${name}` : name;
+      // The question too, once per name: it is up to 16 KB that may hold the name thousands of times, and a
+      // snippet may name it thousands of times (each a scan of all its places, quadratic).
       let found = held.get(key);
-      if (found === undefined) held.set(key, (found = holdsCodeName(texts, name, codeOnly)));
-      if (found || holdsCodeName([question.text], name, codeOnly)) return 1;
+      if (found === undefined) held.set(key, (found = holdsCodeName(texts, name, codeOnly) || holdsCodeName([question.text], name, codeOnly)));
+      if (found) return 1;
     }
     return 0;
   }
