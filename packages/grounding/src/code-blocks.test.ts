@@ -252,6 +252,25 @@ describe('bounded work in code blocks', () => {
   });
 });
 
+describe('bounded work in reading fences and shell words', () => {
+  // Both were quadratic in a regex's backtracking over one long line: 0.8 s and 0.4 s at the check's 16 KB bound,
+  // these long lines past the test timeout (26 s and 22 s).
+  it('a long line after a fence mark that ends in a backtick opens no block', () => {
+    const line = `\`\`\`${'a'.repeat(100_000)}\``;
+    const answer = `${line}\n\n\`\`\`js\nconst c = new AcmeClient();\n\`\`\``;
+    const reading = readCodeBlocks(answer, stem);
+    expect(reading.text.slice(0, line.length)).toBe(line);
+    expect(reading.names.map((n) => n.name)).toEqual(['AcmeClient']);
+  });
+
+  it('a shell line of escaped double quotes that never close is read once', () => {
+    const answer = `\`\`\`bash\nacme run ${'"\\'.repeat(80_000)}\nacme deploy --region eu\n\`\`\``;
+    const reading = readCodeBlocks(answer, stem);
+    expect(reading.text).toHaveLength(answer.length);
+    expect(reading.names.map((n) => n.name)).toEqual(expect.arrayContaining(['acme', 'run', 'deploy', '--region']));
+  });
+});
+
 describe('bounded work in looking names up', () => {
   // Each name of a snippet is looked for in the question once per check, as in the sources: looked for at each of its
   // places, a name written 16,000 times against a question that holds it 13,000 times (inside longer names) took
