@@ -15,11 +15,12 @@ export function storageFault(err: unknown): string | undefined {
   const { code, message } = err as { code?: unknown; message?: unknown };
   const text = typeof message === 'string' ? message : '';
   if (typeof code === 'string' && code.startsWith('SQLITE_')) return sqliteFault(code, text);
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return postgresFault(code, text);
-  // pg's own errors when a connection ends or cannot open: no SQLSTATE, a Node code or only a message.
+  // pg's own errors when a connection ends or cannot open: no SQLSTATE, a Node code or only a message. Before the
+  // SQLSTATE test: EPIPE has a SQLSTATE's shape (five capitals).
   if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOTFOUND|EAI_AGAIN)$/.test(code)) {
     return `${code}: Postgres cannot be reached (${text}); svc serves again once it is back`;
   }
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return postgresFault(code, text);
   if (err instanceof QueryWaitError) {
     return `${text}: the network to it drops packets (a partition, or a failover that left SVC_DATABASE_URL's address unanswered) or it is stalled; the connection was closed and the next query opens a new one; svc serves again once Postgres answers`;
   }
