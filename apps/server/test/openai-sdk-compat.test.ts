@@ -365,6 +365,21 @@ describe('details SDKs notice', () => {
     expect(notString).toMatchObject({ status: 400, code: 'invalid_type', param: 'stop[1]' });
   });
 
+  it('a revoked key is an AuthenticationError saying it was revoked, and when; a wrong key, that it is incorrect', async () => {
+    const { token: revokedToken, key } = await server.createKey();
+    await server.running.store.keys.revoke(key.id, Date.parse('2026-11-02T10:00:00.000Z'));
+    const baseURL = `${server.url}/v1`;
+    const revoked = await rejection(new OpenAI({ apiKey: revokedToken, baseURL, maxRetries: 0 }).chat.completions.create(ask));
+    expect(revoked).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(revoked).toMatchObject({ status: 401, type: 'authentication_error', code: 'invalid_api_key', param: null });
+    expect(revoked.message).toContain(`This API key (${key.prefix}) was revoked on 2026-11-02T10:00:00.000Z.`);
+    const wrong = await rejection(new OpenAI({ apiKey: `${token}x`, baseURL, maxRetries: 0 }).models.list());
+    expect(wrong).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(wrong).toMatchObject({ code: 'invalid_api_key' });
+    expect(wrong.message).toContain('Incorrect API key provided.');
+    expect(wrong.message).not.toContain('revoked');
+  });
+
   it('models.retrieve("svc01") returns the model object', async () => {
     expect(await client.models.retrieve('svc01')).toEqual({ id: 'svc01', object: 'model', created: expect.any(Number), owned_by: 'svc' });
   });

@@ -17,7 +17,8 @@ export type Authenticate = (header: string | undefined) => ApiKeyRecord | Promis
 
 /**
  * `Authorization: Bearer <key>` → the key. The token is hashed and looked up by hash, so no comparison
- * ever touches the secret. Missing → 401 missing_api_key; unknown or revoked → 401 invalid_api_key.
+ * ever touches the secret. Missing → 401 missing_api_key; unknown or revoked → 401 invalid_api_key (a revoked key's message says
+ * it was revoked, and when).
  * A cached key is answered synchronously (no promise on the hot path).
  *
  * @example
@@ -27,8 +28,16 @@ export type Authenticate = (header: string | undefined) => ApiKeyRecord | Promis
 export function createAuthenticator(deps: AuthDeps): Authenticate {
   const lastTouched = new Map<string, number>();
   const accept = (key: ApiKeyRecord | undefined): ApiKeyRecord => {
-    if (!key || key.revoked_at !== null) {
+    if (!key) {
       throw new ApiError('invalid_api_key', 'Incorrect API key provided. Create or look up your keys in the dashboard (Settings → API Keys).');
+    }
+    if (key.revoked_at !== null) {
+      // Only the key's holder reads this, and only with the key itself: telling "revoked" from "wrong" tells them
+      // to replace the key rather than hunt for a typo, and gives away nothing they did not hold.
+      throw new ApiError(
+        'invalid_api_key',
+        `This API key (${key.prefix}) was revoked on ${new Date(key.revoked_at).toISOString()}. Create a new key in the dashboard (Settings → API Keys) or with 'svc-server keys create'.`,
+      );
     }
     const now = deps.clock();
     if ((lastTouched.get(key.id) ?? 0) + LAST_USED_RESOLUTION_MS <= now) {
