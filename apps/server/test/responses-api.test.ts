@@ -69,6 +69,36 @@ describe('POST /v1/responses (offline model)', () => {
     expect((await client().responses.create({ model: 'svc01', input: 'Hi' })).background).toBe(false);
   });
 
+  it("responses.cancel on a background response returns it in its final status, again on a second call; any other is refused in OpenAI's words", async () => {
+    const response = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'Where is the Eiffel Tower?', background: true });
+    const cancelled = await client().responses.cancel(response.id);
+    expect(cancelled).toMatchObject({ id: response.id, background: true, status: 'completed' });
+    expect(cancelled.output).toEqual(response.output);
+    expect(await client().responses.cancel(response.id)).toEqual(cancelled);
+
+    const foreground = await client().responses.create({ model: 'svc01', input: 'Hi' });
+    const refused = await client().responses.cancel(foreground.id).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_request', param: null });
+    expect((refused as Error).message).toContain('Only responses created with background=true can be cancelled');
+    const elsewhere = new OpenAI({ apiKey: otherToken, baseURL: `${offline.url}/v1`, maxRetries: 0 });
+    for (const missing of [elsewhere.responses.cancel(response.id), client().responses.cancel('resp_nothing')]) {
+      expect(await missing.catch((err: unknown) => err)).toBeInstanceOf(OpenAI.NotFoundError);
+    }
+    expect(await client().responses.retrieve(response.id)).toMatchObject({ status: 'completed' });
+  });
+
+  it('refuses background: true with store: false (it could never be polled), naming background', async () => {
+    const refused = await client()
+      .responses.create({ model: 'svc01', input: 'Where is the Eiffel Tower?', background: true, store: false })
+      .catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, code: 'invalid_value', param: 'background' });
+    expect((refused as Error).message).toContain("background mode requires 'store' to be true");
+    const stateless = await client().responses.create({ model: 'svc01', input: 'Hi', store: false });
+    expect(stateless.status).toBe('completed');
+  });
+
   it('refuses to stream a stored response again with a 400 naming stream, rather than an empty stream', async () => {
     const response = await client().responses.create({ model: 'svc01', input: 'Hello' });
     const refused = await client()

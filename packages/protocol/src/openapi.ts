@@ -363,6 +363,21 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     },
   });
   registry.registerPath({
+    method: 'post',
+    path: '/v1/responses/{response_id}/cancel',
+    operationId: 'cancelResponse',
+    tags: ['Responses'],
+    summary: 'Cancel a background response',
+    description:
+      'OpenAI\'s cancel for a response created with `background: true`. svc answers a background request once it is finished, so the response is already in its final status: it is returned as it is (cancelling twice returns it again, as OpenAI does). A response created without `background` is a 400.',
+    security: apiKey,
+    request: { params: ResponseIdParams },
+    responses: {
+      200: json(ResponseObjectSchema, 'The response, in its final status.'),
+      ...errorResponses(['not_found', 'invalid_request', ...AUTH_ERRORS]),
+    },
+  });
+  registry.registerPath({
     method: 'get',
     path: '/v1/responses/{response_id}/input_items',
     operationId: 'listResponseInputItems',

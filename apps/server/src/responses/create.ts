@@ -56,6 +56,7 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       const turn = turns();
       const sent = await parseRequestBodyInTurns(RESPONSES_REQUEST, raw, turn);
       requireSvcModel(sent.model);
+      requireStoreForBackground(sent);
       const request = await withReferencesResolved(deps, key.id, sent, turn);
       await pace(turn);
       const history = await conversation(deps, key.id, request.previous_response_id);
@@ -121,6 +122,19 @@ export const RESPONSES_REQUEST: ListedRequest<ResponseCreateWireRequest> = {
   outer: ResponseCreateRequestOuterSchema,
   lists: [{ key: 'input', items: z.array(ResponseRequestItemSchema) }],
 };
+
+/**
+ * `background: true` with `store: false`, refused before the upstream is asked: a background response is there to
+ * be polled (`GET /v1/responses/{id}`) and cancelled, and one svc keeps no copy of would answer both with a 404.
+ */
+function requireStoreForBackground(request: ResponseCreateWireRequest): void {
+  if (request.background !== true || request.store !== false) return;
+  throw new ApiError(
+    'invalid_value',
+    "background mode requires 'store' to be true: a background response is kept so that it can be polled with GET /v1/responses/{id} and cancelled. Leave 'store' out (it defaults to true), or leave 'background' out to get the answer in this response alone.",
+    { param: 'background' },
+  );
+}
 
 function isReference(item: ResponseRequestItem): item is ItemReference {
   return item.type === 'item_reference' || (item.type == null && !('role' in item));

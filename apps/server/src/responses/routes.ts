@@ -7,8 +7,8 @@ import { createResponse, type ResponsesDeps } from './create.js';
 const MAX_LIST_LIMIT = 100;
 
 /**
- * `/v1/responses` (behind the key and the rate limit, as every /v1 route): create, read back, delete, and
- * list a response's input items. A response of another key reads as not found.
+ * `/v1/responses` (behind the key and the rate limit, as every /v1 route): create, read back, delete, cancel
+ * (a background one), and list a response's input items. A response of another key reads as not found.
  *
  * @example
  * v1.use('/responses', responsesRouter(deps));
@@ -35,6 +35,20 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     if (!(await deps.responses.delete(apiKeyOf(res).id, req.params.id))) throw notFound(req.params.id);
     res.json({ id: req.params.id, object: 'response', deleted: true });
   });
+  // OpenAI's `responses.cancel`: only a background response can be cancelled, and cancelling one that already
+  // reached its final status returns it as it is. svc answers a background request once it is finished, so every
+  // background response it stores is final: the SDK's cancel-then-read code works and gets what was generated.
+  router.post('/:id/cancel', async (req, res) => {
+    const json = await deps.responses.responseJson(apiKeyOf(res).id, req.params.id);
+    if (json === undefined) throw notFound(req.params.id);
+    if (!createdInBackground(json)) {
+      throw new ApiError(
+        'invalid_request',
+        `Only responses created with background=true can be cancelled; response '${req.params.id}' was answered when it finished. Its result stands: read it with GET /v1/responses/${req.params.id}, or delete it.`,
+      );
+    }
+    res.type('json').send(json);
+  });
   router.get('/:id/input_items', async (req, res) => {
     const items = await deps.responses.inputItems(apiKeyOf(res).id, req.params.id);
     if (!items) throw notFound(req.params.id);
@@ -49,6 +63,17 @@ export function responsesRouter(deps: ResponsesDeps): Router {
  */
 function withStatus(item: ResponseInputItem): ResponseInputItem {
   return 'status' in item && item.status != null ? item : { ...item, status: 'completed' };
+}
+
+/**
+ * A stored response's `background`. Its JSON opens with fields svc writes itself (`id`, `object`, `created_at`,
+ * `status`, `completed_at`, `background`: translate.ts), so the flag is read off the head rather than by parsing
+ * what may be megabytes of echoed `instructions`; JSON of another shape is parsed.
+ */
+function createdInBackground(json: string): boolean {
+  const head = /^\{"id":"[\w-]+","object":"response","created_at":\d+,"status":"\w+","completed_at":(?:\d+|null),"background":(true|false)[,}]/.exec(json);
+  if (head) return head[1] === 'true';
+  return (JSON.parse(json) as { background?: unknown }).background === true;
 }
 
 function notFound(id: string): ApiError {
