@@ -344,3 +344,65 @@ describe('DeepSeek-R1 distills whose chat template opened <think> in the prompt 
     expect(await streamedText({ max_tokens: 20 })).toMatchObject({ content: 'The Eiffel Tower is', reasoning: REASONING });
   });
 });
+
+describe('a hybrid model served for both modes (SVC_UPSTREAM_MODEL=Qwen/Qwen3-8B, no separate thinking model)', () => {
+  // Qwen3-8B thinks unless its template is told not to: svc.thinking (off by default) is that switch.
+  const REASONING = 'The document gives the height: 330 metres.';
+  const ANSWER = 'It is 330 metres tall.';
+  const messages = [
+    { role: 'system' as const, content: DOC },
+    { role: 'user' as const, content: 'How tall is the Eiffel Tower?' },
+  ];
+  type Message = OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+  const reasoningOf = (res: OpenAI.ChatCompletion) => (res.choices[0]!.message as Message).reasoning_content;
+
+  it.each(['Qwen/Qwen3-8B', 'zai-org/GLM-4.5-Air'])(
+    'behind vLLM (%s): answers without thinking unless svc.thinking asks for it (an effort set for both modes does not); the client’s own chat_template_kwargs win',
+    async (model) => {
+      const hybrid = await startAuditedServer({ SVC_UPSTREAM_MODEL: model });
+      try {
+        hybrid.upstream.setBehavior({ hybrid: 'vllm', reasoning: REASONING, answer: ANSWER });
+        const plain = await hybrid.client.chat.completions.create({ model: 'svc01', messages });
+        expect(plain.choices[0]!.message.content).toBe(ANSWER);
+        expect(reasoningOf(plain)).toBeUndefined();
+        const stream = await hybrid.client.chat.completions.create({ model: 'svc01', messages, stream: true });
+        expect(await readStream(stream)).toMatchObject({ content: ANSWER, reasoning: '' });
+
+        const thinking = await hybrid.client.chat.completions.create({ model: 'svc01', messages, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+        expect(reasoningOf(thinking)).toBe(REASONING);
+        expect(reasoningOf(await hybrid.client.chat.completions.create({ model: 'svc01', messages, reasoning_effort: 'low' }))).toBeUndefined();
+        const own = { model: 'svc01', messages, chat_template_kwargs: { enable_thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming;
+        expect(reasoningOf(await hybrid.client.chat.completions.create(own))).toBe(REASONING);
+      } finally {
+        await hybrid.close();
+      }
+    },
+  );
+
+  it('behind Ollama (qwen3:8b, <think> in content): reasoning_effort "none" is sent while thinking is off, over an effort set for both modes', async () => {
+    const hybrid = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'qwen3:8b' });
+    try {
+      hybrid.upstream.setBehavior({ hybrid: 'ollama', reasoning: REASONING, reasoningField: 'think-tags', answer: ANSWER });
+      const plain = await hybrid.client.chat.completions.create({ model: 'svc01', messages, reasoning_effort: 'low' });
+      expect(plain.choices[0]!.message.content).toBe(ANSWER);
+      expect(reasoningOf(plain)).toBeUndefined();
+      const thinking = await hybrid.client.chat.completions.create({ model: 'svc01', messages, reasoning_effort: 'low', svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      expect(thinking.choices[0]!.message.content).toBe(ANSWER);
+      expect(reasoningOf(thinking)).toBe(`\n${REASONING}\n`);
+    } finally {
+      await hybrid.close();
+    }
+  });
+
+  it('leaves models that only answer or only think as they are (no switch sent): Qwen3-30B-A3B-Instruct-2507, o4-mini', async () => {
+    const instruct = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'Qwen/Qwen3-30B-A3B-Instruct-2507' });
+    try {
+      await instruct.client.chat.completions.create({ model: 'svc01', messages });
+      expect(instruct.upstream.requests[0]!.body).not.toHaveProperty('chat_template_kwargs');
+    } finally {
+      await instruct.close();
+    }
+    await client.chat.completions.create({ model: 'svc01', messages, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    expect(upstream.requests[0]!.body).not.toHaveProperty('chat_template_kwargs');
+  });
+});

@@ -15,6 +15,7 @@ import {
 import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
 import type { UpstreamBody } from '../upstream/upstream.js';
+import { withThinkingSwitch } from '../upstream/hybrid-thinking.js';
 
 /** `messages[0].content` from a zod path. */
 export function formatParam(path: ReadonlyArray<PropertyKey>): string {
@@ -286,7 +287,10 @@ export const CHAT_REQUEST: ListedRequest<ChatCompletionRequest> = {
   ],
 };
 
-/** What goes upstream: spec defaults, thinking mode, the mapped model, `svc` removed, usage always requested. */
+/**
+ * What goes upstream: spec defaults, thinking mode (the model, its temperature and a hybrid model's switch), the
+ * mapped model, `svc` removed, usage always requested.
+ */
 export function toUpstreamBody(
   request: ChatCompletionRequest,
   models: { model: string; thinkingModel: string },
@@ -311,7 +315,7 @@ export function toUpstreamBody(
     delete body.stream;
     delete body.stream_options;
   }
-  return { body, thinking, streaming };
+  return { body: withThinkingSwitch(body, thinking), thinking, streaming };
 }
 
 /** `svc.dehallucinate` as requested: the grounding check runs unless the request turns it off. */

@@ -80,7 +80,7 @@ export interface UpstreamRequest {
   body: UpstreamBody;
   /** Aborted when the client goes away or the gateway gives up. */
   signal: CallSignal;
-  /** `svc.thinking` was requested (real upstreams see it only through the model and temperature). */
+  /** `svc.thinking` was requested (real upstreams see it through the model, the temperature and a hybrid's switch). */
   thinking: boolean;
 }
 

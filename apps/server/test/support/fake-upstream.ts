@@ -29,6 +29,12 @@ export interface FakeUpstreamBehavior {
    */
   reasoningField?: 'reasoning_content' | 'reasoning' | 'think-tags';
   /**
+   * A hybrid model (Qwen3-8B): `reasoning` is emitted only while thinking is on, as its server reads the switch —
+   * `vllm` (and SGLang, llama.cpp): `chat_template_kwargs.enable_thinking` (on unless false); `ollama`:
+   * `reasoning_effort` (on unless `none`).
+   */
+  hybrid?: 'vllm' | 'ollama';
+  /**
    * Tokens the model reasoned with and does not show (OpenAI's reasoning models): counted in
    * `completion_tokens` and reported as `completion_tokens_details.reasoning_tokens`, as OpenAI reports them.
    */
@@ -170,6 +176,13 @@ export interface FakeUpstream {
 
 const DEFAULT_ANSWER = 'Hello from the fake upstream.';
 
+/** Whether a hybrid model served by `server` thinks for `body` (see `FakeUpstreamBehavior.hybrid`). */
+function hybridThinks(body: Record<string, unknown>, server: 'vllm' | 'ollama'): boolean {
+  if (server === 'ollama') return body.reasoning_effort !== 'none';
+  const kwargs = body.chat_template_kwargs as { enable_thinking?: unknown } | undefined;
+  return kwargs?.enable_thinking !== false;
+}
+
 /** One 32 KiB piece of the 16 MiB answer `sixteenMiBStream` streams: 32 words of 1,023 x's and a space. */
 export const BIG_CONTENT = ('x'.repeat(1023) + ' ').repeat(32);
 
@@ -275,7 +288,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     }
     const record: FakeUpstreamRequest = { method: req.method ?? '', url: req.url ?? '', body, headers: req.headers, aborted: false, httpVersion: req.httpVersion };
     requests.push(record);
-    const current = queue.shift() ?? behavior;
+    let current = queue.shift() ?? behavior;
     let destroyedByUs = false;
     res.on('close', () => {
       // An Http2ServerResponse counts as finished once its stream closed, reset or not: there, what tells is
@@ -342,6 +355,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       return;
     }
 
+    if (current.hybrid && !hybridThinks(body, current.hybrid)) current = { ...current, reasoning: undefined };
     const id = `chatcmpl-fake${requests.length}`;
     const created = Math.floor(Date.now() / 1000);
     const model = typeof body.model === 'string' ? body.model : 'fake-model';
