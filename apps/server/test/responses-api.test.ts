@@ -310,6 +310,24 @@ describe('POST /v1/responses over an upstream', () => {
     await upstream?.close();
   });
 
+  it('responses.cancel of a background stream still running says why it cannot stop it (not a 404); once ended it returns the response', async () => {
+    let speak!: () => void;
+    upstream.nextBehavior({ answer: 'The tower is in Paris.', silentUntil: new Promise<void>((resolve) => (speak = resolve)) });
+    const stream = await upstreamClient.responses.create({ model: 'svc01', input: 'Where is the tower?', background: true, stream: true });
+    let id = '';
+    let refused: unknown;
+    for await (const event of stream) {
+      if (event.type !== 'response.created') continue;
+      id = event.response.id;
+      refused = await upstreamClient.responses.cancel(id).catch((err: unknown) => err);
+      speak();
+    }
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(refused).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect((refused as Error).message).toContain(`Response '${id}' is still being streamed to the request that created it`);
+    expect(await upstreamClient.responses.cancel(id)).toMatchObject({ id, status: 'completed', background: true });
+  });
+
   it('round-trips a tool call through previous_response_id, as chat messages upstream', async () => {
     upstream.nextBehavior({ toolCalls: [{ id: 'call_w', name: 'get_weather', arguments: { city: 'Paris' } }] });
     const tools = [{ type: 'function' as const, name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }];

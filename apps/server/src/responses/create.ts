@@ -39,11 +39,19 @@ export function newId(prefix: string): string {
 }
 
 /**
+ * This process's responses still being streamed, by id: the key that created each and whether it was a background
+ * request. The client holds a response's id from `response.created` on, and a cancel of it meanwhile is told why it
+ * cannot be honoured rather than that there is no such response.
+ */
+export type StreamingResponses = Map<string, { keyId: string; background: boolean }>;
+
+/**
  * `POST /v1/responses`: the request becomes a chat request (its conversation read back through
  * `previous_response_id`), runs as chat completions do (upstream, grounding, audit), and is answered, and
- * stored unless `store: false`, as a response object or as the Responses API's stream of events.
+ * stored unless `store: false`, as a response object or as the Responses API's stream of events; a stream's
+ * response is listed in `streaming` until it ends.
  */
-export function createResponse(deps: ResponsesDeps): KeyedRoute {
+export function createResponse(deps: ResponsesDeps, streaming: StreamingResponses = new Map()): KeyedRoute {
   return async (exchange, key) => {
     const ctx = chatContext(deps, exchange, key);
     deps.inFlight.admit(exchange.res);
@@ -97,11 +105,16 @@ export function createResponse(deps: ResponsesDeps): KeyedRoute {
       // Echoed in three events: megabytes of instructions are escaped once, here, in this request's turns.
       const instructions = request.instructions && request.instructions.length >= LONG_STRING_CHARS ? await EscapedString.of(request.instructions, turn) : undefined;
       const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
-      await relayStream(ctx, chat, chunks, (sse) => {
-        // From `response.created` on the client holds this id: whatever the stream's end, its audit names it.
-        ctx.responseId = base.id;
-        return responseEvents(deps, base, sse, store, instructions);
-      });
+      streaming.set(base.id, { keyId: key.id, background: request.background === true });
+      try {
+        await relayStream(ctx, chat, chunks, (sse) => {
+          // From `response.created` on the client holds this id: whatever the stream's end, its audit names it.
+          ctx.responseId = base.id;
+          return responseEvents(deps, base, sse, store, instructions);
+        });
+      } finally {
+        streaming.delete(base.id);
+      }
     } catch (err) {
       const error = toApiError(err);
       await recordFailure(ctx, {

@@ -2,7 +2,7 @@ import express, { type Router } from 'express';
 import type { ResponseInputItem } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
-import { createResponse, type ResponsesDeps } from './create.js';
+import { createResponse, type ResponsesDeps, type StreamingResponses } from './create.js';
 
 const MAX_LIST_LIMIT = 100;
 
@@ -15,7 +15,8 @@ const MAX_LIST_LIMIT = 100;
  */
 export function responsesRouter(deps: ResponsesDeps): Router {
   const router = express.Router();
-  const create = createResponse(deps);
+  const streaming: StreamingResponses = new Map();
+  const create = createResponse(deps, streaming);
   router.post('/', (_req, res) => create(exchangeOf(res), apiKeyOf(res)));
   // Read back as stored: the response's JSON is sent as it is (no parse and re-serialise of what may be
   // megabytes of echoed `instructions`), and the input items without the response beside them.
@@ -38,13 +39,27 @@ export function responsesRouter(deps: ResponsesDeps): Router {
   // OpenAI's `responses.cancel`: only a background response can be cancelled, and cancelling one that already
   // reached its final status returns it as it is. svc answers a background request once it is finished, so every
   // background response it stores is final: the SDK's cancel-then-read code works and gets what was generated.
+  // One still streaming (background with stream) is refused with what stops it.
   router.post('/:id/cancel', async (req, res) => {
-    const json = await deps.responses.responseJson(apiKeyOf(res).id, req.params.id);
-    if (json === undefined) throw notFound(req.params.id);
-    if (!createdInBackground(json)) {
+    const id = req.params.id;
+    const keyId = apiKeyOf(res).id;
+    const json = await deps.responses.responseJson(keyId, id);
+    if (json === undefined) {
+      const running = streaming.get(id);
+      if (running?.keyId !== keyId) throw notFound(id);
+      // svc runs a background request in the request that created it (here, a stream still open), not in a queue
+      // a cancel could reach: the client that holds the stream is the one that can stop it.
+      if (running.background) {
+        throw new ApiError(
+          'invalid_request',
+          `Response '${id}' is still being streamed to the request that created it: svc runs background requests there, and cannot stop one from another request. Close that stream (abort the request) to stop it; what was generated until then is stored as an incomplete response.`,
+        );
+      }
+    }
+    if (json === undefined || !createdInBackground(json)) {
       throw new ApiError(
         'invalid_request',
-        `Only responses created with background=true can be cancelled; response '${req.params.id}' was answered when it finished. Its result stands: read it with GET /v1/responses/${req.params.id}, or delete it.`,
+        `Only responses created with background=true can be cancelled; response '${id}' was not. Read it with GET /v1/responses/${id}, or delete it.`,
       );
     }
     res.type('json').send(json);
