@@ -3,6 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
+import { createOpenAICompatibleUpstream } from '../src/upstream/openai-compatible.js';
 
 /**
  * What the official `openai` client notices about svc in front of an upstream: error classes and their
@@ -378,6 +379,28 @@ describe('details SDKs notice', () => {
     expect(wrong).toMatchObject({ code: 'invalid_api_key' });
     expect(wrong.message).toContain('Incorrect API key provided.');
     expect(wrong.message).not.toContain('revoked');
+  });
+
+  it('a non-streamed answer that takes longer than the first-byte timeout to generate is answered (its headers come with it)', async () => {
+    // Scaled down: svc's own upstream, first byte within 150 ms (60 s in production), all of it within 10 s.
+    const patient = await startTestServer({
+      upstream: createOpenAICompatibleUpstream({ baseUrl: upstream.url, timeoutMs: 10_000, firstByteTimeoutMs: 150 }),
+      env: { SVC_UPSTREAM_THINKING_MODEL: 'o4-mini' },
+    });
+    try {
+      const { token: patientToken } = await patient.createKey();
+      const sdk = new OpenAI({ apiKey: patientToken, baseURL: `${patient.url}/v1`, maxRetries: 0 });
+      // A reasoning model thinking before it answers: OpenAI sends nothing until the whole completion is ready.
+      upstream.setBehavior({ delayMs: 400, answer: 'After some thought: 42.' });
+      const res = await sdk.chat.completions.create({ ...ask, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      expect(res.choices[0]!.message.content).toBe('After some thought: 42.');
+      expect(upstream.requests).toHaveLength(1);
+      // A stream still gets its head within the first-byte timeout (an upstream that never starts is cut short).
+      const streamed = await rejection(sdk.chat.completions.create({ ...ask, stream: true }));
+      expect(streamed).toMatchObject({ status: 502, code: 'upstream_timeout' });
+    } finally {
+      await patient.close();
+    }
   });
 
   it('models.retrieve("svc01") returns the model object', async () => {

@@ -32,7 +32,7 @@ export interface OpenAICompatibleUpstreamOptions {
   apiKey?: string;
   /** Whole request, streamed body included (SVC_UPSTREAM_TIMEOUT_MS). */
   timeoutMs: number;
-  /** Until the response headers arrive. Default 60 000 (capped at `timeoutMs`). */
+  /** Until a stream's response headers arrive. Default 60 000 (capped at `timeoutMs`). */
   firstByteTimeoutMs?: number;
   /** Dispatcher to send through (a `MockAgent`, an `Agent`); default: an own keep-alive `Pool`. */
   dispatcher?: Dispatcher;
@@ -91,7 +91,8 @@ const ENDED_EARLY = 'the upstream ended the stream or connection early';
  *
  * Failures become `UpstreamError`s with the 502 codes of design §4:
  * - no connection (refused, DNS, reset before headers) → `upstream_unavailable`;
- * - no headers within `firstByteTimeoutMs`, or the whole exchange over `timeoutMs` → `upstream_timeout`;
+ * - a stream's headers not within `firstByteTimeoutMs`, or the whole exchange over `timeoutMs` → `upstream_timeout`
+ *   (a non-streamed answer's headers come with the whole answer, so only `timeoutMs` bounds them);
  * - non-2xx → `upstreamHttpError` (upstream-errors.ts): a 4xx about the request → 400 with the upstream's
  *   message, code and param; 429 → 429 `upstream_rate_limited`; anything else `upstream_error` (`retry-after` carried);
  * - a 2xx body that is not JSON / not a completion → `upstream_invalid_response`.
@@ -119,7 +120,10 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
   const redact = (text: string): string => (options.apiKey ? text.split(options.apiKey).join('[redacted]') : text);
 
   async function send(body: Record<string, unknown>, stream: boolean, signal: CallSignal): Promise<{ response: Dispatcher.ResponseData; exchange: Exchange }> {
-    const exchange = new Exchange(signal, timeoutMs, firstByteTimeoutMs);
+    // OpenAI, vLLM and Ollama send a non-streamed answer's headers with its body, once it is generated: a first-byte
+    // limit there cut off every answer that took longer to write or think (a reasoning model's minute and more).
+    const headsWithin = stream ? firstByteTimeoutMs : timeoutMs;
+    const exchange = new Exchange(signal, timeoutMs, headsWithin);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       accept: stream ? 'text/event-stream' : 'application/json',
@@ -138,7 +142,7 @@ export function createOpenAICompatibleUpstream(options: OpenAICompatibleUpstream
         body: sentOnce(json) as unknown as Dispatcher.DispatchOptions['body'],
         // undici listens to any object with addEventListener ('abort') and reads `aborted` / `reason`.
         signal: exchange as unknown as AbortSignal,
-        headersTimeout: firstByteTimeoutMs,
+        headersTimeout: headsWithin,
         bodyTimeout: timeoutMs,
       });
       exchange.headersReceived();

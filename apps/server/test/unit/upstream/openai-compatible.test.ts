@@ -351,7 +351,6 @@ describe('failures', () => {
     { name: 'HTTP 404 for the upstream model (svc\'s configuration)', behavior: { status: 404, errorCode: 'model_not_found', errorParam: 'model' }, code: 'upstream_error', message: /HTTP 404/ },
     { name: 'a non-JSON 200', behavior: { garbage: true }, code: 'upstream_invalid_response' },
     { name: 'a reset before headers', behavior: { resetBeforeHeaders: true }, code: 'upstream_unavailable' },
-    { name: 'no headers in time', behavior: { hang: true }, code: 'upstream_timeout', options: { firstByteTimeoutMs: 150 }, message: /150 ms/ },
     { name: 'a total timeout before headers', behavior: { delayMs: 400 }, code: 'upstream_timeout', options: { timeoutMs: 150, firstByteTimeoutMs: 5_000 } },
   ];
 
@@ -371,6 +370,20 @@ describe('failures', () => {
       expect(error.headers['retry-after']).toBe(retryAfter);
       expect(error.toBody().error).toMatchObject(wire ?? { code, param: null });
     });
+  });
+
+  it("bounds a stream's headers by the first-byte timeout, a non-streamed answer's (sent with the whole answer) by the total", async () => {
+    await upstream.close();
+    upstream = make({ timeoutMs: 10_000, firstByteTimeoutMs: 150 });
+    fake.setBehavior({ delayMs: 400, answer: 'Thought it over.' });
+    expect((await upstream.complete(request())).choices[0]?.message.content).toBe('Thought it over.');
+    const streamed = await failure(upstream.stream(request()));
+    expect(streamed).toMatchObject({ code: 'upstream_timeout', message: 'Upstream sent no response within 150 ms.' });
+
+    await upstream.close();
+    upstream = make({ timeoutMs: 300, firstByteTimeoutMs: 150 });
+    fake.setBehavior({ hang: true });
+    expect(await failure(upstream.complete(request()))).toMatchObject({ code: 'upstream_timeout', message: 'Upstream did not complete within 300 ms.' });
   });
 
   it('rejects a schema-invalid 200 completion with upstream_invalid_response', async () => {
