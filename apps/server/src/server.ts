@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { answerClientError, answerConnect, answerUnmetExpectation } from './http/client-error.js';
 import { holdContinue } from './http/expect-continue.js';
+import { trackSilentConnections } from './http/silent-connections.js';
 import type { AddressInfo } from 'node:net';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
@@ -168,6 +169,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   server.on('checkExpectation', answerUnmetExpectation);
   server.on('checkContinue', holdContinue(listener));
   server.on('connect', answerConnect);
+  const silent = trackSilentConnections(server);
   server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -206,9 +208,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     (closing ??= (async () => {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       // close() drops the connections idle now; a keep-alive connection whose request finishes later would
-      // otherwise hold the exit for keepAliveTimeout. Sweep until the last one is gone.
-      server.closeIdleConnections();
-      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      // otherwise hold the exit for keepAliveTimeout, and one that never sent a byte for a minute and more. Sweep
+      // until the last one is gone.
+      const sweepOnce = () => {
+        server.closeIdleConnections();
+        silent.close();
+      };
+      sweepOnce();
+      const sweep = setInterval(sweepOnce, 50);
       await stopped;
       clearInterval(sweep);
       retention.stop();

@@ -48,3 +48,21 @@ describe('idle client connections (SVC_KEEP_ALIVE_TIMEOUT_MS)', () => {
     expect(() => loadConfig({ SVC_KEEP_ALIVE_TIMEOUT_MS: value })).toThrow(/SVC_KEEP_ALIVE_TIMEOUT_MS/);
   });
 });
+
+describe('stopping with a connection that never sent a byte (a load balancer or browser preconnect)', () => {
+  // The test's timeout is below the header timeout (30 s): without the fix, close() waited a minute and more.
+  it('closes it at once, writing nothing to it, and the stop completes', { timeout: 20_000 }, async () => {
+    const server = await startTestServer();
+    const { hostname, port } = new URL(server.url);
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    // A served request on another connection first: the silent one is not the only connection the server has had.
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    await server.close();
+    await closed;
+    expect(received).toBe('');
+  });
+});
