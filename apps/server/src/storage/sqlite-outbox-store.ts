@@ -45,7 +45,7 @@ import {
   excludingUsers,
   GET_ATTEMPTS,
   GET_DELIVERY,
-  INSERT_DELIVERY,
+  INSERT_DELIVERY as INSERT_DELIVERY_SQL,
   insertAttemptsSql,
   insertParams,
   TEST_SENDS_IN_FLIGHT,
@@ -92,10 +92,28 @@ export function claimSql(n: number, m: number): string {
   return text;
 }
 
+/**
+ * A write of the store's multi-statement transactions, made to roll back its whole transaction when it fails on
+ * a constraint (`insert or rollback`, `update or rollback`) instead of only itself. A statement that can fail
+ * alone inside a transaction first copies every page it is about to change into a statement journal: an outbox
+ * insert changes eight or more pages (the row, its overflow page, the primary key and each index), 64 KiB and
+ * more at 8 KiB pages, past which SQLite spills that journal to a temp file created, written and unlinked
+ * within the statement. Each transaction here is undone whole on any error anyway (better-sqlite3's
+ * `transaction`, which ends only the transaction still open), and none runs inside another one (see the class).
+ * Not the sequence upsert (NEXT_SEQUENCE): its DO UPDATE checks with ABORT whatever the statement says, and it
+ * changes one row of a small table.
+ */
+function rollingBack(sql: string): string {
+  if (!/^(insert|update) /.test(sql)) throw new Error(`not an insert or update: ${sql.slice(0, 40)}`);
+  return sql.replace(/^(insert|update) /, '$1 or rollback ');
+}
+
+const INSERT_DELIVERY = rollingBack(INSERT_DELIVERY_SQL);
+
 // The attempt moves the row on only while the row is still leased as it was when sent (AttemptRecord.leasedBy):
 // a delivery cancelled or redelivered meanwhile stays as that left it, and another worker's newer lease stands.
 // The attempt is counted and logged either way. Parameters: attemptUpdate's, then the delivery id.
-const RECORD_ONE = `update webhook_deliveries set attempts = attempts + 1,
+const RECORD_ONE = rollingBack(`update webhook_deliveries set attempts = attempts + 1,
   status = case when coalesce(leased_by, '') = v.held_by and status <> 'cancelled' then v.new_status else status end,
   next_attempt_at = case when coalesce(leased_by, '') = v.held_by and status <> 'cancelled' then v.next_at else next_attempt_at end,
   lease_until = case when coalesce(leased_by, '') = v.held_by then null else lease_until end,
@@ -103,7 +121,7 @@ const RECORD_ONE = `update webhook_deliveries set attempts = attempts + 1,
   last_status_code = v.code, last_error = case when status = 'cancelled' then last_error else v.err end, updated_at = v.at,
   delivered_at = coalesce(v.delivered, delivered_at)
   from (select ? as held_by, ? as new_status, ? as next_at, ? as code, ? as err, ? as at, ? as delivered, ? as delivery_id) as v
-  where webhook_deliveries.id = v.delivery_id returning attempts`;
+  where webhook_deliveries.id = v.delivery_id returning attempts`);
 
 /**
  * Takes a key's next `n` sequence numbers and returns the last (parameters: key, n). Postgres takes several
@@ -112,10 +130,10 @@ const RECORD_ONE = `update webhook_deliveries set attempts = attempts + 1,
 const NEXT_SEQUENCE = `insert into delivery_sequences (key_id, last) values (?, ?)
   on conflict (key_id) do update set last = delivery_sequences.last + excluded.last returning last`;
 
-const INSERT_ATTEMPT = insertAttemptsSql(1);
+const INSERT_ATTEMPT = rollingBack(insertAttemptsSql(1));
 
-const RELEASE_CLAIM = `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
-  where id = ? and leased_by = ? and status = 'pending'`;
+const RELEASE_CLAIM = rollingBack(`update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
+  where id = ? and leased_by = ? and status = 'pending'`);
 
 /**
  * The outbox on the embedded SQLite connection: every statement prepared once and run synchronously, each

@@ -2,12 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CompiledQuery } from 'kysely';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { DB_NOW_MS, type LeaseClock } from '../../../src/storage/postgres-outbox-store.js';
 import { BACKLOG, listQuery, PAYLOAD_HEAD_CHARS, PURGE_BATCH, TEST_SEND_LEASE, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
 import { deliveryView } from '../../../src/webhooks/delivery-shapes.js';
+import { SqliteStatements } from '../../../src/storage/sqlite-statements.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
 
 const postgres = await createTestPostgres('outbox-store');
@@ -654,6 +655,41 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
     expect(plan(count, countParams)).toMatch(/USING COVERING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
     const [batch, batchParams] = redeliverBatchQuery('key_a', { status: 'failed', limit: 20_000 }, T0, null, { createdAt: T0, id: 'whd_x' }, REDELIVER_BATCH);
     expect(plan(batch, batchParams)).toMatch(/USING (COVERING )?INDEX deliveries_key_status_idx \(key_id=\? AND status=\? AND created_at<\?\)/);
+  });
+
+  it("no write in the store's transactions can fail alone, so none keeps a statement journal (an outbox insert's spilled to a temp file)", async () => {
+    const inTransaction = new Set<string>();
+    const get = SqliteStatements.prototype.get;
+    const spy = vi.spyOn(SqliteStatements.prototype, 'get').mockImplementation(function (this: SqliteStatements, text: string) {
+      if (this.db.inTransaction) inTransaction.add(text);
+      return get.call(this, text);
+    });
+    try {
+      const row = (id: string, lease?: NewDelivery['lease']): NewDelivery => ({ id, keyId: 'key_a', userId: 'u', event: 'e', requestId: `r_${id}`, url: 'https://example.com/h', payload: '{}', now: T0, lease });
+      await store.deliveries.insertMany([row('whd_a')]);
+      const [sequenced] = await store.deliveries.insertSequenced([{ ...row('whd_b', { until: T0 + 60_000, by: 'w' }), serialise: (n) => `{"sequence":${n}}` }]);
+      await store.deliveries.insertTestSend(row('whd_t', { until: T0 + 60_000, by: TEST_SEND_LEASE }), 3);
+      const result: AttemptResult = { attemptedAt: T0, statusCode: 200, durationMs: 1, outcome: 'success', error: null, responseBody: null };
+      await store.deliveries.recordAttempts([{ deliveryId: sequenced!.id, result, next: { status: 'delivered' }, leasedBy: 'w' }]);
+      const [claimed] = await store.deliveries.claimDue(T0, 1, 60_000, 'w');
+      await store.deliveries.releaseClaims([claimed!.id], 'w', T0);
+      // A constraint failure still undoes its whole transaction, and leaves the connection out of one.
+      await expect(store.deliveries.insertMany([row('whd_c'), row('whd_c')])).rejects.toThrow(/UNIQUE/);
+      expect(await store.deliveries.byId('whd_c')).toBeUndefined();
+      expect(store.handle.sqlite!.inTransaction).toBe(false);
+    } finally {
+      spy.mockRestore();
+    }
+    // Not the sequence upsert: its DO UPDATE checks with ABORT whatever the statement says; it changes one small row.
+    const writes = [...inTransaction].filter((text) => /^\s*(insert|update)/i.test(text) && !/delivery_sequences/.test(text));
+    expect(writes.length).toBe(4);
+    for (const text of writes) {
+      // A constraint check that would end only its statement (OE_Abort, p2 = 2) is what makes SQLite journal the
+      // statement's pages; `or rollback` (p2 = 1) ends the transaction instead.
+      const halts = (store.handle.sqlite!.prepare(`explain ${text}`).all(...text.split('?').slice(1).map(() => null)) as Array<{ opcode: string; p1: number; p2: number }>).filter((op) => /^Halt/.test(op.opcode) && op.p1 !== 0);
+      expect(halts.length, text).toBeGreaterThan(0);
+      expect(halts.filter((op) => op.p2 === 2), text).toEqual([]);
+    }
   });
 
   it('the backlog gauges (every /metrics scrape) search the due index instead of scanning every delivery', () => {
