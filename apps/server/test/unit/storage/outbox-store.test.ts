@@ -6,7 +6,32 @@ import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vites
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { DB_NOW_MS, type LeaseClock } from '../../../src/storage/postgres-outbox-store.js';
-import { BACKLOG, listQuery, PAYLOAD_HEAD_CHARS, PURGE_BATCH, TEST_SEND_LEASE, REDELIVER_BATCH, RETRYING_SQLITE, countMatchingQuery, redeliverBatchQuery } from '../../../src/storage/outbox-sql.js';
+import {
+  BACKLOG,
+  BY_ID,
+  CANCEL,
+  CANCEL_PENDING,
+  GET_ATTEMPTS,
+  GET_DELIVERY,
+  LIST_CURSOR,
+  listQuery,
+  NEXT_DUE,
+  PAYLOAD_HEAD_CHARS,
+  PURGE_ATTEMPTS,
+  PURGE_BATCH,
+  PURGE_DELIVERIES,
+  REDELIVER,
+  RELEASE_LEASES,
+  RETARGET_PENDING,
+  RETRYING_OF_USER_SQLITE,
+  TEST_SEND_LEASE,
+  TEST_SENDS_IN_FLIGHT,
+  REDELIVER_BATCH,
+  RETRYING_SQLITE,
+  countMatchingQuery,
+  redeliverBatchQuery,
+} from '../../../src/storage/outbox-sql.js';
+import { claimSql } from '../../../src/storage/sqlite-outbox-store.js';
 import { deliveryView } from '../../../src/webhooks/delivery-shapes.js';
 import { SqliteStatements } from '../../../src/storage/sqlite-statements.js';
 import { newDeliveryId, type AttemptNext, type AttemptRecord, type AttemptResult, type NewDelivery, type SequencedDelivery } from '../../../src/storage/outbox-store.js';
@@ -655,6 +680,38 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
     expect(plan(count, countParams)).toMatch(/USING COVERING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
     const [batch, batchParams] = redeliverBatchQuery('key_a', { status: 'failed', limit: 20_000 }, T0, null, { createdAt: T0, id: 'whd_x' }, REDELIVER_BATCH);
     expect(plan(batch, batchParams)).toMatch(/USING (COVERING )?INDEX deliveries_key_status_idx \(key_id=\? AND status=\? AND created_at<\?\)/);
+  });
+
+  it('every outbox statement searches an index: none reads the deliveries or attempts table whole (a guard for index changes)', () => {
+    const statements: Array<[string, string, unknown[]]> = [
+      ['claim', claimSql(0, 0), [T0 + 60_000, 'w', T0, T0, T0, 16, T0, T0]],
+      ['next wake-up', NEXT_DUE, [T0, T0]],
+      ['release of leases', RELEASE_LEASES, [T0]],
+      ['test sends in flight', TEST_SENDS_IN_FLIGHT, ['key_a', T0]],
+      ['purge of attempts', PURGE_ATTEMPTS, [T0, PURGE_BATCH]],
+      ['purge of deliveries', PURGE_DELIVERIES, [T0, PURGE_BATCH]],
+      ['backlog', BACKLOG, [T0]],
+      ['by id', BY_ID, ['whd_x']],
+      ['list cursor', LIST_CURSOR, ['key_a', 'whd_x']],
+      ['list', ...listQuery('key_a', undefined, undefined, 51)],
+      ['list after a cursor', ...listQuery('key_a', undefined, { created_at: T0, id: 'whd_x' }, 51)],
+      ['list by status', ...listQuery('key_a', 'failed', undefined, 51)],
+      ['one delivery', GET_DELIVERY, ['whd_x', 'key_a']],
+      ['its attempts', GET_ATTEMPTS, ['whd_x']],
+      ['redeliver', REDELIVER, [T0, T0, null, 'whd_x', 'key_a']],
+      ['count to redeliver', ...countMatchingQuery('key_a', { since: T0, limit: 1000 })],
+      ['bulk redelivery', ...redeliverBatchQuery('key_a', { limit: 1000 }, T0, null, undefined, REDELIVER_BATCH)],
+      ['retrying', RETRYING_SQLITE, ['key_a']],
+      ['retrying of a user', RETRYING_OF_USER_SQLITE, ['u']],
+      ['cancel', CANCEL, ['r', T0, 'whd_x', 'key_a']],
+      ['cancel pending', CANCEL_PENDING, ['r', T0, 'key_a']],
+      ['retarget pending', RETARGET_PENDING, ['https://example.com/', T0, 'key_a']],
+    ];
+    for (const [name, text, params] of statements) {
+      const shown = plan(text, params);
+      expect(shown, name).not.toMatch(/SCAN webhook_(deliveries|attempts)/);
+      expect(shown, name).toMatch(/SEARCH webhook_(deliveries|attempts) USING (COVERING )?INDEX/);
+    }
   });
 
   it("no write in the store's transactions can fail alone, so none keeps a statement journal (an outbox insert's spilled to a temp file)", async () => {
