@@ -81,3 +81,39 @@ describe('Chinese and Japanese', () => {
     );
   });
 });
+
+// Korean puts spaces between words but glues particles and endings to them ("서울은", "평택에서", "2023년에"): a word
+// is read without them, so the same noun with another particle is the same word.
+describe('Korean', () => {
+  const SOURCE = '삼성전자는 2023년에 평택에서 새 반도체 공장을 열었으며, 직원은 약 1,200명입니다.';
+  const rows: { name: string; answer: string; grounded: boolean; flagged?: string }[] = [
+    { name: 'a Korean sentence copied', answer: SOURCE, grounded: true },
+    { name: 'part of it copied', answer: '삼성전자는 2023년에 평택에서 새 반도체 공장을 열었다.', grounded: true },
+    { name: 'the same nouns with other particles', answer: '삼성전자가 2023년 평택에 새 반도체 공장을 열었으며, 직원이 약 1,200명이다.', grounded: true },
+    { name: 'a number changed', answer: '삼성전자는 2021년에 평택에서 새 반도체 공장을 열었으며, 직원은 약 1,200명입니다.', grounded: false, flagged: '2021' },
+    { name: 'a staff count changed', answer: '삼성전자는 2023년에 평택에서 새 반도체 공장을 열었으며, 직원은 약 3,400명입니다.', grounded: false, flagged: '3,400' },
+    { name: 'an opener before the copy', answer: `네. ${SOURCE}`, grounded: true },
+  ];
+
+  it.each(rows)('$name', ({ answer, grounded, flagged }) => {
+    const r = checkGrounding({ sources: [SOURCE, OTHERS[2]!], answer });
+    expect(r.grounded).toBe(grounded);
+    if (flagged) expect(r.flaggedSpans.map((s) => s.text)).toContain(flagged);
+    if (!grounded) expect(r.score).toBeLessThan(DEFAULT_GROUNDING_THRESHOLD);
+  });
+
+  it('property: a noun is one word whatever particle it carries, so a copy with the particles changed stays grounded', () => {
+    const NOUNS = ['서울', '회사', '대학교', '박물관', '전문가', '고양이', '효과', '정부', '지하', '나이', '국가', '회의', '도시'];
+    const PARTICLES = ['은', '는', '이', '가', '을', '를', '에', '에서', '의', '도', '으로', '까지', '부터', ''];
+    fc.assert(
+      fc.property(fc.constantFrom(...NOUNS), fc.constantFrom(...PARTICLES), fc.constantFrom(...PARTICLES), (noun, a, b) => {
+        const [x] = tokenize(`${noun}${a}`);
+        const [y] = tokenize(`${noun}${b}`);
+        expect(x!.word.stem).toBe(y!.word.stem);
+        const source = `${noun}${a} 2019년부터 연구 예산을 늘렸다.`;
+        expect(checkGrounding({ sources: [source], answer: `${noun}${b} 2019년부터 연구 예산을 늘렸다.` }).grounded).toBe(true);
+      }),
+      runs(100),
+    );
+  });
+});

@@ -62,13 +62,16 @@ nicht kein keine keinen keinem keiner keines nie niemals nichts niemand nirgends
 ne pas jamais rien aucun aucune ni non
 nunca nada nadie ningun ninguna ninguno jamas tampoco
 不 没 没有 沒 沒有 未 未曾 从未 從未 从不 從不 绝不 決不 决不 非 并非 並非 无 無 无法 無法 毫无 毫無 别 勿
-せん ない なかった`);
+せん ない なかった ず
+안 못 않다 없다 아니다 못하다`);
 
 /**
- * Negations that follow what they negate: Japanese verb and adjective endings ("営業しません", "必要ない"). They reach
- * back to the content words before them, as English "not" reaches forward.
+ * Negations that follow what they negate: Japanese verb and adjective endings ("営業しません", "必要ない", "営業せず"),
+ * Korean "않다", "없다", "아니다" and "못하다" in any of their endings (`koreanReading`: "열지 않습니다", "부작용이
+ * 없다"). They reach back to the content words before them, as English "not" reaches forward; Korean "안" and "못"
+ * before a verb reach forward ("안 엽니다").
  */
-export const BACK_NEGATIONS = words(`せん ない なかった`);
+export const BACK_NEGATIONS = words(`せん ない なかった ず 않다 없다 아니다 못하다`);
 
 /**
  * German negations that may close their clause, the verb before them ("Er kennt den Mann nicht.", "Das Museum öffnet
@@ -82,6 +85,14 @@ export const CLAUSE_FINAL_NEGATIONS = words(`nicht nie niemals`);
  * the word after it ("没读" is 没 读).
  */
 export const NOT_NEGATED_CJK = words(`不过 不仅 不但 不论 不管 不断 不久 不少 不同 不错 不如 未来 没错 没事 没关系 不好意思`);
+
+/**
+ * Korean words that carry no claim of their own, in the form `koreanReading` gives them (particles cut off, "있다"
+ * for any ending of it): existence and the copula, "있다" (so "부작용이 있다" and "부작용이 없다" differ by the
+ * negation alone), pronouns and determiners, conjunctions, bound nouns ("것", "수").
+ */
+export const KOREAN_FUNCTION_WORDS = words(`있다 이다 하다 되다 그 이 저 그것 이것 것 수 등 및 또는 그리고 하지만 그러나 또한
+또 매우 더 위해 대한 대해 통해 따라 같은 때문`);
 
 /** Quantifiers that make a claim stronger or weaker than its source. */
 export const QUANTIFIERS = words(`all every always only entire entirely whole never none most majority
@@ -174,9 +185,12 @@ export const CHATTER_WORDS = new Set(
 sorry nope nah wow cool awesome hmm um uh lol haha absolutely certainly definitely indeed alright right great
 cheers gerne claro vale`),
     // Chinese and Japanese greetings and acknowledgements ("您好！", "好的。", "かしこまりました。"), spelled as the
-    // tokenizer spells them: decomposed, marks removed ("ご" is "こ").
+    // tokenizer spells them: accents removed, kana as written ("ご" stays "ご").
     ...words(`您好 你好 好的 当然 谢谢 没问题 こんにちは はい もちろん かしこまりました 承知しました ありがとうございます`),
-  ].map((w) => w.normalize('NFD').replace(/\p{M}+/gu, '')),
+  ]
+    .map((w) => w.normalize('NFD').replace(/[^\P{M}\u3099\u309a]+/gu, '').normalize('NFC'))
+    // Korean ones ("네.", "감사합니다!"), as Korean is read: composed.
+    .concat([...words(`네 예 안녕하세요 안녕하십니까 감사합니다 고맙습니다 물론 물론입니다 물론이죠 알겠습니다 좋습니다 좋아요`)]),
 );
 
 /**

@@ -1,4 +1,4 @@
-import { BACK_NEGATIONS, CHATTER_WORDS, CLAUSE_FINAL_NEGATIONS, META_WORDS, MONTHS, NEGATIONS, NOT_NEGATED_CJK, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS, UNITS } from './lexicon.js';
+import { BACK_NEGATIONS, CHATTER_WORDS, CLAUSE_FINAL_NEGATIONS, KOREAN_FUNCTION_WORDS, META_WORDS, MONTHS, NEGATIONS, NOT_NEGATED_CJK, NUMBER_WORDS, OTHER_FUNCTION_WORDS, QUANTIFIERS, SCALE_WORDS, STOPWORDS, SYNONYMS, UNITS } from './lexicon.js';
 import { packedSpelling, WordTable } from './word-table.js';
 
 /** One word or number of a text, with UTF-16 offsets into that text. */
@@ -43,7 +43,9 @@ export interface Word {
   normKey: number;
 }
 
-const DIACRITICS_RE = /\p{M}+/gu;
+// Accents go; the kana voicing marks stay, as they make another word ("ず", the negation, is not "す").
+const DIACRITICS_RE = /[^\P{M}\u3099\u309a]+/gu;
+const KANA_VOICING_RE = /[\u3099\u309a]/;
 const SOFT_HYPHEN_RE = /\u00ad/g;
 const APOSTROPHES_RE = /[\u2019\u00b4\u2032]/g;
 const UPPER_RE = /^\p{Lu}/u;
@@ -111,6 +113,80 @@ function parseDigits(raw: string): number | undefined {
   return Number.isFinite(v) ? v : undefined;
 }
 
+const HANGUL_RE = /[\uac00-\ud7a3]/;
+
+/**
+ * Korean endings of "않다", "없다", "아니다" and "못하다" ("열지 않습니다", "부작용이 없었다", "학생이 아닙니다", "참석하지
+ * 못했다"), each read as that negation; any ending of "있다" (exists, has), of the copula, of "하다" and of "되다"
+ * standing alone is that word, which carries no claim (`KOREAN_FUNCTION_WORDS`).
+ */
+const KOREAN_FORMS: readonly [RegExp, string][] = [
+  [/^않/, '않다'],
+  [/^없/, '없다'],
+  [/^아(?:니|닌|닙|님|냐|녜)/, '아니다'],
+  [/^못(?:하|했|한|합|함|해)/, '못하다'],
+  [/^있(?:다|습니다|는|었다|었습니다|었던|고|어|어요|으며|으나|을|음|지만|던)$/, '있다'],
+  [/^(?:이다|입니다|이며|이고|이었다|였다|이었습니다|였습니다|인데|이지만)$/, '이다'],
+  [/^(?:하다|합니다|했다|했습니다|한다|하는|하고|하며|해서|하여|했던|해요|할|한)$/, '하다'],
+  [/^(?:되다|됩니다|된다|되었다|됐다|되었습니다|되는|되어|돼|된|될)$/, '되다'],
+];
+
+/**
+ * What Korean glues to a noun or a verb's stem: particles ("서울은", "평택에서", "2023년에"), the copula ("수도이며",
+ * "명입니다") and the endings of "하다" and "되다" ("참석했다", "완료됩니다"), longest first. Cut off one after another
+ * while a syllable is left (two for a suffix whose first syllable may end a noun, "지하는" is 지하), so "서울은",
+ * "서울에서" and "서울" are one word; one syllable only from a word of three or
+ * more ("효과" keeps its 과, "효과가" is 효과), but for the object and topic marks, which end almost no noun.
+ */
+const KOREAN_SUFFIXES = `에서는 에서도 에서의 에게서 에게는 으로는 으로도 으로서 으로써 이라는 이라고 에서 에게 한테 께서 으로 까지 부터
+처럼 보다 에는 에도 이나 이며 이고 입니다 이다 였다 이었다 였습니다 이었습니다 했습니다 합니다 했다 한다 하다 하는 하고 하며
+해서 하여 했던 됩니다 된다 되었다 됐다 되는 되어`.split(/\s+/);
+const KOREAN_ONE_SYLLABLE = new Set(['은', '는', '이', '가', '을', '를', '에', '의', '와', '과', '도', '로', '만', '할', '한', '된', '될']);
+const KOREAN_OBJECT_TOPIC = new Set(['은', '는', '을', '를', '에']);
+/** Suffixes whose first syllable also ends nouns ("나이", "지하"): cut only from a word that keeps two syllables. */
+const NOUN_END_RE = /^[이하]/;
+
+/** A Korean word without what is glued to it (`KOREAN_SUFFIXES`). */
+export function koreanStem(word: string): string {
+  let w = word;
+  for (let cut = 0; cut < 3; cut++) {
+    const suffix = KOREAN_SUFFIXES.find((x) => w.length > x.length + (NOUN_END_RE.test(x) ? 1 : 0) && w.endsWith(x));
+    if (suffix) {
+      w = w.slice(0, -suffix.length);
+      continue;
+    }
+    const last = w[w.length - 1]!;
+    if (w.length >= 3 ? KOREAN_ONE_SYLLABLE.has(last) : w.length === 2 && KOREAN_OBJECT_TOPIC.has(last)) w = w.slice(0, -1);
+    else break;
+  }
+  return w;
+}
+
+/**
+ * A word with Korean in it. Korean puts spaces between words but glues particles and endings to them: the stem is
+ * the word without them (`koreanStem`), a negation is read in any of its endings (`KOREAN_FORMS`), and "있다",
+ * pronouns and the like are no content words (`KOREAN_FUNCTION_WORDS`).
+ */
+function readKoreanWord(raw: string): Word {
+  const spelled = raw.normalize('NFC').toLowerCase();
+  const norm = KOREAN_FORMS.find(([re]) => re.test(spelled))?.[1] ?? spelled;
+  const negation = NEGATIONS.has(norm);
+  const stemmed = negation ? norm : koreanStem(norm);
+  return {
+    norm,
+    stem: stemmed,
+    cap: false,
+    value: undefined,
+    content: !negation && !KOREAN_FUNCTION_WORDS.has(norm) && !KOREAN_FUNCTION_WORDS.has(stemmed) && !STOPWORDS.has(norm),
+    negation,
+    quantifier: false,
+    numberWord: undefined,
+    numberedIn: 0,
+    stemKey: 0,
+    normKey: 0,
+  };
+}
+
 // Spellings longer than any word are read afresh each time rather than kept.
 const words = new WordTable<Word>(100_000, 40);
 
@@ -125,8 +201,9 @@ function copyOf(s: string): string {
 function readWord(raw: string): Word {
   let ascii = true;
   for (let j = 0; j < raw.length && ascii; j++) ascii = raw.charCodeAt(j) < 128;
-  const norm = normalizeWord(raw, ascii);
   const c = raw.charCodeAt(0);
+  if (!ascii && HANGUL_RE.test(raw)) return readKoreanWord(raw);
+  const norm = normalizeWord(raw, ascii);
   const digit = (c >= 48 && c <= 57) || isMinus(c) || (c > 127 && NUMERIC_RE.test(raw));
   const value = digit ? parseDigits(raw) : undefined;
   // A version or an address in dotted digits ("2.3.1", "10.0.0.1") is checked as a word; a dotted date
@@ -149,6 +226,7 @@ function readWord(raw: string): Word {
 
 function normalizeWord(raw: string, ascii: boolean): string {
   let w = ascii ? raw.toLowerCase() : raw.normalize('NFD').replace(DIACRITICS_RE, '').replace(SOFT_HYPHEN_RE, '').toLowerCase().replace(APOSTROPHES_RE, "'");
+  if (!ascii && KANA_VOICING_RE.test(w)) w = w.normalize('NFC');
   if (w.endsWith("'s")) w = w.slice(0, -2);
   else if (w.endsWith("n't")) w = "n't";
   return w;
