@@ -536,6 +536,12 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
  */
 function numberUnit(answer: string, tokens: readonly Token[], k: number, next: number, to: number): NumberUnit | undefined {
   const t = tokens[k]!;
+  // "373.15 K": a capital K after a space, read as thousands, may be kelvin too (the claim keeps both readings).
+  const kelvin = tokens[k + 1];
+  if (next === k + 2 && kelvin && kelvin.word.norm === 'k' && answer[kelvin.start] === 'K' && kelvin.start - t.end === 1 && t.word.value !== undefined) {
+    const decimals = /\.(\d+)$/.exec(t.word.norm)?.[1]?.length ?? 0;
+    return { written: t.word.value, decimals, unit: UNITS.get('kelvin')!, start: kelvin.start, end: kelvin.end };
+  }
   const u = tokens[next];
   if (next >= to || !u || t.word.value === undefined) return undefined;
   const unit = UNITS.get(u.word.norm);
@@ -543,7 +549,9 @@ function numberUnit(answer: string, tokens: readonly Token[], k: number, next: n
   if (unit.kind === 'temperature') {
     // A scale after "°" ("21 °C", "-5°F") or "degrees" (read with the number: "21 degrees Celsius"), never "grade C".
     const degrees = next === k + 2 && DEGREES_RE.test(tokens[k + 1]!.word.norm);
-    if (!degrees && !(next === k + 1 && /^ ?° ?$/.test(answer.slice(t.end, u.start)))) return undefined;
+    // Or a sign ("25℃", "77℉", "373 K" with the Kelvin sign) or kelvin spelled out, right after the number.
+    const sign = next === k + 1 && u.start - t.end <= 1 && (u.end - u.start === 1 ? /[\u2103\u2109\u212a]/.test(answer[u.start]!) : u.word.norm.startsWith('kelvin'));
+    if (!degrees && !sign && !(next === k + 1 && /^ ?° ?$/.test(answer.slice(t.end, u.start)))) return undefined;
   } else if (next !== k + 1 || u.start - t.end > 1 || t.word.value < 0) return undefined;
   const decimals = /\.(\d+)$/.exec(t.word.norm)?.[1]?.length ?? 0;
   return { written: t.word.value, decimals, unit, start: u.start, end: u.end };

@@ -225,7 +225,9 @@ export const UNITS: ReadonlyMap<string, Unit> = new Map([
   ...['h', 'hr', 'hrs', 'hour', 'hours'].map((w) => [w, unit('time', 3600)] as const),
   ...['day', 'days'].map((w) => [w, unit('time', 86_400)] as const),
   ...['week', 'weeks', 'wk', 'wks'].map((w) => [w, unit('time', 604_800)] as const),
-  // A temperature's scale is its unit only after "°" or "degrees" (`numberUnit`): "21 °C" is "69.8 °F".
+  // A temperature's scale is its unit only after "°" or "degrees", or as a sign, "℃", or kelvin (`numberUnit`): "21 °C" is "69.8 °F".
   ...['c', 'celsius', 'centigrade'].map((w) => [w, unit('temperature', 1)] as const),
   ...['f', 'fahrenheit'].map((w) => [w, unit('temperature', 5 / 9, 5 / 9, -160 / 9)] as const),
+  // Kelvin, written as a word or as the Kelvin sign ("77 K" with a plain K is read as 77 thousand).
+  ...['kelvin', 'kelvins'].map((w) => [w, unit('temperature', 1, 1, -273.15)] as const),
 ]);

@@ -160,6 +160,8 @@ for (const [spelling, unit] of UNITS) {
   stems.push(stem(spelling));
   UNIT_STEMS.set(unit, stems);
 }
+// A source's "373.15 K" may be kelvin as well as thousands (`numberUnit` reads a claim's so too).
+UNIT_STEMS.get(UNITS.get('kelvin')!)!.push('k');
 
 /** Source numbers looked at per conversion at most (a log's numbers can crowd one range). */
 const MAX_CONVERSION_CANDIDATES = 32;

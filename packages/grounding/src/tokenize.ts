@@ -224,7 +224,16 @@ function readWord(raw: string): Word {
   };
 }
 
+/** Signs that stand for a temperature's scale: read as its letter or name ("℃" is "°C"; the Kelvin sign is not K). */
+const SCALE_SIGNS: ReadonlyMap<string, string> = new Map([
+  ['\u2103', 'c'],
+  ['\u2109', 'f'],
+  ['\u212a', 'kelvin'],
+]);
+
 function normalizeWord(raw: string, ascii: boolean): string {
+  const sign = raw.length === 1 ? SCALE_SIGNS.get(raw) : undefined;
+  if (sign) return sign;
   let w = ascii ? raw.toLowerCase() : raw.normalize('NFD').replace(DIACRITICS_RE, '').replace(SOFT_HYPHEN_RE, '').toLowerCase().replace(APOSTROPHES_RE, "'");
   if (!ascii && KANA_VOICING_RE.test(w)) w = w.normalize('NFC');
   if (w.endsWith("'s")) w = w.slice(0, -2);
@@ -263,7 +272,8 @@ function classAt(text: string, i: number): number {
   if (k === undefined) {
     const ch = String.fromCodePoint(cp);
     // A soft hyphen (a line-break hint inside a word) is part of the word.
-    k = LETTER_OR_MARK_RE.test(ch) || cp === 0xad ? LETTER : DIGIT_RE.test(ch) ? DIGIT : cp === 0x20ac || cp === 0xa3 || cp === 0xa5 ? SYMBOL : OTHER;
+    // The signs ℃ and ℉ are words of one character, as "C" after "°" is one.
+    k = LETTER_OR_MARK_RE.test(ch) || cp === 0xad ? LETTER : DIGIT_RE.test(ch) ? DIGIT : cp === 0x20ac || cp === 0xa3 || cp === 0xa5 || cp === 0x2103 || cp === 0x2109 ? SYMBOL : OTHER;
     if (wideClass.size < 10_000) wideClass.set(cp, k);
   }
   return k;
@@ -649,7 +659,7 @@ const ONE_DOT_GROUP_RE = /^-?\d{1,3}\.\d{3}$/;
 /** Scale words that are nothing else: a number before them is never the count alone. */
 const WORD_SCALES = new Set(['thousand', 'million', 'billion', 'trillion', 'mn', 'bn']);
 const DEGREES = new Set(['degree', 'degrees', 'deg']);
-const TEMPERATURE_SCALES = new Set(['c', 'f']);
+const TEMPERATURE_SCALES = new Set(['c', 'f', 'kelvin']);
 
 export function readNumber(tokens: readonly Token[], i: number, claim = false): { values: number[]; next: number } | undefined {
   const t = tokens[i];

@@ -41,6 +41,17 @@ describe('numbers converted between units', () => {
     ['Bake the bread at 425 degrees Fahrenheit for 30 minutes.', 'Bake the bread at 218 °C for 30 minutes.'],
     ['Bake the bread at 218 °C for 30 minutes.', 'Bake the bread at 424 degrees Fahrenheit for 30 minutes.'],
     ['Lows reach -5 °C at night.', 'Lows reach 23 °F at night.'],
+    // The signs ℃ and ℉ are °C and °F; kelvin is Celsius 273.15 on (the sign K, or the word).
+    ['The oven is set to 220 ℃.', 'The oven is set to 428 °F.'],
+    ['The oven is set to 220 °C.', 'The oven is set to 428℉.'],
+    ['The oven is set to 220 ℃.', 'The oven is set to 220 °C.'],
+    ['室温は25℃です。', '室温は77℉です。'],
+    ['Water boils at 100 °C at sea level.', 'Water boils at 373.15 kelvin at sea level.'],
+    ['Water boils at 100 °C at sea level.', 'Water boils at 373 \u212a at sea level.'],
+    ['The sample was cooled to 77 kelvin.', 'The sample was cooled to -196 °C.'],
+    ['Water boils at 100 °C at sea level.', 'Water boils at 373.15 K at sea level.'],
+    ['Water boils at 373.15 K at sea level.', 'Water boils at 100 °C at sea level.'],
+    ['The sample was cooled to 77 kelvins.', 'The sample was cooled to -321 degrees Fahrenheit.'],
   ])('%s → %s is grounded', (source, answer) => {
     const r = checkGrounding({ sources: [source], answer });
     expect(r.grounded, describeClaims(r)).toBe(true);
@@ -67,6 +78,11 @@ describe('numbers converted between units', () => {
     ['Bake the bread at 425 degrees Fahrenheit for 30 minutes.', 'Bake the bread at 220 °C for 30 minutes.', '220'],
     ['Lows reach -5 °C at night.', 'Lows reach 41 °F at night.', '41'],
     ['Refunds are processed within 48 hours.', 'Refunds are processed within 3 days.', '3'],
+    ['The oven is set to 220 ℃.', 'The oven is set to 450 °F.', '450'],
+    ['The oven is set to 220 °C.', 'The oven is set to 450℉.', '450'],
+    ['Water boils at 100 °C at sea level.', 'Water boils at 300 kelvin at sea level.', '300'],
+    ['Water boils at 100 °C at sea level.', 'Water boils at 300 K at sea level.', '300 K'],
+    ['The sample was cooled to 77 kelvin.', 'The sample was cooled to -150 °C.', '-150'],
     // A scale letter without "°" or "degrees" is no temperature.
     ['The water in the pool is kept at 28 °C all year.', 'The water in the pool is kept at 82 F all year.', '82'],
   ])('%s → %s is flagged at %s', (source, answer, span) => {
