@@ -235,6 +235,43 @@ describe('a code block is checked by the names it takes from the sources, not re
   });
 });
 
+describe('a configuration is read as data: its section names, and the values it sets', () => {
+  const DOCS = `Acme Gateway reads \`acme.toml\` or \`acme.yaml\`. The \`[server]\` section holds \`listen_port\` (default 8787) and \`workers\` (default 4). \`log_level\` is one of \`debug\`, \`info\` or \`warn\`. \`region\` is \`us-east-1\` or \`eu-west-1\`. \`models\` lists the models served: \`gpt-4o\`, \`gpt-4o-mini\`. \`verbose\` (a boolean) logs each request. \`acme.Gateway(name=…)\` names the gateway. Set \`upstream_url\` to https://api.acme.io/v1.`;
+  const YAML = '```yaml\nlisten_port: 8787\nworkers: 4\nlog_level: info\nregion: "eu-west-1"\nupstream_url: https://api.acme.io/v1\nmodels:\n  - gpt-4o\n  - gpt-4o-mini\nverbose: true\n```';
+  const TOML = '```toml\n[server]\nlisten_port = 8787\nworkers = 4\nlog_level = "warn"\n```';
+  const INI = '```\n[server]\nlisten_port = 8787\n; the log level\nlog_level = debug\n```';
+  const PY = '```python\nimport acme\n\ngw = acme.Gateway(log_level="debug", region="us-east-1", name="my gateway")\n```';
+
+  // answer, what the answer's edit is, flagged (as written)
+  it.each<[string, [string, string] | undefined, string[]]>([
+    // A snippet made only of documented names, values and numbers is grounded.
+    [YAML, undefined, []],
+    [TOML, undefined, []],
+    [INI, undefined, []],
+    [PY, undefined, []],
+    // An invented value, section, list item or port; a quoted port.
+    [YAML, ['log_level: info', 'log_level: fatal'], ['fatal']],
+    [YAML, ['region: "eu-west-1"', 'region: "eu-central-1"'], ['eu-central-1']],
+    [YAML, ['  - gpt-4o-mini', '  - gpt-5-turbo'], ['gpt-5-turbo']],
+    [YAML, ['listen_port: 8787', 'listen_port: "9090"'], ['9090']],
+    [TOML, ['[server]', '[proxy]'], ['proxy']],
+    [TOML, ['log_level = "warn"', 'log_level = "trace"'], ['trace']],
+    // An untagged block of settings is a configuration too.
+    [INI, ['listen_port = 8787', 'listen_port = 8080'], ['8080']],
+    [INI, ['log_level = debug', 'log_level = trace'], ['trace']],
+    [INI, ['log_level = debug', 'log_lvl = debug'], ['log_lvl']],
+    // A library's option given one word in code; a phrase or a placeholder is the example's own.
+    [PY, ['region="us-east-1"', 'region="ap-south-9"'], ['ap-south-9']],
+    [PY, ['name="my gateway"', 'name="<your-gateway>"'], []],
+  ])('%# %s', (answer, edit, flagged) => {
+    const edited = edit ? answer.replace(edit[0], edit[1]) : answer;
+    if (edit) expect(edited).not.toBe(answer);
+    const r = checkGrounding({ sources: [DOCS], question: 'How do I configure it?', answer: edited });
+    expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+    expect(r.grounded).toBe(flagged.length === 0);
+  });
+});
+
 describe('bounded work in code blocks', () => {
   // A comment or a string that does not close is looked for once, not from each place it could open: scanning to
   // the answer's end from each takes 300 KB of these past the test timeout (10 s or more).

@@ -1,4 +1,4 @@
-import { STOPWORDS } from './lexicon.js';
+import { META_WORDS, STOPWORDS } from './lexicon.js';
 import { jsonValuesText } from './json-answer.js';
 import { findLinks, type Link } from './links.js';
 
@@ -153,8 +153,9 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
     // Part of a web address, which is checked whole as a link.
     if (keep[start] === 1) return;
     const words = text.match(/\p{L}[\p{L}\p{N}]*/gu) ?? [];
-    // A name spelled only with function words ("--all", "in") has no passage to find it by: not checked.
-    if (words.every((w) => STOPWORDS.has(w.toLowerCase()))) return;
+    // A name spelled only with function words ("--all", "in") or words about text ("info", "summary") has no passage
+    // to find it by: not checked.
+    if (words.every((w) => STOPWORDS.has(w.toLowerCase()) || META_WORDS.has(w.toLowerCase()))) return;
     const link: Link = { kind: 'code', start, end, keys: [], lookups: [...new Set(words.map((w) => stemOf(w.toLowerCase())))], name: text };
     if (also !== undefined) link.names = [text, also];
     if (codeOnly && /^[a-z]+$/.test(text)) link.codeOnly = true;
@@ -173,6 +174,8 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
       b.lang = JSON_DATA;
       continue;
     }
+    // An untagged block that is all settings ("port: 8080", "[server]", "workers = 4") is a configuration.
+    if (b.lang === '' && configBody(body)) b.lang = 'conf';
     for (const link of findLinks(body)) if (link.kind === 'url') keep.fill(1, b.from + link.start, b.from + link.end);
     // A shell session with prompts: its other lines are output (`readShell`), not prose. A query's words are SQL's.
     if ((PROMPT_RE.test(body) && shellBlock(b.lang, body)) || SQL_LANGS.has(b.lang)) continue;
@@ -688,17 +691,41 @@ function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, own
     if (key) {
       const quote = quoted ? 1 : 0;
       if (quote || !KEYWORDS.has(t.text)) name(t.start + quote, t.end - quote);
+      // The value a setting or a library's option is given, when it is one word ("log_level: verbose",
+      // `level="verbose"`): one of the values the documentation lists, checked whole as a key is, so a value no
+      // source names is flagged; a number passed in code ("max_tokens=100") is the example's own (below).
+      const word = settingValue(code, k + 2, config);
+      if (word) name(word.start, word.end);
       // A configuration's number is a setting to check ("port: 8787"); a number a snippet passes ("max_tokens=100",
       // "{ timeout: 5000 }") is the example's choice.
       const value = code[k + 2];
       const negative = value?.text === '-' && code[k + 3]?.kind === 'number';
       const number = negative ? code[k + 3] : value;
       if (config && number?.kind === 'number') keep.fill(1, negative ? value!.start : number.start, number.end);
+      // So is one quoted ("port: \"8080\"").
+      if (config && value?.kind === 'string' && code.length === k + 3 && /^["']-?\d+(?:\.\d+)?["']$/.test(value.text)) keep.fill(1, value.start + 1, value.end - 1);
       k += 1;
       continue;
     }
-    // A configuration's values and section names ("[server]") are the app's.
-    if (config) continue;
+    if (config) {
+      // A section's name ("[server]", "[tool.poetry]", "[[servers]]") is the configuration's schema, as a key is.
+      if (k === 0 && t.text === '[') {
+        let first = 1;
+        while (code[first]?.text === '[') first++;
+        let last = first;
+        while (code[last + 1]?.text === '.' && code[last + 2]?.kind === 'ident') last += 2;
+        if (code[first]?.kind === 'ident' && code[last + 1]?.text === ']') name(code[first]!.start, code[last]!.end);
+        k = code.length;
+        continue;
+      }
+      // A list's item ("- gpt-4o") is a value of the key above it.
+      if (k === 0 && t.text === '-' && code.length > 1) {
+        const word = settingValue(code, 1, true);
+        if (word) name(word.start, word.end);
+      }
+      // Other values are the app's own.
+      continue;
+    }
     if (t.kind === 'string') {
       // The package a require names: `require('express')`.
       const pkg = /^["']([@\w./-]+)["']$/.exec(t.text);
@@ -732,6 +759,53 @@ function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, own
     if (core >= from) name(code[from]!.start, code[last]!.end, core === last ? undefined : textOf(code, from, core), true);
     k = last;
   }
+}
+
+/** Values that say nothing a source could back: YAML's and TOML's booleans and nulls, placeholders ("<your-key>"). */
+const PLAIN_VALUES = new Set(['true', 'false', 'yes', 'no', 'on', 'off', 'null', 'none', 'nil', '~']);
+const PLACEHOLDER_RE = /^<.*>$|^\$|\byour\b|^x{3,}|changeme|\.\.\./i;
+
+/**
+ * The one-word value that lexemes `from`… of a line give a key (all that is left of the line, written without spaces,
+ * or one quoted string of one word), as the characters to read: "verbose", "us-east-1", "gpt-4o". Undefined for
+ * none, a phrase, a boolean or a placeholder; in code, for anything but a quoted string (a variable, a number: the
+ * example's choices). A number in a configuration is kept already.
+ */
+function settingValue(code: readonly Lexeme[], from: number, config: boolean): { start: number; end: number } | undefined {
+  const first = code[from];
+  if (first === undefined) return undefined;
+  let to = from;
+  if (config) {
+    while (code[to + 1] !== undefined && code[to + 1]!.start === code[to]!.end) to++;
+    // A key's value runs to the line's end; a value in an inline map or list ("{a: 1, b: 2}") is left alone.
+    if (to !== code.length - 1) return undefined;
+  } else if (first.kind !== 'string' || (code[from + 1] !== undefined && code[from + 1]!.text !== ',' && code[from + 1]!.text !== ')' && code[from + 1]!.text !== '}')) return undefined;
+  let start = first.start;
+  let end = code[to]!.end;
+  const quoted = to === from && first.kind === 'string';
+  if (quoted) {
+    start++;
+    end--;
+  }
+  const text = textOf(code, from, to);
+  const word = quoted ? text.slice(1, -1) : text;
+  if (!/^[\p{L}_][\p{L}\p{N}_.:@/+-]*$/u.test(word) || PLAIN_VALUES.has(word.toLowerCase()) || PLACEHOLDER_RE.test(word)) return undefined;
+  return end > start ? { start, end } : undefined;
+}
+
+/**
+ * Whether an untagged block's lines are all settings: "key: value", "key = value", "[section]", "- item", comments
+ * ("#", ";") and blank lines, with at least one "key: value" or "key = value" and no line of code (a call, a bracket).
+ */
+function configBody(body: string): boolean {
+  let settings = 0;
+  for (const raw of body.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';') || /^\[{1,2}[\w.-]+\]{1,2}$/.test(line) || /^- [^:(){}]*$/.test(line)) continue;
+    if (!/^[\w.-]+\s*(?::(?:\s|$)|=)[^(){};]*$/.test(line)) return false;
+    settings++;
+  }
+  return settings > 0;
 }
 
 function textOf(code: readonly Lexeme[], from: number, to: number): string {
