@@ -2,6 +2,12 @@
 
 const words = (s: string): Set<string> => new Set(s.trim().split(/\s+/));
 
+/**
+ * Words spelled as the tokenizer spells them (`normalizeWord`): accents and other marks removed (Devanagari's vowel
+ * signs too: "नहीं" is "नह"), kana voicing kept, composed, in lower case.
+ */
+const spelled = (s: string): Set<string> => new Set([...words(s)].map((w) => w.normalize('NFD').replace(/[^\P{M}\u3099\u309a]+/gu, '').normalize('NFC').toLowerCase()));
+
 /** Function words: carry no claim of their own, never flagged and never evidence. */
 export const STOPWORDS = words(`
 a an the and or but nor so yet if then than that this these those there here where when while what which who
@@ -51,16 +57,21 @@ called named titled
 `);
 
 /**
- * Negation cues; a claim that adds or drops one can flip the meaning. German, French and Spanish ones too, as
- * diacritics are stripped ("ningún" is "ningun"): "nicht", "kein", "ne … pas", "jamais", "nunca", "nadie". Chinese
+ * Negation cues; a claim that adds or drops one can flip the meaning. German, French, Spanish, Portuguese, Italian,
+ * Russian, Ukrainian, Hindi and Arabic ones too: "nicht", "kein", "ne … pas", "jamais", "nunca", "nadie", "não",
+ * "nessuno", "не", "никогда", "ні", "नहीं", "لا", "ليس". Chinese
  * ones as ICU's segmentation cuts them ("不", "没有", "未", "非", "无法", "并非"; `cjkWords` cuts 不 and 没 off the
  * verb they are glued to, "没读"), and Japanese endings ("ません" is "ませ"+"せん" or "しま"+"せん", "ない", "なかった":
  * `BACK_NEGATIONS`).
  */
-export const NEGATIONS = words(`not no never none nobody nothing neither nor without cannot n't nowhere
+export const NEGATIONS = spelled(`not no never none nobody nothing neither nor without cannot n't nowhere
 nicht kein keine keinen keinem keiner keines nie niemals nichts niemand nirgends weder
 ne pas jamais rien aucun aucune ni non
 nunca nada nadie ningun ninguna ninguno jamas tampoco
+não nem nenhum nenhuma nessuno nessuna niente
+не нет ни никогда ничего никто нигде никакой без ні ніколи
+नहीं न मत
+لا لم لن ليس ليست غير
 不 没 没有 沒 沒有 未 未曾 从未 從未 从不 從不 绝不 決不 决不 非 并非 並非 无 無 无法 無法 毫无 毫無 别 勿
 せん ない なかった ず
 안 못 않다 없다 아니다 못하다`);

@@ -38,6 +38,13 @@ const PAIRS: readonly [negated: string, plain: string][] = [
   ['この薬は処方箋が必要ない。', 'この薬は処方箋が必要です。'],
   ['彼は会議に来なかった。', '彼は会議に来た。'],
   ['その店は月曜日に営業せず、火曜日に開きます。', 'その店は月曜日に営業し、火曜日に開きます。'],
+  // Portuguese, Italian, Russian, Ukrainian, Hindi and Arabic negations before the verb.
+  ['O museu não abre às segundas-feiras.', 'O museu abre às segundas-feiras.'],
+  ['Il museo non apre il lunedì mattina.', 'Il museo apre il lunedì mattina.'],
+  ['Музей не работает по понедельникам.', 'Музей работает по понедельникам.'],
+  ['Він ніколи не був у Києві.', 'Він був у Києві.'],
+  ['संग्रहालय सोमवार को नहीं खुलता है।', 'संग्रहालय सोमवार को खुलता है।'],
+  ['المتحف لا يفتح يوم الاثنين.', 'المتحف يفتح يوم الاثنين.'],
   // Korean: "안" and "못" before the verb; "않다", "없다", "아니다", "못하다" after it, in any of their endings.
   ['박물관은 월요일에 문을 열지 않습니다.', '박물관은 월요일에 문을 엽니다.'],
   ['박물관은 월요일에 문을 안 엽니다.', '박물관은 월요일에 문을 엽니다.'],
