@@ -9,6 +9,8 @@ const CONTACT = 'Write to support@acmecorp.io or call +1 (555) 123-4567 on weekd
 describe('links, e-mail addresses and phone numbers in answers', () => {
   it.each([
     ['a different web address', 'The authentication guide is at https://docs.acmecorp.io/auth.', 'https://docs.acmecorp.io/auth', 'link not in the sources'],
+    ['another path in capitals', 'THE AUTHENTICATION GUIDE IS AT HTTPS://DOCS.ACMECORP.IO/AUTH/LOGOUT.', 'HTTPS://DOCS.ACMECORP.IO/AUTH/LOGOUT', 'link not in the sources'],
+    ['a path in another case, not shouted', 'The authentication guide is at https://docs.acmecorp.io/Auth/Login.', 'https://docs.acmecorp.io/Auth/Login', 'link not in the sources'],
     ['another host', 'The authentication guide is at https://acmecorp.com/auth/login.', 'https://acmecorp.com/auth/login', 'link not in the sources'],
     ['a markdown link', 'The authentication guide is [here](https://docs.acmecorp.io/signin).', 'https://docs.acmecorp.io/signin', 'link not in the sources'],
     ['a link alone after "See"', 'See https://docs.acmecorp.io/sso for more.', 'https://docs.acmecorp.io/sso', 'link not in the sources'],
@@ -30,6 +32,7 @@ describe('links, e-mail addresses and phone numbers in answers', () => {
     ['with a fragment', 'The authentication guide is at https://docs.acmecorp.io/auth/login#tokens.'],
     ['in a markdown link', 'The authentication guide is [here](https://docs.acmecorp.io/auth/login).'],
     ['in angle brackets', 'The authentication guide is at <https://docs.acmecorp.io/auth/login>.'],
+    ['shouted with the whole answer', 'THE AUTHENTICATION GUIDE IS AT HTTPS://DOCS.ACMECORP.IO/AUTH/LOGIN.'],
     ['the e-mail address in capitals', 'Write to SUPPORT@acmecorp.io on weekdays.'],
     ['the phone number without its country code', 'Call 555-123-4567 on weekdays.'],
     ['the phone number written another way', 'Call +1 555.123.4567 on weekdays.'],

@@ -43,7 +43,11 @@ export function findLinks(text: string): Link[] {
       const url = trimUrl(m[0]);
       if (url.length < 8) continue;
       const key = urlKey(url);
-      urls.push({ kind: 'url', start: m.index, end: m.index + url.length, keys: [key], lookups: [key] });
+      // An answer in capitals shouts its addresses too ("HTTPS://EXAMPLE.ORG/REPORTS/2023.PDF"): such an address is
+      // looked up without its case, which every source's address is also held by.
+      const uncased = `\u0002${key.toLowerCase()}`;
+      const shouted = /\p{Lu}/u.test(url) && !/\p{Ll}/u.test(url);
+      urls.push({ kind: 'url', start: m.index, end: m.index + url.length, keys: [key, uncased], lookups: shouted ? [key, uncased] : [key] });
     }
   }
   // An address in a web address ("https://user@host") is part of it.

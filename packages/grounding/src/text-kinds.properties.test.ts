@@ -84,6 +84,16 @@ const KINDS: Record<string, string[]> = {
     '서울의 지하철은 1974년에 개통되었다.',
     'この店は毎週月曜日が定休日です。',
   ],
+  // Other scripts, and numbers in a script's own digits.
+  scripts: [
+    'Компания была основана в Москве в 2010 году и насчитывает 500 сотрудников.',
+    'कंपनी की स्थापना 2010 में दिल्ली में हुई थी।',
+    'تأسست الشركة في دبي عام 2010 ويعمل بها 500 موظف.',
+    'تأسست الشركة في دبي عام ٢٠١٠ ويعمل بها ٥٠٠ موظف.',
+    'कंपनी में ४५० कर्मचारी काम करते हैं।',
+    'トヨタは２０２３年に東京で新しい工場を開設しました。',
+    'Ο Παρθενώνας ολοκληρώθηκε το 432 π.Χ. στην Αθήνα.',
+  ],
   emoji: [
     'The café 🍰 serves vegan cakes every weekend.',
     'Our team won the hackathon 🎉 with a recycling app.',
@@ -133,14 +143,19 @@ const LAYOUTS: Array<{ name: string; lay: (c: readonly string[]) => string }> = 
  */
 function withChangedNumber(s: string, sources: string[], pick: number): string {
   fc.pre(!s.endsWith('?'));
-  // A link's digits are not read (links are blanked), so only numbers outside one.
-  const nums = [...s.replace(/https?:\S+/g, (u) => 'x'.repeat(u.length)).matchAll(/\d+/g)];
+  // A link's digits are not read (links are blanked), so only numbers outside one; in any script's digits.
+  const nums = [...s.replace(/https?:\S+/g, (u) => 'x'.repeat(u.length)).matchAll(/\p{Nd}+/gu)];
   fc.pre(nums.length > 0);
   const m = nums[pick % nums.length]!;
-  const repl = String(Number(m[0]) + 7) + '3';
+  const zero = DIGIT_ZEROS.find((z) => m[0].codePointAt(0)! - z >= 0 && m[0].codePointAt(0)! - z <= 9)!;
+  const ascii = [...m[0]].map((c) => String(c.codePointAt(0)! - zero)).join('');
+  const repl = [...`${Number(ascii) + 7}3`].map((d) => String.fromCodePoint(zero + Number(d))).join('');
   fc.pre(!sources.join(' ').includes(repl));
   return s.slice(0, m.index) + repl + s.slice(m.index! + m[0].length);
 }
+
+/** The digit zero of ASCII, Arabic-Indic, Devanagari, Thai and full-width digits. */
+const DIGIT_ZEROS = [0x30, 0x660, 0x966, 0xe50, 0xff10];
 
 describe('copy is grounded, text of every kind', () => {
   it('copied sentences of any kind, any layout, opener', () => {

@@ -96,6 +96,25 @@ function undouble(w: string): string {
   return w;
 }
 
+/** Where the digit zero is in each script that has digits of its own (Arabic-Indic, Devanagari, Bengali … Thai, Khmer). */
+const DIGIT_ZEROS = [0x660, 0x6f0, 0x7c0, 0x966, 0x9e6, 0xa66, 0xae6, 0xb66, 0xbe6, 0xc66, 0xce6, 0xd66, 0xde6, 0xe50, 0xed0, 0xf20, 0x1040, 0x1090, 0x17e0, 0x1810, 0x1946, 0x19d0, 0xff10];
+const NON_ASCII_DIGIT_RE = /[^\x00-\x7f]/gu;
+
+/**
+ * A number's digits in ASCII: "２０２３" (full-width), "٢٠١٠" (Arabic-Indic) and "४५" (Devanagari) are 2023, 2010 and
+ * 45, so a figure in the script's own digits is read, and checked, as the same figure in ASCII digits.
+ */
+function asciiDigits(raw: string): string {
+  return raw.replace(NON_ASCII_DIGIT_RE, (c) => {
+    const cp = c.codePointAt(0)!;
+    const zero = DIGIT_ZEROS.find((z) => cp >= z && cp <= z + 9);
+    if (zero !== undefined) return String(cp - zero);
+    // Full-width and mathematical digits, a full-width comma or full stop, are their ASCII selves under NFKC.
+    const folded = c.normalize('NFKC');
+    return /^[\d.,]$/.test(folded) ? folded : c;
+  });
+}
+
 function parseDigits(raw: string): number | undefined {
   if (isMinus(raw.charCodeAt(0))) {
     const v = parseDigits(raw.slice(1));
@@ -205,7 +224,7 @@ function readWord(raw: string): Word {
   if (!ascii && HANGUL_RE.test(raw)) return readKoreanWord(raw);
   const norm = normalizeWord(raw, ascii);
   const digit = (c >= 48 && c <= 57) || isMinus(c) || (c > 127 && NUMERIC_RE.test(raw));
-  const value = digit ? parseDigits(raw) : undefined;
+  const value = digit ? parseDigits(ascii ? raw : asciiDigits(raw)) : undefined;
   // A version or an address in dotted digits ("2.3.1", "10.0.0.1") is checked as a word; a dotted date
   // ("10.9.2023") is left unread, as the answer may write it another way.
   const dotted = value === undefined && DOTTED_RE.test(raw) && !DOTTED_DATE_RE.test(raw);
