@@ -236,11 +236,13 @@ describe('a code block is checked by the names it takes from the sources, not re
 });
 
 describe('a configuration is read as data: its section names, and the values it sets', () => {
-  const DOCS = `Acme Gateway reads \`acme.toml\` or \`acme.yaml\`. The \`[server]\` section holds \`listen_port\` (default 8787) and \`workers\` (default 4). \`log_level\` is one of \`debug\`, \`info\` or \`warn\`. \`region\` is \`us-east-1\` or \`eu-west-1\`. \`models\` lists the models served: \`gpt-4o\`, \`gpt-4o-mini\`. \`verbose\` (a boolean) logs each request. \`acme.Gateway(name=…)\` names the gateway. Set \`upstream_url\` to https://api.acme.io/v1.`;
+  const DOCS = `Acme Gateway reads \`acme.toml\` or \`acme.yaml\`. The \`[server]\` section holds \`listen_port\` (default 8787) and \`workers\` (default 4). \`log_level\` is one of \`debug\`, \`info\` or \`warn\`. \`region\` is \`us-east-1\` or \`eu-west-1\`. \`models\` lists the models served: \`gpt-4o\`, \`gpt-4o-mini\`. \`verbose\` (a boolean) logs each request. \`acme.Gateway(name=…)\` names the gateway; \`gw.deploy(tier=…)\` takes \`pro2\` or \`basic1\`. Set \`upstream_url\` to https://api.acme.io/v1. With OpenAI's SDK (\`openai\`), \`client.chat.completions.create\` takes \`model\` and \`messages\` (each a \`role\` and \`content\`). In Compose, the \`services\` entry \`gateway\` runs the \`image\` acme/gateway:2.1 with \`environment\` \`ACME_API_KEY\`.`;
   const YAML = '```yaml\nlisten_port: 8787\nworkers: 4\nlog_level: info\nregion: "eu-west-1"\nupstream_url: https://api.acme.io/v1\nmodels:\n  - gpt-4o\n  - gpt-4o-mini\nverbose: true\n```';
   const TOML = '```toml\n[server]\nlisten_port = 8787\nworkers = 4\nlog_level = "warn"\n```';
   const INI = '```\n[server]\nlisten_port = 8787\n; the log level\nlog_level = debug\n```';
-  const PY = '```python\nimport acme\n\ngw = acme.Gateway(log_level="debug", region="us-east-1", name="my gateway")\n```';
+  const PY = '```python\nimport acme\n\ngw = acme.Gateway(log_level="debug", region="us-east-1", name="my gateway")\ngw.deploy(tier="pro2")\n```';
+  const JS = '```js\nimport OpenAI from "openai";\nconst r = await client.chat.completions.create({ model: "gpt-4o", messages: [{ role: "user", content: "Hello" }] });\n```';
+  const COMPOSE = '```yaml\nservices:\n  gateway:\n    image: acme/gateway:2.1\n    environment:\n      ACME_API_KEY: sk-live-123\n```';
 
   // answer, what the answer's edit is, flagged (as written)
   it.each<[string, [string, string] | undefined, string[]]>([
@@ -263,6 +265,13 @@ describe('a configuration is read as data: its section names, and the values it 
     // A library's option given one word in code; a phrase or a placeholder is the example's own.
     [PY, ['region="us-east-1"', 'region="ap-south-9"'], ['ap-south-9']],
     [PY, ['name="my gateway"', 'name="<your-gateway>"'], []],
+    [PY, ['name="my gateway"', 'name="my-gateway"'], []],
+    [PY, ['tier="pro2"', 'tier="pro3"'], ['pro3']],
+    // A value in an object or a dictionary is as often the snippet's data (a message's text), and a secret is the user's.
+    [JS, undefined, []],
+    [COMPOSE, undefined, []],
+    // A one-word value is read once, as one name, not also as a key and a number ("postgres:16").
+    [COMPOSE, ['acme/gateway:2.1', 'postgres:16'], ['postgres:16']],
   ])('%# %s', (answer, edit, flagged) => {
     const edited = edit ? answer.replace(edit[0], edit[1]) : answer;
     if (edit) expect(edited).not.toBe(answer);

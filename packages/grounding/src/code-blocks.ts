@@ -1,6 +1,7 @@
 import { META_WORDS, STOPWORDS } from './lexicon.js';
 import { jsonValuesText } from './json-answer.js';
 import { findLinks, type Link } from './links.js';
+import { numberKey } from './source-index.js';
 
 /**
  * What of an answer's fenced code blocks (```` ```lang … ``` ````, `~~~`) is a claim the sources can back, the way a
@@ -152,11 +153,14 @@ export function readCodeBlocks(answer: string, stemOf: (word: string) => string)
     const text = answer.slice(start, end);
     // Part of a web address, which is checked whole as a link.
     if (keep[start] === 1) return;
-    const words = text.match(/\p{L}[\p{L}\p{N}]*/gu) ?? [];
+    // Its words as the tokenizer cuts the sources' text, letters apart from digits ("svc01" is found by "svc").
+    const words = text.match(/\p{L}+/gu) ?? [];
     // A name spelled only with function words ("--all", "in") or words about text ("info", "summary") has no passage
     // to find it by: not checked.
     if (words.every((w) => STOPWORDS.has(w.toLowerCase()) || META_WORDS.has(w.toLowerCase()))) return;
-    const link: Link = { kind: 'code', start, end, keys: [], lookups: [...new Set(words.map((w) => stemOf(w.toLowerCase())))], name: text };
+    // Its numbers too: "pro2" is found in its passage by "pro", a function word in German, and 2.
+    const numbers = (text.match(/\d+/g) ?? []).map((d) => numberKey(Number(d)));
+    const link: Link = { kind: 'code', start, end, keys: [], lookups: [...new Set([...words.map((w) => stemOf(w.toLowerCase())), ...numbers])], name: text };
     if (also !== undefined) link.names = [text, also];
     if (codeOnly && /^[a-z]+$/.test(text)) link.codeOnly = true;
     names.push(link);
@@ -694,8 +698,13 @@ function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, own
       // The value a setting or a library's option is given, when it is one word ("log_level: verbose",
       // `level="verbose"`): one of the values the documentation lists, checked whole as a key is, so a value no
       // source names is flagged; a number passed in code ("max_tokens=100") is the example's own (below).
-      const word = settingValue(code, k + 2, config);
-      if (word) name(word.start, word.end);
+      const word = SECRET_KEY_RE.test(t.text) ? undefined : settingValue(code, k + 2, config);
+      if (word) {
+        name(word.start, word.end);
+        // Read once, as one name ("image: postgres:16" is not also a key "postgres" set to 16).
+        k = word.last;
+        continue;
+      }
       // A configuration's number is a setting to check ("port: 8787"); a number a snippet passes ("max_tokens=100",
       // "{ timeout: 5000 }") is the example's choice.
       const value = code[k + 2];
@@ -763,7 +772,9 @@ function readCodeLine(line: readonly Lexeme[], defined: ReadonlySet<string>, own
 
 /** Values that say nothing a source could back: YAML's and TOML's booleans and nulls, placeholders ("<your-key>"). */
 const PLAIN_VALUES = new Set(['true', 'false', 'yes', 'no', 'on', 'off', 'null', 'none', 'nil', '~']);
-const PLACEHOLDER_RE = /^<.*>$|^\$|\byour\b|^x{3,}|changeme|\.\.\./i;
+const PLACEHOLDER_RE = /^<.*>$|^\$|\byour\b|^my[-_]?|example|^(?:foo|bar|baz|test|demo|sample)\b|^x{3,}|changeme|\.\.\./i;
+/** Keys whose value is the user's own secret, never the documentation's: `password`, `api_key`, `SECRET_TOKEN`. */
+const SECRET_KEY_RE = /pass(?:word|wd)?|secret|token|api_?key|credential/i;
 
 /**
  * The one-word value that lexemes `from`… of a line give a key (all that is left of the line, written without spaces,
@@ -771,7 +782,7 @@ const PLACEHOLDER_RE = /^<.*>$|^\$|\byour\b|^x{3,}|changeme|\.\.\./i;
  * none, a phrase, a boolean or a placeholder; in code, for anything but a quoted string (a variable, a number: the
  * example's choices). A number in a configuration is kept already.
  */
-function settingValue(code: readonly Lexeme[], from: number, config: boolean): { start: number; end: number } | undefined {
+function settingValue(code: readonly Lexeme[], from: number, config: boolean): { start: number; end: number; last: number } | undefined {
   const first = code[from];
   if (first === undefined) return undefined;
   let to = from;
@@ -779,7 +790,11 @@ function settingValue(code: readonly Lexeme[], from: number, config: boolean): {
     while (code[to + 1] !== undefined && code[to + 1]!.start === code[to]!.end) to++;
     // A key's value runs to the line's end; a value in an inline map or list ("{a: 1, b: 2}") is left alone.
     if (to !== code.length - 1) return undefined;
-  } else if (first.kind !== 'string' || (code[from + 1] !== undefined && code[from + 1]!.text !== ',' && code[from + 1]!.text !== ')' && code[from + 1]!.text !== '}')) return undefined;
+  } else if (first.kind !== 'string' || first.within !== '(' || (code[from + 1] !== undefined && code[from + 1]!.text !== ',' && code[from + 1]!.text !== ')')) {
+    // In code, a keyword argument's (`region="eu-west-1"`); a value in an object or a dictionary is as often the
+    // snippet's data (`{"role": "user", "content": "Hello"}`).
+    return undefined;
+  }
   let start = first.start;
   let end = code[to]!.end;
   const quoted = to === from && first.kind === 'string';
@@ -790,7 +805,7 @@ function settingValue(code: readonly Lexeme[], from: number, config: boolean): {
   const text = textOf(code, from, to);
   const word = quoted ? text.slice(1, -1) : text;
   if (!/^[\p{L}_][\p{L}\p{N}_.:@/+-]*$/u.test(word) || PLAIN_VALUES.has(word.toLowerCase()) || PLACEHOLDER_RE.test(word)) return undefined;
-  return end > start ? { start, end } : undefined;
+  return end > start ? { start, end, last: to } : undefined;
 }
 
 /**
