@@ -198,6 +198,14 @@ cheers gerne claro vale`),
     // Chinese and Japanese greetings and acknowledgements ("您好！", "好的。", "かしこまりました。"), spelled as the
     // tokenizer spells them: accents removed, kana as written ("ご" stays "ご").
     ...words(`您好 你好 好的 当然 谢谢 没问题 こんにちは はい もちろん かしこまりました 承知しました ありがとうございます`),
+    // And in Portuguese, Russian, Ukrainian, Polish, Turkish, Hindi, Arabic and Thai (a Thai greeting is one run of
+    // letters, its polite particle glued on: "สวัสดีครับ").
+    ...words(`olá ola obrigado obrigada sim
+конечно здравствуйте привет спасибо пожалуйста да хорошо отлично звісно вітаю привіт дякую
+cześć dziękuję oczywiście merhaba teşekkürler tabii evet tamam
+नमस्ते धन्यवाद शुक्रिया हाँ ज़रूर बिल्कुल
+مرحبا أهلا شكرا شكرًا نعم بالتأكيد طبعا حسنا
+สวัสดี สวัสดีครับ สวัสดีค่ะ ขอบคุณ ขอบคุณครับ ขอบคุณค่ะ ได้เลย ได้เลยครับ ได้เลยค่ะ`),
   ]
     .map((w) => w.normalize('NFD').replace(/[^\P{M}\u3099\u309a]+/gu, '').normalize('NFC'))
     // Korean ones ("네.", "감사합니다!"), as Korean is read: composed.

@@ -349,6 +349,8 @@ describe('chatter of every kind', () => {
     "I'm happy to help with anything else.", 'Thanks!', 'Thank you for your patience.', 'Feel free to reach out if you need more information.',
     'Do you want me to summarise the rest?', 'Hope this helps! 😊', 'Good morning!', 'Can I help with anything else?', 'Sorry, I am not certain about that.',
     'Gern geschehen!', 'Merci beaucoup !', '¡Hola!', 'Any other questions?', 'What else would you like to know?', 'Please let me know.',
+    'Olá!', 'Obrigado!', 'Конечно!', 'Здравствуйте!', 'Спасибо!', 'Дякую!', 'Merhaba!', 'नमस्ते!', 'धन्यवाद!', 'مرحبا!', 'شكرا!',
+    'สวัสดีครับ', 'ขอบคุณค่ะ', '안녕하세요!', '감사합니다.',
   ];
   it('alone it is no claim', () => {
     fc.assert(
@@ -358,6 +360,18 @@ describe('chatter of every kind', () => {
         expect(r.grounded).toBe(true);
       }),
       runs(300),
+    );
+  });
+
+  it('an opener in any language before a copy leaves it grounded', () => {
+    fc.assert(
+      fc.property(copyCase, fc.constantFrom('Конечно!', 'Claro!', 'Olá!', 'नमस्ते!', 'مرحبا!', 'Merhaba!', '네.', 'Sure,'), (c, opener) => {
+        const answer = `${opener} ${c.copied.join(' ')}`;
+        const r = checkGrounding({ sources: sourcesOf(c), answer });
+        expect(r.grounded, `${JSON.stringify(answer)}: ${describeClaims(r)}`).toBe(true);
+        expect(r.flaggedSpans).toEqual([]);
+      }),
+      runs(100),
     );
   });
 
