@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkGrounding } from './check.js';
 import { readCodeBlocks } from './code-blocks.js';
@@ -278,6 +279,50 @@ describe('a configuration is read as data: its section names, and the values it 
     const r = checkGrounding({ sources: [DOCS], question: 'How do I configure it?', answer: edited });
     expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
     expect(r.grounded).toBe(flagged.length === 0);
+  });
+});
+
+describe('a configuration of documented settings, in any format', () => {
+  const DOCS = 'The gateway reads `gateway.yaml`, `gateway.toml` or `gateway.ini`. Its `[server]` section sets `listen_port` (default 8787), `workers` (default 4) and `log_level`, one of `debug`, `info` or `warn`. Its `[cache]` section sets `backend`, `memory` or `redis`, and `ttl_seconds` (default 300).';
+  const SETTINGS: Record<string, [key: string, value: string][]> = {
+    server: [['listen_port', '8787'], ['workers', '4'], ['log_level', 'debug'], ['log_level', 'warn']],
+    cache: [['backend', 'memory'], ['backend', 'redis'], ['ttl_seconds', '300']],
+  };
+  const INVENTED = ['verbose', 'memcached', 'trace', 'fastest'];
+  const layouts: Record<string, (sections: [string, [string, string][]][]) => string> = {
+    yaml: (ss) => '```yaml\n' + ss.map(([name, kv]) => `${name}:\n${kv.map(([k, v]) => `  ${k}: ${v}`).join('\n')}`).join('\n') + '\n```',
+    toml: (ss) => '```toml\n' + ss.map(([name, kv]) => `[${name}]\n${kv.map(([k, v]) => `${k} = ${/^\d+$/.test(v) ? v : `"${v}"`}`).join('\n')}`).join('\n\n') + '\n```',
+    ini: (ss) => '```\n' + ss.map(([name, kv]) => `[${name}]\n${kv.map(([k, v]) => `${k} = ${v}`).join('\n')}`).join('\n\n') + '\n```',
+  };
+  const config = fc.record({
+    layout: fc.constantFrom(...Object.keys(layouts)),
+    server: fc.subarray(SETTINGS.server!, { minLength: 1 }),
+    cache: fc.subarray(SETTINGS.cache!),
+    invented: fc.constantFrom(...INVENTED),
+    pick: fc.nat(),
+  });
+  const sectionsOf = (c: { server: [string, string][]; cache: [string, string][] }): [string, [string, string][]][] =>
+    c.cache.length > 0 ? [['server', c.server], ['cache', c.cache]] : [['server', c.server]];
+
+  it('made only of documented names and values it is grounded; one value replaced by an invented one is flagged there alone, without overlaps', () => {
+    fc.assert(
+      fc.property(config, (c) => {
+        const sections = sectionsOf(c);
+        const answer = layouts[c.layout]!(sections);
+        const r = checkGrounding({ sources: [DOCS], answer });
+        expect(r.flaggedSpans, answer).toEqual([]);
+        expect(r.grounded).toBe(true);
+        const words = sections.flatMap(([, kv]) => kv).filter(([, v]) => !/^\d+$/.test(v));
+        fc.pre(words.length > 0);
+        const [key, value] = words[c.pick % words.length]!;
+        const changed = answer.replace(new RegExp(`(${key}\\s*[:=]\\s*"?)${value}`), `$1${c.invented}`);
+        const s = checkGrounding({ sources: [DOCS], answer: changed });
+        expect(s.flaggedSpans.map((f) => f.text), changed).toEqual([c.invented]);
+        expect(s.score).toBeLessThan(r.score);
+        for (const f of s.flaggedSpans) expect(changed.slice(f.start, f.end)).toBe(f.text);
+      }),
+      { seed: 20261130, numRuns: 150 },
+    );
   });
 });
 
