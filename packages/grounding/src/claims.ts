@@ -334,13 +334,14 @@ export function splitClaims(text: string): Claim[] {
   const tokens = tokenize(answer);
   const { bySentence, alone } = linkSentences(answer, tokens, links);
   alone.push(...cited);
+  const math = mathSpans(answer);
   const claims: Claim[] = [];
   let i = 0;
   while (i < tokens.length) {
     let j = i;
     while (j < tokens.length && tokens[j]!.sentence === tokens[i]!.sentence) j++;
     const sentenceLinks = bySentence.get(tokens[i]!.sentence);
-    const claim = readClaim(answer, tokens, i, j);
+    const claim = readClaim(answer, tokens, i, j, math);
     if (sentenceLinks) claims.push(withLinks(answer, claim, sentenceLinks));
     else if (claim) claims.push(claim);
     i = j;
@@ -404,7 +405,26 @@ function linkToken(link: Link): Token {
   };
 }
 
-function readClaim(answer: string, tokens: readonly Token[], from: number, to: number): Claim | undefined {
+/**
+ * LaTeX math in an answer, as [start, end) pairs: `$…$` holding a command, a sub- or superscript or an equals sign
+ * ("$E = mc^2$", "$\\log p_i$"; not "$10 and $20"), `$$…$$`, `\\(…\\)` and `\\[…\\]`.
+ */
+const MATH_RE = /\$\$[^$]+\$\$|\$[^$\n]*[\\^_=][^$\n]*\$|\\\([^]*?\\\)|\\\[[^]*?\\\]/g;
+
+function mathSpans(answer: string): number[] {
+  if (!answer.includes('$') && !answer.includes('\\')) return [];
+  const out: number[] = [];
+  for (const m of answer.matchAll(MATH_RE)) out.push(m.index, m.index + m[0].length);
+  return out;
+}
+
+/** Whether `at` is inside one of the math spans (`mathSpans`). */
+function inMath(math: readonly number[], at: number): boolean {
+  for (let i = 0; i < math.length; i += 2) if (at >= math[i]! && at < math[i + 1]!) return true;
+  return false;
+}
+
+function readClaim(answer: string, tokens: readonly Token[], from: number, to: number, math: readonly number[] = []): Claim | undefined {
   const last = tokens[to - 1]!;
   // A question back to the user claims nothing (its "?" may stand after a space in tokenised text).
   const after = answer.slice(last.end, tokens[to]?.start ?? answer.length);
@@ -520,7 +540,9 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
     }
     if (!w.content || NEGATIONS.has(w.norm) || (!w.cap && CHATTER_WORDS.has(w.norm))) continue;
     // A version in dotted digits ("v2.3.1") is as exact as a name: another one is another fact.
-    terms.push({ kind: (w.cap && k !== first) || DIGIT_START.test(w.norm) || (cjkName(w.norm) && !LABEL_END.test(answer.slice(t.end, t.end + 2))) ? 'name' : 'word', start: t.start, end: t.end, token: t });
+    // So is a variable in a formula ("$\\log p_i$" for "$\\log q_i$" is another formula): a word of one or two letters in math.
+    const variable = t.end - t.start <= 2 && math.length > 0 && inMath(math, t.start);
+    terms.push({ kind: (w.cap && k !== first) || DIGIT_START.test(w.norm) || variable || (cjkName(w.norm) && !LABEL_END.test(answer.slice(t.end, t.end + 2))) ? 'name' : 'word', start: t.start, end: t.end, token: t });
   }
   if (terms.length === 0 || terms.every((t) => t.kind === 'word' && CONVERSATION_WORDS.has(t.token.word.norm))) return undefined;
   // A lead-in ("The main reasons are:", "Key points:") introduces what follows; one with a number or a name

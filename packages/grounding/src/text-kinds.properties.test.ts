@@ -871,3 +871,43 @@ describe('spans in answers that mix claims, chatter and markup', () => {
     }), runs(200));
   });
 });
+
+describe('math in LaTeX', () => {
+  const FORMULAS = [
+    'The cross-entropy loss is $L = -\\sum_i y_i \\log p_i$, summed over the classes.',
+    'The variance is $\\sigma^2 = \\frac{1}{n} \\sum_{i=1}^{n} (x_i - \\mu)^2$ for a population.',
+    'Kinetic energy is \\(E_k = \\frac{1}{2} m v^2\\) in classical mechanics.',
+    'The update rule is $$w_{t+1} = w_t - \\eta \\nabla f(w_t)$$ for gradient descent.',
+  ];
+
+  it.each(FORMULAS)('a copied formula is grounded: %s', (s) => {
+    const r = checkGrounding({ sources: [s, KINDS.numbers![0]!], answer: s });
+    expect(r.grounded, describeClaims(r)).toBe(true);
+    expect(r.flaggedSpans).toEqual([]);
+  });
+
+  it('a variable of a formula changed to one no source has is flagged there', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...FORMULAS), fc.nat(), fc.constantFrom('q', 'z', 'k', 'b'), (s, pick, other) => {
+        const vars = [...s.matchAll(/(?<=[\s{(^_\\$=-])([a-z])(?=[_^\s}),$]|$)/g)].filter((m) => {
+          const before = s.slice(0, m.index);
+          return (before.split('$').length % 2 === 0 || /\\\(|\$\$/.test(before)) && !s.includes(other);
+        });
+        fc.pre(vars.length > 0);
+        const m = vars[pick % vars.length]!;
+        const changed = s.slice(0, m.index) + other + s.slice(m.index! + 1);
+        const r = checkGrounding({ sources: [s], answer: changed });
+        expect(r.score, changed).toBeLessThan(DEFAULT_GROUNDING_THRESHOLD);
+        expect(r.flaggedSpans.map((f) => f.text)).toContain(other);
+      }),
+      runs(100),
+    );
+  });
+
+  it('dollar amounts are no math', () => {
+    const s = 'The fee is $10 and the tax is $2 per order.';
+    const r = checkGrounding({ sources: [s], answer: 'The fee is $10 and the tax is $2 per order.' });
+    expect(r.grounded).toBe(true);
+    expect(checkGrounding({ sources: [s], answer: 'The fee is $12 and the tax is $2 per order.' }).flaggedSpans.map((f) => f.text)).toEqual(['12']);
+  });
+});
