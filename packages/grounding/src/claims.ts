@@ -406,22 +406,56 @@ function linkToken(link: Link): Token {
 }
 
 /**
- * LaTeX math in an answer, as [start, end) pairs: `$…$` holding a command, a sub- or superscript or an equals sign
- * ("$E = mc^2$", "$\\log p_i$"; not "$10 and $20"), `$$…$$`, `\\(…\\)` and `\\[…\\]`.
+ * LaTeX math in an answer, as sorted, disjoint [start, end) pairs: `$…$` on one line holding a command, a sub- or
+ * superscript or an equals sign ("$E = mc^2$", "$\\log p_i$"; not "$10 and $20"), `$$…$$`, `\\(…\\)` and `\\[…\\]`.
+ * Found with `indexOf` from each closing mark on, so an answer of unclosed marks is read in one pass.
  */
-const MATH_RE = /\$\$[^$]+\$\$|\$[^$\n]*[\\^_=][^$\n]*\$|\\\([^]*?\\\)|\\\[[^]*?\\\]/g;
-
 function mathSpans(answer: string): number[] {
   if (!answer.includes('$') && !answer.includes('\\')) return [];
+  const found: [number, number][] = [];
+  for (const [open, close] of [['\\(', '\\)'], ['\\[', '\\]'], ['$$', '$$']] as const) {
+    for (let i = answer.indexOf(open); i !== -1; ) {
+      const end = answer.indexOf(close, i + open.length);
+      if (end === -1) break;
+      found.push([i, end + close.length]);
+      i = answer.indexOf(open, end + close.length);
+    }
+  }
+  for (let i = answer.indexOf('$'); i !== -1; ) {
+    // "$$" is read above.
+    if (answer[i + 1] === '$') {
+      i = answer.indexOf('$', i + 2);
+      continue;
+    }
+    const end = answer.indexOf('$', i + 1);
+    if (end === -1) break;
+    const body = answer.slice(i + 1, end);
+    if (!body.includes('\n') && MATH_MARK_RE.test(body)) {
+      found.push([i, end + 1]);
+      i = answer.indexOf('$', end + 1);
+    } else i = end;
+  }
+  found.sort((a, b) => a[0] - b[0]);
   const out: number[] = [];
-  for (const m of answer.matchAll(MATH_RE)) out.push(m.index, m.index + m[0].length);
+  for (const [a, b] of found) {
+    if (out.length > 0 && a <= out[out.length - 1]!) out[out.length - 1] = Math.max(out[out.length - 1]!, b);
+    else out.push(a, b);
+  }
   return out;
 }
 
-/** Whether `at` is inside one of the math spans (`mathSpans`). */
+const MATH_MARK_RE = /[\\^_=]/;
+
+/** Whether `at` is inside one of the math spans (`mathSpans`): a binary search. */
 function inMath(math: readonly number[], at: number): boolean {
-  for (let i = 0; i < math.length; i += 2) if (at >= math[i]! && at < math[i + 1]!) return true;
-  return false;
+  let lo = 0;
+  let hi = math.length / 2;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (math[2 * mid + 1]! <= at) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < math.length / 2 && math[2 * lo]! <= at;
 }
 
 function readClaim(answer: string, tokens: readonly Token[], from: number, to: number, math: readonly number[] = []): Claim | undefined {

@@ -79,7 +79,7 @@ describe('numbers converted between units', () => {
     ['Lows reach -5 °C at night.', 'Lows reach 41 °F at night.', '41'],
     ['Refunds are processed within 48 hours.', 'Refunds are processed within 3 days.', '3'],
     ['The oven is set to 220 ℃.', 'The oven is set to 450 °F.', '450'],
-    ['The oven is set to 220 °C.', 'The oven is set to 450℉.', '450'],
+    ['The oven is set to 220 °C.', 'The oven is set to 450℉.', '450℉'],
     ['Water boils at 100 °C at sea level.', 'Water boils at 300 kelvin at sea level.', '300'],
     ['Water boils at 100 °C at sea level.', 'Water boils at 300 K at sea level.', '300 K'],
     ['The sample was cooled to 77 kelvin.', 'The sample was cooled to -150 °C.', '-150'],
