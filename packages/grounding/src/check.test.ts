@@ -645,6 +645,17 @@ describe('a table whose header gives the scale', () => {
   });
 });
 
+describe('table rows are records', () => {
+  const PLANS = 'Our plans:\n\n| Plan | Price | Seats |\n|---|---|---|\n| Basic | $25 | 1 |\n| Team | $40 | 5 |\n| Business | $90 | 20 |';
+  it("a row's evidence is that row, never two rows: a price swapped between rows is not backed by both together", () => {
+    const copied = checkGrounding({ sources: [PLANS], answer: '| Plan | Price |\n|---|---|\n| Team | $40 |' });
+    const swapped = checkGrounding({ sources: [PLANS], answer: '| Plan | Price |\n|---|---|\n| Team | $90 |' });
+    expect(copied.claims.map((c) => c.evidence?.text)).toEqual(['Team | $40 | 5']);
+    expect(swapped.claims[0]!.evidence!.text.split('\n')).toHaveLength(1);
+    expect(swapped.score).toBeLessThan(copied.score);
+  });
+});
+
 describe('currency codes and symbols restated', () => {
   it.each([
     { source: 'The price is $1,200.', answer: 'The price is USD 1,200.', grounded: true, flagged: [] },

@@ -59,6 +59,11 @@ export interface SentenceSpan {
   source: number;
   start: number;
   end: number;
+  /**
+   * A row of a Markdown table: a record of its own, never one passage with the row after it — unless it is the
+   * header (`'header'`), whose column names read with the first row.
+   */
+  row?: 'header' | 'body';
 }
 
 /** Whether a sentence can hold `key` without being in its posting: a negation or quantifier word. */
@@ -286,6 +291,7 @@ class IndexBuilder {
     }
     if (run.length >= 2) this.addAcronym(spans.length - 1, run);
     negation.end(tokens.length);
+    markTableRows(source, spans, base);
   }
 
   finish(texts: number): BuiltSourceIndex {
@@ -696,6 +702,34 @@ class TableScales {
 const TABLE_SEPARATOR_RE = /^\s*\|?\s*:?-{3,}:?\s*\|/;
 const SCALE_RE = /\(\s*(?:[$€£¥]|usd|eur|gbp)?\s*(k|thousands?|m|mm|mn|millions?|b|bn|billions?)\s*\)/i;
 
+/**
+ * Marks the sentences from `from` on that are rows of a Markdown table: the line they start on begins with `|`
+ * and has another; a header when the next line is the table's rule (`|---|`). One pass over the text, whatever
+ * the number of sentences on a line.
+ */
+const TABLE_RULE = /^[ \t]*\|?[ \t]*:?-{3,}/;
+
+function markTableRows(text: string, spans: SentenceSpan[], from: number): void {
+  let lineStart = 0;
+  let lineEnd = -1;
+  let row = false;
+  let header = false;
+  for (let sid = from; sid < spans.length; sid++) {
+    const span = spans[sid]!;
+    while (span.start > lineEnd) {
+      lineStart = lineEnd + 1;
+      lineEnd = text.indexOf('\n', lineStart);
+      if (lineEnd < 0) lineEnd = text.length;
+      let i = lineStart;
+      while (i < lineEnd && (text[i] === ' ' || text[i] === '\t')) i++;
+      const bar = text[i] === '|' ? text.indexOf('|', i + 1) : -1;
+      row = bar !== -1 && bar < lineEnd;
+      header = row && TABLE_RULE.test(text.slice(lineEnd + 1, lineEnd + 17));
+    }
+    if (row) span.row = header ? 'header' : 'body';
+  }
+}
+
 /** The scale a header cell names in brackets: "($M)" 1e6, "(thousands)" 1e3; 1 for none. */
 function headerScale(cell: string): number {
   const m = SCALE_RE.exec(cell);
@@ -799,7 +833,7 @@ class MergedSourceIndex implements SourceIndex {
       const base = this.spans.length;
       this.bases.push(base);
       const shift = shifts[k]!;
-      for (const sp of part.spans) this.spans.push(shift === 0 ? sp : { source: sp.source + shift, start: sp.start, end: sp.end });
+      for (const sp of part.spans) this.spans.push(shift === 0 ? sp : { ...sp, source: sp.source + shift });
       for (const [sid, negated] of part.negatedSentences) this.negatedSentences.set(base + sid, negated);
       for (const v of part.numbers) this.numbers.add(v);
     }

@@ -528,6 +528,8 @@ function bestPassage(
     // With the next sentence of the same source (the pair with the previous one is the previous one's).
     const next = sid + 1;
     if (next >= index.spans.length || index.spans[next]!.source !== index.spans[sid]!.source) continue;
+    // Two rows of a table are two records: "Basic | $40" is not backed by Basic's row and Team's $40 beside it.
+    if (index.spans[sid]!.row === 'body' && index.spans[next]!.row) continue;
     const nextSlot = hits.slot(next);
     let theirs = nextSlot < 0 ? 0 : hits.counts[nextSlot]!;
     if (unread) for (const ti of unread) if (holds(index, next, terms[ti]!)) theirs += weights[ti]!;
