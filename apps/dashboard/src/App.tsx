@@ -8,13 +8,15 @@ import { KeysPage } from './pages/KeysPage.js';
 import { KeySettingsPage } from './pages/KeySettingsPage.js';
 import { DeliveriesPage } from './pages/DeliveriesPage.js';
 import { UsagePage } from './pages/UsagePage.js';
-import { ErrorMessage, Spinner } from './components/Status.js';
+import { ErrorMessage, ShowOnce, Spinner } from './components/Status.js';
+import { hasKeptShownOnce, keepShownOnce, takeKeptShownOnce, type ShownOnceValue } from './shown-once.js';
 
 type Session = { state: 'loading' } | { state: 'signed-out'; notice?: string } | { state: 'error'; message: string } | { state: 'signed-in'; me: DashboardMe };
 
 const SESSION_ENDED = 'Your session has ended. Sign in again to continue.';
 const SESSION_ENDED_UNSAVED = 'Your session has ended — sign in again. Your last change was not saved: make it again after signing in.';
 const SESSION_ENDED_KEPT = 'Your session has ended — sign in again. Your unsaved changes were not saved, but they are kept: they are back in the form after signing in.';
+const SHOWN_ONCE_KEPT = ' The new key or signing secret you had not copied is kept in this tab: it is shown again after you sign in.';
 
 export function App() {
   const [session, setSession] = useState<Session>({ state: 'loading' });
@@ -22,12 +24,17 @@ export function App() {
   const main = useRef<HTMLElement>(null);
   // Set by a sign-in: the form (and the button that had focus) is gone, so focus goes to the page's heading.
   const headingWanted = useRef(false);
+  // Whose session it is (a kept shown-once value is shown again to them only), and the values shown again.
+  const userId = useRef<string | null>(null);
+  const [reshown, setReshown] = useState<ShownOnceValue[]>([]);
 
   const load = useCallback(async () => {
     setSession({ state: 'loading' });
     try {
       const me = await api<DashboardMe>('GET', '/me');
       setCsrfToken(me.csrf_token);
+      userId.current = me.user.id;
+      setReshown((old) => [...old, ...takeKeptShownOnce(me.user.id)]);
       setSession({ state: 'signed-in', me });
     } catch (err) {
       const status = (err as { status?: number }).status;
@@ -52,9 +59,12 @@ export function App() {
     setSignedOutHandler((failedWrite) => {
       // Before the sign-in form replaces the page: an open form's unsaved edit is kept for after signing in.
       const kept = keepDrafts();
+      // A key or secret on screen and not copied yet: kept, not lost with the page (see shown-once.ts).
+      const shownOnce = userId.current !== null && keepShownOnce(userId.current);
+      setReshown([]);
       setSession((old) =>
         old.state === 'signed-in'
-          ? { state: 'signed-out', notice: kept ? SESSION_ENDED_KEPT : failedWrite ? SESSION_ENDED_UNSAVED : SESSION_ENDED }
+          ? { state: 'signed-out', notice: (kept ? SESSION_ENDED_KEPT : failedWrite ? SESSION_ENDED_UNSAVED : SESSION_ENDED) + (shownOnce ? SHOWN_ONCE_KEPT : '') }
           : old.state === 'signed-out'
             ? old
             : { state: 'signed-out' },
@@ -79,7 +89,7 @@ export function App() {
       </main>
     );
   }
-  if (session.state === 'signed-out') return <LoginPage onSignedIn={signedIn} notice={session.notice} />;
+  if (session.state === 'signed-out') return <LoginPage onSignedIn={signedIn} notice={session.notice} keepsShownOnce={hasKeptShownOnce()} />;
 
   const signOut = async () => {
     // Unsaved edits are asked about first, as when leaving the page.
@@ -111,6 +121,15 @@ export function App() {
         </div>
       </header>
       <main className="content" ref={main}>
+        {reshown.map((kept) => (
+          <ShowOnce
+            key={kept.value}
+            label={kept.label}
+            value={kept.value}
+            note={`Shown again after you signed in, and only here. ${kept.note}`}
+            onDone={() => setReshown((old) => old.filter((v) => v !== kept))}
+          />
+        ))}
         <Page route={route} me={session.me} />
       </main>
     </div>

@@ -35,6 +35,15 @@ async function signIn(page: Page, base: string, email: string) {
   await page.getByRole('heading', { name: 'API Keys' }).waitFor();
 }
 
+/** Copies the value shown once, as a user must before it may go, and closes it with Done. */
+async function copyThenDone(page: Page) {
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: new URL(page.url()).origin });
+  const shown = page.locator('.show-once');
+  await shown.getByRole('button', { name: 'Copy' }).click();
+  await shown.getByRole('button', { name: 'Copied' }).waitFor();
+  await shown.getByRole('button', { name: 'Done' }).click();
+}
+
 async function chat(server: TestServer, token: string) {
   return fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
@@ -97,7 +106,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     expect(token).toMatch(/^sk-svc-/);
     await expect.poll(() => page.getByRole('button', { name: 'Copy' }).isVisible()).toBe(true);
     await shot(page, '02-api-keys-created');
-    await page.getByRole('button', { name: 'Done' }).click();
+    await copyThenDone(page);
     expect(await page.getByTestId('shown-once-value').count()).toBe(0);
     expect(await page.content()).not.toContain(token);
 
@@ -144,7 +153,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     expect(testPayload).toMatchObject({ event: 'llm.request.completed', test: true, user_id: user.id });
     expect(testPayload.request_id).toMatch(/^test-/);
     expect(signatureValid(testDelivery.raw, testDelivery.headers['x-svc-signature'], secret)).toBe(true);
-    await page.getByRole('button', { name: 'Done' }).click();
+    await copyThenDone(page);
     await shot(page, '05-key-settings-tested');
 
     // A chat request → its delivery appears under Deliveries, with the exact payload; Redeliver sends it again.
@@ -360,11 +369,11 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Create key' }).click();
       await page.getByLabel('Key name').fill('rotating');
       await page.getByRole('button', { name: 'Create key' }).click();
-      await page.getByRole('button', { name: 'Done' }).click();
+      await copyThenDone(page);
       await page.getByRole('link', { name: 'rotating' }).click();
       await page.getByRole('button', { name: 'Generate' }).click();
       const oldSecret = (await page.getByTestId('shown-once-value').textContent()) ?? '';
-      await page.getByRole('button', { name: 'Done' }).click();
+      await copyThenDone(page);
 
       // Rotate asks first; Cancel changes nothing.
       await page.getByRole('button', { name: 'Rotate' }).click();
@@ -387,7 +396,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       const until = Date.parse((await previous.locator('time').getAttribute('datetime')) ?? '');
       expect(until - before).toBeGreaterThanOrEqual(86_400_000 - 1000);
       expect(until - before).toBeLessThan(86_400_000 + 60_000);
-      await page.getByRole('button', { name: 'Done' }).click();
+      await copyThenDone(page);
       await shot(page, '13-rotated-overlap');
 
       // The key's own overlap: the next rotation's confirmation says so.
@@ -489,11 +498,15 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     try {
       const user = await createUser(server, 'focus@example.test');
       await signIn(page, server.url, user.email);
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
       // A key shown once: Done gives focus back to Create key.
       await page.getByRole('button', { name: 'Create key' }).click();
       await page.getByLabel('Key name').fill('focus');
       await page.keyboard.press('Enter');
       await expect.poll(focused).toBe('Copy');
+      // Copied first (Enter on Copy, where focus is): Done would otherwise ask before the value goes.
+      await page.keyboard.press('Enter');
+      await page.getByRole('button', { name: 'Copied' }).waitFor();
       await page.getByRole('button', { name: 'Done' }).press('Enter');
       expect(await focused()).toBe('Create key');
 
@@ -501,6 +514,9 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await page.getByRole('link', { name: 'focus' }).click();
       await page.getByRole('button', { name: 'Generate' }).press('Enter');
       await expect.poll(focused).toBe('Copy');
+      // Copied first (Enter on Copy, where focus is): Done would otherwise ask before the value goes.
+      await page.keyboard.press('Enter');
+      await page.getByRole('button', { name: 'Copied' }).waitFor();
       await page.getByRole('button', { name: 'Done' }).press('Enter');
       expect(await focused()).toBe('Rotate');
 
@@ -661,7 +677,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Create key' }).click();
       await page.getByLabel('Key name').fill('locked down');
       await page.getByRole('button', { name: 'Create key' }).click();
-      await page.getByRole('button', { name: 'Done' }).click();
+      await copyThenDone(page);
       await page.getByRole('link', { name: 'locked down' }).click();
       await page.getByLabel('Webhook URL').fill('http://10.1.2.3/hook');
       await page.getByRole('button', { name: 'Save' }).click();

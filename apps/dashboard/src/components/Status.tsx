@@ -1,5 +1,7 @@
 import { useEffect, useRef, useState, type RefObject } from 'react';
 import { formatClock } from '../format.js';
+import { addNavigationGuard } from '../router.js';
+import { trackShownOnce } from '../shown-once.js';
 
 export function Spinner({ label }: { label: string }) {
   return (
@@ -64,6 +66,11 @@ export function CopyButton({ value, label = 'Copy' }: { value: string; label?: s
  * A secret or key shown once, with a Copy button. It appears after the button that asked for it (Create key,
  * Generate) has gone, so focus moves to Copy: keyboard and screen-reader users land on the new value; Done
  * gives it to `returnFocus`.
+ *
+ * Until it is copied (Copy, or the user's own copy of the selected text) it cannot go unnoticed: Done asks first,
+ * leaving the page within the app (or Sign out) asks, reloading or closing the tab asks (beforeunload), and a
+ * session that ends under it keeps it for after signing in again (shown-once.ts), as Stripe asks before a new
+ * secret key's dialog closes.
  */
 export function ShowOnce({
   label,
@@ -80,15 +87,49 @@ export function ShowOnce({
   returnFocus?: RefObject<HTMLElement | null>;
 }) {
   const [copied, setCopied] = useState<'idle' | 'copied' | 'failed'>('idle');
+  // Copied by hand (selected, then Ctrl+C or the context menu) counts too: the browser may block Copy.
+  const [copiedByHand, setCopiedByHand] = useState(false);
+  const [closing, setClosing] = useState(false);
   const copyButton = useRef<HTMLButtonElement>(null);
+  const secured = copied === 'copied' || copiedByHand;
   useEffect(() => copyButton.current?.focus(), [value]);
+  useEffect(() => {
+    setCopied('idle');
+    setCopiedByHand(false);
+    setClosing(false);
+  }, [value]);
+  useEffect(() => {
+    if (secured) return;
+    const onCopy = () => {
+      if (window.getSelection()?.toString().includes(value)) setCopiedByHand(true);
+    };
+    const beforeUnload = (event: BeforeUnloadEvent) => {
+      event.preventDefault();
+      event.returnValue = '';
+    };
+    document.addEventListener('copy', onCopy);
+    window.addEventListener('beforeunload', beforeUnload);
+    const removeGuard = addNavigationGuard(() => !window.confirm(`${label} is shown only once and you have not copied it. Leave without copying it?`));
+    const untrack = trackShownOnce(() => ({ label, value, note }));
+    return () => {
+      document.removeEventListener('copy', onCopy);
+      window.removeEventListener('beforeunload', beforeUnload);
+      removeGuard();
+      untrack();
+    };
+  }, [secured, label, value, note]);
   const copy = async () => {
     try {
       await navigator.clipboard.writeText(value);
       setCopied('copied');
+      setClosing(false);
     } catch {
       setCopied('failed');
     }
+  };
+  const done = () => {
+    onDone();
+    returnFocus?.current?.focus();
   };
   return (
     <div className="show-once" role="region" aria-label={label}>
@@ -103,16 +144,28 @@ export function ShowOnce({
         </button>
       </div>
       {copied === 'failed' && <p className="field-error">Copying was blocked by the browser; select the text and copy it.</p>}
-      <button
-        type="button"
-        className="button ghost small"
-        onClick={() => {
-          onDone();
-          returnFocus?.current?.focus();
-        }}
-      >
-        Done
-      </button>
+      {closing && !secured ? (
+        <div className="alert warn" role="alert" data-testid="shown-once-uncopied">
+          <span>You have not copied it. Once closed it cannot be shown again.</span>
+          <button type="button" className="button small danger-outline" onClick={done}>
+            Close without copying
+          </button>
+        </div>
+      ) : (
+        <button
+          type="button"
+          className="button ghost small"
+          onClick={() => {
+            if (secured) done();
+            else {
+              setClosing(true);
+              copyButton.current?.focus();
+            }
+          }}
+        >
+          Done
+        </button>
+      )}
     </div>
   );
 }

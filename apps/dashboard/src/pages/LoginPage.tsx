@@ -3,9 +3,21 @@ import type { DashboardSignIn } from '@svc/protocol';
 import { api, ApiError, setCsrfToken } from '../api.js';
 import { useTitle } from '../router.js';
 
-/** `notice`: why the form is shown instead of the page that was open (the session ended). */
-export function LoginPage({ onSignedIn, notice }: { onSignedIn: () => void; notice?: string }) {
+/**
+ * `notice`: why the form is shown instead of the page that was open (the session ended). `keepsShownOnce`: a key
+ * or secret not copied yet waits in this tab for the sign-in, so leaving the tab asks first.
+ */
+export function LoginPage({ onSignedIn, notice, keepsShownOnce = false }: { onSignedIn: () => void; notice?: string; keepsShownOnce?: boolean }) {
   useTitle('Sign in');
+  useEffect(() => {
+    if (!keepsShownOnce) return;
+    const beforeUnload = (event: BeforeUnloadEvent) => {
+      event.preventDefault();
+      event.returnValue = '';
+    };
+    window.addEventListener('beforeunload', beforeUnload);
+    return () => window.removeEventListener('beforeunload', beforeUnload);
+  }, [keepsShownOnce]);
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
