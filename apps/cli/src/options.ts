@@ -95,3 +95,15 @@ export function parseTimeAgo(value: string, now: () => number = Date.now): strin
   if (Number.isNaN(time)) throw new InvalidArgumentError('Must be a duration back from now (30m, 2h, 7d) or an ISO 8601 time (2026-11-25T09:00:00Z).');
   return new Date(time).toISOString();
 }
+
+/**
+ * `--last-status-code`: an HTTP status (503) or a class of them (5xx), as the deliveries list takes it.
+ *
+ * @example
+ * parseStatusCodeFilter('5XX'); // '5xx'
+ */
+export function parseStatusCodeFilter(value: string): string {
+  const trimmed = value.trim().toLowerCase();
+  if (!/^[1-5](\d\d|xx)$/.test(trimmed)) throw new InvalidArgumentError('Must be an HTTP status (503) or a class of them (5xx).');
+  return trimmed;
+}

@@ -232,6 +232,27 @@ describe('replay and deliveries against the server', () => {
     expect(replayed!.body.toString('utf8')).toBe(delivery.payload);
   });
 
+  it('deliveries list searches by request id, the last attempt\'s HTTP status and creation time; the next page keeps the search', async () => {
+    const target = await receiver();
+    const { token } = await server.createKey({ webhookUrl: target.url });
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    expect((await cli(['webhooks', 'test'], token)).code).toBe(0);
+    const all = (JSON.parse((await cli(['deliveries', 'list', '--json'], token)).stdout) as DeliveryList).data;
+    const wanted = all[1]!;
+    const byRequest = JSON.parse((await cli(['deliveries', 'list', '--request-id', wanted.request_id, '--json'], token)).stdout) as DeliveryList;
+    expect(byRequest.data.map((d) => d.id)).toEqual([wanted.id]);
+    expect((await cli(['deliveries', 'list', '--last-status-code', '5xx'], token)).stderr).toBe('No deliveries.\n');
+    const ok = JSON.parse((await cli(['deliveries', 'list', '--last-status-code', '2XX', '--json'], token)).stdout) as DeliveryList;
+    expect(ok.data).toHaveLength(2);
+    const since = new Date(Date.parse(all[0]!.created_at) + 1).toISOString();
+    expect((await cli(['deliveries', 'list', '--since', since], token)).stderr).toBe('No deliveries.\n');
+    const recent = await cli(['deliveries', 'list', '--since', '1h', '--last-status-code', '200', '--limit', '1'], token);
+    expect(recent.stderr).toMatch(new RegExp(`^More: svc-cli deliveries list --before ${all[0]!.id} --limit 1 --since \\S+Z --last-status-code 200\n$`));
+    const badCode = await cli(['deliveries', 'list', '--last-status-code', '600'], token);
+    expect(badCode.code).not.toBe(0);
+    expect(badCode.stderr).toContain('Must be an HTTP status (503) or a class of them (5xx).');
+  });
+
   it('deliveries list, show and redeliver', async () => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const { token } = await server.createKey({ webhookUrl: listen.url, signingSecret: SECRET });

@@ -52,3 +52,29 @@ export function formatDuration(seconds: number): string {
   const n = seconds / size;
   return `${numbers.format(n)} ${unit}${n === 1 ? '' : 's'}`;
 }
+
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * An ISO time as a `datetime-local` input shows it: in this browser's time zone, to the minute ('' for none).
+ *
+ * @example
+ * toLocalInput('2026-11-30T08:05:00Z'); // '2026-11-30T09:05' in Europe/Berlin
+ */
+export function toLocalInput(iso: string | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** A `datetime-local` input's value (this browser's time zone) as an ISO 8601 UTC time; undefined when unreadable. */
+export function fromLocalInput(value: string): string | undefined {
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
+}
+
+/** This browser's time zone, as the times on the page are shown in it ("Europe/Berlin", "UTC"). */
+export function timeZoneName(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time';
+}

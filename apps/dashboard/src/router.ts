@@ -6,9 +6,24 @@ import { isDeliveryStatus } from '@svc/protocol/delivery-list-query';
 export type Route =
   | { page: 'keys' }
   | { page: 'key'; keyId: string }
-  | { page: 'deliveries'; keyId: string; status?: DeliveryStatus; delivery?: string }
+  | ({ page: 'deliveries'; keyId: string; status?: DeliveryStatus; delivery?: string } & DeliveryFilter)
   | { page: 'usage'; keyId?: string }
   | { page: 'not-found' };
+
+/**
+ * The deliveries list's search beside its status, under the deliveries API's own parameter names (the URL of a
+ * filtered view reads as the API call that makes it).
+ */
+export interface DeliveryFilter {
+  request_id?: string;
+  /** ISO 8601 times. */
+  since?: string;
+  until?: string;
+  /** `503` or `5xx`. */
+  last_status_code?: string;
+}
+
+export const DELIVERY_FILTER_PARAMS = ['request_id', 'since', 'until', 'last_status_code'] as const;
 
 const BASE = import.meta.env.BASE_URL.replace(/\/$/, '');
 
@@ -28,10 +43,16 @@ export function parseRoute(pathname: string, search = ''): Route {
       const params = new URLSearchParams(search);
       const status = params.get('status') ?? '';
       const delivery = params.get('delivery');
+      const filter: DeliveryFilter = {};
+      for (const name of DELIVERY_FILTER_PARAMS) {
+        const value = params.get(name);
+        if (value) filter[name] = value;
+      }
       return {
         page: 'deliveries',
         keyId: parts[2]!,
         ...(isDeliveryStatus(status) ? { status } : {}),
+        ...filter,
         ...(delivery ? { delivery } : {}),
       };
     }
@@ -48,6 +69,7 @@ export function hrefOf(route: Route): string {
     case 'deliveries': {
       const params = new URLSearchParams();
       if (route.status) params.set('status', route.status);
+      for (const name of DELIVERY_FILTER_PARAMS) if (route[name]) params.set(name, route[name]);
       if (route.delivery) params.set('delivery', route.delivery);
       return `${BASE}/settings/api-keys/${encodeURIComponent(route.keyId)}/deliveries${params.size > 0 ? `?${params}` : ''}`;
     }

@@ -28,12 +28,41 @@ export interface DeliveryListQuery {
   status?: (typeof DELIVERY_STATUSES)[number];
   /** A delivery id: only deliveries older than it. */
   before?: string;
+  /** Only the delivery (or deliveries: a redelivered test) of this request (`chatcmpl-…`, `test-…`). */
+  request_id?: string;
+  /** Created at or after this ISO 8601 time. */
+  since?: string;
+  /** Created before this ISO 8601 time. */
+  until?: string;
+  /** The last attempt's HTTP status: one (`500`) or a class (`5xx`). */
+  last_status_code?: string;
 }
 
 /** Why a list query was refused: the parameter and a message for the error body. */
 export interface DeliveryListQueryIssue {
-  param: 'limit' | 'status' | 'before';
+  param: 'limit' | 'status' | 'before' | 'request_id' | 'since' | 'until' | 'last_status_code';
   message: string;
+}
+
+/** An ISO 8601 time with its offset (`2026-11-25T09:00:00Z`, `…+01:00`), as `since` and `until` take it. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+/** `last_status_code`: a status (`503`) or a class of them (`5xx`). */
+const STATUS_CODE_FILTER = /^([1-5])(\d\d|xx)$/i;
+/** The longest `request_id` a list takes (svc's own are ~40 characters). */
+const REQUEST_ID_MAX = 200;
+
+/**
+ * The range of HTTP statuses a `last_status_code` filter means, both ends included.
+ *
+ * @example
+ * statusCodeRange('5xx'); // { min: 500, max: 599 }
+ * statusCodeRange('404'); // { min: 404, max: 404 }
+ */
+export function statusCodeRange(filter: string): { min: number; max: number } {
+  const match = STATUS_CODE_FILTER.exec(filter);
+  if (!match) throw new TypeError(`not a status code filter: ${filter}`);
+  if (match[2]!.toLowerCase() === 'xx') return { min: Number(match[1]) * 100, max: Number(match[1]) * 100 + 99 };
+  return { min: Number(filter), max: Number(filter) };
 }
 
 export type DeliveryListQueryResult = { ok: true; query: DeliveryListQuery } | { ok: false; issue: DeliveryListQueryIssue };
@@ -56,7 +85,8 @@ export function singleQueryParam(params: Readonly<Record<string, unknown>>, name
 }
 
 /**
- * Reads `limit`, `status` and `before` from a parsed query string (each at most once). A bad value is an
+ * Reads `limit`, `status`, `before`, `request_id`, `since`, `until` and `last_status_code` from a parsed query
+ * string (each at most once). A bad value is an
  * outcome, not an exception: the server turns it into its 400 `invalid_value` error.
  *
  * @example
@@ -83,7 +113,38 @@ export function parseDeliveryListQuery(params: Readonly<Record<string, unknown>>
   if (before !== undefined && !DELIVERY_ID_PATTERN.test(before)) {
     return fail('before', `'before' must be a delivery id (whd_…) from a previous page; got '${before}'.`);
   }
-  return { ok: true, query: { limit: limitText === undefined ? DELIVERY_LIST_LIMITS.default : Number(limitText), status, before } };
+  const requestParam = singleQueryParam(params, 'request_id');
+  if (!requestParam.ok) return fail('request_id', requestParam.message);
+  const requestId = requestParam.text;
+  if (requestId !== undefined && (requestId === '' || requestId.length > REQUEST_ID_MAX)) {
+    return fail('request_id', `'request_id' must be a request id (chatcmpl-…, test-…) of 1 to ${REQUEST_ID_MAX} characters.`);
+  }
+  const times: Partial<Record<'since' | 'until', string>> = {};
+  for (const name of ['since', 'until'] as const) {
+    const param = singleQueryParam(params, name);
+    if (!param.ok) return fail(name, param.message);
+    if (param.text !== undefined && !(ISO_TIME.test(param.text) && !Number.isNaN(Date.parse(param.text)))) {
+      return fail(name, `'${name}' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '${param.text}'.`);
+    }
+    if (param.text !== undefined) times[name] = param.text;
+  }
+  const codeParam = singleQueryParam(params, 'last_status_code');
+  if (!codeParam.ok) return fail('last_status_code', codeParam.message);
+  const code = codeParam.text;
+  if (code !== undefined && !STATUS_CODE_FILTER.test(code)) {
+    return fail('last_status_code', `'last_status_code' must be an HTTP status (503) or a class of them (5xx); got '${code}'.`);
+  }
+  return {
+    ok: true,
+    query: {
+      limit: limitText === undefined ? DELIVERY_LIST_LIMITS.default : Number(limitText),
+      status,
+      before,
+      ...(requestId !== undefined ? { request_id: requestId } : {}),
+      ...times,
+      ...(code !== undefined ? { last_status_code: code.toLowerCase() } : {}),
+    },
+  };
 }
 
 /**
@@ -98,6 +159,10 @@ export function deliveryListSearch(query: Partial<DeliveryListQuery>): string {
   if (query.limit !== undefined) search.set('limit', String(query.limit));
   if (query.status) search.set('status', query.status);
   if (query.before) search.set('before', query.before);
+  if (query.request_id) search.set('request_id', query.request_id);
+  if (query.since) search.set('since', query.since);
+  if (query.until) search.set('until', query.until);
+  if (query.last_status_code) search.set('last_status_code', query.last_status_code);
   return search.size > 0 ? `?${search}` : '';
 }
 

@@ -436,6 +436,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
         limit: listQuery.limit.meta({ description: `Page size, 1–${DELIVERY_LIST_LIMITS.max}. Default ${DELIVERY_LIST_LIMITS.default}.` }),
         status: listQuery.status.meta({ description: 'Only deliveries in this state.' }),
         before: listQuery.before.meta({ description: 'A delivery id (`next_cursor` of the previous page): only older deliveries.' }),
+        request_id: listQuery.request_id.meta({ description: 'Only deliveries of this request (`chatcmpl-…`, or `test-…` for a test send).' }),
+        since: listQuery.since.meta({ description: 'Only deliveries created at or after this time (ISO 8601).' }),
+        until: listQuery.until.meta({ description: 'Only deliveries created before this time (ISO 8601).' }),
+        last_status_code: listQuery.last_status_code.meta({ description: "Only deliveries whose last attempt got this HTTP status (`503`) or one of its class (`5xx`)." }),
       }),
     },
     responses: {

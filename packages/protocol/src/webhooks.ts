@@ -87,6 +87,10 @@ export const DeliveryListQuerySchema = z.object({
   limit: z.int().min(1).max(DELIVERY_LIST_LIMITS.max).optional(),
   status: DeliveryStatusSchema.optional(),
   before: z.string().regex(DELIVERY_ID_PATTERN).optional(),
+  request_id: z.string().min(1).max(200).optional(),
+  since: z.iso.datetime({ offset: true }).optional(),
+  until: z.iso.datetime({ offset: true }).optional(),
+  last_status_code: z.string().regex(/^[1-5](\d\d|xx)$/i).optional(),
 });
 
 /**

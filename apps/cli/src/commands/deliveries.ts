@@ -3,7 +3,7 @@ import type { BulkRedeliverRequest, Delivery, DeliveryAttempt, DeliveryList, Del
 // The zod-free entry: the CLI does not load the schemas at run time (start-up time).
 import { DELIVERY_STATUSES, deliveryListSearch, REDELIVERY_MAX } from '@svc/protocol/delivery-list-query';
 import { apiClientFor, globalOptions } from '../global-options.js';
-import { parsePositiveInt, parseTimeAgo } from '../options.js';
+import { parsePositiveInt, parseStatusCodeFilter, parseTimeAgo } from '../options.js';
 import type { ApiClient } from '../api-client.js';
 import { CliError } from '../errors.js';
 import { deliveryActionResult, bulkRedeliverResult, deliveryDetail, deliveryList } from '../response-shapes.js';
@@ -14,6 +14,10 @@ interface ListOptions {
   limit?: number;
   status?: DeliveryStatus;
   before?: string;
+  requestId?: string;
+  since?: string;
+  until?: string;
+  lastStatusCode?: string;
   wide?: boolean;
 }
 
@@ -37,6 +41,10 @@ Examples:
     .addOption(new Option('-l, --limit <n>', 'how many').argParser(parsePositiveInt))
     .addOption(new Option('--status <status>', 'only deliveries in this state').choices(DELIVERY_STATUSES))
     .addOption(new Option('--before <cursor>', 'continue after this cursor (printed when there are more)'))
+    .addOption(new Option('--request-id <id>', "only the deliveries of this request (its x-request-id: chatcmpl-…, or test-…)"))
+    .addOption(new Option('--since <time>', 'created at or after: a duration back from now (30m, 2h, 7d) or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
+    .addOption(new Option('--until <time>', 'created before: a duration back from now or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
+    .addOption(new Option('--last-status-code <code>', "only deliveries whose last attempt got this HTTP status (503) or one of its class (5xx)").argParser(parseStatusCodeFilter))
     .option('-w, --wide', 'full ids, times and URLs on a terminal too (a line there fits its width; to a pipe or a file the table is always whole)')
     .addHelpText(
       'after',
@@ -44,12 +52,16 @@ Examples:
 Examples:
   $ svc-cli deliveries list
   $ svc-cli deliveries list --limit 50 --status failed
+  $ svc-cli deliveries list --request-id chatcmpl-4f2a…
+  $ svc-cli deliveries list --last-status-code 5xx --since 2h
+  $ svc-cli deliveries show <webhook-id>      (a delivery by its id, as the receiver got it in webhook-id)
   $ svc-cli deliveries list --wide
   $ svc-cli deliveries list --json | jq '.data[].id'`,
     )
     .action(async (opts: ListOptions, command: Command) => {
       const { json } = globalOptions(command);
-      const search = deliveryListSearch({ limit: opts.limit, status: opts.status, before: opts.before });
+      const filter = { status: opts.status, request_id: opts.requestId, since: opts.since, until: opts.until, last_status_code: opts.lastStatusCode };
+      const search = deliveryListSearch({ limit: opts.limit, ...filter, before: opts.before });
       const { data, raw } = await apiClientFor(command).json('GET', `/v1/webhooks/deliveries${search}`, deliveryList);
       if (json) {
         io.out(`${raw.trim()}\n`);
@@ -64,7 +76,15 @@ Examples:
       io.out(width === undefined ? wideTable(data.data) : narrowTable(data.data, width));
       if (data.has_more && data.next_cursor) {
         // The next page of the same list: its filter and page size too (without them it was every delivery, 20 a page).
-        const same = `${opts.limit === undefined ? '' : ` --limit ${opts.limit}`}${opts.status === undefined ? '' : ` --status ${opts.status}`}`;
+        // Times as the server read them (a duration would move on with the clock).
+        const same = [
+          opts.limit === undefined ? '' : ` --limit ${opts.limit}`,
+          filter.status === undefined ? '' : ` --status ${filter.status}`,
+          filter.request_id === undefined ? '' : ` --request-id ${filter.request_id}`,
+          filter.since === undefined ? '' : ` --since ${filter.since}`,
+          filter.until === undefined ? '' : ` --until ${filter.until}`,
+          filter.last_status_code === undefined ? '' : ` --last-status-code ${filter.last_status_code}`,
+        ].join('');
         io.err(`More: svc-cli deliveries list --before ${data.next_cursor}${same}\n`);
       }
     });

@@ -1,11 +1,12 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
 import { KeyNotFound } from '../components/KeyNotFound.js';
 import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DeliveryStatus } from '@svc/protocol';
-import { deliveryListSearch } from '@svc/protocol/delivery-list-query';
+import { DELIVERY_ID_PATTERN, deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { api, getKey } from '../api.js';
-import { hrefOf, link, navigate, useTitle, type Route } from '../router.js';
-import { formatTime } from '../format.js';
+import { DELIVERY_FILTER_PARAMS, hrefOf, link, navigate, useTitle, type DeliveryFilter, type Route } from '../router.js';
+import { fromLocalInput, timeZoneName, toLocalInput } from '../format.js';
+import { Time } from '../components/Time.js';
 import { useLoad, useRefresh } from '../use-load.js';
 import { nextRefreshMs } from '../delivery-refresh.js';
 import { attemptNote } from '../attempt-note.js';
@@ -24,28 +25,46 @@ const STATUS_OPTIONS: Array<{ value: '' | DeliveryStatus; label: string }> = [
   { value: 'cancelled', label: 'Cancelled' },
 ];
 
-function listPath(keyId: string, status: '' | DeliveryStatus, before?: string): string {
-  return `/keys/${encodeURIComponent(keyId)}/deliveries${deliveryListSearch({ limit: 20, status: status || undefined, before })}`;
+function listPath(keyId: string, status: '' | DeliveryStatus, filter: DeliveryFilter, before?: string): string {
+  return `/keys/${encodeURIComponent(keyId)}/deliveries${deliveryListSearch({ limit: 20, status: status || undefined, ...filter, before })}`;
 }
 
 type DeliveriesRoute = Extract<Route, { page: 'deliveries' }>;
+
+/** The search part of a deliveries route (request, time range, HTTP code), without the empty ones. */
+function filterOf(route: DeliveryFilter): DeliveryFilter {
+  const filter: DeliveryFilter = {};
+  for (const name of DELIVERY_FILTER_PARAMS) if (route[name]) filter[name] = route[name];
+  return filter;
+}
 
 export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
   const { keyId } = route;
   const status: '' | DeliveryStatus = route.status ?? '';
   const open = route.delivery ?? null;
-  // The filter and the open delivery are kept in the URL (replaced, not pushed: Back leaves the page).
-  const setStatus = (next: '' | DeliveryStatus) => navigate({ page: 'deliveries', keyId, ...(next ? { status: next } : {}) }, { replace: true, keepScroll: true });
-  const setOpen = (id: string | null) =>
-    navigate({ page: 'deliveries', keyId, ...(route.status ? { status: route.status } : {}), ...(id ? { delivery: id } : {}) }, { replace: true, keepScroll: true });
+  const filter = filterOf(route);
+  const filterKey = JSON.stringify(filter);
+  const filtered = status !== '' || Object.keys(filter).length > 0;
+  // The filter and the open delivery are kept in the URL (replaced, not pushed: Back leaves the page), so a
+  // filtered view can be reloaded, linked and shared.
+  const go = (next: { status?: '' | DeliveryStatus; filter?: DeliveryFilter; delivery?: string | null }) => {
+    const nextStatus = next.status ?? status;
+    const nextDelivery = next.delivery === undefined ? open : next.delivery;
+    navigate(
+      { page: 'deliveries', keyId, ...(nextStatus ? { status: nextStatus } : {}), ...(next.filter ?? filter), ...(nextDelivery ? { delivery: nextDelivery } : {}) },
+      { replace: true, keepScroll: true },
+    );
+  };
+  const setStatus = (next: '' | DeliveryStatus) => go({ status: next, delivery: null });
+  const setOpen = (id: string | null) => go({ delivery: id });
   const [key] = useLoad(() => getKey(keyId), [keyId]);
   const [page, reload, setPage] = useLoad<Page>(
-    () => api<DashboardDeliveryPage>('GET', listPath(keyId, status)).then((r) => ({ rows: r.data, hasMore: r.has_more })),
-    [keyId, status],
+    () => api<DashboardDeliveryPage>('GET', listPath(keyId, status, filter)).then((r) => ({ rows: r.data, hasMore: r.has_more })),
+    [keyId, status, filterKey],
   );
   const [moreError, setMoreError] = useState<string | null>(null);
   const [pagesLoaded, setPagesLoaded] = useState(1);
-  useEffect(() => setPagesLoaded(1), [keyId, status]);
+  useEffect(() => setPagesLoaded(1), [keyId, status, filterKey]);
 
   // Pending rows change on their own (the worker sends them) and new ones arrive, so the first page follows
   // them without a click (while the tab is visible).
@@ -67,7 +86,7 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
     setMoreError(null);
     setLoadingMore(true);
     try {
-      const next = await api<DashboardDeliveryPage>('GET', listPath(keyId, status, last.id));
+      const next = await api<DashboardDeliveryPage>('GET', listPath(keyId, status, filter, last.id));
       setPage({ rows: [...current.rows, ...next.data], hasMore: next.has_more });
       setPagesLoaded((n) => n + 1);
     } catch (err) {
@@ -114,9 +133,17 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
           <button type="button" className="button" onClick={() => void refresh()}>
             Refresh
           </button>
-          <BulkRedeliver keyId={keyId} status={status} onDone={() => void refresh()} />
+          <BulkRedeliver keyId={keyId} status={status} filter={filter} onDone={() => void refresh()} />
         </div>
       </div>
+      <DeliverySearch
+        // Its fields keep what was typed (a delivery id searched included); the URL fills them on load.
+        key={keyId}
+        filter={filter}
+        onSearch={(next, delivery) => go({ filter: next, delivery })}
+        onClear={() => go({ status: '', filter: {}, delivery: null })}
+        filtered={filtered}
+      />
 
       {page.state === 'error' && <ErrorMessage message={page.message} onRetry={() => void refresh()} />}
       {open && page.data && !page.data.rows.some((r) => r.id === open) && (
@@ -127,7 +154,13 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
       )}
       {page.state === 'loading' && !page.data && <Spinner label="Loading deliveries…" />}
       {page.data && page.data.rows.length === 0 && (
-        <div className="card empty">{status ? 'No deliveries with this status.' : 'No deliveries yet. Send a test from the key settings or make a request.'}</div>
+        <div className="card empty">
+          {Object.keys(filter).length > 0
+            ? 'No deliveries match this search.'
+            : status
+              ? 'No deliveries with this status.'
+              : 'No deliveries yet. Send a test from the key settings or make a request.'}
+        </div>
       )}
       {page.data && page.data.rows.length > 0 && (
         <div className="card table-card">
@@ -183,7 +216,9 @@ function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: 
   return (
     <>
       <tr className={`clickable${props.open ? ' open' : ''}`} onClick={props.onToggle} data-delivery-id={d.id}>
-        <td data-label="Time">{formatTime(d.created_at)}</td>
+        <td data-label="Time">
+          <Time iso={d.created_at} show="full" />
+        </td>
         <td data-label="Request">
           <code className="truncate">{d.request_id}</code>
           {d.test && <span className="badge muted-badge">test</span>}
@@ -276,7 +311,9 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
           {d.next_attempt_at && (
             <div>
               <dt>Next attempt</dt>
-              <dd>{formatTime(d.next_attempt_at)}</dd>
+              <dd>
+                <Time iso={d.next_attempt_at} show="full" />
+              </dd>
             </div>
           )}
           <div>
@@ -327,7 +364,9 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
             {d.attempt_log.map((a) => (
               <tr key={a.attempt}>
                 <td data-label="#">{a.attempt}</td>
-                <td data-label="Time">{formatTime(a.attempted_at)}</td>
+                <td data-label="Time">
+                  <Time iso={a.attempted_at} show="full" />
+                </td>
                 <td data-label="Outcome">
                   <OutcomeBadge outcome={a.outcome} />
                 </td>
@@ -406,9 +445,13 @@ const STATUS_WORDS: Record<'' | DeliveryStatus, string> = { '': '', delivered: '
  * Redeliver every delivery the status filter shows (failed ones, typically, once the receiver is fixed):
  * counts them first and asks, then one call makes them all due now.
  */
-function BulkRedeliver({ keyId, status, onDone }: { keyId: string; status: '' | DeliveryStatus; onDone: () => void }) {
+function BulkRedeliver({ keyId, status, filter: search, onDone }: { keyId: string; status: '' | DeliveryStatus; filter: DeliveryFilter; onDone: () => void }) {
   const path = `/keys/${encodeURIComponent(keyId)}/deliveries/redeliver`;
-  const filter = status ? { status } : {};
+  // The bulk redelivery takes the status and the time range; the list's other search terms it does not, so with
+  // them the button is off (it would send more than the list shows) and says why.
+  const filter = { ...(status ? { status } : {}), ...(search.since ? { since: search.since } : {}), ...(search.until ? { until: search.until } : {}) };
+  const unsupported = search.request_id !== undefined || search.last_status_code !== undefined;
+  const reasonId = useId();
   const [state, setState] = useState<{ step: 'idle' | 'counting' | 'confirm' | 'sending'; count?: BulkRedeliverResult; message?: string; error?: string }>({ step: 'idle' });
   const noun = (n: number) => `${n} ${STATUS_WORDS[status]}${n === 1 ? 'delivery' : 'deliveries'}`;
   const button = useRef<HTMLButtonElement>(null);
@@ -438,9 +481,21 @@ function BulkRedeliver({ keyId, status, onDone }: { keyId: string; status: '' | 
   const capped = state.count && count >= state.count.limit ? ` At most ${state.count.limit} are sent per click: the newest.` : '';
   return (
     <>
-      <button ref={button} type="button" className="button" onClick={() => void start()} disabled={state.step !== 'idle'}>
+      <button
+        ref={button}
+        type="button"
+        className="button"
+        onClick={() => void start()}
+        disabled={state.step !== 'idle' || unsupported}
+        aria-describedby={unsupported ? reasonId : undefined}
+      >
         {state.step === 'counting' ? 'Counting…' : `Redeliver all ${STATUS_WORDS[status]}…`.replace(' …', '…')}
       </button>
+      {unsupported && (
+        <span id={reasonId} className="muted small-text" data-testid="bulk-redeliver-reason">
+          Redeliver all takes the status and the time range only: clear the request and HTTP code to use it.
+        </span>
+      )}
       {state.message && (
         <span className="muted" role="status">
           {state.message}
@@ -476,5 +531,116 @@ function SentHeaders({ attempts }: { attempts: DashboardDeliveryDetail['attempt_
           .join('\n')}
       </pre>
     </>
+  );
+}
+
+/**
+ * The search form: a delivery id (the receiver's `webhook-id` / `X-Svc-Delivery`) opens that delivery; any other
+ * id is a request id (`x-request-id`: `chatcmpl-…`, `test-…`); the last attempt's HTTP code (`500`, `5xx`) and a
+ * creation time range, in the user's time zone, narrow the list. Applied on Search (or Enter), into the URL.
+ */
+function DeliverySearch(props: {
+  filter: DeliveryFilter;
+  filtered: boolean;
+  onSearch: (filter: DeliveryFilter, delivery: string | null) => void;
+  onClear: () => void;
+}) {
+  // A delivery opened from the list is no search: the field holds only what was typed (or the request searched).
+  const [id, setId] = useState(props.filter.request_id ?? '');
+  const [code, setCode] = useState(props.filter.last_status_code ?? '');
+  const [since, setSince] = useState(toLocalInput(props.filter.since));
+  const [until, setUntil] = useState(toLocalInput(props.filter.until));
+  const [errors, setErrors] = useState<Partial<Record<'id' | 'code' | 'time', string>>>({});
+  const zone = timeZoneName();
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    const text = id.trim();
+    const codeText = code.trim().toLowerCase();
+    const sinceIso = since ? fromLocalInput(since) : undefined;
+    const untilIso = until ? fromLocalInput(until) : undefined;
+    const problems: typeof errors = {};
+    if (/^whd_/i.test(text) && !DELIVERY_ID_PATTERN.test(text)) problems.id = 'A delivery id is whd_ and 32 hexadecimal digits, as in the webhook-id header.';
+    if (codeText && !/^[1-5](\d\d|xx)$/.test(codeText)) problems.code = 'Enter an HTTP status such as 500, or a class such as 5xx.';
+    if (sinceIso && untilIso && sinceIso >= untilIso) problems.time = '“From” must be before “To”.';
+    setErrors(problems);
+    if (Object.keys(problems).length > 0) return;
+    const isDelivery = DELIVERY_ID_PATTERN.test(text);
+    props.onSearch(
+      {
+        ...(text && !isDelivery ? { request_id: text } : {}),
+        ...(sinceIso ? { since: sinceIso } : {}),
+        ...(untilIso ? { until: untilIso } : {}),
+        ...(codeText ? { last_status_code: codeText } : {}),
+      },
+      isDelivery ? text : null,
+    );
+  };
+
+  const field = (name: 'id' | 'code' | 'time') => (errors[name] ? { 'aria-invalid': true, 'aria-describedby': `delivery-search-${name}-error` } : {});
+  return (
+    <form role="search" aria-label="Search deliveries" className="card delivery-search" onSubmit={submit} noValidate>
+      <div className="field grow">
+        <label htmlFor="delivery-search-id">Delivery or request id</label>
+        <input
+          id="delivery-search-id"
+          name="id"
+          value={id}
+          onChange={(e) => setId(e.target.value)}
+          placeholder="whd_…, chatcmpl-… or test-…"
+          spellCheck={false}
+          autoComplete="off"
+          {...field('id')}
+        />
+        {errors.id && (
+          <span id="delivery-search-id-error" className="field-error">
+            {errors.id}
+          </span>
+        )}
+      </div>
+      <div className="field">
+        <label htmlFor="delivery-search-code">HTTP code</label>
+        <input id="delivery-search-code" name="last_status_code" value={code} onChange={(e) => setCode(e.target.value)} placeholder="500 or 5xx" inputMode="text" size={8} {...field('code')} />
+        {errors.code && (
+          <span id="delivery-search-code-error" className="field-error">
+            {errors.code}
+          </span>
+        )}
+      </div>
+      <div className="field">
+        <label htmlFor="delivery-search-since">From ({zone})</label>
+        <input id="delivery-search-since" name="since" type="datetime-local" value={since} onChange={(e) => setSince(e.target.value)} {...field('time')} />
+      </div>
+      <div className="field">
+        <label htmlFor="delivery-search-until">To ({zone})</label>
+        <input id="delivery-search-until" name="until" type="datetime-local" value={until} onChange={(e) => setUntil(e.target.value)} {...field('time')} />
+      </div>
+      <div className="actions">
+        <button type="submit" className="button primary">
+          Search
+        </button>
+        {(props.filtered || id !== '' || code !== '' || since !== '' || until !== '') && (
+          <button
+            type="button"
+            className="button ghost"
+            onClick={() => {
+              setId('');
+              setCode('');
+              setSince('');
+              setUntil('');
+              setErrors({});
+              props.onClear();
+            }}
+          >
+            Clear filters
+          </button>
+        )}
+      </div>
+      {errors.time && (
+        <span id="delivery-search-time-error" className="field-error">
+          {errors.time}
+        </span>
+      )}
+    </form>
   );
 }

@@ -253,6 +253,13 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('response_items_created_idx').on('response_items').column('created_at').execute();
       },
     },
+    '016_deliveries_key_request': {
+      // A key's deliveries of one request: the deliveries list's request_id search (a receiver engineer holding the
+      // x-request-id of a call), newest first. Without it the search read every delivery of the key.
+      async up(db: Kysely<unknown>) {
+        await db.schema.createIndex('deliveries_key_request_idx').on('webhook_deliveries').columns(['key_id', 'request_id', 'created_at']).execute();
+      },
+    },
   };
 }
 

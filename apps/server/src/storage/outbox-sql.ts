@@ -1,4 +1,4 @@
-import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type DeliverySummaryRow, type NewDelivery, type RedeliveryFilter, type Retrying } from './outbox-store.js';
+import { newAttemptId, type AttemptRecord, type Backlog, type DeliveryRow, type DeliverySummaryRow, type ListFilter, type NewDelivery, type RedeliveryFilter, type Retrying } from './outbox-store.js';
 
 /**
  * The outbox's SQL that SQLite and Postgres share, with `?` parameters (`numbered` turns them into Postgres's
@@ -127,17 +127,6 @@ export const BY_ID = `select * from webhook_deliveries where id = ?`;
 
 export const LIST_CURSOR = `select created_at, id from webhook_deliveries where key_id = ? and id = ?`;
 /**
- * One key's page (parameters: key, [status,] [cursor created_at, created_at, id,] limit). The status is a
- * plain `status = ?` when filtered, so the (key_id, status, created_at) index serves it (a `coalesce(?, status)`
- * would hide the column from the planner, which would read every delivery of the key).
- */
-export function listSql(afterCursor: boolean, byStatus = false): string {
-  const cursor = afterCursor ? ' and created_at <= ? and (created_at < ? or id < ?)' : '';
-  return `select ${SUMMARY_COLUMNS} from webhook_deliveries where key_id = ?${byStatus ? ' and status = ?' : ''}${cursor}
-  order by created_at desc, id desc limit ?`;
-}
-
-/**
  * Characters of a payload a page of deliveries reads (`DeliverySummaryRow.payload_head`): its request's `status_code`
  * comes before the prompt (audit-payload.ts), within the first few hundred. A page read every payload whole, and a
  * key's 100 deliveries of 9 MB prompts made each page 1 GB read into memory, other keys' requests waiting on it.
@@ -168,13 +157,27 @@ const everyColumnListed: [Exclude<keyof DeliverySummaryRow, 'payload_head' | (ty
 void everyColumnListed;
 const SUMMARY_COLUMNS = `${SUMMARY_COLUMN_NAMES.join(', ')}, substr(payload, 1, ${PAYLOAD_HEAD_CHARS}) as payload_head`;
 
-const LIST_TEXTS = [listSql(false), listSql(false, true), listSql(true), listSql(true, true)];
-
-/** A page's text (one of four) and parameters: `cursor` is the previous page's last delivery. */
-export function listQuery(keyId: string, status: string | undefined, cursor: { created_at: number; id: string } | undefined, limit: number): [string, unknown[]] {
-  const byStatus = status === undefined ? [] : [status];
-  const after = cursor === undefined ? [] : [cursor.created_at, cursor.created_at, cursor.id];
-  return [LIST_TEXTS[(cursor === undefined ? 0 : 2) + (status === undefined ? 0 : 1)]!, [keyId, ...byStatus, ...after, limit]];
+/**
+ * One key's page: the newest deliveries matching `filter`, after `cursor` (the previous page's last delivery) when
+ * given; a SELECT and its parameters. Only the filter's own terms are in its text, each a plain comparison, so
+ * the planner sees what it may search: (key_id, status, created_at) for a status, (key_id, request_id, created_at) for a
+ * request, (key_id, created_at) for a time range (a `coalesce(?, status)` would hide the column from the planner,
+ * which would read every delivery of the key).
+ */
+export function listQuery(keyId: string, filter: ListFilter, cursor: { created_at: number; id: string } | undefined, limit: number): [string, unknown[]] {
+  let text = `select ${SUMMARY_COLUMNS} from webhook_deliveries where key_id = ?`;
+  const params: unknown[] = [keyId];
+  const term = (sql: string, ...values: unknown[]) => {
+    text += ` and ${sql}`;
+    params.push(...values);
+  };
+  if (filter.status !== undefined) term('status = ?', filter.status);
+  if (filter.requestId !== undefined) term('request_id = ?', filter.requestId);
+  if (filter.since !== undefined) term('created_at >= ?', filter.since);
+  if (filter.until !== undefined) term('created_at < ?', filter.until);
+  if (filter.lastStatusCode !== undefined) term('last_status_code between ? and ?', filter.lastStatusCode.min, filter.lastStatusCode.max);
+  if (cursor !== undefined) term('created_at <= ? and (created_at < ? or id < ?)', cursor.created_at, cursor.created_at, cursor.id);
+  return [`${text}\n  order by created_at desc, id desc limit ?`, [...params, limit]];
 }
 
 export const GET_DELIVERY = `select * from webhook_deliveries where id = ? and key_id = ?`;

@@ -116,9 +116,21 @@ export interface AttemptRecord {
   leasedBy: string | null;
 }
 
-export interface ListOptions {
-  limit: number;
+/** Which deliveries of a key a list shows. */
+export interface ListFilter {
   status?: DeliveryRowStatus;
+  /** Only this request's deliveries. */
+  requestId?: string;
+  /** Created at or after (ms). */
+  since?: number;
+  /** Created before (ms). */
+  until?: number;
+  /** The last attempt's HTTP status within this range (both ends included). */
+  lastStatusCode?: { min: number; max: number };
+}
+
+export interface ListOptions extends ListFilter {
+  limit: number;
   /** A delivery id: return deliveries older than it (newest first). */
   before?: string;
 }

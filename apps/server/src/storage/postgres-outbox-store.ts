@@ -394,7 +394,7 @@ export class PostgresOutboxStore implements OutboxStore {
       cursor = (await run<Pick<DeliveryRow, 'created_at' | 'id'>>(this.db, pg.LIST_CURSOR, [keyId, options.before])).rows[0];
       if (!cursor) return { rows: [], hasMore: false };
     }
-    const [text, params] = listQuery(keyId, options.status, cursor, options.limit + 1);
+    const [text, params] = listQuery(keyId, options, cursor, options.limit + 1);
     return page((await run<DeliverySummaryRow>(this.db, numberedOnce(text), params)).rows, options.limit);
   }
 

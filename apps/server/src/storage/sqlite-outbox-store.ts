@@ -308,7 +308,7 @@ export class SqliteOutboxStore implements OutboxStore {
       cursor = this.stmt(LIST_CURSOR).get(keyId, options.before) as Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
       if (!cursor) return { rows: [], hasMore: false };
     }
-    const [text, params] = listQuery(keyId, options.status, cursor, options.limit + 1);
+    const [text, params] = listQuery(keyId, options, cursor, options.limit + 1);
     return page(this.stmt(text).all(...params) as DeliverySummaryRow[], options.limit);
   }
 

@@ -1,13 +1,13 @@
 import {
   BulkRedeliverRequestSchema,
   parseDeliveryListQuery,
+  statusCodeRange,
   type Delivery,
   type DeliveryAttempt,
   type DeliveryDetail,
-  type DeliveryListQuery,
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
-import type { AttemptRow, DeliveryRow, DeliverySummaryRow, RedeliveryFilter } from '../storage/outbox-store.js';
+import type { AttemptRow, DeliveryRow, DeliverySummaryRow, ListOptions, RedeliveryFilter } from '../storage/outbox-store.js';
 import { isoTime, isoTimeOrNull } from '../time.js';
 
 // The deliveries API's shapes, shared by `/v1/webhooks/deliveries` and the dashboard API's deliveries routes.
@@ -89,13 +89,23 @@ export function bulkRedeliverFilter(body: unknown): { filter: Omit<RedeliveryFil
 }
 
 /**
- * `limit`, `status` and `before` of a deliveries list request; a bad value is a 400 `invalid_value` naming it.
+ * A deliveries list request's page and filter (`limit`, `before`, `status`, `request_id`, `since`, `until`,
+ * `last_status_code`); a bad value is a 400 `invalid_value` naming it.
  *
  * @example
  * const { rows, hasMore } = await store.deliveries.list(keyId, deliveryListQuery(req.query));
  */
-export function deliveryListQuery(query: Readonly<Record<string, unknown>>): DeliveryListQuery {
+export function deliveryListQuery(query: Readonly<Record<string, unknown>>): ListOptions {
   const parsed = parseDeliveryListQuery(query);
   if (!parsed.ok) throw new ApiError('invalid_value', parsed.issue.message, { param: parsed.issue.param });
-  return parsed.query;
+  const q = parsed.query;
+  return {
+    limit: q.limit,
+    before: q.before,
+    status: q.status,
+    requestId: q.request_id,
+    since: q.since === undefined ? undefined : Date.parse(q.since),
+    until: q.until === undefined ? undefined : Date.parse(q.until),
+    lastStatusCode: q.last_status_code === undefined ? undefined : statusCodeRange(q.last_status_code),
+  };
 }

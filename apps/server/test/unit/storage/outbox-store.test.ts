@@ -336,6 +336,24 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect((await store.deliveries.get('key_a', big.id))?.delivery.payload).toBe(big.payload);
   });
 
+  it('lists by request, creation time and the last attempt\'s HTTP status, with the cursor, one key only', async () => {
+    const rows = [0, 1, 2, 3, 4].map((i) => delivery({ now: T0 + i * 1000 }));
+    await store.deliveries.insertMany([...rows, delivery({ keyId: 'key_b', requestId: rows[2]!.requestId })]);
+    await recordAttempt(rows[1]!.id, failure, { status: 'failed' });
+    await recordAttempt(rows[3]!.id, { ...failure, statusCode: 503, error: 'HTTP 503' }, { status: 'pending', nextAttemptAt: T0 + 60_000 });
+    await recordAttempt(rows[4]!.id, success, { status: 'delivered' });
+    const ids = async (options: Parameters<Store['deliveries']['list']>[1]) => (await store.deliveries.list('key_a', options)).rows.map((r) => r.id);
+    expect(await ids({ limit: 10, requestId: rows[2]!.requestId })).toEqual([rows[2]!.id]);
+    expect(await ids({ limit: 10, requestId: 'chatcmpl-none' })).toEqual([]);
+    expect(await ids({ limit: 10, since: T0 + 1000, until: T0 + 3000 })).toEqual([rows[2]!.id, rows[1]!.id]);
+    expect(await ids({ limit: 10, lastStatusCode: { min: 500, max: 599 } })).toEqual([rows[3]!.id, rows[1]!.id]);
+    expect(await ids({ limit: 10, lastStatusCode: { min: 503, max: 503 } })).toEqual([rows[3]!.id]);
+    expect(await ids({ limit: 10, lastStatusCode: { min: 500, max: 599 }, status: 'failed' })).toEqual([rows[1]!.id]);
+    const first = await store.deliveries.list('key_a', { limit: 1, lastStatusCode: { min: 500, max: 599 } });
+    expect(first.hasMore).toBe(true);
+    expect(await ids({ limit: 10, lastStatusCode: { min: 500, max: 599 }, before: first.rows[0]!.id })).toEqual([rows[1]!.id]);
+  });
+
   it('redelivers with the same id and bytes, due now, for the owning key only', async () => {
     const d = delivery();
     await store.deliveries.insert(d);
@@ -672,9 +690,9 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
   });
 
   it('a list filtered by status, and a bulk redelivery by status, search the (key_id, status, created_at) index', () => {
-    const [list, listParams] = listQuery('key_a', 'failed', undefined, 51);
+    const [list, listParams] = listQuery('key_a', { status: 'failed' }, undefined, 51);
     expect(plan(list, listParams)).toMatch(/USING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
-    const [after, afterParams] = listQuery('key_a', 'failed', { created_at: T0, id: 'whd_x' }, 51);
+    const [after, afterParams] = listQuery('key_a', { status: 'failed' }, { created_at: T0, id: 'whd_x' }, 51);
     expect(plan(after, afterParams)).toMatch(/USING INDEX deliveries_key_status_idx \(key_id=\? AND status=\? AND created_at<\?\)/);
     const [count, countParams] = countMatchingQuery('key_a', { status: 'failed', limit: 20_000 });
     expect(plan(count, countParams)).toMatch(/USING COVERING INDEX deliveries_key_status_idx \(key_id=\? AND status=\?\)/);
@@ -693,9 +711,9 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
       ['backlog', BACKLOG, [T0]],
       ['by id', BY_ID, ['whd_x']],
       ['list cursor', LIST_CURSOR, ['key_a', 'whd_x']],
-      ['list', ...listQuery('key_a', undefined, undefined, 51)],
-      ['list after a cursor', ...listQuery('key_a', undefined, { created_at: T0, id: 'whd_x' }, 51)],
-      ['list by status', ...listQuery('key_a', 'failed', undefined, 51)],
+      ['list', ...listQuery('key_a', {}, undefined, 51)],
+      ['list after a cursor', ...listQuery('key_a', {}, { created_at: T0, id: 'whd_x' }, 51)],
+      ['list by status', ...listQuery('key_a', { status: 'failed' }, undefined, 51)],
       ['one delivery', GET_DELIVERY, ['whd_x', 'key_a']],
       ['its attempts', GET_ATTEMPTS, ['whd_x']],
       ['redeliver', REDELIVER, [T0, T0, null, 'whd_x', 'key_a']],
@@ -747,6 +765,13 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
       expect(halts.length, text).toBeGreaterThan(0);
       expect(halts.filter((op) => op.p2 === 2), text).toEqual([]);
     }
+  });
+
+  it('a list by request searches the (key_id, request_id, created_at) index; by time, the (key_id, created_at) one', () => {
+    const [byRequest, requestParams] = listQuery('key_a', { requestId: 'chatcmpl-1' }, undefined, 51);
+    expect(plan(byRequest, requestParams)).toMatch(/USING INDEX deliveries_key_request_idx \(key_id=\? AND request_id=\?\)/);
+    const [byTime, timeParams] = listQuery('key_a', { since: T0, until: T0 + 1000 }, undefined, 51);
+    expect(plan(byTime, timeParams)).toMatch(/USING INDEX deliveries_key_idx \(key_id=\? AND created_at>\? AND created_at<\?\)/);
   });
 
   it('the backlog gauges (every /metrics scrape) search the due index instead of scanning every delivery', () => {
