@@ -169,6 +169,31 @@ describe.skipIf(SKIP)('delivery search in Chromium', () => {
     }
   });
 
+  it('the key list and a key\'s page give the exact time, in UTC too, on hover of Created and Last used', { timeout: 60_000 }, async () => {
+    const { token, key, user } = await server.createKey({ name: 'timed' });
+    const used = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${token}` } });
+    expect(used.status).toBe(200);
+    const context = await browser.newContext({ timezoneId: 'Asia/Tokyo', locale: 'en-US' });
+    await context.addCookies([await sessionCookie(server.url, user.email)]);
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.url}/dashboard/`);
+      const row = page.locator(`tr[data-key-id="${key.id}"]`);
+      const lastUsed = row.locator('td[data-label="Last used"] time');
+      await expect.poll(() => lastUsed.textContent()).toBe('Just now');
+      const fresh = (await server.running.store.keys.list(user.id)).find((k) => k.id === key.id)!;
+      expect(await lastUsed.getAttribute('datetime')).toBe(new Date(Number(fresh.last_used_at)).toISOString());
+      // "Nov 30, 2026, 11:31:02 AM GMT+9 (2026-11-30T02:31:02.123Z)"
+      expect(await lastUsed.getAttribute('title')).toMatch(/GMT\+9 \(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\)$/);
+      expect(await row.locator('td[data-label="Created"] time').getAttribute('title')).toContain(new Date(Number(fresh.created_at)).toISOString());
+      await row.getByRole('link', { name: 'timed' }).click();
+      await page.getByRole('heading', { name: 'timed', level: 1 }).waitFor();
+      expect(await page.locator('.page-head time').last().getAttribute('title')).toContain(new Date(Number(fresh.last_used_at)).toISOString());
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a search the server refuses is said in its words (a hand-edited URL)', { timeout: 60_000 }, async () => {
     const context = await browser.newContext();
     await context.addCookies([await sessionCookie(server.url, email)]);

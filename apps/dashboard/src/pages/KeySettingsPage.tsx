@@ -2,7 +2,8 @@ import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 
 import type { DashboardKey, DashboardKeyResult, DashboardMe, DashboardSigningSecret, DashboardTestResult, WebhookTestResult } from '@svc/protocol';
 import { api, ApiError, getKey } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
-import { formatDate, formatDuration, formatRelative, formatTime } from '../format.js';
+import { formatDuration, formatTime } from '../format.js';
+import { Time } from '../components/Time.js';
 import { useLoad, useRefresh } from '../use-load.js';
 import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
@@ -52,7 +53,8 @@ export function KeySettingsPage({ keyId, me }: { keyId: string; me: DashboardMe 
           <p className="eyebrow">Settings → API Keys</p>
           <h1>{key.name}</h1>
           <p className="muted">
-            <code>{key.prefix}</code> · created {formatDate(key.created_at)} · last used {formatRelative(key.last_used_at).toLowerCase()}
+            <code>{key.prefix}</code> · created <Time iso={key.created_at} show="date" /> · last used{' '}
+            {key.last_used_at ? <Time iso={key.last_used_at} show="relative" /> : 'never'}
           </p>
         </div>
         <a className="button" href={hrefOf({ page: 'deliveries', keyId })} onClick={link({ page: 'deliveries', keyId })}>

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import type { DashboardCreatedKey, DashboardKey, DashboardKeyList } from '@svc/protocol';
 import { api, ApiError } from '../api.js';
 import { hrefOf, link, useTitle } from '../router.js';
-import { formatDate, formatRelative } from '../format.js';
+import { Time } from '../components/Time.js';
 import { useLoad, useRefresh } from '../use-load.js';
 import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
@@ -115,8 +115,12 @@ export function KeysPage() {
                   <td data-label="Key">
                     <code className="key-prefix">{key.prefix}</code>
                   </td>
-                  <td data-label="Created">{formatDate(key.created_at)}</td>
-                  <td data-label="Last used">{formatRelative(key.last_used_at)}</td>
+                  <td data-label="Created">
+                    <Time iso={key.created_at} show="date" />
+                  </td>
+                  <td data-label="Last used">
+                    <Time iso={key.last_used_at} show="relative" />
+                  </td>
                   <td data-label="Last delivery">
                     {key.webhook_url || key.last_delivery ? <LastDeliveryStatus last={key.last_delivery} retrying={key.retrying} failingSince={key.failing_since} compact /> : <span className="muted">No webhook</span>}
                   </td>
