@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatClock, formatDuration, formatTime } from './format.js';
+import { formatClock, formatDuration, formatTime, showControls } from './format.js';
 
 describe('formatTime', () => {
   it('labels the time zone', () => {
@@ -42,5 +42,13 @@ describe('formatClock', () => {
     expect(text).toContain('1');
     expect(text).toMatch(/Dec/);
     expect(text).toMatch(/09:30/);
+  });
+});
+
+describe('showControls', () => {
+  it('shows control characters as their symbols, keeps line breaks and tabs, and says when bytes were not UTF-8', () => {
+    expect(showControls('\u001b[31mred\u0007\u007f')).toEqual({ text: '␛[31mred␇␡', binary: false });
+    expect(showControls('a\n\tb\r\n')).toEqual({ text: 'a\n\tb\r\n', binary: false });
+    expect(showControls('\ufffd\u0001PNG')).toEqual({ text: '\ufffd␁PNG', binary: true });
   });
 });

@@ -78,3 +78,17 @@ export function fromLocalInput(value: string): string | undefined {
 export function timeZoneName(): string {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time';
 }
+
+/**
+ * A receiver's answer as text that shows what it holds: control characters (an escape sequence's ESC, a BEL…),
+ * which a page draws as nothing, become their visible symbols (␛, ␇); line breaks and tabs stay. `binary`: part of
+ * it was not UTF-8 text (the server keeps such bytes as �), so it is likely binary.
+ *
+ * @example
+ * showControls('\u001b[31mred'); // { text: '␛[31mred', binary: false }
+ */
+export function showControls(body: string): { text: string; binary: boolean } {
+  // eslint-disable-next-line no-control-regex
+  const text = body.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)));
+  return { text, binary: body.includes('\ufffd') };
+}

@@ -1,4 +1,6 @@
 /// <reference lib="dom" />
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium, skipWithoutChromium } from './support/chromium.js';
@@ -191,6 +193,38 @@ describe.skipIf(SKIP)('delivery search in Chromium', () => {
       expect(await page.locator('.page-head time').last().getAttribute('title')).toContain(new Date(Number(fresh.last_used_at)).toISOString());
     } finally {
       await context.close();
+    }
+  });
+
+  it('a receiver\'s binary answer shows its control characters as symbols and says it is not text', { timeout: 60_000 }, async () => {
+    // An answer of bytes that are not UTF-8, with an escape sequence and a BEL in it.
+    const binary = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(500, { 'content-type': 'application/octet-stream' });
+        res.end(Buffer.concat([Buffer.from([0xff, 0xfe, 0x00, 0x01]), Buffer.from('\u001b[31mred\u0007 <b>x</b>')]));
+      });
+    });
+    await new Promise<void>((resolve) => binary.listen(0, '127.0.0.1', resolve));
+    const { user, key } = await server.createKey({ name: 'binary', webhookUrl: `http://127.0.0.1:${(binary.address() as AddressInfo).port}/hook` });
+    const context = await browser.newContext();
+    await context.addCookies([await sessionCookie(server.url, user.email)]);
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}`);
+      await page.getByRole('button', { name: 'Send test' }).click();
+      const answer = page.getByTestId('test-receiver-answer');
+      await answer.waitFor({ timeout: 30_000 });
+      expect(await answer.textContent()).toBe('\ufffd\ufffd\ufffd␁␛[31mred␇ <b>x</b>');
+      await page.getByTestId('test-receiver-answer-binary').waitFor();
+      // The delivery's own attempt log says the same.
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}/deliveries`);
+      await page.locator('tr.clickable').first().getByRole('button', { name: 'Details' }).click();
+      await expect.poll(() => page.getByTestId('receiver-answer').first().textContent()).toBe('\ufffd\ufffd\ufffd␁␛[31mred␇ <b>x</b>');
+      expect(await page.locator('.attempts-table td[data-label="Error / response"]').first().textContent()).toContain('␛[31mred␇');
+    } finally {
+      await context.close();
+      binary.close();
     }
   });
 

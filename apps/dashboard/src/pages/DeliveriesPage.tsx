@@ -5,7 +5,8 @@ import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, D
 import { DELIVERY_ID_PATTERN, deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { api, getKey } from '../api.js';
 import { DELIVERY_FILTER_PARAMS, hrefOf, link, navigate, useTitle, type DeliveryFilter, type Route } from '../router.js';
-import { fromLocalInput, timeZoneName, toLocalInput } from '../format.js';
+import { fromLocalInput, showControls, timeZoneName, toLocalInput } from '../format.js';
+import { ReceiverAnswer } from '../components/ReceiverAnswer.js';
 import { Time } from '../components/Time.js';
 import { useLoad, useRefresh } from '../use-load.js';
 import { nextRefreshMs } from '../delivery-refresh.js';
@@ -382,12 +383,13 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
       )}
       <SentHeaders attempts={d.attempt_log} />
       {d.attempt_log.filter(answeredFailure).map((a) => (
-        <div key={`answer-${a.attempt}`} className="receiver-answer">
-          <h3 className="subhead small">Receiver's answer to attempt {a.attempt} (HTTP {a.status_code ?? '—'}, first 2 KB)</h3>
-          <pre className="payload" data-testid="receiver-answer" tabIndex={0} aria-label={`Receiver's answer to attempt ${a.attempt}`}>
-            {a.response_body}
-          </pre>
-        </div>
+        <ReceiverAnswer
+          key={`answer-${a.attempt}`}
+          heading={`Receiver's answer to attempt ${a.attempt} (HTTP ${a.status_code ?? '—'}, first 2 KB)`}
+          body={a.response_body ?? ''}
+          label={`Receiver's answer to attempt ${a.attempt}`}
+          testId="receiver-answer"
+        />
       ))}
       <GroundingClaims payload={d.payload} />
       <div className="subhead-row">
@@ -424,7 +426,7 @@ function RequestStatus({ code, test }: { code: number | null; test: boolean }) {
 function AttemptNote({ attempt }: { attempt: DashboardDeliveryDetail['attempt_log'][number] }) {
   const note = attemptNote(attempt);
   if (!note) return <>—</>;
-  return note.kind === 'error' ? <>{note.text}</> : <code className="truncate">{note.text}</code>;
+  return note.kind === 'error' ? <>{note.text}</> : <code className="truncate">{showControls(note.text).text}</code>;
 }
 
 function answeredFailure(a: DashboardDeliveryDetail['attempt_log'][number]): boolean {

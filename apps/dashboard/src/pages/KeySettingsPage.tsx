@@ -4,6 +4,7 @@ import { api, ApiError, getKey } from '../api.js';
 import { addNavigationGuard, hrefOf, link, useTitle } from '../router.js';
 import { formatDuration, formatTime } from '../format.js';
 import { Time } from '../components/Time.js';
+import { ReceiverAnswer } from '../components/ReceiverAnswer.js';
 import { useLoad, useRefresh } from '../use-load.js';
 import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
@@ -325,12 +326,12 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
       )}
       {test && !test.success && test.response_body?.trim() ? (
         // The receiver's own words are usually the only place that says why it refused.
-        <div className="receiver-answer">
-          <h3 className="subhead small">Receiver's answer{test.status_code != null ? ` (HTTP ${test.status_code}, first 2 KB)` : ' (first 2 KB)'}</h3>
-          <pre className="payload" data-testid="test-receiver-answer" tabIndex={0} aria-label="Receiver's answer to the test">
-            {test.response_body}
-          </pre>
-        </div>
+        <ReceiverAnswer
+          heading={`Receiver's answer${test.status_code != null ? ` (HTTP ${test.status_code}, first 2 KB)` : ' (first 2 KB)'}`}
+          body={test.response_body}
+          label="Receiver's answer to the test"
+          testId="test-receiver-answer"
+        />
       ) : null}
     </form>
   );
