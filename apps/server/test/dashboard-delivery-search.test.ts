@@ -228,6 +228,37 @@ describe.skipIf(SKIP)('delivery search in Chromium', () => {
     }
   });
 
+  it('a payload of megabytes opens with its first 64 KB shown; Copy payload takes all of it, Show all shows it', { timeout: 60_000 }, async () => {
+    const { user, key } = await server.createKey({ name: 'long prompts', webhookUrl: 'https://example.com/hooks' });
+    const payload = JSON.stringify({ event: 'llm.request.completed', request_id: 'chatcmpl-long', status_code: 200, prompt: `user: ${'word '.repeat(600_000)}` });
+    const id = `whd_${Date.now().toString(16).padStart(12, '0')}${'f'.repeat(20)}`;
+    server.running.store.handle.sqlite!.prepare(`insert into webhook_deliveries (id, key_id, user_id, event, request_id, url, payload, status, attempts,
+      last_status_code, created_at, updated_at, delivered_at) values (?, ?, ?, 'llm.request.completed', 'chatcmpl-long', 'https://example.com/hooks', ?, 'delivered', 1, 200, ?, ?, ?)`)
+      .run(id, key.id, user.id, payload, Date.now(), Date.now(), Date.now());
+    const context = await browser.newContext();
+    await context.addCookies([await sessionCookie(server.url, user.email)]);
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    const page = await context.newPage();
+    try {
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}/deliveries?delivery=${id}`);
+      const cut = page.getByTestId('payload-cut');
+      await cut.waitFor();
+      expect(await cut.textContent()).toContain(`This payload is ${payload.length.toLocaleString('en-US')} bytes: its first 64 KB are shown`);
+      const pretty = page.getByTestId('payload-pretty');
+      expect(await pretty.textContent()).toBe(`${payload.slice(0, 64 * 1024)}…`);
+      // The raw copy is not laid out until asked for.
+      expect(await page.getByTestId('payload').count()).toBe(0);
+      await page.getByRole('button', { name: 'Copy payload' }).click();
+      await page.getByRole('button', { name: 'Copied' }).waitFor();
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(payload);
+      await cut.getByRole('button', { name: 'Show all' }).click();
+      await expect.poll(() => pretty.evaluate((el) => el.textContent?.length)).toBe(JSON.stringify(JSON.parse(payload), null, 2).length);
+      expect(await cut.count()).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a search the server refuses is said in its words (a hand-edited URL)', { timeout: 60_000 }, async () => {
     const context = await browser.newContext();
     await context.addCookies([await sessionCookie(server.url, email)]);

@@ -1,3 +1,4 @@
+import { useMemo } from 'react';
 import type { Claim as PayloadClaim } from '@svc/protocol';
 
 /** The grounding fields of a payload, read defensively: the bytes are the receiver's, not a typed value. */
@@ -16,7 +17,8 @@ function readGrounding(payload: string): { grounded: boolean; claims: PayloadCla
  * best: what a reviewer needs to see why an answer was (or was not) flagged.
  */
 export function GroundingClaims({ payload }: { payload: string }) {
-  const g = readGrounding(payload);
+  // Parsed once per payload, not at every render of the details (a payload may be megabytes).
+  const g = useMemo(() => readGrounding(payload), [payload]);
   if (!g) return null;
   return (
     <section aria-labelledby="grounding-heading">

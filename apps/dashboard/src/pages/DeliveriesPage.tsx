@@ -1,11 +1,11 @@
-import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
 import { KeyNotFound } from '../components/KeyNotFound.js';
 import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DeliveryStatus } from '@svc/protocol';
 import { DELIVERY_ID_PATTERN, deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { api, getKey } from '../api.js';
 import { DELIVERY_FILTER_PARAMS, hrefOf, link, navigate, useTitle, type DeliveryFilter, type Route } from '../router.js';
-import { fromLocalInput, showControls, timeZoneName, toLocalInput } from '../format.js';
+import { formatNumber, fromLocalInput, showControls, timeZoneName, toLocalInput } from '../format.js';
 import { ReceiverAnswer } from '../components/ReceiverAnswer.js';
 import { Time } from '../components/Time.js';
 import { useLoad, useRefresh } from '../use-load.js';
@@ -392,20 +392,55 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
         />
       ))}
       <GroundingClaims payload={d.payload} />
+      <Payload payload={d.payload} />
+    </div>
+  );
+}
+
+/** How much of a payload the page shows before Show all: a prompt of megabytes took the tab 10 s and more to lay out. */
+const PAYLOAD_PREVIEW_CHARS = 64 * 1024;
+
+/**
+ * A delivery's payload, indented, and its raw bytes. A large one (a long prompt) shows its first 64 KB as sent until
+ * Show all; Copy payload always takes all of it.
+ */
+function Payload({ payload }: { payload: string }) {
+  const [whole, setWhole] = useState(false);
+  const [rawOpen, setRawOpen] = useState(false);
+  const cut = payload.length > PAYLOAD_PREVIEW_CHARS && !whole;
+  const pretty = useMemo(() => (cut ? null : prettyJson(payload)), [payload, cut]);
+  const size = useMemo(() => new TextEncoder().encode(payload).length, [payload]);
+  const preview = cut ? `${payload.slice(0, PAYLOAD_PREVIEW_CHARS)}…` : payload;
+  return (
+    <>
       <div className="subhead-row">
         <h2 className="subhead">Payload</h2>
-        <CopyButton value={d.payload} label="Copy payload" />
+        <CopyButton value={payload} label="Copy payload" />
       </div>
+      {cut && (
+        <div className="alert warn" data-testid="payload-cut">
+          <span>
+            This payload is {formatNumber(size)} bytes: its first {formatNumber(PAYLOAD_PREVIEW_CHARS / 1024)} KB are shown, as sent. Copy payload takes all
+            of it.
+          </span>
+          <button type="button" className="button small" onClick={() => setWhole(true)}>
+            Show all
+          </button>
+        </div>
+      )}
       <pre className="payload" data-testid="payload-pretty" tabIndex={0} aria-label="Payload">
-        {prettyJson(d.payload)}
+        {pretty ?? preview}
       </pre>
-      <details className="raw-payload">
+      <details className="raw-payload" onToggle={(e) => setRawOpen(e.currentTarget.open)}>
         <summary>Raw bytes, exactly as signed and sent</summary>
-        <pre className="payload" data-testid="payload" tabIndex={0} aria-label="Raw payload">
-          {d.payload}
-        </pre>
+        {/* A large payload's raw copy is laid out only when asked for. */}
+        {(rawOpen || payload.length <= PAYLOAD_PREVIEW_CHARS) && (
+          <pre className="payload" data-testid="payload" tabIndex={0} aria-label="Raw payload">
+            {preview}
+          </pre>
+        )}
       </details>
-    </div>
+    </>
   );
 }
 
