@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IDLE_REFRESH_MS, nextRefreshMs } from './delivery-refresh.js';
+import { IDLE_REFRESH_MS, detailRefreshMs, nextRefreshMs } from './delivery-refresh.js';
 
 const now = Date.parse('2026-11-24T12:00:00Z');
 const at = (ms: number) => new Date(now + ms).toISOString();
@@ -32,5 +32,16 @@ describe('nextRefreshMs', () => {
     expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: null }], now)).toBe(2_000);
     expect(nextRefreshMs([{ status: 'pending', attempts: 1, next_attempt_at: 'not a time' }], now)).toBe(2_000);
     expect(nextRefreshMs([{ status: 'pending', attempts: 4, next_attempt_at: at(3_600_000) }], now)).toBe(5_000);
+  });
+});
+
+describe('detailRefreshMs', () => {
+  it('follows a pending delivery until it is finished: its first attempt, a redelivery due now, a retry when due', () => {
+    expect(detailRefreshMs({ status: 'delivered', attempts: 2, next_attempt_at: null }, now)).toBeNull();
+    expect(detailRefreshMs({ status: 'failed', attempts: 8, next_attempt_at: null }, now)).toBeNull();
+    expect(detailRefreshMs({ status: 'pending', attempts: 0, next_attempt_at: at(0) }, now)).toBe(1_500);
+    expect(detailRefreshMs({ status: 'pending', attempts: 1, next_attempt_at: at(0) }, now)).toBe(2_000);
+    expect(detailRefreshMs({ status: 'pending', attempts: 3, next_attempt_at: at(5 * 3600_000) }, now)).toBe(5 * 3600_000 + 1_000);
+    expect(detailRefreshMs({ status: 'pending', attempts: 3, next_attempt_at: null }, now)).toBe(2_000);
   });
 });

@@ -16,3 +16,15 @@ export function nextRefreshMs(rows: Pick<DashboardDelivery, 'status' | 'attempts
   const due = Math.min(...pending.map((d) => Date.parse(d.next_attempt_at ?? '') || now));
   return Math.min(IDLE_REFRESH_MS, Math.max(2_000, due - now + 1_000));
 }
+
+/**
+ * When an open delivery's details should load again, or null: never once it is finished; while it is pending, once
+ * its attempt has had time — its first 1.5 s on, a retry (or a redelivery, due now) a second after it is due, at
+ * least 2 s apart. The details carry the whole payload, so a retry hours away is not asked about every few seconds.
+ */
+export function detailRefreshMs(d: Pick<DashboardDelivery, 'status' | 'attempts' | 'next_attempt_at'>, now: number): number | null {
+  if (d.status !== 'pending') return null;
+  if (d.attempts === 0) return 1_500;
+  const due = Date.parse(d.next_attempt_at ?? '') || now;
+  return Math.max(2_000, due - now + 1_000);
+}

@@ -668,6 +668,41 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     }
   });
 
+  it('an open delivery follows its redelivery to a slow receiver until it is delivered, without Refresh', { timeout: 60_000 }, async () => {
+    const user = await createUser(server, 'slow-redelivery@example.test');
+    const { token, key } = await server.createKey({ userId: user.id, name: 'slow receiver', webhookUrl: receiver.url });
+    const response = await chat(server, token);
+    const { id: requestId } = (await response.json()) as { id: string };
+    await receiver.waitFor((list) => list.some((d) => d.raw.toString('utf8').includes(requestId)));
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+    try {
+      await signIn(page, server.url, user.email);
+      await page.goto(`${server.url}/dashboard/settings/api-keys/${key.id}/deliveries`);
+      const row = page.locator('tr.clickable', { hasText: requestId });
+      await expect.poll(() => row.locator('td').nth(3).textContent(), { timeout: 15_000 }).toBe('Delivered');
+      await row.getByRole('button', { name: 'Details' }).click();
+      const attempts = page.locator('.attempts-table tbody tr');
+      await expect.poll(() => attempts.count()).toBe(1);
+
+      // The receiver holds its answer to the redelivery past the details' first look after Redeliver.
+      let answer!: () => void;
+      receiver.queue.push({ until: new Promise<void>((resolve) => (answer = resolve)) });
+      const before = receiver.received.length;
+      await page.getByRole('button', { name: 'Redeliver', exact: true }).click();
+      await page.getByRole('status').filter({ hasText: 'Redelivery queued' }).waitFor();
+      await receiver.waitFor((list) => list.length > before);
+      // The details' look after Redeliver, made while the receiver still holds its answer.
+      await page.waitForResponse((r) => r.request().method() === 'GET' && /\/deliveries\/whd_[0-9a-f]{32}$/.test(new URL(r.url()).pathname));
+      expect(await attempts.count()).toBe(1);
+      answer();
+      // Then the details follow it to Delivered, with its second attempt, as the list does.
+      await expect.poll(() => attempts.count(), { timeout: 15_000 }).toBe(2);
+      expect(await page.locator('.delivery-detail .facts').textContent()).toContain('Delivered');
+    } finally {
+      await page.close();
+    }
+  });
+
   it('explains a blocked private webhook address next to the field', { timeout: 60_000 }, async () => {
     const strict = await startTestServer({ env: { SVC_WEBHOOK_ALLOW_PRIVATE: 'false' } });
     const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

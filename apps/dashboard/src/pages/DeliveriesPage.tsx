@@ -9,7 +9,7 @@ import { formatNumber, fromLocalInput, showControls, timeZoneName, toLocalInput 
 import { ReceiverAnswer } from '../components/ReceiverAnswer.js';
 import { Time } from '../components/Time.js';
 import { useLoad, useRefresh } from '../use-load.js';
-import { nextRefreshMs } from '../delivery-refresh.js';
+import { detailRefreshMs, nextRefreshMs } from '../delivery-refresh.js';
 import { attemptNote } from '../attempt-note.js';
 import { ConfirmDialog, CopyButton, DeliveryStateBadge, ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
 
@@ -261,6 +261,9 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
   const [detail, reload] = useLoad(() => api<DashboardDeliveryDetail>('GET', path), [path]);
   const [redeliver, setRedeliver] = useState<{ busy: boolean; message?: string; error?: string }>({ busy: false });
   const fresh = detail.state === 'ready' ? detail.data : undefined;
+  // A pending delivery's details follow it (an attempt under way, a redelivery to a slow receiver) until it is
+  // finished: the one look 1.5 s after Redeliver left them at Pending while the list beside them said Delivered.
+  useRefresh(reload, fresh ? detailRefreshMs(fresh, Date.now()) : null, detail.data);
   // Keep the list row in step with what the details show (status, attempts, code).
   useEffect(() => {
     if (fresh) onRedelivered(fresh);
