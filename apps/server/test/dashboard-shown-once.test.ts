@@ -137,6 +137,28 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
     }
   });
 
+  it('creating another key keeps the first one on screen until its own Done', { timeout: 60_000 }, async () => {
+    const { user } = await server.createKey({ name: 'existing' });
+    const { context, page } = await signedIn(user.email);
+    try {
+      const first = await createKey(page, 'first');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      await page.getByLabel('Key name').fill('second');
+      await page.getByRole('button', { name: 'Create key' }).click();
+      const second = page.getByRole('region', { name: 'New key “second”' });
+      await second.waitFor();
+      expect(await page.getByRole('region', { name: 'New key “first”' }).getByTestId('shown-once-value').textContent()).toBe(first);
+      expect(await page.getByTestId('shown-once-value').count()).toBe(2);
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+      await second.getByRole('button', { name: 'Copy' }).click();
+      await second.getByRole('button', { name: 'Copied' }).waitFor();
+      await second.getByRole('button', { name: 'Done' }).click();
+      expect(await page.getByTestId('shown-once-value').allTextContents()).toEqual([first]);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a generated signing secret copied by hand (selected, Ctrl+C) counts as copied', { timeout: 60_000 }, async () => {
     const { user, key } = await server.createKey({ name: 'hooks', webhookUrl: 'https://example.com/hooks' });
     const { context, page } = await signedIn(user.email);

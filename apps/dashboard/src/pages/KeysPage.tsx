@@ -14,7 +14,8 @@ export function KeysPage() {
   // Last delivery changes on its own (deliveries are sent, retried): the list follows it without a click.
   useRefresh(reload, keys.state === 'ready' ? IDLE_REFRESH_MS : null, keys.data);
   const [creating, setCreating] = useState(false);
-  const [created, setCreated] = useState<DashboardCreatedKey | null>(null);
+  // New keys on screen, newest first: creating another does not take away one not yet copied.
+  const [created, setCreated] = useState<DashboardCreatedKey[]>([]);
   const [revoking, setRevoking] = useState<DashboardKey | null>(null);
   const [revokeState, setRevokeState] = useState<{ busy: boolean; error?: string }>({ busy: false });
   const [revoked, setRevoked] = useState<DashboardKey | null>(null);
@@ -29,7 +30,7 @@ export function KeysPage() {
     try {
       await api('POST', `/keys/${encodeURIComponent(revoking.id)}/revoke`, {});
       // A revoked key is useless: its shown-once banner goes, so the whole key is not left on screen.
-      if (created?.key.id === revoking.id) setCreated(null);
+      setCreated((shown) => shown.filter((c) => c.key.id !== revoking.id));
       setRevoked(revoking);
       setRevoking(null);
       setRevokeState({ busy: false });
@@ -48,7 +49,7 @@ export function KeysPage() {
           <p className="muted">Keys authenticate calls to <code>/v1</code>. Each key has its own audit webhook, signing secret and rate limit.</p>
         </div>
         {!creating && (
-          <button ref={createButton} type="button" className="button primary" onClick={() => { setCreating(true); setCreated(null); setRevoked(null); }}>
+          <button ref={createButton} type="button" className="button primary" onClick={() => { setCreating(true); setRevoked(null); }}>
             Create key
           </button>
         )}
@@ -59,20 +60,21 @@ export function KeysPage() {
           onCancel={() => setCreating(false)}
           onCreated={(result) => {
             setCreating(false);
-            setCreated(result);
+            setCreated((shown) => [result, ...shown]);
             void reload();
           }}
         />
       )}
-      {created && (
+      {created.map((c) => (
         <ShowOnce
-          label={`New key “${created.key.name}”`}
-          value={created.token}
+          key={c.key.id}
+          label={`New key “${c.key.name}”`}
+          value={c.token}
           note="Copy it now: it is shown only once and cannot be retrieved later."
-          onDone={() => setCreated(null)}
+          onDone={() => setCreated((shown) => shown.filter((other) => other !== c))}
           returnFocus={createButton}
         />
-      )}
+      ))}
 
       {revoked && (
         <div ref={revokedNotice} className="alert ok" role="status" tabIndex={-1} data-testid="revoked-notice">
