@@ -10,6 +10,7 @@ import { SqliteOutboxStore } from './sqlite-outbox-store.js';
 import { SessionsStore } from './sessions-store.js';
 import { ResponsesStore } from './responses-store.js';
 import { SqliteStatements } from './sqlite-statements.js';
+import { boundedProbe, READY_WAIT_MS } from './ready-probe.js';
 
 /**
  * Every table behind one object; the same code runs on SQLite and Postgres.
@@ -31,7 +32,7 @@ export interface Store {
   migrated: string[];
   /**
    * Null when the database takes a write now (a one-row write, and on SQLite the file is still the one opened);
-   * else why it does not.
+   * else why it does not. Answers within READY_WAIT_MS: a write still waiting then is the reason.
    */
   unready(): Promise<string | null>;
   close(): Promise<void>;
@@ -41,7 +42,7 @@ export interface Store {
  * Opens the database at `url` and brings its schema up to date (unless `migrate: false`). A failure says which
  * database it was (without its password): "connect ECONNREFUSED 127.0.0.1:5432" alone does not.
  */
-export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number; leaseClock?: LeaseClock } = {}): Promise<Store> {
+export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number; leaseClock?: LeaseClock; readyWaitMs?: number } = {}): Promise<Store> {
   let handle: DatabaseHandle | undefined;
   let migrated: string[] = [];
   try {
@@ -53,9 +54,7 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
   }
   const { db } = handle;
   const statements = handle.sqlite ? new SqliteStatements(handle.sqlite) : undefined;
-  const unready = async (): Promise<string | null> => {
-    const fileProblem = handle.fileProblem();
-    if (fileProblem !== undefined) return fileProblem;
+  const writeProbe = async (): Promise<string | null> => {
     try {
       // A write, not a read: a full disk, a read-only file system or a lost write lock fail it.
       const value = String(Date.now());
@@ -69,6 +68,8 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
       return `a write failed: ${(err as Error).message ?? String(err)}`;
     }
   };
+  const boundedWrite = boundedProbe(writeProbe, options.readyWaitMs ?? READY_WAIT_MS);
+  const unready = async (): Promise<string | null> => handle.fileProblem() ?? boundedWrite();
   return {
     handle,
     users: new UsersStore(db),
