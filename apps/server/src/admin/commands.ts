@@ -20,6 +20,7 @@ import type { ApiKeyPatch, ApiKeyRecord } from '../storage/keys-store.js';
 import { CommandError } from './command-error.js';
 import { passwordOption, signingSecretOption } from './password-option.js';
 import { makeGroundingCommand } from './grounding-calibrate.js';
+import { makeBackupCommand } from './backup.js';
 import { SERVER_VERSION } from '../version.js';
 
 export interface CommandIO {
@@ -465,6 +466,7 @@ go to the new URL. Example:
       });
     });
 
+  program.addCommand(makeBackupCommand(io, () => config()));
   program.addCommand(makeGroundingCommand(io));
   return program;
 }

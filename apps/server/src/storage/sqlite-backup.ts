@@ -1,0 +1,93 @@
+import { closeSync, existsSync, fsyncSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import SQLite from 'better-sqlite3';
+
+export interface SqliteBackup {
+  /** The copy's absolute path. */
+  path: string;
+  bytes: number;
+  /** Deliveries in the copy still to be sent (`pending`): the start from the copy sends them. */
+  pendingDeliveries: number;
+}
+
+/** A backup that could not be made: says why, and what to do. */
+export class BackupError extends Error {
+  readonly code = 'SVC_BACKUP';
+  constructor(message: string) {
+    super(message);
+    this.name = 'BackupError';
+  }
+}
+
+/**
+ * Copies the SQLite database `source` to `target` while servers may be using it: `VACUUM INTO` reads one
+ * snapshot (a read transaction: in WAL mode writers go on meanwhile, and what they commit after it began is not
+ * in the copy), so the copy is consistent, with everything committed to the WAL so far, and compact (no free
+ * pages). Copying the file with `cp` is not: the recent commits live in `svc.db-wal`, and a file copied while a
+ * checkpoint writes into it can be torn. (The backup API, `sqlite3_backup_step`, restarts whenever another
+ * process writes, which a busy server does every second.)
+ *
+ * The copy is written as `target.partial` (mode 0600: it holds key hashes, sealed secrets and payloads), synced
+ * to disk, checked (`quick_check`) and only then renamed to `target`, so a backup cut short never leaves a file
+ * that looks whole. `target` must not exist.
+ *
+ * @example
+ * const { bytes } = backupSqlite('./data/svc.db', '/backups/svc-2026-11-30.db');
+ */
+export function backupSqlite(source: string, target: string): SqliteBackup {
+  const from = resolve(source);
+  const to = resolve(target);
+  if (from === to) throw new BackupError(`the backup ${to} would overwrite the database itself`);
+  if (!existsSync(from)) throw new BackupError(`no database at ${from} (SVC_DATABASE_URL)`);
+  if (existsSync(to)) throw new BackupError(`${to} already exists: give a new file name (a backup never overwrites one)`);
+  const partial = `${to}.partial`;
+  try {
+    // 'w': an earlier backup cut short left its .partial; an empty file is what VACUUM INTO accepts.
+    closeSync(openSync(partial, 'w', 0o600));
+  } catch (err) {
+    throw new BackupError(`cannot write ${partial}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    const db = new SQLite(from, { fileMustExist: true });
+    try {
+      // A server's write lock is held for milliseconds; the copy itself takes none.
+      db.pragma('busy_timeout = 5000');
+      db.prepare('vacuum into ?').run(partial);
+    } finally {
+      db.close();
+    }
+    syncFile(partial);
+    const copy = new SQLite(partial, { readonly: true, fileMustExist: true });
+    let pendingDeliveries: number;
+    try {
+      const check = copy.pragma('quick_check', { simple: true });
+      if (check !== 'ok') throw new BackupError(`the copy failed its integrity check (${String(check)}); the database itself may be damaged: run sqlite3 ${from} 'PRAGMA integrity_check'`);
+      pendingDeliveries = copy.prepare("select count(*) from webhook_deliveries where status = 'pending'").pluck().get() as number;
+    } finally {
+      copy.close();
+    }
+    renameSync(partial, to);
+    syncFile(dirname(to));
+    return { path: to, bytes: statSync(to).size, pendingDeliveries };
+  } catch (err) {
+    try {
+      unlinkSync(partial);
+    } catch {
+      // Already gone.
+    }
+    if (err instanceof BackupError) throw err;
+    const { code, message } = err as { code?: string; message?: string };
+    if (code === 'SQLITE_FULL') throw new BackupError(`the disk holding ${dirname(to)} is full: the copy needs about the database's size (${statSync(from).size} bytes) free`);
+    throw new BackupError(`could not copy ${from} to ${to}: ${code ? `${code}: ` : ''}${message ?? String(err)}`);
+  }
+}
+
+/** fsync: the copy (and its name in the directory) survive a power loss once the backup says it is done. */
+function syncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
