@@ -23,6 +23,7 @@ import { checkSecretKey, logPreviousKeyNote, SecretBox } from './crypto/secret-b
 import { resolveSecretKey } from './crypto/embedded-key.js';
 import { createWebhooks } from './webhooks/index.js';
 import { Retention } from './storage/retention.js';
+import { freeSpace, shrinkAfterPurge } from './storage/sqlite-free-pages.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from './auth/first-run.js';
 import { createDashboardRouter } from './dashboard/index.js';
 import { signInCounters } from './dashboard/sign-in-limits.js';
@@ -93,7 +94,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     throw err;
   }
   // One registry per server: tests run several in one process.
-  const metrics = createMetrics({ backlog: () => store.deliveries.backlog(clock()), unready: () => store.unready() });
+  const { sqlite } = store.handle;
+  const metrics = createMetrics({
+    backlog: () => store.deliveries.backlog(clock()),
+    unready: () => store.unready(),
+    freeSpace: sqlite && (() => freeSpace(sqlite)),
+  });
   clusterWorker?.exposeMetrics(metrics.registry);
   const inFlight = new InFlightLimit(config.maxInFlight, { onReject: () => metrics.inFlightRejected() });
   metrics.inFlight(inFlight);
@@ -197,6 +203,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     retentionDays: config.webhooks.retentionDays,
     clock,
     logger,
+    afterPurge: store.handle.sqlite && shrinkAfterPurge(store.handle.sqlite, logger),
   });
   retention.start();
   logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline' }, 'svc listening');

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestPostgres, startTcpRelay, testRedis } from './support/databases.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
+import { giveBackFreePages } from '../src/storage/sqlite-free-pages.js';
 import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
 
 const TOKEN = 'metrics-token-for-tests';
@@ -178,6 +179,20 @@ describe('GET /metrics while the database takes no writes (a full disk, a read-o
       sqlite.pragma('query_only = OFF');
     }
     expect(sample(await scrape(), 'svc_database_up')).toBe(1);
+  });
+});
+
+describe('GET /metrics: the SQLite file\'s free space', () => {
+  it('svc_database_free_bytes counts the pages deleted rows left, and is 0 once they are given back', async () => {
+    const sqlite = server.running.store.handle.sqlite!;
+    await giveBackFreePages(sqlite);
+    expect(sample(await scrape(), 'svc_database_free_bytes', { reclaimable: '1' })).toBe(0);
+    const insert = sqlite.prepare("insert into svc_meta (key, value) values (?, ?)");
+    for (let i = 0; i < 100; i++) insert.run(`metrics_free_${i}`, 'x'.repeat(30_000));
+    sqlite.prepare("delete from svc_meta where key like 'metrics_free_%'").run();
+    expect(sample(await scrape(), 'svc_database_free_bytes', { reclaimable: '1' })).toBeGreaterThan(2_000_000);
+    await giveBackFreePages(sqlite);
+    expect(sample(await scrape(), 'svc_database_free_bytes', { reclaimable: '1' })).toBe(0);
   });
 });
 

@@ -17,6 +17,8 @@ export interface MetricsOptions {
   backlog?: () => Promise<Backlog>;
   /** Null when the database takes a write now, else why not (`Store.unready`), asked on every scrape. */
   unready?: () => Promise<string | null>;
+  /** SQLite: the database file's free pages (`freeSpace`), read on every scrape. */
+  freeSpace?: () => { freeBytes: number; reclaimable: boolean };
   /** Node process metrics (CPU, memory, event loop, GC). Default true. */
   processMetrics?: boolean;
 }
@@ -137,6 +139,26 @@ export class Metrics {
           // A write too: a full disk or a read-only file system still reads, while every audited request fails.
           const [counts, problem] = await Promise.all([read(), unready ? unready().catch(() => 'unknown') : null]);
           this.set(counts === undefined || problem !== null ? 0 : 1);
+        },
+      });
+    }
+    const { freeSpace } = options;
+    if (freeSpace) {
+      new Gauge({
+        name: 'svc_database_free_bytes',
+        help: 'SQLite: bytes of free pages in the database file (rows deleted since it last shrank). reclaimable="1": svc gives them back after each retention purge; "0": a database created before it did, converted by restoring an svc-server backup.',
+        labelNames: ['reclaimable'] as const,
+        registers: [this.registry],
+        // Every process of a multi-process server reads the same file.
+        aggregator: 'max',
+        collect() {
+          this.reset();
+          try {
+            const { freeBytes, reclaimable } = freeSpace();
+            this.set({ reclaimable: reclaimable ? '1' : '0' }, freeBytes);
+          } catch {
+            // The file cannot be read: svc_database_up says so.
+          }
         },
       });
     }

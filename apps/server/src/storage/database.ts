@@ -99,6 +99,10 @@ export function openDatabase(url: string, options: { poolSize?: number; queryWai
     sqlite.pragma('mmap_size = 0');
     // Takes effect on a new database only (before its first table); an existing one keeps its page size.
     sqlite.pragma(`page_size = ${PAGE_SIZE}`);
+    // Also for a new database only: pages freed by the retention purge can be given back to the file system
+    // (`giveBackFreePages`); with SQLite's default (NONE) the file never shrinks without a VACUUM, which needs svc
+    // stopped. An existing database keeps its setting (`svc-server backup` writes a copy that has this one).
+    sqlite.pragma('auto_vacuum = INCREMENTAL');
     sqlite.pragma('journal_mode = WAL');
     // NORMAL in WAL mode survives a process crash (SIGKILL); only an OS crash can lose the last commits.
     sqlite.pragma('synchronous = NORMAL');

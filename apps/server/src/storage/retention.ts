@@ -24,6 +24,8 @@ export interface RetentionOptions {
   retentionDays: number;
   clock: () => number;
   logger: Logger;
+  /** Run after a pass that removed rows (SQLite: give the freed pages back to the file system). */
+  afterPurge?: () => Promise<void>;
 }
 
 /**
@@ -56,9 +58,11 @@ export class Retention {
   async purge(): Promise<void> {
     const { stores, retentionDays, clock, logger } = this.options;
     const cutoff = clock() - retentionDays * DAY_MS;
+    let removedAny = false;
     for (const [what, store] of Object.entries(stores)) {
       try {
         const removed = await store.purgeOlderThan(cutoff);
+        removedAny ||= removed > 0;
         if (removed > 0) logger.info({ removed, retention_days: retentionDays }, `purged old ${what}`);
       } catch (err) {
         logger.error({ err }, `could not purge old ${what}`);
@@ -67,10 +71,17 @@ export class Retention {
     for (const [what, store] of Object.entries(this.options.expiring ?? {})) {
       try {
         const removed = await store.purgeExpired(clock());
+        removedAny ||= removed > 0;
         if (removed > 0) logger.info({ removed }, `purged expired ${what}`);
       } catch (err) {
         logger.error({ err }, `could not purge expired ${what}`);
       }
+    }
+    if (!removedAny || !this.options.afterPurge) return;
+    try {
+      await this.options.afterPurge();
+    } catch (err) {
+      logger.warn({ err }, 'could not give the purged rows\' space back to the file system; the next purge tries again');
     }
   }
 }

@@ -52,6 +52,9 @@ export function backupSqlite(source: string, target: string): SqliteBackup {
     try {
       // A server's write lock is held for milliseconds; the copy itself takes none.
       db.pragma('busy_timeout = 5000');
+      // The copy gives freed pages back (svc's setting for new databases), also when the original predates it.
+      // On the original nothing changes: the setting waits for a VACUUM of it, which never runs here.
+      db.pragma('auto_vacuum = INCREMENTAL');
       db.prepare('vacuum into ?').run(partial);
     } finally {
       db.close();
