@@ -9,7 +9,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
 import { createRequestListener } from './app.js';
 import { openStore, warnOnCheckpointFallback, type Store } from './storage/store.js';
-import { createLogger } from './logging/logger.js';
+import { createLogger, storageFaultsOf } from './logging/logger.js';
 import { createOfflineModel } from './upstream/offline-model.js';
 import { loadTokenizer } from './tokens/tokenizer.js';
 import { createOpenAICompatibleUpstream } from './upstream/openai-compatible.js';
@@ -93,6 +93,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await store.close();
     throw err;
   }
+  // A database outage is logged once, with counts, until this finds it back (see StorageFaultLog).
+  storageFaultsOf(logger)?.watch(() => store.unready());
   // One registry per server: tests run several in one process.
   const { sqlite } = store.handle;
   const metrics = createMetrics({
@@ -231,6 +233,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await upstream.close();
       shared?.stopWatching();
       redis?.disconnect();
+      storageFaultsOf(logger)?.close();
       await store.close();
     })());
 

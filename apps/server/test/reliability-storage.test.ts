@@ -204,6 +204,35 @@ describe('the database file', () => {
     }
   });
 
+  it('an outage is logged once per kind of fault, not once per request and worker retry, and its end is logged with the counts', async () => {
+    const receiver = await startReceiver();
+    const srv = await server({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    try {
+      const { token } = await srv.createKey({ webhookUrl: receiver.url });
+      expect((await chatCompletion(srv.url, token)).status).toBe(200);
+      const sqlite = srv.running.store.handle.sqlite!;
+      // Takes no writes, as a read-only remount would: SQLITE_READONLY.
+      sqlite.pragma('query_only = ON');
+      const statuses: number[] = [];
+      for (let i = 0; i < 20; i++) statuses.push((await chatCompletion(srv.url, token)).status);
+      expect(statuses).toEqual(Array(20).fill(503));
+      const lines = () => srv.logs.map((l) => JSON.parse(l) as Record<string, unknown>);
+      // Was one error line per request (20 here), and one per second from the delivery worker.
+      const faultLines = lines().filter((l) => l.msg === 'database unavailable: request answered 503');
+      expect(faultLines).toHaveLength(1);
+      expect(faultLines[0]!.fault).toMatch(/^SQLITE_READONLY: the database file takes no writes/);
+      // Each request still has its request line, with its status and error code.
+      expect(lines().filter((l) => l.msg === 'request' && l.status === 503 && l.error === 'database_unavailable')).toHaveLength(20);
+      sqlite.pragma('query_only = OFF');
+      const back = await eventually(() => lines().find((l) => l.msg === 'database available again'));
+      expect(back.kinds).toEqual(['SQLITE_READONLY']);
+      expect((back.lines as Record<string, number>)['database unavailable: request answered 503']).toBe(20);
+      expect((await chatCompletion(srv.url, token)).status).toBe(200);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('deleted under a running server: /readyz fails at once, the server stops with a clear error log, the next start refuses', async () => {
     const dir = tempDir();
     const file = join(dir, 'svc.db');

@@ -1,6 +1,7 @@
 import pino, { type Logger } from 'pino';
 import { outputGone } from './output-gone.js';
 import { storageFault } from '../storage/storage-fault.js';
+import { StorageFaultLog } from './storage-fault-log.js';
 
 export type { Logger };
 
@@ -35,7 +36,47 @@ const BATCH_MS = 100;
  */
 export function createLogger(level: string, destination?: NodeJS.WritableStream, options: LoggerOptions = {}): Logger {
   const base = options.multiProcess ? { service: 'svc', pid: process.pid } : { service: 'svc' };
-  return pino({ level, base, redact: { paths: REDACT, censor: '[redacted]' }, serializers: { err: serializeError } }, destination ?? BatchedStderr.shared(options.multiProcess));
+  // Lines of a database outage go through `faults` (rate-limited, with counts); its own summaries pass as they are.
+  let summarising = false;
+  const faults = new StorageFaultLog((level, fields, msg) => {
+    summarising = true;
+    try {
+      logger[level](fields, msg);
+    } finally {
+      summarising = false;
+    }
+  });
+  const logger: Logger = pino(
+    {
+      level,
+      base,
+      redact: { paths: REDACT, censor: '[redacted]' },
+      serializers: { err: serializeError },
+      hooks: {
+        logMethod(args, method) {
+          const [first, second] = args as unknown[];
+          const msg = typeof first === 'string' ? first : typeof second === 'string' ? second : '';
+          if (summarising || faults.admit(first, msg)) method.apply(this, args);
+        },
+      },
+    },
+    destination ?? BatchedStderr.shared(options.multiProcess),
+  );
+  faultLogs.set(logger, faults);
+  return logger;
+}
+
+const faultLogs = new WeakMap<Logger, StorageFaultLog>();
+
+/**
+ * The rate limit of `logger`'s database-outage lines (see StorageFaultLog), to give it the probe that tells when
+ * the database is back; undefined for a logger `createLogger` did not make.
+ *
+ * @example
+ * storageFaultsOf(logger)?.watch(() => store.unready());
+ */
+export function storageFaultsOf(logger: Logger): StorageFaultLog | undefined {
+  return faultLogs.get(logger);
 }
 
 /**
