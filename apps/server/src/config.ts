@@ -229,13 +229,38 @@ function editDistance(a: string, b: string): number {
  * unknownSettings({ SVC_DATABSE_URL: 'postgres://…' }); // ['SVC_DATABSE_URL is not an svc setting and is ignored (did you mean SVC_DATABASE_URL?)']
  */
 export function unknownSettings(env: Record<string, string | undefined>): string[] {
-  const known = Object.keys(EnvSchema.shape);
-  return Object.keys(env)
-    .filter((name) => name.startsWith('SVC_') && !(name in EnvSchema.shape) && !READ_ELSEWHERE.has(name))
+  const misspelt = new Set(misspeltSettings(env).map(([name]) => name));
+  return unknownNames(env)
+    .filter((name) => !misspelt.has(name))
     .map((name) => {
-      const closest = known.find((k) => editDistance(name, k) <= 2);
+      const closest = closestSetting(name);
       return `${name} is not an svc setting and is ignored${closest ? ` (did you mean ${closest}?)` : ''}`;
     });
+}
+
+function unknownNames(env: Record<string, string | undefined>): string[] {
+  return Object.keys(env).filter((name) => name.startsWith('SVC_') && !(name in EnvSchema.shape) && !READ_ELSEWHERE.has(name));
+}
+
+function closestSetting(name: string): string | undefined {
+  return Object.keys(EnvSchema.shape).find((k) => editDistance(name, k) <= 2);
+}
+
+/**
+ * Unknown SVC_ variables that resemble a setting left unset, with a problem for each: the value was meant for
+ * that setting, and starting on its default instead (SVC_DATABSE_URL=postgres://… on a new local SQLite file, with
+ * a first-run user of its own) is worse than not starting. One that resembles a setting also set is only a
+ * warning (`unknownSettings`).
+ *
+ * @example
+ * misspeltSettings({ SVC_DATABSE_URL: 'postgres://…' }); // [['SVC_DATABSE_URL', 'SVC_DATABSE_URL: not an svc setting; did you mean SVC_DATABASE_URL? …']]
+ */
+function misspeltSettings(env: Record<string, string | undefined>): Array<[name: string, problem: string]> {
+  return unknownNames(env).flatMap((name): Array<[string, string]> => {
+    const closest = closestSetting(name);
+    if (closest === undefined || (env[closest] ?? '') !== '' || (env[name] ?? '') === '') return [];
+    return [[name, `${name}: not an svc setting; did you mean ${closest}? (${closest} is unset, so its default would be used) Rename it, or unset ${name}`]];
+  });
 }
 
 /**
@@ -344,8 +369,9 @@ export class ConfigError extends Error {
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([k, v]) => k.startsWith('SVC_') && v !== ''));
   const parsed = EnvSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || 'env'}: ${i.message}`));
+  const misspelt = misspeltSettings(env).map(([, problem]) => problem);
+  if (!parsed.success || misspelt.length > 0) {
+    throw new ConfigError([...misspelt, ...(parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.') || 'env'}: ${i.message}`))]);
   }
   const e = parsed.data;
   if (e.SVC_DATABASE_URL.startsWith('postgres') && !e.SVC_SECRET_KEY) {

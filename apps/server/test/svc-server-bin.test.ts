@@ -308,8 +308,18 @@ describe('svc-server start (what npm start runs)', () => {
     expect(admin.stderr).not.toContain('SVC_TRUST_PROXY is set');
   });
 
-  it('warns about an SVC_ variable it does not know, naming the setting it resembles', () => {
-    // Was silent: SVC_DATABSE_URL=postgres://… ran on the default SQLite file; the shared database never saw a write.
+  it('refuses to start on a misspelt setting whose real name is unset, and warns about other SVC_ variables it does not know', () => {
+    // Was a warning, then a start on the default SQLite file (a new database, a first-run user of its own): the
+    // shared Postgres database never saw a write.
+    const cwd = tempDir();
+    const { SVC_DATABASE_URL: _default, ...env } = envFor(cwd, { SVC_DATABSE_URL: 'postgres://db.internal/svc', SVC_RETENTION_DYAS: '7' });
+    // In a directory of its own: without the check it started on ./data/svc.db there (until the timeout).
+    const typo = spawnSync(process.execPath, [BIN, 'start'], { env, cwd, encoding: 'utf8', timeout: 15_000 });
+    expect(typo.status).toBe(1);
+    expect(typo.stderr).toContain('SVC_DATABSE_URL: not an svc setting; did you mean SVC_DATABASE_URL? (SVC_DATABASE_URL is unset, so its default would be used)');
+    expect(typo.stderr).toContain('SVC_RETENTION_DYAS: not an svc setting; did you mean SVC_RETENTION_DAYS?');
+    expect(typo.stderr).not.toContain('svc listening');
+    // Beside the real one it only warns; an unknown name that resembles nothing only warns.
     const r = run(['migrate'], envFor(tempDir(), { SVC_DATABSE_URL: 'postgres://db.internal/svc', SVC_NOT_A_THING: '1', SVC_API_KEY: 'sk-svc-for-svc-cli' }));
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('warning: SVC_DATABSE_URL is not an svc setting and is ignored (did you mean SVC_DATABASE_URL?)');
