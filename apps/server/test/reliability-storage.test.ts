@@ -4,6 +4,7 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
@@ -204,6 +205,28 @@ describe('the database file', () => {
     }
   });
 
+  it("/readyz answers within a load balancer's check timeout while another process holds the write lock (it held the event loop, /healthz too, for the 5 s busy timeout)", async () => {
+    const dir = tempDir();
+    const svc = await startServerProcess(serverEnv({ SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` }));
+    // As a load balancer's health check: it gives up after 4 s and marks the instance dead.
+    const check = (path: string) => fetch(`${svc.url}${path}`, { signal: AbortSignal.timeout(4_000) });
+    const holder = new Database(join(dir, 'svc.db'));
+    try {
+      expect((await check('/readyz')).status).toBe(200);
+      // An operator's sqlite3 session in a write transaction, or another process mid-write.
+      holder.exec('begin immediate');
+      const [ready, health] = await Promise.all([check('/readyz'), check('/healthz')]);
+      expect(ready.status).toBe(503);
+      expect(health.status).toBe(200);
+      holder.exec('rollback');
+      expect((await check('/readyz')).status).toBe(200);
+      await eventually(() => svc.stderr().includes('"problem":"a write failed: database is locked"'));
+    } finally {
+      holder.close();
+      await svc.stop();
+    }
+  });
+
   it('an outage is logged once per kind of fault, not once per request and worker retry, and its end is logged with the counts', async () => {
     const receiver = await startReceiver();
     const srv = await server({ SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
@@ -372,7 +395,9 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
       relay.failover();
       await eventually(async () => (await chatAccepted()).status === 200, QUERY_WAIT_MS * 4);
       for (let i = 0; i < 5; i++) expect((await chatAccepted()).status).toBe(200);
-      expect((await fetch(`${svc.url}/readyz`)).status).toBe(200);
+      // A probe sent at the partition (the outage log's, every 5 s) may still wait on a dead connection: the next
+      // check past the 2 s bound sends a fresh one.
+      await eventually(async () => (await fetch(`${svc.url}/readyz`)).status === 200);
       await receiver.waitFor((received) => accepted.every((id) => requestIds(received).has(id)), QUERY_WAIT_MS * 2);
       expect(svc.child.exitCode).toBeNull();
     } finally {
@@ -417,11 +442,12 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
       expect((await check()).status).toBe(503);
       const line = srv.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'not ready: the database takes no writes');
       expect(line.problem).toMatch(/^the database did not answer a write within 2 s: a lock another session holds/);
-      // Six checks, one probe waiting on the lock.
+      // Six checks, each of which waited on the lock before: one probe shared by the five at once, one more for
+      // the check that came once it was older than the 2 s bound.
       const { rows } = await operator.query(
         "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
       );
-      expect(rows[0].n).toBe(1);
+      expect(rows[0].n).toBeLessThanOrEqual(2);
       await operator.query('rollback');
       await eventually(async () => (await check()).status === 200);
     } finally {

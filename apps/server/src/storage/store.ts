@@ -10,7 +10,7 @@ import { SqliteOutboxStore } from './sqlite-outbox-store.js';
 import { SessionsStore } from './sessions-store.js';
 import { ResponsesStore } from './responses-store.js';
 import { SqliteStatements } from './sqlite-statements.js';
-import { boundedProbe, READY_WAIT_MS } from './ready-probe.js';
+import { boundedProbe, READY_WAIT_MS, sqliteWriteProbe } from './ready-probe.js';
 
 /**
  * Every table behind one object; the same code runs on SQLite and Postgres.
@@ -54,7 +54,10 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
   }
   const { db } = handle;
   const statements = handle.sqlite ? new SqliteStatements(handle.sqlite) : undefined;
+  const sqliteProbe = handle.sqlite && sqliteWriteProbe(handle.sqlite);
   const writeProbe = async (): Promise<string | null> => {
+    const onSqlite = sqliteProbe?.();
+    if (onSqlite !== undefined) return onSqlite;
     try {
       // A write, not a read: a full disk, a read-only file system or a lost write lock fail it.
       const value = String(Date.now());
