@@ -35,17 +35,25 @@ function counters(inc: UsageIncrement): Omit<UsageDailyTable, 'key_id' | 'user_i
   };
 }
 
+/** Code-unit order, the same in every process (not the locale's). */
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 const COUNTER_COLUMNS = ['requests', 'input_tokens', 'output_tokens', 'errors_4xx', 'errors_5xx', 'grounding_checked', 'ungrounded', ...LATENCY_COLUMNS] as const;
 
 export class UsageStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Adds counts to the per-key, per-day rows (one upsert per row). */
+  /**
+   * Adds counts to the per-key, per-day rows (one upsert per row), in the order of (key, day): every process and
+   * instance flushes its counters at once, and two transactions upserting the same rows in different orders
+   * deadlock on Postgres (each flush of the pair failed after `deadlock_timeout` and was tried again).
+   */
   async add(increments: UsageIncrement[]): Promise<void> {
     if (increments.length === 0) return;
     const sumOnConflict = Object.fromEntries(COUNTER_COLUMNS.map((column) => [column, sql`usage_daily.${sql.ref(column)} + excluded.${sql.ref(column)}`]));
+    const ordered = [...increments].sort((a, b) => compare(a.keyId, b.keyId) || compare(a.day, b.day));
     await this.db.transaction().execute(async (trx) => {
-      for (const inc of increments) {
+      for (const inc of ordered) {
         await trx
           .insertInto('usage_daily')
           .values({ key_id: inc.keyId, user_id: inc.userId, day: inc.day, ...counters(inc) })
