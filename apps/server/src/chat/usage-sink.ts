@@ -18,7 +18,8 @@ export class UsageSink implements AuditSink {
     private readonly logger: Logger,
     flushIntervalMs = 1000,
   ) {
-    this.timer = setInterval(() => void this.flush(), flushIntervalMs);
+    // A tick while a write is under way waits for it (the next tick would write what came meanwhile anyway).
+    this.timer = setInterval(() => void (this.writing ? undefined : this.flush()), flushIntervalMs);
     this.timer.unref();
   }
 
@@ -56,8 +57,23 @@ export class UsageSink implements AuditSink {
     return this.day.label;
   }
 
+  /** The write under way: one at a time (see `flush`). */
+  private writing: Promise<void> | undefined;
+
+  /**
+   * Writes the counters summed so far. One write at a time: a write held by the database (a lock, a slow disk,
+   * Postgres not answering for its 15 s) used to be joined by another every second, each holding a pool
+   * connection and waiting on the same rows, until the pool was spent on usage counters. Counts that come
+   * meanwhile go in the next write.
+   */
   async flush(): Promise<void> {
+    while (this.writing) await this.writing;
     if (this.pending.size === 0) return;
+    this.writing = this.write().finally(() => (this.writing = undefined));
+    await this.writing;
+  }
+
+  private async write(): Promise<void> {
     const batch = [...this.pending.values()];
     this.pending = new Map();
     try {

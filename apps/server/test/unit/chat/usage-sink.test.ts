@@ -38,4 +38,38 @@ describe('UsageSink', () => {
     expect(written).toHaveLength(1);
     expect(written[0]).toMatchObject({ requests: 5, errors4xx: 1, errors5xx: 1, groundingChecked: 2, ungrounded: 1, latency: [3, 0, 0, 1, 0, 0, 0, 0, 1] });
   });
+
+  it('writes one batch at a time: a write the database holds is not joined by another', async () => {
+    let writing = 0;
+    let most = 0;
+    const written: number[] = [];
+    const releases: Array<() => void> = [];
+    const store = {
+      add: async (batch: UsageIncrement[]) => {
+        writing += 1;
+        most = Math.max(most, writing);
+        await new Promise<void>((resolve) => releases.push(resolve));
+        written.push(batch.reduce((n, inc) => n + inc.requests, 0));
+        writing -= 1;
+      },
+    } as unknown as UsageStore;
+    const sink = new UsageSink(store, pino({ level: 'silent' }), 60_000);
+    const day = Date.UTC(2026, 10, 30);
+    await sink.record(at(day));
+    const first = sink.flush();
+    await sink.record(at(day));
+    await sink.record(at(day));
+    const second = sink.flush(); // the next second's flush, while the first write still waits
+    while (releases.length < 1) await new Promise((resolve) => setImmediate(resolve));
+    for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(releases).toHaveLength(1);
+    releases.shift()!();
+    await first;
+    while (releases.length < 1) await new Promise((resolve) => setImmediate(resolve));
+    releases.shift()!();
+    await second;
+    await sink.close();
+    expect(most).toBe(1);
+    expect(written).toEqual([1, 2]);
+  });
 });
