@@ -71,3 +71,21 @@ function postgresFault(sqlState: string, message: string): string | undefined {
   if (sqlState.startsWith('08')) return `Postgres ${sqlState}: the connection failed (${message}); svc serves again once it is back`;
   return undefined;
 }
+
+/**
+ * Whether `err` says the database connection a statement was sent on is gone — Postgres ended it
+ * (`pg_terminate_backend`, a restart: 57P01/57P02), the network reset it, or pg found it closed — while Postgres
+ * itself may be well: a statement sent again goes out on another connection of the pool. Not for a timeout or a
+ * refused connection, where another try would wait or fail again.
+ *
+ * @example
+ * connectionLost(new Error('Connection terminated unexpectedly')); // true
+ */
+export function connectionLost(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (code === '57P01' || code === '57P02' || code === 'ECONNRESET' || code === 'EPIPE') return true;
+  if (typeof code === 'string' && /^08[0-9A-Z]{3}$/.test(code)) return true;
+  return typeof message === 'string' && /^Connection terminated unexpectedly|^Client has encountered a connection error and is not queryable/.test(message);
+}
+

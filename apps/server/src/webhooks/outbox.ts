@@ -1,6 +1,7 @@
 import { AUDIT_EVENT } from '@svc/protocol';
 import { buildAuditPayload } from '../audit/audit-payload.js';
 import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
+import { connectionLost } from '../storage/storage-fault.js';
 import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type NewDelivery, type OutboxStore, type SequencedDelivery } from '../storage/outbox-store.js';
 
 interface Waiting {
@@ -60,20 +61,43 @@ export class OutboxSink implements AuditSink {
     });
   }
 
+  /**
+   * The insert, sent once more when the connection it went out on was lost (Postgres ended it: an operator's
+   * `pg_terminate_backend`, a failover, a proxy's reset) — one try of a healthy database, where the request used
+   * to be answered 503 and a client that had left (499) lost its delivery. When the commit had landed before the
+   * connection went, the rows are there (undefined: their numbers are not known here).
+   */
+  private async insert(deliveries: SequencedDelivery[]): Promise<NewDelivery[] | undefined> {
+    try {
+      return await this.deliveries.insertSequenced(deliveries);
+    } catch (err) {
+      if (!connectionLost(err)) throw err;
+      if ((await this.deliveries.byId(deliveries[0]!.id)) !== undefined) return undefined;
+      return this.deliveries.insertSequenced(deliveries);
+    }
+  }
+
   private async flush(): Promise<void> {
     const batch = this.queue;
     this.queue = [];
     const { take, lease } = this.worker.reserve(batch.length);
     for (let i = 0; i < take; i++) batch[i]!.delivery.lease = lease;
-    let inserted: NewDelivery[];
+    let inserted: NewDelivery[] | undefined;
     try {
-      inserted = await this.deliveries.insertSequenced(batch.map((w) => w.delivery));
+      inserted = await this.insert(batch.map((w) => w.delivery));
     } catch (err) {
       this.worker.unreserve(take);
       for (const w of batch) w.reject(err);
       return;
     }
     for (const w of batch) w.resolve();
+    if (inserted === undefined) {
+      // Committed, but the rows' numbers were lost with the connection: the worker claims them once their lease
+      // lapses, rather than being handed rows it cannot rebuild.
+      this.worker.unreserve(take);
+      setImmediate(() => this.worker.wake());
+      return;
+    }
     // The responses waiting on these rows are written in this tick's microtasks; the attempts (signing,
     // the webhook request's write) start after them, in the next check phase — never ahead of a response.
     const adopted = take > 0 ? inserted.slice(0, take).map(newDeliveryRow) : [];

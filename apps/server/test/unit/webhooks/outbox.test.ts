@@ -107,4 +107,54 @@ describe('OutboxSink', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(events).toEqual([]);
   });
+
+  // pg's error when the connection a query went out on was closed under it: Postgres ended it (pg_terminate_backend,
+  // as an operator or a failover does), or a proxy reset it. A soak on Postgres lost the delivery of a client that
+  // had left mid-stream (499) this way, and a client waiting for its answer got a 503.
+  const lostConnection = () => new Error('Connection terminated unexpectedly');
+  /** The store, with its first insert failing as `fail` says: before the commit, or after it (the answer lost). */
+  const failingOnce = (fail: 'before' | 'after', error: () => Error = lostConnection): Store['deliveries'] => {
+    let failed = false;
+    return new Proxy(store.deliveries, {
+      get(target, name, receiver) {
+        if (name !== 'insertSequenced') return Reflect.get(target, name, receiver);
+        return async (deliveries: Parameters<Store['deliveries']['insertSequenced']>[0]) => {
+          if (failed) return target.insertSequenced(deliveries);
+          failed = true;
+          if (fail === 'after') await target.insertSequenced(deliveries);
+          throw error();
+        };
+      },
+    });
+  };
+
+  it('a connection lost under the insert: sent again on another, the record resolves and its row is handed over', async () => {
+    const events: string[] = [];
+    const sink = new OutboxSink(failingOnce('before'), recordingWorker(8, events));
+    await sink.record(completed('req-lost')).then(() => events.push('respond req-lost'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['reserve 1 → 1', 'respond req-lost', 'adopt req-lost']);
+    const { rows } = await store.deliveries.list(key.id, { limit: 10 });
+    expect(rows.map((r) => [r.request_id, JSON.parse(r.payload).sequence])).toEqual([['req-lost', 1]]);
+  });
+
+  it('a connection lost after the commit: not inserted twice; the worker claims the row', async () => {
+    const events: string[] = [];
+    const sink = new OutboxSink(failingOnce('after'), recordingWorker(8, events));
+    await sink.record(completed('req-landed')).then(() => events.push('respond req-landed'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual(['reserve 1 → 1', 'unreserve 1', 'respond req-landed', 'wake']);
+    const { rows } = await store.deliveries.list(key.id, { limit: 10 });
+    expect(rows.map((r) => r.request_id)).toEqual(['req-landed']);
+  });
+
+  it('another database error is not retried: the record fails', async () => {
+    const events: string[] = [];
+    const full = () => Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    const sink = new OutboxSink(failingOnce('before', full), recordingWorker(8, events));
+    await expect(sink.record(completed('req-full'))).rejects.toThrow('database or disk is full');
+    expect(events).toEqual(['reserve 1 → 1', 'unreserve 1']);
+    expect((await store.deliveries.list(key.id, { limit: 10 })).rows).toEqual([]);
+  });
 });
+
