@@ -216,6 +216,8 @@ export async function relayStream(
     return undefined;
   };
 
+  /** The delivery of the finished stream is recorded (committed): nothing after it records another. */
+  let recorded = false;
   try {
     await chunks.each(relayBatch);
     ctx.upstreamFinishedAt = ctx.deps.clock();
@@ -244,6 +246,7 @@ export async function relayStream(
       svc,
       usage,
     });
+    recorded = true;
     await out.end();
   } catch (err) {
     // Whatever failed (upstream, counting, the audit of a finished stream), the delivery is recorded and the
@@ -257,6 +260,9 @@ export async function relayStream(
     if (!clientGone) await out.fail(error, usage);
     // What was generated before the client left is kept as the output keeps it (a stored response), and audited.
     if (clientGone) await Promise.resolve(out.abandoned?.(usage)).catch(() => undefined);
+    // One request, one delivery: what failed after its delivery was recorded (the Responses API storing the
+    // response, in `out.end`) recorded a second one, under another delivery id and another status.
+    if (recorded) return;
     await recordFailure(ctx, {
       statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
       streaming: true,
