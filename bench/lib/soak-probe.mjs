@@ -26,6 +26,7 @@ function sample() {
   } catch {}
   const line = {
     t: Date.now(),
+    pid: process.pid,
     rss: mem.rss,
     heapUsed: mem.heapUsed,
     external: mem.external,
