@@ -4,6 +4,9 @@ import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
 import { connectionLost } from '../storage/storage-fault.js';
 import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type NewDelivery, type OutboxStore, type SequencedDelivery } from '../storage/outbox-store.js';
 
+/** Tries of a delivery's insert whose connections were lost under it (see `OutboxSink.insert`). */
+const INSERT_TRIES = 5;
+
 interface Waiting {
   delivery: SequencedDelivery;
   resolve: () => void;
@@ -62,18 +65,22 @@ export class OutboxSink implements AuditSink {
   }
 
   /**
-   * The insert, sent once more when the connection it went out on was lost (Postgres ended it: an operator's
+   * The insert, sent again (a few times) when the connection it went out on was lost (Postgres ended it: an operator's
    * `pg_terminate_backend`, a failover, a proxy's reset) — one try of a healthy database, where the request used
    * to be answered 503 and a client that had left (499) lost its delivery. When the commit had landed before the
    * connection went, the rows are there (undefined: their numbers are not known here).
    */
   private async insert(deliveries: SequencedDelivery[]): Promise<NewDelivery[] | undefined> {
-    try {
-      return await this.deliveries.insertSequenced(deliveries);
-    } catch (err) {
-      if (!connectionLost(err)) throw err;
-      if ((await this.deliveries.byId(deliveries[0]!.id)) !== undefined) return undefined;
-      return this.deliveries.insertSequenced(deliveries);
+    for (let tries = 1; ; tries++) {
+      try {
+        if (tries > 1 && (await this.deliveries.byId(deliveries[0]!.id)) !== undefined) return undefined;
+        return await this.deliveries.insertSequenced(deliveries);
+      } catch (err) {
+        if (!connectionLost(err) || tries >= INSERT_TRIES) throw err;
+        // Ended all at once (pg_terminate_backend on every connection of svc), the pool's idle connections are
+        // seen closed only as their sockets are read: a turn of the loop before the next try.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
   }
 

@@ -112,13 +112,25 @@ describe('OutboxSink', () => {
   // as an operator or a failover does), or a proxy reset it. A soak on Postgres lost the delivery of a client that
   // had left mid-stream (499) this way, and a client waiting for its answer got a 503.
   const lostConnection = () => new Error('Connection terminated unexpectedly');
-  /** The store, with its first insert failing as `fail` says: before the commit, or after it (the answer lost). */
-  const failingOnce = (fail: 'before' | 'after', error: () => Error = lostConnection): Store['deliveries'] => {
+  /**
+   * The store, with its first insert failing as `fail` says: before the commit, or after it (the answer lost); with
+   * `alsoDead`, that many more statements (inserts or reads) fail the same way, as on the other connections a
+   * pg_terminate_backend of all of svc's ended at once (the pool hands them out until it has seen them closed).
+   */
+  const failingOnce = (fail: 'before' | 'after', error: () => Error = lostConnection, alsoDead = 0): Store['deliveries'] => {
     let failed = false;
+    let dead = alsoDead;
     return new Proxy(store.deliveries, {
       get(target, name, receiver) {
+        if (name === 'byId') {
+          return async (id: string) => {
+            if (dead-- > 0) throw error();
+            return target.byId(id);
+          };
+        }
         if (name !== 'insertSequenced') return Reflect.get(target, name, receiver);
         return async (deliveries: Parameters<Store['deliveries']['insertSequenced']>[0]) => {
+          if (failed && dead-- > 0) throw error();
           if (failed) return target.insertSequenced(deliveries);
           failed = true;
           if (fail === 'after') await target.insertSequenced(deliveries);
@@ -127,6 +139,14 @@ describe('OutboxSink', () => {
       },
     });
   };
+
+  it('every connection of the pool ended at once: tried again until one answers', async () => {
+    const events: string[] = [];
+    const sink = new OutboxSink(failingOnce('before', lostConnection, 2), recordingWorker(8, events));
+    await sink.record(completed('req-all-ended'));
+    const { rows } = await store.deliveries.list(key.id, { limit: 10 });
+    expect(rows.map((r) => r.request_id)).toEqual(['req-all-ended']);
+  });
 
   it('a connection lost under the insert: sent again on another, the record resolves and its row is handed over', async () => {
     const events: string[] = [];
