@@ -32,6 +32,8 @@ describe('Responses API: a store failure after the audit', () => {
     expect(text).toContain('response.failed');
     const requestId = res.headers.get('x-request-id');
     const { rows } = await srv.running.store.deliveries.list(key.id, { limit: 10 });
-    expect(rows.filter((r) => r.request_id === requestId).map((r) => JSON.parse(r.payload).status_code)).toEqual([200]);
+    const mine = rows.filter((r) => r.request_id === requestId);
+    const statuses = await Promise.all(mine.map(async (r) => JSON.parse((await srv!.running.store.deliveries.byId(r.id))!.payload).status_code));
+    expect(statuses).toEqual([200]);
   });
 });
