@@ -1,6 +1,9 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, type GroundingInput, type GroundingResult } from './index.js';
+
+// Hundreds of generated checks a test: seconds on a loaded CI host, so more than vitest's default 5 s to finish.
+vi.setConfig({ testTimeout: 60_000 });
 
 // Properties the product promises, over sources drawn from a pool of realistic sentences of several kinds and
 // answers built from them. Each property runs on a fixed seed so a failure reproduces; fast-check prints the

@@ -1,6 +1,9 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, type GroundingResult } from './index.js';
+
+// Hundreds of generated checks a test: seconds on a loaded CI host, so more than vitest's default 5 s to finish.
+vi.setConfig({ testTimeout: 60_000 });
 
 const KINDS: Record<string, string[]> = {
   numbers: [
