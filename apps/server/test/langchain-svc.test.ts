@@ -88,3 +88,31 @@ describe('svc from the AI SDK', () => {
     expect(result.response.headers?.['x-svc-checked']).toBe('true');
   });
 });
+
+/** The README's way to send svc's options from the AI SDK, which keeps only the fields it knows. */
+function withSvc(options: Record<string, unknown>, seen: unknown[]): typeof fetch {
+  return async (input, init) => {
+    const body = typeof init?.body === 'string' ? JSON.stringify({ ...JSON.parse(init.body), svc: options }) : init?.body;
+    const res = await fetch(input, { ...init, body });
+    seen.push(await res.clone().json());
+    return res;
+  };
+}
+
+describe("svc's options sent from LangChain JS and the AI SDK", () => {
+  it('LangChain: modelKwargs carries svc', async () => {
+    const on = await model({ __includeRawResponse: true }).invoke(messages);
+    const off = await model({ __includeRawResponse: true, modelKwargs: { svc: { dehallucinate: false } } }).invoke(messages);
+    expect(svcOf(on.additional_kwargs)?.dehallucinate_requested).toBe(true);
+    expect(svcOf(off.additional_kwargs)?.dehallucinate_requested).toBe(false);
+  });
+
+  it("the AI SDK: a fetch that adds svc to the body (providerOptions' unknown keys are dropped)", async () => {
+    const seen: unknown[] = [];
+    const openai = createOpenAI({ baseURL: `${server.url}/v1`, apiKey: token, fetch: withSvc({ dehallucinate: false }, seen) });
+    const { text } = await generateText({ model: openai.chat('svc01'), messages: messages as never, maxRetries: 0 });
+    expect(text).toContain('Eiffel Tower');
+    expect(SvcResultSchema.parse((seen[0] as { svc: unknown }).svc).dehallucinate_requested).toBe(false);
+  });
+});
+
