@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { AggregatorRegistry } from 'prom-client';
 import { outputGone } from '../logging/output-gone.js';
 
 /**
@@ -35,6 +36,11 @@ if (cluster.isWorker) {
   process.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code !== 'EPIPE' && err.code !== 'ERR_IPC_CHANNEL_CLOSED') throw err;
   });
+  // The primary's /metrics asks every connected process for its metrics and fails after 5 s without an answer
+  // from each: a process still starting (a replacement of a crashed one) answers with none until the server's
+  // registry takes over (`exposeMetrics`), so a scrape during a restart does not fail.
+  AggregatorRegistry.setRegistries([]);
+  new AggregatorRegistry();
   // A message that arrives before a listener exists is lost: the primary holds its stop until it hears this.
   process.send!({ svc: 'early' }, undefined, {}, () => {});
 }
