@@ -162,6 +162,7 @@ const EnvSchema = z.object({
   // auto: HTTP/2 when an https upstream offers it, through svc's own node:http2 client (h2-upstream.ts); off: HTTP/1.1 only.
   SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('auto'),
   SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
+  SVC_SHUTDOWN_TIMEOUT_MS: int(0, 3_600_000).default(25_000),
   SVC_DATABASE_POOL_SIZE: int(1, 1000).default(20),
   SVC_SECRET_KEY: z
     .string()
@@ -305,6 +306,12 @@ export interface Config {
    */
   maxInFlight: number;
   /**
+   * A graceful stop waits this long for the requests in flight (SVC_SHUTDOWN_TIMEOUT_MS), then cuts the ones still
+   * open and records their audit (status 499) before exiting: a supervisor's grace period (Kubernetes' 30 s,
+   * systemd's 90 s) ends in SIGKILL, which would lose a long stream's audit with the process.
+   */
+  shutdownTimeoutMs: number;
+  /**
    * A streamed response silent this long (a reasoning model thinking) gets an SSE comment, `: keep-alive`, so
    * proxies that cut idle connections (nginx, load balancers: often 60 s) keep it; 0 = never.
    */
@@ -394,6 +401,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       http2: e.SVC_UPSTREAM_HTTP2,
     },
     maxInFlight: e.SVC_MAX_IN_FLIGHT,
+    shutdownTimeoutMs: e.SVC_SHUTDOWN_TIMEOUT_MS,
     databasePoolSize: e.SVC_DATABASE_POOL_SIZE,
     streamKeepAliveMs: e.SVC_STREAM_KEEPALIVE_MS,
     secretKey: e.SVC_SECRET_KEY ? Buffer.from(e.SVC_SECRET_KEY, 'base64') : undefined,

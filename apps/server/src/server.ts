@@ -33,6 +33,9 @@ import { operationsRouter } from './metrics/operations-router.js';
 import { InFlightLimit } from './http/in-flight.js';
 import { warnIfFilesShort } from './http/open-files.js';
 
+/** How long a stop waits, once every connection is closed, for the audits of the requests cut or left by their clients. */
+const SETTLE_MS = 10_000;
+
 export interface RunningServer {
   /** `http://host:port` actually bound (port 0 resolved). */
   url: string;
@@ -225,8 +228,19 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       };
       sweepOnce();
       const sweep = setInterval(sweepOnce, 50);
+      // A stream longer than the supervisor's grace would be cut by its SIGKILL with no audit: before that, the
+      // requests still open are cut here (each client sees its connection end, as when it leaves) and recorded.
+      const deadline = setTimeout(() => {
+        logger.warn({ open_requests: inFlight.requests, shutdown_timeout_ms: config.shutdownTimeoutMs }, 'stopping: cutting the requests still open after SVC_SHUTDOWN_TIMEOUT_MS; each is audited as cut (499)');
+        server.closeAllConnections();
+      }, config.shutdownTimeoutMs);
       await stopped;
+      clearTimeout(deadline);
       clearInterval(sweep);
+      // Their audits are recorded before the store closes (bounded: a record that never settles does not hold the exit).
+      let waited: NodeJS.Timeout | undefined;
+      await Promise.race([inFlight.settled(), new Promise<void>((resolve) => (waited = setTimeout(resolve, SETTLE_MS)))]);
+      clearTimeout(waited);
       retention.stop();
       await webhooks.stop();
       await usage.close();

@@ -113,4 +113,43 @@ describe('graceful shutdown under load', () => {
     console.info(`[reliability] graceful shutdown: ${burst} in flight at SIGTERM, ${completed.length} completed, exit 0 after ${Math.round(exitMs)} ms, ${delivered().size} delivered after restart, 0 lost`);
     expect(leakedSecrets(output.join(''), { key, SECRET })).toEqual([]);
   });
+
+  it('SIGTERM with streams longer than SVC_SHUTDOWN_TIMEOUT_MS: they are cut, the process exits 0, each cut stream is audited (499)', { timeout: 60_000 }, async () => {
+    // 40 words, 300 ms apart: 12 s a stream, far past the 500 ms the stop waits for them.
+    const slow = await startFakeUpstream({ answer: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' '), trickle: { intervalMs: 300 } });
+    try {
+      receiver = await FlappingReceiver.start();
+      await receiver.setMode('down');
+      const env = processEnv({
+        SVC_DATABASE_URL: `sqlite:${join(mkdtempSync(join(dir, 'cut-')), 'svc.db')}`,
+        SVC_PORT: '0',
+        SVC_UPSTREAM_BASE_URL: slow.url,
+        SVC_RATE_LIMIT_RPM: '100000',
+        SVC_SHUTDOWN_TIMEOUT_MS: '500',
+        SVC_WEBHOOK_TIMEOUT_MS: '500',
+        SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s',
+      });
+      cli(['users', 'create', '--email', 'owner@example.test', '--password', 'correct horse battery'], env);
+      const { key } = JSON.parse(cli(['keys', 'create', '--email', 'owner@example.test', '--webhook-url', receiver.url, '--signing-secret', SECRET, '--json'], env)) as { key: string };
+      const first = await spawnServer(env, output, children);
+      const streams = 6;
+      const outcomes = Array.from({ length: streams }, (_, i) => chat(first.url, key, { stream: true, content: `Long ${i}` }).then((out) => out, (err: Error) => err));
+      await until(() => slow.requests.length >= streams, 10_000, 'streams in flight');
+      void first.kill('SIGTERM');
+      expect(await first.exited).toEqual({ code: 0, signal: null });
+      // Each client saw its stream end before its [DONE].
+      for (const r of await Promise.all(outcomes)) if (!(r instanceof Error)) expect(r.events?.at(-1)).not.toBe('[DONE]');
+      expect(output.join('')).toContain('cutting the requests still open after SVC_SHUTDOWN_TIMEOUT_MS');
+
+      await receiver.setMode('up');
+      const second = await spawnServer(env, output, children);
+      await receiver.waitFor(() => receiver!.arrivals.length >= streams, 20_000);
+      const statuses = receiver.arrivals.map((a) => (JSON.parse(a.raw.toString('utf8')) as { status_code: number }).status_code);
+      expect(statuses).toEqual(Array.from({ length: streams }, () => 499));
+      expect((await second.kill('SIGTERM')).code).toBe(0);
+    } finally {
+      await slow.close();
+    }
+  });
 });
+

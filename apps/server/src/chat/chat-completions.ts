@@ -26,7 +26,7 @@ type Answer =
  * http.createServer((req, res) => pipeline.runWithKey(pipeline.open(req, res), chat));
  */
 export function chatCompletions(deps: ChatDeps): KeyedRoute {
-  return async (exchange, key) => {
+  const handle: KeyedRoute = async (exchange, key) => {
     const ctx = chatContext(deps, exchange, key);
     // Before the body is read: a refused request costs no memory and is answered at once.
     deps.inFlight.admit(exchange.res);
@@ -34,6 +34,7 @@ export function chatCompletions(deps: ChatDeps): KeyedRoute {
     if (answer.chunks) await relayStream(ctx, answer.request, answer.chunks);
     else await sendCompletion(ctx, answer.request, answer.completion);
   };
+  return (exchange, key) => deps.inFlight.track(handle(exchange, key));
 }
 
 /** True for `POST /v1/chat/completions` exactly (query string allowed): the listener's fast dispatch. */

@@ -22,6 +22,8 @@ export class InFlightLimit {
   #requests = 0;
   #streams = 0;
   #rejections = 0;
+  #working = 0;
+  readonly #idle: Array<() => void> = [];
   readonly #onReject: (() => void) | undefined;
 
   /** `onReject` is called on every refusal (metrics). */
@@ -65,6 +67,23 @@ export class InFlightLimit {
     res.once('close', () => {
       this.#requests -= 1;
     });
+  }
+
+  /**
+   * Holds `work` (a request's whole handling, its audit record included) until it settles: `settled()` waits
+   * for every one, so a graceful stop does not close the store under a record still being written.
+   */
+  track(work: Promise<void>): Promise<void> {
+    this.#working += 1;
+    return work.finally(() => {
+      this.#working -= 1;
+      if (this.#working === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    });
+  }
+
+  /** Resolves once no tracked work is running. */
+  settled(): Promise<void> {
+    return this.#working === 0 ? Promise.resolve() : new Promise((resolve) => this.#idle.push(resolve));
   }
 
   /** Counts an admitted `res` as an open stream until it closes. */

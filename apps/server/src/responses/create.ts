@@ -52,7 +52,7 @@ export type StreamingResponses = Map<string, { keyId: string; background: boolea
  * response is listed in `streaming` until it ends.
  */
 export function createResponse(deps: ResponsesDeps, streaming: StreamingResponses = new Map()): KeyedRoute {
-  return async (exchange, key) => {
+  const handle: KeyedRoute = async (exchange, key) => {
     const ctx = chatContext(deps, exchange, key);
     deps.inFlight.admit(exchange.res);
     const raw = (await readJsonBody(exchange.req, JSON_BODY_LIMIT, deps.bodyBudget, key.id)) as Record<string, unknown> | undefined;
@@ -128,6 +128,8 @@ export function createResponse(deps: ResponsesDeps, streaming: StreamingResponse
       throw error;
     }
   };
+  // Held until its audit is recorded: a graceful stop waits for it (InFlightLimit.track).
+  return (exchange, key) => deps.inFlight.track(handle(exchange, key));
 }
 
 export const RESPONSES_REQUEST: ListedRequest<ResponseCreateWireRequest> = {
