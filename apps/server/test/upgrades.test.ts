@@ -144,8 +144,16 @@ describe('rows written before an upgrade', () => {
     } finally {
       await svc.stop();
     }
-    // The first attempt failed; the next one is an hour away. Taken back to the older schema, then made due.
-    sqlite(file, ...BEFORE_008, "update webhook_deliveries set next_attempt_at = 0 where status = 'pending'", 'select 1');
+    // The first attempt failed; the next one is an hour away. Taken back to the older schema, its payload whole in
+    // its row as before 017, then made due.
+    sqlite(
+      file,
+      ...BEFORE_008,
+      'update webhook_deliveries set payload = (select payload from webhook_payloads where delivery_id = webhook_deliveries.id) where id in (select delivery_id from webhook_payloads)',
+      'delete from webhook_payloads',
+      "update webhook_deliveries set next_attempt_at = 0 where status = 'pending'",
+      'select 1',
+    );
     const [pending] = sqlite(file, 'select id, payload from webhook_deliveries') as Array<{ id: string; payload: string }>;
     svc = await startServerProcess(serverEnvWith);
     try {

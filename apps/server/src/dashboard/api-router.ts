@@ -14,7 +14,7 @@ import type {
   WebhookTestResult,
 } from '@svc/protocol';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import type { DeliveryRow, RedeliveryFilter } from '../storage/outbox-store.js';
+import type { DeliverySummaryRow, RedeliveryFilter } from '../storage/outbox-store.js';
 import { generateApiKey } from '../auth/api-keys.js';
 import { KeyQuota, keyRateLimit } from '../auth/key-limits.js';
 import { NO_PREVIOUS_SECRET, rotatedOut } from '../auth/secret-rotation.js';
@@ -43,9 +43,9 @@ export interface DashboardWebhooks {
   /** Redeliver for every delivery of the key matching the filter (or, with `dryRun`, only their count). */
   redeliverMatching(key: ApiKeyRecord, filter: Omit<RedeliveryFilter, 'limit'>, dryRun?: boolean): Promise<BulkRedeliverResult>;
   /** A new attempt now for one of the key's deliveries; undefined when the key has no such delivery. */
-  redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
+  redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliverySummaryRow | undefined>;
   /** Stops one of the key's pending deliveries; undefined when the key has no such delivery. */
-  cancel(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined>;
+  cancel(key: ApiKeyRecord, deliveryId: string): Promise<DeliverySummaryRow | undefined>;
   /** The key's webhook URL is changing to `url`: cancels (null) or retargets its pending deliveries. */
   urlChanged(key: ApiKeyRecord, url: string | null): Promise<void>;
 }

@@ -27,7 +27,7 @@ export const NEW_DELIVERY: readonly NewDeliveryColumn[] = [
   param('event', (d) => d.event),
   param('request_id', (d) => d.requestId),
   param('url', (d) => d.url),
-  param('payload', (d) => d.payload),
+  param('payload', (d) => rowPayload(d.payload)),
   constant('status', "'pending'"),
   constant('attempts', '0'),
   param('next_attempt_at', (d) => d.nextAttemptAt ?? d.now),
@@ -65,11 +65,6 @@ export const TEST_SEND_LEASE = 'test-send';
 /** A key's test sends in flight, in every process: by the partial index deliveries_test_sends_idx. */
 export const TEST_SENDS_IN_FLIGHT = `select count(*) as n from webhook_deliveries
   where leased_by = '${TEST_SEND_LEASE}' and key_id = ? and lease_until > ?`;
-
-/** What a claim returns: the row and its key's sealed signing secret, read in the same statement. */
-export const CLAIM_RETURNING = `returning *, ${['signing_secret_enc', 'previous_signing_secret_enc', 'previous_signing_secret_expires_at']
-  .map((column) => `(select ${column} from api_keys where api_keys.id = webhook_deliveries.key_id) as ${column}`)
-  .join(', ')}`;
 
 /** The due rows a claim may take (parameters: now, now), before the receivers it leaves out and its order. */
 export const DUE_AND_UNLEASED = `status = 'pending' and next_attempt_at <= ? and (lease_until is null or lease_until <= ?)`;
@@ -116,14 +111,13 @@ export const PURGE_BATCH = 1_000;
 /** The next batch of finished deliveries created before a time (parameters: before, batch size). */
 const PURGE_NEXT = `select id from webhook_deliveries where created_at < ? and status != 'pending' limit ?`;
 export const PURGE_ATTEMPTS = `delete from webhook_attempts where delivery_id in (${PURGE_NEXT})`;
+export const PURGE_PAYLOADS = `delete from webhook_payloads where delivery_id in (${PURGE_NEXT})`;
 export const PURGE_DELIVERIES = `delete from webhook_deliveries where id in (${PURGE_NEXT})`;
 
 /** Each count a range of the (status, next_attempt_at) index: a sum over the table read all of it per scrape. */
 export const BACKLOG = `select (select count(*) from webhook_deliveries where status = 'pending') as pending,
   (select count(*) from webhook_deliveries where status = 'pending' and next_attempt_at <= ?) as due,
   (select count(*) from webhook_deliveries where status = 'failed') as failed`;
-
-export const BY_ID = `select * from webhook_deliveries where id = ?`;
 
 export const LIST_CURSOR = `select created_at, id from webhook_deliveries where key_id = ? and id = ?`;
 /**
@@ -158,6 +152,37 @@ void everyColumnListed;
 const SUMMARY_COLUMNS = `${SUMMARY_COLUMN_NAMES.join(', ')}, substr(payload, 1, ${PAYLOAD_HEAD_CHARS}) as payload_head`;
 
 /**
+ * What a delivery's row holds of its payload (`webhook_deliveries.payload`): the whole when it is no longer than a
+ * page's head, else its head, the whole going to webhook_payloads (`keptApart`). In the row, megabytes were an
+ * overflow chain SQLite walked to read or write any column after it: each attempt, lease, redeliver and cancel
+ * rewrote it on the event loop.
+ */
+export function rowPayload(payload: string): string {
+  if (!keptApart(payload)) return payload;
+  // Not half a surrogate pair: the drivers would store it as U+FFFD.
+  const last = payload.charCodeAt(PAYLOAD_HEAD_CHARS - 1);
+  return payload.slice(0, last >= 0xd800 && last <= 0xdbff ? PAYLOAD_HEAD_CHARS - 1 : PAYLOAD_HEAD_CHARS);
+}
+
+/** Whether a payload is stored whole in webhook_payloads (INSERT_PAYLOAD), its row holding its head. */
+export function keptApart(payload: string): boolean {
+  return payload.length > PAYLOAD_HEAD_CHARS;
+}
+
+export const INSERT_PAYLOAD = `insert into webhook_payloads (delivery_id, payload) values (?, ?)`;
+
+/** A delivery's whole payload: from webhook_payloads, or its row (one no longer than its head, or stored before 017). */
+const PAYLOAD = `coalesce((select payload from webhook_payloads where delivery_id = webhook_deliveries.id), webhook_deliveries.payload)`;
+
+/** Every column of a delivery, its payload whole. */
+const DELIVERY_COLUMNS = `${SUMMARY_COLUMN_NAMES.join(', ')}, ${PAYLOAD} as payload`;
+
+/** What a claim returns: the row, its payload whole, and its key's sealed signing secret, read in the same statement. */
+export const CLAIM_RETURNING = `returning ${DELIVERY_COLUMNS}, ${['signing_secret_enc', 'previous_signing_secret_enc', 'previous_signing_secret_expires_at']
+  .map((column) => `(select ${column} from api_keys where api_keys.id = webhook_deliveries.key_id) as ${column}`)
+  .join(', ')}`;
+
+/**
  * One key's page: the newest deliveries matching `filter`, after `cursor` (the previous page's last delivery) when
  * given; a SELECT and its parameters. Only the filter's own terms are in its text, each a plain comparison, so
  * the planner sees what it may search: (key_id, status, created_at) for a status, (key_id, request_id, created_at) for a
@@ -180,12 +205,13 @@ export function listQuery(keyId: string, filter: ListFilter, cursor: { created_a
   return [`${text}\n  order by created_at desc, id desc limit ?`, [...params, limit]];
 }
 
-export const GET_DELIVERY = `select * from webhook_deliveries where id = ? and key_id = ?`;
+export const BY_ID = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ?`;
+export const GET_DELIVERY = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ? and key_id = ?`;
 export const GET_ATTEMPTS = `select * from webhook_attempts where delivery_id = ? order by attempt asc`;
 
 // A redeliver clears the lease: an attempt in flight then records without moving the row on (see AttemptRecord).
 export const REDELIVER = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url),
-  lease_until = null, leased_by = null where id = ? and key_id = ? returning *`;
+  lease_until = null, leased_by = null where id = ? and key_id = ? returning ${SUMMARY_COLUMNS}`;
 
 /**
  * The newest matching deliveries of one key, up to a limit, after `cursor` when given: a SELECT of their ids and
@@ -295,7 +321,7 @@ export const RETRYING_OF_USER = retryingOfUserSql();
 export const RETRYING_OF_USER_SQLITE = retryingOfUserSql('webhook_deliveries indexed by deliveries_retrying_idx');
 
 const CANCELLED = `set status = 'cancelled', next_attempt_at = null, lease_until = null, leased_by = null, last_error = ?, updated_at = ?`;
-export const CANCEL = `update webhook_deliveries ${CANCELLED} where id = ? and key_id = ? and status = 'pending' returning *`;
+export const CANCEL = `update webhook_deliveries ${CANCELLED} where id = ? and key_id = ? and status = 'pending' returning ${SUMMARY_COLUMNS}`;
 export const CANCEL_PENDING = `update webhook_deliveries ${CANCELLED} where key_id = ? and status = 'pending'`;
 
 export const RETARGET_PENDING = `update webhook_deliveries set url = ?, updated_at = ? where key_id = ? and status = 'pending'`;

@@ -230,9 +230,9 @@ export interface OutboxStore {
   /**
    * Makes a delivery of this key due now again (same id, same bytes; `url` when the key's URL changed since).
    * A delivery leased by a worker keeps its lease: it becomes due again once that attempt is recorded or the
-   * lease lapses. Returns the row, or undefined when the key has no such delivery.
+   * lease lapses. Returns the row as a page holds it, or undefined when the key has no such delivery.
    */
-  redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined>;
+  redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliverySummaryRow | undefined>;
   /** The deliveries of `keyId` that failed and will be tried again: how many, and when the next attempt is. */
   retrying(keyId: string): Promise<Retrying>;
   /** `retrying` of every key of `userId` that has retrying deliveries, in one query. */
@@ -246,9 +246,9 @@ export interface OutboxStore {
   redeliverMatching(keyId: string, filter: RedeliveryFilter, now: number, url?: string): Promise<number>;
   /**
    * Cancels one pending delivery of `keyId`: status `cancelled`, `reason` as its last error, no further
-   * attempt. Returns the row, or undefined when the key has no pending delivery with that id.
+   * attempt. Returns the row as a page holds it, or undefined when the key has no pending delivery with that id.
    */
-  cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined>;
+  cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliverySummaryRow | undefined>;
   /** Cancels every pending delivery of `keyId` (its webhook URL was cleared). Returns how many. */
   cancelPending(keyId: string, now: number, reason: string): Promise<number>;
   /** Points every pending delivery of `keyId` at `url` (the key's new webhook URL): their next attempts go there. */

@@ -45,6 +45,7 @@ import {
   insertAttemptsSql,
   insertDeliveriesSql,
   insertParams,
+  keptApart,
   NEW_DELIVERY,
   type NewDeliveryColumn,
   withColumn,
@@ -170,13 +171,17 @@ const NEW_DELIVERY_COLUMNS: Record<LeaseClock, readonly NewDeliveryColumn[]> = {
   }),
 };
 
-/** Inserts `n` deliveries in one statement (one round trip, whatever the batch). */
+/**
+ * Inserts `n` deliveries in one statement (one round trip, whatever the batch), with the payloads kept apart
+ * (parameters: their delivery ids and payloads as two arrays, then each delivery's).
+ */
 const insertTexts = new Map<string, string>();
 function insertSql(clock: LeaseClock, n: number): string {
   const key = `${clock},${n}`;
   let text = insertTexts.get(key);
   if (text === undefined) {
-    text = numbered(insertDeliveriesSql(n, NEW_DELIVERY_COLUMNS[clock]));
+    text = numbered(`with payloads as (insert into webhook_payloads (delivery_id, payload) select * from unnest(cast(? as text[]), cast(? as text[])))
+  ${insertDeliveriesSql(n, NEW_DELIVERY_COLUMNS[clock])}`);
     insertTexts.set(key, text);
   }
   return text;
@@ -229,7 +234,8 @@ const pg = {
   (select min(lease_until) - ${DB_NOW_MS} + $2 from webhook_deliveries where ${LEASED} and lease_until > ${DB_NOW_MS}) as lease_until`,
   // One statement per batch: the rows are locked as picked (a redeliver meanwhile waits, then finds them gone).
   PURGE: `with batch as (select id from webhook_deliveries where created_at < $1 and status != 'pending' limit $2 for update skip locked),
-  attempts as (delete from webhook_attempts where delivery_id in (select id from batch))
+  attempts as (delete from webhook_attempts where delivery_id in (select id from batch)),
+  payloads as (delete from webhook_payloads where delivery_id in (select id from batch))
   delete from webhook_deliveries where id in (select id from batch)`,
   BACKLOG: numbered(BACKLOG),
   BY_ID: numbered(BY_ID),
@@ -280,14 +286,17 @@ async function affected(db: Executor, sql: string, params: readonly unknown[]): 
  * CHUNK_SIZES) where the SQLite store loops over prepared statements, since here every statement is a round trip.
  */
 export class PostgresOutboxStore implements OutboxStore {
-  private readonly insertParams: (d: NewDelivery) => unknown[];
+  private readonly insertParams: (deliveries: readonly NewDelivery[]) => unknown[];
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly leaseClock: LeaseClock = 'database',
   ) {
     const columns = NEW_DELIVERY_COLUMNS[leaseClock];
-    this.insertParams = (d) => insertParams(d, columns);
+    this.insertParams = (deliveries) => {
+      const apart = deliveries.filter((d) => keptApart(d.payload));
+      return [apart.map((d) => d.id), apart.map((d) => d.payload), ...deliveries.flatMap((d) => insertParams(d, columns))];
+    };
   }
 
   async insert(delivery: NewDelivery): Promise<void> {
@@ -296,7 +305,7 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async insertMany(deliveries: NewDelivery[]): Promise<void> {
     if (deliveries.length === 0) return;
-    await run(this.db, insertSql(this.leaseClock, deliveries.length), deliveries.flatMap(this.insertParams));
+    await run(this.db, insertSql(this.leaseClock, deliveries.length), this.insertParams(deliveries));
   }
 
   async insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
@@ -305,7 +314,7 @@ export class PostgresOutboxStore implements OutboxStore {
     return this.db.transaction().execute(async (trx) => {
       const { rows } = await run<{ key_id: string; last: number | string }>(trx, NEXT_SEQUENCES, [[...counts.keys()], [...counts.values()]]);
       const inserted = numberDeliveries(deliveries, counts, new Map(rows.map((r) => [r.key_id, Number(r.last)])));
-      await run(trx, insertSql(this.leaseClock, inserted.length), inserted.flatMap(this.insertParams));
+      await run(trx, insertSql(this.leaseClock, inserted.length), this.insertParams(inserted));
       return inserted;
     });
   }
@@ -319,7 +328,7 @@ export class PostgresOutboxStore implements OutboxStore {
           : await run<{ n: string | number }>(trx, pg.TEST_SENDS_IN_FLIGHT_DB, [delivery.keyId]);
       const inFlight = Number(rows[0]?.n ?? 0);
       if (inFlight >= max) return { inFlight, inserted: false };
-      await run(trx, insertSql(this.leaseClock, 1), this.insertParams(delivery));
+      await run(trx, insertSql(this.leaseClock, 1), this.insertParams([delivery]));
       return { inFlight, inserted: true };
     });
   }
@@ -404,8 +413,8 @@ export class PostgresOutboxStore implements OutboxStore {
     return { delivery, attempts: (await run<AttemptRow>(this.db, pg.GET_ATTEMPTS, [id])).rows };
   }
 
-  async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
-    return (await run<DeliveryRow>(this.db, pg.REDELIVER, [now, now, url || null, id, keyId])).rows[0];
+  async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliverySummaryRow | undefined> {
+    return (await run<DeliverySummaryRow>(this.db, pg.REDELIVER, [now, now, url || null, id, keyId])).rows[0];
   }
 
   async retrying(keyId: string): Promise<Retrying> {
@@ -436,8 +445,8 @@ export class PostgresOutboxStore implements OutboxStore {
     return redelivered;
   }
 
-  async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {
-    return (await run<DeliveryRow>(this.db, pg.CANCEL, [reason, now, id, keyId])).rows[0];
+  async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliverySummaryRow | undefined> {
+    return (await run<DeliverySummaryRow>(this.db, pg.CANCEL, [reason, now, id, keyId])).rows[0];
   }
 
   async cancelPending(keyId: string, now: number, reason: string): Promise<number> {

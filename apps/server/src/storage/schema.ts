@@ -46,6 +46,10 @@ export interface WebhookDeliveriesTable {
   event: string;
   request_id: string;
   url: string;
+  /**
+   * The payload, or only its first PAYLOAD_HEAD_CHARS characters when it is longer: webhook_payloads then holds it
+   * whole (from 017; rows stored before hold theirs here whole). The store's reads give it whole.
+   */
   payload: string;
   status: 'pending' | 'delivered' | 'failed' | 'cancelled';
   attempts: number;
@@ -57,6 +61,12 @@ export interface WebhookDeliveriesTable {
   created_at: number;
   updated_at: number;
   delivered_at: number | null;
+}
+
+/** A delivery's payload longer than its head, whole: written with the delivery, never updated, purged with it. */
+export interface WebhookPayloadsTable {
+  delivery_id: string;
+  payload: string;
 }
 
 export interface WebhookAttemptsTable {
@@ -156,6 +166,7 @@ export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_payloads: WebhookPayloadsTable;
   webhook_attempts: WebhookAttemptsTable;
   usage_daily: UsageDailyTable;
   svc_meta: SchemaMetaTable;

@@ -46,6 +46,8 @@ import {
   GET_ATTEMPTS,
   GET_DELIVERY,
   INSERT_DELIVERY as INSERT_DELIVERY_SQL,
+  INSERT_PAYLOAD as INSERT_PAYLOAD_SQL,
+  keptApart,
   insertAttemptsSql,
   insertParams,
   TEST_SENDS_IN_FLIGHT,
@@ -60,6 +62,7 @@ import {
   PURGE_ATTEMPTS,
   PURGE_BATCH,
   PURGE_DELIVERIES,
+  PURGE_PAYLOADS,
   REDELIVER,
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
@@ -109,6 +112,7 @@ function rollingBack(sql: string): string {
 }
 
 const INSERT_DELIVERY = rollingBack(INSERT_DELIVERY_SQL);
+const INSERT_PAYLOAD = rollingBack(INSERT_PAYLOAD_SQL);
 
 // The attempt moves the row on only while the row is still leased as it was when sent (AttemptRecord.leasedBy):
 // a delivery cancelled or redelivered meanwhile stays as that left it, and another worker's newer lease stands.
@@ -159,20 +163,18 @@ export class SqliteOutboxStore implements OutboxStore {
   ) {
     const sqlite = statements.db;
     this.insertTx = sqlite.transaction((deliveries: readonly NewDelivery[]) => {
-      const insert = this.stmt(INSERT_DELIVERY);
-      for (const d of deliveries) insert.run(insertParams(d));
+      for (const d of deliveries) this.insertRow(d);
     }).immediate;
     // The write lock is held from BEGIN: nothing comes between taking the numbers and inserting the rows. One
     // upsert per key and batch, not per row: per row it costs a third more CPU per delivery
     // (bench/outbox-sqlite.bench.mjs --sequenced row|batch).
     this.insertSequencedTx = sqlite.transaction((deliveries: readonly SequencedDelivery[]) => {
       const next = this.stmt(NEXT_SEQUENCE);
-      const insert = this.stmt(INSERT_DELIVERY);
       const counts = countByKey(deliveries);
       const last = new Map<string, number>();
       for (const [keyId, n] of counts) last.set(keyId, Number((next.get(keyId, n) as { last: number }).last));
       const inserted = numberDeliveries(deliveries, counts, last);
-      for (const d of inserted) insert.run(insertParams(d));
+      for (const d of inserted) this.insertRow(d);
       return inserted;
     }).immediate;
     // One UPDATE and one INSERT per attempt: on SQLite a multi-row UPDATE … FROM (VALUES …) is no faster (it
@@ -198,18 +200,25 @@ export class SqliteOutboxStore implements OutboxStore {
     this.insertTestSendTx = sqlite.transaction((delivery: NewDelivery, max: number) => {
       const { n } = this.stmt(TEST_SENDS_IN_FLIGHT).get(delivery.keyId, delivery.now) as { n: number };
       if (n >= max) return { inFlight: n, inserted: false };
-      this.stmt(INSERT_DELIVERY).run(insertParams(delivery));
+      this.insertRow(delivery);
       return { inFlight: n, inserted: true };
     }).immediate;
-    // One batch: both statements pick the same rows, nothing else writing within the transaction.
+    // One batch: its statements pick the same rows, nothing else writing within the transaction.
     this.purgeTx = sqlite.transaction((ts: number) => {
       this.stmt(PURGE_ATTEMPTS).run(ts, PURGE_BATCH);
+      this.stmt(PURGE_PAYLOADS).run(ts, PURGE_BATCH);
       return this.stmt(PURGE_DELIVERIES).run(ts, PURGE_BATCH).changes;
     }).immediate;
   }
 
   private stmt(sql: string): SQLite.Statement {
     return this.statements.get(sql);
+  }
+
+  /** A new delivery's row, and its payload's when kept apart; within a write transaction. */
+  private insertRow(d: NewDelivery): void {
+    this.stmt(INSERT_DELIVERY).run(insertParams(d));
+    if (keptApart(d.payload)) this.stmt(INSERT_PAYLOAD).run(d.id, d.payload);
   }
 
   /** A Kysely transaction is open on the connection: wait for `transactionEnded` before running a statement. */
@@ -319,9 +328,9 @@ export class SqliteOutboxStore implements OutboxStore {
     return { delivery, attempts: this.stmt(GET_ATTEMPTS).all(id) as AttemptRow[] };
   }
 
-  async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliveryRow | undefined> {
+  async redeliver(keyId: string, id: string, now: number, url?: string): Promise<DeliverySummaryRow | undefined> {
     if (this.busy) await this.transactionEnded();
-    return this.stmt(REDELIVER).get(now, now, url || null, id, keyId) as DeliveryRow | undefined;
+    return this.stmt(REDELIVER).get(now, now, url || null, id, keyId) as DeliverySummaryRow | undefined;
   }
 
   async retrying(keyId: string): Promise<Retrying> {
@@ -357,9 +366,9 @@ export class SqliteOutboxStore implements OutboxStore {
     return redelivered;
   }
 
-  async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliveryRow | undefined> {
+  async cancel(keyId: string, id: string, now: number, reason: string): Promise<DeliverySummaryRow | undefined> {
     if (this.busy) await this.transactionEnded();
-    return this.stmt(CANCEL).get(reason, now, id, keyId) as DeliveryRow | undefined;
+    return this.stmt(CANCEL).get(reason, now, id, keyId) as DeliverySummaryRow | undefined;
   }
 
   async cancelPending(keyId: string, now: number, reason: string): Promise<number> {

@@ -2,7 +2,7 @@ import { REDELIVERY_MAX, type BulkRedeliverResult, type WebhookTestResult, type 
 import { ApiError } from '../http/errors.js';
 import { retryAfterHeaders } from '../http/retry-after.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
-import { newDeliveryId, newDeliveryRow, type DeliveryRow, type NewDelivery, type OutboxStore, type RedeliveryFilter } from '../storage/outbox-store.js';
+import { newDeliveryId, newDeliveryRow, type DeliverySummaryRow, type NewDelivery, type OutboxStore, type RedeliveryFilter } from '../storage/outbox-store.js';
 import { buildTestPayload } from '../audit/audit-payload.js';
 import { TEST_SEND_LEASE } from '../storage/outbox-sql.js';
 import type { DeliveryWorker } from './worker.js';
@@ -95,7 +95,7 @@ export function webhookActions(deps: WebhookActionsDeps) {
      * A new attempt now: same bytes, same delivery id, to the key's current URL (a cancelled delivery resumes).
      * undefined when not the key's; a 400 when the key has no webhook URL (there is nowhere to send it).
      */
-    async redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined> {
+    async redeliver(key: ApiKeyRecord, deliveryId: string): Promise<DeliverySummaryRow | undefined> {
       if (!key.webhook_url) {
         // Another key's delivery stays a 404 whatever this key's settings.
         if (!(await deps.deliveries.get(key.id, deliveryId))) return undefined;
@@ -110,7 +110,7 @@ export function webhookActions(deps: WebhookActionsDeps) {
      * Stops a pending delivery (status `cancelled`, reason in `last_error`). undefined when the key has no such
      * delivery; a 400 when it is not pending. An attempt already in flight finishes and is logged.
      */
-    async cancel(key: ApiKeyRecord, deliveryId: string): Promise<DeliveryRow | undefined> {
+    async cancel(key: ApiKeyRecord, deliveryId: string): Promise<DeliverySummaryRow | undefined> {
       const row = await deps.deliveries.cancel(key.id, deliveryId, deps.clock(), 'cancelled by request');
       if (row) return row;
       const found = await deps.deliveries.get(key.id, deliveryId);

@@ -69,6 +69,7 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     store = await openStore(db.url, { poolSize: 8, leaseClock });
     await store.handle.db.deleteFrom('webhook_attempts').execute();
     await store.handle.db.deleteFrom('webhook_deliveries').execute();
+    await store.handle.db.deleteFrom('webhook_payloads').execute();
     await store.handle.db.deleteFrom('delivery_sequences').execute();
   });
 
@@ -354,14 +355,64 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect(await ids({ limit: 10, lastStatusCode: { min: 500, max: 599 }, before: first.rows[0]!.id })).toEqual([rows[1]!.id]);
   });
 
+  it("a payload longer than a page's head is stored once beside its row, which holds the head: claims and reads give it whole, a purge takes it", async () => {
+    // The head ends inside a surrogate pair (an emoji at characters 1023-1024): cut before it, never in half.
+    const apart = (requestId: string, statusCode: number) => {
+      const start = `{"event":"llm.request.completed","request_id":"${requestId}","status_code":${statusCode},"prompt":"`;
+      return `${start}${'p'.repeat(PAYLOAD_HEAD_CHARS - 1 - start.length)}😀${'é'.repeat(3 * 1024 * 1024)}"}`;
+    };
+    const big = delivery({ payload: apart('chatcmpl-big', 502) });
+    expect(big.payload.charCodeAt(PAYLOAD_HEAD_CHARS - 1)).toBe('😀'.charCodeAt(0));
+    const small = delivery();
+    await store.deliveries.insertMany([big, small]);
+    const { payload: _payload, ...sequencedFields } = delivery({ keyId: 'key_b' });
+    const [numbered] = await store.deliveries.insertSequenced([{ ...sequencedFields, serialise: (n) => apart(`chatcmpl-seq-${n}`, 200) }]);
+    const test = delivery({ keyId: 'key_c', payload: apart('test-1', 200), lease: { until: T0 + 60_000, by: TEST_SEND_LEASE } });
+    expect(await store.deliveries.insertTestSend(test, 5)).toEqual({ inFlight: 0, inserted: true });
+    // A row stored before 017: the payload whole in the row, nothing beside it.
+    const legacy = delivery({ payload: apart('chatcmpl-legacy', 400) });
+    await store.handle.db
+      .insertInto('webhook_deliveries')
+      .values({ id: legacy.id, key_id: 'key_a', user_id: legacy.userId, event: legacy.event, request_id: legacy.requestId, url: legacy.url, payload: legacy.payload, status: 'pending', attempts: 0, next_attempt_at: T0, created_at: T0 - 1, updated_at: T0 - 1 })
+      .execute();
+
+    const apartIds = [big.id, numbered!.id, test.id].sort();
+    expect((await store.handle.db.selectFrom('webhook_payloads').select('delivery_id').execute()).map((r) => r.delivery_id).sort()).toEqual(apartIds);
+    const inRows = await store.handle.db.selectFrom('webhook_deliveries').select(['id', 'payload']).execute();
+    for (const { id, payload } of inRows) {
+      const whole = [big, small, numbered!, test, legacy].find((d) => d.id === id)!.payload;
+      expect(payload).toBe(apartIds.includes(id) ? whole.slice(0, PAYLOAD_HEAD_CHARS - 1) : whole);
+    }
+
+    const claimed = await store.deliveries.claimDue(T0, 10, 1_000, 'w');
+    expect(new Map(claimed.map((r) => [r.id, r.payload]))).toEqual(new Map([big, small, numbered!, legacy].map((d) => [d.id, d.payload])));
+    expect((await store.deliveries.byId(test.id))?.payload).toBe(test.payload);
+    expect((await store.deliveries.get('key_a', big.id))?.delivery.payload).toBe(big.payload);
+    expect((await store.deliveries.get('key_a', legacy.id))?.delivery.payload).toBe(legacy.payload);
+    const page = await store.deliveries.list('key_a', { limit: 10 });
+    expect(new Map(page.rows.map((r) => [r.id, deliveryView(r).request_status_code]))).toEqual(new Map([[big.id, 502], [small.id, null], [legacy.id, 400]]));
+
+    await recordAttempt(big.id, failure, { status: 'failed' });
+    const redelivered = await store.deliveries.redeliver('key_a', big.id, T0 + 10);
+    expect(redelivered).toMatchObject({ status: 'pending', payload_head: big.payload.slice(0, PAYLOAD_HEAD_CHARS - 1) });
+    expect(deliveryView(redelivered!).request_status_code).toBe(502);
+    expect(await store.deliveries.cancel('key_a', big.id, T0 + 20, 'stop')).toMatchObject({ status: 'cancelled', payload_head: big.payload.slice(0, PAYLOAD_HEAD_CHARS - 1) });
+    expect((await store.deliveries.byId(big.id))?.payload).toBe(big.payload);
+
+    // The cancelled delivery goes with its payload; the pending ones keep theirs.
+    expect(await store.deliveries.purgeOlderThan(T0 + 1)).toBe(1);
+    expect((await store.handle.db.selectFrom('webhook_payloads').select('delivery_id').execute()).map((r) => r.delivery_id).sort()).toEqual([numbered!.id, test.id].sort());
+    expect((await store.deliveries.byId(numbered!.id))?.payload).toBe(numbered!.payload);
+  });
+
   it('redelivers with the same id and bytes, due now, for the owning key only', async () => {
     const d = delivery();
     await store.deliveries.insert(d);
     await recordAttempt(d.id, failure, { status: 'failed' });
     expect(await store.deliveries.redeliver('key_b', d.id, T0 + 100)).toBeUndefined();
     const row = await store.deliveries.redeliver('key_a', d.id, T0 + 100, 'https://example.org/new');
-    expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload: d.payload, url: 'https://example.org/new', attempts: 1 });
-    expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => r.id)).toEqual([d.id]);
+    expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload_head: d.payload, url: 'https://example.org/new', attempts: 1 });
+    expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => [r.id, r.payload])).toEqual([[d.id, d.payload]]);
   });
 
   it('a redeliver during an attempt stands: the attempt is logged but does not move the row on; a lapsed lease is the newer attempt\'s', async () => {
