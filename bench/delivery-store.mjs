@@ -18,6 +18,7 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { bundleSrc } from './lib/bundle-src.mjs';
 
 const REPO = new URL('..', import.meta.url).pathname;
 const require = createRequire(join(REPO, 'package.json'));
@@ -38,26 +39,9 @@ const RESPONSES = 50_000;
 const T0 = Date.now() - 400 * 86_400_000;
 
 const tmp = mkdtempSync(join(tmpdir(), 'svc-delivery-store-bench-'));
-// The bundle imports packages by name: it lives under the repository's node_modules to find them.
-const bundle = join(REPO, 'node_modules/.cache/delivery-store-bench', `store-${process.pid}.mjs`);
-const esbuild = require('esbuild');
-const { sql } = require('kysely');
 const src = resolve(opts.src);
-await esbuild.build({
-  stdin: {
-    contents: `export { openStore } from ${JSON.stringify(join(src, 'storage/store.ts'))};
-export { usageView } from ${JSON.stringify(join(src, 'dashboard/usage-view.ts'))};`,
-    resolveDir: src,
-    loader: 'ts',
-  },
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  packages: 'external',
-  outfile: bundle,
-  logLevel: 'error',
-  nodePaths: [join(REPO, 'node_modules')],
-});
+const bundle = await bundleSrc(src, { openStore: 'storage/store.ts', usageView: 'dashboard/usage-view.ts' }, 'delivery-store-bench', 'store');
+const { sql } = require('kysely');
 const { openStore, usageView } = await import(bundle);
 
 /** SQL of the key named by a number (0 → key_000); substr's negative start differs between the dialects. */

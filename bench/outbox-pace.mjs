@@ -22,14 +22,13 @@
 // replaces that command), whose summary counts the whole child, seeding included; its CPU figures then mean little.
 import { spawnSync, execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setImmediate as turn } from 'node:timers/promises';
+import { bundleSrc } from './lib/bundle-src.mjs';
 
 const REPO = new URL('..', import.meta.url).pathname;
-const require = createRequire(join(REPO, 'package.json'));
 const { values: opts } = parseArgs({
   options: {
     src: { type: 'string', default: join(REPO, 'apps/server/src') },
@@ -54,25 +53,8 @@ if (opts.child) {
 }
 
 /** Bundles `src`'s store (its imports of packages left to the repository's node_modules). */
-async function bundle(src, name) {
-  const esbuild = require('esbuild');
-  const out = join(REPO, 'node_modules/.cache/outbox-pace-bench', `${name}-${process.pid}.mjs`);
-  await esbuild.build({
-    stdin: {
-      contents: `export { openStore } from ${JSON.stringify(join(src, 'storage/store.ts'))};
-export { newDeliveryId } from ${JSON.stringify(join(src, 'storage/outbox-store.ts'))};`,
-      resolveDir: src,
-      loader: 'ts',
-    },
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    outfile: out,
-    logLevel: 'error',
-    nodePaths: [join(REPO, 'node_modules')],
-  });
-  return out;
+function bundle(src, name) {
+  return bundleSrc(src, { openStore: 'storage/store.ts', newDeliveryId: 'storage/outbox-store.ts' }, 'outbox-pace-bench', name);
 }
 
 async function parent() {
