@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { stemMemoSize, tokenize } from './tokenize.js';
+import { describe, expect, it, vi } from 'vitest';
+import { cjkWords, hasCjk, stemMemoSize, tokenize } from './tokenize.js';
 
 const texts = (s: string) => tokenize(s).map((t) => s.slice(t.start, t.end));
 
@@ -83,3 +83,47 @@ describe('the stem memo', () => {
   });
 });
 
+
+// Chinese and Japanese runs are cut by ICU several at a time (`cjkRunCuts`): a call costs ~7 µs before its first word,
+// more than a short run costs to cut, and 100 KB of Chinese has ~11,000 runs. Cut together, each run is cut as alone.
+describe('Chinese and Japanese runs cut together', () => {
+  const SENTENCES = [
+    '2024年3月，公司在上海开设了新的研发中心，员工约有300人。',
+    '上海是中国最大的城市，人口超过两千万。',
+    '他没读过这本书，也不是学生。',
+    'トヨタは2023年に東京で新しい工場を開設しました。',
+    '東京は日本の首都で、人口は約1400万人です。',
+    '営業しませんでした。なかったです。',
+    'The Eiffel Tower (埃菲尔铁塔) was completed in 1889.',
+    'かしこまりました。北京大学と清华大学。',
+  ];
+  const text = Array.from({ length: 60 }, (_, i) => SENTENCES[(i * 5) % SENTENCES.length]!).join(' ');
+
+  it('gives each run the words it gets cut alone', () => {
+    const tokens = tokenize(text);
+    const starts = new Set(tokens.map((t) => t.start));
+    const ends = new Set(tokens.map((t) => t.end));
+    let runs = 0;
+    for (const m of text.matchAll(/[\p{L}\p{M}]+/gu)) {
+      if (m[0].length < 2 || !hasCjk(m[0]) || m[0] === 'かしこまりました') continue;
+      runs++;
+      const from = m.index;
+      const cuts = cjkWords(text, from, from + m[0].length);
+      expect(starts.has(from)).toBe(true);
+      for (const cut of cuts) expect(ends.has(cut)).toBe(true);
+      const inside = tokens.filter((t) => t.start >= from && t.end <= from + m[0].length).map((t) => t.end);
+      expect(inside).toEqual(cuts);
+    }
+    expect(runs).toBeGreaterThan(100);
+  });
+
+  it('calls ICU a few times for a text of many runs, not once a run', () => {
+    const segment = vi.spyOn(Intl.Segmenter.prototype, 'segment');
+    try {
+      tokenize(text);
+      expect(segment.mock.calls.length).toBeLessThan(20);
+    } finally {
+      segment.mockRestore();
+    }
+  });
+});
