@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { cjkWords, hasCjk, stemMemoSize, tokenize } from './tokenize.js';
+import { checkGrounding } from './check.js';
 
 const texts = (s: string) => tokenize(s).map((t) => s.slice(t.start, t.end));
 
@@ -125,5 +126,16 @@ describe('Chinese and Japanese runs cut together', () => {
     } finally {
       segment.mockRestore();
     }
+  });
+});
+
+describe('a number with a comma on the line after a leading line break', () => {
+  // "\n6,3" looked for a table above its line forever: the line before the first break has no line above it. The
+  // array of lines to revisit grew until V8 aborted the process (a model's answer opening with a line break and a
+  // figure crashed the server).
+  it.each(['\n6,3', '\n1,200 people came.', '\n\n1,200 people came.', '\r\n1,200 people came.'])('%j is read', (text) => {
+    expect(texts(text)).toContain(text.includes('6,3') ? '6,3' : '1,200');
+    expect(checkGrounding({ sources: ['1'], answer: text }).checked).toBe(true);
+    expect(checkGrounding({ sources: [text], answer: '1,200 people came.' }).checked).toBe(true);
   });
 });

@@ -503,7 +503,8 @@ class CsvLines {
       }
       chain.push(at);
       const { marked, commas } = this.read(at);
-      if (marked || commas === 0 || at === 0 || this.text.charCodeAt(at - 2) === 10) {
+      // At 1 the line above is the empty one before the text's first line break: "\n1,200 people" has no table above.
+      if (marked || commas === 0 || at <= 1 || this.text.charCodeAt(at - 2) === 10) {
         this.seen.set(at, { csv: marked, commas });
         above = this.seen.get(chain.pop()!);
         break;
