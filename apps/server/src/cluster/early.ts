@@ -1,5 +1,4 @@
 import cluster from 'node:cluster';
-import { AggregatorRegistry } from 'prom-client';
 import { outputGone } from '../logging/output-gone.js';
 
 /**
@@ -38,9 +37,16 @@ if (cluster.isWorker) {
   });
   // The primary's /metrics asks every connected process for its metrics and fails after 5 s without an answer
   // from each: a process still starting (a replacement of a crashed one) answers with none until the server's
-  // registry takes over (`exposeMetrics`), so a scrape during a restart does not fail.
-  AggregatorRegistry.setRegistries([]);
-  new AggregatorRegistry();
-  // A message that arrives before a listener exists is lost: the primary holds its stop until it hears this.
-  process.send!({ svc: 'early' }, undefined, {}, () => {});
+  // registry takes over (`exposeMetrics`), so a scrape during a restart does not fail. Imported here, in a worker
+  // only: an admin command loads no serving stack.
+  void import('prom-client')
+    .then(({ AggregatorRegistry }) => {
+      AggregatorRegistry.setRegistries([]);
+      new AggregatorRegistry();
+    })
+    .catch(() => {}) // metrics of a starting process are no reason to fail its start
+    .finally(() => {
+      // A message that arrives before a listener exists is lost: the primary holds its stop until it hears this.
+      process.send!({ svc: 'early' }, undefined, {}, () => {});
+    });
 }
