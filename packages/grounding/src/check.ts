@@ -334,7 +334,13 @@ const CLAIM_MARKUP = /[\s>*_`"#|]/;
 /** The unsupported phrases of a claim: numbers, runs of names, runs of other words, or the claim itself. */
 function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSpan[] {
   const out: FlaggedSpan[] = [];
-  const span = (start: number, end: number, reason: string, score: number) => out.push({ start, end, text: answer.slice(start, end), reason, score });
+  // A date's month, a link or a missing negation keeps its own reason: never joined with a word it touches (`joinTouching`).
+  const own = new Set<FlaggedSpan>();
+  const span = (start: number, end: number, reason: string, score: number, apart = false) => {
+    const s = { start, end, text: answer.slice(start, end), reason, score };
+    out.push(s);
+    if (apart) own.add(s);
+  };
   let run: { start: number; end: number; kind: string } | undefined;
   const close = () => {
     if (!run) return;
@@ -350,12 +356,12 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
     if (term.kind === 'number') {
       close();
       const reason = term.month === undefined ? `number ${answer.slice(term.start, term.end)}` : `the date's month ${answer.slice(term.start, term.end)}`;
-      span(term.start, term.end, `${reason} is not in the sources`, 0);
+      span(term.start, term.end, `${reason} is not in the sources`, 0, term.month !== undefined);
       continue;
     }
     if (term.link) {
       close();
-      span(term.start, term.end, `${LINK_NAMES[term.link.kind]} not in the sources`, 0);
+      span(term.start, term.end, `${LINK_NAMES[term.link.kind]} not in the sources`, 0, true);
       continue;
     }
     // Words of one kind with only spaces or function words between them form one phrase; punctuation ends it
@@ -369,7 +375,7 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
   close();
   if (c.passage?.negationMismatch && c.claim.negations.length > 0) {
     for (const t of c.claim.negations) {
-      if (!out.some((s) => s.start < t.end && t.start < s.end)) span(t.start, t.end, 'the closest source passage has no such negation', 0);
+      if (!out.some((s) => s.start < t.end && t.start < s.end)) span(t.start, t.end, 'the closest source passage has no such negation', 0, true);
     }
   }
   if (out.length === 0) {
@@ -380,26 +386,21 @@ function spansOf(answer: string, c: ClaimSupport, claimScore: number): FlaggedSp
     while (start < end && CLAIM_MARKUP.test(answer[start]!)) start++;
     span(start, end > start ? end : c.claim.end, `little support (${claimScore.toFixed(2)})`, claimScore);
   }
-  return joinTouching(answer, out.sort((a, b) => a.start - b.start));
+  return joinTouching(answer, out.sort((a, b) => a.start - b.start), own);
 }
 
 /**
  * Spans that touch within one token ("10x", a number then a word) become one span of the token: a UI draws one
  * mark, and the reader gets one reason for the word they see, not "number 10" and "x" side by side.
  */
-function joinTouching(answer: string, spans: FlaggedSpan[]): FlaggedSpan[] {
+function joinTouching(answer: string, spans: FlaggedSpan[], apart: ReadonlySet<FlaggedSpan>): FlaggedSpan[] {
   const out: FlaggedSpan[] = [];
   for (const s of spans) {
     const last = out[out.length - 1];
-    if (last && last.end === s.start && joinable(last) && joinable(s)) {
+    if (last && last.end === s.start && !apart.has(last) && !apart.has(s)) {
       const text = answer.slice(last.start, s.end);
       out[out.length - 1] = { start: last.start, end: s.end, text, reason: `'${text}' is not in the sources`, score: Math.min(last.score, s.score) };
     } else out.push(s);
   }
   return out;
-}
-
-/** Words, names and numbers join; a missing negation or a link keeps its own reason. */
-function joinable(s: FlaggedSpan): boolean {
-  return s.reason === 'not in the sources' || s.reason.startsWith('number ') || s.reason.endsWith("' is not in the sources");
 }
