@@ -1,10 +1,51 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { type Kysely, type Migration, Migrator, sql } from 'kysely';
 import type { Dialect } from './database.js';
 import type { Database } from './schema.js';
 import { LATENCY_COLUMNS } from './usage-latency.js';
 import { SERVER_VERSION } from '../version.js';
 
-/** Migrations in order; append new ones, never edit a released one. */
+/**
+ * Indexes that a release adds to the outbox, which by then may hold millions of rows, by name. On Postgres a plain
+ * CREATE INDEX in the migrations' transaction holds off every write to the table until that transaction commits:
+ * during a rolling upgrade the instances still serving could not record an audit while the index was built (each
+ * insert failing after lock_timeout). There they are built after that transaction, concurrently (`buildOutboxIndexes`).
+ */
+const OUTBOX_INDEXES = {
+  deliveries_key_status_idx: 'on webhook_deliveries (key_id, status, created_at)',
+  deliveries_retrying_idx: "on webhook_deliveries (key_id, status, next_attempt_at, attempts) where status = 'pending' and attempts > 0",
+  deliveries_test_sends_idx: "on webhook_deliveries (key_id, lease_until) where leased_by = 'test-send'",
+  deliveries_leased_idx: "on webhook_deliveries (status, lease_until) where status = 'pending' and lease_until is not null",
+  deliveries_key_request_idx: 'on webhook_deliveries (key_id, request_id, created_at)',
+} as const;
+
+/** SQLite: builds the index in the migration (one process, which is not serving yet). Postgres: see OUTBOX_INDEXES. */
+async function outboxIndex(db: Kysely<unknown>, dialect: Dialect, name: keyof typeof OUTBOX_INDEXES): Promise<void> {
+  if (dialect !== 'postgres') await sql.raw(`create index ${name} ${OUTBOX_INDEXES[name]}`).execute(db);
+}
+
+/**
+ * Postgres: builds each outbox index that is missing, with CREATE INDEX CONCURRENTLY (writes go on meanwhile), outside
+ * any transaction. A build cut short (the process killed, a lock_timeout) leaves an invalid index, which is dropped
+ * and built again here at the next start. Runs after the migrations that name them have been applied.
+ */
+async function buildOutboxIndexes(conn: Kysely<Database>): Promise<void> {
+  for (const [name, definition] of Object.entries(OUTBOX_INDEXES)) {
+    const { rows } = await sql<{ valid: boolean }>`select indisvalid as valid from pg_index where indexrelid = to_regclass(${name})`.execute(conn);
+    if (rows[0]?.valid) continue;
+    // The build waits for the transactions open on the outbox (the instances still serving, a report's long read)
+    // and holds no one up meanwhile, so without the pool's lock_timeout, which would fail the start instead.
+    await sql`set lock_timeout = 0`.execute(conn);
+    try {
+      if (rows[0]) await sql.raw(`drop index concurrently if exists ${name}`).execute(conn);
+      await sql.raw(`create index concurrently ${name} ${definition}`).execute(conn);
+    } finally {
+      await sql`reset lock_timeout`.execute(conn);
+    }
+  }
+}
+
+/** Migrations in order; append new ones, never edit a released one (what it makes, that is: how is free). */
 function migrations(dialect: Dialect): Record<string, Migration> {
   const time = dialect === 'postgres' ? 'bigint' : 'integer';
   return {
@@ -207,7 +248,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // With only (key_id, created_at) each read every delivery of the key: 200 keys of 5,000 deliveries held
       // SQLite's event loop for 8 s on GET /api/keys.
       async up(db: Kysely<unknown>) {
-        await db.schema.createIndex('deliveries_key_status_idx').on('webhook_deliveries').columns(['key_id', 'status', 'created_at']).execute();
+        await outboxIndex(db, dialect, 'deliveries_key_status_idx');
       },
     },
     '012_deliveries_retrying': {
@@ -215,7 +256,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // (key_id, status, created_at) index would leave each pending row to be read for `attempts` and
       // `next_attempt_at`; this partial index holds only those rows and answers the count alone.
       async up(db: Kysely<unknown>) {
-        await sql`create index deliveries_retrying_idx on webhook_deliveries (key_id, status, next_attempt_at, attempts) where status = 'pending' and attempts > 0`.execute(db);
+        await outboxIndex(db, dialect, 'deliveries_retrying_idx');
       },
     },
     '013_deliveries_test_sends': {
@@ -223,7 +264,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // instance. Only rows leased to a test send are in it (a few at most): a key with a large backlog of
       // pending deliveries is not read row by row at each Send test.
       async up(db: Kysely<unknown>) {
-        await sql`create index deliveries_test_sends_idx on webhook_deliveries (key_id, lease_until) where leased_by = 'test-send'`.execute(db);
+        await outboxIndex(db, dialect, 'deliveries_test_sends_idx');
       },
     },
     '014_deliveries_leased': {
@@ -234,7 +275,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       async up(db: Kysely<unknown>) {
         // `status` leads, though the predicate fixes it: SQLite's planner otherwise preferred the equality on status
         // of the (status, next_attempt_at) index to a range of this one, and read every pending row again.
-        await sql`create index deliveries_leased_idx on webhook_deliveries (status, lease_until) where status = 'pending' and lease_until is not null`.execute(db);
+        await outboxIndex(db, dialect, 'deliveries_leased_idx');
       },
     },
     '015_response_items': {
@@ -257,7 +298,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
       // A key's deliveries of one request: the deliveries list's request_id search (a receiver engineer holding the
       // x-request-id of a call), newest first. Without it the search read every delivery of the key.
       async up(db: Kysely<unknown>) {
-        await db.schema.createIndex('deliveries_key_request_idx').on('webhook_deliveries').columns(['key_id', 'request_id', 'created_at']).execute();
+        await outboxIndex(db, dialect, 'deliveries_key_request_idx');
       },
     },
     '017_delivery_payloads': {
@@ -279,6 +320,9 @@ function migrations(dialect: Dialect): Record<string, Migration> {
 
 /** An arbitrary constant: the Postgres advisory lock that serialises migrations across instances. */
 const MIGRATION_LOCK_ID = 7_415_392_001;
+
+/** How often an instance waiting for another's migrations asks for the lock again. */
+const MIGRATION_LOCK_POLL_MS = 200;
 
 /** The svc_meta row naming the release that last migrated the database, for an older release's refusal. */
 const MIGRATED_BY = 'migrated_by';
@@ -348,14 +392,16 @@ export async function migrate(db: Kysely<Database>, dialect: Dialect): Promise<s
   };
   if (dialect !== 'postgres') return apply(db);
   return db.connection().execute(async (conn) => {
-    // Another instance may migrate for minutes (an index on a large outbox): wait for it without the pool's
-    // lock_timeout, which then applies again to the migrations themselves (an ALTER TABLE queued behind an
-    // operator's open transaction would otherwise hold every query on that table behind it).
-    await sql`set lock_timeout = 0`.execute(conn);
-    await sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`.execute(conn);
-    await sql`reset lock_timeout`.execute(conn);
+    // Another instance may migrate for minutes (an index on a large outbox): wait for it by asking again, not in
+    // pg_advisory_lock. A statement waiting there keeps its snapshot, and that instance's CREATE INDEX CONCURRENTLY
+    // waits for every older snapshot to go: the two would deadlock and one of them fail.
+    while (!(await sql<{ got: boolean }>`select pg_try_advisory_lock(${MIGRATION_LOCK_ID}) as got`.execute(conn)).rows[0]?.got) {
+      await delay(MIGRATION_LOCK_POLL_MS);
+    }
     try {
-      return await apply(conn);
+      const applied = await apply(conn);
+      await buildOutboxIndexes(conn);
+      return applied;
     } finally {
       await sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`.execute(conn);
     }
