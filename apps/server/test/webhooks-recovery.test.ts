@@ -89,6 +89,35 @@ describe('bulk redelivery: POST /v1/webhooks/deliveries/redeliver', () => {
     expect((await deliveries(other.token))[0]).toMatchObject({ status: 'failed', attempts: 2 });
   });
 
+  it('takes the list\'s search too: the deliveries that got HTTP 500, or one request\'s, and no others', async () => {
+    const failing = await receiver({ status: 500 });
+    const { token } = await server.createKey({ webhookUrl: failing.url });
+    const got500 = await chat(token);
+    await eventually(async () => (await deliveries(token, '?status=failed')).length === 1);
+    failing.fallback = { status: 503 };
+    const got503 = await chat(token);
+    await eventually(async () => (await deliveries(token, '?status=failed')).length === 2);
+
+    const count = async (filter: object) => (await api(token, 'POST', '/webhooks/deliveries/redeliver', { ...filter, dry_run: true })).body.matched;
+    expect(await count({ last_status_code: '500' })).toBe(1);
+    expect(await count({ last_status_code: '5xx', status: 'failed' })).toBe(2);
+    expect(await count({ request_id: got503 })).toBe(1);
+    expect(await count({ request_id: got503, last_status_code: '500' })).toBe(0);
+    const bad = await api(token, 'POST', '/webhooks/deliveries/redeliver', { last_status_code: '5x' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: 'invalid_value', param: 'last_status_code', type: 'invalid_request_error' });
+
+    failing.fallback = { status: 200 };
+    const before = failing.received.length;
+    const done = await api(token, 'POST', '/webhooks/deliveries/redeliver', { status: 'failed', last_status_code: '500' });
+    expect(done.body).toMatchObject({ redelivered: 1, matched: 1 });
+    const [resent] = (await failing.waitFor((list) => list.length > before)).slice(before);
+    const [only500] = await deliveries(token, `?request_id=${got500}`);
+    expect(resent!.headers['x-svc-delivery']).toBe(only500.id);
+    await eventually(async () => (await deliveries(token, `?request_id=${got500}`))[0]?.status === 'delivered');
+    expect((await deliveries(token, `?request_id=${got503}`))[0]).toMatchObject({ status: 'failed', last_status_code: 503 });
+  });
+
   it('refuses a bad filter with 400 invalid_value naming it, and a key without a webhook URL with 400 invalid_request', async () => {
     const { token } = await server.createKey({ webhookUrl: (await receiver()).url });
     const badStatus = await api(token, 'POST', '/webhooks/deliveries/redeliver', { status: 'broken' });

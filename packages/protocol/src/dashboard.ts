@@ -95,6 +95,13 @@ export const DashboardDeliveryDetailSchema = DashboardDeliverySchema.extend({
 });
 export type DashboardDeliveryDetail = z.infer<typeof DashboardDeliveryDetailSchema>;
 
+/**
+ * `GET /keys/{id}/deliveries/{did}/progress`: the details without the payload, which never changes. An open
+ * delivery follows its attempts with it while pending; the payload (up to megabytes) is read once.
+ */
+export const DashboardDeliveryProgressSchema = DashboardDeliveryDetailSchema.omit({ payload: true });
+export type DashboardDeliveryProgress = z.infer<typeof DashboardDeliveryProgressSchema>;
+
 /** `POST /keys/{id}/deliveries/redeliver`: the body and answer of the API's bulk redelivery. */
 export const DashboardBulkRedeliverSchema = BulkRedeliverResultSchema;
 

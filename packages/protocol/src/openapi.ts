@@ -71,7 +71,7 @@ const COMPONENTS: ReadonlyArray<[string, z.ZodType, string]> = [
   ['WebhookTestResult', WebhookTestResultSchema, 'Outcome of the synchronous test delivery; `status_code`, `error` and `response_body` (the first 2 KB of the answer) only when `success` is false.'],
   ['WebhookTestRequest', WebhookTestRequestSchema, 'Optional body of the test endpoint: the sample payload to send (`ok` by default).'],
   ['Delivery', DeliverySchema, 'A webhook delivery in the outbox. `request_status_code` is the status the original request got from svc.'],
-  ['BulkRedeliverRequest', BulkRedeliverRequestSchema, 'Which deliveries of the calling key to send again: state, creation time range (`since` inclusive, `until` exclusive).'],
+  ['BulkRedeliverRequest', BulkRedeliverRequestSchema, 'Which deliveries of the calling key to send again, by the terms a deliveries list takes: state, request id, creation time range (`since` inclusive, `until` exclusive), the last attempt\'s HTTP code (`500` or `5xx`).'],
   ['BulkRedeliverResult', BulkRedeliverResultSchema, 'How many deliveries matched (at most `limit`) and how many were made due again.'],
   ['DeliveryStatus', DeliveryStatusSchema, 'Delivery state.'],
   ['DeliveryAttempt', DeliveryAttemptSchema, 'One attempt: time, status code, duration, error, first 2 KB of the response body.'],

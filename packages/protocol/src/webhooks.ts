@@ -94,14 +94,17 @@ export const DeliveryListQuerySchema = z.object({
 });
 
 /**
- * `POST /v1/webhooks/deliveries/redeliver` body: which deliveries of the calling key to send again. Every field
+ * `POST /v1/webhooks/deliveries/redeliver` body: which deliveries of the calling key to send again, by the same
+ * terms a deliveries list takes (so a filtered list's deliveries are exactly what is sent again). Every field
  * is optional; times are ISO 8601 (`since` inclusive, `until` exclusive, on the delivery's creation time).
  * The newest `REDELIVERY_MAX` matches are taken; `dry_run` only counts them.
  */
 export const BulkRedeliverRequestSchema = z.object({
   status: DeliveryStatusSchema.optional(),
+  request_id: DeliveryListQuerySchema.shape.request_id,
   since: z.iso.datetime({ offset: true }).optional(),
   until: z.iso.datetime({ offset: true }).optional(),
+  last_status_code: DeliveryListQuerySchema.shape.last_status_code,
   dry_run: z.boolean().optional(),
 });
 export type BulkRedeliverRequest = z.infer<typeof BulkRedeliverRequestSchema>;

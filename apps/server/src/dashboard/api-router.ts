@@ -3,6 +3,7 @@ import type {
   BulkRedeliverResult,
   DashboardCreatedKey,
   DashboardDeliveryDetail,
+  DashboardDeliveryProgress,
   DashboardDeliveryPage,
   DashboardKey,
   DashboardKeyList,
@@ -321,6 +322,14 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
       payload: found.delivery.payload,
       attempt_log: found.attempts.map(dashboardAttemptView),
     };
+    res.json(body);
+  });
+
+  api.get('/keys/:id/deliveries/:did/progress', async (req, res) => {
+    const key = await ownKey(req, res);
+    const found = await store.deliveries.progress(key.id, String(req.params.did));
+    if (!found) throw deliveryNotFound(req);
+    const body: DashboardDeliveryProgress = { ...dashboardDeliveryView(found.delivery), attempt_log: found.attempts.map(dashboardAttemptView) };
     res.json(body);
   });
 

@@ -207,6 +207,7 @@ export function listQuery(keyId: string, filter: ListFilter, cursor: { created_a
 
 export const BY_ID = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ?`;
 export const GET_DELIVERY = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ? and key_id = ?`;
+export const GET_DELIVERY_SUMMARY = `select ${SUMMARY_COLUMNS} from webhook_deliveries where id = ? and key_id = ?`;
 export const GET_ATTEMPTS = `select * from webhook_attempts where delivery_id = ? order by attempt asc`;
 
 // A redeliver clears the lease: an attempt in flight then records without moving the row on (see AttemptRecord).
@@ -235,6 +236,14 @@ function matchingQuery(keyId: string, filter: RedeliveryFilter, cursor: Redelive
   if (filter.until !== undefined) {
     text += ' and created_at < ?';
     params.push(filter.until);
+  }
+  if (filter.requestId !== undefined) {
+    text += ' and request_id = ?';
+    params.push(filter.requestId);
+  }
+  if (filter.lastStatusCode !== undefined) {
+    text += ' and last_status_code between ? and ?';
+    params.push(filter.lastStatusCode.min, filter.lastStatusCode.max);
   }
   if (cursor !== undefined) {
     text += ' and created_at <= ? and (created_at < ? or id < ?)';

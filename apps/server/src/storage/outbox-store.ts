@@ -135,13 +135,11 @@ export interface ListOptions extends ListFilter {
   before?: string;
 }
 
-/** Which deliveries of a key a bulk redelivery takes: newest first, at most `limit`. */
-export interface RedeliveryFilter {
-  status?: DeliveryRowStatus;
-  /** Created at or after (ms). */
-  since?: number;
-  /** Created before (ms). */
-  until?: number;
+/**
+ * Which deliveries of a key a bulk redelivery takes: those a list with the same filter shows, newest first, at
+ * most `limit`.
+ */
+export interface RedeliveryFilter extends ListFilter {
   limit: number;
 }
 
@@ -227,6 +225,8 @@ export interface OutboxStore {
   list(keyId: string, options: ListOptions): Promise<{ rows: DeliverySummaryRow[]; hasMore: boolean }>;
   /** One delivery of one key with its attempts (oldest first); undefined for another key's id. */
   get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined>;
+  /** `get` without the payload: what changes as a delivery is attempted. */
+  progress(keyId: string, id: string): Promise<{ delivery: DeliverySummaryRow; attempts: AttemptRow[] } | undefined>;
   /**
    * Makes a delivery of this key due now again (same id, same bytes; `url` when the key's URL changed since).
    * A delivery leased by a worker keeps its lease: it becomes due again once that attempt is recorded or the

@@ -42,6 +42,7 @@ import {
   excludingUsers,
   GET_ATTEMPTS,
   GET_DELIVERY,
+  GET_DELIVERY_SUMMARY,
   insertAttemptsSql,
   insertDeliveriesSql,
   insertParams,
@@ -241,6 +242,7 @@ const pg = {
   BY_ID: numbered(BY_ID),
   LIST_CURSOR: numbered(LIST_CURSOR),
   GET_DELIVERY: numbered(GET_DELIVERY),
+  GET_DELIVERY_SUMMARY: numbered(GET_DELIVERY_SUMMARY),
   GET_ATTEMPTS: numbered(GET_ATTEMPTS),
   REDELIVER: numbered(REDELIVER),
   RETRYING: numbered(RETRYING),
@@ -409,6 +411,12 @@ export class PostgresOutboxStore implements OutboxStore {
 
   async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
     const delivery = (await run<DeliveryRow>(this.db, pg.GET_DELIVERY, [id, keyId])).rows[0];
+    if (!delivery) return undefined;
+    return { delivery, attempts: (await run<AttemptRow>(this.db, pg.GET_ATTEMPTS, [id])).rows };
+  }
+
+  async progress(keyId: string, id: string): Promise<{ delivery: DeliverySummaryRow; attempts: AttemptRow[] } | undefined> {
+    const delivery = (await run<DeliverySummaryRow>(this.db, pg.GET_DELIVERY_SUMMARY, [id, keyId])).rows[0];
     if (!delivery) return undefined;
     return { delivery, attempts: (await run<AttemptRow>(this.db, pg.GET_ATTEMPTS, [id])).rows };
   }

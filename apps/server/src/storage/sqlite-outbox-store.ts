@@ -45,6 +45,7 @@ import {
   excludingUsers,
   GET_ATTEMPTS,
   GET_DELIVERY,
+  GET_DELIVERY_SUMMARY,
   INSERT_DELIVERY as INSERT_DELIVERY_SQL,
   INSERT_PAYLOAD as INSERT_PAYLOAD_SQL,
   keptApart,
@@ -324,6 +325,13 @@ export class SqliteOutboxStore implements OutboxStore {
   async get(keyId: string, id: string): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | undefined> {
     if (this.busy) await this.transactionEnded();
     const delivery = this.stmt(GET_DELIVERY).get(id, keyId) as DeliveryRow | undefined;
+    if (!delivery) return undefined;
+    return { delivery, attempts: this.stmt(GET_ATTEMPTS).all(id) as AttemptRow[] };
+  }
+
+  async progress(keyId: string, id: string): Promise<{ delivery: DeliverySummaryRow; attempts: AttemptRow[] } | undefined> {
+    if (this.busy) await this.transactionEnded();
+    const delivery = this.stmt(GET_DELIVERY_SUMMARY).get(id, keyId) as DeliverySummaryRow | undefined;
     if (!delivery) return undefined;
     return { delivery, attempts: this.stmt(GET_ATTEMPTS).all(id) as AttemptRow[] };
   }

@@ -69,7 +69,8 @@ export function deliveryDetailView(found: { delivery: DeliveryRow; attempts: Att
 }
 
 /**
- * A bulk redelivery's body: status, and a creation time range as ISO 8601; a bad value is a 400 `invalid_value`.
+ * A bulk redelivery's body: the terms of a deliveries list (status, request id, a creation time range as ISO 8601,
+ * the last attempt's HTTP code); a bad value is a 400 `invalid_value`.
  *
  * @example
  * const { filter, dryRun } = bulkRedeliverFilter(req.body); // { filter: { status: 'failed', since: 1764… }, dryRun: false }
@@ -79,11 +80,17 @@ export function bulkRedeliverFilter(body: unknown): { filter: Omit<RedeliveryFil
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const param = typeof issue?.path[0] === 'string' ? issue.path[0] : null;
-    throw new ApiError('invalid_value', `Invalid '${param ?? 'body'}': ${issue?.message ?? 'not a redelivery filter'}. Expected { status?, since?, until? } with ISO 8601 times.`, { param });
+    throw new ApiError('invalid_value', `Invalid '${param ?? 'body'}': ${issue?.message ?? 'not a redelivery filter'}. Expected { status?, request_id?, since?, until?, last_status_code? } with ISO 8601 times and a code such as 500 or 5xx.`, { param });
   }
-  const { status, since, until, dry_run } = parsed.data;
+  const { status, request_id, since, until, last_status_code, dry_run } = parsed.data;
   return {
-    filter: { status, since: since === undefined ? undefined : Date.parse(since), until: until === undefined ? undefined : Date.parse(until) },
+    filter: {
+      status,
+      requestId: request_id,
+      since: since === undefined ? undefined : Date.parse(since),
+      until: until === undefined ? undefined : Date.parse(until),
+      lastStatusCode: last_status_code === undefined ? undefined : statusCodeRange(last_status_code),
+    },
     dryRun: dry_run === true,
   };
 }

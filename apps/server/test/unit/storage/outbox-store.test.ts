@@ -13,6 +13,7 @@ import {
   CANCEL_PENDING,
   GET_ATTEMPTS,
   GET_DELIVERY,
+  GET_DELIVERY_SUMMARY,
   LIST_CURSOR,
   listQuery,
   NEXT_DUE,
@@ -462,6 +463,42 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect((await store.deliveries.byId(delivered.id))!.status).toBe('delivered');
   });
 
+  it('redeliverMatching and countMatching take the list\'s search too: a request, the last attempt\'s HTTP code, with the status', async () => {
+    const rows = [0, 1, 2, 3].map((i) => delivery({ now: T0 + i }));
+    const otherKey = delivery({ now: T0, keyId: 'key_b' });
+    await store.deliveries.insertMany([...rows, otherKey]);
+    await recordAttempt(rows[0]!.id, failure, { status: 'failed' });
+    await recordAttempt(rows[1]!.id, { ...failure, statusCode: 503, error: 'HTTP 503' }, { status: 'failed' });
+    await recordAttempt(rows[2]!.id, failure, { status: 'pending', nextAttemptAt: T0 + 60_000 });
+    await recordAttempt(rows[3]!.id, success, { status: 'delivered' });
+    await recordAttempt(otherKey.id, failure, { status: 'failed' });
+    const code500 = { min: 500, max: 500 };
+    // What each filter lists is what it counts and redelivers.
+    for (const filter of [{ lastStatusCode: code500 }, { lastStatusCode: { min: 500, max: 599 }, status: 'failed' as const }, { requestId: rows[1]!.requestId }]) {
+      const listed = (await store.deliveries.list('key_a', { ...filter, limit: 100 })).rows.length;
+      expect(await store.deliveries.countMatching('key_a', { ...filter, limit: 1000 }), JSON.stringify(filter)).toBe(listed);
+    }
+    expect(await store.deliveries.countMatching('key_a', { lastStatusCode: code500, limit: 1000 })).toBe(2);
+    expect(await store.deliveries.redeliverMatching('key_a', { lastStatusCode: code500, status: 'failed', limit: 1000 }, T0 + 100)).toBe(1);
+    expect((await store.deliveries.byId(rows[0]!.id))!).toMatchObject({ status: 'pending', next_attempt_at: T0 + 100 });
+    expect((await store.deliveries.byId(rows[1]!.id))!.status).toBe('failed');
+    expect((await store.deliveries.byId(otherKey.id))!.status).toBe('failed');
+    expect(await store.deliveries.redeliverMatching('key_a', { requestId: rows[1]!.requestId, limit: 1000 }, T0 + 200)).toBe(1);
+    expect((await store.deliveries.byId(rows[1]!.id))!).toMatchObject({ status: 'pending', next_attempt_at: T0 + 200 });
+    expect((await store.deliveries.byId(rows[3]!.id))!.status).toBe('delivered');
+  });
+
+  it('progress: a delivery and its attempts without its payload, scoped to the key', async () => {
+    const big = delivery({ payload: JSON.stringify({ event: 'llm.request.completed', request_id: 'chatcmpl-big', status_code: 200, prompt: 'x'.repeat(PAYLOAD_HEAD_CHARS * 4) }) });
+    await store.deliveries.insertMany([big]);
+    await recordAttempt(big.id, failure, { status: 'pending', nextAttemptAt: T0 + 60_000 });
+    const found = await store.deliveries.progress('key_a', big.id);
+    expect(found?.delivery).not.toHaveProperty('payload');
+    expect(found?.delivery).toMatchObject({ id: big.id, status: 'pending', attempts: 1 });
+    expect(found?.attempts.map((a) => a.status_code)).toEqual([failure.statusCode]);
+    expect(await store.deliveries.progress('key_b', big.id)).toBeUndefined();
+  });
+
   it('redeliverMatching in batches of REDELIVER_BATCH: every matching row once, the count right, a read answered between batches', async () => {
     const n = 2 * REDELIVER_BATCH + 300;
     // Several rows per millisecond: the cursor between batches goes by (created_at, id).
@@ -766,6 +803,9 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
       ['list after a cursor', ...listQuery('key_a', {}, { created_at: T0, id: 'whd_x' }, 51)],
       ['list by status', ...listQuery('key_a', { status: 'failed' }, undefined, 51)],
       ['one delivery', GET_DELIVERY, ['whd_x', 'key_a']],
+      ['one delivery without its payload', GET_DELIVERY_SUMMARY, ['whd_x', 'key_a']],
+      ['count to redeliver by HTTP code', ...countMatchingQuery('key_a', { lastStatusCode: { min: 500, max: 599 }, limit: 1000 })],
+      ['count to redeliver by request', ...countMatchingQuery('key_a', { requestId: 'chatcmpl-x', limit: 1000 })],
       ['its attempts', GET_ATTEMPTS, ['whd_x']],
       ['redeliver', REDELIVER, [T0, T0, null, 'whd_x', 'key_a']],
       ['count to redeliver', ...countMatchingQuery('key_a', { since: T0, limit: 1000 })],
