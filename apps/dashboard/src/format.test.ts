@@ -11,6 +11,10 @@ describe('formatTime', () => {
   it('shows a dash for no time', () => {
     expect(formatTime(null)).toBe('—');
   });
+
+  it('shows text that is no time as it is, instead of throwing', () => {
+    expect(formatTime('yesterday')).toBe('yesterday');
+  });
 });
 
 describe('formatDuration', () => {

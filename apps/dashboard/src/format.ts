@@ -3,8 +3,11 @@ const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeS
 const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
 const numbers = new Intl.NumberFormat();
 
+/** A time with its date and zone; text that is no time (a hand-edited URL's `since=yesterday`) as it is, not a RangeError that takes the page down. */
 export function formatTime(iso: string | null | undefined): string {
-  return iso ? dateTime.format(new Date(iso)) : '—';
+  if (!iso) return '—';
+  const time = new Date(iso);
+  return Number.isNaN(time.getTime()) ? iso : dateTime.format(time);
 }
 
 // Hours and minutes with the zone ("12:05 UTC"), for times close to now such as a next attempt; with the date
