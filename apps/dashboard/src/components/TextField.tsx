@@ -1,4 +1,5 @@
 import type { HTMLAttributes } from 'react';
+import { FieldError } from './FieldError.js';
 
 /** A labelled text input with its validation message next to it (linked for screen readers). */
 export function TextField({
@@ -34,11 +35,7 @@ export function TextField({
         aria-invalid={error ? true : undefined}
         aria-describedby={error ? errorId : undefined}
       />
-      {error && (
-        <span className="field-error" id={errorId} role="alert" data-testid={errorId}>
-          {error}
-        </span>
-      )}
+      <FieldError id={errorId} message={error} testId={errorId} />
     </label>
   );
 }
