@@ -115,7 +115,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     expect(first.status).toBe(200);
 
     // Key settings: invalid URLs are explained next to the field.
-    await page.getByRole('link', { name: 'production' }).click();
+    await page.getByRole('link', { name: 'production', exact: true }).click();
     await page.getByRole('heading', { name: 'production' }).waitFor();
     const urlField = page.getByLabel('Webhook URL');
     const urlError = page.getByTestId('webhook_url-error');
@@ -190,7 +190,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
     expect(await firstClaim.textContent()).toContain(claimsSent[0]!.evidence!.text);
     expect(await firstClaim.textContent()).toContain('Supported');
     const before = receiver.received.length;
-    await page.getByRole('button', { name: 'Redeliver', exact: true }).click();
+    await page.getByRole('button', { name: /^Redeliver the delivery of/ }).click();
     await page.getByRole('status').filter({ hasText: 'Redelivery queued' }).waitFor();
     const [again] = (await receiver.waitFor((list) => list.length > before)).slice(before);
     expect(again!.raw.equals(sent.raw)).toBe(true);
@@ -370,7 +370,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await page.getByLabel('Key name').fill('rotating');
       await page.getByRole('button', { name: 'Create key' }).click();
       await copyThenDone(page);
-      await page.getByRole('link', { name: 'rotating' }).click();
+      await page.getByRole('link', { name: 'rotating', exact: true }).click();
       await page.getByRole('button', { name: 'Generate' }).click();
       const oldSecret = (await page.getByTestId('shown-once-value').textContent()) ?? '';
       await copyThenDone(page);
@@ -444,7 +444,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
           nextAttemptAt: Date.now() + 3_600_000,
         });
       }
-      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.getByRole('button', { name: 'Refresh', exact: true }).click();
       // A slow server: the older page is held back until the button has been looked at.
       let release = () => {};
       const held = new Promise<void>((resolve) => (release = resolve));
@@ -462,7 +462,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await expect.poll(() => page.locator('tr.clickable').count()).toBe(22);
       expect(olderAsked).toBe(1);
       await page.unroute(/\/deliveries\?.*before=/);
-      await page.getByRole('button', { name: 'Refresh' }).click();
+      await page.getByRole('button', { name: 'Refresh', exact: true }).click();
       await expect.poll(() => page.locator('tr.clickable').count()).toBe(20);
       const third = (await (await chat(quiet, token)).json()) as { id: string };
       await page.locator('tr.clickable', { hasText: third.id }).waitFor({ timeout: 15_000 });
@@ -511,7 +511,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       expect(await focused()).toBe('Create key');
 
       // A signing secret shown once: Done gives focus to Rotate.
-      await page.getByRole('link', { name: 'focus' }).click();
+      await page.getByRole('link', { name: 'focus', exact: true }).click();
       await page.getByRole('button', { name: 'Generate' }).press('Enter');
       await expect.poll(focused).toBe('Copy');
       // Copied first (Enter on Copy, where focus is): Done would otherwise ask before the value goes.
@@ -688,11 +688,11 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       let answer!: () => void;
       receiver.queue.push({ until: new Promise<void>((resolve) => (answer = resolve)) });
       const before = receiver.received.length;
-      await page.getByRole('button', { name: 'Redeliver', exact: true }).click();
+      await page.getByRole('button', { name: /^Redeliver the delivery of/ }).click();
       await page.getByRole('status').filter({ hasText: 'Redelivery queued' }).waitFor();
       await receiver.waitFor((list) => list.length > before);
       // The details' look after Redeliver, made while the receiver still holds its answer.
-      await page.waitForResponse((r) => r.request().method() === 'GET' && /\/deliveries\/whd_[0-9a-f]{32}$/.test(new URL(r.url()).pathname));
+      await page.waitForResponse((r) => r.request().method() === 'GET' && /\/deliveries\/whd_[0-9a-f]{32}\/progress$/.test(new URL(r.url()).pathname));
       expect(await attempts.count()).toBe(1);
       answer();
       // Then the details follow it to Delivered, with its second attempt, as the list does.
@@ -713,7 +713,7 @@ describe.skipIf(SKIP)('dashboard in Chromium', () => {
       await page.getByLabel('Key name').fill('locked down');
       await page.getByRole('button', { name: 'Create key' }).click();
       await copyThenDone(page);
-      await page.getByRole('link', { name: 'locked down' }).click();
+      await page.getByRole('link', { name: 'locked down', exact: true }).click();
       await page.getByLabel('Webhook URL').fill('http://10.1.2.3/hook');
       await page.getByRole('button', { name: 'Save' }).click();
       await expect.poll(() => page.getByTestId('webhook_url-error').textContent()).toMatch(/10\.1\.2\.3, a private address/);

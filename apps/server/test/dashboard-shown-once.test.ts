@@ -128,7 +128,7 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
       await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 });
       await signInForm(page, other.email);
       await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
-      await page.getByRole('cell', { name: 'theirs' }).waitFor();
+      await page.getByRole('cell', { name: 'theirs', exact: true }).waitFor();
       expect(await page.getByTestId('shown-once-value').count()).toBe(0);
       expect(await page.content()).not.toContain(token);
       expect(await leavingAsks(page)).toBe(false);

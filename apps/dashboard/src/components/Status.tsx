@@ -2,6 +2,7 @@ import { useEffect, useRef, useState, type RefObject } from 'react';
 import { formatClock } from '../format.js';
 import { addNavigationGuard } from '../router.js';
 import { trackShownOnce } from '../shown-once.js';
+import { LiveStatus } from './LiveStatus.js';
 
 export function Spinner({ label }: { label: string }) {
   return (
@@ -56,9 +57,15 @@ export function CopyButton({ value, label = 'Copy' }: { value: string; label?: s
     }
   };
   return (
-    <button type="button" className="button small" onClick={copy} title={copied === 'failed' ? 'Copying was blocked by the browser; select the text and copy it.' : undefined}>
-      {copied === 'copied' ? 'Copied' : copied === 'failed' ? 'Copy blocked' : label}
-    </button>
+    <>
+      <button type="button" className="button small" onClick={copy} title={copied === 'failed' ? 'Copying was blocked by the browser; select the text and copy it.' : undefined}>
+        {copied === 'copied' ? 'Copied' : copied === 'failed' ? 'Copy blocked' : label}
+      </button>
+      {/* The button's new text is not announced by every screen reader: the outcome is said here too. */}
+      <LiveStatus className="visually-hidden">
+        {copied === 'copied' ? 'Copied to the clipboard.' : copied === 'failed' ? 'Copying was blocked by the browser; select the text and copy it.' : null}
+      </LiveStatus>
+    </>
   );
 }
 
@@ -142,6 +149,7 @@ export function ShowOnce({
         <button ref={copyButton} type="button" className="button" onClick={copy}>
           {copied === 'copied' ? 'Copied' : 'Copy'}
         </button>
+        <LiveStatus className="visually-hidden">{copied === 'copied' ? `${label} copied to the clipboard.` : null}</LiveStatus>
       </div>
       {copied === 'failed' && <p className="field-error">Copying was blocked by the browser; select the text and copy it.</p>}
       {closing && !secured ? (

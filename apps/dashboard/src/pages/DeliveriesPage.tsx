@@ -1,17 +1,19 @@
-import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { GroundingClaims } from '../components/GroundingClaims.js';
 import { KeyNotFound } from '../components/KeyNotFound.js';
-import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DeliveryStatus } from '@svc/protocol';
+import type { BulkRedeliverResult, DashboardDelivery, DashboardDeliveryDetail, DashboardDeliveryPage, DashboardDeliveryProgress, DeliveryStatus } from '@svc/protocol';
 import { DELIVERY_ID_PATTERN, deliveryListSearch } from '@svc/protocol/delivery-list-query';
 import { api, getKey } from '../api.js';
 import { DELIVERY_FILTER_PARAMS, hrefOf, link, navigate, useTitle, type DeliveryFilter, type Route } from '../router.js';
-import { formatNumber, fromLocalInput, showControls, timeZoneName, toLocalInput } from '../format.js';
+import { formatNumber, formatTime, fromLocalInput, showControls, timeZoneName, toLocalInput } from '../format.js';
 import { ReceiverAnswer } from '../components/ReceiverAnswer.js';
 import { Time } from '../components/Time.js';
 import { useLoad, useRefresh } from '../use-load.js';
 import { detailRefreshMs, nextRefreshMs } from '../delivery-refresh.js';
 import { attemptNote } from '../attempt-note.js';
 import { ConfirmDialog, CopyButton, DeliveryStateBadge, ErrorMessage, OutcomeBadge, Spinner } from '../components/Status.js';
+import { FieldError } from '../components/FieldError.js';
+import { LiveStatus } from '../components/LiveStatus.js';
 
 interface Page {
   rows: DashboardDelivery[];
@@ -206,6 +208,14 @@ export function DeliveriesPage({ route }: { route: DeliveriesRoute }) {
   );
 }
 
+/**
+ * Which delivery a row's or a detail's buttons act on, for their accessible names ("Redeliver the delivery of
+ * chatcmpl-…, Nov 30, …"): a list of twenty "Details" or "Redeliver" buttons says nothing of which is which.
+ */
+function deliveryName(d: Pick<DashboardDelivery, 'request_id' | 'created_at'>): string {
+  return `the delivery of ${d.request_id}, ${formatTime(d.created_at)}`;
+}
+
 /** The list fields of a delivery (details carry more). */
 function pick(row: DashboardDelivery): DashboardDelivery {
   const { id, event, request_id, test, url, status, attempts, last_status_code, last_error, next_attempt_at, created_at, delivered_at, request_status_code } = row;
@@ -235,6 +245,7 @@ function DeliveryRow(props: { keyId: string; delivery: DashboardDelivery; open: 
         <td className="row-actions">
           <button type="button" className="button small ghost" aria-expanded={props.open}>
             {props.open ? 'Hide' : 'Details'}
+            <span className="visually-hidden">{`${props.open ? ' ' : ' of '}${deliveryName(d)}`}</span>
           </button>
         </td>
       </tr>
@@ -258,12 +269,23 @@ const ACTIONS = {
 
 function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: string; onRedelivered: (row: DashboardDelivery) => void }) {
   const path = `/keys/${encodeURIComponent(keyId)}/deliveries/${encodeURIComponent(id)}`;
-  const [detail, reload] = useLoad(() => api<DashboardDeliveryDetail>('GET', path), [path]);
+  const [detail, reload, setDetail] = useLoad(() => api<DashboardDeliveryDetail>('GET', path), [path]);
   const [redeliver, setRedeliver] = useState<{ busy: boolean; message?: string; error?: string }>({ busy: false });
   const fresh = detail.state === 'ready' ? detail.data : undefined;
+  // The payload never changes (every attempt sends the same bytes) and may be megabytes: it is read once, and
+  // what changes (status, attempts) is read again without it.
+  const follow = useCallback(async () => {
+    try {
+      const progress = await api<DashboardDeliveryProgress>('GET', `${path}/progress`);
+      setDetail((old) => ({ ...old!, ...progress }));
+    } catch {
+      // Kept as shown, and asked again at the next refresh (a new object restarts its timer).
+      setDetail((old) => ({ ...old! }));
+    }
+  }, [path, setDetail]);
   // A pending delivery's details follow it (an attempt under way, a redelivery to a slow receiver) until it is
   // finished: the one look 1.5 s after Redeliver left them at Pending while the list beside them said Delivered.
-  useRefresh(reload, fresh ? detailRefreshMs(fresh, Date.now()) : null, detail.data);
+  useRefresh(follow, fresh ? detailRefreshMs(fresh, Date.now()) : null, detail.data);
   // Keep the list row in step with what the details show (status, attempts, code).
   useEffect(() => {
     if (fresh) onRedelivered(fresh);
@@ -271,11 +293,12 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
   }, [fresh]);
 
   const act = async (action: keyof typeof ACTIONS) => {
+    if (redeliver.busy) return;
     setRedeliver({ busy: true });
     try {
       onRedelivered(await api<DashboardDelivery>('POST', `${path}/${action}`, {}));
       setRedeliver({ busy: false, message: ACTIONS[action].done });
-      setTimeout(() => void reload(), ACTIONS[action].reloadAfterMs);
+      setTimeout(() => void follow(), ACTIONS[action].reloadAfterMs);
     } catch (err) {
       setRedeliver({ busy: false, error: (err as Error).message });
     }
@@ -329,25 +352,23 @@ function DeliveryDetails({ keyId, id, onRedelivered }: { keyId: string; id: stri
             </dd>
           </div>
         </dl>
+        {/* aria-disabled, not disabled, while busy: a disabled button drops keyboard focus to the page's start. */}
         <div className="actions">
-          <button type="button" className="button primary" onClick={() => void act('redeliver')} disabled={redeliver.busy}>
+          <button type="button" className="button primary" onClick={() => void act('redeliver')} aria-disabled={redeliver.busy}>
             {redeliver.busy ? 'Redelivering…' : 'Redeliver'}
+            <span className="visually-hidden">{` ${deliveryName(d)}`}</span>
           </button>
           {d.status === 'pending' && (
-            <button type="button" className="button ghost" onClick={() => void act('cancel')} disabled={redeliver.busy}>
-              Cancel delivery
+            <button type="button" className="button ghost" onClick={() => void act('cancel')} aria-disabled={redeliver.busy}>
+              Cancel delivery<span className="visually-hidden">{` of ${d.request_id}, ${formatTime(d.created_at)}`}</span>
             </button>
           )}
-          <button type="button" className="button ghost" onClick={reload}>
-            Refresh
+          <button type="button" className="button ghost" onClick={() => void follow()}>
+            Refresh<span className="visually-hidden">{` ${deliveryName(d)}`}</span>
           </button>
         </div>
       </div>
-      {redeliver.message && (
-        <div className="alert ok" role="status">
-          {redeliver.message}
-        </div>
-      )}
+      <LiveStatus testId="delivery-action-status">{redeliver.message && <span className="alert ok">{redeliver.message}</span>}</LiveStatus>
       {redeliver.error && <ErrorMessage message={redeliver.error} />}
       <h2 className="subhead">Attempts</h2>
       {d.attempt_log.length === 0 ? (
@@ -482,25 +503,41 @@ function prettyJson(payload: string): string {
 const STATUS_WORDS: Record<'' | DeliveryStatus, string> = { '': '', delivered: 'delivered ', pending: 'pending ', failed: 'failed ', cancelled: 'cancelled ' };
 
 /**
- * Redeliver every delivery the status filter shows (failed ones, typically, once the receiver is fixed):
- * counts them first and asks, then one call makes them all due now.
+ * The list's search in words, for the bulk redelivery's question and outcome: ` of request chatcmpl-…, whose last
+ * attempt got HTTP 500, created from … to …`; empty without a search.
+ */
+function searchWords(search: DeliveryFilter): string {
+  const words: string[] = [];
+  if (search.request_id) words.push(`of request ${search.request_id}`);
+  if (search.last_status_code) words.push(`whose last attempt got HTTP ${search.last_status_code}`);
+  if (search.since && search.until) words.push(`created from ${formatTime(search.since)} to ${formatTime(search.until)}`);
+  else if (search.since) words.push(`created from ${formatTime(search.since)}`);
+  else if (search.until) words.push(`created before ${formatTime(search.until)}`);
+  return words.length > 0 ? ` ${words.join(', ')}` : '';
+}
+
+/**
+ * Redeliver every delivery the list shows, by its status and its search (failed ones that got HTTP 500, say, once
+ * the receiver is fixed): counts them first and asks, saying how many and which, then one call makes them all due now.
  */
 function BulkRedeliver({ keyId, status, filter: search, onDone }: { keyId: string; status: '' | DeliveryStatus; filter: DeliveryFilter; onDone: () => void }) {
   const path = `/keys/${encodeURIComponent(keyId)}/deliveries/redeliver`;
-  // The bulk redelivery takes the status and the time range; the list's other search terms it does not, so with
-  // them the button is off (it would send more than the list shows) and says why.
-  const filter = { ...(status ? { status } : {}), ...(search.since ? { since: search.since } : {}), ...(search.until ? { until: search.until } : {}) };
-  const unsupported = search.request_id !== undefined || search.last_status_code !== undefined;
-  const reasonId = useId();
+  // The list's own terms, under the API's names: what is sent again is exactly what the list shows.
+  const filter = { ...(status ? { status } : {}), ...search };
+  const which = searchWords(search);
   const [state, setState] = useState<{ step: 'idle' | 'counting' | 'confirm' | 'sending'; count?: BulkRedeliverResult; message?: string; error?: string }>({ step: 'idle' });
   const noun = (n: number) => `${n} ${STATUS_WORDS[status]}${n === 1 ? 'delivery' : 'deliveries'}`;
   const button = useRef<HTMLButtonElement>(null);
+  // A message is about the search it was said for: another search clears it.
+  const searchKey = JSON.stringify(filter);
+  useEffect(() => setState({ step: 'idle' }), [searchKey]);
 
   const start = async () => {
+    if (state.step !== 'idle') return;
     setState({ step: 'counting' });
     try {
       const count = await api<BulkRedeliverResult>('POST', path, { ...filter, dry_run: true });
-      if (count.matched === 0) setState({ step: 'idle', message: `No ${STATUS_WORDS[status]}deliveries to redeliver.` });
+      if (count.matched === 0) setState({ step: 'idle', message: `No ${STATUS_WORDS[status]}deliveries${which} to redeliver.` });
       else setState({ step: 'confirm', count });
     } catch (err) {
       setState({ step: 'idle', error: (err as Error).message });
@@ -510,7 +547,7 @@ function BulkRedeliver({ keyId, status, filter: search, onDone }: { keyId: strin
     setState((s) => ({ ...s, step: 'sending', error: undefined }));
     try {
       const done = await api<BulkRedeliverResult>('POST', path, filter);
-      setState({ step: 'idle', message: `Redelivery of ${noun(done.redelivered)} queued.` });
+      setState({ step: 'idle', message: `Redelivery of ${noun(done.redelivered)}${which} queued.` });
       onDone();
     } catch (err) {
       setState((s) => ({ ...s, step: 'confirm', error: (err as Error).message }));
@@ -521,30 +558,18 @@ function BulkRedeliver({ keyId, status, filter: search, onDone }: { keyId: strin
   const capped = state.count && count >= state.count.limit ? ` At most ${state.count.limit} are sent per click: the newest.` : '';
   return (
     <>
-      <button
-        ref={button}
-        type="button"
-        className="button"
-        onClick={() => void start()}
-        disabled={state.step !== 'idle' || unsupported}
-        aria-describedby={unsupported ? reasonId : undefined}
-      >
+      {/* aria-disabled while it counts: a disabled button would drop keyboard focus to the page's start. */}
+      <button ref={button} type="button" className="button" onClick={() => void start()} aria-disabled={state.step !== 'idle'}>
         {state.step === 'counting' ? 'Counting…' : `Redeliver all ${STATUS_WORDS[status]}…`.replace(' …', '…')}
+        {which && state.step !== 'counting' && <span className="visually-hidden">{` (the deliveries${which})`}</span>}
       </button>
-      {unsupported && (
-        <span id={reasonId} className="muted small-text" data-testid="bulk-redeliver-reason">
-          Redeliver all takes the status and the time range only: clear the request and HTTP code to use it.
-        </span>
-      )}
-      {state.message && (
-        <span className="muted" role="status">
-          {state.message}
-        </span>
-      )}
+      <LiveStatus className="muted" testId="bulk-redeliver-status">
+        {state.message}
+      </LiveStatus>
       {state.step === 'idle' && state.error && <ErrorMessage message={state.error} />}
       {(state.step === 'confirm' || state.step === 'sending') && (
         <ConfirmDialog
-          title={`Redeliver ${noun(count)}?`}
+          title={`Redeliver ${noun(count)}${which}?`}
           body={`Each is sent again now to the key's webhook URL, with the same bytes and delivery id (receivers de-duplicate on X-Svc-Delivery).${capped}`}
           confirmLabel={`Redeliver ${noun(count)}`}
           busy={state.step === 'sending'}
@@ -592,6 +617,7 @@ function DeliverySearch(props: {
   const [until, setUntil] = useState(toLocalInput(props.filter.until));
   const [errors, setErrors] = useState<Partial<Record<'id' | 'code' | 'time', string>>>({});
   const zone = timeZoneName();
+  const idField = useRef<HTMLInputElement>(null);
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -623,6 +649,7 @@ function DeliverySearch(props: {
       <div className="field grow">
         <label htmlFor="delivery-search-id">Delivery or request id</label>
         <input
+          ref={idField}
           id="delivery-search-id"
           name="id"
           value={id}
@@ -632,20 +659,12 @@ function DeliverySearch(props: {
           autoComplete="off"
           {...field('id')}
         />
-        {errors.id && (
-          <span id="delivery-search-id-error" className="field-error">
-            {errors.id}
-          </span>
-        )}
+        <FieldError id="delivery-search-id-error" message={errors.id} />
       </div>
       <div className="field">
         <label htmlFor="delivery-search-code">HTTP code</label>
         <input id="delivery-search-code" name="last_status_code" value={code} onChange={(e) => setCode(e.target.value)} placeholder="500 or 5xx" inputMode="text" size={8} {...field('code')} />
-        {errors.code && (
-          <span id="delivery-search-code-error" className="field-error">
-            {errors.code}
-          </span>
-        )}
+        <FieldError id="delivery-search-code-error" message={errors.code} />
       </div>
       <div className="field">
         <label htmlFor="delivery-search-since">From ({zone})</label>
@@ -670,17 +689,15 @@ function DeliverySearch(props: {
               setUntil('');
               setErrors({});
               props.onClear();
+              // Clear filters goes with what it cleared: focus would be left on nothing, at the page's start.
+              idField.current?.focus();
             }}
           >
             Clear filters
           </button>
         )}
       </div>
-      {errors.time && (
-        <span id="delivery-search-time-error" className="field-error">
-          {errors.time}
-        </span>
-      )}
+      <FieldError id="delivery-search-time-error" message={errors.time} />
     </form>
   );
 }

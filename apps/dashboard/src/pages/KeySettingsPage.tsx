@@ -10,6 +10,7 @@ import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, CopyButton, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
 import { TextField } from '../components/TextField.js';
+import { LiveStatus } from '../components/LiveStatus.js';
 import { KeyNotFound } from '../components/KeyNotFound.js';
 import { forgetDraft, peekDraft, trackDraft, type WebhookDraft } from '../drafts.js';
 
@@ -192,6 +193,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
 
   const save = async (event: FormEvent) => {
     event.preventDefault();
+    if (busy !== null) return;
     setSaved(false);
     const urlProblem = webhookUrlProblem(url.trim());
     if (urlProblem) {
@@ -238,6 +240,7 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
   };
 
   const sendTest = async () => {
+    if (busy !== null) return;
     setBusy('test');
     setSaved(false);
     setErrors({});
@@ -291,28 +294,33 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
         </div>
       )}
       {errors.form && <ErrorMessage message={errors.form} />}
+      {/* aria-disabled while a Save or test runs: a disabled button would drop keyboard focus to the page's start. */}
       <div className="actions">
-        <button type="submit" className="button primary" disabled={busy !== null}>
+        <button type="submit" className="button primary" aria-disabled={busy !== null}>
           {busy === 'save' ? 'Saving…' : 'Save'}
         </button>
         <button
           type="button"
           className="button"
           onClick={sendTest}
-          disabled={busy !== null || testBlocked !== null}
+          disabled={testBlocked !== null}
+          aria-disabled={busy !== null}
           aria-describedby={testBlocked ? testBlockedId : undefined}
         >
           {busy === 'test' ? 'Sending…' : 'Send test'}
         </button>
-        {saved && !dirty && <span className="saved" role="status">Saved</span>}
+        <LiveStatus className="saved" testId="save-status">
+          {saved && !dirty ? 'Saved' : null}
+        </LiveStatus>
       </div>
       {testBlocked && (
         <p id={testBlockedId} className="muted small-text test-blocked" data-testid="send-test-reason">
           {testBlocked}
         </p>
       )}
-      {test && (
-        <div className={`alert ${test.success ? 'ok' : 'error'}`} role="status" data-testid="test-result">
+      <LiveStatus testId="test-status">
+        {test && (
+        <div className={`alert ${test.success ? 'ok' : 'error'}`} data-testid="test-result">
           {test.success ? (
             <span>
               Test delivered to <code>{test.delivered_to}</code>
@@ -323,7 +331,8 @@ function WebhookForm({ apiKey, me, onSaved }: { apiKey: DashboardKey; me: Dashbo
             </span>
           )}
         </div>
-      )}
+        )}
+      </LiveStatus>
       {test && !test.success && test.response_body?.trim() ? (
         // The receiver's own words are usually the only place that says why it refused.
         <ReceiverAnswer
@@ -379,7 +388,13 @@ function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: Da
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [confirming, setConfirming] = useState(false);
+  const [cleared, setCleared] = useState(false);
   const rotateButton = useRef<HTMLButtonElement>(null);
+  const generateButton = useRef<HTMLButtonElement>(null);
+  // Clear goes with the secret: focus goes to Generate, which takes its place, not to the page's start.
+  useEffect(() => {
+    if (cleared) generateButton.current?.focus();
+  }, [cleared]);
   const has = apiKey.signing_secret_last4 !== null;
   const overlapSeconds = apiKey.signing_secret_overlap_seconds ?? me.default_signing_secret_overlap_seconds;
 
@@ -389,6 +404,7 @@ function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: Da
     try {
       const res = await api<DashboardSigningSecret>('POST', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`, {});
       setShown(res.secret);
+      setCleared(false);
       setConfirming(false);
       onChanged(res.key);
     } catch (err) {
@@ -409,6 +425,7 @@ function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: Da
     try {
       const res = await api<DashboardKeyResult>('DELETE', `/keys/${encodeURIComponent(apiKey.id)}/signing-secret`);
       setShown(null);
+      setCleared(true);
       onChanged(res.key);
     } catch (err) {
       setError((err as Error).message);
@@ -460,11 +477,12 @@ function SigningSecret({ apiKey, me, onChanged }: { apiKey: DashboardKey; me: Da
             </button>
           </>
         ) : (
-          <button type="button" className="button" onClick={generate} disabled={busy}>
+          <button ref={generateButton} type="button" className="button" onClick={generate} disabled={busy}>
             Generate
           </button>
         )}
       </div>
+      <LiveStatus className="muted">{cleared && !has ? 'Signing secret cleared: webhooks are sent unsigned.' : null}</LiveStatus>
       {confirming && (
         <ConfirmDialog
           title="Rotate the signing secret?"

@@ -7,6 +7,7 @@ import { useLoad, useRefresh } from '../use-load.js';
 import { IDLE_REFRESH_MS } from '../delivery-refresh.js';
 import { ConfirmDialog, ErrorMessage, ShowOnce, Spinner } from '../components/Status.js';
 import { LastDeliveryStatus } from '../components/LastDeliveryStatus.js';
+import { FieldError } from '../components/FieldError.js';
 
 export function KeysPage() {
   useTitle('API Keys');
@@ -129,14 +130,15 @@ export function KeysPage() {
                   <td className="row-actions">
                     {!key.revoked_at && (
                       <>
+                        {/* Named after their key: a screen reader's list of links and buttons holds every row's. */}
                         <a className="button small" href={hrefOf({ page: 'key', keyId: key.id })} onClick={link({ page: 'key', keyId: key.id })}>
-                          Settings
+                          Settings<span className="visually-hidden">{` of ${keyName(key)}`}</span>
                         </a>
                         <a className="button small" href={hrefOf({ page: 'deliveries', keyId: key.id })} onClick={link({ page: 'deliveries', keyId: key.id })}>
-                          Deliveries
+                          Deliveries<span className="visually-hidden">{` of ${keyName(key)}`}</span>
                         </a>
                         <button type="button" className="button small danger-outline" onClick={() => { setRevoking(key); setRevokeState({ busy: false }); }}>
-                          Revoke
+                          Revoke<span className="visually-hidden">{` ${keyName(key)}`}</span>
                         </button>
                       </>
                     )}
@@ -163,6 +165,11 @@ export function KeysPage() {
   );
 }
 
+/** A key as its row's buttons name it: `“production” (sk-svc-ab12…)`; names may repeat, prefixes do not. */
+function keyName(key: DashboardKey): string {
+  return `“${key.name}” (${key.prefix})`;
+}
+
 function CreateKeyForm({ onCreated, onCancel }: { onCreated: (r: DashboardCreatedKey) => void; onCancel: () => void }) {
   const [name, setName] = useState('');
   const [busy, setBusy] = useState(false);
@@ -182,8 +189,17 @@ function CreateKeyForm({ onCreated, onCancel }: { onCreated: (r: DashboardCreate
     <form className="card inline-form" onSubmit={submit} noValidate>
       <label className="field grow">
         <span>Key name</span>
-        <input name="name" value={name} onChange={(e) => setName(e.target.value)} placeholder="e.g. production" maxLength={64} autoFocus aria-invalid={error ? true : undefined} />
-        {error && <span className="field-error" role="alert">{error}</span>}
+        <input
+          name="name"
+          value={name}
+          onChange={(e) => setName(e.target.value)}
+          placeholder="e.g. production"
+          maxLength={64}
+          autoFocus
+          aria-invalid={error ? true : undefined}
+          aria-describedby={error ? 'key-name-error' : undefined}
+        />
+        <FieldError id="key-name-error" message={error} />
       </label>
       <div className="actions">
         <button type="button" className="button ghost" onClick={onCancel} disabled={busy}>
