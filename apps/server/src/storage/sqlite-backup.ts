@@ -42,8 +42,12 @@ export function backupSqlite(source: string, target: string): SqliteBackup {
   if (existsSync(to)) throw new BackupError(`${to} already exists: give a new file name (a backup never overwrites one)`);
   const partial = `${to}.partial`;
   try {
-    // 'w': an earlier backup cut short left its .partial; an empty file is what VACUUM INTO accepts.
-    closeSync(openSync(partial, 'w', 0o600));
+    // An earlier backup cut short may have left a .partial: removed, not reused. Opened with 'w' it kept its own
+    // mode (open's mode applies only to a file it creates) and a link there was followed, so the copy of key hashes,
+    // sealed secrets and payloads could end up readable by others or written where the link pointed. 'wx' creates
+    // the file (0600) or fails, never follows a link; an empty file is what VACUUM INTO accepts.
+    removeLeftover(partial);
+    closeSync(openSync(partial, 'wx', 0o600));
   } catch (err) {
     throw new BackupError(`cannot write ${partial}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
@@ -82,6 +86,15 @@ export function backupSqlite(source: string, target: string): SqliteBackup {
     const { code, message } = err as { code?: string; message?: string };
     if (code === 'SQLITE_FULL') throw new BackupError(`the disk holding ${dirname(to)} is full: the copy needs about the database's size (${statSync(from).size} bytes) free`);
     throw new BackupError(`could not copy ${from} to ${to}: ${code ? `${code}: ` : ''}${message ?? String(err)}`);
+  }
+}
+
+/** Removes `path` (a file or a link, not what a link points to) if it is there. */
+function removeLeftover(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
 }
 
