@@ -44,4 +44,10 @@ describe('detailRefreshMs', () => {
     expect(detailRefreshMs({ status: 'pending', attempts: 3, next_attempt_at: at(5 * 3600_000) }, now)).toBe(5 * 3600_000 + 1_000);
     expect(detailRefreshMs({ status: 'pending', attempts: 3, next_attempt_at: null }, now)).toBe(2_000);
   });
+
+  it('waits for a retry weeks away without the timer firing at once (it fires at once past 2^31 - 1 ms)', () => {
+    const weeks = detailRefreshMs({ status: 'pending', attempts: 1, next_attempt_at: at(30 * 86_400_000) }, now)!;
+    expect(weeks).toBeLessThanOrEqual(2 ** 31 - 1);
+    expect(weeks).toBeGreaterThan(20 * 86_400_000);
+  });
 });

@@ -26,5 +26,12 @@ export function detailRefreshMs(d: Pick<DashboardDelivery, 'status' | 'attempts'
   if (d.status !== 'pending') return null;
   if (d.attempts === 0) return 1_500;
   const due = Date.parse(d.next_attempt_at ?? '') || now;
-  return Math.max(2_000, due - now + 1_000);
+  return Math.min(LONGEST_TIMER_MS, Math.max(2_000, due - now + 1_000));
 }
+
+/**
+ * The longest delay a timer keeps: past it (about 24.8 days) setTimeout fires at once. A retry weeks away (a
+ * retry schedule's step in days, SVC_WEBHOOK_RETRY_SCHEDULE, with its jitter) then reloaded the details, payload
+ * and all, in a loop for as long as they were open.
+ */
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
