@@ -82,9 +82,17 @@ export function createRequestListener(deps: AppDeps): RequestListener {
     }
     if (cors(req, res)) return;
     if (isChatRequest(req)) void pipeline.runWithKey(exchange, chat);
+    else if (NUL_IN_URL.test(req.url ?? '')) pipeline.fail(exchange, new ApiError('invalid_request', NUL_IN_URL_MESSAGE));
     else routes(exchange);
   };
 }
+
+/**
+ * A percent-encoded NUL anywhere in the URL (a path's id, a query's value). No id or parameter of svc holds one, and
+ * Postgres refuses NUL in text: looked up there, `/v1/responses/resp_%00` or `?request_id=%00` was a 500.
+ */
+const NUL_IN_URL = /%00/;
+const NUL_IN_URL_MESSAGE = 'The request URL holds a NUL character (%00): no id or parameter of this API contains one.';
 
 /** Every route but the chat route's exact path, as an Express app behind the pipeline. */
 function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute, responses: Router): Express {

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestPostgres } from './support/databases.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+
+// A NUL (%00) in an id or a query value: svc makes no id with one, and Postgres refuses NUL in text, so a lookup of
+// one there failed with a 500 internal_error (SQLSTATE 22021) on every route that reads an id from the URL.
+
+const URLS: Array<[method: string, path: string]> = [
+  ['GET', '/v1/webhooks/deliveries?request_id=chatcmpl-a%00b'],
+  ['GET', '/v1/webhooks/deliveries/whd_%00'],
+  ['POST', '/v1/webhooks/deliveries/whd_%00/redeliver'],
+  ['GET', '/v1/responses/resp_%00'],
+  ['GET', '/v1/responses/resp_%00/input_items'],
+  ['POST', '/v1/responses/resp_%00/cancel'],
+  ['DELETE', '/v1/responses/resp_%00'],
+];
+
+const postgres = await createTestPostgres('reliability-nul-in-url');
+const databases: Array<[name: string, env: () => Record<string, string>]> = [['SQLite', () => ({})]];
+if (postgres) databases.push(['Postgres', () => ({ SVC_DATABASE_URL: postgres.url, SVC_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') })]);
+
+afterAll(async () => {
+  await postgres?.drop();
+});
+
+describe.each(databases)('a NUL in the URL on %s', (_name, env) => {
+  let server: TestServer;
+  let token: string;
+  beforeAll(async () => {
+    server = await startTestServer({ env: env() });
+    ({ token } = await server.createKey({ webhookUrl: 'https://example.com/hooks' }));
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it.each(URLS)('%s %s is a 400 invalid_request saying so', async (method, path) => {
+    const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({
+      error: {
+        message: 'The request URL holds a NUL character (%00): no id or parameter of this API contains one.',
+        type: 'invalid_request_error',
+        code: 'invalid_request',
+        param: null,
+      },
+    });
+  });
+
+  it('still answers the same route without it', async () => {
+    const res = await fetch(`${server.url}/v1/webhooks/deliveries?request_id=chatcmpl-ab`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: unknown[] }).data).toEqual([]);
+  });
+});
