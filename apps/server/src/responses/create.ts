@@ -169,7 +169,7 @@ async function withReferencesResolved(
   if (typeof input !== 'object' || !input.some(isReference)) return request as ResponseCreateRequest;
   let stored: Map<string, StoredItem>;
   try {
-    stored = await deps.responses.outputItems(keyId, input.filter(isReference).map((item) => item.id), turn);
+    stored = await deps.responses.outputItems(keyId, input.filter(isReference).map((item) => item.id).filter(couldBeStored), turn);
   } catch (err) {
     if (err instanceof ConversationTooLongError) throw referencedTooLong(err.chars);
     throw err;
@@ -206,7 +206,7 @@ async function conversation(deps: ResponsesDeps, keyId: string, previous: string
   if (!previous) return { items: [], chars: 0 };
   let found: Conversation | undefined;
   try {
-    found = await deps.responses.conversation(keyId, previous);
+    found = couldBeStored(previous) ? await deps.responses.conversation(keyId, previous) : undefined;
   } catch (err) {
     if (!(err instanceof ConversationTooLongError)) throw err;
     // OpenAI's code for input past what the model reads, so SDKs and agents treat it as they already do.
@@ -218,6 +218,14 @@ async function conversation(deps: ResponsesDeps, keyId: string, previous: string
   }
   if (!found) throw new ApiError('not_found', `Previous response with id '${previous}' not found.`, { param: 'previous_response_id' });
   return found;
+}
+
+/**
+ * Whether an id the client sent could name something stored: svc makes no id with a NUL, and Postgres refuses NUL in
+ * text, so looking one up there was a 500 instead of the not-found answer of any other unknown id.
+ */
+function couldBeStored(id: string): boolean {
+  return !id.includes('\u0000');
 }
 
 /**

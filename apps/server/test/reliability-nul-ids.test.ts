@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestPostgres } from './support/databases.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
-// A NUL (%00) in an id or a query value: svc makes no id with one, and Postgres refuses NUL in text, so a lookup of
-// one there failed with a 500 internal_error (SQLSTATE 22021) on every route that reads an id from the URL.
+// A NUL in an id or a query value: svc makes no id with one, and Postgres refuses NUL in text, so a lookup of one
+// there failed with a 500 internal_error (SQLSTATE 22021): every route reading an id from the URL, and the ids a
+// Responses request names in its body.
 
 const URLS: Array<[method: string, path: string]> = [
   ['GET', '/v1/webhooks/deliveries?request_id=chatcmpl-a%00b'],
@@ -15,7 +16,7 @@ const URLS: Array<[method: string, path: string]> = [
   ['DELETE', '/v1/responses/resp_%00'],
 ];
 
-const postgres = await createTestPostgres('reliability-nul-in-url');
+const postgres = await createTestPostgres('reliability-nul-ids');
 const databases: Array<[name: string, env: () => Record<string, string>]> = [['SQLite', () => ({})]];
 if (postgres) databases.push(['Postgres', () => ({ SVC_DATABASE_URL: postgres.url, SVC_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') })]);
 
@@ -45,6 +46,21 @@ describe.each(databases)('a NUL in the URL on %s', (_name, env) => {
         param: null,
       },
     });
+  });
+
+  it.each([
+    ['previous_response_id', { previous_response_id: 'resp_\u0000' }, "Previous response with id 'resp_\u0000' not found."],
+    ['input[0]', { input: [{ type: 'item_reference', id: 'msg_\u0000' }] }, "Item with id 'msg_\u0000' not found."],
+  ])('a Responses request naming an id with a NUL in %s is a 404 not_found, as any unknown id', async (param, fields, message) => {
+    const res = await fetch(`${server.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', input: 'hello', ...fields }),
+    });
+    expect(res.status).toBe(404);
+    const { error } = (await res.json()) as { error: { code: string; param: string; message: string } };
+    expect(error).toMatchObject({ code: 'not_found', param });
+    expect(error.message).toContain(message);
   });
 
   it('still answers the same route without it', async () => {
