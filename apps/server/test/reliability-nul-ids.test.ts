@@ -3,8 +3,8 @@ import { createTestPostgres } from './support/databases.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
 // A NUL in an id or a query value: svc makes no id with one, and Postgres refuses NUL in text, so a lookup of one
-// there failed with a 500 internal_error (SQLSTATE 22021): every route reading an id from the URL, and the ids a
-// Responses request names in its body.
+// there failed with a 500 internal_error (SQLSTATE 22021): every route reading an id from the URL, the ids a
+// Responses request names in its body, and a dashboard sign-in's email.
 
 const URLS: Array<[method: string, path: string]> = [
   ['GET', '/v1/webhooks/deliveries?request_id=chatcmpl-a%00b'],
@@ -61,6 +61,16 @@ describe.each(databases)('a NUL in the URL on %s', (_name, env) => {
     const { error } = (await res.json()) as { error: { code: string; param: string; message: string } };
     expect(error).toMatchObject({ code: 'not_found', param });
     expect(error.message).toContain(message);
+  });
+
+  it('a dashboard sign-in with a NUL in its email is a 400 naming the email', async () => {
+    const res = await fetch(`${server.url}/dashboard/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: server.url },
+      body: JSON.stringify({ email: 'owner\u0000@example.com', password: 'correct horse battery staple' }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'email' });
   });
 
   it('still answers the same route without it', async () => {

@@ -146,7 +146,8 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
 
   api.post('/login', async (req, res) => {
     const body = bodyOf(req);
-    const email = stringField(body, 'email', { max: 320 }).trim().toLowerCase();
+    // Plain text: no account's email holds a control character, and a NUL sent to Postgres was a 500.
+    const email = stringField(body, 'email', { max: 320, text: true }).trim().toLowerCase();
     const password = stringField(body, 'password', { max: 1024 });
     const ip = req.ip ?? 'unknown';
     // Every attempt is counted before its password is checked, concurrent ones included: 300 wrong
