@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { EventEmitter, once } from 'node:events';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { runInNewContext } from 'node:vm';
 import express, { type Express } from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { samplePayload, slowFirstClaimStore } from '../test/support.js';
@@ -151,6 +152,32 @@ describe('verifyMiddleware with Express', () => {
     );
     expect((await post(await listen(kept.app), BODY, { 'x-svc-signature': hmac(BODY) })).status).toBe(204);
     expect(kept.received).toEqual([samplePayload]);
+  });
+
+  it('uses a rawBody kept as a string (express.json({ verify }) with buf.toString()), which was refused as "bytes are gone"', async () => {
+    const body = JSON.stringify({ ...samplePayload, response_text: 'Café – oui 👍' });
+    const kept = receiver((app) =>
+      app.use(express.json({ verify: (req, _res, buf) => Object.assign(req, { rawBody: buf.toString() }) })),
+    );
+    const url = await listen(kept.app);
+    expect((await post(url, body, standard(body, SECRET))).status).toBe(204);
+    expect(kept.received).toEqual([JSON.parse(body)]);
+    const tampered = await post(url, body.replace('oui', 'non'), standard(body, SECRET));
+    expect(tampered.status).toBe(401);
+    expect(await errorCode(tampered)).toBe('signature_mismatch');
+  });
+
+  it("uses a Buffer body made in another realm, as express.raw()'s is under Jest (was a TypeError: the body is not a Uint8Array here)", async () => {
+    const ForeignUint8Array = runInNewContext('Uint8Array') as Uint8ArrayConstructor;
+    const foreign = receiver((app) =>
+      app.use(express.raw({ type: 'application/json' }), (req, _res, next) => {
+        req.body = new ForeignUint8Array(req.body as Buffer);
+        next();
+      }),
+    );
+    const url = await listen(foreign.app);
+    expect((await post(url, BODY, standard(BODY, SECRET))).status).toBe(204);
+    expect(foreign.received).toEqual([samplePayload]);
   });
 
   it("README's receiver without the middleware (express.raw with its limit) takes a delivery of a 300 KB prompt; body-parser's 100 KB default answers 413", async () => {

@@ -5,6 +5,7 @@ import { assertOptions, type ConstructEventOptions } from './construct-event.js'
 import { assertDropGraceMs, claimedDelivery, DEFAULT_DROP_GRACE_MS } from './claimed-delivery.js';
 import { assertDeduper, deliveryId, delivered, duplicateAnswer, type Deduper } from './deduper.js';
 import { constructDelivery } from './node/construct-event.js';
+import { isBytes } from './raw-body.js';
 import { toSecretList, type Secret } from './secrets.js';
 import { WebhookVerificationError, errorBody } from './webhook-verification-error.js';
 
@@ -123,11 +124,12 @@ export function verifyMiddleware(
 }
 
 async function rawBodyOf(req: VerifiableRequest, limit: number): Promise<Uint8Array | string> {
-  // express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }) is a common way to keep the bytes.
+  // express.json({ verify: (req, _res, buf) => { req.rawBody = buf } }) is a common way to keep the bytes, and
+  // `req.rawBody = buf.toString()` (UTF-8: svc's JSON comes back exactly) as common.
   // Read as unknown: @koa/bodyparser's types declare every IncomingMessage's rawBody a string.
   const kept: unknown = req.rawBody;
-  if (kept instanceof Uint8Array) return kept;
-  if (req.body instanceof Uint8Array) return req.body;
+  if (isBytes(kept) || typeof kept === 'string') return kept;
+  if (isBytes(req.body)) return req.body;
   // express.text() decodes the bytes (UTF-8 unless the content type says otherwise): svc's UTF-8 JSON comes back
   // exactly, and anything that would not is a signature mismatch, never a pass.
   if (typeof req.body === 'string') return req.body;

@@ -10,9 +10,25 @@ const HOW_TO_GET_THE_RAW_BODY =
   "ctx.request.rawBody. Next.js pages/api: " +
   "export const config = { api: { bodyParser: false } } and use verifyMiddleware (it reads req itself).";
 
+const tag = (value: unknown): string => Object.prototype.toString.call(value);
+
+/**
+ * A Uint8Array (a Buffer too) from any realm. `instanceof` is per realm: Jest runs tests in a vm context whose
+ * Uint8Array is not the one Node's Buffer extends (jest#4422), so `express.raw()`'s Buffer body failed
+ * `instanceof Uint8Array` there, as do bytes from a vm context, a worker's or an iframe's.
+ */
+export function isBytes(value: unknown): value is Uint8Array {
+  return ArrayBuffer.isView(value) && tag(value) === '[object Uint8Array]';
+}
+
+/** An ArrayBuffer from any realm (`request.arrayBuffer()` in a test environment with its own globals). */
+export function isArrayBuffer(value: unknown): value is ArrayBuffer {
+  return tag(value) === '[object ArrayBuffer]';
+}
+
 /** Throws a TypeError explaining how to get the raw body unless `rawBody` is one. */
 export function assertRawBody(rawBody: unknown): asserts rawBody is RawBody {
-  if (typeof rawBody === 'string' || rawBody instanceof Uint8Array || rawBody instanceof ArrayBuffer) return;
+  if (typeof rawBody === 'string' || isBytes(rawBody) || isArrayBuffer(rawBody)) return;
   throw new TypeError(`[@svc/verify] rawBody must be the raw request body, got ${what(rawBody)}. ${HOW_TO_GET_THE_RAW_BODY}`);
 }
 
@@ -37,5 +53,5 @@ const encoder = new TextEncoder();
 /** The bytes a body stands for; strings are UTF-8, as svc sends them. */
 export function toBytes(rawBody: RawBody): Uint8Array {
   if (typeof rawBody === 'string') return encoder.encode(rawBody);
-  return rawBody instanceof Uint8Array ? rawBody : new Uint8Array(rawBody);
+  return isBytes(rawBody) ? rawBody : new Uint8Array(rawBody);
 }

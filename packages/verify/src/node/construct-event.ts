@@ -1,6 +1,6 @@
 import type { AuditPayload } from '../audit-payload.js';
 import { assertOptions, decodeEvent, expectedDigest, signatureMismatch, untimestampedRefused, type ConstructEventOptions } from '../construct-event.js';
-import { assertRawBody, type RawBody } from '../raw-body.js';
+import { assertRawBody, isArrayBuffer, type RawBody } from '../raw-body.js';
 import { toSecretList, type Secret } from '../secrets.js';
 import { header, standardHeader, type WebhookHeaders } from '../standard-webhooks.js';
 import { constructWebhookEvent } from './verify-webhook.js';
@@ -26,7 +26,7 @@ export function constructEvent(
   assertOptions(options);
   const expected = expectedDigest(header);
   if (!matchesAnySecret(rawBody, expected, secrets)) throw signatureMismatch(secrets, rawBody);
-  return decodeEvent(rawBody instanceof ArrayBuffer ? new Uint8Array(rawBody) : rawBody, options);
+  return decodeEvent(isArrayBuffer(rawBody) ? new Uint8Array(rawBody) : rawBody, options);
 }
 
 /**

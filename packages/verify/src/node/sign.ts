@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { assertRawBody, type RawBody } from '../raw-body.js';
+import { assertRawBody, isArrayBuffer, type RawBody } from '../raw-body.js';
 import { assertSigningSecret } from '../secrets.js';
 import { hmacKey } from './hmac-key.js';
 
@@ -14,6 +14,6 @@ import { hmacKey } from './hmac-key.js';
 export function sign(rawBody: RawBody, secret: string): string {
   assertRawBody(rawBody);
   assertSigningSecret(secret);
-  const data = rawBody instanceof ArrayBuffer ? new Uint8Array(rawBody) : rawBody;
+  const data = isArrayBuffer(rawBody) ? new Uint8Array(rawBody) : rawBody;
   return `sha256=${createHmac('sha256', hmacKey(secret)).update(data).digest('hex')}`;
 }

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { assertRawBody, type RawBody } from '../raw-body.js';
+import { assertRawBody, isArrayBuffer, type RawBody } from '../raw-body.js';
 import { toSecretList, type Secret } from '../secrets.js';
 import { parseSignatureHeader } from '../signature-header.js';
 import { hmacKey } from './hmac-key.js';
@@ -27,7 +27,7 @@ export function verifySignature(rawBody: RawBody, header: string | null | undefi
 
 /** Whether any secret's HMAC of the body equals the 32-byte `expected` digest. */
 export function matchesAnySecret(rawBody: RawBody, expected: Uint8Array, secrets: readonly string[]): boolean {
-  const data = rawBody instanceof ArrayBuffer ? new Uint8Array(rawBody) : rawBody;
+  const data = isArrayBuffer(rawBody) ? new Uint8Array(rawBody) : rawBody;
   for (const secret of secrets) {
     const actual = createHmac('sha256', hmacKey(secret)).update(data).digest();
     // Both are 32 bytes (the strict header parse yields no other length), so timingSafeEqual cannot throw.
