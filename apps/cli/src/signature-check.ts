@@ -47,17 +47,22 @@ export function createSignatureCheck(secret: string, toleranceSeconds: number): 
   };
 }
 
+const SECRET_NOTES = /"whsec_" prefix|signing secret is wrapped in quotes|is an svc API key/;
+
 const MISMATCH = 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)';
 
 /**
- * @svc/verify's own account of a mismatch when it knows more, e.g. a secret that matches but for its whsec_ prefix
- * (what `standardwebhooks` and `svix` accept either way); else the usual reasons.
+ * @svc/verify's own account of a mismatch when it knows more about the secret: one that matches but for its whsec_
+ * prefix (what `standardwebhooks` and `svix` accept either way), one in quotes, the API key given as the secret;
+ * else the usual reasons. (Its note on a re-serialised body is left out: listen has the bytes as they arrived.)
  */
 function mismatchReason(body: Buffer, headers: IncomingHttpHeaders, secret: string, toleranceSeconds: number, now: Date): string {
   try {
     constructWebhookEvent(body, headers, secret, { toleranceSeconds, now });
   } catch (err) {
-    if (err instanceof WebhookVerificationError && err.code === 'signature_mismatch' && err.message.includes('"whsec_" prefix')) return err.message;
+    if (err instanceof WebhookVerificationError && err.code === 'signature_mismatch' && SECRET_NOTES.test(err.message)) {
+      return err.message.replace(/ The body is not byte for byte .*$/s, '');
+    }
   }
   return MISMATCH;
 }

@@ -54,6 +54,14 @@ describe('svc-cli listen', () => {
     await listen.waitFor('stderr', /✘ webhook-signature does not match: .*missing its "whsec_" prefix/);
   });
 
+  it('--secret set to the API key (sk-svc-…): the refusal says it is not the signing secret', async () => {
+    const listen = await startListen(['--secret', 'sk-svc-18JOpJ4GtO3VT31VBnAM_rrcqnAbieEU8IP5famBQ7k'], { cwd: sandbox.path });
+    const refused = await postDelivery(listen.url, samplePayload(), { secret: SECRET });
+    expect(refused.status).toBe(401);
+    expect(JSON.parse(refused.body)).toMatchObject({ error: { code: 'signature_mismatch', message: expect.stringContaining("is an svc API key (sk-svc-…), not the key's signing secret") } });
+    await listen.waitFor('stderr', /✘ webhook-signature does not match: .*is an svc API key/);
+  });
+
   it('a delivery over 10 MiB (a long prompt and its answer) is received, verified and logged; one over 64 MiB is refused 413 and said so', async () => {
     const log = join(sandbox.path, 'big.jsonl');
     const listen = await startListen(['--secret', SECRET, '--log', log], { cwd: sandbox.path });

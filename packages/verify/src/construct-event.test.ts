@@ -82,6 +82,20 @@ describe.each(builds)('constructEvent ($name build)', ({ constructEvent }) => {
     expect((await rejection(() => constructEvent(BODY, hmac(BODY), 'another secret'))).message).not.toMatch(/whitespace/);
   });
 
+  it.each([
+    ['wrapped in quotes (docker run --env-file keeps them)', `"${SECRET}"`, /wrapped in quotes, which are then part of it .*remove them/],
+    ['wrapped in single quotes', `'${SECRET}'`, /wrapped in quotes/],
+    ['that is the API key, not the signing secret', 'sk-svc-18JOpJ4GtO3VT31VBnAM_rrcqnAbieEU8IP5famBQ7k', /is an svc API key \(sk-svc-…\), not the key's signing secret: use the whsec_… secret/],
+  ])('says what is wrong with a secret %s, which otherwise read as a plain mismatch', async (_what, secret, note) => {
+    const refusal = await rejection(() => constructEvent(BODY, hmac(BODY), ['whsec_new', secret]));
+    expect(refusal.code).toBe('signature_mismatch');
+    expect(refusal.message).toMatch(note);
+    // A quote inside a secret, or at one end only, is a secret's own character.
+    for (const own of ['whsec_a"b', '"whsec_ab', "whsec_ab'", '"']) {
+      expect((await rejection(() => constructEvent(BODY, hmac(BODY), own))).message).not.toMatch(/quotes|API key/);
+    }
+  });
+
   it('names a body re-serialised on the way in (spaces, an escape, a newline after it) and where it differs, and only then', async () => {
     const signature = hmac(BODY);
     const note = (message: string) => /The body is not byte for byte what svc sends .* it differs at character (\d+), (.*?) where compact JSON has (.*?): a body parser or framework re-serialised it/.exec(message);

@@ -1,7 +1,7 @@
 import { parseAuditPayload, type AuditPayload } from './audit-payload.js';
 import type { RawBody } from './raw-body.js';
 import { reserialisedNote } from './reserialised-body.js';
-import { secretWhitespaceNote } from './secrets.js';
+import { secretNote } from './secrets.js';
 import { missingSignature, type WebhookHeaders } from './standard-webhooks.js';
 import { parseSignatureHeader } from './signature-header.js';
 import { WebhookVerificationError } from './webhook-verification-error.js';
@@ -62,7 +62,7 @@ export const signatureMismatch = (secrets: readonly string[], rawBody: RawBody):
   new WebhookVerificationError(
     'signature_mismatch',
     'X-Svc-Signature does not match the body: wrong signing secret, or the body was changed (re-serialised JSON, a different encoding) before verification.' +
-      secretWhitespaceNote(secrets) +
+      secretNote(secrets) +
       reserialisedNote(rawBody),
   );
 

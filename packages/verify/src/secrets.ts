@@ -14,14 +14,25 @@ export function toSecretList(secret: unknown): readonly string[] {
   throw new TypeError(`[@svc/verify] secret must be a non-empty string or a non-empty array of them: ${WHAT_A_SECRET_IS}`);
 }
 
+const API_KEY_PREFIX = 'sk-svc-';
+
 /**
- * What a signature mismatch adds when a secret starts or ends with whitespace: almost always a newline pasted with
- * it, a CRLF env file or a secret file's last line break, which then is part of the HMAC key.
+ * What a signature mismatch adds when a secret has the shape of a known mistake, each of which makes it another HMAC
+ * key than the one svc signs with: whitespace at its start or end (a pasted newline, a CRLF env file, a secret
+ * file's last line break), quotes around it (`docker run --env-file` keeps those of `SECRET="whsec_…"`), or the API
+ * key (`sk-svc-…`, the other secret a receiver's environment holds).
  */
-export function secretWhitespaceNote(secrets: readonly string[]): string {
-  return secrets.some((s) => s.trim() !== s)
-    ? ' The signing secret starts or ends with whitespace (a pasted newline, a CRLF .env file, a secret file ending in a line break?): secrets svc generates have none; trim it.'
-    : '';
+export function secretNote(secrets: readonly string[]): string {
+  if (secrets.some((s) => s.trim() !== s)) {
+    return ' The signing secret starts or ends with whitespace (a pasted newline, a CRLF .env file, a secret file ending in a line break?): secrets svc generates have none; trim it.';
+  }
+  if (secrets.some((s) => /^(["'`]).+\1$/s.test(s))) {
+    return ' The signing secret is wrapped in quotes, which are then part of it (docker run --env-file keeps those of SECRET="whsec_…"): secrets svc generates have none; remove them.';
+  }
+  if (secrets.some((s) => s.startsWith(API_KEY_PREFIX))) {
+    return ` The signing secret given is an svc API key (${API_KEY_PREFIX}…), not the key's signing secret: use the whsec_… secret from Settings → API Keys → Signing secret.`;
+  }
+  return '';
 }
 
 /** Throws a TypeError unless `secret` is one non-empty string (signing uses exactly one secret). */

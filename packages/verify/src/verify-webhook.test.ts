@@ -120,6 +120,20 @@ describe.each(builds)('Standard Webhooks ($name build)', ({ verifyWebhook, const
     expect((await refusal('another secret')).message).not.toMatch(/whitespace/);
   });
 
+  it('says so when the secret is wrapped in quotes or is the API key, and only then', async () => {
+    const v = VECTORS[0]!;
+    const refusal = (secret: string): Promise<WebhookVerificationError> =>
+      Promise.resolve()
+        .then(() => constructWebhookEvent(BODY, headersOf(v.signature), secret, { now: NOW }))
+        .then(() => expect.fail('accepted'), (e: unknown) => e as WebhookVerificationError);
+    expect(await refusal(`"${v.secret}"`)).toMatchObject({ code: 'signature_mismatch', message: expect.stringMatching(/wrapped in quotes.*remove them/) });
+    expect(await refusal('sk-svc-18JOpJ4GtO3VT31VBnAM_rrcqnAbieEU8IP5famBQ7k')).toMatchObject({
+      code: 'signature_mismatch',
+      message: expect.stringMatching(/is an svc API key \(sk-svc-…\), not the key's signing secret/),
+    });
+    expect((await refusal('another secret')).message).not.toMatch(/quotes|API key/);
+  });
+
   it('names a body re-serialised on the way in, and where it differs', async () => {
     const v = VECTORS[0]!;
     const body = JSON.stringify({ ...samplePayload, prompt: 'user: café' });

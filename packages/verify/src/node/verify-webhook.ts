@@ -3,7 +3,7 @@ import type { AuditPayload } from '../audit-payload.js';
 import { decodeEvent } from '../construct-event.js';
 import { WebhookVerificationError } from '../webhook-verification-error.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
-import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
+import { secretNote, toSecretList, type Secret } from '../secrets.js';
 import { assertMessage, prefixVariants, prepareWebhook, webhookError, type PreparedWebhook, type VerifyWebhookOptions, type WebhookHeaders } from '../standard-webhooks.js';
 import { webhookHmacKey } from './webhook-key.js';
 import { reserialisedNote } from '../reserialised-body.js';
@@ -19,10 +19,10 @@ function matches(prepared: PreparedWebhook, secrets: readonly string[]): boolean
   return false;
 }
 
-/** What a mismatch adds: the secret matches but for its whsec_ prefix, or has whitespace around it. */
+/** What a mismatch adds: the secret matches but for its whsec_ prefix, or has the shape of a known mistake (whitespace or quotes around it, an API key). */
 function mismatchNote(prepared: PreparedWebhook, secrets: readonly string[]): string {
   for (const variant of prefixVariants(secrets)) if (matches(prepared, variant.secrets)) return variant.note;
-  return secretWhitespaceNote(secrets);
+  return secretNote(secrets);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { AuditPayload } from '../audit-payload.js';
 import { decodeEvent } from '../construct-event.js';
 import { WebhookVerificationError } from '../webhook-verification-error.js';
 import { assertRawBody, toBytes, type RawBody } from '../raw-body.js';
-import { secretWhitespaceNote, toSecretList, type Secret } from '../secrets.js';
+import { secretNote, toSecretList, type Secret } from '../secrets.js';
 import {
   assertMessage,
   formatV1,
@@ -29,10 +29,10 @@ async function matches(prepared: PreparedWebhook, secrets: readonly string[]): P
   return false;
 }
 
-/** What a mismatch adds: the secret matches but for its whsec_ prefix, or has whitespace around it. */
+/** What a mismatch adds: the secret matches but for its whsec_ prefix, or has the shape of a known mistake (whitespace or quotes around it, an API key). */
 async function mismatchNote(prepared: PreparedWebhook, secrets: readonly string[]): Promise<string> {
   for (const variant of prefixVariants(secrets)) if (await matches(prepared, variant.secrets)) return variant.note;
-  return secretWhitespaceNote(secrets);
+  return secretNote(secrets);
 }
 
 /**
