@@ -22,11 +22,15 @@ export function globalOptions(command: Command): GlobalOptions {
   };
 }
 
+const WHERE_KEYS_COME_FROM =
+  'svc-server prints one on its first start; create more in the dashboard (Settings → API Keys) or with `svc-server keys create`';
+
 /** A client for the server's API; fails with one line when no key is configured. */
 export function apiClientFor(command: Command): ApiClient {
   const { baseUrl, apiKey } = globalOptions(command);
   if (!apiKey || apiKey.trim() === '') {
-    throw new CliError('no API key: pass --api-key or set SVC_API_KEY');
+    // A first run has no key yet: say where one comes from, as `stripe` points to `stripe login`.
+    throw new CliError(`no API key: pass --api-key or set SVC_API_KEY. ${WHERE_KEYS_COME_FROM}`);
   }
   return createApiClient({ baseUrl, apiKey: apiKey.trim() });
 }

@@ -476,7 +476,10 @@ describe('bad input against the server', () => {
   ])('%j with no API key: one line, exit 1', async (args) => {
     const result = await cli(args);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('svc-cli: no API key: pass --api-key or set SVC_API_KEY\n');
+    // It says where a first run gets a key.
+    expect(result.stderr).toBe(
+      'svc-cli: no API key: pass --api-key or set SVC_API_KEY. svc-server prints one on its first start; create more in the dashboard (Settings → API Keys) or with `svc-server keys create`\n',
+    );
   });
 
   it.each([
