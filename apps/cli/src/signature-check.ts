@@ -38,7 +38,7 @@ export function createSignatureCheck(secret: string, toleranceSeconds: number): 
     const age = Math.round(now.getTime() / 1000 - timestamp);
     if (Number.isFinite(age) && Math.abs(age) > toleranceSeconds) {
       const when = age > 0 ? `${age} s old` : `${-age} s in the future`;
-      return { signature: 'invalid', code: 'timestamp_out_of_range', reason: `webhook-timestamp is ${when} (tolerance ${toleranceSeconds} s): refused as a replay` };
+      return { signature: 'invalid', code: 'timestamp_out_of_range', reason: `webhook-timestamp is ${when} (tolerance ${toleranceSeconds} s): refused as a replay. ${STALE}` };
     }
     if (!verifyWebhook(body, headers, secret, { toleranceSeconds, now })) {
       return { signature: 'invalid', code: 'signature_mismatch', reason: mismatchReason(body, headers, secret, toleranceSeconds, now) };
@@ -48,6 +48,12 @@ export function createSignatureCheck(secret: string, toleranceSeconds: number): 
 }
 
 const SECRET_NOTES = /"whsec_" prefix|signing secret is wrapped in quotes|is an svc API key/;
+
+// svc signs each attempt as it sends it, so a live delivery is seconds off: when every one is refused, the clock is
+// at fault (a laptop's WSL or VM clock drifts after sleep), and listen is where a developer first meets it.
+const STALE =
+  'svc signs each attempt as it sends it: if every delivery is off by about this much, this machine\'s clock is (sync it with NTP); ' +
+  'svc-cli replay signs a delivery anew only with --secret';
 
 const MISMATCH = 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)';
 

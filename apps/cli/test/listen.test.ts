@@ -158,6 +158,10 @@ describe('svc-cli listen', () => {
     expect(listen.stderr().match(/duplicate of whd_fresh: answered 200 svc-duplicate: true/g)).toHaveLength(2);
     expect(listen.stderr()).not.toContain('already received');
     expect(listen.stderr()).toMatch(/webhook-timestamp is 6\d\d s old \(tolerance 300 s\): refused as a replay/);
+    // Every delivery refused so is a clock out of sync, not an attack: the reason says so, in the answer svc logs too.
+    const reason = /if every delivery is off by about this much, this machine's clock is \(sync it with NTP\); svc-cli replay signs a delivery anew only with --secret/;
+    expect(listen.stderr()).toMatch(reason);
+    expect(JSON.parse(stale.body)).toMatchObject({ error: { code: 'timestamp_out_of_range', message: expect.stringMatching(reason) } });
   });
 
   it('--forward-to: the same delivery twice within one second reaches the target both times, and svc gets its svc-duplicate', async () => {
