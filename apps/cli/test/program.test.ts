@@ -89,8 +89,8 @@ describe('deliveries redeliver: one id, or filters', () => {
   }
 
   it('refuses an id together with filters, and neither', async () => {
-    expect(String(await run(['deliveries', 'redeliver', '4b5c6d7e', '--status', 'failed']))).toContain('give a delivery id or --status/--since/--until, not both');
-    expect(String(await run(['deliveries', 'redeliver']))).toContain('give a delivery id, or --status/--since/--until');
+    expect(String(await run(['deliveries', 'redeliver', '4b5c6d7e', '--status', 'failed']))).toContain('give a delivery id or filters (--status/--request-id/--since/--until/--last-status-code), not both');
+    expect(String(await run(['deliveries', 'redeliver']))).toContain('give a delivery id, or filters (--status/--request-id/--since/--until/--last-status-code)');
   });
 
   it('refuses a --since it cannot read, before calling the server', async () => {

@@ -611,6 +611,14 @@ describe('the local loop and recovery against a server that retries once after 2
     }
     const dry = await run(['deliveries', 'redeliver', '--status', 'failed', '--since', '2h', '--dry-run'], token);
     expect(dry.stdout).toBe('2 deliveries match; nothing was sent (--dry-run)\n');
+    // Every term the list takes: what a list filtered so shows is what is sent again.
+    const byCode = async (code: string) => (await run(['deliveries', 'redeliver', '--last-status-code', code, '--dry-run'], token)).stdout;
+    expect(await byCode('503')).toBe('2 deliveries match; nothing was sent (--dry-run)\n');
+    expect(await byCode('5xx')).toBe('2 deliveries match; nothing was sent (--dry-run)\n');
+    expect(await byCode('500')).toBe('0 deliveries match; nothing was sent (--dry-run)\n');
+    const [first] = (JSON.parse((await run(['deliveries', 'list', '--json'], token)).stdout) as DeliveryList).data;
+    const byRequest = await run(['deliveries', 'redeliver', '--request-id', first!.request_id, '--status', 'failed', '--dry-run'], token);
+    expect(byRequest.stdout).toBe('1 delivery matches; nothing was sent (--dry-run)\n');
     const none = await run(['deliveries', 'redeliver', '--status', 'failed', '--until', '2h'], token);
     expect(none.stdout).toBe('Redelivery of 0 deliveries requested\n');
 

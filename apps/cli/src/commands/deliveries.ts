@@ -133,28 +133,31 @@ Examples:
 
   deliveries
     .command('redeliver')
-    .description('send a delivery again now (same bytes and delivery id), or every delivery matching --status/--since/--until')
+    .description('send a delivery again now (same bytes and delivery id), or every delivery matching the filters')
     .argument('[id]', 'delivery id (or the short id `deliveries list` shows)')
     .addOption(new Option('--status <status>', 'redeliver every delivery in this state').choices(DELIVERY_STATUSES))
+    .addOption(new Option('--request-id <id>', "every delivery of this request (its x-request-id: chatcmpl-…, or test-…)"))
     .addOption(new Option('--since <time>', 'created at or after: a duration back from now (30m, 2h, 7d) or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
     .addOption(new Option('--until <time>', 'created before: a duration back from now or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
+    .addOption(new Option('--last-status-code <code>', 'every delivery whose last attempt got this HTTP status (503) or one of its class (5xx)').argParser(parseStatusCodeFilter))
     .option('--dry-run', 'only count the deliveries that match')
     .addHelpText(
       'after',
       `
-With filters instead of an id, redelivers the newest matching deliveries, at most ${REDELIVERY_MAX} per call (run it
+With filters instead of an id (the terms \`deliveries list\` takes), redelivers the newest matching deliveries, at most ${REDELIVERY_MAX} per call (run it
 again for more); each keeps its delivery id, so receivers de-duplicate as usual.
 
 Examples:
   $ svc-cli deliveries redeliver 4b5c6d7e
   $ svc-cli deliveries redeliver --status failed --since 2h
-  $ svc-cli deliveries redeliver --status failed --since 2026-11-24 --until 2026-11-25 --dry-run`,
+  $ svc-cli deliveries redeliver --status failed --since 2026-11-24 --until 2026-11-25 --dry-run
+  $ svc-cli deliveries redeliver --status failed --last-status-code 5xx`,
     )
     .action(async (given: string | undefined, opts: BulkOptions, command: Command) => {
-      const filtered = opts.status !== undefined || opts.since !== undefined || opts.until !== undefined;
-      if (given !== undefined && filtered) throw new CliError('give a delivery id or --status/--since/--until, not both');
+      const filtered = [opts.status, opts.requestId, opts.since, opts.until, opts.lastStatusCode].some((term) => term !== undefined);
+      if (given !== undefined && filtered) throw new CliError('give a delivery id or filters (--status/--request-id/--since/--until/--last-status-code), not both');
       if (given === undefined) {
-        if (!filtered) throw new CliError('give a delivery id, or --status/--since/--until to redeliver every delivery that matches');
+        if (!filtered) throw new CliError('give a delivery id, or filters (--status/--request-id/--since/--until/--last-status-code) to redeliver every delivery that matches');
         await redeliverMatching(io, command, opts);
         return;
       }
@@ -181,22 +184,31 @@ Examples:
 
 interface BulkOptions {
   status?: DeliveryStatus;
+  requestId?: string;
   since?: string;
   until?: string;
+  lastStatusCode?: string;
   dryRun?: boolean;
 }
 
 /** `deliveries redeliver --status … --since …`: one call to the bulk redelivery endpoint. */
 async function redeliverMatching(io: Io, command: Command, opts: BulkOptions): Promise<void> {
   const { json } = globalOptions(command);
-  const body: BulkRedeliverRequest = { status: opts.status, since: opts.since, until: opts.until, dry_run: opts.dryRun === true };
+  const body: BulkRedeliverRequest = {
+    status: opts.status,
+    request_id: opts.requestId,
+    since: opts.since,
+    until: opts.until,
+    last_status_code: opts.lastStatusCode,
+    dry_run: opts.dryRun === true,
+  };
   const { data, raw } = await apiClientFor(command).json('POST', '/v1/webhooks/deliveries/redeliver', bulkRedeliverResult, body);
   if (json) {
     io.out(`${raw.trim()}\n`);
     return;
   }
   const noun = (n: number): string => `${n} ${n === 1 ? 'delivery' : 'deliveries'}`;
-  io.out(opts.dryRun ? `${noun(data.matched)} match; nothing was sent (--dry-run)\n` : `Redelivery of ${noun(data.redelivered)} requested\n`);
+  io.out(opts.dryRun ? `${noun(data.matched)} ${data.matched === 1 ? 'matches' : 'match'}; nothing was sent (--dry-run)\n` : `Redelivery of ${noun(data.redelivered)} requested\n`);
   if (data.matched >= data.limit) io.err(`At most ${data.limit} per call: run it again for older ones.\n`);
 }
 
