@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
 import { zodFunction } from 'openai/helpers/zod';
 import { createOpenAI } from '@ai-sdk/openai';
 import { stepCountIs, streamText, tool } from 'ai';
@@ -79,6 +80,52 @@ describe('openai SDK', () => {
     });
     expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
     expect(completion.choices[0]!.message.tool_calls!.map((c) => c.type === 'function' && c.function.parsed_arguments)).toEqual([{ city: 'Paris' }, { city: 'Oslo' }]);
+  });
+});
+
+describe("openai SDK: tool_choice's forms", () => {
+  const fn = (name: string) => ({ type: 'function' as const, function: { name, parameters: { type: 'object', properties: { city: { type: 'string' } } } } });
+  const tools = [fn('weather'), fn('time'), fn('news')];
+  const allowed = (mode: 'auto' | 'required', ...names: string[]) => ({
+    type: 'allowed_tools' as const,
+    allowed_tools: { mode, tools: names.map((name) => ({ type: 'function', function: { name } })) },
+  });
+  const ask = { model: 'svc01', messages: [{ role: 'user' as const, content: 'Weather in Paris?' }], tools };
+
+  it.each([false, true])('allowed_tools (stream: %s): the model is offered only the tools it names, in the mode asked', async (stream) => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_paris', name: 'weather', arguments: { city: 'Paris' } }] });
+    const params = { ...ask, tool_choice: allowed('required', 'weather', 'time') };
+    const completion = stream
+      ? await rig.client.chat.completions.stream(params).finalChatCompletion()
+      : await rig.client.chat.completions.create(params);
+    expect(completion.choices[0]!.message.tool_calls).toEqual([
+      { id: 'call_paris', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+    ]);
+    // As vLLM, Ollama and the rest read it: the named tools and the mode (only OpenAI takes the choice itself).
+    const sent = upstream.requests[0]!.body as { tools: Array<{ function: { name: string } }>; tool_choice: unknown };
+    expect(sent.tools.map((tool) => tool.function.name)).toEqual(['weather', 'time']);
+    expect(sent.tool_choice).toBe('required');
+  });
+
+  it('allowed_tools naming a function not in tools, or a tool that is not a function, is a 400 naming it, before the upstream', async () => {
+    for (const [choice, param] of [
+      [allowed('auto', 'weather', 'stocks'), 'tool_choice.allowed_tools.tools[1]'],
+      [{ type: 'allowed_tools', allowed_tools: { mode: 'auto', tools: [{ type: 'custom', custom: { name: 'weather' } }] } }, 'tool_choice.allowed_tools.tools[0]'],
+      [{ type: 'allowed_tools', allowed_tools: { mode: 'sometimes', tools: [] } }, 'tool_choice.allowed_tools.mode'],
+    ] as const) {
+      const error = await rig.client.chat.completions.create({ ...ask, tool_choice: choice as never }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((error as InstanceType<typeof OpenAI.BadRequestError>).param).toBe(param);
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it("'none', 'required' and a named function reach the upstream as sent, with every tool", async () => {
+    for (const choice of ['none', 'required', { type: 'function', function: { name: 'time' } }] as const) {
+      upstream.requests.length = 0;
+      await rig.client.chat.completions.create({ ...ask, tool_choice: choice });
+      expect(upstream.requests[0]!.body).toMatchObject({ tool_choice: choice, tools });
+    }
   });
 });
 

@@ -84,6 +84,15 @@ export type FunctionTool = z.infer<typeof FunctionToolSchema>;
 export const ToolChoiceSchema = z.union([
   z.enum(['none', 'auto', 'required']),
   z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string() }) }),
+  // OpenAI's `ChatCompletionAllowedToolChoice`: the model may call only these of `tools` (`auto`), or must call
+  // one of them (`required`); the list stays whole so that a long conversation's prompt prefix does not change.
+  z.looseObject({
+    type: z.literal('allowed_tools'),
+    allowed_tools: z.looseObject({
+      mode: z.enum(['auto', 'required']),
+      tools: z.array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string() }).optional() })).max(128),
+    }),
+  }),
 ]);
 export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
 

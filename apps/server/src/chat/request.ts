@@ -6,6 +6,7 @@ import {
   DEFAULT_MAX_TOKENS,
   FunctionToolSchema,
   DEFAULT_TEMPERATURE,
+  type FunctionTool,
   MAX_LOGIT_BIAS_ENTRIES,
   MAX_METADATA_PAIRS,
   SVC_MODEL,
@@ -99,7 +100,8 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
 function typedObjectProblem(issue: z.core.$ZodIssueInvalidUnion, value: object, param: string, body: unknown): ApiError {
   const onType = (i: z.core.$ZodIssue) => i.path.length === 1 && i.path[0] === 'type';
   const branches = alternatives(issue);
-  const fits = branches.filter((branch) => !branch.some((i) => onType(i) || (i.code === 'unrecognized_keys' && i.path.length === 0)));
+  // An alternative refusing the value itself (a string enum, an unknown key) is not one the object was meant for.
+  const fits = branches.filter((branch) => !branch.some((i) => onType(i) || (i.path.length === 0 && i.code !== 'custom')));
   if (fits.length === 1 && fits[0]!.length > 0) {
     return firstProblem(
       fits[0]!.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] })),
@@ -272,9 +274,39 @@ function checkToolChoice(request: ChatCompletionRequest): void {
     throw new ApiError('invalid_value', "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", { param: 'tool_choice' });
   }
   if (typeof choice === 'string') return;
-  const name = choice.function.name;
-  if (!tools.some((tool) => tool.function.name === name)) {
-    throw new ApiError('invalid_value', `Invalid value for 'tool_choice': no function named '${name}' is in 'tools'.`, { param: 'tool_choice' });
+  if (choice.type === 'function') {
+    const name = choice.function.name;
+    if (!tools.some((tool) => tool.function.name === name)) {
+      throw new ApiError('invalid_value', `Invalid value for 'tool_choice': no function named '${name}' is in 'tools'.`, { param: 'tool_choice' });
+    }
+    return;
+  }
+  for (const [i, allowed] of choice.allowed_tools.tools.entries()) {
+    const param = `tool_choice.allowed_tools.tools[${i}]`;
+    if (allowed.type !== 'function' || allowed.function === undefined) {
+      throw new ApiError('invalid_value', `Invalid value for '${param}': only function tools ({"type": "function", "function": {"name": …}}) are served.`, { param });
+    }
+    const name = allowed.function.name;
+    if (!tools.some((tool) => tool.function.name === name)) {
+      throw new ApiError('invalid_value', `Invalid value for '${param}': no function named '${name}' is in 'tools'.`, { param });
+    }
+  }
+}
+
+/**
+ * An `allowed_tools` choice as every chat upstream reads it: the tools it names and its mode. Only OpenAI takes the
+ * choice itself; vLLM, Ollama and the rest refuse it or call any tool. The Responses route sends its own the same way.
+ */
+function allowedToolsOnly(body: UpstreamBody, choice: ChatCompletionRequest['tool_choice']): void {
+  if (choice === undefined || typeof choice === 'string' || choice.type !== 'allowed_tools') return;
+  const names = new Set(choice.allowed_tools.tools.map((tool) => tool.function?.name));
+  const tools = (body.tools as FunctionTool[] | undefined)?.filter((tool) => names.has(tool.function.name)) ?? [];
+  if (tools.length > 0) {
+    body.tools = tools;
+    body.tool_choice = choice.allowed_tools.mode;
+  } else {
+    delete body.tools;
+    delete body.tool_choice;
   }
 }
 
@@ -308,6 +340,7 @@ export function toUpstreamBody(
   body.model = thinking ? models.thinkingModel : models.model;
   body.temperature = thinking ? THINKING_TEMPERATURE : (request.temperature ?? DEFAULT_TEMPERATURE);
   if (request.max_tokens == null && request.max_completion_tokens == null) body.max_tokens = DEFAULT_MAX_TOKENS;
+  allowedToolsOnly(body, request.tool_choice);
   if (streaming) {
     body.stream = true;
     body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
