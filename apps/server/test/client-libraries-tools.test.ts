@@ -120,6 +120,20 @@ describe("openai SDK: tool_choice's forms", () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
+  it("GPT-5's custom tools are refused by their type (400 naming tools[i].type), not as a function tool missing its function", async () => {
+    const custom = { type: 'custom' as const, custom: { name: 'run_python', description: 'Runs Python code.' } };
+    for (const [params, param] of [
+      [{ ...ask, tools: [...tools, custom] }, 'tools[3].type'],
+      [{ ...ask, tool_choice: { type: 'custom', custom: { name: 'weather' } } }, 'tool_choice.type'],
+    ] as const) {
+      const error = await rig.client.chat.completions.create(params as never).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ code: 'invalid_value', param });
+      expect((error as Error).message).toMatch(/'custom'|"custom"/);
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
   it("'none', 'required' and a named function reach the upstream as sent, with every tool", async () => {
     for (const choice of ['none', 'required', { type: 'function', function: { name: 'time' } }] as const) {
       upstream.requests.length = 0;

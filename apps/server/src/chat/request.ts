@@ -256,10 +256,29 @@ export function requireSvcModel(model: string): void {
 export async function parseChatRequest(body: unknown, turn: () => boolean): Promise<ChatCompletionRequest> {
   // Counted before the schema checks each entry: 300,000 entries were one 200 ms step.
   if (body !== null && typeof body === 'object') refuseMoreKeysThan(body, 'logit_bias', MAX_LOGIT_BIAS_ENTRIES, 'entries');
+  if (body !== null && typeof body === 'object') refuseToolsNotFunctions(body);
   const request = await parseRequestBodyInTurns(CHAT_REQUEST, body, turn);
   requireSvcModel(request.model);
   checkToolChoice(request);
   return request;
+}
+
+/**
+ * A tool of another type than `function` (GPT-5's `custom` tools, whose calls carry free text) is refused by its
+ * type: read as a function tool it was "Missing required parameter: 'tools[0].function'", which sent its author
+ * looking for a typo.
+ */
+function refuseToolsNotFunctions(body: object): void {
+  const tools = (body as { tools?: unknown }).tools;
+  if (!Array.isArray(tools)) return;
+  const i = tools.findIndex((tool) => isPlainObject(tool) && typeof (tool as { type?: unknown }).type === 'string' && (tool as { type: string }).type !== 'function');
+  if (i === -1) return;
+  const type = (tools[i] as { type: string }).type;
+  throw new ApiError(
+    'invalid_value',
+    `svc serves function tools only: the tool type '${type}' is not supported. Declare a function tool ({"type": "function", "function": {…}}) instead.`,
+    { param: `tools[${i}].type` },
+  );
 }
 
 /**
