@@ -50,6 +50,9 @@ describe('parseDeliveryListQuery', () => {
     [{ request_id: '' }, 'request_id', "'request_id' must be a request id (chatcmpl-…, test-…) of 1 to 200 characters."],
     [{ request_id: 'x'.repeat(201) }, 'request_id', "'request_id' must be a request id (chatcmpl-…, test-…) of 1 to 200 characters."],
     [{ since: 'yesterday' }, 'since', "'since' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got 'yesterday'."],
+    // Date.parse reads it as 2 March; the bulk redelivery's body refuses it.
+    [{ until: '2026-02-30T00:00:00Z' }, 'until', "'until' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '2026-02-30T00:00:00Z'."],
+    [{ since: '2026-04-31T23:00:00-05:00' }, 'since', "'since' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '2026-04-31T23:00:00-05:00'."],
     [{ until: '2026-11-25T09:00:00' }, 'until', "'until' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '2026-11-25T09:00:00'."],
     [{ until: '2026-13-45T09:00:00Z' }, 'until', "'until' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '2026-13-45T09:00:00Z'."],
     [{ since: ['2026-11-25T09:00:00Z', '2026-11-26T09:00:00Z'] }, 'since', "'since' must be given once."],

@@ -46,6 +46,17 @@ export interface DeliveryListQueryIssue {
 
 /** An ISO 8601 time with its offset (`2026-11-25T09:00:00Z`, `…+01:00`), as `since` and `until` take it. */
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
+/**
+ * Whether `text` is an ISO_TIME on a day the calendar has: Date.parse reads 2026-02-30 as 2 March, where the body of
+ * a bulk redelivery (zod's datetime) refuses it, so a list and the redelivery of that list would differ.
+ */
+function isIsoTime(text: string): boolean {
+  if (!ISO_TIME.test(text) || Number.isNaN(Date.parse(text))) return false;
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 /** `last_status_code`: a status (`503`) or a class of them (`5xx`). */
 const STATUS_CODE_FILTER = /^([1-5])(\d\d|xx)$/i;
 /** The longest `request_id` a list takes (svc's own are ~40 characters). */
@@ -123,7 +134,7 @@ export function parseDeliveryListQuery(params: Readonly<Record<string, unknown>>
   for (const name of ['since', 'until'] as const) {
     const param = singleQueryParam(params, name);
     if (!param.ok) return fail(name, param.message);
-    if (param.text !== undefined && !(ISO_TIME.test(param.text) && !Number.isNaN(Date.parse(param.text)))) {
+    if (param.text !== undefined && !isIsoTime(param.text)) {
       return fail(name, `'${name}' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '${param.text}'.`);
     }
     if (param.text !== undefined) times[name] = param.text;
