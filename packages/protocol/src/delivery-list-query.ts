@@ -28,7 +28,7 @@ export interface DeliveryListQuery {
   status?: (typeof DELIVERY_STATUSES)[number];
   /** A delivery id: only deliveries older than it. */
   before?: string;
-  /** Only the delivery (or deliveries: a redelivered test) of this request (`chatcmpl-…`, `test-…`). */
+  /** Only the delivery (or deliveries: a redelivered test) of this request (`chatcmpl-…`, `req_…`, `test-…`). */
   request_id?: string;
   /** Created at or after this ISO 8601 time. */
   since?: string;

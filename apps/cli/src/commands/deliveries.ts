@@ -41,7 +41,7 @@ Examples:
     .addOption(new Option('-l, --limit <n>', 'how many').argParser(parsePositiveInt))
     .addOption(new Option('--status <status>', 'only deliveries in this state').choices(DELIVERY_STATUSES))
     .addOption(new Option('--before <cursor>', 'continue after this cursor (printed when there are more)'))
-    .addOption(new Option('--request-id <id>', "only the deliveries of this request (its x-request-id: chatcmpl-…, or test-…)"))
+    .addOption(new Option('--request-id <id>', "only the deliveries of this request (its x-request-id: chatcmpl-… for a chat completion, req_… for a Responses API request, or test-…)"))
     .addOption(new Option('--since <time>', 'created at or after: a duration back from now (30m, 2h, 7d) or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
     .addOption(new Option('--until <time>', 'created before: a duration back from now or an ISO 8601 time').argParser((v) => parseTimeAgo(v)))
     .addOption(new Option('--last-status-code <code>', "only deliveries whose last attempt got this HTTP status (503) or one of its class (5xx)").argParser(parseStatusCodeFilter))

@@ -601,7 +601,7 @@ function SentHeaders({ attempts }: { attempts: DashboardDeliveryDetail['attempt_
 
 /**
  * The search form: a delivery id (the receiver's `webhook-id` / `X-Svc-Delivery`) opens that delivery; any other
- * id is a request id (`x-request-id`: `chatcmpl-…`, `test-…`); the last attempt's HTTP code (`500`, `5xx`) and a
+ * id is a request id (`x-request-id`: `chatcmpl-…`, `req_…`, `test-…`); the last attempt's HTTP code (`500`, `5xx`) and a
  * creation time range, in the user's time zone, narrow the list. Applied on Search (or Enter), into the URL.
  */
 function DeliverySearch(props: {

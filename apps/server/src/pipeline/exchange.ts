@@ -9,7 +9,10 @@ import type { ApiKeyRecord } from '../storage/keys-store.js';
 export interface Exchange {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
-  /** `chatcmpl-…`: the `x-request-id` header, the chat completion's `id`, the webhook's `request_id`. */
+  /**
+   * The `x-request-id` header and the webhook's `request_id`: `chatcmpl-…` on the chat route (it is also the chat
+   * completion's `id`), `req_…` on every other route (OpenAI's own request ids' form).
+   */
   readonly requestId: string;
   /** Epoch ms when the request arrived. */
   readonly startedAt: number;
@@ -24,10 +27,22 @@ export interface Exchange {
 /** nginx's "client closed request": logged and audited when the client went away before the end. */
 export const CLIENT_CLOSED_STATUS = 499;
 
-/** `chatcmpl-` + 24 random base64url characters. */
-export function newRequestId(): string {
-  return `chatcmpl-${pooledRandom(18, 'base64url')}`;
+/**
+ * A request's id for the route `url` names: `chatcmpl-` + 24 random base64url characters on the chat route, whose
+ * completion carries it as its `id` (design §3); `req_` + 24 on any other, where `chatcmpl-` would name a chat
+ * completion that does not exist (a Responses API request's own id is its `resp_…`).
+ */
+export function newRequestId(url: string): string {
+  return `${isChatPath(url) ? 'chatcmpl-' : 'req_'}${pooledRandom(18, 'base64url')}`;
 }
+
+/** The chat route's path in any spelling Express routes there (upper case, a trailing slash). */
+function isChatPath(url: string): boolean {
+  const path = pathOf(url);
+  const end = path.endsWith('/') ? path.length - 1 : path.length;
+  return end === CHAT_PATH.length && path.slice(0, end).toLowerCase() === CHAT_PATH;
+}
+const CHAT_PATH = '/v1/chat/completions';
 
 /** The path of a request URL, without its query string. */
 export function pathOf(url: string): string {
