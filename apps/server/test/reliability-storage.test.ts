@@ -427,6 +427,37 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
     }
   });
 
+  /** The pid of the one backend of this database waiting on a lock (a statement svc sent behind the operator's LOCK). */
+  async function lockWaiter(operator: pg.Client): Promise<number> {
+    return eventually(async () => {
+      const { rows } = await operator.query(
+        "select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()",
+      );
+      return rows.length === 1 ? (rows[0].pid as number) : undefined;
+    });
+  }
+
+  it("an API key's lookup whose connection an operator ends (pg_terminate_backend) is read again on another: the request is answered, not 503", async () => {
+    const srv = await server({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY });
+    const operator = new pg.Client({ connectionString: pgDb!.url });
+    await operator.connect();
+    try {
+      const { token } = await srv.createKey();
+      // The lookup is held behind the lock, so it is the statement in flight when its connection is ended.
+      await operator.query('begin');
+      await operator.query('lock table api_keys in access exclusive mode');
+      const pending = chatCompletion(srv.url, token);
+      const pid = await lockWaiter(operator);
+      await operator.query('select pg_terminate_backend($1)', [pid]);
+      await operator.query('rollback');
+      const res = await pending;
+      expect(await res.json()).toMatchObject({ object: 'chat.completion' });
+      expect(res.status).toBe(200);
+    } finally {
+      await operator.end();
+    }
+  });
+
   it("/readyz answers within a load balancer's check timeout while a lock holds its write (it waited lock_timeout, 10 s), says why, and does not take a connection per check", async () => {
     const srv = await server({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY });
     const operator = new pg.Client({ connectionString: pgDb!.url });

@@ -1,4 +1,5 @@
 import type { ApiKeyRecord, KeysStore } from '../storage/keys-store.js';
+import { onceMoreIfConnectionLost } from '../storage/storage-fault.js';
 
 /**
  * Key lookups by token hash, cached briefly. The TTL bounds how long another instance's revocation or
@@ -34,7 +35,9 @@ export class KeyCache {
   private async load(hash: string): Promise<ApiKeyRecord | undefined> {
     const now = this.clock();
     const generation = this.generation;
-    const key = await this.keys.byHash(hash);
+    // Every API request that misses the cache waits on this read: a lost connection is one more try, as the
+    // outbox insert's, not a 503 for a database that is well.
+    const key = await onceMoreIfConnectionLost(() => this.keys.byHash(hash));
     // A change made here while the lookup was under way: its answer may predate the change (a revoked key read
     // as live), and caching it would undo the invalidation for a TTL.
     if (generation !== this.generation) return key;

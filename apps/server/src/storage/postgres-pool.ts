@@ -1,5 +1,6 @@
 import type { PostgresCursor, PostgresPool, PostgresPoolClient, PostgresQueryResult } from 'kysely';
 import type PgModule from 'pg';
+import { connectionLost } from './storage-fault.js';
 
 /**
  * Postgres: the longest opening a connection (TCP, TLS, authentication) or waiting for a free one of the pool may
@@ -42,6 +43,10 @@ export function boundedPool(pool: PgModule.Pool, queryWaitMs: number): PostgresP
 
 function boundedClient(client: PgModule.PoolClient, queryWaitMs: number): PostgresPoolClient {
   let timedOut: QueryWaitError | undefined;
+  // A connection Postgres ended (pg_terminate_backend: its FATAL arrives before the socket's close) is released with
+  // that error, so the pool closes it: handed back as idle, it went to the next query — a caller's second try
+  // included — and failed that one too ('Connection terminated unexpectedly').
+  let lost: unknown;
   const query = (text: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<unknown>> => {
     if (timedOut) return Promise.reject(timedOut);
     const answer = client.query(text, [...parameters]) as unknown as Promise<PostgresQueryResult<unknown>>;
@@ -58,6 +63,7 @@ function boundedClient(client: PgModule.PoolClient, queryWaitMs: number): Postgr
         },
         (err: unknown) => {
           clearTimeout(timer);
+          if (connectionLost(err)) lost = err;
           reject(err);
         },
       );
@@ -67,6 +73,6 @@ function boundedClient(client: PgModule.PoolClient, queryWaitMs: number): Postgr
     query: ((textOrCursor: string | PostgresCursor<unknown>, parameters: ReadonlyArray<unknown> = []) =>
       // Cursors (kysely's `stream()`) are not used by svc; one would pass through unbounded.
       typeof textOrCursor === 'string' ? query(textOrCursor, parameters) : client.query(textOrCursor as never)) as PostgresPoolClient['query'],
-    release: () => client.release(timedOut),
+    release: () => client.release(timedOut ?? (lost as Error | undefined)),
   };
 }

@@ -89,3 +89,31 @@ export function connectionLost(err: unknown): boolean {
   return typeof message === 'string' && /^Connection terminated unexpectedly|^Client has encountered a connection error and is not queryable/.test(message);
 }
 
+
+/**
+ * `statement`, sent once more when the connection it went out on was lost (`connectionLost`). Only for a statement
+ * that may run twice — a read, or a write that sets what it sets whatever ran before — since a lost connection may
+ * have lost only the answer. A request that met an operator's `pg_terminate_backend` or a proxy's reset is then
+ * answered rather than 503; a second loss is the caller's.
+ *
+ * @example
+ * const key = await onceMoreIfConnectionLost(() => keys.byHash(hash));
+ */
+export async function onceMoreIfConnectionLost<T>(statement: () => Promise<T>): Promise<T> {
+  try {
+    return await statement();
+  } catch (err) {
+    if (!connectionLost(err)) throw err;
+    await nextTurn();
+    return statement();
+  }
+}
+
+/**
+ * A turn of the event loop before a statement is sent again: connections ended all at once (pg_terminate_backend
+ * of every one of svc's) are seen closed by the pool only as their sockets are read, and until then the pool would
+ * hand out another dead one.
+ */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
