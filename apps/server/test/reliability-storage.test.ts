@@ -458,6 +458,37 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
     }
   });
 
+  it("an attempt whose record loses its connection (pg_terminate_backend) is recorded on another in the same lease: the receiver gets the delivery once, and the log has its answer", async () => {
+    const receiver = await startReceiver();
+    // Lease: the attempt's timeout + 15 s. Without the record's second try the row stayed leased, was sent again
+    // once the lease lapsed, and the first attempt (a 200) was never logged.
+    const srv = await server({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY, SVC_WEBHOOK_ALLOW_PRIVATE: 'true', SVC_WEBHOOK_TIMEOUT_MS: '1000' });
+    const operator = new pg.Client({ connectionString: pgDb!.url });
+    await operator.connect();
+    try {
+      const { token, key } = await srv.createKey({ webhookUrl: receiver.url });
+      // The record's insert of the attempt row waits behind the lock: it is the statement in flight when its
+      // connection is ended, after the delivery's row was updated in the same transaction.
+      await operator.query('begin');
+      await operator.query('lock table webhook_attempts in access exclusive mode');
+      expect((await chatCompletion(srv.url, token)).status).toBe(200);
+      await receiver.waitFor((got) => got.length === 1);
+      const pid = await lockWaiter(operator);
+      await operator.query('select pg_terminate_backend($1)', [pid]);
+      await operator.query('rollback');
+      const delivered = await eventually(async () => {
+        const { rows } = await srv.running.store.deliveries.list(key.id, { limit: 10 });
+        return rows.length === 1 && rows[0]!.status === 'delivered' ? rows[0] : undefined;
+      }, 40_000);
+      const detail = await srv.running.store.deliveries.get(key.id, delivered!.id);
+      expect(detail!.attempts.map((a) => [Number(a.attempt), a.outcome, a.status_code])).toEqual([[1, 'success', 200]]);
+      expect(receiver.received).toHaveLength(1);
+    } finally {
+      await operator.end();
+      await receiver.close();
+    }
+  }, 60_000);
+
   it("/readyz answers within a load balancer's check timeout while a lock holds its write (it waited lock_timeout, 10 s), says why, and does not take a connection per check", async () => {
     const srv = await server({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: PG_SECRET_KEY });
     const operator = new pg.Client({ connectionString: pgDb!.url });

@@ -360,8 +360,8 @@ export function attemptUpdate({ result, next, leasedBy }: AttemptRecord): unknow
 /** The attempt rows of `records` for `insertAttemptsSql`; `numbers[i]` is the attempt number of `records[i]`. */
 export function attemptParams(records: readonly AttemptRecord[], numbers: readonly number[]): unknown[] {
   const params: unknown[] = [];
-  for (const [i, { deliveryId, result }] of records.entries()) {
-    params.push(newAttemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody, result.requestHeaders ?? null);
+  for (const [i, { deliveryId, result, attemptId }] of records.entries()) {
+    params.push(attemptId ?? newAttemptId(), deliveryId, numbers[i], result.attemptedAt, result.statusCode, Math.max(0, Math.round(result.durationMs)), result.outcome, result.error, result.responseBody, result.requestHeaders ?? null);
   }
   return params;
 }

@@ -114,6 +114,11 @@ export interface AttemptRecord {
    * and counted all the same.
    */
   leasedBy: string | null;
+  /**
+   * The attempt row's id (`wha_…`), made once per attempt so that a record sent again after a lost connection can
+   * be told apart from one whose commit landed (see AttemptLog); made at insert when absent.
+   */
+  attemptId?: string;
 }
 
 /** Which deliveries of a key a list shows. */

@@ -1,11 +1,15 @@
 import type { KeysStore } from '../storage/keys-store.js';
-import type { AttemptRecord, OutboxStore } from '../storage/outbox-store.js';
+import { newAttemptId, type AttemptRecord, type OutboxStore } from '../storage/outbox-store.js';
+import { connectionLost, nextTurn, onceMoreIfConnectionLost } from '../storage/storage-fault.js';
 
 /** Attempts ending this close together are written in one transaction, at most BATCH of them. */
 const WINDOW_MS = 20;
 const BATCH = 256;
+/** Writes of one batch when the connection each went out on was lost (see `write`). */
+const WRITE_TRIES = 3;
 
 interface Waiting extends AttemptRecord {
+  attemptId: string;
   keyId: string;
   test: boolean;
   resolve: () => void;
@@ -36,7 +40,7 @@ export class AttemptLog {
    */
   record(keyId: string, record: AttemptRecord, { test }: { test: boolean }): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ ...record, keyId, test, resolve, reject });
+      this.waiting.push({ ...record, attemptId: record.attemptId ?? newAttemptId(), keyId, test, resolve, reject });
       if (this.waiting.length >= BATCH) {
         clearTimeout(this.timer);
         this.timer = undefined;
@@ -53,17 +57,45 @@ export class AttemptLog {
     if (batch.length === 0) return;
     this.waiting = [];
     try {
-      await this.deliveries.recordAttempts(batch.map(({ deliveryId, result, next, leasedBy }) => ({ deliveryId, result, next, leasedBy })));
-      // A key's status is its latest attempt's.
+      await this.write(batch);
+      // A key's status is its latest attempt's; setting it again sets the same.
       const latest = new Map<string, Waiting>();
       for (const w of batch) latest.set(w.keyId, w);
       for (const [keyId, { result, test }] of latest) {
-        await this.keys.setLastDelivery(keyId, { at: result.attemptedAt, outcome: result.outcome, statusCode: result.statusCode, error: result.error, test });
+        const status = { at: result.attemptedAt, outcome: result.outcome, statusCode: result.statusCode, error: result.error, test };
+        await onceMoreIfConnectionLost(() => this.keys.setLastDelivery(keyId, status));
       }
     } catch (err) {
       for (const w of batch) w.reject(err);
       return;
     }
     for (const w of batch) w.resolve();
+  }
+
+  /**
+   * The batch's attempts, written again (up to WRITE_TRIES) when the connection the transaction went out on was lost
+   * (Postgres ended it: `pg_terminate_backend`, a failover, a proxy's reset). A record that failed leaves its row
+   * leased and the receiver, which answered already, got the delivery again once the lease lapsed, with the first
+   * answer missing from the log. A retry first looks for the batch's first attempt row by its id: the batch is
+   * one transaction, so when it is there the commit landed and only its answer was lost, and a write again would
+   * count every attempt twice.
+   */
+  private async write(batch: readonly Waiting[]): Promise<void> {
+    const records = batch.map(({ deliveryId, result, next, leasedBy, attemptId }) => ({ deliveryId, result, next, leasedBy, attemptId }));
+    for (let tries = 1; ; tries++) {
+      try {
+        if (tries > 1 && (await this.landed(batch[0]!))) return;
+        await this.deliveries.recordAttempts(records);
+        return;
+      } catch (err) {
+        if (!connectionLost(err) || tries >= WRITE_TRIES) throw err;
+        await nextTurn();
+      }
+    }
+  }
+
+  private async landed({ keyId, deliveryId, attemptId }: Waiting): Promise<boolean> {
+    const found = await this.deliveries.get(keyId, deliveryId);
+    return found?.attempts.some((attempt) => attempt.id === attemptId) ?? false;
   }
 }
