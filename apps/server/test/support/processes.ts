@@ -36,13 +36,13 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `svc-server start [args…]` and resolves once it listens. */
-export function startServerProcess(env: NodeJS.ProcessEnv, args: string[] = []): Promise<ServerProcess> {
+/** Starts `svc-server start [args…]` and resolves once it listens (rejects after `timeoutMs`). */
+export function startServerProcess(env: NodeJS.ProcessEnv, args: string[] = [], { timeoutMs = 30_000 } = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, [SERVER_BIN, 'start', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stdout!.resume();
   return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${err}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start in time:\n${err}`)), timeoutMs);
     const onExit = (code: number | null) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code}:\n${err}`));

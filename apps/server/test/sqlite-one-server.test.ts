@@ -1,0 +1,73 @@
+// Two servers started separately on one SQLite file (not through SVC_PROCESSES): each counted rate limits in its own
+// memory, so a key got its limit once per server, silently; and each start released the webhook leases it found,
+// re-sending what the other had in flight. The second start is now refused, naming what to use instead.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SqliteServerRunningError } from '../src/storage/sqlite-server-lock.js';
+import { SERVER_BIN, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
+import { startTestServer, type TestServer } from './support/test-server.js';
+
+const servers: TestServer[] = [];
+const processes: ServerProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.close()));
+  await Promise.all(processes.splice(0).map((p) => p.stop()));
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function server(env: Record<string, string> = {}): Promise<TestServer> {
+  const s = await startTestServer({ env });
+  servers.push(s);
+  return s;
+}
+
+/** `svc-server start` with `env` to its exit: the exit code and what it wrote to stderr. */
+function startToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [SERVER_BIN, 'start'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.on('error', reject);
+    child.on('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
+describe('one server per SQLite file', () => {
+  it('a second server on a file another serves is refused, saying why and naming SVC_PROCESSES, Postgres and Redis; once the first stopped it starts', async () => {
+    const first = await server();
+    const err = await startTestServer({ env: { SVC_DATABASE_URL: first.config.databaseUrl } }).then(
+      (s) => (servers.push(s), undefined),
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SqliteServerRunningError);
+    expect((err as Error).message).toMatch(/another svc server is already running on .*svc\.db/);
+    expect((err as Error).message).toContain('once per server');
+    expect((err as Error).message).toContain('SVC_PROCESSES=<n>');
+    expect((err as Error).message).toContain('SVC_REDIS_URL');
+    expect((await fetch(`${first.url}/healthz`)).status).toBe(200);
+    await first.running.close();
+    const again = await server({ SVC_DATABASE_URL: first.config.databaseUrl });
+    expect((await fetch(`${again.url}/healthz`)).status).toBe(200);
+  });
+
+  it('svc-server start beside one started with --processes 2 exits 1 with the reason; after a SIGKILL of that one the next start is not refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-one-server-'));
+    dirs.push(dir);
+    const env = serverEnv({ SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` });
+    // A start takes 20 s and more on a loaded CI host (three processes here).
+    const first = await startServerProcess(env, ['--processes', '2'], { timeoutMs: 90_000 });
+    processes.push(first);
+    const second = await startToExit(env);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toMatch(/^error: another svc server is already running on .*svc\.db .*SVC_PROCESSES=<n>/m);
+    // The lock goes with the process however it ends: a supervisor's restart after a crash is not refused.
+    await first.stop('SIGKILL');
+    const after = await startServerProcess(env, [], { timeoutMs: 90_000 });
+    processes.push(after);
+    expect((await fetch(`${after.url}/healthz`)).status).toBe(200);
+  }, 240_000);
+});
