@@ -177,8 +177,18 @@ const PAYLOAD = `coalesce((select payload from webhook_payloads where delivery_i
 /** Every column of a delivery, its payload whole. */
 const DELIVERY_COLUMNS = `${SUMMARY_COLUMN_NAMES.join(', ')}, ${PAYLOAD} as payload`;
 
-/** What a claim returns: the row, its payload whole, and its key's sealed signing secret, read in the same statement. */
-export const CLAIM_RETURNING = `returning ${DELIVERY_COLUMNS}, ${['signing_secret_enc', 'previous_signing_secret_enc', 'previous_signing_secret_expires_at']
+/**
+ * A delivery's payload's length in bytes. Both databases read it from the stored length, not the payload: SQLite's
+ * octet_length from the record's header (length() would read every overflow page), Postgres's from the TOAST
+ * pointer.
+ */
+const PAYLOAD_BYTES = `coalesce((select octet_length(payload) from webhook_payloads where delivery_id = webhook_deliveries.id), octet_length(webhook_deliveries.payload))`;
+
+/**
+ * What a claim returns: the row without its payload but with its length (`ClaimedDelivery`), and its key's sealed
+ * signing secret, read in the same statement.
+ */
+export const CLAIM_RETURNING = `returning ${SUMMARY_COLUMN_NAMES.join(', ')}, ${PAYLOAD_BYTES} as payload_bytes, ${['signing_secret_enc', 'previous_signing_secret_enc', 'previous_signing_secret_expires_at']
   .map((column) => `(select ${column} from api_keys where api_keys.id = webhook_deliveries.key_id) as ${column}`)
   .join(', ')}`;
 
@@ -206,6 +216,8 @@ export function listQuery(keyId: string, filter: ListFilter, cursor: { created_a
 }
 
 export const BY_ID = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ?`;
+export const PAYLOAD_OF = `select ${PAYLOAD} as payload from webhook_deliveries where id = ?`;
+export const STATE_OF = `select status, url from webhook_deliveries where id = ?`;
 export const GET_DELIVERY = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ? and key_id = ?`;
 export const GET_DELIVERY_SUMMARY = `select ${SUMMARY_COLUMNS} from webhook_deliveries where id = ? and key_id = ?`;
 export const GET_ATTEMPTS = `select * from webhook_attempts where delivery_id = ? order by attempt asc`;

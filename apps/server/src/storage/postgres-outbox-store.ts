@@ -27,6 +27,8 @@ import {
   BACKLOG,
   type BacklogRow,
   BY_ID,
+  PAYLOAD_OF,
+  STATE_OF,
   CANCEL,
   CANCEL_PENDING,
   RETRYING,
@@ -240,6 +242,8 @@ const pg = {
   delete from webhook_deliveries where id in (select id from batch)`,
   BACKLOG: numbered(BACKLOG),
   BY_ID: numbered(BY_ID),
+  PAYLOAD_OF: numbered(PAYLOAD_OF),
+  STATE_OF: numbered(STATE_OF),
   LIST_CURSOR: numbered(LIST_CURSOR),
   GET_DELIVERY: numbered(GET_DELIVERY),
   GET_DELIVERY_SUMMARY: numbered(GET_DELIVERY_SUMMARY),
@@ -393,6 +397,14 @@ export class PostgresOutboxStore implements OutboxStore {
   async backlog(now: number): Promise<Backlog> {
     const { rows } = await run<BacklogRow>(this.db, pg.BACKLOG, [now]);
     return toBacklog(rows[0]);
+  }
+
+  async payloadOf(id: string): Promise<string | undefined> {
+    return (await run<Pick<DeliveryRow, 'payload'>>(this.db, pg.PAYLOAD_OF, [id])).rows[0]?.payload;
+  }
+
+  async stateOf(id: string): Promise<Pick<DeliveryRow, 'status' | 'url'> | undefined> {
+    return (await run<Pick<DeliveryRow, 'status' | 'url'>>(this.db, pg.STATE_OF, [id])).rows[0];
   }
 
   async byId(id: string): Promise<DeliveryRow | undefined> {

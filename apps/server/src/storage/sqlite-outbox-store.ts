@@ -30,6 +30,8 @@ import {
   BACKLOG,
   type BacklogRow,
   BY_ID,
+  PAYLOAD_OF,
+  STATE_OF,
   CANCEL,
   CANCEL_PENDING,
   RETRYING_SQLITE,
@@ -304,6 +306,16 @@ export class SqliteOutboxStore implements OutboxStore {
   async backlog(now: number): Promise<Backlog> {
     if (this.busy) await this.transactionEnded();
     return toBacklog(this.stmt(BACKLOG).get(now) as BacklogRow);
+  }
+
+  async payloadOf(id: string): Promise<string | undefined> {
+    if (this.busy) await this.transactionEnded();
+    return (this.stmt(PAYLOAD_OF).get(id) as Pick<DeliveryRow, 'payload'> | undefined)?.payload;
+  }
+
+  async stateOf(id: string): Promise<Pick<DeliveryRow, 'status' | 'url'> | undefined> {
+    if (this.busy) await this.transactionEnded();
+    return this.stmt(STATE_OF).get(id) as Pick<DeliveryRow, 'status' | 'url'> | undefined;
   }
 
   async byId(id: string): Promise<DeliveryRow | undefined> {

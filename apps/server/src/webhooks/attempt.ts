@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AttemptNext, AttemptResult, ClaimedDelivery } from '../storage/outbox-store.js';
+import type { AttemptNext, AttemptResult, ClaimedDelivery, SendableDelivery } from '../storage/outbox-store.js';
 import { isTestRequestId } from '../audit/audit-payload.js';
 import type { AttemptLog } from './attempt-log.js';
 import { nextStep, type RetryPolicy } from './retry-policy.js';
@@ -48,7 +48,7 @@ export class DeliveryAttempts {
    * few fields it needs. An async function keeps its arguments until it returns, and a payload kept across
    * that wait outlives young-generation collections and is promoted to the old space.
    */
-  run(row: ClaimedDelivery, options: AttemptOptions = {}): Promise<{ outcome: AttemptOutcome; next: AttemptNext }> {
+  run(row: SendableDelivery, options: AttemptOptions = {}): Promise<{ outcome: AttemptOutcome; next: AttemptNext }> {
     const attemptedAt = this.deps.clock();
     const sent = this.send(row, options.direct ?? false);
     const delivery: SentDelivery = { id: row.id, key_id: row.key_id, request_id: row.request_id, created_at: row.created_at, attempts: row.attempts, leased_by: row.leased_by };
@@ -58,7 +58,7 @@ export class DeliveryAttempts {
     return this.settle(delivery, attemptedAt, sent, retries);
   }
 
-  private send(row: ClaimedDelivery, direct: boolean): Promise<AttemptOutcome> {
+  private send(row: SendableDelivery, direct: boolean): Promise<AttemptOutcome> {
     const now = this.deps.clock();
     let secret: string | null;
     let previousSecret: string | null = null;

@@ -2,7 +2,7 @@ import { AUDIT_EVENT } from '@svc/protocol';
 import { buildAuditPayload } from '../audit/audit-payload.js';
 import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
 import { connectionLost } from '../storage/storage-fault.js';
-import { newDeliveryId, newDeliveryRow, type ClaimedDelivery, type Lease, type NewDelivery, type OutboxStore, type SequencedDelivery } from '../storage/outbox-store.js';
+import { newDeliveryId, newDeliveryRow, type Lease, type NewDelivery, type OutboxStore, type SendableDelivery, type SequencedDelivery } from '../storage/outbox-store.js';
 
 /** Tries of a delivery's insert whose connections were lost under it (see `OutboxSink.insert`). */
 const INSERT_TRIES = 5;
@@ -19,7 +19,7 @@ interface Waiting {
  */
 export interface OutboxWorker {
   reserve(count: number): { take: number; lease: Lease };
-  adopt(rows: ClaimedDelivery[]): void;
+  adopt(rows: SendableDelivery[]): void;
   unreserve(count: number): void;
   wake(): void;
 }
@@ -73,7 +73,7 @@ export class OutboxSink implements AuditSink {
   private async insert(deliveries: SequencedDelivery[]): Promise<NewDelivery[] | undefined> {
     for (let tries = 1; ; tries++) {
       try {
-        if (tries > 1 && (await this.deliveries.byId(deliveries[0]!.id)) !== undefined) return undefined;
+        if (tries > 1 && (await this.deliveries.stateOf(deliveries[0]!.id)) !== undefined) return undefined;
         return await this.deliveries.insertSequenced(deliveries);
       } catch (err) {
         if (!connectionLost(err) || tries >= INSERT_TRIES) throw err;

@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { KeysStore } from '../storage/keys-store.js';
-import { NOTHING_LEFT_OUT, type ClaimedDelivery, type LeftOut, type Lease, type OutboxStore } from '../storage/outbox-store.js';
+import { NOTHING_LEFT_OUT, type ClaimedDelivery, type LeftOut, type Lease, type OutboxStore, type SendableDelivery } from '../storage/outbox-store.js';
 import { DeliveryAttempts, type AttemptOptions, type AttemptsDeps } from './attempt.js';
 import { AttemptLog } from './attempt-log.js';
 import { Receivers } from './receivers.js';
+import { PayloadReads } from './payload-reads.js';
 import type { AttemptOutcome, Sender } from './sender.js';
 import { SigningSecrets } from './signing-secrets.js';
 import { WakeTimer } from './wake-timer.js';
@@ -54,6 +55,7 @@ export class DeliveryWorker {
   private readonly concurrency: number;
   private readonly leaseMs: number;
   private readonly attempts: DeliveryAttempts;
+  private readonly payloads: PayloadReads;
   private readonly inFlight = new Set<Promise<unknown>>();
   private running = false;
   private pumping = false;
@@ -94,6 +96,7 @@ export class DeliveryWorker {
     // An attempt ends by its timeout, after waiting at most one attempt for its receiver's slot; the margin
     // covers the database write that follows it.
     this.leaseMs = 2 * options.timeoutMs + 15_000;
+    this.payloads = new PayloadReads((id) => options.deliveries.payloadOf(id));
     this.attempts = new DeliveryAttempts({
       sender: options.sender,
       secrets: new SigningSecrets(options.secretBox),
@@ -235,7 +238,7 @@ export class DeliveryWorker {
   }
 
   /** Starts the attempts of rows inserted with a lease from `reserve`. */
-  adopt(rows: ClaimedDelivery[]): void {
+  adopt(rows: SendableDelivery[]): void {
     this.reserved = Math.max(0, this.reserved - rows.length);
     // Stopped meanwhile: the leases lapse and the rows are retried then (or on the next start).
     if (!this.running) return;
@@ -258,6 +261,8 @@ export class DeliveryWorker {
         this.startAttempt(row, origin);
         return true;
       case 'wait':
+        // Read again when its turn comes (see `startAttempt`): a receiver's waiting rows would hold theirs meanwhile.
+        delete row.payload;
         return true;
       case 'held':
         return false;
@@ -276,7 +281,7 @@ export class DeliveryWorker {
   private startAttempt(row: ClaimedDelivery, origin: string, waited = false): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
-    const run = waited ? this.stillDue(row, origin).then((due) => (due ? this.attempt(row) : undefined)) : this.attempt(row);
+    const run = waited ? this.stillDue(row, origin).then((due) => (due ? this.attemptClaimed(row) : undefined)) : this.attemptClaimed(row);
     const task = run
       .catch((err: unknown) => {
         this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
@@ -299,13 +304,36 @@ export class DeliveryWorker {
    * current secret.
    */
   private async stillDue(row: ClaimedDelivery, origin: string): Promise<boolean> {
-    const current = await this.options.deliveries.byId(row.id);
+    const current = await this.options.deliveries.stateOf(row.id);
     if (current === undefined || current.status !== 'pending') return false;
     if (current.url !== row.url) {
       this.release(row.id, origin);
       return false;
     }
     return true;
+  }
+
+  /**
+   * The attempt of a claimed row: its payload read just before the send (a claim returns none; see `PayloadReads`),
+   * held by the send alone. A delivery gone meanwhile (purged once cancelled) has nothing left to send or record;
+   * a read that failed leaves the row leased, to be tried again once the lease lapses, as a failed record does.
+   */
+  private attemptClaimed(row: ClaimedDelivery): Promise<unknown> {
+    if (hasPayload(row)) return this.attempt(row);
+    const leaseUntil = row.lease_until;
+    return this.payloads.of(row.id, row.payload_bytes).then(
+      (payload) => (payload === undefined ? undefined : this.attempt({ ...row, payload })),
+      (err: unknown) => {
+        this.leaseKept(leaseUntil);
+        throw err;
+      },
+    );
+  }
+
+  /** An attempt could not be made or recorded: its row stays leased and is due again when the lease lapses. */
+  private leaseKept(leaseUntil: number | null): void {
+    this.claimable = true;
+    this.armBy(leaseUntil ?? this.options.clock());
   }
 
   /** Gives a claimed row back unattempted; batched, one statement per tick. */
@@ -359,7 +387,7 @@ export class DeliveryWorker {
    * lapses (at least once, never lost). The row's `lease_until` is on this worker's clock: a claim's is
    * rewritten so (see `pump`), a hand-over's comes from `reserve`.
    */
-  attempt(row: ClaimedDelivery, options: AttemptOptions = {}): Promise<AttemptOutcome> {
+  attempt(row: SendableDelivery, options: AttemptOptions = {}): Promise<AttemptOutcome> {
     // Not `row` in the callbacks: it would keep the payload alive for the whole attempt.
     const leaseUntil = row.lease_until;
     return this.attempts.run(row, options).then(
@@ -368,10 +396,13 @@ export class DeliveryWorker {
         return outcome;
       },
       (err: unknown) => {
-        this.claimable = true;
-        this.armBy(leaseUntil ?? this.options.clock());
+        this.leaseKept(leaseUntil);
         throw err;
       },
     );
   }
+}
+
+function hasPayload(row: ClaimedDelivery): row is SendableDelivery {
+  return row.payload !== undefined;
 }

@@ -149,14 +149,21 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
   const success = { attemptedAt: T0 + 1, statusCode: 200, durationMs: 12.4, outcome: 'success' as const, error: null, responseBody: 'ok' };
   const failure = { attemptedAt: T0 + 1, statusCode: 500, durationMs: 30, outcome: 'failure' as const, error: 'HTTP 500', responseBody: 'boom' };
 
-  it('claims only due, unleased rows, oldest due first, up to the limit, and stores the exact bytes', async () => {
+  it('claims only due, unleased rows, oldest due first, up to the limit, without their payloads; stores the exact bytes', async () => {
     const a = delivery({ nextAttemptAt: T0 - 10 });
     const b = delivery({ nextAttemptAt: T0 - 20 });
     const later = delivery({ nextAttemptAt: T0 + 60_000 });
     await store.deliveries.insertMany([a, b, later]);
     const claimed = await store.deliveries.claimDue(T0, 10, 30_000, 'w1');
     expect(claimed.map((r) => r.id)).toEqual([b.id, a.id]);
-    expect(claimed[0]).toMatchObject({ status: 'pending', leased_by: 'w1', attempts: 0, payload: b.payload });
+    expect(claimed[0]).toMatchObject({ status: 'pending', leased_by: 'w1', attempts: 0, url: b.url, user_id: b.userId });
+    // Each send reads its own, just before it goes (the worker's PayloadReads).
+    expect(claimed[0]).not.toHaveProperty('payload');
+    expect(claimed[0]!.payload_bytes).toBe(Buffer.byteLength(b.payload));
+    expect(await store.deliveries.payloadOf(b.id)).toBe(b.payload);
+    expect(await store.deliveries.stateOf(b.id)).toEqual({ status: 'pending', url: b.url });
+    expect(await store.deliveries.payloadOf('whd_missing')).toBeUndefined();
+    expect(await store.deliveries.stateOf('whd_missing')).toBeUndefined();
     if (leaseClock === 'caller') expect(claimed[0]!.lease_until).toBe(T0 + 30_000);
     else expect(Number(claimed[0]!.lease_until)).toBeGreaterThan(Date.now());
     // Leased: nobody else gets them until the lease lapses.
@@ -356,7 +363,7 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect(await ids({ limit: 10, lastStatusCode: { min: 500, max: 599 }, before: first.rows[0]!.id })).toEqual([rows[1]!.id]);
   });
 
-  it("a payload longer than a page's head is stored once beside its row, which holds the head: claims and reads give it whole, a purge takes it", async () => {
+  it("a payload longer than a page's head is stored once beside its row, which holds the head: claims read none of it, reads give it whole, a purge takes it", async () => {
     // The head ends inside a surrogate pair (an emoji at characters 1023-1024): cut before it, never in half.
     const apart = (requestId: string, statusCode: number) => {
       const start = `{"event":"llm.request.completed","request_id":"${requestId}","status_code":${statusCode},"prompt":"`;
@@ -386,7 +393,10 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     }
 
     const claimed = await store.deliveries.claimDue(T0, 10, 1_000, 'w');
-    expect(new Map(claimed.map((r) => [r.id, r.payload]))).toEqual(new Map([big, small, numbered!, legacy].map((d) => [d.id, d.payload])));
+    expect(claimed.map((r) => r.id).sort()).toEqual([big, small, numbered!, legacy].map((d) => d.id).sort());
+    for (const row of claimed) expect(row).not.toHaveProperty('payload');
+    expect(new Map(claimed.map((r) => [r.id, r.payload_bytes]))).toEqual(new Map([big, small, numbered!, legacy].map((d) => [d.id, Buffer.byteLength(d.payload)])));
+    for (const d of [big, small, numbered!, legacy, test]) expect(await store.deliveries.payloadOf(d.id)).toBe(d.payload);
     expect((await store.deliveries.byId(test.id))?.payload).toBe(test.payload);
     expect((await store.deliveries.get('key_a', big.id))?.delivery.payload).toBe(big.payload);
     expect((await store.deliveries.get('key_a', legacy.id))?.delivery.payload).toBe(legacy.payload);
@@ -413,7 +423,8 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect(await store.deliveries.redeliver('key_b', d.id, T0 + 100)).toBeUndefined();
     const row = await store.deliveries.redeliver('key_a', d.id, T0 + 100, 'https://example.org/new');
     expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload_head: d.payload, url: 'https://example.org/new', attempts: 1 });
-    expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => [r.id, r.payload])).toEqual([[d.id, d.payload]]);
+    expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => [r.id, r.url])).toEqual([[d.id, 'https://example.org/new']]);
+    expect(await store.deliveries.payloadOf(d.id)).toBe(d.payload);
   });
 
   it('a redeliver during an attempt stands: the attempt is logged but does not move the row on; a lapsed lease is the newer attempt\'s', async () => {
