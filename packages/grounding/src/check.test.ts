@@ -701,6 +701,11 @@ describe('an ISO date\'s month is checked as a month, not as a bare number', () 
     { source: 'The store opened 3 branches in 2024.', answer: 'The store opened in 2024-03.', grounded: false, flagged: ['03'] },
     // "2011-12" may be a season: its second half is still read as a number too.
     { source: 'The 2011-12 season was his best.', answer: 'The 2011-12 season was his best.', grounded: true, flagged: [] },
+    // A month named in a source is no bare number: "June 1900" backs neither a day of August nor a count.
+    { source: 'It reached 41.2 °C on 3 August. The bakery opened in June 1900.', answer: 'It reached 41.2 °C on 6 August.', grounded: false, flagged: ['6'] },
+    // A date in digits still restates a named month, read either way round.
+    { source: 'The store reopened on 3 April 2022.', answer: 'The store reopened on 03/04/2022.', grounded: true, flagged: [] },
+    { source: 'The store reopened on 3 April 2022.', answer: 'The store reopened on 04/03/2022.', grounded: true, flagged: [] },
   ])('$source → $answer', ({ source, answer, grounded, flagged }) => {
     const r = checkGrounding({ sources: [source], answer });
     expect(r.grounded).toBe(grounded);

@@ -1,7 +1,7 @@
 import { CHATTER_WORDS, CURRENCIES, MEASURE_UNITS, NEGATIONS, ORDINAL_WORDS, UNITS, type Unit } from './lexicon.js';
 import { readCodeBlocks } from './code-blocks.js';
 import { findCodeNames, findLinks, type Link } from './links.js';
-import { isoMonth, ORDINAL_SUFFIX_RE } from './source-index.js';
+import { isoMonth, numericDateMonths, ORDINAL_SUFFIX_RE } from './source-index.js';
 import { besideNumber, cjkName, durationValues, inCapitals, isNegation, MAX_ACRONYM, NegationScope, readDuration, readNumber, readTime, sentenceBreak, stem, tokenize, type Token } from './tokenize.js';
 
 /** What a claim asserts that can be checked word by word. */
@@ -37,6 +37,11 @@ export interface Term {
    * be a range ("2011-12", the season), as before.
    */
   month?: number;
+  /**
+   * A number of a date in digits where the month may stand ("03" or "04" in "03/04/2022"): also found where the
+   * sources name that month (`monthKey`), as "3 April 2022" does.
+   */
+  dateMonth?: true;
   /**
    * A time of day ("6 p.m.", "18:00", "9am"): the hours on a 24-hour clock it can be, found where a source names
    * that hour as a time (`hourKey`), not as a bare number. `values` is then empty.
@@ -550,6 +555,8 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
             // "2024-03" and "2024-03-15" are dates; "2011-12" may be the season 2011 to 2012.
             const day = tokens[k + 1] !== undefined && answer.slice(t.end, tokens[k + 1]!.start) === '-';
             if (day || answer[t.start] === '0') term.values = [];
+          } else if (w.value !== undefined && (numericDateMonths(answer, tokens, k).includes(w.value) || (k > first && numericDateMonths(answer, tokens, k - 1).includes(w.value)))) {
+            term.dateMonth = true;
           }
           const unit = numberUnit(answer, tokens, k, num.next, to);
           if (unit) term.unit = unit;

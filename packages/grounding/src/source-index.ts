@@ -247,15 +247,12 @@ class IndexBuilder {
       // currency of figures far from it (and a pound of weight is read as sterling: this only ever backs more).
       const currency = CURRENCIES.get(w.norm);
       if (currency) for (const name of currency) this.addWord(sid, name);
-      // A month named in a date is also its number, as the answer may write the date: "15 March 2021" → "2021-03-15".
-      // Any month named is a month a date in digits may restate ("in March of 2024" → "2024-03"; May only in a date).
+      // A month named is a month a date in digits may restate ("15 March 2021" → "2021-03-15" or "15/03/2021", "in
+      // March of 2024" → "2024-03"; May only in a date): kept as a date's month (`monthKey`), never as the bare
+      // number, or "June 1900" would back "on 6 August" and "6 bakeries".
       const month = w.cap ? MONTHS.get(w.norm) : undefined;
       if (month !== undefined) {
         const inDate = dateNumber(tokens, i - 1, t) || dateNumber(tokens, i + 1, t);
-        if (inDate) {
-          this.numbers.add(month);
-          this.add(sid, this.id(numberKey(month)), true);
-        }
         // Any of its names, so "Nov. 15" finds "November 15" and the other way round.
         if (inDate || w.norm !== 'may') this.addMonthNames(sid, month);
       }
@@ -604,7 +601,7 @@ function dateNumber(tokens: readonly Token[], i: number, month: Token): boolean 
  * The month of a date in digits that starts at token `i`: "2021-03-15" and "2021-03" → 3; "03/04/2022" → 3 and 4,
  * as it is read either way. None when the tokens are no such date.
  */
-function numericDateMonths(text: string, tokens: readonly Token[], i: number): number[] {
+export function numericDateMonths(text: string, tokens: readonly Token[], i: number): number[] {
   const [a, b, c] = [tokens[i]!, tokens[i + 1], tokens[i + 2]];
   if (b && b.sentence === a.sentence && isoMonth(text, a, b) !== undefined && !(c && c.sentence === a.sentence && text.slice(b.end, c.start) === '-')) return [b.word.value!];
   if (!b || !c || b.sentence !== a.sentence || c.sentence !== a.sentence) return [];

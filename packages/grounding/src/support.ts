@@ -221,6 +221,7 @@ function termSupport(index: SourceIndex, question: QuestionTerms, term: Term, te
   if (term.kind === 'number') {
     for (const v of term.values ?? []) if (hasNumber(index, v) || question.numbers.has(v)) return 1;
     if (term.month !== undefined && (index.stems.has(monthKey(term.month)) || question.months.has(term.month))) return 1;
+    if (term.dateMonth && term.values?.some((v) => index.stems.has(monthKey(v)) || question.months.has(v))) return 1;
     if (term.ordinal && (index.stems.has(term.ordinal) || question.stems.has(term.ordinal))) return 1;
     if (term.hours?.some((h) => index.stems.has(hourKey(h)) || question.hours.has(h))) return 1;
     return 0;
@@ -258,6 +259,7 @@ function termKeys(term: Term): string[] {
     const keys = (term.values ?? []).map(numberKey);
     if (term.hours) keys.push(...term.hours.map(hourKey));
     if (term.ordinal) keys.push(term.ordinal);
+    if (term.dateMonth) for (const v of term.values ?? []) keys.push(monthKey(v));
     return term.month === undefined ? keys : [...keys, monthKey(term.month)];
   }
   if (term.link) return term.link.lookups;
