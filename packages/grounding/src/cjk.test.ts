@@ -117,3 +117,25 @@ describe('Korean', () => {
     );
   });
 });
+
+describe('a sentence in another script after one with no end mark, or with its own', () => {
+  const source = 'この店は毎週月曜日が定休日です。 The laptop costs €1,299.99 and weighs 1.4 kg.';
+  const japanese = '象は空を飛ぶ。';
+
+  it.each([
+    // An English line with no full stop, then a Japanese sentence: two claims, not one whose Japanese half is read
+    // against the Japanese of the source.
+    'Our office is open from Monday to Friday',
+    // The danda ends a Hindi sentence as a full stop does.
+    'कंपनी की स्थापना 2010 में दिल्ली में हुई थी।',
+  ])('appending %s + a Japanese sentence the sources lack adds a claim and never raises the score', (first) => {
+    const alone = checkGrounding({ sources: [source], answer: first });
+    const both = checkGrounding({ sources: [source], answer: `${first} ${japanese}` });
+    expect(both.claims.map((c) => c.text)).toEqual([...alone.claims.map((c) => c.text), japanese]);
+    expect(both.score).toBeLessThanOrEqual(alone.score);
+  });
+
+  it.each(['The word 象 means elephant.', '我们使用 Python 编写程序。', '東京タワーは高さ333 mで、1.5倍です。'])('%s stays one claim', (answer) => {
+    expect(checkGrounding({ sources: [source], answer }).claims).toHaveLength(1);
+  });
+});

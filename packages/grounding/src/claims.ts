@@ -622,8 +622,11 @@ function numberUnit(answer: string, tokens: readonly Token[], k: number, next: n
 
 const DEGREES_RE = /^(?:degrees?|deg)$/;
 
-/** What closes a sentence after its last word: its end mark (also "。", "！", "？"), closing quotes, brackets or backticks. */
-export const CLOSING = /[.!?)"'`\]\u201d\u2019\u3002\uff01\uff1f]/;
+/**
+ * What closes a sentence after its last word: its end mark (also another script's, "。", "！", "？", "।", "؟", as
+ * `sentenceBreak` reads them), closing quotes, brackets or backticks.
+ */
+export const CLOSING = /[.!?)"'`\]\u201d\u2019\u3002\uff01\uff1f\uff61\uff0e\u0964\u0965\u061f\u06d4\u0589\u1362\u104b\u17d4\u0f0d]/;
 
 /**
  * Whether token `k` is an acronym (`inCapitals`, up to MAX_ACRONYM letters) between words that are not (a shouted

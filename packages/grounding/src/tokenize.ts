@@ -336,6 +336,8 @@ export function tokenize(text: string): Token[] {
   // The word ends within the run of Chinese or Japanese letters being read (`cjkWords`), none before one is met.
   let cjk: { to: number; cuts: number[]; next: number } | undefined;
   let cjkRuns: Map<number, { to: number; cuts: number[] }> | undefined;
+  // Whether the sentence being read has Chinese or Japanese in it yet (`cjkSentenceAfter`).
+  let sentenceCjk = false;
   let i = 0;
   while (i < n) {
     const k = classAt(text, i);
@@ -348,7 +350,9 @@ export function tokenize(text: string): Token[] {
     const start = signed ? i - 1 : i;
     // A word of ASCII letters only is packed as it is read (WordTable's key when it has up to 7 of them).
     let packed = -1;
+    let cjkRun = false;
     if (k === LETTER && cjk !== undefined && i < cjk.to) {
+      cjkRun = true;
       // Inside a run of Chinese or Japanese: its next word.
       while (cjk.cuts[cjk.next]! <= i) cjk.next++;
       i = cjk.cuts[cjk.next]!;
@@ -373,6 +377,7 @@ export function tokenize(text: string): Token[] {
         const batched = cjkRuns.get(start);
         cjk = { to: i, cuts: batched?.to === i ? batched.cuts : cjkWords(text, start, i), next: 0 };
         i = cjk.cuts[0]!;
+        cjkRun = true;
       }
     } else if (k === DIGIT) {
       const digitsFrom = i;
@@ -416,12 +421,14 @@ export function tokenize(text: string): Token[] {
     // After an abbreviation a sentence still ends before a capitalised function word: "at 6 p.m. It opens".
     if (
       out.length > 0 &&
-      sentenceBreak(text, prevEnd, start) &&
-      (!abbreviation(text, out[out.length - 1]!, prevEnd) || (word.cap && STOPWORDS.has(word.norm)))
+      ((sentenceBreak(text, prevEnd, start) && (!abbreviation(text, out[out.length - 1]!, prevEnd) || (word.cap && STOPWORDS.has(word.norm)))) ||
+        (cjkRun && !sentenceCjk && cjkSentenceAfter(text, prevEnd, start)))
     ) {
       sentence++;
       sentenceStart = true;
+      sentenceCjk = false;
     }
+    if (cjkRun) sentenceCjk = true;
     out.push({ start, end: i, sentenceStart, sentence, word });
     sentenceStart = false;
     prevEnd = i;
@@ -565,8 +572,9 @@ export function sentenceBreak(text: string, from: number, to: number): boolean {
   for (let i = from; i < to; i++) {
     const ch = text.charCodeAt(i);
     if (ch === 10) return !wrappedLine(text, from, to);
-    // Chinese and Japanese end a sentence with a full-width mark and no space after it.
-    if (ch === 0x3002 || ch === 0xff01 || ch === 0xff1f) return true;
+    // Chinese and Japanese end a sentence with a full-width mark and no space after it; other scripts' own full
+    // stops and question marks end one as surely (`SCRIPT_STOPS`).
+    if (ch >= 0x589 && isScriptStop(ch)) return true;
     if (ch === 46 || ch === 33 || ch === 63) sawEnd = true;
     else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
       if (sawEnd) return true;
@@ -574,6 +582,38 @@ export function sentenceBreak(text: string, from: number, to: number): boolean {
     else if (!(ch === 34 || ch === 39 || ch === 41 || ch === 93 || ch === 0x201d || ch === 0x2019 || ch === 42 || ch === 95 || ch === 96)) sawEnd = false;
   }
   return sawEnd && gluedSentence(text, from, to);
+}
+
+/**
+ * Whether a run of Chinese or Japanese at `to`, after white space from `from` that follows a sentence with none in
+ * it, is a sentence of its own: one that ends with its script's full stop (`SCRIPT_STOPS`) before any other
+ * sentence end. A line with no end mark ("Our office is open from Monday to Friday") then a Japanese sentence are
+ * two claims, not one read as half supported; "The word 象 means elephant." and "我们使用 Python 编写。" stay one.
+ * The scan stops at the first end mark, so each sentence is scanned once.
+ */
+function cjkSentenceAfter(text: string, from: number, to: number): boolean {
+  if (from === to) return false;
+  for (let i = from; i < to; i++) if (!isWhiteSpace(text.charCodeAt(i))) return false;
+  for (let i = to; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    // A decimal point ("1.5倍") ends nothing.
+    if ((ch === 46 && !(text.charCodeAt(i + 1) >= 48 && text.charCodeAt(i + 1) <= 57)) || ch === 33 || ch === 63 || ch === 10) return false;
+    if (ch >= 0x589 && isScriptStop(ch)) return true;
+  }
+  return false;
+}
+
+/**
+ * Marks that end a sentence in the scripts that have their own, none of which an abbreviation uses: the CJK full
+ * stop, exclamation and question marks (。！？, also half-width ｡ and full-width ．), the Devanagari danda and double
+ * danda (। ॥, Hindi, Marathi, Nepali, Sanskrit), the Arabic question mark and the Urdu full stop (؟ ۔), the
+ * Armenian full stop (։), the Ethiopic full stop (።), the Myanmar section mark (။), the Khmer khan (។) and the
+ * Tibetan shad (།). Without them a Hindi sentence ran on into the next one.
+ */
+const SCRIPT_STOPS = new Set([0x3002, 0xff01, 0xff1f, 0xff61, 0xff0e, 0x964, 0x965, 0x61f, 0x6d4, 0x589, 0x1362, 0x104b, 0x17d4, 0xf0d]);
+
+function isScriptStop(ch: number): boolean {
+  return SCRIPT_STOPS.has(ch);
 }
 
 /**
