@@ -139,3 +139,22 @@ describe('a sentence in another script after one with no end mark, or with its o
     expect(checkGrounding({ sources: [source], answer }).claims).toHaveLength(1);
   });
 });
+
+describe('Thai, Lao, Khmer and Burmese, written without spaces between words', () => {
+  it('a run is read as words, as Chinese is', () => {
+    const text = 'กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย';
+    const words = tokenize(text).map((t) => text.slice(t.start, t.end));
+    expect(words).toEqual(expect.arrayContaining(['กรุงเทพมหานคร', 'ประเทศไทย']));
+    expect(words.join('')).toBe(text);
+  });
+
+  const source = 'กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย มีประชากร 10 ล้านคน';
+  it.each([
+    // Words of the source joined otherwise than it joins them: a run of its words, not a run it lacks.
+    { answer: 'กรุงเทพมหานครมีประชากร 10 ล้านคน', grounded: true },
+    { answer: 'ประเทศไทยมีประชากร 10 ล้านคน', grounded: true },
+    { answer: 'กรุงเทพมหานครมีประชากร 12 ล้านคน', grounded: false },
+  ])('$answer', ({ answer, grounded }) => {
+    expect(checkGrounding({ sources: [source], answer }).grounded).toBe(grounded);
+  });
+});

@@ -839,9 +839,17 @@ const BACK_REACH = 2;
 /** Function words a negation reaches across to the word it negates ("is not the closest": one). */
 export const NEGATION_REACH = 3;
 
-const CJK_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
+/**
+ * Scripts written without spaces between words: Chinese and Japanese, and Thai, Lao, Khmer and Burmese, whose runs
+ * are whole phrases ("กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย" is one run of six words). ICU cuts each by its own
+ * dictionary, whatever the segmenter's locale, so they are read as Chinese is; the names below say CJK for short.
+ */
+const CJK_RE = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}]/u;
 
-/** Whether `text` has Chinese or Japanese in it: such text is read with ICU's word segmentation (`cjkRunCuts`, `cjkWords`), ~0.6 µs a character. */
+/**
+ * Whether `text` has Chinese, Japanese, Thai, Lao, Khmer or Burmese in it: such text is read with ICU's word
+ * segmentation (`cjkRunCuts`, `cjkWords`), ~0.6 µs a character.
+ */
 export function hasCjk(text: string): boolean {
   return CJK_RE.test(text);
 }
