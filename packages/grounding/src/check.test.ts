@@ -315,6 +315,12 @@ describe('names spelled as function words', () => {
     const r = checkGrounding({ sources: ['Kilauea is the most active of the five volcanoes.'], answer: 'KILAUEA IS THE MOST ACTIVE OF THE FIVE VOLCANOES.' });
     expect(r.grounded).toBe(true);
   });
+
+  it('so is one whose only word beside "THE" is in a script without capitals, when the answer around it shouts', () => {
+    const source = 'กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย The U.K. and the E.U. signed the agreement on Dec. 24, 2020.';
+    const r = checkGrounding({ sources: [source], answer: source.toUpperCase() });
+    expect(r.grounded, JSON.stringify(r.flaggedSpans)).toBe(true);
+  });
 });
 
 describe('numbers', () => {

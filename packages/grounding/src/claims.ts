@@ -569,7 +569,7 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
       }
     }
     // A function word spelled as an acronym, or the month May, is a name: "the US", "the WHO", "Austin, IN", "May 1889".
-    if (!w.content && !w.negation && k !== first && (isAcronym(answer, tokens, k, first, to) || isMay(tokens, k, to))) {
+    if (!w.content && !w.negation && k !== first && (isAcronym(answer, tokens, k) || isMay(tokens, k, to))) {
       terms.push({ kind: 'name', start: t.start, end: t.end, token: t, acronym: true });
       continue;
     }
@@ -630,18 +630,24 @@ export const CLOSING = /[.!?)"'`\]\u201d\u2019\u3002\uff01\uff1f\uff61\uff0e\u09
 
 /**
  * Whether token `k` is an acronym (`inCapitals`, up to MAX_ACRONYM letters) between words that are not (a shouted
- * sentence has no acronyms). Its neighbours are the nearest words of two letters or more: numbers, symbols and units
-have no case to tell ("PLATFORM 4 AT 9:15", "-5°C TO 12°C").
+ * sentence has no acronyms). Its neighbours are the nearest words of two letters or more: numbers, symbols, units
+ * and words of a script without capitals have no case to tell ("PLATFORM 4 AT 9:15", "-5°C TO 12°C", Thai before
+ * "THE U.K."). Past its claim's ends they are looked for in the claims beside it, whose case is the answer's too.
  */
-function isAcronym(answer: string, tokens: readonly Token[], k: number, first: number, to: number): boolean {
+const ACRONYM_REACH = 32;
+
+function isAcronym(answer: string, tokens: readonly Token[], k: number): boolean {
   const caps = (i: number, step: number) => {
-    while (i >= first && i < to && (tokens[i]!.end - tokens[i]!.start < 2 || !LETTER_RE.test(answer[tokens[i]!.start]!))) i += step;
-    return i >= first && i < to && inCapitals(answer, tokens[i]!);
+    // So far and no further, or a run of numbers would be read again for each word in capitals beside it.
+    const stop = Math.min(tokens.length, Math.max(-1, i + step * ACRONYM_REACH));
+    while (i !== stop && (tokens[i]!.end - tokens[i]!.start < 2 || !CASED_RE.test(answer[tokens[i]!.start]!))) i += step;
+    return i !== stop && inCapitals(answer, tokens[i]!);
   };
   return inCapitals(answer, tokens[k]!, MAX_ACRONYM) && !caps(k - 1, -1) && !caps(k + 1, 1);
 }
 
 const LETTER_RE = /\p{L}/u;
+const CASED_RE = /[\p{Lu}\p{Ll}\p{Lt}]/u;
 const DIGIT_START = /^\d/;
 
 /** Whether token `k` is the month May: capitalised, beside a number in its claim ("May 1889", "5 May"). */
