@@ -97,6 +97,34 @@ const KINDS: Record<string, string[]> = {
     'トヨタは２０２３年に東京で新しい工場を開設しました。',
     'Ο Παρθενώνας ολοκληρώθηκε το 432 π.Χ. στην Αθήνα.',
   ],
+  // Scripts written without spaces between words, and without capitals to tell a name.
+  thai: [
+    'กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย',
+    'บริษัทก่อตั้งขึ้นในปี 2010 และมีพนักงาน 500 คน',
+    'ร้านเปิดทุกวันตั้งแต่ 9 โมงเช้าถึง 5 โมงเย็น',
+    'สะพานนี้ยาว ๑๒๐ เมตร',
+  ],
+  // Several scripts in one sentence, and sentences of several scripts side by side.
+  mixed: [
+    'The Tokyo office (東京本社) opened in 2019 with 120 staff.',
+    'Наш офис в Berlin открылся в 2021 году.',
+    'The app is called 微信 in China and WeChat elsewhere.',
+    'कंपनी का मुख्यालय Mumbai में है। इसकी स्थापना 1998 में हुई थी।',
+    'Samsung은 1938년에 대구에서 설립되었다.',
+  ],
+  urls: [
+    'The docs at https://docs.example.com/v2/setup?lang=en explain the setup in 5 steps.',
+    'Download the installer from www.example.org/files before 5 May 2024.',
+    'See https://example.com/a_(b) for the 3 known issues.',
+  ],
+  ranges: [
+    'The trail is 12–15 km long and climbs 800 m.',
+    'Doses of 5-10 mg are given every 6 hours.',
+    'The battery lasts 8 to 10 hours at 20 °C.',
+    'Prices range from $5 to $12.50 per person.',
+    'The hall seats 1,200–1,500 people, i.e. about 40% more than before.',
+    'Speeds of 90 km/h are allowed between 22:00 and 06:00.',
+  ],
   emoji: [
     'The café 🍰 serves vegan cakes every weekend.',
     'Our team won the hackathon 🎉 with a recycling app.',
@@ -137,6 +165,9 @@ const LAYOUTS: Array<{ name: string; lay: (c: readonly string[]) => string }> = 
   { name: 'bold', lay: (c) => c.map((s) => `**${s}**`).join(' ') },
   { name: 'table', lay: (c) => `| Fact |\n|---|\n${c.map((s) => `| ${s} |`).join('\n')}` },
   { name: 'quote', lay: (c) => c.map((s) => `> ${s}`).join('\n') },
+  { name: 'nested bullets', lay: (c) => `- Facts\n${c.map((s) => `  - ${s}`).join('\n')}` },
+  { name: 'labelled items', lay: (c) => c.map((s, i) => `${i + 1}. **Point ${i + 1}:** ${s}`).join('\n') },
+  { name: 'two-column table', lay: (c) => `| # | Fact |\n|---|---|\n${c.map((s, i) => `| ${i + 1} | ${s} |`).join('\n')}` },
 ];
 
 
@@ -311,6 +342,31 @@ describe('monotone, text of every kind', () => {
         expect(b, `${changed}`).toBeLessThan(a);
       }),
       runs(300),
+    );
+  });
+
+  it('replacing a name in a script without capitals lowers the score', () => {
+    // A place `{}` in sentences of scripts that have no capitals to tell a name, and places of the same script.
+    const templates: [string, string[]][] = [
+      ['{}เป็นเมืองหลวงของประเทศไทย', ['กรุงเทพมหานคร', 'เชียงใหม่', 'ภูเก็ต']],
+      ['บริษัทก่อตั้งขึ้นที่{}ในปี 2010', ['กรุงเทพมหานคร', 'เชียงใหม่', 'ขอนแก่น']],
+      ['कंपनी की स्थापना 2010 में {} में हुई थी।', ['दिल्ली', 'मुंबई', 'पुणे']],
+      ['تأسست الشركة في {} عام 2010.', ['دبي', 'القاهرة', 'عمان']],
+      ['서울의 지하철은 1974년에 {}에서 개통되었다.', ['서울', '부산', '대구']],
+      ['公司总部位于{}，员工约有300人。', ['上海', '北京', '深圳']],
+    ];
+    fc.assert(
+      fc.property(fc.constantFrom(...templates), fc.nat(), fc.nat(), fc.array(sentence, { maxLength: 4 }), ([template, places], a, b, others) => {
+        const here = places[a % places.length]!;
+        const other = places[(a + 1 + (b % (places.length - 1))) % places.length]!;
+        const s = template.replace('{}', here);
+        const sources = [[s, ...others].join(' ')];
+        fc.pre(!sources[0]!.includes(other));
+        const before = checkGrounding({ sources, answer: s }).score;
+        const after = checkGrounding({ sources, answer: template.replace('{}', other) }).score;
+        expect(after, `${other} for ${here}`).toBeLessThan(before);
+      }),
+      runs(200),
     );
   });
 
