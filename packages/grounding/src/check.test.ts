@@ -120,6 +120,16 @@ describe('claims', () => {
   });
 
   it.each([
+    ['1. **Point 1:** The battery lasts 8 to 10 hours at 20 °C.\n2. **Point 2:** Laptops weigh 1.4 kg.'],
+    ['**The battery lasts 8 to 10 hours at 20 °C.** **Laptops weigh 1.4 kg.**'],
+  ])("a unit's letter after a degree sign is no initial: its full stop ends the claim: %j", (answer) => {
+    const sources = ['The battery lasts 8 to 10 hours at 20 °C. Laptops weigh 1.4 kg.'];
+    const r = checkGrounding({ sources, answer });
+    expect(r.claims.map((c) => c.text.replace(/\*/g, ''))).toEqual(['The battery lasts 8 to 10 hours at 20 °C.', 'Laptops weigh 1.4 kg.']);
+    expect(r.grounded).toBe(true);
+  });
+
+  it.each([
     ['According to the document, the head office is in Mumbai.'],
     ['In the text, the head office is in Mumbai.'],
     ['Good question, the head office is in Mumbai.'],

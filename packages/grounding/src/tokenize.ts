@@ -695,13 +695,22 @@ function abbreviation(text: string, prev: Token, gapStart: number): boolean {
   if (text.charCodeAt(gapStart) !== 46 || prev.end - prev.start > 6) return false;
   // A German or Danish ordinal day before its month: "zum 1. Januar", "am 3. Oktober".
   if (prev.word.value !== undefined && prev.end - prev.start <= 2 && ORDINAL_MONTH_RE.test(text.slice(gapStart + 1, gapStart + 16))) return true;
-  // A single capital letter: an initial.
+  // A single capital letter: an initial; not a unit's after a degree sign or a number ("20 °C.", "20C.", "5 K.").
+  if (prev.end - prev.start === 1 && unitLetter(text, prev.start)) return false;
   if (prev.end - prev.start === 1 && text.charCodeAt(prev.start) >= 65 && text.charCodeAt(prev.start) <= 90) return true;
   // "U.S." is read as "U", ".", "S", ".": look back over single letters joined by full stops.
   let from = prev.start;
   while (from >= 2 && text.charCodeAt(from - 1) === 46 && /\p{L}/u.test(text[from - 2]!) && (from < 3 || !/\p{L}/u.test(text[from - 3]!))) from -= 2;
   const word = text.slice(from, prev.end).toLowerCase();
   return ABBREVIATIONS.has(word) || (prev.end - prev.start === 1 && /\p{Lu}/u.test(text[prev.start]!));
+}
+
+/** Whether the letter at `at` follows a degree sign or a number, with a space between at most: a unit's symbol. */
+function unitLetter(text: string, at: number): boolean {
+  let i = at - 1;
+  if (i >= 0 && (text.charCodeAt(i) === 32 || text.charCodeAt(i) === 160)) i--;
+  const c = text.charCodeAt(i);
+  return c === 0xb0 || (c >= 48 && c <= 57);
 }
 
 /** `/\s/` for one UTF-16 code unit. */
