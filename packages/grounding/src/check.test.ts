@@ -424,6 +424,19 @@ describe('sources that state nothing', () => {
     expect(r.grounded).toBe(false);
   });
 
+  it.each([
+    'The train to Bristol leaves from platform 4 at 9:15 ¿Sabías que el mercado abre a las 8 de la mañana?',
+    'กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย ¿Sabías que el mercado abre a las 8 de la mañana?',
+  ])("a Spanish question opened by '¿' after a line with no end mark is a sentence of its own, not the line's end: %s", (source) => {
+    const statement = source.slice(0, source.indexOf(' ¿'));
+    const r = checkGrounding({ sources: [source], answer: statement });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(true);
+    const other = checkGrounding({ sources: [source], answer: statement.replace(/Bristol|กรุงเทพมหานคร/, (w) => (w === 'Bristol' ? 'Valdoria' : 'เชียงใหม่')) });
+    expect(other.checked).toBe(true);
+    expect(other.score).toBeLessThan(r.score);
+  });
+
   it('a question beside a source that states something is checked against it', () => {
     const r = checkGrounding({ sources: ['Who wrote Hamlet?', 'Hamlet was written by Marlowe.'], answer: 'Hamlet was written by Shakespeare in 1600.' });
     expect(r.checked).toBe(true);

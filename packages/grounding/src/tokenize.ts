@@ -575,6 +575,9 @@ export function sentenceBreak(text: string, from: number, to: number): boolean {
     // Chinese and Japanese end a sentence with a full-width mark and no space after it; other scripts' own full
     // stops and question marks end one as surely (`SCRIPT_STOPS`).
     if (ch >= 0x589 && isScriptStop(ch)) return true;
+    // Spanish opens a question or an exclamation with "¿" or "¡": after white space, and not after a comma, a colon or
+    // a semicolon that embeds it ("Si llueve, ¿vienes?"), one begins, whether or not the sentence before it ended.
+    if ((ch === 0xbf || ch === 0xa1) && i > from && isWhiteSpace(text.charCodeAt(i - 1)) && opensSentence(text, from, i)) return true;
     if (ch === 46 || ch === 33 || ch === 63) sawEnd = true;
     else if (ch === 32 || ch === 9 || ch === 13 || ch === 160) {
       if (sawEnd) return true;
@@ -703,6 +706,14 @@ function abbreviation(text: string, prev: Token, gapStart: number): boolean {
   while (from >= 2 && text.charCodeAt(from - 1) === 46 && /\p{L}/u.test(text[from - 2]!) && (from < 3 || !/\p{L}/u.test(text[from - 3]!))) from -= 2;
   const word = text.slice(from, prev.end).toLowerCase();
   return ABBREVIATIONS.has(word) || (prev.end - prev.start === 1 && /\p{Lu}/u.test(text[prev.start]!));
+}
+
+/** Whether the white space before `at` in the gap from `from` follows no comma, colon or semicolon. */
+function opensSentence(text: string, from: number, at: number): boolean {
+  let j = at - 1;
+  while (j >= from && isWhiteSpace(text.charCodeAt(j))) j--;
+  const c = j >= from ? text.charCodeAt(j) : -1;
+  return !(c === 44 || c === 58 || c === 59 || c === 0xff0c || c === 0xff1a || c === 0xff1b || c === 0x3001);
 }
 
 /** Whether the letter at `at` follows a degree sign or a number, with a space between at most: a unit's symbol. */
