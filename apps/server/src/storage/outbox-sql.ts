@@ -108,11 +108,17 @@ export const NEXT_DUE = `select
  */
 export const PURGE_BATCH = 1_000;
 
-/** The next batch of finished deliveries created before a time (parameters: before, batch size). */
-const PURGE_NEXT = `select id from webhook_deliveries where created_at < ? and status != 'pending' limit ?`;
-export const PURGE_ATTEMPTS = `delete from webhook_attempts where delivery_id in (${PURGE_NEXT})`;
-export const PURGE_PAYLOADS = `delete from webhook_payloads where delivery_id in (${PURGE_NEXT})`;
-export const PURGE_DELIVERIES = `delete from webhook_deliveries where id in (${PURGE_NEXT})`;
+/**
+ * SQLite: the payload bytes a purge's transaction deletes at most (one delivery at least). Deleting a row walks its
+ * payload's overflow chain to free each page, on the event loop: 1,000 deliveries of RAG prompts of megabytes in
+ * one batch would hold every request for as long as gigabytes take to read.
+ */
+export const PURGE_BYTES = 8 * 1024 * 1024;
+
+/** SQLite: a purge's deletes of the deliveries taken (`PURGE_NEXT_SIZED`; parameter: a JSON array of their ids). */
+export const PURGE_ATTEMPTS_OF = `delete from webhook_attempts where delivery_id in (select value from json_each(?))`;
+export const PURGE_PAYLOADS_OF = `delete from webhook_payloads where delivery_id in (select value from json_each(?))`;
+export const PURGE_DELIVERIES_OF = `delete from webhook_deliveries where id in (select value from json_each(?))`;
 
 /** Each count a range of the (status, next_attempt_at) index: a sum over the table read all of it per scrape. */
 export const BACKLOG = `select (select count(*) from webhook_deliveries where status = 'pending') as pending,
@@ -183,6 +189,9 @@ const DELIVERY_COLUMNS = `${SUMMARY_COLUMN_NAMES.join(', ')}, ${PAYLOAD} as payl
  * pointer.
  */
 const PAYLOAD_BYTES = `coalesce((select octet_length(payload) from webhook_payloads where delivery_id = webhook_deliveries.id), octet_length(webhook_deliveries.payload))`;
+
+/** SQLite: the next finished deliveries created before a time, with their payloads' sizes (parameters: before, batch size). */
+export const PURGE_NEXT_SIZED = `select id, ${PAYLOAD_BYTES} as bytes from webhook_deliveries where created_at < ? and status != 'pending' limit ?`;
 
 /**
  * What a claim returns: the row without its payload but with its length (`ClaimedDelivery`), and its key's sealed

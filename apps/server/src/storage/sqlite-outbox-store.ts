@@ -62,10 +62,12 @@ import {
   type RedeliveryCursor,
   NEXT_DUE,
   page,
-  PURGE_ATTEMPTS,
+  PURGE_ATTEMPTS_OF,
   PURGE_BATCH,
-  PURGE_DELIVERIES,
-  PURGE_PAYLOADS,
+  PURGE_BYTES,
+  PURGE_DELIVERIES_OF,
+  PURGE_NEXT_SIZED,
+  PURGE_PAYLOADS_OF,
   REDELIVER,
   RELEASE_LEASES,
   RELEASE_LEASES_OF,
@@ -157,7 +159,7 @@ export class SqliteOutboxStore implements OutboxStore {
   private readonly insertSequencedTx: (deliveries: readonly SequencedDelivery[]) => NewDelivery[];
   private readonly recordTx: (batch: readonly AttemptRecord[]) => number[];
   private readonly releaseTx: (ids: readonly string[], workerId: string, now: number) => void;
-  private readonly purgeTx: (ts: number) => number;
+  private readonly purgeTx: (ts: number) => { removed: number; more: boolean };
   private readonly insertTestSendTx: (delivery: NewDelivery, max: number) => { inFlight: number; inserted: boolean };
 
   constructor(
@@ -206,11 +208,21 @@ export class SqliteOutboxStore implements OutboxStore {
       this.insertRow(delivery);
       return { inFlight: n, inserted: true };
     }).immediate;
-    // One batch: its statements pick the same rows, nothing else writing within the transaction.
+    // One batch: up to PURGE_BATCH deliveries and PURGE_BYTES of their payloads (one at least), and their attempts.
     this.purgeTx = sqlite.transaction((ts: number) => {
-      this.stmt(PURGE_ATTEMPTS).run(ts, PURGE_BATCH);
-      this.stmt(PURGE_PAYLOADS).run(ts, PURGE_BATCH);
-      return this.stmt(PURGE_DELIVERIES).run(ts, PURGE_BATCH).changes;
+      const candidates = this.stmt(PURGE_NEXT_SIZED).all(ts, PURGE_BATCH) as Array<{ id: string; bytes: number | null }>;
+      const ids: string[] = [];
+      let bytes = 0;
+      for (const candidate of candidates) {
+        bytes += candidate.bytes ?? 0;
+        if (ids.length > 0 && bytes > PURGE_BYTES) break;
+        ids.push(candidate.id);
+      }
+      const taken = JSON.stringify(ids);
+      this.stmt(PURGE_ATTEMPTS_OF).run(taken);
+      this.stmt(PURGE_PAYLOADS_OF).run(taken);
+      const removed = this.stmt(PURGE_DELIVERIES_OF).run(taken).changes;
+      return { removed, more: ids.length < candidates.length || candidates.length === PURGE_BATCH };
     }).immediate;
   }
 
@@ -296,8 +308,8 @@ export class SqliteOutboxStore implements OutboxStore {
     for (;;) {
       if (this.busy) await this.transactionEnded();
       const batch = this.purgeTx(ts);
-      removed += batch;
-      if (batch < PURGE_BATCH) return removed;
+      removed += batch.removed;
+      if (!batch.more) return removed;
       // Requests and the worker's writes go between batches.
       await yieldToEventLoop();
     }

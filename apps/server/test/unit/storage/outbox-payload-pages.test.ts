@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { newDeliveryId, type NewDelivery } from '../../../src/storage/outbox-store.js';
 import { deliveryView } from '../../../src/webhooks/delivery-shapes.js';
+import { PURGE_BYTES } from '../../../src/storage/outbox-sql.js';
 
 const T0 = 1_700_000_000_000;
 const PROMPT_BYTES = 4 * 1024 * 1024;
@@ -73,5 +74,24 @@ describe('a delivery with a payload of megabytes, on SQLite', () => {
 
     expect((await store.deliveries.get('key_a', d.id))?.delivery).toMatchObject({ status: 'pending', attempts: 1, payload: d.payload });
     expect(overflowPages('webhook_deliveries')).toBe(0);
+  });
+
+  it('a purge of deliveries of megabytes goes PURGE_BYTES of payloads at a time: a read started meanwhile is answered before it ends', async () => {
+    // Deleting a row walks its payload's overflow chain to free it: under PURGE_BATCH deliveries, these were one
+    // transaction, and every request waited for all of their pages (1,000 prompts of 9.6 MB: gigabytes).
+    const old = Array.from({ length: 2 + Math.ceil(PURGE_BYTES / PROMPT_BYTES) }, () => delivery());
+    await store.deliveries.insertMany(old);
+    const success = { attemptedAt: T0 + 1, statusCode: 200, durationMs: 12, outcome: 'success' as const, error: null, responseBody: 'ok' };
+    await store.deliveries.recordAttempts(old.map((d) => ({ deliveryId: d.id, result: success, next: { status: 'delivered' as const }, leasedBy: null })));
+    const answered: string[] = [];
+    const purge = store.deliveries.purgeOlderThan(T0 + 1).then((n) => {
+      answered.push('purge');
+      return n;
+    });
+    const read = new Promise((resolve) => setImmediate(resolve)).then(() => store.deliveries.byId(old[0]!.id)).then(() => answered.push('read'));
+    expect(await purge).toBe(old.length);
+    await read;
+    expect(answered).toEqual(['read', 'purge']);
+    expect(overflowPages('webhook_payloads')).toBe(0);
   });
 });

@@ -18,9 +18,11 @@ import {
   listQuery,
   NEXT_DUE,
   PAYLOAD_HEAD_CHARS,
-  PURGE_ATTEMPTS,
+  PURGE_ATTEMPTS_OF,
   PURGE_BATCH,
-  PURGE_DELIVERIES,
+  PURGE_DELIVERIES_OF,
+  PURGE_NEXT_SIZED,
+  PURGE_PAYLOADS_OF,
   REDELIVER,
   RELEASE_LEASES,
   RETARGET_PENDING,
@@ -805,8 +807,10 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
       ['next wake-up', NEXT_DUE, [T0, T0]],
       ['release of leases', RELEASE_LEASES, [T0]],
       ['test sends in flight', TEST_SENDS_IN_FLIGHT, ['key_a', T0]],
-      ['purge of attempts', PURGE_ATTEMPTS, [T0, PURGE_BATCH]],
-      ['purge of deliveries', PURGE_DELIVERIES, [T0, PURGE_BATCH]],
+      ['purge: the next batch', PURGE_NEXT_SIZED, [T0, PURGE_BATCH]],
+      ['purge of attempts', PURGE_ATTEMPTS_OF, ['["whd_x"]']],
+      ['purge of payloads', PURGE_PAYLOADS_OF, ['["whd_x"]']],
+      ['purge of deliveries', PURGE_DELIVERIES_OF, ['["whd_x"]']],
       ['backlog', BACKLOG, [T0]],
       ['by id', BY_ID, ['whd_x']],
       ['list cursor', LIST_CURSOR, ['key_a', 'whd_x']],
@@ -829,8 +833,8 @@ describe('outbox queries on SQLite (EXPLAIN QUERY PLAN)', () => {
     ];
     for (const [name, text, params] of statements) {
       const shown = plan(text, params);
-      expect(shown, name).not.toMatch(/SCAN webhook_(deliveries|attempts)/);
-      expect(shown, name).toMatch(/SEARCH webhook_(deliveries|attempts) USING (COVERING )?INDEX/);
+      expect(shown, name).not.toMatch(/SCAN webhook_(deliveries|attempts|payloads)/);
+      expect(shown, name).toMatch(/SEARCH webhook_(deliveries|attempts|payloads) USING (COVERING )?INDEX/);
     }
   });
 
