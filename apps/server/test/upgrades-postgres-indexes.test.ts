@@ -44,19 +44,27 @@ const env = () => serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: SECRE
 const RECORD_AUDIT = 'insert into webhook_deliveries select * from webhook_deliveries where false';
 const INDEX_VALID = "select count(*) as n from pg_index where indexrelid = to_regclass('deliveries_key_request_idx') and indisvalid";
 
+/**
+ * The schema before 016 with an old instance's audit in flight (its transaction open), and `svc-server migrate`
+ * started: resolves once the index build waits for that audit (on a large outbox the build itself takes minutes).
+ */
+async function migrateBehindAnAudit(): Promise<{ observer: pg.Client; inFlight: pg.Client; migrating: Promise<string> }> {
+  adminCommand(['migrate'], env());
+  const observer = await connect();
+  await before016(observer);
+  const inFlight = await connect();
+  await inFlight.query('begin');
+  await inFlight.query(RECORD_AUDIT);
+  const migrating = adminCommandAsync(['migrate'], env());
+  migrating.catch(() => {});
+  await waitUntil(observer, "select count(*) as n from pg_stat_activity where query ilike 'create index%' and wait_event_type = 'Lock'");
+  return { observer, inFlight, migrating };
+}
+
 // Each test runs the built binary two to four times (seconds each on a loaded host).
 describe.skipIf(!pgDb)('Postgres: an upgrade that adds an outbox index', { timeout: 180_000 }, () => {
   it('lets the instances still serving record audits while the index is built', async () => {
-    adminCommand(['migrate'], env());
-    const observer = await connect();
-    await before016(observer);
-    // An old instance's audit in flight when the upgrade starts: the index build must wait for it.
-    const inFlight = await connect();
-    await inFlight.query('begin');
-    await inFlight.query(RECORD_AUDIT);
-    const migrating = adminCommandAsync(['migrate'], env());
-    migrating.catch(() => {});
-    await waitUntil(observer, "select count(*) as n from pg_stat_activity where query ilike 'create index%' and wait_event_type = 'Lock'");
+    const { observer, inFlight, migrating } = await migrateBehindAnAudit();
     // The next audit. A plain CREATE INDEX queued its share lock ahead of it, so it waited for the whole build
     // (here for ever, behind the audit in flight) and failed after lock_timeout: 55P03 on every instance.
     const next = await connect();
@@ -68,17 +76,8 @@ describe.skipIf(!pgDb)('Postgres: an upgrade that adds an outbox index', { timeo
   });
 
   it('two new instances starting at once both start', async () => {
-    adminCommand(['migrate'], env());
-    const observer = await connect();
-    await before016(observer);
-    // An old instance's audit in flight: the first new instance's build waits for it (on a large outbox, the build
-    // itself takes minutes), and the second starts meanwhile.
-    const inFlight = await connect();
-    await inFlight.query('begin');
-    await inFlight.query(RECORD_AUDIT);
-    const first = adminCommandAsync(['migrate'], env());
-    first.catch(() => {});
-    await waitUntil(observer, "select count(*) as n from pg_stat_activity where query ilike 'create index concurrently%' and wait_event_type = 'Lock'");
+    // The first new instance's build waits for an old instance's audit, and the second starts meanwhile.
+    const { observer, inFlight, migrating: first } = await migrateBehindAnAudit();
     const second = adminCommandAsync(['migrate'], env());
     second.catch(() => {});
     // The second instance waits for the first's migration lock.
