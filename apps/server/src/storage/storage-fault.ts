@@ -110,6 +110,24 @@ export async function onceMoreIfConnectionLost<T>(statement: () => Promise<T>): 
 }
 
 /**
+ * `write` (one transaction), sent again, up to `tries` times in all, when the connection it went out on was lost
+ * (Postgres ended it: `pg_terminate_backend`, a failover, a proxy's reset). Before each try but the first, `landed`
+ * says whether the commit had landed and only its answer was lost: then nothing is written twice, and the answer is
+ * undefined.
+ */
+export async function writeAgainIfConnectionLost<T>(tries: number, write: () => Promise<T>, landed: () => Promise<boolean>): Promise<T | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      if (attempt > 1 && (await landed())) return undefined;
+      return await write();
+    } catch (err) {
+      if (!connectionLost(err) || attempt >= tries) throw err;
+      await nextTurn();
+    }
+  }
+}
+
+/**
  * A turn of the event loop before a statement is sent again: connections ended all at once (pg_terminate_backend
  * of every one of svc's) are seen closed by the pool only as their sockets are read, and until then the pool would
  * hand out another dead one.

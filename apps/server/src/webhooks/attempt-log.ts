@@ -1,6 +1,6 @@
 import type { KeysStore } from '../storage/keys-store.js';
 import { newAttemptId, type AttemptRecord, type OutboxStore } from '../storage/outbox-store.js';
-import { connectionLost, nextTurn, onceMoreIfConnectionLost } from '../storage/storage-fault.js';
+import { onceMoreIfConnectionLost, writeAgainIfConnectionLost } from '../storage/storage-fault.js';
 
 /** Attempts ending this close together are written in one transaction, at most BATCH of them. */
 const WINDOW_MS = 20;
@@ -82,16 +82,7 @@ export class AttemptLog {
    */
   private async write(batch: readonly Waiting[]): Promise<void> {
     const records = batch.map(({ deliveryId, result, next, leasedBy, attemptId }) => ({ deliveryId, result, next, leasedBy, attemptId }));
-    for (let tries = 1; ; tries++) {
-      try {
-        if (tries > 1 && (await this.landed(batch[0]!))) return;
-        await this.deliveries.recordAttempts(records);
-        return;
-      } catch (err) {
-        if (!connectionLost(err) || tries >= WRITE_TRIES) throw err;
-        await nextTurn();
-      }
-    }
+    await writeAgainIfConnectionLost(WRITE_TRIES, () => this.deliveries.recordAttempts(records), () => this.landed(batch[0]!));
   }
 
   private async landed({ keyId, deliveryId, attemptId }: Waiting): Promise<boolean> {

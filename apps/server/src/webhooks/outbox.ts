@@ -1,7 +1,7 @@
 import { AUDIT_EVENT } from '@svc/protocol';
 import { buildAuditPayload } from '../audit/audit-payload.js';
 import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
-import { connectionLost } from '../storage/storage-fault.js';
+import { writeAgainIfConnectionLost } from '../storage/storage-fault.js';
 import { newDeliveryId, newDeliveryRow, type Lease, type NewDelivery, type OutboxStore, type SendableDelivery, type SequencedDelivery } from '../storage/outbox-store.js';
 
 /** Tries of a delivery's insert whose connections were lost under it (see `OutboxSink.insert`). */
@@ -70,18 +70,12 @@ export class OutboxSink implements AuditSink {
    * to be answered 503 and a client that had left (499) lost its delivery. When the commit had landed before the
    * connection went, the rows are there (undefined: their numbers are not known here).
    */
-  private async insert(deliveries: SequencedDelivery[]): Promise<NewDelivery[] | undefined> {
-    for (let tries = 1; ; tries++) {
-      try {
-        if (tries > 1 && (await this.deliveries.stateOf(deliveries[0]!.id)) !== undefined) return undefined;
-        return await this.deliveries.insertSequenced(deliveries);
-      } catch (err) {
-        if (!connectionLost(err) || tries >= INSERT_TRIES) throw err;
-        // Ended all at once (pg_terminate_backend on every connection of svc), the pool's idle connections are
-        // seen closed only as their sockets are read: a turn of the loop before the next try.
-        await new Promise((resolve) => setImmediate(resolve));
-      }
-    }
+  private insert(deliveries: SequencedDelivery[]): Promise<NewDelivery[] | undefined> {
+    return writeAgainIfConnectionLost(
+      INSERT_TRIES,
+      () => this.deliveries.insertSequenced(deliveries),
+      async () => (await this.deliveries.stateOf(deliveries[0]!.id)) !== undefined,
+    );
   }
 
   private async flush(): Promise<void> {
