@@ -86,7 +86,8 @@ export class AttemptLog {
   }
 
   private async landed({ keyId, deliveryId, attemptId }: Waiting): Promise<boolean> {
-    const found = await this.deliveries.get(keyId, deliveryId);
+    // The progress view: the attempts without the payload, which can be megabytes.
+    const found = await this.deliveries.progress(keyId, deliveryId);
     return found?.attempts.some((attempt) => attempt.id === attemptId) ?? false;
   }
 }
