@@ -129,6 +129,56 @@ describe('Chinese and Japanese runs cut together', () => {
   });
 });
 
+// ICU's dictionary segmentation takes time growing with the square of a run's length: a Chinese, Japanese or Thai
+// run of 160,000 characters with no punctuation held a grounding worker for a minute. Long runs are cut window by
+// window, with words near a window's end read again in the next.
+describe('a long run with no punctuation', () => {
+  const RUNS: [string, string][] = [
+    ['Chinese', '上海是中国最大的城市人口超过两千万他没读过这本书也不是学生公司在北京开设了新的研发中心'],
+    ['Japanese', 'トヨタは東京で新しい工場を開設しました東京は日本の首都で人口は多いです'],
+    ['Thai', 'ภาษาไทยเป็นภาษาที่มีระดับเสียงของคำแน่นอนกรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย'],
+  ];
+
+  it.each(RUNS)('%s: ICU is never given more than a window of it, and every word is read', (_, phrase) => {
+    const run = phrase.repeat(Math.ceil(20_000 / phrase.length));
+    const segment = vi.spyOn(Intl.Segmenter.prototype, 'segment');
+    try {
+      const tokens = tokenize(`${run}. ${run}`);
+      const longest = Math.max(...segment.mock.calls.map(([t]) => t.length));
+      expect(longest).toBeLessThanOrEqual(1024);
+      // The words tile both runs: each starts where the one before ends.
+      for (let i = 1; i < tokens.length; i++) {
+        if (tokens[i]!.start !== run.length + 2) expect(tokens[i]!.start).toBe(tokens[i - 1]!.end);
+      }
+      expect(tokens.at(-1)!.end).toBe(2 * run.length + 2);
+    } finally {
+      segment.mockRestore();
+    }
+  });
+
+  it.each(RUNS)('%s: cut as ICU cuts it whole, but near the windows\' ends', (_, phrase) => {
+    // 3,000 characters: short enough for ICU to cut whole in a moment, long enough for three windows.
+    const run = phrase.repeat(Math.ceil(3000 / phrase.length));
+    const whole = new Set<number>();
+    const segmenter = new Intl.Segmenter(/[\u3040-\u30ff]/u.test(run) ? 'ja' : 'zh', { granularity: 'word' });
+    for (const s of segmenter.segment(run)) {
+      whole.add(s.index);
+      // A negation glued to its verb ("没读") is cut after it (`cjkWords`).
+      if (/^[不没沒未]./u.test(s.segment)) whole.add(s.index + 1);
+    }
+    const cuts = cjkWords(run, 0, run.length);
+    const agree = cuts.filter((c) => c === run.length || whole.has(c)).length;
+    expect(agree / cuts.length).toBeGreaterThan(0.99);
+  });
+
+  it('a 100,000-character Thai run in the sources is checked', () => {
+    const run = RUNS[2]![1].repeat(1300);
+    const r = checkGrounding({ sources: [run], answer: RUNS[2]![1] });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(true);
+  });
+});
+
 describe('a number with a comma on the line after a leading line break', () => {
   // "\n6,3" looked for a table above its line forever: the line before the first break has no line above it. The
   // array of lines to revisit grew until V8 aborted the process (a model's answer opening with a line break and a

@@ -887,6 +887,48 @@ let zhWords: Intl.Segmenter | undefined;
 let jaWords: Intl.Segmenter | undefined;
 
 /**
+ * Runs up to this long go to ICU whole. ICU's dictionary segmentation takes time that grows with the square of a
+ * run's length: a run of Chinese, Japanese or Thai with no punctuation (a hostile prompt, a transcript, a scraped
+ * page) of 40,000 characters took 0.5–1.9 s, one of 160,000 took 11–65 s of a grounding worker. A longer run is cut
+ * window by window.
+ */
+const SEGMENT_WHOLE_CHARS = 1024;
+/** A long run's window, and the part of its end whose words the next window reads again (ICU looks ahead). */
+const SEGMENT_WINDOW_CHARS = 512;
+const SEGMENT_WINDOW_OVERLAP = 64;
+
+/**
+ * `segmenter.segment(text)`'s segments (index and text), in time linear in the text's length: a text longer than
+ * SEGMENT_WHOLE_CHARS is segmented a window at a time, each window's words that start in its last
+ * SEGMENT_WINDOW_OVERLAP characters left to the next window, which starts at the first of them. A window that ICU
+ * leaves whole is cut at its end (never inside a surrogate pair).
+ */
+export function* segmentLinear(segmenter: Intl.Segmenter, text: string): Generator<{ index: number; segment: string }> {
+  if (text.length <= SEGMENT_WHOLE_CHARS) {
+    yield* segmenter.segment(text);
+    return;
+  }
+  for (let from = 0; from < text.length; ) {
+    let to = Math.min(text.length, from + SEGMENT_WINDOW_CHARS);
+    if (to < text.length && isHighSurrogate(text.charCodeAt(to - 1))) to--;
+    const last = to === text.length;
+    let next = to;
+    for (const s of segmenter.segment(text.slice(from, to))) {
+      if (!last && s.index > 0 && s.index >= to - from - SEGMENT_WINDOW_OVERLAP) {
+        next = from + s.index;
+        break;
+      }
+      yield { index: from + s.index, segment: s.segment };
+    }
+    from = next;
+  }
+}
+
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+/**
  * The ends of the words of `text[from, to)`, a run of letters with Chinese or Japanese in it, in order (the last
  * is `to`): ICU's word segmentation (`Intl.Segmenter`, Japanese when the run has kana, else Chinese), made the
  * first time a text has such a run. "上海是中国最大的城市" is 上海 是 中国 最大 的 城市, so a changed place name is one
@@ -906,7 +948,7 @@ export function cjkWords(text: string, from: number, to: number): number[] {
     ? (jaWords ??= new Intl.Segmenter('ja', { granularity: 'word' }))
     : (zhWords ??= new Intl.Segmenter('zh', { granularity: 'word' }));
   const cuts: number[] = [];
-  for (const s of segmenter.segment(run)) {
+  for (const s of segmentLinear(segmenter, run)) {
     if (s.index > 0) cuts.push(from + (at ? at[s.index]! : s.index));
     // A negation glued to its verb ("没读", "不是") is read as the negation and the verb.
     if (s.segment.length >= 2 && NEGATION_PREFIX_RE.test(s.segment) && !NOT_NEGATED_CJK.has(s.segment) && !NEGATIONS.has(s.segment)) {
@@ -965,7 +1007,7 @@ function cjkRunCuts(text: string, from: number): Map<number, { to: number; cuts:
       let j = r;
       let offset = 0;
       let cuts: number[] = [];
-      for (const s of segmenter!.segment(chunk)) {
+      for (const s of segmentLinear(segmenter!, chunk)) {
         if (chunk.charCodeAt(s.index) === 10) continue;
         while (s.index >= offset + runs[j]![1] - runs[j]![0]) {
           cuts.push(runs[j]![1]);
