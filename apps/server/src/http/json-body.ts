@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
+import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_MEMBERS } from '../json-depth.js';
 import { turns } from '../turns.js';
 import { ApiError } from './errors.js';
 import { bodyErrors } from './body-errors.js';
@@ -237,8 +237,15 @@ function nextLargeBody(): void {
 /** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
 function parseJson(buffer: Buffer): unknown {
   if (buffer.length === 0) return {};
-  if (nestsDeeperThan(buffer)) {
+  const problem = jsonShapeProblem(buffer);
+  if (problem?.kind === 'depth') {
     throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
+  if (problem?.kind === 'members') {
+    const where = problem.field === undefined ? '' : ` (in '${problem.field}')`;
+    throw new ApiError('invalid_request', `The request body has an object with more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys${where}.`, {
+      param: problem.field ?? null,
+    });
   }
   const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
   // Invalid bytes would otherwise become U+FFFD silently: the text a model and an audit record see would not

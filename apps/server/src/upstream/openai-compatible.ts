@@ -10,7 +10,7 @@ import {
   type Usage,
 } from '@svc/protocol';
 import { request } from '../http/undici-dispatchers.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
+import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_MEMBERS } from '../json-depth.js';
 import { SseLimitError, SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { opensThinkInPrompt, splitThink, ThinkTags } from './think-tags.js';
@@ -574,8 +574,9 @@ class ChunkReader {
       return text;
     }
     // Nesting deeper than MAX_JSON_DEPTH takes at least twice as many characters.
-    if (data.length > 2 * MAX_JSON_DEPTH && nestsDeeperThan(data)) {
-      throw new UpstreamError('upstream_invalid_response', `Upstream sent a stream frame nested more than ${MAX_JSON_DEPTH} levels deep.`);
+    const problem = data.length > 2 * MAX_JSON_DEPTH ? jsonShapeProblem(data) : undefined;
+    if (problem !== undefined) {
+      throw new UpstreamError('upstream_invalid_response', `Upstream sent a stream frame ${shapeProblemText(problem.kind)}.`);
     }
     const json = tryJson(data);
     if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream sent a stream frame that is not JSON.');
@@ -639,9 +640,16 @@ function requestedChoices(body: UpstreamBody): number {
   return typeof body.n === 'number' ? body.n : 1;
 }
 
+/** An upstream's JSON that svc does not parse (`jsonShapeProblem`), for its error message. */
+function shapeProblemText(problem: 'depth' | 'members'): string {
+  return problem === 'depth' ? `nested more than ${MAX_JSON_DEPTH} levels deep` : `with an object of more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys`;
+}
+
 /** `opened`: the model's template opens `<think>` in the prompt (`opensThinkInPrompt`). */
 function parseCompletion(text: string, redact: (text: string) => string, opened: boolean): UpstreamCompletion {
-  if (nestsDeeperThan(text)) throw invalid(`the body nests more than ${MAX_JSON_DEPTH} levels deep`);
+  const problem = jsonShapeProblem(text);
+  if (problem?.kind === 'depth') throw invalid(`the body nests more than ${MAX_JSON_DEPTH} levels deep`);
+  if (problem?.kind === 'members') throw invalid(`the body has an object of more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys`);
   const json = tryJson(text);
   if (json === undefined) throw new UpstreamError('upstream_invalid_response', 'Upstream answered with a body that is not JSON.', { upstreamStatus: 200 });
   if (!isRecord(json) || !Array.isArray(json.choices)) {

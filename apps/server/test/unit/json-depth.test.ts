@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../src/json-depth.js';
+import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, nestsDeeperThan } from '../../src/json-depth.js';
 
 describe('nestsDeeperThan', () => {
   const nested = (depth: number) => `{"a":${'['.repeat(depth - 1)}${']'.repeat(depth - 1)}}`;
@@ -23,5 +23,25 @@ describe('nestsDeeperThan', () => {
     const json = JSON.stringify(value);
     expect(nestsDeeperThan(json, 299)).toBe(true);
     expect(nestsDeeperThan(json, 300)).toBe(false);
+  });
+});
+
+describe('jsonShapeProblem', () => {
+  const object = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":[1,2]`).join(',')}}`;
+  it.each([
+    [object(MAX_JSON_MEMBERS), undefined],
+    [object(MAX_JSON_MEMBERS + 1), { kind: 'members' }],
+    [`{"model":"m","metadata":{"a":${object(MAX_JSON_MEMBERS + 1)}}}`, { kind: 'members', field: 'metadata' }],
+    [`{"tools":[{"x":1},{"y":${object(MAX_JSON_MEMBERS + 1)}}]}`, { kind: 'members', field: 'tools' }],
+    // Commas of arrays, of strings and of the enclosing object's other levels are not an object's members.
+    [`[${Array.from({ length: 3 * MAX_JSON_MEMBERS }, (_, i) => i).join(',')}]`, undefined],
+    [`{"text":"${','.repeat(3 * MAX_JSON_MEMBERS)}"}`, undefined],
+    [`{"a":{${Array.from({ length: MAX_JSON_MEMBERS }, (_, i) => `"k${i}":1`).join(',')}},"b":{${Array.from({ length: MAX_JSON_MEMBERS }, (_, i) => `"k${i}":1`).join(',')}}}`, undefined],
+    [`${'['.repeat(MAX_JSON_DEPTH + 1)}${']'.repeat(MAX_JSON_DEPTH + 1)}`, { kind: 'depth' }],
+    [`{"x":"a value, not a name","x_extra":${'['.repeat(MAX_JSON_DEPTH)}${']'.repeat(MAX_JSON_DEPTH)}}`, { kind: 'depth', field: 'x_extra' }],
+    ['}}}],,,{"a":1}', undefined],
+  ])('%#', (json, problem) => {
+    expect(jsonShapeProblem(json)).toEqual(problem);
+    expect(jsonShapeProblem(Buffer.from(json))).toEqual(problem);
   });
 });
