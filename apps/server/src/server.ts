@@ -9,7 +9,6 @@ import type { Registry } from 'prom-client';
 import type { Config } from './config.js';
 import { createRequestListener } from './app.js';
 import { openStore, warnOnCheckpointFallback, type Store } from './storage/store.js';
-import { holdServerLock, type ServerLock } from './storage/sqlite-server-lock.js';
 import { createLogger, storageFaultsOf } from './logging/logger.js';
 import { createOfflineModel } from './upstream/offline-model.js';
 import { loadTokenizer } from './tokens/tokenizer.js';
@@ -86,16 +85,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const { clusterWorker } = options;
   const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: clusterWorker !== undefined });
   const clock = options.clock ?? Date.now;
-  const store = await openStore(config.databaseUrl, { migrate: !clusterWorker, poolSize: config.databasePoolSize });
-  let serverLock: ServerLock;
-  try {
-    // Before the webhook worker releases the leases it finds as a previous run's. A cluster's primary holds it for
-    // its workers.
-    serverLock = clusterWorker ? { release: () => {} } : holdServerLock(store.handle);
-  } catch (err) {
-    await store.close();
-    throw err;
-  }
+  // The server lock, before the webhook worker releases the leases it finds as a previous run's. A cluster's primary
+  // holds it for its workers.
+  const store = await openStore(config.databaseUrl, { migrate: !clusterWorker, poolSize: config.databasePoolSize, serverLock: !clusterWorker });
   const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys);
   // A changed or lost key is said at start, not as every signed delivery failing afterwards.
   try {
@@ -103,7 +95,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // A cluster's primary says it once for every worker.
     if (!clusterWorker) await logPreviousKeyNote(secretBox, store.keys, logger);
   } catch (err) {
-    serverLock.release();
     await store.close();
     throw err;
   }
@@ -260,7 +251,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       redis?.disconnect();
       storageFaultsOf(logger)?.close();
       await store.close();
-      serverLock.release();
     })());
 
   warnOnCheckpointFallback(store, logger);

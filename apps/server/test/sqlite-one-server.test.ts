@@ -5,8 +5,13 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SqliteServerRunningError } from '../src/storage/sqlite-server-lock.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logging/logger.js';
+import { startServer } from '../src/server.js';
+import { openStore } from '../src/storage/store.js';
+import { holdServerLock, SqliteServerRunningError } from '../src/storage/sqlite-server-lock.js';
 import { SERVER_BIN, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
@@ -52,6 +57,35 @@ describe('one server per SQLite file', () => {
     await first.running.close();
     const again = await server({ SVC_DATABASE_URL: first.config.databaseUrl });
     expect((await fetch(`${again.url}/healthz`)).status).toBe(200);
+  });
+
+  it("a start refused beside a serving server leaves the file's schema as that server has it (a new release started beside the old one)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-one-server-'));
+    dirs.push(dir);
+    const url = `sqlite:${join(dir, 'svc.db')}`;
+    // The release before 017 serving its database: its table and its row gone (released migrations are never edited).
+    const serving = await openStore(url);
+    serving.handle.sqlite!.exec("drop table webhook_payloads; delete from kysely_migration where name = '017_delivery_payloads'");
+    const lock = holdServerLock(serving.handle);
+    try {
+      const config = loadConfig({ SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_DATABASE_URL: url, SVC_LOG_LEVEL: 'silent' });
+      const err = await startServer(config, { logger: createLogger('silent') }).then(
+        (running) => running.close(),
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SqliteServerRunningError);
+      // Was migrated before the refusal: the serving release then met a schema it does not know.
+      const schema = new Database(join(dir, 'svc.db'), { readonly: true });
+      try {
+        expect(schema.prepare("select name from kysely_migration where name = '017_delivery_payloads'").all()).toEqual([]);
+        expect(schema.prepare("select name from sqlite_master where name = 'webhook_payloads'").all()).toEqual([]);
+      } finally {
+        schema.close();
+      }
+    } finally {
+      lock.release();
+      await serving.close();
+    }
   });
 
   it('svc-server start beside one started with --processes 2 exits 1 with the reason; after a SIGKILL of that one the next start is not refused', async () => {

@@ -7,7 +7,6 @@ import type { Config } from '../config.js';
 import { createLogger } from '../logging/logger.js';
 import { warnIfFilesShort } from '../http/open-files.js';
 import { openStore, warnOnCheckpointFallback } from '../storage/store.js';
-import { holdServerLock, type ServerLock } from '../storage/sqlite-server-lock.js';
 import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { logPreviousKeyNote, SecretBox } from '../crypto/secret-box.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
@@ -65,15 +64,9 @@ interface Slot {
  */
 export async function startPrimary(config: Config, options: { logger?: Logger; stopSignal?: Promise<unknown> } = {}): Promise<RunningPrimary | undefined> {
   const logger = options.logger ?? createLogger(config.logLevel, undefined, { multiProcess: true });
-  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize });
-  let serverLock: ServerLock;
-  try {
-    // Before the leases below are taken for a previous run's: another server on this file would still be sending them.
-    serverLock = holdServerLock(store.handle);
-  } catch (err) {
-    await store.close();
-    throw err;
-  }
+  // The server lock, before the leases below are taken for a previous run's: another server on this file would still
+  // be sending them.
+  const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize, serverLock: true });
   let firstRun: FirstRunCredentials | undefined;
   try {
     // Said here once for every worker (each checks the key itself).
@@ -85,7 +78,6 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       if (released > 0) logger.info({ released }, 'resuming webhook deliveries left in flight by the previous run');
     }
   } catch (err) {
-    serverLock.release();
     await store.close();
     throw err;
   }
@@ -221,7 +213,6 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       const ends = await Promise.all(slots.map((slot) => (slot.worker ? stopWorker(slot.worker) : undefined)));
       cluster.off('message', onMessage);
       await store.close();
-      serverLock.release();
       // A signal sent to the whole group reaches this process as it reaches the workers, but a worker's death may be
       // seen first: before calling one killed by a stop signal unclean, this process's own handler gets a moment.
       if (!signalled && stopWanted && ends.some((end) => end !== undefined && STOP_SIGNALS.has(end))) {

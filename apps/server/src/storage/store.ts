@@ -11,6 +11,7 @@ import { SessionsStore } from './sessions-store.js';
 import { ResponsesStore } from './responses-store.js';
 import { SqliteStatements } from './sqlite-statements.js';
 import { boundedProbe, READY_WAIT_MS, sqliteWriteProbe } from './ready-probe.js';
+import { holdServerLock, SqliteServerRunningError, type ServerLock } from './sqlite-server-lock.js';
 
 /**
  * Every table behind one object; the same code runs on SQLite and Postgres.
@@ -41,15 +42,26 @@ export interface Store {
 /**
  * Opens the database at `url` and brings its schema up to date (unless `migrate: false`). A failure says which
  * database it was (without its password): "connect ECONNREFUSED 127.0.0.1:5432" alone does not.
+ *
+ * `serverLock: true` (a server's start) holds the SQLite file's server lock (`holdServerLock`) until `close`, taken
+ * before the migrations: a start refused because another server serves the file must not have changed its schema
+ * under that server first (a new release started beside the old one). Throws SqliteServerRunningError then.
  */
-export async function openStore(url: string, options: { migrate?: boolean; poolSize?: number; leaseClock?: LeaseClock; readyWaitMs?: number } = {}): Promise<Store> {
+export async function openStore(
+  url: string,
+  options: { migrate?: boolean; poolSize?: number; leaseClock?: LeaseClock; readyWaitMs?: number; serverLock?: boolean } = {},
+): Promise<Store> {
   let handle: DatabaseHandle | undefined;
+  let lock: ServerLock | undefined;
   let migrated: string[] = [];
   try {
     handle = openDatabase(url, { poolSize: options.poolSize });
+    if (options.serverLock) lock = holdServerLock(handle);
     if (options.migrate !== false) migrated = await migrateWithoutWaitBound(url, handle);
   } catch (err) {
+    lock?.release();
     await handle?.close();
+    if (err instanceof SqliteServerRunningError) throw err;
     throw new Error(`could not open the database ${withoutPassword(url)} (SVC_DATABASE_URL): ${(err as Error).message ?? String(err)}`, { cause: err });
   }
   const { db } = handle;
@@ -83,7 +95,13 @@ export async function openStore(url: string, options: { migrate?: boolean; poolS
     responses: new ResponsesStore(db),
     migrated,
     unready,
-    close: () => handle.close(),
+    close: async () => {
+      try {
+        await handle.close();
+      } finally {
+        lock?.release();
+      }
+    },
   };
 }
 
