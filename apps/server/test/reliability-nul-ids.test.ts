@@ -73,6 +73,21 @@ describe.each(databases)('a NUL in the URL on %s', (_name, env) => {
     expect(((await res.json()) as { error: unknown }).error).toMatchObject({ code: 'invalid_value', param: 'email' });
   });
 
+  it.each([true, false])('a bulk redelivery naming a request id with a NUL (dry_run %s) is a 400 naming request_id', async (dryRun) => {
+    const res = await fetch(`${server.url}/v1/webhooks/deliveries/redeliver`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ request_id: 'chatcmpl-a\u0000b', dry_run: dryRun }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: unknown }).error).toEqual({
+      message: "Invalid 'request_id': it holds a NUL character (\\u0000), which no request id contains.",
+      type: 'invalid_request_error',
+      code: 'invalid_value',
+      param: 'request_id',
+    });
+  });
+
   it('still answers the same route without it', async () => {
     const res = await fetch(`${server.url}/v1/webhooks/deliveries?request_id=chatcmpl-ab`, { headers: { authorization: `Bearer ${token}` } });
     expect(res.status).toBe(200);

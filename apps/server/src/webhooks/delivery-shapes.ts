@@ -83,6 +83,10 @@ export function bulkRedeliverFilter(body: unknown): { filter: Omit<RedeliveryFil
     throw new ApiError('invalid_value', `Invalid '${param ?? 'body'}': ${issue?.message ?? 'not a redelivery filter'}. Expected { status?, request_id?, since?, until?, last_status_code? } with ISO 8601 times and a code such as 500 or 5xx.`, { param });
   }
   const { status, request_id, since, until, last_status_code, dry_run } = parsed.data;
+  // Postgres refuses NUL in text: the search would fail there as an internal error. A list's URL is refused alike (app.ts).
+  if (request_id?.includes('\u0000')) {
+    throw new ApiError('invalid_value', "Invalid 'request_id': it holds a NUL character (\\u0000), which no request id contains.", { param: 'request_id' });
+  }
   return {
     filter: {
       status,
