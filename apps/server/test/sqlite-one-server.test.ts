@@ -2,7 +2,7 @@
 // memory, so a key got its limit once per server, silently; and each start released the webhook leases it found,
 // re-sending what the other had in flight. The second start is now refused, naming what to use instead.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -83,6 +83,24 @@ describe('one server per SQLite file', () => {
         schema.close();
       }
     } finally {
+      lock.release();
+      await serving.close();
+    }
+  });
+
+  it('a server started by a link to the database file meets the lock of one started by its real path', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-one-server-'));
+    dirs.push(dir);
+    const serving = await openStore(`sqlite:${join(dir, 'svc.db')}`);
+    const lock = holdServerLock(serving.handle);
+    // Another directory whose svc.db is a link to that file (SQLite follows it: one database, one WAL).
+    mkdirSync(join(dir, 'elsewhere'));
+    symlinkSync(join(dir, 'svc.db'), join(dir, 'elsewhere', 'svc.db'));
+    const viaLink = await openStore(`sqlite:${join(dir, 'elsewhere', 'svc.db')}`, { migrate: false });
+    try {
+      expect(() => holdServerLock(viaLink.handle).release()).toThrow(SqliteServerRunningError);
+    } finally {
+      await viaLink.close();
       lock.release();
       await serving.close();
     }

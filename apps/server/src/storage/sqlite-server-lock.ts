@@ -1,4 +1,4 @@
-import { chmodSync } from 'node:fs';
+import { chmodSync, realpathSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { DatabaseHandle } from './database.js';
 
@@ -41,7 +41,9 @@ export interface ServerLock {
 export function holdServerLock(handle: DatabaseHandle): ServerLock {
   const file = handle.sqlite?.name;
   if (file === undefined || handle.sqlite?.memory) return { release: () => {} };
-  const lockFile = `${file}.server-lock`;
+  // Beside the file a link names: SQLite follows the link, so a server started by it and one started by the real path
+  // serve one database and must meet at one lock.
+  const lockFile = `${realpathSync(file)}.server-lock`;
   const lock = new Database(lockFile, { timeout: 0 });
   try {
     // Empty, but beside svc.db and kept as its files are (0600).
