@@ -89,7 +89,8 @@ export function createRequestListener(deps: AppDeps): RequestListener {
 
 /**
  * A percent-encoded NUL anywhere in the URL (a path's id, a query's value). No id or parameter of svc holds one, and
- * Postgres refuses NUL in text: looked up there, `/v1/responses/resp_%00` or `?request_id=%00` was a 500.
+ * Postgres refuses NUL in text: a lookup of one there fails as an internal error, where the client's request is
+ * what is wrong.
  */
 const NUL_IN_URL = /%00/;
 const NUL_IN_URL_MESSAGE = 'The request URL holds a NUL character (%00): no id or parameter of this API contains one.';

@@ -265,7 +265,7 @@ export async function parseChatRequest(body: unknown, turn: () => boolean): Prom
 
 /**
  * A tool of another type than `function` (GPT-5's `custom` tools, whose calls carry free text) is refused by its
- * type: read as a function tool it was "Missing required parameter: 'tools[0].function'", which sent its author
+ * type, before the schema reads it as a function tool and names its missing `function`, which would send its author
  * looking for a typo.
  */
 function refuseToolsNotFunctions(body: object): void {

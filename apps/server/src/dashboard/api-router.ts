@@ -146,7 +146,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
 
   api.post('/login', async (req, res) => {
     const body = bodyOf(req);
-    // Plain text: no account's email holds a control character, and a NUL sent to Postgres was a 500.
+    // Plain text: no account's email holds a control character, and Postgres refuses a NUL in text (an internal error).
     const email = stringField(body, 'email', { max: 320, text: true }).trim().toLowerCase();
     const password = stringField(body, 'password', { max: 1024 });
     const ip = req.ip ?? 'unknown';

@@ -222,7 +222,7 @@ async function conversation(deps: ResponsesDeps, keyId: string, previous: string
 
 /**
  * Whether an id the client sent could name something stored: svc makes no id with a NUL, and Postgres refuses NUL in
- * text, so looking one up there was a 500 instead of the not-found answer of any other unknown id.
+ * text, so one is not looked up: it gets the not-found answer of any other unknown id rather than an internal error.
  */
 function couldBeStored(id: string): boolean {
   return !id.includes('\u0000');

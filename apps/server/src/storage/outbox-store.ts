@@ -29,7 +29,7 @@ export interface Lease {
  * A delivery as a worker sends it: its row and the sealed signing secret of its key (null: unsigned), read
  * with the claim or taken from the key the request was made with. A claim returns no payload: the worker reads
  * each one just before its send (`payloadOf`), so a claim of a receiver's share of rows never holds all their
- * payloads at once (64 prompts of 9.6 MB were 600 MB read in one statement on SQLite's event loop).
+ * payloads at once (prompts of megabytes: on SQLite one statement reading them all would hold the event loop).
  */
 export interface ClaimedDelivery extends Omit<DeliveryRow, 'payload'> {
   /** The exact payload when the worker already holds it (a new delivery handed over, a test send); else read before the send. */

@@ -42,10 +42,10 @@ export function backupSqlite(source: string, target: string): SqliteBackup {
   if (existsSync(to)) throw new BackupError(`${to} already exists: give a new file name (a backup never overwrites one)`);
   const partial = `${to}.partial`;
   try {
-    // An earlier backup cut short may have left a .partial: removed, not reused. Opened with 'w' it kept its own
-    // mode (open's mode applies only to a file it creates) and a link there was followed, so the copy of key hashes,
-    // sealed secrets and payloads could end up readable by others or written where the link pointed. 'wx' creates
-    // the file (0600) or fails, never follows a link; an empty file is what VACUUM INTO accepts.
+    // An earlier backup cut short may have left a .partial: removed, not reused. Reused, it would keep its own mode
+    // (open's mode applies only to a file it creates) and a link there would be followed, so the copy of key hashes,
+    // sealed secrets and payloads could be readable by others or written where the link points. 'wx' creates the
+    // file (0600) or fails, never follows a link; an empty file is what VACUUM INTO accepts.
     removeLeftover(partial);
     closeSync(openSync(partial, 'wx', 0o600));
   } catch (err) {

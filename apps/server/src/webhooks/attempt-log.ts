@@ -74,11 +74,11 @@ export class AttemptLog {
 
   /**
    * The batch's attempts, written again (up to WRITE_TRIES) when the connection the transaction went out on was lost
-   * (Postgres ended it: `pg_terminate_backend`, a failover, a proxy's reset). A record that failed leaves its row
-   * leased and the receiver, which answered already, got the delivery again once the lease lapsed, with the first
-   * answer missing from the log. A retry first looks for the batch's first attempt row by its id: the batch is
-   * one transaction, so when it is there the commit landed and only its answer was lost, and a write again would
-   * count every attempt twice.
+   * (Postgres ended it: `pg_terminate_backend`, a failover, a proxy's reset). A record that failed would leave its
+   * row leased, and the receiver, which answered already, would get the delivery again once the lease lapsed, with
+   * the first answer missing from the log. A retry first looks for the batch's first attempt row by its id: the
+   * batch is one transaction, so when it is there the commit landed and only its answer was lost, and a write again
+   * would count every attempt twice.
    */
   private async write(batch: readonly Waiting[]): Promise<void> {
     const records = batch.map(({ deliveryId, result, next, leasedBy, attemptId }) => ({ deliveryId, result, next, leasedBy, attemptId }));
