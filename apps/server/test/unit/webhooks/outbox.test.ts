@@ -122,10 +122,11 @@ describe('OutboxSink', () => {
     let dead = alsoDead;
     return new Proxy(store.deliveries, {
       get(target, name, receiver) {
-        if (name === 'byId') {
+        // The insert's check whether a lost commit had landed (`stateOf`) meets the dead connections too.
+        if (name === 'stateOf') {
           return async (id: string) => {
             if (dead-- > 0) throw error();
-            return target.byId(id);
+            return target.stateOf(id);
           };
         }
         if (name !== 'insertSequenced') return Reflect.get(target, name, receiver);
