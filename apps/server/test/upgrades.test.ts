@@ -121,7 +121,8 @@ const BEFORE_008 = [
 ];
 
 describe('rows written before an upgrade', () => {
-  it('work after it: the key answers, its settings stand, a pending delivery goes out with its exact bytes and id', async () => {
+  // Two server starts and two admin commands: over 30 s on a loaded host.
+  it('work after it: the key answers, its settings stand, a pending delivery goes out with its exact bytes and id', { timeout: 120_000 }, async () => {
     const { file, env } = sqliteEnv();
     const receiver = await startReceiver();
     cleanups.push(() => receiver.close());
