@@ -50,6 +50,12 @@ describe('bodies made in another realm (Jest, vm contexts, workers)', () => {
       await expect(async () => build.verifySignature(parsed, header, SECRET)).rejects.toThrow(TypeError);
       // @ts-expect-error a Uint16Array is not a body's bytes
       await expect(async () => build.verifySignature(new foreign.Uint16Array(4), header, SECRET)).rejects.toThrow(TypeError);
+      // Its tag says ArrayBuffer, but it holds no bytes: taken for one, it was hashed as an empty body.
+      const lookAlike = { [Symbol.toStringTag]: 'ArrayBuffer', byteLength: utf8.length };
+      // @ts-expect-error an object that only claims to be an ArrayBuffer is misuse
+      await expect(async () => build.verifySignature(lookAlike, header, SECRET)).rejects.toThrow(TypeError);
+      // @ts-expect-error likewise for sign
+      await expect(async () => build.sign(lookAlike, SECRET)).rejects.toThrow(TypeError);
     });
   });
 });

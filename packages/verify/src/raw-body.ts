@@ -21,9 +21,24 @@ export function isBytes(value: unknown): value is Uint8Array {
   return ArrayBuffer.isView(value) && tag(value) === '[object Uint8Array]';
 }
 
-/** An ArrayBuffer from any realm (`request.arrayBuffer()` in a test environment with its own globals). */
+const arrayBufferByteLength = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'byteLength')!.get!;
+
+/**
+ * An ArrayBuffer from any realm (`request.arrayBuffer()` in a test environment with its own globals). The tag alone
+ * is any object's to claim (`Symbol.toStringTag`): such a look-alike would be hashed as no bytes, a `false` where
+ * misuse is a TypeError. The byteLength getter checks the buffer's internal slot, which every realm's has.
+ */
 export function isArrayBuffer(value: unknown): value is ArrayBuffer {
-  return tag(value) === '[object ArrayBuffer]';
+  return tag(value) === '[object ArrayBuffer]' && hasArrayBufferSlot(value);
+}
+
+function hasArrayBufferSlot(value: unknown): boolean {
+  try {
+    arrayBufferByteLength.call(value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Throws a TypeError explaining how to get the raw body unless `rawBody` is one. */
