@@ -373,7 +373,7 @@ describe.skipIf(!pgDb)('Postgres faults under a running server', () => {
       const faults = await eventually(() => {
         const found = logLines().filter((l) => l.msg === 'database unavailable: request answered 503');
         return found.length === 2 && found.map((l) => l.fault);
-      });
+      }, QUERY_WAIT_MS * 2);
       for (const fault of faults) expect(fault).toMatch(/^Postgres did not (answer a query within 15 s|accept a connection within 5 s): the network to it drops packets/);
       // /readyz answers within its own bound (2 s), before the query's (15 s) or the connection's (5 s).
       expect(logLines().find((l) => l.msg === 'not ready: the database takes no writes')?.problem).toMatch(/^the database did not answer a write within 2 s: /);

@@ -403,7 +403,9 @@ export async function migrate(db: Kysely<Database>, dialect: Dialect): Promise<s
       await buildOutboxIndexes(conn);
       return applied;
     } finally {
-      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`.execute(conn);
+      // A connection lost mid-migration fails this too; its session's end released the lock, and the error that
+      // matters is the migration's, which a throw here would replace.
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`.execute(conn).catch(() => undefined);
     }
   });
 }
