@@ -6,7 +6,8 @@ import { LATENCY_COLUMNS } from './usage-latency.js';
 import { SERVER_VERSION } from '../version.js';
 
 /**
- * Indexes that a release adds to the outbox, which by then may hold millions of rows, by name. On Postgres a plain
+ * Indexes that a release adds to the outbox or to the stored responses, which by then may hold millions of rows, by
+ * name. On Postgres a plain
  * CREATE INDEX in the migrations' transaction holds off every write to the table until that transaction commits:
  * during a rolling upgrade the instances still serving could not record an audit while the index was built (each
  * insert failing after lock_timeout). There they are built after that transaction, concurrently (`buildOutboxIndexes`).
@@ -17,6 +18,7 @@ const OUTBOX_INDEXES = {
   deliveries_test_sends_idx: "on webhook_deliveries (key_id, lease_until) where leased_by = 'test-send'",
   deliveries_leased_idx: "on webhook_deliveries (status, lease_until) where status = 'pending' and lease_until is not null",
   deliveries_key_request_idx: 'on webhook_deliveries (key_id, request_id, created_at)',
+  responses_background_idx: 'on responses (background_lease_until) where background_lease_until is not null',
 } as const;
 
 /** SQLite: builds the index in the migration (one process, which is not serving yet). Postgres: see OUTBOX_INDEXES. */
@@ -313,6 +315,20 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('delivery_id', 'text', (c) => c.primaryKey())
           .addColumn('payload', 'text', (c) => c.notNull())
           .execute();
+      },
+    },
+    '018_background_responses': {
+      // A `background: true` response runs in the server after its POST was answered; its row is written at once
+      // and says, until it reaches its final status, which process runs it (`background_owner`, that process's
+      // webhook worker id), until when that process vouches for it (`background_lease_until`, pushed forward while it
+      // runs: another instance ends one whose lease lapsed as `failed`), and whether a cancel was asked from any
+      // instance (`cancel_requested_at`, which the owner polls). Null on every other row. The index holds only the
+      // rows still running (a handful), for the owner's poll and the look for lapsed leases.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('responses').addColumn('background_owner', 'text').execute();
+        await db.schema.alterTable('responses').addColumn('background_lease_until', time).execute();
+        await db.schema.alterTable('responses').addColumn('cancel_requested_at', time).execute();
+        await outboxIndex(db, dialect, 'responses_background_idx');
       },
     },
   };

@@ -24,6 +24,12 @@ export const PURGE_PARTS_BATCH = 64;
 /** Output item ids written or looked up in one statement (well under SQLite's and Postgres' limits on parameters). */
 const ITEM_BATCH = 500;
 
+/** A background response stored running: the process that runs it, and until when it vouches for it (ms). */
+export interface RunningLease {
+  owner: string;
+  until: number;
+}
+
 /** The columns of `responses` that may be kept in parts. */
 type PartedField = 'input_items' | 'response' | 'output_items';
 
@@ -95,6 +101,7 @@ export class ResponsesStore {
     inputItems: readonly ResponseInputItem[],
     historyChars = 0,
     turn: () => boolean = turns(),
+    running?: RunningLease,
   ): Promise<string> {
     // Serialising megabytes (20,000 input items, 9 MiB of echoed `instructions`) and writing them are steps of
     // tens of milliseconds: the long strings are escaped a slice at a time and long columns written a part at a
@@ -121,6 +128,7 @@ export class ResponsesStore {
           created_at: response.created_at,
           ...row,
           history_chars: historyChars + items.length + output.length,
+          ...(running && { background_owner: running.owner, background_lease_until: running.until }),
         })
         .execute();
       await this.indexOutputItems(keyId, response, turn);
@@ -132,6 +140,120 @@ export class ResponsesStore {
     }
     await pace(turn);
     return body;
+  }
+
+  /**
+   * Writes the final state of a background response stored running (`save` with a lease) and ends its run; resolves
+   * with its JSON as stored. Only the run named by `by` may: its owner (`{ owner }`), or whoever ends a lapsed lease
+   * (`{ lease }`, the lease it found, which a live owner would have pushed forward). Undefined, and nothing written,
+   * when the run is no longer that one's (ended by another instance, or the response deleted).
+   */
+  async settle(keyId: string, response: ResponseObject, by: { owner: string } | { lease: number }, turn: () => boolean = turns()): Promise<string | undefined> {
+    // Claimed first, so that two enders do not both write its parts; the lease stays, so that readers and cancels see
+    // it running until the final write below.
+    const claim = this.db.updateTable('responses').set({ background_owner: null }).where('id', '=', response.id).where('key_id', '=', keyId);
+    const claimed = await ('owner' in by
+      ? claim.where('background_owner', '=', by.owner)
+      : claim.where('background_lease_until', '=', by.lease)
+    ).executeTakeFirst();
+    if (claimed.numUpdatedRows === 0n) return undefined;
+    const output = await stringifyInTurns(response.status === 'failed' ? [] : outputAsInput(response.output), turn);
+    const body = await stringifyInTurns(response, turn);
+    await pace(turn);
+    // The running response's own parts (megabytes of echoed `instructions`) make way for the final ones.
+    await this.db.deleteFrom('response_parts').where('response_id', '=', response.id).where('field', 'in', ['response', 'output_items']).execute();
+    const row = {
+      response: await this.putParts(response, 'response', body, turn),
+      output_items: await this.putParts(response, 'output_items', output, turn),
+    };
+    await this.db
+      .updateTable('responses')
+      .set({
+        ...row,
+        // The running row counted its output as `[]` (2 characters).
+        history_chars: sql<number>`history_chars + ${output.length - 2}`,
+        background_lease_until: null,
+        cancel_requested_at: null,
+      })
+      .where('id', '=', response.id)
+      .execute();
+    await this.indexOutputItems(keyId, response, turn);
+    return body;
+  }
+
+  /**
+   * A stored response's JSON and whether it was created in background and is still running; undefined when there is
+   * no such response for this key.
+   */
+  async state(keyId: string, id: string): Promise<{ json: string; running: boolean } | undefined> {
+    const row = await this.db
+      .selectFrom('responses')
+      .select(['response', 'background_lease_until'])
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .executeTakeFirst();
+    const json = row && (await this.whole(id, 'response', row.response));
+    return json === undefined ? undefined : { json, running: row!.background_lease_until != null };
+  }
+
+  /** Asks the run of a background response to stop (its owner polls for it); false when it is not running. */
+  async requestCancel(keyId: string, id: string, at: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('responses')
+      .set({ cancel_requested_at: at })
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .where('background_lease_until', 'is not', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  /** The background responses `owner` runs whose cancel was asked. */
+  async cancelsAsked(owner: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('responses')
+      .select('id')
+      .where('background_lease_until', 'is not', null)
+      .where('background_owner', '=', owner)
+      .where('cancel_requested_at', 'is not', null)
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
+  /** Pushes the lease of every background response `owner` runs to `until`. */
+  async renewLeases(owner: string, until: number): Promise<void> {
+    await this.db
+      .updateTable('responses')
+      .set({ background_lease_until: until })
+      .where('background_lease_until', 'is not', null)
+      .where('background_owner', '=', owner)
+      .execute();
+  }
+
+  /**
+   * Background responses no process runs any more, at most `limit`: those whose lease lapsed before `lapsedBefore`,
+   * or every one run by `owner` (a process known dead), or every one not run by `otherThan` (at the start of a server
+   * that holds its database alone: the previous run's). Each with its key, its lease as found (what `settle` is
+   * given) and its JSON.
+   */
+  async orphans(
+    which: { lapsedBefore: number } | { owner: string } | { otherThan: string },
+    limit: number,
+  ): Promise<Array<{ keyId: string; lease: number; json: string }>> {
+    let query = this.db
+      .selectFrom('responses')
+      .select(['id', 'key_id', 'response', 'background_lease_until'])
+      .where('background_lease_until', 'is not', null)
+      .limit(limit);
+    if ('owner' in which) query = query.where('background_owner', '=', which.owner);
+    else if ('otherThan' in which) query = query.where((eb) => eb.or([eb('background_owner', 'is', null), eb('background_owner', '<>', which.otherThan)]));
+    else query = query.where('background_lease_until', '<', which.lapsedBefore);
+    const found: Array<{ keyId: string; lease: number; json: string }> = [];
+    for (const row of await query.execute()) {
+      const json = await this.whole(row.id, 'response', row.response);
+      if (json !== undefined) found.push({ keyId: row.key_id, lease: Number(row.background_lease_until), json });
+    }
+    return found;
   }
 
   /** Records which response holds each output item, so that an `item_reference` to it is found (none of a failed response: its output was cut off). */

@@ -134,6 +134,12 @@ export interface ResponsesTable {
   output_items: string | null;
   /** Characters of input and output items in the conversation through this response; null before 008. */
   history_chars: number | null;
+  /** A background response still running: the webhook worker id of the process running it; else null (018). */
+  background_owner?: string | null;
+  /** A background response still running: until when its owner vouches for it (ms); null once final (018). */
+  background_lease_until?: number | null;
+  /** A background response still running: when a cancel was asked (ms), null if none (018). */
+  cancel_requested_at?: number | null;
 }
 
 /** A part of a long JSON column of `responses` (which then holds ''), in order of `seq`. */
