@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { RequestListener } from 'node:http';
 import express, { type Express, type Request, type Router } from 'express';
 import type { Logger } from 'pino';
@@ -18,6 +19,7 @@ import { BodyBudget } from './http/json-body.js';
 import { InFlightLimit } from './http/in-flight.js';
 import { chatCompletions, isChatRequest } from './chat/chat-completions.js';
 import { responsesRouter } from './responses/routes.js';
+import { BackgroundResponses } from './responses/background.js';
 import { corsFor } from './http/cors.js';
 import { createPipeline, type KeyedRoute, type Pipeline } from './pipeline/pipeline.js';
 import { answerErrors, apiKeyOf, authorized, exchangeOf, expressRoute } from './pipeline/express.js';
@@ -36,6 +38,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** The chat requests in flight and their maximum; default: a limit of `config.maxInFlight`. */
   inFlight?: InFlightLimit;
+  /** The background responses this process runs (started and stopped by its owner); default: one started here. */
+  background?: BackgroundResponses;
   /** Mounted at /v1/webhooks, behind auth and the webhooks rate limit. */
   webhooksRouter?: Router;
   /** Mounted at /dashboard (static SPA + /dashboard/api). */
@@ -70,7 +74,8 @@ export function createRequestListener(deps: AppDeps): RequestListener {
     bodyBudget: new BodyBudget(deps.config.maxBodyBytesInFlight),
   };
   const chat = chatCompletions(chatDeps);
-  const responses = responsesRouter({ ...chatDeps, responses: deps.store.responses });
+  const background = deps.background ?? defaultBackground(deps);
+  const responses = responsesRouter({ ...chatDeps, responses: deps.store.responses, background });
   const routes = expressRoute(expressApp(deps, pipeline, chat, responses));
   const cors = corsFor(deps.config.corsOrigins);
   return (req, res) => {
@@ -85,6 +90,13 @@ export function createRequestListener(deps: AppDeps): RequestListener {
     else if (NUL_IN_URL.test(req.url ?? '')) pipeline.fail(exchange, new ApiError('invalid_request', NUL_IN_URL_MESSAGE));
     else routes(exchange);
   };
+}
+
+/** Background responses for a listener made without them (tests): its looks never hold the process. */
+function defaultBackground(deps: AppDeps): BackgroundResponses {
+  const background = new BackgroundResponses({ store: deps.store.responses, owner: `app-${randomUUID()}`, clock: deps.clock, logger: deps.logger });
+  background.start();
+  return background;
 }
 
 /**

@@ -31,6 +31,7 @@ import { createMetrics, type Metrics } from './metrics/metrics.js';
 import { instrumentGrounder, instrumentUpstream } from './metrics/instrument.js';
 import { operationsRouter } from './metrics/operations-router.js';
 import { InFlightLimit } from './http/in-flight.js';
+import { BackgroundResponses } from './responses/background.js';
 import { warnIfFilesShort } from './http/open-files.js';
 
 /** How long a stop waits, once every connection is closed, for the audits of the requests cut or left by their clients. */
@@ -141,6 +142,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     onAttempt: (attempt) => metrics.webhookAttempt(attempt.outcome, attempt.finishedAt - attempt.createdAt),
     ...(clusterWorker ? { releaseLeasesOnStart: false } : {}),
   });
+  // Owned under the webhook worker's id: a cluster primary ends a dead process's background responses by it.
+  const background = new BackgroundResponses({
+    store: store.responses,
+    owner: webhooks.worker.id,
+    clock,
+    logger,
+    // Embedded SQLite with one server process: what was running when it stopped is nobody's now.
+    exclusive: store.handle.dialect === 'sqlite' && !clusterWorker,
+  });
   const threshold = config.groundingThreshold;
   const offline = createOfflineGrounder({ threshold });
   const grounder =
@@ -159,6 +169,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     audit: combineSinks(usage, webhooks.audit),
     metrics,
     inFlight,
+    background,
     grounder: instrumentGrounder(grounder, metrics),
     webhooksRouter: webhooks.router,
     publicRouter: operationsRouter({ metrics, metricsToken: config.metricsToken, scrape: clusterWorker?.scrapeMetrics }),
@@ -204,6 +215,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const firstRun = store.handle.dialect === 'sqlite' && !clusterWorker ? await bootstrapFirstRun(store, clock) : undefined;
   webhooks.start();
+  background.start();
   const retention = new Retention({
     stores: { 'webhook deliveries': store.deliveries, responses: store.responses },
     expiring: { 'dashboard sessions': store.sessions },
@@ -230,6 +242,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       };
       sweepOnce();
       const sweep = setInterval(sweepOnce, 50);
+      // Background responses run on without a connection: given the same time as the open requests, then cut, each
+      // stored `failed` saying the server stopped, and audited.
+      const backgroundStopped = background.stop(config.shutdownTimeoutMs);
       // A stream longer than the supervisor's grace would be cut by its SIGKILL with no audit: before that, the
       // requests still open are cut here (each client sees its connection end, as when it leaves) and recorded.
       const deadline = setTimeout(() => {
@@ -239,6 +254,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await stopped;
       clearTimeout(deadline);
       clearInterval(sweep);
+      await backgroundStopped;
       // Their audits are recorded before the store closes (bounded: a record that never settles does not hold the exit).
       let waited: NodeJS.Timeout | undefined;
       await Promise.race([inFlight.settled(), new Promise<void>((resolve) => (waited = setTimeout(resolve, SETTLE_MS)))]);

@@ -369,11 +369,11 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     tags: ['Responses'],
     summary: 'Cancel a background response',
     description:
-      'OpenAI\'s cancel for a response created with `background: true`. svc answers a background request once it is finished, so the response is already in its final status: it is returned as it is (cancelling twice returns it again, as OpenAI does). One still being streamed (`background` with `stream`) is a 400: svc runs it in the request that created it, and closing that stream stops it. A response created without `background` is a 400.',
+      'OpenAI\'s cancel for a response created with `background: true`, from any process or instance. One still running is stopped and returned `cancelled`; one already in its final status is returned as it is (cancelling twice returns it again, as OpenAI does). A response created without `background` is a 400.',
     security: apiKey,
     request: { params: ResponseIdParams },
     responses: {
-      200: json(ResponseObjectSchema, 'The response, in its final status.'),
+      200: json(ResponseObjectSchema, 'The response, `cancelled` or in the final status it reached first.'),
       ...errorResponses(['not_found', 'invalid_request', ...AUTH_ERRORS]),
     },
   });

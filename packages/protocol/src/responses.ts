@@ -152,8 +152,8 @@ export const ResponseCreateRequestSchema = z.looseObject({
   // conversation past the upstream's context gets the upstream's `context_length_exceeded`.
   truncation: z.enum(['auto', 'disabled']).nullable().optional(),
   stream: z.boolean().nullable().optional(),
-  // svc answers once the response is finished, background or not: a background request gets a finished
-  // (terminal) response at once, so a client polling while `queued`/`in_progress` stops at the first look.
+  // A background request is answered at once with its stored response `queued`, and runs in the server: polled with
+  // GET /v1/responses/{id}, cancelled with POST /v1/responses/{id}/cancel (store must be true).
   background: z.boolean().nullable().optional(),
   // OpenAI's limit on calls to built-in tools ("across all built-in tool calls"); svc serves function tools only,
   // so there is nothing to limit. Read so that a wrong type is refused.
@@ -228,7 +228,8 @@ export const ResponseObjectSchema = z.object({
   id: z.string(),
   object: z.literal('response'),
   created_at: z.int(),
-  status: z.enum(['in_progress', 'completed', 'incomplete', 'failed']),
+  // `queued` and `cancelled` only for a background response (OpenAI's background mode).
+  status: z.enum(['queued', 'in_progress', 'completed', 'incomplete', 'failed', 'cancelled']),
   completed_at: z.int().nullable(),
   background: z.boolean(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),

@@ -11,6 +11,7 @@ import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { logPreviousKeyNote, SecretBox } from '../crypto/secret-box.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
 import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
+import { DEAD_PROCESS, endOrphans, PREVIOUS_RUN } from '../responses/background.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** The signals an operator stops svc with (also sent to the whole process group). */
@@ -76,6 +77,8 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       // No server process is running yet: whatever is leased was left by a previous run.
       const released = await store.deliveries.releaseLeases(Date.now());
       if (released > 0) logger.info({ released }, 'resuming webhook deliveries left in flight by the previous run');
+      // Likewise the background responses that were running: none will finish.
+      await endOrphans(store.responses, { otherThan: '' }, PREVIOUS_RUN, logger);
     }
   } catch (err) {
     await store.close();
@@ -184,6 +187,12 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
           (err: unknown) => logger.error({ err }, 'could not release the dead process’s webhook leases; they are retried when they lapse'),
         )
       : Promise.resolve();
+    // Its background responses will not finish: ended now rather than when their leases lapse.
+    if (leasedBy) {
+      endOrphans(store.responses, { owner: leasedBy }, DEAD_PROCESS, logger).catch((err: unknown) =>
+        logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'),
+      );
+    }
     // The release comes first: the replacement claims what is due as it starts.
     void released.then(() => {
       if (stopping) return;

@@ -10,7 +10,8 @@ const RETRY_AFTER_MS = 1_000;
  * once with 429 `too_many_requests_in_flight` and `retry-after`, never queued: a queue hidden in a connection
  * pool makes clients time out with nothing in any log, while a 429 is retried by every OpenAI SDK.
  *
- * A slot is held from admission until the response closes (finished, failed or abandoned by the client).
+ * A slot is held from admission until the response closes (finished, failed or abandoned by the client), or, for
+ * work that goes on after its response (a background response), until that work ends (`keep`).
  *
  * @example
  * const inFlight = new InFlightLimit(4096);
@@ -24,6 +25,8 @@ export class InFlightLimit {
   #rejections = 0;
   #working = 0;
   readonly #idle: Array<() => void> = [];
+  /** Each admitted response's slot: `kept` once `keep` took it over from the response's close. */
+  readonly #slots = new WeakMap<ServerResponse, { kept: boolean }>();
   readonly #onReject: (() => void) | undefined;
 
   /** `onReject` is called on every refusal (metrics). */
@@ -54,6 +57,32 @@ export class InFlightLimit {
    */
   admit(res: ServerResponse): void {
     if (res.destroyed) return;
+    this.#take();
+    const slot = { kept: false };
+    this.#slots.set(res, slot);
+    res.once('close', () => {
+      if (!slot.kept) this.#requests -= 1;
+    });
+  }
+
+  /**
+   * Keeps the slot `res` was admitted with after it closes, for work that goes on without it (a background response):
+   * the returned function frees it, once. A response that took no slot (closed before admission) takes one now, and
+   * is refused as `admit` refuses when all are taken.
+   */
+  keep(res: ServerResponse): () => void {
+    const slot = this.#slots.get(res);
+    if (slot && !slot.kept && !res.closed) slot.kept = true;
+    else this.#take();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#requests -= 1;
+    };
+  }
+
+  #take(): void {
     if (this.#requests >= this.max) {
       this.#rejections += 1;
       this.#onReject?.();
@@ -64,9 +93,6 @@ export class InFlightLimit {
       );
     }
     this.#requests += 1;
-    res.once('close', () => {
-      this.#requests -= 1;
-    });
   }
 
   /**

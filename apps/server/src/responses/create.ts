@@ -18,7 +18,7 @@ import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore, type StoredItem } from '../storage/responses-store.js';
-import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatDeps } from '../chat/chat-context.js';
+import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatContext, type ChatDeps } from '../chat/chat-context.js';
 import { complete, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListedRequest } from '../chat/request.js';
@@ -28,9 +28,14 @@ import { EscapedString, LONG_STRING_CHARS, stringifyInTurns } from '../json-in-t
 import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
 import { answerText, refusalText } from '../chat/answer-text.js';
+import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
+import { Cancellation } from '../upstream/upstream.js';
+import { CancelRequested, stoppedError, type BackgroundResponses } from './background.js';
 
 export interface ResponsesDeps extends ChatDeps {
   responses: ResponsesStore;
+  /** The background responses this process runs. */
+  background: BackgroundResponses;
 }
 
 /** An id in OpenAI's form for a response or an item: `resp_…`, `msg_…`, `fc_…`. */
@@ -39,11 +44,11 @@ export function newId(prefix: string): string {
 }
 
 /**
- * This process's responses still being streamed, by id: the key that created each and whether it was a background
- * request. The client holds a response's id from `response.created` on, and a cancel of it meanwhile is told why it
- * cannot be honoured rather than that there is no such response.
+ * This process's responses still being streamed and not yet stored (not background), by id, with the key that
+ * created each. The client holds a response's id from `response.created` on, and a cancel of it meanwhile is told
+ * why it cannot be honoured rather than that there is no such response.
  */
-export type StreamingResponses = Map<string, { keyId: string; background: boolean }>;
+export type StreamingResponses = Map<string, { keyId: string }>;
 
 /**
  * `POST /v1/responses`: the request becomes a chat request (its conversation read back through
@@ -73,10 +78,14 @@ export function createResponse(deps: ResponsesDeps, streaming: StreamingResponse
       await pace(turn);
       const base: ResponseBase = { id: newId('resp'), createdAt: Math.floor(exchange.startedAt / 1000), request };
       const input = await withIds(inputItems(request), turn);
+      const upstream = toUpstreamBody(chat, deps.config.upstream);
+      if (request.background === true) {
+        await runInBackground(deps, ctx, { base, chat, upstream, input, historyChars: history.chars }, turn);
+        return;
+      }
       /** The response's JSON when it was stored (the same bytes the client gets), else undefined. */
       const store = async (response: ResponseObject): Promise<string | undefined> =>
         request.store !== false ? deps.responses.save(key.id, response, input, history.chars, turn) : undefined;
-      const upstream = toUpstreamBody(chat, deps.config.upstream);
       ctx.upstreamStartedAt = deps.clock();
       if (!upstream.streaming) {
         const completion = await complete(ctx, chat, upstream);
@@ -105,7 +114,7 @@ export function createResponse(deps: ResponsesDeps, streaming: StreamingResponse
       // Echoed in three events: megabytes of instructions are escaped once, here, in this request's turns.
       const instructions = request.instructions && request.instructions.length >= LONG_STRING_CHARS ? await EscapedString.of(request.instructions, turn) : undefined;
       const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
-      streaming.set(base.id, { keyId: key.id, background: request.background === true });
+      streaming.set(base.id, { keyId: key.id });
       try {
         await relayStream(ctx, chat, chunks, (sse) => {
           // From `response.created` on the client holds this id: whatever the stream's end, its audit names it.
@@ -130,6 +139,112 @@ export function createResponse(deps: ResponsesDeps, streaming: StreamingResponse
   };
   // Held until its audit is recorded: a graceful stop waits for it (InFlightLimit.track).
   return (exchange, key) => deps.inFlight.track(handle(exchange, key));
+}
+
+/** A background request, validated and translated: what its run needs. */
+interface BackgroundRequest {
+  base: ResponseBase;
+  chat: ChatCompletionRequest;
+  upstream: ReturnType<typeof toUpstreamBody>;
+  input: ResponseInputItem[];
+  historyChars: number;
+}
+
+/**
+ * `background: true`, OpenAI's background mode: the response is stored `in_progress` (with this process's lease)
+ * and the POST answered with it at once; the upstream call goes on in this process, not tied to the client's
+ * connection, holding its SVC_MAX_IN_FLIGHT slot until it ends. Its final state (`completed`, `incomplete`,
+ * `failed`, or `cancelled` by POST /v1/responses/{id}/cancel from any instance) is written over the stored one,
+ * then audited once. Streamed (`stream: true` too), the events go to this request as they come; svc keeps no copy
+ * of them, so closing the stream stops the response (stored `incomplete`), as for a stream in the foreground.
+ */
+async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: BackgroundRequest, turn: () => boolean): Promise<void> {
+  const { base, chat, upstream, input } = request;
+  const { key, exchange } = ctx;
+  // Taken over before anything is stored: past SVC_MAX_IN_FLIGHT the request is refused, never left running unbounded.
+  const release = deps.inFlight.keep(exchange.res);
+  let json: string;
+  try {
+    json = await deps.responses.save(key.id, pendingResponse(base), input, request.historyChars, turn, deps.background.lease());
+  } catch (err) {
+    release();
+    throw err;
+  }
+  ctx.responseId = base.id;
+  /** Writes the final state over the running one; undefined when another instance already ended it (lease lapsed). */
+  const settle = (response: ResponseObject) => deps.responses.settle(key.id, response, { owner: deps.background.owner });
+  if (upstream.streaming) {
+    // The stream is this request's: its client leaving aborts it, as does a cancel (through the same signal).
+    let refused: unknown;
+    await deps.background.run(base.id, ctx.abort, async () => {
+      try {
+        deps.inFlight.streaming(exchange.res);
+        const long = base.request.instructions && base.request.instructions.length >= LONG_STRING_CHARS;
+        const instructions = long ? await EscapedString.of(base.request.instructions!, turn) : undefined;
+        ctx.upstreamStartedAt = deps.clock();
+        const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
+        await relayStream(ctx, chat, chunks, (sse) => responseEvents(deps, base, sse, settle, instructions, ctx.abort));
+      } catch (err) {
+        // Refused before the stream started (the upstream's own error): the response ends failed, and the caller
+        // answers and audits the error.
+        refused = err;
+        await settle(endedResponse(base, ctx.abort, toApiError(err))).catch(() => undefined);
+      } finally {
+        release();
+      }
+    });
+    if (refused !== undefined) throw refused;
+    return;
+  }
+  // Its own cancellation: the client that created it may leave at once, and the work goes on.
+  const abort = new Cancellation();
+  const work: ChatContext = { ...ctx, abort };
+  deps.background.run(base.id, abort, async () => {
+    try {
+      work.upstreamStartedAt = deps.clock();
+      const completion = await complete(work, chat, upstream);
+      const response = completedResponse(base, completion, Math.floor(deps.clock() / 1000), newId);
+      // Stored before its audit: a receiver that reads the response on the webhook finds it final. Audited whatever
+      // the store says (the response deleted meanwhile, or ended by another instance that found its lease lapsed, which
+      // audits nothing): the upstream call was made, once.
+      await settle(response);
+      await record(work, {
+        statusCode: 200,
+        streaming: false,
+        messages: chat.messages,
+        responseText: answerText(completion.choices[0]?.message),
+        refusal: refusalText(completion.choices[0]?.message),
+        svc: completion.svc,
+        usage: completion.usage,
+      });
+    } catch (err) {
+      const error = toApiError(err);
+      await settle(endedResponse(base, abort, error)).catch((storeErr: unknown) => {
+        deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses');
+      });
+      await recordFailure(work, {
+        statusCode: abort.aborted ? CLIENT_CLOSED_STATUS : error.status,
+        streaming: false,
+        messages: chat.messages,
+        responseText: '',
+        svc: null,
+        usage: NO_USAGE,
+      });
+    } finally {
+      release();
+    }
+  });
+  await sendSerialised(ctx, json, undefined, turn);
+}
+
+/**
+ * A background response that ended without an answer: `cancelled` when its cancel was asked, `failed` with the
+ * server's reason when it stopped, else `failed` with `error`.
+ */
+function endedResponse(base: ResponseBase, abort: Cancellation, error: ApiError): ResponseObject {
+  const pending = pendingResponse(base);
+  if (abort.reason instanceof CancelRequested) return { ...pending, status: 'cancelled' };
+  return { ...pending, status: 'failed', error: stoppedError(abort.reason) ?? { code: error.wireCode ?? error.code, message: error.message } };
 }
 
 export const RESPONSES_REQUEST: ListedRequest<ResponseCreateWireRequest> = {
@@ -260,6 +375,7 @@ function responseEvents(
   sse: SseWriter,
   store: (response: ResponseObject) => Promise<unknown>,
   instructions: EscapedString | undefined,
+  abort?: Cancellation,
 ): StreamOutput {
   const events = new ResponseEvents(pendingResponse(base), newId, () => Math.floor(deps.clock() / 1000), instructions);
   sse.writeEvents(events.start());
@@ -282,8 +398,13 @@ function responseEvents(
     },
     // A client that leaves mid-stream already holds the response's id (`response.created`): what was
     // generated is stored as an `incomplete` response, so that id reads back rather than 404.
+    // A background stream cancelled (from any instance) or cut by the server's stop ends so, not as a client leaving.
     abandoned: async (usage) => {
-      await store(events.abandon(usage));
+      const abandoned = events.abandon(usage);
+      const stopped = stoppedError(abort?.reason);
+      if (abandoned.status === 'incomplete' && abort?.reason instanceof CancelRequested) await store({ ...abandoned, status: 'cancelled', incomplete_details: null });
+      else if (abandoned.status === 'incomplete' && stopped) await store({ ...abandoned, status: 'failed', error: stopped, incomplete_details: null });
+      else await store(abandoned);
     },
   };
 }

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import express, { type Router } from 'express';
 import type { ResponseInputItem } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
@@ -23,10 +24,14 @@ export function responsesRouter(deps: ResponsesDeps): Router {
   router.get('/:id', async (req, res) => {
     // The SDKs' `retrieve(id, { stream: true })` asks for the events again: answered as JSON, the SDK would read
     // it as a stream of no events, without an error.
+    // A background stream resumed with `starting_after` (OpenAI's background guide) likewise: svc keeps no copy of a
+    // stream's events (one row per delta would multiply the writes of every stream), so it says so.
     if (req.query.stream !== undefined && req.query.stream !== 'false') {
-      throw new ApiError('invalid_value', `svc does not stream a stored response again: read it without 'stream' (or with stream=false).`, {
-        param: 'stream',
-      });
+      throw new ApiError(
+        'invalid_value',
+        `svc does not keep a response's stream events, so a stream cannot be resumed ('starting_after') or read again: poll GET /v1/responses/{id} without 'stream' (or with stream=false) until its status is no longer 'queued' or 'in_progress'; a background response runs on whether or not its stream is read.`,
+        { param: 'stream' },
+      );
     }
     const json = await deps.responses.responseJson(apiKeyOf(res).id, req.params.id);
     if (json === undefined) throw notFound(req.params.id);
@@ -37,32 +42,26 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     res.json({ id: req.params.id, object: 'response', deleted: true });
   });
   // OpenAI's `responses.cancel`: only a background response can be cancelled, and cancelling one that already
-  // reached its final status returns it as it is. svc answers a background request once it is finished, so every
-  // background response it stores is final: the SDK's cancel-then-read code works and gets what was generated.
-  // One still streaming (background with stream) is refused with what stops it.
+  // reached its final status returns it as it is. One still running is stopped wherever it runs: here at once, on
+  // another process or instance through the cancel stored on its row, which its owner polls; the answer is the
+  // response once it is `cancelled` (or whatever final status it reached first).
   router.post('/:id/cancel', async (req, res) => {
     const id = req.params.id;
     const keyId = apiKeyOf(res).id;
-    const json = await deps.responses.responseJson(keyId, id);
-    if (json === undefined) {
-      const running = streaming.get(id);
-      if (running?.keyId !== keyId) throw notFound(id);
-      // svc runs a background request in the request that created it (here, a stream still open), not in a queue
-      // a cancel could reach: the client that holds the stream is the one that can stop it.
-      if (running.background) {
-        throw new ApiError(
-          'invalid_request',
-          `Response '${id}' is still being streamed to the request that created it: svc runs background requests there, and cannot stop one from another request. Close that stream (abort the request) to stop it; what was generated until then is stored as an incomplete response.`,
-        );
-      }
-    }
-    if (json === undefined || !createdInBackground(json)) {
+    let state = await deps.responses.state(keyId, id);
+    if (state === undefined && streaming.get(id)?.keyId !== keyId) throw notFound(id);
+    if (state === undefined || !createdInBackground(state.json)) {
       throw new ApiError(
         'invalid_request',
         `Only responses created with background=true can be cancelled; response '${id}' was not. Read it with GET /v1/responses/${id}, or delete it.`,
       );
     }
-    res.type('json').send(json);
+    if (state.running) {
+      if (deps.background.has(id)) await deps.background.cancel(id);
+      else if (await deps.responses.requestCancel(keyId, id, deps.clock())) await untilEnded(deps, keyId, id);
+      state = (await deps.responses.state(keyId, id)) ?? state;
+    }
+    res.type('json').send(state.json);
   });
   router.get('/:id/input_items', async (req, res) => {
     const items = await deps.responses.inputItems(apiKeyOf(res).id, req.params.id);
@@ -89,6 +88,21 @@ function createdInBackground(json: string): boolean {
   const head = /^\{"id":"[\w-]+","object":"response","created_at":\d+,"status":"\w+","completed_at":(?:\d+|null),"background":(true|false)[,}]/.exec(json);
   if (head) return head[1] === 'true';
   return (JSON.parse(json) as { background?: unknown }).background === true;
+}
+
+/** How long a cancel waits for another process or instance to stop the response: a few of its polls (CANCEL_POLL_MS). */
+const CANCEL_WAIT_MS = 10_000;
+/** How often the cancel reads the row meanwhile. */
+const CANCEL_READ_MS = 100;
+
+/**
+ * Waits until the response's run ended, reading its row every CANCEL_READ_MS, for up to CANCEL_WAIT_MS: past that
+ * (its owner slow to poll) the cancel answers with it still running, and the client polls on, as after OpenAI's
+ * cancel of a response that has not stopped yet.
+ */
+async function untilEnded(deps: ResponsesDeps, keyId: string, id: string): Promise<void> {
+  const deadline = deps.clock() + CANCEL_WAIT_MS;
+  while ((await deps.responses.state(keyId, id))?.running && deps.clock() < deadline) await delay(CANCEL_READ_MS);
 }
 
 function notFound(id: string): ApiError {

@@ -97,6 +97,8 @@ export interface FakeUpstreamBehavior {
   resetMidStream?: boolean | number;
   /** Never respond. */
   hang?: boolean;
+  /** Send nothing, not even headers, until this settles (a model working on a long answer), then answer as set. */
+  holdUntil?: Promise<unknown>;
   /** Send headers and the first frames, then nothing more. */
   hangMidStream?: boolean;
   /** End the SSE body after the content frames, with no finish_reason frame and no [DONE]. */
@@ -317,6 +319,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       return;
     }
     if (current.hang) return;
+    if (current.holdUntil) await current.holdUntil;
     if (current.delayMs) await delay(current.delayMs);
     if (current.waitForOpen) await openReached(current.waitForOpen.count, current.waitForOpen.timeoutMs ?? 30_000);
     if (gone(res)) return;

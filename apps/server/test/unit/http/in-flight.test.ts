@@ -35,6 +35,21 @@ describe('InFlightLimit', () => {
     expect(limit.requests).toBe(2);
   });
 
+  it('keeps the slot of a response whose work goes on after it closes (a background response) until released, once', () => {
+    const limit = new InFlightLimit(1);
+    const a = response();
+    limit.admit(a);
+    const release = limit.keep(a);
+    a.emit('close');
+    expect(limit.requests).toBe(1);
+    expect(() => limit.admit(response())).toThrow(ApiError);
+    release();
+    release();
+    expect(limit.requests).toBe(0);
+    limit.admit(response());
+    expect(limit.requests).toBe(1);
+  });
+
   it('takes no slot for a response that already closed (its close event is gone)', () => {
     const limit = new InFlightLimit(1);
     const gone = response();

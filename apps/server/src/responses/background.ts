@@ -1,0 +1,214 @@
+import type { Logger } from 'pino';
+import type { ResponseObject } from '@svc/protocol';
+import type { ResponsesStore, RunningLease } from '../storage/responses-store.js';
+import { Cancellation } from '../upstream/upstream.js';
+
+/**
+ * How long a process vouches for the background responses it runs, pushed forward every quarter of it. Past it
+ * another instance (or this one's next start) ends them as `failed`: long enough that a pause of the event loop or a
+ * database hiccup of several seconds ends nothing, short enough that a client polling a crashed instance's response
+ * learns it within a minute.
+ */
+export const BACKGROUND_LEASE_MS = 20_000;
+
+/** How often the process running background responses looks for a cancel asked on another instance. */
+export const CANCEL_POLL_MS = 1_000;
+
+/** Orphaned responses ended in one statement's worth (the rest at the next look). */
+const ORPHANS_BATCH = 100;
+
+/** A background response's run stopped by `POST /v1/responses/{id}/cancel`: it ends `cancelled`. */
+export class CancelRequested extends Error {
+  constructor() {
+    super('cancelled by POST /v1/responses/{id}/cancel');
+    this.name = 'CancelRequested';
+  }
+}
+
+/** A background response's run cut by the graceful stop of its server: it ends `failed`, saying so. */
+export class ServerStopping extends Error {
+  constructor() {
+    super('svc stopped (SIGTERM or SIGINT) before this background response finished; send the request again.');
+    this.name = 'ServerStopping';
+  }
+}
+
+/** The `error` of a background response ended because of `reason`, when `reason` is the server's own. */
+export function stoppedError(reason: unknown): { code: string; message: string } | undefined {
+  return reason instanceof ServerStopping ? { code: 'server_error', message: reason.message } : undefined;
+}
+
+export interface BackgroundOptions {
+  store: ResponsesStore;
+  /** This process's id in the rows it runs (its webhook worker's: a cluster primary ends a dead worker's by it). */
+  owner: string;
+  clock: () => number;
+  logger: Logger;
+  /** This process holds its database alone (embedded SQLite, one process): whatever runs at its start was left by the previous run. */
+  exclusive?: boolean;
+  leaseMs?: number;
+  pollMs?: number;
+}
+
+interface Run {
+  abort: Cancellation;
+  done: Promise<void>;
+}
+
+/**
+ * The background responses (`background: true`) this process runs, after their POST was answered. Each is stored
+ * running with a lease (`lease()`); this keeps the leases alive, stops a run whose cancel was asked on any instance
+ * (at once here, else within CANCEL_POLL_MS), and ends as `failed` the runs of processes that died (lapsed leases).
+ *
+ * @example
+ * const background = new BackgroundResponses({ store: store.responses, owner: worker.id, clock, logger });
+ * background.start();
+ * background.run(id, abort, work);
+ * await background.stop(10_000);
+ */
+export class BackgroundResponses {
+  readonly owner: string;
+  readonly #runs = new Map<string, Run>();
+  readonly #options: BackgroundOptions;
+  readonly #leaseMs: number;
+  readonly #pollMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #lastRenewAt = 0;
+  #lastSweepAt = 0;
+  /** The look under way, so that `stop` does not close the store under it. */
+  #looking: Promise<void> = Promise.resolve();
+
+  constructor(options: BackgroundOptions) {
+    this.#options = options;
+    this.owner = options.owner;
+    this.#leaseMs = options.leaseMs ?? BACKGROUND_LEASE_MS;
+    this.#pollMs = options.pollMs ?? CANCEL_POLL_MS;
+  }
+
+  /** The lease a response starting now is stored with. */
+  lease(): RunningLease {
+    return { owner: this.owner, until: this.#options.clock() + this.#leaseMs };
+  }
+
+  /** Runs in this process now. */
+  get size(): number {
+    return this.#runs.size;
+  }
+
+  /** Starts the looks (cancels, leases, orphans); the first ends what a previous run of an exclusive server left. */
+  start(): void {
+    if (this.#timer || this.#stopped) return;
+    const first = this.#options.exclusive
+      ? endOrphans(this.#options.store, { otherThan: this.owner }, PREVIOUS_RUN, this.#options.logger)
+      : Promise.resolve();
+    this.#looking = first.catch((err: unknown) => this.#options.logger.error({ err }, 'could not end the background responses left by the previous run')).then(() => this.#schedule());
+  }
+
+  /**
+   * Runs `work` (which stores the response's final state and records its audit) under `abort`, which `cancel` and
+   * `stop` fire; resolves when it ended. Never rejects: the work's own failure is logged.
+   */
+  run(id: string, abort: Cancellation, work: () => Promise<void>): Promise<void> {
+    const done = work()
+      .catch((err: unknown) => this.#options.logger.error({ err, response_id: id }, 'background response failed unexpectedly'))
+      .finally(() => this.#runs.delete(id));
+    this.#runs.set(id, { abort, done });
+    return done;
+  }
+
+  /** Whether this process runs `id`. */
+  has(id: string): boolean {
+    return this.#runs.has(id);
+  }
+
+  /** Stops this process's run of `id` (no-op when it runs no such) and resolves once its final state is stored. */
+  async cancel(id: string): Promise<void> {
+    const run = this.#runs.get(id);
+    if (!run) return;
+    run.abort.abort(new CancelRequested());
+    await run.done;
+  }
+
+  /**
+   * The graceful stop: no more looks; the runs still going after `graceMs` are cut (each stored `failed`, saying the
+   * server stopped) and waited for.
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#looking;
+    if (this.#runs.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const all = () => Promise.all([...this.#runs.values()].map((run) => run.done));
+    await Promise.race([all(), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+    for (const run of this.#runs.values()) run.abort.abort(new ServerStopping());
+    await all();
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#looking = this.#look()
+        .catch((err: unknown) => this.#options.logger.warn({ err }, 'background responses: the look for cancels and lapsed leases failed; trying again'))
+        .then(() => this.#schedule());
+    }, this.#pollMs);
+    // The looks alone never keep a process alive.
+    this.#timer.unref();
+  }
+
+  async #look(): Promise<void> {
+    const { store, clock, logger } = this.#options;
+    const now = clock();
+    if (this.#runs.size > 0) {
+      for (const id of await store.cancelsAsked(this.owner)) this.#runs.get(id)?.abort.abort(new CancelRequested());
+      if (now - this.#lastRenewAt >= this.#leaseMs / 4) {
+        await store.renewLeases(this.owner, now + this.#leaseMs);
+        this.#lastRenewAt = now;
+      }
+    }
+    if (now - this.#lastSweepAt >= this.#leaseMs / 4) {
+      this.#lastSweepAt = now;
+      await endOrphans(store, { lapsedBefore: now }, LAPSED, logger);
+    }
+  }
+}
+
+export const PREVIOUS_RUN =
+  'svc stopped before this background response finished (the server was restarted); send the request again.';
+const LAPSED =
+  'The svc instance running this background response stopped answering for it (it stopped or lost its database) before it finished; send the request again.';
+export const DEAD_PROCESS =
+  'The svc server process running this background response died before it finished; send the request again.';
+
+/**
+ * Ends as `failed`, with `message` as its error, each background response that no process runs any more (see
+ * `ResponsesStore.orphans`); returns how many. Another instance ending the same ones at once is harmless: each is
+ * ended by one (`settle` by the lease found).
+ *
+ * @example
+ * await endOrphans(store.responses, { owner: deadWorkerId }, DEAD_PROCESS, logger);
+ */
+export async function endOrphans(
+  store: ResponsesStore,
+  which: Parameters<ResponsesStore['orphans']>[0],
+  message: string,
+  logger: Logger,
+): Promise<number> {
+  let ended = 0;
+  for (;;) {
+    const orphans = await store.orphans(which, ORPHANS_BATCH);
+    let endedNow = 0;
+    for (const orphan of orphans) {
+      const running = JSON.parse(orphan.json) as ResponseObject;
+      const failed: ResponseObject = { ...running, status: 'failed', error: { code: 'server_error', message } };
+      if ((await store.settle(orphan.keyId, failed, { lease: orphan.lease })) !== undefined) endedNow += 1;
+    }
+    ended += endedNow;
+    // A batch of which none could be ended (each taken meanwhile) would be found again: stop there.
+    if (orphans.length < ORPHANS_BATCH || endedNow === 0) break;
+  }
+  if (ended > 0) logger.warn({ ended }, `background responses ended as failed: ${message}`);
+  return ended;
+}

@@ -1,0 +1,246 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { eventually, startReceiver, type ReceivedDelivery, type Receiver } from './support/webhooks.js';
+import { createTestPostgres } from './support/databases.js';
+import { adminCommandAsync, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
+
+/**
+ * OpenAI's background mode (`background: true`) as its guide has clients use it through the openai SDK: create, poll
+ * `retrieve` while `queued`/`in_progress`, `cancel`; on SQLite and on Postgres, where a second instance polls and
+ * cancels what the first runs, and where an instance that dies leaves nothing stuck `in_progress`.
+ */
+
+const pgDb = await createTestPostgres('responses-background');
+const SECRET_KEY = randomBytes(32).toString('base64');
+const RUNNING = ['queued', 'in_progress'];
+
+let upstream: FakeUpstream;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await upstream?.close();
+  await receiver?.close();
+  await pgDb?.drop();
+});
+
+/** A promise the fake upstream waits on (the model working) until the test opens it. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
+const sdk = (url: string, token: string) => new OpenAI({ apiKey: token, baseURL: `${url}/v1`, maxRetries: 0 });
+
+/** Polls as the background guide does (a few times a second, within the key's rate limit), until the response leaves `queued`/`in_progress`. */
+function finished(client: OpenAI, id: string, timeoutMs = 30_000): Promise<OpenAI.Responses.Response> {
+  return eventually(async () => {
+    const response = await client.responses.retrieve(id);
+    if (!RUNNING.includes(response.status!)) return response;
+    await delay(200);
+    return undefined;
+  }, timeoutMs);
+}
+
+const deliveriesOf = (received: ReceivedDelivery[], id: string) =>
+  received.map((d) => JSON.parse(d.raw.toString('utf8')) as { response_id?: string; status_code: number }).filter((p) => p.response_id === id);
+
+const variants = [
+  ['SQLite', undefined],
+  ['Postgres, a second instance polling and cancelling', pgDb?.url],
+] as const;
+
+describe.each(variants)('background responses (%s)', (name, databaseUrl) => {
+  const enabled = name === 'SQLite' || databaseUrl !== undefined;
+  let env: Record<string, string>;
+  let runner: TestServer;
+  /** The instance the client polls and cancels through: another one on Postgres. */
+  let other: TestServer;
+  let token: string;
+
+  beforeAll(async () => {
+    if (!enabled) return;
+    env = {
+      SVC_UPSTREAM_BASE_URL: upstream.url,
+      SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+      ...(databaseUrl && { SVC_DATABASE_URL: databaseUrl, SVC_SECRET_KEY: SECRET_KEY }),
+    };
+    runner = await startTestServer({ env });
+    other = databaseUrl ? await startTestServer({ env }) : runner;
+    ({ token } = await runner.createKey({ webhookUrl: receiver.url }));
+  });
+  afterAll(async () => {
+    await runner?.close();
+    if (other !== runner) await other?.close();
+  });
+
+  it.skipIf(!enabled)('answers the POST at once, in_progress; the answer lands in the store, read by polling; one audit, sent at the end', async () => {
+    const model = gate();
+    upstream.nextBehavior({ answer: 'The tower is in Paris.', holdUntil: model.opened });
+    const created = await sdk(runner.url, token).responses.create({ model: 'svc01', input: 'Where is the tower?', background: true });
+    expect(created).toMatchObject({ object: 'response', status: 'in_progress', background: true, output: [] });
+    expect(await sdk(other.url, token).responses.retrieve(created.id)).toMatchObject({ id: created.id, status: 'in_progress' });
+    expect(deliveriesOf(receiver.received, created.id)).toEqual([]);
+
+    model.open();
+    const done = await finished(sdk(other.url, token), created.id);
+    expect(done).toMatchObject({ status: 'completed', background: true, output_text: 'The tower is in Paris.' });
+    const [audit] = await receiver.waitFor((received) => deliveriesOf(received, created.id).length > 0).then((r) => deliveriesOf(r, created.id));
+    expect(audit).toMatchObject({ status_code: 200 });
+    // Its output is a conversation's turn like any other.
+    upstream.nextBehavior({ answer: 'It is 330 metres tall.' });
+    const next = await sdk(other.url, token).responses.create({ model: 'svc01', previous_response_id: created.id, input: 'How tall?' });
+    expect(next.output_text).toBe('It is 330 metres tall.');
+    expect(JSON.stringify(upstream.requests.at(-1)!.body.messages)).toContain('The tower is in Paris.');
+    expect(deliveriesOf(receiver.received, created.id)).toHaveLength(1);
+  });
+
+  it.skipIf(!enabled)('cancel stops the upstream call wherever it runs and returns it cancelled, again on a second call; one audit (499)', async () => {
+    upstream.nextBehavior({ hang: true });
+    const created = await sdk(runner.url, token).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
+    const aborted = upstream.waitForAbort(30_000);
+    const cancelled = await sdk(other.url, token).responses.cancel(created.id);
+    expect(cancelled).toMatchObject({ id: created.id, status: 'cancelled', background: true });
+    await aborted;
+    expect(await sdk(runner.url, token).responses.cancel(created.id)).toMatchObject({ status: 'cancelled' });
+    expect(await sdk(runner.url, token).responses.retrieve(created.id)).toMatchObject({ status: 'cancelled' });
+    const audits = await receiver.waitFor((received) => deliveriesOf(received, created.id).length > 0).then((r) => deliveriesOf(r, created.id));
+    expect(audits).toEqual([expect.objectContaining({ status_code: 499 })]);
+    // Finished ones are returned as they are.
+    const quick = await sdk(runner.url, token).responses.create({ model: 'svc01', input: 'Hi', background: true });
+    const answered = await finished(sdk(runner.url, token), quick.id);
+    // (`output_text` is the SDK's own addition to what `retrieve` returns.)
+    const { output_text: _, ...stored } = answered;
+    expect(await sdk(other.url, token).responses.cancel(quick.id)).toEqual(stored);
+  });
+
+  it.skipIf(!enabled)('a background stream cannot be resumed with starting_after (a 400 that says so); a cancel from anywhere ends it, stored cancelled', async () => {
+    const model = gate();
+    upstream.nextBehavior({ answer: 'The tower is in Paris.', silentUntil: model.opened });
+    const stream = await sdk(runner.url, token).responses.create({ model: 'svc01', input: 'Where is the tower?', background: true, stream: true });
+    let id = '';
+    let resumed: Response | undefined;
+    let cancelled: OpenAI.Responses.Response | undefined;
+    try {
+      for await (const event of stream) {
+        if (event.type !== 'response.created') continue;
+        id = event.response.id;
+        expect(await sdk(other.url, token).responses.retrieve(id)).toMatchObject({ status: 'in_progress', background: true });
+        resumed = await fetch(`${other.url}/v1/responses/${id}?stream=true&starting_after=1`, { headers: { authorization: `Bearer ${token}` } });
+        cancelled = await sdk(other.url, token).responses.cancel(id);
+      }
+    } catch {
+      // The stream may end without its last event: the response was cancelled under it.
+    }
+    expect(resumed?.status).toBe(400);
+    const error = ((await resumed!.json()) as { error: { code: string; param: string; message: string } }).error;
+    expect(error).toMatchObject({ code: 'invalid_value', param: 'stream' });
+    expect(error.message).toContain("a stream cannot be resumed ('starting_after')");
+    expect(cancelled).toMatchObject({ id, status: 'cancelled' });
+    expect(await sdk(runner.url, token).responses.retrieve(id)).toMatchObject({ status: 'cancelled' });
+    model.open();
+  });
+
+  it.skipIf(!enabled)('a graceful stop gives a running one its time, then ends it failed, saying the server stopped', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-bg-')), 'svc.db');
+    const own = { ...env, SVC_SHUTDOWN_TIMEOUT_MS: '300', ...(databaseUrl ? {} : { SVC_DATABASE_URL: `sqlite:${file}` }) };
+    const stopping = await startTestServer({ env: own });
+    const { token: stopToken } = await stopping.createKey();
+    upstream.nextBehavior({ hang: true });
+    const created = await sdk(stopping.url, stopToken).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
+    await stopping.close();
+    const reader = databaseUrl ? other : await startTestServer({ env: own });
+    try {
+      const ended = await sdk(reader.url, stopToken).responses.retrieve(created.id);
+      expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+      expect(ended.error!.message).toContain('svc stopped (SIGTERM or SIGINT) before this background response finished');
+    } finally {
+      if (reader !== other) await reader.close();
+    }
+  });
+});
+
+describe('background responses and SVC_MAX_IN_FLIGHT', () => {
+  let server: TestServer;
+  let token: string;
+  beforeAll(async () => {
+    server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_MAX_IN_FLIGHT: '1' } });
+    ({ token } = await server.createKey());
+  });
+  afterAll(() => server?.close());
+
+  it("a running one holds its slot: the next request gets 429 too_many_requests_in_flight in OpenAI's shape, until it ends", async () => {
+    const model = gate();
+    upstream.nextBehavior({ answer: 'Done.', holdUntil: model.opened });
+    const created = await sdk(server.url, token).responses.create({ model: 'svc01', input: 'Long task', background: true });
+    for (const background of [true, false]) {
+      const refused = await sdk(server.url, token)
+        .responses.create({ model: 'svc01', input: 'Another', background })
+        .catch((err: unknown) => err);
+      expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+      expect(refused).toMatchObject({ status: 429, type: 'rate_limit_error', code: 'too_many_requests_in_flight' });
+    }
+    model.open();
+    expect(await finished(sdk(server.url, token), created.id)).toMatchObject({ status: 'completed' });
+    upstream.nextBehavior({ answer: 'Next.' });
+    expect((await sdk(server.url, token).responses.create({ model: 'svc01', input: 'Another', background: true })).status).toBe('in_progress');
+  });
+});
+
+describe('a server process that dies with background responses running', () => {
+  const started: ServerProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(started.map((s) => s.stop('SIGKILL')));
+  });
+
+  async function keyFor(env: NodeJS.ProcessEnv): Promise<string> {
+    const email = `bg-${randomBytes(4).toString('hex')}@example.test`;
+    await adminCommandAsync(['users', 'create', '--email', email, '--password', 'long-enough-pw'], env);
+    return (JSON.parse(await adminCommandAsync(['keys', 'create', '--email', email, '--json'], env)) as { key: string }).key;
+  }
+
+  async function runOneAndDie(env: NodeJS.ProcessEnv): Promise<{ id: string; token: string }> {
+    const token = await keyFor(env);
+    const doomed = await startServerProcess(env);
+    started.push(doomed);
+    upstream.nextBehavior({ hang: true });
+    const created = await sdk(doomed.url, token).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
+    expect(created.status).toBe('in_progress');
+    await doomed.stop('SIGKILL');
+    return { id: created.id, token };
+  }
+
+  it('embedded SQLite: the next start ends it failed', async () => {
+    const env = serverEnv({ SVC_DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'svc-bg-')), 'svc.db')}`, SVC_UPSTREAM_BASE_URL: upstream.url });
+    await adminCommandAsync(['migrate'], env);
+    const { id, token } = await runOneAndDie(env);
+    const next = await startServerProcess(env);
+    started.push(next);
+    const ended = await finished(sdk(next.url, token), id);
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    expect(ended.error!.message).toContain('the server was restarted');
+  }, 90_000);
+
+  it.skipIf(!pgDb)('Postgres: another instance ends it failed once its lease lapses', async () => {
+    const env = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: SECRET_KEY, SVC_UPSTREAM_BASE_URL: upstream.url });
+    const survivor = await startServerProcess(env);
+    started.push(survivor);
+    const { id, token } = await runOneAndDie(env);
+    expect(await sdk(survivor.url, token).responses.retrieve(id)).toMatchObject({ status: 'in_progress' });
+    // The lease (20 s) lapses, and the survivor's next look (every 5 s) ends it.
+    const ended = await finished(sdk(survivor.url, token), id, 60_000);
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    expect(ended.error!.message).toContain('stopped answering for it');
+  }, 120_000);
+});
