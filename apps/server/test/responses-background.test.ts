@@ -152,6 +152,24 @@ describe.each(variants)('background responses (%s)', (name, databaseUrl) => {
     model.open();
   });
 
+  it.skipIf(!enabled)('a background stream whose client leaves runs on: its end is stored, read by polling, audited once (200)', async () => {
+    const model = gate();
+    upstream.nextBehavior({ answer: 'The tower is in Paris.', silentUntil: model.opened });
+    const stream = await sdk(runner.url, token).responses.create({ model: 'svc01', input: 'Where is the tower?', background: true, stream: true });
+    let id = '';
+    for await (const event of stream) {
+      if (event.type !== 'response.created') continue;
+      id = event.response.id;
+      break; // The SDK closes the connection.
+    }
+    expect(await sdk(other.url, token).responses.retrieve(id)).toMatchObject({ status: 'in_progress' });
+    model.open();
+    expect(await finished(sdk(other.url, token), id)).toMatchObject({ status: 'completed', output_text: 'The tower is in Paris.' });
+    const audits = await receiver.waitFor((received) => deliveriesOf(received, id).length > 0).then((r) => deliveriesOf(r, id));
+    expect(audits).toEqual([expect.objectContaining({ status_code: 200 })]);
+    expect(upstream.requests.at(-1)!.aborted).toBe(false);
+  });
+
   it.skipIf(!enabled)('a graceful stop gives a running one its time, then ends it failed, saying the server stopped', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'svc-bg-')), 'svc.db');
     const own = { ...env, SVC_SHUTDOWN_TIMEOUT_MS: '300', ...(databaseUrl ? {} : { SVC_DATABASE_URL: `sqlite:${file}` }) };

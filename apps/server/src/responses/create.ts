@@ -155,8 +155,8 @@ interface BackgroundRequest {
  * and the POST answered with it at once; the upstream call goes on in this process, not tied to the client's
  * connection, holding its SVC_MAX_IN_FLIGHT slot until it ends. Its final state (`completed`, `incomplete`,
  * `failed`, or `cancelled` by POST /v1/responses/{id}/cancel from any instance) is written over the stored one,
- * then audited once. Streamed (`stream: true` too), the events go to this request as they come; svc keeps no copy
- * of them, so closing the stream stops the response (stored `incomplete`), as for a stream in the foreground.
+ * then audited once. Streamed (`stream: true` too), the events go to this request as they come, and no further once
+ * its client left: svc keeps no copy of them (GET with `starting_after` says so), and the response runs on.
  */
 async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: BackgroundRequest, turn: () => boolean): Promise<void> {
   const { base, chat, upstream, input } = request;
@@ -173,22 +173,26 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   ctx.responseId = base.id;
   /** Writes the final state over the running one; undefined when another instance already ended it (lease lapsed). */
   const settle = (response: ResponseObject) => deps.responses.settle(key.id, response, { owner: deps.background.owner });
+  // Its own cancellation, which a cancel and the server's stop fire, not the client's leaving: the client that created
+  // it may leave at once (or close its stream), and the work goes on.
+  const abort = new Cancellation();
+  const work: ChatContext = { ...ctx, abort };
   if (upstream.streaming) {
-    // The stream is this request's: its client leaving aborts it, as does a cancel (through the same signal).
+    // The events go to this request as they come, to nobody once its client left (they are not kept).
     let refused: unknown;
-    await deps.background.run(base.id, ctx.abort, async () => {
+    await deps.background.run(base.id, abort, async () => {
       try {
         deps.inFlight.streaming(exchange.res);
         const long = base.request.instructions && base.request.instructions.length >= LONG_STRING_CHARS;
         const instructions = long ? await EscapedString.of(base.request.instructions!, turn) : undefined;
-        ctx.upstreamStartedAt = deps.clock();
-        const chunks = await deps.upstream.stream({ body: upstream.body, signal: ctx.abort, thinking: upstream.thinking });
-        await relayStream(ctx, chat, chunks, (sse) => responseEvents(deps, base, sse, settle, instructions, ctx.abort));
+        work.upstreamStartedAt = deps.clock();
+        const chunks = await deps.upstream.stream({ body: upstream.body, signal: abort, thinking: upstream.thinking });
+        await relayStream(work, chat, chunks, (sse) => responseEvents(deps, base, sse, settle, instructions, abort));
       } catch (err) {
         // Refused before the stream started (the upstream's own error): the response ends failed, and the caller
         // answers and audits the error.
         refused = err;
-        await settle(endedResponse(base, ctx.abort, toApiError(err))).catch(() => undefined);
+        await settle(endedResponse(base, abort, toApiError(err))).catch(() => undefined);
       } finally {
         release();
       }
@@ -196,9 +200,6 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
     if (refused !== undefined) throw refused;
     return;
   }
-  // Its own cancellation: the client that created it may leave at once, and the work goes on.
-  const abort = new Cancellation();
-  const work: ChatContext = { ...ctx, abort };
   deps.background.run(base.id, abort, async () => {
     try {
       work.upstreamStartedAt = deps.clock();
