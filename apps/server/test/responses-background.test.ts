@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import { Agent } from 'undici';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { eventually, startReceiver, type ReceivedDelivery, type Receiver } from './support/webhooks.js';
@@ -51,6 +52,13 @@ function finished(client: OpenAI, id: string, timeoutMs = 30_000): Promise<OpenA
     await delay(200);
     return undefined;
   }, timeoutMs);
+}
+
+/** A new user's key, made with the admin command on `env`'s database. */
+async function keyFor(env: NodeJS.ProcessEnv): Promise<string> {
+  const email = `bg-${randomBytes(4).toString('hex')}@example.test`;
+  await adminCommandAsync(['users', 'create', '--email', email, '--password', 'long-enough-pw'], env);
+  return (JSON.parse(await adminCommandAsync(['keys', 'create', '--email', email, '--json'], env)) as { key: string }).key;
 }
 
 const deliveriesOf = (received: ReceivedDelivery[], id: string) =>
@@ -222,12 +230,6 @@ describe('a server process that dies with background responses running', () => {
     await Promise.all(started.map((s) => s.stop('SIGKILL')));
   });
 
-  async function keyFor(env: NodeJS.ProcessEnv): Promise<string> {
-    const email = `bg-${randomBytes(4).toString('hex')}@example.test`;
-    await adminCommandAsync(['users', 'create', '--email', email, '--password', 'long-enough-pw'], env);
-    return (JSON.parse(await adminCommandAsync(['keys', 'create', '--email', email, '--json'], env)) as { key: string }).key;
-  }
-
   async function runOneAndDie(env: NodeJS.ProcessEnv): Promise<{ id: string; token: string }> {
     const token = await keyFor(env);
     const doomed = await startServerProcess(env);
@@ -260,5 +262,75 @@ describe('a server process that dies with background responses running', () => {
     const ended = await finished(sdk(survivor.url, token), id, 60_000);
     expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
     expect(ended.error!.message).toContain('stopped answering for it');
+  }, 120_000);
+});
+
+describe('background responses over the processes of one server (SVC_PROCESSES=2, SQLite)', () => {
+  let server: ServerProcess;
+  let token: string;
+
+  beforeAll(async () => {
+    const env = serverEnv({
+      SVC_DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'svc-bg-')), 'svc.db')}`,
+      SVC_UPSTREAM_BASE_URL: upstream.url,
+      SVC_LOG_LEVEL: 'info',
+      SVC_RATE_LIMIT_RPM: '100000',
+    });
+    server = await startServerProcess(env, ['--processes', '2'], { timeoutMs: 60_000 });
+    token = await keyFor(env);
+  }, 90_000);
+  afterAll(() => server?.stop('SIGKILL'));
+
+  /** The process that answered a request, by its `x-request-id` (request log lines carry the pid with several processes). */
+  const pidOf = (requestId: string) =>
+    eventually(() => {
+      for (const line of server.stderr().split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const entry = JSON.parse(line) as { msg?: string; request_id?: string; pid?: number };
+        if (entry.msg === 'request' && entry.request_id === requestId) return entry.pid;
+      }
+      return undefined;
+    });
+
+  /** A request on a connection of its own: the primary hands each new connection to the next process. */
+  async function call(method: string, path: string, body?: object): Promise<{ status: number; requestId: string; json: OpenAI.Responses.Response }> {
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', connection: 'close' },
+      ...(body && { body: JSON.stringify(body) }),
+      // A fresh dispatcher per call: no connection is reused.
+      dispatcher: new Agent({ pipelining: 0 }),
+    } as RequestInit);
+    return { status: res.status, requestId: res.headers.get('x-request-id') ?? '', json: (await res.json()) as OpenAI.Responses.Response };
+  }
+
+  it('polls and cancels from either process; a process killed leaves its responses failed at once, not in_progress', async () => {
+    upstream.setBehavior({ hang: true });
+    try {
+      const created = await Promise.all(Array.from({ length: 4 }, () => call('POST', '/v1/responses', { model: 'svc01', input: 'Write a long novel.', background: true })));
+      expect(created.map((c) => c.json.status)).toEqual(Array(4).fill('in_progress'));
+      const runners = await Promise.all(created.map((c) => pidOf(c.requestId)));
+      expect(new Set(runners).size).toBe(2);
+      // Each cancelled through both processes in turn: half of them through the one that does not run it.
+      const cancelledBy: number[] = [];
+      for (const { json } of created) {
+        const cancel = await call('POST', `/v1/responses/${json.id}/cancel`);
+        expect(cancel.json).toMatchObject({ id: json.id, status: 'cancelled' });
+        cancelledBy.push((await pidOf(cancel.requestId))!);
+        expect((await call('GET', `/v1/responses/${json.id}`)).json.status).toBe('cancelled');
+      }
+      expect(cancelledBy.some((pid, i) => pid !== runners[i])).toBe(true);
+
+      const doomed = await call('POST', '/v1/responses', { model: 'svc01', input: 'Write a long novel.', background: true });
+      process.kill((await pidOf(doomed.requestId))!, 'SIGKILL');
+      const ended = await eventually(async () => {
+        const { json } = await call('GET', `/v1/responses/${doomed.json.id}`);
+        return json.status === 'in_progress' ? undefined : json;
+      }, 30_000);
+      expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+      expect(ended.error!.message).toContain('process running this background response died');
+    } finally {
+      upstream.setBehavior({});
+    }
   }, 120_000);
 });
