@@ -125,6 +125,13 @@ describe.each(variants)('background responses (%s)', (name, databaseUrl) => {
     expect(await sdk(runner.url, token).responses.retrieve(created.id)).toMatchObject({ status: 'cancelled' });
     const audits = await receiver.waitFor((received) => deliveriesOf(received, created.id).length > 0).then((r) => deliveriesOf(r, created.id));
     expect(audits).toEqual([expect.objectContaining({ status_code: 499 })]);
+    // Deleted while running, from either instance: stopped first, not left running for nobody.
+    upstream.nextBehavior({ hang: true });
+    const prompt = `Write another novel (${name}).`;
+    const deleted = await sdk(runner.url, token).responses.create({ model: 'svc01', input: prompt, background: true });
+    await sdk(other.url, token).responses.delete(deleted.id);
+    await eventually(() => upstream.requests.find((r) => JSON.stringify(r.body.messages).includes(prompt))?.aborted);
+    expect(await sdk(runner.url, token).responses.retrieve(deleted.id).catch((err: unknown) => err)).toBeInstanceOf(OpenAI.NotFoundError);
     // Finished ones are returned as they are.
     const quick = await sdk(runner.url, token).responses.create({ model: 'svc01', input: 'Hi', background: true });
     const answered = await finished(sdk(runner.url, token), quick.id);

@@ -37,8 +37,12 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     if (json === undefined) throw notFound(req.params.id);
     res.type('json').send(json);
   });
+  // A background response still running is stopped first (as a cancel stops it): its upstream call is not left to
+  // run for a response nobody can read any more.
   router.delete('/:id', async (req, res) => {
-    if (!(await deps.responses.delete(apiKeyOf(res).id, req.params.id))) throw notFound(req.params.id);
+    const keyId = apiKeyOf(res).id;
+    if ((await deps.responses.state(keyId, req.params.id))?.running) await stopRun(deps, keyId, req.params.id);
+    if (!(await deps.responses.delete(keyId, req.params.id))) throw notFound(req.params.id);
     res.json({ id: req.params.id, object: 'response', deleted: true });
   });
   // OpenAI's `responses.cancel`: only a background response can be cancelled, and cancelling one that already
@@ -57,8 +61,7 @@ export function responsesRouter(deps: ResponsesDeps): Router {
       );
     }
     if (state.running) {
-      if (deps.background.has(id)) await deps.background.cancel(id);
-      else if (await deps.responses.requestCancel(keyId, id, deps.clock())) await untilEnded(deps, keyId, id);
+      await stopRun(deps, keyId, id);
       state = (await deps.responses.state(keyId, id)) ?? state;
     }
     res.type('json').send(state.json);
@@ -96,11 +99,14 @@ const CANCEL_WAIT_MS = 10_000;
 const CANCEL_READ_MS = 100;
 
 /**
- * Waits until the response's run ended, reading its row every CANCEL_READ_MS, for up to CANCEL_WAIT_MS: past that
- * (its owner slow to poll) the cancel answers with it still running, and the client polls on, as after OpenAI's
- * cancel of a response that has not stopped yet.
+ * Stops a background response's run: at once when this process runs it; else through the cancel stored on its row,
+ * which its owner polls, reading the row every CANCEL_READ_MS until the run ended, for up to CANCEL_WAIT_MS. Past that
+ * (its owner slow to poll) it resolves with the run still going, to stop shortly, and the client polls on, as after
+ * OpenAI's cancel of a response that has not stopped yet.
  */
-async function untilEnded(deps: ResponsesDeps, keyId: string, id: string): Promise<void> {
+async function stopRun(deps: ResponsesDeps, keyId: string, id: string): Promise<void> {
+  if (deps.background.has(id)) return deps.background.cancel(id);
+  if (!(await deps.responses.requestCancel(keyId, id, deps.clock()))) return;
   const deadline = deps.clock() + CANCEL_WAIT_MS;
   while ((await deps.responses.state(keyId, id))?.running && deps.clock() < deadline) await delay(CANCEL_READ_MS);
 }
