@@ -22,6 +22,10 @@ export class FrameJson {
   private readonly start: string;
   private readonly tail: string;
 
+  /** An upstream sends the same `system_fingerprint` in every frame: its JSON is made when it changes. */
+  private fingerprint: string | null | undefined;
+  private fingerprintPart = '';
+
   constructor(id: string, created: number, model: string, options: { includeUsage?: boolean } = {}) {
     // Both live as long as the stream: kept flat, not as the pieces they are joined from.
     this.start = flatten(`{"id":${JSON.stringify(id)},"object":"chat.completion.chunk","created":${JSON.stringify(created)},"model":${JSON.stringify(model)}`);
@@ -37,14 +41,23 @@ export class FrameJson {
   /** `system_fingerprint` and `svc` are left out when undefined (as `JSON.stringify` leaves them out). */
   of(choices: readonly Choice[], systemFingerprint?: string | null, svc?: SvcResult | null): string {
     let json = this.head + (choices.length === 1 ? (textChoiceJson(choices[0]!) ?? JSON.stringify(choices)) : JSON.stringify(choices));
-    if (systemFingerprint !== undefined) json += `,"system_fingerprint":${JSON.stringify(systemFingerprint)}`;
+    if (systemFingerprint !== undefined) json += this.fingerprintJson(systemFingerprint);
     if (svc !== undefined) json += `,"svc":${JSON.stringify(svc)}`;
     return json + this.tail;
   }
 
+  /** `,"system_fingerprint":…` for `fingerprint`. */
+  private fingerprintJson(fingerprint: string | null): string {
+    if (fingerprint !== this.fingerprint) {
+      this.fingerprint = fingerprint;
+      this.fingerprintPart = flatten(`,"system_fingerprint":${JSON.stringify(fingerprint)}`);
+    }
+    return this.fingerprintPart;
+  }
+
   /** The usage frame (`choices: []`, `system_fingerprint` when known, then `usage`). */
   usage(usage: Usage, systemFingerprint?: string | null): string {
-    const fingerprint = systemFingerprint !== undefined ? `,"system_fingerprint":${JSON.stringify(systemFingerprint)}` : '';
+    const fingerprint = systemFingerprint !== undefined ? this.fingerprintJson(systemFingerprint) : '';
     return `${this.head}[]${fingerprint},"usage":${JSON.stringify(usage)}}`;
   }
 }

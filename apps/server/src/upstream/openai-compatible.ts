@@ -503,7 +503,8 @@ class ChunkReader {
 
   /** The chunks of `events` up to a [DONE] or a bad frame. */
   private batchOf(events: SseEvent[]): ChatCompletionChunk[] {
-    const batch: ChatCompletionChunk[] = [];
+    // Sized by its first chunk, as the parser's events are (a read is nearly always one frame).
+    let batch: ChatCompletionChunk[] = [];
     if (this.done || this.failure) return batch;
     try {
       for (const event of events) {
@@ -512,7 +513,9 @@ class ChunkReader {
           this.flushHeld(batch);
           break;
         }
-        if (chunk) batch.push(chunk);
+        if (!chunk) continue;
+        if (batch.length === 0) batch = [chunk];
+        else batch.push(chunk);
       }
     } catch (error) {
       this.failure = { error };

@@ -37,7 +37,12 @@ export class SseParser {
   private pieces: string[] = [];
   /** Characters of the line so far (`buffer` and `pieces`). */
   private lineLength = 0;
-  private data: string[] = [];
+  /**
+   * The event's first `data` line, and the lines after it: nearly every event has one line, and keeping it
+   * apart makes no array per event (nor a join of one).
+   */
+  private data: string | null = null;
+  private moreData: string[] | null = null;
   private dataLength = 0;
   private event = '';
   /** The previous piece ended in `\r`: a `\n` starting the next piece belongs to that line end. */
@@ -64,7 +69,9 @@ export class SseParser {
       this.pieces = [];
     }
     this.buffer += text;
-    const events: SseEvent[] = [];
+    // Made with its first event: a read is nearly always one frame, and an array grown by push from empty
+    // reserves room for 17.
+    let events: SseEvent[] | null = null;
     let start = 0;
     // The next `\r` is looked up again only once passed: most streams have none, and searching the rest of
     // the buffer for one at every line would be quadratic in the lines of a read.
@@ -89,13 +96,16 @@ export class SseParser {
         next = lf + 1;
       }
       const event = this.line(this.buffer.slice(start, end));
-      if (event) events.push(event);
+      if (event) {
+        if (events === null) events = [event];
+        else events.push(event);
+      }
       start = next;
     }
     this.buffer = this.buffer.slice(start);
     this.lineLength = this.buffer.length;
     if (this.lineLength > this.maxEventChars) throw new SseLimitError(this.maxEventChars);
-    return events;
+    return events ?? [];
   }
 
   /**
@@ -122,28 +132,38 @@ export class SseParser {
 
   private line(line: string): SseEvent | null {
     if (line === '') {
-      if (this.data.length === 0) {
+      const { data, moreData } = this;
+      if (data === null) {
         this.event = '';
         return null;
       }
-      const event = { event: this.event || 'message', data: this.data.join('\n') };
-      this.data = [];
+      const event = { event: this.event || 'message', data: moreData === null ? data : [data, ...moreData].join('\n') };
+      this.data = null;
+      this.moreData = null;
       this.dataLength = 0;
       this.event = '';
       return event;
     }
-    if (line.startsWith(':')) return null;
+    if (line.charCodeAt(0) === 58 /* : */) return null;
+    // Every frame passes here: the field is compared in place and the value sliced once (no space after the
+    // colon, or one), not sliced apart into strings of their own.
     const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'error') this.event = 'error';
-    if (field === 'data' || field === 'error') {
+    const fieldEnd = colon === -1 ? line.length : colon;
+    const valueStart = colon === -1 ? line.length : line.charCodeAt(colon + 1) === 32 /* space */ ? colon + 2 : colon + 1;
+    const error = isField(line, fieldEnd, 'error');
+    if (error || isField(line, fieldEnd, 'data')) {
+      if (error) this.event = 'error';
+      const value = line.slice(valueStart);
       this.dataLength += value.length + 1;
       if (this.dataLength > this.maxEventChars) throw new SseLimitError(this.maxEventChars);
-      this.data.push(value);
-    }
-    else if (field === 'event') this.event = value;
+      if (this.data === null) this.data = value;
+      else (this.moreData ??= []).push(value);
+    } else if (isField(line, fieldEnd, 'event')) this.event = line.slice(valueStart);
     return null;
   }
+}
+
+/** Whether `line`'s field (its characters before `fieldEnd`) is `name`. */
+function isField(line: string, fieldEnd: number, name: string): boolean {
+  return fieldEnd === name.length && line.startsWith(name);
 }

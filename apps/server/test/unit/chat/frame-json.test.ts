@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ChatCompletionChunk } from '@svc/protocol';
 import { FrameJson } from '../../../src/chat/frame-json.js';
 
@@ -75,5 +75,21 @@ describe('FrameJson (the JSON of relayed stream frames)', () => {
     expect(frames.of(choices as Choices, undefined, svc as never)).toBe(reference('chatcmpl-1', 7, 'svc01', choices, undefined, svc, { tier: 'default', usageNull: true }));
     const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
     expect(frames.usage(usage)).toBe(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 7, model: 'svc01', service_tier: 'default', choices: [], usage }));
+  });
+
+  it("stringifies an upstream's system_fingerprint once per stream, not once per frame", () => {
+    const frames = new FrameJson('chatcmpl-1', 1, 'svc01');
+    const choices: Choices = [{ index: 0, delta: { content: 'x' }, logprobs: null, finish_reason: null }];
+    const stringify = vi.spyOn(JSON, 'stringify');
+    try {
+      for (let i = 0; i < 100; i++) expect(frames.of(choices, 'fp_abc')).toBe(reference('chatcmpl-1', 1, 'svc01', choices, 'fp_abc'));
+      expect(frames.of(choices, null)).toBe(reference('chatcmpl-1', 1, 'svc01', choices, null));
+      expect(frames.usage({ prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 }, null)).toContain(',"system_fingerprint":null,"usage"');
+      // `reference` stringifies whole frames: only the calls with the fingerprint alone are the relay's.
+      expect(stringify.mock.calls.filter(([value]) => value === 'fp_abc')).toHaveLength(1);
+      expect(stringify.mock.calls.filter(([value]) => value === null)).toHaveLength(1);
+    } finally {
+      stringify.mockRestore();
+    }
   });
 });

@@ -49,6 +49,17 @@ describe('SseParser', () => {
     ]);
   });
 
+  it('reads fields as the standard does: one space after the colon dropped, a line without colon a field of its own', () => {
+    const stream = 'data:a\n\ndata:  b\n\ndata\n\nevent:error\ndata: c\n\ndat: d\ndatas: e\nDATA: f\n\n:data: g\n\ndata: h\ndata\ndata: i\n\n';
+    expect(events(new SseParser(), [stream])).toEqual([
+      { event: 'message', data: 'a' },
+      { event: 'message', data: ' b' },
+      { event: 'message', data: '' },
+      { event: 'error', data: 'c' },
+      { event: 'message', data: 'h\n\ni' },
+    ]);
+  });
+
   it('an empty read between a CR and its LF changes nothing', () => {
     expect(events(new SseParser(), ['data: a\r', '', '\ndata: b\n\n'])).toEqual([{ event: 'message', data: 'a\nb' }]);
   });
