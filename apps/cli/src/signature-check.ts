@@ -7,7 +7,7 @@ import { constructWebhookEvent, verifySignature, verifyWebhook, WebhookVerificat
  */
 export type SignatureVerdict =
   | { signature: 'valid' }
-  | { signature: 'invalid'; code: 'missing_signature' | 'signature_mismatch' | 'timestamp_out_of_range'; reason: string };
+  | { signature: 'invalid'; code: 'missing_signature' | 'malformed_signature' | 'signature_mismatch' | 'timestamp_out_of_range'; reason: string };
 
 // svc sends webhook-id and webhook-timestamp on every delivery, and the signatures only when the key has a secret.
 const UNSIGNED =
@@ -40,9 +40,7 @@ export function createSignatureCheck(secret: string, toleranceSeconds: number): 
       const when = age > 0 ? `${age} s old` : `${-age} s in the future`;
       return { signature: 'invalid', code: 'timestamp_out_of_range', reason: `webhook-timestamp is ${when} (tolerance ${toleranceSeconds} s): refused as a replay. ${STALE}` };
     }
-    if (!verifyWebhook(body, headers, secret, { toleranceSeconds, now })) {
-      return { signature: 'invalid', code: 'signature_mismatch', reason: mismatchReason(body, headers, secret, toleranceSeconds, now) };
-    }
+    if (!verifyWebhook(body, headers, secret, { toleranceSeconds, now })) return refusal(body, headers, secret, toleranceSeconds, now);
     return { signature: 'valid' };
   };
 }
@@ -58,17 +56,22 @@ const STALE =
 const MISMATCH = 'webhook-signature does not match (wrong secret, or the body, id or timestamp changed)';
 
 /**
- * @svc/verify's own account of a mismatch when it knows more about the secret: one that matches but for its whsec_
- * prefix (what `standardwebhooks` and `svix` accept either way), one in quotes, the API key given as the secret;
- * else the usual reasons. (Its note on a re-serialised body is left out: listen has the bytes as they arrived.)
+ * Why @svc/verify refused: a header missing or malformed (webhook-id left out by a proxy or a hand-made request,
+ * a cut or hand-typed webhook-signature) under its own code and message, naming the header, as its adapters answer;
+ * a mismatch with its note on the secret when it knows more (one that matches but for its whsec_ prefix, what
+ * `standardwebhooks` and `svix` accept either way; one in quotes; the API key given as the secret), else the usual
+ * reasons. (Its note on a re-serialised body is left out: listen has the bytes as they arrived.)
  */
-function mismatchReason(body: Buffer, headers: IncomingHttpHeaders, secret: string, toleranceSeconds: number, now: Date): string {
+function refusal(body: Buffer, headers: IncomingHttpHeaders, secret: string, toleranceSeconds: number, now: Date): SignatureVerdict {
   try {
     constructWebhookEvent(body, headers, secret, { toleranceSeconds, now });
   } catch (err) {
+    if (err instanceof WebhookVerificationError && (err.code === 'missing_signature' || err.code === 'malformed_signature')) {
+      return { signature: 'invalid', code: err.code, reason: err.message };
+    }
     if (err instanceof WebhookVerificationError && err.code === 'signature_mismatch' && SECRET_NOTES.test(err.message)) {
-      return err.message.replace(/ The body is not byte for byte .*$/s, '');
+      return { signature: 'invalid', code: 'signature_mismatch', reason: err.message.replace(/ The body is not byte for byte .*$/s, '') };
     }
   }
-  return MISMATCH;
+  return { signature: 'invalid', code: 'signature_mismatch', reason: MISMATCH };
 }

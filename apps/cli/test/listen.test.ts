@@ -3,7 +3,8 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { verifySignature, verifyWebhook } from '@svc/verify';
+import { signWebhook, verifySignature, verifyWebhook } from '@svc/verify';
+import { request } from 'undici';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
 import { runCli, startCli, startListen, useSandbox } from './cli-process.js';
@@ -135,6 +136,24 @@ describe('svc-cli listen', () => {
     const [first, second] = stdout.trimEnd().split('\n');
     expect(JSON.parse(first!)).toEqual(JSON.parse(hostile));
     expect(second).toBe('{"event":"e","request_id":"r","raw":"\\u001b[2J"}');
+  });
+
+  it('a delivery missing webhook-id, or with a malformed webhook-signature: the refusal names the header, as @svc/verify does', async () => {
+    const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
+    const body = samplePayload('test-headers');
+    const id = 'whd_headers';
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signed = { 'content-type': 'application/json', 'x-svc-delivery': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(body, { id, timestamp }, SECRET) };
+    // A proxy that drops the header, or a hand-made request: the signature is right, the id it signs is missing.
+    const noId = await request(listen.url, { method: 'POST', body, headers: signed });
+    expect(noId.statusCode).toBe(401);
+    expect(JSON.parse(await noId.body.text())).toMatchObject({ error: { code: 'missing_signature', message: expect.stringMatching(/^Missing webhook-id header/) } });
+    const cut = await request(listen.url, { method: 'POST', body, headers: { ...signed, 'webhook-id': id, 'webhook-signature': 'v1,abc' } });
+    expect(cut.statusCode).toBe(401);
+    expect(JSON.parse(await cut.body.text())).toMatchObject({ error: { code: 'malformed_signature', message: expect.stringContaining('webhook-signature "v1,<base64 HMAC-SHA256>"') } });
+    await listen.waitFor('stderr', /✘ Malformed Standard Webhooks headers/);
+    expect(listen.stderr()).toMatch(/✘ Missing webhook-id header/);
+    expect(listen.stderr()).not.toContain('does not match');
   });
 
   it('checks the Standard Webhooks headers: a stale webhook-timestamp is refused as a replay, a repeated delivery id is a duplicate', async () => {
