@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CheckReport } from '../src/check-receiver.js';
 import { runCli, useSandbox } from './cli-process.js';
@@ -121,6 +123,21 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(report.cases.every((c) => c.outcome === 'failed' && c.answer?.status === null && c.answer.error === 'no answer within 300 ms')).toBe(true);
     expect(Date.now() - startedAt).toBeLessThan(15_000);
   });
+
+  it('without --timeout, a receiver answering after 6 s passes, as svc (which waits SVC_WEBHOOK_TIMEOUT_MS, 10 s) counts it delivered', async () => {
+    // Answers every request 204 after 6 s: slower than the old 5 s default, within svc's own timeout.
+    const server = createServer((req, res) => {
+      req.resume();
+      const timer = setTimeout(() => res.writeHead(204).end(), 6_000);
+      res.on('close', () => clearTimeout(timer));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    receivers.push({ url, processed: [], close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+    const { code, report, stderr } = await check(url, '--skip', ALL.filter((id) => id !== 'valid').join(','));
+    expect(report.cases.find((c) => c.id === 'valid')).toMatchObject({ outcome: 'passed', answer: expect.objectContaining({ status: 204 }) });
+    expect([code, stderr]).toEqual([0, '']);
+  }, 60_000);
 
   it('a refused connection is a failed case, not a crash, and the check stops there with one line saying so', async () => {
     const receiver = await started(expressReceiver(SECRET));

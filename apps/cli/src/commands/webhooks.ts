@@ -83,7 +83,9 @@ function makeCheckReceiverCommand(io: Io): Command {
     .usage('URL --secret S [options]')
     // Checked as listen and replay check it: a pasted line break in it failed every signed case, blamed on the receiver.
     .addOption(new Option('--secret <secret>', "the receiver's current signing secret").env('SVC_WEBHOOK_SECRET').argParser(parseSecret))
-    .option('--timeout <duration>', 'per request, e.g. 5s or 500ms; no answer in time fails that case', '5s')
+    // svc itself waits SVC_WEBHOOK_TIMEOUT_MS (10 s by default) for an answer: a shorter default failed receivers svc
+    // accepts, a 12 MiB case first among them on a busy machine.
+    .option('--timeout <duration>', 'per request, e.g. 10s or 500ms; no answer in time fails that case (svc waits SVC_WEBHOOK_TIMEOUT_MS, 10 s by default)', '10s')
     .option('--skip <cases>', `cases not to run, comma-separated (${CHECK_CASES.join(', ')})`, (value: string, previous: string[] = []) => [...previous, ...value.split(',')])
     .addHelpText(
       'after',
@@ -127,7 +129,7 @@ Examples:
       }
       if (!opts.secret) throw usage("check-receiver needs the receiver's signing secret: --secret S (or SVC_WEBHOOK_SECRET)");
       const timeoutMs = parseTimeout(opts.timeout);
-      if (timeoutMs === undefined) throw usage(`invalid --timeout "${opts.timeout}": a duration such as 5s or 500ms`);
+      if (timeoutMs === undefined) throw usage(`invalid --timeout "${opts.timeout}": a duration such as 10s or 500ms`);
       const skip = new Set<CheckCaseId>();
       for (const name of (opts.skip ?? []).map((s) => s.trim()).filter(Boolean)) {
         if (!(CHECK_CASES as readonly string[]).includes(name)) throw usage(`unknown case "${name}" for --skip: one of ${CHECK_CASES.join(', ')}`);
