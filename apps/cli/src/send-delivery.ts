@@ -32,14 +32,14 @@ const ANSWER_BYTES = 2048;
 
 /**
  * POSTs the exact body bytes to `url` (no redirects followed). Never throws: a network failure or a
- * non-2xx answer is an outcome the caller prints.
+ * non-2xx answer is an outcome the caller prints; so is `signal` aborting it (^C).
  *
  * @example
  * const outcome = await sendDelivery('http://localhost:3000/webhooks', body, deliveryHeaders(req.headers));
  */
-export async function sendDelivery(url: string, body: Uint8Array, headers: Record<string, string>, timeoutMs = 10_000): Promise<SendOutcome> {
+export async function sendDelivery(url: string, body: Uint8Array, headers: Record<string, string>, timeoutMs = 10_000, signal?: AbortSignal): Promise<SendOutcome> {
   try {
-    const response = await request(url, { method: 'POST', body, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    const response = await request(url, { method: 'POST', body, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, ...(signal ? { signal } : {}) });
     const answer = await firstBytes(response.body, ANSWER_BYTES);
     const status = response.statusCode;
     const told: Record<string, string> = {};

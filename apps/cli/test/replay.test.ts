@@ -1,8 +1,10 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifySignature, verifyWebhook } from '@svc/verify';
-import { runCli, startListen, useSandbox } from './cli-process.js';
+import { runCli, startCli, startListen, useSandbox } from './cli-process.js';
 import { postDelivery, samplePayload, SECRET } from './deliveries-fixture.js';
 import { expressReceiver } from './check-receivers.js';
 import type { Receiver } from './receiver.js';
@@ -206,13 +208,59 @@ describe('svc-cli replay', () => {
     expect((await runCli(['replay', '--until', 'yesterday', '--log', log], { cwd: sandbox.path })).code).toBe(2);
   });
 
-  it('a target that is down: one error line per delivery and a non-zero exit', async () => {
+  it('a target that is down: an error line naming the delivery and a non-zero exit', async () => {
     const log = await recordedLog();
     const result = await runCli(['replay', '--last', '1', '--log', log], { cwd: sandbox.path });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/✘ POST http:\/\/127\.0\.0\.1:\d+\/ failed: connection refused \[whd_3\]\n/);
     // The target was the recorded listener's URL (no --to): the usual cause is that listen has stopped.
     expect(result.stderr).toMatch(/\nWithout --to, a delivery goes back to where listen received it \(http:\/\/127\.0\.0\.1:\d+\/\): is svc-cli listen running there\? Or pass --to URL \(your app\)\.\n/);
+  });
+
+  it('a target refusing the connection gets no more deliveries after the first: one error line, the rest counted as not sent', async () => {
+    const log = await recordedLog();
+    const result = await runCli(['replay', '--last', '3', '--log', log], { cwd: sandbox.path });
+    expect(result.code).toBe(1);
+    // Was three identical "connection refused" lines (hundreds, replaying a day's deliveries), each a connect attempt.
+    expect(result.stderr.match(/failed: connection refused/g)).toHaveLength(1);
+    expect(result.stderr).toMatch(/✘ POST http:\/\/127\.0\.0\.1:\d+\/ failed: connection refused \[whd_1\]\n/);
+    expect(result.stderr).toMatch(/\nNot sent: 2 more deliveries to http:\/\/127\.0\.0\.1:\d+\/ \(connection refused at the first\): start the receiver and replay them again\.\n/);
+    expect(result.stderr).toMatch(/\nsvc-cli: 1 of 3 replayed deliveries failed, 2 not sent\n$/);
+
+    const json = await runCli(['replay', '--last', '3', '--log', log, '--json'], { cwd: sandbox.path });
+    expect(json.code).toBe(1);
+    const lines = json.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: string; ok: boolean; status_code: number | null; error: string });
+    expect(lines.map((l) => [l.id, l.ok, l.status_code, l.error])).toEqual([
+      ['whd_1', false, null, 'connection refused'],
+      ['whd_2', false, null, 'not sent: connection refused at an earlier delivery'],
+      ['whd_3', false, null, 'not sent: connection refused at an earlier delivery'],
+    ]);
+  });
+
+  it('^C while a target does not answer: stops at once, says how many were sent and not, exit 130', async () => {
+    const log = await recordedLog();
+    const requests: string[] = [];
+    // Answers the first delivery, then holds the second without answering.
+    const target = createServer((req, res) => {
+      requests.push(String(req.headers['x-svc-delivery']));
+      req.resume();
+      if (requests.length === 1) res.end('ok');
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
+      const replay = startCli(['replay', '--last', '3', '--log', log, '--to', url], { cwd: sandbox.path });
+      await expect.poll(() => requests.length, { timeout: 20_000 }).toBe(2);
+      replay.child.kill('SIGINT');
+      const result = await replay.exited;
+      expect(result.code).toBe(130);
+      expect(result.stdout).toMatch(/<-- \[200\] POST .* \[whd_1\]\n$/);
+      expect(result.stderr).toMatch(/(?:^|\n)svc-cli: stopped: 1 of 3 replayed, 2 not sent\n$/);
+      expect(requests).toEqual(['whd_1', 'whd_2']);
+    } finally {
+      target.closeAllConnections();
+      await new Promise<void>((resolve) => target.close(() => resolve()));
+    }
   });
 
   it('skips corrupt log lines with a warning and replays the rest (a numeric id or X-Svc-Delivery once crashed it)', async () => {

@@ -41,7 +41,9 @@ export function makeReplayCommand(io: Io = processIo): Command {
 Each delivery is sent with its original body bytes, Content-Type, User-Agent and X-Svc-* headers
 (X-Svc-Delivery included, so receivers can de-duplicate). The Standard Webhooks headers (webhook-id,
 -timestamp, -signature) are sent only with --secret, signed anew with a fresh timestamp: recorded ones are
-refused as a replay. Exits 1 when any replay is not answered 2xx.
+refused as a replay. Exits 1 when any replay is not answered 2xx. A target that refuses the connection
+(or is not found) gets none of the deliveries after the first: they are counted as not sent. ^C stops
+after abandoning the delivery in flight, says how many were sent, and exits 130.
 
 Examples:
   $ svc-cli replay --last 1
@@ -62,44 +64,77 @@ Examples:
       }
       let failed = 0;
       let duplicates = 0;
+      let replayed = 0;
       let unsigned = false;
       // Listener URLs that could not be reached: replay's default target, often a listen that has since stopped.
       const unreachable = new Set<string>();
+      // Targets nothing listens at, with why: the deliveries still bound for one are not sent (each would fail the
+      // same way, one line apiece), and are counted so the user knows to replay them once it is up.
+      const down = new Map<string, string>();
+      const notSent = new Map<string, number>();
       if (opts.secret !== undefined && command.getOptionValueSource('secret') === 'env') {
         io.err('Re-signing with SVC_WEBHOOK_SECRET (a fresh webhook-timestamp).\n');
       }
-      for (const entry of chosen) {
-        const url = opts.to ?? entry.url;
-        const body = Buffer.from(entry.body_base64, 'base64');
-        // A recorded webhook-id + webhook-timestamp is a replay to any receiver that checks them (listen does, and
-        // refuses the pair it has seen): the Standard Webhooks headers go only re-signed, with --secret;
-        // X-Svc-Signature, which has no timestamp, as recorded. The hint below says so when a receiver refuses.
-        const headers = deliveryHeaders(entry.headers, { standard: false });
-        if (opts.secret !== undefined) {
-          headers['x-svc-signature'] = sign(body, opts.secret);
-          // A replay is a new attempt: a fresh timestamp, so a receiver's tolerance check accepts it.
-          const id = headers['x-svc-delivery'];
-          if (id !== undefined) {
-            const timestamp = Math.floor(Date.now() / 1000);
-            headers['webhook-id'] = id;
-            headers['webhook-timestamp'] = String(timestamp);
-            headers['webhook-signature'] = signWebhook(body, { id, timestamp }, opts.secret);
+      // ^C stops after the delivery in flight is abandoned, and says what was and was not sent (the rest are still
+      // in the log); a second ^C quits at once.
+      const interrupted = new AbortController();
+      const onSignal = (): void => {
+        if (interrupted.signal.aborted) process.exit(130);
+        interrupted.abort();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        for (const entry of chosen) {
+          if (interrupted.signal.aborted) break;
+          const url = opts.to ?? entry.url;
+          const why = down.get(url);
+          if (why !== undefined) {
+            notSent.set(url, (notSent.get(url) ?? 0) + 1);
+            if (json) io.out(`${JSON.stringify({ id: entry.id, url, ok: false, status_code: null, error: `not sent: ${why} at an earlier delivery`, duplicate: false })}\n`);
+            continue;
+          }
+          const body = Buffer.from(entry.body_base64, 'base64');
+          // A recorded webhook-id + webhook-timestamp is a replay to any receiver that checks them (listen does, and
+          // refuses the pair it has seen): the Standard Webhooks headers go only re-signed, with --secret;
+          // X-Svc-Signature, which has no timestamp, as recorded. The hint below says so when a receiver refuses.
+          const headers = deliveryHeaders(entry.headers, { standard: false });
+          if (opts.secret !== undefined) {
+            headers['x-svc-signature'] = sign(body, opts.secret);
+            // A replay is a new attempt: a fresh timestamp, so a receiver's tolerance check accepts it.
+            const id = headers['x-svc-delivery'];
+            if (id !== undefined) {
+              const timestamp = Math.floor(Date.now() / 1000);
+              headers['webhook-id'] = id;
+              headers['webhook-timestamp'] = String(timestamp);
+              headers['webhook-signature'] = signWebhook(body, { id, timestamp }, opts.secret);
+            }
+          }
+          const outcome = await sendDelivery(url, body, headers, undefined, interrupted.signal);
+          // Abandoned by ^C: neither sent nor failed.
+          if (interrupted.signal.aborted) break;
+          replayed++;
+          if (!outcome.ok) failed++;
+          if (!outcome.ok && outcome.status === null && UNREACHABLE.has(outcome.error)) down.set(url, outcome.error);
+          if (!outcome.ok && outcome.status === null && opts.to === undefined) unreachable.add(url);
+          if (outcome.ok && outcome.duplicate) duplicates++;
+          if (!outcome.ok && opts.secret === undefined && outcome.status !== null && outcome.status < 500) unsigned = true;
+          if (json) {
+            io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error, duplicate: outcome.ok && outcome.duplicate === true })}\n`);
+          } else {
+            // A line fits the terminal it is written to; to a pipe or a file (or with --wide) it is whole.
+            const stream = outcome.status === null ? 'err' : 'out';
+            const line = formatSentLine(new Date(), url, outcome, entry.id, opts.wide === true ? undefined : lineWidth(io, stream));
+            io[stream](line);
+            if (!outcome.ok && outcome.reason !== undefined) io.err(refusedLine(new Date(), outcome.status, outcome.reason));
           }
         }
-        const outcome = await sendDelivery(url, body, headers);
-        if (!outcome.ok) failed++;
-        if (!outcome.ok && outcome.status === null && opts.to === undefined) unreachable.add(url);
-        if (outcome.ok && outcome.duplicate) duplicates++;
-        if (!outcome.ok && opts.secret === undefined && outcome.status !== null && outcome.status < 500) unsigned = true;
-        if (json) {
-          io.out(`${JSON.stringify({ id: entry.id, url, ok: outcome.ok, status_code: outcome.status, error: outcome.ok ? null : outcome.error, duplicate: outcome.ok && outcome.duplicate === true })}\n`);
-        } else {
-          // A line fits the terminal it is written to; to a pipe or a file (or with --wide) it is whole.
-          const stream = outcome.status === null ? 'err' : 'out';
-          const line = formatSentLine(new Date(), url, outcome, entry.id, opts.wide === true ? undefined : lineWidth(io, stream));
-          io[stream](line);
-          if (!outcome.ok && outcome.reason !== undefined) io.err(refusedLine(new Date(), outcome.status, outcome.reason));
-        }
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+      for (const [url, count] of notSent) {
+        io.err(`Not sent: ${count} more ${count === 1 ? 'delivery' : 'deliveries'} to ${url} (${down.get(url)} at the first): start the receiver and replay ${count === 1 ? 'it' : 'them'} again.\n`);
       }
       if (unreachable.size > 0) {
         io.err(
@@ -116,10 +151,19 @@ Examples:
           `${duplicates} of ${chosen.length} answered as ${duplicates === 1 ? 'a duplicate' : 'duplicates'} (svc-duplicate: true): the receiver had processed ${duplicates === 1 ? 'that delivery id' : 'those delivery ids'} already and did not again. To have ${duplicates === 1 ? 'it' : 'them'} processed, replay to a receiver that has not seen ${duplicates === 1 ? 'it' : 'them'}, or clear its de-duplication store.\n`,
         );
       }
+      const skipped = [...notSent.values()].reduce((a, b) => a + b, 0);
+      if (interrupted.signal.aborted) {
+        const left = chosen.length - replayed - skipped;
+        throw new CliError(`stopped: ${replayed} of ${chosen.length} replayed${failed > 0 ? ` (${failed} failed)` : ''}, ${left} not sent`, { exitCode: 130 });
+      }
+      if (skipped > 0) throw new CliError(`${failed} of ${chosen.length} replayed deliveries failed, ${skipped} not sent`);
       if (failed > 0) throw new CliError(`${failed} of ${chosen.length} replayed deliveries failed`);
       io.err(`Replayed ${chosen.length} ${chosen.length === 1 ? 'delivery' : 'deliveries'}.\n`);
     });
 }
+
+/** Network errors that mean nothing takes requests at the URL (a timeout or a reset may be one slow delivery: the others are still sent). */
+const UNREACHABLE = new Set(['connection refused', 'host not found', 'connect timeout']);
 
 /** The requested entries, oldest first; an id logged several times (retries) means its latest copy. */
 function select(entries: LoggedDelivery[], ids: string[], opts: ReplayOptions): LoggedDelivery[] {
