@@ -15,7 +15,8 @@ export interface ListenerOptions {
   host: string;
   port: number;
   path: string;
-  secret?: string;
+  /** The signing secret, or several (a rotation): a delivery verifies under any of them. */
+  secret?: string | readonly string[];
   /** How far `webhook-timestamp` may be from now, in seconds, before a delivery is refused as a replay. Default 300. */
   toleranceSeconds?: number;
   forwardTo?: string;

@@ -55,6 +55,27 @@ export function parseSecret(value: string): string {
   return value;
 }
 
+/**
+ * `listen --secret`, given once or more: every secret is tried (a rotation: the new one and the one it replaces,
+ * as `@svc/verify` takes a list). Each is checked as `parseSecret` checks it.
+ *
+ * @example
+ * // svc-cli listen --secret "$NEW" --secret "$OLD"
+ * parseSecrets('whsec_old…', ['whsec_new…']); // ['whsec_new…', 'whsec_old…']
+ */
+export function parseSecrets(value: string, previous: readonly string[] | undefined): string[] {
+  return [...(previous ?? []), parseSecret(value)];
+}
+
+/**
+ * `replay --secret` and `check-receiver --secret`, which sign with one secret: given twice, commander would keep the
+ * last and drop the first without a word (`--secret "$NEW" --secret "$OLD"`, as for listen, signed with the old one).
+ */
+export function parseOneSecret(value: string, previous: string | undefined): string {
+  if (previous !== undefined) throw new InvalidArgumentError('Given more than once: this command signs with one secret (listen takes several).');
+  return parseSecret(value);
+}
+
 /** `--timeout 5s`, `500ms`, `2` (seconds): milliseconds, or undefined when unusable. */
 export function parseTimeout(value: string): number | undefined {
   const match = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(value.trim());

@@ -25,7 +25,7 @@ const UNSIGNED =
  * const check = createSignatureCheck('whsec_…', 300);
  * check(body, req.headers, new Date()); // { signature: 'valid' }
  */
-export function createSignatureCheck(secret: string, toleranceSeconds: number): (body: Buffer, headers: IncomingHttpHeaders, now: Date) => SignatureVerdict {
+export function createSignatureCheck(secret: string | readonly string[], toleranceSeconds: number): (body: Buffer, headers: IncomingHttpHeaders, now: Date) => SignatureVerdict {
   return (body, headers, now) => {
     if (headers['webhook-signature'] === undefined) {
       const header = headers['x-svc-signature'];
@@ -62,7 +62,7 @@ const MISMATCH = 'webhook-signature does not match (wrong secret, or the body, i
  * `standardwebhooks` and `svix` accept either way; one in quotes; the API key given as the secret), else the usual
  * reasons. (Its note on a re-serialised body is left out: listen has the bytes as they arrived.)
  */
-function refusal(body: Buffer, headers: IncomingHttpHeaders, secret: string, toleranceSeconds: number, now: Date): SignatureVerdict {
+function refusal(body: Buffer, headers: IncomingHttpHeaders, secret: string | readonly string[], toleranceSeconds: number, now: Date): SignatureVerdict {
   try {
     constructWebhookEvent(body, headers, secret, { toleranceSeconds, now });
   } catch (err) {

@@ -138,6 +138,18 @@ describe('svc-cli listen', () => {
     expect(second).toBe('{"event":"e","request_id":"r","raw":"\\u001b[2J"}');
   });
 
+  it('--secret given twice (a rotation: the new secret and the old): a delivery signed under either verifies, one under neither is refused', async () => {
+    const [newSecret, oldSecret] = ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'whsec_cli-test-old-secret'];
+    const listen = await startListen(['--secret', newSecret, '--secret', oldSecret], { cwd: sandbox.path });
+    expect(listen.stderr()).toContain('Verifying signatures with the 2 secrets ending in LaSw, cret\n');
+    // Was the first dropped for the second without a word: deliveries signed with the new secret refused.
+    for (const [n, secret] of [newSecret, oldSecret].entries()) {
+      expect((await postDelivery(listen.url, samplePayload(), { secret, deliveryId: `whd_rot${n}` })).status).toBe(200);
+      expect((await postDelivery(listen.url, samplePayload(), { secret, deliveryId: `whd_rotx${n}`, standard: false })).status).toBe(200);
+    }
+    expect((await postDelivery(listen.url, samplePayload(), { secret: SECRET, deliveryId: 'whd_other' })).status).toBe(401);
+  });
+
   it('a delivery missing webhook-id, or with a malformed webhook-signature: the refusal names the header, as @svc/verify does', async () => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const body = samplePayload('test-headers');

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { DEFAULT_LOG_FILE, ensureWritable } from '../delivery-log.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { FORWARD_TIMEOUT_MS, startListener, type ListenerStats } from '../listener.js';
-import { parseForwardTimeout, parseForwardUrl, parsePath, parsePort, parseSecret, parseTolerance } from '../options.js';
+import { parseForwardTimeout, parseForwardUrl, parsePath, parsePort, parseSecrets, parseTolerance } from '../options.js';
 import { kleur, processIo, type Io } from '../output.js';
 import { ApiError, CliError } from '../errors.js';
 import { webhookTestResult } from '../response-shapes.js';
@@ -11,7 +11,7 @@ interface ListenOptions {
   port: number;
   host: string;
   path: string;
-  secret?: string;
+  secret?: string[];
   tolerance: number;
   forwardTo?: string;
   forwardTimeout: number;
@@ -28,9 +28,12 @@ export function makeListenCommand(io: Io = processIo): Command {
     .addOption(new Option('--host <host>', 'address to bind').default('127.0.0.1'))
     .addOption(new Option('--path <path>', 'path deliveries are POSTed to').default('/').argParser(parsePath))
     .addOption(
-      new Option('-s, --secret <secret>', "the key's signing secret: verify webhook-signature (or X-Svc-Signature), answer 401 when wrong or replayed")
+      new Option(
+        '-s, --secret <secret>',
+        "the key's signing secret: verify webhook-signature (or X-Svc-Signature), answer 401 when wrong or replayed; repeat it to accept any of several (a rotation)",
+      )
         .env('SVC_WEBHOOK_SECRET')
-        .argParser(parseSecret),
+        .argParser(parseSecrets),
     )
     .addOption(new Option('--tolerance <seconds>', 'with --secret: refuse a webhook-timestamp further than this from now (a replay)').default(300).argParser(parseTolerance))
     .addOption(new Option('-f, --forward-to <url>', 'forward every delivery (exact bytes; Content-Type, X-Svc-* and webhook-* headers) to this URL').argParser(parseForwardUrl))
@@ -55,6 +58,7 @@ Examples:
   $ svc-cli listen
   $ svc-cli listen --port 4000 --secret whsec_... --forward-to localhost:3000/webhooks/svc
   $ SVC_API_KEY=sk-... svc-cli listen --port 4000 --trigger
+  $ svc-cli listen --secret "$NEW_SECRET" --secret "$OLD_SECRET"     (either verifies: a rotation)
   $ svc-cli listen --json | jq .request_id
   $ svc-cli listen --port 0 --log /tmp/deliveries.jsonl`,
     )
@@ -79,7 +83,10 @@ Examples:
         await listener.close();
         throw new CliError(`--forward-to ${opts.forwardTo} is this listener (port ${new URL(listener.url).port}): forward to your app's port, and listen on another (--port)`);
       }
-      if (opts.secret !== undefined) io.err(`Verifying signatures with the secret ending in ${opts.secret.slice(-4)}\n`);
+      if (opts.secret !== undefined) {
+        const endings = opts.secret.map((s) => s.slice(-4)).join(', ');
+        io.err(`Verifying signatures with the ${opts.secret.length === 1 ? 'secret ending' : `${opts.secret.length} secrets ending`} in ${endings}\n`);
+      }
       if (opts.forwardTo) io.err(`Forwarding deliveries to ${opts.forwardTo}\n`);
       io.err(`Logging deliveries to ${opts.log}\n`);
       io.err(`${kleur.bold('Ready!')} Listening on ${kleur.underline(listener.url)} (^C to quit)\n`);

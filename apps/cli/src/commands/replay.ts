@@ -5,7 +5,7 @@ import { formatSentLine } from '../delivery-line.js';
 import { idMatches } from '../short-id.js';
 import { CliError } from '../errors.js';
 import { globalOptions } from '../global-options.js';
-import { parseForwardUrl, parsePositiveInt, parseSecret, parseTimeAgo } from '../options.js';
+import { parseForwardUrl, parsePositiveInt, parseOneSecret, parseTimeAgo } from '../options.js';
 import { lineWidth, processIo, type Io } from '../output.js';
 import { deliveryHeaders, refusedLine, sendDelivery } from '../send-delivery.js';
 
@@ -32,7 +32,7 @@ export function makeReplayCommand(io: Io = processIo): Command {
     .addOption(
       new Option('-s, --secret <secret>', 're-sign each body with this secret (X-Svc-Signature, and webhook-signature with a fresh webhook-timestamp); without it, X-Svc-Signature as recorded and no webhook-* headers')
         .env('SVC_WEBHOOK_SECRET')
-        .argParser(parseSecret),
+        .argParser(parseOneSecret),
     )
     .option('-w, --wide', 'full ids and URLs on a terminal too (lines there are cut to its width; to a pipe or a file they are always whole)')
     .addHelpText(

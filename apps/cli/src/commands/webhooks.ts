@@ -6,7 +6,7 @@ import { webhookTestResult } from '../response-shapes.js';
 import { apiClientFor, globalOptions } from '../global-options.js';
 import { mark, printable, processIo, kleur, type Io } from '../output.js';
 import { CHECK_CASES, DUPLICATE_HEADER, capitalise, checkReceiver, type CaseResult, type CheckCaseId } from '../check-receiver.js';
-import { parseForwardUrl, parseSecret, parseTimeout } from '../options.js';
+import { parseForwardUrl, parseOneSecret, parseTimeout } from '../options.js';
 import { answerReason } from '../send-delivery.js';
 
 /** `svc-cli webhooks test`: asks the server to send a test delivery to the key's webhook URL. */
@@ -82,7 +82,7 @@ function makeCheckReceiverCommand(io: Io): Command {
     // `svc-cli webhooks --help` enough to wrap the global options' env names.
     .usage('URL --secret S [options]')
     // Checked as listen and replay check it: a pasted line break in it failed every signed case, blamed on the receiver.
-    .addOption(new Option('--secret <secret>', "the receiver's current signing secret").env('SVC_WEBHOOK_SECRET').argParser(parseSecret))
+    .addOption(new Option('--secret <secret>', "the receiver's current signing secret").env('SVC_WEBHOOK_SECRET').argParser(parseOneSecret))
     // svc itself waits SVC_WEBHOOK_TIMEOUT_MS (10 s by default) for an answer: a shorter default failed receivers svc
     // accepts, a 12 MiB case first among them on a busy machine.
     .option('--timeout <duration>', 'per request, e.g. 10s or 500ms; no answer in time fails that case (svc waits SVC_WEBHOOK_TIMEOUT_MS, 10 s by default)', '10s')
