@@ -151,6 +151,22 @@ describe('listen receives real deliveries from the server', () => {
     }
   });
 
+  it('webhooks test to a URL nothing listens at: says so, and the listen command that would take its deliveries', async () => {
+    // A port that was free a moment ago: closed again before the test delivery.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise((resolve) => probe.close(resolve));
+    const url = `http://127.0.0.1:${port}/webhooks/svc`;
+    const { token } = await server.createKey({ webhookUrl: url, signingSecret: SECRET });
+    const result = await cli(['webhooks', 'test'], token);
+    expect(result.code).toBe(1);
+    // Was "failed: connect ECONNREFUSED 127.0.0.1:…" and nothing on what to do.
+    expect(result.stderr).toBe(
+      `svc-cli: test delivery to ${url} failed: nothing accepts connections there (connect ECONNREFUSED 127.0.0.1:${port}): start your receiver, or run \`svc-cli listen --port ${port} --path /webhooks/svc\` to see the deliveries arrive\n`,
+    );
+  });
+
   it('webhooks test --json prints the server result', async () => {
     const target = await receiver(500);
     const { token } = await server.createKey({ webhookUrl: target.url });

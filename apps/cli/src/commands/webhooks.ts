@@ -51,7 +51,8 @@ Examples:
         const status = data.status_code;
         // A redirect's error says where it points (the URL to set instead): "HTTP 308 (redirects are not followed: …)".
         const redirect = typeof status === 'number' && status >= 300 && status < 400 && data.error?.startsWith(`HTTP ${status} (`);
-        const reason = typeof status === 'number' ? `the receiver answered ${redirect ? data.error!.slice('HTTP '.length) : status}` : (data.error ?? 'no answer');
+        const reason =
+          typeof status === 'number' ? `the receiver answered ${redirect ? data.error!.slice('HTTP '.length) : status}` : noAnswer(data.delivered_to, data.error);
         // Why it refused is in its answer (a receiver's own text: escaped, it cannot drive the terminal).
         // An HTML error page (Express's default handler) is 2 KB of markup: its first line says it.
         const body = data.response_body?.trim();
@@ -62,6 +63,26 @@ Examples:
     });
   webhooks.addCommand(makeCheckReceiverCommand(io));
   return webhooks;
+}
+
+/**
+ * Why a test delivery got no answer, as svc recorded it (`connect ECONNREFUSED 127.0.0.1:4000`, undici's words), and
+ * for a refused connection what to do: nothing listens at the webhook URL, the usual state of a receiver being set up.
+ */
+function noAnswer(url: string, error: string | null | undefined): string {
+  if (!error) return 'no answer';
+  if (!/\bECONNREFUSED\b/.test(error)) return error;
+  let listen = 'svc-cli listen';
+  try {
+    const { hostname, port, pathname, protocol } = new URL(url);
+    // listen receives on loopback over plain HTTP: suggested only where it could take this URL's deliveries.
+    if (protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(hostname)) {
+      listen = `svc-cli listen --port ${port || 80}${pathname === '/' ? '' : ` --path ${pathname}`}`;
+    }
+  } catch {
+    // svc sent to it, so it parses; a plain `svc-cli listen` otherwise.
+  }
+  return `nothing accepts connections there (${error}): start your receiver, or run \`${listen}\` to see the deliveries arrive`;
 }
 
 const usage = (message: string): CliError => new CliError(message, { exitCode: 2 });
