@@ -1,6 +1,7 @@
 import { CommanderError } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { makeProgram } from '../src/program.js';
+import type { CliError } from '../src/errors.js';
 
 function capture() {
   const out: string[] = [];
@@ -88,9 +89,13 @@ describe('deliveries redeliver: one id, or filters', () => {
       .then(() => undefined, (e: unknown) => e);
   }
 
-  it('refuses an id together with filters, and neither', async () => {
-    expect(String(await run(['deliveries', 'redeliver', '4b5c6d7e', '--status', 'failed']))).toContain('give a delivery id or filters (--status/--request-id/--since/--until/--last-status-code), not both');
-    expect(String(await run(['deliveries', 'redeliver']))).toContain('give a delivery id, or filters (--status/--request-id/--since/--until/--last-status-code)');
+  it('refuses an id together with filters, and neither: usage errors, exit 2', async () => {
+    const both = (await run(['deliveries', 'redeliver', '4b5c6d7e', '--status', 'failed'])) as CliError;
+    expect(String(both)).toContain('give a delivery id or filters (--status/--request-id/--since/--until/--last-status-code), not both');
+    const neither = (await run(['deliveries', 'redeliver'])) as CliError;
+    expect(String(neither)).toContain('give a delivery id, or filters (--status/--request-id/--since/--until/--last-status-code)');
+    // Were 1, a failed redelivery's code: a script could not tell a wrong call from a server that refused.
+    expect([both.exitCode, neither.exitCode]).toEqual([2, 2]);
   });
 
   it('refuses a --since it cannot read, before calling the server', async () => {

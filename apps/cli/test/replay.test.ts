@@ -282,7 +282,8 @@ describe('svc-cli replay', () => {
   });
 
   it.each([
-    [['replay'], 'svc-cli: nothing to replay: give delivery ids, --last N, or --since/--until\n', 1],
+    // A usage error, exit 2 as the option parser's (was 1, a failed replay's code).
+    [['replay'], 'svc-cli: nothing to replay: give delivery ids, --last N, or --since/--until\n', 2],
     [['replay', '--last', '1', '--log', 'missing.jsonl'], 'svc-cli: no delivery log at missing.jsonl: run "svc-cli listen" first or pass --log FILE\n', 1],
     [['replay', 'whd_nope', '--log', 'log.jsonl'], 'svc-cli: delivery whd_nope is not in log.jsonl\n', 1],
     // The option parser's usage errors exit 2.

@@ -155,9 +155,9 @@ Examples:
     )
     .action(async (given: string | undefined, opts: BulkOptions, command: Command) => {
       const filtered = [opts.status, opts.requestId, opts.since, opts.until, opts.lastStatusCode].some((term) => term !== undefined);
-      if (given !== undefined && filtered) throw new CliError('give a delivery id or filters (--status/--request-id/--since/--until/--last-status-code), not both');
+      if (given !== undefined && filtered) throw new CliError('give a delivery id or filters (--status/--request-id/--since/--until/--last-status-code), not both', { exitCode: 2 });
       if (given === undefined) {
-        if (!filtered) throw new CliError('give a delivery id, or filters (--status/--request-id/--since/--until/--last-status-code) to redeliver every delivery that matches');
+        if (!filtered) throw new CliError('give a delivery id, or filters (--status/--request-id/--since/--until/--last-status-code) to redeliver every delivery that matches', { exitCode: 2 });
         await redeliverMatching(io, command, opts);
         return;
       }

@@ -54,7 +54,8 @@ Examples:
     .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
       const { json } = globalOptions(command);
       if (ids.length === 0 && opts.last === undefined && opts.since === undefined && opts.until === undefined) {
-        throw new CliError('nothing to replay: give delivery ids, --last N, or --since/--until');
+        // A usage error: exit 2, as commander's own, so a script tells it from a replay that failed (1).
+        throw new CliError('nothing to replay: give delivery ids, --last N, or --since/--until', { exitCode: 2 });
       }
       const entries = await readDeliveryLog(opts.log, io);
       const chosen = select(entries, ids, opts);
