@@ -237,6 +237,26 @@ describe('svc-cli replay', () => {
     ]);
   });
 
+  it('--timeout: a receiver that never answers fails each replay after it, not after 10 s each', async () => {
+    const log = await recordedLog();
+    const target = createServer((req) => void req.resume());
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;
+      const result = await runCli(['replay', '--last', '3', '--log', log, '--to', url, '--timeout', '300ms', '--json'], { cwd: sandbox.path });
+      expect(result.code).toBe(1);
+      const lines = result.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: string; error: string });
+      // A timeout may be one slow delivery: every one is still tried.
+      expect(lines.map((l) => [l.id, l.error])).toEqual([['whd_1', 'timed out'], ['whd_2', 'timed out'], ['whd_3', 'timed out']]);
+      expect((await runCli(['replay', '--last', '1', '--log', log, '--timeout', 'soon'], { cwd: sandbox.path })).stderr).toMatch(
+        /^svc-cli: option '--timeout <time>' argument 'soon' is invalid\. Must be a duration such as 10s or 500ms/,
+      );
+    } finally {
+      target.closeAllConnections();
+      await new Promise<void>((resolve) => target.close(() => resolve()));
+    }
+  });
+
   it('^C while a target does not answer: stops at once, says how many were sent and not, exit 130', async () => {
     const log = await recordedLog();
     const requests: string[] = [];

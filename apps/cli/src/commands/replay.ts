@@ -5,7 +5,7 @@ import { formatSentLine } from '../delivery-line.js';
 import { idMatches } from '../short-id.js';
 import { CliError } from '../errors.js';
 import { globalOptions } from '../global-options.js';
-import { parseForwardUrl, parsePositiveInt, parseOneSecret, parseTimeAgo } from '../options.js';
+import { parseForwardTimeout, parseForwardUrl, parsePositiveInt, parseOneSecret, parseTimeAgo } from '../options.js';
 import { lineWidth, processIo, type Io } from '../output.js';
 import { deliveryHeaders, refusedLine, sendDelivery } from '../send-delivery.js';
 
@@ -16,8 +16,15 @@ interface ReplayOptions {
   log: string;
   to?: string;
   secret?: string;
+  timeout: number;
   wide?: boolean;
 }
+
+/**
+ * How long a replay waits for an answer by default: as long as svc waits for a receiver. Replays go one after the
+ * other, so a receiver that never answers costs this per delivery: `--timeout` shortens it.
+ */
+const REPLAY_TIMEOUT_MS = 10_000;
 
 /** `svc-cli replay`: resends deliveries recorded by `listen`, byte-for-byte. */
 export function makeReplayCommand(io: Io = processIo): Command {
@@ -34,6 +41,11 @@ export function makeReplayCommand(io: Io = processIo): Command {
         .env('SVC_WEBHOOK_SECRET')
         .argParser(parseOneSecret),
     )
+    .addOption(
+      new Option('--timeout <time>', "how long each replay waits for the receiver's answer, e.g. 10s or 500ms (as svc waits SVC_WEBHOOK_TIMEOUT_MS)")
+        .default(REPLAY_TIMEOUT_MS, '10s')
+        .argParser(parseForwardTimeout),
+    )
     .option('-w, --wide', 'full ids and URLs on a terminal too (lines there are cut to its width; to a pipe or a file they are always whole)')
     .addHelpText(
       'after',
@@ -49,7 +61,8 @@ Examples:
   $ svc-cli replay --last 1
   $ svc-cli replay whd_01a2271f… 9e0ca7e6          (a full id, or the tail listen and deliveries list print)
   $ svc-cli replay --last 5 --to http://localhost:3000/webhooks/svc --secret whsec_...
-  $ svc-cli replay --since 2h --until 30m --to http://localhost:3000/webhooks/svc --secret whsec_...`,
+  $ svc-cli replay --since 2h --until 30m --to http://localhost:3000/webhooks/svc --secret whsec_...
+  $ svc-cli replay --last 100 --to localhost:3000/webhooks/svc --timeout 2s`,
     )
     .action(async (ids: string[], opts: ReplayOptions, command: Command) => {
       const { json } = globalOptions(command);
@@ -111,7 +124,7 @@ Examples:
               headers['webhook-signature'] = signWebhook(body, { id, timestamp }, opts.secret);
             }
           }
-          const outcome = await sendDelivery(url, body, headers, undefined, interrupted.signal);
+          const outcome = await sendDelivery(url, body, headers, opts.timeout, interrupted.signal);
           // Abandoned by ^C: neither sent nor failed.
           if (interrupted.signal.aborted) break;
           replayed++;
