@@ -150,6 +150,13 @@ describe('svc-cli listen', () => {
     expect((await postDelivery(listen.url, samplePayload(), { secret: SECRET, deliveryId: 'whd_other' })).status).toBe(401);
   });
 
+  it('--tolerance without --secret, --forward-timeout without --forward-to: says each has no effect (was silently ignored)', async () => {
+    const alone = await startListen(['--tolerance', '30', '--forward-timeout', '2s'], { cwd: sandbox.path });
+    expect(alone.stderr()).toContain('! --tolerance has no effect without --secret\n! --forward-timeout has no effect without --forward-to\n');
+    const paired = await startListen(['--tolerance', '30', '--secret', SECRET], { cwd: sandbox.path });
+    expect(paired.stderr()).not.toContain('no effect');
+  });
+
   it('a delivery missing webhook-id, or with a malformed webhook-signature: the refusal names the header, as @svc/verify does', async () => {
     const listen = await startListen(['--secret', SECRET], { cwd: sandbox.path });
     const body = samplePayload('test-headers');

@@ -83,6 +83,14 @@ Examples:
         await listener.close();
         throw new CliError(`--forward-to ${opts.forwardTo} is this listener (port ${new URL(listener.url).port}): forward to your app's port, and listen on another (--port)`);
       }
+      // Each only acts with the option it qualifies: given alone it would be dropped without a word.
+      const qualifiers = [
+        ['tolerance', '--tolerance', '--secret', opts.secret],
+        ['forwardTimeout', '--forward-timeout', '--forward-to', opts.forwardTo],
+      ] as const;
+      for (const [name, flag, needs, value] of qualifiers) {
+        if (value === undefined && command.getOptionValueSource(name) === 'cli') io.err(`${kleur.yellow('!')} ${flag} has no effect without ${needs}\n`);
+      }
       if (opts.secret !== undefined) {
         const endings = opts.secret.map((s) => s.slice(-4)).join(', ');
         io.err(`Verifying signatures with the ${opts.secret.length === 1 ? 'secret ending' : `${opts.secret.length} secrets ending`} in ${endings}\n`);
