@@ -120,17 +120,11 @@ describe("openai SDK: tool_choice's forms", () => {
     expect(upstream.requests).toHaveLength(0);
   });
 
-  it("GPT-5's custom tools are refused by their type (400 naming tools[i].type), not as a function tool missing its function", async () => {
-    const custom = { type: 'custom' as const, custom: { name: 'run_python', description: 'Runs Python code.' } };
-    for (const [params, param] of [
-      [{ ...ask, tools: [...tools, custom] }, 'tools[3].type'],
-      [{ ...ask, tool_choice: { type: 'custom', custom: { name: 'weather' } } }, 'tool_choice.type'],
-    ] as const) {
-      const error = await rig.client.chat.completions.create(params as never).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
-      expect(error).toMatchObject({ code: 'invalid_value', param });
-      expect((error as Error).message).toMatch(/'custom'|"custom"/);
-    }
+  it('a tool of a type chat completions has not (a Responses built-in) is a 400 naming tools[i].type and the types there are', async () => {
+    const error = await rig.client.chat.completions.create({ ...ask, tools: [...tools, { type: 'web_search' } as never] }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ code: 'invalid_value', param: 'tools[3].type' });
+    expect((error as Error).message).toContain("Supported values are: 'function' and 'custom'");
     expect(upstream.requests).toHaveLength(0);
   });
 
@@ -140,6 +134,88 @@ describe("openai SDK: tool_choice's forms", () => {
       await rig.client.chat.completions.create({ ...ask, tool_choice: choice });
       expect(upstream.requests[0]!.body).toMatchObject({ tool_choice: choice, tools });
     }
+  });
+});
+
+describe("openai SDK: GPT-5's custom tools (free-text input)", () => {
+  const runPython = { type: 'custom' as const, custom: { name: 'run_python', description: 'Runs Python code.', format: { type: 'text' as const } } };
+  const sqlGrammar = {
+    type: 'custom' as const,
+    custom: { name: 'sql', description: 'One SELECT.', format: { type: 'grammar' as const, grammar: { syntax: 'lark' as const, definition: 'start: "SELECT " /[a-z*, ]+/' } } },
+  };
+  const ask = { model: 'svc01', messages: [{ role: 'user' as const, content: 'What is 2**10?' }], tools: [runPython, sqlGrammar] };
+  const code = 'print(2 ** 10)';
+  const asked = { id: 'call_py', type: 'custom', custom: { name: 'run_python', input: code } };
+
+  it.each([false, true])('the call comes back as OpenAI sends it (stream: %s); its result goes back in the next round; the audit skips it', async (stream) => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_py', name: 'run_python', input: code }] });
+    let calls: unknown;
+    let id = '';
+    let finish: string | null | undefined;
+    if (stream) {
+      // Assembled as OpenAI streams a custom call: the first fragment names it, the next ones carry `custom.input` pieces.
+      const assembled: Array<{ id?: string; type?: string; custom: { name: string; input: string } }> = [];
+      for await (const chunk of await rig.client.chat.completions.create({ ...ask, stream: true })) {
+        id = chunk.id;
+        const choice = chunk.choices[0];
+        if (choice?.finish_reason) finish = choice.finish_reason;
+        for (const part of (choice?.delta.tool_calls ?? []) as Array<{ index: number; id?: string; type?: string; custom?: { name?: string; input?: string } }>) {
+          const into = (assembled[part.index] ??= { custom: { name: '', input: '' } });
+          if (part.id) into.id = part.id;
+          if (part.type) into.type = part.type;
+          into.custom.name += part.custom?.name ?? '';
+          into.custom.input += part.custom?.input ?? '';
+        }
+      }
+      calls = assembled;
+    } else {
+      const completion = await rig.client.chat.completions.create(ask);
+      id = completion.id;
+      calls = completion.choices[0]!.message.tool_calls;
+      finish = completion.choices[0]!.finish_reason;
+      expect((completion as unknown as { svc: { checked: boolean; grounded: boolean } }).svc).toMatchObject({ checked: false, grounded: true });
+    }
+    expect(calls).toEqual([asked]);
+    expect(finish).toBe('tool_calls');
+    // The tools went upstream as declared, formats and grammars included.
+    expect((upstream.requests[0]!.body as { tools: unknown }).tools).toEqual([runPython, sqlGrammar]);
+
+    // The next round carries the custom call in the assistant turn and the tool's output: both are taken.
+    upstream.nextBehavior({ answer: '2 ** 10 is 1024.' });
+    const messages = [...ask.messages, { role: 'assistant' as const, content: null, tool_calls: [asked as never] }, { role: 'tool' as const, tool_call_id: 'call_py', content: '1024' }];
+    const answer = await rig.client.chat.completions.create({ ...ask, messages });
+    expect(answer.choices[0]!.message.content).toBe('2 ** 10 is 1024.');
+    expect((upstream.requests[1]!.body as { messages: unknown[] }).messages[1]).toEqual({ role: 'assistant', content: null, tool_calls: [asked] });
+
+    // The call's round is audited with no answer text (its input is code for the app, not a claim to check).
+    const audited = (list: typeof rig.receiver.received) => list.map((d) => JSON.parse(d.raw.toString()) as Record<string, unknown>).find((p) => p.request_id === id);
+    const payload = audited(await rig.receiver.waitFor((list) => audited(list) !== undefined));
+    expect(payload).toMatchObject({ status_code: 200, streaming: stream, response_text: '', grounded: true, grounding_checked: false });
+  });
+
+  it('tool_choice naming a custom tool reaches the upstream as sent; naming one not declared (or a function of its name) is a 400', async () => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_py', name: 'run_python', input: code }] });
+    const choice = { type: 'custom' as const, custom: { name: 'run_python' } };
+    await rig.client.chat.completions.create({ ...ask, tool_choice: choice });
+    expect(upstream.requests[0]!.body).toMatchObject({ tool_choice: choice });
+    for (const wrong of [{ type: 'custom', custom: { name: 'run_bash' } }, { type: 'function', function: { name: 'run_python' } }]) {
+      const error = await rig.client.chat.completions.create({ ...ask, tool_choice: wrong as never }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ code: 'invalid_value', param: 'tool_choice' });
+    }
+    expect(upstream.requests).toHaveLength(1);
+  });
+
+  it('a custom tool with a bad name or grammar syntax is a 400 naming the field', async () => {
+    for (const [tool, param] of [
+      [{ type: 'custom', custom: { name: 'run python' } }, 'tools[0].custom.name'],
+      [{ type: 'custom', custom: { name: 'sql', format: { type: 'grammar', grammar: { syntax: 'ebnf', definition: 'x' } } } }, 'tools[0].custom.format.grammar.syntax'],
+    ] as const) {
+      const error = await rig.client.chat.completions.create({ ...ask, tools: [tool as never] }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ param });
+    }
+    expect(upstream.requests).toHaveLength(0);
   });
 });
 

@@ -35,11 +35,22 @@ const userContent = z.union([
   z.array(z.discriminatedUnion('type', [TextPartSchema, ImagePartSchema, AudioPartSchema, FilePartSchema])),
 ]);
 
-export const ToolCallSchema = z.looseObject({
+export const FunctionToolCallSchema = z.looseObject({
   id: z.string(),
   type: z.literal('function'),
   function: z.looseObject({ name: z.string(), arguments: z.string() }),
 });
+export type FunctionToolCall = z.infer<typeof FunctionToolCallSchema>;
+
+/** A call of a custom tool (GPT-5's free-form tools): its `input` is the model's text, not JSON arguments. */
+export const CustomToolCallSchema = z.looseObject({
+  id: z.string(),
+  type: z.literal('custom'),
+  custom: z.looseObject({ name: z.string(), input: z.string() }),
+});
+export type CustomToolCall = z.infer<typeof CustomToolCallSchema>;
+
+export const ToolCallSchema = z.discriminatedUnion('type', [FunctionToolCallSchema, CustomToolCallSchema]);
 export type ToolCall = z.infer<typeof ToolCallSchema>;
 
 export const SystemMessageSchema = z.looseObject({ role: z.literal('system'), content: textContent, name: z.string().optional() });
@@ -81,16 +92,52 @@ export const FunctionToolSchema = z.looseObject({
 });
 export type FunctionTool = z.infer<typeof FunctionToolSchema>;
 
+/**
+ * OpenAI's custom tool (GPT-5): the model calls it with free text, unconstrained (`format` absent or
+ * `{"type": "text"}`) or following a grammar (`{"type": "grammar", "grammar": {"definition", "syntax": "lark" | "regex"}}`).
+ */
+export const CustomToolSchema = z.looseObject({
+  type: z.literal('custom'),
+  custom: z.looseObject({
+    name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, A-Z, 0-9, _ or -'),
+    description: z.string().optional(),
+    format: z
+      .discriminatedUnion('type', [
+        z.looseObject({ type: z.literal('text') }),
+        z.looseObject({ type: z.literal('grammar'), grammar: z.looseObject({ definition: z.string(), syntax: z.enum(['lark', 'regex']) }) }),
+      ])
+      .optional(),
+  }),
+});
+export type CustomTool = z.infer<typeof CustomToolSchema>;
+
+export const ToolSchema = z.discriminatedUnion('type', [FunctionToolSchema, CustomToolSchema]);
+export type Tool = z.infer<typeof ToolSchema>;
+
+/** A tool's name, whichever its type. */
+export function toolName(tool: Tool): string {
+  return tool.type === 'function' ? tool.function.name : tool.custom.name;
+}
+
 export const ToolChoiceSchema = z.union([
   z.enum(['none', 'auto', 'required']),
   z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string() }) }),
+  z.looseObject({ type: z.literal('custom'), custom: z.looseObject({ name: z.string() }) }),
   // OpenAI's `ChatCompletionAllowedToolChoice`: the model may call only these of `tools` (`auto`), or must call
   // one of them (`required`); the list stays whole so that a long conversation's prompt prefix does not change.
   z.looseObject({
     type: z.literal('allowed_tools'),
     allowed_tools: z.looseObject({
       mode: z.enum(['auto', 'required']),
-      tools: z.array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string() }).optional() })).max(128),
+      tools: z
+        .array(
+          z.looseObject({
+            type: z.string(),
+            function: z.looseObject({ name: z.string() }).optional(),
+            custom: z.looseObject({ name: z.string() }).optional(),
+          }),
+        )
+        .max(128),
     }),
   }),
 ]);
@@ -145,7 +192,7 @@ export const ChatCompletionRequestSchema = z.looseObject({
   top_logprobs: z.int().min(0).max(20).nullable().optional(),
   user: z.string().optional(),
   seed: z.int().nullable().optional(),
-  tools: toolsOf(FunctionToolSchema),
+  tools: toolsOf(ToolSchema),
   tool_choice: ToolChoiceSchema.optional(),
   parallel_tool_calls: z.boolean().optional(),
   response_format: ResponseFormatSchema.optional(),

@@ -96,11 +96,13 @@ export const ChatCompletionSchema = z.looseObject({
 });
 export type ChatCompletion = z.infer<typeof ChatCompletionSchema>;
 
+/** A fragment of a call; a custom tool's call streams its `custom.input` in pieces, as a function's streams `arguments`. */
 export const ToolCallDeltaSchema = z.looseObject({
   index: z.int().min(0),
   id: z.string().optional(),
-  type: z.literal('function').optional(),
+  type: z.enum(['function', 'custom']).optional(),
   function: z.looseObject({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+  custom: z.looseObject({ name: z.string().optional(), input: z.string().optional() }).optional(),
 });
 export type ToolCallDelta = z.infer<typeof ToolCallDeltaSchema>;
 

@@ -4,6 +4,7 @@ import { AUDIT_EVENT, AuditPayloadSchema } from './audit-payload.js';
 import {
   ChatCompletionRequestSchema,
   ChatMessageSchema,
+  CustomToolSchema,
   FunctionToolSchema,
   SvcRequestConfigSchema,
   ToolCallSchema,
@@ -55,6 +56,7 @@ const COMPONENTS: ReadonlyArray<[string, z.ZodType, string]> = [
   ['ChatCompletionRequest', ChatCompletionRequestSchema, 'The chat-completions request body: every standard field typed, unknown fields passed upstream.'],
   ['ChatMessage', ChatMessageSchema, 'One message of the conversation.'],
   ['FunctionTool', FunctionToolSchema, 'A tool the model may call; `parameters` is a JSON Schema.'],
+  ['CustomTool', CustomToolSchema, 'A tool the model calls with free text (`input`), unconstrained or following a grammar.'],
   ['ToolChoice', ToolChoiceSchema, 'Tool selection behaviour. Default `auto`.'],
   ['ToolCall', ToolCallSchema, 'A tool call made by the model.'],
   ['SvcRequestConfig', SvcRequestConfigSchema, 'Service-specific config. `thinking` (default false) enables deep reasoning (temperature fixed at 1.0); `dehallucinate` (default true) runs the grounding check.'],

@@ -4,9 +4,10 @@ import {
   ChatCompletionRequestSchema,
   ChatMessageSchema,
   DEFAULT_MAX_TOKENS,
-  FunctionToolSchema,
   DEFAULT_TEMPERATURE,
-  type FunctionTool,
+  ToolSchema,
+  toolName,
+  type Tool,
   MAX_LOGIT_BIAS_ENTRIES,
   MAX_METADATA_PAIRS,
   SVC_MODEL,
@@ -60,6 +61,12 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
     if (expected.length > 0 && expected.every(Boolean)) {
       const names = expected.map((i) => (i as { expected: string }).expected).join(' or ');
       return new ApiError('invalid_type', `Invalid type for '${param}': expected ${names}, but got ${describe(value)}.`, { param });
+    }
+    // null for a field that is not nullable (tool_choice: null, as an ORM sends "unset") is a type error, as OpenAI
+    // answers it, not "Invalid input": no alternative takes null, whatever their types.
+    if (value === null) {
+      const names = [...new Set(alternatives(issue).map((branch) => branchType(branch)))].join(' or ');
+      return new ApiError('invalid_type', `Invalid type for '${param}': expected ${names}, but got null.`, { param });
     }
     // A value of exactly one alternative's type (content parts, a stop list, a tool_choice string) is judged
     // by that alternative: the answer names the field inside it, as OpenAI's does, not "Invalid input".
@@ -123,6 +130,14 @@ function alternatives(issue: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssue[][]
     const [only] = branch;
     return branch.length === 1 && only!.code === 'invalid_union' && only!.path.length === 0 ? alternatives(only!) : [branch];
   });
+}
+
+/** The type an alternative of a union wants, from its problem with the value itself: an enum's values are strings. */
+function branchType(branch: z.core.$ZodIssue[]): string {
+  const own = branch.find((i) => i.path.length === 0);
+  if (own?.code === 'invalid_type') return own.expected;
+  if (own?.code === 'invalid_value') return describe(own.values[0]);
+  return 'object';
 }
 
 function isPlainObject(value: unknown): value is object {
@@ -260,26 +275,39 @@ export async function parseChatRequest(body: unknown, turn: () => boolean): Prom
   const request = await parseRequestBodyInTurns(CHAT_REQUEST, body, turn);
   requireSvcModel(request.model);
   checkToolChoice(request);
+  checkStreamOptions(request);
   return request;
 }
 
 /**
- * A tool of another type than `function` (GPT-5's `custom` tools, whose calls carry free text) is refused by its
- * type, before the schema reads it as a function tool and names its missing `function`, which would send its author
- * looking for a typo.
+ * `stream_options` on a request that does not stream, refused as OpenAI refuses it: dropped without a word, a
+ * client asking for `include_usage` on a non-streamed call would never learn why no usage chunk came.
+ */
+function checkStreamOptions(request: ChatCompletionRequest): void {
+  if (request.stream_options != null && request.stream !== true) {
+    throw new ApiError('invalid_value', "The 'stream_options' parameter is only allowed when 'stream' is enabled.", { param: 'stream_options' });
+  }
+}
+
+/**
+ * A tool of a type chat completions has not (`web_search`, `file_search`: the Responses API's built-in tools) is
+ * refused by its type, before the schema reads it as a function tool and names its missing `function`, which would
+ * send its author looking for a typo.
  */
 function refuseToolsNotFunctions(body: object): void {
   const tools = (body as { tools?: unknown }).tools;
   if (!Array.isArray(tools)) return;
-  const i = tools.findIndex((tool) => isPlainObject(tool) && typeof (tool as { type?: unknown }).type === 'string' && (tool as { type: string }).type !== 'function');
+  const i = tools.findIndex((tool) => isPlainObject(tool) && typeof (tool as { type?: unknown }).type === 'string' && !CHAT_TOOL_TYPES.has((tool as { type: string }).type));
   if (i === -1) return;
   const type = (tools[i] as { type: string }).type;
   throw new ApiError(
     'invalid_value',
-    `svc serves function tools only: the tool type '${type}' is not supported. Declare a function tool ({"type": "function", "function": {…}}) instead.`,
+    `Invalid value for 'tools[${i}].type': '${type}'. Supported values are: 'function' and 'custom'.`,
     { param: `tools[${i}].type` },
   );
 }
+
+const CHAT_TOOL_TYPES = new Set(['function', 'custom']);
 
 /**
  * `tool_choice` as OpenAI refuses it before any model runs: without `tools` at all, or naming a function that
@@ -293,21 +321,25 @@ function checkToolChoice(request: ChatCompletionRequest): void {
     throw new ApiError('invalid_value', "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", { param: 'tool_choice' });
   }
   if (typeof choice === 'string') return;
-  if (choice.type === 'function') {
-    const name = choice.function.name;
-    if (!tools.some((tool) => tool.function.name === name)) {
-      throw new ApiError('invalid_value', `Invalid value for 'tool_choice': no function named '${name}' is in 'tools'.`, { param: 'tool_choice' });
+  if (choice.type === 'function' || choice.type === 'custom') {
+    const name = choice.type === 'function' ? choice.function.name : choice.custom.name;
+    if (!tools.some((tool) => tool.type === choice.type && toolName(tool) === name)) {
+      throw new ApiError('invalid_value', `Invalid value for 'tool_choice': no ${choice.type} tool named '${name}' is in 'tools'.`, { param: 'tool_choice' });
     }
     return;
   }
   for (const [i, allowed] of choice.allowed_tools.tools.entries()) {
     const param = `tool_choice.allowed_tools.tools[${i}]`;
-    if (allowed.type !== 'function' || allowed.function === undefined) {
-      throw new ApiError('invalid_value', `Invalid value for '${param}': only function tools ({"type": "function", "function": {"name": …}}) are served.`, { param });
+    const name = allowed.type === 'function' ? allowed.function?.name : allowed.type === 'custom' ? allowed.custom?.name : undefined;
+    if (name === undefined) {
+      throw new ApiError(
+        'invalid_value',
+        `Invalid value for '${param}': only function and custom tools ({"type": "function", "function": {"name": …}}, {"type": "custom", "custom": {"name": …}}) are served.`,
+        { param },
+      );
     }
-    const name = allowed.function.name;
-    if (!tools.some((tool) => tool.function.name === name)) {
-      throw new ApiError('invalid_value', `Invalid value for '${param}': no function named '${name}' is in 'tools'.`, { param });
+    if (!tools.some((tool) => tool.type === allowed.type && toolName(tool) === name)) {
+      throw new ApiError('invalid_value', `Invalid value for '${param}': no ${allowed.type} tool named '${name}' is in 'tools'.`, { param });
     }
   }
 }
@@ -318,8 +350,8 @@ function checkToolChoice(request: ChatCompletionRequest): void {
  */
 function allowedToolsOnly(body: UpstreamBody, choice: ChatCompletionRequest['tool_choice']): void {
   if (choice === undefined || typeof choice === 'string' || choice.type !== 'allowed_tools') return;
-  const names = new Set(choice.allowed_tools.tools.map((tool) => tool.function?.name));
-  const tools = (body.tools as FunctionTool[] | undefined)?.filter((tool) => names.has(tool.function.name)) ?? [];
+  const names = new Set(choice.allowed_tools.tools.map((tool) => `${tool.type}:${tool.function?.name ?? tool.custom?.name}`));
+  const tools = (body.tools as Tool[] | undefined)?.filter((tool) => names.has(`${tool.type}:${toolName(tool)}`)) ?? [];
   if (tools.length > 0) {
     body.tools = tools;
     body.tool_choice = choice.allowed_tools.mode;
@@ -334,7 +366,7 @@ export const CHAT_REQUEST: ListedRequest<ChatCompletionRequest> = {
   outer: ChatCompletionRequestOuterSchema,
   lists: [
     { key: 'messages', items: z.array(ChatMessageSchema) },
-    { key: 'tools', items: z.array(FunctionToolSchema) },
+    { key: 'tools', items: z.array(ToolSchema) },
   ],
 };
 

@@ -14,6 +14,7 @@ import {
   type ResponseOutputItem,
   type ResponseUsage,
   type Usage,
+  toolName,
 } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { turns } from '../turns.js';
@@ -85,7 +86,7 @@ export async function toChatRequest(
     // As OpenAI answers a forced (or allowed) call to a function the request does not declare, before the upstream is asked.
     const named = choice.type === 'function' ? [choice] : choice.tools;
     for (const [i, tool] of named.entries()) {
-      if (tool.type !== 'function' || !(chat.tools ?? []).some((declared) => declared.function.name === tool.name)) {
+      if (tool.type !== 'function' || !(chat.tools ?? []).some((declared) => declared.type === 'function' && declared.function.name === tool.name)) {
         const what = tool.type === 'function' ? String(tool.name) : tool.type;
         throw new ApiError('invalid_value', `Tool choice '${what}' not found in 'tools' parameter.`, {
           param: choice.type === 'function' ? 'tool_choice' : `tool_choice.tools[${i}]`,
@@ -97,7 +98,7 @@ export async function toChatRequest(
     // Sent as the tools the model may call and the mode, which every chat upstream reads (chat's own
     // `allowed_tools` choice is OpenAI's alone); the response still echoes the whole list and the choice.
     const allowed = new Set(choice.tools.map((tool) => tool.name));
-    chat.tools = chat.tools?.filter((tool) => allowed.has(tool.function.name));
+    chat.tools = chat.tools?.filter((tool) => allowed.has(toolName(tool)));
     if (chat.tools?.length) chat.tool_choice = choice.mode;
     else delete chat.tools;
   } else if (choice !== undefined && (chat.tools !== undefined || typeof choice !== 'string')) {
@@ -413,6 +414,8 @@ export function completedResponse(
     });
   }
   for (const call of message?.tool_calls ?? []) {
+    // The Responses route declares function tools only: a custom call the upstream made of its own accord has no item here.
+    if (call.type !== 'function') continue;
     output.push({
       type: 'function_call',
       id: newItemId('fc'),

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } from '../tokens/tokenizer.js';
 import { pace, turns } from '../turns.js';
-import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
+import { messageText, type ChatCompletionChunk, type FinishReason, type FunctionToolCall, type Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { contentWords, rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
@@ -43,7 +43,7 @@ interface GeneratedChoice {
   /** Token ids per part, so streaming pieces and usage agree with what was generated. */
   reasoningTokens: number[];
   contentTokens: number[] | null;
-  toolCalls: Array<ToolCall & { tokens: number[] }>;
+  toolCalls: Array<FunctionToolCall & { tokens: number[] }>;
   finishReason: FinishReason;
 }
 

@@ -5,12 +5,12 @@ import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { selfSignedCert } from './self-signed-cert.js';
 
-/** A tool call the fake answers with; `arguments` objects are JSON-encoded. */
-export interface FakeToolCall {
-  name: string;
-  arguments: string | Record<string, unknown>;
-  id?: string;
-}
+/**
+ * A tool call the fake answers with; `arguments` objects are JSON-encoded. With `input`, a call of a custom tool
+ * (GPT-5's free-form tools) as OpenAI sends one: `{"type": "custom", "custom": {"name", "input"}}`, streamed as a
+ * first fragment with the name and `"input": ""`, then `{"custom": {"input": piece}}` fragments.
+ */
+export type FakeToolCall = { name: string; id?: string } & ({ arguments: string | Record<string, unknown> } | { input: string });
 
 /**
  * How the fake answers one request. Success fields shape a normal answer; the failure flags replace it.
@@ -366,11 +366,15 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     const inTags = current.reasoningField === 'think-tags' && current.reasoning !== undefined;
     const answer = inTags ? `<think>\n${current.reasoning}\n</think>\n\n${given}` : given;
     const reasoningField = current.reasoningField === 'think-tags' ? null : (current.reasoningField ?? 'reasoning_content');
-    const toolCalls = (current.toolCalls ?? []).map((call, i) => ({
-      id: call.id ?? `call_fake${i}`,
-      type: 'function' as const,
-      function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
-    }));
+    const toolCalls = (current.toolCalls ?? []).map((call, i) =>
+      'input' in call
+        ? { id: call.id ?? `call_fake${i}`, type: 'custom' as const, custom: { name: call.name, input: call.input } }
+        : {
+            id: call.id ?? `call_fake${i}`,
+            type: 'function' as const,
+            function: { name: call.name, arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments) },
+          },
+    );
     const contentPieces = toolCalls.length > 0 ? [] : current.contentPieceChars ? (answer.match(new RegExp(`[^]{1,${current.contentPieceChars}}`, 'g')) ?? []) : splitAnswer(answer);
     const usage = {
       prompt_tokens: countWords(JSON.stringify(body.messages ?? '')),
@@ -484,6 +488,11 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     }
     for (let c = 0; c < choiceCount; c++) {
       toolCalls.forEach((call, index) => {
+        if (call.type === 'custom') {
+          frames.push(frame(chunk({ tool_calls: [{ index, id: call.id, type: 'custom', custom: { name: call.custom.name, input: '' } }] }, null, c)));
+          for (const fragment of splitArguments(call.custom.input)) frames.push(frame(chunk({ tool_calls: [{ index, custom: { input: fragment } }] }, null, c)));
+          return;
+        }
         frames.push(frame(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }, null, c)));
         for (const fragment of splitArguments(call.function.arguments)) {
           frames.push(frame(chunk({ tool_calls: [{ index, function: { arguments: fragment } }] }, null, c)));

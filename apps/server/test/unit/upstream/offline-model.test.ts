@@ -1,4 +1,4 @@
-import { ChatCompletionChunkSchema, type ChatCompletionChunk } from '@svc/protocol';
+import { ChatCompletionChunkSchema, type ChatCompletionChunk, type FunctionToolCall } from '@svc/protocol';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { sampleFromSchema, validateJsonSchema } from '../../../src/upstream/json-schema.js';
@@ -152,7 +152,7 @@ describe('tools', () => {
     expect(choice.finish_reason).toBe('tool_calls');
     expect(choice.message.content).toBeNull();
     expect(choice.message.tool_calls).toHaveLength(1);
-    const call = choice.message.tool_calls![0]!;
+    const call = choice.message.tool_calls![0]! as FunctionToolCall;
     expect(call.id).toMatch(/^call_[\w-]+$/);
     expect(call.function.name).toBe('get_weather');
     const args = JSON.parse(call.function.arguments) as unknown;
@@ -163,12 +163,12 @@ describe('tools', () => {
   it('"required" picks the best-matching tool, one call per clearly matching tool in parallel', async () => {
     const question = 'What is the weather in Paris and the time in New York?';
     const parallel = await complete(body(question, { tools: [TIME, WEATHER], tool_choice: 'required' }));
-    expect(parallel.choices[0]?.message.tool_calls?.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([
+    expect(parallel.choices[0]?.message.tool_calls?.map((c) => [(c as FunctionToolCall).function.name, JSON.parse((c as FunctionToolCall).function.arguments)])).toEqual([
       ['get_weather', { city: 'Paris', days: 1 }],
       ['get_time', { location: 'New York' }],
     ]);
     const single = await complete(body(question, { tools: [TIME, WEATHER], tool_choice: 'required', parallel_tool_calls: false }));
-    expect(single.choices[0]?.message.tool_calls?.map((c) => c.function.name)).toEqual(['get_weather']);
+    expect(single.choices[0]?.message.tool_calls?.map((c) => (c as FunctionToolCall).function.name)).toEqual(['get_weather']);
   });
 
   it('"auto" calls a matching tool only when no source answers; "none" never calls', async () => {
