@@ -403,6 +403,44 @@ describe('details SDKs notice', () => {
     }
   });
 
+  it("stream_options without stream: true is a 400 naming it, in OpenAI's words; with stream, or null, it is taken", async () => {
+    for (const stream of [undefined, false, null]) {
+      const error = await rejection(noRetry.chat.completions.create({ ...ask, stream, stream_options: { include_usage: true } } as never));
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_value', param: 'stream_options' });
+      expect(error.message).toBe("400 The 'stream_options' parameter is only allowed when 'stream' is enabled.");
+    }
+    expect(upstream.requests).toHaveLength(0);
+    await noRetry.chat.completions.create({ ...ask, stream_options: null });
+    const stream = await noRetry.chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } });
+    let usage: unknown;
+    for await (const chunk of stream) usage ??= chunk.usage;
+    expect(usage).toMatchObject({ total_tokens: expect.any(Number) });
+  });
+
+  it("null is \"not set\" for every parameter OpenAI documents as nullable; the others are refused naming the field, as OpenAI refuses them", async () => {
+    // The nullable ones of the SDK's ChatCompletionCreateParams (generated from OpenAI's OpenAPI document).
+    const nullable = {
+      audio: null, frequency_penalty: null, logit_bias: null, logprobs: null, max_completion_tokens: null, max_tokens: null, metadata: null,
+      modalities: null, n: null, prediction: null, presence_penalty: null, prompt_cache_key: null, reasoning_effort: null, safety_identifier: null,
+      seed: null, service_tier: null, stop: null, store: null, stream: null, stream_options: null, temperature: null, top_logprobs: null,
+      top_p: null, verbosity: null,
+    };
+    const completion = await noRetry.chat.completions.create({ ...ask, ...nullable });
+    expect(completion.choices[0]!.message.content).toBe('Hello from the fake upstream.');
+    // Not forwarded (some upstreams refuse nulls); svc's defaults stand in for them.
+    const sent = upstream.requests[0]!.body;
+    for (const key of Object.keys(nullable)) if (key !== 'max_tokens' && key !== 'temperature') expect(sent).not.toHaveProperty(key);
+    expect(sent).toMatchObject({ max_tokens: 4096, temperature: 0.1 });
+    // Not nullable in OpenAI's API (llama_index's `parallel_tool_calls: null` got OpenAI's 400): the same 400 here.
+    for (const key of ['user', 'parallel_tool_calls', 'tools', 'tool_choice', 'response_format']) {
+      const error = await rejection(noRetry.chat.completions.create({ ...ask, [key]: null } as never));
+      expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_type', param: key });
+      expect(error.message).toMatch(new RegExp(`Invalid type for '${key}': expected .*, but got null`));
+    }
+    expect(upstream.requests).toHaveLength(1);
+  });
+
   it('models.retrieve("svc01") returns the model object', async () => {
     expect(await client.models.retrieve('svc01')).toEqual({ id: 'svc01', object: 'model', created: expect.any(Number), owned_by: 'svc' });
   });
