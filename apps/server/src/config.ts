@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { DEFAULT_GROUNDING_THRESHOLD } from '@svc/grounding';
 import { z } from 'zod';
 import { parseCorsOrigins, type CorsOrigins } from './http/cors.js';
+import type { ThinkingSwitch } from './upstream/hybrid-thinking.js';
 
 /**
  * SVC_WEBHOOK_ALLOW_PRIVATE (design §2): `false` public addresses only; `'loopback'` also loopback receivers
@@ -160,6 +161,11 @@ const EnvSchema = z.object({
   SVC_UPSTREAM_TIMEOUT_MS: int(1, 3_600_000).default(120_000),
   SVC_STREAM_KEEPALIVE_MS: int(0, 600_000).default(15_000),
   // auto: HTTP/2 when an https upstream offers it, through svc's own node:http2 client (h2-upstream.ts); off: HTTP/1.1 only.
+  SVC_UPSTREAM_THINKING_SWITCH: z
+    .enum(['auto', 'off', 'enable_thinking', 'thinking'], {
+      message: 'must be auto (by the upstream model\'s name), off (never sent), enable_thinking or thinking (sent under that key whatever the name)',
+    })
+    .default('auto'),
   SVC_UPSTREAM_HTTP2: z.enum(['auto', 'off'], { message: 'must be auto (HTTP/2 when an https upstream offers it) or off' }).default('auto'),
   SVC_MAX_IN_FLIGHT: int(1, 1_000_000).default(4096),
   SVC_SHUTDOWN_TIMEOUT_MS: int(0, 3_600_000).default(25_000),
@@ -291,6 +297,8 @@ export interface Config {
     apiKey: string | undefined;
     model: string;
     thinkingModel: string;
+    /** How a hybrid model's thinking switch is sent (`upstream/hybrid-thinking.ts`). */
+    thinkingSwitch: ThinkingSwitch;
     timeoutMs: number;
     /** `auto`: HTTP/2 to an https upstream that offers it by ALPN, many streams per connection; `off`: HTTP/1.1 only. */
     http2: 'auto' | 'off';
@@ -397,6 +405,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       apiKey: e.SVC_UPSTREAM_API_KEY,
       model: e.SVC_UPSTREAM_MODEL,
       thinkingModel: e.SVC_UPSTREAM_THINKING_MODEL ?? e.SVC_UPSTREAM_MODEL,
+      thinkingSwitch: e.SVC_UPSTREAM_THINKING_SWITCH,
       timeoutMs: e.SVC_UPSTREAM_TIMEOUT_MS,
       http2: e.SVC_UPSTREAM_HTTP2,
     },

@@ -394,6 +394,32 @@ describe('a hybrid model served for both modes (SVC_UPSTREAM_MODEL=Qwen/Qwen3-8B
     }
   });
 
+  it('SVC_UPSTREAM_THINKING_SWITCH: a hybrid served under a name of its own (llama.cpp\'s "local") gets the switch it names; "off" sends none', async () => {
+    const named = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'local', SVC_UPSTREAM_THINKING_SWITCH: 'enable_thinking' });
+    try {
+      named.upstream.setBehavior({ hybrid: 'vllm', reasoning: REASONING, answer: ANSWER });
+      const plain = await named.client.chat.completions.create({ model: 'svc01', messages });
+      expect(reasoningOf(plain)).toBeUndefined();
+      expect(named.upstream.requests[0]!.body.chat_template_kwargs).toEqual({ enable_thinking: false });
+      const thinking = await named.client.chat.completions.create({ model: 'svc01', messages, svc: { thinking: true } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      expect(reasoningOf(thinking)).toBe(REASONING);
+    } finally {
+      await named.close();
+    }
+    // A host that refuses chat_template_kwargs (or an operator who wants the model's own default): nothing is sent.
+    const off = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'Qwen/Qwen3-8B', SVC_UPSTREAM_THINKING_SWITCH: 'off' });
+    try {
+      off.upstream.setBehavior({ refuseFields: ['chat_template_kwargs'], answer: ANSWER });
+      for (const svc of [{ thinking: false }, { thinking: true }]) {
+        const res = await off.client.chat.completions.create({ model: 'svc01', messages, svc } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+        expect(res.choices[0]!.message.content).toBe(ANSWER);
+      }
+      expect(off.upstream.requests.map((r) => 'chat_template_kwargs' in r.body)).toEqual([false, false]);
+    } finally {
+      await off.close();
+    }
+  });
+
   it('leaves models that only answer or only think as they are (no switch sent): Qwen3-30B-A3B-Instruct-2507, o4-mini', async () => {
     const instruct = await startAuditedServer({ SVC_UPSTREAM_MODEL: 'Qwen/Qwen3-30B-A3B-Instruct-2507' });
     try {

@@ -17,7 +17,7 @@ import {
 import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
 import type { UpstreamBody } from '../upstream/upstream.js';
-import { withThinkingSwitch } from '../upstream/hybrid-thinking.js';
+import { type ThinkingSwitch, withThinkingSwitch } from '../upstream/hybrid-thinking.js';
 
 /** `messages[0].content` from a zod path. */
 export function formatParam(path: ReadonlyArray<PropertyKey>): string {
@@ -376,7 +376,7 @@ export const CHAT_REQUEST: ListedRequest<ChatCompletionRequest> = {
  */
 export function toUpstreamBody(
   request: ChatCompletionRequest,
-  models: { model: string; thinkingModel: string },
+  models: { model: string; thinkingModel: string; thinkingSwitch?: ThinkingSwitch },
 ): { body: UpstreamBody; thinking: boolean; streaming: boolean } {
   const thinking = request.svc?.thinking === true;
   const streaming = request.stream === true;
@@ -399,7 +399,7 @@ export function toUpstreamBody(
     delete body.stream;
     delete body.stream_options;
   }
-  return { body: withThinkingSwitch(body, thinking), thinking, streaming };
+  return { body: withThinkingSwitch(body, thinking, models.thinkingSwitch), thinking, streaming };
 }
 
 /** `svc.dehallucinate` as requested: the grounding check runs unless the request turns it off. */

@@ -18,6 +18,13 @@ const THINKING = /(?:^|[/:_-])deepseek-v3\.[12](?:$|[^\d])/i;
 const OLLAMA_TAG = /:[\w.-]+$/;
 
 /**
+ * How the switch is chosen (SVC_UPSTREAM_THINKING_SWITCH): `auto` by the upstream model's name; `off` never sent (a
+ * host that refuses `chat_template_kwargs`, or an operator who wants the model's own default); `enable_thinking` or
+ * `thinking` sent under that key whatever the name (a hybrid served as `local` or under a name of the operator's own).
+ */
+export type ThinkingSwitch = 'auto' | 'off' | 'enable_thinking' | 'thinking';
+
+/**
  * `body` with the hybrid model's thinking switched as `svc.thinking` asks (off unless it is true), in the form its
  * server takes (see `ENABLE_THINKING`, `THINKING`, `OLLAMA_TAG`); `body` itself for every other model. The client's
  * own `chat_template_kwargs` keys win; its `reasoning_effort` goes on as sent while thinking is on. Without this, a hybrid
@@ -28,8 +35,8 @@ const OLLAMA_TAG = /:[\w.-]+$/;
  * withThinkingSwitch({ model: 'Qwen/Qwen3-8B', messages }, false) // → { …, chat_template_kwargs: { enable_thinking: false } }
  * withThinkingSwitch({ model: 'qwen3:8b', messages }, false) // → { …, chat_template_kwargs: { enable_thinking: false }, reasoning_effort: 'none' }
  */
-export function withThinkingSwitch(body: UpstreamBody, thinking: boolean): UpstreamBody {
-  const key = ENABLE_THINKING.test(body.model) ? 'enable_thinking' : THINKING.test(body.model) ? 'thinking' : null;
+export function withThinkingSwitch(body: UpstreamBody, thinking: boolean, mode: ThinkingSwitch = 'auto'): UpstreamBody {
+  const key = mode === 'off' ? null : mode !== 'auto' ? mode : ENABLE_THINKING.test(body.model) ? 'enable_thinking' : THINKING.test(body.model) ? 'thinking' : null;
   if (key === null) return body;
   const own = isRecord(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
   const out: UpstreamBody = { ...body, chat_template_kwargs: { [key]: thinking, ...own } };
