@@ -430,8 +430,10 @@ describe('details SDKs notice', () => {
     expect(completion.choices[0]!.message.content).toBe('Hello from the fake upstream.');
     // Not forwarded (some upstreams refuse nulls); svc's defaults stand in for them.
     const sent = upstream.requests[0]!.body;
-    for (const key of Object.keys(nullable)) if (key !== 'max_tokens' && key !== 'temperature') expect(sent).not.toHaveProperty(key);
-    expect(sent).toMatchObject({ max_tokens: 4096, temperature: 0.1 });
+    const defaults = ['max_tokens', 'max_completion_tokens', 'temperature'];
+    for (const key of Object.keys(nullable)) if (!defaults.includes(key)) expect(sent).not.toHaveProperty(key);
+    // In the form this model takes (earlier tests here taught svc that it wants max_completion_tokens and no temperature).
+    expect(sent.max_tokens ?? sent.max_completion_tokens).toBe(4096);
     // Not nullable in OpenAI's API (llama_index's `parallel_tool_calls: null` got OpenAI's 400): the same 400 here.
     for (const key of ['user', 'parallel_tool_calls', 'tools', 'tool_choice', 'response_format']) {
       const error = await rejection(noRetry.chat.completions.create({ ...ask, [key]: null } as never));
@@ -439,6 +441,22 @@ describe('details SDKs notice', () => {
       expect(error.message).toMatch(new RegExp(`Invalid type for '${key}': expected .*, but got null`));
     }
     expect(upstream.requests).toHaveLength(1);
+  });
+
+  it("a value past its bound is answered in OpenAI's words (what a client shows its user), with the field as param", async () => {
+    const cases: Array<[object, string, string]> = [
+      [{ messages: [] }, 'messages', "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead."],
+      [{ temperature: 3 }, 'temperature', "Invalid 'temperature': integer above maximum value. Expected a value <= 2, but got 3 instead."],
+      [{ top_p: 1.5 }, 'top_p', "Invalid 'top_p': decimal above maximum value. Expected a value <= 1, but got 1.5 instead."],
+      [{ max_tokens: 0 }, 'max_tokens', "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, but got 0 instead."],
+      [{ stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop', "Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length 5 instead."],
+    ];
+    for (const [fields, param, message] of cases) {
+      const error = await rejection(noRetry.chat.completions.create({ ...ask, ...fields } as never));
+      expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'invalid_value', param });
+      expect(error.message).toBe(`400 ${message}`);
+    }
+    expect(upstream.requests).toHaveLength(0);
   });
 
   it('models.retrieve("svc01") returns the model object', async () => {

@@ -90,6 +90,10 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
     );
   }
   if (issue.code === 'invalid_union' && isPlainObject(value)) return typedObjectProblem(issue, value, param, body);
+  if ((issue.code === 'too_small' || issue.code === 'too_big') && value !== undefined) {
+    const bound = boundProblem(issue, value, param);
+    if (bound) return bound;
+  }
   if (issue.code === 'unrecognized_keys') {
     const where = param ? `'${param}'` : 'the request';
     return new ApiError('invalid_value', `Unrecognized parameter(s) in ${where}: ${issue.keys.map((k) => `'${k}'`).join(', ')}.`, {
@@ -130,6 +134,34 @@ function alternatives(issue: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssue[][]
     const [only] = branch;
     return branch.length === 1 && only!.code === 'invalid_union' && only!.path.length === 0 ? alternatives(only!) : [branch];
   });
+}
+
+/**
+ * A number, list or string past its bound, in OpenAI's words ("Invalid 'messages': empty array. Expected an array
+ * with minimum length 1, but got an empty array instead."), which clients show their users; zod's own ("Too small:
+ * expected array to have >=1 items") reads as a stack's. Other bounds (a refinement's) keep their message.
+ */
+function boundProblem(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig, value: unknown, param: string): ApiError | undefined {
+  const small = issue.code === 'too_small';
+  const limit = Number(small ? (issue as z.core.$ZodIssueTooSmall).minimum : (issue as z.core.$ZodIssueTooBig).maximum);
+  const inclusive = issue.inclusive !== false;
+  const sign = small ? (inclusive ? '>=' : '>') : inclusive ? '<=' : '<';
+  let what: string;
+  if (typeof value === 'number') {
+    const kind = Number.isInteger(value) ? 'integer' : 'decimal';
+    what = `${kind} ${small ? 'below minimum' : 'above maximum'} value. Expected a value ${sign} ${limit}, but got ${value} instead.`;
+  } else if (Array.isArray(value)) {
+    what =
+      value.length === 0
+        ? `empty array. Expected an array with minimum length ${limit}, but got an empty array instead.`
+        : `array too ${small ? 'short' : 'long'}. Expected an array with ${small ? 'minimum' : 'maximum'} length ${limit}, but got an array with length ${value.length} instead.`;
+  } else if (typeof value === 'string') {
+    what =
+      value.length === 0
+        ? `empty string. Expected a string with minimum length ${limit}, but got an empty string instead.`
+        : `string too ${small ? 'short' : 'long'}. Expected a string with ${small ? 'minimum' : 'maximum'} length ${limit}, but got a string with length ${value.length} instead.`;
+  } else return undefined;
+  return new ApiError('invalid_value', `Invalid '${param}': ${what}`, { param });
 }
 
 /** The type an alternative of a union wants, from its problem with the value itself: an enum's values are strings. */
