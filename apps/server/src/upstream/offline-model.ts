@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { countTokensBounded, decodeGenerator, encodeBounded, loadTokenizer } from '../tokens/tokenizer.js';
 import { pace, turns } from '../turns.js';
-import { messageText, type ChatCompletionChunk, type FinishReason, type FunctionToolCall, type Usage } from '@svc/protocol';
+import { messageText, type ChatCompletionChunk, type FinishReason, type ToolCall, type Usage } from '@svc/protocol';
 import { ApiError } from '../http/errors.js';
 import { SchemaBoundsError, sampleFromSchema, type JsonSchema, type SampleHints } from './json-schema.js';
 import { contentWords, rankPassages, splitSentences, terms, type Passage, type RankedPassage } from './sentence-ranker.js';
@@ -35,15 +35,15 @@ const CHUNKS_PER_TICK = 32;
 interface Plan {
   content: string | null;
   reasoning: string | null;
-  /** Calls without ids; each choice gets fresh ids. */
-  toolCalls: Array<{ name: string; arguments: string }>;
+  /** Calls without ids; each choice gets fresh ids. `custom`: a custom tool's call, whose `arguments` are its free-text input. */
+  toolCalls: Array<{ name: string; arguments: string; custom?: true }>;
 }
 
 interface GeneratedChoice {
   /** Token ids per part, so streaming pieces and usage agree with what was generated. */
   reasoningTokens: number[];
   contentTokens: number[] | null;
-  toolCalls: Array<FunctionToolCall & { tokens: number[] }>;
+  toolCalls: Array<ToolCall & { tokens: number[] }>;
   finishReason: FinishReason;
 }
 
@@ -166,7 +166,12 @@ async function budget(plan: Plan, limit: number, stops: string[]): Promise<Gener
     for (const call of plan.toolCalls) {
       if (remaining <= 0 && truncated) break;
       const tokens = await take(call.arguments);
-      toolCalls.push({ id: `call_${randomId()}`, type: 'function', function: { name: call.name, arguments: decodeAll(tokens) }, tokens });
+      const id = `call_${randomId()}`;
+      toolCalls.push(
+        call.custom
+          ? { id, type: 'custom', custom: { name: call.name, input: decodeAll(tokens) }, tokens }
+          : { id, type: 'function', function: { name: call.name, arguments: decodeAll(tokens) }, tokens },
+      );
     }
     return { reasoningTokens, contentTokens: null, toolCalls, finishReason: truncated ? 'length' : 'tool_calls' };
   }
@@ -219,6 +224,13 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
   const parallel = body.parallel_tool_calls !== false;
   let calledTools: FunctionToolDef[] = [];
   let toolWhy = '';
+  // A custom tool named by tool_choice is called with the question as its input: free text is all it takes.
+  const forcedCustom = isRecord(toolChoice) && toolChoice.type === 'custom' && isRecord(toolChoice.custom) ? toolChoice.custom.name : undefined;
+  if (typeof forcedCustom === 'string') {
+    const input = question || lastUserText;
+    const reasoning = thinking ? `tool_choice names the custom tool "${forcedCustom}", so I call it with the question as its input.` : null;
+    return { content: null, reasoning, toolCalls: [{ name: forcedCustom, arguments: input, custom: true }] };
+  }
   if (tools.length > 0 && toolChoice !== 'none') {
     if (isRecord(toolChoice) && isRecord(toolChoice.function) && typeof toolChoice.function.name === 'string') {
       const name = toolChoice.function.name;
@@ -544,10 +556,13 @@ async function* streamChunks(
     }
     for (const [callIndex, call] of choice.toolCalls.entries()) {
       await pace();
-      yield chunk(index, { tool_calls: [{ index: callIndex, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] });
+      // As OpenAI streams each kind: a custom call's input in `custom.input` pieces, a function's arguments in `function.arguments`.
+      const custom = call.type === 'custom';
+      const opened = custom ? { custom: { name: call.custom.name, input: '' } } : { function: { name: call.function.name, arguments: '' } };
+      yield chunk(index, { tool_calls: [{ index: callIndex, id: call.id, type: call.type, ...opened }] });
       for (const piece of tokenPieces(call.tokens)) {
         await pace();
-        yield chunk(index, { tool_calls: [{ index: callIndex, function: { arguments: piece } }] });
+        yield chunk(index, { tool_calls: [{ index: callIndex, ...(custom ? { custom: { input: piece } } : { function: { arguments: piece } }) }] });
       }
     }
     await pace();

@@ -160,6 +160,19 @@ describe('tools', () => {
     expect(args).toEqual({ city: 'Buenos Aires', days: 3 });
   });
 
+  it('a custom tool named by tool_choice is called with the question as its input, streamed as OpenAI streams custom calls', async () => {
+    const question = 'Compute 2 ** 10.';
+    const runPython = { type: 'custom', custom: { name: 'run_python', description: 'Runs Python code.' } };
+    const b = body(question, { tools: [runPython, WEATHER], tool_choice: { type: 'custom', custom: { name: 'run_python' } } });
+    const choice = (await complete(b)).choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    expect(choice.message.tool_calls).toEqual([{ id: expect.stringMatching(/^call_/), type: 'custom', custom: { name: 'run_python', input: question } }]);
+    const calls = (await stream(b)).flatMap((c) => c.choices.flatMap((ch) => ch.delta.tool_calls ?? []));
+    expect(calls[0]).toMatchObject({ index: 0, type: 'custom', custom: { name: 'run_python', input: '' } });
+    expect(calls.map((c) => c.custom?.input ?? '').join('')).toBe(question);
+    expect(calls.every((c) => c.function === undefined)).toBe(true);
+  });
+
   it('"required" picks the best-matching tool, one call per clearly matching tool in parallel', async () => {
     const question = 'What is the weather in Paris and the time in New York?';
     const parallel = await complete(body(question, { tools: [TIME, WEATHER], tool_choice: 'required' }));
