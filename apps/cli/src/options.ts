@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander';
+import { CliError } from './errors.js';
 
 /** `--port`: 0 (any free port) to 65535. */
 export function parsePort(value: string): number {
@@ -46,12 +47,20 @@ export function parsePath(value: string): string {
 }
 
 /**
+ * A `--secret` that cannot be right. Not commander's InvalidArgumentError: commander's message repeats the value
+ * ("argument 'whsec_…' is invalid"), and a secret does not belong on a terminal or in a CI log. A usage error, exit 2.
+ */
+function secretError(problem: string): CliError {
+  return new CliError(`option '--secret' is invalid (its value is not shown). ${problem}`, { exitCode: 2 });
+}
+
+/**
  * `--secret` (or SVC_WEBHOOK_SECRET): the signing secret as svc shows it. Empty is an unset variable in
  * `--secret "$VAR"`, and whitespace around it a pasted line break: both would fail every signature, so say so now.
  */
 export function parseSecret(value: string): string {
-  if (value.trim() === '') throw new InvalidArgumentError('Must be the signing secret (whsec_…), not empty: is the variable it comes from set?');
-  if (value.trim() !== value) throw new InvalidArgumentError('Must be the signing secret without whitespace at its start or end (a pasted line break?).');
+  if (value.trim() === '') throw secretError('Must be the signing secret (whsec_…), not empty: is the variable it comes from set?');
+  if (value.trim() !== value) throw secretError('Must be the signing secret without whitespace at its start or end (a pasted line break?).');
   return value;
 }
 
@@ -72,7 +81,7 @@ export function parseSecrets(value: string, previous: readonly string[] | undefi
  * last and drop the first without a word (`--secret "$NEW" --secret "$OLD"`, as for listen, signed with the old one).
  */
 export function parseOneSecret(value: string, previous: string | undefined): string {
-  if (previous !== undefined) throw new InvalidArgumentError('Given more than once: this command signs with one secret (listen takes several).');
+  if (previous !== undefined) throw secretError('Given more than once: this command signs with one secret (listen takes several).');
   return parseSecret(value);
 }
 

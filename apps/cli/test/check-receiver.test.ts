@@ -191,7 +191,7 @@ describe('svc-cli webhooks check-receiver', () => {
       [['webhooks', 'check-reciever', 'http://127.0.0.1:9/x'], /unknown command 'check-reciever'/],
       [['listen', '--port', 'abc'], /argument 'abc' is invalid/],
       // A pasted line break would sign every case with another key, and the receiver would be blamed for refusing.
-      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 'whsec_abc\n'], /argument 'whsec_abc\n' is invalid\. Must be the signing secret without whitespace at its start or end/],
+      [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 'whsec_abc\n'], /^svc-cli: option '--secret' is invalid \(its value is not shown\)\. Must be the signing secret without whitespace at its start or end/],
       [['webhooks', 'check-receiver', 'http://127.0.0.1:9/x', '--secret', 's', '--skip', 'valid,nope'], /unknown case "nope" for --skip/],
     ];
     for (const [args, message] of cases) {

@@ -310,7 +310,7 @@ describe('svc-cli replay', () => {
     [['replay', '--last', '0'], /^svc-cli: option '-n, --last <n>' argument '0' is invalid\. Must be a positive integer\.\n$/, 2],
     [['replay', '--last', '1', '--to', 'not a url'], /^svc-cli: option '--to <url>' argument 'not a url' is invalid/, 2],
     // Was the last one kept and the first dropped without a word.
-    [['replay', '--last', '1', '--secret', 'whsec_new', '--secret', 'whsec_old'], /^svc-cli: option '-s, --secret <secret>' argument 'whsec_old' is invalid\. Given more than once: this command signs with one secret \(listen takes several\)\.\n$/, 2],
+    [['replay', '--last', '1', '--secret', 'whsec_new', '--secret', 'whsec_old'], /^svc-cli: option '--secret' is invalid \(its value is not shown\)\. Given more than once: this command signs with one secret \(listen takes several\)\.\n$/, 2],
   ])('bad input %j: one line on stderr, non-zero exit', async (args, message, code) => {
     const entry = { time: new Date().toISOString(), id: 'whd_1', event: 'llm.request.completed', method: 'POST', url: 'http://127.0.0.1:1/', headers: {}, body_base64: '', signature: 'unchecked', status: 200 };
     writeFileSync(join(sandbox.path, 'log.jsonl'), `${JSON.stringify(entry)}\n`);
