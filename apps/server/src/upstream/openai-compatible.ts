@@ -943,9 +943,17 @@ function normalizeUsage(value: unknown): Usage | null {
   if (!isRecord(value)) return null;
   const prompt = value.prompt_tokens;
   const completion = value.completion_tokens;
-  if (!Number.isInteger(prompt) || !Number.isInteger(completion)) return null;
-  const total = Number.isInteger(value.total_tokens) ? (value.total_tokens as number) : (prompt as number) + (completion as number);
-  return { ...value, prompt_tokens: prompt as number, completion_tokens: completion as number, total_tokens: total };
+  // Counts that no answer has (negative, past 2^53, 1e308) are no usage at all: svc counts the tokens itself, as
+  // when none came, rather than pass them to the client, the usage view and the webhook payload, whose schema
+  // (and every receiver's `constructEvent`) refuses them.
+  if (!isTokenCount(prompt) || !isTokenCount(completion)) return null;
+  const total = isTokenCount(value.total_tokens) ? value.total_tokens : prompt + completion;
+  if (!isTokenCount(total)) return null;
+  return { ...value, prompt_tokens: prompt, completion_tokens: completion, total_tokens: total };
+}
+
+function isTokenCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
 /**

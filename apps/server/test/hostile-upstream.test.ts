@@ -1,0 +1,91 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AuditPayloadSchema } from '@svc/protocol';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startReceiver, type Receiver } from './support/webhooks.js';
+
+/**
+ * An upstream that answers well-formed completions with token counts no answer has: svc counts the tokens
+ * itself, as when an upstream sends none, so the client, the usage view and the webhook payload see real counts.
+ */
+
+const ABSURD_USAGE = { prompt_tokens: 1e308, completion_tokens: -5, total_tokens: 1e23 };
+
+let upstream: Server;
+let upstreamUrl: string;
+let receiver: Receiver;
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  upstream = createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d: Buffer) => (raw += d));
+    req.on('end', () => {
+      const stream = (JSON.parse(raw) as { stream?: boolean }).stream === true;
+      const base = { id: 'x', created: 1, model: 'm' };
+      if (!stream) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'The sky is blue.' }, finish_reason: 'stop' }], usage: ABSURD_USAGE }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const frame = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
+      res.write(frame({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'The sky is blue.' }, finish_reason: null }] }));
+      res.write(frame({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+      res.write(frame({ ...base, object: 'chat.completion.chunk', choices: [], usage: ABSURD_USAGE }));
+      res.end('data: [DONE]\n\n');
+    });
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+  receiver = await startReceiver();
+  server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstreamUrl } });
+  ({ token } = await server.createKey({ webhookUrl: receiver.url }));
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+  await receiver?.close();
+  await new Promise((resolve) => upstream?.close(resolve));
+});
+
+function isCount(value: unknown): boolean {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+async function ask(stream: boolean): Promise<{ status: number; text: string }> {
+  const response = await fetch(`${server.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'svc01', stream, ...(stream ? { stream_options: { include_usage: true } } : {}), messages: [{ role: 'user', content: 'What colour is the sky? The sky is blue.' }] }),
+  });
+  return { status: response.status, text: await response.text() };
+}
+
+describe('an upstream with absurd token counts', () => {
+  it('a plain answer carries counted usage, and its webhook payload parses', { timeout: 60_000 }, async () => {
+    const before = receiver.received.length;
+    const { status, text } = await ask(false);
+    expect(status).toBe(200);
+    const usage = (JSON.parse(text) as { usage: Record<string, unknown> }).usage;
+    expect(isCount(usage.prompt_tokens) && isCount(usage.completion_tokens) && isCount(usage.total_tokens), JSON.stringify(usage)).toBe(true);
+    expect(usage.total_tokens).toBe((usage.prompt_tokens as number) + (usage.completion_tokens as number));
+    const [delivery] = (await receiver.waitFor((r) => r.length > before)).slice(before);
+    const payload = AuditPayloadSchema.parse(JSON.parse(delivery!.raw.toString('utf8')));
+    expect(payload.status_code).toBe(200);
+    expect(payload.total_tokens).toBe(usage.total_tokens);
+  });
+
+  it('a stream ends with its answer and a counted usage chunk, not an error', { timeout: 60_000 }, async () => {
+    const { status, text } = await ask(true);
+    expect(status).toBe(200);
+    const frames = text.split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+    expect(frames.at(-1)).toBe('[DONE]');
+    const chunks = frames.slice(0, -1).map((f) => JSON.parse(f) as { error?: unknown; usage?: Record<string, unknown> | null });
+    expect(chunks.find((c) => c.error !== undefined)).toBeUndefined();
+    const usage = chunks.at(-1)!.usage!;
+    expect(isCount(usage.prompt_tokens) && isCount(usage.completion_tokens) && isCount(usage.total_tokens), JSON.stringify(usage)).toBe(true);
+  });
+});
