@@ -6,9 +6,14 @@ import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 
 /**
- * An upstream that answers well-formed completions with token counts no answer has: svc counts the tokens
- * itself, as when an upstream sends none, so the client, the usage view and the webhook payload see real counts.
+ * An upstream that answers well-formed completions with token counts no answer has (svc counts the tokens
+ * itself, as when an upstream sends none, so the client, the usage view and the webhook payload see real counts),
+ * or streams more than any answer is (refused past 32 MiB, as a plain answer is).
  */
+
+/** 34 frames of 1 MiB of text: past the 32 MiB an answer may have. */
+const BIG_FRAMES = 34;
+const MIB_OF_TEXT = 'blue sky '.repeat(116_509).slice(0, 1024 * 1024);
 
 const ABSURD_USAGE = { prompt_tokens: 1e308, completion_tokens: -5, total_tokens: 1e23 };
 
@@ -23,15 +28,33 @@ beforeAll(async () => {
     let raw = '';
     req.on('data', (d: Buffer) => (raw += d));
     req.on('end', () => {
-      const stream = (JSON.parse(raw) as { stream?: boolean }).stream === true;
+      const body = JSON.parse(raw) as { stream?: boolean; messages: Array<{ content: string }> };
+      const stream = body.stream === true;
       const base = { id: 'x', created: 1, model: 'm' };
+      const frame = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
+      if (body.messages.at(-1)?.content === 'Say it all.') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const big = frame({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: MIB_OF_TEXT }, finish_reason: null }] });
+        let sent = 0;
+        const more = (): void => {
+          while (sent < BIG_FRAMES) {
+            sent++;
+            if (!res.write(big)) return void res.once('drain', more);
+          }
+          res.write(frame({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+          res.end('data: [DONE]\n\n');
+        };
+        res.on('error', () => {});
+        res.on('close', () => (sent = BIG_FRAMES + 1));
+        more();
+        return;
+      }
       if (!stream) {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'The sky is blue.' }, finish_reason: 'stop' }], usage: ABSURD_USAGE }));
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const frame = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
       res.write(frame({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'The sky is blue.' }, finish_reason: null }] }));
       res.write(frame({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
       res.write(frame({ ...base, object: 'chat.completion.chunk', choices: [], usage: ABSURD_USAGE }));
@@ -55,11 +78,11 @@ function isCount(value: unknown): boolean {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
-async function ask(stream: boolean): Promise<{ status: number; text: string }> {
+async function ask(stream: boolean, content = 'What colour is the sky? The sky is blue.'): Promise<{ status: number; text: string }> {
   const response = await fetch(`${server.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'svc01', stream, ...(stream ? { stream_options: { include_usage: true } } : {}), messages: [{ role: 'user', content: 'What colour is the sky? The sky is blue.' }] }),
+    body: JSON.stringify({ model: 'svc01', stream, ...(stream ? { stream_options: { include_usage: true } } : {}), messages: [{ role: 'user', content }] }),
   });
   return { status: response.status, text: await response.text() };
 }
@@ -87,5 +110,21 @@ describe('an upstream with absurd token counts', () => {
     expect(chunks.find((c) => c.error !== undefined)).toBeUndefined();
     const usage = chunks.at(-1)!.usage!;
     expect(isCount(usage.prompt_tokens) && isCount(usage.completion_tokens) && isCount(usage.total_tokens), JSON.stringify(usage)).toBe(true);
+  });
+});
+
+describe('an upstream streaming more than an answer may have', () => {
+  it('the stream ends with upstream_invalid_response past 32 MiB, and its delivery stays within what receivers take', { timeout: 120_000 }, async () => {
+    const before = receiver.received.length;
+    const { status, text } = await ask(true, 'Say it all.');
+    expect(status).toBe(200);
+    const frames = text.split('\n\n').filter((f) => f.startsWith('data: ')).map((f) => f.slice(6));
+    expect(frames).not.toContain('[DONE]');
+    expect(JSON.parse(frames.at(-1)!)).toMatchObject({ error: { code: 'upstream_invalid_response', type: 'upstream_error' } });
+    const [delivery] = (await receiver.waitFor((r) => r.length > before)).slice(before);
+    // @svc/verify's adapters (and svc-cli listen) take deliveries up to 64 MiB.
+    expect(delivery!.raw.length).toBeLessThanOrEqual(64 * 1024 * 1024);
+    const health = await fetch(`${server.url}/healthz`);
+    expect(health.status).toBe(200);
   });
 });

@@ -371,10 +371,21 @@ class ChunkReader {
   private resting = false;
   /** Bytes read since the body last rested. */
   private unrested = 0;
+  /** Bytes of the body read in all. */
+  private bytes = 0;
   private settled = false;
   /** A bad frame's or the body's error, thrown once the good frames before it went out. */
   private failure: { error: unknown } | null = null;
   private readonly onData = (part: Buffer): void => {
+    // A streamed answer may be as long as a plain one, no longer: its text is kept for the check and the audit
+    // payload, which receivers take up to 64 MiB (prompt and answer), and an endless stream would otherwise be
+    // relayed, kept and counted until the upstream timeout.
+    this.bytes += part.length;
+    if (this.bytes > MAX_COMPLETION_BYTES) {
+      this.failure ??= { error: new UpstreamError('upstream_invalid_response', `Upstream streamed more than ${MAX_COMPLETION_BYTES} bytes.`) };
+      if (!this.waiting) this.pass(this.numbered([]));
+      return;
+    }
     if (!this.numbers.settled) this.heldBytes += part.length;
     this.pass(this.numbered(this.batchOf(this.parse(() => this.parser.push(this.decoder.write(part))))));
     this.unrested += part.length;
@@ -969,7 +980,7 @@ function embeddedError(json: unknown, redact: (text: string) => string): string 
 }
 
 /**
- * Bytes of a non-streamed answer read at most: a completion is kilobytes (a long one, with tool calls, a few
+ * Bytes of an answer read at most, plain or streamed: a completion is kilobytes (a long one, with tool calls, a few
  * megabytes); hundreds of them would be held, then parsed in one turn, for one request.
  */
 export const MAX_COMPLETION_BYTES = 32 * 1024 * 1024;
