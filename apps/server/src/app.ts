@@ -13,7 +13,7 @@ import type { KeyCache } from './auth/key-cache.js';
 import type { Metrics } from './metrics/metrics.js';
 import { createAuthenticator } from './auth/bearer-auth.js';
 import { createRateLimit } from './rate-limit/apply-rate-limit.js';
-import { ApiError } from './http/errors.js';
+import { ApiError, quoted } from './http/errors.js';
 import { hostCheck } from './http/host-check.js';
 import { BodyBudget } from './http/json-body.js';
 import { InFlightLimit } from './http/in-flight.js';
@@ -150,7 +150,7 @@ function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute, respons
   });
   v1.get('/models/:model', (req, res) => {
     if (req.params.model !== SVC_MODEL) {
-      throw new ApiError('model_not_found', `The model '${req.params.model}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
+      throw new ApiError('model_not_found', `The model '${quoted(req.params.model)}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
     }
     res.json(model);
   });

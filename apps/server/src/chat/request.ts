@@ -15,7 +15,7 @@ import {
   type ChatCompletionRequest,
 } from '@svc/protocol';
 import { z } from 'zod';
-import { ApiError } from '../http/errors.js';
+import { ApiError, quoted } from '../http/errors.js';
 import type { UpstreamBody } from '../upstream/upstream.js';
 import { type ThinkingSwitch, withThinkingSwitch } from '../upstream/hybrid-thinking.js';
 
@@ -293,7 +293,7 @@ function isMissing(issue: z.core.$ZodIssue, body: unknown): boolean {
 
 /** The one model svc serves: any other name is a 404 `model_not_found`, as OpenAI answers an unknown model. */
 export function requireSvcModel(model: string): void {
-  if (model !== SVC_MODEL) throw new ApiError('model_not_found', `The model '${model}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
+  if (model !== SVC_MODEL) throw new ApiError('model_not_found', `The model '${quoted(model)}' does not exist. Use '${SVC_MODEL}'.`, { param: 'model' });
 }
 
 /**
@@ -356,7 +356,7 @@ function checkToolChoice(request: ChatCompletionRequest): void {
   if (choice.type === 'function' || choice.type === 'custom') {
     const name = choice.type === 'function' ? choice.function.name : choice.custom.name;
     if (!tools.some((tool) => tool.type === choice.type && toolName(tool) === name)) {
-      throw new ApiError('invalid_value', `Invalid value for 'tool_choice': no ${choice.type} tool named '${name}' is in 'tools'.`, { param: 'tool_choice' });
+      throw new ApiError('invalid_value', `Invalid value for 'tool_choice': no ${choice.type} tool named '${quoted(name)}' is in 'tools'.`, { param: 'tool_choice' });
     }
     return;
   }
@@ -371,7 +371,7 @@ function checkToolChoice(request: ChatCompletionRequest): void {
       );
     }
     if (!tools.some((tool) => tool.type === allowed.type && toolName(tool) === name)) {
-      throw new ApiError('invalid_value', `Invalid value for '${param}': no ${allowed.type} tool named '${name}' is in 'tools'.`, { param });
+      throw new ApiError('invalid_value', `Invalid value for '${param}': no ${allowed.type} tool named '${quoted(name)}' is in 'tools'.`, { param });
     }
   }
 }

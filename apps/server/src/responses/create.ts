@@ -13,7 +13,7 @@ import {
   type ResponseObject,
 } from '@svc/protocol';
 import { pooledRandom } from '../crypto/random-pool.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, quoted } from '../http/errors.js';
 import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
@@ -302,7 +302,7 @@ async function withReferencesResolved(
     }
     throw new ApiError(
       'not_found',
-      `Item with id '${item.id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`,
+      `Item with id '${quoted(item.id)}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`,
       { param: `input[${i}]` },
     );
   });
@@ -332,7 +332,7 @@ async function conversation(deps: ResponsesDeps, keyId: string, previous: string
       { param: 'previous_response_id', wireCode: 'context_length_exceeded' },
     );
   }
-  if (!found) throw new ApiError('not_found', `Previous response with id '${previous}' not found.`, { param: 'previous_response_id' });
+  if (!found) throw new ApiError('not_found', `Previous response with id '${quoted(previous)}' not found.`, { param: 'previous_response_id' });
   return found;
 }
 

@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import express, { type Router } from 'express';
 import type { ResponseInputItem } from '@svc/protocol';
-import { ApiError } from '../http/errors.js';
+import { ApiError, quoted } from '../http/errors.js';
 import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
 import { createResponse, type ResponsesDeps, type StreamingResponses } from './create.js';
 
@@ -112,7 +112,7 @@ async function stopRun(deps: ResponsesDeps, keyId: string, id: string): Promise<
 }
 
 function notFound(id: string): ApiError {
-  return new ApiError('not_found', `Response with id '${id}' not found.`, { param: 'response_id' });
+  return new ApiError('not_found', `Response with id '${quoted(id)}' not found.`, { param: 'response_id' });
 }
 
 /** OpenAI's list page over the items: `order` (default `desc`), `limit` (1–100, default 20), `after` an item id. */

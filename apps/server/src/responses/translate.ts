@@ -16,7 +16,7 @@ import {
   type Usage,
   toolName,
 } from '@svc/protocol';
-import { ApiError } from '../http/errors.js';
+import { ApiError, quoted } from '../http/errors.js';
 import { turns } from '../turns.js';
 import { answerText } from '../chat/answer-text.js';
 
@@ -88,7 +88,7 @@ export async function toChatRequest(
     for (const [i, tool] of named.entries()) {
       if (tool.type !== 'function' || !(chat.tools ?? []).some((declared) => declared.type === 'function' && declared.function.name === tool.name)) {
         const what = tool.type === 'function' ? String(tool.name) : tool.type;
-        throw new ApiError('invalid_value', `Tool choice '${what}' not found in 'tools' parameter.`, {
+        throw new ApiError('invalid_value', `Tool choice '${quoted(what)}' not found in 'tools' parameter.`, {
           param: choice.type === 'function' ? 'tool_choice' : `tool_choice.tools[${i}]`,
         });
       }

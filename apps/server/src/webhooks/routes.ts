@@ -1,7 +1,7 @@
 import express, { type Response, type Router } from 'express';
 import { WebhookTestRequestSchema, type DeliveryList, type WebhookTestSample } from '@svc/protocol';
 import { readJsonBody } from '../http/json-body.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, quoted } from '../http/errors.js';
 import type { ApiKeyRecord, KeysStore } from '../storage/keys-store.js';
 import type { OutboxStore } from '../storage/outbox-store.js';
 import type { WebhookActions } from './actions.js';
@@ -11,7 +11,7 @@ const NO_URL_MESSAGE =
   'No webhook URL is configured for this API key. Set one in the dashboard under Settings, API Keys (or with svc-server keys update KEY --webhook-url URL), then try again.';
 
 function notFound(id: string): ApiError {
-  return new ApiError('not_found', `No webhook delivery '${id}' exists for this API key.`, { param: 'id' });
+  return new ApiError('not_found', `No webhook delivery '${quoted(id)}' exists for this API key.`, { param: 'id' });
 }
 
 export interface RoutesDeps {

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from './support/test-server.js';
+
+/**
+ * Ids and names the request sends are quoted by the errors that name them: a megabytes-long one comes back cut,
+ * not as a megabytes-long error message.
+ */
+
+const LONG = 'x'.repeat(1_000_000);
+
+let server: TestServer;
+let token: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  ({ token } = await server.createKey());
+}, 60_000);
+
+afterAll(async () => {
+  await server?.close();
+});
+
+async function post(path: string, body: unknown): Promise<{ status: number; error: { message: string; code: string; param: string | null } }> {
+  const response = await fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, error: ((await response.json()) as { error: { message: string; code: string; param: string | null } }).error };
+}
+
+describe('a megabyte-long id or name in the request', () => {
+  const cases: Array<{ name: string; path: string; body: unknown; status: number; code: string; param: string; starts: string }> = [
+    { name: 'model (chat)', path: '/v1/chat/completions', body: { model: LONG, messages: [{ role: 'user', content: 'hi' }] }, status: 404, code: 'model_not_found', param: 'model', starts: "The model 'xxx" },
+    { name: 'model (responses)', path: '/v1/responses', body: { model: LONG, input: 'hi' }, status: 404, code: 'model_not_found', param: 'model', starts: "The model 'xxx" },
+    { name: 'previous_response_id', path: '/v1/responses', body: { model: 'svc01', input: 'hi', previous_response_id: LONG }, status: 404, code: 'not_found', param: 'previous_response_id', starts: "Previous response with id 'xxx" },
+    { name: 'item_reference id', path: '/v1/responses', body: { model: 'svc01', input: [{ type: 'item_reference', id: LONG }] }, status: 404, code: 'not_found', param: 'input[0]', starts: "Item with id 'xxx" },
+    {
+      name: 'tool_choice name',
+      path: '/v1/chat/completions',
+      body: { model: 'svc01', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: LONG } } },
+      status: 400,
+      code: 'invalid_value',
+      param: 'tool_choice',
+      starts: "Invalid value for 'tool_choice': no function tool named 'xxx",
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: the error quotes its start only`, { timeout: 60_000 }, async () => {
+      const { status, error } = await post(c.path, c.body);
+      expect(status).toBe(c.status);
+      expect(error).toMatchObject({ code: c.code, param: c.param });
+      expect(error.message.startsWith(c.starts)).toBe(true);
+      expect(error.message.length).toBeLessThan(1000);
+    });
+  }
+});
