@@ -8,7 +8,8 @@ import { startReceiver, type Receiver } from './support/webhooks.js';
 /**
  * An upstream that answers well-formed completions with token counts no answer has (svc counts the tokens
  * itself, as when an upstream sends none, so the client, the usage view and the webhook payload see real counts),
- * or streams more than any answer is (refused past 32 MiB, as a plain answer is).
+ * streams more than any answer is (refused past 32 MiB, as a plain answer is), or answers with headers past what
+ * svc reads (an invalid answer, not a lost connection).
  */
 
 /** 34 frames of 1 MiB of text: past the 32 MiB an answer may have. */
@@ -32,6 +33,13 @@ beforeAll(async () => {
       const stream = body.stream === true;
       const base = { id: 'x', created: 1, model: 'm' };
       const frame = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
+      if (body.messages.at(-1)?.content === 'Big headers.') {
+        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        for (let i = 0; i < 2000; i++) headers[`x-filler-${i}`] = 'v'.repeat(100);
+        res.writeHead(200, headers);
+        res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }] }));
+        return;
+      }
       if (body.messages.at(-1)?.content === 'Say it all.') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         const big = frame({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: MIB_OF_TEXT }, finish_reason: null }] });
@@ -126,5 +134,15 @@ describe('an upstream streaming more than an answer may have', () => {
     expect(delivery!.raw.length).toBeLessThanOrEqual(64 * 1024 * 1024);
     const health = await fetch(`${server.url}/healthz`);
     expect(health.status).toBe(200);
+  });
+});
+
+describe('an upstream answering with 200 KB of headers', () => {
+  it('is an invalid response (502 upstream_invalid_response), not a lost connection', { timeout: 60_000 }, async () => {
+    for (const stream of [false, true]) {
+      const { status, text } = await ask(stream, 'Big headers.');
+      expect(status).toBe(502);
+      expect(JSON.parse(text)).toMatchObject({ error: { code: 'upstream_invalid_response', type: 'upstream_error', param: null } });
+    }
   });
 });

@@ -294,6 +294,10 @@ class Exchange extends Cancellation {
     if (code?.startsWith('HPE_') || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH') {
       return new UpstreamError('upstream_invalid_response', 'Upstream sent a malformed HTTP response.', { cause: error });
     }
+    // The upstream answered, with more header bytes than are read: its answer is at fault, not the connection.
+    if (code === 'UND_ERR_HEADERS_OVERFLOW') {
+      return new UpstreamError('upstream_invalid_response', 'Upstream sent response headers larger than svc reads.', { cause: error });
+    }
     const detail = code === 'UND_ERR_INFO' ? ` (${ENDED_EARLY})` : code && CONNECT_FAILURE_CODES.has(code) ? ` (${code})` : '';
     return new UpstreamError('upstream_unavailable', `Could not reach the upstream or the connection was lost${detail}.`, { cause: error });
   }
