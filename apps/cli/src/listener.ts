@@ -59,6 +59,16 @@ export interface Listener {
  */
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
+/**
+ * Body bytes held at once over every delivery being handled. Each may be up to MAX_BODY_BYTES, and a sender
+ * opening many at once would have them all held (and copied for the log) until the process runs out of memory;
+ * past this a delivery is answered 503 with `retry-after`, which svc retries as any failed attempt.
+ */
+const MAX_BYTES_IN_FLIGHT = 256 * 1024 * 1024;
+
+/** Seconds a delivery refused for want of room is asked to wait. */
+const BUSY_RETRY_SECONDS = 5;
+
 /** How long a forward waits for the target by default: as long as svc waits for a receiver by default (SVC_WEBHOOK_TIMEOUT_MS). */
 export const FORWARD_TIMEOUT_MS = 10_000;
 
@@ -88,6 +98,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   // Without --forward-to the listener is the receiver, so it de-duplicates as one must: a delivery id it already
   // accepted (a retry, signed afresh or not) is answered 200 `svc-duplicate: true`. With it, the target decides.
   const seen = options.forwardTo === undefined ? createDeduper() : undefined;
+  const budget: BodyBudget = { held: 0 };
 
   const server = createServer((req, res) => {
     const task = handle(req, res).catch((err: unknown) => {
@@ -112,8 +123,26 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       reply(res, 405, { error: 'method not allowed: deliveries are POSTed' });
       return;
     }
-    const body = await readBody(req);
+    const read = await readBody(req, budget);
+    try {
+      await receive(req, res, target, read);
+    } finally {
+      budget.held -= read.held;
+    }
+  }
+
+  async function receive(req: IncomingMessage, res: ServerResponse, target: URL, read: BodyRead): Promise<void> {
+    if (read.refused === 503) {
+      req.resume();
+      const id = printable(String(req.headers['x-svc-delivery'] ?? req.headers['webhook-id'] ?? 'no delivery id'));
+      io.err(`${clockTime(clock())}  ${kleur.yellow(`! [503] POST ${printable(target.pathname)}`)}: ${MAX_BYTES_IN_FLIGHT / 1024 / 1024} MiB of deliveries are being read already; asked to retry [${id}]\n`);
+      res.setHeader('retry-after', String(BUSY_RETRY_SECONDS));
+      reply(res, 503, { error: `busy: ${MAX_BYTES_IN_FLIGHT / 1024 / 1024} MiB of deliveries are being read already` });
+      return;
+    }
+    const body = read.body;
     if (body === undefined) {
+      req.resume();
       // Said on the terminal too: svc keeps retrying a delivery answered 413, and nothing else would show it.
       const id = printable(String(req.headers['x-svc-delivery'] ?? req.headers['webhook-id'] ?? 'no delivery id'));
       io.err(`${clockTime(clock())}  ${kleur.red(`✘ [413] POST ${printable(target.pathname)}`)}: a body over ${MAX_BODY_BYTES / 1024 / 1024} MiB, not read [${id}]\n`);
@@ -238,16 +267,44 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   };
 }
 
-/** Reads the body as bytes, or `undefined` when it is over the limit. */
-async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+/** Body bytes held by the deliveries being handled (MAX_BYTES_IN_FLIGHT). */
+interface BodyBudget {
+  held: number;
+}
+
+/** A body read (`body`), or refused: 413 over MAX_BODY_BYTES, 503 past MAX_BYTES_IN_FLIGHT; `held`: bytes it took of the budget. */
+interface BodyRead {
+  body?: Buffer;
+  refused?: 413 | 503;
+  held: number;
+}
+
+/**
+ * Reads the body as bytes, taking its room in `budget`: its declared length at once (a sender announcing
+ * gigabytes is refused before sending them), then the bytes as they come.
+ */
+async function readBody(req: IncomingMessage, budget: BodyBudget): Promise<BodyRead> {
+  const read: BodyRead = { held: 0 };
+  const take = (bytes: number): boolean => {
+    budget.held += bytes;
+    read.held += bytes;
+    return budget.held <= MAX_BYTES_IN_FLIGHT;
+  };
+  const declared = Number(req.headers['content-length']);
+  if (Number.isSafeInteger(declared) && declared > 0) {
+    if (declared > MAX_BODY_BYTES) return { refused: 413, held: 0 };
+    if (budget.held + declared > MAX_BYTES_IN_FLIGHT) return { refused: 503, held: 0 };
+    take(declared);
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) return undefined;
+    if (size > MAX_BODY_BYTES) return { ...read, refused: 413 };
+    if (size > read.held && !take(size - read.held)) return { ...read, refused: 503 };
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks);
+  return { ...read, body: Buffer.concat(chunks) };
 }
 
 function flatHeaders(req: IncomingMessage): Record<string, string> {

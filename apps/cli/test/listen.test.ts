@@ -1,6 +1,6 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { signWebhook, verifySignature, verifyWebhook } from '@svc/verify';
@@ -78,6 +78,43 @@ describe('svc-cli listen', () => {
     const huge = await postDelivery(listen.url, samplePayload('chatcmpl-huge').replace('"user: caf\\u00e9?"', `"user: ${'a'.repeat(65 * 1024 * 1024)}"`), { deliveryId: 'whd_huge' });
     expect(huge.status).toBe(413);
     await listen.waitFor('stderr', /✘ \[413\] POST \/: a body over 64 MiB, not read \[whd_huge\]\n/);
+  });
+
+  it('deliveries announcing more than 256 MiB at once: the one past it is answered 503 with retry-after, and the room comes back once they go', async () => {
+    const listen = await startListen([], { cwd: sandbox.path });
+    const { hostname, port } = new URL(listen.url);
+    // Four bodies of 60 MiB announced and never sent hold 240 MiB; a fifth would pass 256 MiB.
+    const sockets: Socket[] = [];
+    const answers: Array<Promise<string>> = [];
+    try {
+      for (let i = 0; i < 5; i++) {
+        const socket = connect({ host: hostname, port: Number(port) });
+        sockets.push(socket);
+        answers.push(new Promise((resolve) => {
+          let text = '';
+          socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+          socket.on('close', () => resolve(text));
+          socket.on('error', () => resolve(text));
+        }));
+        await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+        socket.write(`POST / HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\nwebhook-id: whd_hold${i}\r\ncontent-length: ${60 * 1024 * 1024}\r\n\r\n`);
+        // In order: each is being read before the next one comes.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const fifth = await Promise.race([answers[4]!, new Promise<string>((resolve) => setTimeout(() => resolve('no answer'), 20_000))]);
+      expect(fifth).toMatch(/^HTTP\/1\.1 503 /);
+      expect(fifth).toMatch(/\r\nretry-after: \d+\r\n/i);
+      await listen.waitFor('stderr', /! \[503\] POST \/: 256 MiB of deliveries are being read already; asked to retry \[whd_hold4\]/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
+    // The four that went give their room back: a delivery is received again.
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      status = (await postDelivery(listen.url, samplePayload('chatcmpl-after'), { deliveryId: `whd_after${i}` })).status;
+      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(status).toBe(200);
   });
 
   it('to a pipe (not a terminal): each line whole, with the full request id and every detail', async () => {
