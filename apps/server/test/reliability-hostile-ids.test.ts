@@ -44,6 +44,15 @@ describe('a megabyte-long id or name in the request', () => {
       param: 'tool_choice',
       starts: "Invalid value for 'tool_choice': no function tool named 'xxx",
     },
+    {
+      name: 'tool type',
+      path: '/v1/chat/completions',
+      body: { model: 'svc01', messages: [{ role: 'user', content: 'hi' }], tools: [{ type: LONG }] },
+      status: 400,
+      code: 'invalid_value',
+      param: 'tools[0].type',
+      starts: "Invalid value for 'tools[0].type': 'xxx",
+    },
   ];
   for (const c of cases) {
     it(`${c.name}: the error quotes its start only`, { timeout: 60_000 }, async () => {

@@ -334,7 +334,7 @@ function refuseToolsNotFunctions(body: object): void {
   const type = (tools[i] as { type: string }).type;
   throw new ApiError(
     'invalid_value',
-    `Invalid value for 'tools[${i}].type': '${type}'. Supported values are: 'function' and 'custom'.`,
+    `Invalid value for 'tools[${i}].type': '${quoted(type)}'. Supported values are: 'function' and 'custom'.`,
     { param: `tools[${i}].type` },
   );
 }
