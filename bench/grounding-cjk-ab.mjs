@@ -4,7 +4,10 @@
 // of its own, the builds' processes taking turns. First checks that both builds give the same results, byte for
 // byte, on the large input.
 //
-//   taskset -c 1 node bench/grounding-cjk-ab.mjs /tmp/grounding-base-dist/index.js [zh|ja] [rounds] [checks per round]
+//   taskset -c 1 node bench/grounding-cjk-ab.mjs /tmp/grounding-base-dist/index.js [zh|ja|zh-ts|ja-ts] [rounds] [checks per round]
+//
+// zh and ja are sentences drawn from parts, whose runs of Han and kana repeat far more than prose's; zh-ts and ja-ts
+// are people's prose, TypeScript's translated messages (bench/lib/cjk-input.mjs).
 //
 // Not alternated check by check in one process as bench/grounding-large-ab.mjs does: a check that cuts Chinese run
 // by run leaves thousands of ICU break iterators (one per Intl.Segmenter call) for the collector, and the next
@@ -20,7 +23,7 @@ import { groundingBuilds } from './lib/grounding-builds.mjs';
 const child = process.argv[2] === '--child';
 const { builds, args } = child
   ? { builds: [['build', await import(pathToFileURL(resolve(process.argv[3])).href)]], args: process.argv.slice(4) }
-  : await groundingBuilds('node bench/grounding-cjk-ab.mjs BASE_DIST_INDEX_JS [zh|ja] [rounds] [checks per round]');
+  : await groundingBuilds('node bench/grounding-cjk-ab.mjs BASE_DIST_INDEX_JS [zh|ja|zh-ts|ja-ts] [rounds] [checks per round]');
 const [lang = 'zh', roundsArg = '5', checksArg = '20'] = args;
 
 const large = cjkInput(lang);

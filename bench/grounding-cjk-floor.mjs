@@ -4,7 +4,7 @@
 // a memo (the same words, at the cost of a look-up), each in a process of its own, the processes taking turns. What
 // is left with the memo is what the check costs were segmentation free: reading the words, the index, the passages.
 //
-//   taskset -c 1 node bench/grounding-cjk-floor.mjs [zh|ja] [rounds] [checks per round] [DIST_INDEX_JS]
+//   taskset -c 1 node bench/grounding-cjk-floor.mjs [zh|ja|zh-ts|ja-ts] [rounds] [checks per round] [DIST_INDEX_JS]
 //
 // Build first (npx turbo run build --filter=@svc/grounding); without DIST_INDEX_JS this checkout's build is measured.
 import { execFileSync } from 'node:child_process';

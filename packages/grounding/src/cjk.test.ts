@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './index.js';
 import { tokenize } from './tokenize.js';
 
@@ -35,6 +35,38 @@ describe('Chinese and Japanese', () => {
     const words = tokenize(text).map((t) => text.slice(t.start, t.end));
     expect(words).toContain('上海');
     expect(words.join('')).toBe(text);
+  });
+
+  // Runs of Han and kana, each cut by ICU alone: a text of them joined by punctuation, digits or line breaks is
+  // read as each of them is read alone, however often one comes back.
+  const RUNS = ['公司在上海开设了新的研发中心', '员工约有', '该中心不再研究自动驾驶技术', '人口超过两千万', '新しい工場を開設しました', '本社は東京にあり', '従業員は約'];
+  const SEPARATORS = ['，', '。', '\n', '2024', '、'];
+  const wordsOf = (text: string) => tokenize(text).map((t) => text.slice(t.start, t.end));
+
+  it('a run written again is cut as it was the first time, without cutting it again', () => {
+    const segment = vi.spyOn(Intl.Segmenter.prototype, 'segment');
+    try {
+      const text = Array.from({ length: 40 }, (_, i) => RUNS[i % 2]).join('，') + '。';
+      const words = wordsOf(text);
+      expect(words.join('')).toBe(text.replace(/[，。]/g, ''));
+      expect(words.filter((w) => w === '上海')).toHaveLength(20);
+      // The two runs once each (and at most the greeting check's words), not forty runs' characters.
+      const cut = segment.mock.calls.reduce((sum, [chunk]) => sum + chunk.length, 0);
+      expect(cut).toBeLessThanOrEqual(RUNS[0]!.length + RUNS[1]!.length + 1);
+    } finally {
+      segment.mockRestore();
+    }
+  });
+
+  it('property: runs joined, repeated or not, are cut as each is alone', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom(...RUNS), fc.constantFrom(...SEPARATORS)), { minLength: 1, maxLength: 30 }), (parts) => {
+        const text = parts.map(([run, sep]) => run + sep).join('');
+        const alone = parts.flatMap(([run, sep]) => [...wordsOf(run), ...wordsOf(sep)]);
+        expect(wordsOf(text)).toEqual(alone);
+      }),
+      runs(100),
+    );
   });
 
   const rows: { name: string; source: string; answer: string; grounded: boolean; flagged?: string }[] = [
