@@ -69,6 +69,30 @@ describe('Chinese and Japanese', () => {
     );
   });
 
+  it('property: among sentences that share their particles, a copied one is its own evidence, and removing a source never raises the score', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom(...TEMPLATES), fc.nat()), { minLength: 2, maxLength: 12 }),
+        fc.nat(),
+        fc.nat(),
+        (drawn, pick, drop) => {
+          const sentences = drawn.map(([[template, places], a]) => template.replace('{}', places[a % places.length]!));
+          const all = [sentences.join(''), ...OTHERS];
+          const copied = sentences[pick % sentences.length]!;
+          const r = checkGrounding({ sources: all, answer: copied });
+          expect(r.grounded).toBe(true);
+          for (const c of r.claims) expect(copied).toContain(c.evidence!.text);
+          // The same sentence with its place moved on: removing a source never raises its score.
+          const [[template, places], a] = drawn[pick % drawn.length]!;
+          const moved = template.replace('{}', places[(a + 1) % places.length]!);
+          const fewer = all.filter((_, i) => i !== drop % all.length);
+          expect(checkGrounding({ sources: fewer, answer: moved }).score).toBeLessThanOrEqual(checkGrounding({ sources: all, answer: moved }).score);
+        },
+      ),
+      runs(60),
+    );
+  });
+
   const rows: { name: string; source: string; answer: string; grounded: boolean; flagged?: string }[] = [
     { name: 'a Chinese sentence copied', source: '上海是中国最大的城市，人口超过两千万。', answer: '上海是中国最大的城市，人口超过两千万。', grounded: true },
     { name: 'a Chinese place changed (北京 for 上海)', source: '上海是中国最大的城市，人口超过两千万。', answer: '北京是中国最大的城市，人口超过两千万。', grounded: false, flagged: '北京' },
