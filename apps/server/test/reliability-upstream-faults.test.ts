@@ -86,15 +86,37 @@ function check(c: Case, out: ChatOutcome): void {
   }
 }
 
-/** Runs every case one after the other; returns request id → expected audited status. */
+/** Whether a case is answered only once the upstream timeout (TIMEOUT_MS) has passed. */
+const waitsForTimeout = (c: Case) => c.code === 'upstream_timeout' || c.event === 'upstream_timeout';
+
+/**
+ * Runs every case; returns request id → expected audited status. The cases that wait out the upstream timeout go
+ * side by side, the others one after the other with nothing else in flight. Each request is sent once the one
+ * before it has reached the upstream, which takes queued behaviours in the order requests arrive: every request
+ * still meets its own fault.
+ */
 async function runMatrix(): Promise<Map<string, { status: number; case: Case; out: ChatOutcome }>> {
   const seen = new Map<string, { status: number; case: Case; out: ChatOutcome }>();
+  const waiting: Array<Promise<void>> = [];
   for (const c of CASES) {
+    if (!waitsForTimeout(c)) await Promise.all(waiting.splice(0));
     upstream.nextBehavior(c.behavior);
-    const out = await chat(server.url, token, { stream: c.stream });
-    check(c, out);
-    seen.set(out.requestId, { status: c.ok ? 200 : (c.status ?? 502), case: c, out });
+    const before = upstream.requests.length;
+    let done = false;
+    const answered = chat(server.url, token, { stream: c.stream })
+      .then((out) => {
+        check(c, out);
+        seen.set(out.requestId, { status: c.ok ? 200 : (c.status ?? 502), case: c, out });
+      })
+      .finally(() => (done = true));
+    if (!waitsForTimeout(c)) {
+      await answered;
+      continue;
+    }
+    waiting.push(answered);
+    await until(() => upstream.requests.length > before || done, 10_000, `${c.name}: its request reached the upstream`);
   }
+  await Promise.all(waiting);
   return seen;
 }
 
