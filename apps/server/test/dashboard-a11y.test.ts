@@ -19,6 +19,9 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const SHOTS = process.env.SVC_UPDATE_SCREENSHOTS === '1' ? join(HERE, '..', '..', '..', 'docs', 'screenshots') : join(HERE, '..', 'test-artifacts', 'screenshots');
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const PASSWORD = 'a11y password 12345';
+/** Every user of this file has PASSWORD: hashed once (a scrypt at OWASP's cost is ~0.3 s of CPU). */
+let hashed: Promise<string> | undefined;
+const passwordHash = () => (hashed ??= hashPassword(PASSWORD));
 const WIDTHS = [1280, 390] as const;
 
 interface Violation {
@@ -55,7 +58,7 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
     server = await startTestServer();
     receiver = await startReceiver();
     email = 'a11y@example.test';
-    const user = await server.running.store.users.create({ email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const user = await server.running.store.users.create({ email, passwordHash: await passwordHash(), now: Date.now() });
     keyName = 'production';
     const { token, key } = await server.createKey({ userId: user.id, webhookUrl: receiver.url, name: keyName });
     keyId = key.id;
@@ -356,7 +359,7 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
   });
 
   it('Usage lists active keys first, revoked keys with requests in their own group, and only counts the unused revoked ones', { timeout: 60_000 }, async () => {
-    const owner = await server.running.store.users.create({ email: 'usage-keys@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const owner = await server.running.store.users.create({ email: 'usage-keys@example.test', passwordHash: await passwordHash(), now: Date.now() });
     await server.createKey({ userId: owner.id, name: 'live' });
     const retired = await server.createKey({ userId: owner.id, name: 'retired' });
     const chat = await fetch(`${server.url}/v1/chat/completions`, {
@@ -396,7 +399,7 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
   it('a 64-character key name wraps: Revoke stays visible at 1280 px, nothing scrolls sideways at 375 px, keys and secrets wrap as one balanced block', { timeout: 90_000 }, async () => {
     const longName = 'ProductionKeyForTheVeryLongCustomerNameIncorporatedLimitedXZZZZZ';
     expect(longName).toHaveLength(64);
-    const owner = await server.running.store.users.create({ email: 'long-name@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const owner = await server.running.store.users.create({ email: 'long-name@example.test', passwordHash: await passwordHash(), now: Date.now() });
     const { key } = await server.createKey({ userId: owner.id, name: longName, webhookUrl: receiver.url });
     await server.createKey({ userId: owner.id, name: 'staging' });
     const { context, page } = await signedIn('light', 1280, owner.email);
@@ -460,7 +463,7 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
   });
 
   it('focus follows Create key, Revoke and Generate to their outcome; revoking the new key hides it', { timeout: 60_000 }, async () => {
-    const owner = await server.running.store.users.create({ email: 'focus@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const owner = await server.running.store.users.create({ email: 'focus@example.test', passwordHash: await passwordHash(), now: Date.now() });
     const { context, page } = await signedIn('light', 1280, owner.email);
     const focused = () => page.evaluate(() => ({ text: document.activeElement?.textContent ?? '', region: document.activeElement?.closest('[role=region]')?.getAttribute('aria-label') ?? null }));
     try {
@@ -493,7 +496,7 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
   });
 
   it('Send test says beside it why it is off, tied to the button', { timeout: 60_000 }, async () => {
-    const owner = await server.running.store.users.create({ email: 'send-test@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const owner = await server.running.store.users.create({ email: 'send-test@example.test', passwordHash: await passwordHash(), now: Date.now() });
     const { key } = await server.createKey({ userId: owner.id, name: 'no-hook' });
     const { context, page } = await signedIn('light', 1280, owner.email);
     try {
@@ -519,8 +522,8 @@ describe.skipIf(SKIP)('dashboard accessibility in Chromium', () => {
   });
 
   it('Sign in keeps focus while it works; a refusal, the lockout too, takes it; then the page heading has it', { timeout: 60_000 }, async () => {
-    const locked = await server.running.store.users.create({ email: 'lockout@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
-    const owner = await server.running.store.users.create({ email: 'signin-focus@example.test', passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+    const locked = await server.running.store.users.create({ email: 'lockout@example.test', passwordHash: await passwordHash(), now: Date.now() });
+    const owner = await server.running.store.users.create({ email: 'signin-focus@example.test', passwordHash: await passwordHash(), now: Date.now() });
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, bypassCSP: true });
     const page = await context.newPage();
     const focused = () => page.evaluate(() => ({ tag: document.activeElement?.tagName ?? '', text: document.activeElement?.textContent ?? '' }));

@@ -24,8 +24,11 @@ function signatureValid(raw: Buffer, header: string | string[] | undefined, secr
   return actual.length === expected.length && timingSafeEqual(actual, expected);
 }
 
+/** Every user of this file has PASSWORD: hashed once (a scrypt at OWASP's cost is ~0.3 s of CPU). */
+let hashed: Promise<string> | undefined;
+
 async function createUser(server: TestServer, email: string) {
-  return server.running.store.users.create({ email, passwordHash: await hashPassword(PASSWORD), now: Date.now() });
+  return server.running.store.users.create({ email, passwordHash: await (hashed ??= hashPassword(PASSWORD)), now: Date.now() });
 }
 
 /** Opens the dashboard signed in as `email` (the first test signs in through the form). */
