@@ -69,7 +69,8 @@ function start(
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
   return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), 20_000);
+    // A start takes 1-2 s alone, and over 20 s on a host running other suites beside this one.
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), 60_000);
     child.stderr!.on('data', (d) => {
       err += d;
       const match = /svc listening on (http:\/\/\S+)/.exec(err);

@@ -22,7 +22,8 @@ async function reachable(check: () => Promise<unknown>): Promise<boolean> {
 export async function createTestPostgres(label: string): Promise<{ url: string; drop(): Promise<void> } | undefined> {
   const required = process.env.SVC_TEST_POSTGRES_URL;
   const adminUrl = required ?? DEFAULT_POSTGRES;
-  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+  // Required (CI), a slow connect on a loaded host is waited for; otherwise an absent Postgres is skipped quickly.
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: required ? 15_000 : 2000 });
   if (!(await reachable(() => admin.connect()))) {
     if (required) throw new Error(`SVC_TEST_POSTGRES_URL=${required} is set but Postgres is not reachable`);
     console.warn(`[${label}] SKIPPED the Postgres variant: no Postgres at ${adminUrl} (set SVC_TEST_POSTGRES_URL to require it)`);

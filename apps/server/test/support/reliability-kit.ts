@@ -53,7 +53,8 @@ export function spawnServer(env: NodeJS.ProcessEnv, output: string[], children: 
   let err = '';
   child.stdout!.on('data', (d: Buffer) => output.push(d.toString('utf8')));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start within 20 s:\n${err.slice(-4000)}`)), 20_000);
+    // A start takes 1-2 s alone, and over 20 s on a host running other suites beside this one.
+    const timer = setTimeout(() => reject(new Error(`server did not start within 60 s:\n${err.slice(-4000)}`)), 60_000);
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
       reject(new Error(`server exited (${code ?? signal}) before listening:\n${err.slice(-4000)}`));
