@@ -508,9 +508,6 @@ function bestPassage(
   if (hits.size === 0) return { passage: undefined, read };
   let best: Passage | undefined;
   const consider = (from: number, to: number, held: number, anchor: number) => {
-    // A window can score no more than the share it holds: one below the best so far is not read further. When one
-    // word is in every sentence (a Chinese "的", a Japanese "の"), every sentence is a window.
-    if (best && held / keys.length < best.score) return;
     const first = index.spans[from]!;
     const last = index.spans[to]!;
     const mismatch = negationDisagrees(index.negatedSentences.get(anchor), claim, negated);

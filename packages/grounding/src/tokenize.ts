@@ -876,19 +876,6 @@ export function hasCjk(text: string): boolean {
 const NEGATION_PREFIX_RE = /^[不没沒未][\p{Script=Han}]/u;
 
 /**
- * Whether ICU's word `segment` is a negation glued to its verb ("没读", "不是"), read as the negation and the verb:
- * not a word such as "不过" or "未来" (`NOT_NEGATED_CJK`). Asked of every word of a Chinese or Japanese text, so
- * its first character is compared before any pattern is run.
- */
-function gluedNegation(segment: string): boolean {
-  const c = segment.charCodeAt(0);
-  return (
-    (c === 0x4e0d || c === 0x6ca1 || c === 0x6c92 || c === 0x672a) &&
-    segment.length >= 2 && NEGATION_PREFIX_RE.test(segment) && !NOT_NEGATED_CJK.has(segment) && !NEGATIONS.has(segment)
-  );
-}
-
-/**
  * What fills the room a decoded escape of a JSON answer does not need (`jsonValuesText`): U+034F (combining grapheme
  * joiner), a mark that the reading of words drops (`Word.norm` strips marks; Chinese and Japanese runs are cut as if
  * it were not there), so `Z\u00fcrich` reads as the one word "Zürich" and keeps its six characters.
@@ -964,7 +951,7 @@ export function cjkWords(text: string, from: number, to: number): number[] {
   for (const s of segmentLinear(segmenter, run)) {
     if (s.index > 0) cuts.push(from + (at ? at[s.index]! : s.index));
     // A negation glued to its verb ("没读", "不是") is read as the negation and the verb.
-    if (gluedNegation(s.segment)) {
+    if (s.segment.length >= 2 && NEGATION_PREFIX_RE.test(s.segment) && !NOT_NEGATED_CJK.has(s.segment) && !NEGATIONS.has(s.segment)) {
       cuts.push(from + (at ? at[s.index + 1]! : s.index + 1));
     }
   }
@@ -1004,14 +991,10 @@ function cjkRunCuts(text: string, from: number): Map<number, { to: number; cuts:
     if (!CJK_RE.test(run) || run.includes(FILLER) || cjkChatter(run)) continue;
     (KANA_RE.test(run) ? ja : zh).push([start, i]);
   }
-  // A run written again is cut as it was the first time, without asking ICU: the cuts of a run do not depend on what
-  // surrounds it (the runs of a chunk are cut alone), and ICU's cost is by the character. Tables, lists and a tool's
-  // records repeat their words and phrases run for run. Repeats: start, end and the start of the same run first cut.
-  const repeats: number[] = [];
   const out = new Map<number, { to: number; cuts: number[] }>();
   for (const [runs, segmenter] of [
-    [firstRuns(text, ja, repeats), ja.length > 0 ? (jaWords ??= new Intl.Segmenter('ja', { granularity: 'word' })) : undefined],
-    [firstRuns(text, zh, repeats), zh.length > 0 ? (zhWords ??= new Intl.Segmenter('zh', { granularity: 'word' })) : undefined],
+    [ja, ja.length > 0 ? (jaWords ??= new Intl.Segmenter('ja', { granularity: 'word' })) : undefined],
+    [zh, zh.length > 0 ? (zhWords ??= new Intl.Segmenter('zh', { granularity: 'word' })) : undefined],
   ] as const) {
     for (let r = 0; r < runs.length; ) {
       // Runs r..last, joined by line breaks, each at its offset in the chunk.
@@ -1035,55 +1018,19 @@ function cjkRunCuts(text: string, from: number): Map<number, { to: number; cuts:
         }
         const at = runs[j]![0] + s.index - offset;
         if (s.index > offset) cuts.push(at);
-        if (gluedNegation(s.segment)) cuts.push(at + 1);
+        if (s.segment.length >= 2 && NEGATION_PREFIX_RE.test(s.segment) && !NOT_NEGATED_CJK.has(s.segment) && !NEGATIONS.has(s.segment)) cuts.push(at + 1);
       }
       cuts.push(runs[j]![1]);
       out.set(runs[j]![0], { to: runs[j]![1], cuts });
       r = last + 1;
     }
   }
-  for (let r = 0; r < repeats.length; r += 3) {
-    const start = repeats[r]!;
-    const shift = start - repeats[r + 2]!;
-    out.set(start, { to: repeats[r + 1]!, cuts: out.get(repeats[r + 2]!)!.cuts.map((cut) => cut + shift) });
-  }
-  return out;
-}
-
-/** The runs of `runs` written for the first time in `text`; each other one goes to `repeats` with the start of its first. */
-function firstRuns(text: string, runs: readonly [number, number][], repeats: number[]): [number, number][] {
-  const firsts = new Map<string, number>();
-  const out: [number, number][] = [];
-  for (const run of runs) {
-    const spelling = text.slice(run[0], run[1]);
-    const first = firsts.get(spelling);
-    if (first === undefined) {
-      firsts.set(spelling, run[0]);
-      out.push(run);
-    } else repeats.push(run[0], run[1], first);
-  }
   return out;
 }
 
 /** A greeting or acknowledgement written as one run ("かしこまりました"): read whole, as `CHATTER_WORDS` spells it. */
 function cjkChatter(run: string): boolean {
-  if (run.length > 12) return false;
-  // Every run of a Chinese or Japanese text is asked, twice: one of kana and common Han alone is spelled as
-  // `normalizeWord` would spell it (no case, no accents, voiced kana precomposed), so it is looked up as written
-  // rather than normalised each time.
-  return CHATTER_WORDS.has(plainKanaHan(run) ? run : normalizeWord(run, false));
-}
-
-/**
- * Whether `run` is only hiragana, katakana (both precomposed, the prolonged sound mark included) and CJK Unified
- * Ideographs: characters that NFD, NFC and lower-casing leave as they are.
- */
-function plainKanaHan(run: string): boolean {
-  for (let i = 0; i < run.length; i++) {
-    const c = run.charCodeAt(i);
-    if (!((c >= 0x4e00 && c <= 0x9fff) || (c >= 0x3041 && c <= 0x3096) || (c >= 0x30a1 && c <= 0x30fa) || c === 0x30fc)) return false;
-  }
-  return true;
+  return run.length <= 12 && CHATTER_WORDS.has(normalizeWord(run, false));
 }
 
 const CJK_NAME_RE = /^[\p{Script=Han}\p{Script=Katakana}ー]{2,}$/u;
