@@ -252,10 +252,9 @@ describe('latency', () => {
     const { client } = await clientFor();
     const started = Date.now();
     const completion = await client.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }] });
-    const elapsed = Date.now() - started;
-    // The only timed assertion: far below the receiver's 5 s sleep.
-    expect(elapsed).toBeLessThan(2_500);
     const { entry } = await deliveryOf(completion.id);
+    // The answer came while the receiver still sat on its delivery: had svc waited for it, its reply would be in.
+    expect(entry.replied).toBeUndefined();
     expect(entry.receivedAt).toBeGreaterThanOrEqual(started);
     await eventually(() => entry.replied === 200, 15_000);
   });
