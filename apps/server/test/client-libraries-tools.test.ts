@@ -107,11 +107,13 @@ describe("openai SDK: tool_choice's forms", () => {
     expect(sent.tool_choice).toBe('required');
   });
 
-  it('allowed_tools naming a function not in tools, or a tool that is not a function, is a 400 naming it, before the upstream', async () => {
+  it('allowed_tools naming a function not in tools, a tool that is not a function, or none in mode required, is a 400 naming it, before the upstream', async () => {
     for (const [choice, param] of [
       [allowed('auto', 'weather', 'stocks'), 'tool_choice.allowed_tools.tools[1]'],
       [{ type: 'allowed_tools', allowed_tools: { mode: 'auto', tools: [{ type: 'custom', custom: { name: 'weather' } }] } }, 'tool_choice.allowed_tools.tools[0]'],
       [{ type: 'allowed_tools', allowed_tools: { mode: 'sometimes', tools: [] } }, 'tool_choice.allowed_tools.mode'],
+      // Required to call one of none: it was sent on as no tools at all, and the model answered in text.
+      [allowed('required'), 'tool_choice.allowed_tools.tools'],
     ] as const) {
       const error = await rig.client.chat.completions.create({ ...ask, tool_choice: choice as never }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);

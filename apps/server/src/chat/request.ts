@@ -360,6 +360,14 @@ function checkToolChoice(request: ChatCompletionRequest): void {
     }
     return;
   }
+  // "Call one of none": sent on, the choice would become no tools at all, and the model answer in text.
+  if (choice.allowed_tools.tools.length === 0 && choice.allowed_tools.mode === 'required') {
+    throw new ApiError(
+      'invalid_value',
+      "Invalid value for 'tool_choice.allowed_tools.tools': mode 'required' needs at least one tool to call, and none is allowed. Name the tools the model may call, or use mode 'auto'.",
+      { param: 'tool_choice.allowed_tools.tools' },
+    );
+  }
   for (const [i, allowed] of choice.allowed_tools.tools.entries()) {
     const param = `tool_choice.allowed_tools.tools[${i}]`;
     const name = allowed.type === 'function' ? allowed.function?.name : allowed.type === 'custom' ? allowed.custom?.name : undefined;
