@@ -43,7 +43,8 @@ describe('x-request-id', () => {
   });
 
   it('is req_… on /v1/models, on an unknown route and on /v1/responses, whose delivery carries it as request_id', async () => {
-    for (const path of ['/v1/models', '/v1/models/svc01', '/v1/nothing-here']) {
+    // A GET of the chat route too: no completion is made there.
+    for (const path of ['/v1/models', '/v1/models/svc01', '/v1/nothing-here', '/v1/chat/completions']) {
       expect((await call(path)).headers.get('x-request-id')).toMatch(/^req_[\w-]{24}$/);
     }
     const res = await call('/v1/responses', { model: 'svc01', input: 'Capital of France?' });

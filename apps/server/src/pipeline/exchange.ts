@@ -28,12 +28,12 @@ export interface Exchange {
 export const CLIENT_CLOSED_STATUS = 499;
 
 /**
- * A request's id for the route `url` names: `chatcmpl-` + 24 random base64url characters on the chat route, whose
- * completion carries it as its `id` (design §3); `req_` + 24 on any other, where `chatcmpl-` would name a chat
+ * A request's id for the route `url` names: `chatcmpl-` + 24 random base64url characters for a POST to the chat route,
+ * whose completion carries it as its `id` (design §3); `req_` + 24 on any other (a GET there is answered 404), where `chatcmpl-` would name a chat
  * completion that does not exist (a Responses API request's own id is its `resp_…`).
  */
-export function newRequestId(url: string): string {
-  return `${isChatPath(url) ? 'chatcmpl-' : 'req_'}${pooledRandom(18, 'base64url')}`;
+export function newRequestId(url: string, method = 'POST'): string {
+  return `${method === 'POST' && isChatPath(url) ? 'chatcmpl-' : 'req_'}${pooledRandom(18, 'base64url')}`;
 }
 
 /** The chat route's path in any spelling Express routes there (upper case, a trailing slash). */

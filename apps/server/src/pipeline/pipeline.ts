@@ -50,7 +50,7 @@ export function createPipeline(deps: PipelineDeps): Pipeline {
   const { logger, clock, authenticate, applyLimit } = deps;
 
   const open = (req: IncomingMessage, res: ServerResponse): Exchange => {
-    const exchange: Exchange = { req, res, requestId: newRequestId(req.url ?? '/'), startedAt: clock(), url: req.url ?? '/', key: undefined, logFields: undefined };
+    const exchange: Exchange = { req, res, requestId: newRequestId(req.url ?? '/', req.method), startedAt: clock(), url: req.url ?? '/', key: undefined, logFields: undefined };
     res.setHeader('x-request-id', exchange.requestId);
     logOnClose(exchange, deps);
     return exchange;
