@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createDeduper, DUPLICATE_HEADER } from '@svc/verify';
+import { createDeduper, DUPLICATE_HEADER, errorBody, WebhookVerificationError } from '@svc/verify';
 import type { AddressInfo } from 'node:net';
 import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
 import { formatReceivedLine, formatSentLine } from './delivery-line.js';
@@ -194,10 +194,15 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     res.end(answer.body);
   }
 
-  /** 401 in svc's error shape, saying why: svc's attempt log (dashboard, `deliveries show`) keeps the body's start. */
+  /**
+   * The answer a receiver built on `@svc/verify` gives (its status and `errorBody`: 401 `authentication_error` for a
+   * signature, 400 for a timestamp out of range), saying why: svc's attempt log (dashboard, `deliveries show`) keeps
+   * the body's start.
+   */
   function rejected(time: Date, refusal: Refusal): Answer {
     if (options.forwardTo !== undefined) io.err(`${clockTime(time)}  ${kleur.yellow('not forwarded: the signature is invalid')}\n`);
-    return jsonAnswer(401, { error: { message: refusal.reason, type: 'invalid_request_error', code: refusal.code, param: null } });
+    const err = new WebhookVerificationError(refusal.code, refusal.reason);
+    return jsonAnswer(err.status, errorBody(err));
   }
 
   /**

@@ -28,8 +28,9 @@ describe('svc-cli listen', () => {
     expect(bad.status).toBe(401);
     const unsigned = await postDelivery(listen.url, samplePayload('test-unsigned'), { deliveryId: 'whd_unsigned' });
     expect(unsigned.status).toBe(401);
-    // The answer says why, in svc's error shape, as the dashboard's delivery log and `deliveries show` print it.
-    expect(JSON.parse(bad.body)).toMatchObject({ error: { type: 'invalid_request_error', code: 'signature_mismatch', param: null } });
+    // The answer says why, in svc's error shape, as the dashboard's delivery log and `deliveries show` print it, and
+    // as a receiver built on @svc/verify answers (`errorBody`).
+    expect(JSON.parse(bad.body)).toMatchObject({ error: { type: 'authentication_error', code: 'signature_mismatch', param: null } });
     const unsignedError = (JSON.parse(unsigned.body) as { error: { code: string; message: string } }).error;
     // Unsigned is what a key without a signing secret sends: not a mismatch, and the fix is on the key.
     expect(unsignedError.code).toBe('missing_signature');
@@ -225,7 +226,8 @@ describe('svc-cli listen', () => {
       expect([again.status, again.headers.get('svc-duplicate')]).toEqual([200, 'true']);
     }
     const stale = await postDelivery(listen.url, samplePayload('test-stale'), { secret: SECRET, deliveryId: 'whd_stale', timestamp: now - 600 });
-    expect(stale.status).toBe(401);
+    // 400 as @svc/verify answers it: signed, but not to be used now.
+    expect(stale.status).toBe(400);
     // Only X-Svc-Signature (svc-cli replay, servers before Standard Webhooks): verified by it.
     expect((await postDelivery(listen.url, samplePayload('test-legacy'), { secret: SECRET, standard: false, deliveryId: 'whd_legacy' })).status).toBe(200);
     const lines = listen.stdout().trimEnd().split('\n');

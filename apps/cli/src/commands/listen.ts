@@ -30,7 +30,7 @@ export function makeListenCommand(io: Io = processIo): Command {
     .addOption(
       new Option(
         '-s, --secret <secret>',
-        "the key's signing secret: verify webhook-signature (or X-Svc-Signature), answer 401 when wrong or replayed; repeat it to accept any of several (a rotation)",
+        "the key's signing secret: verify webhook-signature (or X-Svc-Signature), answer 401 when wrong, 400 when stale (a replay); repeat it to accept any of several (a rotation)",
       )
         .env('SVC_WEBHOOK_SECRET')
         .argParser(parseSecrets),
