@@ -1,6 +1,6 @@
 import { SVC_MODEL, type ChatCompletion, type ChatCompletionRequest, type SvcResult } from '@svc/protocol';
 import type { UpstreamBody } from '../upstream/upstream.js';
-import { record, type ChatContext } from './chat-context.js';
+import { record, type ChatContext, type Outcome } from './chat-context.js';
 import { countUsage } from './prompt.js';
 import { waitForDrain } from './sse-writer.js';
 import { answerSchema, dehallucinateRequested } from './request.js';
@@ -50,17 +50,22 @@ export async function complete(
 
 /** Records the completion (its delivery is durable before the client has the answer), then sends it. */
 export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRequest, body: ChatCompletion): Promise<void> {
-  const { svc } = body;
-  await record(ctx, {
+  await recordCompletion(ctx, request.messages, body);
+  await sendAnswer(ctx, body, body.svc);
+}
+
+/** Records the audit of a non-streamed completion answering `messages` (chat, and the Responses API's both ways). */
+export function recordCompletion(ctx: ChatContext, messages: Outcome['messages'], completion: ChatCompletion): Promise<void> {
+  const message = completion.choices[0]?.message;
+  return record(ctx, {
     statusCode: 200,
     streaming: false,
-    messages: request.messages,
-    responseText: answerText(body.choices[0]?.message),
-    refusal: refusalText(body.choices[0]?.message),
-    svc,
-    usage: body.usage,
+    messages,
+    responseText: answerText(message),
+    refusal: refusalText(message),
+    svc: completion.svc,
+    usage: completion.usage,
   });
-  await sendAnswer(ctx, body, svc);
 }
 
 /** A 200 JSON answer with `svc`'s verdict also in headers, for clients that hide unknown body fields (design §3). */

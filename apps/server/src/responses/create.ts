@@ -18,8 +18,8 @@ import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore, type StoredItem } from '../storage/responses-store.js';
-import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatContext, type ChatDeps } from '../chat/chat-context.js';
-import { complete, sendSerialised } from '../chat/completion.js';
+import { chatContext, NO_USAGE, recordFailure, statusFor, type ChatContext, type ChatDeps } from '../chat/chat-context.js';
+import { complete, recordCompletion, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListedRequest } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
@@ -27,7 +27,6 @@ import { ResponseEvents } from './stream-events.js';
 import { EscapedString, LONG_STRING_CHARS, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
-import { answerText, refusalText } from '../chat/answer-text.js';
 import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
 import { Cancellation } from '../upstream/upstream.js';
 import { CancelRequested, stoppedError, type BackgroundResponses } from './background.js';
@@ -92,15 +91,7 @@ export function createResponse(deps: ResponsesDeps, streaming: StreamingResponse
         const response = completedResponse(base, completion, Math.floor(deps.clock() / 1000), newId);
         const stored = await store(response);
         ctx.responseId = base.id;
-        await record(ctx, {
-          statusCode: 200,
-          streaming: false,
-          messages: chat.messages,
-          responseText: answerText(completion.choices[0]?.message),
-          refusal: refusalText(completion.choices[0]?.message),
-          svc: completion.svc,
-          usage: completion.usage,
-        });
+        await recordCompletion(ctx, chat.messages, completion);
         // The response echoes `instructions`: megabytes of them make serialising the answer (when the store did
         // not) a long step of its own, and writing it another; neither should share a turn with the audit's
         // insert or with each other.
@@ -209,15 +200,7 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
       // the store says (the response deleted meanwhile, or ended by another instance that found its lease lapsed, which
       // audits nothing): the upstream call was made, once.
       await settle(response);
-      await record(work, {
-        statusCode: 200,
-        streaming: false,
-        messages: chat.messages,
-        responseText: answerText(completion.choices[0]?.message),
-        refusal: refusalText(completion.choices[0]?.message),
-        svc: completion.svc,
-        usage: completion.usage,
-      });
+      await recordCompletion(work, chat.messages, completion);
     } catch (err) {
       const error = toApiError(err);
       await settle(endedResponse(base, abort, error)).catch((storeErr: unknown) => {
