@@ -11,7 +11,7 @@ import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { logPreviousKeyNote, SecretBox } from '../crypto/secret-box.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
 import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
-import { DEAD_PROCESS, endOrphans, PREVIOUS_RUN } from '../responses/background.js';
+import { BACKGROUND_LEASE_MS, DEAD_PROCESS, endOrphans, PREVIOUS_RUN } from '../responses/background.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** The signals an operator stops svc with (also sent to the whole process group). */
@@ -78,7 +78,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       const released = await store.deliveries.releaseLeases(Date.now());
       if (released > 0) logger.info({ released }, 'resuming webhook deliveries left in flight by the previous run');
       // Likewise the background responses that were running: none will finish.
-      await endOrphans(store.responses, { otherThan: '' }, PREVIOUS_RUN, logger);
+      await endOrphans(store.responses, { otherThan: '' }, PREVIOUS_RUN, logger, Date.now() + BACKGROUND_LEASE_MS);
     }
   } catch (err) {
     await store.close();
@@ -189,7 +189,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       : Promise.resolve();
     // Its background responses will not finish: ended now rather than when their leases lapse.
     if (leasedBy) {
-      endOrphans(store.responses, { owner: leasedBy }, DEAD_PROCESS, logger).catch((err: unknown) =>
+      endOrphans(store.responses, { owner: leasedBy }, DEAD_PROCESS, logger, Date.now() + BACKGROUND_LEASE_MS).catch((err: unknown) =>
         logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'),
       );
     }

@@ -100,7 +100,7 @@ export class BackgroundResponses {
   start(): void {
     if (this.#timer || this.#stopped) return;
     const first = this.#options.exclusive
-      ? endOrphans(this.#options.store, { otherThan: this.owner }, PREVIOUS_RUN, this.#options.logger)
+      ? endOrphans(this.#options.store, { otherThan: this.owner }, PREVIOUS_RUN, this.#options.logger, this.lease().until)
       : Promise.resolve();
     this.#looking = first.catch((err: unknown) => this.#options.logger.error({ err }, 'could not end the background responses left by the previous run')).then(() => this.#schedule());
   }
@@ -170,7 +170,7 @@ export class BackgroundResponses {
     }
     if (now - this.#lastSweepAt >= this.#leaseMs / 4) {
       this.#lastSweepAt = now;
-      await endOrphans(store, { lapsedBefore: now }, LAPSED, logger);
+      await endOrphans(store, { lapsedBefore: now }, LAPSED, logger, now + this.#leaseMs);
     }
   }
 }
@@ -185,16 +185,17 @@ export const DEAD_PROCESS =
 /**
  * Ends as `failed`, with `message` as its error, each background response that no process runs any more (see
  * `ResponsesStore.orphans`); returns how many. Another instance ending the same ones at once is harmless: each is
- * ended by one (`settle` by the lease found).
+ * ended by one (`settle` by the lease found, which the first to claim it moves to `until` while it writes).
  *
  * @example
- * await endOrphans(store.responses, { owner: deadWorkerId }, DEAD_PROCESS, logger);
+ * await endOrphans(store.responses, { owner: deadWorkerId }, DEAD_PROCESS, logger, Date.now() + BACKGROUND_LEASE_MS);
  */
 export async function endOrphans(
   store: ResponsesStore,
   which: Parameters<ResponsesStore['orphans']>[0],
   message: string,
   logger: Logger,
+  until: number,
 ): Promise<number> {
   let ended = 0;
   for (;;) {
@@ -203,7 +204,7 @@ export async function endOrphans(
     for (const orphan of orphans) {
       const running = JSON.parse(orphan.json) as ResponseObject;
       const failed: ResponseObject = { ...running, status: 'failed', error: { code: 'server_error', message } };
-      if ((await store.settle(orphan.keyId, failed, { lease: orphan.lease })) !== undefined) endedNow += 1;
+      if ((await store.settle(orphan.keyId, failed, { lease: orphan.lease, until })) !== undefined) endedNow += 1;
     }
     ended += endedNow;
     // A batch of which none could be ended (each taken meanwhile) would be found again: stop there.

@@ -163,7 +163,7 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   }
   ctx.responseId = base.id;
   /** Writes the final state over the running one; undefined when another instance already ended it (lease lapsed). */
-  const settle = (response: ResponseObject) => deps.responses.settle(key.id, response, { owner: deps.background.owner });
+  const settle = (response: ResponseObject) => deps.responses.settle(key.id, response, deps.background.lease());
   // Its own cancellation, which a cancel and the server's stop fire, not the client's leaving: the client that created
   // it may leave at once (or close its stream), and the work goes on.
   const abort = new Cancellation();

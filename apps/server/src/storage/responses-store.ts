@@ -146,12 +146,26 @@ export class ResponsesStore {
    * Writes the final state of a background response stored running (`save` with a lease) and ends its run; resolves
    * with its JSON as stored. Only the run named by `by` may: its owner (`{ owner }`), or whoever ends a lapsed lease
    * (`{ lease }`, the lease it found, which a live owner would have pushed forward). Undefined, and nothing written,
-   * when the run is no longer that one's (ended by another instance, or the response deleted).
+   * when the run is no longer that one's (ended by another instance, or the response deleted). `until` is the lease
+   * the writer holds meanwhile (past it, a writer that died mid-way is taken over).
+   *
+   * @example
+   * await responses.settle(keyId, failed, { lease: orphan.lease, until: clock() + BACKGROUND_LEASE_MS });
    */
-  async settle(keyId: string, response: ResponseObject, by: { owner: string } | { lease: number }, turn: () => boolean = turns()): Promise<string | undefined> {
-    // Claimed first, so that two enders do not both write its parts; the lease stays, so that readers and cancels see
-    // it running until the final write below.
-    const claim = this.db.updateTable('responses').set({ background_owner: null }).where('id', '=', response.id).where('key_id', '=', keyId);
+  async settle(
+    keyId: string,
+    response: ResponseObject,
+    by: { owner: string; until: number } | { lease: number; until: number },
+    turn: () => boolean = turns(),
+  ): Promise<string | undefined> {
+    // Claimed first, so that two enders do not both write its parts. The claim moves the lease to the writer's own:
+    // another instance that found the old one (lapsed: the owner is slow, or two instances sweep at once) then claims
+    // nothing. The lease stays set, so that readers and cancels see it running until the final write below.
+    const claim = this.db
+      .updateTable('responses')
+      .set({ background_owner: null, background_lease_until: by.until })
+      .where('id', '=', response.id)
+      .where('key_id', '=', keyId);
     const claimed = await ('owner' in by
       ? claim.where('background_owner', '=', by.owner)
       : claim.where('background_lease_until', '=', by.lease)

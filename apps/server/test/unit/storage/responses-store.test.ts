@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResponseInputItem } from '@svc/protocol';
+import type { ResponseInputItem, ResponseObject } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, PURGE_PARTS_BATCH, PURGE_RESPONSES_BATCH, RESPONSE_PART_CHARS } from '../../../src/storage/responses-store.js';
 import { createTestPostgres } from '../../support/databases.js';
@@ -212,5 +212,33 @@ describe.each(variants)('responses on %s', (_name, url) => {
     expect(await count('responses')).toBe(0);
     expect(await count('response_parts')).toBe(0);
     expect(await store.responses.responseJson('key_h', 'resp_kept')).toBeDefined();
+  });
+  it('a background response ended at once by its owner and by an instance that found its lease lapsed (or by two such) is ended by one only', async () => {
+    const running = (id: string): ResponseObject => ({ ...response(id, null, 70_000, 'unused'), status: 'in_progress', background: true, output: [], completed_at: null });
+    const ended = (id: string, status: 'completed' | 'failed'): ResponseObject =>
+      status === 'completed' ? { ...response(id, null, 70_000, 'Done.'), background: true } : { ...running(id), status, error: { code: 'server_error', message: 'lapsed' } };
+    const settled = (results: Array<string | undefined>) => results.filter((body) => body !== undefined);
+
+    // The owner is alive but its lease lapsed (a database hiccup held its renewals): a sweeper found it, and the
+    // owner's answer arrives as the sweeper ends it.
+    await store.responses.save('key_bg', running('resp_bg_owner'), ask('bg owner'), 0, undefined, { owner: 'worker-a', until: 80_000 });
+    const [found] = await store.responses.orphans({ lapsedBefore: 90_000 }, 10);
+    expect(found?.lease).toBe(80_000);
+    const both = await Promise.all([
+      store.responses.settle('key_bg', ended('resp_bg_owner', 'completed'), { owner: 'worker-a', until: 100_000 }),
+      store.responses.settle('key_bg', ended('resp_bg_owner', 'failed'), { lease: found!.lease, until: 100_000 }),
+    ]);
+    expect(settled(both)).toHaveLength(1);
+    const stored = JSON.parse((await store.responses.responseJson('key_bg', 'resp_bg_owner'))!) as ResponseObject;
+    expect(stored.status).toBe(both[0] !== undefined ? 'completed' : 'failed');
+
+    // Two instances sweeping at once find the same lapsed lease.
+    await store.responses.save('key_bg', running('resp_bg_swept'), ask('bg swept'), 0, undefined, { owner: 'worker-dead', until: 80_000 });
+    const sweeps = await Promise.all([
+      store.responses.settle('key_bg', ended('resp_bg_swept', 'failed'), { lease: 80_000, until: 100_000 }),
+      store.responses.settle('key_bg', ended('resp_bg_swept', 'failed'), { lease: 80_000, until: 100_001 }),
+    ]);
+    expect(settled(sweeps)).toHaveLength(1);
+    expect(await store.responses.orphans({ lapsedBefore: Number.MAX_SAFE_INTEGER }, 10)).toEqual([]);
   });
 });
