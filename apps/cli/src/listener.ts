@@ -303,11 +303,18 @@ async function readBody(req: IncomingMessage, budget: BodyBudget): Promise<BodyR
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) return { ...read, refused: 413 };
-    if (size > read.held && !take(size - read.held)) return { ...read, refused: 503 };
-    chunks.push(chunk as Buffer);
+  try {
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_BODY_BYTES) return { ...read, refused: 413 };
+      if (size > read.held && !take(size - read.held)) return { ...read, refused: 503 };
+      chunks.push(chunk as Buffer);
+    }
+  } catch (err) {
+    // A body cut off (the sender's connection lost mid-way) gives its room back here: the caller, which gives back
+    // what a read it gets holds, gets none.
+    budget.held -= read.held;
+    throw err;
   }
   return { ...read, body: Buffer.concat(chunks) };
 }

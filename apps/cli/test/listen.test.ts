@@ -84,7 +84,8 @@ describe('svc-cli listen', () => {
   it('deliveries announcing more than 256 MiB at once: the one past it is answered 503 with retry-after, and the room comes back once they go', async () => {
     const listen = await startListen([], { cwd: sandbox.path });
     const { hostname, port } = new URL(listen.url);
-    // Four bodies of 60 MiB announced and never sent hold 240 MiB; a fifth would pass 256 MiB.
+    // Four bodies of 64 MiB (the most one may be) announced and never sent hold all 256 MiB: a fifth, or any other
+    // delivery, is received only once their room came back.
     const sockets: Socket[] = [];
     const answers: Array<Promise<string>> = [];
     try {
@@ -98,7 +99,7 @@ describe('svc-cli listen', () => {
           socket.on('error', () => resolve(text));
         }));
         await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
-        socket.write(`POST / HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\nwebhook-id: whd_hold${i}\r\ncontent-length: ${60 * 1024 * 1024}\r\n\r\n`);
+        socket.write(`POST / HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\nwebhook-id: whd_hold${i}\r\ncontent-length: ${64 * 1024 * 1024}\r\n\r\n`);
         // In order: each is being read before the next one comes.
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
@@ -109,7 +110,7 @@ describe('svc-cli listen', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
     }
-    // The four that went give their room back: a delivery is received again.
+    // The four that went (their connections cut mid-body) give their room back: a delivery is received again.
     let status = 0;
     for (let i = 0; i < 50 && status !== 200; i++) {
       status = (await postDelivery(listen.url, samplePayload('chatcmpl-after'), { deliveryId: `whd_after${i}` })).status;
