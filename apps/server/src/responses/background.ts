@@ -164,7 +164,7 @@ export class BackgroundResponses {
     if (this.#runs.size > 0) {
       for (const id of await store.cancelsAsked(this.owner)) this.#runs.get(id)?.abort.abort(new CancelRequested());
       if (now - this.#lastRenewAt >= this.#leaseMs / 4) {
-        await store.renewLeases(this.owner, now + this.#leaseMs);
+        await store.renewLeases(this.owner, [...this.#runs.keys()], now + this.#leaseMs);
         this.#lastRenewAt = now;
       }
     }

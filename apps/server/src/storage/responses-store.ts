@@ -234,14 +234,20 @@ export class ResponsesStore {
     return rows.map((row) => row.id);
   }
 
-  /** Pushes the lease of every background response `owner` runs to `until`. */
-  async renewLeases(owner: string, until: number): Promise<void> {
-    await this.db
-      .updateTable('responses')
-      .set({ background_lease_until: until })
-      .where('background_lease_until', 'is not', null)
-      .where('background_owner', '=', owner)
-      .execute();
+  /**
+   * Pushes to `until` the lease of each of `ids` that `owner` still runs. Only those: a row of `owner`'s whose run
+   * ended without its final state stored (the database failed then) must lapse, not be kept running by the others.
+   */
+  async renewLeases(owner: string, ids: readonly string[], until: number): Promise<void> {
+    for (let i = 0; i < ids.length; i += ITEM_BATCH) {
+      await this.db
+        .updateTable('responses')
+        .set({ background_lease_until: until })
+        .where('id', 'in', ids.slice(i, i + ITEM_BATCH))
+        .where('background_lease_until', 'is not', null)
+        .where('background_owner', '=', owner)
+        .execute();
+    }
   }
 
   /**
