@@ -772,3 +772,69 @@ describe('translations: only their numbers are checked', () => {
     expect(r.grounded).toBe(false);
   });
 });
+
+describe('text as documentation on disk writes it', () => {
+  it('a source that is only a title ("# acme-sync") is a document: an answer it does not support is checked and flagged', () => {
+    const r = checkGrounding({ sources: ['# acme-sync'], answer: 'Acme-sync is written in Rust and runs on Windows.' });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(false);
+    // So removing the paragraph under the title never raises the score of an answer copied from it.
+    const both = checkGrounding({ sources: ['# acme-sync', 'Acme-sync is written in Rust and runs on Windows.'], answer: 'Acme-sync is written in Rust and runs on Windows.' });
+    expect(r.score).toBeLessThanOrEqual(both.score);
+  });
+
+  it('a title beside a request is still no source to check against', () => {
+    const r = checkGrounding({ sources: ['# Instructions\nYou are a helpful assistant.'], answer: 'The sea is wide and blue.' });
+    expect(r.checked).toBe(false);
+  });
+
+  it.each([
+    // A comment that ends a sentence.
+    ['# Keep at most 20 connections per host.\n# Set it to 0 to turn the limit off.\nmax_connections 20', '20', '50'],
+    // A sentence that ends inside the comment line and another that goes on.
+    ['# The cache holds 64 entries. Older ones are dropped first.\ncache_size 64', '64', '96'],
+    // A comment wrapped over two lines, in lower case after the marks.
+    ['# The worker retries a failed upload 3 times\n# before it gives up and logs the error.\nretries 3', '3', '8'],
+  ])("comment lines copied from a configuration file are claims, not headings: %j", (source, from, to) => {
+    const comment = source.split('\n').filter((l) => l.startsWith('#')).join('\n');
+    expect(checkGrounding({ sources: [source], answer: comment }).grounded).toBe(true);
+    const changed = checkGrounding({ sources: [source], answer: comment.replace(from, to) });
+    expect(changed.grounded).toBe(false);
+    expect(changed.flaggedSpans.map((s) => s.text)).toContain(to);
+  });
+
+  it('a heading stays a heading: a title over a paragraph is no claim', () => {
+    const r = checkGrounding({ sources: ['The app listens on port 8080.'], answer: '## Getting started\nThe app listens on port 8080.' });
+    expect(r.claims.map((c) => c.text)).toEqual(['The app listens on port 8080.']);
+    expect(r.grounded).toBe(true);
+  });
+});
+
+describe('numbers as changelogs and logs write them', () => {
+  it.each([
+    // A date written with dots, as much of Europe writes it.
+    ['The lease ends on 30.06.2027.', 'The lease ends on 30.06.2027.', 'The lease ends on 30.06.2028.', '2028'],
+    ['The lease ends on 30.06.2027.', 'The lease ends on 30.06.2027.', 'The lease ends on 29.06.2027.', '29'],
+    // A version whose last part has four digits is no date ("4.1.3307").
+    ['Build 4.1.3307 fixes the crash on start.', 'Build 4.1.3307 fixes the crash on start.', 'Build 4.1.3308 fixes the crash on start.', '4.1.3308'],
+    // The seconds of a time are as much a number as its minutes.
+    ['The job finished at 23:14:07 on Sunday.', 'The job finished at 23:14:07 on Sunday.', 'The job finished at 23:14:52 on Sunday.', '52'],
+  ])('%j: a copy is grounded, a changed figure is flagged', (source, copy, changed, flagged) => {
+    expect(checkGrounding({ sources: [source], answer: copy }).grounded).toBe(true);
+    const r = checkGrounding({ sources: [source], answer: changed });
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.map((s) => s.text)).toContain(flagged);
+  });
+
+  it('a dotted date and the same date in words support each other', () => {
+    expect(checkGrounding({ sources: ['The lease ends on 30 June 2027.'], answer: 'The lease ends on 30.06.2027.' }).grounded).toBe(true);
+    expect(checkGrounding({ sources: ['The lease ends on 30.06.2027.'], answer: 'The lease ends on 30 June 2027.' }).grounded).toBe(true);
+    expect(checkGrounding({ sources: ['The lease ends on 30.06.2027.'], answer: 'The lease ends on 30 July 2027.' }).grounded).toBe(false);
+  });
+
+  it('a "?" in an aside before the full stop leaves the sentence a statement to check', () => {
+    const r = checkGrounding({ sources: ['The library opens at 9 am.'], answer: 'The library opens at 9 am. Parking costs £4 per hour (or was it £5?).' });
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans.map((s) => s.text).join(' ')).toContain('Parking');
+  });
+});

@@ -141,8 +141,16 @@ export function onlyConversation(sources: readonly string[]): boolean {
   let chars = 0;
   for (const source of sources) chars += source.length;
   if (chars > CONVERSATION_CHARS) return false;
-  return sources.every((source) => splitClaims(source).every((claim) => REQUEST.test(source.slice(claim.start, claim.end).trim())));
+  return sources.every((source) => {
+    const claims = splitClaims(source);
+    // A title with nothing under it ("# esbuild") names what the document is about: it is no greeting, and an
+    // answer about something else is checked against it.
+    if (claims.length === 0) return !MARKDOWN_HEADING.test(source);
+    return claims.every((claim) => REQUEST.test(source.slice(claim.start, claim.end).trim()));
+  });
 }
+
+const MARKDOWN_HEADING = /^[ \t]{0,3}#{1,6}[ \t]+\S/m;
 
 /** A request to translate: "Translate to French: …", "Can you translate this into German?". */
 const TRANSLATE = /\btranslat(?:e|es|ed|ing|ion)\b/iu;

@@ -467,7 +467,8 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
   const last = tokens[to - 1]!;
   // A question back to the user claims nothing (its "?" may stand after a space in tokenised text).
   const after = answer.slice(last.end, tokens[to]?.start ?? answer.length);
-  if (/^[\s"'\u201d\u2019)]*[?\uff1f]/.test(after)) return undefined;
+  // A "?" inside brackets before the full stop ("… (in the next release?).") doubts an aside; the sentence states.
+  if (/^[\s"'\u201d\u2019)]*[?\uff1f]/.test(after) && !/^\s*[?\uff1f]\)+["'\u201d\u2019]*\s*\./.test(after)) return undefined;
   // A heading ("## Background") or a table's header row names what follows; it asserts nothing.
   if (headingLine(answer, tokens[from]!.start)) return undefined;
   // Conversation at the start ("Yeah,", "Good question!", "I'm not sure, but", "**Answer:**") is not part of
@@ -538,11 +539,13 @@ function readClaim(answer: string, tokens: readonly Token[], from: number, to: n
         }
         const time = glued || listMarker ? undefined : readTime(answer, tokens, k, true);
         if (time && time.next <= to) {
-          // "6 p.m." is one term, the hour, and its minutes ("2:30 pm": 30) another; ":00" says nothing more.
-          const end = time.minutes ? t.end : tokens[time.next - 1]!.end;
+          // "6 p.m." is one term, the hour, and its minutes ("2:30 pm": 30) and seconds ("17:25:35": 35) others;
+          // ":00" says nothing more.
+          const end = time.minutes || time.seconds ? t.end : tokens[time.next - 1]!.end;
           terms.push({ kind: 'number', start: t.start, end, token: t, values: [], hours: time.hours });
-          const m = time.minutes;
-          if (m) terms.push({ kind: 'number', start: m.start, end: m.end, token: m, values: [m.word.value!] });
+          for (const m of [time.minutes, time.seconds]) {
+            if (m) terms.push({ kind: 'number', start: m.start, end: m.end, token: m, values: [m.word.value!] });
+          }
           k = time.next - 1;
           continue;
         }
@@ -661,11 +664,23 @@ function isMay(tokens: readonly Token[], k: number, to: number): boolean {
 /** Whether the line holding `at` is a markdown heading ("# …" to "###### …") or a table's header row. */
 function headingLine(answer: string, at: number): boolean {
   const lineStart = answer.lastIndexOf('\n', at - 1) + 1;
-  if (/^[ \t]{0,3}#{1,6}[ \t]/.test(answer.slice(lineStart, at + 1))) return true;
   const lineEnd = answer.indexOf('\n', at);
+  const hash = /^[ \t]{0,3}(#{1,6})[ \t]/.exec(answer.slice(lineStart, at + 1));
+  if (hash) return !commentLine(answer.slice(lineStart, lineEnd === -1 ? answer.length : lineEnd), hash[1]!, lineEnd === -1 ? '' : answer.slice(lineEnd + 1, lineEnd + 12));
   if (lineEnd === -1) return false;
   if (answer.charCodeAt(lineStart) === 124 /* | */ && /^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\||\n|$)/.test(answer.slice(lineEnd + 1, lineEnd + 80))) return true;
   return listLabel(answer.slice(lineStart, lineEnd), answer.slice(lineEnd + 1, lineEnd + 200));
+}
+
+/**
+ * Whether a "#" line is prose that a "#" opens, as in a shell script's or a configuration file's comments, rather
+ * than a heading: it ends a sentence ("# Restart the service after editing."), or holds one and goes on to the
+ * next ("# Defaults to 10. Set 0 to disable"), or goes on, in lower case, on the next line opened by the same marks
+ * (a comment wrapped over lines). A heading names a section in a few words and ends no sentence.
+ */
+function commentLine(line: string, marks: string, next: string): boolean {
+  if (/\p{Ll}{2}\.["')]?(?:[ \t]+["'(]?\p{Lu}|[ \t]*$)/u.test(line)) return true;
+  return next.startsWith(`${marks} `) && /^\p{Ll}/u.test(next.slice(marks.length + 1));
 }
 
 const LABEL_LINE = /^([ \t]*)([-*+\u2022][ \t]+)?(?:(\*\*[^*\n]{1,60}\*\*|__[^_\n]{1,60}__)|([^\n]{1,60}?))[ \t]*:?[ \t]*$/;

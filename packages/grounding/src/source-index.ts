@@ -606,7 +606,7 @@ export function numericDateMonths(text: string, tokens: readonly Token[], i: num
   if (b && b.sentence === a.sentence && isoMonth(text, a, b) !== undefined && !(c && c.sentence === a.sentence && text.slice(b.end, c.start) === '-')) return [b.word.value!];
   if (!b || !c || b.sentence !== a.sentence || c.sentence !== a.sentence) return [];
   const sep = text.slice(a.end, b.start);
-  if (sep !== text.slice(b.end, c.start) || (sep !== '-' && sep !== '/')) return [];
+  if (sep !== text.slice(b.end, c.start) || (sep !== '-' && sep !== '/' && sep !== '.')) return [];
   const [x, y, z] = [a.word.value, b.word.value, c.word.value];
   const day = (v: number | undefined) => v !== undefined && Number.isInteger(v) && v >= 1 && v <= 31;
   const month = (v: number | undefined): v is number => day(v) && v! <= 12;

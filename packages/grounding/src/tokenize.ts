@@ -225,9 +225,9 @@ function readWord(raw: string): Word {
   const norm = normalizeWord(raw, ascii);
   const digit = (c >= 48 && c <= 57) || isMinus(c) || (c > 127 && NUMERIC_RE.test(raw));
   const value = digit ? parseDigits(ascii ? raw : asciiDigits(raw)) : undefined;
-  // A version or an address in dotted digits ("2.3.1", "10.0.0.1") is checked as a word; a dotted date
-  // ("10.9.2023") is left unread, as the answer may write it another way.
-  const dotted = value === undefined && DOTTED_RE.test(raw) && !DOTTED_DATE_RE.test(raw);
+  // A version or an address in dotted digits ("2.3.1", "10.0.0.1", "8.2.4793") is checked as a word; a dotted date
+  // ("10.9.2023") never gets here, it is read as its three numbers (`dottedDateEnd`).
+  const dotted = value === undefined && DOTTED_RE.test(raw);
   return {
     norm,
     stem: value !== undefined ? String(value) : stem(norm),
@@ -264,7 +264,6 @@ const NUMERIC_RE = /^\p{N}/u;
 // Two capitals or more: "DE" in "PX-88231-DE" is a country's code, not French "de".
 const SHOUTED_RE = /^\p{Lu}{2,}$/u;
 const DOTTED_RE = /^\d+(?:\.\d+){2,}$/;
-const DOTTED_DATE_RE = /^\d{1,2}\.\d{1,2}\.\d{4}$/;
 const LETTER_OR_MARK_RE = /^[\p{L}\p{M}]$/u;
 const DIGIT_RE = /^\p{N}$/u;
 
@@ -338,6 +337,8 @@ export function tokenize(text: string): Token[] {
   let cjkRuns: Map<number, { to: number; cuts: number[] }> | undefined;
   // Whether the sentence being read has Chinese or Japanese in it yet (`cjkSentenceAfter`).
   let sentenceCjk = false;
+  // Inside a date written with dots ("16.08.2021", up to here): read as its day, month and year, as "16/08/2021" is.
+  let dateUntil = -1;
   let i = 0;
   while (i < n) {
     const k = classAt(text, i);
@@ -379,6 +380,8 @@ export function tokenize(text: string): Token[] {
         i = cjk.cuts[0]!;
         cjkRun = true;
       }
+    } else if (k === DIGIT && (i < dateUntil || (dateUntil = dottedDateEnd(text, i)) !== -1)) {
+      i = runEnd(text, i, DIGIT);
     } else if (k === DIGIT) {
       const digitsFrom = i;
       i = runEnd(text, i, DIGIT);
@@ -437,6 +440,25 @@ export function tokenize(text: string): Token[] {
 }
 
 const SYMBOLS = new Set(['$', '€', '£', '¥', '%']);
+
+const DOTTED_DATE_AT = /(\d{1,2})\.(\d{1,2})\.([12]\d{3})(?!\d|[.,]\d)/y;
+
+/**
+ * Where a date written with dots that starts at `at` ends ("16.08.2021", "1.9.2023": a day and a month, either
+ * first, and a year), or -1. Read as one dotted number it would be checked as nothing (no value) or as a version:
+ * its parts are read as a date's numbers instead, so another day or year is flagged and "16 August 2021" in a
+ * source supports it. Not inside a longer dotted number ("1.16.08.2021").
+ */
+function dottedDateEnd(text: string, at: number): number {
+  const before = at > 0 ? text.charCodeAt(at - 1) : 32;
+  if ((before >= 48 && before <= 57) || ((before === 46 || before === 44) && at > 1 && classAt(text, at - 2) === DIGIT)) return -1;
+  DOTTED_DATE_AT.lastIndex = at;
+  const m = DOTTED_DATE_AT.exec(text);
+  if (!m) return -1;
+  const [a, b] = [Number(m[1]), Number(m[2])];
+  const day = (v: number) => v >= 1 && v <= 31;
+  return day(a) && day(b) && (a <= 12 || b <= 12) ? DOTTED_DATE_AT.lastIndex : -1;
+}
 
 /**
  * What the digits of a number read so far are, kept group by group: looked at anew at each comma, a number of
@@ -1164,6 +1186,8 @@ export interface TimeOfDay {
   next: number;
   /** The minutes when they are not ":00" ("2:30 pm": 30), still a number to check. */
   minutes?: Token;
+  /** The seconds when they are not ":00" ("17:25:35": 35), as much a number to check as the minutes. */
+  seconds?: Token;
   /** The meridiem written ("am", "a.m.", "PM"), or undefined. */
   meridiem?: 'am' | 'pm';
 }
@@ -1181,12 +1205,16 @@ export function readTime(text: string, tokens: readonly Token[], i: number, clai
   if (text.charCodeAt(t.start - 1) === 58) return undefined;
   let j = i + 1;
   let minutes: Token | undefined;
+  let seconds: Token | undefined;
   const m = tokens[j];
   if (text.charCodeAt(t.end) === 58 && m && m.start === t.end + 1 && m.end - m.start === 2 && m.word.value !== undefined && m.word.value < 60) {
     if (m.word.value !== 0) minutes = m;
     j++;
     const s = tokens[j];
-    if (s && s.start === m.end + 1 && text.charCodeAt(m.end) === 58 && s.end - s.start === 2 && s.word.value !== undefined && s.word.value < 60) j++;
+    if (s && s.start === m.end + 1 && text.charCodeAt(m.end) === 58 && s.end - s.start === 2 && s.word.value !== undefined && s.word.value < 60) {
+      if (s.word.value !== 0) seconds = s;
+      j++;
+    }
   }
   const clock = j > i + 1;
   const mark = tokens[j];
@@ -1203,12 +1231,12 @@ export function readTime(text: string, tokens: readonly Token[], i: number, clai
   }
   if (meridiem) {
     if (h < 1 || h > 12) return undefined;
-    return { hours: [(h % 12) + (meridiem === 'pm' ? 12 : 0)], next: j, minutes, meridiem };
+    return { hours: [(h % 12) + (meridiem === 'pm' ? 12 : 0)], next: j, minutes, seconds, meridiem };
   }
   if (!clock) return undefined;
   // "9:15" may be the evening's when the answer writes the hours of a day in 12; "09:15" and "21:15" are not.
   const either = claim && h >= 1 && h < 12 && text.charCodeAt(t.start) !== 48;
-  return { hours: either ? [h, h + 12] : [h], next: j, minutes };
+  return { hours: either ? [h, h + 12] : [h], next: j, minutes, seconds };
 }
 
 /** How an hour of the day (0–23) a time names is kept among a sentence's keys: apart from the bare number. */
