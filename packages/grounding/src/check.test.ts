@@ -795,6 +795,9 @@ describe('text as documentation on disk writes it', () => {
     ['# The cache holds 64 entries. Older ones are dropped first.\ncache_size 64', '64', '96'],
     // A comment wrapped over two lines, in lower case after the marks.
     ['# The worker retries a failed upload 3 times\n# before it gives up and logs the error.\nretries 3', '3', '8'],
+    // A line of a comment block with a comment's blank line ("#") beside it, and a block indented with tabs.
+    ['# Connections wait in a queue when all are busy.\n#\n# Example: queue_size 128\n#queue_size 64', '128', '256'],
+    ['#\tA failed job is retried up to 5 times\n#\t   before the worker gives up.\nretries=5', '5', '9'],
   ])("comment lines copied from a configuration file are claims, not headings: %j", (source, from, to) => {
     const comment = source.split('\n').filter((l) => l.startsWith('#')).join('\n');
     expect(checkGrounding({ sources: [source], answer: comment }).grounded).toBe(true);

@@ -666,7 +666,12 @@ function headingLine(answer: string, at: number): boolean {
   const lineStart = answer.lastIndexOf('\n', at - 1) + 1;
   const lineEnd = answer.indexOf('\n', at);
   const hash = /^[ \t]{0,3}(#{1,6})[ \t]/.exec(answer.slice(lineStart, at + 1));
-  if (hash) return !commentLine(answer.slice(lineStart, lineEnd === -1 ? answer.length : lineEnd), hash[1]!, lineEnd === -1 ? '' : answer.slice(lineEnd + 1, lineEnd + 12));
+  if (hash) {
+    const line = answer.slice(lineStart, lineEnd === -1 ? answer.length : lineEnd);
+    const prevStart = lineStart === 0 ? -1 : answer.lastIndexOf('\n', lineStart - 2) + 1;
+    const prev = prevStart === -1 ? '' : answer.slice(prevStart, Math.min(lineStart - 1, prevStart + 16));
+    return !commentLine(line, hash[1]!, prev, lineEnd === -1 ? '' : answer.slice(lineEnd + 1, lineEnd + 16));
+  }
   if (lineEnd === -1) return false;
   if (answer.charCodeAt(lineStart) === 124 /* | */ && /^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\||\n|$)/.test(answer.slice(lineEnd + 1, lineEnd + 80))) return true;
   return listLabel(answer.slice(lineStart, lineEnd), answer.slice(lineEnd + 1, lineEnd + 200));
@@ -676,11 +681,16 @@ function headingLine(answer: string, at: number): boolean {
  * Whether a "#" line is prose that a "#" opens, as in a shell script's or a configuration file's comments, rather
  * than a heading: it ends a sentence ("# Restart the service after editing."), or holds one and goes on to the
  * next ("# Defaults to 10. Set 0 to disable"), or goes on, in lower case, on the next line opened by the same marks
- * (a comment wrapped over lines). A heading names a section in a few words and ends no sentence.
+ * (a comment wrapped over lines), or a line of the marks alone is beside it (a comment's blank line). A heading
+ * names a section in a few words and ends no sentence.
  */
-function commentLine(line: string, marks: string, next: string): boolean {
+function commentLine(line: string, marks: string, prev: string, next: string): boolean {
   if (/\p{Ll}{2}\.["')]?(?:[ \t]+["'(]?\p{Lu}|[ \t]*$)/u.test(line)) return true;
-  return next.startsWith(`${marks} `) && /^\p{Ll}/u.test(next.slice(marks.length + 1));
+  if (!next.startsWith(marks) && !prev.startsWith(marks)) return false;
+  const rest = (l: string) => (l.startsWith(marks) && !l.startsWith(`${marks}#`) ? l.slice(marks.length) : undefined);
+  const after = rest(next);
+  if (after !== undefined && /^[ \t]+\p{Ll}/u.test(after)) return true;
+  return [rest(prev), after].some((r) => r !== undefined && /^[ \t]*(?:\n|$)/.test(r));
 }
 
 const LABEL_LINE = /^([ \t]*)([-*+\u2022][ \t]+)?(?:(\*\*[^*\n]{1,60}\*\*|__[^_\n]{1,60}__)|([^\n]{1,60}?))[ \t]*:?[ \t]*$/;

@@ -450,6 +450,8 @@ const DOTTED_DATE_AT = /(\d{1,2})\.(\d{1,2})\.([12]\d{3})(?!\d|[.,]\d)/y;
  * source supports it. Not inside a longer dotted number ("1.16.08.2021").
  */
 function dottedDateEnd(text: string, at: number): number {
+  // Most numbers are no such date: a dot one or two digits on is what starts one.
+  if (text.charCodeAt(at + 1) !== 46 && text.charCodeAt(at + 2) !== 46) return -1;
   const before = at > 0 ? text.charCodeAt(at - 1) : 32;
   if ((before >= 48 && before <= 57) || ((before === 46 || before === 44) && at > 1 && classAt(text, at - 2) === DIGIT)) return -1;
   DOTTED_DATE_AT.lastIndex = at;
