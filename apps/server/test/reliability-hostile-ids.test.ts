@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
 /**
- * Ids and names the request sends are quoted by the errors that name them: a megabytes-long one comes back cut,
- * not as a megabytes-long error message.
+ * Ids, names and keys the request sends are quoted by the errors that name them: a megabytes-long one comes back
+ * cut, not as a megabytes-long error message (or `param`).
  */
 
 const LONG = 'x'.repeat(1_000_000);
@@ -52,6 +52,42 @@ describe('a megabyte-long id or name in the request', () => {
       code: 'invalid_value',
       param: 'tools[0].type',
       starts: "Invalid value for 'tools[0].type': 'xxx",
+    },
+    {
+      name: 'metadata key (chat)',
+      path: '/v1/chat/completions',
+      body: { model: 'svc01', messages: [{ role: 'user', content: 'hi' }], metadata: { [LONG]: 'v' } },
+      status: 400,
+      code: 'invalid_value',
+      param: `metadata.${'x'.repeat(128)}…`,
+      starts: "Invalid value for 'metadata.xxx",
+    },
+    {
+      name: 'metadata key (responses)',
+      path: '/v1/responses',
+      body: { model: 'svc01', input: 'hi', metadata: { [LONG]: 'v' } },
+      status: 400,
+      code: 'invalid_value',
+      param: `metadata.${'x'.repeat(128)}…`,
+      starts: "Invalid value for 'metadata.xxx",
+    },
+    {
+      name: 'unknown svc option',
+      path: '/v1/responses',
+      body: { model: 'svc01', input: 'hi', svc: { [LONG]: true } },
+      status: 400,
+      code: 'invalid_value',
+      param: `svc.${'x'.repeat(128)}…`,
+      starts: "Unrecognized parameter(s) in 'svc': 'xxx",
+    },
+    {
+      name: 'many long unknown svc options',
+      path: '/v1/chat/completions',
+      body: { model: 'svc01', messages: [{ role: 'user', content: 'hi' }], svc: Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`${i}${'x'.repeat(100_000)}`, true])) },
+      status: 400,
+      code: 'invalid_value',
+      param: `svc.0${'x'.repeat(127)}…`,
+      starts: "Unrecognized parameter(s) in 'svc': '0xxx",
     },
   ];
   for (const c of cases) {

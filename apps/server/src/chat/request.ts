@@ -19,11 +19,23 @@ import { ApiError, quoted } from '../http/errors.js';
 import type { UpstreamBody } from '../upstream/upstream.js';
 import { type ThinkingSwitch, withThinkingSwitch } from '../upstream/hybrid-thinking.js';
 
-/** `messages[0].content` from a zod path. */
+/**
+ * `messages[0].content` from a zod path. A key is the client's own where a field takes any keys (`metadata`, an
+ * unknown key of `svc`): it is quoted cut, so a megabytes-long key does not make a megabytes-long `param`.
+ */
 export function formatParam(path: ReadonlyArray<PropertyKey>): string {
   let out = '';
-  for (const part of path) out += typeof part === 'number' ? `[${part}]` : out ? `.${String(part)}` : String(part);
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : out ? `.${quoted(String(part))}` : quoted(String(part));
   return out;
+}
+
+/** Unknown keys an error names, at most; the rest are counted. */
+const MAX_NAMED_KEYS = 5;
+
+/** `'a', 'b' and 3 more`: the first keys, each quoted cut. */
+function keyList(keys: readonly string[]): string {
+  const named = keys.slice(0, MAX_NAMED_KEYS).map((k) => `'${quoted(k)}'`).join(', ');
+  return keys.length > MAX_NAMED_KEYS ? `${named} and ${keys.length - MAX_NAMED_KEYS} more` : named;
 }
 
 function valueAt(root: unknown, path: ReadonlyArray<PropertyKey>): unknown {
@@ -96,8 +108,9 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
   }
   if (issue.code === 'unrecognized_keys') {
     const where = param ? `'${param}'` : 'the request';
-    return new ApiError('invalid_value', `Unrecognized parameter(s) in ${where}: ${issue.keys.map((k) => `'${k}'`).join(', ')}.`, {
-      param: param ? `${param}.${issue.keys[0]}` : (issue.keys[0] ?? null),
+    const first = issue.keys[0] === undefined ? null : quoted(issue.keys[0]);
+    return new ApiError('invalid_value', `Unrecognized parameter(s) in ${where}: ${keyList(issue.keys)}.`, {
+      param: param ? `${param}.${first}` : first,
     });
   }
   return new ApiError('invalid_value', `Invalid value for '${param || 'body'}': ${issue.message}.`, { param: param || null });
