@@ -24,12 +24,14 @@ export interface ApiClient {
  * const api = createApiClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });
  * const { data } = await api.json('GET', '/v1/webhooks/deliveries?limit=10', deliveryList);
  */
-export function createApiClient(options: { baseUrl: string; apiKey: string; timeoutMs?: number }): ApiClient {
+export function createApiClient(options: { baseUrl: string; apiKey: string; timeoutMs?: number; maxResponseBytes?: number; maxErrorBytes?: number }): ApiClient {
   // Accept the OpenAI-style base URL too (`…/v1`): every path below starts with /v1.
   const baseUrl = options.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
   const timeoutMs = options.timeoutMs ?? 120_000;
+  const maxResponseBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
+  const maxErrorBytes = options.maxErrorBytes ?? MAX_ERROR_BYTES;
 
-  async function send(method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
+  async function send(method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal, deadline?: AbortSignal): Promise<Dispatcher.ResponseData> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${options.apiKey}`,
       'user-agent': USER_AGENT,
@@ -46,28 +48,49 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
         signal,
       });
     } catch (err) {
+      if (deadline?.aborted) throw overDeadline();
       throw new CliError(`cannot reach the server at ${baseUrl}: ${describeNetworkError(err)}`, { cause: err });
     }
   }
 
-  async function readText(response: Dispatcher.ResponseData): Promise<string> {
+  const overDeadline = () => new CliError(`the server at ${baseUrl} did not finish its answer within ${timeoutMs / 1000} s`);
+
+  /**
+   * The body as text, read up to `limit` bytes: a body without end (a server that is not svc, or a broken proxy)
+   * would otherwise be held until the process runs out of memory.
+   */
+  async function readText(response: Dispatcher.ResponseData, limit = maxResponseBytes, deadline?: AbortSignal): Promise<string> {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
     try {
-      return await response.body.text();
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > limit) {
+          response.body.destroy();
+          throw new CliError(`the server at ${baseUrl} sent a response over ${mebibytes(limit)}, more than svc sends (is --base-url an svc server?)`);
+        }
+        chunks.push(chunk);
+      }
     } catch (err) {
+      if (err instanceof CliError) throw err;
+      if (deadline?.aborted) throw overDeadline();
       throw new CliError(`the server at ${baseUrl} closed the response early: ${describeNetworkError(err)}`, { cause: err });
     }
+    return Buffer.concat(chunks).toString('utf8');
   }
 
-  async function failure(response: Dispatcher.ResponseData): Promise<never> {
-    throw errorFromResponse(response.statusCode, await readText(response), baseUrl);
+  async function failure(response: Dispatcher.ResponseData, deadline?: AbortSignal): Promise<never> {
+    throw errorFromResponse(response.statusCode, await readText(response, maxErrorBytes, deadline), baseUrl);
   }
 
   return {
     baseUrl,
     async json<T>(method: 'GET' | 'POST', path: string, shape: ResponseShape<T>, body?: unknown, options: { signal?: AbortSignal } = {}) {
-      const response = await send(method, path, body, options.signal);
-      if (response.statusCode < 200 || response.statusCode >= 300) return failure(response);
-      const raw = await readText(response);
+      // The whole exchange, not only the wait between two chunks: a server trickling a byte now and then is given up on too.
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const response = await send(method, path, body, options.signal ? AbortSignal.any([options.signal, deadline]) : deadline, deadline);
+      if (response.statusCode < 200 || response.statusCode >= 300) return failure(response, deadline);
+      const raw = await readText(response, maxResponseBytes, deadline);
       let data: unknown;
       try {
         data = JSON.parse(raw);
@@ -83,7 +106,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
       // svc answers a stream as server-sent events; anything else (a sign-in page, another API's JSON) has no
       // chunks to read, and reading it anyway ended in "the stream ended before the grounding result arrived".
       if (!String(response.headers['content-type'] ?? '').startsWith('text/event-stream')) {
-        const text = await readText(response);
+        const text = await readText(response, maxErrorBytes);
         throw new CliError(`unexpected response from ${baseUrl}${path}: ${htmlPage(text) ?? 'not an event stream'} (is --base-url an svc server?)`);
       }
       return response;
@@ -91,7 +114,19 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
   };
 }
 
-/** Turns an error response into one line: the server's message, then status and code. */
+/**
+ * The largest answer read: a delivery's detail holds its exact payload (up to the 64 MiB svc delivers), escaped
+ * as a JSON string.
+ */
+const MAX_RESPONSE_BYTES = 256 * 1024 * 1024;
+/** svc's error bodies are a few hundred bytes: its messages quote a request's values cut. */
+const MAX_ERROR_BYTES = 1024 * 1024;
+/** Characters of a server's error message printed, at most. */
+const MAX_MESSAGE_CHARS = 1000;
+
+const mebibytes = (bytes: number) => (bytes >= 1024 * 1024 ? `${bytes / 1024 / 1024} MiB` : `${bytes} bytes`);
+
+/** Turns an error response into one line: the server's message (its start, when long), then status and code. */
 export function errorFromResponse(status: number, text: string, baseUrl: string): ApiError {
   let parsed: Partial<ErrorBody> | undefined;
   try {
@@ -101,8 +136,9 @@ export function errorFromResponse(status: number, text: string, baseUrl: string)
   }
   const error = parsed?.error;
   if (error && typeof error.message === 'string') {
-    const code = typeof error.code === 'string' ? error.code : undefined;
-    return new ApiError(`${error.message} (${status}${code ? ` ${code}` : ''})${routeHint(status, code, error.message, baseUrl)}`, status, code);
+    const code = typeof error.code === 'string' ? error.code.slice(0, MAX_MESSAGE_CHARS) : undefined;
+    const message = error.message.length > MAX_MESSAGE_CHARS ? `${error.message.slice(0, MAX_MESSAGE_CHARS)}…` : error.message;
+    return new ApiError(`${message} (${status}${code ? ` ${code}` : ''})${routeHint(status, code, error.message, baseUrl)}`, status, code);
   }
   const page = htmlPage(text);
   if (page !== undefined) {

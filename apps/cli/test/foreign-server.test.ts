@@ -2,6 +2,8 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createApiClient } from '../src/api-client.js';
+import { deliveryList } from '../src/response-shapes.js';
 import { runCli, useSandbox } from './cli-process.js';
 
 // --base-url pointing at something that is not svc: another JSON API on the port, a proxy's error page.
@@ -131,5 +133,66 @@ describe('a port where something answers, but not in HTTP', () => {
     const tls = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: `https://${plain.host}`, SVC_API_KEY: 'sk-x' } });
     expect(tls.stderr).toBe(`svc-cli: cannot reach the server at https://${plain.host}: no TLS on that port (https:// to a plain HTTP server?): use http://\n`);
     expect(tls.code).toBe(1);
+  });
+});
+
+describe('a server whose answer has no end, or is far longer than svc sends', () => {
+  /**
+   * A server answering `status` with `head`, then 64 KiB pieces as fast as they are read (32 MiB), or a byte every
+   * 50 ms (100 bytes): far more, or far longer, than the client under test waits for. Either ends on its own, so a
+   * client without the limits fails the test rather than hanging it.
+   */
+  async function endless(status: number, head: string, pace: 'fast' | 'trickle'): Promise<string> {
+    const piece = Buffer.alloc(64 * 1024, 'a');
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.write(head);
+      if (pace === 'trickle') {
+        let sent = 0;
+        const timer = setInterval(() => (++sent < 100 ? res.write(' ') : res.end()), 50);
+        res.on('close', () => clearInterval(timer));
+        return;
+      }
+      let left = 512;
+      const pump = () => {
+        while (!res.destroyed && left > 0 && res.write(piece)) left--;
+        if (left === 0) res.end();
+        else if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it('a 200 body without end: one line once past the limit (was: held until memory ran out)', async () => {
+    const base = await endless(200, '{"data":["', 'fast');
+    const api = createApiClient({ baseUrl: base, apiKey: 'sk-x', maxResponseBytes: 1024 * 1024 });
+    await expect(api.json('GET', '/v1/webhooks/deliveries', deliveryList)).rejects.toThrow(
+      `the server at ${base} sent a response over 1 MiB, more than svc sends (is --base-url an svc server?)`,
+    );
+  });
+
+  it('an error body without end: one line once past 1 MiB, through the binary (exit 1)', async () => {
+    const base = await endless(500, '{"error":{"message":"', 'fast');
+    const result = await runCli(['webhooks', 'test'], { cwd: sandbox.path, env: { SVC_BASE_URL: base, SVC_API_KEY: 'sk-x' } });
+    expect(result.stderr).toBe(`svc-cli: the server at ${base} sent a response over 1 MiB, more than svc sends (is --base-url an svc server?)\n`);
+    expect(result.code).toBe(1);
+  });
+
+  it('a body trickling a byte at a time: given up on at the timeout of the whole answer (was: only between two bytes, so never)', async () => {
+    const base = await endless(200, '{', 'trickle');
+    const api = createApiClient({ baseUrl: base, apiKey: 'sk-x', timeoutMs: 1000 });
+    await expect(api.json('GET', '/v1/webhooks/deliveries', deliveryList)).rejects.toThrow(`the server at ${base} did not finish its answer within 1 s`);
+  });
+
+  it("a 400 whose message is megabytes long: the message's start on one line", async () => {
+    const message = `m${'x'.repeat(3_000_000)}`;
+    const base = await foreign(400, 'application/json', JSON.stringify({ error: { message: message.slice(0, 900_000), type: 'invalid_request_error', code: 'invalid_value', param: null } }));
+    const result = await runCli(['deliveries', 'list'], { cwd: sandbox.path, env: { SVC_BASE_URL: base, SVC_API_KEY: 'sk-x' } });
+    expect(result.stderr).toBe(`svc-cli: ${message.slice(0, 1000)}… (400 invalid_value)\n`);
+    expect(result.code).toBe(1);
   });
 });
