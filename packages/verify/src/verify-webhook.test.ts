@@ -245,3 +245,23 @@ describe('signWebhook (node build)', () => {
     expect(signature).toBe(expected);
   });
 });
+
+describe('verifyWebhook (web build) with a header of many signatures', () => {
+  it('hashes the body once per secret, not once per signature the sender put in the header', async () => {
+    const { verifyWebhook, constructWebhookEvent } = await import('./web/verify-webhook.js');
+    const v = VECTORS[0]!;
+    const bogus = Array.from({ length: 300 }, (_, i) => `v1,${Buffer.alloc(32, i).toString('base64')}`);
+    const hashed = [vi.spyOn(crypto.subtle, 'sign'), vi.spyOn(crypto.subtle, 'verify')];
+    const hashes = () => hashed.reduce((n, spy) => n + spy.mock.calls.length, 0);
+    try {
+      // The valid signature last: every bogus one is compared first.
+      expect(await verifyWebhook(BODY, headersOf([...bogus, v.signature].join(' ')), v.secret, { now: NOW })).toBe(true);
+      expect(hashes()).toBe(1);
+      expect(await verifyWebhook(BODY, headersOf(bogus.join(' ')), [v.secret, 'my own secret'], { now: NOW })).toBe(false);
+      expect(hashes()).toBe(3);
+      await expect(constructWebhookEvent(BODY, headersOf(bogus.join(' ')), v.secret, { now: NOW })).rejects.toMatchObject({ code: 'signature_mismatch' });
+    } finally {
+      for (const spy of hashed) spy.mockRestore();
+    }
+  });
+});

@@ -17,16 +17,25 @@ import {
 import { webhookHmacKey } from './webhook-key.js';
 import { reserialisedNote } from '../reserialised-body.js';
 
-/** subtle.verify compares in constant time. */
+/**
+ * One HMAC of the body per secret, compared with each signature the header carries. A sender chooses how many that
+ * is: subtle.verify per signature hashed the body again for each (300 in a 14 KB header, a 16 MiB body: 23 s).
+ */
 async function matches(prepared: PreparedWebhook, secrets: readonly string[]): Promise<boolean> {
   const content = prepared.content as Uint8Array<ArrayBuffer>;
   for (const secret of secrets) {
-    const key = await webhookHmacKey(secret);
-    for (const signature of prepared.signatures) {
-      if (await crypto.subtle.verify('HMAC', key, signature as Uint8Array<ArrayBuffer>, content)) return true;
-    }
+    const actual = new Uint8Array(await crypto.subtle.sign('HMAC', await webhookHmacKey(secret), content));
+    for (const signature of prepared.signatures) if (equalInConstantTime(actual, signature)) return true;
   }
   return false;
+}
+
+/** Every byte is compared whatever the first difference, so the time taken does not tell where it is. */
+function equalInConstantTime(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a[i]! ^ b[i]!;
+  return difference === 0;
 }
 
 /** What a mismatch adds: the secret matches but for its whsec_ prefix, or has the shape of a known mistake (whitespace or quotes around it, an API key). */
