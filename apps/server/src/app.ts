@@ -158,7 +158,7 @@ function expressApp(deps: AppDeps, pipeline: Pipeline, chat: KeyedRoute, respons
   app.use('/v1', v1);
 
   app.use((req: Request) => {
-    throw new ApiError('not_found', `Unknown request URL: ${req.method} ${req.path}. Please check the URL and method.`);
+    throw new ApiError('not_found', `Unknown request URL: ${req.method} ${quoted(req.path)}. Please check the URL and method.`);
   });
   app.use(answerErrors(pipeline));
   return app;

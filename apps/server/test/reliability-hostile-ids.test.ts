@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DashboardClient } from './support/dashboard-client.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
 /**
@@ -10,10 +11,16 @@ const LONG = 'x'.repeat(1_000_000);
 
 let server: TestServer;
 let token: string;
+let email: string;
+let keyId: string;
 
 beforeAll(async () => {
   server = await startTestServer();
-  ({ token } = await server.createKey());
+  let user: { email: string };
+  let key: { id: string };
+  ({ token, user, key } = await server.createKey());
+  email = user.email;
+  keyId = key.id;
 }, 60_000);
 
 afterAll(async () => {
@@ -99,4 +106,35 @@ describe('a megabyte-long id or name in the request', () => {
       expect(error.message.length).toBeLessThan(1000);
     });
   }
+});
+
+describe('an id in the URL as long as a request line may be (15,000 characters)', () => {
+  const ID = 'y'.repeat(15_000);
+
+  it('the API and the dashboard API quote its start only', { timeout: 60_000 }, async () => {
+    const response = await fetch(`${server.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', input: 'hi' }),
+    });
+    const { id: responseId } = (await response.json()) as { id: string };
+    const api = async (path: string) => {
+      const res = await fetch(`${server.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      return { status: res.status, error: ((await res.json()) as { error: { message: string; param: string | null } }).error };
+    };
+    const dashboard = new DashboardClient(server.url);
+    expect((await dashboard.login(email)).status).toBe(200);
+    const answers = [
+      { ...(await api(`/v1/${ID}`)), starts: 'Unknown request URL: GET /v1/yyy' },
+      { ...(await api(`/v1/responses/${responseId}/input_items?after=${ID}`)), starts: "No input item with id 'yyy" },
+      ...(await Promise.all([`/keys/${ID}`, `/keys/${keyId}/deliveries/${ID}`, `/usage?key_id=${ID}`, `/${ID}`].map((path) => dashboard.request('GET', path)))).map(
+        (res, i) => ({ status: res.status, error: res.body.error as { message: string }, starts: ["No API key with id 'yyy", "No delivery with id 'yyy", "No API key with id 'yyy", 'Unknown dashboard API URL: GET /dashboard/api/yyy'][i]! }),
+      ),
+    ];
+    for (const { status, error, starts } of answers) {
+      expect([400, 404]).toContain(status);
+      expect(error.message.startsWith(starts)).toBe(true);
+      expect(error.message.length).toBeLessThan(1000);
+    }
+  });
 });

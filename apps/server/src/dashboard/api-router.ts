@@ -22,7 +22,7 @@ import { NO_PREVIOUS_SECRET, rotatedOut } from '../auth/secret-rotation.js';
 import { ConcurrencyGate } from '../auth/concurrency-gate.js';
 import { hashPassword, needsRehash, verifyPassword } from '../auth/passwords.js';
 import { generateSigningSecret } from '../crypto/secret-box.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, quoted } from '../http/errors.js';
 import { labelUtf8, verifyUtf8 } from '../http/json-body.js';
 import { continueBody } from '../http/expect-continue.js';
 import { validateWebhookUrl } from '../webhooks/index.js';
@@ -210,7 +210,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const id = String(req.params.id);
     const key = await store.keys.byId(id);
     if (!key || key.user_id !== signedInOf(res).user.id) {
-      throw new ApiError('not_found', `No API key with id '${id}'.`, { param: 'id' });
+      throw new ApiError('not_found', `No API key with id '${quoted(id)}'.`, { param: 'id' });
     }
     return key;
   }
@@ -365,7 +365,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
     const keyId = queryParam(req, 'key_id') || undefined;
     const keys = await store.keys.list(userId);
     if (keyId !== undefined && !keys.some((k) => k.id === keyId)) {
-      throw new ApiError('not_found', `No API key with id '${keyId}'.`, { param: 'key_id' });
+      throw new ApiError('not_found', `No API key with id '${quoted(keyId)}'.`, { param: 'key_id' });
     }
     const today = clock();
     const dayList = Array.from({ length: days }, (_, i) => utcDay(today - (days - 1 - i) * DAY_MS));
@@ -374,7 +374,7 @@ export function createDashboardApi(deps: DashboardApiDeps): Router {
   });
 
   api.use((req: Request) => {
-    throw new ApiError('not_found', `Unknown dashboard API URL: ${req.method} ${req.baseUrl}${req.path}.`);
+    throw new ApiError('not_found', `Unknown dashboard API URL: ${req.method} ${quoted(`${req.baseUrl}${req.path}`)}.`);
   });
   return api;
 }
@@ -387,7 +387,7 @@ function queryParam(req: Request, name: string): string | undefined {
 }
 
 function deliveryNotFound(req: Request): ApiError {
-  return new ApiError('not_found', `No delivery with id '${String(req.params.did)}'.`, { param: 'id' });
+  return new ApiError('not_found', `No delivery with id '${quoted(String(req.params.did))}'.`, { param: 'id' });
 }
 
 /** The longest a rotated-out secret may keep signing (30 days). */

@@ -129,7 +129,7 @@ function page(items: readonly ResponseInputItem[], query: Record<string, unknown
   let start = 0;
   if (query.after !== undefined) {
     const at = ordered.findIndex((item) => 'id' in item && item.id === query.after);
-    if (at === -1) throw new ApiError('invalid_value', `No input item with id '${String(query.after)}'.`, { param: 'after' });
+    if (at === -1) throw new ApiError('invalid_value', `No input item with id '${quoted(String(query.after))}'.`, { param: 'after' });
     start = at + 1;
   }
   const data = ordered.slice(start, start + limit).map(withStatus);
