@@ -89,18 +89,41 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // The server lock, before the webhook worker releases the leases it finds as a previous run's. A cluster's primary
   // holds it for its workers.
   const store = await openStore(config.databaseUrl, { migrate: !clusterWorker, poolSize: config.databasePoolSize, serverLock: !clusterWorker });
-  const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys);
-  // A changed or lost key is said at start, not as every signed delivery failing afterwards.
+  // A start that fails from here on (the port taken, a key that does not open the stored secrets) gives back what it
+  // opened, last first: the store above all, whose server lock would refuse the next start in this process.
+  const opened: Array<() => unknown> = [() => store.close()];
   try {
-    await checkSecretKey(secretBox, store.keys);
-    // A cluster's primary says it once for every worker.
-    if (!clusterWorker) await logPreviousKeyNote(secretBox, store.keys, logger);
+    return await wire(config, options, { store, logger, clock, opened });
   } catch (err) {
-    await store.close();
+    for (const release of opened.reverse()) {
+      try {
+        await release();
+      } catch {
+        // The start's own error is the one to report.
+      }
+    }
     throw err;
   }
+}
+
+/** What `startServer` has opened before wiring the rest; `opened` collects how to release each part it adds. */
+interface Opened {
+  store: Store;
+  logger: Logger;
+  clock: () => number;
+  opened: Array<() => unknown>;
+}
+
+async function wire(config: Config, options: StartOptions, { store, logger, clock, opened }: Opened): Promise<RunningServer> {
+  const { clusterWorker } = options;
+  const secretBox = new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys);
+  // A changed or lost key is said at start, not as every signed delivery failing afterwards.
+  await checkSecretKey(secretBox, store.keys);
+  // A cluster's primary says it once for every worker.
+  if (!clusterWorker) await logPreviousKeyNote(secretBox, store.keys, logger);
   // A database outage is logged once, with counts, until this finds it back (see StorageFaultLog).
   storageFaultsOf(logger)?.watch(() => store.unready());
+  opened.push(() => storageFaultsOf(logger)?.close());
   // One registry per server: tests run several in one process.
   const { sqlite } = store.handle;
   const metrics = createMetrics({
@@ -124,14 +147,22 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         })
       : createOfflineModel());
   const upstream = instrumentUpstream(baseUpstream, metrics);
+  opened.push(() => upstream.close());
   // The offline model tokenizes every answer: load the tokenizer now rather than in the first request.
   if (!options.upstream && !config.upstream.baseUrl) await loadTokenizer();
   // ioredis is loaded only when configured: without Redis its modules would be memory spent for nothing.
   const shared = config.redisUrl ? await connectRedis(config.redisUrl, logger, metrics) : undefined;
   const redis = shared?.redis;
+  if (shared) {
+    opened.push(() => {
+      shared.stopWatching();
+      shared.redis.disconnect();
+    });
+  }
   if (redis) await waitForRedis(redis, logger);
   const keyCache = new KeyCache(store.keys, clock);
   const usage = new UsageSink(store.usage, logger);
+  opened.push(() => usage.close());
   const webhooks = createWebhooks({
     config,
     store,
@@ -197,8 +228,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   server.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
-    server.once('error', reject);
+    server.once('error', (err) => reject(listenError(err, config)));
   });
+  opened.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
   // Slowloris guards: headers within 30 s, the whole request (headers and body) within 120 s. Both apply
   // only while the request is being received; long streamed responses are bounded by the upstream timeout.
   server.headersTimeout = 30_000;
@@ -277,6 +309,22 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     });
   });
   return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, close, failed };
+}
+
+/**
+ * Node's `listen EADDRINUSE: address already in use 127.0.0.1:8080` names neither the setting nor what to do; the
+ * other codes a bind gives are said the same way.
+ */
+function listenError(err: NodeJS.ErrnoException, config: Config): Error {
+  const where = `${config.host}:${config.port} (SVC_HOST:SVC_PORT)`;
+  const why: Record<string, string> = {
+    EADDRINUSE: 'the port is already in use by another program (another svc?): stop it, or set SVC_PORT to a free port',
+    EACCES: 'permission denied: ports below 1024 need privileges; set SVC_PORT to 1024 or above',
+    EADDRNOTAVAIL: 'no network interface of this machine has that address: set SVC_HOST to one it has, 0.0.0.0 for all',
+    ENOTFOUND: 'no such host name: set SVC_HOST to an address of this machine, 0.0.0.0 for all',
+  };
+  const reason = (err.code && why[err.code]) ?? err.message;
+  return new Error(`cannot listen on ${where}: ${reason}`, { cause: err });
 }
 
 /** Opens the shared rate-limit store's connection and watches it (see redis-watchdog.ts). */
