@@ -1,6 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import SQLite from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -106,6 +108,41 @@ describe('svc-server backup', () => {
     }
     expect((await chat(again.url, key)).status).toBe(200);
   }, 90_000);
+
+  it('a second backup to the same name while the first is writing refuses, naming it; the first ends with a whole copy', async () => {
+    const data = tempDir();
+    const file = join(data, 'svc.db');
+    const env = serverEnv({ SVC_DATABASE_URL: `sqlite:${file}` });
+    adminCommand(['migrate'], env);
+    // Enough pages that the first backup is still copying when it is paused.
+    const db = new SQLite(file);
+    db.exec('create table backup_padding (b blob)');
+    db.prepare('with recursive n(i) as (select 1 union all select i + 1 from n where i < 1024) insert into backup_padding select randomblob(65536) from n').run();
+    db.close();
+    const target = join(tempDir(), 'copy.db');
+
+    const first = spawn(process.execPath, [SERVER_BIN, 'backup', target], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let firstErr = '';
+    first.stderr.on('data', (d) => (firstErr += d));
+    const firstExit = new Promise<number | null>((resolve) => first.once('exit', (code) => resolve(code)));
+    try {
+      while (!existsSync(`${target}.partial`) && first.exitCode === null) await sleep(2);
+      first.kill('SIGSTOP');
+      expect(existsSync(target), 'the first backup finished before it was paused').toBe(false);
+
+      const second = spawnSync(process.execPath, [SERVER_BIN, 'backup', target], { env, encoding: 'utf8', timeout: 30_000 });
+      expect(second.stderr).toContain(`backup failed: another backup to ${target} is being written (svc-server backup, process ${first.pid})`);
+      expect(second.status).toBe(1);
+    } finally {
+      first.kill('SIGCONT');
+    }
+    expect(await firstExit, firstErr).toBe(0);
+    const copy = new SQLite(target, { readonly: true });
+    expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(copy.prepare('select count(*) from backup_padding').pluck().get()).toBe(1024);
+    copy.close();
+    expect(readdirSync(join(target, '..'))).toEqual(['copy.db']);
+  }, 60_000);
 
   it('never overwrites a file, and on Postgres says to use pg_dump', async () => {
     const data = tempDir();

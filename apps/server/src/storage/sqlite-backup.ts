@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 
@@ -29,7 +29,8 @@ export class BackupError extends Error {
  *
  * The copy is written as `target.partial` (mode 0600: it holds key hashes, sealed secrets and payloads), synced
  * to disk, checked (`quick_check`) and only then renamed to `target`, so a backup cut short never leaves a file
- * that looks whole. `target` must not exist.
+ * that looks whole. `target` must not exist. A second backup to the same `target` while one runs is refused
+ * (`target.lock`, for the copy's time).
  *
  * @example
  * const { bytes } = backupSqlite('./data/svc.db', '/backups/svc-2026-11-30.db');
@@ -39,7 +40,18 @@ export function backupSqlite(source: string, target: string): SqliteBackup {
   const to = resolve(target);
   if (from === to) throw new BackupError(`the backup ${to} would overwrite the database itself`);
   if (!existsSync(from)) throw new BackupError(`no database at ${from} (SVC_DATABASE_URL)`);
-  if (existsSync(to)) throw new BackupError(`${to} already exists: give a new file name (a backup never overwrites one)`);
+  // Two backups to one name at once would share `.partial`: each removing or renaming the other's copy, one claiming a
+  // copy the other was still writing. The lock makes the second refuse, naming the first.
+  const release = lockTarget(to);
+  try {
+    if (existsSync(to)) throw new BackupError(`${to} already exists: give a new file name (a backup never overwrites one)`);
+    return copyInto(from, to);
+  } finally {
+    release();
+  }
+}
+
+function copyInto(from: string, to: string): SqliteBackup {
   const partial = `${to}.partial`;
   try {
     // An earlier backup cut short may have left a .partial: removed, not reused. Reused, it would keep its own mode
@@ -86,6 +98,60 @@ export function backupSqlite(source: string, target: string): SqliteBackup {
     const { code, message } = err as { code?: string; message?: string };
     if (code === 'SQLITE_FULL') throw new BackupError(`the disk holding ${dirname(to)} is full: the copy needs about the database's size (${statSync(from).size} bytes) free`);
     throw new BackupError(`could not copy ${from} to ${to}: ${code ? `${code}: ` : ''}${message ?? String(err)}`);
+  }
+}
+
+/**
+ * Takes `target.lock` (created exclusively, holding this process's id) for one backup's time; returns its release.
+ * A lock whose process is gone (a backup killed) is taken over.
+ */
+function lockTarget(target: string): () => void {
+  const lock = `${target}.lock`;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fd = openSync(lock, 'wx', 0o600);
+      try {
+        writeSync(fd, `${process.pid}\n`);
+      } finally {
+        closeSync(fd);
+      }
+      return () => removeLeftover(lock);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new BackupError(`cannot write ${lock}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      }
+    }
+    const holder = lockHolder(lock);
+    if (holder) throw new BackupError(`another backup to ${target} is being written (${holder}): wait for it to finish, or give another file name`);
+    removeLeftover(lock);
+  }
+  throw new BackupError(`cannot take ${lock}: remove it if no backup to ${target} is running`);
+}
+
+/** Who holds `lock` ("svc-server backup, process N"), or undefined when that process is gone. */
+function lockHolder(lock: string): string | undefined {
+  let pid: number;
+  try {
+    pid = Number.parseInt(readFileSync(lock, 'utf8'), 10);
+  } catch {
+    return undefined;
+  }
+  // Created, its pid not written yet: a backup starting.
+  if (!Number.isSafeInteger(pid) || pid <= 0) return isFresh(lock) ? 'svc-server backup, starting' : undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    // EPERM: the process exists, under another user.
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return undefined;
+  }
+  return `svc-server backup, process ${pid}`;
+}
+
+function isFresh(path: string): boolean {
+  try {
+    return Date.now() - statSync(path).mtimeMs < 5_000;
+  } catch {
+    return false;
   }
 }
 

@@ -1,4 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -48,5 +49,19 @@ describe('backupSqlite', () => {
     expect(readFileSync(elsewhere).length).toBe(0);
     expect(statSync(target).isFile()).toBe(true);
     expect(statSync(target).mode & 0o777).toBe(0o600);
+  });
+
+  it('takes over the lock a backup killed midway left, and refuses while its process lives', async () => {
+    const { dir, file } = await migratedDatabase();
+    const target = join(dir, 'copy.db');
+    // The test process is alive: its lock is a backup in progress.
+    writeFileSync(`${target}.lock`, `${process.pid}\n`);
+    expect(() => backupSqlite(file, target)).toThrow(`another backup to ${target} is being written (svc-server backup, process ${process.pid})`);
+
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    writeFileSync(`${target}.lock`, `${gone}\n`);
+    backupSqlite(file, target);
+    expect(statSync(target).isFile()).toBe(true);
+    expect(existsSync(`${target}.lock`)).toBe(false);
   });
 });
