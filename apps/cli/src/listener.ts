@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { networkInterfaces } from 'node:os';
 import { createDeduper, DUPLICATE_HEADER, errorBody, WebhookVerificationError } from '@svc/verify';
 import type { AddressInfo } from 'node:net';
 import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
@@ -44,8 +45,15 @@ export interface ListenerStats {
 }
 
 export interface Listener {
-  /** The URL deliveries are accepted at, port 0 resolved, e.g. `http://127.0.0.1:4000/`. */
+  /**
+   * The URL deliveries are accepted at, port 0 resolved, e.g. `http://127.0.0.1:4000/`. On a wildcard bind
+   * (`--host 0.0.0.0` or `::`): at this machine's first network address, the one another host or a container reaches.
+   */
   url: string;
+  /** Every URL that reaches the listener, `url` first: on a wildcard bind each network address, then loopback. */
+  urls: string[];
+  /** The address and port bound, as given (`0.0.0.0:4000`, `127.0.0.1:4000`, `[::]:4000`). */
+  bound: string;
   stats: ListenerStats;
   /** How many deliveries are being forwarded now (waiting for the target's answer). */
   forwarding(): number;
@@ -256,10 +264,13 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     server.listen(options.port, options.host, () => resolve());
   });
   const address = server.address() as AddressInfo;
-  baseUrl = `http://${displayHost(address.address)}:${address.port}`;
+  const bases = reachableHosts(address).map((host) => `http://${host}:${address.port}`);
+  baseUrl = bases[0]!;
 
   return {
     url: `${baseUrl}${options.path}`,
+    urls: bases.map((base) => `${base}${options.path}`),
+    bound: `${urlHost(address.address)}:${address.port}`,
     stats,
     forwarding: () => forwarding,
     async close() {
@@ -327,10 +338,24 @@ function flatHeaders(req: IncomingMessage): Record<string, string> {
   return headers;
 }
 
-/** A wildcard bind is reached through loopback; IPv6 addresses need brackets in a URL. */
-function displayHost(address: string): string {
-  if (address === '0.0.0.0') return '127.0.0.1';
-  if (address === '::') return '[::1]';
+/**
+ * The hosts a bind is reached at. A wildcard bind is asked for to be reached from elsewhere (svc in a container or
+ * on another host): this machine's network addresses first (link-local IPv6 left out: it needs a zone), then
+ * loopback; an IPv6 wildcard takes IPv4 too.
+ */
+function reachableHosts({ address, family }: AddressInfo): string[] {
+  if (address !== '0.0.0.0' && address !== '::') return [urlHost(address)];
+  const families = family === 'IPv6' ? ['IPv4', 'IPv6'] : ['IPv4'];
+  const external = Object.values(networkInterfaces())
+    .flatMap((addresses) => addresses ?? [])
+    .filter((a) => !a.internal && families.includes(a.family) && !a.address.toLowerCase().startsWith('fe80:'))
+    .sort((a, b) => families.indexOf(a.family) - families.indexOf(b.family))
+    .map((a) => urlHost(a.address));
+  return [...external, family === 'IPv6' ? '[::1]' : '127.0.0.1'];
+}
+
+/** IPv6 addresses need brackets in a URL. */
+function urlHost(address: string): string {
   return address.includes(':') ? `[${address}]` : address;
 }
 

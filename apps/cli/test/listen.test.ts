@@ -1,6 +1,7 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { signWebhook, verifySignature, verifyWebhook } from '@svc/verify';
@@ -45,6 +46,20 @@ describe('svc-cli listen', () => {
     expect(lines[1]).toMatch(/--> llm\.request\.completed \[test-b\w*…\] {2}200 · [^\n]*sig ✘$/);
     expect(lines[2]).toContain('sig ✘');
     expect(listen.stdout()).not.toMatch(/\u001b\[/);
+  });
+
+  it('--host 0.0.0.0: says what it is bound to, and prints a URL at a network address of this machine (not 127.0.0.1) as the one to use', async () => {
+    const listen = await startListen(['--host', '0.0.0.0'], { cwd: sandbox.path });
+    const port = new URL(listen.url).port;
+    const external = Object.values(networkInterfaces())
+      .flatMap((addresses) => addresses ?? [])
+      .filter((a) => !a.internal && a.family === 'IPv4')
+      .map((a) => `http://${a.address}:${port}/`);
+    const loopback = `http://127.0.0.1:${port}/`;
+    expect(listen.url).toBe(external[0] ?? loopback);
+    expect(listen.stderr()).toContain(`Bound to 0.0.0.0:${port} (every network interface): deliveries reach it at ${[...external, loopback].join(', ')}\n`);
+    // Sent here through loopback only: the test sends nothing to the machine's network addresses.
+    expect((await postDelivery(loopback, samplePayload())).status).toBe(200);
   });
 
   it('--secret missing its whsec_ prefix (standardwebhooks and svix take it either way): the refusal says so', async () => {

@@ -25,7 +25,7 @@ export function makeListenCommand(io: Io = processIo): Command {
   return new Command('listen')
     .description('receive webhook deliveries locally: print, verify, log and forward them')
     .addOption(new Option('-p, --port <port>', 'port to listen on (0 picks a free one)').default(4000).argParser(parsePort).env('SVC_LISTEN_PORT'))
-    .addOption(new Option('--host <host>', 'address to bind').default('127.0.0.1'))
+    .addOption(new Option('--host <host>', 'address to bind (0.0.0.0: every interface, for svc in a container or on another host)').default('127.0.0.1'))
     .addOption(new Option('--path <path>', 'path deliveries are POSTed to').default('/').argParser(parsePath))
     .addOption(
       new Option(
@@ -78,7 +78,7 @@ Examples:
         logFile: opts.log,
         io,
       });
-      if (opts.forwardTo !== undefined && sameListener(opts.forwardTo, listener.url, { anyPath: true })) {
+      if (opts.forwardTo !== undefined && sameListener(opts.forwardTo, listener.urls, { anyPath: true })) {
         // Each delivery would be forwarded to the listener itself, again and again (or refused 404 on another path).
         await listener.close();
         throw new CliError(`--forward-to ${opts.forwardTo} is this listener (port ${new URL(listener.url).port}): forward to your app's port, and listen on another (--port)`);
@@ -97,6 +97,10 @@ Examples:
       }
       if (opts.forwardTo) io.err(`Forwarding deliveries to ${opts.forwardTo}\n`);
       io.err(`Logging deliveries to ${opts.log}\n`);
+      if (new URL(listener.url).host !== listener.bound) {
+        // A wildcard bind is no URL: say what is bound, and every URL that reaches it (loopback last).
+        io.err(`Bound to ${listener.bound} (every network interface): deliveries reach it at ${listener.urls.join(', ')}\n`);
+      }
       io.err(`${kleur.bold('Ready!')} Listening on ${kleur.underline(listener.url)} (^C to quit)\n`);
       // Listening for ^C from here on: one pressed while --trigger waits for a slow server stops cleanly too.
       // A forward to a target that does not answer holds the exit for up to its timeout: say what it waits for.
@@ -107,7 +111,7 @@ Examples:
       });
       if (opts.trigger) {
         const stopped = new AbortController();
-        await Promise.race([trigger(command, listener.url, io, stopped.signal), stop.then(() => stopped.abort())]);
+        await Promise.race([trigger(command, listener.urls, io, stopped.signal), stop.then(() => stopped.abort())]);
       }
 
       await stop;
@@ -148,10 +152,11 @@ function summary(stats: ListenerStats, verifying: boolean, forwarding: boolean):
  * listener the delivery shows up here; when it is not, say where the key's deliveries go (the usual reason
  * nothing arrives). A failure is reported and the listener keeps listening; `signal` (^C) abandons the request.
  */
-async function trigger(command: Command, url: string, io: Io, signal: AbortSignal): Promise<void> {
+async function trigger(command: Command, urls: string[], io: Io, signal: AbortSignal): Promise<void> {
+  const url = urls[0]!;
   try {
     const { data } = await apiClientFor(command).json('POST', '/v1/webhooks/test', webhookTestResult, {}, { signal });
-    if (!sameListener(data.delivered_to, url)) {
+    if (!sameListener(data.delivered_to, urls)) {
       io.err(`${kleur.yellow('!')} The key's webhook URL is ${data.delivered_to}, not this listener: set it to ${url} (${WHERE_TO_SET}) to receive its deliveries here\n`);
     } else if (data.success) {
       io.err(`${kleur.green('✔')} A test delivery through svc arrived\n`);
@@ -173,16 +178,20 @@ const WHERE_TO_SET = 'dashboard: Settings → API Keys; or on the server: svc-se
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
 
-/** Whether a webhook URL reaches this listener: same port and path (any path with `anyPath`), the same host or both loopback. */
-function sameListener(webhookUrl: string, listenerUrl: string, options: { anyPath?: boolean } = {}): boolean {
+/**
+ * Whether a webhook URL reaches this listener at one of its URLs: same port and path (any path with `anyPath`), the
+ * same host or both loopback.
+ */
+function sameListener(webhookUrl: string, listenerUrls: string[], options: { anyPath?: boolean } = {}): boolean {
   let a: URL;
-  let b: URL;
   try {
     a = new URL(webhookUrl);
-    b = new URL(listenerUrl);
   } catch {
     return false;
   }
-  const sameHost = a.hostname === b.hostname || (LOOPBACK.has(a.hostname) && LOOPBACK.has(b.hostname));
-  return sameHost && a.port === b.port && (options.anyPath === true || a.pathname === b.pathname);
+  return listenerUrls.some((listenerUrl) => {
+    const b = new URL(listenerUrl);
+    const sameHost = a.hostname === b.hostname || (LOOPBACK.has(a.hostname) && LOOPBACK.has(b.hostname));
+    return sameHost && a.port === b.port && (options.anyPath === true || a.pathname === b.pathname);
+  });
 }
