@@ -200,14 +200,8 @@ export class ResponsesStore {
    * no such response for this key.
    */
   async state(keyId: string, id: string): Promise<{ json: string; running: boolean } | undefined> {
-    const row = await this.db
-      .selectFrom('responses')
-      .select(['response', 'background_lease_until'])
-      .where('id', '=', id)
-      .where('key_id', '=', keyId)
-      .executeTakeFirst();
-    const json = row && (await this.whole(id, 'response', row.response));
-    return json === undefined ? undefined : { json, running: row!.background_lease_until != null };
+    const row = await this.read(keyId, id, 'response');
+    return row && { json: row.text, running: row.running };
   }
 
   /** Asks the run of a background response to stop (its owner polls for it); false when it is not running. */
@@ -366,8 +360,22 @@ export class ResponsesStore {
 
   /** The response's JSON as it was answered, for this key; undefined when there is none. */
   async responseJson(keyId: string, id: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('responses').select('response').where('id', '=', id).where('key_id', '=', keyId).executeTakeFirst();
-    return row && this.whole(id, 'response', row.response);
+    return (await this.read(keyId, id, 'response'))?.text;
+  }
+
+  /**
+   * The row of response `id` of this key with `field` read whole (from its parts when kept in parts); undefined
+   * when there is no such response, or a part is missing.
+   */
+  private async read(keyId: string, id: string, field: 'response' | 'input_items'): Promise<{ text: string; running: boolean; previousResponseId: string | null } | undefined> {
+    const row = await this.db
+      .selectFrom('responses')
+      .select([field, 'background_lease_until', 'previous_response_id'])
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .executeTakeFirst();
+    const text = row && (await this.whole(id, field, row[field]));
+    return text === undefined ? undefined : { text, running: row!.background_lease_until != null, previousResponseId: row!.previous_response_id };
   }
 
   /**
@@ -376,17 +384,11 @@ export class ResponsesStore {
    * Undefined when there is no such response.
    */
   async inputItems(keyId: string, id: string): Promise<ResponseInputItem[] | undefined> {
-    const row = await this.db
-      .selectFrom('responses')
-      .select(['input_items', 'previous_response_id'])
-      .where('id', '=', id)
-      .where('key_id', '=', keyId)
-      .executeTakeFirst();
-    const json = row && (await this.whole(id, 'input_items', row.input_items));
-    if (!row || json === undefined) return undefined;
-    const own = JSON.parse(json) as ResponseInputItem[];
+    const row = await this.read(keyId, id, 'input_items');
+    if (!row) return undefined;
+    const own = JSON.parse(row.text) as ResponseInputItem[];
     // The chain was read back within MAX_CONVERSATION_CHARS when this response was made, and its count is kept.
-    const history = row.previous_response_id ? await this.conversation(keyId, row.previous_response_id) : undefined;
+    const history = row.previousResponseId ? await this.conversation(keyId, row.previousResponseId) : undefined;
     return history ? [...history.items, ...own] : own;
   }
 
