@@ -138,7 +138,9 @@ export function errorFromResponse(status: number, text: string, baseUrl: string)
   if (error && typeof error.message === 'string') {
     const code = typeof error.code === 'string' ? error.code.slice(0, MAX_MESSAGE_CHARS) : undefined;
     const message = error.message.length > MAX_MESSAGE_CHARS ? `${error.message.slice(0, MAX_MESSAGE_CHARS)}…` : error.message;
-    return new ApiError(`${message} (${status}${code ? ` ${code}` : ''})${routeHint(status, code, error.message, baseUrl)}`, status, code);
+    return new ApiError(`${message} (${status}${code ? ` ${code}` : ''})${routeHint(status, code, error.message, baseUrl)}`, status, code, {
+      error: { ...error, message },
+    });
   }
   const page = htmlPage(text);
   if (page !== undefined) {

@@ -1,5 +1,6 @@
 import { CommanderError } from 'commander';
-import { CliError } from './errors.js';
+import { CliError, errorJson } from './errors.js';
+import { processIo, type Io } from './output.js';
 import { makeProgram } from './program.js';
 
 // A reader that stops early (`svc-cli deliveries show ID | head -3`) closes the pipe: that ends the output, it
@@ -11,9 +12,21 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
+// Whether the command printed its result on stdout: with --json a failure before that prints an error object there,
+// so that a script reading stdout gets JSON in either case.
+let printed = false;
+const io: Io = {
+  ...processIo,
+  out(text) {
+    printed = true;
+    processIo.out(text);
+  },
+};
+const program = makeProgram(io, { exitOverride: true });
 try {
-  await makeProgram(undefined, { exitOverride: true }).parseAsync(process.argv);
+  await program.parseAsync(process.argv);
 } catch (err) {
+  if (!(err instanceof CommanderError) && program.opts<{ json?: boolean }>().json === true && !printed) io.out(`${errorJson(err)}\n`);
   if (err instanceof CommanderError) {
     // Commander has said what is wrong (an unknown option or command, a bad or missing value) on stderr: a usage
     // error, exit 2 as the CLI's own usage errors; --help and --version exit 0.

@@ -20,12 +20,32 @@ export class ApiError extends CliError {
   override name = 'ApiError';
   readonly status: number;
   readonly code: string | undefined;
+  /** The server's error object as it answered it (its message cut as in the line printed), when it answered in svc's error shape. */
+  readonly body: { error: Record<string, unknown> } | undefined;
 
-  constructor(message: string, status: number, code: string | undefined) {
+  constructor(message: string, status: number, code: string | undefined, body?: { error: Record<string, unknown> }) {
     super(message);
     this.status = status;
     this.code = code;
+    this.body = body;
   }
+}
+
+/**
+ * What `--json` prints on stdout for a command that failed before printing its result: the server's error object as
+ * it answered it, or one in the same shape (`{"error":{"message","type","code","param"}}`) saying what went wrong
+ * here (`type` `cli_error`: the server unreachable, no API key, an answer not from svc …), with the HTTP `status` when
+ * there was one.
+ *
+ * @example
+ * if (json) process.stdout.write(`${errorJson(err)}\n`);
+ */
+export function errorJson(err: unknown): string {
+  if (err instanceof ApiError && err.body) return JSON.stringify(err.body);
+  const message = (err instanceof CliError ? err.message : `unexpected error: ${err instanceof Error ? err.message : String(err)}`).split('\n')[0];
+  const code = err instanceof ApiError ? (err.code ?? null) : null;
+  const status = err instanceof ApiError ? { status: err.status } : {};
+  return JSON.stringify({ error: { message, type: 'cli_error', code, param: null, ...status } });
 }
 
 /** One-line description of a network failure from undici (connection refused, DNS, timeout …). */
