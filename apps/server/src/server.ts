@@ -291,7 +291,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
       let waited: NodeJS.Timeout | undefined;
       await Promise.race([inFlight.settled(), new Promise<void>((resolve) => (waited = setTimeout(resolve, SETTLE_MS)))]);
       clearTimeout(waited);
-      retention.stop();
+      await retention.stop();
       await webhooks.stop();
       await usage.close();
       await upstream.close();

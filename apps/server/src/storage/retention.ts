@@ -35,31 +35,53 @@ export interface RetentionOptions {
  *
  * @example
  * const retention = new Retention({ stores: { 'webhook deliveries': store.deliveries }, retentionDays: 30, clock, logger });
- * retention.start(); … retention.stop();
+ * retention.start(); … await retention.stop(); await store.close();
  */
 export class Retention {
   private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  /** The pass under way: a stop waits for it, so that it never runs on into a closed store. */
+  private running: Promise<void> | undefined;
 
   constructor(private readonly options: RetentionOptions) {}
 
   start(): void {
     if (this.timer) return;
+    this.stopped = false;
     this.timer = setInterval(() => void this.purge(), PURGE_INTERVAL_MS);
     this.timer.unref();
     void this.purge();
   }
 
-  stop(): void {
+  /**
+   * No pass starts after this; resolves once the one under way has finished the store it was purging (the stores
+   * after it wait for the next start). The caller closes the store after it.
+   */
+  async stop(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.stopped = true;
+    await this.running;
   }
 
   /** One pass over every store; a store that fails is logged and the others still purged. */
-  async purge(): Promise<void> {
+  purge(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    // One pass at a time: an hourly tick during a long first pass waits for it.
+    const pass = (this.running ?? Promise.resolve()).then(() => this.pass());
+    const running = pass.finally(() => {
+      if (this.running === running) this.running = undefined;
+    });
+    this.running = running;
+    return running;
+  }
+
+  private async pass(): Promise<void> {
     const { stores, retentionDays, clock, logger } = this.options;
     const cutoff = clock() - retentionDays * DAY_MS;
     let removedAny = false;
     for (const [what, store] of Object.entries(stores)) {
+      if (this.stopped) return;
       try {
         const removed = await store.purgeOlderThan(cutoff);
         removedAny ||= removed > 0;
@@ -69,6 +91,7 @@ export class Retention {
       }
     }
     for (const [what, store] of Object.entries(this.options.expiring ?? {})) {
+      if (this.stopped) return;
       try {
         const removed = await store.purgeExpired(clock());
         removedAny ||= removed > 0;
@@ -77,7 +100,7 @@ export class Retention {
         logger.error({ err }, `could not purge expired ${what}`);
       }
     }
-    if (!removedAny || !this.options.afterPurge) return;
+    if (!removedAny || !this.options.afterPurge || this.stopped) return;
     try {
       await this.options.afterPurge();
     } catch (err) {
