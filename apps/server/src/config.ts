@@ -390,7 +390,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const e = parsed.data;
   if (e.SVC_DATABASE_URL.startsWith('postgres') && !e.SVC_SECRET_KEY) {
-    throw new ConfigError(['SVC_SECRET_KEY: required with a Postgres database (32 bytes, base64)']);
+    // Said with how to make one: every instance needs the same key, so none can generate its own as an embedded start does.
+    throw new ConfigError([
+      'SVC_SECRET_KEY: required with a Postgres database (32 bytes, base64): generate one with `openssl rand -base64 32` and give every instance the same key',
+    ]);
   }
   if (e.SVC_PROCESSES > 1 && e.SVC_DATABASE_URL === 'sqlite::memory:') {
     throw new ConfigError(['SVC_PROCESSES: several processes need a database file they can share, not sqlite::memory:']);

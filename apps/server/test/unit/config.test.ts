@@ -76,6 +76,8 @@ describe('loadConfig', () => {
 
   it('requires SVC_SECRET_KEY with Postgres', () => {
     expect(() => loadConfig({ SVC_DATABASE_URL: 'postgres://localhost/db' })).toThrow(/SVC_SECRET_KEY/);
+    // An operator moving to Postgres is told how to make the key, and that the instances share it.
+    expect(() => loadConfig({ SVC_DATABASE_URL: 'postgres://localhost/db' })).toThrow('generate one with `openssl rand -base64 32` and give every instance the same key');
     expect(() => loadConfig({ SVC_DATABASE_URL: 'postgres://localhost/db', SVC_SECRET_KEY: Buffer.alloc(32, 1).toString('base64') })).not.toThrow();
   });
 });
