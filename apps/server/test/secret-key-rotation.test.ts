@@ -216,3 +216,17 @@ describe.each(variants)('rotating SVC_SECRET_KEY on %s', (_name, open) => {
     expect(() => loadConfig({ ...env(newKey), SVC_SECRET_KEY_PREVIOUS: 'c2hvcnQ=' })).toThrow(/SVC_SECRET_KEY_PREVIOUS: must be one or more 32-byte base64 keys/);
   });
 });
+
+describe('svc-server secrets rotate on an embedded database without SVC_SECRET_KEY', () => {
+  it('names the data directory\'s secret.key as the key it used, not the unset SVC_SECRET_KEY', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-rotate-embedded-'));
+    try {
+      const said: string[] = [];
+      const io = { env: { SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` }, stdout: () => {}, stderr: (l: string) => said.push(l), stopSignal: () => new Promise<string>(() => {}), readStdin: async () => '' };
+      await makeProgram(io).exitOverride().parseAsync(['node', 'svc-server', 'secrets', 'rotate']);
+      expect(said[0]).toBe("re-encrypted 0 signing secrets with the data directory's secret.key (SVC_SECRET_KEY is unset); 0 already were");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

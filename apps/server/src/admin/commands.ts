@@ -10,7 +10,7 @@ import { hashPassword } from '../auth/passwords.js';
 import { resetPassword } from '../auth/password-reset.js';
 import { checkSecretKey, previousKeyNote, SecretBox, SecretKeyMismatchError } from '../crypto/secret-box.js';
 import { previousSecretView } from '../dashboard/views.js';
-import { resolveSecretKey } from '../crypto/embedded-key.js';
+import { EMBEDDED_KEY_FILE, resolveSecretKey } from '../crypto/embedded-key.js';
 // The admin commands import only what they use (not the webhooks module's index, not the HTTP server): an
 // operator's `keys create` or `--help` then loads in a fraction of the time `start` needs.
 import { applyUrlChange } from '../webhooks/actions.js';
@@ -274,8 +274,10 @@ export function makeProgram(io: CommandIO): Command {
       await withStore(cfg, async (store) => {
         const box = new SecretBox(resolveSecretKey(cfg.secretKey, store.handle.dataDir), cfg.previousSecretKeys);
         const { resealed, current, unreadable, unreadableSecrets: n } = await resealSecrets(box, store);
+        // Without SVC_SECRET_KEY the key is the embedded database's own file: named, rather than a setting that is unset.
+        const key = cfg.secretKey ? 'SVC_SECRET_KEY' : `the data directory's ${EMBEDDED_KEY_FILE} (SVC_SECRET_KEY is unset)`;
         if (opts.json) io.stdout(JSON.stringify({ resealed, current, unreadable }));
-        else io.stderr(`re-encrypted ${resealed} signing secret${resealed === 1 ? '' : 's'} with SVC_SECRET_KEY; ${current} already were`);
+        else io.stderr(`re-encrypted ${resealed} signing secret${resealed === 1 ? '' : 's'} with ${key}; ${current} already were`);
         // Once nothing needs the old key, say it can go (else it stays in the environment for good). On stderr
         // also with --json: stdout is the JSON alone.
         const note = n === 0 ? await previousKeyNote(box, store.keys) : undefined;
