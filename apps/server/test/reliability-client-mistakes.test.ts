@@ -204,6 +204,18 @@ describe('an object with more than 10,000 keys', () => {
     });
   });
 
+  it("under a megabyte-long field name: the name is quoted cut, as ids and names are, not sent back whole", async () => {
+    const field = 'f'.repeat(1_000_000);
+    const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: `{"model":"svc01","messages":[{"role":"user","content":"Hi"}],"${field}":${keys(10_001)}}` });
+    expect(res.status).toBe(400);
+    const cut = `${'f'.repeat(128)}…`;
+    expect(((await res.json()) as { error: { message: string; type: string } }).error).toMatchObject({
+      type: 'invalid_request_error',
+      message: `The request body has an object with more than 10,000 keys (in '${cut}').`,
+      param: cut,
+    });
+  });
+
   it('an array of 200,000 items and an object of 10,000 keys are read as usual', async () => {
     const items = `[${Array.from({ length: 200_000 }, (_, i) => `{"k":${i}}`).join(',')}]`;
     for (const extra of [items, keys(10_000)]) {

@@ -5,7 +5,7 @@ import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
 import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_MEMBERS } from '../json-depth.js';
 import { turns } from '../turns.js';
-import { ApiError } from './errors.js';
+import { ApiError, quoted } from './errors.js';
 import { bodyErrors } from './body-errors.js';
 import { continueBody } from './expect-continue.js';
 
@@ -242,9 +242,11 @@ function parseJson(buffer: Buffer): unknown {
     throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
   }
   if (problem?.kind === 'members') {
-    const where = problem.field === undefined ? '' : ` (in '${problem.field}')`;
+    // The field is the client's own name for it, which may be megabytes long.
+    const field = problem.field === undefined ? undefined : quoted(problem.field);
+    const where = field === undefined ? '' : ` (in '${field}')`;
     throw new ApiError('invalid_request', `The request body has an object with more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys${where}.`, {
-      param: problem.field ?? null,
+      param: field ?? null,
     });
   }
   const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
