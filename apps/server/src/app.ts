@@ -94,7 +94,14 @@ export function createRequestListener(deps: AppDeps): RequestListener {
 
 /** Background responses for a listener made without them (tests): its looks never hold the process. */
 function defaultBackground(deps: AppDeps): BackgroundResponses {
-  const background = new BackgroundResponses({ store: deps.store.responses, owner: `app-${randomUUID()}`, clock: deps.clock, logger: deps.logger });
+  const background = new BackgroundResponses({
+    store: deps.store.responses,
+    audit: deps.audit,
+    keys: deps.store.keys,
+    owner: `app-${randomUUID()}`,
+    clock: deps.clock,
+    logger: deps.logger,
+  });
   background.start();
   return background;
 }

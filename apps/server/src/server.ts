@@ -173,9 +173,13 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
     onAttempt: (attempt) => metrics.webhookAttempt(attempt.outcome, attempt.finishedAt - attempt.createdAt),
     ...(clusterWorker ? { releaseLeasesOnStart: false } : {}),
   });
+  const audit = combineSinks(usage, webhooks.audit);
   // Owned under the webhook worker's id: a cluster primary ends a dead process's background responses by it.
   const background = new BackgroundResponses({
     store: store.responses,
+    // The audit of one it ends because nobody runs it: in the outbox, and counted in the usage view, as any request's.
+    audit,
+    keys: store.keys,
     owner: webhooks.worker.id,
     clock,
     logger,
@@ -197,7 +201,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
     // A worker of a multi-process server without Redis counts in its primary, so a key's limit holds across the processes.
     rateLimiter: clusterWorker && !redis ? new ClusterRateLimiter(process as Ipc) : createRateLimiter({ redis }),
     keyCache,
-    audit: combineSinks(usage, webhooks.audit),
+    audit,
     metrics,
     inFlight,
     background,

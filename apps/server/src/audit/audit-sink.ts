@@ -6,6 +6,11 @@ export interface CompletedRequest {
   requestId: string;
   /** The `resp_…` id a `/v1/responses` client was given, when it was given one. */
   responseId?: string;
+  /**
+   * The id of its audit delivery when the request has one audit whoever records it (a background response's, see
+   * `backgroundDeliveryId`): a second record with the same id is no second delivery.
+   */
+  deliveryId?: string;
   key: ApiKeyRecord;
   /** Epoch ms when the request arrived. */
   startedAt: number;

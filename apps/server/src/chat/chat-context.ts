@@ -41,6 +41,8 @@ export interface ChatContext {
   upstreamFinishedAt: number | undefined;
   /** `/v1/responses`: the response id, once the client has been (or is about to be) given it; the audit names it. */
   responseId?: string;
+  /** A background response's one audit delivery (`CompletedRequest.deliveryId`). */
+  deliveryId?: string;
 }
 
 /** What the audit of one request says beside what its context knows (id, key, times). */
@@ -87,6 +89,7 @@ export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
   return deps.audit.record({
     requestId: exchange.requestId,
     ...(ctx.responseId !== undefined && { responseId: ctx.responseId }),
+    ...(ctx.deliveryId !== undefined && { deliveryId: ctx.deliveryId }),
     key: ctx.key,
     startedAt: exchange.startedAt,
     finishedAt: deps.clock(),

@@ -11,7 +11,8 @@ import { resolveSecretKey } from '../crypto/embedded-key.js';
 import { logPreviousKeyNote, SecretBox } from '../crypto/secret-box.js';
 import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.js';
 import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
-import { BACKGROUND_LEASE_MS, DEAD_PROCESS, endOrphans, PREVIOUS_RUN } from '../responses/background.js';
+import { DEAD_PROCESS, endOrphans, PREVIOUS_RUN, type OrphanDeps } from '../responses/background.js';
+import { NO_WORKER, OutboxSink } from '../webhooks/outbox.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** The signals an operator stops svc with (also sent to the whole process group). */
@@ -69,6 +70,9 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
   // be sending them.
   const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize, serverLock: true });
   let firstRun: FirstRunCredentials | undefined;
+  // The background responses it ends (of a previous run, of a dead process) are audited through the outbox, sent by
+  // the server processes' workers.
+  const orphanDeps: OrphanDeps = { responses: store.responses, audit: new OutboxSink(store.deliveries, NO_WORKER), keys: store.keys, clock: Date.now, logger };
   try {
     // Said here once for every worker (each checks the key itself).
     await logPreviousKeyNote(new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys), store.keys, logger);
@@ -78,7 +82,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       const released = await store.deliveries.releaseLeases(Date.now());
       if (released > 0) logger.info({ released }, 'resuming webhook deliveries left in flight by the previous run');
       // Likewise the background responses that were running: none will finish.
-      await endOrphans(store.responses, { otherThan: '' }, PREVIOUS_RUN, logger, Date.now() + BACKGROUND_LEASE_MS);
+      await endOrphans(orphanDeps, { otherThan: '' }, PREVIOUS_RUN);
     }
   } catch (err) {
     await store.close();
@@ -188,13 +192,13 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
         )
       : Promise.resolve();
     // Its background responses will not finish: ended now rather than when their leases lapse.
-    if (leasedBy) {
-      endOrphans(store.responses, { owner: leasedBy }, DEAD_PROCESS, logger, Date.now() + BACKGROUND_LEASE_MS).catch((err: unknown) =>
-        logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'),
-      );
-    }
-    // The release comes first: the replacement claims what is due as it starts.
-    void released.then(() => {
+    const ended = leasedBy
+      ? endOrphans(orphanDeps, { owner: leasedBy }, DEAD_PROCESS).catch((err: unknown) =>
+          logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'),
+        )
+      : Promise.resolve();
+    // The release and their audits come first: the replacement claims what is due as it starts.
+    void Promise.all([released, ended]).then(() => {
       if (stopping) return;
       slot.restartTimer = setTimeout(() => {
         slot.restartTimer = undefined;

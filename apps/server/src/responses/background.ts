@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ResponseObject } from '@svc/protocol';
 import type { ResponsesStore, RunningLease } from '../storage/responses-store.js';
 import { Cancellation } from '../upstream/upstream.js';
+import { recordOrphanAudit, type OrphanAuditDeps } from './background-audit.js';
 
 /**
  * How long a process vouches for the background responses it runs, pushed forward every quarter of it. Past it
@@ -40,6 +42,9 @@ export function stoppedError(reason: unknown): { code: string; message: string }
 
 export interface BackgroundOptions {
   store: ResponsesStore;
+  /** Where the audit of a response ended because nobody ran it goes (`recordOrphanAudit`). */
+  audit: OrphanAuditDeps['audit'];
+  keys: OrphanAuditDeps['keys'];
   /** This process's id in the rows it runs (its webhook worker's: a cluster primary ends a dead worker's by it). */
   owner: string;
   clock: () => number;
@@ -99,9 +104,7 @@ export class BackgroundResponses {
   /** Starts the looks (cancels, leases, orphans); the first ends what a previous run of an exclusive server left. */
   start(): void {
     if (this.#timer || this.#stopped) return;
-    const first = this.#options.exclusive
-      ? endOrphans(this.#options.store, { otherThan: this.owner }, PREVIOUS_RUN, this.#options.logger, this.lease().until)
-      : Promise.resolve();
+    const first = this.#options.exclusive ? endOrphans(this.#orphanDeps(), { otherThan: this.owner }, PREVIOUS_RUN) : Promise.resolve();
     this.#looking = first.catch((err: unknown) => this.#options.logger.error({ err }, 'could not end the background responses left by the previous run')).then(() => this.#schedule());
   }
 
@@ -158,8 +161,13 @@ export class BackgroundResponses {
     this.#timer.unref();
   }
 
+  #orphanDeps(): OrphanDeps {
+    const { store, audit, keys, clock, logger } = this.#options;
+    return { responses: store, audit, keys, clock, logger, leaseMs: this.#leaseMs };
+  }
+
   async #look(): Promise<void> {
-    const { store, clock, logger } = this.#options;
+    const { store, clock } = this.#options;
     const now = clock();
     if (this.#runs.size > 0) {
       for (const id of await store.cancelsAsked(this.owner)) this.#runs.get(id)?.abort.abort(new CancelRequested());
@@ -170,7 +178,7 @@ export class BackgroundResponses {
     }
     if (now - this.#lastSweepAt >= this.#leaseMs / 4) {
       this.#lastSweepAt = now;
-      await endOrphans(store, { lapsedBefore: now }, LAPSED, logger, now + this.#leaseMs);
+      await endOrphans(this.#orphanDeps(), { lapsedBefore: now }, LAPSED);
     }
   }
 }
@@ -182,29 +190,37 @@ const LAPSED =
 export const DEAD_PROCESS =
   'The svc server process running this background response died before it finished; send the request again.';
 
+export interface OrphanDeps extends OrphanAuditDeps {
+  logger: Logger;
+  /** How long the ender vouches for the orphans it took over (default BACKGROUND_LEASE_MS). */
+  leaseMs?: number;
+}
+
 /**
  * Ends as `failed`, with `message` as its error, each background response that no process runs any more (see
- * `ResponsesStore.orphans`); returns how many. Another instance ending the same ones at once is harmless: each is
- * ended by one (`settle` by the lease found, which the first to claim it moves to `until` while it writes).
+ * `ResponsesStore.orphans`), and records its audit (`recordOrphanAudit`); returns how many. Each is first taken
+ * over (`takeOver`) under a lease of this call's own: another instance ending the same ones at once ends each it
+ * did not take, and one whose ender stopped midway is found again once that lease lapses (its audit, should it
+ * have been recorded, is not recorded twice).
  *
  * @example
- * await endOrphans(store.responses, { owner: deadWorkerId }, DEAD_PROCESS, logger, Date.now() + BACKGROUND_LEASE_MS);
+ * await endOrphans({ responses: store.responses, audit, keys: store.keys, clock: Date.now, logger }, { owner: deadWorkerId }, DEAD_PROCESS);
  */
-export async function endOrphans(
-  store: ResponsesStore,
-  which: Parameters<ResponsesStore['orphans']>[0],
-  message: string,
-  logger: Logger,
-  until: number,
-): Promise<number> {
+export async function endOrphans(deps: OrphanDeps, which: Parameters<ResponsesStore['orphans']>[0], message: string): Promise<number> {
+  const { responses: store, clock, logger } = deps;
+  const ender = `ender-${randomUUID()}`;
   let ended = 0;
   for (;;) {
     const orphans = await store.orphans(which, ORPHANS_BATCH);
     let endedNow = 0;
     for (const orphan of orphans) {
       const running = JSON.parse(orphan.json) as ResponseObject;
+      const until = clock() + (deps.leaseMs ?? BACKGROUND_LEASE_MS);
+      if (!(await store.takeOver(orphan.keyId, running.id, orphan, ender, until))) continue;
       const failed: ResponseObject = { ...running, status: 'failed', error: { code: 'server_error', message } };
-      if ((await store.settle(orphan.keyId, failed, { lease: orphan.lease, until })) !== undefined) endedNow += 1;
+      // Audited before its end is written: an ender that stops between the two leaves it to be found again, audited.
+      await recordOrphanAudit(deps, orphan.keyId, failed, orphan.audit);
+      if ((await store.settle(orphan.keyId, failed, { owner: ender, until })) !== undefined) endedNow += 1;
     }
     ended += endedNow;
     // A batch of which none could be ended (each taken meanwhile) would be found again: stop there.

@@ -30,6 +30,7 @@ import { completedResponse, inputItems, pendingResponse, toChatRequest, type Res
 import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
 import { Cancellation } from '../upstream/upstream.js';
 import { CancelRequested, stoppedError, type BackgroundResponses } from './background.js';
+import { backgroundDeliveryId } from './background-audit.js';
 
 export interface ResponsesDeps extends ChatDeps {
   responses: ResponsesStore;
@@ -156,12 +157,15 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   const release = deps.inFlight.keep(exchange.res);
   let json: string;
   try {
-    json = await deps.responses.save(key.id, pendingResponse(base), input, request.historyChars, turn, deps.background.lease());
+    const audit = { requestId: exchange.requestId, startedAt: exchange.startedAt, streaming: upstream.streaming };
+    json = await deps.responses.save(key.id, pendingResponse(base), input, request.historyChars, turn, { ...deps.background.lease(), audit });
   } catch (err) {
     release();
     throw err;
   }
   ctx.responseId = base.id;
+  // One audit whoever records it: this process at its end, or whoever ends it should nobody run it any more.
+  ctx.deliveryId = backgroundDeliveryId(base.id, exchange.startedAt);
   /** Writes the final state over the running one; undefined when another instance already ended it (lease lapsed). */
   const settle = (response: ResponseObject) => deps.responses.settle(key.id, response, deps.background.lease());
   // Its own cancellation, which a cancel and the server's stop fire, not the client's leaving: the client that created

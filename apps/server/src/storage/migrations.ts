@@ -331,6 +331,14 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await outboxIndex(db, dialect, 'responses_background_idx');
       },
     },
+    '019_background_audit': {
+      // What the audit of a background response needs beside its stored state (JSON: the POST's request id, when it
+      // arrived in ms, whether it streamed): whoever ends it (its owner, or the instance, restart or primary that ends
+      // it `failed` once nobody runs it) records that one audit from the row. Null on every other row.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('responses').addColumn('background_audit', 'text').execute();
+      },
+    },
   };
 }
 

@@ -74,6 +74,11 @@ export interface NewDelivery {
 export interface SequencedDelivery extends Omit<NewDelivery, 'payload'> {
   /** The exact payload bytes with this sequence number; called once. */
   serialise(sequence: number): string;
+  /**
+   * Recorded at most once: left out (taking no sequence number) when a delivery with its id is stored already, as
+   * when two instances record the audit of one background response.
+   */
+  once?: boolean;
 }
 
 /** How many of `deliveries` each key has: each key's block of sequence numbers to take. */

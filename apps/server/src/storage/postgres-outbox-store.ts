@@ -221,6 +221,12 @@ const NEXT_SEQUENCES = `insert into delivery_sequences (key_id, last)
   select key_id, n from unnest($1::text[], $2::bigint[]) as t(key_id, n) order by key_id
   on conflict (key_id) do update set last = delivery_sequences.last + excluded.last returning key_id, last`;
 
+/** Transaction-scoped locks on delivery ids recorded `once` (parameter: the ids), taken in id order: no two batches wait on each other in a cycle. */
+const LOCK_DELIVERY_IDS = 'select pg_advisory_xact_lock(hashtextextended(id, 0)) from unnest($1::text[]) as t(id) order by id';
+
+/** Which of these delivery ids are stored (parameter: the ids). */
+const STORED_DELIVERY_IDS = 'select id from webhook_deliveries where id = any($1::text[])';
+
 /** An arbitrary constant: the class of the advisory locks that serialise one key's test-send checks. */
 const TEST_SENDS_LOCK_CLASS = 741_539;
 
@@ -314,10 +320,21 @@ export class PostgresOutboxStore implements OutboxStore {
     await run(this.db, insertSql(this.leaseClock, deliveries.length), this.insertParams(deliveries));
   }
 
-  async insertSequenced(deliveries: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
-    if (deliveries.length === 0) return [];
-    const counts = countByKey(deliveries);
+  async insertSequenced(all: readonly SequencedDelivery[]): Promise<NewDelivery[]> {
+    if (all.length === 0) return [];
     return this.db.transaction().execute(async (trx) => {
+      let deliveries = all;
+      const once = all.filter((d) => d.once).map((d) => d.id);
+      if (once.length > 0) {
+        // Two instances recording the same delivery at once: the second waits here for the first's commit, then its
+        // look (a statement of its own, so reading what was committed meanwhile) finds the row.
+        await run(trx, LOCK_DELIVERY_IDS, [once]);
+        const { rows: present } = await run<{ id: string }>(trx, STORED_DELIVERY_IDS, [once]);
+        const stored = new Set(present.map((row) => row.id));
+        deliveries = all.filter((d) => !stored.has(d.id));
+        if (deliveries.length === 0) return [];
+      }
+      const counts = countByKey(deliveries);
       const { rows } = await run<{ key_id: string; last: number | string }>(trx, NEXT_SEQUENCES, [[...counts.keys()], [...counts.values()]]);
       const inserted = numberDeliveries(deliveries, counts, new Map(rows.map((r) => [r.key_id, Number(r.last)])));
       await run(trx, insertSql(this.leaseClock, inserted.length), this.insertParams(inserted));

@@ -30,6 +30,31 @@ export interface RunningLease {
   until: number;
 }
 
+/**
+ * What the one audit of a background response needs beside its stored state, kept with it: whoever ends the
+ * response (its owner, or whoever ends it `failed` once nobody runs it) records the audit from these.
+ */
+export interface BackgroundAudit {
+  /** The POST's `x-request-id`: the payload's `request_id`. */
+  requestId: string;
+  /** When the POST arrived (epoch ms): `latency_ms` counts from it. */
+  startedAt: number;
+  /** Whether the POST asked for a stream. */
+  streaming: boolean;
+}
+
+/** A background response that no process runs any more (`ResponsesStore.orphans`). */
+export interface Orphan {
+  keyId: string;
+  /** Its run as found: who ran it and its lease, which `takeOver` is given. */
+  owner: string | null;
+  lease: number;
+  /** The running response's JSON. */
+  json: string;
+  /** Undefined on a row stored before 019. */
+  audit: BackgroundAudit | undefined;
+}
+
 /** The columns of `responses` that may be kept in parts. */
 type PartedField = 'input_items' | 'response' | 'output_items';
 
@@ -101,7 +126,7 @@ export class ResponsesStore {
     inputItems: readonly ResponseInputItem[],
     historyChars = 0,
     turn: () => boolean = turns(),
-    running?: RunningLease,
+    running?: RunningLease & { audit?: BackgroundAudit },
   ): Promise<string> {
     // Serialising megabytes (20,000 input items, 9 MiB of echoed `instructions`) and writing them are steps of
     // tens of milliseconds: the long strings are escaped a slice at a time and long columns written a part at a
@@ -129,6 +154,7 @@ export class ResponsesStore {
           ...row,
           history_chars: historyChars + items.length + output.length,
           ...(running && { background_owner: running.owner, background_lease_until: running.until }),
+          ...(running?.audit && { background_audit: JSON.stringify(running.audit) }),
         })
         .execute();
       await this.indexOutputItems(keyId, response, turn);
@@ -250,24 +276,40 @@ export class ResponsesStore {
    * that holds its database alone: the previous run's). Each with its key, its lease as found (what `settle` is
    * given) and its JSON.
    */
-  async orphans(
-    which: { lapsedBefore: number } | { owner: string } | { otherThan: string },
-    limit: number,
-  ): Promise<Array<{ keyId: string; lease: number; json: string }>> {
+  async orphans(which: { lapsedBefore: number } | { owner: string } | { otherThan: string }, limit: number): Promise<Orphan[]> {
     let query = this.db
       .selectFrom('responses')
-      .select(['id', 'key_id', 'response', 'background_lease_until'])
+      .select(['id', 'key_id', 'response', 'background_owner', 'background_lease_until', 'background_audit'])
       .where('background_lease_until', 'is not', null)
       .limit(limit);
     if ('owner' in which) query = query.where('background_owner', '=', which.owner);
     else if ('otherThan' in which) query = query.where((eb) => eb.or([eb('background_owner', 'is', null), eb('background_owner', '<>', which.otherThan)]));
     else query = query.where('background_lease_until', '<', which.lapsedBefore);
-    const found: Array<{ keyId: string; lease: number; json: string }> = [];
+    const found: Orphan[] = [];
     for (const row of await query.execute()) {
       const json = await this.whole(row.id, 'response', row.response);
-      if (json !== undefined) found.push({ keyId: row.key_id, lease: Number(row.background_lease_until), json });
+      if (json === undefined) continue;
+      const audit = row.background_audit ? (JSON.parse(row.background_audit) as BackgroundAudit) : undefined;
+      found.push({ keyId: row.key_id, owner: row.background_owner ?? null, lease: Number(row.background_lease_until), json, audit });
     }
     return found;
+  }
+
+  /**
+   * Makes `owner` the runner of an orphan (`orphans`) until `until`, unless another took it since it was found (its
+   * owner or lease changed); whether it did. The one that took it ends it (`settle` by `owner`); should that one stop
+   * first, the lease it took lapses and the orphan is found again.
+   */
+  async takeOver(keyId: string, id: string, found: Pick<Orphan, 'owner' | 'lease'>, owner: string, until: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('responses')
+      .set({ background_owner: owner, background_lease_until: until })
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .where('background_lease_until', '=', found.lease)
+      .where('background_owner', found.owner === null ? 'is' : '=', found.owner)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /** Records which response holds each output item, so that an `item_reference` to it is found (none of a failed response: its output was cut off). */

@@ -140,6 +140,8 @@ export interface ResponsesTable {
   background_lease_until?: number | null;
   /** A background response still running: when a cancel was asked (ms), null if none (018). */
   cancel_requested_at?: number | null;
+  /** A background response: what its one audit needs beside the stored response (`BackgroundAudit` as JSON); null on others (019). */
+  background_audit?: string | null;
 }
 
 /** A part of a long JSON column of `responses` (which then holds ''), in order of `seq`. */

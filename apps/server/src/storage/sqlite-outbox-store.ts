@@ -141,6 +141,9 @@ const NEXT_SEQUENCE = `insert into delivery_sequences (key_id, last) values (?, 
 
 const INSERT_ATTEMPT = rollingBack(insertAttemptsSql(1));
 
+/** Whether a delivery is stored (parameter: its id): a delivery recorded `once` is left out then. */
+const DELIVERY_EXISTS = 'select 1 as found from webhook_deliveries where id = ?';
+
 const RELEASE_CLAIM = rollingBack(`update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
   where id = ? and leased_by = ? and status = 'pending'`);
 
@@ -173,7 +176,10 @@ export class SqliteOutboxStore implements OutboxStore {
     // The write lock is held from BEGIN: nothing comes between taking the numbers and inserting the rows. One
     // upsert per key and batch, not per row: per row it costs a third more CPU per delivery
     // (bench/outbox-sqlite.bench.mjs --sequenced row|batch).
-    this.insertSequencedTx = sqlite.transaction((deliveries: readonly SequencedDelivery[]) => {
+    this.insertSequencedTx = sqlite.transaction((all: readonly SequencedDelivery[]) => {
+      const exists = this.stmt(DELIVERY_EXISTS);
+      const deliveries = all.some((d) => d.once) ? all.filter((d) => !d.once || exists.get(d.id) === undefined) : all;
+      if (deliveries.length === 0) return [];
       const next = this.stmt(NEXT_SEQUENCE);
       const counts = countByKey(deliveries);
       const last = new Map<string, number>();

@@ -25,6 +25,17 @@ export interface OutboxWorker {
 }
 
 /**
+ * The worker of a process that sends no deliveries (a multi-process server's primary): it takes no new row over,
+ * and the server processes' workers claim them.
+ */
+export const NO_WORKER: OutboxWorker = {
+  reserve: () => ({ take: 0, lease: { until: 0, by: '' } }),
+  adopt: () => undefined,
+  unreserve: () => undefined,
+  wake: () => undefined,
+};
+
+/**
  * The webhook half of the audit trail: for a key with a webhook URL, builds the payload and writes it to
  * the outbox, numbered with the key's next `sequence` inside the insert's transaction. `record` resolves once
  * the row is committed (the chat response's last byte goes out after that). Records arriving in the same
@@ -46,7 +57,8 @@ export class OutboxSink implements AuditSink {
     const url = request.key.webhook_url;
     if (!url) return Promise.resolve();
     const delivery: SequencedDelivery = {
-      id: newDeliveryId(),
+      id: request.deliveryId ?? newDeliveryId(),
+      ...(request.deliveryId !== undefined && { once: true }),
       keyId: request.key.id,
       userId: request.key.user_id,
       event: AUDIT_EVENT,
@@ -74,7 +86,8 @@ export class OutboxSink implements AuditSink {
     return writeAgainIfConnectionLost(
       INSERT_TRIES,
       () => this.deliveries.insertSequenced(deliveries),
-      async () => (await this.deliveries.stateOf(deliveries[0]!.id)) !== undefined,
+      // A delivery recorded once may have been there before this insert: it tells nothing of this one's commit.
+      async () => (await this.deliveries.stateOf((deliveries.find((d) => !d.once) ?? deliveries[0]!).id)) !== undefined,
     );
   }
 
@@ -101,7 +114,9 @@ export class OutboxSink implements AuditSink {
     }
     // The responses waiting on these rows are written in this tick's microtasks; the attempts (signing,
     // the webhook request's write) start after them, in the next check phase — never ahead of a response.
-    const adopted = take > 0 ? inserted.slice(0, take).map(newDeliveryRow) : [];
+    // The leased rows, less any left out as recorded already (`once`): their slots are given back.
+    const adopted = take > 0 ? inserted.filter((d) => d.lease !== undefined).map(newDeliveryRow) : [];
+    if (adopted.length < take) this.worker.unreserve(take - adopted.length);
     setImmediate(() => {
       if (adopted.length > 0) this.worker.adopt(adopted);
       if (take < batch.length) this.worker.wake();

@@ -7,6 +7,7 @@ import type { ResponseObject } from '@svc/protocol';
 import { BackgroundResponses } from '../../../src/responses/background.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { Cancellation } from '../../../src/upstream/upstream.js';
+import { NO_WORKER, OutboxSink } from '../../../src/webhooks/outbox.js';
 import { eventually } from '../../support/webhooks.js';
 import { storedResponse } from '../../support/responses.js';
 
@@ -29,7 +30,16 @@ const running = (id: string): ResponseObject => ({ ...storedResponse({ id, creat
 
 it("a response whose run ended here without its final state stored (the database failed then) ends failed when its lease lapses, though the process runs others", async () => {
   let now = 1_000_000;
-  const background = new BackgroundResponses({ store: store.responses, owner: 'worker-test', clock: () => now, logger: pino({ level: 'silent' }), leaseMs: 400, pollMs: 10 });
+  const background = new BackgroundResponses({
+    store: store.responses,
+    audit: new OutboxSink(store.deliveries, NO_WORKER),
+    keys: store.keys,
+    owner: 'worker-test',
+    clock: () => now,
+    logger: pino({ level: 'silent' }),
+    leaseMs: 400,
+    pollMs: 10,
+  });
   await store.responses.save('key_a', running('resp_running'), [], 0, undefined, background.lease());
   // Its run is over (nothing in this process runs it), but its row still names this process.
   await store.responses.save('key_a', running('resp_left'), [], 0, undefined, background.lease());
