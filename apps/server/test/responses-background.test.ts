@@ -54,15 +54,35 @@ function finished(client: OpenAI, id: string, timeoutMs = 30_000): Promise<OpenA
   }, timeoutMs);
 }
 
-/** A new user's key, made with the admin command on `env`'s database. */
+/** A new user's key, made with the admin command on `env`'s database, its webhook URL the test's receiver. */
 async function keyFor(env: NodeJS.ProcessEnv): Promise<string> {
   const email = `bg-${randomBytes(4).toString('hex')}@example.test`;
   await adminCommandAsync(['users', 'create', '--email', email, '--password', 'long-enough-pw'], env);
-  return (JSON.parse(await adminCommandAsync(['keys', 'create', '--email', email, '--json'], env)) as { key: string }).key;
+  return (JSON.parse(await adminCommandAsync(['keys', 'create', '--email', email, '--webhook-url', receiver.url, '--json'], env)) as { key: string }).key;
+}
+
+interface Audit {
+  response_id?: string;
+  request_id: string;
+  status_code: number;
+  streaming: boolean;
+  prompt: string;
+  response_text: string;
+  total_tokens: number;
 }
 
 const deliveriesOf = (received: ReceivedDelivery[], id: string) =>
-  received.map((d) => JSON.parse(d.raw.toString('utf8')) as { response_id?: string; status_code: number }).filter((p) => p.response_id === id);
+  received.map((d) => JSON.parse(d.raw.toString('utf8')) as Audit).filter((p) => p.response_id === id);
+
+/**
+ * The audit of a background response ended `failed` because nobody ran it any more, once it came: a failed
+ * request's (500, no answer, no tokens), naming the POST's request id and prompt. One only: it came after the
+ * response was read `failed`, written after its audit was recorded.
+ */
+async function orphanAudit(id: string, requestId: string, prompt: string): Promise<void> {
+  const audits = await receiver.waitFor((received) => deliveriesOf(received, id).length > 0, 60_000).then((r) => deliveriesOf(r, id));
+  expect(audits).toEqual([expect.objectContaining({ request_id: requestId, status_code: 500, streaming: false, prompt: `user: ${prompt}`, response_text: '', total_tokens: 0 })]);
+}
 
 const variants = [
   ['SQLite', undefined],
@@ -237,38 +257,46 @@ describe('a server process that dies with background responses running', () => {
     await Promise.all(started.map((s) => s.stop('SIGKILL')));
   });
 
-  async function runOneAndDie(env: NodeJS.ProcessEnv): Promise<{ id: string; token: string }> {
+  async function runOneAndDie(env: NodeJS.ProcessEnv, prompt: string): Promise<{ id: string; token: string; requestId: string }> {
     const token = await keyFor(env);
     const doomed = await startServerProcess(env);
     started.push(doomed);
     upstream.nextBehavior({ hang: true });
-    const created = await sdk(doomed.url, token).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
+    const { data: created, response } = await sdk(doomed.url, token).responses.create({ model: 'svc01', input: prompt, background: true }).withResponse();
     expect(created.status).toBe('in_progress');
     await doomed.stop('SIGKILL');
-    return { id: created.id, token };
+    return { id: created.id, token, requestId: response.headers.get('x-request-id')! };
   }
 
-  it('embedded SQLite: the next start ends it failed', async () => {
-    const env = serverEnv({ SVC_DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'svc-bg-')), 'svc.db')}`, SVC_UPSTREAM_BASE_URL: upstream.url });
+  it('embedded SQLite: the next start ends it failed, and sends its audit', async () => {
+    const env = serverEnv({
+      SVC_DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'svc-bg-')), 'svc.db')}`,
+      SVC_UPSTREAM_BASE_URL: upstream.url,
+      SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+    });
     await adminCommandAsync(['migrate'], env);
-    const { id, token } = await runOneAndDie(env);
+    const prompt = 'Write a long novel (SQLite, restarted).';
+    const { id, token, requestId } = await runOneAndDie(env, prompt);
     const next = await startServerProcess(env);
     started.push(next);
     const ended = await finished(sdk(next.url, token), id);
     expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
     expect(ended.error!.message).toContain('the server was restarted');
+    await orphanAudit(id, requestId, prompt);
   }, 90_000);
 
-  it.skipIf(!pgDb)('Postgres: another instance ends it failed once its lease lapses', async () => {
-    const env = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: SECRET_KEY, SVC_UPSTREAM_BASE_URL: upstream.url });
+  it.skipIf(!pgDb)('Postgres: another instance ends it failed once its lease lapses, and sends its audit', async () => {
+    const env = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: SECRET_KEY, SVC_UPSTREAM_BASE_URL: upstream.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
     const survivor = await startServerProcess(env);
     started.push(survivor);
-    const { id, token } = await runOneAndDie(env);
+    const prompt = 'Write a long novel (Postgres, lease lapsed).';
+    const { id, token, requestId } = await runOneAndDie(env, prompt);
     expect(await sdk(survivor.url, token).responses.retrieve(id)).toMatchObject({ status: 'in_progress' });
     // The lease (20 s) lapses, and the survivor's next look (every 5 s) ends it.
     const ended = await finished(sdk(survivor.url, token), id, 60_000);
     expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
     expect(ended.error!.message).toContain('stopped answering for it');
+    await orphanAudit(id, requestId, prompt);
   }, 120_000);
 });
 
@@ -282,6 +310,7 @@ describe('background responses over the processes of one server (SVC_PROCESSES=2
       SVC_UPSTREAM_BASE_URL: upstream.url,
       SVC_LOG_LEVEL: 'info',
       SVC_RATE_LIMIT_RPM: '100000',
+      SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
     });
     server = await startServerProcess(env, ['--processes', '2'], { timeoutMs: 60_000 });
     token = await keyFor(env);
@@ -329,7 +358,8 @@ describe('background responses over the processes of one server (SVC_PROCESSES=2
       }
       expect(cancelledBy.some((pid, i) => pid !== runners[i])).toBe(true);
 
-      const doomed = await call('POST', '/v1/responses', { model: 'svc01', input: 'Write a long novel.', background: true });
+      const doomedPrompt = 'Write a long novel (its process killed).';
+      const doomed = await call('POST', '/v1/responses', { model: 'svc01', input: doomedPrompt, background: true });
       process.kill((await pidOf(doomed.requestId))!, 'SIGKILL');
       // A connection the primary hands to the killed process before it learns of the death is never answered (Node's
       // cluster loses it): each read is given up after a while and made again.
@@ -342,6 +372,7 @@ describe('background responses over the processes of one server (SVC_PROCESSES=2
       }, 30_000);
       expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
       expect(ended.error!.message).toContain('process running this background response died');
+      await orphanAudit(doomed.json.id, doomed.requestId, doomedPrompt);
     } finally {
       upstream.setBehavior({});
     }

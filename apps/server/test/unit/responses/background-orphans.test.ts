@@ -1,0 +1,168 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuditPayloadSchema, type ResponseObject } from '@svc/protocol';
+import { openStore, type Store } from '../../../src/storage/store.js';
+import type { ApiKeyRecord } from '../../../src/storage/keys-store.js';
+import { NO_WORKER, OutboxSink } from '../../../src/webhooks/outbox.js';
+import { endOrphans, type OrphanDeps } from '../../../src/responses/background.js';
+import { backgroundDeliveryId, recordOrphanAudit } from '../../../src/responses/background-audit.js';
+import { createTestPostgres } from '../../support/databases.js';
+import { storedResponse } from '../../support/responses.js';
+
+/**
+ * The audit of a background response ended `failed` because nobody ran it any more, on SQLite and Postgres, with two
+ * stores on one database standing for two instances: recorded once however many end it at once, once when an ender
+ * stopped midway and another ends it after, and not again when its owner lived to record its own.
+ */
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-bg-orphans-'));
+const pgDb = await createTestPostgres('background orphans');
+const variants: Array<[string, string]> = [['sqlite', `sqlite:${join(dir, 'svc.db')}`]];
+if (pgDb) variants.push(['postgres', pgDb.url]);
+
+afterAll(async () => {
+  await pgDb?.drop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const logger = pino({ level: 'silent' });
+const T0 = Date.parse('2026-11-30T12:00:00.000Z');
+const MESSAGE = 'nobody runs it';
+
+describe.each(variants)('background responses nobody runs, on %s', (_name, url) => {
+  let one: Store;
+  let two: Store;
+  let key: ApiKeyRecord;
+  let n = 0;
+
+  beforeAll(async () => {
+    one = await openStore(url);
+    two = await openStore(url);
+    const user = await one.users.create({ email: `orphans-${Date.now()}@example.test`, passwordHash: 'x', now: T0 });
+    key = await one.keys.create({ userId: user.id, name: 'bg', prefix: 'sk-bg', keyHash: `hash-${Date.now()}`, now: T0, webhookUrl: 'https://receiver.example.test/hook' });
+  });
+  afterAll(async () => {
+    await one?.close();
+    await two?.close();
+  });
+
+  /** The deps of an instance on `store` whose clock reads `now`. */
+  const deps = (store: Store, now: number): OrphanDeps => ({
+    responses: store.responses,
+    audit: new OutboxSink(store.deliveries, NO_WORKER),
+    keys: store.keys,
+    clock: () => now,
+    logger,
+  });
+
+  /** A background response stored running by `owner`, whose lease ended at T0 + 20 s. */
+  async function running(owner: string): Promise<{ response: ResponseObject; requestId: string; startedAt: number }> {
+    n += 1;
+    const id = `resp_${_name}_${n}_${Date.now()}`;
+    const response: ResponseObject = { ...storedResponse({ id, createdAt: Math.floor(T0 / 1000) }), status: 'in_progress', background: true, instructions: 'Be brief.' };
+    const requestId = `req_${id}`;
+    const startedAt = T0 + 123;
+    const input = [{ type: 'message' as const, id: `msg_in_${id}`, role: 'user' as const, content: [{ type: 'input_text' as const, text: 'Write a long novel.' }] }];
+    await one.responses.save(key.id, response, input, 0, undefined, { owner, until: T0 + 20_000, audit: { requestId, startedAt, streaming: true } });
+    return { response, requestId, startedAt };
+  }
+
+  async function auditsOf(requestId: string) {
+    const { rows } = await one.deliveries.list(key.id, { limit: 100, requestId });
+    return Promise.all(rows.map(async (row) => ({ id: row.id, payload: JSON.parse((await one.deliveries.payloadOf(row.id))!) as Record<string, unknown> })));
+  }
+
+  it('two instances ending the same ones at once end and audit each once, as a failed request (500, no answer)', async () => {
+    const runs = await Promise.all([running('dead-1'), running('dead-1'), running('dead-1')]);
+    const later = T0 + 60_000;
+    const ended = await Promise.all([
+      endOrphans(deps(one, later), { lapsedBefore: later }, MESSAGE),
+      endOrphans(deps(two, later), { lapsedBefore: later }, MESSAGE),
+    ]);
+    expect(ended[0] + ended[1]).toBe(3);
+    for (const { response, requestId, startedAt } of runs) {
+      const stored = JSON.parse((await one.responses.responseJson(key.id, response.id))!) as ResponseObject;
+      expect(stored).toMatchObject({ status: 'failed', error: { code: 'server_error', message: MESSAGE } });
+      const audits = await auditsOf(requestId);
+      expect(audits).toHaveLength(1);
+      const [{ id, payload }] = audits as [(typeof audits)[number]];
+      expect(id).toBe(backgroundDeliveryId(response.id, startedAt));
+      // The published payload schema's fields, as a failed request's: the spec's and svc's additions.
+      expect(AuditPayloadSchema.safeParse(payload).success).toBe(true);
+      expect(payload).toMatchObject({
+        event: 'llm.request.completed',
+        request_id: requestId,
+        response_id: response.id,
+        user_id: key.user_id,
+        model: 'svc01',
+        status_code: 500,
+        streaming: true,
+        input_tokens: 0,
+        output_tokens: 0,
+        total_tokens: 0,
+        response_text: '',
+        prompt: 'system: Be brief.\nuser: Write a long novel.',
+        grounded: true,
+        hallucination_score: 0,
+        grounding_checked: false,
+        latency_ms: later - startedAt,
+        timestamp: new Date(later).toISOString(),
+      });
+    }
+    // Numbered without a gap: no number was taken by an insert left out.
+    const sequences = (await Promise.all(runs.map(async (r) => (await auditsOf(r.requestId))[0]!.payload.sequence as number))).sort((a, b) => a - b);
+    expect(sequences[2]! - sequences[0]!).toBe(2);
+  });
+
+  it('an ender that stopped after taking one over (before or after its audit) leaves it to the next, which audits it once', async () => {
+    const later = T0 + 60_000;
+    // Stopped after taking over, before the audit.
+    const first = await running('dead-2');
+    expect(await one.responses.takeOver(key.id, first.response.id, { owner: 'dead-2', lease: T0 + 20_000 }, 'ender-gone-1', later + 20_000)).toBe(true);
+    // Stopped after the audit, before the end was written.
+    const second = await running('dead-2');
+    expect(await one.responses.takeOver(key.id, second.response.id, { owner: 'dead-2', lease: T0 + 20_000 }, 'ender-gone-2', later + 20_000)).toBe(true);
+    await recordOrphanAudit(deps(one, later), key.id, { ...second.response, status: 'failed' }, { requestId: second.requestId, startedAt: second.startedAt, streaming: true });
+    // Taken over: not found again until the ender's own lease lapses.
+    expect(await endOrphans(deps(two, later + 1_000), { lapsedBefore: later + 1_000 }, MESSAGE)).toBe(0);
+    const after = later + 30_000;
+    expect(await endOrphans(deps(two, after), { lapsedBefore: after }, MESSAGE)).toBe(2);
+    for (const run of [first, second]) {
+      expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ status: 'failed' });
+      expect(await auditsOf(run.requestId)).toHaveLength(1);
+    }
+  });
+
+  it("an owner that lived to end it after it was ended records no second audit, and takes no sequence number", async () => {
+    const run = await running('slow-owner');
+    const later = T0 + 60_000;
+    expect(await endOrphans(deps(one, later), { owner: 'slow-owner' }, MESSAGE)).toBe(1);
+    const [audit] = await auditsOf(run.requestId);
+    // The owner's end: its settle finds the run no longer its own, its audit (same delivery id) is left out.
+    expect(await one.responses.settle(key.id, { ...run.response, status: 'completed' }, { owner: 'slow-owner' })).toBeUndefined();
+    const sink = new OutboxSink(two.deliveries, NO_WORKER);
+    const owners = {
+      requestId: run.requestId,
+      responseId: run.response.id,
+      deliveryId: backgroundDeliveryId(run.response.id, run.startedAt),
+      key,
+      startedAt: run.startedAt,
+      finishedAt: later,
+      statusCode: 200,
+      streaming: true,
+      messages: [{ role: 'user', content: 'Write a long novel.' }],
+      responseText: 'Once upon a time.',
+      svc: null,
+      usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+    };
+    // With another request's audit in the same insert: that one is recorded, numbered next.
+    const { deliveryId: _, ...another } = owners;
+    await Promise.all([sink.record(owners), sink.record({ ...another, requestId: `${run.requestId}-next` })]);
+    expect(await auditsOf(run.requestId)).toEqual([audit]);
+    const [next] = await auditsOf(`${run.requestId}-next`);
+    expect(next!.payload.sequence).toBe((audit!.payload.sequence as number) + 1);
+  });
+});
