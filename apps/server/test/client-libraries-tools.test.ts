@@ -221,6 +221,98 @@ describe("openai SDK: GPT-5's custom tools (free-text input)", () => {
   });
 });
 
+describe("openai SDK, Responses API: GPT-5's custom tools", () => {
+  const runPython = { type: 'custom' as const, name: 'run_python', description: 'Runs Python code.', format: { type: 'text' as const } };
+  const sqlGrammar = { type: 'custom' as const, name: 'sql', description: 'One SELECT.', format: { type: 'grammar' as const, syntax: 'lark' as const, definition: 'start: "SELECT " /[a-z*, ]+/' } };
+  const code = 'print(2 ** 10)';
+
+  it.each([false, true])('the call comes back as a custom_tool_call item (stream: %s); its output goes back through previous_response_id; the audit skips it', async (stream) => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_py', name: 'run_python', input: code }] });
+    const ask = { model: 'svc01', input: 'What is 2**10?', tools: [runPython, sqlGrammar] };
+    let response: OpenAI.Responses.Response;
+    const events: string[] = [];
+    let streamedInput = '';
+    let doneInput: string | undefined;
+    if (stream) {
+      const events$ = await rig.client.responses.create({ ...ask, stream: true });
+      let completed: OpenAI.Responses.Response | undefined;
+      for await (const event of events$) {
+        events.push(event.type);
+        if (event.type === 'response.custom_tool_call_input.delta') streamedInput += event.delta;
+        if (event.type === 'response.custom_tool_call_input.done') doneInput = event.input;
+        if (event.type === 'response.completed') completed = event.response;
+      }
+      response = completed!;
+    } else {
+      response = await rig.client.responses.create(ask);
+    }
+    const [item] = response.output;
+    expect(response.output).toHaveLength(1);
+    expect(item).toMatchObject({ type: 'custom_tool_call', call_id: 'call_py', name: 'run_python', input: code, status: 'completed' });
+    expect(item!.id).toMatch(/^ctc_/);
+    expect(response.tools).toEqual([runPython, sqlGrammar]);
+    if (stream) {
+      expect(streamedInput).toBe(code);
+      expect(doneInput).toBe(code);
+      expect(events.filter((type) => type.startsWith('response.output_item') || type.startsWith('response.custom_tool_call'))).toEqual([
+        'response.output_item.added',
+        ...events.filter((type) => type === 'response.custom_tool_call_input.delta'),
+        'response.custom_tool_call_input.done',
+        'response.output_item.done',
+      ]);
+    }
+    // The tools went upstream as chat declares them, the grammar under `grammar`.
+    expect((upstream.requests[0]!.body as { tools: unknown }).tools).toEqual([
+      { type: 'custom', custom: { name: 'run_python', description: 'Runs Python code.', format: { type: 'text' } } },
+      { type: 'custom', custom: { name: 'sql', description: 'One SELECT.', format: { type: 'grammar', grammar: { syntax: 'lark', definition: 'start: "SELECT " /[a-z*, ]+/' } } } },
+    ]);
+    // The call's round is audited with no answer text, unchecked.
+    const audited = (list: typeof rig.receiver.received) => list.map((d) => JSON.parse(d.raw.toString()) as Record<string, unknown>).find((p) => p.response_id === response.id);
+    const payload = audited(await rig.receiver.waitFor((list) => audited(list) !== undefined));
+    expect(payload).toMatchObject({ status_code: 200, streaming: stream, response_text: '', grounded: true, grounding_checked: false });
+
+    // The next turn: the tool's output for the call, through previous_response_id; the call and its output go upstream.
+    upstream.nextBehavior({ answer: '2 ** 10 is 1024.' });
+    const next = await rig.client.responses.create({
+      model: 'svc01',
+      previous_response_id: response.id,
+      input: [{ type: 'custom_tool_call_output', call_id: 'call_py', output: '1024' }],
+      tools: [runPython, sqlGrammar],
+    });
+    expect(next.output_text).toBe('2 ** 10 is 1024.');
+    expect((upstream.requests[1]!.body as { messages: unknown[] }).messages.slice(1)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_py', type: 'custom', custom: { name: 'run_python', input: code } }] },
+      { role: 'tool', tool_call_id: 'call_py', content: '1024' },
+    ]);
+    // Listed as OpenAI lists them: the input items carry the call and its output.
+    const items = await rig.client.responses.inputItems.list(next.id, { order: 'asc' });
+    expect(items.data.map((i) => i.type)).toEqual(['message', 'custom_tool_call', 'custom_tool_call_output']);
+  });
+
+  it('tool_choice naming a custom tool goes upstream as chat names it; one not declared (or a function of its name) is a 400; so is an output of no call', async () => {
+    upstream.nextBehavior({ toolCalls: [{ id: 'call_py', name: 'run_python', input: code }] });
+    const ask = { model: 'svc01', input: 'What is 2**10?', tools: [runPython] };
+    await rig.client.responses.create({ ...ask, tool_choice: { type: 'custom', name: 'run_python' } });
+    expect(upstream.requests[0]!.body).toMatchObject({ tool_choice: { type: 'custom', custom: { name: 'run_python' } } });
+    for (const wrong of [{ type: 'custom', name: 'run_bash' }, { type: 'function', name: 'run_python' }]) {
+      const error = await rig.client.responses.create({ ...ask, tool_choice: wrong as never }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ code: 'invalid_value', param: 'tool_choice' });
+    }
+    const orphan = await rig.client.responses
+      .create({ ...ask, input: [{ type: 'custom_tool_call_output', call_id: 'call_none', output: '1024' }] })
+      .catch((e: unknown) => e);
+    expect(orphan).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((orphan as Error).message).toContain('No tool call found for custom tool call output with call_id call_none');
+    const bad = await rig.client.responses
+      .create({ ...ask, tools: [{ type: 'custom', name: 'sql', format: { type: 'grammar', syntax: 'ebnf', definition: 'x' } } as never] })
+      .catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(bad).toMatchObject({ param: 'tools[0].format.syntax' });
+    expect(upstream.requests).toHaveLength(1);
+  });
+});
+
 describe('AI SDK', () => {
   it('streamText over chat with stopWhen: the tools run, their results go back, the answer streams, usage is summed', async () => {
     threeRounds();

@@ -56,6 +56,24 @@ export const FunctionCallOutputItemSchema = z.looseObject({
   status: z.string().nullable().optional(),
 });
 
+/** A call of a custom tool (GPT-5's free-form tools) from an earlier turn: its `input` is the model's text. */
+export const CustomToolCallItemSchema = z.looseObject({
+  type: z.literal('custom_tool_call'),
+  id: z.string().optional(),
+  call_id: z.string(),
+  name: z.string(),
+  input: z.string(),
+  status: z.string().optional(),
+});
+
+/** What the application's run of a custom tool returned, for the call with `call_id`. */
+export const CustomToolCallOutputItemSchema = z.looseObject({
+  type: z.literal('custom_tool_call_output'),
+  id: z.string().nullable().optional(),
+  call_id: z.string(),
+  output: z.union([z.string(), z.array(ResponseContentPartSchema)]),
+});
+
 /** A reasoning item a client hands back from an earlier response: accepted, and not sent upstream. */
 export const ReasoningItemSchema = z.looseObject({ type: z.literal('reasoning'), id: z.string().optional() });
 
@@ -63,6 +81,8 @@ export const ResponseInputItemSchema = z.union([
   ResponseMessageItemSchema,
   FunctionCallItemSchema,
   FunctionCallOutputItemSchema,
+  CustomToolCallItemSchema,
+  CustomToolCallOutputItemSchema,
   ReasoningItemSchema,
 ]);
 export type ResponseInputItem = z.infer<typeof ResponseInputItemSchema>;
@@ -88,9 +108,32 @@ export const ResponseFunctionToolSchema = z.looseObject({
 });
 export type ResponseFunctionTool = z.infer<typeof ResponseFunctionToolSchema>;
 
+/**
+ * OpenAI's custom tool (GPT-5) as the Responses API declares it: the model calls it with free text (`format` absent
+ * or `{ type: "text" }`) or text a grammar allows (`{ type: "grammar", syntax: "lark" | "regex", definition }`).
+ */
+export const ResponseCustomToolSchema = z.looseObject({
+  type: z.literal('custom'),
+  name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'must be 1-64 characters of a-z, A-Z, 0-9, _ or -'),
+  description: z.string().nullable().optional(),
+  format: z
+    .discriminatedUnion('type', [
+      z.looseObject({ type: z.literal('text') }),
+      z.looseObject({ type: z.literal('grammar'), definition: z.string(), syntax: z.enum(['lark', 'regex']) }),
+    ])
+    .nullable()
+    .optional(),
+});
+export type ResponseCustomTool = z.infer<typeof ResponseCustomToolSchema>;
+
+/** A tool a response declares: a function, or a custom tool. */
+export const ResponseToolSchema = z.union([ResponseFunctionToolSchema, ResponseCustomToolSchema]);
+export type ResponseTool = z.infer<typeof ResponseToolSchema>;
+
 export const ResponseToolChoiceSchema = z.union([
   z.enum(['none', 'auto', 'required']),
   z.looseObject({ type: z.literal('function'), name: z.string() }),
+  z.looseObject({ type: z.literal('custom'), name: z.string() }),
   // OpenAI's `ToolChoiceAllowed`: the model may call only these of `tools` (`auto`), or must call one of them (`required`).
   z.looseObject({
     type: z.literal('allowed_tools'),
@@ -193,7 +236,7 @@ const ItemStatusSchema = z.enum(['in_progress', 'completed', 'incomplete']);
 
 const SummaryTextSchema = z.object({ type: z.literal('summary_text'), text: z.string() });
 
-/** An item of a response's `output`: the model's reasoning (its text as a summary), the assistant's message, or one function call. */
+/** An item of a response's `output`: the model's reasoning (its text as a summary), the assistant's message, or one call of a function or a custom tool. */
 export const ResponseOutputItemSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('reasoning'), id: z.string(), summary: z.array(SummaryTextSchema), status: ItemStatusSchema }),
   z.object({
@@ -209,6 +252,14 @@ export const ResponseOutputItemSchema = z.discriminatedUnion('type', [
     call_id: z.string(),
     name: z.string(),
     arguments: z.string(),
+    status: ItemStatusSchema,
+  }),
+  z.object({
+    type: z.literal('custom_tool_call'),
+    id: z.string(),
+    call_id: z.string(),
+    name: z.string(),
+    input: z.string(),
     status: ItemStatusSchema,
   }),
 ]);
@@ -246,7 +297,7 @@ export const ResponseObjectSchema = z.object({
   temperature: z.number(),
   text: z.object({ format: ResponseTextFormatSchema }),
   tool_choice: ResponseToolChoiceSchema,
-  tools: z.array(ResponseFunctionToolSchema),
+  tools: z.array(ResponseToolSchema),
   top_p: z.number(),
   truncation: z.literal('disabled'),
   usage: ResponseUsageSchema.nullable(),
@@ -262,6 +313,7 @@ export function outputAsInput(output: readonly ResponseOutputItem[]): ResponseIn
     if (item.type === 'function_call') {
       return { type: 'function_call', id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments };
     }
+    if (item.type === 'custom_tool_call') return { type: 'custom_tool_call', id: item.id, call_id: item.call_id, name: item.name, input: item.input };
     return { type: 'message', id: item.id, role: 'assistant', content: item.content };
   });
 }

@@ -347,6 +347,8 @@ async function withIds(items: readonly ResponseInputItem[], turn: () => boolean)
 function withId(item: ResponseInputItem): ResponseInputItem {
   if (item.type === 'function_call') return { ...item, id: item.id ?? newId('fc') };
   if (item.type === 'function_call_output') return { ...item, id: item.id ?? newId('fco') };
+  if (item.type === 'custom_tool_call') return { ...item, id: item.id ?? newId('ctc') };
+  if (item.type === 'custom_tool_call_output') return { ...item, id: item.id ?? newId('ctco') };
   if (item.type === 'reasoning') return item;
   const text = item.role === 'assistant' ? 'output_text' : 'input_text';
   const content = typeof item.content === 'string' ? [{ type: text, text: item.content }] : item.content;

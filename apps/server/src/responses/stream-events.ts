@@ -4,7 +4,8 @@ import { audioTranscript } from '../chat/answer-text.js';
 import { finishedStatus, responseUsage } from './translate.js';
 
 type MessageItem = Extract<ResponseOutputItem, { type: 'message' }>;
-type FunctionCallItem = Extract<ResponseOutputItem, { type: 'function_call' }>;
+/** A call's item: a function's (its `arguments` streamed) or a custom tool's (its `input` streamed). */
+type FunctionCallItem = Extract<ResponseOutputItem, { type: 'function_call' | 'custom_tool_call' }>;
 type ReasoningItem = Extract<ResponseOutputItem, { type: 'reasoning' }>;
 
 /** The open content part of the open message: text or a refusal, each with its own event names. */
@@ -54,7 +55,7 @@ export class ResponseEvents {
    */
   constructor(
     private readonly response: ResponseObject,
-    private readonly newItemId: (prefix: 'msg' | 'fc' | 'rs') => string,
+    private readonly newItemId: (prefix: 'msg' | 'fc' | 'ctc' | 'rs') => string,
     private readonly now: () => number,
     private readonly instructions?: EscapedString,
   ) {}
@@ -87,15 +88,18 @@ export class ResponseEvents {
         if (!item) {
           this.closeReasoning();
           this.closeMessage();
-          item = { type: 'function_call', id: this.newItemId('fc'), call_id: call.id ?? '', name: call.function?.name ?? '', arguments: '', status: 'in_progress' };
+          item =
+            call.type === 'custom' || (call.type === undefined && call.custom !== undefined)
+              ? { type: 'custom_tool_call', id: this.newItemId('ctc'), call_id: call.id ?? '', name: call.custom?.name ?? '', input: '', status: 'in_progress' }
+              : { type: 'function_call', id: this.newItemId('fc'), call_id: call.id ?? '', name: call.function?.name ?? '', arguments: '', status: 'in_progress' };
           this.calls.set(call.index, item);
           if (this.calls.size === 1) this.liveCall = { item, outputIndex: this.addCall(item) };
         }
-        const args = call.function?.arguments;
-        if (args) {
-          item.arguments += args;
+        const piece = item.type === 'custom_tool_call' ? call.custom?.input : call.function?.arguments;
+        if (piece) {
+          appendTo(item, piece);
           const live = this.liveCall;
-          if (live?.item === item) this.emit('response.function_call_arguments.delta', { item_id: item.id, output_index: live.outputIndex, delta: args });
+          if (live?.item === item) this.emit(deltaEvent(item), { item_id: item.id, output_index: live.outputIndex, delta: piece });
         }
       }
       if (choice.finish_reason) this.finishReason = choice.finish_reason;
@@ -252,10 +256,11 @@ export class ResponseEvents {
     this.message = null;
   }
 
-  /** Adds a function call to the output, announced with its arguments still empty; returns its output index. */
+  /** Adds a call to the output, announced with its arguments (or input) still empty; returns its output index. */
   private addCall(item: FunctionCallItem): number {
     const outputIndex = this.output.push(item) - 1;
-    this.emit('response.output_item.added', { output_index: outputIndex, item: { ...item, arguments: '', status: 'in_progress' } });
+    const empty = item.type === 'custom_tool_call' ? { ...item, input: '' } : { ...item, arguments: '' };
+    this.emit('response.output_item.added', { output_index: outputIndex, item: { ...empty, status: 'in_progress' } });
     return outputIndex;
   }
 
@@ -263,9 +268,13 @@ export class ResponseEvents {
     for (const item of this.calls.values()) {
       const live = this.liveCall?.item === item ? this.liveCall : null;
       const outputIndex = live ? live.outputIndex : this.addCall(item);
-      if (!live && item.arguments) this.emit('response.function_call_arguments.delta', { item_id: item.id, output_index: outputIndex, delta: item.arguments });
+      const where = { item_id: item.id, output_index: outputIndex };
+      const text = item.type === 'custom_tool_call' ? item.input : item.arguments;
+      if (!live && text) this.emit(deltaEvent(item), { ...where, delta: text });
       item.status = status;
-      this.emit('response.function_call_arguments.done', { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments });
+      // OpenAI's done event of a custom call carries its whole input (and no name), a function call's its arguments and name.
+      if (item.type === 'custom_tool_call') this.emit('response.custom_tool_call_input.done', { ...where, input: item.input });
+      else this.emit('response.function_call_arguments.done', { ...where, name: item.name, arguments: item.arguments });
       this.emit('response.output_item.done', { output_index: outputIndex, item });
     }
     this.calls.clear();
@@ -288,6 +297,16 @@ export class ResponseEvents {
     this.out = '';
     return text;
   }
+}
+
+/** The event a piece of a call's arguments (a function's) or input (a custom tool's) goes out in. */
+function deltaEvent(item: FunctionCallItem): string {
+  return item.type === 'custom_tool_call' ? 'response.custom_tool_call_input.delta' : 'response.function_call_arguments.delta';
+}
+
+function appendTo(item: FunctionCallItem, piece: string): void {
+  if (item.type === 'custom_tool_call') item.input += piece;
+  else item.arguments += piece;
 }
 
 function partOf(part: OpenPart): MessageItem['content'][number] {

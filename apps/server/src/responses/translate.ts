@@ -6,10 +6,14 @@ import {
   type ChatCompletion,
   type ChatCompletionRequest,
   type ChatMessage,
+  ResponseCustomToolSchema,
   type ResponseContentPart,
   type ResponseCreateRequest,
   type ResponseFunctionTool,
   type ResponseInputItem,
+  type ResponseTool,
+  type Tool,
+  type ToolCall,
   type ResponseObject,
   type ResponseOutputItem,
   type ResponseUsage,
@@ -47,13 +51,13 @@ export async function toChatRequest(
   refuseUnserved(request);
   const messages: ChatMessage[] = [];
   if (request.instructions) messages.push({ role: 'system', content: request.instructions });
-  const calls: ToolCalls = { open: new Set(), made: new Set() };
+  const calls: ToolCalls = { open: new Map(), made: new Set() };
   await appendItems(messages, history, 'previous_response_id', turn, calls);
   await appendItems(messages, inputItems(request), 'input', turn, calls);
   // As OpenAI refuses them, before the upstream would (in its own words, or not at all).
   const [unanswered] = calls.open;
   if (unanswered !== undefined) {
-    throw new ApiError('invalid_request', `No tool output found for function call ${unanswered}.`, { param: 'input' });
+    throw new ApiError('invalid_request', `No tool output found for ${unanswered[1]} ${unanswered[0]}.`, { param: 'input' });
   }
   if (messages.length === 0) throw new ApiError('missing_required_parameter', "Missing required parameter: 'input'.", { param: 'input' });
 
@@ -71,25 +75,18 @@ export async function toChatRequest(
   if (request.safety_identifier != null) chat.safety_identifier = request.safety_identifier;
   if (request.reasoning?.effort != null) chat.reasoning_effort = request.reasoning.effort;
   if (request.tools !== undefined && request.tools.length > 0) {
-    chat.tools = functionTools(request).map((tool) => ({
-      type: 'function',
-      function: {
-        name: tool.name,
-        ...(tool.description != null && { description: tool.description }),
-        ...(tool.parameters != null && { parameters: tool.parameters }),
-        ...(tool.strict != null && { strict: tool.strict }),
-      },
-    }));
+    chat.tools = declaredTools(request).map(chatTool);
   }
   const choice = request.tool_choice;
   if (choice !== undefined && typeof choice !== 'string') {
     // As OpenAI answers a forced (or allowed) call to a function the request does not declare, before the upstream is asked.
-    const named = choice.type === 'function' ? [choice] : choice.tools;
+    const named = choice.type === 'allowed_tools' ? choice.tools : [choice];
     for (const [i, tool] of named.entries()) {
-      if (tool.type !== 'function' || !(chat.tools ?? []).some((declared) => declared.type === 'function' && declared.function.name === tool.name)) {
-        const what = tool.type === 'function' ? String(tool.name) : tool.type;
+      const callable = tool.type === 'function' || tool.type === 'custom';
+      if (!callable || !(chat.tools ?? []).some((declared) => declared.type === tool.type && toolName(declared) === tool.name)) {
+        const what = callable ? String(tool.name) : tool.type;
         throw new ApiError('invalid_value', `Tool choice '${quoted(what)}' not found in 'tools' parameter.`, {
-          param: choice.type === 'function' ? 'tool_choice' : `tool_choice.tools[${i}]`,
+          param: choice.type === 'allowed_tools' ? `tool_choice.tools[${i}]` : 'tool_choice',
         });
       }
     }
@@ -103,7 +100,8 @@ export async function toChatRequest(
     else delete chat.tools;
   } else if (choice !== undefined && (chat.tools !== undefined || typeof choice !== 'string')) {
     // Without tools a chat upstream refuses any tool_choice (OpenAI's Responses API takes one and calls nothing).
-    chat.tool_choice = typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+    chat.tool_choice =
+      typeof choice === 'string' ? choice : choice.type === 'custom' ? { type: 'custom', custom: { name: choice.name } } : { type: 'function', function: { name: choice.name } };
   }
   if (request.parallel_tool_calls != null) chat.parallel_tool_calls = request.parallel_tool_calls;
   const format = request.text?.format;
@@ -139,14 +137,16 @@ function refuseUnserved(request: ResponseCreateRequest): void {
   }
 }
 
-/** The function tools of a request; any other tool type (web search, file search, …) is refused by name. */
-export function functionTools(request: ResponseCreateRequest): ResponseFunctionTool[] {
-  const tools: ResponseFunctionTool[] = [];
+/**
+ * The function and custom tools of a request; any other tool type (web search, file search, …) is refused by name.
+ */
+export function declaredTools(request: ResponseCreateRequest): ResponseTool[] {
+  const tools: ResponseTool[] = [];
   for (const [i, tool] of (request.tools ?? []).entries()) {
-    if (tool.type !== 'function') {
+    if (tool.type !== 'function' && tool.type !== 'custom') {
       throw new ApiError(
         'invalid_value',
-        `svc serves function tools only: the built-in tool type '${tool.type}' is not supported. Declare a function tool and run it in your application instead.`,
+        `svc serves function and custom tools only: the built-in tool type '${quoted(tool.type)}' is not supported. Declare a function or custom tool and run it in your application instead.`,
         { param: `tools[${i}].type` },
       );
     }
@@ -156,9 +156,42 @@ export function functionTools(request: ResponseCreateRequest): ResponseFunctionT
         param: `tools[${i}].name`,
       });
     }
-    tools.push(withStrictDefault(tool as ResponseFunctionTool));
+    tools.push(tool.type === 'custom' ? customTool(tool, i) : withStrictDefault(tool as ResponseFunctionTool));
   }
   return tools;
+}
+
+/** A custom tool as declared, its `format` checked as OpenAI reads it (text, or a lark or regex grammar). */
+function customTool(tool: { type: string }, i: number): ResponseTool {
+  const parsed = ResponseCustomToolSchema.safeParse(tool);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const param = [`tools[${i}]`, ...issue.path.map(String)].join('.');
+  throw new ApiError('invalid_value', `Invalid value for '${param}': ${issue.message}.`, { param });
+}
+
+/** A declared tool as chat completions declare it (a custom tool's grammar nested under `grammar`, as chat has it). */
+function chatTool(tool: ResponseTool): Tool {
+  if (tool.type === 'custom') {
+    const format = tool.format?.type === 'grammar' ? { type: 'grammar' as const, grammar: { definition: tool.format.definition, syntax: tool.format.syntax } } : tool.format;
+    return {
+      type: 'custom',
+      custom: {
+        name: tool.name,
+        ...(tool.description != null && { description: tool.description }),
+        ...(format != null && { format }),
+      },
+    };
+  }
+  return {
+    type: 'function',
+    function: {
+      name: tool.name,
+      ...(tool.description != null && { description: tool.description }),
+      ...(tool.parameters != null && { parameters: tool.parameters }),
+      ...(tool.strict != null && { strict: tool.strict }),
+    },
+  };
 }
 
 /**
@@ -195,9 +228,9 @@ function isStrictSchema(schema: unknown): boolean {
   return true;
 }
 
-/** The `call_id`s of the conversation's function calls: those with no output yet, and all of them. */
+/** The `call_id`s of the conversation's tool calls: those with no output yet (with what they call), and all of them. */
 interface ToolCalls {
-  open: Set<string>;
+  open: Map<string, 'function call' | 'custom tool call'>;
   made: Set<string>;
 }
 
@@ -222,23 +255,27 @@ async function appendItems(
   for (const [i, item] of items.entries()) {
     if (turn()) await yieldToEventLoop();
     const where = `${param}[${i}]`;
-    if (item.type !== 'function_call_output') flushMedia();
+    if (item.type !== 'function_call_output' && item.type !== 'custom_tool_call_output') flushMedia();
     if (item.type === 'reasoning') continue;
-    if (item.type === 'function_call') {
-      const call = { id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } };
+    if (item.type === 'function_call' || item.type === 'custom_tool_call') {
+      const call: ToolCall =
+        item.type === 'function_call'
+          ? { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } }
+          : { id: item.call_id, type: 'custom', custom: { name: item.name, input: item.input } };
       // Calls of one turn follow the assistant's message (if any): they belong to that one chat message.
       const last = messages.at(-1);
       if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
       else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
-      calls.open.add(item.call_id);
+      calls.open.set(item.call_id, item.type === 'function_call' ? 'function call' : 'custom tool call');
       calls.made.add(item.call_id);
       continue;
     }
-    if (item.type === 'function_call_output') {
+    if (item.type === 'function_call_output' || item.type === 'custom_tool_call_output') {
       // A conversation read back may have lost the call's turn (deleted, or past the last 1,000): only the
       // request's own outputs are held to it.
       if (param === 'input' && !calls.made.has(item.call_id)) {
-        throw new ApiError('invalid_request', `No tool call found for function call output with call_id ${item.call_id}.`, { param: 'input' });
+        const kind = item.type === 'function_call_output' ? 'function call' : 'custom tool call';
+        throw new ApiError('invalid_request', `No tool call found for ${kind} output with call_id ${item.call_id}.`, { param: 'input' });
       }
       calls.open.delete(item.call_id);
       if (typeof item.output === 'string') {
@@ -352,7 +389,7 @@ export function pendingResponse({ id, createdAt, request }: ResponseBase): Respo
     temperature: request.temperature ?? DEFAULT_TEMPERATURE,
     text: { format },
     tool_choice: request.tool_choice ?? 'auto',
-    tools: request.tools === undefined ? [] : functionTools(request),
+    tools: request.tools === undefined ? [] : declaredTools(request),
     top_p: request.top_p ?? 1,
     truncation: 'disabled',
     usage: null,
@@ -389,7 +426,7 @@ export function completedResponse(
   base: ResponseBase,
   completion: ChatCompletion,
   completedAt: number,
-  newItemId: (prefix: 'msg' | 'fc' | 'rs') => string,
+  newItemId: (prefix: 'msg' | 'fc' | 'ctc' | 'rs') => string,
 ): ResponseObject {
   const choice = completion.choices[0];
   const status = finishedStatus(choice?.finish_reason);
@@ -414,8 +451,10 @@ export function completedResponse(
     });
   }
   for (const call of message?.tool_calls ?? []) {
-    // The Responses route declares function tools only: a custom call the upstream made of its own accord has no item here.
-    if (call.type !== 'function') continue;
+    if (call.type === 'custom') {
+      output.push({ type: 'custom_tool_call', id: newItemId('ctc'), call_id: call.id, name: call.custom.name, input: call.custom.input, status: 'completed' });
+      continue;
+    }
     output.push({
       type: 'function_call',
       id: newItemId('fc'),

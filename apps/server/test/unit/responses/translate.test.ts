@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { outputAsInput, ResponseCreateRequestSchema, type ChatCompletion } from '@svc/protocol';
-import { completedResponse, functionTools, outputText, toChatRequest } from '../../../src/responses/translate.js';
+import { completedResponse, declaredTools, outputText, toChatRequest } from '../../../src/responses/translate.js';
 import { ApiError } from '../../../src/http/errors.js';
 
 const parse = (body: unknown) => ResponseCreateRequestSchema.parse(body);
@@ -227,12 +227,12 @@ describe('completedResponse', () => {
   });
 });
 
-describe('functionTools: strict left out', () => {
+describe('declaredTools: strict left out', () => {
   it('reads an object of 200,000 required properties in one pass (the required list was searched once per property)', () => {
     const names = Array.from({ length: 200_000 }, (_, i) => `field_${i}`);
     const properties = Object.fromEntries(names.map((name) => [name, { type: 'string' }]));
     const tool = (required: string[]) => ({ type: 'function', name: 'fill', parameters: { type: 'object', properties, required, additionalProperties: false } });
-    const [closed, open] = functionTools(parse({ model: 'svc01', input: 'Hi', tools: [tool(names), tool(names.slice(1))] }));
+    const [closed, open] = declaredTools(parse({ model: 'svc01', input: 'Hi', tools: [tool(names), tool(names.slice(1))] }));
     expect([closed!.strict, open!.strict]).toEqual([true, false]);
   });
 });
