@@ -192,13 +192,13 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
         )
       : Promise.resolve();
     // Its background responses will not finish: ended now rather than when their leases lapse.
-    const ended = leasedBy
-      ? endOrphans(orphanDeps, { owner: leasedBy }, DEAD_PROCESS).catch((err: unknown) =>
-          logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'),
-        )
-      : Promise.resolve();
-    // The release and their audits come first: the replacement claims what is due as it starts.
-    void Promise.all([released, ended]).then(() => {
+    if (leasedBy) {
+      void endOrphans(orphanDeps, { owner: leasedBy }, DEAD_PROCESS).catch((err: unknown) =>
+        logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'),
+      );
+    }
+    // The release comes first: the replacement claims what is due as it starts.
+    void released.then(() => {
       if (stopping) return;
       slot.restartTimer = setTimeout(() => {
         slot.restartTimer = undefined;
