@@ -283,7 +283,7 @@ describe('a server process that dies with background responses running', () => {
     expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
     expect(ended.error!.message).toContain('the server was restarted');
     await orphanAudit(id, requestId, prompt);
-  }, 90_000);
+  }, 120_000);
 
   it.skipIf(!pgDb)('Postgres: another instance ends it failed once its lease lapses, and sends its audit', async () => {
     const env = serverEnv({ SVC_DATABASE_URL: pgDb!.url, SVC_SECRET_KEY: SECRET_KEY, SVC_UPSTREAM_BASE_URL: upstream.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' });
