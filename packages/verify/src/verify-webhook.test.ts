@@ -260,6 +260,10 @@ describe('verifyWebhook (web build) with a header of many signatures', () => {
       expect(await verifyWebhook(BODY, headersOf(bogus.join(' ')), [v.secret, 'my own secret'], { now: NOW })).toBe(false);
       expect(hashes()).toBe(3);
       await expect(constructWebhookEvent(BODY, headersOf(bogus.join(' ')), v.secret, { now: NOW })).rejects.toMatchObject({ code: 'signature_mismatch' });
+      // A signature of another length than an HMAC-SHA256 (a truncated one) never matches, whatever its bytes.
+      const truncated = `v1,${Buffer.from(v.signature.slice(3), 'base64').subarray(0, 16).toString('base64')}`;
+      expect(await verifyWebhook(BODY, headersOf(truncated), v.secret, { now: NOW })).toBe(false);
+      expect(await verifyWebhook(BODY, headersOf(`${truncated} ${v.signature}`), v.secret, { now: NOW })).toBe(true);
     } finally {
       for (const spy of hashed) spy.mockRestore();
     }
