@@ -23,6 +23,7 @@ import {
 import { ApiError, quoted } from '../http/errors.js';
 import { turns } from '../turns.js';
 import { answerText } from '../chat/answer-text.js';
+import { isTokenCount } from '../upstream/openai-compatible.js';
 
 // The Responses API is served over chat completions: a request becomes a chat request (its items become
 // messages), and the chat answer becomes a response object. Both directions are pure functions, so the
@@ -406,12 +407,15 @@ export function finishedStatus(finishReason: string | null | undefined): Pick<Re
 
 /** Chat usage in the Responses API's names. */
 export function responseUsage(usage: Usage): ResponseUsage {
-  const details = usage as { prompt_tokens_details?: { cached_tokens?: number }; completion_tokens_details?: { reasoning_tokens?: number } };
+  const details = usage as { prompt_tokens_details?: { cached_tokens?: unknown } | null; completion_tokens_details?: { reasoning_tokens?: unknown } | null };
+  // The upstream's breakdowns are kept only as counts (the upstream module drops others): 0 stands for any other.
+  const cached = details.prompt_tokens_details?.cached_tokens;
+  const reasoning = details.completion_tokens_details?.reasoning_tokens;
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: details.prompt_tokens_details?.cached_tokens ?? 0 },
+    input_tokens_details: { cached_tokens: isTokenCount(cached) ? cached : 0 },
     output_tokens: usage.completion_tokens,
-    output_tokens_details: { reasoning_tokens: details.completion_tokens_details?.reasoning_tokens ?? 0 },
+    output_tokens_details: { reasoning_tokens: isTokenCount(reasoning) ? reasoning : 0 },
     total_tokens: usage.total_tokens,
   };
 }

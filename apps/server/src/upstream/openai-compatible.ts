@@ -964,10 +964,19 @@ function normalizeUsage(value: unknown): Usage | null {
   if (!isTokenCount(prompt) || !isTokenCount(completion)) return null;
   const total = isTokenCount(value.total_tokens) ? value.total_tokens : prompt + completion;
   if (!isTokenCount(total)) return null;
-  return { ...value, prompt_tokens: prompt, completion_tokens: completion, total_tokens: total };
+  const usage: Record<string, unknown> = { ...value, prompt_tokens: prompt, completion_tokens: completion, total_tokens: total };
+  // The breakdowns (`prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`, …) reach the
+  // client and the stored response as they are: only their counts are kept, each a count an answer can have.
+  for (const [name, details] of Object.entries(value)) {
+    if (!name.endsWith('_tokens_details')) continue;
+    if (isRecord(details)) usage[name] = Object.fromEntries(Object.entries(details).filter(([, count]) => isTokenCount(count)));
+    else delete usage[name];
+  }
+  return usage as Usage;
 }
 
-function isTokenCount(value: unknown): value is number {
+/** A token count an answer can have: a non-negative safe integer (not -5, 1e308, "12" or 2^53). */
+export function isTokenCount(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
