@@ -46,6 +46,8 @@ export interface RunningServer {
   firstRun: FirstRunCredentials | undefined;
   /** `leased_by` of this process's webhook claims (a cluster primary releases them when the process dies). */
   webhookWorkerId: string;
+  /** The background responses this process runs. */
+  background: BackgroundResponses;
   /** Graceful: stop accepting, finish in-flight requests, stop the delivery worker, flush, close. */
   close(): Promise<void>;
   /**
@@ -312,7 +314,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
       void close().finally(() => resolve(problem));
     });
   });
-  return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, close, failed };
+  return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, background, close, failed };
 }
 
 /**

@@ -134,7 +134,7 @@ describe.each(variants)('background responses (%s)', (name, databaseUrl) => {
     expect(deliveriesOf(receiver.received, created.id)).toHaveLength(1);
   });
 
-  it.skipIf(!enabled)('cancel stops the upstream call wherever it runs and returns it cancelled, again on a second call; one audit (499)', async () => {
+  it.skipIf(!enabled)('cancel stops the upstream call wherever it runs and returns it cancelled, again on a second call; one audit (409: a cancel, not a client that went away)', async () => {
     upstream.nextBehavior({ hang: true });
     const created = await sdk(runner.url, token).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
     const aborted = upstream.waitForAbort(30_000);
@@ -144,7 +144,7 @@ describe.each(variants)('background responses (%s)', (name, databaseUrl) => {
     expect(await sdk(runner.url, token).responses.cancel(created.id)).toMatchObject({ status: 'cancelled' });
     expect(await sdk(runner.url, token).responses.retrieve(created.id)).toMatchObject({ status: 'cancelled' });
     const audits = await receiver.waitFor((received) => deliveriesOf(received, created.id).length > 0).then((r) => deliveriesOf(r, created.id));
-    expect(audits).toEqual([expect.objectContaining({ status_code: 499 })]);
+    expect(audits).toEqual([expect.objectContaining({ status_code: 409 })]);
     // Deleted while running, from either instance: stopped first, not left running for nobody.
     upstream.nextBehavior({ hang: true });
     const prompt = `Write another novel (${name}).`;

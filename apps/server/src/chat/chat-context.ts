@@ -69,9 +69,14 @@ export function chatContext(deps: ChatDeps, exchange: Exchange, key: ApiKeyRecor
   return ctx;
 }
 
-/** `status`, or 499 when the client went away first. */
+/**
+ * `status`, or, when the request was stopped first, the status its stop names (`auditStatus` on the abort's reason:
+ * a background response's cancel, the server's stop), else 499: the client went away.
+ */
 export function statusFor(ctx: ChatContext, status: number): number {
-  return ctx.abort.aborted ? CLIENT_CLOSED_STATUS : status;
+  if (!ctx.abort.aborted) return status;
+  const named = (ctx.abort.reason as { auditStatus?: unknown } | undefined)?.auditStatus;
+  return typeof named === 'number' ? named : CLIENT_CLOSED_STATUS;
 }
 
 /**

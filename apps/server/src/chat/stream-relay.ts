@@ -1,7 +1,6 @@
 import { SVC_MODEL, type ChatCompletionChunk, type ChatCompletionRequest, type SvcResult, type Usage } from '@svc/protocol';
 import type { ApiError } from '../http/errors.js';
 import { toApiError } from '../http/to-api-error.js';
-import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
 import type { ChunkStream } from '../upstream/upstream.js';
 import { NO_USAGE, record, recordFailure, statusFor, type ChatContext } from './chat-context.js';
 import { FrameJson } from './frame-json.js';
@@ -264,7 +263,7 @@ export async function relayStream(
     // response, in `out.end`) recorded a second one, under another delivery id and another status.
     if (recorded) return;
     await recordFailure(ctx, {
-      statusCode: clientGone ? CLIENT_CLOSED_STATUS : error.status,
+      statusCode: statusFor(ctx, error.status),
       streaming: true,
       messages: request.messages,
       responseText: answer(),

@@ -19,16 +19,24 @@ export const CANCEL_POLL_MS = 1_000;
 /** Orphaned responses ended in one statement's worth (the rest at the next look). */
 const ORPHANS_BATCH = 100;
 
-/** A background response's run stopped by `POST /v1/responses/{id}/cancel`: it ends `cancelled`. */
+/**
+ * A background response's run stopped by `POST /v1/responses/{id}/cancel`: it ends `cancelled`, audited 409 (the
+ * request ended by a later request of its client), which a receiver tells apart from a client that went away (499).
+ */
 export class CancelRequested extends Error {
+  readonly auditStatus = 409;
   constructor() {
     super('cancelled by POST /v1/responses/{id}/cancel');
     this.name = 'CancelRequested';
   }
 }
 
-/** A background response's run cut by the graceful stop of its server: it ends `failed`, saying so. */
+/**
+ * A background response's run cut by the graceful stop of its server: it ends `failed`, saying so, audited 503 (the
+ * service went away; sending the request again is the remedy), not as a client that went away (499).
+ */
 export class ServerStopping extends Error {
+  readonly auditStatus = 503;
   constructor() {
     super('svc stopped (SIGTERM or SIGINT) before this background response finished; send the request again.');
     this.name = 'ServerStopping';

@@ -27,7 +27,6 @@ import { ResponseEvents } from './stream-events.js';
 import { EscapedString, LONG_STRING_CHARS, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { completedResponse, inputItems, pendingResponse, toChatRequest, type ResponseBase } from './translate.js';
-import { CLIENT_CLOSED_STATUS } from '../pipeline/exchange.js';
 import { Cancellation } from '../upstream/upstream.js';
 import { CancelRequested, stoppedError, type BackgroundResponses } from './background.js';
 import { backgroundDeliveryId } from './background-audit.js';
@@ -178,16 +177,21 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
     await deps.background.run(base.id, abort, async () => {
       try {
         deps.inFlight.streaming(exchange.res);
-        const long = base.request.instructions && base.request.instructions.length >= LONG_STRING_CHARS;
-        const instructions = long ? await EscapedString.of(base.request.instructions!, turn) : undefined;
-        work.upstreamStartedAt = deps.clock();
-        const chunks = await deps.upstream.stream({ body: upstream.body, signal: abort, thinking: upstream.thinking });
+        let instructions: EscapedString | undefined;
+        let chunks: Awaited<ReturnType<typeof deps.upstream.stream>>;
+        try {
+          const long = base.request.instructions && base.request.instructions.length >= LONG_STRING_CHARS;
+          instructions = long ? await EscapedString.of(base.request.instructions!, turn) : undefined;
+          work.upstreamStartedAt = deps.clock();
+          chunks = await deps.upstream.stream({ body: upstream.body, signal: abort, thinking: upstream.thinking });
+        } catch (err) {
+          // Refused before the stream started (the upstream's own error): the response ends failed, and the caller
+          // answers and audits the error. Only here: once the relay wrote its first event, it ends the stream itself.
+          refused = err;
+          await settle(endedResponse(base, abort, toApiError(err))).catch(() => undefined);
+          return;
+        }
         await relayStream(work, chat, chunks, (sse) => responseEvents(deps, base, sse, settle, instructions, abort));
-      } catch (err) {
-        // Refused before the stream started (the upstream's own error): the response ends failed, and the caller
-        // answers and audits the error.
-        refused = err;
-        await settle(endedResponse(base, abort, toApiError(err))).catch(() => undefined);
       } finally {
         release();
       }
@@ -195,29 +199,42 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
     if (refused !== undefined) throw refused;
     return;
   }
+  /** The run ended without an answer (or with one that could not be stored): stored so, and audited so. */
+  const endFailed = async (err: unknown) => {
+    const error = toApiError(err);
+    await settle(endedResponse(base, abort, error)).catch((storeErr: unknown) => {
+      deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses');
+    });
+    await recordFailure(work, {
+      statusCode: statusFor(work, error.status),
+      streaming: false,
+      messages: chat.messages,
+      responseText: '',
+      svc: null,
+      usage: NO_USAGE,
+    });
+  };
   deps.background.run(base.id, abort, async () => {
     try {
       work.upstreamStartedAt = deps.clock();
-      const completion = await complete(work, chat, upstream);
+      let completion: Awaited<ReturnType<typeof complete>>;
+      try {
+        completion = await complete(work, chat, upstream);
+      } catch (err) {
+        return await endFailed(err);
+      }
       const response = completedResponse(base, completion, Math.floor(deps.clock() / 1000), newId);
       // Stored before its audit: a receiver that reads the response on the webhook finds it final. Audited whatever
       // the store says (the response deleted meanwhile, or ended by another instance that found its lease lapsed, which
       // audits nothing): the upstream call was made, once.
-      await settle(response);
+      try {
+        await settle(response);
+      } catch (err) {
+        return await endFailed(err);
+      }
+      // One upstream call, one audit: a record that failed (perhaps after its commit) is not followed by another, of a
+      // failure, over a response stored completed. The run's own catch logs it.
       await recordCompletion(work, chat.messages, completion);
-    } catch (err) {
-      const error = toApiError(err);
-      await settle(endedResponse(base, abort, error)).catch((storeErr: unknown) => {
-        deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses');
-      });
-      await recordFailure(work, {
-        statusCode: abort.aborted ? CLIENT_CLOSED_STATUS : error.status,
-        streaming: false,
-        messages: chat.messages,
-        responseText: '',
-        svc: null,
-        usage: NO_USAGE,
-      });
     } finally {
       release();
     }

@@ -1,0 +1,120 @@
+// How a background response's end is audited and shown: a cancel and a server's stop are not a client that went away;
+// one upstream call is one audit even when its record fails after its commit; a streamed one whose store fails at
+// the end ends with response.failed rather than a second answer.
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import { startTestServer, type TestServer } from './support/test-server.js';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { eventually } from './support/webhooks.js';
+
+let upstream: FakeUpstream;
+let srv: TestServer | undefined;
+beforeAll(async () => {
+  upstream = await startFakeUpstream();
+});
+afterAll(async () => {
+  await upstream?.close();
+});
+afterEach(async () => {
+  await srv?.close();
+  srv = undefined;
+});
+
+const sdk = (url: string, token: string) => new OpenAI({ apiKey: token, baseURL: `${url}/v1`, maxRetries: 0 });
+
+async function start(): Promise<{ srv: TestServer; token: string; keyId: string }> {
+  srv = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
+  // Nothing listens there: the deliveries are read from the outbox, not received.
+  const { token, key } = await srv.createKey({ webhookUrl: 'http://127.0.0.1:9/hook' });
+  return { srv, token, keyId: key.id };
+}
+
+/** The `status_code` of each delivery recorded for the response `id`. */
+async function auditStatuses(server: TestServer, keyId: string, id: string): Promise<number[]> {
+  const { rows } = await server.running.store.deliveries.list(keyId, { limit: 100 });
+  const payloads = await Promise.all(rows.map(async (r) => JSON.parse((await server.running.store.deliveries.byId(r.id))!.payload) as { response_id?: string; status_code: number }));
+  return payloads.filter((p) => p.response_id === id).map((p) => p.status_code);
+}
+
+describe('background responses: how their end is audited', () => {
+  it('a cancelled one is audited 409, not as a client that went away (499), streamed or not', async () => {
+    const { srv, token, keyId } = await start();
+    const client = sdk(srv.url, token);
+    upstream.nextBehavior({ hang: true });
+    const created = await client.responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
+    expect(await client.responses.cancel(created.id)).toMatchObject({ status: 'cancelled' });
+    expect(await eventually(async () => ((await auditStatuses(srv, keyId, created.id)).length > 0 ? auditStatuses(srv, keyId, created.id) : undefined))).toEqual([409]);
+
+    upstream.nextBehavior({ answer: 'Once upon a time '.repeat(20), hangMidStream: true });
+    const stream = await client.responses.create({ model: 'svc01', input: 'Write another.', background: true, stream: true });
+    let id: string | undefined;
+    for await (const event of stream) {
+      if (event.type === 'response.created') id = event.response.id;
+      if (event.type === 'response.output_text.delta') break;
+    }
+    expect(await client.responses.cancel(id!)).toMatchObject({ status: 'cancelled' });
+    expect(await eventually(async () => ((await auditStatuses(srv, keyId, id!)).length > 0 ? auditStatuses(srv, keyId, id!) : undefined))).toEqual([409]);
+  });
+
+  it('one stopped by the server stopping is audited 503, as the server going away', async () => {
+    const { srv: server, token, keyId } = await start();
+    upstream.nextBehavior({ hang: true });
+    const created = await sdk(server.url, token).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
+    const { running } = server;
+    await running.background.stop(0);
+    expect(await auditStatuses(server, keyId, created.id)).toEqual([503]);
+  });
+
+  it('a completed one whose audit record fails after its commit is audited once, and reads completed', async () => {
+    const { srv, token, keyId } = await start();
+    const deliveries = srv.running.store.deliveries;
+    const insert = deliveries.insertSequenced.bind(deliveries);
+    let failed = 0;
+    deliveries.insertSequenced = async (...args: Parameters<typeof insert>) => {
+      const rows = await insert(...args);
+      if (failed++ === 0) throw new Error('the acknowledgement of the commit was lost');
+      return rows;
+    };
+    upstream.nextBehavior({ answer: 'The library opens at 9 am.' });
+    const client = sdk(srv.url, token);
+    const created = await client.responses.create({ model: 'svc01', input: 'When does it open?', background: true });
+    const done = await eventually(async () => {
+      const r = await client.responses.retrieve(created.id);
+      return r.status === 'in_progress' ? undefined : r;
+    });
+    // Its run ended: whatever it was to record is recorded.
+    await eventually(() => srv.running.background.size === 0 || undefined);
+    await delay(50);
+    expect(done).toMatchObject({ status: 'completed', output_text: 'The library opens at 9 am.' });
+    expect(await auditStatuses(srv, keyId, created.id)).toEqual([200]);
+  });
+
+  it('a streamed one whose store fails at its end ends with response.failed (no 500 after the events), audited once', async () => {
+    const { srv, token, keyId } = await start();
+    const responses = srv.running.store.responses;
+    const settle = responses.settle.bind(responses);
+    let failed = 0;
+    responses.settle = async (...args: Parameters<typeof settle>) => {
+      if (failed++ === 0) throw new Error('Connection terminated unexpectedly');
+      return settle(...args);
+    };
+    upstream.nextBehavior({ answer: 'The library opens at 9 am.' });
+    const res = await fetch(`${srv.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', input: 'When does it open?', background: true, stream: true }),
+    });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(failed).toBeGreaterThanOrEqual(1);
+    const types = [...text.matchAll(/^event: (.+)$/gm)].map((m) => m[1]);
+    expect(types[0]).toBe('response.created');
+    expect(types.at(-1)).toBe('response.failed');
+    expect(text).not.toContain('internal_error');
+    const id = /"id":"(resp_[0-9a-f]+)"/.exec(text)![1]!;
+    await eventually(() => srv.running.background.size === 0 || undefined);
+    expect(await auditStatuses(srv, keyId, id)).toHaveLength(1);
+    expect(srv.logs.filter((l) => /failed unexpectedly|ERR_HTTP_HEADERS_SENT|Cannot set headers/.test(l))).toEqual([]);
+  });
+});
