@@ -178,7 +178,7 @@ export class BackgroundResponses {
     const { store, clock } = this.#options;
     const now = clock();
     if (this.#runs.size > 0) {
-      for (const id of await store.cancelsAsked(this.owner)) this.#runs.get(id)?.abort.abort(new CancelRequested());
+      for (const id of await store.cancelsAsked(this.owner, [...this.#runs.keys()])) this.#runs.get(id)?.abort.abort(new CancelRequested());
       if (now - this.#lastRenewAt >= this.#leaseMs / 4) {
         await store.renewLeases(this.owner, [...this.#runs.keys()], now + this.#leaseMs);
         this.#lastRenewAt = now;

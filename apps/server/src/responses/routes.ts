@@ -38,7 +38,8 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     res.type('json').send(json);
   });
   // A background response still running is stopped first (as a cancel stops it): its upstream call is not left to
-  // run for a response nobody can read any more.
+  // run for a response nobody can read any more. One whose owner has not stopped it within the wait is deleted all the
+  // same: the owner stops a run whose row is gone at its next look (BackgroundResponses).
   router.delete('/:id', async (req, res) => {
     const keyId = apiKeyOf(res).id;
     if ((await deps.responses.state(keyId, req.params.id))?.running) await stopRun(deps, keyId, req.params.id);

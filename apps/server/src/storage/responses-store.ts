@@ -242,16 +242,26 @@ export class ResponsesStore {
     return result.numUpdatedRows > 0n;
   }
 
-  /** The background responses `owner` runs whose cancel was asked. */
-  async cancelsAsked(owner: string): Promise<string[]> {
-    const rows = await this.db
-      .selectFrom('responses')
-      .select('id')
-      .where('background_lease_until', 'is not', null)
-      .where('background_owner', '=', owner)
-      .where('cancel_requested_at', 'is not', null)
-      .execute();
-    return rows.map((row) => row.id);
+  /**
+   * Of the background responses `owner` runs (`running`), those to stop: their cancel was asked, or their row is no
+   * longer `owner`'s running one (deleted, as DELETE /v1/responses/{id} does after asking the cancel; or ended by
+   * another instance): nobody could read what they go on to generate.
+   */
+  async cancelsAsked(owner: string, running: readonly string[]): Promise<string[]> {
+    const stop: string[] = [];
+    for (let i = 0; i < running.length; i += ITEM_BATCH) {
+      const ids = running.slice(i, i + ITEM_BATCH);
+      const rows = await this.db
+        .selectFrom('responses')
+        .select(['id', 'cancel_requested_at'])
+        .where('id', 'in', ids)
+        .where('background_lease_until', 'is not', null)
+        .where('background_owner', '=', owner)
+        .execute();
+      const stillRunning = new Map(rows.map((row) => [row.id, row.cancel_requested_at]));
+      for (const id of ids) if (!stillRunning.has(id) || stillRunning.get(id) != null) stop.push(id);
+    }
+    return stop;
   }
 
   /**
