@@ -88,6 +88,14 @@ describe('background responses: how their end is audited', () => {
     await delay(50);
     expect(done).toMatchObject({ status: 'completed', output_text: 'The library opens at 9 am.' });
     expect(await auditStatuses(srv, keyId, created.id)).toEqual([200]);
+    // The Usage view counts it once, as the request it was, not a second time as a failure.
+    const { user_id: userId } = (await srv.running.store.keys.byId(keyId))!;
+    const day = new Date().toISOString().slice(0, 10);
+    const [usage] = await eventually(async () => {
+      const rows = await srv.running.store.usage.byDay(userId, day, keyId);
+      return rows.length > 0 ? rows : undefined;
+    });
+    expect(usage).toMatchObject({ requests: 1, errors_5xx: 0 });
   });
 
   it('a streamed one whose store fails at its end ends with response.failed (no 500 after the events), audited once', async () => {
