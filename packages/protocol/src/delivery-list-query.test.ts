@@ -34,6 +34,17 @@ describe('parseDeliveryListQuery', () => {
     expect(parseDeliveryListQuery(params)).toEqual({ ok: false, issue: { param, message } });
   });
 
+  it('quotes a long bad value cut to 128 characters, as the server cuts ids in its messages', () => {
+    expect(parseDeliveryListQuery({ before: 'x'.repeat(15_000) })).toEqual({
+      ok: false,
+      issue: { param: 'before', message: `'before' must be a delivery id (whd_…) from a previous page; got '${'x'.repeat(128)}…'.` },
+    });
+    expect(parseDeliveryListQuery({ status: 's'.repeat(200) })).toEqual({
+      ok: false,
+      issue: { param: 'status', message: `'status' must be one of pending, delivered, failed, cancelled; got '${'s'.repeat(128)}…'.` },
+    });
+  });
+
   it('reads the search: request_id, since, until and last_status_code (a status or a class, lower-cased)', () => {
     expect(
       parseDeliveryListQuery({ request_id: 'chatcmpl-abc', since: '2026-11-25T09:00:00Z', until: '2026-11-25T10:00:00.500+01:00', last_status_code: '5XX' }),

@@ -78,6 +78,12 @@ export function statusCodeRange(filter: string): { min: number; max: number } {
 
 export type DeliveryListQueryResult = { ok: true; query: DeliveryListQuery } | { ok: false; issue: DeliveryListQueryIssue };
 
+/** Characters of a query value an issue quotes, as the server's `quoted()` cuts ids (protocol cannot import it). */
+const MAX_QUOTED_CHARS = 128;
+
+/** A query value as an issue quotes it: cut to 128 characters (then `…`), so a 15 KB `before` is not echoed whole. */
+const quoted = (value: string): string => (value.length > MAX_QUOTED_CHARS ? `${value.slice(0, MAX_QUOTED_CHARS)}…` : value);
+
 const fail = (param: DeliveryListQueryIssue['param'], message: string): DeliveryListQueryResult => ({ ok: false, issue: { param, message } });
 
 /**
@@ -110,19 +116,19 @@ export function parseDeliveryListQuery(params: Readonly<Record<string, unknown>>
   if (!limitParam.ok) return fail('limit', limitParam.message);
   const limitText = limitParam.text;
   if (limitText !== undefined && (!/^\d+$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > max)) {
-    return fail('limit', `'limit' must be an integer from 1 to ${max}; got '${limitText}'.`);
+    return fail('limit', `'limit' must be an integer from 1 to ${max}; got '${quoted(limitText)}'.`);
   }
   const statusParam = singleQueryParam(params, 'status');
   if (!statusParam.ok) return fail('status', statusParam.message);
   const status = statusParam.text;
   if (status !== undefined && !isDeliveryStatus(status)) {
-    return fail('status', `'status' must be one of ${DELIVERY_STATUSES.join(', ')}; got '${status}'.`);
+    return fail('status', `'status' must be one of ${DELIVERY_STATUSES.join(', ')}; got '${quoted(status)}'.`);
   }
   const beforeParam = singleQueryParam(params, 'before');
   if (!beforeParam.ok) return fail('before', beforeParam.message);
   const before = beforeParam.text;
   if (before !== undefined && !DELIVERY_ID_PATTERN.test(before)) {
-    return fail('before', `'before' must be a delivery id (whd_…) from a previous page; got '${before}'.`);
+    return fail('before', `'before' must be a delivery id (whd_…) from a previous page; got '${quoted(before)}'.`);
   }
   const requestParam = singleQueryParam(params, 'request_id');
   if (!requestParam.ok) return fail('request_id', requestParam.message);
@@ -135,7 +141,7 @@ export function parseDeliveryListQuery(params: Readonly<Record<string, unknown>>
     const param = singleQueryParam(params, name);
     if (!param.ok) return fail(name, param.message);
     if (param.text !== undefined && !isIsoTime(param.text)) {
-      return fail(name, `'${name}' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '${param.text}'.`);
+      return fail(name, `'${name}' must be an ISO 8601 time with its offset, e.g. 2026-11-25T09:00:00Z; got '${quoted(param.text)}'.`);
     }
     if (param.text !== undefined) times[name] = param.text;
   }
@@ -143,7 +149,7 @@ export function parseDeliveryListQuery(params: Readonly<Record<string, unknown>>
   if (!codeParam.ok) return fail('last_status_code', codeParam.message);
   const code = codeParam.text;
   if (code !== undefined && !STATUS_CODE_FILTER.test(code)) {
-    return fail('last_status_code', `'last_status_code' must be an HTTP status (503) or a class of them (5xx); got '${code}'.`);
+    return fail('last_status_code', `'last_status_code' must be an HTTP status (503) or a class of them (5xx); got '${quoted(code)}'.`);
   }
   return {
     ok: true,
