@@ -178,6 +178,25 @@ describe('POST /v1/responses (offline model)', () => {
     await expect(client().responses.retrieve(unstored.id)).rejects.toMatchObject({ status: 404 });
   });
 
+  it('refuses query values given twice or with brackets with a 400 naming the parameter, not reading them as one value', async () => {
+    const response = await client().responses.create({ model: 'svc01', instructions: DOC, input: 'Where is the Eiffel Tower?' });
+    const cases = [
+      [`${response.id}/input_items?limit[]=5`, 'limit', "'limit' must be given as limit=…, without brackets."],
+      [`${response.id}/input_items?limit=5&limit=6`, 'limit', "'limit' must be given once."],
+      [`${response.id}/input_items?order[a]=asc`, 'order', "'order' must be given as order=…, without brackets."],
+      [`${response.id}/input_items?after[]=x`, 'after', "'after' must be given as after=…, without brackets."],
+      [`${response.id}?stream[a]=1`, 'stream', "'stream' must be given as stream=…, without brackets."],
+    ] as const;
+    for (const [path, param, message] of cases) {
+      const res = await fetch(`${offline.url}/v1/responses/${path}`, { headers: { authorization: `Bearer ${token}` } });
+      expect({ path, status: res.status, error: ((await res.json()) as { error: unknown }).error }).toEqual({
+        path,
+        status: 400,
+        error: expect.objectContaining({ param, message, code: 'invalid_value' }),
+      });
+    }
+  });
+
   it('refuses a follow-up whose conversation is past the body limit with 400 context_length_exceeded, and serves the rest', async () => {
     // Two turns of 6 MiB each: either could be sent inline, the two together could not.
     const turn = 'The tower was finished in 1889. '.repeat((6 * 1024 * 1024) / 32);

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import express, { type Router } from 'express';
-import type { ResponseInputItem } from '@svc/protocol';
+import { singleQueryParam, type ResponseInputItem } from '@svc/protocol';
 import { ApiError, quoted } from '../http/errors.js';
 import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
 import { createResponse, type ResponsesDeps, type StreamingResponses } from './create.js';
@@ -26,7 +26,8 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     // it as a stream of no events, without an error.
     // A background stream resumed with `starting_after` (OpenAI's background guide) likewise: svc keeps no copy of a
     // stream's events (one row per delta would multiply the writes of every stream), so it says so.
-    if (req.query.stream !== undefined && req.query.stream !== 'false') {
+    const stream = queryParam(req.query, 'stream');
+    if (stream !== undefined && stream !== 'false') {
       throw new ApiError(
         'invalid_value',
         `svc does not keep a response's stream events, so a stream cannot be resumed ('starting_after') or read again: poll GET /v1/responses/{id} without 'stream' (or with stream=false) until its status is no longer 'queued' or 'in_progress'; a background response runs on whether or not its stream is read.`,
@@ -68,9 +69,10 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     res.type('json').send(state.json);
   });
   router.get('/:id/input_items', async (req, res) => {
+    const query = { order: queryParam(req.query, 'order'), limit: queryParam(req.query, 'limit'), after: queryParam(req.query, 'after') };
     const items = await deps.responses.inputItems(apiKeyOf(res).id, req.params.id);
     if (!items) throw notFound(req.params.id);
-    res.json(page(items, req.query));
+    res.json(page(items, query));
   });
   return router;
 }
@@ -116,8 +118,18 @@ function notFound(id: string): ApiError {
   return new ApiError('not_found', `Response with id '${quoted(id)}' not found.`, { param: 'response_id' });
 }
 
+/**
+ * A query parameter given at most once and without brackets, else a 400 naming it: read as a scalar, `limit[]=5`
+ * would pass for 5 (`Number(['5'])`) and `order[a]=asc` for no `order` at all.
+ */
+function queryParam(query: Readonly<Record<string, unknown>>, name: string): string | undefined {
+  const read = singleQueryParam(query, name);
+  if (!read.ok) throw new ApiError('invalid_value', read.message, { param: name });
+  return read.text;
+}
+
 /** OpenAI's list page over the items: `order` (default `desc`), `limit` (1–100, default 20), `after` an item id. */
-function page(items: readonly ResponseInputItem[], query: Record<string, unknown>) {
+function page(items: readonly ResponseInputItem[], query: { order: string | undefined; limit: string | undefined; after: string | undefined }) {
   const order = query.order ?? 'desc';
   if (order !== 'asc' && order !== 'desc') {
     throw new ApiError('invalid_value', `Invalid value for 'order': expected 'asc' or 'desc'.`, { param: 'order' });
@@ -130,7 +142,7 @@ function page(items: readonly ResponseInputItem[], query: Record<string, unknown
   let start = 0;
   if (query.after !== undefined) {
     const at = ordered.findIndex((item) => 'id' in item && item.id === query.after);
-    if (at === -1) throw new ApiError('invalid_value', `No input item with id '${quoted(String(query.after))}'.`, { param: 'after' });
+    if (at === -1) throw new ApiError('invalid_value', `No input item with id '${quoted(query.after)}'.`, { param: 'after' });
     start = at + 1;
   }
   const data = ordered.slice(start, start + limit).map(withStatus);
