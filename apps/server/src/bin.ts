@@ -7,6 +7,7 @@ import { isatty } from 'node:tty';
 import { setFlagsFromString } from 'node:v8';
 import { CommanderError } from 'commander';
 import { CommandError, makeProgram } from './admin/commands.js';
+import { stopSignalReader } from './stop-signals.js';
 
 // Under load V8 lets the old space grow to several times the live set between full collections, and that
 // growth is most of the peak RSS; capping the growth step at 20 % keeps it small for a few % of CPU. A value
@@ -38,17 +39,12 @@ const program = makeProgram({
   },
   stopSignal: () =>
     new Promise((resolve) => {
-      let asked = false;
-      // The first signal asks for the graceful stop. A second SIGINT or SIGTERM (Ctrl-C twice, a supervisor's stop
-      // sent again) is "stop now": said, and the exit code is the signal's as if it had killed the process.
+      const read = stopSignalReader();
+      // A "stop now" is said, and the exit code is the signal's as if it had killed the process.
       const onSignal = (signal: NodeJS.Signals) => {
-        if (!asked) {
-          asked = true;
-          return resolve(signal);
-        }
-        // A hangup comes twice without anyone insisting: when a terminal window closes, its shell passes its SIGHUP
-        // on to the foreground job, and the kernel sends that job's group another as the shell exits.
-        if (signal === 'SIGHUP') return;
+        const answer = read(signal);
+        if (answer === 'stop') return resolve(signal);
+        if (answer === 'ignore') return;
         process.stderr.write(`${signal} received again: stopping now; requests still in flight are cut off (webhook deliveries already recorded stay in the outbox: another instance or the next start sends them)\n`);
         exit(128 + (constants.signals[signal] ?? 0));
       };

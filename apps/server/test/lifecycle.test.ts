@@ -57,6 +57,8 @@ describe('svc-server start under a supervisor', () => {
       const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
       server.child.kill('SIGTERM');
       while (!server.stderr().includes('SIGTERM received: finishing')) await sleep(10);
+      // Later than one stop sent twice at once (see the test after the next), as a human's second Ctrl-C comes.
+      await sleep(300);
       server.child.kill('SIGTERM');
       expect(await exit).toBe(143);
       expect(server.stderr()).toContain('SIGTERM received again: stopping now');
@@ -166,6 +168,27 @@ describe('svc-server start when its terminal closes (SIGHUP)', () => {
       while (!server.stderr().includes('SIGHUP received: finishing') && server.child.exitCode === null) await sleep(10);
       server.child.kill('SIGHUP');
       // The second hangup is handled (or the process is gone) before the answer comes.
+      while (!(await fetch(`${server.url}/healthz`).then(() => false, () => true))) await sleep(10);
+      answer();
+      expect(await completion).toEqual({ status: 200, text: 'Still here.', done: true });
+      expect(await exit).toBe(0);
+      expect(server.stderr()).not.toContain('received again');
+    } finally {
+      await server.stop('SIGKILL');
+      await upstream.close();
+    }
+  });
+
+  it('two SIGTERMs at once (GNU timeout signals the process, then its group) are one graceful stop, not a stop now', async () => {
+    const { upstream, vars, key, answer } = await serverWithHeldAnswer('term-twice');
+    const server = await startServerProcess(vars);
+    try {
+      const completion = streamedCompletion(server.url, key);
+      await untilOpenUpstream(upstream);
+      const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+      server.child.kill('SIGTERM');
+      server.child.kill('SIGTERM');
+      // Both are handled (or the process is gone) before the answer comes.
       while (!(await fetch(`${server.url}/healthz`).then(() => false, () => true))) await sleep(10);
       answer();
       expect(await completion).toEqual({ status: 200, text: 'Still here.', done: true });
