@@ -27,10 +27,19 @@ function exit(code: number): never {
   process.exit(code);
 }
 
+// Whether the command printed its result on stdout, and whether it was asked for JSON there: a --json command that
+// fails before printing prints an error object there instead (as svc-cli does), so a script reading stdout gets JSON
+// in either case.
+let printed = false;
+let json = false;
+
 const program = makeProgram({
   // The one place the environment is read; config.ts validates it.
   env: process.env,
-  stdout: (line) => process.stdout.write(`${line}\n`),
+  stdout: (line) => {
+    printed = true;
+    process.stdout.write(`${line}\n`);
+  },
   stderr: (line) => process.stderr.write(`${line}\n`),
   readStdin: async () => {
     const chunks: Buffer[] = [];
@@ -56,6 +65,9 @@ const program = makeProgram({
     }),
 });
 program.exitOverride();
+program.hook('preAction', (_program, command) => {
+  json = command.opts<{ json?: boolean }>().json === true;
+});
 
 try {
   await program.parseAsync(process.argv);
@@ -63,6 +75,7 @@ try {
 } catch (err) {
   if (err instanceof CommanderError) exit(err.exitCode);
   const message = err instanceof CommandError ? err.message : `error: ${(err as Error).message ?? String(err)}`;
+  if (json && !printed) process.stdout.write(`${JSON.stringify({ error: { message, type: 'cli_error', code: null, param: null } })}\n`);
   process.stderr.write(`${message}\n`);
   exit(1);
 }

@@ -417,6 +417,27 @@ describe('admin commands', () => {
   });
 
   // A dozen commands, each a node start: 30 s is short on a busy machine.
+  it('with --json, a failure prints an error object on stdout too (backup, admin commands); without it stdout stays empty', () => {
+    const dir = tempDir();
+    const env = envFor(dir);
+    expect(run(['migrate'], env).code).toBe(0);
+    writeFileSync(join(dir, 'taken.db'), '');
+    const failures = [
+      ['backup', join(dir, 'taken.db'), '--json'],
+      ['keys', 'create', '--email', 'nobody@example.com', '--json'],
+      ['users', 'list', '--json'],
+    ];
+    for (const args of failures.slice(0, 2)) {
+      const r = run(args, env);
+      expect(r.code, args.join(' ')).toBe(1);
+      const message = r.stderr.trim().split('\n').at(-1);
+      expect(JSON.parse(r.stdout), args.join(' ')).toEqual({ error: { message, type: 'cli_error', code: null, param: null } });
+      expect(run(args.slice(0, -1), env)).toMatchObject({ code: 1, stdout: '' });
+    }
+    // A command that succeeds prints its JSON alone.
+    expect(JSON.parse(run(failures[2]!, env).stdout)).toEqual([]);
+  });
+
   it('keys update sets the webhook URL and signing secret of a key named by the key itself, its prefix or its id', { timeout: 90_000 }, async () => {
     const dir = tempDir();
     const env = envFor(dir);
