@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseThreshold, labelledScores, thresholdMetrics } from '@svc/grounding';
 import { SERVER_BIN, serverEnv, startServerProcess } from './support/processes.js';
+import { scoreCalibrationFile } from '../src/admin/grounding-calibrate.js';
 
 // Labelled answers of one kind of traffic, written for this test: each fact of a museum's page copied (grounded),
 // paraphrased (grounded, but in other words, so it scores low) and changed (hallucinated). On such traffic the
@@ -135,6 +136,15 @@ describe('svc-server grounding calibrate', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain(path);
     expect(r.stderr).toMatch(error);
+  });
+
+  it('reads the file line by line, scoring each row as it comes, and reports progress every so many rows', async () => {
+    // Three reads' worth of rows (a read stream's chunk is 64 KiB), so rows are cut across chunks too.
+    const rows = Array.from({ length: 3 * Math.ceil((64 * 1024) / JSON.stringify(ROWS[0]).length / ROWS.length) }, () => ROWS).flat();
+    const progress: number[] = [];
+    const scores = await scoreCalibrationFile(file('streamed.jsonl', rows), (n) => progress.push(n), 100);
+    expect(scores).toEqual(labelledScores(rows.map((r) => ({ sources: [...r.context, r.question!], question: r.question!, answer: r.answer, hallucinated: r.hallucinated }))));
+    expect(progress).toEqual(Array.from({ length: Math.floor(rows.length / 100) }, (_, i) => (i + 1) * 100));
   });
 
   it('refuses a file that is not there', () => {

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { Command } from 'commander';
 import { z } from 'zod';
 import {
@@ -10,7 +10,7 @@ import {
   thresholdMetrics,
   unsupportedTermScore,
   type GroundingInput,
-  type LabelledAnswer,
+  type LabelledScore,
   type ThresholdChoice,
   type ThresholdMetrics,
 } from '@svc/grounding';
@@ -32,28 +32,67 @@ const RowSchema = z.object({
 });
 type Row = z.infer<typeof RowSchema>;
 
-/** Reads JSON Lines rows; a bad line fails with its number. Blank lines are skipped. */
-export function parseCalibrationRows(text: string, file: string): Row[] {
-  const rows: Row[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]!.trim();
-    if (line === '') continue;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      throw new CommandError(`${file}:${i + 1}: not JSON (one JSON object per line: context, question, answer, hallucinated)`);
-    }
-    const parsed = RowSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const message = issue.path.length > 0 && !issue.message.startsWith(String(issue.path[0])) ? `${issue.path.join('.')}: ${issue.message}` : issue.message;
-      throw new CommandError(`${file}:${i + 1}: ${message}`);
-    }
-    rows.push(parsed.data);
+/** One JSON Lines row, or undefined for a blank line; a bad line fails with its number. */
+function parseCalibrationRow(text: string, file: string, lineNumber: number): Row | undefined {
+  const line = text.trim();
+  if (line === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw new CommandError(`${file}:${lineNumber}: not JSON (one JSON object per line: context, question, answer, hallucinated)`);
   }
-  return rows;
+  const parsed = RowSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const message = issue.path.length > 0 && !issue.message.startsWith(String(issue.path[0])) ? `${issue.path.join('.')}: ${issue.message}` : issue.message;
+    throw new CommandError(`${file}:${lineNumber}: ${message}`);
+  }
+  return parsed.data;
+}
+
+/** The longest line read: far above any real row, far below the longest string V8 can hold (512 MB). */
+const MAX_LINE_CHARS = 64 * 1024 * 1024;
+
+/** How many rows between two progress reports. */
+export const PROGRESS_ROWS = 50_000;
+
+/** Each row's score, as `labelledScores` gives it. */
+export type CalibrationScore = LabelledScore & { checked: boolean };
+
+/**
+ * Reads a JSON Lines file of labelled rows line by line and scores each as it comes, keeping only its score: a file
+ * of any size (one read whole into a string fails past 512 MB) in the memory of its longest line. `onProgress` is
+ * called with the rows scored so far every `progressEvery` rows, for a long file to say it is getting on.
+ *
+ * @example
+ * const scores = await scoreCalibrationFile('labelled.jsonl', (rows) => console.error(`${rows} rows scored`));
+ */
+export async function scoreCalibrationFile(file: string, onProgress?: (rows: number) => void, progressEvery = PROGRESS_ROWS): Promise<CalibrationScore[]> {
+  const scores: CalibrationScore[] = [];
+  let lineNumber = 0;
+  const take = (line: string) => {
+    lineNumber++;
+    const row = parseCalibrationRow(line, file, lineNumber);
+    if (row === undefined) return;
+    scores.push(...labelledScores([{ ...serverInput(row), hallucinated: row.hallucinated }]));
+    if (scores.length % progressEvery === 0) onProgress?.(scores.length);
+  };
+  let rest = '';
+  try {
+    for await (const chunk of createReadStream(file, { encoding: 'utf8' }) as AsyncIterable<string>) {
+      const lines = (rest + chunk).split('\n');
+      rest = lines.pop()!;
+      for (const line of lines) take(line);
+      if (rest.length > MAX_LINE_CHARS) throw new CommandError(`${file}:${lineNumber + 1}: a line longer than ${MAX_LINE_CHARS / 1024 / 1024} MB (one JSON object per line)`);
+    }
+  } catch (err) {
+    if (err instanceof CommandError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new CommandError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)}`);
+  }
+  take(rest);
+  return scores;
 }
 
 /**
@@ -76,26 +115,25 @@ export interface CalibrationReport {
 }
 
 /**
- * Scores labelled rows with the server's check and picks the threshold that maximises balanced accuracy on
- * them (`chooseThreshold` of `@svc/grounding`).
+ * Picks the threshold that maximises balanced accuracy on the scored rows (`chooseThreshold` of `@svc/grounding`),
+ * leaving out those the check does not score.
  *
  * @example
- * const report = calibrate(parseCalibrationRows(readFileSync('labelled.jsonl', 'utf8'), 'labelled.jsonl'));
+ * const report = calibrate(await scoreCalibrationFile('labelled.jsonl'));
  * `SVC_GROUNDING_THRESHOLD=${report.best.threshold}`;
  */
-export function calibrate(rows: readonly Row[]): CalibrationReport {
-  const scored = labelledScores(rows.map((r): LabelledAnswer => ({ ...serverInput(r), hallucinated: r.hallucinated })));
+export function calibrate(scored: readonly CalibrationScore[]): CalibrationReport {
   const used = scored.filter((s) => s.checked);
   let best: ThresholdChoice;
   try {
     best = chooseThreshold(used);
   } catch (err) {
-    if (err instanceof ThresholdError && used.length < rows.length) err.message += ` (${rows.length - used.length} more left out: no source text or no answer text to check)`;
+    if (err instanceof ThresholdError && used.length < scored.length) err.message += ` (${scored.length - used.length} more left out: no source text or no answer text to check)`;
     throw err;
   }
   return {
-    rows: rows.length,
-    unchecked: rows.length - used.length,
+    rows: scored.length,
+    unchecked: scored.length - used.length,
     hallucinated: used.filter((s) => s.hallucinated).length,
     best,
     atDefault: thresholdMetrics(used, DEFAULT_GROUNDING_THRESHOLD),
@@ -120,18 +158,12 @@ export function makeGroundingCommand(io: CalibrateIO): Command {
     )
     .requiredOption('--data <file>', 'labelled rows (JSON Lines)')
     .option('--json', 'print the result as JSON')
-    .action((opts: { data: string; json?: boolean }) => {
-      let text: string;
-      try {
-        text = readFileSync(opts.data, 'utf8');
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        throw new CommandError(`cannot read ${opts.data}: ${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)}`);
-      }
-      const rows = parseCalibrationRows(text, opts.data);
+    .action(async (opts: { data: string; json?: boolean }) => {
+      // On stderr (with --json too: stdout is the result alone), for a file that takes minutes.
+      const scores = await scoreCalibrationFile(opts.data, (rows) => io.stderr(`${rows} rows scored…`));
       let report: CalibrationReport;
       try {
-        report = calibrate(rows);
+        report = calibrate(scores);
       } catch (err) {
         if (err instanceof ThresholdError) throw new CommandError(`${opts.data}: ${err.message}`);
         throw err;
