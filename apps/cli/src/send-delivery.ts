@@ -31,15 +31,25 @@ const ANSWER_HEADERS = ['retry-after', DUPLICATE_HEADER];
 const ANSWER_BYTES = 2048;
 
 /**
- * POSTs the exact body bytes to `url` (no redirects followed). Never throws: a network failure or a
- * non-2xx answer is an outcome the caller prints; so is `signal` aborting it (^C).
+ * POSTs the exact body bytes to `url` (no redirects followed), giving the whole attempt, answer included, `timeoutMs`
+ * (as svc's sender does): a receiver trickling its answer a byte at a time would otherwise hold it for as long as
+ * each byte comes within the timeout. Never throws: a network failure, the timeout or a non-2xx answer is an outcome
+ * the caller prints; so is `signal` aborting it (^C).
  *
  * @example
  * const outcome = await sendDelivery('http://localhost:3000/webhooks', body, deliveryHeaders(req.headers));
  */
 export async function sendDelivery(url: string, body: Uint8Array, headers: Record<string, string>, timeoutMs = 10_000, signal?: AbortSignal): Promise<SendOutcome> {
+  const deadline = AbortSignal.timeout(timeoutMs);
   try {
-    const response = await request(url, { method: 'POST', body, headers, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, ...(signal ? { signal } : {}) });
+    const response = await request(url, {
+      method: 'POST',
+      body,
+      headers,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+    });
     const answer = await firstBytes(response.body, ANSWER_BYTES);
     const status = response.statusCode;
     const told: Record<string, string> = {};
@@ -53,6 +63,7 @@ export async function sendDelivery(url: string, body: Uint8Array, headers: Recor
     }
     return { ok: true, status, body: answer, headers: told, duplicate: String(response.headers[DUPLICATE_HEADER] ?? '').trim().toLowerCase() === 'true' };
   } catch (err) {
+    if (deadline.aborted && !signal?.aborted) return { ok: false, status: null, error: 'timed out', body: '' };
     return { ok: false, status: null, error: describeNetworkError(err), body: '' };
   }
 }

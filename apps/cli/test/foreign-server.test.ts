@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApiClient } from '../src/api-client.js';
 import { deliveryList } from '../src/response-shapes.js';
+import { sendDelivery } from '../src/send-delivery.js';
 import { runCli, useSandbox } from './cli-process.js';
 
 // --base-url pointing at something that is not svc: another JSON API on the port, a proxy's error page.
@@ -186,6 +187,17 @@ describe('a server whose answer has no end, or is far longer than svc sends', ()
     const base = await endless(200, '{', 'trickle');
     const api = createApiClient({ baseUrl: base, apiKey: 'sk-x', timeoutMs: 1000 });
     await expect(api.json('GET', '/v1/webhooks/deliveries', deliveryList)).rejects.toThrow(`the server at ${base} did not finish its answer within 1 s`);
+  });
+
+  it('a receiver trickling its answer (replay, listen --forward-to): the attempt ends at its timeout, not the answer\'s end', async () => {
+    const base = await endless(200, '{', 'trickle');
+    // The answer takes 5 s, a byte every 50 ms: no gap between two bytes comes near the 1 s timeout.
+    expect(await sendDelivery(`${base}/webhooks`, Buffer.from('{}'), { 'content-type': 'application/json' }, 1000)).toEqual({
+      ok: false,
+      status: null,
+      error: 'timed out',
+      body: '',
+    });
   });
 
   it("a 400 whose message is megabytes long: the message's start on one line", async () => {
