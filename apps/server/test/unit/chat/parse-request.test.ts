@@ -145,7 +145,7 @@ describe('parseRequestBodyInTurns', () => {
       { type: 'function_call_outptu', call_id: 'c1', output: 'ok' },
       'invalid_value',
       'input[1].type',
-      `Invalid value for 'input[1].type': "function_call_outptu". Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'item_reference'.`,
+      `Invalid value for 'input[1].type': "function_call_outptu". Supported values are: 'message', 'function_call', 'function_call_output', 'custom_tool_call', 'custom_tool_call_output', 'reasoning', 'item_reference'.`,
     ],
   ])('names the field of a Responses input item that is wrong, as OpenAI does (%j)', async (item, code, param, message) => {
     const body = { model: 'svc01', input: [{ role: 'user', content: 'Hi' }, item] };
