@@ -1,4 +1,4 @@
-import { CLOSING, splitClaims } from './claims.js';
+import { CLOSING, splitClaims, wrappedLineParts } from './claims.js';
 import { LINK_NAMES } from './links.js';
 import { claimSupport, DEFAULT_MODEL, PERFECT, type Model } from './model.js';
 import { STOPWORDS } from './lexicon.js';
@@ -233,10 +233,26 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
   if (index.empty) return notChecked;
   const question = questionTerms(read.question);
   const search = new PassageSearch();
-  let supports = splitClaims(answer).map((claim) => supportClaim(index, question, claim, search, sources));
+  const split = splitClaims(answer);
+  let supports = split.map((claim) => supportClaim(index, question, claim, search, sources));
   const translated = translation(read.question, answer, supports);
   if (translated) supports = supports.map(numbersOnly);
   const scores = supports.map((c) => claimSupport(model, translated ? { ...PERFECT, unsupportedNumbers: c.unsupportedNumbers } : c));
+  // A claim over wrapped lines is as supported as its weakest line (`wrappedLineParts`), and that line's phrases are
+  // what a UI shows when it is flagged.
+  const shown = supports.slice();
+  if (!translated) {
+    for (let i = 0; i < split.length; i++) {
+      for (const part of wrappedLineParts(answer, split[i]!)) {
+        const p = supportClaim(index, question, part, search, sources);
+        const s = claimSupport(model, p);
+        if (s < scores[i]!) {
+          scores[i] = s;
+          shown[i] = p;
+        }
+      }
+    }
+  }
   const score = round(aggregate(scores, claimSupport(model, PERFECT)));
   const claims: ClaimResult[] = [];
   const flaggedSpans: FlaggedSpan[] = [];
@@ -254,14 +270,14 @@ export function checkGrounding(input: GroundingInput, options: GroundingOptions 
         ? evidenceOf(sources[passage.source]!, passage.source, passage.start, passage.end, passage.score)
         : null,
     });
-    if (s < threshold) flaggedSpans.push(...spansOf(answer, c, s));
+    if (s < threshold) flaggedSpans.push(...spansOf(answer, shown[i]!, s));
   }
   // Claims each just above the threshold can add up to an answer below it: the weakest is then what a UI
   // shows as the reason.
   if (score < threshold && flaggedSpans.length === 0 && supports.length > 0) {
     let weakest = 0;
     for (let i = 1; i < scores.length; i++) if (scores[i]! < scores[weakest]!) weakest = i;
-    flaggedSpans.push(...spansOf(answer, supports[weakest]!, round(scores[weakest]!)));
+    flaggedSpans.push(...spansOf(answer, shown[weakest]!, round(scores[weakest]!)));
   }
   const result: GroundingResult = { checked: true, grounded: score >= threshold, score, flaggedSpans, claims };
   if (truncated) result.truncated = true;

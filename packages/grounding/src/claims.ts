@@ -728,3 +728,37 @@ function clauseBreak(answer: string, from: number, to: number): number {
   return -1;
 }
 
+
+/**
+ * The lines of a claim that runs over line breaks (a line with no end mark, then one in lower case: read as one
+ * sentence wrapped, as a licence or an e-mail wraps it), each with its own terms. A wrapped sentence copied from a
+ * source has every line in that source's sentence; a line joined onto another ("Our office is open from Monday to
+ * Friday\notters juggle saxophones.") is a sentence of its own that the other line's support must not cover for.
+ * Empty when the claim is on one line or only one of its lines has a term.
+ */
+export function wrappedLineParts(answer: string, claim: Claim): Claim[] {
+  const breaks: number[] = [];
+  for (let at = answer.indexOf('\n', claim.start); at !== -1 && at < claim.end; at = answer.indexOf('\n', at + 1)) breaks.push(at);
+  if (breaks.length === 0) return [];
+  const parts: Claim[] = [];
+  let from = 0;
+  for (let b = 0; b <= breaks.length; b++) {
+    const lineEnd = b < breaks.length ? breaks[b]! : claim.end;
+    let to = from;
+    while (to < claim.terms.length && claim.terms[to]!.start < lineEnd) to++;
+    if (to > from) {
+      const terms = claim.terms.slice(from, to);
+      const start = terms[0]!.start;
+      const end = terms[terms.length - 1]!.end;
+      // A negation reaches over the line break ("it's not\nan identifier"): a line is negated where the
+      // sentence negates it, whichever line the "not" is on.
+      const stems = new Set(terms.map((t) => t.token.word.stem));
+      const negated = new Set([...claim.negated].filter((s) => stems.has(s)));
+      const lineStart = b === 0 ? claim.start : breaks[b - 1]!;
+      const negations = negated.size > 0 ? claim.negations : claim.negations.filter((n) => n.start < lineEnd && n.end > lineStart);
+      parts.push({ start, end, terms, negations, negated });
+    }
+    from = to;
+  }
+  return parts.length > 1 ? parts : [];
+}

@@ -1,4 +1,4 @@
-import { splitClaims } from './claims.js';
+import { splitClaims, wrappedLineParts } from './claims.js';
 import { aggregate, checkGrounding, DEFAULT_GROUNDING_THRESHOLD, onlyConversation } from './check.js';
 import { fitLogistic, type Sample } from './fit.js';
 import { binaryMetrics, charCounts, f1FromCounts, percentile, type BinaryMetrics } from './metrics.js';
@@ -105,7 +105,11 @@ export function rowClaims(rows: readonly EvalRow[]): RowClaims[] {
     const index = buildSourceIndex(r.context);
     const q = questionTerms(r.question ?? undefined);
     // Nothing to check exactly as `checkGrounding` decides it: such rows have no claims in the fit either.
-    const claims = index.empty || onlyConversation(r.context) ? [] : splitClaims(r.answer).map((c) => features(supportClaim(index, q, c, undefined, r.context)));
+    // A claim's wrapped lines are claims of their own here: the weakest is what the row's score reads, as in the check.
+    const claims =
+      index.empty || onlyConversation(r.context)
+        ? []
+        : splitClaims(r.answer).flatMap((c) => [c, ...wrappedLineParts(r.answer, c)].map((part) => features(supportClaim(index, q, part, undefined, r.context))));
     return { dataset: r.dataset, label: r.hallucinated, claims };
   });
 }
