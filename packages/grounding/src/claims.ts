@@ -282,8 +282,56 @@ function blankNotAsserted(answer: string): { answer: string; links: Link[]; cite
   if (answer.includes('|')) answer = answer.replace(NUMBERED_TABLE, (rows) => rows.replace(ROW_NUMBER, (_m, cell: string, number: string) => cell + ' '.repeat(number.length)));
   // A list's number becomes a bullet, not blanks: a line break before white space and a lower-case word would
   // read as a wrapped line, and the items would run together.
+  answer = runOnItems(answer);
   return { answer: answer.replace(LIST_NUMBERS, (_m, indent: string, number: string) => `${indent}\u2022${' '.repeat(number.length - 1)}`), links, cited };
 }
+
+/** A list's first item on a line: at the line's start, or after a colon that introduces it ("Key facts: - …"). */
+const RUN_ON_START = /(^|:)([ \t]*)([-*\u2022]|(\d{1,2})([.)]))[ \t]+(?=\S)/gm;
+
+/**
+ * A list whose items were run together on one line ("- Opens at 9 - Closes at 5", "1. Opens at 9 2. Closes at 5"):
+ * the space before each later item's marker becomes a line break, so each item is a claim of its own, as it is
+ * when written one a line, and a numbered item's number is the list's, not the item before's ("… Friday 3."). An
+ * item's marker is the first one's (the same bullet, or the next number with the same mark) after a space and
+ * before a capital letter or a digit; after a colon two more of them must follow, so a dash in prose is left be.
+ * The text keeps its length: offsets into it are the answer's.
+ */
+function runOnItems(text: string): string {
+  if (!/[-*\u2022.)][ \t]/.test(text)) return text;
+  let out: number[] | undefined;
+  for (const m of text.matchAll(RUN_ON_START)) {
+    const afterColon = m[1] === ':';
+    const lineEnd = text.indexOf('\n', m.index);
+    const end = lineEnd === -1 ? text.length : lineEnd;
+    const from = m.index + m[0].length;
+    const breaks: number[] = [];
+    let n = m[4] === undefined ? undefined : Number(m[4]);
+    let at = from;
+    for (;;) {
+      const marker = n === undefined ? m[3]! : `${++n}${m[5]}`;
+      const i = text.indexOf(` ${marker} `, at);
+      if (i === -1 || i >= end) break;
+      let j = i + marker.length + 2;
+      while (text[j] === ' ' || text[j] === '\t') j++;
+      if (!ITEM_START.test(String.fromCodePoint(text.codePointAt(j) ?? 32))) break;
+      breaks.push(i);
+      at = i + marker.length + 2;
+    }
+    if (breaks.length < (afterColon ? 2 : 1)) continue;
+    (out ??= []).push(...breaks);
+  }
+  if (!out) return text;
+  let joined = '';
+  let at = 0;
+  for (const i of out) {
+    joined += text.slice(at, i) + '\n';
+    at = i + 1;
+  }
+  return joined + text.slice(at);
+}
+
+const ITEM_START = /^[\p{Lu}\p{N}]/u;
 
 /**
  * A table whose first column counts its rows (headed "#", "No.", "Nr." or nothing): its header, separator and

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD } from './index.js';
 
 // How the answer's lines become claims: a sentence wrapped over lines is one claim, but no line of it is covered
-// by another's support.
+// by another's support; list items run together on one line are claims of their own.
 
 const TRAIN = 'The train to Bristol leaves from platform 4 at 9:15.';
 const OFFICE = 'Our office is open from Monday to Friday.';
@@ -48,5 +48,46 @@ describe('a sentence wrapped over lines', () => {
     const source = 'The licence grants every user the right to copy, modify and distribute the software, provided that this notice is kept in all copies.';
     const answer = 'The licence grants every user the right\nto copy, modify and distribute the software,\nprovided that this notice is kept in all copies.';
     expect(checkGrounding({ sources: [source], answer }).grounded).toBe(true);
+  });
+});
+
+describe('list items run together on one line', () => {
+  const items = SOURCES.map(bare);
+  it.each([
+    ['dashes', `- ${items.join(' - ')}`],
+    ['asterisks', `* ${items.join(' * ')}`],
+    ['bullets', `\u2022 ${items.join(' \u2022 ')}`],
+    ['numbers and full stops', `1. ${items[0]} 2. ${items[1]} 3. ${items[2]}`],
+    ['numbers and brackets', `1) ${items[0]} 2) ${items[1]} 3) ${items[2]}`],
+    ['after a colon', `Key facts: - ${items.join(' - ')}`],
+  ])('copied from the sources are grounded, each item a claim (%s)', (_name, answer) => {
+    const r = checkGrounding({ sources: SOURCES, answer });
+    expect(r.grounded).toBe(true);
+    expect(r.flaggedSpans).toEqual([]);
+    expect(r.claims).toHaveLength(3);
+    // The next item's number is the list's, not a number the item before claims ("… Friday 3.").
+    for (const c of r.claims) expect(c.text).not.toMatch(/\s\d[.)]$/);
+  });
+
+  it.each([
+    ['dashes', (u: string) => `- ${items[0]} - ${u} - ${items[1]}`],
+    ['numbers', (u: string) => `1. ${items[0]} 2. ${u} 3. ${items[1]}`],
+  ])('with one item no source supports are flagged in that item (%s)', (_name, build) => {
+    const unsupported = 'Otters juggle turquoise saxophones in the harbour';
+    const answer = build(unsupported);
+    const r = checkGrounding({ sources: SOURCES, answer });
+    expect(r.grounded).toBe(false);
+    expect(within(r, unsupported, answer)).toBe(true);
+  });
+
+  it('a dash in prose does not start an item', () => {
+    const r = checkGrounding({ sources: ['Paris is the capital of France and its largest city.'], answer: 'Paris - the capital of France - is its largest city.' });
+    expect(r.claims).toHaveLength(1);
+    expect(r.grounded).toBe(true);
+  });
+
+  it('one dash after a colon does not start a list', () => {
+    const answer = 'Note: - Our office is open from Monday to Friday';
+    expect(checkGrounding({ sources: SOURCES, answer }).claims).toHaveLength(1);
   });
 });
