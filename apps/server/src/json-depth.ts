@@ -33,40 +33,117 @@ export interface JsonShapeProblem {
  * too (the parse that follows reports it).
  */
 export function jsonShapeProblem(json: Buffer | string, depthLimit = MAX_JSON_DEPTH, membersLimit = MAX_JSON_MEMBERS): JsonShapeProblem | undefined {
-  const text = typeof json === 'string';
-  const length = json.length;
-  const at = text ? (i: number) => (json as string).charCodeAt(i) : (i: number) => (json as Buffer)[i]!;
+  return new JsonShapeScan(json, depthLimit, membersLimit).scan(json.length);
+}
+
+/**
+ * An array or object of the scanned text whose text is `JsonShapeScan`'s `largeBytes` or more: where its
+ * brackets stand, the commas at its own level (those that part its items or members), and the large
+ * containers within it, in order.
+ */
+export interface JsonContainer {
+  open: number;
+  close: number;
+  commas: number[];
+  large: JsonContainer[];
+}
+
+/**
+ * `jsonShapeProblem`'s pass, resumable: `scan(until)` reads on to `until`, so a caller can read a body of
+ * megabytes in slices, yielding to the event loop between them. With `largeBytes`, it also notes the large
+ * containers (`roots`: those at the top level), which `parseJsonInTurns` parses a part at a time.
+ *
+ * @example
+ * const scan = new JsonShapeScan(buffer); let problem; for (let at = 0; at < buffer.length && !problem; at += 65536) problem = scan.scan(at + 65536);
+ */
+export class JsonShapeScan {
+  /** Large containers closed at the top level, in order. */
+  readonly roots: JsonContainer[] = [];
+  private readonly at: (i: number) => number;
   // Per open level: its commas so far, or -1 for an array (whose commas are not counted).
-  const commas = new Int32Array(depthLimit + 2);
-  let depth = 0;
+  private readonly commas: Int32Array;
+  private depth = 0;
+  private next = 0;
+  private stopped = false;
   // The top-level object's member being read, and whether the next string at its level is a member's name.
-  let field: [number, number] | undefined;
-  let nameNext = false;
-  const problem = (kind: JsonShapeProblem['kind']): JsonShapeProblem =>
-    field === undefined || depth < 2 ? { kind } : { kind, field: text ? (json as string).slice(...field) : (json as Buffer).toString('utf8', ...field) };
-  for (let i = 0; i < length; i++) {
-    const c = at(i);
-    if (c === QUOTE) {
-      const end = closingQuote(json, i + 1, at);
-      if (end === -1) return undefined;
-      if (depth === 1 && nameNext) field = [i + 1, end];
-      nameNext = false;
-      i = end;
-    } else if (c === 44 /* , */) {
-      // Malformed JSON may have commas at depth 0; the parse reports it.
-      if (depth > 0 && commas[depth]! >= 0) {
-        if (++commas[depth]! >= membersLimit) return problem('members');
-        nameNext = true;
-      }
-    } else if (c === 91 /* [ */ || c === 123 /* { */) {
-      if (++depth > depthLimit) return problem('depth');
-      commas[depth] = c === 123 ? 0 : -1;
-      nameNext = c === 123;
-    } else if (c === 93 /* ] */ || c === 125 /* } */) {
-      if (depth > 0) depth--;
-    }
+  private field: [number, number] | undefined;
+  private nameNext = false;
+  // Per open level, when large containers are noted: where it opened, its commas' positions, its large containers.
+  private readonly opens: number[] = [];
+  private readonly commaAt: number[][] = [];
+  private readonly largeIn: JsonContainer[][] = [];
+
+  constructor(
+    private readonly json: Buffer | string,
+    private readonly depthLimit = MAX_JSON_DEPTH,
+    private readonly membersLimit = MAX_JSON_MEMBERS,
+    private readonly largeBytes = Infinity,
+  ) {
+    this.at = typeof json === 'string' ? (i: number) => json.charCodeAt(i) : (i: number) => json[i]!;
+    this.commas = new Int32Array(depthLimit + 2);
   }
-  return undefined;
+
+  /** Whether the text is read to its end (or to a string that never closes, where reading stops). */
+  get done(): boolean {
+    return this.stopped || this.next >= this.json.length;
+  }
+
+  /** Reads on to `until` (or a little past it, to the end of a string); the problem found, if any. */
+  scan(until: number): JsonShapeProblem | undefined {
+    const { json, at, commas } = this;
+    const noting = this.largeBytes !== Infinity;
+    const length = Math.min(until, json.length);
+    let { depth, nameNext, next: i } = this;
+    for (; i < length && !this.stopped; i++) {
+      const c = at(i);
+      if (c === QUOTE) {
+        const end = closingQuote(json, i + 1, at);
+        if (end === -1) {
+          this.stopped = true;
+          break;
+        }
+        if (depth === 1 && nameNext) this.field = [i + 1, end];
+        nameNext = false;
+        i = end;
+      } else if (c === 44 /* , */) {
+        // Malformed JSON may have commas at depth 0; the parse reports it.
+        if (depth > 0) {
+          if (noting) this.commaAt[depth]!.push(i);
+          if (commas[depth]! >= 0) {
+            if (++commas[depth]! >= this.membersLimit) return this.problem('members', depth);
+            nameNext = true;
+          }
+        }
+      } else if (c === 91 /* [ */ || c === 123 /* { */) {
+        if (++depth > this.depthLimit) return this.problem('depth', depth);
+        commas[depth] = c === 123 ? 0 : -1;
+        nameNext = c === 123;
+        if (noting) {
+          this.opens[depth] = i;
+          (this.commaAt[depth] ??= []).length = 0;
+          (this.largeIn[depth] ??= []).length = 0;
+        }
+      } else if (c === 93 /* ] */ || c === 125 /* } */) {
+        if (depth > 0) {
+          if (noting && i - this.opens[depth]! + 1 >= this.largeBytes) {
+            const container = { open: this.opens[depth]!, close: i, commas: [...this.commaAt[depth]!], large: [...this.largeIn[depth]!] };
+            (depth === 1 ? this.roots : this.largeIn[depth - 1]!).push(container);
+          }
+          depth--;
+        }
+      }
+    }
+    this.depth = depth;
+    this.nameNext = nameNext;
+    this.next = i;
+    return undefined;
+  }
+
+  private problem(kind: JsonShapeProblem['kind'], depth: number): JsonShapeProblem {
+    const { json, field } = this;
+    this.stopped = true;
+    return field === undefined || depth < 2 ? { kind } : { kind, field: typeof json === 'string' ? json.slice(...field) : json.toString('utf8', ...field) };
+  }
 }
 
 /** Whether the JSON text in `json` nests arrays and objects deeper than `limit` (`jsonShapeProblem`'s first test). */
@@ -75,7 +152,7 @@ export function nestsDeeperThan(json: Buffer | string, limit = MAX_JSON_DEPTH): 
 }
 
 /** The index of the quote that closes a string whose text starts at `from`, or -1. */
-function closingQuote(json: Buffer | string, from: number, at: (i: number) => number): number {
+export function closingQuote(json: Buffer | string, from: number, at: (i: number) => number): number {
   for (let j = from; ; j++) {
     j = typeof json === 'string' ? json.indexOf('"', j) : json.indexOf(QUOTE, j);
     if (j === -1) return -1;

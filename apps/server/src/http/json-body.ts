@@ -3,8 +3,10 @@ import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
-import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_MEMBERS } from '../json-depth.js';
-import { turns } from '../turns.js';
+import { jsonShapeProblem, JsonShapeScan, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, type JsonShapeProblem } from '../json-depth.js';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { parseJsonInTurns as parseJsonParts, PART_BYTES, scanInTurns } from '../json-in-turns.js';
+import { pace, turns } from '../turns.js';
 import { ApiError, quoted } from './errors.js';
 import { bodyErrors } from './body-errors.js';
 import { continueBody } from './expect-continue.js';
@@ -187,24 +189,21 @@ function collect(
     stream.on('end', () => {
       if (settled) return;
       settled = true;
-      const parse = () => {
-        const turn = turns();
-        const buffer = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
-        parts.length = 0;
+      const buffer = parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+      parts.length = 0;
+      if (size < LARGE_BODY_BYTES) {
         try {
-          const value = parseJson(buffer);
-          // When parsing took this turn (a body of megabytes), what the request does next waits for the next, so
-          // others go between.
-          if (turn()) setImmediate(resolve, value);
-          else resolve(value);
+          resolve(parseJson(buffer));
         } catch (err) {
           reject(err);
         } finally {
           hold.release();
         }
-      };
-      if (size < LARGE_BODY_BYTES) parse();
-      else largeBodyTurn(parse);
+        return;
+      }
+      inLargeBodyTurns(() => parseJsonInTurns(buffer, turns()))
+        .then(resolve, reject)
+        .finally(() => hold.release());
     });
     stream.on('aborted', () => fail(bodyErrors.incomplete()));
     stream.on('error', (err: unknown) => fail(err instanceof ApiError ? err : unreadable()));
@@ -215,41 +214,44 @@ function collect(
 }
 
 /**
- * Bodies of this size or more are parsed one per turn of the event loop: parsing 9 MiB is a step of tens of
- * milliseconds, and several large bodies that finish arriving together would otherwise be parsed back to back
- * in one turn, every other request waiting for all of them.
+ * Bodies of this size or more are read and parsed in turns of the event loop: parsing 9 MiB is a step of tens to
+ * hundreds of milliseconds (250,000 small objects take longest), in which no other request would be served.
  */
 const LARGE_BODY_BYTES = 1024 * 1024;
-const largeBodies: Array<() => void> = [];
 
-/** Runs `parse` in a turn of its own: one large body per `setImmediate`, with I/O polled between them. */
-function largeBodyTurn(parse: () => void): void {
-  largeBodies.push(parse);
-  if (largeBodies.length === 1) setImmediate(nextLargeBody);
+let largeBodies: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs `parse` once the large bodies before it are parsed, starting in a turn of its own: several large bodies that
+ * finish arriving together would otherwise share their turns, each turn taking a step of each.
+ */
+function inLargeBodyTurns<T>(parse: () => Promise<T>): Promise<T> {
+  const run = largeBodies.then(() => yieldToEventLoop()).then(parse);
+  largeBodies = run.catch(() => undefined);
+  return run;
 }
 
-function nextLargeBody(): void {
-  // Scheduled from within this check phase, the next runs in the next turn, after I/O.
-  if (largeBodies.length > 1) setImmediate(nextLargeBody);
-  largeBodies.shift()!();
+/** `parseJson` in `turn`'s turns: the shape check a slice at a time, then the containers of 32 KB or more a part at a time. */
+async function parseJsonInTurns(buffer: Buffer, turn: () => boolean): Promise<unknown> {
+  const scan = new JsonShapeScan(buffer, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, PART_BYTES);
+  const problem = await scanInTurns(scan, turn);
+  if (problem) throw shapeError(problem);
+  const start = bomLength(buffer);
+  if (!isUtf8(buffer.subarray(start))) throw bodyErrors.notUtf8();
+  await pace(turn);
+  try {
+    return await parseJsonParts(buffer, scan.roots, turn, start);
+  } catch {
+    throw bodyErrors.invalidJson();
+  }
 }
 
 /** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
 function parseJson(buffer: Buffer): unknown {
   if (buffer.length === 0) return {};
   const problem = jsonShapeProblem(buffer);
-  if (problem?.kind === 'depth') {
-    throw new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
-  }
-  if (problem?.kind === 'members') {
-    // The field is the client's own name for it, which may be megabytes long.
-    const field = problem.field === undefined ? undefined : quoted(problem.field);
-    const where = field === undefined ? '' : ` (in '${field}')`;
-    throw new ApiError('invalid_request', `The request body has an object with more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys${where}.`, {
-      param: field ?? null,
-    });
-  }
-  const start = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+  if (problem) throw shapeError(problem);
+  const start = bomLength(buffer);
   // Invalid bytes would otherwise become U+FFFD silently: the text a model and an audit record see would not
   // be the text the client sent.
   if (!isUtf8(buffer.subarray(start))) throw bodyErrors.notUtf8();
@@ -258,6 +260,22 @@ function parseJson(buffer: Buffer): unknown {
   } catch {
     throw bodyErrors.invalidJson();
   }
+}
+
+function bomLength(buffer: Buffer): number {
+  return buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+}
+
+function shapeError(problem: JsonShapeProblem): ApiError {
+  if (problem.kind === 'depth') {
+    return new ApiError('invalid_request', `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
+  // The field is the client's own name for it, which may be megabytes long.
+  const field = problem.field === undefined ? undefined : quoted(problem.field);
+  const where = field === undefined ? '' : ` (in '${field}')`;
+  return new ApiError('invalid_request', `The request body has an object with more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys${where}.`, {
+    param: field ?? null,
+  });
 }
 
 /** What the WHATWG Encoding Standard calls UTF-8 (`utf8` is a common spelling of it). */

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EscapedString, stringifyInTurns } from '../../src/json-in-turns.js';
+import { JsonShapeScan } from '../../src/json-depth.js';
+import { EscapedString, parseJsonInTurns, stringifyInTurns } from '../../src/json-in-turns.js';
 import { turns } from '../../src/turns.js';
 
 describe('stringifyInTurns', () => {
@@ -47,5 +48,65 @@ describe('stringifyInTurns', () => {
     expect(json).toBe(JSON.stringify({ id: 'resp_1', instructions, output: [] }));
     // One JSON.stringify in one step lets the other loop run once, after it.
     expect(served).toBeGreaterThan(1);
+  });
+});
+
+describe('parseJsonInTurns', () => {
+  /** JSON.parse's outcome (the value, or that it throws), and parseJsonInTurns' with containers of `largeBytes` or more parsed in parts. */
+  async function both(text: string, largeBytes: number, partBytes: number): Promise<[unknown, unknown]> {
+    const outcome = async (parse: () => unknown) => {
+      try {
+        return { value: await parse() };
+      } catch (err) {
+        return { threw: err instanceof SyntaxError };
+      }
+    };
+    const buffer = Buffer.from(text);
+    const scan = new JsonShapeScan(buffer, 10_000, Infinity, largeBytes);
+    scan.scan(buffer.length);
+    return [await outcome(() => JSON.parse(text)), await outcome(() => parseJsonInTurns(buffer, scan.roots, () => true, 0, partBytes))];
+  }
+
+  it('gives what JSON.parse gives, for valid JSON and for JSON spoilt by a character added or taken away anywhere', async () => {
+    const spoil = fc.constantFrom(',', '[', ']', '{', '}', ':', '"', '\\', ' ', '0', 'a', '');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.jsonValue(),
+        fc.constantFrom(0, 1, '\t'),
+        fc.option(fc.tuple(fc.nat(), spoil, fc.boolean())),
+        fc.integer({ min: 1, max: 64 }),
+        fc.integer({ min: 1, max: 32 }),
+        async (value, indent, change, largeBytes, partBytes) => {
+          let text = JSON.stringify({ list: [value, value], value }, null, indent);
+          if (change) {
+            const [at, char, remove] = change;
+            const i = at % (text.length + 1);
+            text = text.slice(0, i) + char + text.slice(remove ? i + 1 : i);
+          }
+          const [expected, actual] = await both(text, largeBytes, partBytes);
+          expect(actual).toEqual(expected);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("keeps JSON.parse's member order, the later of two members of one name, and a member named __proto__ as its own", async () => {
+    const text = '{"b": [1, 2, 3, 4, 5, 6], "1": {"x": [7, 8, 9]}, "b": [10, 11, 12, 13], "__proto__": [{"polluted": true}, 2, 3], "a": []}';
+    const [expected, actual] = await both(text, 4, 3);
+    expect(actual).toEqual(expected);
+    const value = (actual as { value: Record<string, unknown> }).value;
+    expect(Object.keys(value)).toEqual(Object.keys(JSON.parse(text) as object));
+    expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
+    expect(Object.hasOwn(value, '__proto__')).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it('refuses what joins the parts when it is not JSON: trailing or doubled commas, brackets that do not match, text after the value', async () => {
+    for (const text of ['[1, 2, 3,]', '[1,, 2, 3]', '[[1, 2, 3], , [4, 5, 6]]', '{"a": [1, 2, 3], }', '{"a" [1, 2, 3]}', '{"a": [1, 2, 3}', '{"a": [1, 2, 3]} x', 'x {"a": [1, 2, 3]}', '{"a": [1, 2, 3] [4]}', '[1, 2, 3] [4, 5, 6]']) {
+      const [expected, actual] = await both(text, 2, 2);
+      expect(expected, text).toEqual({ threw: true });
+      expect(actual, text).toEqual({ threw: true });
+    }
   });
 });

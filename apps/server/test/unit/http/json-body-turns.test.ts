@@ -16,8 +16,8 @@ function request(json: string): { req: IncomingMessage; send: () => void } {
   };
 }
 
-/** Counts turns of the event loop (one per check phase) while `work` runs; the turn of each JSON.parse call. */
-async function parseTurns(work: () => Promise<unknown>): Promise<number[]> {
+/** Counts turns of the event loop (one per check phase) while `work` runs; the turn of each JSON.parse call and the length of its text. */
+async function parseTurns(work: () => Promise<unknown>): Promise<Array<{ turn: number; length: number }>> {
   let turn = 0;
   let ticking = true;
   const tick = () => {
@@ -25,15 +25,15 @@ async function parseTurns(work: () => Promise<unknown>): Promise<number[]> {
     if (ticking) setImmediate(tick);
   };
   setImmediate(tick);
-  const turns: number[] = [];
+  const calls: Array<{ turn: number; length: number }> = [];
   const parse = JSON.parse;
   vi.spyOn(JSON, 'parse').mockImplementation((text: string, reviver?: Parameters<typeof JSON.parse>[1]) => {
-    turns.push(turn);
+    calls.push({ turn, length: text.length });
     return parse(text, reviver);
   });
   await work();
   ticking = false;
-  return turns;
+  return calls;
 }
 
 afterEach(() => {
@@ -49,8 +49,21 @@ describe('readJsonBody', () => {
       for (const { send } of bodies) send();
       return Promise.all(parsed);
     });
-    expect(turns).toHaveLength(2);
-    expect(turns[1]).toBeGreaterThan(turns[0]!);
+    const large = turns.filter((call) => call.length > 1024 * 1024);
+    expect(large).toHaveLength(2);
+    expect(large[1]!.turn).toBeGreaterThan(large[0]!.turn);
+  });
+
+  it('parses a body of 250,000 messages a part at a time, never in one JSON.parse of its 9 MiB', async () => {
+    const messages = Array.from({ length: 250_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `m${i}` }));
+    const body = request(JSON.stringify({ model: 'svc01', messages }));
+    const turns = await parseTurns(() => {
+      const parsed = readJsonBody(body.req);
+      body.send();
+      return parsed;
+    });
+    expect(Math.max(...turns.map((call) => call.length))).toBeLessThan(256 * 1024);
+    expect(new Set(turns.map((call) => call.turn)).size).toBeGreaterThan(1);
   });
 
   it('parses small bodies at once, in the turn they finish in', async () => {
@@ -61,6 +74,6 @@ describe('readJsonBody', () => {
       return Promise.all(parsed);
     });
     expect(turns).toHaveLength(2);
-    expect(turns[1]).toBe(turns[0]);
+    expect(turns[1]!.turn).toBe(turns[0]!.turn);
   });
 });
