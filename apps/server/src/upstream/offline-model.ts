@@ -199,18 +199,22 @@ async function planAnswer(body: UpstreamBody, thinking: boolean, turn: () => boo
   const lastUserText = lastUserIndex === -1 ? '' : read(headAndTail(messageText(messages[lastUserIndex]!.content), MAX_READ_CHARS));
   const { question, pasted } = splitQuestion(lastUserText);
 
+  // A pass over every message and every source, in the request's turns: 250,000 messages are not read in one step.
   const sources: string[] = [];
-  messages.forEach((message, i) => {
+  for (let i = 0; i < messages.length && unread > 0; i++) {
+    const message = messages[i]!;
     if (['system', 'developer', 'tool', 'function'].includes(String(message.role)) || (message.role === 'user' && i !== lastUserIndex)) {
       const text = read(messageText(message.content));
       if (text.trim()) sources.push(text);
     }
-  });
+    if (turn()) await yieldToEventLoop();
+  }
   if (pasted) sources.push(pasted);
 
   const passages: Passage[] = [];
   for (const [source, text] of sources.entries()) {
     for (const sentence of splitSentences(text)) passages.push({ text: sentence, source, position: passages.length });
+    if (turn()) await yieldToEventLoop();
   }
   const candidates = passages.filter((p) => p.text.split(/\s+/).length >= 4);
   const pool = candidates.length > 0 ? candidates : passages;

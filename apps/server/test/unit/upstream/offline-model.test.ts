@@ -379,3 +379,22 @@ describe('cancel', () => {
     expect(seen).toEqual([]);
   });
 });
+
+describe('long conversations', () => {
+  it('reads 250,000 messages for its sources only as far as the text it reads, and counts every one of them', async () => {
+    // Each message says when its content is read: once to count its tokens, and again only for the sources it reads.
+    let reads = 0;
+    const message = (i: number) => ({
+      role: i % 2 ? 'assistant' : 'user',
+      get content() {
+        reads++;
+        return `m${i} is ${i} metres.`;
+      },
+    });
+    const messages = Array.from({ length: 250_000 }, (_, i) => message(i));
+    const completion = await complete({ model: 'offline', messages: [...messages, { role: 'user', content: 'How tall is m2?' }] });
+    expect(completion.choices[0]?.finish_reason).toBe('stop');
+    expect(completion.usage!.prompt_tokens).toBeGreaterThan(250_000 * 3);
+    expect(reads).toBeLessThan(1.1 * messages.length);
+  });
+});
