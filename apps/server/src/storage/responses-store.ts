@@ -2,7 +2,7 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { outputAsInput, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
 import { MAX_BODY_BYTES } from '../config.js';
-import { slices, stringifyInTurns } from '../json-in-turns.js';
+import { parseStoredJsonInTurns, slices, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import type { Database } from './schema.js';
 
@@ -438,7 +438,8 @@ export class ResponsesStore {
   async inputItems(keyId: string, id: string): Promise<ResponseInputItem[] | undefined> {
     const row = await this.read(keyId, id, 'input_items');
     if (!row) return undefined;
-    const own = JSON.parse(row.text) as ResponseInputItem[];
+    // 100,000 stored items are 10 MB of JSON: one JSON.parse of them held the loop a second or more.
+    const own = (await parseStoredJsonInTurns(row.text, turns())) as ResponseInputItem[];
     // The chain was read back within MAX_CONVERSATION_CHARS when this response was made, and its count is kept.
     const history = row.previousResponseId ? await this.conversation(keyId, row.previousResponseId) : undefined;
     return history ? [...history.items, ...own] : own;
@@ -483,7 +484,7 @@ export class ResponsesStore {
         items.length = 0;
         continue;
       }
-      for (const item of JSON.parse(input) as ResponseInputItem[]) items.push(item);
+      for (const item of (await parseStoredJsonInTurns(input, turn)) as ResponseInputItem[]) items.push(item);
       for (const item of output) items.push(item);
       if (turn()) await yieldToEventLoop();
     }

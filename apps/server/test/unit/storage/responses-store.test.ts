@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ResponseInputItem, ResponseObject } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, PURGE_PARTS_BATCH, PURGE_RESPONSES_BATCH, RESPONSE_PART_CHARS } from '../../../src/storage/responses-store.js';
@@ -135,6 +135,20 @@ describe.each(variants)('responses on %s', (_name, url) => {
     expect(await store.responses.delete('key_f', 'resp_long')).toBe(false);
     expect(await store.responses.delete('key_e', 'resp_long')).toBe(true);
     expect(await store.handle.db.selectFrom('response_parts').select('seq').where('response_id', '=', 'resp_long').execute()).toEqual([]);
+  });
+
+  it('reads 100,000 input items back a part at a time, never their 10 MB of JSON in one parse', async () => {
+    const input = Array.from({ length: 100_000 }, (_, i) => say(String(i), `Item ${i} is a tower of ${i} metres.`)[0]!);
+    await store.responses.save('key_g', response('resp_many', null, 5_000, 'Many.'), input);
+    // One JSON.parse of all of them is one step of the event loop: a second and more on a loaded host.
+    const parse = vi.spyOn(JSON, 'parse');
+    try {
+      expect(await store.responses.inputItems('key_g', 'resp_many')).toEqual(input);
+      const longest = Math.max(0, ...parse.mock.calls.map(([text]) => String(text).length));
+      expect(longest).toBeLessThan(256 * 1024);
+    } finally {
+      parse.mockRestore();
+    }
   });
 
   it("finds a response's output items by id for its own key (what an item_reference names), not a failed one's, and forgets them with it", async () => {
