@@ -279,12 +279,16 @@ for (let c = 0; c < 128; c++) {
 }
 ASCII_CLASS[36] = SYMBOL; // $
 ASCII_CLASS[37] = SYMBOL; // %
+/** Class + 1 of each non-ASCII UTF-16 unit outside the surrogates, 0 until looked up: a run of Chinese is read unit by unit. */
+const bmpClass = new Uint8Array(0x10000);
 const wideClass = new Map<number, number>();
 
 /** Class of the code point at `i` (non-ASCII classes are looked up once per code point). */
 function classAt(text: string, i: number): number {
   const c = text.charCodeAt(i);
   if (c < 128) return ASCII_CLASS[c]!;
+  const known = bmpClass[c]!;
+  if (known !== 0) return known - 1;
   const cp = text.codePointAt(i)!;
   let k = wideClass.get(cp);
   if (k === undefined) {
@@ -292,7 +296,8 @@ function classAt(text: string, i: number): number {
     // A soft hyphen (a line-break hint inside a word) is part of the word.
     // The signs ℃ and ℉ are words of one character, as "C" after "°" is one.
     k = LETTER_OR_MARK_RE.test(ch) || cp === 0xad ? LETTER : DIGIT_RE.test(ch) ? DIGIT : cp === 0x20ac || cp === 0xa3 || cp === 0xa5 || cp === 0x2103 || cp === 0x2109 ? SYMBOL : OTHER;
-    if (wideClass.size < 10_000) wideClass.set(cp, k);
+    if (cp === c && (c < 0xd800 || c > 0xdfff)) bmpClass[c] = k + 1;
+    else if (wideClass.size < 10_000) wideClass.set(cp, k);
   }
   return k;
 }
@@ -1055,8 +1060,13 @@ function cjkRunCuts(text: string, from: number): Map<number, { to: number; cuts:
 
 /** A greeting or acknowledgement written as one run ("かしこまりました"): read whole, as `CHATTER_WORDS` spells it. */
 function cjkChatter(run: string): boolean {
-  return run.length <= 12 && CHATTER_WORDS.has(normalizeWord(run, false));
+  if (run.length > 12) return false;
+  // Han and kana are their own spelling (`normalizeWord` decomposes a voiced kana and composes it again): most runs are
+  // looked up as they are, not normalised first.
+  return CHATTER_WORDS.has(HAN_KANA_RE.test(run) ? run : normalizeWord(run, false));
 }
+
+const HAN_KANA_RE = /^[\u3041-\u3096\u30a1-\u30fa\u4e00-\u9fff]+$/;
 
 const CJK_NAME_RE = /^[\p{Script=Han}\p{Script=Katakana}ー]{2,}$/u;
 
