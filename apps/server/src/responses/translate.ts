@@ -58,7 +58,7 @@ export async function toChatRequest(
   // As OpenAI refuses them, before the upstream would (in its own words, or not at all).
   const [unanswered] = calls.open;
   if (unanswered !== undefined) {
-    throw new ApiError('invalid_request', `No tool output found for ${unanswered[1]} ${unanswered[0]}.`, { param: 'input' });
+    throw new ApiError('invalid_request', `No tool output found for ${unanswered[1]} ${quoted(unanswered[0])}.`, { param: 'input' });
   }
   if (messages.length === 0) throw new ApiError('missing_required_parameter', "Missing required parameter: 'input'.", { param: 'input' });
 
@@ -276,7 +276,7 @@ async function appendItems(
       // request's own outputs are held to it.
       if (param === 'input' && !calls.made.has(item.call_id)) {
         const kind = item.type === 'function_call_output' ? 'function call' : 'custom tool call';
-        throw new ApiError('invalid_request', `No tool call found for ${kind} output with call_id ${item.call_id}.`, { param: 'input' });
+        throw new ApiError('invalid_request', `No tool call found for ${kind} output with call_id ${quoted(item.call_id)}.`, { param: 'input' });
       }
       calls.open.delete(item.call_id);
       if (typeof item.output === 'string') {
