@@ -1,34 +1,16 @@
-import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createApiClient } from '../src/api-client.js';
 import { deliveryList } from '../src/response-shapes.js';
 import { sendDelivery } from '../src/send-delivery.js';
 import { runCli, useSandbox } from './cli-process.js';
+import { useLocalServers } from './local-servers.js';
 
 // --base-url pointing at something that is not svc: another JSON API on the port, a proxy's error page.
 const sandbox = useSandbox();
-const servers: Server[] = [];
-afterEach(async () => {
-  await Promise.all(
-    servers.splice(0).map((server) => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    }),
-  );
-});
-
-/** A server answering every request with `status`, `contentType` and `body`. */
-async function foreign(status: number, contentType: string, body: string): Promise<string> {
-  const server = createServer((req, res) => {
-    req.resume();
-    res.writeHead(status, { 'content-type': contentType }).end(body);
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const servers = useLocalServers();
+const foreign = servers.answering;
 
 const ID = 'whd_0123456789abcdef0123456789abcdef';
 
@@ -145,7 +127,7 @@ describe('a server whose answer has no end, or is far longer than svc sends', ()
    */
   async function endless(status: number, head: string, pace: 'fast' | 'trickle'): Promise<string> {
     const piece = Buffer.alloc(64 * 1024, 'a');
-    const server = createServer((req, res) => {
+    return servers.serve((req, res) => {
       req.resume();
       res.writeHead(status, { 'content-type': 'application/json' });
       res.write(head);
@@ -163,9 +145,6 @@ describe('a server whose answer has no end, or is far longer than svc sends', ()
       };
       pump();
     });
-    servers.push(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
 
   it('a 200 body without end: one line once past the limit (was: held until memory ran out)', async () => {

@@ -1,30 +1,13 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli, useSandbox } from './cli-process.js';
+import { useLocalServers } from './local-servers.js';
 
 // `--json` is for scripts: a failure must be JSON on stdout too, not an empty stdout and a line on stderr only.
 const sandbox = useSandbox();
-const servers: Server[] = [];
-afterEach(async () => {
-  await Promise.all(
-    servers.splice(0).map((server) => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    }),
-  );
-});
+const servers = useLocalServers();
 
 /** A server answering every request with `status` and the JSON `body`, as svc answers an error. */
-async function answering(status: number, body: unknown): Promise<string> {
-  const server = createServer((req, res) => {
-    req.resume();
-    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
+const answering = (status: number, body: unknown) => servers.answering(status, 'application/json', JSON.stringify(body));
 
 describe('svc-cli webhooks test --json when the API call fails', () => {
   it.each([
@@ -40,10 +23,7 @@ describe('svc-cli webhooks test --json when the API call fails', () => {
   });
 
   it('no server at the base URL: an error object in the same shape saying so, exit 1', async () => {
-    const base = await answering(200, {});
-    // Closed again: nothing accepts connections there now.
-    const server = servers.pop()!;
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const base = await servers.unused();
     const result = await runCli(['webhooks', 'test', '--json'], { cwd: sandbox.path, env: { SVC_BASE_URL: base, SVC_API_KEY: 'sk-x' } });
     expect(JSON.parse(result.stdout)).toEqual({
       error: { message: `cannot reach the server at ${base}: connection refused`, type: 'cli_error', code: null, param: null },
