@@ -33,18 +33,10 @@ const JSON_OUT = opt('json', undefined);
 const ONLY_KIND = opt('kind', undefined);
 const g = await import(pathToFileURL(DIST).href);
 
-// mulberry32: the same sample on every run with the same seed and the same files on disk.
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = rng(SEED);
+// The same sample on every run with the same seed and the same files on disk. The generator is this package's, also
+// when --dist names another build (an older one, for a before/after comparison).
+const { seededRandom } = await import(pathToFileURL(join(here, '..', 'dist', 'index.js')).href);
+const rand = seededRandom(SEED);
 const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 function shuffle(xs) {
   const out = [...xs];

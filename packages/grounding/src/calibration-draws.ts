@@ -2,6 +2,7 @@ import { DEFAULT_GROUNDING_THRESHOLD } from './check.js';
 import { byDataset, rowScore, type RowClaims } from './evaluate.js';
 import { percentile } from './metrics.js';
 import type { Model } from './model.js';
+import { seededRandom } from './seeded-random.js';
 import { chooseThreshold, ThresholdError, thresholdMetrics, type LabelledScore, type ThresholdChoice } from './threshold.js';
 
 /** What a threshold picked on k labelled rows of a dataset does on the rest of it, over many draws. */
@@ -24,18 +25,6 @@ export interface DatasetDraws {
   /** The dataset's own best threshold on all its rows (the ceiling for any threshold). */
   oracle: ThresholdChoice;
   byK: DrawsAtK[];
-}
-
-/** A small seeded generator (mulberry32): the same draws on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** k distinct indices of 0..n-1 drawn uniformly (partial Fisher–Yates), and the others. */
@@ -75,7 +64,7 @@ export function calibrationDraws(
     const byK: DrawsAtK[] = [];
     for (const k of ks) {
       if (!Number.isInteger(k) || k < 2 || k >= scored.length) throw new RangeError(`k = ${k}: draw from 2 to ${scored.length - 1} rows of ${dataset}`);
-      const next = random(seed * 1_000_003 + k * 7919 + out.length);
+      const next = seededRandom(seed * 1_000_003 + k * 7919 + out.length);
       const accuracies: number[] = [];
       const thresholds: number[] = [];
       let redrawn = 0;

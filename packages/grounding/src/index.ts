@@ -31,3 +31,4 @@ export {
   type ThresholdMetrics,
 } from './threshold.js';
 export { jsonValuesText, MAX_JSON_ANSWER_CHARS } from './json-answer.js';
+export { seededRandom } from './seeded-random.js';
