@@ -2,33 +2,18 @@
 // one upstream call is one audit even when its record fails after its commit; a streamed one whose store fails at
 // the end ends with response.failed rather than a second answer.
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startTestServer, type TestServer } from './support/test-server.js';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import type { TestServer } from './support/test-server.js';
+import { serverPerTest } from './support/server-per-test.js';
 import { eventually } from './support/webhooks.js';
 
-let upstream: FakeUpstream;
-let srv: TestServer | undefined;
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  await upstream?.close();
-});
-afterEach(async () => {
-  await srv?.close();
-  srv = undefined;
-});
+const servers = serverPerTest();
 
 const sdk = (url: string, token: string) => new OpenAI({ apiKey: token, baseURL: `${url}/v1`, maxRetries: 0 });
 
-async function start(): Promise<{ srv: TestServer; token: string; keyId: string }> {
-  srv = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
-  // Nothing listens there: the deliveries are read from the outbox, not received.
-  const { token, key } = await srv.createKey({ webhookUrl: 'http://127.0.0.1:9/hook' });
-  return { srv, token, keyId: key.id };
-}
+// Nothing listens there: the deliveries are read from the outbox, not received.
+const start = () => servers.start({ webhookUrl: 'http://127.0.0.1:9/hook' });
 
 /** The `status_code` of each delivery recorded for the response `id`. */
 async function auditStatuses(server: TestServer, keyId: string, id: string): Promise<number[]> {
@@ -41,12 +26,12 @@ describe('background responses: how their end is audited', () => {
   it('a cancelled one is audited 409, not as a client that went away (499), streamed or not', async () => {
     const { srv, token, keyId } = await start();
     const client = sdk(srv.url, token);
-    upstream.nextBehavior({ hang: true });
+    servers.upstream.nextBehavior({ hang: true });
     const created = await client.responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
     expect(await client.responses.cancel(created.id)).toMatchObject({ status: 'cancelled' });
     expect(await eventually(async () => ((await auditStatuses(srv, keyId, created.id)).length > 0 ? auditStatuses(srv, keyId, created.id) : undefined))).toEqual([409]);
 
-    upstream.nextBehavior({ answer: 'Once upon a time '.repeat(20), hangMidStream: true });
+    servers.upstream.nextBehavior({ answer: 'Once upon a time '.repeat(20), hangMidStream: true });
     const stream = await client.responses.create({ model: 'svc01', input: 'Write another.', background: true, stream: true });
     let id: string | undefined;
     for await (const event of stream) {
@@ -59,7 +44,7 @@ describe('background responses: how their end is audited', () => {
 
   it('one stopped by the server stopping is audited 503, as the server going away', async () => {
     const { srv: server, token, keyId } = await start();
-    upstream.nextBehavior({ hang: true });
+    servers.upstream.nextBehavior({ hang: true });
     const created = await sdk(server.url, token).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
     const { running } = server;
     await running.background.stop(0);
@@ -76,7 +61,7 @@ describe('background responses: how their end is audited', () => {
       if (failed++ === 0) throw new Error('the acknowledgement of the commit was lost');
       return rows;
     };
-    upstream.nextBehavior({ answer: 'The library opens at 9 am.' });
+    servers.upstream.nextBehavior({ answer: 'The library opens at 9 am.' });
     const client = sdk(srv.url, token);
     const created = await client.responses.create({ model: 'svc01', input: 'When does it open?', background: true });
     const done = await eventually(async () => {
@@ -107,7 +92,7 @@ describe('background responses: how their end is audited', () => {
       if (failed++ === 0) throw new Error('Connection terminated unexpectedly');
       return settle(...args);
     };
-    upstream.nextBehavior({ answer: 'The library opens at 9 am.' });
+    servers.upstream.nextBehavior({ answer: 'The library opens at 9 am.' });
     const res = await fetch(`${srv.url}/v1/responses`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },

@@ -1,30 +1,13 @@
 // An upstream's usage breakdowns (`*_tokens_details`) with counts no answer has (1e308, -5, "7") reached the client,
 // the stored response and the Responses API's usage as they were: only counts are kept.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startTestServer, type TestServer } from './support/test-server.js';
-import { chunkFrame, startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { chunkFrame } from './support/fake-upstream.js';
+import { serverPerTest } from './support/server-per-test.js';
 
-let upstream: FakeUpstream;
-let srv: TestServer | undefined;
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  await upstream?.close();
-});
-afterEach(async () => {
-  await srv?.close();
-  srv = undefined;
-});
+const servers = serverPerTest();
 
 const sdk = (url: string, token: string) => new OpenAI({ apiKey: token, baseURL: `${url}/v1`, maxRetries: 0 });
-
-async function start(): Promise<{ srv: TestServer; token: string }> {
-  srv = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
-  const { token } = await srv.createKey();
-  return { srv, token };
-}
 
 describe('usage breakdowns from the upstream', () => {
   const hostileUsage = {
@@ -38,16 +21,16 @@ describe('usage breakdowns from the upstream', () => {
   const sse = [chunkFrame([{ index: 0, delta: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }]), chunkFrame([], { usage: hostileUsage }), 'data: [DONE]\n\n'];
 
   it('keep only counts: chat and Responses, streamed and not, and the stored response', async () => {
-    const { srv, token } = await start();
+    const { srv, token } = await servers.start();
     const client = sdk(srv.url, token);
 
-    upstream.nextBehavior({ rawJson: body });
+    servers.upstream.nextBehavior({ rawJson: body });
     const chat = await client.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: 'Hi' }] });
     expect(chat.usage).toMatchObject({ prompt_tokens_details: { audio_tokens: 2 }, completion_tokens_details: { audio_tokens: 1 } });
     expect(chat.usage!.prompt_tokens_details).toEqual({ audio_tokens: 2 });
     expect(chat.usage!.completion_tokens_details).toEqual({ audio_tokens: 1 });
 
-    upstream.nextBehavior({ rawSse: sse });
+    servers.upstream.nextBehavior({ rawSse: sse });
     const chunks = await client.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: 'Hi' }], stream: true, stream_options: { include_usage: true } });
     let streamedUsage: unknown;
     for await (const chunk of chunks) if (chunk.usage) streamedUsage = chunk.usage;
@@ -55,12 +38,12 @@ describe('usage breakdowns from the upstream', () => {
     expect((streamedUsage as { prompt_tokens_details: object }).prompt_tokens_details).toEqual({ audio_tokens: 2 });
 
     const counts = { input_tokens: 10, output_tokens: 5, total_tokens: 15, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } };
-    upstream.nextBehavior({ rawJson: body });
+    servers.upstream.nextBehavior({ rawJson: body });
     const response = await client.responses.create({ model: 'svc01', input: 'Hi' });
     expect(response.usage).toEqual(counts);
     expect((await client.responses.retrieve(response.id)).usage).toEqual(counts);
 
-    upstream.nextBehavior({ rawSse: sse });
+    servers.upstream.nextBehavior({ rawSse: sse });
     const events = await client.responses.create({ model: 'svc01', input: 'Hi', stream: true });
     let completed: OpenAI.Responses.Response | undefined;
     for await (const event of events) if (event.type === 'response.completed') completed = event.response;
