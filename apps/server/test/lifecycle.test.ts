@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminCommand, SERVER_BIN, serverEnv, startServerProcess } from './support/processes.js';
+import { adminCommand, SERVER_BIN, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 
 const TERMINAL = join(import.meta.dirname, 'support/terminal.py');
@@ -137,67 +137,64 @@ async function untilOpenUpstream(upstream: FakeUpstream): Promise<void> {
   while (upstream.open === 0) await sleep(10);
 }
 
+/**
+ * A server answering a streamed completion held open by its upstream, signalled by `signal` meanwhile; once `signal`
+ * has resolved, the answer is let through. Resolves with the completion as its client got it, the server's exit code
+ * and its stderr.
+ */
+async function signalledWhileAnswering(name: string, signal: (server: ServerProcess) => Promise<void>) {
+  const { upstream, vars, key, answer } = await serverWithHeldAnswer(name);
+  const server = await startServerProcess(vars);
+  try {
+    const completion = streamedCompletion(server.url, key);
+    await untilOpenUpstream(upstream);
+    const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+    await signal(server);
+    answer();
+    return { completion: await completion, code: await exit, stderr: server.stderr() };
+  } finally {
+    await server.stop('SIGKILL');
+    await upstream.close();
+  }
+}
+
+/** Until the server no longer accepts connections: every signal sent before has been handled (or the process is gone). */
+async function untilStoppedListening(url: string): Promise<void> {
+  while (!(await fetch(`${url}/healthz`).then(() => false, () => true))) await sleep(10);
+}
+
 describe('svc-server start when its terminal closes (SIGHUP)', () => {
   it('a SIGHUP stops it gracefully, as a SIGTERM does: the request in flight completes, the same lines, exit 0', async () => {
-    const { upstream, vars, key, answer } = await serverWithHeldAnswer('hup');
-    const server = await startServerProcess(vars);
-    try {
-      const completion = streamedCompletion(server.url, key);
-      await untilOpenUpstream(upstream);
-      const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+    const stopped = await signalledWhileAnswering('hup', async (server) => {
       server.child.kill('SIGHUP');
       while (!server.stderr().includes('SIGHUP received: finishing') && server.child.signalCode === null) await sleep(10);
-      answer();
-      expect(await completion).toEqual({ status: 200, text: 'Still here.', done: true });
-      expect(await exit).toBe(0);
-      expect(server.stderr()).toMatch(/SIGHUP received: finishing in-flight requests and deliveries…\n(.*\n)*svc stopped \(in-flight requests and deliveries finished in \d+\.\d s\)\n/);
-    } finally {
-      await server.stop('SIGKILL');
-      await upstream.close();
-    }
+    });
+    expect(stopped.completion).toEqual({ status: 200, text: 'Still here.', done: true });
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).toMatch(/SIGHUP received: finishing in-flight requests and deliveries…\n(.*\n)*svc stopped \(in-flight requests and deliveries finished in \d+\.\d s\)\n/);
   });
 
   it('a second SIGHUP does not cut the graceful stop short (a closed terminal\'s shell and the kernel each send one)', async () => {
-    const { upstream, vars, key, answer } = await serverWithHeldAnswer('hup-twice');
-    const server = await startServerProcess(vars);
-    try {
-      const completion = streamedCompletion(server.url, key);
-      await untilOpenUpstream(upstream);
-      const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+    const stopped = await signalledWhileAnswering('hup-twice', async (server) => {
       server.child.kill('SIGHUP');
       while (!server.stderr().includes('SIGHUP received: finishing') && server.child.exitCode === null) await sleep(10);
       server.child.kill('SIGHUP');
-      // The second hangup is handled (or the process is gone) before the answer comes.
-      while (!(await fetch(`${server.url}/healthz`).then(() => false, () => true))) await sleep(10);
-      answer();
-      expect(await completion).toEqual({ status: 200, text: 'Still here.', done: true });
-      expect(await exit).toBe(0);
-      expect(server.stderr()).not.toContain('received again');
-    } finally {
-      await server.stop('SIGKILL');
-      await upstream.close();
-    }
+      await untilStoppedListening(server.url);
+    });
+    expect(stopped.completion).toEqual({ status: 200, text: 'Still here.', done: true });
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).not.toContain('received again');
   });
 
   it('two SIGTERMs at once (GNU timeout signals the process, then its group) are one graceful stop, not a stop now', async () => {
-    const { upstream, vars, key, answer } = await serverWithHeldAnswer('term-twice');
-    const server = await startServerProcess(vars);
-    try {
-      const completion = streamedCompletion(server.url, key);
-      await untilOpenUpstream(upstream);
-      const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+    const stopped = await signalledWhileAnswering('term-twice', async (server) => {
       server.child.kill('SIGTERM');
       server.child.kill('SIGTERM');
-      // Both are handled (or the process is gone) before the answer comes.
-      while (!(await fetch(`${server.url}/healthz`).then(() => false, () => true))) await sleep(10);
-      answer();
-      expect(await completion).toEqual({ status: 200, text: 'Still here.', done: true });
-      expect(await exit).toBe(0);
-      expect(server.stderr()).not.toContain('received again');
-    } finally {
-      await server.stop('SIGKILL');
-      await upstream.close();
-    }
+      await untilStoppedListening(server.url);
+    });
+    expect(stopped.completion).toEqual({ status: 200, text: 'Still here.', done: true });
+    expect(stopped.code).toBe(0);
+    expect(stopped.stderr).not.toContain('received again');
   });
 
   /**
