@@ -146,7 +146,7 @@ export class Receivers {
   }
 
   /** The URL origin a delivery goes to (its receiver); the URL itself when it does not parse. */
-  private originOf(url: string): string {
+  originOf(url: string): string {
     let origin = this.origins.get(url);
     if (origin === undefined) {
       try {

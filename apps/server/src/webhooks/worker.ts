@@ -281,7 +281,7 @@ export class DeliveryWorker {
   private startAttempt(row: ClaimedDelivery, origin: string, waited = false): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
-    const run = waited ? this.stillDue(row, origin).then((due) => (due ? this.attemptClaimed(row) : undefined)) : this.attemptClaimed(row);
+    const run = waited ? this.stillDue(row).then((due) => (due ? this.attemptClaimed(row) : undefined)) : this.attemptClaimed(row);
     const task = run
       .catch((err: unknown) => {
         this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
@@ -303,11 +303,13 @@ export class DeliveryWorker {
    * dropped. Retargeted to another URL: given back, to be claimed again for its new receiver with the key's
    * current secret.
    */
-  private async stillDue(row: ClaimedDelivery, origin: string): Promise<boolean> {
+  private async stillDue(row: ClaimedDelivery): Promise<boolean> {
     const current = await this.options.deliveries.stateOf(row.id);
     if (current === undefined || current.status !== 'pending') return false;
     if (current.url !== row.url) {
-      this.release(row.id, origin);
+      // Given back as its new receiver's: asked for at once when that one has room, not when the old one's attempts
+      // (which may be minutes of timeouts) free a slot.
+      this.release(row.id, this.receivers.originOf(current.url));
       return false;
     }
     return true;
@@ -336,7 +338,7 @@ export class DeliveryWorker {
     this.armBy(leaseUntil ?? this.options.clock());
   }
 
-  /** Gives a claimed row back unattempted; batched, one statement per tick. */
+  /** Gives a claimed row back unattempted (`origin`: the receiver it now goes to); batched, one statement per tick. */
   private release(id: string, origin: string): void {
     this.releases.push({ id, origin });
     if (this.releases.length > 1) return;

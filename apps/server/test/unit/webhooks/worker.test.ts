@@ -186,6 +186,37 @@ describe('DeliveryWorker', () => {
     expect(emptyLeftOutClaims).toBeLessThanOrEqual(1 + wakes);
   });
 
+  it('a waiting row whose key was pointed at another receiver goes there at once, not after its old receiver drains', async () => {
+    // A receiver answering only when told: its slots stay taken while the key's webhook URL changes.
+    await sender.close();
+    sender = createSender({ timeoutMs: 60_000, allowPrivate: true });
+    let answerFirst!: () => void;
+    let answerRest!: () => void;
+    receiver.queue.push({ until: new Promise<void>((resolve) => (answerFirst = resolve)) });
+    receiver.fallback = { until: new Promise<void>((resolve) => (answerRest = resolve)) };
+    const moved = await startReceiver();
+    try {
+      const other = await store.keys.create({ userId, name: 'k2', prefix: 'svc_k2', keyHash: randomBytes(8).toString('hex'), now: Date.now(), webhookUrl: receiver.url });
+      const w = startWorker({ perReceiver: 2 });
+      await eventually(() => queries.nextDueAfter >= 1);
+      // Two of each key to the same receiver: two are sent, two wait for their slots.
+      const [a1, a2] = newDeliveries(2);
+      const [b1, b2] = newDeliveries(2).map((d) => ({ ...d, keyId: other.id }));
+      await handOver(w, [a1!, b1!, a2!, b2!]);
+      await receiver.waitFor((r) => r.length >= 2);
+      await store.deliveries.retargetPending(keyId, moved.url, Date.now());
+      // The first answer frees a slot: the first key's waiting row is found retargeted and given back, the other
+      // key's takes the slot, and the receiver is full again.
+      answerFirst();
+      const [arrived] = await moved.waitFor((r) => r.length >= 1);
+      expect(arrived!.headers['x-svc-delivery']).toBe(a2!.id);
+      expect(receiver.received.map((r) => r.headers['x-svc-delivery'])).toEqual([a1!.id, b1!.id, b2!.id]);
+    } finally {
+      answerRest();
+      await moved.close();
+    }
+  });
+
   it('sends a failed attempt again per the retry schedule, with nothing else waking it', async () => {
     const w = startWorker({ retryScheduleMs: [50, 50] });
     await eventually(() => queries.nextDueAfter >= 1);
