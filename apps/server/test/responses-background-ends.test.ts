@@ -42,6 +42,37 @@ describe('background responses: how their end is audited', () => {
     expect(await eventually(async () => ((await auditStatuses(srv, keyId, id!)).length > 0 ? auditStatuses(srv, keyId, id!) : undefined))).toEqual([409]);
   });
 
+  it.each([false, true])('one whose upstream call failed is audited with that failure, also when a cancel comes just after its end is stored (stream: %s)', async (stream) => {
+    const { srv, token, keyId } = await start();
+    const responses = srv.running.store.responses;
+    const settle = responses.settle.bind(responses);
+    responses.settle = async (...args: Parameters<typeof settle>) => {
+      const stored = await settle(...args);
+      // As the owner's look does when it finds the row no longer running (a cancel asked meanwhile, or its end stored).
+      void srv.running.background.cancel(args[1].id);
+      return stored;
+    };
+    const client = sdk(srv.url, token);
+    let id: string;
+    if (stream) {
+      // Cut after its first events: the relay ends the stream with response.failed and audits the failure.
+      servers.upstream.nextBehavior({ answer: 'Once upon a time '.repeat(20), resetMidStream: true });
+      const events = await client.responses.create({ model: 'svc01', input: 'Hi', background: true, stream: true });
+      const types: string[] = [];
+      for await (const event of events) {
+        types.push(event.type);
+        if (event.type === 'response.created') id = event.response.id;
+      }
+      expect(types.at(-1)).toBe('response.failed');
+    } else {
+      servers.upstream.nextBehavior({ status: 400, errorMessage: 'Invalid prompt.' });
+      ({ id } = await client.responses.create({ model: 'svc01', input: 'Hi', background: true }));
+    }
+    const statuses = await eventually(async () => ((await auditStatuses(srv, keyId, id)).length > 0 ? auditStatuses(srv, keyId, id) : undefined));
+    expect(await client.responses.retrieve(id!)).toMatchObject({ status: 'failed' });
+    expect(statuses).toEqual([stream ? 502 : 400]);
+  });
+
   it('one stopped by the server stopping is audited 503, as the server going away', async () => {
     const { srv: server, token, keyId } = await start();
     servers.upstream.nextBehavior({ hang: true });

@@ -252,6 +252,9 @@ export async function relayStream(
     // client gets an error frame: nothing in this path may throw past them.
     const error = toApiError(err);
     const clientGone = ctx.abort.aborted;
+    // Read now, as `clientGone`: storing the failure below ends a background response's run, which its owner's look
+    // may then stop (a cancel's status), though it failed first.
+    const statusCode = statusFor(ctx, error.status);
     // The status went out as 200 with the first frame: the log line names what ended the stream.
     if (!clientGone) ctx.exchange.logFields = { ...ctx.exchange.logFields, error: error.wireCode ?? error.code };
     sse.hold();
@@ -263,7 +266,7 @@ export async function relayStream(
     // response, in `out.end`) recorded a second one, under another delivery id and another status.
     if (recorded) return;
     await recordFailure(ctx, {
-      statusCode: statusFor(ctx, error.status),
+      statusCode,
       streaming: true,
       messages: request.messages,
       responseText: answer(),

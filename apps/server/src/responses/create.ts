@@ -202,11 +202,15 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   /** The run ended without an answer (or with one that could not be stored): stored so, and audited so. */
   const endFailed = async (err: unknown) => {
     const error = toApiError(err);
-    await settle(endedResponse(base, abort, error)).catch((storeErr: unknown) => {
+    // The end stored and the end audited are read from the run's state once, now: a cancel, or the owner's look
+    // stopping a run whose row no longer runs (as it does once this end is stored), may come in between.
+    const ended = endedResponse(base, abort, error);
+    const statusCode = statusFor(work, error.status);
+    await settle(ended).catch((storeErr: unknown) => {
       deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses');
     });
     await recordFailure(work, {
-      statusCode: statusFor(work, error.status),
+      statusCode,
       streaming: false,
       messages: chat.messages,
       responseText: '',
