@@ -22,11 +22,14 @@ export async function* sseData(body: AsyncIterable<Uint8Array | string>, maxEven
   let data: string | undefined;
   for await (const chunk of body) {
     // Searched from where the last search ended: a long line arriving in many chunks is read once, not once per chunk.
-    lineEnd.lastIndex = buffer.length;
+    // A CR the last chunk ended with is searched again: with the LF this one may start with, it is one line end.
+    lineEnd.lastIndex = buffer.endsWith('\r') ? buffer.length - 1 : buffer.length;
     buffer += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
     let lineStart = 0;
     let match: RegExpExecArray | null;
     while ((match = lineEnd.exec(buffer)) !== null) {
+      // A CR ending the chunk: its LF, if any, comes with the next one.
+      if (match[0] === '\r' && match.index === buffer.length - 1) break;
       const line = buffer.slice(lineStart, match.index);
       lineStart = match.index + match[0].length;
       if (line === '') {
@@ -43,6 +46,7 @@ export async function* sseData(body: AsyncIterable<Uint8Array | string>, maxEven
     }
   }
   buffer += decoder.decode();
+  if (buffer.endsWith('\r')) buffer = buffer.slice(0, -1);
   if (buffer.startsWith('data:')) {
     const value = buffer.slice(buffer.startsWith('data: ') ? 6 : 5);
     data = data === undefined ? value : `${data}\n${value}`;

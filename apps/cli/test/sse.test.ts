@@ -22,6 +22,10 @@ describe('sseData', () => {
     expect(out).toEqual(['{"a":"café"}', '[DONE]']);
   });
 
+  it('reads a CRLF split between two chunks as one line end, not a line end and a blank line ending the event', async () => {
+    expect(await collect(['data: {\r', '\ndata:  "b": 1}\r', '\n\r', '\n', 'data: last\r'])).toEqual(['{\n "b": 1}', 'last']);
+  });
+
   it('handles CRLF, multi-line data, other fields and a last event without a blank line', async () => {
     expect(await collect(['event: x\r\ndata: {\r\ndata:  "b": 1}\r\n\r\n', 'id: 7\ndata:last'])).toEqual(['{\n "b": 1}', 'last']);
   });
