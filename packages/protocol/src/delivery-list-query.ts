@@ -1,5 +1,6 @@
 // No zod here: this module is also the `@svc/protocol/delivery-list-query` entry, which the CLI and the
 // dashboard load at run time without the schemas.
+import { quoted } from './quoted.js';
 
 /** `cancelled`: stopped before delivery (by a cancel, or because the key's webhook URL was cleared); `last_error` says why. */
 export const DELIVERY_STATUSES = ['pending', 'delivered', 'failed', 'cancelled'] as const;
@@ -77,12 +78,6 @@ export function statusCodeRange(filter: string): { min: number; max: number } {
 }
 
 export type DeliveryListQueryResult = { ok: true; query: DeliveryListQuery } | { ok: false; issue: DeliveryListQueryIssue };
-
-/** Characters of a query value an issue quotes, as the server's `quoted()` cuts ids (protocol cannot import it). */
-const MAX_QUOTED_CHARS = 128;
-
-/** A query value as an issue quotes it: cut to 128 characters (then `…`), so a 15 KB `before` is not echoed whole. */
-const quoted = (value: string): string => (value.length > MAX_QUOTED_CHARS ? `${value.slice(0, MAX_QUOTED_CHARS)}…` : value);
 
 const fail = (param: DeliveryListQueryIssue['param'], message: string): DeliveryListQueryResult => ({ ok: false, issue: { param, message } });
 

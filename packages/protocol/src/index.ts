@@ -2,6 +2,7 @@ export * from './chat-request.js';
 export * from './chat-response.js';
 export * from './audit-payload.js';
 export * from './errors.js';
+export * from './quoted.js';
 export * from './webhooks.js';
 export * from './dashboard-usage.js';
 export * from './delivery-list-query.js';

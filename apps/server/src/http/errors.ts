@@ -1,25 +1,14 @@
 import { ERROR_CODES, type ErrorBody, type ErrorCode } from '@svc/protocol';
 
+// The protocol's, which the delivery list's query parser (shared with the dashboard) quotes with too.
+export { quoted } from '@svc/protocol';
+
 /**
  * The one error class the HTTP layer knows: a stable `code` from design §4 that fixes status and type.
  *
  * @example
  * throw new ApiError('model_not_found', "The model 'gpt-5' does not exist; use 'svc01'.", { param: 'model' });
  */
-/** Characters of a request's value an error message quotes (an id or a name is far shorter). */
-const MAX_QUOTED_CHARS = 128;
-
-/**
- * A value from the request as an error message quotes it: cut to its first 128 characters (then `…`), so a
- * megabytes-long id or model name does not come back as a megabytes-long message.
- *
- * @example
- * throw new ApiError('not_found', `No response '${quoted(id)}'.`, { param: 'response_id' });
- */
-export function quoted(value: string): string {
-  return value.length > MAX_QUOTED_CHARS ? `${value.slice(0, MAX_QUOTED_CHARS)}…` : value;
-}
-
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
