@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { afterAll } from 'vitest';
 
 const DEFAULT_POSTGRES = 'postgres://postgres@127.0.0.1:5432/test';
 const DEFAULT_REDIS = 'redis://127.0.0.1:6379';
@@ -164,4 +168,24 @@ export async function startTcpRelay(target: string): Promise<TcpRelay> {
     },
     close: () => (relay.listening ? stop() : Promise.resolve()),
   };
+}
+
+/**
+ * The databases a storage suite runs on, as `[name, SVC_DATABASE_URL]` for `describe.each`: a SQLite file in a fresh
+ * directory, and a fresh Postgres database when one is reachable (see `createTestPostgres`); both removed after the
+ * file's tests. Called at the top of a test file (`await`).
+ *
+ * @example
+ * describe.each(await storeVariants('responses store'))('responses on %s', (_name, url) => { … });
+ */
+export async function storeVariants(label: string): Promise<Array<[string, string]>> {
+  const dir = mkdtempSync(join(tmpdir(), `svc-${label.replace(/[^a-z0-9]+/gi, '-')}-`));
+  const pgDb = await createTestPostgres(label);
+  afterAll(async () => {
+    await pgDb?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const variants: Array<[string, string]> = [['sqlite', `sqlite:${join(dir, 'svc.db')}`]];
+  if (pgDb) variants.push(['postgres', pgDb.url]);
+  return variants;
 }

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditPayloadSchema, type ResponseObject } from '@svc/protocol';
@@ -9,7 +6,7 @@ import type { ApiKeyRecord } from '../../../src/storage/keys-store.js';
 import { NO_WORKER, OutboxSink } from '../../../src/webhooks/outbox.js';
 import { endOrphans, type OrphanDeps } from '../../../src/responses/background.js';
 import { backgroundDeliveryId, recordOrphanAudit } from '../../../src/responses/background-audit.js';
-import { createTestPostgres } from '../../support/databases.js';
+import { storeVariants } from '../../support/databases.js';
 import { storedResponse } from '../../support/responses.js';
 
 /**
@@ -18,15 +15,7 @@ import { storedResponse } from '../../support/responses.js';
  * stopped midway and another ends it after, and not again when its owner lived to record its own.
  */
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-bg-orphans-'));
-const pgDb = await createTestPostgres('background orphans');
-const variants: Array<[string, string]> = [['sqlite', `sqlite:${join(dir, 'svc.db')}`]];
-if (pgDb) variants.push(['postgres', pgDb.url]);
-
-afterAll(async () => {
-  await pgDb?.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const variants = await storeVariants('background orphans');
 
 const logger = pino({ level: 'silent' });
 const T0 = Date.parse('2026-11-30T12:00:00.000Z');

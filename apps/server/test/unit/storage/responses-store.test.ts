@@ -1,23 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ResponseInputItem, ResponseObject } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, PURGE_PARTS_BATCH, PURGE_RESPONSES_BATCH, RESPONSE_PART_CHARS } from '../../../src/storage/responses-store.js';
-import { createTestPostgres } from '../../support/databases.js';
+import { storeVariants } from '../../support/databases.js';
 import { storedResponse } from '../../support/responses.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-responses-'));
-const pgDb = await createTestPostgres('responses store');
-const variants: Array<[string, string]> = [['sqlite', `sqlite:${join(dir, 'svc.db')}`]];
-if (pgDb) variants.push(['postgres', pgDb.url]);
-
-afterAll(async () => {
-  await pgDb?.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const variants = await storeVariants('responses store');
 
 const response = (id: string, previous: string | null, createdAt: number, text: string) => storedResponse({ id, previous, createdAt, text });
 const ask = (text: string): ResponseInputItem[] => [{ type: 'message', id: `in_${text}`, role: 'user', content: text }];

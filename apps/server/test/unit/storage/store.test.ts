@@ -1,20 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../../src/storage/store.js';
-import { createTestPostgres } from '../../support/databases.js';
+import { storeVariants } from '../../support/databases.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'svc-store-'));
-const pgDb = await createTestPostgres('storage suite');
-
-const variants: Array<[string, string]> = [['sqlite', `sqlite:${join(dir, 'svc.db')}`]];
-if (pgDb) variants.push(['postgres', pgDb.url]);
-
-afterAll(async () => {
-  await pgDb?.drop();
-  rmSync(dir, { recursive: true, force: true });
-});
+const variants = await storeVariants('storage suite');
 
 describe.each(variants)('storage on %s', (_name, url) => {
   let store: Store;
