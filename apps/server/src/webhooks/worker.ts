@@ -348,8 +348,11 @@ export class DeliveryWorker {
       const ids = batch.map((r) => r.id);
       this.options.deliveries.releaseClaims(ids, this.id, this.options.clock()).then(
         () => {
-          // Rows are claimable again that a claim leaving their receiver out may now find.
-          this.foundNothing = undefined;
+          // Rows are claimable again that a claim not leaving their receiver out may now find. A claim that did leave
+          // it out still finds none of them: forgetting it would only make that claim, reading every due row of the
+          // receivers it leaves out, again with no wake between.
+          const last = this.foundNothing;
+          if (last && batch.some((r) => !last.leftOut.origins.includes(r.origin))) this.foundNothing = undefined;
           // Claimable again. When their receiver emptied meanwhile, no attempt of its is left to ask for a
           // claim: ask now. (While it is still full, its finishing attempts will; asking now could only
           // return rows a claim leaves out by origin pattern and does not match, again and again.)
