@@ -43,6 +43,8 @@ export interface ChatContext {
   responseId?: string;
   /** A background response's one audit delivery (`CompletedRequest.deliveryId`). */
   deliveryId?: string;
+  /** The request's audit is recorded already: a failure reported after it records no second one. */
+  audited?: boolean;
 }
 
 /** What the audit of one request says beside what its context knows (id, key, times). */
@@ -86,7 +88,7 @@ export function statusFor(ctx: ChatContext, status: number): number {
  * @example
  * await record(ctx, { statusCode: 200, streaming: false, messages, responseText: answer, svc, usage });
  */
-export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
+export function record(ctx: ChatContext, outcome: Outcome, finishedAt = ctx.deps.clock()): Promise<void> {
   const { deps, exchange } = ctx;
   const fields: Record<string, unknown> = { ...exchange.logFields, tokens: outcome.usage.total_tokens };
   if (ctx.upstreamStartedAt !== undefined) fields.upstream_latency_ms = (ctx.upstreamFinishedAt ?? deps.clock()) - ctx.upstreamStartedAt;
@@ -97,7 +99,7 @@ export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
     ...(ctx.deliveryId !== undefined && { deliveryId: ctx.deliveryId }),
     key: ctx.key,
     startedAt: exchange.startedAt,
-    finishedAt: deps.clock(),
+    finishedAt,
     statusCode: outcome.statusCode,
     streaming: outcome.streaming,
     messages: outcome.messages,
@@ -110,6 +112,7 @@ export function record(ctx: ChatContext, outcome: Outcome): Promise<void> {
 
 /** `record` for a request that failed: the client gets its error whether or not the record could be written. */
 export async function recordFailure(ctx: ChatContext, outcome: Outcome): Promise<void> {
+  if (ctx.audited) return;
   try {
     await record(ctx, outcome);
   } catch (err) {

@@ -56,8 +56,13 @@ export async function sendCompletion(ctx: ChatContext, request: ChatCompletionRe
 
 /** Records the audit of a non-streamed completion answering `messages` (chat, and the Responses API's both ways). */
 export function recordCompletion(ctx: ChatContext, messages: Outcome['messages'], completion: ChatCompletion): Promise<void> {
+  return record(ctx, completionOutcome(messages, completion));
+}
+
+/** What the audit of a non-streamed completion answering `messages` says. */
+export function completionOutcome(messages: Outcome['messages'], completion: ChatCompletion): Outcome {
   const message = completion.choices[0]?.message;
-  return record(ctx, {
+  return {
     statusCode: 200,
     streaming: false,
     messages,
@@ -65,7 +70,7 @@ export function recordCompletion(ctx: ChatContext, messages: Outcome['messages']
     refusal: refusalText(message),
     svc: completion.svc,
     usage: completion.usage,
-  });
+  };
 }
 
 /** A 200 JSON answer with `svc`'s verdict also in headers, for clients that hide unknown body fields (design §3). */

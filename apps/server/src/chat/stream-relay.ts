@@ -259,21 +259,25 @@ export async function relayStream(
     if (!clientGone) ctx.exchange.logFields = { ...ctx.exchange.logFields, error: error.wireCode ?? error.code };
     sse.hold();
     usage ??= await countUsage(request.messages, generated()).catch(() => NO_USAGE);
+    // One request, one delivery: what failed after its delivery was recorded (the Responses API storing the
+    // response, in `out.end`) recorded a second one, under another delivery id and another status.
+    // Recorded before the end is stored, as a finished stream's is: a background response's run ends with its end
+    // stored, and a process that died between the two would have left it ended, never audited. (The client gets
+    // nothing before `sse.end`.)
+    if (!recorded) {
+      await recordFailure(ctx, {
+        statusCode,
+        streaming: true,
+        messages: request.messages,
+        responseText: answer(),
+        refusal: refusals.text(0) || undefined,
+        svc,
+        usage,
+      });
+    }
     if (!clientGone) await out.fail(error, usage);
     // What was generated before the client left is kept as the output keeps it (a stored response), and audited.
     if (clientGone) await Promise.resolve(out.abandoned?.(usage)).catch(() => undefined);
-    // One request, one delivery: what failed after its delivery was recorded (the Responses API storing the
-    // response, in `out.end`) recorded a second one, under another delivery id and another status.
-    if (recorded) return;
-    await recordFailure(ctx, {
-      statusCode,
-      streaming: true,
-      messages: request.messages,
-      responseText: answer(),
-      refusal: refusals.text(0) || undefined,
-      svc,
-      usage,
-    });
   } finally {
     sse.end();
   }

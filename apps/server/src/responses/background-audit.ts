@@ -31,29 +31,34 @@ export interface OrphanAuditDeps {
 }
 
 /**
- * Records the audit of a background response ended `failed` because no process ran it any more (crashed, stopped
- * answering, left by a previous run), as the audit of any failed request: status 500, no answer, no tokens, and the
- * prompt read back from what was stored. Its delivery id is the response's (`backgroundDeliveryId`): recorded
- * once, also when its owner lived to record its own.
+ * Records the audit of a background response ended by whoever found that no process ran it any more (crashed, stopped
+ * answering, left by a previous run). One ended `failed` because of that is audited as any failed request: status 500,
+ * no answer, no tokens. One whose runner had stored its final state with the audit it was recording
+ * (`BackgroundAudit.outcome`) is audited with that outcome. Either way the prompt is read back from what was stored,
+ * and its delivery id is the response's (`backgroundDeliveryId`): recorded once, also when its runner lived to record
+ * its own.
  */
 export async function recordOrphanAudit(deps: OrphanAuditDeps, keyId: string, response: ResponseObject, stored: BackgroundAudit | undefined): Promise<void> {
   const key = await deps.keys.byId(keyId);
   if (!key?.webhook_url) return;
   // A row stored before 019 kept none of these: the response's own id and time stand in.
   const audit = stored ?? { requestId: response.id, startedAt: response.created_at * 1000, streaming: false };
+  const outcome = audit.outcome ?? {
+    statusCode: ORPHAN_STATUS,
+    finishedAt: Math.max(audit.startedAt, deps.clock()),
+    responseText: '',
+    svc: null,
+    usage: NO_USAGE,
+  };
   await deps.audit.record({
     requestId: audit.requestId,
     responseId: response.id,
     deliveryId: backgroundDeliveryId(response.id, audit.startedAt),
     key,
     startedAt: audit.startedAt,
-    finishedAt: Math.max(audit.startedAt, deps.clock()),
-    statusCode: ORPHAN_STATUS,
     streaming: audit.streaming,
     messages: await storedMessages(deps.responses, keyId, response),
-    responseText: '',
-    svc: null,
-    usage: NO_USAGE,
+    ...outcome,
   });
 }
 

@@ -209,7 +209,9 @@ export interface OrphanDeps extends OrphanAuditDeps {
  * `ResponsesStore.orphans`), and records its audit (`recordOrphanAudit`); returns how many. Each is first taken
  * over (`takeOver`) under a lease of this call's own: another instance ending the same ones at once ends each it
  * did not take, and one whose ender stopped midway is found again once that lease lapses (its audit, should it
- * have been recorded, is not recorded twice).
+ * have been recorded, is not recorded twice). One whose runner stored its end but stopped before ending its run
+ * keeps that end: only its audit is recorded, with the outcome stored beside it (not a second one, should the runner
+ * have recorded it).
  *
  * @example
  * await endOrphans({ responses: store.responses, audit, keys: store.keys, clock: Date.now, logger }, { owner: deadWorkerId }, DEAD_PROCESS);
@@ -218,22 +220,32 @@ export async function endOrphans(deps: OrphanDeps, which: Parameters<ResponsesSt
   const { responses: store, clock, logger } = deps;
   const ender = `ender-${randomUUID()}`;
   let ended = 0;
+  let audited = 0;
   for (;;) {
     const orphans = await store.orphans(which, ORPHANS_BATCH);
     let endedNow = 0;
+    let auditedNow = 0;
     for (const orphan of orphans) {
       const running = JSON.parse(orphan.json) as ResponseObject;
       const until = clock() + (deps.leaseMs ?? BACKGROUND_LEASE_MS);
       if (!(await store.takeOver(orphan.keyId, running.id, orphan, ender, until))) continue;
+      if (orphan.audit?.outcome) {
+        // Its final state is stored; its runner stopped before ending the run, perhaps before recording its audit.
+        await recordOrphanAudit(deps, orphan.keyId, running, orphan.audit);
+        if (await store.auditRecorded(orphan.keyId, running.id, ender)) auditedNow += 1;
+        continue;
+      }
       const failed: ResponseObject = { ...running, status: 'failed', error: { code: 'server_error', message } };
       // Audited before its end is written: an ender that stops between the two leaves it to be found again, audited.
       await recordOrphanAudit(deps, orphan.keyId, failed, orphan.audit);
       if ((await store.settle(orphan.keyId, failed, { owner: ender, until })) !== undefined) endedNow += 1;
     }
     ended += endedNow;
+    audited += auditedNow;
     // A batch of which none could be ended (each taken meanwhile) would be found again: stop there.
-    if (orphans.length < ORPHANS_BATCH || endedNow === 0) break;
+    if (orphans.length < ORPHANS_BATCH || endedNow + auditedNow === 0) break;
   }
   if (ended > 0) logger.warn({ ended }, `background responses ended as failed: ${message}`);
+  if (audited > 0) logger.warn({ audited }, 'background responses whose runner stopped after storing their end: their audit is recorded now (once)');
   return ended;
 }

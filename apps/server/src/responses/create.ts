@@ -18,8 +18,8 @@ import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore, type StoredItem } from '../storage/responses-store.js';
-import { chatContext, NO_USAGE, recordFailure, statusFor, type ChatContext, type ChatDeps } from '../chat/chat-context.js';
-import { complete, recordCompletion, sendSerialised } from '../chat/completion.js';
+import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatContext, type ChatDeps, type Outcome } from '../chat/chat-context.js';
+import { complete, completionOutcome, recordCompletion, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListedRequest } from '../chat/request.js';
 import { relayStream, type StreamOutput } from '../chat/stream-relay.js';
@@ -155,8 +155,8 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   // Taken over before anything is stored: past SVC_MAX_IN_FLIGHT the request is refused, never left running unbounded.
   const release = deps.inFlight.keep(exchange.res);
   let json: string;
+  const audit = { requestId: exchange.requestId, startedAt: exchange.startedAt, streaming: upstream.streaming };
   try {
-    const audit = { requestId: exchange.requestId, startedAt: exchange.startedAt, streaming: upstream.streaming };
     json = await deps.responses.save(key.id, pendingResponse(base), input, request.historyChars, turn, { ...deps.background.lease(), audit });
   } catch (err) {
     release();
@@ -171,6 +171,35 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   // it may leave at once (or close its stream), and the work goes on.
   const abort = new Cancellation();
   const work: ChatContext = { ...ctx, abort };
+  /**
+   * Ends the run: the final state and the audit to record are written in one statement (`settle` with an audit),
+   * then the audit is recorded, then the run is ended. A process that dies between the first and the last leaves the
+   * run, its end stored, to whoever finds it nobody's (`endOrphans`), who records that audit; once, whoever records it
+   * (the delivery id is the response's). Stored before its audit: a receiver that reads the response on the webhook
+   * finds it final. Rejects when the end could not be stored; a failed record (perhaps after its commit) is logged and
+   * left to that finder, without a second record here over a response stored otherwise.
+   */
+  const end = async (response: ResponseObject, outcome: Outcome): Promise<void> => {
+    const finishedAt = deps.clock();
+    const { messages: _messages, streaming: _streaming, ...told } = outcome;
+    const lease = deps.background.lease();
+    const stored = await deps.responses.settle(key.id, response, lease, turn, { ...audit, outcome: { ...told, finishedAt } });
+    try {
+      await record(work, outcome, finishedAt);
+      if (stored !== undefined) await deps.responses.auditRecorded(key.id, base.id, lease.owner);
+    } catch (err) {
+      deps.logger.error({ err, response_id: base.id }, 'could not record the audit of a background response; whoever ends its run once its lease lapses records it');
+    }
+  };
+  /** The audit of a run that ended without an answer. */
+  const failure = (error: ApiError, streaming: boolean): Outcome => ({
+    statusCode: statusFor(work, error.status),
+    streaming,
+    messages: chat.messages,
+    responseText: '',
+    svc: null,
+    usage: NO_USAGE,
+  });
   if (upstream.streaming) {
     // The events go to this request as they come, to nobody once its client left (they are not kept).
     let refused: unknown;
@@ -185,10 +214,14 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
           work.upstreamStartedAt = deps.clock();
           chunks = await deps.upstream.stream({ body: upstream.body, signal: abort, thinking: upstream.thinking });
         } catch (err) {
-          // Refused before the stream started (the upstream's own error): the response ends failed, and the caller
-          // answers and audits the error. Only here: once the relay wrote its first event, it ends the stream itself.
+          // Refused before the stream started (the upstream's own error): the response ends failed, audited here, and
+          // the caller answers the error. Only here: once the relay wrote its first event, it ends the stream itself.
           refused = err;
-          await settle(endedResponse(base, abort, toApiError(err))).catch(() => undefined);
+          const error = toApiError(err);
+          await end(endedResponse(base, abort, error), failure(error, true)).then(
+            () => (ctx.audited = true),
+            (storeErr: unknown) => deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses'),
+          );
           return;
         }
         await relayStream(work, chat, chunks, (sse) => responseEvents(deps, base, sse, settle, instructions, abort));
@@ -202,20 +235,11 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   /** The run ended without an answer (or with one that could not be stored): stored so, and audited so. */
   const endFailed = async (err: unknown) => {
     const error = toApiError(err);
-    // The end stored and the end audited are read from the run's state once, now: a cancel, or the owner's look
-    // stopping a run whose row no longer runs (as it does once this end is stored), may come in between.
-    const ended = endedResponse(base, abort, error);
-    const statusCode = statusFor(work, error.status);
-    await settle(ended).catch((storeErr: unknown) => {
+    const outcome = failure(error, false);
+    await end(endedResponse(base, abort, error), outcome).catch(async (storeErr: unknown) => {
       deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses');
-    });
-    await recordFailure(work, {
-      statusCode,
-      streaming: false,
-      messages: chat.messages,
-      responseText: '',
-      svc: null,
-      usage: NO_USAGE,
+      // Audited all the same, under the response's one delivery id, as whoever ends it failed will.
+      await recordFailure(work, outcome);
     });
   };
   deps.background.run(base.id, abort, async () => {
@@ -228,17 +252,13 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
         return await endFailed(err);
       }
       const response = completedResponse(base, completion, Math.floor(deps.clock() / 1000), newId);
-      // Stored before its audit: a receiver that reads the response on the webhook finds it final. Audited whatever
-      // the store says (the response deleted meanwhile, or ended by another instance that found its lease lapsed, which
-      // audits nothing): the upstream call was made, once.
+      // Audited whatever the store says (the response deleted meanwhile, or ended by another instance that found its
+      // lease lapsed, under the same delivery id): the upstream call was made, once.
       try {
-        await settle(response);
+        await end(response, completionOutcome(chat.messages, completion));
       } catch (err) {
         return await endFailed(err);
       }
-      // One upstream call, one audit: a record that failed (perhaps after its commit) is not followed by another, of a
-      // failure, over a response stored completed. The run's own catch logs it.
-      await recordCompletion(work, chat.messages, completion);
     } finally {
       release();
     }

@@ -1,6 +1,6 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
-import { outputAsInput, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
+import { outputAsInput, type ResponseInputItem, type ResponseObject, type SvcResult, type Usage } from '@svc/protocol';
 import { MAX_BODY_BYTES } from '../config.js';
 import { parseStoredJsonInTurns, slices, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
@@ -41,6 +41,22 @@ export interface BackgroundAudit {
   startedAt: number;
   /** Whether the POST asked for a stream. */
   streaming: boolean;
+  /**
+   * Set with the response's final state (`settle` with an audit) while its audit is still to be recorded: whoever
+   * ends the run records this outcome, the one its runner was recording.
+   */
+  outcome?: AuditOutcome;
+}
+
+/** The audit of a background response whose final state is stored, as its runner records it (the prompt is read back from the stored input). */
+export interface AuditOutcome {
+  statusCode: number;
+  /** Epoch ms the response ended: `latency_ms` counts to it. */
+  finishedAt: number;
+  responseText: string;
+  refusal?: string;
+  svc: SvcResult | null;
+  usage: Usage;
 }
 
 /** A background response that no process runs any more (`ResponsesStore.orphans`). */
@@ -175,6 +191,10 @@ export class ResponsesStore {
    * when the run is no longer that one's (ended by another instance, or the response deleted). `until` is the lease
    * the writer holds meanwhile (past it, a writer that died mid-way is taken over).
    *
+   * With `audit` (its `outcome` set), the run is not ended yet: the final state and the audit still to record are
+   * written in one statement, and the run stays `by.owner`'s, under its lease, until `auditRecorded`. A writer that
+   * dies between the two leaves the run to be found (`orphans`) and its audit recorded by whoever ends it, once.
+   *
    * @example
    * await responses.settle(keyId, failed, { lease: orphan.lease, until: clock() + BACKGROUND_LEASE_MS });
    */
@@ -183,6 +203,7 @@ export class ResponsesStore {
     response: ResponseObject,
     by: { owner: string; until: number } | { lease: number; until: number },
     turn: () => boolean = turns(),
+    audit?: BackgroundAudit & { outcome: AuditOutcome },
   ): Promise<string | undefined> {
     // Claimed first, so that two enders do not both write its parts. The claim moves the lease to the writer's own:
     // another instance that found the old one (lapsed: the owner is slow, or two instances sweep at once) then claims
@@ -212,13 +233,30 @@ export class ResponsesStore {
         ...row,
         // The running row counted its output as `[]` (2 characters).
         history_chars: sql<number>`history_chars + ${output.length - 2}`,
-        background_lease_until: null,
-        cancel_requested_at: null,
+        ...(audit && 'owner' in by
+          ? { background_owner: by.owner, background_lease_until: by.until, background_audit: JSON.stringify(audit) }
+          : { background_lease_until: null, cancel_requested_at: null }),
       })
       .where('id', '=', response.id)
       .execute();
     await this.indexOutputItems(keyId, response, turn);
     return body;
+  }
+
+  /**
+   * Ends the run of a background response whose final state and audit `owner` wrote (`settle` with an audit), once
+   * that audit is recorded; whether it did (not when the run was taken over meanwhile, or the response deleted).
+   */
+  async auditRecorded(keyId: string, id: string, owner: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('responses')
+      .set({ background_owner: null, background_lease_until: null, cancel_requested_at: null, background_audit: null })
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .where('background_owner', '=', owner)
+      .where('background_lease_until', 'is not', null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
   }
 
   /**

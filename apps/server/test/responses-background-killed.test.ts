@@ -1,0 +1,166 @@
+// A background response's runner killed (SIGKILL) after it stored the response's end and before it finished recording
+// its audit: the end was written and the run with it, so nobody looked at the response again and its audit was never
+// recorded. The end and the audit to record are now written in one statement and the run stays open until the audit
+// is recorded: whoever finds the run nobody's records that audit, once, and leaves the response as it ended.
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import pg from 'pg';
+import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
+import { createTestPostgres } from './support/databases.js';
+import { adminCommandAsync, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
+
+const pgDb = await createTestPostgres('responses-background-killed');
+const ANSWER = 'The library opens at 9 am.';
+
+let upstream: FakeUpstream;
+let receiver: Receiver;
+let env: NodeJS.ProcessEnv;
+/** The instance that finds the killed runner's response once its lease lapsed. */
+let survivor: ServerProcess | undefined;
+const started: ServerProcess[] = [];
+
+beforeAll(async () => {
+  if (!pgDb) return;
+  upstream = await startFakeUpstream();
+  upstream.setBehavior({ answer: ANSWER });
+  receiver = await startReceiver();
+  env = serverEnv({
+    SVC_DATABASE_URL: pgDb.url,
+    SVC_SECRET_KEY: randomBytes(32).toString('base64'),
+    SVC_UPSTREAM_BASE_URL: upstream.url,
+    SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+  });
+  await adminCommandAsync(['migrate'], env);
+  survivor = await startServerProcess(env);
+  started.push(survivor);
+}, 60_000);
+afterAll(async () => {
+  await Promise.all(started.map((s) => s.stop('SIGKILL')));
+  await upstream?.close();
+  await receiver?.close();
+  await pgDb?.drop();
+});
+
+const sdk = (url: string, token: string) => new OpenAI({ apiKey: token, baseURL: `${url}/v1`, maxRetries: 0 });
+
+async function newKey(): Promise<string> {
+  const email = `killed-${randomBytes(4).toString('hex')}@example.test`;
+  await adminCommandAsync(['users', 'create', '--email', email, '--password', 'long-enough-pw'], env);
+  return (JSON.parse(await adminCommandAsync(['keys', 'create', '--email', email, '--webhook-url', receiver.url, '--json'], env)) as { key: string }).key;
+}
+
+/** A connection of the test's own, holding a lock in a transaction until `release`. */
+async function holdLock(statement: string, params: unknown[] = []): Promise<{ release(): Promise<void> }> {
+  const client = new pg.Client({ connectionString: pgDb!.url });
+  await client.connect();
+  await client.query('begin');
+  await client.query(statement, params);
+  return {
+    async release() {
+      await client.query('rollback');
+      await client.end();
+    },
+  };
+}
+
+/** Resolves once a statement starting with `prefix` waits on a lock (the runner stopped right there). */
+async function waitingOn(prefix: string): Promise<void> {
+  const client = new pg.Client({ connectionString: pgDb!.url });
+  await client.connect();
+  try {
+    await eventually(async () => {
+      const { rows } = await client.query<{ n: string }>(
+        `select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like $1`,
+        [`${prefix}%`],
+      );
+      return Number(rows[0]!.n) > 0 || undefined;
+    }, 30_000);
+  } finally {
+    await client.end();
+  }
+}
+
+async function query<R extends pg.QueryResultRow>(text: string, params: unknown[]): Promise<R[]> {
+  const client = new pg.Client({ connectionString: pgDb!.url });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+interface Audit {
+  response_id?: string;
+  request_id: string;
+  status_code: number;
+  prompt: string;
+  response_text: string;
+  total_tokens: number;
+}
+
+/** Starts a runner, creates a background response on it, and returns once `killAt` has the runner stopped and killed. */
+async function runAndKill(killAt: (created: { id: string; token: string; requestId: string }) => Promise<{ release(): Promise<void> }>, prompt: string) {
+  const token = await newKey();
+  const runner = await startServerProcess(env);
+  started.push(runner);
+  const { data: created, response } = await sdk(runner.url, token).responses.create({ model: 'svc01', input: prompt, background: true }).withResponse();
+  const run = { id: created.id, token, requestId: response.headers.get('x-request-id')! };
+  const held = await killAt(run);
+  await runner.stop('SIGKILL');
+  // A statement the runner had sent would still run once the test's lock is gone, Postgres not having noticed its
+  // client died: its connections are ended first, as Postgres ends them once it notices.
+  await query('select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and wait_event_type = $1', ['Lock']);
+  await held.release();
+  return run;
+}
+
+/**
+ * Once the run was ended by whoever found it (its lease lapses in 20 s, the survivor looks every 5 s): the one audit,
+ * with the answer the runner had, one delivery stored, and the response as it ended, not failed by its finder.
+ */
+async function auditedOnce(id: string, requestId: string, prompt: string, token: string): Promise<void> {
+  await eventually(async () => {
+    const [row] = await query<{ lease: string | null }>('select background_lease_until as lease from responses where id = $1', [id]);
+    return row?.lease === null || undefined;
+  }, 60_000);
+  const received = await receiver.waitFor((all) => all.some((d) => (JSON.parse(d.raw.toString('utf8')) as Audit).response_id === id), 30_000);
+  const audits = received.map((d) => JSON.parse(d.raw.toString('utf8')) as Audit).filter((a) => a.response_id === id);
+  expect(audits).toEqual([expect.objectContaining({ request_id: requestId, status_code: 200, prompt: `user: ${prompt}`, response_text: ANSWER })]);
+  expect(audits[0]!.total_tokens).toBeGreaterThan(0);
+  expect(await query('select id from webhook_deliveries where request_id = $1', [requestId])).toHaveLength(1);
+  expect(await sdk(survivor!.url, token).responses.retrieve(id)).toMatchObject({ status: 'completed', output_text: ANSWER });
+}
+
+describe('a background response whose runner is killed between storing its end and recording its audit (Postgres)', () => {
+  it.skipIf(!pgDb)('killed before its audit was recorded: whoever finds the run records it, once, with the response as it ended', async () => {
+    const prompt = 'When does it open? (killed before the audit)';
+    // The audit's insert numbers the delivery in delivery_sequences: held there, the runner stops after the end is stored.
+    const { id, requestId, token } = await runAndKill(async (run) => {
+      const held = await holdLock('lock table delivery_sequences in exclusive mode');
+      await eventually(async () => (await sdk(survivor!.url, run.token).responses.retrieve(run.id)).status === 'completed' || undefined, 30_000);
+      await waitingOn('insert into delivery_sequences');
+      expect(await query('select id from webhook_deliveries where request_id = $1', [run.requestId])).toEqual([]);
+      return held;
+    }, prompt);
+    await auditedOnce(id, requestId, prompt, token);
+  }, 120_000);
+
+  it.skipIf(!pgDb)('killed after its audit was recorded, before its run was ended: the audit is not recorded a second time', async () => {
+    const prompt = 'When does it open? (killed after the audit)';
+    const { id, requestId, token } = await runAndKill(async (run) => {
+      // The audit's insert is held until the response's row is held too: the run's end (an update of that row) then waits.
+      const sequences = await holdLock('lock table delivery_sequences in exclusive mode');
+      await waitingOn('insert into delivery_sequences');
+      const row = await holdLock('select id from responses where id = $1 for update', [run.id]);
+      await sequences.release();
+      await eventually(async () => (await query('select id from webhook_deliveries where request_id = $1', [run.requestId])).length === 1 || undefined, 30_000);
+      await waitingOn('update "responses"');
+      return row;
+    }, prompt);
+    await auditedOnce(id, requestId, prompt, token);
+  }, 120_000);
+});
+
