@@ -3,12 +3,16 @@
 // recorded. The end and the audit to record are now written in one statement and the run stays open until the audit
 // is recorded: whoever finds the run nobody's records that audit, once, and leaves the response as it ended.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import pg from 'pg';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
 import { createTestPostgres } from './support/databases.js';
+import { DashboardClient } from './support/dashboard-client.js';
 import { adminCommandAsync, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 
 const pgDb = await createTestPostgres('responses-background-killed');
@@ -164,3 +168,48 @@ describe('a background response whose runner is killed between storing its end a
   }, 120_000);
 });
 
+describe('a server process killed with a background response running (SVC_PROCESSES=2, SQLite)', () => {
+  it('the primary ends it failed and counts its audit (500) in the Usage view, as any request', async () => {
+    const sqliteEnv = serverEnv({
+      SVC_DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'svc-bg-killed-')), 'svc.db')}`,
+      SVC_UPSTREAM_BASE_URL: upstream.url,
+      SVC_LOG_LEVEL: 'info',
+      SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+    });
+    const server = await startServerProcess(sqliteEnv, ['--processes', '2'], { timeoutMs: 60_000 });
+    started.push(server);
+    const email = `usage-${randomBytes(4).toString('hex')}@example.test`;
+    await adminCommandAsync(['users', 'create', '--email', email, '--password', 'long-enough-pw'], sqliteEnv);
+    // No webhook URL: the Usage view counts every request, audited to a receiver or not.
+    const { key: token } = JSON.parse(await adminCommandAsync(['keys', 'create', '--email', email, '--json'], sqliteEnv)) as { key: string };
+    upstream.nextBehavior({ hang: true });
+    const { data: created, response } = await sdk(server.url, token).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true }).withResponse();
+    const requestId = response.headers.get('x-request-id');
+    // The process that answered the POST runs it (request log lines carry the pid with several processes).
+    const pid = await eventually(() => {
+      for (const line of server.stderr().split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const entry = JSON.parse(line) as { msg?: string; request_id?: string; pid?: number };
+        if (entry.msg === 'request' && entry.request_id === requestId) return entry.pid;
+      }
+      return undefined;
+    });
+    process.kill(pid, 'SIGKILL');
+    // A connection the primary hands to the killed process before it learns of the death is lost (Node's cluster):
+    // each read that fails so is made again.
+    const retried = <T>(read: () => Promise<T | undefined>) => eventually(() => read().catch(() => undefined), 30_000);
+    const ended = await retried(async () => {
+      const read = await sdk(server.url, token).responses.retrieve(created.id, {}, { timeout: 5_000 });
+      return read.status === 'in_progress' ? undefined : read;
+    });
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    // The primary's count is written within a second of the end.
+    const total = await retried(async () => {
+      const dashboard = new DashboardClient(server.url);
+      if ((await dashboard.login(email, 'long-enough-pw')).status !== 200) return undefined;
+      const { body } = await dashboard.request('GET', '/usage?days=1');
+      return body.total_summary.requests > 0 ? body.total_summary : undefined;
+    });
+    expect(total).toMatchObject({ requests: 1, errors_5xx: 1, total_tokens: 0 });
+  }, 120_000);
+});

@@ -13,6 +13,7 @@ import { bootstrapFirstRun, type FirstRunCredentials } from '../auth/first-run.j
 import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
 import { DEAD_PROCESS, endOrphans, PREVIOUS_RUN, type OrphanDeps } from '../responses/background.js';
 import { NO_WORKER, OutboxSink } from '../webhooks/outbox.js';
+import { combineSinks, UsageSink } from '../chat/usage-sink.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** The signals an operator stops svc with (also sent to the whole process group). */
@@ -71,8 +72,17 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
   const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize, serverLock: true });
   let firstRun: FirstRunCredentials | undefined;
   // The background responses it ends (of a previous run, of a dead process) are audited through the outbox, sent by
-  // the server processes' workers.
-  const orphanDeps: OrphanDeps = { responses: store.responses, audit: new OutboxSink(store.deliveries, NO_WORKER), keys: store.keys, clock: Date.now, logger };
+  // the server processes' workers, and counted in the Usage view, as the requests they were.
+  const usage = new UsageSink(store.usage, logger);
+  const orphanDeps: OrphanDeps = {
+    responses: store.responses,
+    audit: combineSinks(usage, new OutboxSink(store.deliveries, NO_WORKER)),
+    keys: store.keys,
+    clock: Date.now,
+    logger,
+  };
+  /** The ends of dead processes' background responses under way: the close waits for them before its last count. */
+  const ending = new Set<Promise<unknown>>();
   try {
     // Said here once for every worker (each checks the key itself).
     await logPreviousKeyNote(new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys), store.keys, logger);
@@ -85,6 +95,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       await endOrphans(orphanDeps, { otherThan: '' }, PREVIOUS_RUN);
     }
   } catch (err) {
+    await usage.close();
     await store.close();
     throw err;
   }
@@ -193,9 +204,10 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       : Promise.resolve();
     // Its background responses will not finish: ended now rather than when their leases lapse.
     if (leasedBy) {
-      void endOrphans(orphanDeps, { owner: leasedBy }, DEAD_PROCESS).catch((err: unknown) =>
-        logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'),
-      );
+      const ended = endOrphans(orphanDeps, { owner: leasedBy }, DEAD_PROCESS)
+        .catch((err: unknown) => logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'))
+        .finally(() => ending.delete(ended));
+      ending.add(ended);
     }
     // The release comes first: the replacement claims what is due as it starts.
     void released.then(() => {
@@ -225,6 +237,8 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       for (const slot of slots) clearTimeout(slot.restartTimer);
       const ends = await Promise.all(slots.map((slot) => (slot.worker ? stopWorker(slot.worker) : undefined)));
       cluster.off('message', onMessage);
+      await Promise.all(ending);
+      await usage.close();
       await store.close();
       // A signal sent to the whole group reaches this process as it reaches the workers, but a worker's death may be
       // seen first: before calling one killed by a stop signal unclean, this process's own handler gets a moment.

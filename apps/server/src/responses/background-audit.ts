@@ -35,12 +35,12 @@ export interface OrphanAuditDeps {
  * answering, left by a previous run). One ended `failed` because of that is audited as any failed request: status 500,
  * no answer, no tokens. One whose runner had stored its final state with the audit it was recording
  * (`BackgroundAudit.outcome`) is audited with that outcome. Either way the prompt is read back from what was stored,
- * and its delivery id is the response's (`backgroundDeliveryId`): recorded once, also when its runner lived to record
- * its own.
+ * the Usage view counts it as the request it was (on a key with no webhook URL too), and its delivery id is the
+ * response's (`backgroundDeliveryId`): recorded once, also when its runner lived to record its own.
  */
 export async function recordOrphanAudit(deps: OrphanAuditDeps, keyId: string, response: ResponseObject, stored: BackgroundAudit | undefined): Promise<void> {
   const key = await deps.keys.byId(keyId);
-  if (!key?.webhook_url) return;
+  if (!key) return;
   // A row stored before 019 kept none of these: the response's own id and time stand in.
   const audit = stored ?? { requestId: response.id, startedAt: response.created_at * 1000, streaming: false };
   const outcome = audit.outcome ?? {
