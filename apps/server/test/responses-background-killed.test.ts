@@ -13,6 +13,8 @@ import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js
 import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
 import { createTestPostgres } from './support/databases.js';
 import { DashboardClient } from './support/dashboard-client.js';
+import { startTestServer } from './support/test-server.js';
+import { pendingResponse } from '../src/responses/translate.js';
 import { adminCommandAsync, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 
 const pgDb = await createTestPostgres('responses-background-killed');
@@ -26,10 +28,10 @@ let survivor: ServerProcess | undefined;
 const started: ServerProcess[] = [];
 
 beforeAll(async () => {
-  if (!pgDb) return;
   upstream = await startFakeUpstream();
   upstream.setBehavior({ answer: ANSWER });
   receiver = await startReceiver();
+  if (!pgDb) return;
   env = serverEnv({
     SVC_DATABASE_URL: pgDb.url,
     SVC_SECRET_KEY: randomBytes(32).toString('base64'),
@@ -212,4 +214,40 @@ describe('a server process killed with a background response running (SVC_PROCES
     });
     expect(total).toMatchObject({ requests: 1, errors_5xx: 1, total_tokens: 0 });
   }, 120_000);
+});
+
+describe('embedded SQLite: the next start finds a run its end was stored for, its audit perhaps not recorded', () => {
+  it('records the audit stored with the end, once, and leaves the response as it ended', async () => {
+    const databaseUrl = `sqlite:${join(mkdtempSync(join(tmpdir(), 'svc-bg-killed-')), 'svc.db')}`;
+    const sqliteEnv = { SVC_DATABASE_URL: databaseUrl, SVC_UPSTREAM_BASE_URL: upstream.url, SVC_WEBHOOK_ALLOW_PRIVATE: 'true' };
+    const first = await startTestServer({ env: sqliteEnv });
+    const { token, key } = await first.createKey({ webhookUrl: receiver.url });
+    // What a runner killed between the two leaves: its end and the audit it was recording, its run still open.
+    const prompt = 'When does it open? (SQLite, restarted)';
+    const base = { id: `resp_${randomBytes(24).toString('hex')}`, createdAt: Math.floor(Date.now() / 1000), request: { model: 'svc01', input: prompt, background: true } };
+    const input = [{ type: 'message' as const, id: `msg_${randomBytes(8).toString('hex')}`, role: 'user' as const, content: [{ type: 'input_text' as const, text: prompt }] }];
+    const run = { owner: 'a-process-killed', until: Date.now() + 3_600_000 };
+    const audit = { requestId: 'req_killed', startedAt: Date.now() - 1_000, streaming: false };
+    await first.running.store.responses.save(key.id, pendingResponse(base), input, 0, undefined, { ...run, audit });
+    const completed = {
+      ...pendingResponse(base),
+      status: 'completed' as const,
+      completed_at: base.createdAt,
+      output: [{ type: 'message' as const, id: 'msg_answer', role: 'assistant' as const, status: 'completed' as const, content: [{ type: 'output_text' as const, text: ANSWER, annotations: [], logprobs: [] }] }],
+    };
+    const usage = { prompt_tokens: 9, completion_tokens: 7, total_tokens: 16 };
+    await first.running.store.responses.settle(key.id, completed, run, undefined, { ...audit, outcome: { statusCode: 200, finishedAt: Date.now(), responseText: ANSWER, svc: null, usage } });
+    await first.close();
+
+    const next = await startTestServer({ env: sqliteEnv });
+    try {
+      const received = await receiver.waitFor((all) => all.some((d) => (JSON.parse(d.raw.toString('utf8')) as Audit).response_id === base.id), 30_000);
+      await eventually(async () => (await next.running.store.responses.state(key.id, base.id))?.running === false || undefined);
+      const audits = received.map((d) => JSON.parse(d.raw.toString('utf8')) as Audit).filter((a) => a.response_id === base.id);
+      expect(audits).toEqual([expect.objectContaining({ request_id: 'req_killed', status_code: 200, prompt: `user: ${prompt}`, response_text: ANSWER, total_tokens: 16 })]);
+      expect(await sdk(next.url, token).responses.retrieve(base.id)).toMatchObject({ status: 'completed', output_text: ANSWER });
+    } finally {
+      await next.close();
+    }
+  });
 });
