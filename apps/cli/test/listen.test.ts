@@ -371,7 +371,7 @@ describe('svc-cli listen', () => {
     const terminal = startCli(['listen', '--port', '0', '--json', '--secret', SECRET], { cwd: sandbox.path, env: { NO_COLOR: undefined }, stdoutToFile: jsonFile });
     const [, url] = await terminal.waitFor('stdout', ready);
     await postDelivery(url!, samplePayload(), { secret: SECRET });
-    await terminal.waitFor('stdout', /sig/);
+    await terminal.waitFor('stdout', /✔/);
     expect(terminal.stdout()).toContain('\u001b[1mReady!');
     expect(terminal.stdout()).toContain('\u001b[32m✔\u001b[39m');
     await expect.poll(() => readFileSync(jsonFile, 'utf8')).toContain('"request_id"');
@@ -382,7 +382,7 @@ describe('svc-cli listen', () => {
     const noColor = startCli(['listen', '--port', '0', '--json', '--secret', SECRET], { cwd: sandbox.path, env: { NO_COLOR: '1' }, stdoutToFile: jsonFile });
     const [, plainUrl] = await noColor.waitFor('stdout', ready);
     await postDelivery(plainUrl!, samplePayload(), { secret: SECRET });
-    await noColor.waitFor('stdout', /sig/);
+    await noColor.waitFor('stdout', /✔/);
     expect(noColor.stdout()).not.toContain('\u001b[');
     noColor.child.kill('SIGTERM');
     await noColor.exited;
