@@ -7,7 +7,9 @@ export default defineConfig({
     hookTimeout: 30_000,
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
-    // The tests spawn the built CLI and real servers; one file at a time keeps a shared 2-core box responsive.
-    fileParallelism: false,
+    // The tests spawn the built CLI and real servers and mostly wait on them: two files at a time, as the server's
+    // suite runs (npm test runs one package's suite at a time, so two is all the box carries).
+    fileParallelism: true,
+    maxWorkers: 2,
   },
 });
