@@ -8,9 +8,10 @@ import { round } from './procs.mjs';
  * percentiles (ms), error counts and the raw autocannon result.
  * `overallRate` switches to a fixed request rate; `amount` sends that many requests instead of running for
  * `durationS` (req/s is then over `durationS` if given, else not meaningful); `keepLatencies` adds every
- * latency (ms, sorted) to the result, for merging measurements.
+ * latency (ms, sorted) to the result, for merging measurements. `timeoutS`: a request's time before autocannon
+ * gives up on it and sends it again.
  */
-export function load({ url, body, headers = {}, connections, durationS, overallRate, amount, keepLatencies = false }) {
+export function load({ url, body, headers = {}, connections, durationS, overallRate, amount, keepLatencies = false, timeoutS = 30 }) {
   const latencies = [];
   let non2xx = 0;
   return new Promise((resolve, reject) => {
@@ -23,7 +24,7 @@ export function load({ url, body, headers = {}, connections, durationS, overallR
         connections,
         ...(amount ? { amount } : { duration: durationS }),
         ...(overallRate ? { overallRate } : {}),
-        timeout: 30,
+        timeout: timeoutS,
       },
       (err, result) => {
         if (err) return reject(err);
@@ -54,9 +55,12 @@ export function latencySummary(sorted) {
   return { p50: pct(50), p90: pct(90), p99: pct(99), max: n ? round(sorted[n - 1], 3) : null, mean: n ? round(sorted.reduce((a, b) => a + b, 0) / n, 3) : null };
 }
 
-/** A few requests outside the measurement, to check the target answers 2xx with the expected shape. */
-export async function probe({ url, body, headers = {} }) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(10_000) });
+/**
+ * A few requests outside the measurement, to check the target answers 2xx with the expected shape. `timeoutMs`:
+ * a server under valgrind answers its first request in tens of seconds on a loaded host.
+ */
+export async function probe({ url, body, headers = {} }, timeoutMs = 10_000) {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(timeoutMs) });
   const text = await res.text();
   return { status: res.status, text };
 }
