@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { chooseThreshold, labelledScores, thresholdMetrics } from '@svc/grounding';
 import { SERVER_BIN, serverEnv, startServerProcess } from './support/processes.js';
 import { scoreCalibrationFile } from '../src/admin/grounding-calibrate.js';
@@ -145,6 +145,26 @@ describe('svc-server grounding calibrate', () => {
     const scores = await scoreCalibrationFile(file('streamed.jsonl', rows), (n) => progress.push(n), 100);
     expect(scores).toEqual(labelledScores(rows.map((r) => ({ sources: [...r.context, r.question!], question: r.question!, answer: r.answer, hallucinated: r.hallucinated }))));
     expect(progress).toEqual(Array.from({ length: Math.floor(rows.length / 100) }, (_, i) => (i + 1) * 100));
+  });
+
+  it('reads a long line arriving in many chunks once, not once per chunk', async () => {
+    // A row padded to 400 KB (the padding is trimmed away), between two short rows, read 1 KB at a time.
+    const text = [JSON.stringify(ROWS[0]), JSON.stringify(ROWS[1]) + ' '.repeat(400 * 1024), JSON.stringify(ROWS[2])].join('\n') + '\n';
+    async function* chunks() {
+      for (let i = 0; i < text.length; i += 1024) yield text.slice(i, i + 1024);
+    }
+    // Lines are found by splitting on line ends: the characters split that way are the work of finding them.
+    const split = vi.spyOn(String.prototype, 'split');
+    let scores, charsSplit;
+    try {
+      scores = await scoreCalibrationFile('long.jsonl', undefined, undefined, chunks());
+      charsSplit = split.mock.calls.reduce((sum, args, i) => ((args[0] as unknown) === '\n' ? sum + String(split.mock.contexts[i]).length : sum), 0);
+    } finally {
+      split.mockRestore();
+    }
+    expect(scores).toEqual(labelledScores(ROWS.slice(0, 3).map((r) => ({ sources: [...r.context, r.question!], question: r.question!, answer: r.answer, hallucinated: r.hallucinated }))));
+    expect(charsSplit).toBeGreaterThanOrEqual(text.length);
+    expect(charsSplit).toBeLessThan(2 * text.length);
   });
 
   it('refuses a file that is not there', () => {

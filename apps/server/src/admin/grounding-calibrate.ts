@@ -63,12 +63,18 @@ export type CalibrationScore = LabelledScore & { checked: boolean };
 /**
  * Reads a JSON Lines file of labelled rows line by line and scores each as it comes, keeping only its score: a file
  * of any size (one read whole into a string fails past 512 MB) in the memory of its longest line. `onProgress` is
- * called with the rows scored so far every `progressEvery` rows, for a long file to say it is getting on.
+ * called with the rows scored so far every `progressEvery` rows, for a long file to say it is getting on. `chunks`
+ * is the file's text as read (by default, a read stream of `file`).
  *
  * @example
  * const scores = await scoreCalibrationFile('labelled.jsonl', (rows) => console.error(`${rows} rows scored`));
  */
-export async function scoreCalibrationFile(file: string, onProgress?: (rows: number) => void, progressEvery = PROGRESS_ROWS): Promise<CalibrationScore[]> {
+export async function scoreCalibrationFile(
+  file: string,
+  onProgress?: (rows: number) => void,
+  progressEvery = PROGRESS_ROWS,
+  chunks: AsyncIterable<string> = createReadStream(file, { encoding: 'utf8' }) as AsyncIterable<string>,
+): Promise<CalibrationScore[]> {
   const scores: CalibrationScore[] = [];
   let lineNumber = 0;
   const take = (line: string) => {
@@ -78,20 +84,29 @@ export async function scoreCalibrationFile(file: string, onProgress?: (rows: num
     scores.push(...labelledScores([{ ...serverInput(row), hallucinated: row.hallucinated }]));
     if (scores.length % progressEvery === 0) onProgress?.(scores.length);
   };
-  let rest = '';
+  // The unfinished line's pieces, joined once at its end: each chunk is split once, however many a line spans.
+  let pieces: string[] = [];
+  let restLength = 0;
   try {
-    for await (const chunk of createReadStream(file, { encoding: 'utf8' }) as AsyncIterable<string>) {
-      const lines = (rest + chunk).split('\n');
-      rest = lines.pop()!;
-      for (const line of lines) take(line);
-      if (rest.length > MAX_LINE_CHARS) throw new CommandError(`${file}:${lineNumber + 1}: a line longer than ${MAX_LINE_CHARS / 1024 / 1024} MB (one JSON object per line)`);
+    for await (const chunk of chunks) {
+      const lines = chunk.split('\n');
+      const last = lines.pop()!;
+      if (lines.length > 0) {
+        take(pieces.join('') + lines[0]!);
+        for (let i = 1; i < lines.length; i++) take(lines[i]!);
+        pieces = [];
+        restLength = 0;
+      }
+      pieces.push(last);
+      restLength += last.length;
+      if (restLength > MAX_LINE_CHARS) throw new CommandError(`${file}:${lineNumber + 1}: a line longer than ${MAX_LINE_CHARS / 1024 / 1024} MB (one JSON object per line)`);
     }
   } catch (err) {
     if (err instanceof CommandError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     throw new CommandError(`cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? (err as Error).message)}`);
   }
-  take(rest);
+  take(pieces.join(''));
   return scores;
 }
 
