@@ -229,6 +229,7 @@ export async function endOrphans(deps: OrphanDeps, which: Parameters<ResponsesSt
       const running = JSON.parse(orphan.json) as ResponseObject;
       const until = clock() + (deps.leaseMs ?? BACKGROUND_LEASE_MS);
       if (!(await store.takeOver(orphan.keyId, running.id, orphan, ender, until))) continue;
+      if (orphan.auditUnreadable) logger.error({ response_id: running.id }, 'background response: its stored audit is not JSON; it is ended and audited with what its response says');
       if (orphan.audit?.outcome) {
         // Its final state is stored; its runner stopped before ending the run, perhaps before recording its audit.
         await recordOrphanAudit(deps, orphan.keyId, running, orphan.audit);

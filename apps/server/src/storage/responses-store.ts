@@ -67,8 +67,10 @@ export interface Orphan {
   lease: number;
   /** The running response's JSON. */
   json: string;
-  /** Undefined on a row stored before 019. */
+  /** Undefined on a row stored before 019, and on one whose stored audit is not JSON (`auditUnreadable`). */
   audit: BackgroundAudit | undefined;
+  /** Its stored audit could not be read: it is ended and audited with what its response says, as one stored before 019. */
+  auditUnreadable?: true;
 }
 
 /** The columns of `responses` that may be kept in parts. */
@@ -337,8 +339,16 @@ export class ResponsesStore {
     for (const row of await query.execute()) {
       const json = await this.whole(row.id, 'response', row.response);
       if (json === undefined) continue;
-      const audit = row.background_audit ? (JSON.parse(row.background_audit) as BackgroundAudit) : undefined;
-      found.push({ keyId: row.key_id, owner: row.background_owner ?? null, lease: Number(row.background_lease_until), json, audit });
+      const orphan: Orphan = { keyId: row.key_id, owner: row.background_owner ?? null, lease: Number(row.background_lease_until), json, audit: undefined };
+      if (row.background_audit) {
+        // One corrupt value must not keep every orphan found after it from being ended.
+        try {
+          orphan.audit = JSON.parse(row.background_audit) as BackgroundAudit;
+        } catch {
+          orphan.auditUnreadable = true;
+        }
+      }
+      found.push(orphan);
     }
     return found;
   }

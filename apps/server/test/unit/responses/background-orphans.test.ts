@@ -125,6 +125,26 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
     }
   });
 
+  it('one whose stored audit is corrupt is ended and audited with what its response says, with a log line, and the others still are', async () => {
+    const corrupt = await running('dead-3');
+    const sound = await running('dead-3');
+    await one.handle.db.updateTable('responses').set({ background_audit: '{"requestId": "req_cut' }).where('id', '=', corrupt.response.id).execute();
+    const lines: string[] = [];
+    const captured = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
+    const later = T0 + 60_000;
+    expect(await endOrphans({ ...deps(one, later), logger: captured }, { owner: 'dead-3' }, MESSAGE)).toBe(2);
+    for (const run of [corrupt, sound]) {
+      expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ status: 'failed', error: { message: MESSAGE } });
+    }
+    expect(await auditsOf(sound.requestId)).toHaveLength(1);
+    // Its request id and start were in the audit lost: the response's own id and time stand in.
+    const [audit, ...more] = await auditsOf(corrupt.response.id);
+    expect(more).toEqual([]);
+    expect(audit!.payload).toMatchObject({ request_id: corrupt.response.id, response_id: corrupt.response.id, status_code: 500, prompt: 'system: Be brief.\nuser: Write a long novel.' });
+    const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.response_id === corrupt.response.id);
+    expect(logged).toEqual([expect.objectContaining({ msg: expect.stringContaining('stored audit is not JSON') })]);
+  });
+
   it("an owner that lived to end it after it was ended records no second audit, and takes no sequence number", async () => {
     const run = await running('slow-owner');
     const later = T0 + 60_000;
