@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync, type BigIntStats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 
@@ -103,9 +103,14 @@ function copyInto(from: string, to: string): SqliteBackup {
 
 /**
  * Takes `target.lock` (created exclusively, holding this process's id) for one backup's time; returns its release.
- * A lock whose process is gone (a backup killed) is taken over.
+ * A lock whose process is gone (a backup killed) is taken over, by one of two backups taking it over at once: the
+ * other refuses, naming the first.
+ *
+ * @example
+ * const release = lockTarget('/backups/svc.db');
+ * try { copy(); } finally { release(); }
  */
-function lockTarget(target: string): () => void {
+export function lockTarget(target: string): () => void {
   const lock = `${target}.lock`;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
@@ -121,11 +126,35 @@ function lockTarget(target: string): () => void {
         throw new BackupError(`cannot write ${lock}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
       }
     }
+    // Seen before its holder is read: what is removed below is this very file, judged left over.
+    const seen = statSync(lock, { bigint: true, throwIfNoEntry: false });
+    if (!seen) continue;
     const holder = lockHolder(lock);
     if (holder) throw new BackupError(`another backup to ${target} is being written (${holder}): wait for it to finish, or give another file name`);
-    removeLeftover(lock);
+    removeStaleLock(lock, seen);
   }
   throw new BackupError(`cannot take ${lock}: remove it if no backup to ${target} is running`);
+}
+
+/**
+ * Removes the left-over `lock` seen as `seen`, unless it is no longer that file. Two backups taking it over at once
+ * would otherwise both remove it, the later one removing the lock the first had just taken in its place, and both
+ * run: only the one that creates the takeover mark named after that file (created exclusively) removes it.
+ */
+function removeStaleLock(lock: string, seen: BigIntStats): void {
+  const mark = `${lock}.takeover-${seen.ino}-${seen.mtimeNs}`;
+  try {
+    closeSync(openSync(mark, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return; // Another backup is taking it over.
+    throw new BackupError(`cannot write ${mark}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    const now = statSync(lock, { bigint: true, throwIfNoEntry: false });
+    if (now && now.ino === seen.ino && now.mtimeNs === seen.mtimeNs) removeLeftover(lock);
+  } finally {
+    removeLeftover(mark);
+  }
 }
 
 /** Who holds `lock` ("svc-server backup, process N"), or undefined when that process is gone. */
