@@ -2,7 +2,7 @@ import { SVC_MODEL, type ChatCompletionChunk, type ChatCompletionRequest, type S
 import type { ApiError } from '../http/errors.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { ChunkStream } from '../upstream/upstream.js';
-import { NO_USAGE, record, recordFailure, statusFor, type ChatContext } from './chat-context.js';
+import { NO_USAGE, record, recordFailure, statusFor, type ChatContext, type Outcome } from './chat-context.js';
 import { FrameJson } from './frame-json.js';
 import { KeptTexts } from './kept-text.js';
 import { countUsage } from './prompt.js';
@@ -91,6 +91,16 @@ export async function relayStream(
   const closing = (index: number) => ({ index, delta: {}, finish_reason: calling.finish(index, 'stop' as const), logprobs: null });
   let usage: Usage | null = null;
   let svc: SvcResult | null = null;
+  /** What the audit records of this stream, as it stands now. */
+  const outcome = (statusCode: number, counted: Usage): Outcome => ({
+    statusCode,
+    streaming: true,
+    messages: request.messages,
+    responseText: answer(),
+    refusal: refusals.text(0) || undefined,
+    svc,
+    usage: counted,
+  });
   /** Finish chunks of other choices that arrive before the first choice finished wait for its `svc`. */
   const held: Array<Pick<ChatCompletionChunk, 'choices' | 'system_fingerprint'>> = [];
   let firstToken = false;
@@ -236,15 +246,7 @@ export async function relayStream(
     }
     usage ??= await countUsage(request.messages, generated());
     await out.usage(usage, lastFingerprint);
-    await record(ctx, {
-      statusCode: statusFor(ctx, 200),
-      streaming: true,
-      messages: request.messages,
-      responseText: answer(),
-      refusal: refusals.text(0) || undefined,
-      svc,
-      usage,
-    });
+    await record(ctx, outcome(statusFor(ctx, 200), usage));
     recorded = true;
     await out.end();
   } catch (err) {
@@ -264,17 +266,7 @@ export async function relayStream(
     // Recorded before the end is stored, as a finished stream's is: a background response's run ends with its end
     // stored, and a process that died between the two would have left it ended, never audited. (The client gets
     // nothing before `sse.end`.)
-    if (!recorded) {
-      await recordFailure(ctx, {
-        statusCode,
-        streaming: true,
-        messages: request.messages,
-        responseText: answer(),
-        refusal: refusals.text(0) || undefined,
-        svc,
-        usage,
-      });
-    }
+    if (!recorded) await recordFailure(ctx, outcome(statusCode, usage));
     if (!clientGone) await out.fail(error, usage);
     // What was generated before the client left is kept as the output keeps it (a stored response), and audited.
     if (clientGone) await Promise.resolve(out.abandoned?.(usage)).catch(() => undefined);
