@@ -91,6 +91,56 @@ describe('parseJsonInTurns', () => {
     );
   });
 
+  it("gives JSON.parse's value exactly (member order, -0, 1e400, __proto__, lone surrogates, every white space) or throws where it does", async () => {
+    /** A value as JSON.parse made it, comparable with toEqual: -0 told from 0, members in order, the prototype said. */
+    const exact = (v: unknown): unknown => {
+      if (Object.is(v, -0)) return '-0';
+      if (Array.isArray(v)) return v.map(exact);
+      if (v === null || typeof v !== 'object') return v;
+      const own = Object.getOwnPropertyNames(v).map((k) => [k, exact((v as Record<string, unknown>)[k])]);
+      return { plain: Object.getPrototypeOf(v) === Object.prototype, own };
+    };
+    const outcome = async (parse: () => unknown) => {
+      try {
+        return { value: exact(await parse()) };
+      } catch (err) {
+        return { threw: err instanceof SyntaxError };
+      }
+    };
+    const space = fc.constantFrom('', ' ', '\t', '\n', '\r', '\u00a0', '\ufeff', '\u2028');
+    const name = fc.constantFrom('a', 'b', '__proto__', 'constructor', '0', '1', 'x\\"y', '\\u0061');
+    const scalar = fc.oneof(
+      fc.constantFrom('1e400', '-0', '-0.0e-0', '123456789012345678901234567890', '"\\ud800"', '"\\udc00\\ud800"', '"😀"', '"a,b]}"', '"\\\\"', '"\\""'),
+      fc.jsonValue().map((v) => JSON.stringify(v)),
+    );
+    const { json } = fc.letrec((tie) => ({
+      json: fc.oneof(
+        { depthSize: 'small' },
+        scalar,
+        fc.array(fc.tuple(space, tie('json') as fc.Arbitrary<string>, space), { maxLength: 5 }).map((items) => `[${items.map((i) => i.join('')).join(',')}]`),
+        fc.array(fc.tuple(space, name, space, tie('json') as fc.Arbitrary<string>), { maxLength: 5 }).map((members) => `{${members.map(([a, k, b, v]) => `${a}"${k}"${b}:${v}`).join(',')}}`),
+      ),
+    }));
+    const spoil = fc.constantFrom(',', '[', ']', '{', '}', ':', '"', '\\', ' ', '\u00a0', '0', '');
+    await fc.assert(
+      fc.asyncProperty(space, json, space, fc.option(fc.tuple(fc.nat(), spoil, fc.boolean())), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 20 }), async (before, value, after, change, largeBytes, partBytes) => {
+        let text = before + value + after;
+        if (change) {
+          const [at, char, remove] = change;
+          const i = at % (text.length + 1);
+          text = text.slice(0, i) + char + text.slice(remove ? i + 1 : i);
+        }
+        // Bytes, as a body arrives (a change may have cut a surrogate pair, which UTF-8 cannot hold).
+        const buffer = Buffer.from(text);
+        const scan = new JsonShapeScan(buffer, 10_000, Infinity, largeBytes);
+        scan.scan(buffer.length);
+        const expected = await outcome(() => JSON.parse(buffer.toString('utf8')));
+        expect(await outcome(() => parseJsonInTurns(buffer, scan.roots, () => true, 0, partBytes)), text).toEqual(expected);
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
   it("keeps JSON.parse's member order, the later of two members of one name, and a member named __proto__ as its own", async () => {
     const text = '{"b": [1, 2, 3, 4, 5, 6], "1": {"x": [7, 8, 9]}, "b": [10, 11, 12, 13], "__proto__": [{"polluted": true}, 2, 3], "a": []}';
     const [expected, actual] = await both(text, 4, 3);
