@@ -168,6 +168,22 @@ describe('a background response whose runner is killed between storing its end a
     }, prompt);
     await auditedOnce(id, requestId, prompt, token);
   }, 120_000);
+
+  it.skipIf(!pgDb)('killed before its audit was recorded, then the response deleted before anyone found the run: the audit is recorded, once', async () => {
+    const prompt = 'When does it open? (killed, then deleted)';
+    const { id, requestId, token } = await runAndKill(async (run) => {
+      const held = await holdLock('lock table delivery_sequences in exclusive mode');
+      await eventually(async () => (await sdk(survivor!.url, run.token).responses.retrieve(run.id)).status === 'completed' || undefined, 30_000);
+      await waitingOn('insert into delivery_sequences');
+      return held;
+    }, prompt);
+    // Within the killed runner's lease: nobody has found its run yet, and the row, its pending audit with it, goes.
+    await sdk(survivor!.url, token).responses.delete(id);
+    const received = await receiver.waitFor((all) => all.some((d) => (JSON.parse(d.raw.toString('utf8')) as Audit).response_id === id), 30_000);
+    const audits = received.map((d) => JSON.parse(d.raw.toString('utf8')) as Audit).filter((a) => a.response_id === id);
+    expect(audits).toEqual([expect.objectContaining({ request_id: requestId, status_code: 200, prompt: `user: ${prompt}`, response_text: ANSWER })]);
+    expect(await query('select id from webhook_deliveries where request_id = $1', [requestId])).toHaveLength(1);
+  }, 120_000);
 });
 
 describe('a server process killed with a background response running (SVC_PROCESSES=2, SQLite)', () => {

@@ -1,8 +1,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import express, { type Router } from 'express';
-import { singleQueryParam, type ResponseInputItem } from '@svc/protocol';
+import { singleQueryParam, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
 import { ApiError, quoted } from '../http/errors.js';
 import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
+import { recordOrphanAudit } from './background-audit.js';
 import { createResponse, type ResponsesDeps, type StreamingResponses } from './create.js';
 
 const MAX_LIST_LIMIT = 100;
@@ -43,7 +44,20 @@ export function responsesRouter(deps: ResponsesDeps): Router {
   // same: the owner stops a run whose row is gone at its next look (BackgroundResponses).
   router.delete('/:id', async (req, res) => {
     const keyId = apiKeyOf(res).id;
-    if ((await deps.responses.state(keyId, req.params.id))?.running) await stopRun(deps, keyId, req.params.id);
+    const state = await deps.responses.state(keyId, req.params.id);
+    if (state?.running) {
+      await stopRun(deps, keyId, req.params.id);
+      // A run whose end is stored with its audit still to record (its runner died or failed to record it) is found by
+      // nobody once its row is gone: that audit is recorded first, under the response's one delivery id (once, should
+      // its runner or a finder record it too).
+      const pending = await deps.responses.pendingAudit(keyId, req.params.id);
+      if (pending) {
+        const key = apiKeyOf(res);
+        const orphanDeps = { audit: deps.audit, keys: { byId: async () => key }, responses: deps.responses, clock: deps.clock };
+        const json = (await deps.responses.state(keyId, req.params.id))?.json ?? state.json;
+        await recordOrphanAudit(orphanDeps, keyId, JSON.parse(json) as ResponseObject, pending);
+      }
+    }
     if (!(await deps.responses.delete(keyId, req.params.id))) throw notFound(req.params.id);
     res.json({ id: req.params.id, object: 'response', deleted: true });
   });

@@ -262,6 +262,28 @@ export class ResponsesStore {
   }
 
   /**
+   * The audit a background response's runner stored with its final state (`settle` with an audit) and has not yet
+   * recorded (`auditRecorded`); undefined when there is none.
+   */
+  async pendingAudit(keyId: string, id: string): Promise<(BackgroundAudit & { outcome: AuditOutcome }) | undefined> {
+    const row = await this.db
+      .selectFrom('responses')
+      .select('background_audit')
+      .where('id', '=', id)
+      .where('key_id', '=', keyId)
+      .where('background_lease_until', 'is not', null)
+      .executeTakeFirst();
+    if (!row?.background_audit) return undefined;
+    let audit: BackgroundAudit;
+    try {
+      audit = JSON.parse(row.background_audit) as BackgroundAudit;
+    } catch {
+      return undefined;
+    }
+    return audit.outcome ? { ...audit, outcome: audit.outcome } : undefined;
+  }
+
+  /**
    * A stored response's JSON and whether it was created in background and is still running; undefined when there is
    * no such response for this key.
    */
