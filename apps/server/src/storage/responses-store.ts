@@ -229,6 +229,9 @@ export class ResponsesStore {
       response: await this.putParts(response, 'response', body, turn),
       output_items: await this.putParts(response, 'output_items', output, turn),
     };
+    // Indexed before the final write: that write gives a runner its run back (until its audit is recorded), and a run
+    // that failed after it would end failed over the answer it had stored.
+    await this.indexOutputItems(keyId, response, turn);
     await this.db
       .updateTable('responses')
       .set({
@@ -241,7 +244,6 @@ export class ResponsesStore {
       })
       .where('id', '=', response.id)
       .execute();
-    await this.indexOutputItems(keyId, response, turn);
     return body;
   }
 

@@ -244,4 +244,26 @@ describe.each(variants)('responses on %s', (_name, url) => {
     expect(settled(sweeps)).toHaveLength(1);
     expect(await store.responses.orphans({ lapsedBefore: Number.MAX_SAFE_INTEGER }, 10)).toEqual([]);
   });
+
+  it('a background end that could not be stored whole (its items not indexed) is not stored, so the failed end that follows leaves nothing of the answer behind', async () => {
+    const running: ResponseObject = { ...response('resp_bg_index', null, 70_000, 'unused'), status: 'in_progress', background: true, output: [], completed_at: null };
+    const completed: ResponseObject = { ...response('resp_bg_index', null, 70_000, 'Done.'), background: true };
+    const failed: ResponseObject = { ...running, status: 'failed', error: { code: 'server_error', message: 'could not store' } };
+    const audit = { requestId: 'req_bg_index', startedAt: 70_000_000, streaming: false };
+    const lease = { owner: 'worker-a', until: 100_000 };
+    await store.responses.save('key_bg', running, ask('bg index'), 0, undefined, { ...lease, audit });
+    const historyOf = async () =>
+      Number((await store.handle.db.selectFrom('responses').select('history_chars').where('id', '=', 'resp_bg_index').executeTakeFirstOrThrow()).history_chars);
+    const before = await historyOf();
+    // Indexing its output item fails: another response of the key holds that item id.
+    const itemId = completed.output[0]!.id!;
+    await store.handle.db.insertInto('response_items').values({ key_id: 'key_bg', id: itemId, response_id: 'resp_other', created_at: 1 }).execute();
+    const outcome = { statusCode: 200, finishedAt: 70_001_000, responseText: 'Done.', svc: null, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
+    await expect(store.responses.settle('key_bg', completed, lease, undefined, { ...audit, outcome })).rejects.toThrow();
+    // The runner's failed end (as `endFailed` writes it) finds the run no longer its own: nothing stored over it, and
+    // the answer that was never stored whole counts nothing towards the conversation's length.
+    expect(await store.responses.settle('key_bg', failed, lease)).toBeUndefined();
+    expect(await historyOf()).toBe(before);
+    expect((JSON.parse((await store.responses.responseJson('key_bg', 'resp_bg_index'))!) as ResponseObject).status).toBe('in_progress');
+  });
 });
