@@ -63,14 +63,17 @@ export class UsageStore {
     });
   }
 
-  /** Rows of one user since `fromDay` (inclusive, YYYY-MM-DD), optionally for one key, oldest first. */
+  /** Rows of one user since `fromDay` (inclusive, YYYY-MM-DD), optionally for one key, oldest first, a day's keys by id. */
   async byDay(userId: string, fromDay: string, keyId?: string): Promise<UsageRow[]> {
     let query = this.db
       .selectFrom('usage_daily')
       .selectAll()
       .where('user_id', '=', userId)
       .where('day', '>=', fromDay)
-      .orderBy('day', 'asc');
+      // Keys in one order within a day: Postgres returns rows in whatever order its heap holds them (a rolled-back
+      // insert leaves holes that later rows fill).
+      .orderBy('day', 'asc')
+      .orderBy('key_id', 'asc');
     if (keyId !== undefined) query = query.where('key_id', '=', keyId);
     return query.execute();
   }

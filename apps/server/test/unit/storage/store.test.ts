@@ -92,6 +92,20 @@ describe.each(variants)('storage on %s', (_name, url) => {
     expect(await store.usage.byDay(user.id, '2026-11-02')).toHaveLength(1);
   });
 
+  it("lists a day's keys by id, whatever order their rows were written in", async () => {
+    const user = await store.users.create({ email: `o-${Date.now()}@example.com`, passwordHash: 'h', now: 1 });
+    const inc = (keyId: string, day: string) => ({ keyId, userId: user.id, day, requests: 1, inputTokens: 1, outputTokens: 1 });
+    await store.usage.add([inc('key_o2', '2026-11-05')]);
+    await store.usage.add([inc('key_o1', '2026-11-05')]);
+    await store.usage.add([inc('key_o0', '2026-11-04')]);
+    const rows = await store.usage.byDay(user.id, '2026-11-04');
+    expect(rows.map((r) => [r.day, r.key_id])).toEqual([
+      ['2026-11-04', 'key_o0'],
+      ['2026-11-05', 'key_o1'],
+      ['2026-11-05', 'key_o2'],
+    ]);
+  });
+
   it('adds errors, latency buckets and grounding outcomes per key and day', async () => {
     const user = await store.users.create({ email: `q-${Date.now()}@example.com`, passwordHash: 'h', now: 1 });
     const inc = { keyId: 'key_q', userId: user.id, day: '2026-11-03', requests: 2, inputTokens: 1, outputTokens: 1, errors4xx: 1, errors5xx: 0, groundingChecked: 1, ungrounded: 1, latency: [1, 0, 0, 1, 0, 0, 0, 0, 0] };
