@@ -1,11 +1,11 @@
 import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
 import { jsonShapeProblem, JsonShapeScan, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, type JsonShapeProblem } from '../json-depth.js';
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { parseJsonInTurns as parseJsonParts, PART_BYTES, scanInTurns } from '../json-in-turns.js';
+import { parseJsonInTurns, PART_BYTES, scanInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { ApiError, quoted } from './errors.js';
 import { bodyErrors } from './body-errors.js';
@@ -201,7 +201,7 @@ function collect(
         }
         return;
       }
-      inLargeBodyTurns(() => parseJsonInTurns(buffer, turns()))
+      inLargeBodyTurns(() => parseLargeJson(buffer, turns()))
         .then(resolve, reject)
         .finally(() => hold.release());
     });
@@ -232,7 +232,7 @@ function inLargeBodyTurns<T>(parse: () => Promise<T>): Promise<T> {
 }
 
 /** `parseJson` in `turn`'s turns: the shape check a slice at a time, then the containers of 32 KB or more a part at a time. */
-async function parseJsonInTurns(buffer: Buffer, turn: () => boolean): Promise<unknown> {
+async function parseLargeJson(buffer: Buffer, turn: () => boolean): Promise<unknown> {
   const scan = new JsonShapeScan(buffer, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, PART_BYTES);
   const problem = await scanInTurns(scan, turn);
   if (problem) throw shapeError(problem);
@@ -240,7 +240,7 @@ async function parseJsonInTurns(buffer: Buffer, turn: () => boolean): Promise<un
   if (!isUtf8(buffer.subarray(start))) throw bodyErrors.notUtf8();
   await pace(turn);
   try {
-    return await parseJsonParts(buffer, scan.roots, turn, start);
+    return await parseJsonInTurns(buffer, scan.roots, turn, start);
   } catch {
     throw bodyErrors.invalidJson();
   }
