@@ -10,28 +10,15 @@
 // Frames are the paced upstream's (bench/lib/fake-upstream.mjs): 50 text deltas ` w1` … ` w50` of one stream
 // with a system_fingerprint. Prints the median CPU ns per frame of each build and in how many rounds the new one
 // was lower.
-import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { StringDecoder } from 'node:string_decoder';
-import { bundleSrc } from './lib/bundle-src.mjs';
+import { alternate, loadBoth, srcAbOptions } from './lib/src-ab.mjs';
 
-const { values: opts } = parseArgs({
-  options: {
-    base: { type: 'string' },
-    src: { type: 'string', default: new URL('../apps/server/src', import.meta.url).pathname },
-    rounds: { type: 'string', default: '20' },
-    streams: { type: 'string', default: '4000' },
-  },
-});
-if (!opts.base) throw new Error('usage: node bench/frame-path-ab.mjs --base OTHER/apps/server/src [--rounds 20] [--streams 4000]');
-const ROUNDS = Number(opts.rounds);
-const STREAMS = Number(opts.streams);
+const opts = srcAbOptions('frame-path-ab', 'streams', '4000');
+const ROUNDS = opts.rounds;
+const STREAMS = opts.count;
 
 const MODULES = { SseParser: 'upstream/sse.ts', TextFrames: 'upstream/text-frames.ts', FrameJson: 'chat/frame-json.ts', KeptTexts: 'chat/kept-text.ts' };
-const builds = {
-  base: await import(await bundleSrc(resolve(opts.base), MODULES, 'frame-path-ab', 'base')),
-  new: await import(await bundleSrc(resolve(opts.src), MODULES, 'frame-path-ab', 'new')),
-};
+const builds = await loadBoth(opts, MODULES, 'frame-path-ab');
 
 const id = 'chatcmpl-fakeupstream0001';
 const frame = (content, first) =>
@@ -67,16 +54,4 @@ function round({ SseParser, TextFrames, FrameJson, KeptTexts }) {
   return ((used.user + used.system) * 1000) / (STREAMS * FRAMES.length);
 }
 
-round(builds.base);
-round(builds.new);
-const base = [];
-const next = [];
-for (let r = 0; r < ROUNDS; r++) {
-  // Alternated, so that neither build always runs after the other's garbage.
-  if (r % 2 === 0) (next.push(round(builds.new)), base.push(round(builds.base)));
-  else (base.push(round(builds.base)), next.push(round(builds.new)));
-}
-const median = (values) => [...values].sort((a, b) => a - b)[values.length >> 1];
-const lower = next.filter((value, i) => value < base[i]).length;
-console.log(`CPU ns per frame (upstream bytes → the client's chunk), median of ${ROUNDS} rounds of ${STREAMS} streams × ${FRAMES.length} frames:`);
-console.log(`base ${median(base).toFixed(0)}, new ${median(next).toFixed(0)} (${(((median(next) - median(base)) / median(base)) * 100).toFixed(1)} %); new lower in ${lower} of ${ROUNDS}`);
+await alternate(builds, ROUNDS, round, `CPU ns per frame (upstream bytes → the client's chunk), median of ${ROUNDS} rounds of ${STREAMS} streams × ${FRAMES.length} frames:`, 0);

@@ -303,7 +303,8 @@ async function startTarget(name, { upstream, plainUpstream, certificate, receive
       const webhook = name === 'svc-full' || name === 'svc-webhook';
       const grounding = name === 'svc-full' || name === 'svc-grounding';
       const nodeArgs = opts['svc-node-args'].split(' ').filter(Boolean);
-      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: webhook ? receiver.hook : undefined, env: svcEnv, nodeArgs });
+      // On a host saturated by other work, svc pinned beside another build (ab-streams.sh) took longer than 20 s to answer /healthz.
+      const svc = await startSvc({ core: TARGET_CORE, upstreamUrl: upstream.base, webhookUrl: webhook ? receiver.hook : undefined, env: svcEnv, nodeArgs, startTimeoutMs: 120_000 });
       return { proc: svc.proc, origin: svc.url, path: CHAT, headers: { ...JSON_HEADERS, authorization: `Bearer ${svc.key}` }, body: grounding ? bodies.svcFull(true) : bodies.svcPlain(true) };
     }
     case 'node-relay':

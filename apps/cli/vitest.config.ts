@@ -2,6 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    // The second writes failures where .ci/run prints them last (see scripts/failure-reporter.mjs).
+    reporters: ['default', '../../scripts/failure-reporter.mjs'],
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -2,7 +2,11 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    // The second writes failures where .ci/run prints them last (see scripts/failure-reporter.mjs).
+    reporters: ['default', '../../scripts/failure-reporter.mjs'],
     include: ['src/**/*.test.ts'],
+    // Bounds a hang, not a test's speed: CI runs builds beside the suites.
+    testTimeout: 30_000,
     typecheck: { enabled: true, include: ['src/**/*.test-d.ts'], tsconfig: './tsconfig.json' },
     coverage: {
       provider: 'v8',

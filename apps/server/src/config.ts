@@ -1,9 +1,12 @@
 import { isIP } from 'node:net';
-import { availableParallelism } from 'node:os';
 import { DEFAULT_GROUNDING_THRESHOLD } from '@svc/grounding';
 import { z } from 'zod';
 import { parseCorsOrigins, type CorsOrigins } from './http/cors.js';
 import type { ThinkingSwitch } from './upstream/hybrid-thinking.js';
+import { parseProcesses } from './cluster/processes.js';
+
+// In a module of its own, for `--processes` to be checked without loading the rest of this one.
+export { parseProcesses };
 
 /**
  * SVC_WEBHOOK_ALLOW_PRIVATE (design §2): `false` public addresses only; `'loopback'` also loopback receivers
@@ -33,22 +36,6 @@ export function parseDuration(text: string): number {
   const list = parseDurationList(text);
   if (list.length !== 1) throw new Error(`"${text}" is not one duration like 30m, 24h or 7d`);
   return list[0]!;
-}
-
-/**
- * SVC_PROCESSES / `--processes`: a positive integer, or `auto` for one process per core the OS gives us.
- * Throws an Error whose message says what is accepted.
- *
- * @example
- * parseProcesses('auto'); // os.availableParallelism()
- */
-export function parseProcesses(text: string): number {
-  const value = text.trim();
-  if (value === 'auto') return availableParallelism();
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1024) {
-    throw new Error(`"${text}" is not a number of processes: use a whole number from 1 to 1024, or auto (one per core)`);
-  }
-  return Number(value);
 }
 
 /** What Express's `trust proxy` takes: false, true (every hop), a hop count, or addresses/CIDRs/names. */

@@ -13,16 +13,28 @@ const BACKSLASH = 92;
  * grows faster than its size (dictionary mode): 200,000 keys, a 2 MB body, held the event loop 0.4–0.7 s, and a
  * 10 MiB body fits five times as many. The largest objects a request has are a tool's or a response format's
  * properties (OpenAI allows 5,000 in a whole schema), `logit_bias` (300) and `metadata` (16); 10,000 parse in
- * about 2 ms. Arrays are not limited: an array of a million numbers parses in linear time.
+ * about 2 ms. Arrays are limited apart (`MAX_JSON_ITEMS`).
  */
 export const MAX_JSON_MEMBERS = 10_000;
 
 /**
- * What `jsonShapeProblem` found: nesting deeper than the limit, or an object with more members than it, and the
- * member of the top-level object it is in (its name as written), when it is in one.
+ * How many items one array may have in a request body. An array is one block of memory, 8 bytes an item, that V8
+ * allocates and fills in one step however the parse is split: a 10 MB body of one array of 5,000,000 zeros is a
+ * 40 MB block, a step of 0.3–0.7 s on a loaded host (fresh memory costs 10–15 ms a MB there), in which no other
+ * request is served. 500,000 items (4 MB) is about what a body parsed whole (under 1 MiB: `0,` 524,288 times)
+ * holds anyway, so no body takes a longer step than a small one does. The longest arrays a request has are far
+ * shorter: messages, input items and content parts (tens of thousands at most: each message costs a model a few
+ * tokens of its template, so 500,000 overflow a context of a million tokens), a schema's `enum` (OpenAI allows
+ * 1,000 values in a schema), `tools` (128), `stop` (4).
+ */
+export const MAX_JSON_ITEMS = 500_000;
+
+/**
+ * What `jsonShapeProblem` found: nesting deeper than the limit, an object with more members than it, or an array
+ * with more items than it, and the member of the top-level object it is in (its name as written), when it is in one.
  */
 export interface JsonShapeProblem {
-  kind: 'depth' | 'members';
+  kind: 'depth' | 'members' | 'items';
   field?: string;
 }
 
@@ -32,8 +44,8 @@ export interface JsonShapeProblem {
  * skipped to its closing quote with `indexOf`, so a body of long texts costs little. Malformed JSON gets an answer
  * too (the parse that follows reports it).
  */
-export function jsonShapeProblem(json: Buffer | string, depthLimit = MAX_JSON_DEPTH, membersLimit = MAX_JSON_MEMBERS): JsonShapeProblem | undefined {
-  return new JsonShapeScan(json, depthLimit, membersLimit).scan(json.length);
+export function jsonShapeProblem(json: Buffer | string, depthLimit = MAX_JSON_DEPTH, membersLimit = MAX_JSON_MEMBERS, itemsLimit = Infinity): JsonShapeProblem | undefined {
+  return new JsonShapeScan(json, depthLimit, membersLimit, Infinity, itemsLimit).scan(json.length);
 }
 
 /**
@@ -44,8 +56,56 @@ export function jsonShapeProblem(json: Buffer | string, depthLimit = MAX_JSON_DE
 export interface JsonContainer {
   open: number;
   close: number;
-  commas: number[];
+  commas: Positions;
   large: JsonContainer[];
+}
+
+/** How many positions one chunk of `Positions` holds (256 KB). */
+const CHUNK_BITS = 16;
+const CHUNK = 1 << CHUNK_BITS;
+
+/**
+ * Positions in a text (a container's commas), appended in order and kept in fixed-size typed arrays: a JS array
+ * grown to millions of items (a 10 MB body of one array of 5,000,000 zeros) is copied whole at each growth and
+ * held the event loop 0.3–0.6 s in one step; here each push costs the same, a new chunk at most. Positions are
+ * below 2^32 (a string holds at most 2^29 UTF-16 units, 1.6 GB of UTF-8).
+ *
+ * @example
+ * const commas = new Positions(); commas.push(7); commas.at(0); // 7
+ */
+export class Positions {
+  private chunks: Uint32Array[] = [];
+  private size = 0;
+
+  get length(): number {
+    return this.size;
+  }
+
+  push(position: number): void {
+    const k = this.size & (CHUNK - 1);
+    if (k === 0 && this.size >>> CHUNK_BITS === this.chunks.length) this.chunks.push(new Uint32Array(CHUNK));
+    this.chunks[this.size >>> CHUNK_BITS]![k] = position;
+    this.size++;
+  }
+
+  /** Position `i` (0 ≤ i < length). */
+  at(i: number): number {
+    return this.chunks[i >>> CHUNK_BITS]![i & (CHUNK - 1)]!;
+  }
+
+  /** Empty again, keeping its first chunk for reuse. */
+  clear(): void {
+    this.chunks.length = Math.min(this.chunks.length, 1);
+    this.size = 0;
+  }
+
+  /** Its last chunk cut to what it holds (a copy of one chunk at most): what a container keeps is no larger than its commas. */
+  seal(): this {
+    const last = this.chunks.length - 1;
+    const used = this.size - last * CHUNK;
+    if (last >= 0 && used < CHUNK) this.chunks[last] = this.chunks[last]!.slice(0, used);
+    return this;
+  }
 }
 
 /**
@@ -60,7 +120,7 @@ export class JsonShapeScan {
   /** Large containers closed at the top level, in order. */
   readonly roots: JsonContainer[] = [];
   private readonly at: (i: number) => number;
-  // Per open level: its commas so far, or -1 for an array (whose commas are not counted).
+  // Per open level: an object's commas so far (0 up), or minus an array's items so far (-1 down).
   private readonly commas: Int32Array;
   private depth = 0;
   private next = 0;
@@ -70,7 +130,7 @@ export class JsonShapeScan {
   private nameNext = false;
   // Per open level, when large containers are noted: where it opened, its commas' positions, its large containers.
   private readonly opens: number[] = [];
-  private readonly commaAt: number[][] = [];
+  private readonly commaAt: Positions[] = [];
   private readonly largeIn: JsonContainer[][] = [];
 
   constructor(
@@ -78,6 +138,7 @@ export class JsonShapeScan {
     private readonly depthLimit = MAX_JSON_DEPTH,
     private readonly membersLimit = MAX_JSON_MEMBERS,
     private readonly largeBytes = Infinity,
+    private readonly itemsLimit = Infinity,
   ) {
     this.at = typeof json === 'string' ? (i: number) => json.charCodeAt(i) : (i: number) => json[i]!;
     this.commas = new Int32Array(depthLimit + 2);
@@ -112,7 +173,7 @@ export class JsonShapeScan {
           if (commas[depth]! >= 0) {
             if (++commas[depth]! >= this.membersLimit) return this.problem('members', depth);
             nameNext = true;
-          }
+          } else if (--commas[depth]! < -this.itemsLimit) return this.problem('items', depth);
         }
       } else if (c === 91 /* [ */ || c === 123 /* { */) {
         if (++depth > this.depthLimit) return this.problem('depth', depth);
@@ -120,13 +181,15 @@ export class JsonShapeScan {
         nameNext = c === 123;
         if (noting) {
           this.opens[depth] = i;
-          (this.commaAt[depth] ??= []).length = 0;
+          (this.commaAt[depth] ??= new Positions()).clear();
           (this.largeIn[depth] ??= []).length = 0;
         }
       } else if (c === 93 /* ] */ || c === 125 /* } */) {
         if (depth > 0) {
           if (noting && i - this.opens[depth]! + 1 >= this.largeBytes) {
-            const container = { open: this.opens[depth]!, close: i, commas: [...this.commaAt[depth]!], large: [...this.largeIn[depth]!] };
+            // Its commas handed over, not copied (millions of them are tens of MB); the level takes a new list.
+            const container = { open: this.opens[depth]!, close: i, commas: this.commaAt[depth]!.seal(), large: [...this.largeIn[depth]!] };
+            this.commaAt[depth] = new Positions();
             (depth === 1 ? this.roots : this.largeIn[depth - 1]!).push(container);
           }
           depth--;

@@ -195,7 +195,7 @@ class JsonParts {
 
   /** The text of item (or member) `k` of `c`: between its opening bracket or comma and the next comma or its closing bracket. */
   private item(c: JsonContainer, k: number): [number, number] {
-    return [k === 0 ? c.open + 1 : c.commas[k - 1]! + 1, k === c.commas.length ? c.close : c.commas[k]!];
+    return [k === 0 ? c.open + 1 : c.commas.at(k - 1) + 1, k === c.commas.length ? c.close : c.commas.at(k)];
   }
 
   private isEmpty(c: JsonContainer): boolean {
@@ -215,6 +215,10 @@ class JsonParts {
   private async array(c: JsonContainer): Promise<unknown[]> {
     const out: unknown[] = [];
     if (this.isEmpty(c)) return out;
+    // Its length set once, as many items as it has commas and one (so far as it is JSON): pushed one by one, an
+    // array of 5,000,000 items was copied whole at each growth, the last copies 0.3–0.6 s steps.
+    out.length = c.commas.length + 1;
+    let n = 0;
     let next = 0;
     let from = -1;
     let to = -1;
@@ -223,7 +227,7 @@ class JsonParts {
       if (count === 0) return;
       // One item of white space only would read as an empty array: `[1,,2]` split there.
       if (count === 1 && isWhiteSpace(this.buffer, from, to)) throw new SyntaxError(`Unexpected ',' in JSON at position ${to}`);
-      for (const value of JSON.parse(`[${this.buffer.toString('utf8', from, to)}]`) as unknown[]) out.push(value);
+      for (const value of JSON.parse(`[${this.buffer.toString('utf8', from, to)}]`) as unknown[]) out[n++] = value;
       count = 0;
       if (this.turn()) await yieldToEventLoop();
     };
@@ -231,7 +235,7 @@ class JsonParts {
       const [itemFrom, itemTo] = this.item(c, k);
       if (c.large[next] !== undefined && c.large[next]!.open < itemTo) {
         await flush();
-        out.push((await this.largeWithin(c, next++, itemFrom, itemTo))!.value);
+        out[n++] = (await this.largeWithin(c, next++, itemFrom, itemTo))!.value;
         if (this.turn()) await yieldToEventLoop();
         continue;
       }
@@ -241,6 +245,8 @@ class JsonParts {
       if (to - from >= this.partBytes) await flush();
     }
     await flush();
+    // Each part parsed held as many items as its commas part (else it threw), so n is the length set; kept exact all the same.
+    if (n < out.length) out.length = n;
     return out;
   }
 

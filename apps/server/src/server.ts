@@ -33,9 +33,7 @@ import { operationsRouter } from './metrics/operations-router.js';
 import { InFlightLimit } from './http/in-flight.js';
 import { BackgroundResponses } from './responses/background.js';
 import { warnIfFilesShort } from './http/open-files.js';
-
-/** How long a stop waits, once every connection is closed, for the audits of the requests cut or left by their clients. */
-const SETTLE_MS = 10_000;
+import { restDeadline, SETTLE_MS, stepsBy } from './stop-steps.js';
 
 export interface RunningServer {
   /** `http://host:port` actually bound (port 0 resolved). */
@@ -62,6 +60,12 @@ export interface StartOptions {
   /** Replaces the upstream chosen from config (tests). */
   upstream?: Upstream;
   clock?: () => number;
+  /**
+   * How long this server vouches for a background response it runs (default BACKGROUND_LEASE_MS); it looks for
+   * other instances' lapsed ones every quarter of it. Tests that kill a runner shorten it, so its run is found
+   * nobody's in seconds.
+   */
+  backgroundLeaseMs?: number;
   /**
    * This process is a worker of a multi-process server (`cluster/primary.ts`): the primary migrated the
    * database, did the first-run setup and released stale webhook leases, and holds the rate-limit counters
@@ -187,6 +191,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
     logger,
     // Embedded SQLite with one server process: what was running when it stopped is nobody's now.
     exclusive: store.handle.dialect === 'sqlite' && !clusterWorker,
+    ...(options.backgroundLeaseMs !== undefined && { leaseMs: options.backgroundLeaseMs }),
   });
   const threshold = config.groundingThreshold;
   const offline = createOfflineGrounder({ threshold });
@@ -270,6 +275,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      const closeStart = Date.now();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       // close() drops the connections idle now; a keep-alive connection whose request finishes later would
       // otherwise hold the exit for keepAliveTimeout, and one that never sent a byte for a minute and more. Sweep
@@ -292,19 +298,34 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
       await stopped;
       clearTimeout(deadline);
       clearInterval(sweep);
-      await backgroundStopped;
-      // Their audits are recorded before the store closes (bounded: a record that never settles does not hold the exit).
-      let waited: NodeJS.Timeout | undefined;
-      await Promise.race([inFlight.settled(), new Promise<void>((resolve) => (waited = setTimeout(resolve, SETTLE_MS)))]);
-      clearTimeout(waited);
-      await retention.stop();
-      await webhooks.stop();
-      await usage.close();
-      await upstream.close();
-      shared?.stopWatching();
-      redis?.disconnect();
-      storageFaultsOf(logger)?.close();
-      await store.close();
+      // The requests are done or cut, and so are the background runs (cut SVC_SHUTDOWN_TIMEOUT_MS after the start):
+      // what is recorded after them (their ends and audits, the last webhook attempts, the usage counters, the
+      // database's close) gets SVC_SHUTDOWN_TIMEOUT_MS more, together, and never less than the SETTLE_MS the audits of
+      // the cut requests are given. Each is a write, and a database that does not answer would otherwise hold the exit
+      // for as long as it does not.
+      const cutAt = background.size > 0 ? closeStart + config.shutdownTimeoutMs : 0;
+      await stepsBy(
+        [
+          { name: 'background responses', run: () => backgroundStopped, left: () => ({ unfinished_background_responses: background.size }) },
+          // Their audits are recorded before the store closes.
+          { name: 'audits of the requests cut', run: () => inFlight.settled(), atMostMs: SETTLE_MS },
+          { name: 'retention purge', run: () => retention.stop() },
+          { name: 'webhook attempts', run: () => webhooks.stop() },
+          { name: 'usage counters', run: () => usage.close(), left: () => ({ uncounted_requests: usage.unwrittenRequests }) },
+          { name: 'upstream connections', run: () => upstream.close() },
+          {
+            name: 'database close',
+            run: () => {
+              shared?.stopWatching();
+              redis?.disconnect();
+              storageFaultsOf(logger)?.close();
+              return store.close();
+            },
+          },
+        ],
+        restDeadline(Math.max(Date.now(), cutAt), config.shutdownTimeoutMs),
+        logger,
+      );
     })());
 
   warnOnCheckpointFallback(store, logger);

@@ -105,7 +105,7 @@ describe.skipIf(SKIP)('a web app calling the API from Chromium', () => {
     app = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>app</title>'));
     await new Promise<void>((resolve) => app.listen(0, '127.0.0.1', resolve));
     appUrl = `http://127.0.0.1:${(app.address() as AddressInfo).port}/`;
-  }, 60_000);
+  });
   afterAll(async () => {
     await browser?.close();
     await svc?.close();

@@ -561,7 +561,7 @@ describe('keys and webhook settings', () => {
     expect((await client.request('GET', '/usage?days=07&key_id=')).body.days).toHaveLength(7);
   });
 
-  it('counts errors by status class, latency percentiles and ungrounded answers from real requests', { timeout: 60_000 }, async () => {
+  it('counts errors by status class, latency percentiles and ungrounded answers from real requests', async () => {
     const userId = (await server.running.store.keys.byId(alice.keyId))!.user_id;
     const { key, token } = await server.createKey({ userId, name: 'quality' });
     const send = (body: unknown) =>
@@ -584,7 +584,7 @@ describe('keys and webhook settings', () => {
         today = usage.body.keys[0].series.at(-1);
         summary = usage.body.keys[0].summary;
         return today?.requests;
-      }, { timeout: 20_000 })
+      }, { timeout: 30_000 })
       .toBe(3);
     expect(today).toMatchObject({ errors_4xx: 1, errors_5xx: 0, grounding_checked: 2 });
     expect(today!.latency_p50_ms).toBeGreaterThan(0);

@@ -24,7 +24,7 @@ describe.skipIf(SKIP)('dashboard for keyboard and screen-reader users, in Chromi
     browser = await launchChromium();
     server = await startTestServer();
     receiver = await startReceiver();
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await browser?.close();
@@ -67,7 +67,7 @@ describe.skipIf(SKIP)('dashboard for keyboard and screen-reader users, in Chromi
   /** What has keyboard focus: its accessible text, or `body` when focus was dropped. */
   const focused = (page: Page) => page.evaluate(() => (document.activeElement === document.body ? 'body' : (document.activeElement?.textContent ?? '')));
 
-  it("row buttons say which key or delivery they act on", { timeout: 90_000 }, async () => {
+  it("row buttons say which key or delivery they act on", async () => {
     const { key: alpha, user } = await server.createKey({ name: 'alpha', webhookUrl: receiver.url });
     const { key: beta } = await server.createKey({ userId: user.id, name: 'beta' });
     const page = await openSignedIn(user.email, '/settings/api-keys');
@@ -103,7 +103,7 @@ describe.skipIf(SKIP)('dashboard for keyboard and screen-reader users, in Chromi
     }
   });
 
-  it('keyboard only: Redeliver, Save and Clear filters leave focus on a control; their outcomes come in live regions already on the page', { timeout: 90_000 }, async () => {
+  it('keyboard only: Redeliver, Save and Clear filters leave focus on a control; their outcomes come in live regions already on the page', async () => {
     const { key, user, token } = await server.createKey({ name: 'keyboard', webhookUrl: receiver.url });
     const requestId = await chat(token);
     await receiver.waitFor((list) => list.some((d) => d.raw.toString('utf8').includes(requestId)));
@@ -159,7 +159,7 @@ describe.skipIf(SKIP)('dashboard for keyboard and screen-reader users, in Chromi
     }
   });
 
-  it('Redeliver all takes the HTTP code searched for: it asks how many, then sends exactly those', { timeout: 90_000 }, async () => {
+  it('Redeliver all takes the HTTP code searched for: it asks how many, then sends exactly those', async () => {
     const { key, user } = await server.createKey({ name: 'flaky receiver', webhookUrl: receiver.url });
     const seeded = seedFailed(key.id, user.id, receiver.url, [500, 503, 500, 404, 503, 500, 503]);
     const got500 = seeded.filter((d) => d.code === 500).map((d) => d.id);
@@ -186,7 +186,7 @@ describe.skipIf(SKIP)('dashboard for keyboard and screen-reader users, in Chromi
     }
   });
 
-  it('an open pending delivery follows its attempts without reading its payload again', { timeout: 90_000 }, async () => {
+  it('an open pending delivery follows its attempts without reading its payload again', async () => {
     // A receiver of its own (no other test's late redelivery takes its hold), holding its answer: the delivery stays
     // pending, its attempt in flight.
     let answer!: () => void;
@@ -206,9 +206,9 @@ describe.skipIf(SKIP)('dashboard for keyboard and screen-reader users, in Chromi
       await page.getByRole('button', { name: new RegExp(`^Details of the delivery of ${requestId}`) }).click();
       await page.getByTestId('payload-pretty').waitFor();
       // It looks again while pending, more than once.
-      await expect.poll(() => reads.progress, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+      await expect.poll(() => reads.progress, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
       answer();
-      await expect.poll(() => page.locator('.delivery-detail .facts').textContent(), { timeout: 20_000 }).toContain('Delivered');
+      await expect.poll(() => page.locator('.delivery-detail .facts').textContent(), { timeout: 30_000 }).toContain('Delivered');
       expect(await page.locator('.attempts-table tbody tr').count()).toBeGreaterThanOrEqual(1);
       // The payload, which never changes, was read once.
       expect(reads.whole).toBe(1);

@@ -18,7 +18,7 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
     if (!findDashboardDist()) throw new Error('apps/dashboard/dist is missing: run npm run build first');
     browser = await launchChromium();
     server = await startTestServer();
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await browser?.close();
@@ -66,7 +66,7 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
   }
 
-  it('a new key not copied: leaving asks, Done asks, and a session that ends keeps it for the same user after signing in', { timeout: 90_000 }, async () => {
+  it('a new key not copied: leaving asks, Done asks, and a session that ends keeps it for the same user after signing in', async () => {
     const { user } = await server.createKey({ name: 'first' });
     const { context, page } = await signedIn(user.email);
     try {
@@ -94,7 +94,7 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
       // The session ends under the page (the key list's own refresh notices): the sign-in form says the key is
       // kept, leaving the tab still asks, and after signing in the same key is shown again.
       await endSession(context);
-      await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 });
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 30_000 });
       expect(await page.getByTestId('session-ended').textContent()).toContain('shown again after you sign in');
       expect(await page.content()).not.toContain(token);
       expect(await leavingAsks(page)).toBe(true);
@@ -118,14 +118,14 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
     }
   });
 
-  it('a kept key is shown to no one else: another user signing in in the tab drops it', { timeout: 90_000 }, async () => {
+  it('a kept key is shown to no one else: another user signing in in the tab drops it', async () => {
     const { user } = await server.createKey({ name: 'mine' });
     const { user: other } = await server.createKey({ name: 'theirs' });
     const { context, page } = await signedIn(user.email);
     try {
       const token = await createKey(page, 'secret one');
       await endSession(context);
-      await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 });
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 30_000 });
       await signInForm(page, other.email);
       await page.getByRole('heading', { name: 'API Keys', level: 1 }).waitFor();
       await page.getByRole('cell', { name: 'theirs', exact: true }).waitFor();
@@ -137,7 +137,7 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
     }
   });
 
-  it('creating another key keeps the first one on screen until its own Done', { timeout: 60_000 }, async () => {
+  it('creating another key keeps the first one on screen until its own Done', async () => {
     const { user } = await server.createKey({ name: 'existing' });
     const { context, page } = await signedIn(user.email);
     try {
@@ -159,7 +159,7 @@ describe.skipIf(SKIP)('shown-once values in Chromium', () => {
     }
   });
 
-  it('a generated signing secret copied by hand (selected, Ctrl+C) counts as copied', { timeout: 60_000 }, async () => {
+  it('a generated signing secret copied by hand (selected, Ctrl+C) counts as copied', async () => {
     const { user, key } = await server.createKey({ name: 'hooks', webhookUrl: 'https://example.com/hooks' });
     const { context, page } = await signedIn(user.email);
     try {

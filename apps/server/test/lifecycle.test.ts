@@ -1,10 +1,10 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminCommand, SERVER_BIN, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
+import { adminCommand, childrenOf, exitOf, SERVER_BIN, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 
 const TERMINAL = join(import.meta.dirname, 'support/terminal.py');
@@ -20,14 +20,6 @@ const env = (name: string) => {
   const dir = mkdtempSync(join(dataDir, `${name}-`));
   return serverEnv({ SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`, SVC_UPSTREAM_BASE_URL: 'http://127.0.0.1:9' });
 };
-
-function childrenOf(pid: number): number[] {
-  try {
-    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
 
 describe('svc-server start under a supervisor', () => {
   it('says it stopped, and how long draining took, after a SIGTERM', async () => {
@@ -54,7 +46,7 @@ describe('svc-server start under a supervisor', () => {
       expect(res.status).toBe(200);
       const reader = res.body!.getReader();
       await reader.read();
-      const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+      const exit = exitOf(server.child);
       server.child.kill('SIGTERM');
       while (!server.stderr().includes('SIGTERM received: finishing')) await sleep(10);
       // Later than one stop sent twice at once (see the test after the next), as a human's second Ctrl-C comes.
@@ -70,13 +62,13 @@ describe('svc-server start under a supervisor', () => {
     }
   });
 
-  it.each(['SIGTERM', 'SIGHUP'] as const)('with --processes 2, a %s to the whole group while the workers start stops every process cleanly (exit 0)', { timeout: 90_000 }, async (signal) => {
+  it.each(['SIGTERM', 'SIGHUP'] as const)('with --processes 2, a %s to the whole group while the workers start stops every process cleanly (exit 0)', async (signal) => {
     // Its own process group, as under a service manager or a terminal: the signal reaches the workers too.
     const child = spawn(process.execPath, [SERVER_BIN, 'start', '--processes', '2'], { env: env('group'), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const exited = exitOf(child);
     // As soon as a worker exists: it is still loading, long before it listens.
     while (childrenOf(child.pid!).length === 0 && child.exitCode === null) await sleep(5);
     expect(child.exitCode, stderr).toBeNull();
@@ -87,12 +79,12 @@ describe('svc-server start under a supervisor', () => {
     expect(code).toBe(0);
   });
 
-  it('with --processes 2, a SIGHUP to the whole group (its terminal closed) stops every process gracefully, as a SIGTERM does', { timeout: 90_000 }, async () => {
+  it('with --processes 2, a SIGHUP to the whole group (its terminal closed) stops every process gracefully, as a SIGTERM does', async () => {
     const child = spawn(process.execPath, [SERVER_BIN, 'start', '--processes', '2'], { env: env('group-hup'), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const exited = exitOf(child);
     try {
       while (!stderr.includes('svc listening on') && child.exitCode === null) await sleep(10);
       const workers = childrenOf(child.pid!);
@@ -148,7 +140,7 @@ async function signalledWhileAnswering(name: string, signal: (server: ServerProc
   try {
     const completion = streamedCompletion(server.url, key);
     await untilOpenUpstream(upstream);
-    const exit = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
+    const exit = exitOf(server.child);
     await signal(server);
     answer();
     return { completion: await completion, code: await exit, stderr: server.stderr() };
@@ -230,7 +222,7 @@ describe('svc-server start when its terminal closes (SIGHUP)', () => {
     };
   }
 
-  it('closing the terminal that runs it lets the request in flight complete, and it exits 0', { timeout: 60_000 }, async () => {
+  it('closing the terminal that runs it lets the request in flight complete, and it exits 0', async () => {
     const { upstream, vars, key, answer } = await serverWithHeldAnswer('terminal');
     const terminal = onTerminal(vars);
     try {
@@ -249,7 +241,7 @@ describe('svc-server start when its terminal closes (SIGHUP)', () => {
     }
   });
 
-  it('with --processes 2, closing its terminal stops every process cleanly (exit 0)', { timeout: 90_000 }, async () => {
+  it('with --processes 2, closing its terminal stops every process cleanly (exit 0)', async () => {
     const terminal = onTerminal(env('terminal-group'), ['--processes', '2']);
     try {
       await terminal.ready;

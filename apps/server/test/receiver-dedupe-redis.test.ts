@@ -80,16 +80,16 @@ describe.skipIf(!target)('redisDedupeStore (docs/receivers/redis-dedupe-store.ts
     const { id: requestId } = await client.chat.completions.create({ model: 'svc01', messages: [{ role: 'user', content: 'Where?' }] });
 
     // The first attempt gets 503, which releases the id: svc's retry is processed.
-    await expect.poll(() => processed.length, { timeout: 15_000 }).toBe(1);
+    await expect.poll(() => processed.length, { timeout: 30_000 }).toBe(1);
     expect(processed[0]!.request_id).toBe(requestId);
     const [delivery] = (await api<{ data: Array<{ id: string }> }>('GET', '/webhooks/deliveries')).data;
     const detail = () => api<Detail>('GET', `/webhooks/deliveries/${delivery!.id}`);
-    await expect.poll(async () => (await detail()).status, { timeout: 15_000 }).toBe('delivered');
+    await expect.poll(async () => (await detail()).status, { timeout: 30_000 }).toBe('delivered');
 
     // A redelivery (same id) is acknowledged without being processed again.
     await api('POST', `/webhooks/deliveries/${delivery!.id}/redeliver`);
     const log = async () => (await detail()).attempt_log;
-    await expect.poll(async () => (await log()).length, { timeout: 15_000 }).toBe(3);
+    await expect.poll(async () => (await log()).length, { timeout: 30_000 }).toBe(3);
     expect((await log()).map((a) => [a.status_code, a.response_body])).toEqual(
       expect.arrayContaining([[503, expect.anything()], [204, expect.anything()], [200, '{"duplicate":true}']]),
     );

@@ -2,7 +2,7 @@ import { request as httpRequest, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BIG_CONTENT, sixteenMiBStream, startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
@@ -31,6 +31,23 @@ beforeAll(async () => {
   ({ token } = await server.createKey({ webhookUrl: receiver.url, signingSecret: SECRET }));
 });
 
+/** The clients' requests of the running test, aborted after it whatever happened, so none outlives it. */
+const clients = new Set<AbortController>();
+function requestController(): AbortController {
+  const controller = new AbortController();
+  clients.add(controller);
+  return controller;
+}
+
+// One failure stays one failure: a test that failed half-way (a stream still open, a queued behaviour never used,
+// an abort not yet counted) failed the tests after it too. Each starts from the same upstream.
+afterEach(async () => {
+  for (const controller of clients) controller.abort();
+  clients.clear();
+  await until(() => upstream.open === 0 || undefined, 15_000, "the test's upstream requests closed");
+  upstream.reset({ answer: 'Fine.' });
+});
+
 afterAll(async () => {
   await server?.close();
   await receiver?.close();
@@ -47,7 +64,7 @@ describe('client disconnects', () => {
     const aborts: number[] = [];
     for (let round = 0; round < 3; round++) {
       upstream.nextBehavior({ answer: LONG_ANSWER, trickle: { intervalMs: 20 } });
-      const controller = new AbortController();
+      const controller = requestController();
       const res = await postChat(server.url, token, { stream: true, content: 'Count.', signal: controller.signal });
       const requestId = res.headers.get('x-request-id')!;
       const reader = res.body!.getReader();
@@ -81,7 +98,7 @@ describe('client disconnects', () => {
     console.info(`[reliability] client disconnect: upstream aborted after ${aborts.map((ms) => ms.toFixed(1)).join(', ')} ms`);
   });
 
-  it('100 streams aborted at once through the OpenAI SDK: every upstream request closed, 100 deliveries with 499, no handles left', { timeout: 60_000 }, async () => {
+  it('100 streams aborted at once through the OpenAI SDK: every upstream request closed, 100 deliveries with 499, no handles left', async () => {
     const settle = async () => {
       await until(() => upstream.open === 0 || undefined, 15_000, 'upstream requests closed');
       await delay(300);
@@ -91,7 +108,7 @@ describe('client disconnects', () => {
     const round = async (tag: string) => {
       // Long enough to be mid-stream when the clients leave (at 20 ms a frame, 8 s for 400 words).
       upstream.setBehavior({ answer: LONG_ANSWER, trickle: { intervalMs: 20 } });
-      const controllers = Array.from({ length: 100 }, () => new AbortController());
+      const controllers = Array.from({ length: 100 }, requestController);
       const firstTokens = controllers.map(async (controller, i) => {
         const stream = await client.chat.completions.create(
           { model: 'svc01', stream: true, messages: [{ role: 'user', content: `Leave ${tag} ${i}.` }] },
@@ -117,26 +134,20 @@ describe('client disconnects', () => {
         expect(p.response_text.length).toBeLessThan(LONG_ANSWER.length);
       }
     };
-    try {
-      await round('a');
-      const first = await settle();
-      await round('b');
-      await round('c');
-      const after = await settle();
-      // 200 aborted streams: a leak per stream would show as hundreds.
-      expect((after.TCPSocketWrap ?? 0) - (first.TCPSocketWrap ?? 0), JSON.stringify({ first, after })).toBeLessThanOrEqual(4);
-      expect((after.Timeout ?? 0) - (first.Timeout ?? 0), JSON.stringify({ first, after })).toBeLessThanOrEqual(2);
-    } finally {
-      upstream.setBehavior({ answer: 'Fine.' });
-      // The next tests wait for an abort of their own.
-      for (const r of upstream.requests) r.aborted = false;
-    }
+    await round('a');
+    const first = await settle();
+    await round('b');
+    await round('c');
+    const after = await settle();
+    // 200 aborted streams: a leak per stream would show as hundreds.
+    expect((after.TCPSocketWrap ?? 0) - (first.TCPSocketWrap ?? 0), JSON.stringify({ first, after })).toBeLessThanOrEqual(4);
+    expect((after.Timeout ?? 0) - (first.Timeout ?? 0), JSON.stringify({ first, after })).toBeLessThanOrEqual(2);
   });
 
   it('before the answer (non-streamed): upstream aborted, delivery written with status 499', async () => {
     upstream.nextBehavior({ delayMs: 3000 });
     const before = upstream.requests.length;
-    const controller = new AbortController();
+    const controller = requestController();
     const pending = postChat(server.url, token, { stream: false, content: 'Wait.', signal: controller.signal }).catch(() => undefined);
     await until(() => upstream.requests.length > before, 5000, 'request reached upstream');
     const abortedUpstream = upstream.waitForAbort(2000);
@@ -154,7 +165,7 @@ describe('client disconnects', () => {
 });
 
 describe('slow client', () => {
-  it('reading a 16 MB stream slowly: the server holds a bounded amount (backpressure), and the stream completes', { timeout: 60_000 }, async () => {
+  it('reading a 16 MB stream slowly: the server holds a bounded amount (backpressure), and the stream completes', async () => {
     // 16 MiB of answer text in 64 pieces of 8 frames of 32 KiB words.
     const total = BIG_CONTENT.length * 8 * 64;
     upstream.nextBehavior({ rawSse: sixteenMiBStream({ usage: true }) });
@@ -211,12 +222,15 @@ describe('slow client', () => {
   });
 });
 
-describe('a client that never reads', () => {
-  it('is cut off after SVC_UPSTREAM_TIMEOUT_MS with a bounded buffer: upstream aborted, delivery written with the partial text and 499', { timeout: 60_000 }, async () => {
-    // A short upstream timeout stands for the default 2 minutes.
-    const impatient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '1500' } });
+// Side by side: each waits out its server's 15 s upstream timeout, with a server and an upstream of its own.
+describe.concurrent('a client that never reads', () => {
+  it('is cut off after SVC_UPSTREAM_TIMEOUT_MS with a bounded buffer: upstream aborted, delivery written with the partial text and 499', async () => {
+    // A short upstream timeout stands for the default 2 minutes. It bounds the upstream's answer too: at 1.5 s, on a
+    // host at load 15–20, the 16 MiB stream's headers came later and svc rightly answered 502 (upstream_timeout); at
+    // 5 s so they did at load 20–40 (two full runs of the suite), as for the non-streamed case below.
+    const own = await startFakeUpstream({ rawSse: sixteenMiBStream() });
+    const impatient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: own.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '15000' } });
     const { token: impatientToken } = await impatient.createKey({ webhookUrl: receiver.url, signingSecret: SECRET });
-    upstream.nextBehavior({ rawSse: sixteenMiBStream() });
 
     let response: ServerResponse | undefined;
     impatient.running.server.on('request', (_req, res: ServerResponse) => (response = res));
@@ -241,13 +255,14 @@ describe('a client that never reads', () => {
       expect(payload.response_text.length).toBeGreaterThan(0);
       expect(payload.response_text.length).toBeLessThan(BIG_CONTENT.length * 8 * 64);
       // The upstream request was closed (svc had stopped reading it), and so was the client's connection.
-      await until(() => upstream.open === 0, 5000, 'upstream request closed');
+      await until(() => own.open === 0, 30_000, 'upstream request closed');
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       socket.on('error', () => undefined).resume();
       await closed;
     } finally {
       socket.destroy();
       await impatient.close();
+      await own.close();
     }
     console.info(`[reliability] client that never reads: at most ${maxBuffered} bytes buffered in the server before it was cut off`);
     expect(maxBuffered).toBeLessThan(1024 * 1024);
@@ -258,11 +273,11 @@ describe('a client that never reads', () => {
     // must reach svc within it first, or svc rightly answers 502 (upstream_timeout) and the test proves nothing.
     // On a host at load 20–30 that took more than 4 s; 15 s leaves room. Idle connections kept 1 s, so the socket
     // closes whatever happened.
+    const own = await startFakeUpstream({ answer: 'word '.repeat(3_400_000).trim() });
     const impatient = await startTestServer({
-      env: { SVC_UPSTREAM_BASE_URL: upstream.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '15000', SVC_KEEP_ALIVE_TIMEOUT_MS: '1000' },
+      env: { SVC_UPSTREAM_BASE_URL: own.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: '15000', SVC_KEEP_ALIVE_TIMEOUT_MS: '1000' },
     });
     const { token: impatientToken } = await impatient.createKey();
-    upstream.nextBehavior({ answer: 'word '.repeat(3_400_000).trim() });
     const { hostname, port } = new URL(impatient.url);
     const socket = connect({ host: hostname, port: Number(port) });
     try {
@@ -286,6 +301,7 @@ describe('a client that never reads', () => {
     } finally {
       socket.destroy();
       await impatient.close();
+      await own.close();
     }
   });
 });
@@ -301,7 +317,7 @@ describe('idle connections', () => {
     expect(http.keepAliveTimeout).toBe(2_000);
   });
 
-  it('keeps serving with 500 idle connections open, and closes idle keep-alive connections', { timeout: 30_000 }, async () => {
+  it('keeps serving with 500 idle connections open, and closes idle keep-alive connections', async () => {
     const sockets: Socket[] = [];
     try {
       for (let i = 0; i < 500; i++) {

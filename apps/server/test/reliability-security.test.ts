@@ -154,7 +154,7 @@ describe('API keys', () => {
       expect(res.status, path).toBe(401);
     }
     const afterRevoke = () => receiver.received.filter((d) => d.raw.toString().includes('after revoke')).length;
-    await receiver.waitFor(() => afterRevoke() >= acceptedAfter, 5000);
+    await receiver.waitFor(() => afterRevoke() >= acceptedAfter, 30_000);
     await new Promise((r) => setTimeout(r, 300));
     // Refused requests are not audited: only the ones accepted within the TTL have a delivery.
     expect(receiver.received.filter((d) => d.raw.toString().includes('after revoke'))).toHaveLength(acceptedAfter);

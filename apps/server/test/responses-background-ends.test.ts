@@ -4,16 +4,21 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import type { TestServer } from './support/test-server.js';
+import { countedUsage, type TestServer } from './support/test-server.js';
 import { serverPerTest } from './support/server-per-test.js';
 import { eventually } from './support/webhooks.js';
 
 const servers = serverPerTest();
 
 const sdk = (url: string, token: string) => new OpenAI({ apiKey: token, baseURL: `${url}/v1`, maxRetries: 0 });
+const client = (srv: TestServer, token: string) => sdk(srv.url, token);
+/** A background lease the tests wait out (the server looks for lapsed ones every second). */
+const LEASE_MS = 2_000;
+/** The audit status of a request whose response could not be stored: the database did not answer (svc's storage_unavailable). */
+const STORE_FAILED = 503;
 
 // Nothing listens there: the deliveries are read from the outbox, not received.
-const start = () => servers.start({ webhookUrl: 'http://127.0.0.1:9/hook' });
+const start = (server: { backgroundLeaseMs?: number } = {}) => servers.start({ webhookUrl: 'http://127.0.0.1:9/hook' }, server);
 
 /** The `status_code` of each delivery recorded for the response `id`. */
 async function auditStatuses(server: TestServer, keyId: string, id: string): Promise<number[]> {
@@ -114,6 +119,30 @@ describe('background responses: how their end is audited', () => {
     expect(usage).toMatchObject({ requests: 1, errors_5xx: 0 });
   });
 
+  it('one whose runner was slower than its lease, ended by the look for lapsed runs, deleted, then answered: counted once', async () => {
+    const { srv, token, keyId } = await start({ backgroundLeaseMs: LEASE_MS });
+    // The runner is slower than its lease: its renewals do not come, nor its looks for a run no longer its own.
+    const responses = srv.running.store.responses;
+    responses.renewLeases = async () => {};
+    responses.cancelsAsked = async () => [];
+    let answer!: () => void;
+    servers.upstream.nextBehavior({ answer: 'The library opens at 9 am.', holdUntil: new Promise<void>((resolve) => (answer = resolve)) });
+    const client = sdk(srv.url, token);
+    const created = await client.responses.create({ model: 'svc01', input: 'When does it open? (slower than its lease)', background: true });
+    // Its lease lapses: the server's look for lapsed runs ends it failed, audits it (500) and counts it.
+    const ended = await eventually(async () => {
+      const r = await client.responses.retrieve(created.id);
+      return r.status === 'in_progress' ? undefined : r;
+    }, 30_000);
+    expect(ended).toMatchObject({ status: 'failed', error: { code: 'server_error' } });
+    await client.responses.delete(created.id);
+    // The runner gets its answer after all, for a run ended by another and a row deleted since.
+    answer();
+    await eventually(() => srv.running.background.size === 0 || undefined, 30_000);
+    expect(await auditStatuses(srv, keyId, created.id)).toEqual([500]);
+    expect(await countedUsage([srv], keyId)).toMatchObject({ requests: 1, errors_5xx: 1 });
+  });
+
   it('a streamed one whose store fails at its end ends with response.failed (no 500 after the events), audited once', async () => {
     const { srv, token, keyId } = await start();
     const responses = srv.running.store.responses;
@@ -138,7 +167,37 @@ describe('background responses: how their end is audited', () => {
     expect(text).not.toContain('internal_error');
     const id = /"id":"(resp_[0-9a-f]+)"/.exec(text)![1]!;
     await eventually(() => srv.running.background.size === 0 || undefined);
-    expect(await auditStatuses(srv, keyId, id)).toHaveLength(1);
+    // Audited as it ended (its end and its audit are written together), not 200 as the answer that was not stored:
+    // a runner killed where this store failed would have left it so.
+    expect(await client(srv, token).responses.retrieve(id)).toMatchObject({ status: 'failed' });
+    expect(await auditStatuses(srv, keyId, id)).toEqual([STORE_FAILED]);
     expect(srv.logs.filter((l) => /failed unexpectedly|ERR_HTTP_HEADERS_SENT|Cannot set headers/.test(l))).toEqual([]);
+  });
+
+  it('a streamed one the upstream refused, whose client had left before the answer, is audited 499 (the client got nothing), stored failed', async () => {
+    const { srv, token, keyId } = await start();
+    let answer!: () => void;
+    servers.upstream.nextBehavior({ status: 400, errorMessage: 'Invalid prompt.', holdUntil: new Promise<void>((resolve) => (answer = resolve)) });
+    const asked = servers.upstream.requests.length;
+    const gone = new AbortController();
+    const posted = fetch(`${srv.url}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', input: 'Hi', background: true, stream: true }),
+      signal: gone.signal,
+    }).catch(() => undefined);
+    await eventually(() => servers.upstream.requests.length > asked || undefined);
+    gone.abort();
+    await posted;
+    // svc saw the client leave (the request's log line, written when its response closed).
+    await eventually(() => srv.logs.some((l) => l.includes('"path":"/v1/responses","status":499')) || undefined);
+    answer();
+    const audit = await eventually(async () => {
+      const { rows } = await srv.running.store.deliveries.list(keyId, { limit: 10 });
+      return rows.length > 0 ? (JSON.parse((await srv.running.store.deliveries.byId(rows[0]!.id))!.payload) as { response_id: string; status_code: number }) : undefined;
+    });
+    await eventually(() => srv.running.background.size === 0 || undefined);
+    expect(audit.status_code).toBe(499);
+    expect(await client(srv, token).responses.retrieve(audit.response_id)).toMatchObject({ status: 'failed', error: { message: 'Invalid prompt.' } });
   });
 });

@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import pg from 'pg';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
-import { createTestPostgres } from './support/databases.js';
+import { createTestPostgres, queryPostgres } from './support/databases.js';
 import { DashboardClient } from './support/dashboard-client.js';
 import { startTestServer } from './support/test-server.js';
 import { pendingResponse } from '../src/responses/translate.js';
@@ -19,6 +19,12 @@ import { adminCommandAsync, serverEnv, startServerProcess, type ServerProcess } 
 
 const pgDb = await createTestPostgres('responses-background-killed');
 const ANSWER = 'The library opens at 9 am.';
+/**
+ * The lease of the survivor and of the runners the tests wait out (BACKGROUND_LEASE_MS, 20 s, in production): the
+ * survivor looks every quarter of it. Still longer than a runner's steps, held on a test's lock, take between its last
+ * renewal and its kill on a loaded host.
+ */
+const LEASE_MS = 8_000;
 
 let upstream: FakeUpstream;
 let receiver: Receiver;
@@ -39,9 +45,9 @@ beforeAll(async () => {
     SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
   });
   await adminCommandAsync(['migrate'], env);
-  survivor = await startServerProcess(env);
+  survivor = await startServerProcess(env, [], { startOptions: { backgroundLeaseMs: LEASE_MS } });
   started.push(survivor);
-}, 60_000);
+});
 afterAll(async () => {
   await Promise.all(started.map((s) => s.stop('SIGKILL')));
   await upstream?.close();
@@ -88,14 +94,8 @@ async function waitingOn(prefix: string): Promise<void> {
   }
 }
 
-async function query<R extends pg.QueryResultRow>(text: string, params: unknown[]): Promise<R[]> {
-  const client = new pg.Client({ connectionString: pgDb!.url });
-  await client.connect();
-  try {
-    return (await client.query<R>(text, params)).rows;
-  } finally {
-    await client.end();
-  }
+function query<R extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<R[]> {
+  return queryPostgres<R>(pgDb!.url, text, params);
 }
 
 interface Audit {
@@ -107,10 +107,17 @@ interface Audit {
   total_tokens: number;
 }
 
-/** Starts a runner, creates a background response on it, and returns once `killAt` has the runner stopped and killed. */
-async function runAndKill(killAt: (created: { id: string; token: string; requestId: string }) => Promise<{ release(): Promise<void> }>, prompt: string) {
+/**
+ * Starts a runner (with LEASE_MS, or the production lease when `leaseMs` is undefined), creates a background response
+ * on it, and returns once `killAt` has the runner stopped and killed.
+ */
+async function runAndKill(
+  killAt: (created: { id: string; token: string; requestId: string }) => Promise<{ release(): Promise<void> }>,
+  prompt: string,
+  leaseMs: number | undefined = LEASE_MS,
+) {
   const token = await newKey();
-  const runner = await startServerProcess(env);
+  const runner = await startServerProcess(env, [], leaseMs === undefined ? {} : { startOptions: { backgroundLeaseMs: leaseMs } });
   started.push(runner);
   const { data: created, response } = await sdk(runner.url, token).responses.create({ model: 'svc01', input: prompt, background: true }).withResponse();
   const run = { id: created.id, token, requestId: response.headers.get('x-request-id')! };
@@ -124,7 +131,7 @@ async function runAndKill(killAt: (created: { id: string; token: string; request
 }
 
 /**
- * Once the run was ended by whoever found it (its lease lapses in 20 s, the survivor looks every 5 s): the one audit,
+ * Once the run was ended by whoever found it (its lease lapses in LEASE_MS, the survivor looks every quarter of it): the one audit,
  * with the answer the runner had, one delivery stored, and the response as it ended, not failed by its finder.
  */
 async function auditedOnce(id: string, requestId: string, prompt: string, token: string): Promise<void> {
@@ -171,12 +178,13 @@ describe('a background response whose runner is killed between storing its end a
 
   it.skipIf(!pgDb)('killed before its audit was recorded, then the response deleted before anyone found the run: the audit is recorded, once', async () => {
     const prompt = 'When does it open? (killed, then deleted)';
+    // The production lease: the DELETE below comes before anyone could find the run, however slow the host.
     const { id, requestId, token } = await runAndKill(async (run) => {
       const held = await holdLock('lock table delivery_sequences in exclusive mode');
       await eventually(async () => (await sdk(survivor!.url, run.token).responses.retrieve(run.id)).status === 'completed' || undefined, 30_000);
       await waitingOn('insert into delivery_sequences');
       return held;
-    }, prompt);
+    }, prompt, undefined);
     // Within the killed runner's lease: nobody has found its run yet, and the row, its pending audit with it, goes.
     await sdk(survivor!.url, token).responses.delete(id);
     const received = await receiver.waitFor((all) => all.some((d) => (JSON.parse(d.raw.toString('utf8')) as Audit).response_id === id), 30_000);
@@ -265,5 +273,6 @@ describe('embedded SQLite: the next start finds a run its end was stored for, it
     } finally {
       await next.close();
     }
-  });
+    // Two starts, two closes and a wait of up to 30 s for the receiver: past vitest's 30 s default on a loaded host.
+  }, 120_000);
 });

@@ -1,11 +1,12 @@
 // DELETE /v1/responses/{id} of a background response running on another instance (Postgres) whose owner did not stop
 // it within the delete's wait (a slow poll): the row was deleted anyway, and the owner, which looks for cancels on
 // its rows, never found one: its upstream call ran to its end for a response nobody could read. The owner now stops a
-// run whose row is gone at its next look.
+// run whose row is gone at its next look. The DELETE ends the run before the row goes (cancelled, audited, counted):
+// the owner, finding its run no longer its own, counts nothing, and the request is counted once.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
-import { startTestServer, type TestServer } from './support/test-server.js';
+import { countedUsage, startTestServer, type TestServer } from './support/test-server.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { eventually } from './support/webhooks.js';
 import { createTestPostgres } from './support/databases.js';
@@ -31,7 +32,7 @@ afterAll(async () => {
 
 describe('DELETE of a background response running on another instance (Postgres)', () => {
   it.skipIf(!pgDb)('leaves no upstream call running once the response is deleted, though its owner was slow to look', async () => {
-    const { token } = await owner!.createKey();
+    const { token, key } = await owner!.createKey();
     const sdk = (srv: TestServer) => new OpenAI({ apiKey: token, baseURL: `${srv.url}/v1`, maxRetries: 0 });
     // The owner's looks for cancels find none until the delete has answered: it is slower than the delete's wait.
     const responses = owner!.running.store.responses;
@@ -49,5 +50,7 @@ describe('DELETE of a background response running on another instance (Postgres)
     slow = false;
     await eventually(() => upstream.requests.find((r) => JSON.stringify(r.body.messages).includes(prompt))?.aborted, 15_000);
     await eventually(() => owner!.running.background.size === 0 || undefined);
-  }, 60_000);
+    // Counted once, as cancelled by its client (409): by the DELETE that ended it, not again by its owner.
+    expect(await countedUsage([owner!, other!], key.id)).toMatchObject({ requests: 1, errors_4xx: 1, errors_5xx: 0 });
+  });
 });

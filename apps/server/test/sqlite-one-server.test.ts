@@ -37,7 +37,8 @@ function startToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; std
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stderr }));
+    // 'close': after the last of stderr (node emits 'exit' before it).
+    child.on('close', (code) => resolve({ code, stderr }));
   });
 }
 

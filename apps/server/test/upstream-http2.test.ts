@@ -114,7 +114,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.sessions).toBe(1);
   });
 
-  it('250 streams open at once share at most ⌈SVC_MAX_IN_FLIGHT / 100⌉ connections', { timeout: 60_000 }, async () => {
+  it('250 streams open at once share at most ⌈SVC_MAX_IN_FLIGHT / 100⌉ connections', async () => {
     const streams = 250;
     // Headers held until all 250 are open upstream: the pool must send them concurrently, over 3 sessions at most.
     const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 10 }, waitForOpen: { count: streams, timeoutMs: 30_000 } });
@@ -129,7 +129,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(new Set(upstream.requests.map((r) => r.httpVersion))).toEqual(new Set(['2.0']));
   });
 
-  it('an HTTPS upstream that offers only http/1.1 gets HTTP/1.1, a connection per concurrent stream', { timeout: 30_000 }, async () => {
+  it('an HTTPS upstream that offers only http/1.1 gets HTTP/1.1, a connection per concurrent stream', async () => {
     const streams = 20;
     // Held until all 20 are open: streams queued behind one another on a connection would never get there.
     const upstream = await fakeUpstream({ answer: ANSWER, waitForOpen: { count: streams, timeoutMs: 20_000 } }, { https: 'h1' });
@@ -144,7 +144,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(new Set(upstream.requests.map((r) => r.httpVersion))).toEqual(new Set(['1.1']));
   });
 
-  it("a client's abort cancels its h2 stream upstream; the stream beside it on the same session completes", { timeout: 30_000 }, async () => {
+  it("a client's abort cancels its h2 stream upstream; the stream beside it on the same session completes", async () => {
     const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 40 } });
     const { server, token } = await svcFor(upstream);
 
@@ -161,7 +161,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     await until(async () => (await metric(server, 'svc_chat_requests_in_flight')) === 0, 10_000, 'no chat request in flight');
   });
 
-  it('SVC_MAX_IN_FLIGHT and the in-flight gauge count h2 streams as they count HTTP/1.1 requests', { timeout: 30_000 }, async () => {
+  it('SVC_MAX_IN_FLIGHT and the in-flight gauge count h2 streams as they count HTTP/1.1 requests', async () => {
     const upstream = await fakeUpstream({ answer: ANSWER, hangMidStream: true });
     const { server, token } = await svcFor(upstream, { SVC_MAX_IN_FLIGHT: '3' });
 
@@ -186,7 +186,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
   });
 
   // undici 7's HTTP/2 client failed every stream on the session here (why svc has its own, h2-upstream.ts).
-  it('a graceful GOAWAY: the streams in flight on that session finish, nothing is replayed, and the next request opens a new session', { timeout: 30_000 }, async () => {
+  it('a graceful GOAWAY: the streams in flight on that session finish, nothing is replayed, and the next request opens a new session', async () => {
     const upstream = await fakeUpstream({ answer: ANSWER, trickle: { intervalMs: 40 } });
     const { server, token } = await svcFor(upstream);
 
@@ -216,7 +216,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.sessions).toBe(2);
   });
 
-  it('a stream the upstream refused unprocessed (REFUSED_STREAM) is sent again; a stream reset after it was taken is not', { timeout: 30_000 }, async () => {
+  it('a stream the upstream refused unprocessed (REFUSED_STREAM) is sent again; a stream reset after it was taken is not', async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     const { server, token } = await svcFor(upstream);
 
@@ -242,7 +242,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.requests).toHaveLength(8);
   });
 
-  it('answers whose headers and body arrive in one read reach the caller whole, headers first', { timeout: 30_000 }, async () => {
+  it('answers whose headers and body arrive in one read reach the caller whole, headers first', async () => {
     // node emits a stream's 'response' a tick after its HEADERS frame; DATA read with it must wait for it. The
     // upstream runs in a worker thread and answers while this thread (svc's) is busy, so that svc finds each
     // answer's frames in its socket at once, as a loaded gateway does.
@@ -291,7 +291,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect((await results).filter((r) => r.status === 200 && r.text === ANSWER && r.events!.at(-1) === '[DONE]')).toHaveLength(streams);
   });
 
-  it('a GOAWAY whose last stream is below streams already sent: those were not processed and are sent again on a new session', { timeout: 30_000 }, async () => {
+  it('a GOAWAY whose last stream is below streams already sent: those were not processed and are sent again on a new session', async () => {
     const { key, cert } = selfSignedCert();
     const h2 = createSecureServer({ key, cert });
     const seen: number[] = [];
@@ -332,7 +332,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     await client.close();
   });
 
-  it('a client that stops reading a 16 MiB stream holds up neither the session nor the 20 streams beside it', { timeout: 60_000 }, async () => {
+  it('a client that stops reading a 16 MiB stream holds up neither the session nor the 20 streams beside it', async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     const { server, token } = await svcFor(upstream);
     upstream.nextBehavior({ rawSse: sixteenMiBStream() });
@@ -354,7 +354,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.sessions).toBe(1);
   });
 
-  it('a 4 MB answer and 20 streams beside it on one session all arrive whole (flow control)', { timeout: 60_000 }, async () => {
+  it('a 4 MB answer and 20 streams beside it on one session all arrive whole (flow control)', async () => {
     const long = 'word '.repeat(800_000).trim();
     const upstream = await fakeUpstream({ answer: ANSWER });
     const { server, token } = await svcFor(upstream);
@@ -367,7 +367,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.sessions).toBe(1);
   });
 
-  it('an upstream whose certificate svc does not trust: 20 requests sent during the first handshake all fail with the upstream error on a handful of connection attempts', { timeout: 30_000 }, async () => {
+  it('an upstream whose certificate svc does not trust: 20 requests sent during the first handshake all fail with the upstream error on a handful of connection attempts', async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     // No `ca`: the self-signed certificate fails verification.
     const client = createOpenAICompatibleUpstream({ baseUrl: upstream.url, timeoutMs: 20_000, connections: 4096, http2: 'auto' });
@@ -386,7 +386,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     expect(upstream.connections).toBeLessThanOrEqual(3);
   });
 
-  it('closing while the first handshake is under way fails the requests waiting for it at once', { timeout: 30_000 }, async () => {
+  it('closing while the first handshake is under way fails the requests waiting for it at once', async () => {
     // Accepts TCP and never answers the TLS hello: the first handshake stays under way until its timeout.
     const sockets = new Set<Socket>();
     const silent = createNetServer((socket) => void sockets.add(socket));
@@ -412,7 +412,7 @@ describe('upstream over HTTPS + HTTP/2', () => {
     await Promise.all(calls);
   });
 
-  it('upstream errors reach the client as they do over HTTP/1.1', { timeout: 60_000 }, async () => {
+  it('upstream errors reach the client as they do over HTTP/1.1', async () => {
     const cases: Array<{ name: string; behavior: FakeUpstreamBehavior; stream: boolean }> = [
       { name: '400 with code and param', behavior: { status: 400, errorMessage: 'Bad temperature.', errorCode: 'invalid_value', errorParam: 'temperature' }, stream: false },
       { name: '400 (stream)', behavior: { status: 400, errorMessage: 'Bad temperature.', errorCode: 'invalid_value', errorParam: 'temperature' }, stream: true },
@@ -474,7 +474,7 @@ async function seen(url: string, token: string, stream: boolean): Promise<Record
 }
 
 describe('svc-server with an HTTPS upstream (child process)', () => {
-  it('trusts the upstream through NODE_EXTRA_CA_CERTS; SVC_UPSTREAM_HTTP2 auto (the default) speaks h2, off HTTP/1.1', { timeout: 60_000 }, async () => {
+  it('trusts the upstream through NODE_EXTRA_CA_CERTS; SVC_UPSTREAM_HTTP2 auto (the default) speaks h2, off HTTP/1.1', async () => {
     const upstream = await fakeUpstream({ answer: ANSWER });
     const dir = mkdtempSync(join(tmpdir(), 'svc-h2-'));
     try {

@@ -12,14 +12,14 @@ const TIMEOUT_MS = 20_000;
 const rig = useWebhookRig();
 
 describe("one user's receivers that never answer", () => {
-  it("leave room for another user's deliveries: all of theirs arrive before any hanging attempt times out", { timeout: 60_000 }, async () => {
+  it("leave room for another user's deliveries: all of theirs arrive before any hanging attempt times out", async () => {
     const server = await rig.start({ SVC_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), SVC_RATE_LIMIT_RPM: '100000' });
     const hanging = await Promise.all([0, 1, 2, 3].map(() => rig.receiver({ hang: true })));
     const first = await server.createKey({ webhookUrl: hanging[0]!.url });
     const keys = [first, ...(await Promise.all(hanging.slice(1).map((r) => server.createKey({ userId: first.user.id, webhookUrl: r.url }))))];
     await Promise.all(keys.map((k) => chatMany(server, k.token, 130)));
     // The hanging user's share is in flight before the other user sends anything.
-    await expect.poll(() => hanging.reduce((n, r) => n + r.received.length, 0), { timeout: 15_000 }).toBeGreaterThanOrEqual(128);
+    await expect.poll(() => hanging.reduce((n, r) => n + r.received.length, 0), { timeout: 30_000 }).toBeGreaterThanOrEqual(128);
 
     const healthy = await rig.receiver({ status: 204 });
     const other = await server.createKey({ webhookUrl: healthy.url });

@@ -43,7 +43,7 @@ describe.each(variants)('a receiver answering text a database cannot hold as it 
       });
       expect(res.status).toBe(200);
       const get = async (path: string) => (await (await fetch(`${server.url}/v1${path}`, { headers: { authorization: `Bearer ${token}` } })).json()) as any;
-      await expect.poll(async () => (await get('/webhooks/deliveries')).data[0]?.status, { timeout: 10_000 }).toBe('delivered');
+      await expect.poll(async () => (await get('/webhooks/deliveries')).data[0]?.status, { timeout: 30_000 }).toBe('delivered');
       const [delivery] = (await get('/webhooks/deliveries')).data;
       expect(delivery.attempts).toBe(1);
       const detail = await get(`/webhooks/deliveries/${delivery.id}`);

@@ -187,7 +187,7 @@ describe.each(variants)('rotating the signing secret ($name)', ({ url }) => {
       verifying.knows = [newSecret];
       expect(await sendTest()).toMatchObject({ success: true });
       await chat(token, rot);
-      await expect.poll(() => verifying.answered.length, { timeout: 10_000 }).toBe(5);
+      await expect.poll(() => verifying.answered.length, { timeout: 30_000 }).toBe(5);
       expect(verifying.answered).toEqual([204, 204, 204, 204, 204]);
       // The receiver has answered; svc records each attempt once its answer is read, a moment later.
       const recorded = async () => {

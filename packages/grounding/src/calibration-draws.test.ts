@@ -13,7 +13,7 @@ function kind(dataset: string, cut: number, noise: number): RowClaims[] {
   for (let i = 0; i < 120; i++) {
     const x = ((i * 37) % 120) / 120;
     const flipped = (i * 53) % 100 < noise * 100;
-    rows.push({ dataset, label: x > cut !== flipped, claims: [[x, 0, 0, 0, 0]] });
+    rows.push({ dataset, label: x > cut !== flipped, claims: [[[x, 0, 0, 0, 0]]] });
   }
   return rows;
 }

@@ -1,6 +1,6 @@
 import { CLOSING, splitClaims, wrappedLineParts } from './claims.js';
 import { LINK_NAMES } from './links.js';
-import { claimSupport, DEFAULT_MODEL, PERFECT, type Model } from './model.js';
+import { claimSupport, DEFAULT_MODEL, PERFECT, type ClaimMeasures, type Model } from './model.js';
 import { STOPWORDS } from './lexicon.js';
 import { buildSourceIndex, type SourceIndexCache } from './source-index.js';
 import { tokenize } from './tokenize.js';
@@ -203,6 +203,56 @@ function numbersOnly(c: ClaimSupport): ClaimSupport {
   return { ...c, terms: c.terms.filter((t) => t.term.kind === 'number'), unsupportedNames: 0, unsupportedWords: 0 };
 }
 
+/** One way `checkGrounding` reads a claim: the measures it scores, and the support whose phrases it flags. */
+export interface ClaimReading {
+  measures: ClaimMeasures;
+  support: ClaimSupport;
+}
+
+/** What `checkGrounding` reads of an input before it scores it (the calibration's evaluation reads the same). */
+export type ReadClaims =
+  | { checked: false; truncated: boolean }
+  | {
+      checked: true;
+      truncated: boolean;
+      sources: readonly string[];
+      answer: string;
+      /** Each claim as a whole: its span and its evidence. */
+      supports: ClaimSupport[];
+      /** Each claim's readings, the claim as a whole first, then its wrapped lines: the claim is scored by its weakest. */
+      readings: ClaimReading[][];
+    };
+
+/**
+ * The claims of an answer and the measures each is scored by, exactly as `checkGrounding` reads them: the input cut
+ * to its bounds, nothing to check when the answer has no word or the sources state nothing, a translation judged by
+ * its numbers alone, and a claim over wrapped lines read also line by line. The evaluation scores rows from these,
+ * so its figures are the check's.
+ */
+export function readClaims(input: GroundingInput, sourceIndexCache?: SourceIndexCache): ReadClaims {
+  const { input: read, truncated } = boundedInput(input);
+  const { sources, answer } = read;
+  if (!/[\p{L}\p{N}]/u.test(answer)) return { checked: false, truncated };
+  if (onlyConversation(sources)) return { checked: false, truncated };
+  const index = sourceIndexCache ? sourceIndexCache.get(sources) : buildSourceIndex(sources);
+  if (index.empty) return { checked: false, truncated };
+  const question = questionTerms(read.question);
+  const search = new PassageSearch();
+  const split = splitClaims(answer);
+  let supports = split.map((claim) => supportClaim(index, question, claim, search, sources));
+  const translated = translation(read.question, answer, supports);
+  if (translated) supports = supports.map(numbersOnly);
+  const readings = supports.map((c, i): ClaimReading[] => {
+    if (translated) return [{ measures: { ...PERFECT, unsupportedNumbers: c.unsupportedNumbers }, support: c }];
+    const parts = wrappedLineParts(answer, split[i]!).map((part) => {
+      const p = supportClaim(index, question, part, search, sources);
+      return { measures: p, support: p };
+    });
+    return [{ measures: c, support: c }, ...parts];
+  });
+  return { checked: true, truncated, sources, answer, supports, readings };
+}
+
 /**
  * Checks whether `answer` is supported by `sources`, offline and in well under a millisecond for chat-sized
  * inputs. The answer is split into claims (sentences that assert something: greetings, offers of help and
@@ -224,34 +274,26 @@ function numbersOnly(c: ClaimSupport): ClaimSupport {
 export function checkGrounding(input: GroundingInput, options: GroundingOptions = {}): GroundingResult {
   const threshold = options.threshold ?? DEFAULT_GROUNDING_THRESHOLD;
   const model = options.model ?? DEFAULT_MODEL;
-  const { input: read, truncated } = boundedInput(input);
-  const { sources, answer } = read;
-  const notChecked: GroundingResult = { checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] };
-  if (!/[\p{L}\p{N}]/u.test(answer)) return notChecked;
-  if (onlyConversation(sources)) return notChecked;
-  const index = options.sourceIndexCache ? options.sourceIndexCache.get(sources) : buildSourceIndex(sources);
-  if (index.empty) return notChecked;
-  const question = questionTerms(read.question);
-  const search = new PassageSearch();
-  const split = splitClaims(answer);
-  let supports = split.map((claim) => supportClaim(index, question, claim, search, sources));
-  const translated = translation(read.question, answer, supports);
-  if (translated) supports = supports.map(numbersOnly);
-  const scores = supports.map((c) => claimSupport(model, translated ? { ...PERFECT, unsupportedNumbers: c.unsupportedNumbers } : c));
+  const read = readClaims(input, options.sourceIndexCache);
+  const truncated = read.truncated;
+  if (!read.checked) return { checked: false, grounded: true, score: 1, flaggedSpans: [], claims: [] };
+  const { sources, answer, supports } = read;
   // A claim over wrapped lines is as supported as its weakest line (`wrappedLineParts`), and that line's phrases are
   // what a UI shows when it is flagged.
-  const shown = supports.slice();
-  if (!translated) {
-    for (let i = 0; i < split.length; i++) {
-      for (const part of wrappedLineParts(answer, split[i]!)) {
-        const p = supportClaim(index, question, part, search, sources);
-        const s = claimSupport(model, p);
-        if (s < scores[i]!) {
-          scores[i] = s;
-          shown[i] = p;
-        }
+  const scores: number[] = [];
+  const shown: ClaimSupport[] = [];
+  for (const readings of read.readings) {
+    let low = Infinity;
+    let weakest = readings[0]!;
+    for (const r of readings) {
+      const s = claimSupport(model, r.measures);
+      if (s < low) {
+        low = s;
+        weakest = r;
       }
     }
+    scores.push(low);
+    shown.push(weakest.support);
   }
   const score = round(aggregate(scores, claimSupport(model, PERFECT)));
   const claims: ClaimResult[] = [];

@@ -295,6 +295,9 @@ const RUN_ON_START = /(^|:)([ \t]*)([-*\u2022]|(\d{1,2})([.)]))[ \t]+(?=\S)/gm;
  * when written one a line, and a numbered item's number is the list's, not the item before's ("… Friday 3."). An
  * item's marker is the first one's (the same bullet, or the next number with the same mark) after a space and
  * before a capital letter or a digit; after a colon two more of them must follow, so a dash in prose is left be.
+ * A number is the list's only where the item before it is whole without it: after a word that wants one more
+ * ("Doors open at 2. Bring your ticket.") it is the item's own, a time or a count to check, and the list's next
+ * number, if any, is looked for after it.
  * The text keeps its length: offsets into it are the answer's.
  */
 function runOnItems(text: string): string {
@@ -308,23 +311,36 @@ function runOnItems(text: string): string {
     const breaks: number[] = [];
     let n = m[4] === undefined ? undefined : Number(m[4]);
     let at = from;
+    let search = from;
     for (;;) {
-      const marker = n === undefined ? m[3]! : `${++n}${m[5]}`;
-      const i = text.indexOf(` ${marker} `, at);
+      const marker = n === undefined ? m[3]! : `${n + 1}${m[5]}`;
+      const i = text.indexOf(` ${marker} `, search);
       if (i === -1 || i >= end) break;
       let j = i + marker.length + 2;
       while (text[j] === ' ' || text[j] === '\t') j++;
       if (!ITEM_START.test(String.fromCodePoint(text.codePointAt(j) ?? 32))) break;
+      // The item before must be whole without the number: one that ends wanting a word ("Doors open at 2. Bring …")
+      // takes the number as its own (a time, a count), and the list's next number, if any, comes later.
+      if (n !== undefined && endsDangling(text, at, i)) {
+        search = i + 1;
+        continue;
+      }
+      if (n !== undefined) n++;
       breaks.push(i);
-      at = i + marker.length + 2;
+      at = search = i + marker.length + 2;
     }
     if (breaks.length < (afterColon ? 2 : 1)) continue;
+    // After a colon the first item starts a line too (the white space before it), as the list written one a line:
+    // else its number reads as a number the words before the colon claim ("Key facts: 1." flagged for the 1).
+    if (afterColon && m[2]!.length > 0) breaks.push(m.index + m[1]!.length + m[2]!.length - 1);
     (out ??= []).push(...breaks);
   }
   if (!out) return text;
   let joined = '';
   let at = 0;
-  for (const i of out) {
+  // A line's list and a list after a colon on it break before the same items ("- Hours: - Mon … - Tue …"): each
+  // break once, in order, or the text read grows and its offsets are no longer the answer's.
+  for (const i of [...new Set(out)].sort((a, b) => a - b)) {
     joined += text.slice(at, i) + '\n';
     at = i + 1;
   }
@@ -332,6 +348,28 @@ function runOnItems(text: string): string {
 }
 
 const ITEM_START = /^[\p{Lu}\p{N}]/u;
+
+/**
+ * Words a sentence cannot end on (a preposition that wants its object, an article, a conjunction, a verb that wants
+ * its complement): an item that ends on one goes on with the number after it. Particles that end an instruction
+ * ("Log in", "Turn it on", "Sign up") are not here.
+ */
+const DANGLING = new Set(
+  `at by to from until till of for with than between per every each since into onto via near the a an and or nor is
+are was were be been will shall would could should can must approximately about`.split(/\s+/),
+);
+
+/** Longest word of DANGLING: a longer last word is none of them. */
+const DANGLING_CHARS = 13;
+
+/** Does text[from, to) end (white space aside) on a word of DANGLING? Reads at most a word's length back. */
+function endsDangling(text: string, from: number, to: number): boolean {
+  let end = to;
+  while (end > from && /\s/.test(text[end - 1]!)) end--;
+  let start = end;
+  while (start > from && end - start <= DANGLING_CHARS && /\p{L}/u.test(text[start - 1]!)) start--;
+  return end - start <= DANGLING_CHARS && DANGLING.has(text.slice(start, end).toLowerCase());
+}
 
 /**
  * A table whose first column counts its rows (headed "#", "No.", "Nr." or nothing): its header, separator and

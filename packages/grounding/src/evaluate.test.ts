@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultDataPaths } from './eval-cli.js';
-import { evaluate, fit, leaveOneDatasetOut, measure, parseRows, byDataset, rowClaims, type DatasetReport, type EvalRow, type Measured, type RowClaims } from './evaluate.js';
+import { checkGrounding } from './check.js';
+import { evaluate, fit, leaveOneDatasetOut, measure, parseRows, byDataset, rowClaims, rowScore, toInput, type DatasetReport, type EvalRow, type Measured, type RowClaims } from './evaluate.js';
 import { DEFAULT_MODEL, FEATURE_NAMES, type Model } from './model.js';
 
 // The dev evaluation as a regression test. Figures reached by this build (`node dist/eval-cli.js`, 2124 rows,
@@ -27,6 +28,7 @@ if (missing.length > 0) console.warn(`@svc/grounding dev evaluation skipped: no 
 
 describe.skipIf(missing.length > 0)('dev evaluation (../shared/eval)', () => {
   const datasets = Object.keys(REACHED);
+  let rows: EvalRow[];
   let claims: RowClaims[];
   let lodo: Map<string, Measured & { model: Model }>;
   let inSample: Map<string, Measured>;
@@ -34,7 +36,7 @@ describe.skipIf(missing.length > 0)('dev evaluation (../shared/eval)', () => {
   let fitted: Model;
 
   beforeAll(() => {
-    const rows = paths.flatMap((p) => parseRows(readFileSync(p, 'utf8')));
+    rows = paths.flatMap((p) => parseRows(readFileSync(p, 'utf8')));
     claims = rowClaims(rows);
     lodo = leaveOneDatasetOut(claims);
     inSample = new Map([...byDataset(claims)].map(([d, list]) => [d, measure(DEFAULT_MODEL, list)]));
@@ -44,6 +46,15 @@ describe.skipIf(missing.length > 0)('dev evaluation (../shared/eval)', () => {
 
   it('has the datasets the figures are for', () => {
     expect([...byDataset(claims).keys()].sort()).toEqual([...datasets].sort());
+  });
+
+  it('scores every row as checkGrounding does, so the figures published are the check\'s', () => {
+    const differ = rows.flatMap((r, i) => {
+      const evaluated = round(rowScore(DEFAULT_MODEL, claims[i]!));
+      const checked = checkGrounding(toInput(r)).score;
+      return evaluated === checked ? [] : [{ id: r.id, evaluated, checked }];
+    });
+    expect(differ).toEqual([]);
   });
 
   it.each(datasets)('%s: leave-one-dataset-out balanced accuracy holds', (d) => {
@@ -71,6 +82,29 @@ describe.skipIf(missing.length > 0)('dev evaluation (../shared/eval)', () => {
   });
 });
 
+const round = (x: number) => Math.round(x * 1000) / 1000;
+
+describe('rowScore', () => {
+  const TRAIN = 'The train to Bristol leaves from platform 4 at 9:15.';
+  const OFFICE = 'Our office is open from Monday to Friday.';
+  const WARRANTY = 'The warranty covers parts and labour for two years.';
+  const bare = (s: string) => s.slice(0, -1);
+  const row = (id: string, context: string[], answer: string, question: string | null = null): EvalRow => ({ id, dataset: 'd', context, question, answer, hallucinated: false });
+  // Each is scored by checkGrounding other than as a list of its sentences' own measures: a claim wrapped over
+  // lines (its weakest line, not every line a claim of its own), a translation (its numbers alone), an answer
+  // past MAX_ANSWER_CHARS (not read past it) and one with no word (not checked).
+  it.each([
+    ['a claim wrapped over lines', row('wrapped', [TRAIN, OFFICE, WARRANTY], `${bare(TRAIN)}\n${bare(OFFICE)}\nthe office also repairs bicycles.`)],
+    ['a claim wrapped over lines beside another', row('two', [TRAIN, OFFICE, WARRANTY], `${WARRANTY} ${bare(TRAIN)}\n${OFFICE}`)],
+    ['a translation', row('fr', ['The museum opens at 9 and has 40 rooms.'], 'Le musée ouvre à 9 heures et compte 41 salles.', 'Translate to French.')],
+    ['an answer past the bound', row('long', [TRAIN], `${TRAIN} `.repeat(400) + 'Otters juggle saxophones.')],
+    ['an answer with no word', row('dots', [TRAIN], '…')],
+  ])('is checkGrounding\'s score: %s', (_name, r) => {
+    const [claims] = rowClaims([r]);
+    expect(round(rowScore(DEFAULT_MODEL, claims!))).toBe(checkGrounding(toInput(r)).score);
+  });
+});
+
 describe('fit', () => {
   // Single-claim rows whose label follows the first and last measures, deterministic.
   function kind(dataset: string, shift: number): RowClaims[] {
@@ -79,7 +113,7 @@ describe('fit', () => {
       const a = (((i * 37) % 101) / 100) * 0.7;
       const b = (i * 53) % 97 / 96;
       const label = 2 * a + b + ((i * 29) % 7) / 7 > 1.6;
-      rows.push({ dataset, label, claims: [[a + shift, 0, 0, 0, b]] });
+      rows.push({ dataset, label, claims: [[[a + shift, 0, 0, 0, b]]] });
     }
     return rows;
   }

@@ -1,12 +1,9 @@
-import { splitClaims, wrappedLineParts } from './claims.js';
-import { aggregate, checkGrounding, DEFAULT_GROUNDING_THRESHOLD, onlyConversation } from './check.js';
+import { aggregate, checkGrounding, DEFAULT_GROUNDING_THRESHOLD, readClaims } from './check.js';
 import { fitLogistic, type Sample } from './fit.js';
 import { binaryMetrics, charCounts, f1FromCounts, percentile, type BinaryMetrics } from './metrics.js';
 import { DEFAULT_MODEL, FEATURE_NAMES, features, PERFECT, type Model } from './model.js';
 
 const PERFECT_FEATURES = features(PERFECT);
-import { buildSourceIndex } from './source-index.js';
-import { questionTerms, supportClaim } from './support.js';
 
 /** One labelled row of the evaluation files (see shared/eval/README.md). */
 export interface EvalRow {
@@ -97,19 +94,15 @@ export function auroc(score: readonly number[], gold: readonly boolean[]): numbe
 export interface RowClaims {
   dataset: string;
   label: boolean;
-  claims: number[][];
+  /** Per claim, the feature vectors of its readings (the claim, then its wrapped lines): the claim scores as its weakest. */
+  claims: number[][][];
 }
 
+/** Each row's claims as `checkGrounding` reads them (`readClaims`), so that `rowScore` is the check's score. */
 export function rowClaims(rows: readonly EvalRow[]): RowClaims[] {
   return rows.map((r) => {
-    const index = buildSourceIndex(r.context);
-    const q = questionTerms(r.question ?? undefined);
-    // Nothing to check exactly as `checkGrounding` decides it: such rows have no claims in the fit either.
-    // A claim's wrapped lines are claims of their own here: the weakest is what the row's score reads, as in the check.
-    const claims =
-      index.empty || onlyConversation(r.context)
-        ? []
-        : splitClaims(r.answer).flatMap((c) => [c, ...wrappedLineParts(r.answer, c)].map((part) => features(supportClaim(index, q, part, undefined, r.context))));
+    const read = readClaims(toInput(r));
+    const claims = read.checked ? read.readings.map((readings) => readings.map((x) => features(x.measures))) : [];
     return { dataset: r.dataset, label: r.hallucinated, claims };
   });
 }
@@ -120,8 +113,9 @@ function supportOf(model: Model, x: readonly number[]): number {
   return 1 / (1 + Math.exp(z));
 }
 
+/** The row's score under `model`, as `checkGrounding` computes it (before rounding): each claim its weakest reading. */
 export function rowScore(model: Model, r: RowClaims): number {
-  return aggregate(r.claims.map((x) => supportOf(model, x)), supportOf(model, PERFECT_FEATURES));
+  return aggregate(r.claims.map((readings) => Math.min(...readings.map((x) => supportOf(model, x)))), supportOf(model, PERFECT_FEATURES));
 }
 
 /**
@@ -149,9 +143,9 @@ export function fit(rows: readonly RowClaims[], lambda = 1): Model {
   let model: Model = DEFAULT_MODEL;
   for (let round = 0; round < 6; round++) {
     const samples: Sample[] = usable.map((r) => {
-      let weakest = r.claims[0]!;
+      let weakest = r.claims[0]![0]!;
       let low = Infinity;
-      for (const x of r.claims) {
+      for (const x of r.claims.flat()) {
         const s = supportOf(model, x);
         if (s < low) {
           low = s;

@@ -60,6 +60,8 @@ describe('list items run together on one line', () => {
     ['numbers and full stops', `1. ${items[0]} 2. ${items[1]} 3. ${items[2]}`],
     ['numbers and brackets', `1) ${items[0]} 2) ${items[1]} 3) ${items[2]}`],
     ['after a colon', `Key facts: - ${items.join(' - ')}`],
+    // The first number, after the colon, was read as the number 1 ("Key facts: 1." a claim, flagged).
+    ['numbers after a colon', `Key facts: 1. ${items[0]} 2. ${items[1]} 3. ${items[2]}`],
   ])('copied from the sources are grounded, each item a claim (%s)', (_name, answer) => {
     const r = checkGrounding({ sources: SOURCES, answer });
     expect(r.grounded).toBe(true);
@@ -84,6 +86,49 @@ describe('list items run together on one line', () => {
     const r = checkGrounding({ sources: ['Paris is the capital of France and its largest city.'], answer: 'Paris - the capital of France - is its largest city.' });
     expect(r.claims).toHaveLength(1);
     expect(r.grounded).toBe(true);
+  });
+
+  it.each([
+    ['dashes', (u: string) => `- Hours: - ${items[0]} - ${u} - ${items[1]}`],
+    ['numbers', (u: string) => `1. Hours: 1. ${items[0]} 2. ${u} 3. ${items[1]}`],
+  ])('a run-on list after a colon in a run-on list keeps claims and spans on the answer (%s)', (_name, build) => {
+    // Both the line's list and the colon's list break before the same items: each break is made once, or the text
+    // read grows by a copy of what lies between them and every offset after it points past its words.
+    const unsupported = 'Otters juggle turquoise saxophones in the harbour';
+    const answer = build(unsupported);
+    const r = checkGrounding({ sources: SOURCES, answer });
+    for (const c of [...r.claims, ...r.flaggedSpans]) {
+      expect(c.end).toBeLessThanOrEqual(answer.length);
+      expect(c.text).toBe(answer.slice(c.start, c.end));
+    }
+    expect(r.claims.map((c) => c.text)).toContain(unsupported);
+    const at = answer.indexOf(unsupported);
+    expect(r.flaggedSpans.some((s) => s.start >= at && s.end <= at + unsupported.length)).toBe(true);
+  });
+
+  describe('a number after an item that wants it is the item\'s, not the next item\'s', () => {
+    const ITEMS = ['Bring your ticket.', 'Keep your receipt.', 'Log in to the portal with your booking code.'];
+    const DOORS = ['Doors open at 7.', ...ITEMS];
+    const TALK = ['The talk starts at 2.', ...ITEMS];
+    it.each([
+      // The reviewer's case: "2" is when the doors open, and no source says 2; read as the list's next number it
+      // was dropped, and the wrong time was never checked.
+      ['a wrong time equal to the next number', DOORS, '1. Doors open at 2. Bring your ticket.', false, ['2']],
+      ['a wrong time equal to the next number, then the list goes on', DOORS, '1. Doors open at 2. 2. Bring your ticket 3. Keep your receipt', false, ['2']],
+      ['the right time equal to the next number', TALK, '1. The talk starts at 2. Bring your ticket.', true, []],
+      ['the right time equal to the next number, then the list goes on', TALK, '1. The talk starts at 2. 2. Bring your ticket 3. Keep your receipt', true, []],
+      // Real run-on lists: each item a claim, the numbers the list's.
+      ['a real list, the items unpunctuated', DOORS, '1. Doors open at 7 2. Bring your ticket 3. Keep your receipt', true, []],
+      ['a real list, the items punctuated', DOORS, '1. Doors open at 7. 2. Bring your ticket. 3. Keep your receipt.', true, []],
+      ['a wrong time in a real list', DOORS, '1. Doors open at 8 2. Bring your ticket 3. Keep your receipt', false, ['8']],
+      // An item that ends on a particle ("Log in") is whole: the next number is the list's.
+      ['a real list with an item ending on a particle', DOORS, '1. Log in 2. Bring your ticket 3. Keep your receipt', true, []],
+    ])('%s', (_name, sources, answer, grounded, flagged) => {
+      const r = checkGrounding({ sources, answer });
+      expect(r.grounded).toBe(grounded);
+      expect(r.flaggedSpans.map((s) => s.text)).toEqual(flagged);
+      for (const c of [...r.claims, ...r.flaggedSpans]) expect(c.text).toBe(answer.slice(c.start, c.end));
+    });
   });
 
   it('one dash after a colon does not start a list', () => {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { cjkWords, hasCjk, stemMemoSize, tokenize } from './tokenize.js';
 import { checkGrounding } from './check.js';
@@ -116,6 +117,47 @@ describe('Chinese and Japanese runs cut together', () => {
       expect(inside).toEqual(cuts);
     }
     expect(runs).toBeGreaterThan(100);
+  });
+
+  /** The words `tokenize` gives each run of `text`, and the words the run gets cut alone (`cjkWords`). */
+  const runWords = (text: string) => {
+    const tokens = tokenize(text);
+    return [...text.matchAll(/[\p{L}\p{M}]+/gu)]
+      .filter((m) => m[0].length >= 2 && hasCjk(m[0]) && m[0] !== 'かしこまりました')
+      .map((m) => ({
+        read: tokens.filter((t) => t.start >= m.index && t.end <= m.index + m[0].length).map((t) => t.end),
+        alone: cjkWords(text, m.index, m.index + m[0].length),
+      }));
+  };
+
+  it('gives a run written again the words it gets cut alone, over generated text', () => {
+    // Runs from a few parts, so that many are written more than once, between punctuation, digits and English.
+    const run = fc
+      .array(fc.constantFrom('上海', '是', '中国', '最大的', '城市', '没读过', '不是', '公司', '東京', 'は', '日本の', '首都', 'です', 'しません', 'トヨタ', '工場を', '開設'), { minLength: 1, maxLength: 6 })
+      .map((parts) => parts.join(''));
+    const between = fc.constantFrom('。', '，', '、', '！', ' ', '\n', '2024年', ' 300 ', ' the tower ');
+    const text = fc.array(fc.tuple(run, between), { minLength: 1, maxLength: 40 }).map((xs) => xs.map(([r, b]) => r + b).join(''));
+    fc.assert(
+      fc.property(text, (t) => {
+        for (const { read, alone } of runWords(t)) expect(read).toEqual(alone);
+      }),
+      { seed: 34, numRuns: 200 },
+    );
+  });
+
+  it('cuts a run written again without giving it to ICU again', () => {
+    const segment = vi.spyOn(Intl.Segmenter.prototype, 'segment');
+    try {
+      const repeated = Array.from({ length: 200 }, (_, i) => SENTENCES[i % 3]!).join('');
+      const tokens = tokenize(repeated);
+      const given = segment.mock.calls.reduce((n, [t]) => n + t.length, 0);
+      // The three sentences' runs once each (and the line breaks joining them), not 200 sentences' worth.
+      expect(given).toBeLessThan(SENTENCES.slice(0, 3).join('').length + 20);
+      expect(tokens.at(-1)!.end).toBe(repeated.length - 1);
+    } finally {
+      segment.mockRestore();
+    }
+    for (const { read, alone } of runWords(Array.from({ length: 200 }, (_, i) => SENTENCES[i % 3]!).join(''))) expect(read).toEqual(alone);
   });
 
   it('calls ICU a few times for a text of many runs, not once a run', () => {

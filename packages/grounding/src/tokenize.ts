@@ -1002,11 +1002,15 @@ const CJK_BATCH_CHARS = 200;
  * word ends as `cjkWords` gives them. Runs are cut several at a time, joined by line breaks (ICU always breaks
  * before and after one, and reads a run of Han or kana to its ends alone), Japanese and Chinese apart. A run with
  * `ESCAPE_FILLER` in it is left to `cjkWords`, as is any run `tokenize` reads otherwise than this scan does (one
- * glued to a number's suffix, "5s上海").
+ * glued to a number's suffix, "5s上海"). A run written again is cut once, its words copied to the other places: a fifth
+ * of the characters of 100 KB of Chinese prose are in runs written before ("的", "类型", "文件"), more in Japanese.
  */
 function cjkRunCuts(text: string, from: number): Map<number, { to: number; cuts: number[] }> {
   const ja: [number, number][] = [];
   const zh: [number, number][] = [];
+  /** Each run's first start; and the starts of runs written before, each with the start of its first time. */
+  const firsts = new Map<string, number>();
+  const repeats: number[] = [];
   const n = text.length;
   for (let i = from; i < n; ) {
     if (classAt(text, i) !== LETTER) {
@@ -1019,6 +1023,13 @@ function cjkRunCuts(text: string, from: number): Map<number, { to: number; cuts:
     if (i - start < 2) continue;
     const run = text.slice(start, i);
     if (!CJK_RE.test(run) || run.includes(FILLER) || cjkChatter(run)) continue;
+    // A run written before is cut as it was (a run is cut as alone): only its first time goes to ICU.
+    const first = firsts.get(run);
+    if (first !== undefined) {
+      repeats.push(start, first);
+      continue;
+    }
+    firsts.set(run, start);
     (KANA_RE.test(run) ? ja : zh).push([start, i]);
   }
   const out = new Map<number, { to: number; cuts: number[] }>();
@@ -1054,6 +1065,12 @@ function cjkRunCuts(text: string, from: number): Map<number, { to: number; cuts:
       out.set(runs[j]![0], { to: runs[j]![1], cuts });
       r = last + 1;
     }
+  }
+  for (let k = 0; k < repeats.length; k += 2) {
+    const start = repeats[k]!;
+    const first = out.get(repeats[k + 1]!)!;
+    const shift = start - repeats[k + 1]!;
+    out.set(start, { to: first.to + shift, cuts: first.cuts.map((c) => c + shift) });
   }
   return out;
 }

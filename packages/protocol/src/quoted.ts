@@ -10,5 +10,8 @@ const MAX_QUOTED_CHARS = 128;
  * `No response with id '${quoted(id)}'.` // a 1 MB id: its first 128 characters, then …
  */
 export function quoted(value: string): string {
-  return value.length > MAX_QUOTED_CHARS ? `${value.slice(0, MAX_QUOTED_CHARS)}…` : value;
+  if (value.length <= MAX_QUOTED_CHARS) return value;
+  // Not between the two halves of a surrogate pair (an emoji): a lone half is an escape strict JSON readers refuse.
+  const last = value.charCodeAt(MAX_QUOTED_CHARS - 1);
+  return `${value.slice(0, last >= 0xd800 && last <= 0xdbff ? MAX_QUOTED_CHARS - 1 : MAX_QUOTED_CHARS)}…`;
 }

@@ -333,12 +333,19 @@ describe('verifyMiddleware with dedupe', () => {
   }
 
   it('processes one of two concurrent deliveries with the same id; the other, still in flight, gets 409 with retry-after; once done, 200 and svc-duplicate: true', async () => {
+    // The first delivery is held until the second has been answered, so the second always finds it in flight
+    // (a fixed sleep let a loaded host finish the first before the second arrived).
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
     const { app, handled } = deduping(async (_req, res) => {
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await held;
       res.sendStatus(204);
     });
     const url = await listen(app);
-    const responses = await Promise.all([post(url, BODY, signed('whd_1')), post(url, BODY, signed('whd_1'))]);
+    const pending = [post(url, BODY, signed('whd_1')), post(url, BODY, signed('whd_1'))];
+    expect((await Promise.race(pending)).status).toBe(409);
+    release();
+    const responses = await Promise.all(pending);
     expect(responses.map((r) => r.status).sort()).toEqual([204, 409]);
     const inFlight = responses.find((r) => r.status === 409)!;
     expect(inFlight.headers.get('retry-after')).toBe('30');

@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Config } from '../config.js';
 import { EMBEDDED_KEY_FILE } from '../crypto/embedded-key.js';
-import { BackupError, backupSqlite } from '../storage/sqlite-backup.js';
 import { CommandError } from './command-error.js';
 
 export interface BackupIO {
@@ -16,15 +15,15 @@ export interface BackupIO {
  * (`backupSqlite`). On Postgres it says to use pg_dump.
  *
  * @example
- * program.addCommand(makeBackupCommand(io, () => loadConfig(process.env)));
+ * program.addCommand(makeBackupCommand(io, async () => loadConfig(process.env)));
  */
-export function makeBackupCommand(io: BackupIO, config: () => Config): Command {
+export function makeBackupCommand(io: BackupIO, config: () => Promise<Config>): Command {
   return new Command('backup')
     .description('copy the embedded SQLite database to PATH (a new file) while svc runs: consistent and compact; restore by starting svc on the copy')
     .argument('<path>', 'the backup file to write (must not exist)')
     .option('--json', 'print {"path","bytes","pending_deliveries","secret_key_file"} as JSON')
-    .action((path: string, opts: { json?: boolean }) => {
-      const cfg = config();
+    .action(async (path: string, opts: { json?: boolean }) => {
+      const cfg = await config();
       if (!cfg.databaseUrl.startsWith('sqlite:')) {
         throw new CommandError(
           'svc-server backup copies the embedded SQLite database; SVC_DATABASE_URL is Postgres: back it up with pg_dump (pg_dump -Fc "$SVC_DATABASE_URL" > svc.dump) or your provider\'s snapshots, and keep SVC_SECRET_KEY with them',
@@ -32,6 +31,8 @@ export function makeBackupCommand(io: BackupIO, config: () => Config): Command {
       }
       const file = cfg.databaseUrl.slice('sqlite:'.length);
       if (file === ':memory:') throw new CommandError('SVC_DATABASE_URL is sqlite::memory:: there is no file to back up');
+      // The SQLite driver is loaded by the command that uses it, not by every svc-server command.
+      const { BackupError, backupSqlite } = await import('../storage/sqlite-backup.js');
       let done;
       try {
         done = backupSqlite(file, path);

@@ -1,5 +1,4 @@
 import { createReadStream } from 'node:fs';
-import { Command } from 'commander';
 import { z } from 'zod';
 import {
   chooseThreshold,
@@ -162,58 +161,47 @@ const pct = (x: number) => `${Math.round(x * 100)} %`;
  * `svc-server grounding calibrate --data FILE.jsonl [--json]`: the threshold for the operator's own traffic.
  *
  * @example
- * program.addCommand(makeGroundingCommand(io));
+ * await calibrateCommand(io, { data: 'labelled.jsonl' });
  */
-export function makeGroundingCommand(io: CalibrateIO): Command {
-  const grounding = new Command('grounding').description('the grounding check (svc.grounded)');
-  grounding
-    .command('calibrate')
-    .description(
-      `pick SVC_GROUNDING_THRESHOLD from labelled answers of your own traffic: JSON Lines, one {"context": [source texts], "question": text or null, "answer": text, "hallucinated": true/false} per line, at least ${MIN_CALIBRATION_ROWS} rows of both labels`,
-    )
-    .requiredOption('--data <file>', 'labelled rows (JSON Lines)')
-    .option('--json', 'print the result as JSON')
-    .action(async (opts: { data: string; json?: boolean }) => {
-      // On stderr (with --json too: stdout is the result alone), for a file that takes minutes.
-      const scores = await scoreCalibrationFile(opts.data, (rows) => io.stderr(`${rows} rows scored…`));
-      let report: CalibrationReport;
-      try {
-        report = calibrate(scores);
-      } catch (err) {
-        if (err instanceof ThresholdError) throw new CommandError(`${opts.data}: ${err.message}`);
-        throw err;
-      }
-      const { best, atDefault } = report;
-      const setting = `SVC_GROUNDING_THRESHOLD=${best.threshold}`;
-      if (opts.json) {
-        const view = (m: ThresholdMetrics) => ({ threshold: m.threshold, balanced_accuracy: m.balancedAccuracy, f1: m.f1, flagged: m.flagged });
-        io.stdout(
-          JSON.stringify({
-            ...view(best),
-            same_rows_flagged_from: best.low,
-            same_rows_flagged_to: best.high,
-            rows: best.n,
-            unchecked_rows: report.unchecked,
-            default: view(atDefault),
-            setting,
-          }),
-        );
-      } else {
-        const skipped = report.unchecked ? `; ${report.unchecked} left out: no source text or no answer text to check` : '';
-        io.stdout(`${best.n} labelled rows (${report.hallucinated} hallucinated, ${best.n - report.hallucinated} grounded)${skipped}`);
-        io.stdout('');
-        io.stdout('            threshold  balanced accuracy  F1     flagged');
-        io.stdout(`best        ${best.threshold.toString().padEnd(9)}  ${f3(best.balancedAccuracy).padEnd(17)}  ${f3(best.f1)}  ${pct(best.flagged)}`);
-        io.stdout(`default     ${atDefault.threshold.toString().padEnd(9)}  ${f3(atDefault.balancedAccuracy).padEnd(17)}  ${f3(atDefault.f1)}  ${pct(atDefault.flagged)}`);
-        io.stdout('');
-        io.stdout(`Every threshold above ${best.low} and up to ${best.high} flags the same rows. Set it with:`);
-        io.stdout(setting);
-      }
-      if (best.balancedAccuracy <= 0.5) io.stderr('warning: no threshold separates these labels better than chance; keep the default or label more rows');
-      else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more rows pick it better (README, Grounding: Calibrating for your traffic)`);
-      if (best.threshold <= unsupportedTermScore()) {
-        io.stderr(`note: at ${best.threshold} a claim whose one fault is a number or a name that no source has can pass (at the default it never does: such claims score at most ${unsupportedTermScore()})`);
-      }
-    });
-  return grounding;
+export async function calibrateCommand(io: CalibrateIO, opts: { data: string; json?: boolean }): Promise<void> {
+  // On stderr (with --json too: stdout is the result alone), for a file that takes minutes.
+  const scores = await scoreCalibrationFile(opts.data, (rows) => io.stderr(`${rows} rows scored…`));
+  let report: CalibrationReport;
+  try {
+    report = calibrate(scores);
+  } catch (err) {
+    if (err instanceof ThresholdError) throw new CommandError(`${opts.data}: ${err.message}`);
+    throw err;
+  }
+  const { best, atDefault } = report;
+  const setting = `SVC_GROUNDING_THRESHOLD=${best.threshold}`;
+  if (opts.json) {
+    const view = (m: ThresholdMetrics) => ({ threshold: m.threshold, balanced_accuracy: m.balancedAccuracy, f1: m.f1, flagged: m.flagged });
+    io.stdout(
+      JSON.stringify({
+        ...view(best),
+        same_rows_flagged_from: best.low,
+        same_rows_flagged_to: best.high,
+        rows: best.n,
+        unchecked_rows: report.unchecked,
+        default: view(atDefault),
+        setting,
+      }),
+    );
+  } else {
+    const skipped = report.unchecked ? `; ${report.unchecked} left out: no source text or no answer text to check` : '';
+    io.stdout(`${best.n} labelled rows (${report.hallucinated} hallucinated, ${best.n - report.hallucinated} grounded)${skipped}`);
+    io.stdout('');
+    io.stdout('            threshold  balanced accuracy  F1     flagged');
+    io.stdout(`best        ${best.threshold.toString().padEnd(9)}  ${f3(best.balancedAccuracy).padEnd(17)}  ${f3(best.f1)}  ${pct(best.flagged)}`);
+    io.stdout(`default     ${atDefault.threshold.toString().padEnd(9)}  ${f3(atDefault.balancedAccuracy).padEnd(17)}  ${f3(atDefault.f1)}  ${pct(atDefault.flagged)}`);
+    io.stdout('');
+    io.stdout(`Every threshold above ${best.low} and up to ${best.high} flags the same rows. Set it with:`);
+    io.stdout(setting);
+  }
+  if (best.balancedAccuracy <= 0.5) io.stderr('warning: no threshold separates these labels better than chance; keep the default or label more rows');
+  else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more rows pick it better (README, Grounding: Calibrating for your traffic)`);
+  if (best.threshold <= unsupportedTermScore()) {
+    io.stderr(`note: at ${best.threshold} a claim whose one fault is a number or a name that no source has can pass (at the default it never does: such claims score at most ${unsupportedTermScore()})`);
+  }
 }

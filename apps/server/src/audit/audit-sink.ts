@@ -11,6 +11,11 @@ export interface CompletedRequest {
    * `backgroundDeliveryId`): a second record with the same id is no second delivery.
    */
   deliveryId?: string;
+  /**
+   * Left out of the Usage view by `record`, counted by `countUsage`: a background response's audit, which more than
+   * one may record (its runner, whoever ends its run once its runner did not), is counted by the one that ends the run.
+   */
+  usageOnEnd?: true;
   key: ApiKeyRecord;
   /** Epoch ms when the request arrived. */
   startedAt: number;
@@ -35,4 +40,6 @@ export interface CompletedRequest {
  */
 export interface AuditSink {
   record(request: CompletedRequest): Promise<void>;
+  /** Counts in the Usage view a request recorded with `usageOnEnd` (a sink that keeps no count has none). */
+  countUsage?(request: CompletedRequest): void;
 }

@@ -93,12 +93,20 @@ export function record(ctx: ChatContext, outcome: Outcome, finishedAt = ctx.deps
   const fields: Record<string, unknown> = { ...exchange.logFields, tokens: outcome.usage.total_tokens };
   if (ctx.upstreamStartedAt !== undefined) fields.upstream_latency_ms = (ctx.upstreamFinishedAt ?? deps.clock()) - ctx.upstreamStartedAt;
   exchange.logFields = fields;
-  return deps.audit.record({
-    requestId: exchange.requestId,
+  return deps.audit.record(completedRequest(ctx, outcome, finishedAt));
+}
+
+/**
+ * What `record` records of a finished request. One with a delivery id of its own (a background response's) is left
+ * out of the Usage view (`usageOnEnd`): whoever ends its run counts it, once.
+ */
+export function completedRequest(ctx: ChatContext, outcome: Outcome, finishedAt: number): CompletedRequest {
+  return {
+    requestId: ctx.exchange.requestId,
     ...(ctx.responseId !== undefined && { responseId: ctx.responseId }),
-    ...(ctx.deliveryId !== undefined && { deliveryId: ctx.deliveryId }),
+    ...(ctx.deliveryId !== undefined && { deliveryId: ctx.deliveryId, usageOnEnd: true }),
     key: ctx.key,
-    startedAt: exchange.startedAt,
+    startedAt: ctx.exchange.startedAt,
     finishedAt,
     statusCode: outcome.statusCode,
     streaming: outcome.streaming,
@@ -107,7 +115,7 @@ export function record(ctx: ChatContext, outcome: Outcome, finishedAt = ctx.deps
     ...(outcome.refusal !== undefined && { refusal: outcome.refusal }),
     svc: outcome.svc,
     usage: outcome.usage,
-  });
+  };
 }
 
 /** `record` for a request that failed: the client gets its error whether or not the record could be written. */

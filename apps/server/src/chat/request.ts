@@ -32,6 +32,59 @@ export function formatParam(path: ReadonlyArray<PropertyKey>): string {
 /** Unknown keys an error names, at most; the rest are counted. */
 const MAX_NAMED_KEYS = 5;
 
+/** A value from the request as JSON, as an error message quotes it (`quoted`): a 1 MB role is not echoed whole. */
+function quotedValue(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(quoted(value)) : quoted(jsonHead(value, QUOTED_JSON_CHARS));
+}
+
+/** More than `quoted` keeps, so that it still marks the cut with `…`. */
+const QUOTED_JSON_CHARS = 256;
+
+/**
+ * The start of `value` as JSON, at least `max` characters of it where it is longer: what JSON.stringify gives,
+ * without serialising a 10 MB array or object whole (or overflowing the stack on one nested a million deep)
+ * to quote its first characters.
+ *
+ * @example
+ * jsonHead({ a: [1, 2] }, 256) === '{"a":[1,2]}';
+ */
+export function jsonHead(value: unknown, max: number): string {
+  let out = '';
+  const visit = (v: unknown): void => {
+    if (out.length > max) return;
+    if (typeof v === 'string') out += JSON.stringify(head(v, max));
+    else if (v === null || typeof v !== 'object') out += JSON.stringify(v) ?? 'null';
+    else if (Array.isArray(v)) {
+      out += '[';
+      for (let i = 0; i < v.length && out.length <= max; i++) {
+        if (i > 0) out += ',';
+        visit(v[i]);
+      }
+      out += ']';
+    } else {
+      out += '{';
+      let first = true;
+      for (const key in v) {
+        if (out.length > max) break;
+        if (!Object.hasOwn(v, key)) continue;
+        out += `${first ? '' : ','}${JSON.stringify(head(key, max))}:`;
+        first = false;
+        visit((v as Record<string, unknown>)[key]);
+      }
+      out += '}';
+    }
+  };
+  visit(value);
+  return out;
+}
+
+/** The first `max` characters of `text`, and the other half of a surrogate pair cut there (a lone half is escaped). */
+function head(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max + 1 : max);
+}
+
 /** `'a', 'b' and 3 more`: the first keys, each quoted cut. */
 function keyList(keys: readonly string[]): string {
   const named = keys.slice(0, MAX_NAMED_KEYS).map((k) => `'${quoted(k)}'`).join(', ');
@@ -97,7 +150,7 @@ function issueToError(issue: z.core.$ZodIssue, body: unknown): ApiError {
     if (role === undefined) return new ApiError('missing_required_parameter', `Missing required parameter: '${param}.role'.`, { param: `${param}.role` });
     return new ApiError(
       'invalid_value',
-      `Invalid value for '${param}.role': ${JSON.stringify(role)}. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.`,
+      `Invalid value for '${param}.role': ${quotedValue(role)}. Supported values are: 'system', 'developer', 'user', 'assistant', 'tool' and 'function'.`,
       { param: `${param}.role` },
     );
   }
@@ -136,7 +189,7 @@ function typedObjectProblem(issue: z.core.$ZodIssueInvalidUnion, value: object, 
   const supported = new Set(branches.flatMap((branch) => branch.flatMap((i) => (onType(i) && i.code === 'invalid_value' ? i.values : []))));
   if (fits.length === 0 && type !== undefined && supported.size > 0) {
     const names = [...supported].map((v) => `'${String(v)}'`).join(', ');
-    return new ApiError('invalid_value', `Invalid value for '${param}.type': ${JSON.stringify(type)}. Supported values are: ${names}.`, { param: `${param}.type` });
+    return new ApiError('invalid_value', `Invalid value for '${param}.type': ${quotedValue(type)}. Supported values are: ${names}.`, { param: `${param}.type` });
   }
   return new ApiError('invalid_value', `Invalid value for '${param || 'body'}': ${issue.message}.`, { param: param || null });
 }

@@ -24,12 +24,18 @@ export interface StreamOutput {
   serviceTier(tier: string): void;
   choices(choices: RelayedChoices, systemFingerprint: string | null | undefined, svc: SvcResult | undefined): Promise<void> | undefined;
   usage(usage: Usage, systemFingerprint: string | null | undefined): Promise<void> | undefined;
-  /** After the audit: the stream's last words. */
-  end(): Promise<void> | undefined;
+  /** After the audit: the stream's last words. `outcome`: what the audit says (`recordsAudit`). */
+  end(outcome: Outcome): Promise<void> | undefined;
   /** The stream broke after it started; `usage` is what was generated until then. */
-  fail(error: ApiError, usage: Usage): Promise<void> | undefined;
+  fail(error: ApiError, usage: Usage, outcome: Outcome): Promise<void> | undefined;
   /** The client left before the end: nothing more is written; `usage` is what was generated so far. */
-  abandoned?(usage: Usage): Promise<void> | undefined;
+  abandoned?(usage: Usage, outcome: Outcome): Promise<void> | undefined;
+  /**
+   * The output stores the stream's end with its audit and records that audit itself (a background response: its
+   * end and the audit to record are one write, so that a runner killed between them leaves no end audited otherwise
+   * than it was stored): the relay records none, and hands `end`, `fail` and `abandoned` the outcome to record.
+   */
+  recordsAudit?: true;
 }
 
 /** Chat completion chunks under our id and model; usage as a `choices: []` chunk only when the client asked. */
@@ -246,9 +252,10 @@ export async function relayStream(
     }
     usage ??= await countUsage(request.messages, generated());
     await out.usage(usage, lastFingerprint);
-    await record(ctx, outcome(statusFor(ctx, 200), usage));
+    const told = outcome(statusFor(ctx, 200), usage);
+    if (!out.recordsAudit) await record(ctx, told);
     recorded = true;
-    await out.end();
+    await out.end(told);
   } catch (err) {
     // Whatever failed (upstream, counting, the audit of a finished stream), the delivery is recorded and the
     // client gets an error frame: nothing in this path may throw past them.
@@ -263,13 +270,13 @@ export async function relayStream(
     usage ??= await countUsage(request.messages, generated()).catch(() => NO_USAGE);
     // One request, one delivery: what failed after its delivery was recorded (the Responses API storing the
     // response, in `out.end`) recorded a second one, under another delivery id and another status.
-    // Recorded before the end is stored, as a finished stream's is: a background response's run ends with its end
-    // stored, and a process that died between the two would have left it ended, never audited. (The client gets
-    // nothing before `sse.end`.)
-    if (!recorded) await recordFailure(ctx, outcome(statusCode, usage));
-    if (!clientGone) await out.fail(error, usage);
+    // Recorded before the end is stored, as a finished stream's is (the client gets nothing before `sse.end`); an
+    // output that stores its end with its audit (`recordsAudit`, a background response) records it there instead.
+    const failed = outcome(statusCode, usage);
+    if (!recorded && !out.recordsAudit) await recordFailure(ctx, failed);
+    if (!clientGone) await out.fail(error, usage, failed);
     // What was generated before the client left is kept as the output keeps it (a stored response), and audited.
-    if (clientGone) await Promise.resolve(out.abandoned?.(usage)).catch(() => undefined);
+    if (clientGone) await Promise.resolve(out.abandoned?.(usage, failed)).catch(() => undefined);
   } finally {
     sse.end();
   }

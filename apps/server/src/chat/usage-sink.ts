@@ -11,6 +11,8 @@ import { DAY_MS, utcDay } from '../time.js';
  */
 export class UsageSink implements AuditSink {
   private pending = new Map<string, UsageIncrement>();
+  /** The counters of the write under way (back in `pending` should it fail). */
+  private batch: UsageIncrement[] = [];
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -27,6 +29,10 @@ export class UsageSink implements AuditSink {
   private day = { start: 0, end: 0, label: '' };
 
   async record(request: CompletedRequest): Promise<void> {
+    if (!request.usageOnEnd) this.countUsage(request);
+  }
+
+  countUsage(request: CompletedRequest): void {
     const day = this.dayOf(request.finishedAt);
     const id = `${request.key.id}|${day}`;
     const latency = new Array<number>(LATENCY_COLUMNS.length).fill(0);
@@ -75,6 +81,7 @@ export class UsageSink implements AuditSink {
 
   private async write(): Promise<void> {
     const batch = [...this.pending.values()];
+    this.batch = batch;
     this.pending = new Map();
     try {
       await this.usage.add(batch);
@@ -86,7 +93,16 @@ export class UsageSink implements AuditSink {
         if (cur) addInto(cur, inc);
         else this.pending.set(id, inc);
       }
+    } finally {
+      this.batch = [];
     }
+  }
+
+  /** Requests counted and not written yet (the write under way included): what a stop that cannot wait for the database leaves uncounted. */
+  get unwrittenRequests(): number {
+    let requests = 0;
+    for (const inc of [...this.pending.values(), ...this.batch]) requests += inc.requests;
+    return requests;
   }
 
   async close(): Promise<void> {
@@ -113,6 +129,9 @@ export function combineSinks(...sinks: AuditSink[]): AuditSink {
   return {
     record(request) {
       return Promise.all(sinks.map((sink) => sink.record(request))).then(() => undefined);
+    },
+    countUsage(request) {
+      for (const sink of sinks) sink.countUsage?.(request);
     },
   };
 }

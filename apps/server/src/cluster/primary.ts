@@ -14,6 +14,7 @@ import { answerClusterRateLimits } from '../rate-limit/cluster-rate-limiter.js';
 import { DEAD_PROCESS, endOrphans, PREVIOUS_RUN, type OrphanDeps } from '../responses/background.js';
 import { NO_WORKER, OutboxSink } from '../webhooks/outbox.js';
 import { combineSinks, UsageSink } from '../chat/usage-sink.js';
+import { restDeadline, stepsBy } from '../stop-steps.js';
 import { isSvcMessage, type PrimaryMessage, type WorkerMessage } from './messages.js';
 
 /** The signals an operator stops svc with (also sent to the whole process group). */
@@ -81,8 +82,15 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
     clock: Date.now,
     logger,
   };
-  /** The ends of dead processes' background responses under way: the close waits for them before its last count. */
-  const ending = new Set<Promise<unknown>>();
+  /**
+   * What is under way for dead processes — their webhook leases released, their background responses ended: the close
+   * waits for it, within the last part of the stop (see `close`), before its last count and the store's close.
+   */
+  const cleanups = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
+    const tracked: Promise<unknown> = work.finally(() => cleanups.delete(tracked));
+    cleanups.add(tracked);
+  };
   try {
     // Said here once for every worker (each checks the key itself).
     await logPreviousKeyNote(new SecretBox(resolveSecretKey(config.secretKey, store.handle.dataDir), config.previousSecretKeys), store.keys, logger);
@@ -203,11 +211,9 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
         )
       : Promise.resolve();
     // Its background responses will not finish: ended now rather than when their leases lapse.
+    track(released);
     if (leasedBy) {
-      const ended = endOrphans(orphanDeps, { owner: leasedBy }, DEAD_PROCESS)
-        .catch((err: unknown) => logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse'))
-        .finally(() => ending.delete(ended));
-      ending.add(ended);
+      track(endOrphans(orphanDeps, { owner: leasedBy }, DEAD_PROCESS).catch((err: unknown) => logger.error({ err }, 'could not end the dead process’s background responses; they end when their leases lapse')));
     }
     // The release comes first: the replacement claims what is due as it starts.
     void released.then(() => {
@@ -233,13 +239,31 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      const stopAt = Date.now();
       stopping = true;
       for (const slot of slots) clearTimeout(slot.restartTimer);
       const ends = await Promise.all(slots.map((slot) => (slot.worker ? stopWorker(slot.worker) : undefined)));
       cluster.off('message', onMessage);
-      await Promise.all(ending);
-      await usage.close();
-      await store.close();
+      // This process's own last part, after its workers: they drained for up to SVC_SHUTDOWN_TIMEOUT_MS (a stream held
+      // to its end) and then recorded and closed what they had. Its bound counts from when they stopped: counted from
+      // the stop's start, it was spent by then, and these steps of milliseconds were left undone. When the workers took
+      // longer than the drain's bound, it counts from that bound: the whole stop still ends within twice
+      // SVC_SHUTDOWN_TIMEOUT_MS (or it plus 10 s, when longer), as one process's does.
+      // A database that answers slowly or not at all would hold each of these (and the exit) as long as it does not;
+      // what is left is taken up by others: leases lapse, and the next start or another instance ends the responses.
+      await stepsBy(
+        [
+          {
+            name: 'dead processes’ cleanup',
+            run: () => Promise.allSettled([...cleanups]),
+            left: () => ({ unfinished_cleanups: cleanups.size, cleanups_left_to: 'their leases lapse (webhook deliveries, background responses) and they are taken up then' }),
+          },
+          { name: 'usage counters', run: () => usage.close(), left: () => ({ uncounted_requests: usage.unwrittenRequests }) },
+          { name: 'database close', run: () => store.close() },
+        ],
+        restDeadline(Math.min(Date.now(), stopAt + config.shutdownTimeoutMs), config.shutdownTimeoutMs),
+        logger,
+      );
       // A signal sent to the whole group reaches this process as it reaches the workers, but a worker's death may be
       // seen first: before calling one killed by a stop signal unclean, this process's own handler gets a moment.
       if (!signalled && stopWanted && ends.some((end) => end !== undefined && STOP_SIGNALS.has(end))) {

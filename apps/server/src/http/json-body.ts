@@ -4,7 +4,7 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Transform } from 'node:stream';
 import { MAX_BODY_BYTES } from '../config.js';
-import { jsonShapeProblem, JsonShapeScan, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, type JsonShapeProblem } from '../json-depth.js';
+import { jsonShapeProblem, JsonShapeScan, MAX_JSON_DEPTH, MAX_JSON_ITEMS, MAX_JSON_MEMBERS, type JsonShapeProblem } from '../json-depth.js';
 import { parseJsonInTurns, PART_BYTES, scanInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
 import { ApiError, quoted } from './errors.js';
@@ -233,7 +233,7 @@ function inLargeBodyTurns<T>(parse: () => Promise<T>): Promise<T> {
 
 /** `parseJson` in `turn`'s turns: the shape check a slice at a time, then the containers of 32 KB or more a part at a time. */
 async function parseLargeJson(buffer: Buffer, turn: () => boolean): Promise<unknown> {
-  const scan = new JsonShapeScan(buffer, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, PART_BYTES);
+  const scan = new JsonShapeScan(buffer, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, PART_BYTES, MAX_JSON_ITEMS);
   const problem = await scanInTurns(scan, turn);
   if (problem) throw shapeError(problem);
   const start = bomLength(buffer);
@@ -249,7 +249,7 @@ async function parseLargeJson(buffer: Buffer, turn: () => boolean): Promise<unkn
 /** `{}` for an empty body (as body-parser); a UTF-8 byte-order mark is skipped (as its decoder does). */
 function parseJson(buffer: Buffer): unknown {
   if (buffer.length === 0) return {};
-  const problem = jsonShapeProblem(buffer);
+  const problem = jsonShapeProblem(buffer, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, MAX_JSON_ITEMS);
   if (problem) throw shapeError(problem);
   const start = bomLength(buffer);
   // Invalid bytes would otherwise become U+FFFD silently: the text a model and an audit record see would not
@@ -273,6 +273,9 @@ function shapeError(problem: JsonShapeProblem): ApiError {
   // The field is the client's own name for it, which may be megabytes long.
   const field = problem.field === undefined ? undefined : quoted(problem.field);
   const where = field === undefined ? '' : ` (in '${field}')`;
+  if (problem.kind === 'items') {
+    return new ApiError('invalid_request', `The request body has an array with more than ${MAX_JSON_ITEMS.toLocaleString('en-US')} items${where}.`, { param: field ?? null });
+  }
   return new ApiError('invalid_request', `The request body has an object with more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys${where}.`, {
     param: field ?? null,
   });

@@ -3,7 +3,7 @@ import { ApiError } from './errors.js';
 import { storageFault } from '../storage/storage-fault.js';
 
 /** The wait a 503 `database_unavailable` asks for: /readyz probes every few seconds, an operator acts in minutes. */
-const DATABASE_RETRY_AFTER_S = 5;
+export const DATABASE_RETRY_AFTER_S = 5;
 
 /** What `express.json()` (body-parser, raw-body) puts on the errors it throws. */
 interface BodyParserError extends Error {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { ResponseObject } from '@svc/protocol';
-import type { ResponsesStore, RunningLease } from '../storage/responses-store.js';
+import type { Orphan, ResponsesStore, RunningLease } from '../storage/responses-store.js';
 import { Cancellation } from '../upstream/upstream.js';
-import { recordOrphanAudit, type OrphanAuditDeps } from './background-audit.js';
+import { hasStoredEnd, readStoredResponse, rebuiltStoredEnd, recordOrphanAudit, recordStoredEnd, runWithEnd, standInResponse, type OrphanAuditDeps } from './background-audit.js';
 
 /**
  * How long a process vouches for the background responses it runs, pushed forward every quarter of it. Past it
@@ -142,6 +142,36 @@ export class BackgroundResponses {
   }
 
   /**
+   * Ends the run of `id` when its end is stored with its audit still to record (`recordStoredEnd`), as whoever finds
+   * it nobody's does: for a cancel or a DELETE that finds nothing left to stop, which would otherwise wait for a runner
+   * that may be gone. Whether this call ended it.
+   */
+  async endStored(keyId: string, id: string): Promise<boolean> {
+    const { store } = this.#options;
+    const run = await runWithEnd(store, keyId, id);
+    if (!hasStoredEnd(run)) return false;
+    return recordStoredEnd(this.#orphanDeps(), keyId, id, run, { owner: `ender-${randomUUID()}`, until: this.#options.clock() + this.#leaseMs });
+  }
+
+  /**
+   * Ends, `cancelled`, the run of `id` that still goes when its response is to be deleted (its owner did not stop it
+   * within the DELETE's wait: slow to look, or paused), as whoever finds a run nobody's ends it: taken over, audited
+   * (409: its client's later request ended it) and counted in the Usage view here, once. Its owner then finds its run
+   * no longer its own and counts nothing: were the row deleted with the run going, nobody could tell afterwards
+   * whether that run had been ended and counted (by whoever found its lease lapsed) or not. Whether none is left going.
+   */
+  async endBeforeDelete(keyId: string, id: string): Promise<boolean> {
+    const ender = `ender-${randomUUID()}`;
+    // A take-over fails only when the run changed since it was read (its lease renewed, its end stored): read again.
+    for (let tries = 0; tries < 3; tries++) {
+      const [run] = await this.#options.store.orphans({ keyId, id }, 1);
+      if (!run) return true;
+      await endOrphan(this.#orphanDeps(), run, ender, (running) => ({ ...running, status: 'cancelled' }));
+    }
+    return (await this.#options.store.runOf(keyId, id)) === undefined;
+  }
+
+  /**
    * The graceful stop: no more looks; the runs still going after `graceMs` are cut (each stored `failed`, saying the
    * server stopped) and waited for.
    */
@@ -217,7 +247,7 @@ export interface OrphanDeps extends OrphanAuditDeps {
  * await endOrphans({ responses: store.responses, audit, keys: store.keys, clock: Date.now, logger }, { owner: deadWorkerId }, DEAD_PROCESS);
  */
 export async function endOrphans(deps: OrphanDeps, which: Parameters<ResponsesStore['orphans']>[0], message: string): Promise<number> {
-  const { responses: store, clock, logger } = deps;
+  const { responses: store, logger } = deps;
   const ender = `ender-${randomUUID()}`;
   let ended = 0;
   let audited = 0;
@@ -226,20 +256,9 @@ export async function endOrphans(deps: OrphanDeps, which: Parameters<ResponsesSt
     let endedNow = 0;
     let auditedNow = 0;
     for (const orphan of orphans) {
-      const running = JSON.parse(orphan.json) as ResponseObject;
-      const until = clock() + (deps.leaseMs ?? BACKGROUND_LEASE_MS);
-      if (!(await store.takeOver(orphan.keyId, running.id, orphan, ender, until))) continue;
-      if (orphan.auditUnreadable) logger.error({ response_id: running.id }, 'background response: its stored audit is not JSON; it is ended and audited with what its response says');
-      if (orphan.audit?.outcome) {
-        // Its final state is stored; its runner stopped before ending the run, perhaps before recording its audit.
-        await recordOrphanAudit(deps, orphan.keyId, running, orphan.audit);
-        if (await store.auditRecorded(orphan.keyId, running.id, ender)) auditedNow += 1;
-        continue;
-      }
-      const failed: ResponseObject = { ...running, status: 'failed', error: { code: 'server_error', message } };
-      // Audited before its end is written: an ender that stops between the two leaves it to be found again, audited.
-      await recordOrphanAudit(deps, orphan.keyId, failed, orphan.audit);
-      if ((await store.settle(orphan.keyId, failed, { owner: ender, until })) !== undefined) endedNow += 1;
+      const outcome = await endOrphan(deps, orphan, ender, (running) => ({ ...running, status: 'failed', error: { code: 'server_error', message } }));
+      if (outcome === 'ended') endedNow += 1;
+      else if (outcome === 'audited') auditedNow += 1;
     }
     ended += endedNow;
     audited += auditedNow;
@@ -249,4 +268,39 @@ export async function endOrphans(deps: OrphanDeps, which: Parameters<ResponsesSt
   if (ended > 0) logger.warn({ ended }, `background responses ended as failed: ${message}`);
   if (audited > 0) logger.warn({ audited }, 'background responses whose runner stopped after storing their end: their audit is recorded now (once)');
   return ended;
+}
+
+/**
+ * Ends one background response that no process runs (`ResponsesStore.orphans`) as `endOrphans` ends each, taken over
+ * by `ender`: one whose end is stored keeps it, its audit recorded (`recordStoredEnd`); another is stored as `ending`
+ * makes it of its running state, and audited and counted so. `ended` when this call ended it, `audited` when it
+ * recorded a stored end's audit, undefined when another took it first.
+ */
+async function endOrphan(deps: OrphanDeps, orphan: Orphan, ender: string, ending: (running: ResponseObject) => ResponseObject): Promise<'ended' | 'audited' | undefined> {
+  const { responses: store, clock, logger } = deps;
+  const until = clock() + (deps.leaseMs ?? BACKGROUND_LEASE_MS);
+  // An audit that cannot be read beside an ended response is that end's: the end is kept, and audited with what it says.
+  const stored = orphan.auditUnreadable ? rebuiltStoredEnd(orphan, await readStoredResponse(orphan.json, orphan.id)) : hasStoredEnd(orphan) ? orphan : undefined;
+  if (orphan.auditUnreadable) {
+    logger.error(
+      { response_id: orphan.id },
+      stored
+        ? 'background response: its stored audit is not JSON; its stored end is kept and audited with what it says'
+        : 'background response: its stored audit is not JSON; it is ended and audited with what its response says',
+    );
+  }
+  if (stored) {
+    // Its final state is stored; its runner stopped before ending the run, perhaps before recording its audit.
+    return (await recordStoredEnd(deps, orphan.keyId, orphan.id, stored, { owner: ender, until }, orphan)) ? 'audited' : undefined;
+  }
+  if (!(await store.takeOver(orphan.keyId, orphan.id, orphan, ender, until))) return undefined;
+  const read = await readStoredResponse(orphan.json, orphan.id);
+  if (!read) logger.error({ response_id: orphan.id }, 'background response: its stored response cannot be read back (a write of its end stopped midway); it is ended and audited with what is left of it');
+  const ended = ending(read ?? standInResponse(orphan.id, orphan.createdAt, orphan.previousResponseId));
+  // Audited before its end is written: an ender that stops between the two leaves it to be found again, audited.
+  const request = await recordOrphanAudit(deps, orphan.keyId, ended, orphan.audit);
+  if ((await store.settle(orphan.keyId, ended, { owner: ender, until })) === undefined) return undefined;
+  // Counted by the one that ended it: an ender that stopped before would have recorded it, uncounted.
+  if (request) deps.audit.countUsage?.(request);
+  return 'ended';
 }

@@ -18,7 +18,7 @@ import { JSON_BODY_LIMIT, readJsonBody } from '../http/json-body.js';
 import { toApiError } from '../http/to-api-error.js';
 import type { KeyedRoute } from '../pipeline/pipeline.js';
 import { ConversationTooLongError, MAX_CONVERSATION_CHARS, type Conversation, type ResponsesStore, type StoredItem } from '../storage/responses-store.js';
-import { chatContext, NO_USAGE, record, recordFailure, statusFor, type ChatContext, type ChatDeps, type Outcome } from '../chat/chat-context.js';
+import { chatContext, completedRequest, NO_USAGE, record, recordFailure, statusFor, type ChatContext, type ChatDeps, type Outcome } from '../chat/chat-context.js';
 import { complete, completionOutcome, recordCompletion, sendSerialised } from '../chat/completion.js';
 import type { SseWriter } from '../chat/sse-writer.js';
 import { parseRequestBodyInTurns, requireSvcModel, toUpstreamBody, type ListedRequest } from '../chat/request.js';
@@ -165,8 +165,6 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   ctx.responseId = base.id;
   // One audit whoever records it: this process at its end, or whoever ends it should nobody run it any more.
   ctx.deliveryId = backgroundDeliveryId(base.id, exchange.startedAt);
-  /** Writes the final state over the running one; undefined when another instance already ended it (lease lapsed). */
-  const settle = (response: ResponseObject) => deps.responses.settle(key.id, response, deps.background.lease());
   // Its own cancellation, which a cancel and the server's stop fire, not the client's leaving: the client that created
   // it may leave at once (or close its stream), and the work goes on.
   const abort = new Cancellation();
@@ -184,11 +182,17 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
     const { messages: _messages, streaming: _streaming, ...told } = outcome;
     const lease = deps.background.lease();
     const stored = await deps.responses.settle(key.id, response, lease, turn, { ...audit, outcome: { ...told, finishedAt } });
+    // Its run ended by another (whoever found its lease lapsed, a DELETE it did not stop in time): that one records the
+    // audit and counts it. Recorded here too, this audit could win the race for the response's one delivery id, and the
+    // webhook would say 200 where the stored response and the Usage view say otherwise.
+    if (stored === undefined) return;
     try {
       await record(work, outcome, finishedAt);
-      if (stored !== undefined) await deps.responses.auditRecorded(key.id, base.id, lease.owner);
+      if (await deps.responses.auditRecorded(key.id, base.id, lease.owner)) deps.audit.countUsage?.(completedRequest(work, outcome, finishedAt));
     } catch (err) {
-      deps.logger.error({ err, response_id: base.id }, 'could not record the audit of a background response; whoever ends its run once its lease lapses records it');
+      deps.logger.error({ err, response_id: base.id }, 'could not record the audit of a background response; it is tried once more, else whoever ends its run once its lease lapses records it');
+      // Once more at once, as whoever finds its end stored would (once, should the first record have committed).
+      await deps.background.endStored(key.id, base.id).catch(() => false);
     }
   };
   /** The audit of a run that ended without an answer. */
@@ -200,6 +204,13 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
     svc: null,
     usage: NO_USAGE,
   });
+  /** `end` for a run's last word (failed, cancelled, abandoned): one whose end could not be stored is audited all the same. */
+  const endLast = (response: ResponseObject, outcome: Outcome): Promise<void> =>
+    end(response, outcome).catch(async (storeErr: unknown) => {
+      deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses');
+      // Under the response's one delivery id, as whoever ends it failed will.
+      await recordFailure(work, outcome);
+    });
   if (upstream.streaming) {
     // The events go to this request as they come, to nobody once its client left (they are not kept).
     let refused: unknown;
@@ -218,13 +229,14 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
           // the caller answers the error. Only here: once the relay wrote its first event, it ends the stream itself.
           refused = err;
           const error = toApiError(err);
-          await end(endedResponse(base, abort, error), failure(error, true)).then(
-            () => (ctx.audited = true),
-            (storeErr: unknown) => deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses'),
-          );
+          // The refusal is this POST's answer: audited with the status its client gets, 499 once it left (as any
+          // stream's client that left before its answer), unless the run was cancelled or stopped first.
+          const outcome = { ...failure(error, true), statusCode: statusFor(abort.aborted ? work : ctx, error.status) };
+          await endLast(endedResponse(base, abort, error), outcome);
+          ctx.audited = true;
           return;
         }
-        await relayStream(work, chat, chunks, (sse) => responseEvents(deps, base, sse, settle, instructions, abort));
+        await relayStream(work, chat, chunks, (sse) => responseEvents(deps, base, sse, end, instructions, { abort, storeLast: endLast }));
       } finally {
         release();
       }
@@ -233,14 +245,9 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
     return;
   }
   /** The run ended without an answer (or with one that could not be stored): stored so, and audited so. */
-  const endFailed = async (err: unknown) => {
+  const endFailed = (err: unknown) => {
     const error = toApiError(err);
-    const outcome = failure(error, false);
-    await end(endedResponse(base, abort, error), outcome).catch(async (storeErr: unknown) => {
-      deps.logger.error({ err: storeErr, response_id: base.id }, 'could not store the end of a background response; it ends failed when its lease lapses');
-      // Audited all the same, under the response's one delivery id, as whoever ends it failed will.
-      await recordFailure(work, outcome);
-    });
+    return endLast(endedResponse(base, abort, error), failure(error, false));
   };
   deps.background.run(base.id, abort, async () => {
     try {
@@ -396,6 +403,12 @@ function withId(item: ResponseInputItem): ResponseInputItem {
   return { ...item, type: 'message', id: item.id ?? newId('msg'), content } as ResponseInputItem;
 }
 
+/** A background response's stream: the cancellation its run listens to, and how its last word (failed, cancelled, abandoned) is stored. */
+interface BackgroundStream {
+  abort: Cancellation;
+  storeLast: (response: ResponseObject, outcome: Outcome) => Promise<unknown>;
+}
+
 /**
  * The relay's output as Responses API events; the response is stored before `response.completed` (or
  * `response.failed`) is sent.
@@ -404,38 +417,42 @@ function responseEvents(
   deps: ResponsesDeps,
   base: ResponseBase,
   sse: SseWriter,
-  store: (response: ResponseObject) => Promise<unknown>,
+  store: (response: ResponseObject, outcome: Outcome) => Promise<unknown>,
   instructions: EscapedString | undefined,
-  abort?: Cancellation,
+  background?: BackgroundStream,
 ): StreamOutput {
   const events = new ResponseEvents(pendingResponse(base), newId, () => Math.floor(deps.clock() / 1000), instructions);
+  const abort = background?.abort;
+  const storeLast = background?.storeLast ?? store;
   sse.writeEvents(events.start());
   return {
+    // A background response's end is stored with its audit, which `store` records.
+    ...(background && { recordsAudit: true as const }),
     serviceTier: () => {},
     choices: (choices, _fingerprint, svc) => sse.writeEvents(events.chunk({ choices, ...(svc && { svc }) })),
     usage: (usage) => sse.writeEvents(events.chunk({ choices: [], usage })),
-    end: async () => {
+    end: async (outcome) => {
       const finished = events.finish();
-      await store(events.result);
+      await store(events.result, outcome);
       return sse.writeEvents(finished);
     },
     // As OpenAI keeps a response that failed: stored (unless `store: false`) with `status: "failed"` and its
     // error, before `response.failed` is sent, so the id the client holds reads back. A store that fails
     // here does not hide the stream's own error.
-    fail: async (error, usage) => {
+    fail: async (error, usage, outcome) => {
       const failed = events.fail({ code: error.wireCode ?? error.code, message: error.message }, usage);
-      await store(events.result).catch(() => undefined);
+      await storeLast(events.result, outcome).catch(() => undefined);
       return sse.writeEvents(failed);
     },
     // A client that leaves mid-stream already holds the response's id (`response.created`): what was
     // generated is stored as an `incomplete` response, so that id reads back rather than 404.
     // A background stream cancelled (from any instance) or cut by the server's stop ends so, not as a client leaving.
-    abandoned: async (usage) => {
+    abandoned: async (usage, outcome) => {
       const abandoned = events.abandon(usage);
       const stopped = stoppedError(abort?.reason);
-      if (abandoned.status === 'incomplete' && abort?.reason instanceof CancelRequested) await store({ ...abandoned, status: 'cancelled', incomplete_details: null });
-      else if (abandoned.status === 'incomplete' && stopped) await store({ ...abandoned, status: 'failed', error: stopped, incomplete_details: null });
-      else await store(abandoned);
+      if (abandoned.status === 'incomplete' && abort?.reason instanceof CancelRequested) await storeLast({ ...abandoned, status: 'cancelled', incomplete_details: null }, outcome);
+      else if (abandoned.status === 'incomplete' && stopped) await storeLast({ ...abandoned, status: 'failed', error: stopped, incomplete_details: null }, outcome);
+      else await storeLast(abandoned, outcome);
     },
   };
 }

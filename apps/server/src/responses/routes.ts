@@ -1,9 +1,10 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import express, { type Router } from 'express';
-import { singleQueryParam, type ResponseInputItem, type ResponseObject } from '@svc/protocol';
+import { singleQueryParam, type ResponseInputItem } from '@svc/protocol';
 import { ApiError, quoted } from '../http/errors.js';
+import { DATABASE_RETRY_AFTER_S } from '../http/to-api-error.js';
 import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
-import { recordOrphanAudit } from './background-audit.js';
+import { hasStoredEnd, runWithEnd } from './background-audit.js';
 import { createResponse, type ResponsesDeps, type StreamingResponses } from './create.js';
 
 const MAX_LIST_LIMIT = 100;
@@ -40,23 +41,27 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     res.type('json').send(json);
   });
   // A background response still running is stopped first (as a cancel stops it): its upstream call is not left to
-  // run for a response nobody can read any more. One whose owner has not stopped it within the wait is deleted all the
-  // same: the owner stops a run whose row is gone at its next look (BackgroundResponses).
+  // run for a response nobody can read any more. One whose owner has not stopped it within the wait is ended here
+  // (`endBeforeDelete`: cancelled, audited and counted once) and deleted: the owner stops a run that is no longer its
+  // own at its next look (BackgroundResponses), and counts nothing.
   router.delete('/:id', async (req, res) => {
     const keyId = apiKeyOf(res).id;
-    const state = await deps.responses.state(keyId, req.params.id);
-    if (state?.running) {
+    // A run whose end is stored with its audit still to record is found by nobody once its row is gone: `stopRun`
+    // records that audit first, under the response's one delivery id (once, should its runner or a finder record it too).
+    if (await deps.responses.runOf(keyId, req.params.id)) {
       await stopRun(deps, keyId, req.params.id);
-      // A run whose end is stored with its audit still to record (its runner died or failed to record it) is found by
-      // nobody once its row is gone: that audit is recorded first, under the response's one delivery id (once, should
-      // its runner or a finder record it too).
-      const pending = await deps.responses.pendingAudit(keyId, req.params.id);
-      if (pending) {
-        const key = apiKeyOf(res);
-        const orphanDeps = { audit: deps.audit, keys: { byId: async () => key }, responses: deps.responses, clock: deps.clock };
-        const json = (await deps.responses.state(keyId, req.params.id))?.json ?? state.json;
-        await recordOrphanAudit(orphanDeps, keyId, JSON.parse(json) as ResponseObject, pending);
+      // Deleted now, a run whose audit could not be recorded would take that audit with it: kept, and the client's retry
+      // (the SDKs retry a 503 by themselves) records it, as the server's look for lapsed runs would meanwhile.
+      const failed = await endStored(deps, keyId, req.params.id);
+      if (failed) {
+        throw new ApiError(
+          'database_unavailable',
+          `Response '${quoted(req.params.id)}' was not deleted: its request's audit (webhook delivery and usage count) is still to record, and the database refused it just now. It is kept until that audit is recorded; retry the DELETE shortly.`,
+          { headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) }, cause: failed.err },
+        );
       }
+      // One its owner did not stop within the wait is ended here, audited and counted once, before its row goes.
+      if (!(await deps.background.endBeforeDelete(keyId, req.params.id))) deps.logger.warn({ response_id: req.params.id }, 'background response: deleted while its run went on (it changed under every try to end it first)');
     }
     if (!(await deps.responses.delete(keyId, req.params.id))) throw notFound(req.params.id);
     res.json({ id: req.params.id, object: 'response', deleted: true });
@@ -78,6 +83,10 @@ export function responsesRouter(deps: ResponsesDeps): Router {
     }
     if (state.running) {
       await stopRun(deps, keyId, id);
+      // Its end is stored: the cancel has nothing left to do for the client. An audit the database refused just now is
+      // svc's to record (logged; the server's look for lapsed runs records it once the cancel's hold lapses), not the
+      // client's to retry: a 5xx would read as a failed cancel of a response that has ended.
+      await endStored(deps, keyId, id);
       state = (await deps.responses.state(keyId, id)) ?? state;
     }
     res.type('json').send(state.json);
@@ -119,13 +128,36 @@ const CANCEL_READ_MS = 100;
  * Stops a background response's run: at once when this process runs it; else through the cancel stored on its row,
  * which its owner polls, reading the row every CANCEL_READ_MS until the run ended, for up to CANCEL_WAIT_MS. Past that
  * (its owner slow to poll) it resolves with the run still going, to stop shortly, and the client polls on, as after
- * OpenAI's cancel of a response that has not stopped yet.
+ * OpenAI's cancel of a response that has not stopped yet. A run whose end is stored has nothing left to stop: should
+ * its audit still be to record (its runner killed, or failed to record it), the caller records it and ends the run
+ * (`endStored`), rather than waiting for it until its lease lapses.
  */
 async function stopRun(deps: ResponsesDeps, keyId: string, id: string): Promise<void> {
-  if (deps.background.has(id)) return deps.background.cancel(id);
-  if (!(await deps.responses.requestCancel(keyId, id, deps.clock()))) return;
-  const deadline = deps.clock() + CANCEL_WAIT_MS;
-  while ((await deps.responses.state(keyId, id))?.running && deps.clock() < deadline) await delay(CANCEL_READ_MS);
+  if (deps.background.has(id)) await deps.background.cancel(id);
+  else if (await deps.responses.requestCancel(keyId, id, deps.clock())) {
+    const deadline = deps.clock() + CANCEL_WAIT_MS;
+    for (;;) {
+      // One whose stored audit is garbled has its end stored all the same once its response ended (`runWithEnd`).
+      const run = await runWithEnd(deps.responses, keyId, id);
+      if (!run || hasStoredEnd(run) || deps.clock() >= deadline) break;
+      await delay(CANCEL_READ_MS);
+    }
+  }
+}
+
+/**
+ * Records the audit of a run whose end is stored and ends the run (`BackgroundResponses.endStored`); the failure of
+ * that record, logged, when it failed (the run is left to the next try: the caller's, or the server's look for lapsed
+ * runs once this try's hold on it lapses).
+ */
+async function endStored(deps: ResponsesDeps, keyId: string, id: string): Promise<{ err: unknown } | undefined> {
+  try {
+    await deps.background.endStored(keyId, id);
+    return undefined;
+  } catch (err) {
+    deps.logger.error({ err, response_id: id }, 'background response: could not record the audit of its stored end; it is recorded again later');
+    return { err };
+  }
 }
 
 function notFound(id: string): ApiError {

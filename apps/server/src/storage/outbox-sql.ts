@@ -225,7 +225,10 @@ export function listQuery(keyId: string, filter: ListFilter, cursor: { created_a
 }
 
 export const BY_ID = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ?`;
-export const PAYLOAD_OF = `select ${PAYLOAD} as payload from webhook_deliveries where id = ?`;
+/** SQLite: the webhook settings of the keys of a batch of audit deliveries, as they are now (`deliveriesAsKeysSay`; parameter: the key ids as a JSON array). */
+export const KEY_WEBHOOKS = `select id, webhook_url, signing_secret_enc, previous_signing_secret_enc, previous_signing_secret_expires_at
+  from api_keys where id in (select value from json_each(?))`;
+export const PAYLOAD_OF = `select ${PAYLOAD} as payload, status, url from webhook_deliveries where id = ?`;
 export const STATE_OF = `select status, url from webhook_deliveries where id = ?`;
 export const GET_DELIVERY = `select ${DELIVERY_COLUMNS} from webhook_deliveries where id = ? and key_id = ?`;
 export const GET_DELIVERY_SUMMARY = `select ${SUMMARY_COLUMNS} from webhook_deliveries where id = ? and key_id = ?`;
@@ -298,13 +301,27 @@ export const REDELIVER_BATCH = 250;
  * redelivery changed meanwhile is re-read after its lock and left alone, so two concurrent redeliveries never
  * take one row twice.
  */
-export function redeliverBatchQuery(keyId: string, filter: RedeliveryFilter, now: number, url: string | null, cursor: RedeliveryCursor | undefined, size: number): [string, unknown[]] {
+export function redeliverBatchQuery(
+  keyId: string,
+  filter: RedeliveryFilter,
+  now: number,
+  url: string | null,
+  cursor: RedeliveryCursor | undefined,
+  size: number,
+  options: { lockInIdOrder?: boolean } = {},
+): [string, unknown[]] {
   const [text, params] = matchingQuery(keyId, filter, cursor, size);
   const recheck = filter.status === undefined ? '' : ' and status = ?';
+  const set = `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url),
+  lease_until = null, leased_by = null`;
+  const statusParams = filter.status === undefined ? [] : [filter.status];
+  if (!options.lockInIdOrder) return [`${set} where id in (${text})${recheck} returning created_at, id`, [now, now, url, ...params, ...statusParams]];
+  // Postgres: the batch's rows are locked in id order (the index's), not in the order the matching scan meets them, so
+  // that two redeliveries over the same rows take them in the same order instead of each holding one the other waits for.
   return [
-    `update webhook_deliveries set status = 'pending', next_attempt_at = ?, updated_at = ?, url = coalesce(?, url),
-  lease_until = null, leased_by = null where id in (${text})${recheck} returning created_at, id`,
-    [now, now, url, ...params, ...(filter.status === undefined ? [] : [filter.status])],
+    `with batch as materialized (${text}), locked as materialized (select id from webhook_deliveries where id in (select id from batch) order by id for update)
+  ${set} where id in (select id from locked)${recheck} returning created_at, id`,
+    [...params, now, now, url, ...statusParams],
   ];
 }
 
@@ -350,7 +367,8 @@ export function retryingOfUserSql(table = 'webhook_deliveries'): string {
 export const RETRYING_OF_USER = retryingOfUserSql();
 export const RETRYING_OF_USER_SQLITE = retryingOfUserSql('webhook_deliveries indexed by deliveries_retrying_idx');
 
-const CANCELLED = `set status = 'cancelled', next_attempt_at = null, lease_until = null, leased_by = null, last_error = ?, updated_at = ?`;
+/** The SET of a cancel (parameters: reason, now). */
+export const CANCELLED = `set status = 'cancelled', next_attempt_at = null, lease_until = null, leased_by = null, last_error = ?, updated_at = ?`;
 export const CANCEL = `update webhook_deliveries ${CANCELLED} where id = ? and key_id = ? and status = 'pending' returning ${SUMMARY_COLUMNS}`;
 export const CANCEL_PENDING = `update webhook_deliveries ${CANCELLED} where key_id = ? and status = 'pending'`;
 

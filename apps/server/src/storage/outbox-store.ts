@@ -42,6 +42,13 @@ export interface ClaimedDelivery extends Omit<DeliveryRow, 'payload'> {
   previous_signing_secret_expires_at?: number | string | null;
 }
 
+/**
+ * A delivery's payload as its send reads it, with the status and URL it has in the same read: a URL change or a
+ * cancellation that committed after the claim (the dashboard, `svc-server keys update`, another instance) is
+ * seen there, and the payload is not sent to a receiver the user has just replaced.
+ */
+export type PayloadToSend = Pick<DeliveryRow, 'payload' | 'status' | 'url'>;
+
 /** A delivery with its payload in hand, as an attempt sends it. */
 export type SendableDelivery = ClaimedDelivery & { payload: string };
 
@@ -59,7 +66,10 @@ export interface NewDelivery {
   nextAttemptAt?: number;
   /** Inserted already leased (a synchronous attempt by the caller), so no worker picks it up meanwhile. */
   lease?: Lease;
-  /** The key's sealed signing secret as the request saw it. Not stored: it goes with the row to the worker. */
+  /**
+   * The key's sealed signing secret as the request saw it (an audit delivery's: as the key has it at the insert,
+   * `deliveriesAsKeysSay`). Not stored: it goes with the row to the worker.
+   */
   signingSecretEnc?: string | null;
   /** The key's rotated-out secret and its expiry, as the request saw them. Not stored either. */
   previousSigningSecretEnc?: string | null;
@@ -79,6 +89,42 @@ export interface SequencedDelivery extends Omit<NewDelivery, 'payload'> {
    * when two instances record the audit of one background response.
    */
   once?: boolean;
+}
+
+/** A key's webhook settings as they are when its audit deliveries are inserted (`KEY_WEBHOOKS`). */
+export interface KeyWebhook {
+  id: string;
+  webhook_url: string | null;
+  signing_secret_enc: string | null;
+  previous_signing_secret_enc: string | null;
+  previous_signing_secret_expires_at: number | string | null;
+}
+
+/**
+ * Audit deliveries as their keys say now, inside the insert's transaction: a request carries its key as it was when
+ * the request arrived, and a long one (a stream of minutes, a background response) may end after the user changed
+ * or removed the key's webhook URL or rotated its secret (the dashboard's Save, `svc-server keys update`). Its
+ * delivery goes to the URL the key has now, signed with its secrets now, and none is made when the key has no URL
+ * any more: the pending rows that change retargeted or cancelled did not include this one, not yet inserted. A key
+ * not found keeps what its request saw.
+ */
+export function deliveriesAsKeysSay<D extends SequencedDelivery>(deliveries: readonly D[], keys: readonly KeyWebhook[]): D[] {
+  if (keys.length === 0) return [...deliveries];
+  const byId = new Map(keys.map((k) => [k.id, k]));
+  const now: D[] = [];
+  for (const d of deliveries) {
+    const key = byId.get(d.keyId);
+    if (key === undefined) now.push(d);
+    else if (key.webhook_url)
+      now.push({
+        ...d,
+        url: key.webhook_url,
+        signingSecretEnc: key.signing_secret_enc,
+        previousSigningSecretEnc: key.previous_signing_secret_enc,
+        previousSigningSecretExpiresAt: key.previous_signing_secret_expires_at == null ? null : Number(key.previous_signing_secret_expires_at),
+      });
+  }
+  return now;
 }
 
 /** How many of `deliveries` each key has: each key's block of sequence numbers to take. */
@@ -237,13 +283,13 @@ export interface OutboxStore {
   backlog(now: number): Promise<Backlog>;
 
   /**
-   * A delivery's whole payload, as its send reads it just before sending (claims return none); undefined when
-   * the delivery no longer exists.
+   * A delivery's whole payload, as its send reads it just before sending (claims return none), with its status
+   * and URL as they are now (see `PayloadToSend`); undefined when the delivery no longer exists.
    */
-  payloadOf(id: string): Promise<string | undefined>;
+  payloadOf(id: string): Promise<PayloadToSend | undefined>;
   /**
-   * A delivery's status and URL, without its payload (a row that waited for its receiver is checked again before
-   * its send); undefined when it no longer exists.
+   * A delivery's status and URL, without its payload (whether an insert whose answer was lost had landed);
+   * undefined when it no longer exists.
    */
   stateOf(id: string): Promise<Pick<DeliveryRow, 'status' | 'url'> | undefined>;
 

@@ -11,6 +11,7 @@ import {
   type LeftOut,
   NOTHING_LEFT_OUT,
   type DeliveryRow,
+  type PayloadToSend,
   type DeliverySummaryRow,
   type ListOptions,
   type RedeliveryFilter,
@@ -18,6 +19,8 @@ import {
   type NewDelivery,
   type OutboxStore,
   countByKey,
+  deliveriesAsKeysSay,
+  type KeyWebhook,
   numberDeliveries,
   type SequencedDelivery,
 } from './outbox-store.js';
@@ -30,7 +33,7 @@ import {
   PAYLOAD_OF,
   STATE_OF,
   CANCEL,
-  CANCEL_PENDING,
+  CANCELLED,
   RETRYING,
   RETRYING_OF_USER,
   toRetryingByKey,
@@ -64,9 +67,6 @@ import {
   page,
   PURGE_BATCH,
   REDELIVER,
-  RELEASE_LEASES,
-  RELEASE_LEASES_OF,
-  RETARGET_PENDING,
   TEST_SEND_LEASE,
   TEST_SENDS_IN_FLIGHT,
   toBacklog,
@@ -224,17 +224,37 @@ const NEXT_SEQUENCES = `insert into delivery_sequences (key_id, last)
 /** Transaction-scoped locks on delivery ids recorded `once` (parameter: the ids), taken in id order: no two batches wait on each other in a cycle. */
 const LOCK_DELIVERY_IDS = 'select pg_advisory_xact_lock(hashtextextended(id, 0)) from unnest($1::text[]) as t(id) order by id';
 
+/** The webhook settings of the keys of a batch of audit deliveries, as they are now (`deliveriesAsKeysSay`; parameter: the key ids). */
+const KEY_WEBHOOKS = `select id, webhook_url, signing_secret_enc, previous_signing_secret_enc, previous_signing_secret_expires_at
+  from api_keys where id = any($1::text[])`;
+
 /** Which of these delivery ids are stored (parameter: the ids). */
 const STORED_DELIVERY_IDS = 'select id from webhook_deliveries where id = any($1::text[])';
 
 /** An arbitrary constant: the class of the advisory locks that serialise one key's test-send checks. */
 const TEST_SENDS_LOCK_CLASS = 741_539;
 
+/**
+ * `update webhook_deliveries <set> where <where>` (Postgres' numbered parameters) with its rows locked first in id order,
+ * as a bulk redelivery's batch takes them (see redeliverBatchQuery), not in whatever order the scan meets them: two
+ * statements (or a statement and the worker's record of attempts) over the same rows then take them in one order and
+ * never each hold a row the other waits for. `where` is checked again in the UPDATE, as a row may have changed before its lock.
+ */
+function updateInIdOrder(set: string, where: string): string {
+  return `with locked as materialized (select id from webhook_deliveries where ${where} order by id for update)
+  update webhook_deliveries ${set} where id in (select id from locked) and ${where}`;
+}
+
+/** A release of leases or claims (parameter $1: now). */
+const RELEASED = 'set lease_until = null, leased_by = null, updated_at = $1';
+
+/** Locks a batch of attempts' deliveries in id order, before their updates take them in the batch's (parameter: the ids). */
+const LOCK_ATTEMPTED = 'select id from webhook_deliveries where id = any($1::text[]) order by id for update';
+
 const pg = {
-  RELEASE_LEASES: numbered(RELEASE_LEASES),
-  RELEASE_LEASES_OF: numbered(RELEASE_LEASES_OF),
-  RELEASE_CLAIMS: `update webhook_deliveries set lease_until = null, leased_by = null, updated_at = $1
-  where id = any($2) and leased_by = $3 and status = 'pending'`,
+  RELEASE_LEASES: updateInIdOrder(RELEASED, LEASED),
+  RELEASE_LEASES_OF: updateInIdOrder(RELEASED, `${LEASED} and leased_by = $2`),
+  RELEASE_CLAIMS: updateInIdOrder(RELEASED, "id = any($2) and leased_by = $3 and status = 'pending'"),
   NEXT_DUE: numbered(NEXT_DUE),
   // NEXT_DUE with leases on the database's clock (parameters: now, now): a lease's end comes back on the
   // caller's clock (its time left, from the caller's now), as the worker arms its timer with it.
@@ -258,13 +278,23 @@ const pg = {
   RETRYING: numbered(RETRYING),
   RETRYING_OF_USER: numbered(RETRYING_OF_USER),
   CANCEL: numbered(CANCEL),
-  CANCEL_PENDING: numbered(CANCEL_PENDING),
-  RETARGET_PENDING: numbered(RETARGET_PENDING),
+  CANCEL_PENDING: updateInIdOrder(numbered(CANCELLED), "key_id = $3 and status = 'pending'"),
+  RETARGET_PENDING: updateInIdOrder('set url = $1, updated_at = $2', "key_id = $3 and status = 'pending'"),
   TEST_SENDS_IN_FLIGHT: numbered(TEST_SENDS_IN_FLIGHT),
   TEST_SENDS_IN_FLIGHT_DB: `select count(*) as n from webhook_deliveries
   where leased_by = '${TEST_SEND_LEASE}' and key_id = $1 and lease_until > ${DB_NOW_MS}`,
   // Per key, until the transaction ends: two instances' test sends of one key count one after the other.
   LOCK_TEST_SENDS: `select pg_advisory_xact_lock(${TEST_SENDS_LOCK_CLASS}, hashtext($1))`,
+};
+
+/** The statements that lock several deliveries in id order (see updateInIdOrder), as tests check their plans. */
+export const IN_ID_ORDER = {
+  releaseLeases: pg.RELEASE_LEASES,
+  releaseLeasesOf: pg.RELEASE_LEASES_OF,
+  releaseClaims: pg.RELEASE_CLAIMS,
+  lockAttempted: LOCK_ATTEMPTED,
+  cancelPending: pg.CANCEL_PENDING,
+  retargetPending: pg.RETARGET_PENDING,
 };
 
 /** `nextDueAfter`'s statement under each lease clock (parameters: now, now). */
@@ -289,8 +319,32 @@ function run<R>(db: Executor, sql: string, params: readonly unknown[]): Promise<
   return db.executeQuery<R>(CompiledQuery.raw(sql, [...params]));
 }
 
-async function affected(db: Executor, sql: string, params: readonly unknown[]): Promise<number> {
-  return Number((await run(db, sql, params)).numAffectedRows ?? 0);
+/** The rows `sql` changed, sent by `send` (`run`, or `runPastDeadlocks` for a user's request over many deliveries). */
+async function affected(db: Executor, sql: string, params: readonly unknown[], send: typeof run = run): Promise<number> {
+  return Number((await send(db, sql, params)).numAffectedRows ?? 0);
+}
+
+/** Postgres' SQLSTATE for the statement it failed to break a deadlock. */
+const DEADLOCK_DETECTED = '40P01';
+/** Tries of a statement that keeps meeting deadlocks: each costs the victim deadlock_timeout (1 s by default). */
+const DEADLOCK_TRIES = 3;
+
+/**
+ * `run` for a user's request over many deliveries, a statement of its own (no transaction around it): a bulk
+ * redelivery's batch, the cancel or retarget of a key's pending deliveries when its webhook URL changes. They lock
+ * their rows in id order, as every statement over several deliveries does, but a session that does not (another
+ * version of the server during a rolling upgrade, an operator's transaction) can still hold one row and wait for
+ * another: Postgres fails one of them (40P01), a 500 to whoever clicked. The failed statement did nothing, so it is
+ * sent again.
+ */
+async function runPastDeadlocks<R>(db: Executor, sql: string, params: readonly unknown[]): Promise<QueryResult<R>> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await run<R>(db, sql, params);
+    } catch (err) {
+      if (tries >= DEADLOCK_TRIES || (err as { code?: unknown } | null)?.code !== DEADLOCK_DETECTED) throw err;
+    }
+  }
 }
 
 /**
@@ -334,6 +388,9 @@ export class PostgresOutboxStore implements OutboxStore {
         deliveries = all.filter((d) => !stored.has(d.id));
         if (deliveries.length === 0) return [];
       }
+      const { rows: keys } = await run<KeyWebhook>(trx, KEY_WEBHOOKS, [[...new Set(deliveries.map((d) => d.keyId))]]);
+      deliveries = deliveriesAsKeysSay(deliveries, keys);
+      if (deliveries.length === 0) return [];
       const counts = countByKey(deliveries);
       const { rows } = await run<{ key_id: string; last: number | string }>(trx, NEXT_SEQUENCES, [[...counts.keys()], [...counts.values()]]);
       const inserted = numberDeliveries(deliveries, counts, new Map(rows.map((r) => [r.key_id, Number(r.last)])));
@@ -370,6 +427,11 @@ export class PostgresOutboxStore implements OutboxStore {
     // A delivery twice in one batch is updated twice (each attempt counts): one row per chunk then.
     const distinct = new Set(batch.map((b) => b.deliveryId)).size === batch.length;
     return this.db.transaction().execute(async (trx) => {
+      // The chunks go in the batch's order: without this, a redelivery or a release of claims over the same rows
+      // (in id order) could hold one of them while this transaction holds another and waits for it. One row alone
+      // cannot make such a cycle, and saves the round trip.
+      const ids = [...new Set(batch.map((b) => b.deliveryId))];
+      if (ids.length > 1) await run(trx, LOCK_ATTEMPTED, [ids]);
       const numbers: number[] = [];
       for (const chunk of chunks(batch, distinct)) {
         const updated = await run<{ id: string; attempts: number }>(trx, recordSql(chunk.length), chunk.flatMap((r) => [r.deliveryId, ...attemptUpdate(r)]));
@@ -416,8 +478,8 @@ export class PostgresOutboxStore implements OutboxStore {
     return toBacklog(rows[0]);
   }
 
-  async payloadOf(id: string): Promise<string | undefined> {
-    return (await run<Pick<DeliveryRow, 'payload'>>(this.db, pg.PAYLOAD_OF, [id])).rows[0]?.payload;
+  async payloadOf(id: string): Promise<PayloadToSend | undefined> {
+    return (await run<PayloadToSend>(this.db, pg.PAYLOAD_OF, [id])).rows[0];
   }
 
   async stateOf(id: string): Promise<Pick<DeliveryRow, 'status' | 'url'> | undefined> {
@@ -473,8 +535,8 @@ export class PostgresOutboxStore implements OutboxStore {
     let redelivered = 0;
     while (redelivered < filter.limit) {
       const size = Math.min(REDELIVER_BATCH, filter.limit - redelivered);
-      const [text, params] = redeliverBatchQuery(keyId, filter, now, url || null, cursor, size);
-      const { rows } = await run<{ created_at: number | string; id: string }>(this.db, numberedOnce(text), params);
+      const [text, params] = redeliverBatchQuery(keyId, filter, now, url || null, cursor, size, { lockInIdOrder: true });
+      const { rows } = await runPastDeadlocks<{ created_at: number | string; id: string }>(this.db, numberedOnce(text), params);
       redelivered += rows.length;
       cursor = oldestOf(rows);
       if (rows.length < size || cursor === undefined) break;
@@ -487,10 +549,10 @@ export class PostgresOutboxStore implements OutboxStore {
   }
 
   async cancelPending(keyId: string, now: number, reason: string): Promise<number> {
-    return affected(this.db, pg.CANCEL_PENDING, [reason, now, keyId]);
+    return affected(this.db, pg.CANCEL_PENDING, [reason, now, keyId], runPastDeadlocks);
   }
 
   async retargetPending(keyId: string, url: string, now: number): Promise<number> {
-    return affected(this.db, pg.RETARGET_PENDING, [url, now, keyId]);
+    return affected(this.db, pg.RETARGET_PENDING, [url, now, keyId], runPastDeadlocks);
   }
 }

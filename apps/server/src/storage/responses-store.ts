@@ -61,16 +61,35 @@ export interface AuditOutcome {
 
 /** A background response that no process runs any more (`ResponsesStore.orphans`). */
 export interface Orphan {
+  id: string;
   keyId: string;
   /** Its run as found: who ran it and its lease, which `takeOver` is given. */
   owner: string | null;
   lease: number;
-  /** The running response's JSON. */
-  json: string;
+  /** The running response's JSON; undefined when it cannot be read whole (a part is missing: a write of its end stopped midway). */
+  json: string | undefined;
+  /** When it was created (epoch seconds) and the response it follows: what is known of it when its JSON is not. */
+  createdAt: number;
+  previousResponseId: string | null;
   /** Undefined on a row stored before 019, and on one whose stored audit is not JSON (`auditUnreadable`). */
   audit: BackgroundAudit | undefined;
   /** Its stored audit could not be read: it is ended and audited with what its response says, as one stored before 019. */
   auditUnreadable?: true;
+}
+
+/** A background response's run as `settle` claimed it: its writes go only while the row still holds this lease. */
+interface Claim {
+  keyId: string;
+  id: string;
+  until: number;
+}
+
+/** A `settle` found its claim gone (`whileClaimed`): the run was taken over, and this writer writes nothing more. */
+class RunTakenOver extends Error {
+  constructor() {
+    super('the background response run was taken over by another writer');
+    this.name = 'RunTakenOver';
+  }
 }
 
 /** The columns of `responses` that may be kept in parts. */
@@ -190,7 +209,8 @@ export class ResponsesStore {
    * Writes the final state of a background response stored running (`save` with a lease) and ends its run; resolves
    * with its JSON as stored. Only the run named by `by` may: its owner (`{ owner }`), or whoever ends a lapsed lease
    * (`{ lease }`, the lease it found, which a live owner would have pushed forward). Undefined, and nothing written,
-   * when the run is no longer that one's (ended by another instance, or the response deleted). `until` is the lease
+   * when the run is no longer that one's (ended by another instance, or the response deleted), also when it stopped
+   * being so while this wrote (its lease lapsed: taken over and ended by another, whose end stays). `until` is the lease
    * the writer holds meanwhile (past it, a writer that died mid-way is taken over).
    *
    * With `audit` (its `outcome` set), the run is not ended yet: the final state and the audit still to record are
@@ -220,19 +240,33 @@ export class ResponsesStore {
       : claim.where('background_lease_until', '=', by.lease)
     ).executeTakeFirst();
     if (claimed.numUpdatedRows === 0n) return undefined;
+    // Every write from here on goes only while the run is still this claim's: a writer slower than its lease finds
+    // its run taken over (`takeOver`) and its end written by whoever found it lapsed, whose parts it must not delete,
+    // mix its own into, or index over.
+    const claimedRun: Claim = { keyId, id: response.id, until: by.until };
     const output = await stringifyInTurns(response.status === 'failed' ? [] : outputAsInput(response.output), turn);
     const body = await stringifyInTurns(response, turn);
     await pace(turn);
-    // The running response's own parts (megabytes of echoed `instructions`) make way for the final ones.
-    await this.db.deleteFrom('response_parts').where('response_id', '=', response.id).where('field', 'in', ['response', 'output_items']).execute();
-    const row = {
-      response: await this.putParts(response, 'response', body, turn),
-      output_items: await this.putParts(response, 'output_items', output, turn),
-    };
-    // Indexed before the final write: that write gives a runner its run back (until its audit is recorded), and a run
-    // that failed after it would end failed over the answer it had stored.
-    await this.indexOutputItems(keyId, response, turn);
-    await this.db
+    let row: { response: string; output_items: string };
+    try {
+      // The running response's own parts (megabytes of echoed `instructions`) make way for the final ones, as does
+      // what an earlier end of this run indexed.
+      await this.whileClaimed(claimedRun, async (db) => {
+        await db.deleteFrom('response_parts').where('response_id', '=', response.id).where('field', 'in', ['response', 'output_items']).execute();
+        await db.deleteFrom('response_items').where('response_id', '=', response.id).execute();
+      });
+      row = {
+        response: await this.putParts(response, 'response', body, turn, claimedRun),
+        output_items: await this.putParts(response, 'output_items', output, turn, claimedRun),
+      };
+      // Indexed before the final write: that write gives a runner its run back (until its audit is recorded), and a run
+      // that failed after it would end failed over the answer it had stored.
+      await this.indexOutputItems(keyId, response, turn, claimedRun);
+    } catch (err) {
+      if (err instanceof RunTakenOver) return undefined;
+      throw err;
+    }
+    const written = await this.db
       .updateTable('responses')
       .set({
         ...row,
@@ -243,7 +277,13 @@ export class ResponsesStore {
           : { background_lease_until: null, cancel_requested_at: null }),
       })
       .where('id', '=', response.id)
-      .execute();
+      .where('key_id', '=', keyId)
+      // Still this claim's: a writer slower than its lease (`until`) finds its run taken over and ended by whoever
+      // found it lapsed (`orphans`, `takeOver`), whose end (and audit, and count) is not written over.
+      .where('background_owner', 'is', null)
+      .where('background_lease_until', '=', by.until)
+      .executeTakeFirst();
+    if (written.numUpdatedRows === 0n) return undefined;
     return body;
   }
 
@@ -264,25 +304,21 @@ export class ResponsesStore {
   }
 
   /**
-   * The audit a background response's runner stored with its final state (`settle` with an audit) and has not yet
-   * recorded (`auditRecorded`); undefined when there is none.
+   * The run of a background response of this key that is still running (undefined when it is not, or there is no
+   * such response): who runs it and its lease, as `takeOver` is given them, and the audit stored with it, its
+   * `outcome` set once the runner stored its end (`settle` with an audit) and has not yet recorded it (`auditRecorded`).
+   * Reads no response column: cheap to poll.
    */
-  async pendingAudit(keyId: string, id: string): Promise<(BackgroundAudit & { outcome: AuditOutcome }) | undefined> {
+  async runOf(keyId: string, id: string): Promise<Pick<Orphan, 'owner' | 'lease' | 'audit' | 'auditUnreadable'> | undefined> {
     const row = await this.db
       .selectFrom('responses')
-      .select('background_audit')
+      .select(['background_owner', 'background_lease_until', 'background_audit'])
       .where('id', '=', id)
       .where('key_id', '=', keyId)
       .where('background_lease_until', 'is not', null)
       .executeTakeFirst();
-    if (!row?.background_audit) return undefined;
-    let audit: BackgroundAudit;
-    try {
-      audit = JSON.parse(row.background_audit) as BackgroundAudit;
-    } catch {
-      return undefined;
-    }
-    return audit.outcome ? { ...audit, outcome: audit.outcome } : undefined;
+    if (!row) return undefined;
+    return { owner: row.background_owner ?? null, lease: Number(row.background_lease_until), ...storedAudit(row.background_audit) };
   }
 
   /**
@@ -347,32 +383,25 @@ export class ResponsesStore {
   /**
    * Background responses no process runs any more, at most `limit`: those whose lease lapsed before `lapsedBefore`,
    * or every one run by `owner` (a process known dead), or every one not run by `otherThan` (at the start of a server
-   * that holds its database alone: the previous run's). Each with its key, its lease as found (what `settle` is
-   * given) and its JSON.
+   * that holds its database alone: the previous run's), or response `id` of `keyId` while it runs, whoever runs it
+   * (a DELETE ends it first). Each with its key, its lease as found (what `settle` is given) and its JSON.
    */
-  async orphans(which: { lapsedBefore: number } | { owner: string } | { otherThan: string }, limit: number): Promise<Orphan[]> {
+  async orphans(which: { lapsedBefore: number } | { owner: string } | { otherThan: string } | { keyId: string; id: string }, limit: number): Promise<Orphan[]> {
     let query = this.db
       .selectFrom('responses')
-      .select(['id', 'key_id', 'response', 'background_owner', 'background_lease_until', 'background_audit'])
+      .select(['id', 'key_id', 'response', 'created_at', 'previous_response_id', 'background_owner', 'background_lease_until', 'background_audit'])
       .where('background_lease_until', 'is not', null)
       .limit(limit);
-    if ('owner' in which) query = query.where('background_owner', '=', which.owner);
+    if ('id' in which) query = query.where('id', '=', which.id).where('key_id', '=', which.keyId);
+    else if ('owner' in which) query = query.where('background_owner', '=', which.owner);
     else if ('otherThan' in which) query = query.where((eb) => eb.or([eb('background_owner', 'is', null), eb('background_owner', '<>', which.otherThan)]));
     else query = query.where('background_lease_until', '<', which.lapsedBefore);
     const found: Orphan[] = [];
     for (const row of await query.execute()) {
+      // Found all the same when its parts are missing: skipped, it would never be ended, and a batch of such would
+      // keep every other orphan from being found.
       const json = await this.whole(row.id, 'response', row.response);
-      if (json === undefined) continue;
-      const orphan: Orphan = { keyId: row.key_id, owner: row.background_owner ?? null, lease: Number(row.background_lease_until), json, audit: undefined };
-      if (row.background_audit) {
-        // One corrupt value must not keep every orphan found after it from being ended.
-        try {
-          orphan.audit = JSON.parse(row.background_audit) as BackgroundAudit;
-        } catch {
-          orphan.auditUnreadable = true;
-        }
-      }
-      found.push(orphan);
+      found.push({ id: row.id, createdAt: Number(row.created_at), previousResponseId: row.previous_response_id, keyId: row.key_id, owner: row.background_owner ?? null, lease: Number(row.background_lease_until), json, ...storedAudit(row.background_audit) });
     }
     return found;
   }
@@ -395,15 +424,39 @@ export class ResponsesStore {
   }
 
   /** Records which response holds each output item, so that an `item_reference` to it is found (none of a failed response: its output was cut off). */
-  private async indexOutputItems(keyId: string, response: ResponseObject, turn: () => boolean): Promise<void> {
+  private async indexOutputItems(keyId: string, response: ResponseObject, turn: () => boolean, claim?: Claim): Promise<void> {
     if (response.status === 'failed') return;
     for (let at = 0; at < response.output.length; at += ITEM_BATCH) {
       const rows = response.output
         .slice(at, at + ITEM_BATCH)
         .map((item) => ({ key_id: keyId, id: item.id, response_id: response.id, created_at: response.created_at }));
-      await this.db.insertInto('response_items').values(rows).execute();
+      await this.whileClaimed(claim, (db) => db.insertInto('response_items').values(rows).execute());
       await pace(turn);
     }
+  }
+
+  /**
+   * Runs `write` on the store's database; with `claim`, only while that run is still the claim's (`settle`), in one
+   * transaction that first holds the row so that nobody takes the run over between the check and the write. Throws
+   * `RunTakenOver` when it no longer is, having written nothing.
+   */
+  private async whileClaimed(claim: Claim | undefined, write: (db: Kysely<Database>) => Promise<unknown>): Promise<void> {
+    if (!claim) {
+      await write(this.db);
+      return;
+    }
+    await this.db.transaction().execute(async (trx) => {
+      const held = await trx
+        .updateTable('responses')
+        .set({ background_lease_until: claim.until })
+        .where('id', '=', claim.id)
+        .where('key_id', '=', claim.keyId)
+        .where('background_owner', 'is', null)
+        .where('background_lease_until', '=', claim.until)
+        .executeTakeFirst();
+      if (held.numUpdatedRows === 0n) throw new RunTakenOver();
+      await write(trx);
+    });
   }
 
   /**
@@ -449,14 +502,12 @@ export class ResponsesStore {
   }
 
   /** `text` for its column: itself when short, else IN_PARTS and its count, the parts written one per turn. */
-  private async putParts(response: ResponseObject, field: PartedField, text: string, turn: () => boolean): Promise<string> {
+  private async putParts(response: ResponseObject, field: PartedField, text: string, turn: () => boolean, claim?: Claim): Promise<string> {
     if (text.length <= RESPONSE_PART_CHARS) return text;
     let seq = 0;
     for (const part of slices(text, RESPONSE_PART_CHARS)) {
-      await this.db
-        .insertInto('response_parts')
-        .values({ response_id: response.id, field, seq: seq++, created_at: response.created_at, text: part })
-        .execute();
+      const row = { response_id: response.id, field, seq: seq++, created_at: response.created_at, text: part };
+      await this.whileClaimed(claim, (db) => db.insertInto('response_parts').values(row).execute());
       await pace(turn);
     }
     return `${IN_PARTS}${seq}`;
@@ -576,13 +627,17 @@ export class ResponsesStore {
 
   /**
    * Removes responses created before `cutoff` (ms since the epoch), PURGE_RESPONSES_BATCH at a time with a turn
-   * of the event loop between batches (as the delivery purge); returns how many.
+   * of the event loop between batches (as the delivery purge); returns how many. A background response still
+   * running is kept, its parts with it, whatever its age: its runner (or whoever ends it once nobody runs it) has its
+   * end to store and its audit to record, perhaps stored with it already (`settle` with an audit), which would go
+   * with the row. It is purged once its run ended.
    */
   async purgeOlderThan(cutoff: number): Promise<number> {
     const before = Math.floor(cutoff / 1000);
+    const running = this.db.selectFrom('responses').select('id').where('background_lease_until', 'is not', null);
     let removed = 0;
     for (;;) {
-      const batch = this.db.selectFrom('responses').select('id').where('created_at', '<', before).limit(PURGE_RESPONSES_BATCH);
+      const batch = this.db.selectFrom('responses').select('id').where('created_at', '<', before).where('background_lease_until', 'is', null).limit(PURGE_RESPONSES_BATCH);
       const result = await this.db.deleteFrom('responses').where('id', 'in', batch).executeTakeFirst();
       const n = Number(result.numDeletedRows);
       removed += n;
@@ -590,7 +645,12 @@ export class ResponsesStore {
       await yieldToEventLoop();
     }
     for (;;) {
-      const batch = this.db.selectFrom('response_items').select(['key_id', 'id']).where('created_at', '<', before).limit(PURGE_RESPONSES_BATCH);
+      const batch = this.db
+        .selectFrom('response_items')
+        .select(['key_id', 'id'])
+        .where('created_at', '<', before)
+        .where('response_id', 'not in', running)
+        .limit(PURGE_RESPONSES_BATCH);
       const result = await this.db
         .deleteFrom('response_items')
         .where((eb) => eb(eb.refTuple('key_id', 'id'), 'in', batch.$asTuple('key_id', 'id')))
@@ -602,7 +662,12 @@ export class ResponsesStore {
     // never written (the process stopped between the two). A read under way finds its parts gone (`whole`).
     // Parts are up to a MiB each: fewer a batch.
     for (;;) {
-      const batch = this.db.selectFrom('response_parts').select(['response_id', 'field', 'seq']).where('created_at', '<', before).limit(PURGE_PARTS_BATCH);
+      const batch = this.db
+        .selectFrom('response_parts')
+        .select(['response_id', 'field', 'seq'])
+        .where('created_at', '<', before)
+        .where('response_id', 'not in', running)
+        .limit(PURGE_PARTS_BATCH);
       const result = await this.db
         .deleteFrom('response_parts')
         .where((eb) => eb(eb.refTuple('response_id', 'field', 'seq'), 'in', batch.$asTuple('response_id', 'field', 'seq')))
@@ -611,5 +676,15 @@ export class ResponsesStore {
       await yieldToEventLoop();
     }
     return removed;
+  }
+}
+
+/** A row's `background_audit` read: one corrupt value must not keep every run found after it from being ended. */
+function storedAudit(stored: string | null | undefined): Pick<Orphan, 'audit' | 'auditUnreadable'> {
+  if (!stored) return { audit: undefined };
+  try {
+    return { audit: JSON.parse(stored) as BackgroundAudit };
+  } catch {
+    return { audit: undefined, auditUnreadable: true };
   }
 }

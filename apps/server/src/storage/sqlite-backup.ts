@@ -137,17 +137,29 @@ export function lockTarget(target: string): () => void {
 }
 
 /**
+ * A takeover mark older than this is left over whoever it names: a mark lives from its creation to its removal a
+ * few statements later, so an old one names a process killed in between whose pid another process has since taken.
+ */
+const MARK_STALE_MS = 60_000;
+/** Marks of marks (see `removeStaleLock`) this deep at most: each one needs a backup killed while holding the last. */
+const MAX_MARK_DEPTH = 4;
+
+/**
  * Removes the left-over `lock` seen as `seen`, unless it is no longer that file. Two backups taking it over at once
  * would otherwise both remove it, the later one removing the lock the first had just taken in its place, and both
- * run: only the one that creates the takeover mark named after that file (created exclusively) removes it.
+ * run: only the one that creates the takeover mark named after that file (created exclusively, holding its pid)
+ * removes it. A mark whose backup was killed before removing it (its process gone, or the mark older than
+ * MARK_STALE_MS) is itself taken over the same way, or it would block the lock's takeover for good.
  */
-function removeStaleLock(lock: string, seen: BigIntStats): void {
+function removeStaleLock(lock: string, seen: BigIntStats, depth = 0): void {
   const mark = `${lock}.takeover-${seen.ino}-${seen.mtimeNs}`;
-  try {
-    closeSync(openSync(mark, 'wx', 0o600));
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return; // Another backup is taking it over.
-    throw new BackupError(`cannot write ${mark}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  if (!createMark(mark)) {
+    // Seen before its holder is read, as the lock is (see `lockTarget`).
+    const markSeen = statSync(mark, { bigint: true, throwIfNoEntry: false });
+    // Another backup is taking the lock over, or has just done so.
+    if (!markSeen || depth >= MAX_MARK_DEPTH || !staleMark(mark, markSeen)) return;
+    removeStaleLock(mark, markSeen, depth + 1);
+    if (!createMark(mark)) return;
   }
   try {
     const now = statSync(lock, { bigint: true, throwIfNoEntry: false });
@@ -155,6 +167,29 @@ function removeStaleLock(lock: string, seen: BigIntStats): void {
   } finally {
     removeLeftover(mark);
   }
+}
+
+/** Creates the takeover mark `mark` holding this process's id; false when it exists already. */
+function createMark(mark: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(mark, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw new BackupError(`cannot write ${mark}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    writeSync(fd, `${process.pid}\n`);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+/** Whether the takeover mark seen as `seen` was left by a backup killed while holding it. */
+function staleMark(mark: string, seen: BigIntStats): boolean {
+  if (Date.now() - Number(seen.mtimeMs) >= MARK_STALE_MS) return true;
+  return lockHolder(mark) === undefined;
 }
 
 /** Who holds `lock` ("svc-server backup, process N"), or undefined when that process is gone. */

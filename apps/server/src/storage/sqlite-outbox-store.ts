@@ -14,6 +14,7 @@ import {
   type LeftOut,
   NOTHING_LEFT_OUT,
   type DeliveryRow,
+  type PayloadToSend,
   type DeliverySummaryRow,
   type ListOptions,
   type RedeliveryFilter,
@@ -21,6 +22,8 @@ import {
   type NewDelivery,
   type OutboxStore,
   countByKey,
+  deliveriesAsKeysSay,
+  type KeyWebhook,
   numberDeliveries,
   type SequencedDelivery,
 } from './outbox-store.js';
@@ -30,6 +33,7 @@ import {
   BACKLOG,
   type BacklogRow,
   BY_ID,
+  KEY_WEBHOOKS,
   PAYLOAD_OF,
   STATE_OF,
   CANCEL,
@@ -178,7 +182,10 @@ export class SqliteOutboxStore implements OutboxStore {
     // (bench/outbox-sqlite.bench.mjs --sequenced row|batch).
     this.insertSequencedTx = sqlite.transaction((all: readonly SequencedDelivery[]) => {
       const exists = this.stmt(DELIVERY_EXISTS);
-      const deliveries = all.some((d) => d.once) ? all.filter((d) => !d.once || exists.get(d.id) === undefined) : all;
+      const recorded = all.some((d) => d.once) ? all.filter((d) => !d.once || exists.get(d.id) === undefined) : all;
+      if (recorded.length === 0) return [];
+      const keys = this.stmt(KEY_WEBHOOKS).all(JSON.stringify([...new Set(recorded.map((d) => d.keyId))])) as KeyWebhook[];
+      const deliveries = deliveriesAsKeysSay(recorded, keys);
       if (deliveries.length === 0) return [];
       const next = this.stmt(NEXT_SEQUENCE);
       const counts = countByKey(deliveries);
@@ -326,9 +333,9 @@ export class SqliteOutboxStore implements OutboxStore {
     return toBacklog(this.stmt(BACKLOG).get(now) as BacklogRow);
   }
 
-  async payloadOf(id: string): Promise<string | undefined> {
+  async payloadOf(id: string): Promise<PayloadToSend | undefined> {
     if (this.busy) await this.transactionEnded();
-    return (this.stmt(PAYLOAD_OF).get(id) as Pick<DeliveryRow, 'payload'> | undefined)?.payload;
+    return this.stmt(PAYLOAD_OF).get(id) as PayloadToSend | undefined;
   }
 
   async stateOf(id: string): Promise<Pick<DeliveryRow, 'status' | 'url'> | undefined> {

@@ -10,7 +10,7 @@ import {
   type Usage,
 } from '@svc/protocol';
 import { request } from '../http/undici-dispatchers.js';
-import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_MEMBERS } from '../json-depth.js';
+import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_MEMBERS, type JsonShapeProblem } from '../json-depth.js';
 import { SseLimitError, SseParser, type SseEvent } from './sse.js';
 import { TextFrames } from './text-frames.js';
 import { opensThinkInPrompt, splitThink, ThinkTags } from './think-tags.js';
@@ -659,8 +659,10 @@ function requestedChoices(body: UpstreamBody): number {
 }
 
 /** An upstream's JSON that svc does not parse (`jsonShapeProblem`), for its error message. */
-function shapeProblemText(problem: 'depth' | 'members'): string {
-  return problem === 'depth' ? `nested more than ${MAX_JSON_DEPTH} levels deep` : `with an object of more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys`;
+function shapeProblemText(problem: JsonShapeProblem['kind']): string {
+  if (problem === 'depth') return `nested more than ${MAX_JSON_DEPTH} levels deep`;
+  // Arrays are not limited in what an upstream sends (`jsonShapeProblem`'s default): 'items' is not met here.
+  return problem === 'members' ? `with an object of more than ${MAX_JSON_MEMBERS.toLocaleString('en-US')} keys` : 'with an array of too many items';
 }
 
 /** `opened`: the model's template opens `<think>` in the prompt (`opensThinkInPrompt`). */

@@ -1,3 +1,5 @@
+import type { PayloadToSend } from '../storage/outbox-store.js';
+
 /** Bytes of payloads read in one turn of the event loop, unless one payload alone is more. */
 const BYTES_PER_TURN = 1024 * 1024;
 
@@ -15,16 +17,16 @@ interface Read {
  *
  * @example
  * const reads = new PayloadReads((id) => store.deliveries.payloadOf(id));
- * const payload = await reads.of(row.id, row.payload_bytes); // undefined: the delivery is gone
+ * const read = await reads.of(row.id, row.payload_bytes); // { payload, status, url }; undefined: the delivery is gone
  */
 export class PayloadReads {
   private readonly queue: Read[] = [];
   private scheduled = false;
 
-  constructor(private readonly read: (id: string) => Promise<string | undefined>) {}
+  constructor(private readonly read: (id: string) => Promise<PayloadToSend | undefined>) {}
 
   /** The payload of delivery `id`, of `bytes` (as its claim said; unknown: a turn of its own), read in its turn. */
-  of(id: string, bytes = BYTES_PER_TURN): Promise<string | undefined> {
+  of(id: string, bytes = BYTES_PER_TURN): Promise<PayloadToSend | undefined> {
     return new Promise((resolve, reject) => {
       const start = () => {
         try {

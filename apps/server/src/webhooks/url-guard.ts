@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { AllowPrivate } from '../config.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, quoted } from '../http/errors.js';
 import { ipv6Groups } from '../ip-address.js';
 
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
@@ -185,10 +185,12 @@ export async function validateWebhookUrl(url: string, options: { allowPrivate: A
   try {
     parsed = new URL(url);
   } catch {
-    throw invalid(`'${url}' is not a valid URL.`);
+    // Quoted from its start: up to 2048 characters of what may not be a URL at all come back in a single line.
+    throw invalid(`'${quoted(url)}' is not a valid URL.`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw invalid(`The webhook URL must use http or https, not ${parsed.protocol.replace(/:$/, '')}.`);
+    // Quoted too: any run of letters, digits, `+`, `-` and `.` before a colon parses as a scheme (up to 2,047 of them).
+    throw invalid(`The webhook URL must use http or https, not ${quoted(parsed.protocol.replace(/:$/, ''))}.`);
   }
   if (parsed.username || parsed.password) throw invalid('The webhook URL must not contain credentials.');
   if (parsed.href.length > MAX_WEBHOOK_URL_LENGTH) {

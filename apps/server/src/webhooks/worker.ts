@@ -261,7 +261,7 @@ export class DeliveryWorker {
         this.startAttempt(row, origin);
         return true;
       case 'wait':
-        // Read again when its turn comes (see `startAttempt`): a receiver's waiting rows would hold theirs meanwhile.
+        // Read again when its turn comes (see `attemptClaimed`): a receiver's waiting rows would hold theirs meanwhile.
         delete row.payload;
         return true;
       case 'held':
@@ -273,23 +273,20 @@ export class DeliveryWorker {
   }
 
   /**
-   * Runs the attempt of a row whose receiver's slot is taken for it. A row that `waited` in memory for the slot
-   * is read again first: while it waited (up to a timeout per attempt ahead of it), the key's webhook URL may
-   * have been removed or changed, or the delivery cancelled — by the dashboard, `svc-server keys update` or
-   * another instance — and its payload must not go to a receiver the user has just taken away.
+   * Runs the attempt of a row whose receiver's slot is taken for it (see `attemptClaimed`: a row that waited in
+   * memory for the slot is read again, as a claimed one is).
    */
-  private startAttempt(row: ClaimedDelivery, origin: string, waited = false): void {
+  private startAttempt(row: ClaimedDelivery, origin: string): void {
     // Not `row` in the closure: it would keep the payload alive for the whole attempt (see `attempt`).
     const deliveryId = row.id;
-    const run = waited ? this.stillDue(row).then((due) => (due ? this.attemptClaimed(row) : undefined)) : this.attemptClaimed(row);
-    const task = run
+    const task = this.attemptClaimed(row)
       .catch((err: unknown) => {
         this.options.logger.error({ err, delivery_id: deliveryId }, 'could not record a webhook attempt; it will be retried');
       })
       .finally(() => {
         this.inFlight.delete(task);
         const { next, roomAgain } = this.receivers.finish(deliveryId, origin, this.running);
-        if (next) this.startAttempt(next, origin, true);
+        if (next) this.startAttempt(next, origin);
         if (roomAgain) this.claimable = true;
         // A slot is free: claim only if rows may be waiting for one. Nothing else can have fallen due: new
         // rows arrive leased (`adopt`) or wake the worker, and retries arm the timer for their time.
@@ -299,32 +296,29 @@ export class DeliveryWorker {
   }
 
   /**
-   * Whether a row that waited is still to be sent where it was claimed for. Cancelled (or already moved on):
-   * dropped. Retargeted to another URL: given back, to be claimed again for its new receiver with the key's
-   * current secret.
-   */
-  private async stillDue(row: ClaimedDelivery): Promise<boolean> {
-    const current = await this.options.deliveries.stateOf(row.id);
-    if (current === undefined || current.status !== 'pending') return false;
-    if (current.url !== row.url) {
-      // Given back as its new receiver's: asked for at once when that one has room, not when the old one's attempts
-      // (which may be minutes of timeouts) free a slot.
-      this.release(row.id, this.receivers.originOf(current.url));
-      return false;
-    }
-    return true;
-  }
-
-  /**
    * The attempt of a claimed row: its payload read just before the send (a claim returns none; see `PayloadReads`),
-   * held by the send alone. A delivery gone meanwhile (purged once cancelled) has nothing left to send or record;
-   * a read that failed leaves the row leased, to be tried again once the lease lapses, as a failed record does.
+   * held by the send alone. The read brings the row's status and URL as they are then, and the send goes only
+   * where they still say: since the claim (and, for a row that waited for its receiver's slot, up to a timeout per
+   * attempt ahead of it), the key's webhook URL may have been removed or changed, or the delivery cancelled — by
+   * the dashboard, `svc-server keys update` or another instance — and its payload must not go to a receiver the
+   * user has just taken away. Cancelled, moved on or gone (purged once cancelled): nothing is sent or recorded.
+   * Retargeted: given back, to be claimed again for its new receiver with the key's current secret. A read that
+   * failed leaves the row leased, to be tried again once the lease lapses, as a failed record does.
    */
   private attemptClaimed(row: ClaimedDelivery): Promise<unknown> {
     if (hasPayload(row)) return this.attempt(row);
     const leaseUntil = row.lease_until;
     return this.payloads.of(row.id, row.payload_bytes).then(
-      (payload) => (payload === undefined ? undefined : this.attempt({ ...row, payload })),
+      (current) => {
+        if (current === undefined || current.status !== 'pending') return undefined;
+        if (current.url !== row.url) {
+          // Given back as its new receiver's: asked for at once when that one has room, not when the old one's
+          // attempts (which may be minutes of timeouts) free a slot.
+          this.release(row.id, this.receivers.originOf(current.url));
+          return undefined;
+        }
+        return this.attempt({ ...row, payload: current.payload });
+      },
       (err: unknown) => {
         this.leaseKept(leaseUntil);
         throw err;

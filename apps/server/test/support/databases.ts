@@ -19,6 +19,17 @@ async function reachable(check: () => Promise<unknown>): Promise<boolean> {
   }
 }
 
+/** One statement on a connection of its own (opened and closed around it): a test's look into the database. */
+export async function queryPostgres<R extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(text, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
 /**
  * A fresh Postgres database for one test file, or undefined (with a console note) when Postgres is not
  * reachable and SVC_TEST_POSTGRES_URL is unset. With SVC_TEST_POSTGRES_URL set (CI), unreachable is an error.

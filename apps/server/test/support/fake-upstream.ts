@@ -172,6 +172,11 @@ export interface FakeUpstream {
   nextBehavior(behavior: FakeUpstreamBehavior): void;
   /** Resolves with the first request the client aborted (already aborted or future); rejects after `timeoutMs`. */
   waitForAbort(timeoutMs?: number): Promise<FakeUpstreamRequest>;
+  /**
+   * `behavior` for every following request, the queued ones dropped, past aborts forgotten (`waitForAbort` waits for
+   * a new one): a file's tests that share an upstream start from the same one, whatever the test before left behind.
+   */
+  reset(behavior: FakeUpstreamBehavior): void;
   /** Destroys every socket and stops listening. */
   close(): Promise<void>;
 }
@@ -572,6 +577,11 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
     },
     nextBehavior(next) {
       queue.push(next);
+    },
+    reset(next) {
+      behavior = next;
+      queue.length = 0;
+      for (const request of requests) request.aborted = false;
     },
     waitForAbort(timeoutMs = 5000) {
       const already = requests.find((r) => r.aborted);

@@ -1,9 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { existsSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { SERVER_BIN } from './processes.js';
+import { adminCommand, SERVER_BIN } from './processes.js';
 
 /** Fails early with a clear message when the binary the process tests spawn is missing. */
 export function requireBuiltServer(): void {
@@ -27,9 +27,7 @@ export async function freePort(): Promise<number> {
 
 /** Runs an admin command of the built binary; returns stdout (throws with stderr on failure). */
 export function cli(args: string[], env: NodeJS.ProcessEnv): string {
-  const r = spawnSync(process.execPath, [SERVER_BIN, ...args], { env, encoding: 'utf8', timeout: 30_000 });
-  if (r.status !== 0) throw new Error(`svc-server ${args.join(' ')} failed (${r.status}):\n${r.stderr}`);
-  return r.stdout;
+  return adminCommand(args, env);
 }
 
 export interface SpawnedServer {

@@ -6,7 +6,7 @@ export interface ServerPerTest {
   /** The file's fake upstream, started before its first test and closed after its last. */
   readonly upstream: FakeUpstream;
   /** An svc server on that upstream for this test alone (closed after it), with a key of its own. */
-  start(key?: { webhookUrl?: string }): Promise<{ srv: TestServer; token: string; keyId: string }>;
+  start(key?: { webhookUrl?: string }, server?: { backgroundLeaseMs?: number }): Promise<{ srv: TestServer; token: string; keyId: string }>;
 }
 
 /**
@@ -38,8 +38,8 @@ export function serverPerTest(): ServerPerTest {
       if (upstream === undefined) throw new Error('serverPerTest: the upstream starts in beforeAll; read it in a test');
       return upstream;
     },
-    async start(key = {}) {
-      srv = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: this.upstream.url } });
+    async start(key = {}, server = {}) {
+      srv = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: this.upstream.url }, ...server });
       const { token, key: record } = await srv.createKey(key);
       return { srv, token, keyId: record.id };
     },

@@ -13,6 +13,7 @@ import { SecretBox } from '../../src/crypto/secret-box.js';
 import { resolveSecretKey } from '../../src/crypto/embedded-key.js';
 import { LOCAL_USER_EMAIL } from '../../src/auth/first-run.js';
 import { openStore } from '../../src/storage/store.js';
+import { eventually } from './webhooks.js';
 
 /** Every test user's password hash: made once, since scrypt at OWASP's cost takes a while. */
 let passwordHash: Promise<string> | undefined;
@@ -62,7 +63,7 @@ async function ownerMadeAlready(databaseUrl: string): Promise<void> {
  * const { token } = await srv.createKey({ webhookUrl: receiver.url });
  */
 export async function startTestServer(
-  options: { env?: Record<string, string>; upstream?: StartOptions['upstream']; clock?: () => number } = {},
+  options: { env?: Record<string, string>; upstream?: StartOptions['upstream']; clock?: () => number; backgroundLeaseMs?: number } = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-test-'));
   const config = loadConfig({
@@ -81,7 +82,7 @@ export async function startTestServer(
   });
   const logger = createLogger(config.logLevel, sink);
   if (config.databaseUrl.startsWith('sqlite:')) await ownerMadeAlready(config.databaseUrl);
-  const running = await startServer(config, { logger, upstream: options.upstream, clock: options.clock });
+  const running = await startServer(config, { logger, upstream: options.upstream, clock: options.clock, backgroundLeaseMs: options.backgroundLeaseMs });
   const box = new SecretBox(resolveSecretKey(config.secretKey, running.store.handle.dataDir));
   let users = 0;
   return {
@@ -118,4 +119,31 @@ export async function startTestServer(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The Usage view's counts of key `keyId` today once every count the servers had taken is written: each server then
+ * answers a request of a key of its own, and the counts are read once that request's count is written (a server writes
+ * all it counted so far at once, in order), so that a count taken late is not missed for not being written yet.
+ *
+ * @example
+ * expect(await countedUsage([srv], keyId)).toMatchObject({ requests: 1 });
+ */
+export async function countedUsage(servers: readonly TestServer[], keyId: string): Promise<Record<string, unknown> | undefined> {
+  const day = new Date().toISOString().slice(0, 10);
+  for (const srv of servers) {
+    const marker = await srv.createKey({ name: 'usage-marker' });
+    const answered = await fetch(`${srv.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${marker.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'Hi.' }] }),
+    });
+    if (!answered.ok) throw new Error(`countedUsage: the marker request was answered ${answered.status}`);
+    await answered.arrayBuffer();
+    const store = srv.running.store;
+    await eventually(async () => ((await store.usage.byDay(marker.user.id, day, marker.key.id)).length > 0 ? true : undefined), 30_000);
+  }
+  const { user_id: userId } = (await servers[0]!.running.store.keys.byId(keyId))!;
+  const [usage] = await servers[0]!.running.store.usage.byDay(userId, day, keyId);
+  return usage as Record<string, unknown> | undefined;
 }

@@ -1,7 +1,9 @@
+import type { KyselyPlugin } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditPayloadSchema, type ResponseObject } from '@svc/protocol';
 import { openStore, type Store } from '../../../src/storage/store.js';
+import { RESPONSE_PART_CHARS, ResponsesStore } from '../../../src/storage/responses-store.js';
 import type { ApiKeyRecord } from '../../../src/storage/keys-store.js';
 import { NO_WORKER, OutboxSink } from '../../../src/webhooks/outbox.js';
 import { endOrphans, type OrphanDeps } from '../../../src/responses/background.js';
@@ -48,10 +50,10 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
   });
 
   /** A background response stored running by `owner`, whose lease ended at T0 + 20 s. */
-  async function running(owner: string): Promise<{ response: ResponseObject; requestId: string; startedAt: number }> {
+  async function running(owner: string, instructions = 'Be brief.'): Promise<{ response: ResponseObject; requestId: string; startedAt: number }> {
     n += 1;
     const id = `resp_${_name}_${n}_${Date.now()}`;
-    const response: ResponseObject = { ...storedResponse({ id, createdAt: Math.floor(T0 / 1000) }), status: 'in_progress', background: true, instructions: 'Be brief.' };
+    const response: ResponseObject = { ...storedResponse({ id, createdAt: Math.floor(T0 / 1000) }), status: 'in_progress', background: true, instructions };
     const requestId = `req_${id}`;
     const startedAt = T0 + 123;
     const input = [{ type: 'message' as const, id: `msg_in_${id}`, role: 'user' as const, content: [{ type: 'input_text' as const, text: 'Write a long novel.' }] }];
@@ -61,7 +63,7 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
 
   async function auditsOf(requestId: string) {
     const { rows } = await one.deliveries.list(key.id, { limit: 100, requestId });
-    return Promise.all(rows.map(async (row) => ({ id: row.id, payload: JSON.parse((await one.deliveries.payloadOf(row.id))!) as Record<string, unknown> })));
+    return Promise.all(rows.map(async (row) => ({ id: row.id, payload: JSON.parse((await one.deliveries.payloadOf(row.id))!.payload) as Record<string, unknown> })));
   }
 
   it('two instances ending the same ones at once end and audit each once, as a failed request (500, no answer)', async () => {
@@ -143,6 +145,153 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
     expect(audit!.payload).toMatchObject({ request_id: corrupt.response.id, response_id: corrupt.response.id, status_code: 500, prompt: 'system: Be brief.\nuser: Write a long novel.' });
     const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.response_id === corrupt.response.id);
     expect(logged).toEqual([expect.objectContaining({ msg: expect.stringContaining('stored audit is not JSON') })]);
+  });
+
+  it('one whose end was being written in parts when its writer stopped (parts missing, or of two writes) is ended failed and audited, and the others still are', async () => {
+    const instructions = `Be brief. ${'x'.repeat(RESPONSE_PART_CHARS)}`;
+    const parted = async () => {
+      const run = await running('dead-4', instructions);
+      expect(await one.responses.responseJson(key.id, run.response.id)).toBeDefined();
+      return run;
+    };
+    // Stopped after its running parts made way for the end's (settle), before those were all written.
+    const missing = await parted();
+    await one.handle.db.deleteFrom('response_parts').where('response_id', '=', missing.response.id).where('field', '=', 'response').execute();
+    // Stopped after the end's first part was written over the running one's.
+    const mixed = await parted();
+    await one.handle.db.updateTable('response_parts').set({ text: '{"id":"resp_cut' }).where('response_id', '=', mixed.response.id).where('seq', '=', 0).execute();
+    const sound = await running('dead-4');
+    const later = T0 + 60_000;
+    expect(await endOrphans(deps(one, later), { owner: 'dead-4' }, MESSAGE)).toBe(3);
+    for (const run of [missing, mixed, sound]) {
+      expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ id: run.response.id, status: 'failed', error: { message: MESSAGE } });
+      const audits = await auditsOf(run.requestId);
+      expect(audits).toHaveLength(1);
+      // What is left of it: its input items, kept apart from the parts lost.
+      expect(audits[0]!.payload).toMatchObject({ response_id: run.response.id, status_code: 500, prompt: expect.stringContaining('user: Write a long novel.') });
+    }
+    expect(await one.responses.runOf(key.id, missing.response.id)).toBeUndefined();
+  });
+
+  it('one whose end was stored in parts with its audit to record, its parts then lost or mixed, is ended and audited with that outcome, and the others still are', async () => {
+    const instructions = `Be brief. ${'x'.repeat(RESPONSE_PART_CHARS)}`;
+    const later = T0 + 60_000;
+    const outcome = { statusCode: 200, finishedAt: T0 + 5_000, responseText: 'Once upon a time.', svc: null, usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } };
+    /** Stored running, then its end stored (in parts) with its audit to record: its runner killed before recording it. */
+    const storedEnd = async () => {
+      const run = await running('dead-5', instructions);
+      const ended: ResponseObject = { ...run.response, status: 'completed', instructions };
+      expect(await one.responses.settle(key.id, ended, { owner: 'dead-5', until: T0 + 20_000 }, undefined, { requestId: run.requestId, startedAt: run.startedAt, streaming: true, outcome })).toBeDefined();
+      return run;
+    };
+    const missing = await storedEnd();
+    await one.handle.db.deleteFrom('response_parts').where('response_id', '=', missing.response.id).where('field', '=', 'response').where('seq', '=', 1).execute();
+    const mixed = await storedEnd();
+    await one.handle.db.updateTable('response_parts').set({ text: '{"id":"resp_cut' }).where('response_id', '=', mixed.response.id).where('field', '=', 'response').where('seq', '=', 0).execute();
+    const sound = await running('dead-5');
+    expect(await endOrphans(deps(one, later), { owner: 'dead-5' }, MESSAGE)).toBe(1);
+    for (const run of [missing, mixed]) {
+      // Its run ended: not found again, and purged with the rest once past SVC_RETENTION_DAYS.
+      expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
+      const audits = await auditsOf(run.requestId);
+      expect(audits).toHaveLength(1);
+      expect(audits[0]!.payload).toMatchObject({ response_id: run.response.id, status_code: 200, response_text: 'Once upon a time.', prompt: expect.stringContaining('user: Write a long novel.') });
+      // Read back as ended failed, saying why, rather than as the parts left.
+      expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ id: run.response.id, status: 'failed', error: { code: 'server_error' } });
+    }
+    expect(await one.responses.runOf(key.id, sound.response.id)).toBeUndefined();
+    expect(await auditsOf(sound.requestId)).toHaveLength(1);
+  });
+
+  /**
+   * A runner's store (on `one`) whose `settle` is held right after its claim, until `release`: a writer slower than
+   * its lease there (a pause of its process, a slow database) while a finder takes its run over.
+   */
+  function heldAfterClaim(): { store: ResponsesStore; atHold: Promise<void>; release: () => void } {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const atHold = new Promise<void>((resolve) => (reached = resolve));
+    const holding = new WeakSet<object>();
+    let claims = 0;
+    const plugin: KyselyPlugin = {
+      transformQuery: (args) => {
+        const node = args.node as { kind: string; table?: { table?: { identifier?: { name?: string } } } };
+        // The settle's first update of its row is its claim.
+        if (node.kind === 'UpdateQueryNode' && node.table?.table?.identifier?.name === 'responses' && claims++ === 0) holding.add(args.queryId);
+        return args.node;
+      },
+      transformResult: async (args) => {
+        if (holding.has(args.queryId)) {
+          reached();
+          await held;
+        }
+        return args.result;
+      },
+    };
+    return { store: new ResponsesStore(one.handle.db.withPlugin(plugin)), atHold, release };
+  }
+
+  /** A finder on `two` whose clock reads `now`, and the responses it counted in the Usage view. */
+  function finderAt(now: number): { finder: OrphanDeps; counted: string[] } {
+    const counted: string[] = [];
+    const sink = new OutboxSink(two.deliveries, NO_WORKER);
+    const finder = { ...deps(two, now), audit: { record: (r: Parameters<OutboxSink['record']>[0]) => sink.record(r), countUsage: (r: { responseId?: string }) => void counted.push(r.responseId!) } };
+    return { finder, counted };
+  }
+
+  it('a runner whose store of its end was slower than its lease, its run ended meanwhile by a finder, does not write its end over the finder\'s', async () => {
+    const run = await running('slow-writer');
+    const later = T0 + 60_000;
+    // The runner's settle is held after its claim until the finder is done.
+    const slow = heldAfterClaim();
+    const outcome = { statusCode: 200, finishedAt: T0 + 25_000, responseText: 'Once upon a time.', svc: null, usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } };
+    const settling = slow.store.settle(key.id, { ...run.response, status: 'completed' }, { owner: 'slow-writer', until: T0 + 20_000 }, undefined, {
+      requestId: run.requestId,
+      startedAt: run.startedAt,
+      streaming: true,
+      outcome,
+    });
+    await slow.atHold;
+    // Its claim's lease lapsed: a finder takes the run over and ends it failed, audited and counted.
+    const { finder, counted } = finderAt(later);
+    await endOrphans(finder, { lapsedBefore: later }, MESSAGE);
+    expect(counted).toContain(run.response.id);
+    slow.release();
+    // The runner learns its run is no longer its own (its audit is then left out, its count the finder's).
+    expect(await settling).toBeUndefined();
+    expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ status: 'failed', error: { message: MESSAGE } });
+    expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
+    expect(await auditsOf(run.requestId)).toHaveLength(1);
+  });
+
+  it('a runner that lost its run after its claim writes no part of its end: the finder\'s end, in parts, reads back whole, its parts alone kept', async () => {
+    // Over a part of echoed instructions: the running response and the finder's end are kept in parts, and the
+    // runner's end (with an answer of two parts more) in more of them.
+    const run = await running('slow-parts', 'Be brief. '.repeat(RESPONSE_PART_CHARS / 10 + 100));
+    const later = T0 + 60_000;
+    const slow = heldAfterClaim();
+    const answer = storedResponse({ id: run.response.id, createdAt: run.response.created_at, text: 'Once upon a time. '.repeat(Math.ceil((2 * RESPONSE_PART_CHARS) / 18)) });
+    const completed: ResponseObject = { ...run.response, status: 'completed', output: answer.output };
+    const outcome = { statusCode: 200, finishedAt: T0 + 25_000, responseText: 'Once upon a time.', svc: null, usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } };
+    const settling = slow.store.settle(key.id, completed, { owner: 'slow-parts', until: T0 + 20_000 }, undefined, { requestId: run.requestId, startedAt: run.startedAt, streaming: true, outcome });
+    await slow.atHold;
+    const { finder, counted } = finderAt(later);
+    expect(await endOrphans(finder, { lapsedBefore: later }, MESSAGE)).toBe(1);
+    // Read on `two`: the held runner holds `one`'s SQLite connection.
+    const partsOf = () =>
+      two.handle.db.selectFrom('response_parts').select(['field', 'seq', 'text']).where('response_id', '=', run.response.id).orderBy('field').orderBy('seq').execute();
+    const finders = await partsOf();
+    expect(finders.length).toBeGreaterThan(1);
+    slow.release();
+    expect(await settling).toBeUndefined();
+    // One end, the finder's, read back whole; its parts alone, none of the runner's; none of the runner's items indexed.
+    expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ id: run.response.id, status: 'failed', error: { message: MESSAGE }, instructions: run.response.instructions });
+    expect(await partsOf()).toEqual(finders);
+    expect(await one.handle.db.selectFrom('response_items').select('id').where('response_id', '=', run.response.id).execute()).toEqual([]);
+    expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
+    expect(counted).toEqual([run.response.id]);
+    expect(await auditsOf(run.requestId)).toHaveLength(1);
   });
 
   it("an owner that lived to end it after it was ended records no second audit, and takes no sequence number", async () => {

@@ -5,13 +5,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { claimSql } from '../../../src/storage/sqlite-outbox-store.js';
 import { NEXT_DUE, RELEASE_LEASES, RETRYING_OF_USER_SQLITE } from '../../../src/storage/outbox-sql.js';
-import { nextDueSql } from '../../../src/storage/postgres-outbox-store.js';
+import { IN_ID_ORDER, nextDueSql } from '../../../src/storage/postgres-outbox-store.js';
 
 const NOW = 1_800_000_000_000;
 const DUE = 20_000;
@@ -116,6 +116,23 @@ describe.skipIf(!postgres)('the outbox with a backlog of due deliveries, on Post
       expect(shown).toMatch(/Index (Only )?Scan.* using deliveries_leased_idx/);
       expect(shown).not.toMatch(/Seq Scan|Bitmap/);
       expect(shown.match(/deliveries_due_idx/g) ?? []).toHaveLength(1);
+    }
+  });
+
+  it('the statements that lock their rows in id order find and update them by index, not by reading the table', async () => {
+    const statements: Array<[string, string, unknown[]]> = [
+      ['release of leases', IN_ID_ORDER.releaseLeases, [NOW]],
+      ["release of one worker's leases", IN_ID_ORDER.releaseLeasesOf, [NOW, 'worker-1']],
+      ['release of claims', IN_ID_ORDER.releaseClaims, [NOW, ['whd_due_1000', 'whd_due_2000'], 'worker-1']],
+      ["a batch of attempts' lock", IN_ID_ORDER.lockAttempted, [['whd_due_1000', 'whd_due_2000']]],
+      ["cancel of a key's pending deliveries", IN_ID_ORDER.cancelPending, ['r', NOW, 'key_1']],
+      ["retarget of a key's pending deliveries", IN_ID_ORDER.retargetPending, ['https://example.com/', NOW, 'key_1']],
+    ];
+    for (const [name, text, params] of statements) {
+      const { rows } = await store.handle.db.executeQuery<{ 'QUERY PLAN': string }>(CompiledQuery.raw(`explain ${text}`, params));
+      const shown = rows.map((r) => r['QUERY PLAN']).join('\n');
+      expect(shown, name).not.toMatch(/Seq Scan/);
+      expect(shown, name).toMatch(/(Scan using|Index Scan on) (deliveries_\w+|webhook_deliveries_pkey)/);
     }
   });
 });

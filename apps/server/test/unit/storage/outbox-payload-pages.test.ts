@@ -62,7 +62,7 @@ describe('a delivery with a payload of megabytes, on SQLite', () => {
     let claimed: string | undefined;
     expect(await pagesWritten(async () => (claimed = (await store.deliveries.claimDue(T0, 1, 60_000, 'w'))[0]?.id))).toBeLessThan(FEW_PAGES);
     expect(claimed).toBe(d.id);
-    expect(await store.deliveries.payloadOf(d.id)).toBe(d.payload);
+    expect((await store.deliveries.payloadOf(d.id))?.payload).toBe(d.payload);
     const failure = { attemptedAt: T0 + 1, statusCode: 500, durationMs: 30, outcome: 'failure' as const, error: 'HTTP 500', responseBody: 'boom' };
     const record = () => store.deliveries.recordAttempts([{ deliveryId: d.id, result: failure, next: { status: 'failed' }, leasedBy: 'w' }]);
     expect(await pagesWritten(record)).toBeLessThan(FEW_PAGES);

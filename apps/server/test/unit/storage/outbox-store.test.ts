@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { CompiledQuery } from 'kysely';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestPostgres } from '../../support/databases.js';
+import { testDelivery } from '../../support/outbox-rows.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { DB_NOW_MS, type LeaseClock } from '../../../src/storage/postgres-outbox-store.js';
 import {
@@ -82,18 +83,8 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
   });
 
   function delivery(overrides: Partial<NewDelivery> = {}): NewDelivery {
-    const id = newDeliveryId();
-    return {
-      id,
-      keyId: 'key_a',
-      userId: '7f1c0f5e-8a43-4c55-9a0e-3f2f1a1b2c3d',
-      event: 'llm.request.completed',
-      requestId: `chatcmpl-${id}`,
-      url: 'https://example.com/hooks',
-      payload: `{"request_id":"chatcmpl-${id}","x":"é"}`,
-      now: T0,
-      ...overrides,
-    };
+    const id = overrides.id ?? newDeliveryId();
+    return testDelivery({ id, payload: `{"request_id":"chatcmpl-${id}","x":"é"}`, now: T0, ...overrides });
   }
 
   it('claimDue leaves out the receivers it is told to (by URL origin, wildcards taken literally); releaseClaims gives rows back', async () => {
@@ -162,7 +153,7 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     // Each send reads its own, just before it goes (the worker's PayloadReads).
     expect(claimed[0]).not.toHaveProperty('payload');
     expect(claimed[0]!.payload_bytes).toBe(Buffer.byteLength(b.payload));
-    expect(await store.deliveries.payloadOf(b.id)).toBe(b.payload);
+    expect(await store.deliveries.payloadOf(b.id)).toEqual({ payload: b.payload, status: 'pending', url: b.url });
     expect(await store.deliveries.stateOf(b.id)).toEqual({ status: 'pending', url: b.url });
     expect(await store.deliveries.payloadOf('whd_missing')).toBeUndefined();
     expect(await store.deliveries.stateOf('whd_missing')).toBeUndefined();
@@ -398,7 +389,7 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     expect(claimed.map((r) => r.id).sort()).toEqual([big, small, numbered!, legacy].map((d) => d.id).sort());
     for (const row of claimed) expect(row).not.toHaveProperty('payload');
     expect(new Map(claimed.map((r) => [r.id, r.payload_bytes]))).toEqual(new Map([big, small, numbered!, legacy].map((d) => [d.id, Buffer.byteLength(d.payload)])));
-    for (const d of [big, small, numbered!, legacy, test]) expect(await store.deliveries.payloadOf(d.id)).toBe(d.payload);
+    for (const d of [big, small, numbered!, legacy, test]) expect((await store.deliveries.payloadOf(d.id))?.payload).toBe(d.payload);
     expect((await store.deliveries.byId(test.id))?.payload).toBe(test.payload);
     expect((await store.deliveries.get('key_a', big.id))?.delivery.payload).toBe(big.payload);
     expect((await store.deliveries.get('key_a', legacy.id))?.delivery.payload).toBe(legacy.payload);
@@ -426,7 +417,7 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     const row = await store.deliveries.redeliver('key_a', d.id, T0 + 100, 'https://example.org/new');
     expect(row).toMatchObject({ id: d.id, status: 'pending', next_attempt_at: T0 + 100, payload_head: d.payload, url: 'https://example.org/new', attempts: 1 });
     expect((await store.deliveries.claimDue(T0 + 100, 5, 1_000, 'w')).map((r) => [r.id, r.url])).toEqual([[d.id, 'https://example.org/new']]);
-    expect(await store.deliveries.payloadOf(d.id)).toBe(d.payload);
+    expect((await store.deliveries.payloadOf(d.id))?.payload).toBe(d.payload);
   });
 
   it('a redeliver during an attempt stands: the attempt is logged but does not move the row on; a lapsed lease is the newer attempt\'s', async () => {
@@ -576,7 +567,9 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
       await store.handle.db.insertInto('users').values({ id: userId, email: `${userId}@example.test`, password_hash: 'x', created_at: T0 }).onConflict((oc) => oc.doNothing()).execute();
       await store.handle.db
         .insertInto('api_keys')
-        .values({ id: keyId, user_id: userId, name: keyId, prefix: 'svc_k', key_hash: `hash-${keyId}`, created_at: T0, updated_at: T0 })
+        // With the URL their deliveries go to: on Postgres (one database for the file) the keys outlive this test, and an
+        // audit delivery of a key without a URL is not inserted.
+        .values({ id: keyId, user_id: userId, name: keyId, prefix: 'svc_k', key_hash: `hash-${keyId}`, webhook_url: 'https://example.com/hooks', created_at: T0, updated_at: T0 })
         .onConflict((oc) => oc.doNothing())
         .execute();
     }
@@ -679,6 +672,24 @@ describe.each(variants)('OutboxStore on %s', (_name, leaseClock, open) => {
     const next = await store.deliveries.insertSequenced([sequenced('key_a'), sequenced('key_b')]);
     expect(next.map((d) => JSON.parse(d.payload).sequence)).toEqual([3, 2]);
     expect(await store.deliveries.insertSequenced([])).toEqual([]);
+  });
+
+  it("takes an audit delivery's URL and secrets from its key as it is at the insert: changed, the new ones; removed, no delivery and no number", async () => {
+    const user = await store.users.create({ email: `u-${newDeliveryId()}@example.test`, passwordHash: 'x', now: T0 });
+    const key = await store.keys.create({ userId: user.id, name: 'k', prefix: 'svc_k', keyHash: newDeliveryId(), now: T0, webhookUrl: 'https://old.example/hook' });
+    // As the request saw its key when it arrived: the old URL, and a secret since cleared.
+    const seen = (): SequencedDelivery => ({ ...sequenced(key.id), url: 'https://old.example/hook', signingSecretEnc: 'sealed-old-secret' });
+    await store.keys.update(key.id, { webhook_url: 'https://new.example/hook' }, T0 + 1);
+    const [moved] = await store.deliveries.insertSequenced([seen()]);
+    expect(moved).toMatchObject({ url: 'https://new.example/hook', signingSecretEnc: null });
+    expect(await store.deliveries.byId(moved!.id)).toMatchObject({ url: 'https://new.example/hook' });
+    await store.keys.update(key.id, { webhook_url: null }, T0 + 2);
+    const dropped = seen();
+    expect(await store.deliveries.insertSequenced([dropped])).toEqual([]);
+    expect(await store.deliveries.byId(dropped.id)).toBeUndefined();
+    await store.keys.update(key.id, { webhook_url: 'https://new.example/hook' }, T0 + 3);
+    const [next] = await store.deliveries.insertSequenced([seen()]);
+    expect(JSON.parse(next!.payload).sequence).toBe(2);
   });
 
   it('concurrent batches never share or skip a number: per key exactly 1..N', async () => {

@@ -172,6 +172,27 @@ describe.each(variants)('responses on %s', (_name, url) => {
     expect(await store.responses.responseJson('key_a', 'resp_2')).toBeDefined();
   });
 
+  it('keeps an old background response still running, its parts and its audit still to record with it, until its run ended', async () => {
+    const instructions = 'x'.repeat(RESPONSE_PART_CHARS + 1);
+    const running = { ...response('resp_running_aged', null, 4_000, ''), status: 'in_progress' as const, background: true, output: [], instructions };
+    const audit = { requestId: 'req_running_aged', startedAt: 4_000_000, streaming: true };
+    const lease = { owner: 'a-runner', until: 99_000_000 };
+    await store.responses.save('key_p', running, ask('running aged'), 0, undefined, { ...lease, audit });
+    const ended = { ...response('resp_running_aged', null, 4_000, 'Done.'), background: true, instructions };
+    const outcome = { statusCode: 200, finishedAt: 4_500_000, responseText: 'Done.', svc: null, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
+    // Its end stored with the audit its runner is recording (or died recording).
+    await store.responses.settle('key_p', ended, lease, undefined, { ...audit, outcome });
+    await store.responses.purgeOlderThan(6_000_000);
+    expect(await store.responses.runOf('key_p', 'resp_running_aged')).toMatchObject({ owner: 'a-runner', audit: { requestId: 'req_running_aged', outcome } });
+    expect(JSON.parse((await store.responses.responseJson('key_p', 'resp_running_aged'))!)).toMatchObject({ status: 'completed', instructions });
+    expect((await store.responses.outputItems('key_p', ['msg_resp_running_aged'])).size).toBe(1);
+    // Its run ended: purged as any other.
+    expect(await store.responses.auditRecorded('key_p', 'resp_running_aged', 'a-runner')).toBe(true);
+    await store.responses.purgeOlderThan(6_000_000);
+    expect(await store.responses.responseJson('key_p', 'resp_running_aged')).toBeUndefined();
+    expect(await store.handle.db.selectFrom('response_parts').select('seq').where('response_id', '=', 'resp_running_aged').execute()).toEqual([]);
+  });
+
   it('purges the parts of old responses, and parts whose response was never written', async () => {
     const instructions = 'x'.repeat(RESPONSE_PART_CHARS + 1);
     await store.responses.save('key_g', { ...response('resp_aged', null, 5_000, 'Aged.'), instructions }, ask('aged'));

@@ -38,8 +38,7 @@ describe('the backup lock', () => {
     const dir = fs.mkdtempSync(join(tmpdir(), 'svc-backup-lock-'));
     dirs.push(dir);
     const target = join(dir, 'copy.db');
-    const gone = spawnSync(process.execPath, ['-e', '']).pid;
-    fs.writeFileSync(`${target}.lock`, `${gone}\n`);
+    fs.writeFileSync(`${target}.lock`, `${deadPid()}\n`);
 
     let first: (() => void) | undefined;
     // The second has read the dead holder; before it acts on that, the first takes the lock over.
@@ -54,4 +53,45 @@ describe('the backup lock', () => {
     first!();
     expect(fs.readdirSync(dir)).toEqual([]);
   });
+
+  /** A lock left by a killed backup, and beside it the takeover mark another backup killed while taking it over left. */
+  function leftOverMark(content: string, ageMs = 0) {
+    const dir = fs.mkdtempSync(join(tmpdir(), 'svc-backup-lock-'));
+    dirs.push(dir);
+    const target = join(dir, 'copy.db');
+    const lock = `${target}.lock`;
+    fs.writeFileSync(lock, `${deadPid()}\n`);
+    const seen = fs.statSync(lock, { bigint: true });
+    const mark = `${lock}.takeover-${seen.ino}-${seen.mtimeNs}`;
+    fs.writeFileSync(mark, content);
+    if (ageMs > 0) {
+      const then = new Date(Date.now() - ageMs);
+      fs.utimesSync(mark, then, then);
+    }
+    return { dir, target, lock, mark };
+  }
+
+  it.each([
+    ['its process gone', () => `${deadPid()}\n`, 0],
+    ['no process named (killed before writing it), older than a few seconds', () => '', 10_000],
+    ['its process still there (another pid by now), older than a minute', () => `${process.pid}\n`, 120_000],
+  ])('a takeover mark left by a backup killed while taking the lock over (%s) is taken over too', (_name, content, ageMs) => {
+    const { dir, target, lock } = leftOverMark(content(), ageMs);
+    const release = lockTarget(target);
+    expect(fs.readFileSync(lock, 'utf8')).toBe(`${process.pid}\n`);
+    expect(fs.readdirSync(dir)).toEqual(['copy.db.lock']);
+    release();
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
+  it('a fresh takeover mark of a live backup is left alone: that backup is taking the lock over', () => {
+    const { dir, target, mark } = leftOverMark(`${process.pid}\n`);
+    expect(() => lockTarget(target)).toThrow(`cannot take ${target}.lock: remove it if no backup to ${target} is running`);
+    expect(fs.readdirSync(dir).sort()).toEqual(['copy.db.lock', mark.slice(dir.length + 1)].sort());
+  });
 });
+
+/** The id of a process that has exited. */
+function deadPid(): number {
+  return spawnSync(process.execPath, ['-e', '']).pid!;
+}

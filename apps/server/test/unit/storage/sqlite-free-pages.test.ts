@@ -103,5 +103,5 @@ describe('the SQLite file after a retention purge', () => {
     expect(statSync(copy).size).toBeLessThan(before / 10);
     const restored = await storeIn(copy);
     expect(freeSpace(restored.handle.sqlite!).reclaimable).toBe(true);
-  }, 60_000);
+  });
 });

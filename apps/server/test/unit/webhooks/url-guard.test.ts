@@ -99,6 +99,17 @@ describe('validateWebhookUrl', () => {
     expect((error as ApiError).toBody().error).toMatchObject({ code: 'invalid_value', param: 'webhook_url', message: expect.stringMatching(message) });
   });
 
+  it('quotes an invalid URL from its first characters, not whole (fuzz-routes seed 1)', async () => {
+    const text = 'x'.repeat(2048);
+    const error = (await validateWebhookUrl(text, strict).catch((err: unknown) => err)) as ApiError;
+    expect(error.message).toMatch(/^'x{128}…' is not a valid URL\.$/);
+  });
+
+  it('quotes a scheme other than http or https from its first characters, not whole', async () => {
+    const error = (await validateWebhookUrl(`${'x'.repeat(2000)}://example.com/`, strict).catch((err: unknown) => err)) as ApiError;
+    expect(error.message).toMatch(/^The webhook URL must use http or https, not x{128}…\.$/);
+  });
+
   it('with allowPrivate loopback, accepts loopback literals and refuses private and link-local ones', async () => {
     await expect(validateWebhookUrl('http://127.0.0.1:9000/h', { allowPrivate: 'loopback' })).resolves.toBe('http://127.0.0.1:9000/h');
     await expect(validateWebhookUrl('http://[::1]:9000/h', { allowPrivate: 'loopback' })).resolves.toBe('http://[::1]:9000/h');
