@@ -1,6 +1,5 @@
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestPostgres, queryPostgres } from '../../support/databases.js';
+import { deadlockTestPostgres, otherSession, waitingForLock } from '../../support/row-locks.js';
 import { testDelivery } from '../../support/outbox-rows.js';
 import { openStore, type Store } from '../../../src/storage/store.js';
 import { newDeliveryId, type AttemptRecord, type NewDelivery } from '../../../src/storage/outbox-store.js';
@@ -10,7 +9,7 @@ import { newDeliveryId, type AttemptRecord, type NewDelivery } from '../../../sr
 // leases and claims, and the cancel or retarget of a key's pending deliveries when its webhook URL is cleared or
 // changed (the dashboard's Save: a 500 on "deadlock detected"). Each now takes them in id order too.
 
-const postgres = await createTestPostgres('outbox-lock-order');
+const postgres = await deadlockTestPostgres('outbox-lock-order');
 afterAll(async () => {
   await postgres?.drop();
 });
@@ -38,12 +37,6 @@ function attempt(deliveryId: string): AttemptRecord {
   };
 }
 
-/** Until one statement like `pattern` waits for a lock. */
-async function waitingForLock(url: string, pattern: string): Promise<void> {
-  const waiting = "select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like $1";
-  await expect.poll(async () => Number((await queryPostgres<{ n: string | number }>(url, waiting, [pattern]))[0]?.n)).toBe(1);
-}
-
 interface Pair {
   low: NewDelivery;
   high: NewDelivery;
@@ -65,8 +58,7 @@ type Statement<T> = (store: Store, rows: Pair) => Promise<T>;
  */
 async function whileHeld<T>(url: string, held: 'lower' | 'higher', statement: Statement<T>): Promise<{ result: T; store: Store; rows: Pair; close: () => Promise<void> }> {
   const store = await openStore(url, { poolSize: 4, leaseClock: 'caller' });
-  const other = new pg.Client({ connectionString: url });
-  await other.connect();
+  const other = await otherSession(url);
   try {
     // Emptied pages: the rows lie in the order they are inserted.
     await other.query('truncate webhook_deliveries, webhook_attempts, webhook_payloads');

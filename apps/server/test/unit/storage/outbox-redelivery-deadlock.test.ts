@@ -1,6 +1,5 @@
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestPostgres, queryPostgres } from '../../support/databases.js';
+import { deadlockTestPostgres, otherSession, waitingForLock } from '../../support/row-locks.js';
 import { openStore } from '../../../src/storage/store.js';
 import type { NewDelivery } from '../../../src/storage/outbox-store.js';
 import { testDelivery } from '../../support/outbox-rows.js';
@@ -10,7 +9,7 @@ import { testDelivery } from '../../support/outbox-rows.js';
 // Postgres' log: "deadlock detected" between the redelivery's batch UPDATE and the worker's record of a batch of
 // attempts (or its release of claims), each holding a row the other waited for.
 
-const postgres = await createTestPostgres('outbox-redelivery-deadlock');
+const postgres = await deadlockTestPostgres('outbox-redelivery-deadlock');
 afterAll(async () => {
   await postgres?.drop();
 });
@@ -21,12 +20,6 @@ function delivery(now: number): NewDelivery {
   return testDelivery({ now });
 }
 
-/** Until one statement like `pattern` waits for a lock. */
-async function waitingForLock(url: string, pattern: string): Promise<void> {
-  const waiting = "select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like $1";
-  await expect.poll(async () => Number((await queryPostgres<{ n: string | number }>(url, waiting, [pattern]))[0]?.n)).toBe(1);
-}
-
 describe.skipIf(!postgres)('a bulk redelivery on Postgres', () => {
   /**
    * Another session holds one of two rows while the redelivery runs and, once the redelivery waits for it, updates the
@@ -35,8 +28,7 @@ describe.skipIf(!postgres)('a bulk redelivery on Postgres', () => {
    */
   async function redeliverWhileHeld(url: string, held: 'lower' | 'higher'): Promise<void> {
     const store = await openStore(url, { poolSize: 4 });
-    const other = new pg.Client({ connectionString: url });
-    await other.connect();
+    const other = await otherSession(url);
     try {
       await store.handle.db.deleteFrom('webhook_deliveries').execute();
       const [low, high] = [delivery(T0), delivery(T0 + 1)].sort((a, b) => (a.id < b.id ? -1 : 1)) as [NewDelivery, NewDelivery];
