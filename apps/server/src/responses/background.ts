@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { ResponseObject } from '@svc/protocol';
 import type { Orphan, ResponsesStore, RunningLease } from '../storage/responses-store.js';
@@ -15,6 +16,11 @@ export const BACKGROUND_LEASE_MS = 20_000;
 
 /** How often the process running background responses looks for a cancel asked on another instance. */
 export const CANCEL_POLL_MS = 1_000;
+
+/** How often a DELETE reads the row of a run whose end is being written, until that write is done (`endBeforeDelete`). */
+const WRITE_READ_MS = 100;
+/** Writes of a run's end a DELETE waits for (each within its writer's lease) before it ends the run itself. */
+const MAX_WRITE_WAITS = 5;
 
 /** Orphaned responses ended in one statement's worth (the rest at the next look). */
 const ORPHANS_BATCH = 100;
@@ -158,17 +164,40 @@ export class BackgroundResponses {
    * within the DELETE's wait: slow to look, or paused), as whoever finds a run nobody's ends it: taken over, audited
    * (409: its client's later request ended it) and counted in the Usage view here, once. Its owner then finds its run
    * no longer its own and counts nothing: were the row deleted with the run going, nobody could tell afterwards
-   * whether that run had been ended and counted (by whoever found its lease lapsed) or not. Whether none is left going.
+   * whether that run had been ended and counted (by whoever found its lease lapsed) or not. A run whose end is being
+   * written (its claim's lease not lapsed) is not taken over: that write is waited for, and the end it stores (the
+   * runner's answer) is kept and audited. Whether none is left going.
    */
   async endBeforeDelete(keyId: string, id: string): Promise<boolean> {
+    const { store, clock } = this.#options;
     const ender = `ender-${randomUUID()}`;
     // A take-over fails only when the run changed since it was read (its lease renewed, its end stored): read again.
-    for (let tries = 0; tries < 3; tries++) {
-      const [run] = await this.#options.store.orphans({ keyId, id }, 1);
+    for (let tries = 0, waits = 0; tries < 3; ) {
+      const [run] = await store.orphans({ keyId, id }, 1);
       if (!run) return true;
+      // Claimed by a writer of its end (`settle`: no owner, a lease) that is still within that lease: the answer it
+      // holds (or the end another ender writes) is stored in a moment. Taken over now, the run would end `cancelled`
+      // without it, audited 409 with no tokens. Its write is waited for; a writer gone midway is taken over once its
+      // lease lapses, as whoever finds it lapsed would.
+      if (run.owner === null && clock() < run.lease && waits < MAX_WRITE_WAITS) {
+        waits += 1;
+        await this.#untilWritten(keyId, id, run);
+        continue;
+      }
+      tries += 1;
       await endOrphan(this.#orphanDeps(), run, ender, (running) => ({ ...running, status: 'cancelled' }));
     }
-    return (await this.#options.store.runOf(keyId, id)) === undefined;
+    return (await store.runOf(keyId, id)) === undefined;
+  }
+
+  /** Until the writer of `found`'s end is done (its run changed: ended, or its end stored for its audit) or its lease lapsed. */
+  async #untilWritten(keyId: string, id: string, found: Pick<Orphan, 'owner' | 'lease'>): Promise<void> {
+    const { store, clock } = this.#options;
+    for (;;) {
+      const run = await store.runOf(keyId, id);
+      if (!run || run.owner !== found.owner || run.lease !== found.lease || clock() >= found.lease) return;
+      await delay(WRITE_READ_MS);
+    }
   }
 
   /**
