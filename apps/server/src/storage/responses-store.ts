@@ -4,6 +4,7 @@ import { outputAsInput, type ResponseInputItem, type ResponseObject, type SvcRes
 import { MAX_BODY_BYTES } from '../config.js';
 import { parseStoredJsonInTurns, slices, stringifyInTurns } from '../json-in-turns.js';
 import { pace, turns } from '../turns.js';
+import type { Dialect } from './database.js';
 import type { Database } from './schema.js';
 
 /**
@@ -151,7 +152,11 @@ export class ConversationTooLongError extends Error {
  * the key's id, so another key's response id reads as not found.
  */
 export class ResponsesStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `dialect`: `db`'s, which `settle`'s check of its claim is written for (`whileClaimed`). */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: Dialect,
+  ) {}
 
   /**
    * Stores the response; resolves with its JSON as stored, which is also what the client is sent.
@@ -446,15 +451,18 @@ export class ResponsesStore {
       return;
     }
     await this.db.transaction().execute(async (trx) => {
-      const held = await trx
-        .updateTable('responses')
-        .set({ background_lease_until: claim.until })
+      // Checked with a read, not a write: a no-op update per part made a new row version each on Postgres, for VACUUM
+      // to clear. There the read locks the row (FOR UPDATE: a take-over waits for this transaction); a SQLite
+      // transaction holds the write lock from its BEGIN (IMMEDIATE, database.ts), so nobody writes between the two.
+      const check = trx
+        .selectFrom('responses')
+        .select('id')
         .where('id', '=', claim.id)
         .where('key_id', '=', claim.keyId)
         .where('background_owner', 'is', null)
-        .where('background_lease_until', '=', claim.until)
-        .executeTakeFirst();
-      if (held.numUpdatedRows === 0n) throw new RunTakenOver();
+        .where('background_lease_until', '=', claim.until);
+      const held = await (this.dialect === 'postgres' ? check.forUpdate() : check).executeTakeFirst();
+      if (!held) throw new RunTakenOver();
       await write(trx);
     });
   }

@@ -92,7 +92,7 @@ export async function openStore(
     usage: new UsageStore(db),
     deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db, options.leaseClock),
     sessions: new SessionsStore(db),
-    responses: new ResponsesStore(db),
+    responses: new ResponsesStore(db, handle.dialect),
     migrated,
     unready,
     close: async () => {

@@ -8,7 +8,7 @@ import type { ApiKeyRecord } from '../../../src/storage/keys-store.js';
 import { NO_WORKER, OutboxSink } from '../../../src/webhooks/outbox.js';
 import { endOrphans, type OrphanDeps } from '../../../src/responses/background.js';
 import { backgroundDeliveryId, recordOrphanAudit } from '../../../src/responses/background-audit.js';
-import { storeVariants } from '../../support/databases.js';
+import { queryPostgres, storeVariants } from '../../support/databases.js';
 import { storedResponse } from '../../support/responses.js';
 
 /**
@@ -229,7 +229,7 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
         return args.result;
       },
     };
-    return { store: new ResponsesStore(one.handle.db.withPlugin(plugin)), atHold, release };
+    return { store: new ResponsesStore(one.handle.db.withPlugin(plugin), one.handle.dialect), atHold, release };
   }
 
   /** A finder on `two` whose clock reads `now`, and the responses it counted in the Usage view. */
@@ -292,6 +292,48 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
     expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
     expect(counted).toEqual([run.response.id]);
     expect(await auditsOf(run.requestId)).toHaveLength(1);
+  });
+
+  it.skipIf(_name !== 'postgres')("a runner's store of its end in parts checks its claim before each part without writing its row (Postgres: no new row version per part)", async () => {
+    const run = await running('many-parts');
+    const answer = storedResponse({ id: run.response.id, createdAt: run.response.created_at, text: 'Once upon a time. '.repeat(Math.ceil((3 * RESPONSE_PART_CHARS) / 18)) });
+    const completed: ResponseObject = { ...run.response, status: 'completed', output: answer.output };
+    // The row's version (xmin) once the claim is written, and once every part and item is written under it, before
+    // the final write: a check that updated the row would have made a new version each time.
+    const version = async () => (await queryPostgres<{ v: string }>(url, 'select xmin::text as v from responses where id = $1', [run.response.id]))[0]!.v;
+    const store = one.responses as unknown as {
+      whileClaimed: (claim: unknown, write: unknown) => Promise<void>;
+      indexOutputItems: (...args: unknown[]) => Promise<void>;
+    };
+    const whileClaimed = store.whileClaimed.bind(store);
+    const indexOutputItems = store.indexOutputItems.bind(store);
+    let checks = 0;
+    let claimed: string | undefined;
+    let beforeFinalWrite: string | undefined;
+    store.whileClaimed = async (claim, write) => {
+      if (claim) {
+        checks += 1;
+        claimed ??= await version();
+      }
+      return whileClaimed(claim, write);
+    };
+    store.indexOutputItems = async (...args) => {
+      await indexOutputItems(...args);
+      beforeFinalWrite = await version();
+    };
+    try {
+      const outcome = { statusCode: 200, finishedAt: T0 + 5_000, responseText: 'Once upon a time.', svc: null, usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } };
+      const settled = await one.responses.settle(key.id, completed, { owner: 'many-parts', until: T0 + 20_000 }, undefined, { requestId: run.requestId, startedAt: run.startedAt, streaming: true, outcome });
+      expect(settled).toBeDefined();
+    } finally {
+      store.whileClaimed = whileClaimed;
+      store.indexOutputItems = indexOutputItems;
+    }
+    // Its old parts deleted, three or more parts of its answer, and its item indexed: each a check of the claim.
+    expect(checks).toBeGreaterThanOrEqual(5);
+    expect(claimed).toBeDefined();
+    expect(beforeFinalWrite).toBe(claimed);
+    expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ id: run.response.id, status: 'completed' });
   });
 
   it("an owner that lived to end it after it was ended records no second audit, and takes no sequence number", async () => {
