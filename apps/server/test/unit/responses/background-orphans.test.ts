@@ -147,6 +147,37 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
     expect(logged).toEqual([expect.objectContaining({ msg: expect.stringContaining('stored audit is not JSON') })]);
   });
 
+  it('one whose runner stored its end and recorded its audit, then stopped, its stored audit garbled: the end rebuilt from its response is not delivered a second time', async () => {
+    // Its POST arrived within a second (startedAt T0 + 123 ms), not on it: the response keeps only the second.
+    const run = await running('dead-garbled');
+    const answer = storedResponse({ id: run.response.id, createdAt: run.response.created_at, text: 'Once upon a time.' });
+    const completed: ResponseObject = { ...run.response, status: 'completed', output: answer.output };
+    const outcome = { statusCode: 200, finishedAt: T0 + 5_000, responseText: 'Once upon a time.', svc: null, usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } };
+    const by = { owner: 'dead-garbled', until: T0 + 20_000 };
+    expect(await one.responses.settle(key.id, completed, by, undefined, { requestId: run.requestId, startedAt: run.startedAt, streaming: true, outcome })).toBeDefined();
+    // Its runner records its audit as create.ts does (under the response's delivery id), then stops before ending its run.
+    const sink = new OutboxSink(one.deliveries, NO_WORKER);
+    await sink.record({
+      requestId: run.requestId,
+      responseId: run.response.id,
+      deliveryId: backgroundDeliveryId(run.response.id, run.startedAt),
+      usageOnEnd: true,
+      key,
+      startedAt: run.startedAt,
+      streaming: true,
+      messages: [{ role: 'user', content: 'Write a long novel.' }],
+      ...outcome,
+    });
+    await one.handle.db.updateTable('responses').set({ background_audit: '{"requestId":"req_' }).where('id', '=', run.response.id).execute();
+    expect(await endOrphans(deps(two, T0 + 60_000), { owner: 'dead-garbled' }, MESSAGE)).toBe(0);
+    expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
+    expect(JSON.parse((await one.responses.responseJson(key.id, run.response.id))!)).toMatchObject({ status: 'completed' });
+    // One delivery of it, the runner's.
+    const { rows } = await one.deliveries.list(key.id, { limit: 100 });
+    const payloads = await Promise.all(rows.map(async (row) => JSON.parse((await one.deliveries.payloadOf(row.id))!.payload) as { response_id?: string; request_id: string }));
+    expect(payloads.filter((p) => p.response_id === run.response.id)).toEqual([expect.objectContaining({ request_id: run.requestId, status_code: 200 })]);
+  });
+
   it('one whose end was being written in parts when its writer stopped (parts missing, or of two writes) is ended failed and audited, and the others still are', async () => {
     const instructions = `Be brief. ${'x'.repeat(RESPONSE_PART_CHARS)}`;
     const parted = async () => {
