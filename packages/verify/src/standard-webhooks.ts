@@ -126,7 +126,10 @@ export function readStandardHeaders(headers: unknown): StandardHeaders | 'missin
   if (!id || !timestamp || !signature) return 'missing_signature';
   if (!/^\d{1,12}$/.test(timestamp)) return 'malformed_signature';
   const signatures: Uint8Array[] = [];
-  for (const part of signature.split(' ')) {
+  for (const entry of signature.split(' ')) {
+    // A header sent twice arrives joined by ", " (node's req.headers, Fetch's Headers): "v1,<a>, v1,<b>". Both are
+    // the sender's, as the standardwebhooks and svix libraries read them; the first kept its comma.
+    const part = entry.endsWith(',') ? entry.slice(0, -1) : entry;
     // Only v1 (HMAC-SHA256, base64) of the right length; anything else is another scheme's, skipped.
     if (part.length !== SIGNATURE_LENGTH || !part.startsWith('v1,') || !BASE64.test(part.slice(3))) continue;
     signatures.push(Uint8Array.from(atob(part.slice(3)), (c) => c.charCodeAt(0)));
