@@ -56,11 +56,13 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
   assertLimit(bodyLimit, 'bodyLimit');
   const claimed = new WeakMap<object, ClaimedDelivery>();
 
-  // JSON bodies stay raw bytes in this scope: the signature covers those bytes, not a re-serialisation.
-  fastify.removeContentTypeParser('application/json');
-  fastify.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_request, body, parsed) => {
-    parsed(null, body);
-  });
+  // Bodies stay raw bytes in this scope: the signature covers those bytes, not a re-serialisation. Whatever type a
+  // request claims: Fastify's text/plain parser decoded bytes that are not UTF-8 (a signed body then failed its
+  // check), and a type without a parser (none given, or a proxy's) was answered 415 before any check.
+  const keepBytes = (_request: unknown, body: Buffer | string, parsed: (err: null, body: Buffer | string) => void) => parsed(null, body);
+  fastify.removeContentTypeParser(['application/json', 'text/plain']);
+  fastify.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'buffer', bodyLimit }, keepBytes);
+  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, keepBytes);
 
   // preValidation: before Fastify validates the body against the route's schema, which describes the event, not
   // the raw bytes (in a preHandler, a route with a body schema refused every delivery with 400).
@@ -103,7 +105,7 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
 
 /**
  * Fastify plugin that verifies every request in the scope it is registered in: it keeps
- * `application/json` bodies as raw bytes, verifies the delivery in a preValidation hook, and puts the typed
+ * bodies as raw bytes whatever their content type, verifies the delivery in a preValidation hook, and puts the typed
  * payload in `request.body` and `request.svcEvent` (so a route's body schema validates the event); untrusted deliveries get 401/400 with svc's JSON
  * error body. Register it in its own scope with the webhook route, so other routes keep Fastify's JSON parser.
  *
