@@ -1,5 +1,5 @@
 import type { AuditPayload } from '@svc/protocol';
-import { clockTime, kleur, mark, printable, visibleLength } from './output.js';
+import { clockTime, kleur, mark, shown, visibleLength } from './output.js';
 import { shortId, truncate } from './short-id.js';
 import type { SendOutcome } from './send-delivery.js';
 
@@ -19,7 +19,8 @@ interface Detail {
  * `/v1/responses` call's `response_id` last).
  *
  * Fields missing from the body are left out, so a body that is not an audit payload still prints. Text from the
- * request (event, ids, model) is printed with `printable`: a sender, trusted or not, cannot drive the terminal.
+ * request (event, ids, model) is printed with `shown`: a sender, trusted or not, cannot drive the terminal, and a value
+ * of megabytes is cut to its first 128 characters.
  */
 export function formatReceivedLine(input: {
   time: Date;
@@ -35,7 +36,7 @@ export function formatReceivedLine(input: {
   const header = (name: string): string | undefined => {
     const value = input.headers[name];
     const first = Array.isArray(value) ? value[0] : value;
-    return first === undefined ? undefined : printable(first);
+    return first === undefined ? undefined : shown(first);
   };
   const event = str(payload?.event) ?? header('x-svc-event') ?? 'unknown event';
   const head = `${clockTime(input.time)}  --> ${kleur.cyan(event)}`;
@@ -106,7 +107,7 @@ export function formatReceivedLine(input: {
  */
 export function formatSentLine(time: Date, url: string, outcome: SendOutcome, deliveryId: string | null | undefined, width?: number): string {
   const wide = width === undefined;
-  const id = deliveryId ? ` ${kleur.dim(`[${printable(wide ? deliveryId : shortId(deliveryId))}]`)}` : '';
+  const id = deliveryId ? ` ${kleur.dim(`[${shown(wide ? deliveryId : shortId(deliveryId))}]`)}` : '';
   const fit = (before: string, after: string): string =>
     width === undefined ? `${before}${url}${after}` : `${before}${truncate(url, Math.max(width - visibleLength(before) - visibleLength(after), 20))}${after}`;
   if (!outcome.ok && outcome.status === null) {
@@ -134,9 +135,9 @@ function parsePayload(body: Buffer): Partial<Record<keyof AuditPayload, unknown>
   }
 }
 
-/** A non-empty string field of the body, made printable. */
+/** A non-empty string field of the body, as a line shows it (printable, cut short). */
 function str(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? printable(value) : undefined;
+  return typeof value === 'string' && value !== '' ? shown(value) : undefined;
 }
 
 function num(value: unknown): number | undefined {

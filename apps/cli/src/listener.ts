@@ -1,11 +1,12 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { networkInterfaces } from 'node:os';
 import { createDeduper, DUPLICATE_HEADER, errorBody, WebhookVerificationError } from '@svc/verify';
 import type { AddressInfo } from 'node:net';
 import { createDeliveryLog, type LoggedDelivery } from './delivery-log.js';
 import { formatReceivedLine, formatSentLine } from './delivery-line.js';
 import { CliError } from './errors.js';
-import { clockTime, kleur, lineWidth, printable, type Io } from './output.js';
+import { clockTime, kleur, lineWidth, printable, shown, type Io } from './output.js';
 import { deliveryHeaders, refusedLine, sendDelivery } from './send-delivery.js';
 import { createSignatureCheck, type SignatureVerdict } from './signature-check.js';
 import { createGapWatch } from './sequence-gaps.js';
@@ -116,12 +117,28 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     inFlight.add(task);
     void task.finally(() => inFlight.delete(task));
   });
+  // A request node refuses before the handler (headers over its limit, bytes that are not HTTP) was answered without
+  // a word here: said in one line, then answered as node answers it.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, why] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, `its headers are over node's ${maxHeaderSize / 1024} KB`]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'it was not sent in time']
+          : [400, `it is not HTTP node can read (${err.code ?? 'parse error'})`];
+    io.err(`${clockTime(clock())}  ${kleur.red(`✘ [${status}]`)} a request refused before it was read: ${why}\n`);
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+  });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const target = new URL(req.url ?? '/', 'http://listener');
     if (target.pathname !== options.path) {
       // Said on stderr too: a webhook URL with the wrong path is the usual reason nothing seems to arrive.
-      io.err(`${clockTime(clock())}  ${kleur.yellow(`[404] ${req.method ?? 'GET'} ${printable(target.pathname)}`)}: not a delivery path; deliveries are accepted at ${options.path}\n`);
+      io.err(`${clockTime(clock())}  ${kleur.yellow(`[404] ${req.method ?? 'GET'} ${shown(target.pathname)}`)}: not a delivery path; deliveries are accepted at ${options.path}\n`);
       req.resume();
       reply(res, 404, { error: `not found: deliveries are accepted at ${options.path}` });
       return;
@@ -142,8 +159,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   async function receive(req: IncomingMessage, res: ServerResponse, target: URL, read: BodyRead): Promise<void> {
     if (read.refused === 503) {
       req.resume();
-      const id = printable(String(req.headers['x-svc-delivery'] ?? req.headers['webhook-id'] ?? 'no delivery id'));
-      io.err(`${clockTime(clock())}  ${kleur.yellow(`! [503] POST ${printable(target.pathname)}`)}: ${MAX_BYTES_IN_FLIGHT / 1024 / 1024} MiB of deliveries are being read already; asked to retry [${id}]\n`);
+      const id = shown(String(req.headers['x-svc-delivery'] ?? req.headers['webhook-id'] ?? 'no delivery id'));
+      io.err(`${clockTime(clock())}  ${kleur.yellow(`! [503] POST ${shown(target.pathname)}`)}: ${MAX_BYTES_IN_FLIGHT / 1024 / 1024} MiB of deliveries are being read already; asked to retry [${id}]\n`);
       res.setHeader('retry-after', String(BUSY_RETRY_SECONDS));
       reply(res, 503, { error: `busy: ${MAX_BYTES_IN_FLIGHT / 1024 / 1024} MiB of deliveries are being read already` });
       return;
@@ -152,8 +169,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     if (body === undefined) {
       req.resume();
       // Said on the terminal too: svc keeps retrying a delivery answered 413, and nothing else would show it.
-      const id = printable(String(req.headers['x-svc-delivery'] ?? req.headers['webhook-id'] ?? 'no delivery id'));
-      io.err(`${clockTime(clock())}  ${kleur.red(`✘ [413] POST ${printable(target.pathname)}`)}: a body over ${MAX_BODY_BYTES / 1024 / 1024} MiB, not read [${id}]\n`);
+      const id = shown(String(req.headers['x-svc-delivery'] ?? req.headers['webhook-id'] ?? 'no delivery id'));
+      io.err(`${clockTime(clock())}  ${kleur.red(`✘ [413] POST ${shown(target.pathname)}`)}: a body over ${MAX_BODY_BYTES / 1024 / 1024} MiB, not read [${id}]\n`);
       reply(res, 413, { error: `body over ${MAX_BODY_BYTES / 1024 / 1024} MiB` });
       return;
     }
@@ -225,7 +242,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         return jsonAnswer(200, { received: true });
       }
       // A status line, on stderr as the gap warnings: stdout keeps one line per delivery.
-      io.err(`${clockTime(time)}  ${kleur.yellow(`duplicate of ${printable(deliveryId)}: answered 200 ${DUPLICATE_HEADER}: true`)}\n`);
+      io.err(`${clockTime(time)}  ${kleur.yellow(`duplicate of ${shown(deliveryId)}: answered 200 ${DUPLICATE_HEADER}: true`)}\n`);
       return { ...jsonAnswer(200, { duplicate: true }), headers: { [DUPLICATE_HEADER]: 'true' } };
     }
     const forwardTo = options.forwardTo!;

@@ -1,3 +1,4 @@
+import { quoted } from '@svc/protocol';
 import kleur from 'kleur';
 
 /** What a command needs to know of a stream it writes to: whether it is a terminal, and how wide (when known). */
@@ -111,6 +112,18 @@ export function printable(text: string): string {
     for (let i = 0; i < char.length; i++) escaped += `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`;
     return escaped;
   });
+}
+
+/**
+ * A value from a request as a line quotes it: `printable`, then cut to its first 128 characters (then `…`), as svc's
+ * own error messages quote one. A sender chooses a value's length: a megabyte request id printed whole is a megabyte
+ * line (and a terminal scrolled blank).
+ *
+ * @example
+ * shown('R'.repeat(1_000_000)); // the first 128 characters, then …
+ */
+export function shown(text: string): string {
+  return quoted(printable(text));
 }
 
 // Matches the escape sequences kleur emits, so padding counts visible characters only.
