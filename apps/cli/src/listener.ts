@@ -196,7 +196,8 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     // and there a \u escape means the same character.
     if (options.json) io.out(`${printable(body.toString('utf8'))}\n`);
     if (signature !== 'invalid') await gaps.observe(body, time);
-    const answer = refusal !== undefined ? rejected(time, refusal) : await forward(body, req, headers['webhook-id'] ?? deliveryId, time);
+    // An empty id (`webhook-id:` with no value) is none: claimed, it was a TypeError answered 500 "listener failure".
+    const answer = refusal !== undefined ? rejected(time, refusal) : await forward(body, req, headers['webhook-id'] || deliveryId || null, time);
 
     // Everything a caller can observe is done before answering: the sender's call returning means
     // the delivery is printed, forwarded and logged.

@@ -58,7 +58,8 @@ async function send(port: number, raw: Raw): Promise<Answer> {
   else socket.write(Buffer.concat(lines));
   const chunks: Buffer[] = [];
   socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  await once(socket, 'close');
+  // Not events.once: it rejects on the 'error' (a reset) that comes before 'close'.
+  await new Promise((resolve) => socket.on('close', resolve));
   const text = Buffer.concat(chunks).toString('latin1');
   const status = /^HTTP\/1\.1 (\d{3})/.exec(text)?.[1];
   return { status: status === undefined ? null : Number(status), text: text.slice(text.indexOf('\r\n\r\n') + 4) };
