@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // CPU time (user + sys) of a svc-server command's start: `--help`, `keys list` (opens the SQLite database) and
-// `start` up to its "svc listening" line, on the offline model (no upstream: the tokenizer loads before it
-// listens) and with an upstream set (nothing listens there; a start does not call it). With --base, rounds alternate between that build and this one (order
-// swapped every round), so a host whose load drifts moves both alike.
+// `start` up to its "svc listening" line, on the offline model (no upstream: its tokenizer is built after it
+// listens) and with an upstream set (nothing listens there; a start does not call it); for `start` also the wall
+// time from the spawn to that line (what a user waits for). With --base, rounds alternate between that build and
+// this one (order swapped every round), so a host whose load drifts moves both alike.
 //
 //   node bench/cli-start.mjs --rounds 10 --base /other/clone/apps/server/dist/bin.js
 //
@@ -40,9 +41,10 @@ function timedRun(bin, env, argv) {
   return user + sys;
 }
 
-/** CPU seconds of `start` when it prints its listening line (from /proc, then the process is stopped). */
+/** CPU seconds of `start` when it prints its listening line (from /proc, then the process is stopped), and the wall seconds from the spawn to it. */
 function timedStart(bin, env) {
   return new Promise((resolvePromise, reject) => {
+    const spawned = performance.now();
     const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     let listening = false;
@@ -54,12 +56,13 @@ function timedStart(bin, env) {
       err += d;
       if (listening || !/svc listening on /.test(err)) return;
       listening = true;
+      const wall = (performance.now() - spawned) / 1000;
       clearTimeout(timer);
       // The fields after the command's name: utime and stime are the 12th and 13th.
       const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const cpu = (Number(fields[11]) + Number(fields[12])) * TICK_S;
-      child.once('exit', () => resolvePromise(cpu));
+      child.once('exit', () => resolvePromise({ cpu, wall }));
       child.kill('SIGTERM');
     });
     child.once('exit', (code) => {
@@ -84,6 +87,7 @@ try {
     mustRun(build.bin, build.env, ['keys', 'create', '--email', 'bench@example.com']);
     build.upstreamEnv = { ...build.env, SVC_UPSTREAM_BASE_URL: 'http://127.0.0.1:9/v1' };
     build.cpu = { help: [], 'keys list': [], start: [], 'start (upstream set)': [] };
+    build.wall = { start: [], 'start (upstream set)': [] };
   }
   const loadBefore = loadavg();
   const rounds = Number(args.rounds);
@@ -92,17 +96,22 @@ try {
     for (const build of order) {
       build.cpu.help.push(timedRun(build.bin, build.env, ['--help']));
       build.cpu['keys list'].push(timedRun(build.bin, build.env, ['keys', 'list']));
-      build.cpu.start.push(await timedStart(build.bin, build.env));
-      build.cpu['start (upstream set)'].push(await timedStart(build.bin, build.upstreamEnv));
+      for (const [name, env] of [['start', build.env], ['start (upstream set)', build.upstreamEnv]]) {
+        const { cpu, wall } = await timedStart(build.bin, env);
+        build.cpu[name].push(cpu);
+        build.wall[name].push(wall);
+      }
     }
   }
   const loadAfter = loadavg();
   const fmt = (x) => x.toFixed(2);
   console.log(`${rounds} rounds; load average before ${loadBefore.map(fmt).join(' ')}, after ${loadAfter.map(fmt).join(' ')}`);
-  console.log('CPU seconds (user+sys): median [min–max]');
-  for (const command of Object.keys(builds[0].cpu)) {
-    const row = builds.map((b) => `${b.name} ${fmt(median(b.cpu[command]))} [${fmt(Math.min(...b.cpu[command]))}–${fmt(Math.max(...b.cpu[command]))}]`);
-    console.log(`${command.padEnd(20)} ${row.join('   ')}`);
+  for (const [title, figure] of [['CPU seconds (user+sys)', 'cpu'], ['wall seconds from spawn to the listening line', 'wall']]) {
+    console.log(`${title}: median [min–max]`);
+    for (const command of Object.keys(builds[0][figure])) {
+      const row = builds.map((b) => `${b.name} ${fmt(median(b[figure][command]))} [${fmt(Math.min(...b[figure][command]))}–${fmt(Math.max(...b[figure][command]))}]`);
+      console.log(`${command.padEnd(20)} ${row.join('   ')}`);
+    }
   }
 } finally {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });

@@ -154,8 +154,6 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
       : createOfflineModel());
   const upstream = instrumentUpstream(baseUpstream, metrics);
   opened.push(() => upstream.close());
-  // The offline model tokenizes every answer: load the tokenizer now rather than in the first request.
-  if (!options.upstream && !config.upstream.baseUrl) await loadTokenizer();
   // ioredis is loaded only when configured: without Redis its modules would be memory spent for nothing.
   const shared = config.redisUrl ? await connectRedis(config.redisUrl, logger, metrics) : undefined;
   const redis = shared?.redis;
@@ -271,6 +269,12 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
   logger.info({ url, database: store.handle.dialect, upstream: config.upstream.baseUrl ? 'remote' : 'offline' }, 'svc listening');
   // A multi-process server's primary says it once for all its workers (they share its limit and settings).
   if (!clusterWorker) warnIfFilesShort(config, logger);
+  // The offline model tokenizes every answer. Its tokenizer (about half a second of CPU) is built from here on, after
+  // the server listens, in short turns between which requests run; a request that comes before it is ready waits
+  // for the rest of it (`loadTokenizer` hands every caller the one build).
+  if (!options.upstream && !config.upstream.baseUrl) {
+    loadTokenizer().catch((err: unknown) => logger.error({ err }, 'the offline model\'s tokenizer could not be loaded: its answers fail until a restart'));
+  }
 
   let closing: Promise<void> | undefined;
   const close = () =>

@@ -64,6 +64,15 @@ describe('what svc-server commands load', () => {
     expect(adminCommand(['keys', 'list'], env)).toContain(id);
   });
 
+  it('start on the offline model listens before it loads the tokenizer (refused here: it says so, and serves on)', async () => {
+    const server = await startServerProcess(envRefusing(['gpt-tokenizer']), [], { timeoutMs: 100_000 });
+    servers.push(server);
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    await expect.poll(() => server.stderr()).toContain("the offline model's tokenizer could not be loaded");
+    expect(server.stderr()).toContain('refused by the test: gpt-tokenizer');
+    expect(await server.stop()).toBe(0);
+  }, 120_000);
+
   it('start serves, and stops, without kysely as a package of its own', async () => {
     const server = await startServerProcess(envRefusing(['kysely']), [], { timeoutMs: 100_000 });
     servers.push(server);

@@ -1,15 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { createRequire } from 'node:module';
-import { GptEncoding } from 'gpt-tokenizer/GptEncoding';
-import { compareUint8Arrays } from 'gpt-tokenizer/utfUtil';
+import type { GptEncoding } from 'gpt-tokenizer/GptEncoding';
 import { turns } from '../turns.js';
 
 type O200k = GptEncoding;
 
 /**
  * gpt-tokenizer's o200k_base encoding, loaded on first use (offline model, a client that left mid-stream, an
- * upstream without usage), not at start. Its ranks are read from the package's own data file
+ * upstream without usage) or, on the offline model, once the server listens; never before it listens (gpt-tokenizer's
+ * modules are imported then too). Its ranks are read from the package's own data file
  * (`data/o200k_base.tiktoken`) rather than imported from its generated module: compiling that multi-megabyte
  * array literal leaves V8's compiler memory behind, several times the heap the ranks need, and the first client
  * abort would raise the server's peak RSS by that much. Same ranks, same encoder: the tests compare both.
@@ -42,6 +42,7 @@ interface EncoderLookups {
  * them, RANKS_PER_TURN at a time. Were gpt-tokenizer's fields ever other than these, it is built in one step.
  */
 export async function buildEncoding(ranks: Array<string | number[]>): Promise<O200k> {
+  const [{ GptEncoding }, { compareUint8Arrays }] = await Promise.all([import('gpt-tokenizer/GptEncoding'), import('gpt-tokenizer/utfUtil')]);
   const encoding = GptEncoding.getEncodingApi('o200k_base', () => []);
   const core = (encoding as unknown as { bytePairEncodingCoreProcessor?: Partial<EncoderLookups> }).bytePairEncodingCoreProcessor;
   const { bytePairStringRankEncoder: strings, bytePairNonUtfRankDecoder: bytesOf } = core ?? {};
