@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MIN_CALIBRATION_ROWS } from '@svc/grounding';
 import { adminCommand, SERVER_BIN, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 
 // What an svc-server command loads: each package is a cost that every admin command and every start pays (node
@@ -13,11 +14,16 @@ const REFUSE = resolve(import.meta.dirname, 'support/refuse-packages.mjs');
 const dirs: string[] = [];
 const servers: ServerProcess[] = [];
 
-/** The env of a command on a fresh SQLite database, whose imports of `refused` fail. */
-function envRefusing(refused: string[]): NodeJS.ProcessEnv {
+/** The env of a command on a fresh SQLite database, whose imports of `refused` (and their subpaths but `allowed`) fail. */
+function envRefusing(refused: string[], allowed: string[] = []): NodeJS.ProcessEnv {
   const dir = mkdtempSync(join(tmpdir(), 'svc-loads-'));
   dirs.push(dir);
-  return serverEnv({ SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`, NODE_OPTIONS: `--import=${REFUSE}`, TEST_REFUSED_PACKAGES: refused.join(',') });
+  return serverEnv({
+    SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}`,
+    NODE_OPTIONS: `--import=${REFUSE}`,
+    TEST_REFUSED_PACKAGES: refused.join(','),
+    TEST_ALLOWED_IMPORTS: allowed.join(','),
+  });
 }
 
 function run(args: string[], env: NodeJS.ProcessEnv) {
@@ -41,8 +47,12 @@ describe('what svc-server commands load', () => {
     expect(r.stderr).toContain('refused by the test: better-sqlite3');
   });
 
-  it('--help, --version and a mistyped command load neither the configuration, the protocol, the database nor the tokenizer', () => {
-    const env = envRefusing(['zod', '@svc/protocol', 'better-sqlite3', 'kysely', 'gpt-tokenizer', 'pg', 'express', 'undici']);
+  it('--help, --version and a mistyped command load neither the configuration, the protocol, the grounding check, the database nor the tokenizer', () => {
+    const env = envRefusing(
+      ['zod', '@svc/protocol', '@svc/grounding', 'better-sqlite3', 'kysely', 'gpt-tokenizer', 'pg', 'express', 'undici'],
+      // The one constant the grounding command's help names, in a module of its own.
+      ['@svc/grounding/min-calibration-rows'],
+    );
     const help = run(['--help'], env);
     expect(help.stderr).toBe('');
     expect(help.code).toBe(0);
@@ -50,6 +60,9 @@ describe('what svc-server commands load', () => {
     const keysHelp = run(['keys', 'create', '--help'], env);
     expect(keysHelp.code).toBe(0);
     expect(keysHelp.stdout).toContain('--webhook-url <url>');
+    const calibrateHelp = run(['grounding', 'calibrate', '--help'], env);
+    expect(calibrateHelp).toMatchObject({ code: 0, stderr: '' });
+    expect(calibrateHelp.stdout.replace(/\s+/g, ' ')).toContain(`at least ${MIN_CALIBRATION_ROWS} rows of both labels`);
     expect(run(['--version'], env)).toMatchObject({ code: 0, stderr: '' });
     const typo = run(['kyes', 'list'], env);
     expect(typo.code).toBe(1);

@@ -1,6 +1,7 @@
 import { checkGrounding, DEFAULT_GROUNDING_THRESHOLD, type GroundingInput } from './check.js';
 import { binaryMetrics, type BinaryMetrics } from './metrics.js';
 import type { Model } from './model.js';
+import { MIN_CALIBRATION_ROWS } from './min-calibration-rows.js';
 
 /** A checked answer's score and its gold label (true: the sources do not support it). */
 export interface LabelledScore {
@@ -34,8 +35,7 @@ export class ThresholdError extends Error {
   }
 }
 
-/** Fewer labelled rows than this pick a threshold by luck more than by signal. */
-export const MIN_CALIBRATION_ROWS = 20;
+export { MIN_CALIBRATION_ROWS };
 
 /**
  * Balanced accuracy, F1 and share flagged of `threshold` on labelled scores (flagged: `score < threshold`, the

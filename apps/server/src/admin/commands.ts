@@ -6,8 +6,8 @@ import { makeBackupCommand } from './backup.js';
 import { SERVER_VERSION } from '../version.js';
 
 // What each command does is in actions.ts, loaded when a command runs: `--help`, `--version` and a mistyped
-// command or option then load commander and @svc/grounding's module (for one constant; about as cheap as commander),
-// not the configuration's and the protocol's schemas, the database or the tokenizer, most of what a command cost.
+// command or option then load commander, not the configuration's and the protocol's schemas, the grounding check,
+// the database or the tokenizer, most of what a command cost.
 const actions = () => import('./actions.js');
 type Actions = Awaited<ReturnType<typeof actions>>;
 

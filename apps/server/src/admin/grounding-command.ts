@@ -1,9 +1,10 @@
 import { Command } from 'commander';
-import { MIN_CALIBRATION_ROWS } from '@svc/grounding';
+import { MIN_CALIBRATION_ROWS } from '@svc/grounding/min-calibration-rows';
 import type { CalibrateIO } from './grounding-calibrate.js';
 
-// The calibration itself (the row schema, the tokenizer behind the prompt helpers) is loaded when the command
-// runs, not by every svc-server command; @svc/grounding's module is, for MIN_CALIBRATION_ROWS in the help text.
+// The calibration itself (@svc/grounding, the row schema, the tokenizer behind the prompt helpers) is loaded when
+// the command runs, not by every svc-server command: the help text's MIN_CALIBRATION_ROWS comes from a module of
+// that one constant.
 
 /**
  * `svc-server grounding calibrate --data FILE.jsonl [--json]`: the threshold for the operator's own traffic.
