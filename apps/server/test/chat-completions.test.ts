@@ -4,6 +4,7 @@ import { ChatCompletionChunkSchema, ChatCompletionSchema } from '@svc/protocol';
 import { checkGrounding } from '@svc/grounding';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
+import { postChat } from './support/reliability-http.js';
 
 const DOC = 'The Eiffel Tower is in Paris. It was completed in 1889 and is 330 metres tall.';
 
@@ -247,12 +248,7 @@ describe('streamed completions', () => {
   it('aborts the upstream request when the client disconnects mid-stream', async () => {
     upstream.setBehavior({ trickle: { intervalMs: 100 }, answer: 'one two three four five six seven eight nine ten' });
     const controller = new AbortController();
-    const res = await fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'svc01', messages: [{ role: 'user', content: 'hi' }], stream: true }),
-      signal: controller.signal,
-    });
+    const res = await postChat(server.url, token, { stream: true, content: 'hi', signal: controller.signal });
     const reader = res.body!.getReader();
     await reader.read();
     controller.abort();

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestPostgres, queryPostgres } from './support/databases.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { childrenOf, stallingPostgresServer, startServerProcess, type ServerProcess } from './support/processes.js';
+import { postChat } from './support/reliability-http.js';
 import { eventually } from './support/webhooks.js';
 
 const pgDb = await createTestPostgres('cluster-primary-close');
@@ -107,11 +108,8 @@ describe.skipIf(!pgDb)('svc-server start --processes 2 on Postgres, stopped whil
     try {
       // A stream whose upstream sends its first frames, then nothing: the worker serving it holds it until it cuts it.
       upstream.nextBehavior({ hangMidStream: true });
-      const res = await fetch(`${server.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Tell me a long story.' }] }),
-      });
+      // Held until the stop cuts it, which a loaded host may take longer to come to than postChat's 20 s guard.
+      const res = await postChat(server.url, token, { stream: true, content: 'Tell me a long story.', signal: AbortSignal.timeout(120_000) });
       expect(res.status).toBe(200);
       const reader = res.body!.getReader();
       await reader.read();

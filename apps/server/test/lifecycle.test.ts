@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminCommand, childrenOf, exitOf, SERVER_BIN, serverEnv, startServerProcess, type ServerProcess } from './support/processes.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { postChat } from './support/reliability-http.js';
 
 const TERMINAL = join(import.meta.dirname, 'support/terminal.py');
 
@@ -38,11 +39,7 @@ describe('svc-server start under a supervisor', () => {
     const { key } = JSON.parse(adminCommand(['keys', 'create', '--email', 'ops@example.com', '--json'], twice)) as { key: string };
     const server = await startServerProcess(twice);
     try {
-      const res = await fetch(`${server.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Hi' }] }),
-      });
+      const res = await postChat(server.url, key, { stream: true, content: 'Hi' });
       expect(res.status).toBe(200);
       const reader = res.body!.getReader();
       await reader.read();

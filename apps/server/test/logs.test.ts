@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { eventually, startReceiver, type Receiver } from './support/webhooks.js';
+import { postChat } from './support/reliability-http.js';
 
 const SECRET = 'whsec_log-test-secret-Qm9vJ3Rj';
 const PROMPT_MARKER = 'prompt-marker-4f1c9a';
@@ -120,12 +121,7 @@ describe('a client that goes away mid-stream', () => {
     const { token } = await server.createKey();
     upstream.nextBehavior({ answer: 'one two three four five six seven eight', trickle: { intervalMs: 100 } });
     const abort = new AbortController();
-    const res = await fetch(`${server.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'count' }] }),
-      signal: abort.signal,
-    });
+    const res = await postChat(server.url, token, { stream: true, content: 'count', signal: abort.signal });
     const reader = res.body!.getReader();
     await reader.read();
     abort.abort();

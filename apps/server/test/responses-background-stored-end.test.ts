@@ -79,23 +79,27 @@ async function expectAuditedAndCountedOnce(server: TestServer, keyId: string, id
 }
 
 /**
- * The database refuses every new outbox row (a trigger raising an error: a real database error, as a constraint or an
- * operator's guard would give) until `allow`.
+ * Runs `body` while the database refuses every new outbox row (a trigger raising an error: a real database error, as a
+ * constraint or an operator's guard would give), and takes the refusal away after it, whether it passed or not.
  */
-async function refuseOutboxRows(server: TestServer): Promise<{ allow: () => Promise<void> }> {
+async function withOutboxRefused(server: TestServer, body: () => Promise<void>): Promise<void> {
   const { db, dialect } = server.running.store.handle;
   if (dialect === 'sqlite') {
     await sql`create trigger refuse_outbox before insert on webhook_deliveries begin select raise(abort, 'the outbox refuses new rows'); end`.execute(db);
-    return { allow: async () => void (await sql`drop trigger refuse_outbox`.execute(db)) };
+  } else {
+    await sql`create function refuse_outbox() returns trigger language plpgsql as $$ begin raise exception 'the outbox refuses new rows'; end $$`.execute(db);
+    await sql`create trigger refuse_outbox before insert on webhook_deliveries for each row execute function refuse_outbox()`.execute(db);
   }
-  await sql`create function refuse_outbox() returns trigger language plpgsql as $$ begin raise exception 'the outbox refuses new rows'; end $$`.execute(db);
-  await sql`create trigger refuse_outbox before insert on webhook_deliveries for each row execute function refuse_outbox()`.execute(db);
-  return {
-    allow: async () => {
+  try {
+    await body();
+  } finally {
+    if (dialect === 'sqlite') {
+      await sql`drop trigger refuse_outbox`.execute(db);
+    } else {
       await sql`drop trigger refuse_outbox on webhook_deliveries`.execute(db);
       await sql`drop function refuse_outbox()`.execute(db);
-    },
-  };
+    }
+  }
 }
 
 describe.each(variants)('a background response whose end is stored, its audit still to record (%s)', (_name, databaseUrl) => {
@@ -135,17 +139,11 @@ describe.each(variants)('a background response whose end is stored, its audit st
     const { srv, token, keyId } = await start();
     try {
       const id = await endStoredByAKilledRunner(srv, keyId);
-      const outbox = await refuseOutboxRows(srv);
-      let allowed = false;
-      try {
+      await withOutboxRefused(srv, async () => {
         // Nothing is left to stop: the cancel has done what it was asked; the audit is svc's to record, not the client's to retry.
         expect(await sdk(srv.url, token).responses.cancel(id)).toMatchObject({ id, status: 'completed' });
         expect(await auditStatuses(srv, keyId, id)).toEqual([]);
-        await outbox.allow();
-        allowed = true;
-      } finally {
-        if (!allowed) await outbox.allow();
-      }
+      });
       // Taken by the cancel, whose lease lapses: the server's look for lapsed runs records it.
       await eventually(async () => ((await srv.running.store.responses.runOf(keyId, id)) === undefined ? true : undefined), 90_000);
       await expectAuditedAndCountedOnce(srv, keyId, id);
@@ -158,20 +156,14 @@ describe.each(variants)('a background response whose end is stored, its audit st
     const { srv, token, keyId } = await start();
     try {
       const id = await endStoredByAKilledRunner(srv, keyId);
-      const outbox = await refuseOutboxRows(srv);
-      let allowed = false;
-      try {
+      await withOutboxRefused(srv, async () => {
         const res = await fetch(`${srv.url}/v1/responses/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
         expect(res.status).toBe(503);
         expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
         expect(await res.json()).toEqual({ error: { message: expect.stringContaining('audit'), type: 'server_error', code: 'database_unavailable', param: null } });
         // Kept: deleted now, its audit would be lost with it.
         expect((await sdk(srv.url, token).responses.retrieve(id)).status).toBe('completed');
-        await outbox.allow();
-        allowed = true;
-      } finally {
-        if (!allowed) await outbox.allow();
-      }
+      });
       // The client's retry (the SDKs retry a 503 by themselves) records the audit and deletes it.
       expect(await sdk(srv.url, token).responses.delete(id)).toMatchObject({ id, deleted: true });
       await expectAuditedAndCountedOnce(srv, keyId, id);
