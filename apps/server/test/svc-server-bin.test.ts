@@ -6,7 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import { DashboardClient } from './support/dashboard-client.js';
 import { until } from './support/reliability-http.js';
-import { childrenOf } from './support/processes.js';
+import { childrenOf, exitOf } from './support/processes.js';
 import { CommandError, makeProgram, type CommandIO } from '../src/admin/commands.js';
 
 const BIN = resolve(import.meta.dirname, '../dist/bin.js');
@@ -58,6 +58,15 @@ async function runHere(args: string[], env: NodeJS.ProcessEnv, input = '') {
 }
 
 /**
+ * The first-run banner `start` printed, once its last line has arrived: svc writes it after the listening line, which
+ * this process may read first (its own pipe), well before the banner on a loaded host.
+ */
+async function firstRunBanner(stdout: () => string): Promise<string> {
+  await expect.poll(stdout).toMatch(/^ {2}Try it: .*\n/m);
+  return stdout();
+}
+
+/**
  * Starts `svc-server start` (the built BIN under this node, or `command`) and resolves with its URL and
  * everything it printed by then.
  */
@@ -79,11 +88,13 @@ function start(
       const match = /svc listening on (http:\/\/\S+)/.exec(err);
       if (match) {
         clearTimeout(timer);
-        // stdout (the first-run banner) is written before the listening line completes the start.
-        setTimeout(() => resolvePromise({ child, url: match[1]!, stdout: () => out, stderr: () => err }), 100);
+        // The first-run banner (stdout) is written after the listening line, and reaches this process on its own pipe,
+        // any time later: a test that reads it waits for it (firstRunBanner).
+        resolvePromise({ child, url: match[1]!, stdout: () => out, stderr: () => err });
       }
     });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${err}`)));
+    // All it wrote: 'exit' comes before the pipes' last bytes.
+    void exitOf(child).then((code) => reject(new Error(`server exited with ${code}:\n${err}`)));
   });
 }
 
@@ -209,7 +220,7 @@ describe('svc-server start (what npm start runs)', () => {
     const dir = tempDir();
     const { child, url, stdout } = await start(envFor(dir), ['taskset', '-c', '0', INSTALLED]);
     expect(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0')).toContain('--single-threaded-gc');
-    const key = /API key:\s+(sk-svc-\S+)/.exec(stdout())![1]!;
+    const key = /API key:\s+(sk-svc-\S+)/.exec(await firstRunBanner(stdout))![1]!;
     const client = new OpenAI({ apiKey: key, baseURL: `${url}/v1`, maxRetries: 0 });
     const stream = await client.chat.completions.create({ model: 'svc01', stream: true, messages: [{ role: 'user', content: 'Hello' }] });
     let text = '';
@@ -263,9 +274,10 @@ describe('svc-server start (what npm start runs)', () => {
     const { version } = JSON.parse(readFileSync(join(dirname(BIN), '..', 'package.json'), 'utf8')) as { version: string };
     expect(stderr()).toContain(`svc listening on ${url}  (version ${version}; dashboard: ${url}/dashboard)`);
     expect(run(['--version'], envFor(dir)).stdout.trim()).toBe(version);
-    const key = /API key:\s+(sk-svc-\S+)/.exec(stdout())?.[1];
+    const banner = await firstRunBanner(stdout);
+    const key = /API key:\s+(sk-svc-\S+)/.exec(banner)?.[1];
     expect(key).toBeDefined();
-    expect(stdout()).toMatch(/Dashboard:\s+http:\/\/.*\/dashboard.*password \S+/);
+    expect(banner).toMatch(/Dashboard:\s+http:\/\/.*\/dashboard.*password \S+/);
     // the key encrypting signing secrets is generated into the data dir, readable only by its owner
     expect(statSync(join(dir, 'secret.key')).mode & 0o077).toBe(0);
 
@@ -284,6 +296,9 @@ describe('svc-server start (what npm start runs)', () => {
     child.kill('SIGTERM');
     expect(await new Promise((r) => child.once('exit', r))).toBe(0);
     const again = await start(envFor(dir));
+    // All it printed: a banner would have come right after the listening line, before the stop.
+    again.child.kill('SIGTERM');
+    expect(await exitOf(again.child)).toBe(0);
     expect(again.stdout()).not.toContain('API key:');
   });
 
