@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import { exitOf } from './support/processes.js';
 import { startReceiver, type Receiver } from './support/webhooks.js';
 
 const BIN = resolve(import.meta.dirname, '../dist/bin.js');
@@ -36,12 +37,16 @@ function envFor(dir: string): NodeJS.ProcessEnv {
     SVC_PORT: '0',
     SVC_LOG_LEVEL: 'info',
     SVC_WEBHOOK_TIMEOUT_MS: '2000',
-    SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms',
+    // Retries 200 ms apart while the receiver is down, for as long as the first server takes to answer the test's 12
+    // requests on a loaded host: 15 of them (about 3 s) were spent before the last request on a slow host, and a
+    // delivery that has spent its retries is failed, not resumed by the restart under test.
+    SVC_WEBHOOK_RETRY_SCHEDULE: Array.from({ length: 600 }, () => '200ms').join(','),
   };
 }
 
 function cli(args: string[], env: NodeJS.ProcessEnv): string {
-  const r = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 30_000 });
+  // An admin command (a password hash at OWASP's cost) took over 30 s at load 35 (as test/support/processes.ts says).
+  const r = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`svc-server ${args.join(' ')} failed (${r.status}):\n${r.stderr}`);
   return r.stdout;
 }
@@ -53,7 +58,8 @@ function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: stri
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), 20_000);
+    // A guard against a hung start, not a measure: a start took over 20 s on a host running other suites (svc-server-bin).
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${err}`)), 100_000);
     child.stderr!.on('data', (d) => {
       err += d;
       const match = /svc listening on (http:\/\/\S+)/.exec(err) ?? /"url":"(http:\/\/[^"]+)"[^\n]*svc listening/.exec(err + out);
@@ -62,7 +68,8 @@ function start(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: stri
         resolvePromise({ child, url: match[1]!, logs: () => err + out });
       }
     });
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${err}`)));
+    // All it wrote: 'exit' comes before the pipes' last bytes.
+    void exitOf(child).then((code) => reject(new Error(`server exited with ${code}:\n${err}`)));
   });
 }
 
@@ -103,7 +110,7 @@ describe('durable outbox', () => {
     receivers.push(receiver);
     const second = await start(env);
     const byRequest = () => new Set(receiver.received.map((r) => JSON.parse(r.raw.toString('utf8')).request_id as string));
-    await receiver.waitFor(() => requestIds.every((id) => byRequest().has(id)), 20_000);
+    await receiver.waitFor(() => requestIds.every((id) => byRequest().has(id)), 60_000);
 
     const deliveryIds = new Set(receiver.received.map((r) => r.headers['x-svc-delivery'] as string));
     expect(deliveryIds.size).toBe(requestIds.length);
