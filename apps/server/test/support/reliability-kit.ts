@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { existsSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { adminCommand, SERVER_BIN } from './processes.js';
+import { adminCommand, exitOf, SERVER_BIN } from './processes.js';
 
 /** Fails early with a clear message when the binary the process tests spawn is missing. */
 export function requireBuiltServer(): void {
@@ -33,7 +33,7 @@ export function cli(args: string[], env: NodeJS.ProcessEnv): string {
 export interface SpawnedServer {
   child: ChildProcess;
   url: string;
-  /** Resolves with the exit code and signal once the process has exited. */
+  /** Resolves with the exit code and signal once the process has exited and all it wrote is in `output`. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   kill(signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -45,9 +45,8 @@ export interface SpawnedServer {
 export function spawnServer(env: NodeJS.ProcessEnv, output: string[], children: ChildProcess[]): Promise<SpawnedServer> {
   const child = spawn(process.execPath, [SERVER_BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  );
+  // After its pipes' last bytes ('exit' comes before them): a test reads what it said on its way out.
+  const exited = exitOf(child).then(() => ({ code: child.exitCode, signal: child.signalCode }));
   let err = '';
   child.stdout!.on('data', (d: Buffer) => output.push(d.toString('utf8')));
   return new Promise((resolve, reject) => {
