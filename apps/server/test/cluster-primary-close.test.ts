@@ -40,7 +40,7 @@ function query<R extends pg.QueryResultRow>(text: string, params: unknown[] = []
  */
 async function serverRunningABackgroundResponse(emailPrefix: string): Promise<{ server: ServerProcess; token: string; responseId: string; runner: number }> {
   const { env, token } = await stallingPostgresServer(pgDb!.url, upstream.url, emailPrefix);
-  const server = await startServerProcess(env, ['--processes', '2'], { timeoutMs: 60_000 });
+  const server = await startServerProcess(env, ['--processes', '2']);
   servers.push(server);
   const asked = upstream.requests.length;
   upstream.nextBehavior({ hang: true });

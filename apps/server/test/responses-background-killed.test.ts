@@ -202,7 +202,7 @@ describe('a server process killed with a background response running (SVC_PROCES
       SVC_LOG_LEVEL: 'info',
       SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
     });
-    const server = await startServerProcess(sqliteEnv, ['--processes', '2'], { timeoutMs: 60_000 });
+    const server = await startServerProcess(sqliteEnv, ['--processes', '2']);
     started.push(server);
     const email = `usage-${randomBytes(4).toString('hex')}@example.test`;
     await adminCommandAsync(['users', 'create', '--email', email, '--password', 'long-enough-pw'], sqliteEnv);

@@ -312,7 +312,7 @@ describe('background responses over the processes of one server (SVC_PROCESSES=2
       SVC_RATE_LIMIT_RPM: '100000',
       SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
     });
-    server = await startServerProcess(env, ['--processes', '2'], { timeoutMs: 60_000 });
+    server = await startServerProcess(env, ['--processes', '2']);
     token = await keyFor(env);
   }, 90_000);
   afterAll(() => server?.stop('SIGKILL'));

@@ -64,7 +64,7 @@ async function expectStoppedLeavingOneUncounted(server: ServerProcess): Promise<
 describe.skipIf(!pgDb)('svc-server stopped while the usage counters’ write waits on a lock', () => {
   it('one process exits after SVC_SHUTDOWN_TIMEOUT_MS and says the request it left uncounted', async () => {
     const { env, token } = await stallingPostgresServer(pgDb!.url, upstream.url, 'stall');
-    const server = await startServerProcess(env, [], { timeoutMs: 60_000 });
+    const server = await startServerProcess(env, []);
     servers.push(server);
     const lock = await holdUsageTable();
     try {
@@ -80,7 +80,7 @@ describe.skipIf(!pgDb)('svc-server stopped while the usage counters’ write wai
 
   it('the primary of --processes 2 exits after SVC_SHUTDOWN_TIMEOUT_MS and says what it left uncounted', async () => {
     const { env, token } = await stallingPostgresServer(pgDb!.url, upstream.url, 'stall');
-    const server = await startServerProcess(env, ['--processes', '2'], { timeoutMs: 60_000 });
+    const server = await startServerProcess(env, ['--processes', '2']);
     servers.push(server);
     // A background response that runs until its process dies; the primary ends it `failed` and counts it.
     upstream.nextBehavior({ hang: true });

@@ -112,14 +112,14 @@ describe('one server per SQLite file', () => {
     dirs.push(dir);
     const env = serverEnv({ SVC_DATABASE_URL: `sqlite:${join(dir, 'svc.db')}` });
     // A start takes 20 s and more on a loaded CI host (three processes here).
-    const first = await startServerProcess(env, ['--processes', '2'], { timeoutMs: 90_000 });
+    const first = await startServerProcess(env, ['--processes', '2']);
     processes.push(first);
     const second = await startToExit(env);
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(/^error: another svc server is already running on .*svc\.db .*SVC_PROCESSES=<n>/m);
     // The lock goes with the process however it ends: a supervisor's restart after a crash is not refused.
     await first.stop('SIGKILL');
-    const after = await startServerProcess(env, [], { timeoutMs: 90_000 });
+    const after = await startServerProcess(env, []);
     processes.push(after);
     expect((await fetch(`${after.url}/healthz`)).status).toBe(200);
   }, 240_000);

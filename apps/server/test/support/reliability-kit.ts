@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { existsSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
-import { adminCommand, exitOf, SERVER_BIN } from './processes.js';
+import { adminCommand, exitOf, SERVER_BIN, SERVER_START_TIMEOUT_MS } from './processes.js';
 
 /** Fails early with a clear message when the binary the process tests spawn is missing. */
 export function requireBuiltServer(): void {
@@ -51,7 +51,7 @@ export function spawnServer(env: NodeJS.ProcessEnv, output: string[], children: 
   child.stdout!.on('data', (d: Buffer) => output.push(d.toString('utf8')));
   return new Promise((resolve, reject) => {
     // A start takes 1-2 s alone, and over 20 s on a host running other suites beside this one.
-    const timer = setTimeout(() => reject(new Error(`server did not start within 60 s:\n${err.slice(-4000)}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start within ${SERVER_START_TIMEOUT_MS} ms:\n${err.slice(-4000)}`)), SERVER_START_TIMEOUT_MS);
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
       reject(new Error(`server exited (${code ?? signal}) before listening:\n${err.slice(-4000)}`));
