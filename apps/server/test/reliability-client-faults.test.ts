@@ -145,17 +145,19 @@ describe('client disconnects', () => {
   });
 
   it('before the answer (non-streamed): upstream aborted, delivery written with status 499', async () => {
-    upstream.nextBehavior({ delayMs: 3000 });
+    // The upstream answers only once svc gives up on it: an answer 3 s later was a window a loaded host could miss
+    // (the abort reaching the upstream after its answer), and 2-5 s guards on the steps were shorter than a start there.
+    upstream.nextBehavior({ hang: true });
     const before = upstream.requests.length;
     const controller = requestController();
     const pending = postChat(server.url, token, { stream: false, content: 'Wait.', signal: controller.signal }).catch(() => undefined);
-    await until(() => upstream.requests.length > before, 5000, 'request reached upstream');
-    const abortedUpstream = upstream.waitForAbort(2000);
+    await until(() => upstream.requests.length > before, 30_000, 'request reached upstream');
+    const abortedUpstream = upstream.waitForAbort(30_000);
     controller.abort();
     await pending;
     const aborted = await abortedUpstream;
     expect(aborted.body.messages).toEqual([{ role: 'user', content: 'Wait.' }]);
-    const got = await receiver.waitFor((r) => r.some((d) => d.raw.toString().includes('"prompt":"user: Wait."')), 10_000);
+    const got = await receiver.waitFor((r) => r.some((d) => d.raw.toString().includes('"prompt":"user: Wait."')), 30_000);
     const payload = JSON.parse(got.find((d) => d.raw.toString().includes('"prompt":"user: Wait."'))!.raw.toString('utf8'));
     // A client that left is not a server error.
     const errors = server.logs.map((l) => JSON.parse(l)).filter((l) => l.level >= 50 && l.request_id === payload.request_id);
