@@ -5,8 +5,10 @@ export default defineConfig({
     // The second writes failures where .ci/run prints them last (see scripts/failure-reporter.mjs).
     reporters: ['default', '../../scripts/failure-reporter.mjs'],
     include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // A guard against a hung test, not a measure: at load 15 on 2 cores (the server's suite beside this one) a
+    // listen took over 10 s to start and 13 tests that start servers and CLIs ran past 30 s (as the server's did).
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     // The tests spawn the built CLI and real servers and mostly wait on them: two files at a time, as the server's

@@ -19,8 +19,14 @@ describe('svc-cli webhooks check-receiver', () => {
     receivers.push(receiver);
     return receiver;
   };
+  /**
+   * `webhooks check-receiver URL --secret SECRET ARGS`, with a --timeout for a loaded host unless ARGS give one: these
+   * test receivers run in this test's process, and one took over the default 10 s to take the 12 MiB large-body case on
+   * a loaded 2-core host (the case then failed with "no answer within 10000 ms").
+   */
+  const checkArgs = (url: string, ...args: string[]) => ['webhooks', 'check-receiver', url, '--secret', SECRET, ...(args.includes('--timeout') ? [] : ['--timeout', '100s']), ...args];
   const check = async (url: string, ...args: string[]) => {
-    const result = await runCli(['webhooks', 'check-receiver', url, '--secret', SECRET, '--json', ...args], { cwd: sandbox.path });
+    const result = await runCli(checkArgs(url, '--json', ...args), { cwd: sandbox.path });
     return { ...result, report: JSON.parse(result.stdout) as CheckReport };
   };
   const failedIds = (report: CheckReport): string[] => report.cases.filter((c) => c.outcome === 'failed').map((c) => c.id);
@@ -40,7 +46,7 @@ describe('svc-cli webhooks check-receiver', () => {
 
   it('passes every case against the @svc/verify Fetch adapter on node:http, printing one line per case', async () => {
     const receiver = await started(fetchReceiver(SECRET));
-    const { code, stdout, stderr } = await runCli(['webhooks', 'check-receiver', receiver.url, '--secret', SECRET], { cwd: sandbox.path });
+    const { code, stdout, stderr } = await runCli(checkArgs(receiver.url), { cwd: sandbox.path });
     expect(code).toBe(0);
     const lines = stdout.trim().split('\n');
     for (const id of ALL) expect(lines.find((l) => l.startsWith(`✔ ${id} `))).toBeDefined();
@@ -65,7 +71,7 @@ describe('svc-cli webhooks check-receiver', () => {
 
   it('explains the failures in the human output: a duplicate processed twice, a GitHub-style receiver and the stale case', async () => {
     const noDedupe = await started(brokenReceiver('no-dedupe', SECRET));
-    const first = await runCli(['webhooks', 'check-receiver', noDedupe.url, '--secret', SECRET], { cwd: sandbox.path });
+    const first = await runCli(checkArgs(noDedupe.url), { cwd: sandbox.path });
     expect(first.code).toBe(1);
     expect(first.stdout).toMatch(/✘ duplicate .*expected 2xx, then 2xx with Svc-Duplicate: true, got 200 ok\n +→ duplicate processed twice: .*--skip duplicate/);
     expect(first.stdout).toContain('✘ 9 passed, 1 failed');
@@ -74,7 +80,7 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(dup).toHaveLength(1);
 
     const github = await started(brokenReceiver('github-style-only', SECRET));
-    const second = await runCli(['webhooks', 'check-receiver', github.url, '--secret', SECRET], { cwd: sandbox.path });
+    const second = await runCli(checkArgs(github.url), { cwd: sandbox.path });
     expect(second.stdout).toMatch(/✘ stale-timestamp .*got 200 ok\n +→ accepted it \(200\): .*verifying only X-Svc-Signature \(GitHub style, no timestamp\) fails this case by design/);
   });
 
@@ -106,7 +112,7 @@ describe('svc-cli webhooks check-receiver', () => {
 
   it('--skip duplicate: a receiver that de-duplicates silently passes, and the output says the case was not checked', async () => {
     const receiver = await started(brokenReceiver('no-dedupe', SECRET));
-    const { code, stdout } = await runCli(['webhooks', 'check-receiver', receiver.url, '--secret', SECRET, '--skip', 'duplicate'], { cwd: sandbox.path });
+    const { code, stdout } = await runCli(checkArgs(receiver.url, '--skip', 'duplicate'), { cwd: sandbox.path });
     expect(code).toBe(0);
     expect(stdout).toContain('- duplicate          skipped by --skip (the receiver de-duplicates silently: not checked)');
     expect(stdout).toContain('✔ 9 passed, 0 failed, 1 skipped');
@@ -134,10 +140,13 @@ describe('svc-cli webhooks check-receiver', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
     receivers.push({ url, processed: [], close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
-    const { code, report, stderr } = await check(url, '--skip', ALL.filter((id) => id !== 'valid').join(','));
+    // The default --timeout itself is what this test is about: none given.
+    const asIs = await runCli(['webhooks', 'check-receiver', url, '--secret', SECRET, '--json', '--skip', ALL.filter((id) => id !== 'valid').join(',')], { cwd: sandbox.path });
+    const { code, stderr } = asIs;
+    const report = JSON.parse(asIs.stdout) as CheckReport;
     expect(report.cases.find((c) => c.id === 'valid')).toMatchObject({ outcome: 'passed', answer: expect.objectContaining({ status: 204 }) });
     expect([code, stderr]).toEqual([0, '']);
-  }, 60_000);
+  });
 
   it('a refused connection is a failed case, not a crash, and the check stops there with one line saying so', async () => {
     const receiver = await started(expressReceiver(SECRET));
@@ -149,7 +158,7 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(report.cases).toEqual([expect.objectContaining({ id: 'valid', outcome: 'failed', answer: expect.objectContaining({ status: null, error: 'connection refused' }) })]);
     expect(stderr).toBe(`svc-cli: cannot reach ${url}: connection refused. Is the receiver running, and listening on that host and port? (no other case was sent)\n`);
     // Was nine identical "connection refused" failures and "9 of 9 cases failed".
-    const human = await runCli(['webhooks', 'check-receiver', url, '--secret', SECRET, '--skip', 'valid'], { cwd: sandbox.path });
+    const human = await runCli(checkArgs(url, '--skip', 'valid'), { cwd: sandbox.path });
     expect(human.code).toBe(1);
     expect(human.stdout.match(/connection refused/g)).toHaveLength(2);
     expect(human.stdout).toMatch(/^- valid +skipped by --skip: .*\n✘ exact-bytes .*got connection refused\n +→ connection refused: .*\n$/);
@@ -167,7 +176,7 @@ describe('svc-cli webhooks check-receiver', () => {
     expect(missed.report).toMatchObject({ ok: false, passed: 0, failed: 1, wrong_url: expect.stringMatching(/^answered 404: nothing takes a POST at \/webhooks\/svc there\. Check the path: the prefix/) });
     expect(missed.report.cases.map((c) => c.id)).toEqual(['valid']);
     expect(missed.stderr).toContain(`svc-cli: ${unprefixed} is not where the receiver takes deliveries: it answered 404: nothing takes a POST at /webhooks/svc there.`);
-    const redirected = await runCli(['webhooks', 'check-receiver', receiver.redirectFrom, '--secret', SECRET], { cwd: sandbox.path });
+    const redirected = await runCli(checkArgs(receiver.redirectFrom), { cwd: sandbox.path });
     expect(redirected.code).toBe(1);
     expect(redirected.stdout).toMatch(/^✘ valid .*got 308.*\n +→ answered 308, a redirect to http:\/\/127\.0\.0\.1:\d+\/api\/webhooks\/svc: svc follows no redirects/);
     expect(redirected.stdout).not.toMatch(/check the secret|tampered-body/);

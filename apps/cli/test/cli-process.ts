@@ -111,7 +111,8 @@ export function startCli(args: string[], options: CliOptions): CliProcess {
     stdout: () => text('stdout'),
     stderr: () => text('stderr'),
     exited,
-    waitFor(stream, pattern, timeoutMs = 10_000) {
+    // A guard against a hung CLI, not a measure: `listen` took over 10 s to print Ready on a 2-core host at load 15.
+    waitFor(stream, pattern, timeoutMs = 60_000) {
       return new Promise((resolve, reject) => {
         const check = (): boolean => {
           const match = text(stream).match(pattern);
