@@ -114,7 +114,7 @@ async function runMatrix(): Promise<Map<string, { status: number; case: Case; ou
       continue;
     }
     waiting.push(answered);
-    await until(() => upstream.requests.length > before || done, 10_000, `${c.name}: its request reached the upstream`);
+    await until(() => upstream.requests.length > before || done, 30_000, `${c.name}: its request reached the upstream`);
   }
   await Promise.all(waiting);
   return seen;
@@ -169,7 +169,7 @@ describe('upstream faults', () => {
       upstream.nextBehavior(stream ? { hangMidStream: true } : { hang: true });
       let hangingDone = false;
       const hanging = chat(server.url, token, { stream }).finally(() => (hangingDone = true));
-      await until(() => upstream.requests.length > before, 5000, 'hanging request reached upstream');
+      await until(() => upstream.requests.length > before, 30_000, 'hanging request reached upstream');
       // Several normal requests, streamed and not, all complete while the first one still hangs.
       const normal = await Promise.all([chat(server.url, token, { stream: false }), chat(server.url, token, { stream: true })]);
       expect(normal[0]!.status).toBe(200);
