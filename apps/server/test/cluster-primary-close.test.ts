@@ -9,48 +9,32 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import OpenAI from 'openai';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestPostgres, queryPostgres } from './support/databases.js';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { postgresProcesses } from './support/postgres-processes.js';
 import { childrenOf, stallingPostgresServer, startServerProcess, type ServerProcess } from './support/processes.js';
 import { postChat } from './support/reliability-http.js';
 import { eventually } from './support/webhooks.js';
 
-const pgDb = await createTestPostgres('cluster-primary-close');
-
-let upstream: FakeUpstream;
-const servers: ServerProcess[] = [];
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  for (const server of servers) await server.stop('SIGKILL');
-  await upstream?.close();
-  await pgDb?.drop();
-});
-
-function query<R extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<R[]> {
-  return queryPostgres<R>(pgDb!.url, text, params);
-}
+const suite = await postgresProcesses('cluster-primary-close');
+const { pgDb, servers, query } = suite;
 
 /**
  * A `--processes 2` server on Postgres (`stallingPostgresServer`: SVC_SHUTDOWN_TIMEOUT_MS 2 s, statements wait 10 min
  * for a lock) with a background response running until its process dies, and that process's pid.
  */
 async function serverRunningABackgroundResponse(emailPrefix: string): Promise<{ server: ServerProcess; token: string; responseId: string; runner: number }> {
-  const { env, token } = await stallingPostgresServer(pgDb!.url, upstream.url, emailPrefix);
+  const { env, token } = await stallingPostgresServer(pgDb!.url, suite.upstream.url, emailPrefix);
   const server = await startServerProcess(env, ['--processes', '2']);
   servers.push(server);
-  const asked = upstream.requests.length;
-  upstream.nextBehavior({ hang: true });
+  const asked = suite.upstream.requests.length;
+  suite.upstream.nextBehavior({ hang: true });
   const created = await new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 }).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
   const [run] = await eventually(async () => {
     const rows = await query<{ owner: string | null }>('select background_owner as owner from responses where id = $1', [created.id]);
     return rows[0]?.owner ? rows : undefined;
   });
   // Its upstream call is under way (and took the hanging answer, which the next request would take otherwise).
-  await eventually(() => upstream.requests.length > asked || undefined);
+  await eventually(() => suite.upstream.requests.length > asked || undefined);
   // `worker-<pid>-<random>`: the process running it.
   return { server, token, responseId: created.id, runner: Number(/^worker-(\d+)-/.exec(run!.owner!)![1]) };
 }
@@ -107,7 +91,7 @@ describe.skipIf(!pgDb)('svc-server start --processes 2 on Postgres, stopped whil
     const row = await killWithRowHeld(responseId, runner);
     try {
       // A stream whose upstream sends its first frames, then nothing: the worker serving it holds it until it cuts it.
-      upstream.nextBehavior({ hangMidStream: true });
+      suite.upstream.nextBehavior({ hangMidStream: true });
       // Held until the stop cuts it, which a loaded host may take longer to come to than postChat's 20 s guard.
       const res = await postChat(server.url, token, { stream: true, content: 'Tell me a long story.', signal: AbortSignal.timeout(120_000) });
       expect(res.status).toBe(200);

@@ -5,29 +5,13 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import OpenAI from 'openai';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestPostgres, queryPostgres } from './support/databases.js';
-import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
+import { describe, expect, it } from 'vitest';
+import { postgresProcesses } from './support/postgres-processes.js';
 import { stallingPostgresServer, startServerProcess, type ServerProcess } from './support/processes.js';
 import { eventually } from './support/webhooks.js';
 
-const pgDb = await createTestPostgres('shutdown-stalled-database');
-
-let upstream: FakeUpstream;
-const servers: ServerProcess[] = [];
-
-beforeAll(async () => {
-  upstream = await startFakeUpstream();
-});
-afterAll(async () => {
-  for (const server of servers) await server.stop('SIGKILL');
-  await upstream?.close();
-  await pgDb?.drop();
-});
-
-function query<R extends pg.QueryResultRow>(text: string, params: unknown[] = []): Promise<R[]> {
-  return queryPostgres<R>(pgDb!.url, text, params);
-}
+const suite = await postgresProcesses('shutdown-stalled-database');
+const { pgDb, servers, query } = suite;
 
 /** Holds the usage counters' table against writes (reads go on) until `release`; resolves once a write waits on it. */
 async function holdUsageTable(): Promise<{ waiting: () => Promise<void>; release: () => Promise<void> }> {
@@ -63,7 +47,7 @@ async function expectStoppedLeavingOneUncounted(server: ServerProcess): Promise<
 
 describe.skipIf(!pgDb)('svc-server stopped while the usage counters’ write waits on a lock', () => {
   it('one process exits after SVC_SHUTDOWN_TIMEOUT_MS and says the request it left uncounted', async () => {
-    const { env, token } = await stallingPostgresServer(pgDb!.url, upstream.url, 'stall');
+    const { env, token } = await stallingPostgresServer(pgDb!.url, suite.upstream.url, 'stall');
     const server = await startServerProcess(env, []);
     servers.push(server);
     const lock = await holdUsageTable();
@@ -79,11 +63,11 @@ describe.skipIf(!pgDb)('svc-server stopped while the usage counters’ write wai
   }, 180_000);
 
   it('the primary of --processes 2 exits after SVC_SHUTDOWN_TIMEOUT_MS and says what it left uncounted', async () => {
-    const { env, token } = await stallingPostgresServer(pgDb!.url, upstream.url, 'stall');
+    const { env, token } = await stallingPostgresServer(pgDb!.url, suite.upstream.url, 'stall');
     const server = await startServerProcess(env, ['--processes', '2']);
     servers.push(server);
     // A background response that runs until its process dies; the primary ends it `failed` and counts it.
-    upstream.nextBehavior({ hang: true });
+    suite.upstream.nextBehavior({ hang: true });
     const created = await new OpenAI({ apiKey: token, baseURL: `${server.url}/v1`, maxRetries: 0 }).responses.create({ model: 'svc01', input: 'Write a long novel.', background: true });
     const [run] = await eventually(async () => {
       const rows = await query<{ owner: string | null }>('select background_owner as owner from responses where id = $1', [created.id]);
