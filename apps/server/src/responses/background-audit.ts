@@ -17,15 +17,16 @@ const CANCELLED_STATUS = 409;
 /**
  * The id of a background response's one audit delivery: the same whoever records it (the process that ran it, or
  * whoever ended it once nobody did), so that the outbox stores it once (`SequencedDelivery.once`) however many of
- * them try. Time-ordered like every delivery id, by the second of the POST's arrival: the response's `created_at`
- * keeps that second only, and the audit of one whose stored audit is lost (`rebuiltStoredEnd`) is recorded from it, under
- * the id its runner recorded it with (with the milliseconds, the two ids differed, and the audit was delivered twice).
+ * them try. Time-ordered like every delivery id, by the POST's arrival to the millisecond, as every version of svc
+ * makes it: during a rolling upgrade an instance not yet upgraded finds it by that id alone. The audit of one whose
+ * stored audit is lost (`rebuiltStoredEnd`) knows only the second its response keeps; the outbox takes the ids of
+ * one response within one second for one delivery (`onceSpan`).
  *
  * @example
  * const id = backgroundDeliveryId('resp_0123…', Date.parse('2026-11-30T12:00:00Z')); // 'whd_019…'
  */
 export function backgroundDeliveryId(responseId: string, startedAt: number): string {
-  const time = (Math.max(0, Math.floor(startedAt / 1000)) * 1000).toString(16).padStart(12, '0').slice(-12);
+  const time = Math.max(0, Math.floor(startedAt)).toString(16).padStart(12, '0').slice(-12);
   return `whd_${time}${createHash('sha256').update(responseId).digest('hex').slice(0, 20)}`;
 }
 

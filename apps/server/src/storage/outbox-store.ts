@@ -85,8 +85,8 @@ export interface SequencedDelivery extends Omit<NewDelivery, 'payload'> {
   /** The exact payload bytes with this sequence number; called once. */
   serialise(sequence: number): string;
   /**
-   * Recorded at most once: left out (taking no sequence number) when a delivery with its id is stored already, as
-   * when two instances record the audit of one background response.
+   * Recorded at most once: left out (taking no sequence number) when it is stored already, under its id or another
+   * that is the same delivery (`onceSpan`), as when two instances record the audit of one background response.
    */
   once?: boolean;
 }
@@ -347,6 +347,39 @@ function timeOrderedId(prefix: string): string {
 
 export function newAttemptId(): string {
   return timeOrderedId('wha_');
+}
+
+/** What a delivery recorded `once` is the same delivery as (`onceSpan`). */
+export interface OnceSpan {
+  id: string;
+  /** Ids from `from` (inclusive) to `to` (exclusive) that end with `tail`. */
+  from: string;
+  to: string;
+  tail: string;
+  /** Locked by whoever records it: `id`, and the id of its second (its time's milliseconds 0), which every recorder of it locks. */
+  lockIds: string[];
+}
+
+const TIME_ORDERED = /^([a-z]+_)([0-9a-f]{12})([0-9a-f]{20})$/;
+
+/**
+ * The stored deliveries a delivery recorded `once` is the same as: one with its id, or, for a time-ordered id, one with
+ * its last 20 hex digits whose time (the 12 before them) is in the same second. A background response's one audit
+ * (`backgroundDeliveryId`) carries its POST's arrival to the millisecond where that is known, as every version of svc
+ * makes it, and to the second only where the millisecond was lost with its stored audit (`rebuiltStoredEnd`): the one
+ * audit either way, stored once.
+ *
+ * @example
+ * onceSpan('whd_01a22c53827b004fb2d2deefa504e8cd'); // { from: 'whd_01a22c538200', to: 'whd_01a22c5385e8', tail: '004fb2d2deefa504e8cd', … }
+ */
+export function onceSpan(id: string): OnceSpan {
+  const parts = TIME_ORDERED.exec(id);
+  if (!parts) return { id, from: id, to: id, tail: id.slice(-20), lockIds: [id] };
+  const [, prefix, time, tail] = parts as unknown as [string, string, string, string];
+  const second = Math.floor(Number.parseInt(time, 16) / 1000) * 1000;
+  const at = (ms: number) => `${prefix}${ms.toString(16).padStart(12, '0').slice(-12)}`;
+  const ofSecond = `${at(second)}${tail}`;
+  return { id, from: at(second), to: at(second + 1000), tail, lockIds: ofSecond === id ? [id] : [ofSecond, id] };
 }
 
 /** A fresh delivery id: `whd_` + 32 hex characters. */

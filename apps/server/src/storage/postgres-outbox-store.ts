@@ -22,6 +22,7 @@ import {
   deliveriesAsKeysSay,
   type KeyWebhook,
   numberDeliveries,
+  onceSpan,
   type SequencedDelivery,
 } from './outbox-store.js';
 import {
@@ -228,8 +229,10 @@ const LOCK_DELIVERY_IDS = 'select pg_advisory_xact_lock(hashtextextended(id, 0))
 const KEY_WEBHOOKS = `select id, webhook_url, signing_secret_enc, previous_signing_secret_enc, previous_signing_secret_expires_at
   from api_keys where id = any($1::text[])`;
 
-/** Which of these delivery ids are stored (parameter: the ids). */
-const STORED_DELIVERY_IDS = 'select id from webhook_deliveries where id = any($1::text[])';
+/** Which of these deliveries recorded `once` are stored, under their id or another of their `onceSpan` (parameters: the spans' ids, froms, tos, tails). */
+const STORED_DELIVERY_IDS = `select t.id from unnest($1::text[], $2::text[], $3::text[], $4::text[]) as t(id, lo, hi, tail)
+  where exists (select 1 from webhook_deliveries d where d.id = t.id)
+  or exists (select 1 from webhook_deliveries d where d.id >= t.lo and d.id < t.hi and right(d.id, 20) = t.tail)`;
 
 /** An arbitrary constant: the class of the advisory locks that serialise one key's test-send checks. */
 const TEST_SENDS_LOCK_CLASS = 741_539;
@@ -378,12 +381,13 @@ export class PostgresOutboxStore implements OutboxStore {
     if (all.length === 0) return [];
     return this.db.transaction().execute(async (trx) => {
       let deliveries = all;
-      const once = all.filter((d) => d.once).map((d) => d.id);
+      const once = all.filter((d) => d.once).map((d) => onceSpan(d.id));
       if (once.length > 0) {
-        // Two instances recording the same delivery at once: the second waits here for the first's commit, then its
-        // look (a statement of its own, so reading what was committed meanwhile) finds the row.
-        await run(trx, LOCK_DELIVERY_IDS, [once]);
-        const { rows: present } = await run<{ id: string }>(trx, STORED_DELIVERY_IDS, [once]);
+        // Two instances recording the same delivery at once (under one id, or two of one `onceSpan`: both lock the id of
+        // its second): the second waits here for the first's commit, then its look (a statement of its own, so reading
+        // what was committed meanwhile) finds the row.
+        await run(trx, LOCK_DELIVERY_IDS, [[...new Set(once.flatMap((span) => span.lockIds))]]);
+        const { rows: present } = await run<{ id: string }>(trx, STORED_DELIVERY_IDS, [once.map((s) => s.id), once.map((s) => s.from), once.map((s) => s.to), once.map((s) => s.tail)]);
         const stored = new Set(present.map((row) => row.id));
         deliveries = all.filter((d) => !stored.has(d.id));
         if (deliveries.length === 0) return [];

@@ -25,6 +25,8 @@ import {
   deliveriesAsKeysSay,
   type KeyWebhook,
   numberDeliveries,
+  onceSpan,
+  type OnceSpan,
   type SequencedDelivery,
 } from './outbox-store.js';
 import {
@@ -145,8 +147,12 @@ const NEXT_SEQUENCE = `insert into delivery_sequences (key_id, last) values (?, 
 
 const INSERT_ATTEMPT = rollingBack(insertAttemptsSql(1));
 
-/** Whether a delivery is stored (parameter: its id): a delivery recorded `once` is left out then. */
-const DELIVERY_EXISTS = 'select 1 as found from webhook_deliveries where id = ?';
+/**
+ * Whether a delivery recorded `once` is stored, under its id or another of its `onceSpan` (parameters: id, from, to,
+ * tail): it is left out then.
+ */
+const DELIVERY_EXISTS = `select 1 as found where exists (select 1 from webhook_deliveries where id = ?)
+  or exists (select 1 from webhook_deliveries where id >= ? and id < ? and substr(id, -20) = ?)`;
 
 const RELEASE_CLAIM = rollingBack(`update webhook_deliveries set lease_until = null, leased_by = null, updated_at = ?
   where id = ? and leased_by = ? and status = 'pending'`);
@@ -182,7 +188,8 @@ export class SqliteOutboxStore implements OutboxStore {
     // (bench/outbox-sqlite.bench.mjs --sequenced row|batch).
     this.insertSequencedTx = sqlite.transaction((all: readonly SequencedDelivery[]) => {
       const exists = this.stmt(DELIVERY_EXISTS);
-      const recorded = all.some((d) => d.once) ? all.filter((d) => !d.once || exists.get(d.id) === undefined) : all;
+      const stored = ({ id, from, to, tail }: OnceSpan) => exists.get(id, from, to, tail) !== undefined;
+      const recorded = all.some((d) => d.once) ? all.filter((d) => !d.once || !stored(onceSpan(d.id))) : all;
       if (recorded.length === 0) return [];
       const keys = this.stmt(KEY_WEBHOOKS).all(JSON.stringify([...new Set(recorded.map((d) => d.keyId))])) as KeyWebhook[];
       const deliveries = deliveriesAsKeysSay(recorded, keys);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { KyselyPlugin } from 'kysely';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +23,18 @@ const variants = await storeVariants('background orphans');
 const logger = pino({ level: 'silent' });
 const T0 = Date.parse('2026-11-30T12:00:00.000Z');
 const MESSAGE = 'nobody runs it';
+
+/**
+ * The id an instance not yet upgraded records a background response's audit under, and finds it by (that id alone):
+ * `whd_`, the POST's arrival in ms as 12 hex digits, then the first 20 of the response id's SHA-256.
+ */
+function idBeforeUpgrade(responseId: string, startedAt: number): string {
+  return `whd_${startedAt.toString(16).padStart(12, '0')}${createHash('sha256').update(responseId).digest('hex').slice(0, 20)}`;
+}
+
+it('a background response\'s delivery id is the one an instance not yet upgraded records its audit under: in a rolling upgrade, whichever ends the run, the audit is delivered once', () => {
+  expect(backgroundDeliveryId('resp_0123', T0 + 123)).toBe(idBeforeUpgrade('resp_0123', T0 + 123));
+});
 
 describe.each(variants)('background responses nobody runs, on %s', (_name, url) => {
   let one: Store;
@@ -176,6 +189,53 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
     const { rows } = await one.deliveries.list(key.id, { limit: 100 });
     const payloads = await Promise.all(rows.map(async (row) => JSON.parse((await one.deliveries.payloadOf(row.id))!.payload) as { response_id?: string; request_id: string }));
     expect(payloads.filter((p) => p.response_id === run.response.id)).toEqual([expect.objectContaining({ request_id: run.requestId, status_code: 200 })]);
+  });
+
+  it('a rolling upgrade: one whose runner, an instance not yet upgraded, recorded its audit (its id carrying the POST\'s milliseconds) and stopped before ending its run is not delivered again when this version ends it', async () => {
+    const run = await running('dead-old');
+    const completed: ResponseObject = { ...run.response, status: 'completed', output: storedResponse({ id: run.response.id, createdAt: run.response.created_at, text: 'Once upon a time.' }).output };
+    const outcome = { statusCode: 200, finishedAt: T0 + 5_000, responseText: 'Once upon a time.', svc: null, usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } };
+    expect(await one.responses.settle(key.id, completed, { owner: 'dead-old', until: T0 + 20_000 }, undefined, { requestId: run.requestId, startedAt: run.startedAt, streaming: true, outcome })).toBeDefined();
+    await new OutboxSink(one.deliveries, NO_WORKER).record({
+      requestId: run.requestId,
+      responseId: run.response.id,
+      deliveryId: idBeforeUpgrade(run.response.id, run.startedAt),
+      usageOnEnd: true,
+      key,
+      startedAt: run.startedAt,
+      streaming: true,
+      messages: [{ role: 'user', content: 'Write a long novel.' }],
+      ...outcome,
+    });
+    expect(await endOrphans(deps(two, T0 + 60_000), { owner: 'dead-old' }, MESSAGE)).toBe(0);
+    expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
+    expect((await auditsOf(run.requestId)).map((audit) => audit.id)).toEqual([idBeforeUpgrade(run.response.id, run.startedAt)]);
+  });
+
+  it('recorded at once by two instances, one knowing the POST\'s milliseconds and one only its second (its stored audit lost): one delivery', async () => {
+    for (let i = 0; i < 5; i++) {
+      const run = await running('racing');
+      const request = (store: Store, startedAt: number) =>
+        new OutboxSink(store.deliveries, NO_WORKER).record({
+          requestId: run.requestId,
+          responseId: run.response.id,
+          deliveryId: backgroundDeliveryId(run.response.id, startedAt),
+          usageOnEnd: true,
+          key,
+          startedAt,
+          streaming: true,
+          messages: [{ role: 'user', content: 'Write a long novel.' }],
+          statusCode: 200,
+          finishedAt: T0 + 5_000,
+          responseText: 'Once upon a time.',
+          svc: null,
+          usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 },
+        });
+      await Promise.all([request(one, run.startedAt), request(two, run.response.created_at * 1000)]);
+      const { rows } = await one.deliveries.list(key.id, { limit: 100 });
+      const payloads = await Promise.all(rows.map(async (row) => JSON.parse((await one.deliveries.payloadOf(row.id))!.payload) as { response_id?: string }));
+      expect(payloads.filter((p) => p.response_id === run.response.id)).toHaveLength(1);
+    }
   });
 
   it('one whose end was being written in parts when its writer stopped (parts missing, or of two writes) is ended failed and audited, and the others still are', async () => {
