@@ -322,7 +322,7 @@ function run<R>(db: Executor, sql: string, params: readonly unknown[]): Promise<
   return db.executeQuery<R>(CompiledQuery.raw(sql, [...params]));
 }
 
-/** The rows `sql` changed, sent by `send` (`run`, or `runPastDeadlocks` for a user's request over many deliveries). */
+/** The rows `sql` changed, sent by `send` (`run`, or `runPastDeadlocks` for a statement over many deliveries). */
 async function affected(db: Executor, sql: string, params: readonly unknown[], send: typeof run = run): Promise<number> {
   return Number((await send(db, sql, params)).numAffectedRows ?? 0);
 }
@@ -333,21 +333,26 @@ const DEADLOCK_DETECTED = '40P01';
 const DEADLOCK_TRIES = 3;
 
 /**
- * `run` for a user's request over many deliveries, a statement of its own (no transaction around it): a bulk
- * redelivery's batch, the cancel or retarget of a key's pending deliveries when its webhook URL changes. They lock
- * their rows in id order, as every statement over several deliveries does, but a session that does not (another
- * version of the server during a rolling upgrade, an operator's transaction) can still hold one row and wait for
- * another: Postgres fails one of them (40P01), a 500 to whoever clicked. The failed statement did nothing, so it is
- * sent again.
+ * `write` (a statement of its own, or a transaction) over many deliveries, sent again when Postgres failed it to break
+ * a deadlock: it did nothing then. Such writes lock their rows in id order, as every statement over several deliveries
+ * does, but a session that does not (another version of the server during a rolling upgrade, an operator's
+ * transaction) can still hold one row and wait for another, and Postgres fails one of the two (40P01): a 500 to whoever
+ * clicked a bulk redelivery or saved a key's webhook URL; for the worker, an attempt made but not recorded (its
+ * delivery sent again once its lease lapses) or leases kept until they lapse.
  */
-async function runPastDeadlocks<R>(db: Executor, sql: string, params: readonly unknown[]): Promise<QueryResult<R>> {
+async function pastDeadlocks<T>(write: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {
     try {
-      return await run<R>(db, sql, params);
+      return await write();
     } catch (err) {
       if (tries >= DEADLOCK_TRIES || (err as { code?: unknown } | null)?.code !== DEADLOCK_DETECTED) throw err;
     }
   }
+}
+
+/** `run` past deadlocks (`pastDeadlocks`). */
+function runPastDeadlocks<R>(db: Executor, sql: string, params: readonly unknown[]): Promise<QueryResult<R>> {
+  return pastDeadlocks(() => run<R>(db, sql, params));
 }
 
 /**
@@ -430,7 +435,7 @@ export class PostgresOutboxStore implements OutboxStore {
     if (batch.length === 0) return [];
     // A delivery twice in one batch is updated twice (each attempt counts): one row per chunk then.
     const distinct = new Set(batch.map((b) => b.deliveryId)).size === batch.length;
-    return this.db.transaction().execute(async (trx) => {
+    return pastDeadlocks(() => this.db.transaction().execute(async (trx) => {
       // The chunks go in the batch's order: without this, a redelivery or a release of claims over the same rows
       // (in id order) could hold one of them while this transaction holds another and waits for it. One row alone
       // cannot make such a cycle, and saves the round trip.
@@ -449,16 +454,16 @@ export class PostgresOutboxStore implements OutboxStore {
         numbers.push(...chunkNumbers);
       }
       return numbers;
-    });
+    }));
   }
 
   async releaseLeases(now: number, leasedBy?: string): Promise<number> {
-    return leasedBy === undefined ? affected(this.db, pg.RELEASE_LEASES, [now]) : affected(this.db, pg.RELEASE_LEASES_OF, [now, leasedBy]);
+    return leasedBy === undefined ? affected(this.db, pg.RELEASE_LEASES, [now], runPastDeadlocks) : affected(this.db, pg.RELEASE_LEASES_OF, [now, leasedBy], runPastDeadlocks);
   }
 
   async releaseClaims(ids: readonly string[], workerId: string, now: number): Promise<void> {
     if (ids.length === 0) return;
-    await run(this.db, pg.RELEASE_CLAIMS, [now, ids, workerId]);
+    await runPastDeadlocks(this.db, pg.RELEASE_CLAIMS, [now, ids, workerId]);
   }
 
   async nextDueAfter(now: number): Promise<number | undefined> {

@@ -86,8 +86,10 @@ async function whileHeld<T>(url: string, held: 'lower' | 'higher', statement: St
 }
 
 describe.skipIf(!postgres)('statements over several deliveries on Postgres lock them in id order', () => {
-  it("the worker's record of a batch of attempts (listed higher id first)", async () => {
-    const { result, store, rows, close } = await whileHeld(postgres!.url, 'lower', (s, { low, high }) => s.deliveries.recordAttempts([attempt(high.id), attempt(low.id)]));
+  // The worker's statements too: a record of attempts failed is a delivery sent again once its lease lapses, a release failed
+  // one held until then.
+  it.each(['lower', 'higher'] as const)("the worker's record of a batch of attempts (listed higher id first), the %s row held", async (held) => {
+    const { result, store, rows, close } = await whileHeld(postgres!.url, held, (s, { low, high }) => s.deliveries.recordAttempts([attempt(high.id), attempt(low.id)]));
     try {
       expect(result).toEqual([1, 1]);
       for (const d of [rows.low, rows.high]) expect(await store.deliveries.byId(d.id)).toMatchObject({ attempts: 1, lease_until: null, next_attempt_at: T0 + 1_000 });
@@ -96,9 +98,9 @@ describe.skipIf(!postgres)('statements over several deliveries on Postgres lock 
     }
   });
 
-  it('the release of all leases, and of one worker', async () => {
+  it.each(['lower', 'higher'] as const)('the release of all leases, and of one worker, the %s row held', async (held) => {
     for (const leasedBy of [undefined, WORKER]) {
-      const { result, store, rows, close } = await whileHeld(postgres!.url, 'lower', (s) => s.deliveries.releaseLeases(T0 + 10, leasedBy));
+      const { result, store, rows, close } = await whileHeld(postgres!.url, held, (s) => s.deliveries.releaseLeases(T0 + 10, leasedBy));
       try {
         expect(result).toBe(2);
         for (const d of [rows.low, rows.high]) expect(await store.deliveries.byId(d.id)).toMatchObject({ lease_until: null, leased_by: null });
@@ -108,8 +110,8 @@ describe.skipIf(!postgres)('statements over several deliveries on Postgres lock 
     }
   });
 
-  it("the worker's release of its claims (listed higher id first)", async () => {
-    const { store, rows, close } = await whileHeld(postgres!.url, 'lower', (s, { low, high }) => s.deliveries.releaseClaims([high.id, low.id], WORKER, T0 + 10));
+  it.each(['lower', 'higher'] as const)("the worker's release of its claims (listed higher id first), the %s row held", async (held) => {
+    const { store, rows, close } = await whileHeld(postgres!.url, held, (s, { low, high }) => s.deliveries.releaseClaims([high.id, low.id], WORKER, T0 + 10));
     try {
       for (const d of [rows.low, rows.high]) expect(await store.deliveries.byId(d.id)).toMatchObject({ lease_until: null, leased_by: null, updated_at: T0 + 10 });
     } finally {
