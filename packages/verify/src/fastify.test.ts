@@ -17,11 +17,10 @@ afterEach(async () => {
 });
 
 /** The receiver from the README's Fastify section, next to an ordinary JSON route. */
-async function receiver(options: Partial<VerifyPluginOptions> = {}, setup?: (scope: FastifyInstance) => void) {
+async function receiver(options: Partial<VerifyPluginOptions> = {}) {
   const received: AuditPayload[] = [];
   app = Fastify();
   app.register(async (scope) => {
-    setup?.(scope);
     await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true, ...options });
     scope.post('/webhooks/svc', async (request, reply) => {
       expect(request.body).toBe(request.svcEvent);
@@ -124,10 +123,34 @@ describe('verifyPlugin with Fastify', () => {
     expect(res.json().error.code).toBe('invalid_payload');
   });
 
-  it('reports misuse (a body another parser turned into an object) as a 500 that explains the raw body', async () => {
-    await receiver({}, (scope) =>
-      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, { body })),
-    );
+  it("keeps the bytes of a type the app parses outside the scope (a form parser at its root, as @fastify/formbody registers): verified, not a 500", async () => {
+    app = Fastify();
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, { body }));
+    const received: AuditPayload[] = [];
+    app.register(async (scope) => {
+      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true });
+      scope.post('/webhooks/svc', async (request, reply) => {
+        received.push(request.svcEvent!);
+        return reply.code(204).send();
+      });
+    });
+    app.post('/form', async (request) => request.body);
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    expect((await deliver(BODY, { ...form, 'x-svc-signature': hmac(BODY) })).statusCode).toBe(204);
+    expect(received).toEqual([samplePayload]);
+    const unsigned = await deliver('a=1', form);
+    expect(unsigned.statusCode).toBe(401);
+    // Outside the scope the app's parser still parses.
+    expect((await app.inject({ method: 'POST', url: '/form', payload: 'a=1', headers: form })).json()).toEqual({ body: 'a=1' });
+  });
+
+  it('reports misuse (a body another parser turned into an object: one the scope adds after the plugin) as a 500 that explains the raw body', async () => {
+    app = Fastify();
+    app.register(async (scope) => {
+      await scope.register(verifyPlugin, { secret: SECRET, allowUntimestamped: true });
+      scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, { body }));
+      scope.post('/webhooks/svc', async (_request, reply) => reply.code(204).send());
+    });
     const res = await app!.inject({
       method: 'POST',
       url: '/webhooks/svc',

@@ -58,11 +58,10 @@ const plugin: FastifyPluginAsync<VerifyPluginOptions> = async (fastify, options)
 
   // Bodies stay raw bytes in this scope: the signature covers those bytes, not a re-serialisation. Whatever type a
   // request claims: Fastify's text/plain parser decoded bytes that are not UTF-8 (a signed body then failed its
-  // check), and a type without a parser (none given, or a proxy's) was answered 415 before any check.
-  const keepBytes = (_request: unknown, body: Buffer | string, parsed: (err: null, body: Buffer | string) => void) => parsed(null, body);
-  fastify.removeContentTypeParser(['application/json', 'text/plain']);
-  fastify.addContentTypeParser(['application/json', 'text/plain'], { parseAs: 'buffer', bodyLimit }, keepBytes);
-  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, keepBytes);
+  // check), a type without a parser (none given, or a proxy's) was answered 415 before any check, and one the app
+  // parses outside the scope (a form parser at its root) reached the check as an object, a 500.
+  fastify.removeAllContentTypeParsers();
+  fastify.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, parsed) => parsed(null, body));
 
   // preValidation: before Fastify validates the body against the route's schema, which describes the event, not
   // the raw bytes (in a preHandler, a route with a body schema refused every delivery with 400).
