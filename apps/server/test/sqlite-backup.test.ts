@@ -164,4 +164,17 @@ describe('svc-server backup', () => {
     expect(onPostgres.status).toBe(1);
     expect(onPostgres.stderr).toContain('back it up with pg_dump');
   });
+
+  // `svc-server backup /backups/svc-$(date +%F).db` on a host without /backups said "cannot write …db.lock: ENOENT",
+  // naming a lock file the user never asked for.
+  it('a target in a directory that does not exist is refused, naming the directory to create', () => {
+    const data = tempDir();
+    const env = serverEnv({ SVC_DATABASE_URL: `sqlite:${join(data, 'svc.db')}` });
+    adminCommand(['migrate'], env);
+    const missing = join(tempDir(), 'backups');
+    const result = spawnSync(process.execPath, [SERVER_BIN, 'backup', join(missing, 'svc.db')], { env, encoding: 'utf8' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`backup failed: the directory ${missing} does not exist: create it first (mkdir -p ${missing})`);
+    expect(existsSync(missing)).toBe(false);
+  });
 });

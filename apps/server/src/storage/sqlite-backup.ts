@@ -40,6 +40,8 @@ export function backupSqlite(source: string, target: string): SqliteBackup {
   const to = resolve(target);
   if (from === to) throw new BackupError(`the backup ${to} would overwrite the database itself`);
   if (!existsSync(from)) throw new BackupError(`no database at ${from} (SVC_DATABASE_URL)`);
+  // Else the first file it fails to write is the lock, whose ENOENT names a file the user never asked for.
+  if (!existsSync(dirname(to))) throw new BackupError(`the directory ${dirname(to)} does not exist: create it first (mkdir -p ${dirname(to)})`);
   // Two backups to one name at once would share `.partial`: each removing or renaming the other's copy, one claiming a
   // copy the other was still writing. The lock makes the second refuse, naming the first.
   const release = lockTarget(to);
