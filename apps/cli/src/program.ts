@@ -9,6 +9,12 @@ import { parseHttpUrl } from './options.js';
 import { configureColors, processIo, type Io } from './output.js';
 import { VERSION } from './version.js';
 
+/** Stripe CLI commands a user coming from `stripe listen` types first, and what does their work here. */
+const STRIPE_CLI_NAMES = new Map([
+  ['trigger', "stripe trigger's counterpart: svc-cli webhooks test [--sample ok|failed|ungrounded|streamed], or svc-cli listen --trigger"],
+  ['events', "stripe events resend's counterpart: svc-cli deliveries redeliver ID"],
+]);
+
 /**
  * The whole `svc-cli` command tree. Global options are declared here and read by subcommands
  * through `optsWithGlobals()`.
@@ -28,7 +34,13 @@ export function makeProgram(io: Io = processIo, options: { exitOverride?: boolea
       writeOut: (text) => io.out(text),
       writeErr: (text) => io.err(text),
       // Commander's own errors (bad option values, unknown commands) read like ours: one line.
-      outputError: (text, write) => write(`svc-cli: ${text.replace(/^error: /, '').replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')}`),
+      outputError: (text, write) =>
+        write(
+          `svc-cli: ${text
+            .replace(/^error: /, '')
+            .replace(/\n\(Did you mean (.*)\?\)/, ' (did you mean $1?)')
+            .replace(/^unknown command '([^']*)'$/m, (line, name: string) => (STRIPE_CLI_NAMES.has(name) ? `${line} (${STRIPE_CLI_NAMES.get(name)})` : line))}`,
+        ),
     })
     .showSuggestionAfterError()
     .configureHelp({ showGlobalOptions: true })

@@ -70,6 +70,9 @@ describe('option errors are one line prefixed svc-cli:', () => {
     [['chat'], 'commander.missingArgument', "svc-cli: missing required argument 'prompt'\n"],
     [['deliveries', 'show'], 'commander.missingArgument', "svc-cli: missing required argument 'id'\n"],
     [['lisen'], 'commander.unknownCommand', "svc-cli: unknown command 'lisen' (did you mean listen?)\n"],
+    // Stripe CLI's names, which a user coming from `stripe listen` types first.
+    [['trigger'], 'commander.unknownCommand', "svc-cli: unknown command 'trigger' (stripe trigger's counterpart: svc-cli webhooks test [--sample ok|failed|ungrounded|streamed], or svc-cli listen --trigger)\n"],
+    [['events', 'resend', 'whd_1'], 'commander.unknownCommand', "svc-cli: unknown command 'events' (stripe events resend's counterpart: svc-cli deliveries redeliver ID)\n"],
     [['listen', '--bogus'], 'commander.unknownOption', "svc-cli: unknown option '--bogus'\n"],
   ])('%j', async (args, code, message) => {
     const { error, err } = await parse(args);
