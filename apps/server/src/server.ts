@@ -42,6 +42,8 @@ export interface RunningServer {
   store: Store;
   logger: Logger;
   firstRun: FirstRunCredentials | undefined;
+  /** A Postgres database with no user yet: it gets no first-run user, so `start` says how to make one. */
+  noUsers: boolean;
   /** `leased_by` of this process's webhook claims (a cluster primary releases them when the process dies). */
   webhookWorkerId: string;
   /** The background responses this process runs. */
@@ -255,6 +257,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
   const url = `http://${host}:${address.port}`;
 
   const firstRun = store.handle.dialect === 'sqlite' && !clusterWorker ? await bootstrapFirstRun(store, clock) : undefined;
+  const noUsers = store.handle.dialect === 'postgres' && !clusterWorker && (await store.users.count()) === 0;
   webhooks.start();
   background.start();
   const retention = new Retention({
@@ -339,7 +342,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
       void close().finally(() => resolve(problem));
     });
   });
-  return { url, server, store, logger, firstRun, webhookWorkerId: webhooks.worker.id, background, close, failed };
+  return { url, server, store, logger, firstRun, noUsers, webhookWorkerId: webhooks.worker.id, background, close, failed };
 }
 
 /**

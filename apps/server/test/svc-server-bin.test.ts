@@ -7,6 +7,7 @@ import OpenAI from 'openai';
 import { DashboardClient } from './support/dashboard-client.js';
 import { until } from './support/reliability-http.js';
 import { childrenOf, exitOf } from './support/processes.js';
+import { createTestPostgres } from './support/databases.js';
 import { CommandError, makeProgram, type CommandIO } from '../src/admin/commands.js';
 
 const BIN = resolve(import.meta.dirname, '../dist/bin.js');
@@ -300,6 +301,29 @@ describe('svc-server start (what npm start runs)', () => {
     again.child.kill('SIGTERM');
     expect(await exitOf(again.child)).toBe(0);
     expect(again.stdout()).not.toContain('API key:');
+  });
+
+  // A new Postgres database gets no first-run user (instances starting together would each make one): an operator saw
+  // "svc listening" and a dashboard nobody could sign in to, with nothing saying what to do.
+  it('on a new Postgres database says there is no user yet and how to make one; once there is one, nothing', async (ctx) => {
+    const pg = await createTestPostgres('svc-server-bin');
+    if (!pg) return ctx.skip();
+    try {
+      const env = envFor(tempDir(), { SVC_DATABASE_URL: pg.url, SVC_SECRET_KEY: Buffer.alloc(32, 7).toString('base64') });
+      const first = await start(env);
+      first.child.kill('SIGTERM');
+      expect(await exitOf(first.child)).toBe(0);
+      expect(first.stderr()).toContain('No user yet on this database: make one with svc-server users create --email E --password-stdin, then svc-server keys create --email E');
+      expect(first.stdout()).not.toContain('API key:');
+
+      expect(run(['users', 'create', '--email', 'ana@example.com', '--password-stdin'], env, 'a-long-password\n').code).toBe(0);
+      const again = await start(env);
+      again.child.kill('SIGTERM');
+      expect(await exitOf(again.child)).toBe(0);
+      expect(again.stderr()).not.toContain('No user yet');
+    } finally {
+      await pg.drop();
+    }
   });
 
   it('exits non-zero listing every invalid setting', () => {

@@ -48,6 +48,10 @@ function printFirstRun(io: CommandIO, url: string, firstRun: FirstRunCredentials
   io.stdout('');
 }
 
+function printNoUsers(io: CommandIO): void {
+  io.stderr('No user yet on this database: make one with svc-server users create --email E --password-stdin, then svc-server keys create --email E (same environment); a new Postgres database gets no first-run user.');
+}
+
 async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(config.databaseUrl);
   try {
@@ -185,6 +189,7 @@ export async function start(io: CommandIO, opts: { processes?: string }): Promis
     }
     io.stderr(`svc listening on ${primary.url}  (version ${SERVER_VERSION}; dashboard: ${primary.url}/dashboard; ${primary.processes} processes)`);
     if (primary.firstRun) printFirstRun(io, primary.url, primary.firstRun);
+    if (primary.noUsers) printNoUsers(io);
     const signal = await Promise.race([
       stopSignal!,
       primary.failed.then((err) => {
@@ -201,6 +206,7 @@ export async function start(io: CommandIO, opts: { processes?: string }): Promis
   const running = await startServer(cfg);
   io.stderr(`svc listening on ${running.url}  (version ${SERVER_VERSION}; dashboard: ${running.url}/dashboard)`);
   if (running.firstRun) printFirstRun(io, running.url, running.firstRun);
+  if (running.noUsers) printNoUsers(io);
   const signal = await Promise.race([
     stopSignal!,
     running.failed.then((err) => {

@@ -30,6 +30,8 @@ export interface RunningPrimary {
   url: string;
   processes: number;
   firstRun: FirstRunCredentials | undefined;
+  /** A Postgres database with no user yet (see `RunningServer.noUsers`). */
+  noUsers: boolean;
   /**
    * Graceful: every worker finishes its in-flight requests and webhook attempts; resolves once all have
    * exited, rejects when one of them did not exit 0.
@@ -72,6 +74,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
   // be sending them.
   const store = await openStore(config.databaseUrl, { poolSize: config.databasePoolSize, serverLock: true });
   let firstRun: FirstRunCredentials | undefined;
+  let noUsers = false;
   // The background responses it ends (of a previous run, of a dead process) are audited through the outbox, sent by
   // the server processes' workers, and counted in the Usage view, as the requests they were.
   const usage = new UsageSink(store.usage, logger);
@@ -101,6 +104,8 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
       if (released > 0) logger.info({ released }, 'resuming webhook deliveries left in flight by the previous run');
       // Likewise the background responses that were running: none will finish.
       await endOrphans(orphanDeps, { otherThan: '' }, PREVIOUS_RUN);
+    } else {
+      noUsers = (await store.users.count()) === 0;
     }
   } catch (err) {
     await usage.close();
@@ -292,5 +297,5 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
   }
   started = true;
   store.handle.onFileLost(databaseLost);
-  return { url: urls[0]!, processes: config.processes, firstRun, close, failed };
+  return { url: urls[0]!, processes: config.processes, firstRun, noUsers, close, failed };
 }
