@@ -72,7 +72,8 @@ export function LoginPage({ onSignedIn, notice, keepsShownOnce = false }: { onSi
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
         <p className="hint">
-          First run? <code>svc-server start</code> printed the email and password of the local user once.
+          First run? <code>svc-server start</code> printed the email and password of the local user once (on Postgres,
+          make a user with <code>svc-server users create</code>).
         </p>
       </form>
     </main>
