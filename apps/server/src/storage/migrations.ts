@@ -339,6 +339,26 @@ function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable('responses').addColumn('background_audit', 'text').execute();
       },
     },
+    '020_response_events': {
+      // The events of a background stream (`background` and `stream`), kept as they are sent, a batch of them per row,
+      // so that its client can read them again from any instance after its connection dropped (GET with `stream=true`
+      // and `starting_after`). `stream_events` says whether they are kept (`kept`), or were given up past the limit
+      // (`cut`); null on every other response. Rows are deleted with their response, and purged by its `created_at`.
+      async up(db: Kysely<unknown>) {
+        await db.schema.alterTable('responses').addColumn('stream_events', 'text').execute();
+        await db.schema
+          .createTable('response_events')
+          .addColumn('response_id', 'text', (c) => c.notNull())
+          .addColumn('seq', 'integer', (c) => c.notNull())
+          .addColumn('last_seq', 'integer', (c) => c.notNull())
+          .addColumn('created_at', time, (c) => c.notNull())
+          // Last, as in response_parts: SQLite walks a long text's overflow pages to read a column after it.
+          .addColumn('text', 'text', (c) => c.notNull())
+          .addPrimaryKeyConstraint('response_events_pk', ['response_id', 'seq'])
+          .execute();
+        await db.schema.createIndex('response_events_created_idx').on('response_events').column('created_at').execute();
+      },
+    },
   };
 }
 

@@ -168,7 +168,7 @@ export class ResponsesStore {
     inputItems: readonly ResponseInputItem[],
     historyChars = 0,
     turn: () => boolean = turns(),
-    running?: RunningLease & { audit?: BackgroundAudit },
+    running?: RunningLease & { audit?: BackgroundAudit; keepsEvents?: boolean },
   ): Promise<string> {
     // Serialising megabytes (20,000 input items, 9 MiB of echoed `instructions`) and writing them are steps of
     // tens of milliseconds: the long strings are escaped a slice at a time and long columns written a part at a
@@ -197,6 +197,7 @@ export class ResponsesStore {
           history_chars: historyChars + items.length + output.length,
           ...(running && { background_owner: running.owner, background_lease_until: running.until }),
           ...(running?.audit && { background_audit: JSON.stringify(running.audit) }),
+          ...(running?.keepsEvents && { stream_events: 'kept' as const }),
         })
         .execute();
       await this.indexOutputItems(keyId, response, turn);
@@ -582,6 +583,7 @@ export class ResponsesStore {
     if (result.numDeletedRows === 0n) return false;
     await this.db.deleteFrom('response_items').where('response_id', '=', id).execute();
     await this.db.deleteFrom('response_parts').where('response_id', '=', id).execute();
+    await this.db.deleteFrom('response_events').where('response_id', '=', id).execute();
     return true;
   }
 
@@ -681,6 +683,21 @@ export class ResponsesStore {
         .where((eb) => eb(eb.refTuple('response_id', 'field', 'seq'), 'in', batch.$asTuple('response_id', 'field', 'seq')))
         .executeTakeFirst();
       if (Number(result.numDeletedRows) < PURGE_PARTS_BATCH) break;
+      await yieldToEventLoop();
+    }
+    // A background stream's events go with its response, as its parts do (those of one still running are kept).
+    for (;;) {
+      const batch = this.db
+        .selectFrom('response_events')
+        .select(['response_id', 'seq'])
+        .where('created_at', '<', before)
+        .where('response_id', 'not in', running)
+        .limit(PURGE_RESPONSES_BATCH);
+      const result = await this.db
+        .deleteFrom('response_events')
+        .where((eb) => eb(eb.refTuple('response_id', 'seq'), 'in', batch.$asTuple('response_id', 'seq')))
+        .executeTakeFirst();
+      if (Number(result.numDeletedRows) < PURGE_RESPONSES_BATCH) break;
       await yieldToEventLoop();
     }
     return removed;

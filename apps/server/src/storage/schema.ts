@@ -142,6 +142,27 @@ export interface ResponsesTable {
   cancel_requested_at?: number | null;
   /** A background response: what its one audit needs beside the stored response (`BackgroundAudit` as JSON); null on others (019). */
   background_audit?: string | null;
+  /**
+   * A background response created with `stream: true`: `kept` while its stream's events are kept in `response_events`
+   * (to be read again: GET with `stream=true`), `cut` once they passed SVC_RESPONSE_STREAM_MAX_BYTES or could not be
+   * written (none kept). Null on every other response, whose stream cannot be read again (020).
+   */
+  stream_events?: 'kept' | 'cut' | null;
+}
+
+/**
+ * The events of a background response's stream, a batch per row (the events written in one flush), in order of
+ * `seq`: each batch's text is the events as they were sent (`event:` and `data:` lines), numbered `seq` to `last_seq`.
+ */
+export interface ResponseEventsTable {
+  response_id: string;
+  /** The `sequence_number` of the batch's first event. */
+  seq: number;
+  /** The `sequence_number` of its last. */
+  last_seq: number;
+  text: string;
+  /** The response's `created_at`: events whose response is gone age out with it. */
+  created_at: number;
 }
 
 /** A part of a long JSON column of `responses` (which then holds ''), in order of `seq`. */
@@ -181,6 +202,7 @@ export interface Database {
   sessions: SessionsTable;
   responses: ResponsesTable;
   response_parts: ResponsePartsTable;
+  response_events: ResponseEventsTable;
   response_items: ResponseItemsTable;
   delivery_sequences: DeliverySequencesTable;
 }

@@ -9,6 +9,7 @@ import { type LeaseClock, PostgresOutboxStore } from './postgres-outbox-store.js
 import { SqliteOutboxStore } from './sqlite-outbox-store.js';
 import { SessionsStore } from './sessions-store.js';
 import { ResponsesStore } from './responses-store.js';
+import { ResponseEventsStore } from './response-events-store.js';
 import { SqliteStatements } from './sqlite-statements.js';
 import { boundedProbe, READY_WAIT_MS, sqliteWriteProbe } from './ready-probe.js';
 import { holdServerLock, SqliteServerRunningError, type ServerLock } from './sqlite-server-lock.js';
@@ -29,6 +30,8 @@ export interface Store {
   deliveries: OutboxStore;
   sessions: SessionsStore;
   responses: ResponsesStore;
+  /** The kept events of background streams, read again by GET /v1/responses/{id}?stream=true. */
+  responseEvents: ResponseEventsStore;
   /** The migrations this open applied, oldest first (none with `migrate: false` or a schema already up to date). */
   migrated: string[];
   /**
@@ -93,6 +96,7 @@ export async function openStore(
     deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db, options.leaseClock),
     sessions: new SessionsStore(db),
     responses: new ResponsesStore(db, handle.dialect),
+    responseEvents: new ResponseEventsStore(db),
     migrated,
     unready,
     close: async () => {

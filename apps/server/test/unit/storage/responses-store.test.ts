@@ -205,6 +205,47 @@ describe.each(variants)('responses on %s', (_name, url) => {
     expect(JSON.parse((await store.responses.responseJson('key_g', 'resp_young'))!).instructions).toBe(instructions);
   });
 
+  it("keeps a background stream's events only while its row says so, in order; they go with its delete, its cut and its purge (not while it runs)", async () => {
+    const running = (id: string, createdAt: number) => ({ ...response(id, null, createdAt, ''), status: 'in_progress' as const, background: true, output: [] });
+    const lease = { owner: 'a-runner', until: 99_000_000 };
+    const batch = (seq: number, lastSeq: number) => ({ seq, lastSeq, text: `event: e${seq}\ndata: {}\n\n` });
+    await store.responses.save('key_e', running('resp_events', 7_000), ask('streamed'), 0, undefined, { ...lease, keepsEvents: true });
+    await store.responses.save('key_e', running('resp_not_kept', 7_000), ask('not streamed'), 0, undefined, lease);
+    expect(await store.responseEvents.append('resp_events', batch(0, 1))).toBe(true);
+    expect(await store.responseEvents.append('resp_events', batch(2, 4))).toBe(true);
+    expect(await store.responseEvents.append('resp_not_kept', batch(0, 1))).toBe(false);
+    expect(await store.responseEvents.append('resp_never_stored', batch(0, 1))).toBe(false);
+    expect(await store.responseEvents.state('key_e', 'resp_events')).toEqual({ events: 'kept', running: true });
+    expect(await store.responseEvents.state('key_e', 'resp_not_kept')).toEqual({ events: null, running: true });
+    expect(await store.responseEvents.state('key_other', 'resp_events')).toBeUndefined();
+    expect(await store.responseEvents.after('resp_events', 1, 10)).toEqual([batch(2, 4)]);
+    expect(await store.responseEvents.after('resp_events', 2, 10)).toEqual([batch(2, 4)]);
+    expect(await store.responseEvents.after('resp_events', -1, 1)).toEqual([batch(0, 1)]);
+    expect(await store.responseEvents.lastSeq('resp_events')).toBe(4);
+    // Running: kept whatever its age.
+    await store.responses.purgeOlderThan(8_000_000);
+    expect(await store.responseEvents.lastSeq('resp_events')).toBe(4);
+    // Ended: purged with it.
+    await store.responses.settle('key_e', { ...response('resp_events', null, 7_000, 'Done.'), background: true }, lease);
+    await store.responses.purgeOlderThan(8_000_000);
+    expect(await store.responseEvents.lastSeq('resp_events')).toBe(-1);
+
+    await store.responses.save('key_e', running('resp_cut', 9_000), ask('cut'), 0, undefined, { ...lease, keepsEvents: true });
+    expect(await store.responseEvents.append('resp_cut', batch(0, 1))).toBe(true);
+    await store.responseEvents.cut('resp_cut');
+    expect(await store.responseEvents.state('key_e', 'resp_cut')).toEqual({ events: 'cut', running: true });
+    expect(await store.responseEvents.append('resp_cut', batch(2, 3))).toBe(false);
+    expect(await store.responseEvents.lastSeq('resp_cut')).toBe(-1);
+
+    await store.responses.save('key_e', running('resp_deleted', 9_000), ask('deleted'), 0, undefined, { ...lease, keepsEvents: true });
+    expect(await store.responseEvents.append('resp_deleted', batch(0, 1))).toBe(true);
+    expect(await store.responses.delete('key_e', 'resp_deleted')).toBe(true);
+    expect(await store.responseEvents.lastSeq('resp_deleted')).toBe(-1);
+    expect(await store.responseEvents.append('resp_deleted', batch(2, 3))).toBe(false);
+    // Their runs ended: the tests after this one find none running.
+    for (const id of ['resp_not_kept', 'resp_cut']) await store.responses.settle('key_e', { ...response(id, null, 9_000, 'Done.'), background: true }, lease);
+  });
+
   it('purges in batches: every old response and part across several batches, a read started meanwhile answered before the purge ends', async () => {
     // Older (created_at in seconds) than every other test's rows: this purge takes only these.
     const old = Array.from({ length: 2 * PURGE_RESPONSES_BATCH + 37 }, (_, i) => ({
