@@ -75,7 +75,7 @@ export function createRequestListener(deps: AppDeps): RequestListener {
   };
   const chat = chatCompletions(chatDeps);
   const background = deps.background ?? defaultBackground(deps);
-  const responses = responsesRouter({ ...chatDeps, responses: deps.store.responses, background });
+  const responses = responsesRouter({ ...chatDeps, responses: deps.store.responses, responseEvents: deps.store.responseEvents, background });
   const routes = expressRoute(expressApp(deps, pipeline, chat, responses));
   const cors = corsFor(deps.config.corsOrigins);
   return (req, res) => {

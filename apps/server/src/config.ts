@@ -195,6 +195,7 @@ const EnvSchema = z.object({
   SVC_KEEP_ALIVE_TIMEOUT_MS: int(1000, 600_000).default(65_000),
   SVC_MAX_KEY_RATE_LIMIT_RPM: int(1, 10_000_000).default(100_000),
   SVC_MAX_KEYS_PER_USER: int(1, 1_000_000).default(100),
+  SVC_RESPONSE_STREAM_MAX_BYTES: parsedBy(parseByteSize, '8MiB').refine((v) => v >= 1024 && v <= 1024 ** 3, 'must be from 1KiB to 1GiB'),
   SVC_MAX_BODY_BYTES_IN_FLIGHT: parsedBy(parseByteSize, '256MiB').refine(
     (v) => v >= MAX_BODY_BYTES && v <= 1024 ** 4,
     'must be from 10MiB (one largest body) to 1024GiB',
@@ -350,6 +351,11 @@ export interface Config {
   limits: { maxKeyRateLimitRpm: number; maxKeysPerUser: number };
   /** Request-body bytes one process holds at once, over all requests; past it new bodies get 429 at once. */
   maxBodyBytesInFlight: number;
+  /**
+   * The most a background stream's kept events may hold (SVC_RESPONSE_STREAM_MAX_BYTES, UTF-8 bytes of the events as
+   * sent): past it they are given up, and its stream can no longer be read again (GET with `stream=true` says so).
+   */
+  responseStreamMaxBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -426,5 +432,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     keepAliveTimeoutMs: e.SVC_KEEP_ALIVE_TIMEOUT_MS,
     limits: { maxKeyRateLimitRpm: e.SVC_MAX_KEY_RATE_LIMIT_RPM, maxKeysPerUser: e.SVC_MAX_KEYS_PER_USER },
     maxBodyBytesInFlight: e.SVC_MAX_BODY_BYTES_IN_FLIGHT,
+    responseStreamMaxBytes: e.SVC_RESPONSE_STREAM_MAX_BYTES,
   };
 }

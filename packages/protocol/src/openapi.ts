@@ -346,10 +346,31 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): OpenApiDocum
     path: '/v1/responses/{response_id}',
     operationId: 'retrieveResponse',
     tags: ['Responses'],
-    summary: 'Retrieve a stored response',
+    summary: 'Retrieve a stored response, or stream a background response again',
+    description:
+      'Without `stream` (or with `stream=false`): the response as stored. With `stream=true` (the SDKs\' `retrieve(id, { stream: true, starting_after })`): the events of a response created with `background: true` and `stream: true`, from any process or instance — those numbered after `starting_after` (all of them without it) as they were sent, then the rest as they come, until its last event (`response.completed`, `.incomplete` or `.failed`); one that already ended is replayed and the stream closes. ' +
+      'A response created otherwise is a 400 `invalid_value` naming `stream`, as is one whose kept events passed `SVC_RESPONSE_STREAM_MAX_BYTES` (a reader following it when that happens gets an `error` event). The events are kept as long as the response, and deleted with it.',
     security: apiKey,
-    request: { params: ResponseIdParams },
-    responses: { 200: json(ResponseObjectSchema, 'The response as it was answered.'), ...errorResponses(['not_found', ...AUTH_ERRORS]) },
+    request: {
+      params: ResponseIdParams,
+      query: z.object({
+        stream: z.enum(['true', 'false']).optional().meta({ description: '`true`: the events of a background stream again (`text/event-stream`).' }),
+        starting_after: z.int().min(0).optional().meta({ description: 'With `stream=true`: the `sequence_number` of the last event received; the stream starts after it.' }),
+      }),
+    },
+    responses: {
+      200: {
+        description: 'The response (`application/json`), or, with `stream=true`, its events (`text/event-stream`).',
+        headers: { ...REQUEST_ID_HEADER, ...RATE_LIMIT_HEADERS },
+        content: {
+          'application/json': { schema: ResponseObjectSchema },
+          'text/event-stream': {
+            schema: z.looseObject({ type: z.string(), sequence_number: z.int().min(0) }).meta({ description: 'The JSON of one event\'s `data:` line.' }),
+          },
+        },
+      },
+      ...errorResponses(['invalid_value', 'not_found', ...AUTH_ERRORS]),
+    },
   });
   registry.registerPath({
     method: 'delete',

@@ -93,6 +93,7 @@ export class BackgroundResponses {
   readonly #pollMs: number;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  readonly #stopping = new AbortController();
   #lastRenewAt = 0;
   #lastSweepAt = 0;
   /** The look under way, so that `stop` does not close the store under it. */
@@ -108,6 +109,11 @@ export class BackgroundResponses {
   /** The lease a response starting now is stored with. */
   lease(): RunningLease {
     return { owner: this.owner, until: this.#options.clock() + this.#leaseMs };
+  }
+
+  /** Fires when the graceful stop begins: what follows background responses from here (a stream read again) ends. */
+  get stopping(): AbortSignal {
+    return this.#stopping.signal;
   }
 
   /** Runs in this process now. */
@@ -206,6 +212,7 @@ export class BackgroundResponses {
    */
   async stop(graceMs: number): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort();
     clearTimeout(this.#timer);
     await this.#looking;
     if (this.#runs.size === 0) return;

@@ -30,9 +30,15 @@ import { completedResponse, inputItems, pendingResponse, toChatRequest, type Res
 import { Cancellation } from '../upstream/upstream.js';
 import { CancelRequested, stoppedError, type BackgroundResponses } from './background.js';
 import { backgroundDeliveryId } from './background-audit.js';
+import type { EventLogs, StreamEventLog } from './event-log.js';
+import type { ResponseEventsStore } from '../storage/response-events-store.js';
+import type { Config } from '../config.js';
 
 export interface ResponsesDeps extends ChatDeps {
   responses: ResponsesStore;
+  /** The kept events of background streams. */
+  responseEvents: ResponseEventsStore;
+  config: ChatDeps['config'] & Pick<Config, 'responseStreamMaxBytes'>;
   /** The background responses this process runs. */
   background: BackgroundResponses;
 }
@@ -55,7 +61,7 @@ export type StreamingResponses = Map<string, { keyId: string }>;
  * stored unless `store: false`, as a response object or as the Responses API's stream of events; a stream's
  * response is listed in `streaming` until it ends.
  */
-export function createResponse(deps: ResponsesDeps, streaming: StreamingResponses = new Map()): KeyedRoute {
+export function createResponse(deps: ResponsesDeps, logs: EventLogs, streaming: StreamingResponses = new Map()): KeyedRoute {
   const handle: KeyedRoute = async (exchange, key) => {
     const ctx = chatContext(deps, exchange, key);
     deps.inFlight.admit(exchange.res);
@@ -79,7 +85,7 @@ export function createResponse(deps: ResponsesDeps, streaming: StreamingResponse
       const input = await withIds(inputItems(request), turn);
       const upstream = toUpstreamBody(chat, deps.config.upstream);
       if (request.background === true) {
-        await runInBackground(deps, ctx, { base, chat, upstream, input, historyChars: history.chars }, turn);
+        await runInBackground(deps, logs, ctx, { base, chat, upstream, input, historyChars: history.chars }, turn);
         return;
       }
       /** The response's JSON when it was stored (the same bytes the client gets), else undefined. */
@@ -147,9 +153,10 @@ interface BackgroundRequest {
  * connection, holding its SVC_MAX_IN_FLIGHT slot until it ends. Its final state (`completed`, `incomplete`,
  * `failed`, or `cancelled` by POST /v1/responses/{id}/cancel from any instance) is written over the stored one,
  * then audited once. Streamed (`stream: true` too), the events go to this request as they come, and no further once
- * its client left: svc keeps no copy of them (GET with `starting_after` says so), and the response runs on.
+ * its client left (the response runs on); they are also kept (`EventLogs`), so that the client reads them again from
+ * any instance: GET /v1/responses/{id}?stream=true&starting_after=N (resume.ts).
  */
-async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: BackgroundRequest, turn: () => boolean): Promise<void> {
+async function runInBackground(deps: ResponsesDeps, logs: EventLogs, ctx: ChatContext, request: BackgroundRequest, turn: () => boolean): Promise<void> {
   const { base, chat, upstream, input } = request;
   const { key, exchange } = ctx;
   // Taken over before anything is stored: past SVC_MAX_IN_FLIGHT the request is refused, never left running unbounded.
@@ -157,7 +164,7 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
   let json: string;
   const audit = { requestId: exchange.requestId, startedAt: exchange.startedAt, streaming: upstream.streaming };
   try {
-    json = await deps.responses.save(key.id, pendingResponse(base), input, request.historyChars, turn, { ...deps.background.lease(), audit });
+    json = await deps.responses.save(key.id, pendingResponse(base), input, request.historyChars, turn, { ...deps.background.lease(), audit, keepsEvents: upstream.streaming });
   } catch (err) {
     release();
     throw err;
@@ -212,7 +219,8 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
       await recordFailure(work, outcome);
     });
   if (upstream.streaming) {
-    // The events go to this request as they come, to nobody once its client left (they are not kept).
+    // The events go to this request as they come, to nobody once its client left, and to the log that keeps them.
+    const log = logs.open(base.id);
     let refused: unknown;
     await deps.background.run(base.id, abort, async () => {
       try {
@@ -236,7 +244,7 @@ async function runInBackground(deps: ResponsesDeps, ctx: ChatContext, request: B
           ctx.audited = true;
           return;
         }
-        await relayStream(work, chat, chunks, (sse) => responseEvents(deps, base, sse, end, instructions, { abort, storeLast: endLast }));
+        await relayStream(work, chat, chunks, (sse) => responseEvents(deps, base, sse, end, instructions, { abort, storeLast: endLast, log }));
       } finally {
         release();
       }
@@ -403,10 +411,14 @@ function withId(item: ResponseInputItem): ResponseInputItem {
   return { ...item, type: 'message', id: item.id ?? newId('msg'), content } as ResponseInputItem;
 }
 
-/** A background response's stream: the cancellation its run listens to, and how its last word (failed, cancelled, abandoned) is stored. */
+/**
+ * A background response's stream: the cancellation its run listens to, how its last word (failed, cancelled, abandoned)
+ * is stored, and the log that keeps its events (closed, its last events written, before its end is stored).
+ */
 interface BackgroundStream {
   abort: Cancellation;
   storeLast: (response: ResponseObject, outcome: Outcome) => Promise<unknown>;
+  log: StreamEventLog;
 }
 
 /**
@@ -424,15 +436,27 @@ function responseEvents(
   const events = new ResponseEvents(pendingResponse(base), newId, () => Math.floor(deps.clock() / 1000), instructions);
   const abort = background?.abort;
   const storeLast = background?.storeLast ?? store;
-  sse.writeEvents(events.start());
+  const log = background?.log;
+  /** The stream's events to its client and, a background one's, to its log (kept). */
+  const write = (text: string) => {
+    log?.append(text, events.emitted);
+    return sse.writeEvents(text);
+  };
+  /** A background stream's last events kept, before its end is stored: a reader that finds it ended has read them all. */
+  const keepLast = async (text: string) => {
+    log?.append(text, events.emitted);
+    await log?.close();
+  };
+  write(events.start());
   return {
     // A background response's end is stored with its audit, which `store` records.
     ...(background && { recordsAudit: true as const }),
     serviceTier: () => {},
-    choices: (choices, _fingerprint, svc) => sse.writeEvents(events.chunk({ choices, ...(svc && { svc }) })),
-    usage: (usage) => sse.writeEvents(events.chunk({ choices: [], usage })),
+    choices: (choices, _fingerprint, svc) => write(events.chunk({ choices, ...(svc && { svc }) })),
+    usage: (usage) => write(events.chunk({ choices: [], usage })),
     end: async (outcome) => {
       const finished = events.finish();
+      await keepLast(finished);
       await store(events.result, outcome);
       return sse.writeEvents(finished);
     },
@@ -441,6 +465,7 @@ function responseEvents(
     // here does not hide the stream's own error.
     fail: async (error, usage, outcome) => {
       const failed = events.fail({ code: error.wireCode ?? error.code, message: error.message }, usage);
+      await keepLast(failed);
       await storeLast(events.result, outcome).catch(() => undefined);
       return sse.writeEvents(failed);
     },
@@ -449,6 +474,7 @@ function responseEvents(
     // A background stream cancelled (from any instance) or cut by the server's stop ends so, not as a client leaving.
     abandoned: async (usage, outcome) => {
       const abandoned = events.abandon(usage);
+      await log?.close();
       const stopped = stoppedError(abort?.reason);
       if (abandoned.status === 'incomplete' && abort?.reason instanceof CancelRequested) await storeLast({ ...abandoned, status: 'cancelled', incomplete_details: null }, outcome);
       else if (abandoned.status === 'incomplete' && stopped) await storeLast({ ...abandoned, status: 'failed', error: stopped, incomplete_details: null }, outcome);

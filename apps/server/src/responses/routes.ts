@@ -6,6 +6,8 @@ import { DATABASE_RETRY_AFTER_S } from '../http/to-api-error.js';
 import { apiKeyOf, exchangeOf } from '../pipeline/express.js';
 import { hasStoredEnd, runWithEnd } from './background-audit.js';
 import { createResponse, type ResponsesDeps, type StreamingResponses } from './create.js';
+import { EventLogs } from './event-log.js';
+import { resumeStream } from './resume.js';
 
 const MAX_LIST_LIMIT = 100;
 
@@ -19,23 +21,20 @@ const MAX_LIST_LIMIT = 100;
 export function responsesRouter(deps: ResponsesDeps): Router {
   const router = express.Router();
   const streaming: StreamingResponses = new Map();
-  const create = createResponse(deps, streaming);
+  const logs = new EventLogs({ store: deps.responseEvents, maxBytes: deps.config.responseStreamMaxBytes, logger: deps.logger });
+  const create = createResponse(deps, logs, streaming);
+  const resume = { ...deps, logs, stopping: deps.background.stopping };
   router.post('/', (_req, res) => create(exchangeOf(res), apiKeyOf(res)));
   // Read back as stored: the response's JSON is sent as it is (no parse and re-serialise of what may be
-  // megabytes of echoed `instructions`), and the input items without the response beside them.
+  // megabytes of echoed `instructions`), and the input items without the response beside them. With `stream=true`
+  // (the SDKs' `retrieve(id, { stream: true, starting_after })`), a background stream's events again (resume.ts).
   router.get('/:id', async (req, res) => {
-    // The SDKs' `retrieve(id, { stream: true })` asks for the events again: answered as JSON, the SDK would read
-    // it as a stream of no events, without an error.
-    // A background stream resumed with `starting_after` (OpenAI's background guide) likewise: svc keeps no copy of a
-    // stream's events (one row per delta would multiply the writes of every stream), so it says so.
     const stream = queryParam(req.query, 'stream');
-    if (stream !== undefined && stream !== 'false') {
-      throw new ApiError(
-        'invalid_value',
-        `svc does not keep a response's stream events, so a stream cannot be resumed ('starting_after') or read again: poll GET /v1/responses/{id} without 'stream' (or with stream=false) until its status is no longer 'queued' or 'in_progress'; a background response runs on whether or not its stream is read.`,
-        { param: 'stream' },
-      );
+    if (stream !== undefined && stream !== 'true' && stream !== 'false') {
+      throw new ApiError('invalid_value', `Invalid value for 'stream': expected true or false.`, { param: 'stream' });
     }
+    const startingAfter = sequenceNumber(queryParam(req.query, 'starting_after'));
+    if (stream === 'true') return resumeStream(resume, res, apiKeyOf(res).id, req.params.id, startingAfter);
     const json = await deps.responses.responseJson(apiKeyOf(res).id, req.params.id);
     if (json === undefined) throw notFound(req.params.id);
     res.type('json').send(json);
@@ -158,6 +157,20 @@ async function endStored(deps: ResponsesDeps, keyId: string, id: string): Promis
     deps.logger.error({ err, response_id: id }, 'background response: could not record the audit of its stored end; it is recorded again later');
     return { err };
   }
+}
+
+/** `starting_after`: the `sequence_number` of the last event the client holds, an integer of 0 or more. */
+function sequenceNumber(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(value)) {
+    throw new ApiError(
+      'invalid_value',
+      `Invalid value for 'starting_after': expected an integer of 0 or more, the sequence_number of the last event received (got '${quoted(text)}').`,
+      { param: 'starting_after' },
+    );
+  }
+  return value;
 }
 
 function notFound(id: string): ApiError {

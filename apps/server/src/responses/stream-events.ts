@@ -60,6 +60,11 @@ export class ResponseEvents {
     private readonly instructions?: EscapedString,
   ) {}
 
+  /** Events made so far: the next event's `sequence_number`. */
+  get emitted(): number {
+    return this.sequence;
+  }
+
   start(): string {
     this.emit('response.created', { response: this.response });
     this.emit('response.in_progress', { response: this.response });

@@ -103,6 +103,8 @@ export interface FakeUpstreamBehavior {
   hangMidStream?: boolean;
   /** End the SSE body after the content frames, with no finish_reason frame and no [DONE]. */
   truncated?: boolean;
+  /** Send the first `afterFrames` SSE frames, then nothing more until `until` settles (the model stalls mid-answer), then the rest. */
+  pauseMidStream?: { afterFrames: number; until: Promise<unknown> };
   /** Send SSE frames `intervalMs` apart (true = 50 ms). */
   trickle?: boolean | { intervalMs?: number };
   /** Send `data: {"error":{...}}` after the first content frame, then end the stream. */
@@ -522,6 +524,7 @@ export async function startFakeUpstream(options: FakeUpstreamBehavior = {}, tran
       if (gone(res) || closed) return;
       if (i === resetAfter) return reset();
       if (current.hangMidStream && i === 2) return;
+      if (current.pauseMidStream && i === current.pauseMidStream.afterFrames) await current.pauseMidStream.until;
       if (current.truncated && i === contentFrameCount) {
         res.end();
         return;

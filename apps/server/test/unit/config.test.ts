@@ -146,6 +146,17 @@ describe('SVC_MAX_BODY_BYTES_IN_FLIGHT', () => {
   });
 });
 
+describe('SVC_RESPONSE_STREAM_MAX_BYTES', () => {
+  it('defaults to 8 MiB; takes bytes or a size with a unit, from 1 KiB to 1 GiB', () => {
+    expect(loadConfig({}).responseStreamMaxBytes).toBe(8 * 1024 * 1024);
+    expect(loadConfig({ SVC_RESPONSE_STREAM_MAX_BYTES: '64KiB' }).responseStreamMaxBytes).toBe(64 * 1024);
+    expect(loadConfig({ SVC_RESPONSE_STREAM_MAX_BYTES: '1024' }).responseStreamMaxBytes).toBe(1024);
+    for (const bad of ['1000', 'lots', '-5', '2GiB']) {
+      expect(() => loadConfig({ SVC_RESPONSE_STREAM_MAX_BYTES: bad })).toThrow(/SVC_RESPONSE_STREAM_MAX_BYTES/);
+    }
+  });
+});
+
 describe('riskySettings', () => {
   const risky = (env: Record<string, string>) => riskySettings(loadConfig(env), env);
 
