@@ -83,6 +83,8 @@ describe.each(variants)('resuming a background stream (%s)', (name, databaseUrl)
   /** Where the client resumes: the runner itself, or another server process on the same Postgres. */
   let readerUrl: string;
   let token: string;
+  /** Ids of the refused responses found so far. */
+  const seen = new Set<string>();
 
   beforeAll(async () => {
     if (!enabled) return;
@@ -169,6 +171,28 @@ describe.each(variants)('resuming a background stream (%s)', (name, databaseUrl)
     } finally {
       await stopping.stop('SIGKILL');
     }
+  });
+
+  it.skipIf(!enabled)('one that ended without its last event kept (the upstream refused it) is streamed as response.failed, the stored response', async () => {
+    upstream.nextBehavior({ status: 500, errorMessage: 'The model is overloaded.' });
+    const client = sdk(runner.url, token);
+    const refused = await client.responses.create({ model: 'svc01', input: 'Hi', background: true, stream: true }).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(OpenAI.APIError);
+    // The POST's answer is the upstream's error: the response it stored is found in the database, ended failed.
+    const id = await eventually(async () => {
+      const rows = await runner.running.store.handle.db
+        .selectFrom('responses')
+        .select(['id', 'response'])
+        .where('stream_events', '=', 'kept')
+        .where('background_lease_until', 'is', null)
+        .execute();
+      return rows.find((r) => !seen.has(r.id) && (JSON.parse(r.response) as { status: string }).status === 'failed')?.id;
+    });
+    seen.add(id);
+    const stored = await sdk(readerUrl, token).responses.retrieve(id);
+    expect(stored.status).toBe('failed');
+    const { output_text: _, ...asStored } = stored;
+    expect(await collect(await sdk(readerUrl, token).responses.retrieve(id, { stream: true }))).toEqual([{ type: 'response.failed', sequence_number: 0, response: asStored }]);
   });
 
   it.skipIf(!enabled)("another key's background stream is not found, running or ended (404)", async () => {
