@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { outputAsInput, type ResponseInputItem, type ResponseObject, type SvcResult, type Usage } from '@svc/protocol';
@@ -101,6 +102,20 @@ type PartedField = 'input_items' | 'response' | 'output_items';
  * holds no NUL), and a read that finds fewer parts (the response deleted or purged meanwhile) knows it is gone.
  */
 const IN_PARTS = 'parts:';
+
+/**
+ * Between the count of parts and a generation: `parts:3#9f2c…` is kept under the field `response#9f2c…`, a name
+ * no other write of the response uses (`settle`). A plain `parts:3` is kept under the column's own name, as every
+ * version of svc writes a column into parts and reads it back.
+ */
+const GENERATION = '#';
+
+/** Where a column's parts are: the `field` of their rows and how many; undefined when the column holds its text itself. */
+function partsOf(column: PartedField, stored: string): { field: string; count: number } | undefined {
+  if (!stored.startsWith(IN_PARTS)) return undefined;
+  const [count, generation] = stored.slice(IN_PARTS.length).split(GENERATION);
+  return { field: generation === undefined ? column : `${column}${GENERATION}${generation}`, count: Number(count) };
+}
 
 /**
  * The ids of the chain that ends with response `id` (the CTE `chain(id, previous_response_id, depth)`), for
@@ -253,17 +268,22 @@ export class ResponsesStore {
     const output = await stringifyInTurns(response.status === 'failed' ? [] : outputAsInput(response.output), turn);
     const body = await stringifyInTurns(response, turn);
     await pace(turn);
+    // The columns still point at the running response (or an earlier end) until the final write: readers, on any
+    // instance, go on reading that whole while the new parts are written beside it (`endParts`).
+    const into = await this.endParts(keyId, response.id);
+    if (!into) return undefined;
     let row: { response: string; output_items: string };
     try {
-      // The running response's own parts (megabytes of echoed `instructions`) make way for the final ones, as does
-      // what an earlier end of this run indexed.
+      // Parts a writer that stopped midway left where these go (no row points at them), and what an earlier end of
+      // this run indexed, make way.
+      const legacy = (['response', 'output_items'] as const).filter((column) => into[column] === undefined);
       await this.whileClaimed(claimedRun, async (db) => {
-        await db.deleteFrom('response_parts').where('response_id', '=', response.id).where('field', 'in', ['response', 'output_items']).execute();
+        if (legacy.length > 0) await db.deleteFrom('response_parts').where('response_id', '=', response.id).where('field', 'in', legacy).execute();
         await db.deleteFrom('response_items').where('response_id', '=', response.id).execute();
       });
       row = {
-        response: await this.putParts(response, 'response', body, turn, claimedRun),
-        output_items: await this.putParts(response, 'output_items', output, turn, claimedRun),
+        response: await this.putParts(response, 'response', body, turn, claimedRun, into.response),
+        output_items: await this.putParts(response, 'output_items', output, turn, claimedRun, into.output_items),
       };
       // Indexed before the final write: that write gives a runner its run back (until its audit is recorded), and a run
       // that failed after it would end failed over the answer it had stored.
@@ -272,25 +292,61 @@ export class ResponsesStore {
       if (err instanceof RunTakenOver) return undefined;
       throw err;
     }
-    const written = await this.db
-      .updateTable('responses')
-      .set({
-        ...row,
-        // The running row counted its output as `[]` (2 characters).
-        history_chars: sql<number>`history_chars + ${output.length - 2}`,
-        ...(audit && 'owner' in by
-          ? { background_owner: by.owner, background_lease_until: by.until, background_audit: JSON.stringify(audit) }
-          : { background_lease_until: null, cancel_requested_at: null }),
-      })
-      .where('id', '=', response.id)
+    // The row points at the new parts and the old ones go in one transaction: a read that still follows the old
+    // pointer and finds a part gone reads the row again (`whole`).
+    const kept = [partsOf('response', row.response), partsOf('output_items', row.output_items)].flatMap((parts) => (parts ? [parts.field] : []));
+    const written = await this.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .updateTable('responses')
+        .set({
+          ...row,
+          // The running row counted its output as `[]` (2 characters).
+          history_chars: sql<number>`history_chars + ${output.length - 2}`,
+          ...(audit && 'owner' in by
+            ? { background_owner: by.owner, background_lease_until: by.until, background_audit: JSON.stringify(audit) }
+            : { background_lease_until: null, cancel_requested_at: null }),
+        })
+        .where('id', '=', response.id)
+        .where('key_id', '=', keyId)
+        // Still this claim's: a writer slower than its lease (`until`) finds its run taken over and ended by whoever
+        // found it lapsed (`orphans`, `takeOver`), whose end (and audit, and count) is not written over.
+        .where('background_owner', 'is', null)
+        .where('background_lease_until', '=', by.until)
+        .executeTakeFirst();
+      if (result.numUpdatedRows === 0n) return false;
+      // The parts the row pointed at before, and any a writer that stopped midway left: nothing points at them now.
+      let stale = trx
+        .deleteFrom('response_parts')
+        .where('response_id', '=', response.id)
+        .where((eb) => eb.or([eb('field', 'in', ['response', 'output_items']), eb('field', 'like', `response${GENERATION}%`), eb('field', 'like', `output_items${GENERATION}%`)]));
+      if (kept.length > 0) stale = stale.where('field', 'not in', kept);
+      await stale.execute();
+      return true;
+    });
+    return written ? body : undefined;
+  }
+
+  /**
+   * Where `settle` writes the parts of a background response's end, by column: undefined for the column's own name
+   * (`parts:N`, which svc's previous versions read too), else a new generation. The column's own name only when no
+   * reader can be following a pointer to it: the column does not point at parts now, and no end was written before
+   * (the stored audit has no outcome), so it never did; a reader that read `parts:N` earlier would otherwise find, in
+   * the place it reads, the parts of a later end. Undefined when the response is gone.
+   */
+  private async endParts(keyId: string, id: string): Promise<Record<'response' | 'output_items', string | undefined> | undefined> {
+    const row = await this.db
+      .selectFrom('responses')
+      // The head only: a column not kept in parts holds up to a MiB of JSON.
+      .select([sql<string>`substr(response, 1, 64)`.as('response'), sql<string | null>`substr(output_items, 1, 64)`.as('output_items'), 'background_audit'])
+      .where('id', '=', id)
       .where('key_id', '=', keyId)
-      // Still this claim's: a writer slower than its lease (`until`) finds its run taken over and ended by whoever
-      // found it lapsed (`orphans`, `takeOver`), whose end (and audit, and count) is not written over.
-      .where('background_owner', 'is', null)
-      .where('background_lease_until', '=', by.until)
       .executeTakeFirst();
-    if (written.numUpdatedRows === 0n) return undefined;
-    return body;
+    if (!row) return undefined;
+    const stored = storedAudit(row.background_audit);
+    const endedBefore = stored.auditUnreadable === true || stored.audit?.outcome !== undefined;
+    const generation = randomBytes(8).toString('hex');
+    const place = (head: string | null) => (endedBefore || head?.startsWith(IN_PARTS) ? generation : undefined);
+    return { response: place(row.response), output_items: place(row.output_items) };
   }
 
   /**
@@ -510,29 +566,49 @@ export class ResponsesStore {
     return found;
   }
 
-  /** `text` for its column: itself when short, else IN_PARTS and its count, the parts written one per turn. */
-  private async putParts(response: ResponseObject, field: PartedField, text: string, turn: () => boolean, claim?: Claim): Promise<string> {
+  /**
+   * `text` for its column: itself when short, else IN_PARTS and its count (and `generation`, when given: see
+   * GENERATION), the parts written one per turn.
+   */
+  private async putParts(response: ResponseObject, column: PartedField, text: string, turn: () => boolean, claim?: Claim, generation?: string): Promise<string> {
     if (text.length <= RESPONSE_PART_CHARS) return text;
+    const field = generation === undefined ? column : `${column}${GENERATION}${generation}`;
     let seq = 0;
     for (const part of slices(text, RESPONSE_PART_CHARS)) {
       const row = { response_id: response.id, field, seq: seq++, created_at: response.created_at, text: part };
       await this.whileClaimed(claim, (db) => db.insertInto('response_parts').values(row).execute());
       await pace(turn);
     }
-    return `${IN_PARTS}${seq}`;
+    return generation === undefined ? `${IN_PARTS}${seq}` : `${IN_PARTS}${seq}${GENERATION}${generation}`;
   }
 
-  /** A column's text: `stored` itself, or its parts, read one per turn; undefined when they are gone. */
-  private async whole(id: string, field: PartedField, stored: string, turn: () => boolean = turns()): Promise<string | undefined> {
-    if (!stored.startsWith(IN_PARTS)) return stored;
-    const count = Number(stored.slice(IN_PARTS.length));
+  /**
+   * A column's text: `stored` itself, or its parts, read one per turn; undefined when they are gone. Parts are never
+   * changed, only deleted once the row points elsewhere (`settle`): a part found missing is read past by reading the
+   * column again, and only when it still points there is the response gone (deleted or purged meanwhile).
+   */
+  private async whole(id: string, column: PartedField, stored: string, turn: () => boolean = turns()): Promise<string | undefined> {
+    for (let pointer = stored; ; ) {
+      const parts = partsOf(column, pointer);
+      if (!parts) return pointer;
+      const text = await this.readParts(id, parts, turn);
+      if (text !== undefined) return text;
+      const row = await this.db.selectFrom('responses').select(column).where('id', '=', id).executeTakeFirst();
+      const now = row?.[column];
+      if (now == null || now === pointer) return undefined;
+      pointer = now;
+    }
+  }
+
+  /** The text of these parts, read one per turn; undefined when one is missing. */
+  private async readParts(id: string, parts: { field: string; count: number }, turn: () => boolean): Promise<string | undefined> {
     let text = '';
-    for (let seq = 0; seq < count; seq++) {
+    for (let seq = 0; seq < parts.count; seq++) {
       const part = await this.db
         .selectFrom('response_parts')
         .select('text')
         .where('response_id', '=', id)
-        .where('field', '=', field)
+        .where('field', '=', parts.field)
         .where('seq', '=', seq)
         .executeTakeFirst();
       if (!part) return undefined;
@@ -630,7 +706,7 @@ export class ResponsesStore {
       with recursive ${chain(keyId, id)}
       select
         (select sum(length(r.input_items) + length(coalesce(r.output_items, r.response))) from chain join responses r on r.id = chain.id)
-        + (select coalesce(sum(length(p.text)), 0) from chain join response_parts p on p.response_id = chain.id where p.field <> 'response')
+        + (select coalesce(sum(length(p.text)), 0) from chain join response_parts p on p.response_id = chain.id where p.field <> 'response' and p.field not like 'response#%')
         as chars`.execute(this.db);
     return Number(result.rows[0]?.chars ?? 0);
   }

@@ -307,6 +307,62 @@ describe.each(variants)('responses on %s', (_name, url) => {
     expect(await store.responses.orphans({ lapsedBefore: Number.MAX_SAFE_INTEGER }, 10)).toEqual([]);
   });
 
+  it("a read that follows a background response's parts while its end replaces them reads the end whole, never a part of each nor a 404", async () => {
+    const instructions = 'x'.repeat(RESPONSE_PART_CHARS + 1);
+    const running: ResponseObject = { ...response('resp_bg_parts', null, 70_000, 'unused'), status: 'in_progress', background: true, output: [], completed_at: null, instructions };
+    const completed: ResponseObject = { ...response('resp_bg_parts', null, 70_000, 'y'.repeat(RESPONSE_PART_CHARS)), background: true, instructions };
+    const lease = { owner: 'worker-a', until: 100_000 };
+    await store.responses.save('key_bg', running, ask('bg parts'), 0, undefined, lease);
+    // The read has the row (two parts) and is held before its parts; the end (three) is written meanwhile.
+    const internals = store.responses as unknown as { readParts: (...args: unknown[]) => Promise<string | undefined> };
+    const readParts = internals.readParts.bind(store.responses);
+    let reading!: () => void;
+    const held = new Promise<void>((resolve) => (reading = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    internals.readParts = async (...args) => {
+      internals.readParts = readParts;
+      reading();
+      await released;
+      return readParts(...args);
+    };
+    try {
+      const read = store.responses.responseJson('key_bg', 'resp_bg_parts');
+      await held;
+      expect(await store.responses.settle('key_bg', completed, lease)).toBeDefined();
+      release();
+      expect(JSON.parse((await read)!)).toEqual(completed);
+    } finally {
+      internals.readParts = readParts;
+    }
+    // Nothing left of the running response's parts: the end's response beside them, its output where none was.
+    const fields = await store.handle.db.selectFrom('response_parts').select('field').distinct().where('response_id', '=', 'resp_bg_parts').execute();
+    expect(fields.map((row) => row.field).sort()).toEqual(['output_items', expect.stringMatching(/^response#[0-9a-f]+$/)]);
+  });
+
+  it("writes a background response's first end in parts as every version of svc reads them, and a later end beside it", async () => {
+    const running: ResponseObject = { ...response('resp_bg_first', null, 70_000, 'unused'), status: 'in_progress', background: true, output: [], completed_at: null };
+    const completed: ResponseObject = { ...response('resp_bg_first', null, 70_000, 'z'.repeat(RESPONSE_PART_CHARS)), background: true };
+    const audit = { requestId: 'req_bg_first', startedAt: 70_000_000, streaming: false };
+    const lease = { owner: 'worker-a', until: 100_000 };
+    await store.responses.save('key_bg', running, ask('bg first'), 0, undefined, { ...lease, audit });
+    const outcome = { statusCode: 200, finishedAt: 70_001_000, responseText: 'z', svc: null, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
+    await store.responses.settle('key_bg', completed, lease, undefined, { ...audit, outcome });
+    const columns = () => store.handle.db.selectFrom('responses').select(['response', 'output_items']).where('id', '=', 'resp_bg_first').executeTakeFirstOrThrow();
+    // `parts:N` under the column's own name: an instance of the previous release (a rolling upgrade) reads it too.
+    expect(await columns()).toEqual({ response: 'parts:2', output_items: 'parts:2' });
+    // Its runner died before recording the audit; whoever ends it writes the end again, in parts of a new generation,
+    // as a read may still be following the first end's.
+    const [orphan] = await store.responses.orphans({ owner: 'worker-a' }, 10);
+    expect(await store.responses.takeOver('key_bg', 'resp_bg_first', orphan!, 'worker-b', 200_000)).toBe(true);
+    expect(await store.responses.settle('key_bg', completed, { owner: 'worker-b', until: 200_000 })).toBeDefined();
+    expect(await columns()).toEqual({ response: expect.stringMatching(/^parts:2#[0-9a-f]+$/), output_items: expect.stringMatching(/^parts:2#[0-9a-f]+$/) });
+    expect(JSON.parse((await store.responses.responseJson('key_bg', 'resp_bg_first'))!)).toEqual(completed);
+    expect((await store.responses.outputItems('key_bg', [completed.output[0]!.id!])).size).toBe(1);
+    const fields = await store.handle.db.selectFrom('response_parts').select('field').distinct().where('response_id', '=', 'resp_bg_first').execute();
+    expect(fields).toHaveLength(2);
+  });
+
   it('a background end that could not be stored whole (its items not indexed) is not stored, so the failed end that follows leaves nothing of the answer behind', async () => {
     const running: ResponseObject = { ...response('resp_bg_index', null, 70_000, 'unused'), status: 'in_progress', background: true, output: [], completed_at: null };
     const completed: ResponseObject = { ...response('resp_bg_index', null, 70_000, 'Done.'), background: true };
