@@ -98,6 +98,7 @@ function defaultBackground(deps: AppDeps): BackgroundResponses {
     store: deps.store.responses,
     audit: deps.audit,
     keys: deps.store.keys,
+    deliveries: deps.store.deliveries,
     owner: `app-${randomUUID()}`,
     clock: deps.clock,
     logger: deps.logger,

@@ -186,6 +186,7 @@ async function wire(config: Config, options: StartOptions, { store, logger, cloc
     // The audit of one it ends because nobody runs it: in the outbox, and counted in the usage view, as any request's.
     audit,
     keys: store.keys,
+    deliveries: store.deliveries,
     owner: webhooks.worker.id,
     clock,
     logger,

@@ -82,6 +82,7 @@ export async function startPrimary(config: Config, options: { logger?: Logger; s
     responses: store.responses,
     audit: combineSinks(usage, new OutboxSink(store.deliveries, NO_WORKER)),
     keys: store.keys,
+    deliveries: store.deliveries,
     clock: Date.now,
     logger,
   };

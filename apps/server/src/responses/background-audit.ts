@@ -3,6 +3,7 @@ import { ERROR_CODES, SVC_MODEL, type ErrorCode, type ResponseObject } from '@sv
 import type { AuditSink, CompletedRequest } from '../audit/audit-sink.js';
 import { NO_USAGE } from '../chat/chat-context.js';
 import type { ApiKeyRecord } from '../storage/keys-store.js';
+import type { OutboxStore } from '../storage/outbox-store.js';
 import { parseStoredJsonInTurns } from '../json-in-turns.js';
 import type { AuditOutcome, BackgroundAudit, Orphan, ResponsesStore } from '../storage/responses-store.js';
 import { turns } from '../turns.js';
@@ -34,6 +35,8 @@ export interface OrphanAuditDeps {
   /** The audit trail the request would have been recorded in (the webhook's outbox). */
   audit: AuditSink;
   keys: { byId(id: string): Promise<ApiKeyRecord | undefined> };
+  /** Whether an audit is recorded already: one an earlier release's runner recorded it counted then (`countsOnEnd`). */
+  deliveries: Pick<OutboxStore, 'recordedOnce'>;
   responses: ResponsesStore;
   clock: () => number;
 }
@@ -108,7 +111,8 @@ export function rebuiltStoredEnd(run: Pick<Orphan, 'owner' | 'lease'>, response:
     svc: (response as { svc?: AuditOutcome['svc'] }).svc ?? null,
     usage: usage ? { prompt_tokens: usage.input_tokens, completion_tokens: usage.output_tokens, total_tokens: usage.total_tokens } : NO_USAGE,
   };
-  return { owner: run.owner, lease: run.lease, audit: { requestId: response.id, startedAt, streaming: false, outcome } };
+  // Which release stored it is lost with its audit: counted on end, as this release's runner would.
+  return { owner: run.owner, lease: run.lease, audit: { requestId: response.id, startedAt, streaming: false, outcome, countsOnEnd: true } };
 }
 
 /** The status an ended response's audit gives it: 200 answered (cut by its token limit too), 409 cancelled, a failure's own. */
@@ -159,6 +163,13 @@ export async function recordStoredEnd(
   found?: Pick<Orphan, 'json' | 'createdAt' | 'previousResponseId'>,
 ): Promise<boolean> {
   if (!(await deps.responses.takeOver(keyId, id, run, by.owner, by.until))) return false;
+  // Its runner, of a release before `countsOnEnd` (a rolling upgrade), counted the request in the Usage view when it
+  // recorded the audit: recorded, it is not counted again here. Looked at before this record, which would find itself.
+  // (On a key with no webhook URL nothing is recorded to tell by, and it is counted here as before.)
+  const countedByRunner = run.audit.countsOnEnd !== true && (await deps.deliveries.recordedOnce(backgroundDeliveryId(id, run.audit.startedAt)));
+  const count = (request: CompletedRequest | undefined) => {
+    if (request && !countedByRunner) deps.audit.countUsage?.(request);
+  };
   const text = found ? found.json : await deps.responses.responseJson(keyId, id);
   const response = await readStoredResponse(text, id);
   if (response === undefined) {
@@ -172,12 +183,12 @@ export async function recordStoredEnd(
     };
     const request = await recordOrphanAudit(deps, keyId, failed, run.audit);
     if ((await deps.responses.settle(keyId, failed, by)) === undefined) return false;
-    if (request) deps.audit.countUsage?.(request);
+    count(request);
     return true;
   }
   const request = await recordOrphanAudit(deps, keyId, response, run.audit);
   if (!(await deps.responses.auditRecorded(keyId, id, by.owner))) return false;
-  if (request) deps.audit.countUsage?.(request);
+  count(request);
   return true;
 }
 

@@ -59,6 +59,7 @@ export interface BackgroundOptions {
   /** Where the audit of a response ended because nobody ran it goes (`recordOrphanAudit`). */
   audit: OrphanAuditDeps['audit'];
   keys: OrphanAuditDeps['keys'];
+  deliveries: OrphanAuditDeps['deliveries'];
   /** This process's id in the rows it runs (its webhook worker's: a cluster primary ends a dead worker's by it). */
   owner: string;
   clock: () => number;
@@ -236,8 +237,8 @@ export class BackgroundResponses {
   }
 
   #orphanDeps(): OrphanDeps {
-    const { store, audit, keys, clock, logger } = this.#options;
-    return { responses: store, audit, keys, clock, logger, leaseMs: this.#leaseMs };
+    const { store, audit, keys, deliveries, clock, logger } = this.#options;
+    return { responses: store, audit, keys, deliveries, clock, logger, leaseMs: this.#leaseMs };
   }
 
   async #look(): Promise<void> {

@@ -188,7 +188,7 @@ async function runInBackground(deps: ResponsesDeps, logs: EventLogs, ctx: ChatCo
     const finishedAt = deps.clock();
     const { messages: _messages, streaming: _streaming, ...told } = outcome;
     const lease = deps.background.lease();
-    const stored = await deps.responses.settle(key.id, response, lease, turn, { ...audit, outcome: { ...told, finishedAt } });
+    const stored = await deps.responses.settle(key.id, response, lease, turn, { ...audit, outcome: { ...told, finishedAt }, countsOnEnd: true });
     // Its run ended by another (whoever found its lease lapsed, a DELETE it did not stop in time): that one records the
     // audit and counts it. Recorded here too, this audit could win the race for the response's one delivery id, and the
     // webhook would say 200 where the stored response and the Usage view say otherwise.

@@ -297,6 +297,8 @@ export interface OutboxStore {
 
   /** Any delivery by id, its payload whole. */
   byId(id: string): Promise<DeliveryRow | undefined>;
+  /** Whether a delivery recorded `once` with this id is stored, under it or another of its `onceSpan`. */
+  recordedOnce(id: string): Promise<boolean>;
   /** Deliveries of one key, newest first; `before` is the id of the last delivery of the previous page. */
   list(keyId: string, options: ListOptions): Promise<{ rows: DeliverySummaryRow[]; hasMore: boolean }>;
   /** One delivery of one key with its attempts (oldest first); undefined for another key's id. */

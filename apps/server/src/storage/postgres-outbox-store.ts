@@ -499,6 +499,11 @@ export class PostgresOutboxStore implements OutboxStore {
     return (await run<DeliveryRow>(this.db, pg.BY_ID, [id])).rows[0];
   }
 
+  async recordedOnce(id: string): Promise<boolean> {
+    const { from, to, tail } = onceSpan(id);
+    return (await run<{ id: string }>(this.db, STORED_DELIVERY_IDS, [[id], [from], [to], [tail]])).rows.length > 0;
+  }
+
   async list(keyId: string, options: ListOptions): Promise<{ rows: DeliverySummaryRow[]; hasMore: boolean }> {
     let cursor: Pick<DeliveryRow, 'created_at' | 'id'> | undefined;
     if (options.before !== undefined) {

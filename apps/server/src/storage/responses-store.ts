@@ -48,6 +48,12 @@ export interface BackgroundAudit {
    * ends the run records this outcome, the one its runner was recording.
    */
   outcome?: AuditOutcome;
+  /**
+   * Set with `outcome` by a runner that counts its request in the Usage view when its run ends, not as it records its
+   * audit (this release and later). An outcome stored without it is an earlier release's (a rolling upgrade), whose
+   * runner counted the request as it recorded the audit: whoever ends the run counts it only if that audit is not recorded.
+   */
+  countsOnEnd?: true;
 }
 
 /** The audit of a background response whose final state is stored, as its runner records it (the prompt is read back from the stored input). */

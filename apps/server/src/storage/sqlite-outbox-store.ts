@@ -355,6 +355,12 @@ export class SqliteOutboxStore implements OutboxStore {
     return this.stmt(BY_ID).get(id) as DeliveryRow | undefined;
   }
 
+  async recordedOnce(id: string): Promise<boolean> {
+    if (this.busy) await this.transactionEnded();
+    const { from, to, tail } = onceSpan(id);
+    return this.stmt(DELIVERY_EXISTS).get(id, from, to, tail) !== undefined;
+  }
+
   async list(keyId: string, options: ListOptions): Promise<{ rows: DeliverySummaryRow[]; hasMore: boolean }> {
     if (this.busy) await this.transactionEnded();
     let cursor: Pick<DeliveryRow, 'created_at' | 'id'> | undefined;

@@ -58,6 +58,7 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
     responses: store.responses,
     audit: new OutboxSink(store.deliveries, NO_WORKER),
     keys: store.keys,
+    deliveries: store.deliveries,
     clock: () => now,
     logger,
   });
@@ -210,6 +211,39 @@ describe.each(variants)('background responses nobody runs, on %s', (_name, url) 
     expect(await endOrphans(deps(two, T0 + 60_000), { owner: 'dead-old' }, MESSAGE)).toBe(0);
     expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
     expect((await auditsOf(run.requestId)).map((audit) => audit.id)).toEqual([idBeforeUpgrade(run.response.id, run.startedAt)]);
+  });
+
+  // A runner of the release before `countsOnEnd` counted the request in the Usage view as it recorded its audit; one of
+  // this release counts it once its run ends. Whoever ends the run of a stored end counts it unless such an earlier
+  // runner recorded it (a rolling upgrade: that runner stopped, or lost a race with a cancel or DELETE, before ending it).
+  it.each([
+    ['of the previous release, its audit recorded', false, true, 0],
+    ['of the previous release, its audit not recorded', false, false, 1],
+    ['of this release, its audit recorded (not counted)', true, true, 1],
+  ] as const)('one whose end was stored by a runner %s, then ended by this release, is counted by its ender (countsOnEnd %s, recorded %s): %i time(s)', async (_runner, countsOnEnd, recorded, counted) => {
+    const owner = `dead-count-${countsOnEnd}-${recorded}`;
+    const run = await running(owner);
+    const completed: ResponseObject = { ...run.response, status: 'completed', output: storedResponse({ id: run.response.id, createdAt: run.response.created_at, text: 'Once upon a time.' }).output };
+    const outcome = { statusCode: 200, finishedAt: T0 + 5_000, responseText: 'Once upon a time.', svc: null, usage: { prompt_tokens: 5, completion_tokens: 5, total_tokens: 10 } };
+    const audit = { requestId: run.requestId, startedAt: run.startedAt, streaming: true, outcome, ...(countsOnEnd && { countsOnEnd: true as const }) };
+    expect(await one.responses.settle(key.id, completed, { owner, until: T0 + 20_000 }, undefined, audit)).toBeDefined();
+    if (recorded) {
+      await new OutboxSink(one.deliveries, NO_WORKER).record({
+        requestId: run.requestId,
+        responseId: run.response.id,
+        deliveryId: idBeforeUpgrade(run.response.id, run.startedAt),
+        key,
+        startedAt: run.startedAt,
+        streaming: true,
+        messages: [{ role: 'user', content: 'Write a long novel.' }],
+        ...outcome,
+      });
+    }
+    const { finder, counted: countedBy } = finderAt(T0 + 60_000);
+    expect(await endOrphans(finder, { owner }, MESSAGE)).toBe(0);
+    expect(await one.responses.runOf(key.id, run.response.id)).toBeUndefined();
+    expect(countedBy).toEqual(new Array(counted).fill(run.response.id));
+    expect(await auditsOf(run.requestId)).toHaveLength(1);
   });
 
   it('recorded at once by two instances, one knowing the POST\'s milliseconds and one only its second (its stored audit lost): one delivery', async () => {

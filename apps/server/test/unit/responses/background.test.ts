@@ -34,6 +34,7 @@ it("a response whose run ended here without its final state stored (the database
     store: store.responses,
     audit: new OutboxSink(store.deliveries, NO_WORKER),
     keys: store.keys,
+    deliveries: store.deliveries,
     owner: 'worker-test',
     clock: () => now,
     logger: pino({ level: 'silent' }),
