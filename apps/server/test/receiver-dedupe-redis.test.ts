@@ -13,7 +13,7 @@ import { testRedis } from './support/databases.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { startTestServer, type TestServer } from './support/test-server.js';
 
-// The README's Redis recipe for createDeduper, against the real Redis and real svc deliveries.
+// docs/webhooks.md's Redis recipe for createDeduper, against the real Redis and real svc deliveries.
 const target = await testRedis('receiver-dedupe-redis');
 
 describe.skipIf(!target)('redisDedupeStore (docs/receivers/redis-dedupe-store.ts)', () => {

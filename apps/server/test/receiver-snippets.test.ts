@@ -12,7 +12,7 @@ import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startReceiver, type Receiver, type ReceivedDelivery } from './support/webhooks.js';
 
-// The README's "Receiving webhooks" snippets, run against real svc deliveries so they cannot rot.
+// The receiver snippets of docs/webhooks.md ("In any language"), run against real svc deliveries so they cannot rot.
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SNIPPETS = join(ROOT, 'docs/receivers');
 
@@ -184,10 +184,10 @@ describe.skipIf(!hasOpenssl)('docs/receivers/verify.sh (openssl dgst -hmac)', ()
   });
 });
 
-describe('README', () => {
+describe('docs/webhooks.md', () => {
   it('shows each receiver snippet exactly as the file that is tested', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-    const blocks = [...readme.matchAll(/<!-- (docs\/receivers\/[\w.-]+) -->\n```\w+\n([\s\S]*?)```\n/g)];
+    const page = readFileSync(join(ROOT, 'docs/webhooks.md'), 'utf8');
+    const blocks = [...page.matchAll(/<!-- (docs\/receivers\/[\w.-]+) -->\n```\w+\n([\s\S]*?)```\n/g)];
     expect(blocks.map((b) => b[1]).sort()).toEqual(
       ['verify.go', 'verify.php', 'verify.py', 'verify.rb', 'verify.sh', 'verify-webhook.sh', 'redis-dedupe-store.ts'].map((f) => `docs/receivers/${f}`).sort(),
     );

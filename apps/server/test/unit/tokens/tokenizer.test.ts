@@ -81,18 +81,21 @@ function mixedText(seed: number, length: number): string {
 }
 
 describe('encode', () => {
-  it('equals plain o200k_base on mixed text and on this repository\'s README (lines without 65-character runs)', () => {
+  it('equals plain o200k_base on mixed text and on this repository\'s README and API page (lines without 65-character runs)', () => {
     for (let seed = 1; seed <= 200; seed++) {
       const text = mixedText(seed, 40 + (seed % 7) * 60);
       expect(text).not.toMatch(/\S{65,}/);
       expect(encode(text)).toEqual(reference(text, { disallowedSpecial: new Set() }));
     }
-    const readme = readFileSync(new URL('../../../../../README.md', import.meta.url), 'utf8')
+    const readme = ['README.md', 'docs/api.md']
+      .map((file) => readFileSync(new URL(`../../../../../${file}`, import.meta.url), 'utf8'))
+      .join('\n')
       .split('\n')
       .filter((line) => !/\S{65,}/.test(line))
       .join('\n');
     expect(readme.length).toBeGreaterThan(10_000);
-    // The README spells special tokens (how usage is counted): as ordinary text, as in the mixed text above.
+    // docs/api.md spells special tokens (how usage is counted): as ordinary text, as in the mixed text above.
+    expect(readme).toContain('<|endoftext|>');
     expect(encode(readme)).toEqual(reference(readme, { disallowedSpecial: new Set() }));
   });
 
