@@ -202,7 +202,7 @@ const EnvSchema = z.object({
   ),
 });
 
-/** SVC_ variables read by others: bin/svc-server, svc-cli and the receiver examples in the README. */
+/** SVC_ variables read by others: bin/svc-server, svc-cli and the receiver examples in docs/webhooks.md. */
 const READ_ELSEWHERE = new Set(['SVC_SINGLE_THREADED_GC', 'SVC_CGROUP_CPU_MAX', 'SVC_BASE_URL', 'SVC_API_KEY', 'SVC_WEBHOOK_SECRET', 'SVC_LISTEN_PORT']);
 
 /** Characters to insert, delete or change to turn `a` into `b`. */

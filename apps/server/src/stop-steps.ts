@@ -7,7 +7,7 @@ export const SETTLE_MS = 10_000;
  * When the last part of a stop (what is recorded and closed after the drain) must be over: SVC_SHUTDOWN_TIMEOUT_MS
  * after `restFrom`, the moment that part began, and never less than the SETTLE_MS the audits of the cut requests are
  * given. With the drain bounded by SVC_SHUTDOWN_TIMEOUT_MS too, a stop lasts at most twice it, or it plus 10 s when that
- * is longer, as the README says.
+ * is longer, as docs/configuration.md (SVC_SHUTDOWN_TIMEOUT_MS) says.
  *
  * @example
  * await stepsBy(steps, restDeadline(Date.now(), config.shutdownTimeoutMs), logger);

@@ -453,7 +453,7 @@ describe('sources that state nothing', () => {
 
 describe('bounded work', () => {
   // Inputs built to make the passage search quadratic: every sentence of the sources and of the answer shares its
-  // words. The check still answers (the CPU time is in the README; no timed assertion here).
+  // words. The check still answers (the CPU time is in docs/grounding.md; no timed assertion here).
   it.each([
     ['one-letter sentences', 'x. '.repeat(42_000), 'x. '.repeat(1_000)],
     ['a log of one repeated line', 'The server restarted at noon. '.repeat(4_400), 'The server restarted at noon. '.repeat(540)],

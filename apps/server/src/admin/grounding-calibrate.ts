@@ -200,7 +200,7 @@ export async function calibrateCommand(io: CalibrateIO, opts: { data: string; js
     io.stdout(setting);
   }
   if (best.balancedAccuracy <= 0.5) io.stderr('warning: no threshold separates these labels better than chance; keep the default or label more rows');
-  else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more rows pick it better (README, Grounding: Calibrating for your traffic)`);
+  else if (best.n < 50) io.stderr(`note: ${best.n} rows pick a threshold roughly; more rows pick it better (docs/grounding.md: Calibrating for your traffic)`);
   if (best.threshold <= unsupportedTermScore()) {
     io.stderr(`note: at ${best.threshold} a claim whose one fault is a number or a name that no source has can pass (at the default it never does: such claims score at most ${unsupportedTermScore()})`);
   }

@@ -76,7 +76,7 @@ export function shrinkAfterPurge(sqlite: SQLite.Database, logger: { info(obj: ob
     noted = true;
     logger.warn(
       { free_bytes: freeBytes, file_bytes: fileBytes },
-      'the database file keeps the space of purged rows: it was created before svc gave free pages back by itself. `svc-server backup` writes a compact copy that does; restore it (see the README, Backups) to convert',
+      'the database file keeps the space of purged rows: it was created before svc gave free pages back by itself. `svc-server backup` writes a compact copy that does; restore it (see docs/operations.md, Backups) to convert',
     );
   };
 }

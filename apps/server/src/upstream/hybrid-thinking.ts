@@ -40,7 +40,7 @@ export function withThinkingSwitch(body: UpstreamBody, thinking: boolean, mode: 
   if (key === null) return body;
   const own = isRecord(body.chat_template_kwargs) ? body.chat_template_kwargs : {};
   const out: UpstreamBody = { ...body, chat_template_kwargs: { [key]: thinking, ...own } };
-  // An app sets `reasoning_effort` once for both modes (README, "The token-limit rule"): with thinking off, Ollama
+  // An app sets `reasoning_effort` once for both modes (docs/upstreams.md, "The token-limit rule"): with thinking off, Ollama
   // would read it as thinking on.
   if (!thinking && key === 'enable_thinking' && OLLAMA_TAG.test(body.model)) out.reasoning_effort = 'none';
   return out;

@@ -32,7 +32,7 @@ export function isReasoningModel(model: string): boolean {
 }
 
 /**
- * The documented rule for the form of the token limit (design §3, README "Upstream models"):
+ * The documented rule for the form of the token limit (design §3, docs/upstreams.md):
  *
  * 1. Models of OpenAI's reasoning families get `max_completion_tokens` (a client's `max_tokens` is renamed),
  *    no `temperature` unless it is 1 (the only value they accept; svc's default 0.1 would be refused), and no
