@@ -549,7 +549,17 @@ describe('documented examples', () => {
     expect(covers(r, answer, 'India').length).toBeGreaterThan(0);
   });
 
-  it("the root README's response example: 1925 flagged at 20..24 with its reason", () => {
+  it("the root README's response example: 1925 and Mayor Dalton flagged with their reasons", () => {
+    const r = checkGrounding({ sources: ['The museum was founded in 1901.'], answer: 'The museum was founded in 1925 by Mayor Dalton.' });
+    expect(r.checked).toBe(true);
+    expect(r.grounded).toBe(false);
+    expect(r.flaggedSpans).toEqual([
+      { start: 26, end: 30, text: '1925', reason: 'number 1925 is not in the sources', score: 0 },
+      { start: 34, end: 46, text: 'Mayor Dalton', reason: "'Mayor Dalton' is not in the sources", score: 0 },
+    ]);
+  });
+
+  it('a wrong year alone is flagged at its offsets with its reason', () => {
     const r = checkGrounding({ sources: ['The hotel opened in 1952 and has 120 rooms.'], answer: 'The hotel opened in 1925.' });
     expect(r.checked).toBe(true);
     expect(r.grounded).toBe(false);
