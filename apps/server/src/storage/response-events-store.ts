@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from './schema.js';
+import type { Dialect } from './database.js';
 
 /** Events of a background stream written in one flush: their text as sent, numbered `seq` to `lastSeq`. */
 export interface EventBatch {
@@ -27,27 +28,33 @@ export interface StreamState {
  * const batches = await events.after('resp_1', 1, 100);
  */
 export class ResponseEventsStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  /** `dialect`: `db`'s, which `append`'s lock on its response's row is written for. */
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: Dialect,
+  ) {}
 
   /** Writes a batch; whether it was written (not when the response is gone or its events were given up). */
   async append(responseId: string, batch: EventBatch): Promise<boolean> {
     // The batch's values in the select list carry a cast: Postgres would otherwise type them as text.
+    const response = this.db
+      .selectFrom('responses')
+      .select([
+        'id',
+        sql<number>`cast(${batch.seq} as integer)`.as('seq'),
+        sql<number>`cast(${batch.lastSeq} as integer)`.as('last_seq'),
+        'created_at',
+        sql<string>`cast(${batch.text} as text)`.as('text'),
+      ])
+      .where('id', '=', responseId)
+      .where('stream_events', '=', 'kept');
+    // On Postgres the row is held until the batch is in: a DELETE (or purge) of the response waits for it, and then
+    // deletes it with the response's other events. Read unlocked, it was deleted meanwhile (another instance) and the
+    // batch, committed after the DELETE had cleared the events, stayed with no response.
     const result = await this.db
       .insertInto('response_events')
       .columns(['response_id', 'seq', 'last_seq', 'created_at', 'text'])
-      .expression(
-        this.db
-          .selectFrom('responses')
-          .select([
-            'id',
-            sql<number>`cast(${batch.seq} as integer)`.as('seq'),
-            sql<number>`cast(${batch.lastSeq} as integer)`.as('last_seq'),
-            'created_at',
-            sql<string>`cast(${batch.text} as text)`.as('text'),
-          ])
-          .where('id', '=', responseId)
-          .where('stream_events', '=', 'kept'),
-      )
+      .expression(this.dialect === 'postgres' ? response.forKeyShare() : response)
       .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
   }

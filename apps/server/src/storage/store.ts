@@ -96,7 +96,7 @@ export async function openStore(
     deliveries: statements ? new SqliteOutboxStore(statements, db) : new PostgresOutboxStore(db, options.leaseClock),
     sessions: new SessionsStore(db),
     responses: new ResponsesStore(db, handle.dialect),
-    responseEvents: new ResponseEventsStore(db),
+    responseEvents: new ResponseEventsStore(db, handle.dialect),
     migrated,
     unready,
     close: async () => {
