@@ -58,9 +58,10 @@ export async function resumeStream(deps: ResumeDeps, res: ServerResponse, keyId:
   const gone = new AbortController();
   const leave = () => gone.abort();
   res.once('close', leave);
-  // The client may have left while the pipeline authorized the request or the state was read: its 'close' has fired.
-  if (res.destroyed) leave();
   deps.stopping.addEventListener('abort', leave, { once: true });
+  // The client may have left while the pipeline authorized the request or the state was read (its 'close' has fired),
+  // and the stop may have begun meanwhile (a request on a connection kept alive): neither event comes again.
+  if (res.destroyed || deps.stopping.aborted) leave();
   try {
     await follow(deps, sse, keyId, id, startingAfter ?? -1, gone.signal);
   } catch (err) {

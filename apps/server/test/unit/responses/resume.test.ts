@@ -57,4 +57,34 @@ describe.each(variants)('a resumed background stream on %s', (_name, url) => {
     await (await reading);
     expect(await store.responseEvents.state('key_r', 'resp_left')).toEqual({ events: 'kept', running: true });
   });
+
+  it('that comes once the server began its graceful stop ends at once (its client resumes on another instance) rather than holding the stop up', async () => {
+    const running = { ...storedResponse({ id: 'resp_stop', previous: null, createdAt: 7_000, text: '' }), status: 'in_progress' as const, background: true, output: [] };
+    await store.responses.save('key_r', running, [{ type: 'message', id: 'in_stop', role: 'user', content: 'Hi' }], 0, undefined, {
+      owner: 'a-runner',
+      until: Date.now() + 3_600_000,
+      keepsEvents: true,
+    });
+    await store.responseEvents.append('resp_stop', { seq: 0, lastSeq: 0, text: 'event: response.created\ndata: {}\n\n' });
+    const stopping = new AbortController();
+    stopping.abort();
+    const deps: ResumeDeps = {
+      responseEvents: store.responseEvents,
+      responses: store.responses,
+      logs: new EventLogs({ store: store.responseEvents, maxBytes: 1 << 20, logger }),
+      stopping: stopping.signal,
+      config: { streamKeepAliveMs: 15_000, responseStreamMaxBytes: 1 << 20, upstream: { timeoutMs: 60_000 } },
+      logger,
+    };
+    const late = http.createServer((_req, res) => void resumeStream(deps, res, 'key_r', 'resp_stop', undefined));
+    await new Promise<void>((resolve) => late.listen(0, '127.0.0.1', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(late.address() as AddressInfo).port}/`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('');
+    } finally {
+      late.closeAllConnections();
+      late.close();
+    }
+  });
 });
