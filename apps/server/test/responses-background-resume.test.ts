@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
+import { sql } from 'kysely';
 import { startTestServer, type TestServer } from './support/test-server.js';
 import { startFakeUpstream, type FakeUpstream } from './support/fake-upstream.js';
 import { eventually, startReceiver, type ReceivedDelivery, type Receiver } from './support/webhooks.js';
@@ -300,5 +301,32 @@ describe('the limit on kept events (SVC_RESPONSE_STREAM_MAX_BYTES)', () => {
     expect(await server.running.store.handle.db.selectFrom('response_events').select('seq').where('response_id', '=', id).execute()).toEqual([]);
     const audits = await receiver.waitFor((r) => auditsOf(r, id).length > 0).then((r) => auditsOf(r, id));
     expect(audits).toEqual([expect.objectContaining({ status_code: 200 })]);
+  });
+});
+
+describe('an end that could not be stored', () => {
+  let server: TestServer;
+  let token: string;
+  beforeAll(async () => {
+    server = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: upstream.url } });
+    ({ token } = await server.createKey());
+    // The database refuses this test's completed response (as a full disk would), not its failed one.
+    await sql`create trigger refuse_completed before update of response on responses
+      when new.response like '{"id":"%","object":"response","created_at":%,"status":"completed"%' and new.response like '%refuse-completed%'
+      begin select raise(abort, 'database or disk is full'); end`.execute(server.running.store.handle.db);
+  });
+  afterAll(() => server?.close());
+
+  it('is streamed again as it ended, response.failed as its POST got it, not as the completed answer it was about to be', async () => {
+    const client = sdk(server.url, token);
+    upstream.nextBehavior({ answer: 'Almost there.' });
+    const streamed = await collect(await client.responses.create({ model: 'svc01', input: 'Hi', instructions: 'refuse-completed', background: true, stream: true }));
+    const created = streamed[0]!;
+    if (created.type !== 'response.created') throw new Error(`first event: ${created.type}`);
+    const id = created.response.id;
+    expect(streamed.at(-1)!.type).toBe('response.failed');
+    const replayed = await collect(await client.responses.retrieve(id, { stream: true }));
+    expect(replayed.at(-1)!.type).toBe('response.failed');
+    expect(replayed.map((e) => e.type)).not.toContain('response.completed');
   });
 });

@@ -442,9 +442,12 @@ function responseEvents(
     log?.append(text, events.emitted);
     return sse.writeEvents(text);
   };
-  /** A background stream's last events kept, before its end is stored: a reader that finds it ended has read them all. */
-  const keepLast = async (text: string) => {
-    log?.append(text, events.emitted);
+  /**
+   * A background stream's last events kept, before its end is stored: a reader that finds it ended has read them all
+   * (`upTo`: the count of events `text` ends with, when not all made so far).
+   */
+  const keepLast = async (text: string, upTo = events.emitted) => {
+    log?.append(text, upTo);
     await log?.close();
   };
   write(events.start());
@@ -456,8 +459,15 @@ function responseEvents(
     usage: (usage) => write(events.chunk({ choices: [], usage })),
     end: async (outcome) => {
       const finished = events.finish();
-      await keepLast(finished);
+      // `response.completed` (or `.incomplete`) is kept once the response is stored so: an end the database refused
+      // goes on to `fail`, and a reader of the kept events would otherwise find the answer completed where the POST
+      // got `response.failed` and the response ends failed. A reader that finds the run ended before that event is
+      // kept (its runner died meanwhile) gets it made from the stored response, the same event.
+      const before = finished.lastIndexOf('\n\nevent: ');
+      const last = before === -1 ? 0 : before + 2;
+      await keepLast(finished.slice(0, last), events.emitted - 1);
       await store(events.result, outcome);
+      await keepLast(finished.slice(last));
       return sse.writeEvents(finished);
     },
     // As OpenAI keeps a response that failed: stored (unless `store: false`) with `status: "failed"` and its
