@@ -167,10 +167,12 @@ describe('client disconnects', () => {
 });
 
 /**
- * SVC_UPSTREAM_TIMEOUT_MS for a client that never reads a 16 MiB answer: svc must have the upstream's answer (or its
- * headers) within it, and cuts the client off only once it has passed (a test takes at least this long).
+ * SVC_UPSTREAM_TIMEOUT_MS for a client that never reads a large answer: svc must have the upstream's answer (or its
+ * headers) within it, and cuts the client off only once it has passed (a test takes at least this long). Within the
+ * file the two share one event loop with their upstreams: what the fake upstream spends on an answer delays svc's
+ * exchange beside it too, so the non-streamed answer is served in 64 KiB pieces (see below).
  */
-const UPSTREAM_TIMEOUT_MS = 45_000;
+const UPSTREAM_TIMEOUT_MS = 20_000;
 
 describe('slow client', () => {
   it('reading a 16 MB stream slowly: the server holds a bounded amount (backpressure), and the stream completes', async () => {
@@ -230,14 +232,12 @@ describe('slow client', () => {
   });
 });
 
-// Side by side: each waits out its server's 15 s upstream timeout, with a server and an upstream of its own.
+// Side by side: each waits out its server's upstream timeout, with a server and an upstream of its own.
 describe.concurrent('a client that never reads', () => {
   it('is cut off after SVC_UPSTREAM_TIMEOUT_MS with a bounded buffer: upstream aborted, delivery written with the partial text and 499', { timeout: 240_000 }, async () => {
-    // A short upstream timeout stands for the default 2 minutes. It bounds the upstream's answer too: at 1.5 s, on a
-    // host at load 15–20, the 16 MiB stream's headers came later and svc rightly answered 502 (upstream_timeout); at
-    // 5 s so they did at load 20–40 (two full runs of the suite), as for the non-streamed case below; at 15 s so they
-    // did on a 2.0 GHz 2-core host at load 12 (in the suite and alone). The cut-off comes after it, so the waits
-    // below outlast it.
+    // A short upstream timeout stands for the default 2 minutes. It bounds the upstream's answer too: should the
+    // stream's headers come later, svc rightly answers 502 (upstream_timeout) and the test fails. The cut-off comes
+    // after it, so the waits below outlast it.
     const own = await startFakeUpstream({ rawSse: sixteenMiBStream() });
     const impatient = await startTestServer({ env: { SVC_UPSTREAM_BASE_URL: own.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) } });
     const { token: impatientToken } = await impatient.createKey({ webhookUrl: receiver.url, signingSecret: SECRET });
@@ -278,12 +278,15 @@ describe.concurrent('a client that never reads', () => {
     expect(maxBuffered).toBeLessThan(1024 * 1024);
   });
 
-  it('of a 16 MiB non-streamed answer is cut off after SVC_UPSTREAM_TIMEOUT_MS, not held forever', { timeout: 240_000 }, async () => {
-    // The one timeout bounds both the upstream exchange and each wait for the client to drain: the 17 MB answer
-    // must reach svc within it first, or svc rightly answers 502 (upstream_timeout) and the test proves nothing.
-    // On a host at load 20–30 that took more than 4 s, on a 2.0 GHz 2-core one at load 12 more than 15 s (see
-    // UPSTREAM_TIMEOUT_MS). Idle connections kept 1 s, so the socket closes whatever happened.
-    const own = await startFakeUpstream({ answer: 'word '.repeat(3_400_000).trim() });
+  it('of an 8 MB non-streamed answer is cut off after SVC_UPSTREAM_TIMEOUT_MS, not held forever', { timeout: 240_000 }, async () => {
+    // The one timeout bounds both the upstream exchange and each wait for the client to drain: the answer must reach
+    // svc within it first, or svc rightly answers 502 (upstream_timeout) and the test fails. Idle connections kept
+    // 1 s, so the socket closes whatever happened.
+    // 8.5 MB is twice what the socket buffers between svc and a client that never reads take (Linux grows a send
+    // buffer to tcp_wmem's 4 MiB at most; the client got 4.0 MB), so svc holds the rest and must give up on it.
+    // In 64 KiB pieces: split word by word (for its usage count) it would be 1.7 million strings, seconds of this
+    // file's one event loop that hold up svc's exchanges beside it.
+    const own = await startFakeUpstream({ answer: 'word '.repeat(1_700_000).trim(), contentPieceChars: 64 * 1024 });
     const impatient = await startTestServer({
       env: { SVC_UPSTREAM_BASE_URL: own.url, SVC_RATE_LIMIT_RPM: '100000', SVC_UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS), SVC_KEEP_ALIVE_TIMEOUT_MS: '1000' },
     });
@@ -307,7 +310,7 @@ describe.concurrent('a client that never reads', () => {
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       socket.on('error', () => undefined).on('data', (part: Buffer) => (received += part.length)).resume();
       await closed;
-      expect(received).toBeLessThan(3_400_000 * 5);
+      expect(received).toBeLessThan(1_700_000 * 5);
     } finally {
       socket.destroy();
       await impatient.close();
