@@ -330,3 +330,52 @@ describe('an end that could not be stored', () => {
     expect(replayed.map((e) => e.type)).not.toContain('response.completed');
   });
 });
+
+describe.each(variants)('an end the database refuses (%s)', (name, databaseUrl) => {
+  const enabled = name.startsWith('SQLite') || databaseUrl !== undefined;
+  let server: TestServer;
+  let token: string;
+  beforeAll(async () => {
+    if (!enabled) return;
+    const env = {
+      SVC_UPSTREAM_BASE_URL: upstream.url,
+      SVC_WEBHOOK_ALLOW_PRIVATE: 'true',
+      ...(databaseUrl && { SVC_DATABASE_URL: databaseUrl, SVC_SECRET_KEY: SECRET_KEY }),
+    };
+    server = await startTestServer({ env });
+    ({ token } = await server.createKey({ webhookUrl: receiver.url }));
+    // The database refuses this test's completed response (as a full disk would), not its failed one.
+    const db = server.running.store.handle.db;
+    // Its status read as JSON: the failed response's output (the answer so far) holds items `"status":"completed"` too.
+    if (databaseUrl) {
+      await sql`create or replace function refuse_end() returns trigger language plpgsql as $$
+        begin
+          if new.response like '%refuse-end%' and new.response::jsonb->>'status' = 'completed' then
+            raise exception 'could not extend file: No space left on device';
+          end if;
+          return new;
+        end $$`.execute(db);
+      await sql`create trigger refuse_end before update of response on responses for each row execute function refuse_end()`.execute(db);
+    } else {
+      await sql`create trigger refuse_end before update of response on responses
+        when new.response like '%refuse-end%' and json_extract(new.response, '$.status') = 'completed'
+        begin select raise(abort, 'database or disk is full'); end`.execute(db);
+    }
+  }, 120_000);
+  afterAll(() => server?.close());
+
+  it.skipIf(!enabled)('reads back failed with its error as soon as its POST ended, not in_progress until its lease lapses; audited once', async () => {
+    const client = sdk(server.url, token);
+    upstream.nextBehavior({ answer: 'Almost there.' });
+    const streamed = await collect(await client.responses.create({ model: 'svc01', input: 'Hi', instructions: 'refuse-end', background: true, stream: true }));
+    const created = streamed[0]!;
+    if (created.type !== 'response.created') throw new Error(`first event: ${created.type}`);
+    const last = streamed.at(-1)!;
+    if (last.type !== 'response.failed') throw new Error(`last event: ${last.type}`);
+    const read = await client.responses.retrieve(created.response.id);
+    expect(read.status).toBe('failed');
+    expect(read.error).toEqual(last.response.error);
+    const audits = await receiver.waitFor((r) => auditsOf(r, read.id).length > 0).then((r) => auditsOf(r, read.id));
+    expect(audits).toEqual([expect.objectContaining({ status_code: 500 })]);
+  });
+});

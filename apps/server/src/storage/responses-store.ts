@@ -271,6 +271,26 @@ export class ResponsesStore {
     // its run taken over (`takeOver`) and its end written by whoever found it lapsed, whose parts it must not delete,
     // mix its own into, or index over.
     const claimedRun: Claim = { keyId, id: response.id, until: by.until };
+    try {
+      return await this.writeEnd(keyId, response, by, claimedRun, turn, audit);
+    } catch (err) {
+      // An end the database refused (a full disk, a lost connection): the claim is given back, so that the writer's
+      // next end (its `failed`, saying why) claims the run at once, rather than the run staying claimed by nobody,
+      // read as running, until whoever finds its lease lapsed ends it without that error.
+      await this.unclaim(claimedRun, by).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** `settle`'s writes once its claim is made; undefined when the run stopped being the claim's meanwhile. */
+  private async writeEnd(
+    keyId: string,
+    response: ResponseObject,
+    by: { owner: string; until: number } | { lease: number; until: number },
+    claimedRun: Claim,
+    turn: () => boolean,
+    audit: (BackgroundAudit & { outcome: AuditOutcome }) | undefined,
+  ): Promise<string | undefined> {
     const output = await stringifyInTurns(response.status === 'failed' ? [] : outputAsInput(response.output), turn);
     const body = await stringifyInTurns(response, turn);
     await pace(turn);
@@ -330,6 +350,21 @@ export class ResponsesStore {
       return true;
     });
     return written ? body : undefined;
+  }
+
+  /**
+   * Gives a `settle`'s claim back, while the run is still that claim's: to its owner (`{ owner }`), under the lease
+   * the claim held, or to its lease as found (`{ lease }`), for whoever finds it lapsed.
+   */
+  private async unclaim(claim: Claim, by: { owner: string; until: number } | { lease: number; until: number }): Promise<void> {
+    await this.db
+      .updateTable('responses')
+      .set('owner' in by ? { background_owner: by.owner } : { background_lease_until: by.lease })
+      .where('id', '=', claim.id)
+      .where('key_id', '=', claim.keyId)
+      .where('background_owner', 'is', null)
+      .where('background_lease_until', '=', claim.until)
+      .execute();
   }
 
   /**

@@ -378,10 +378,10 @@ describe.each(variants)('responses on %s', (_name, url) => {
     await store.handle.db.insertInto('response_items').values({ key_id: 'key_bg', id: itemId, response_id: 'resp_other', created_at: 1 }).execute();
     const outcome = { statusCode: 200, finishedAt: 70_001_000, responseText: 'Done.', svc: null, usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } };
     await expect(store.responses.settle('key_bg', completed, lease, undefined, { ...audit, outcome })).rejects.toThrow();
-    // The runner's failed end (as `endFailed` writes it) finds the run no longer its own: nothing stored over it, and
+    // The refused end gave its claim back: the runner's failed end (as `endFailed` writes it) is stored at once, and
     // the answer that was never stored whole counts nothing towards the conversation's length.
-    expect(await store.responses.settle('key_bg', failed, lease)).toBeUndefined();
+    expect(await store.responses.settle('key_bg', failed, lease)).toBeDefined();
     expect(await historyOf()).toBe(before);
-    expect((JSON.parse((await store.responses.responseJson('key_bg', 'resp_bg_index'))!) as ResponseObject).status).toBe('in_progress');
+    expect((JSON.parse((await store.responses.responseJson('key_bg', 'resp_bg_index'))!) as ResponseObject).status).toBe('failed');
   });
 });
