@@ -1,6 +1,7 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { ErrorBody } from '@svc/protocol';
 import { ApiError, CliError, describeNetworkError } from './errors.js';
+import { loadUndici } from './load-undici.js';
 import { USER_AGENT } from './version.js';
 import { printable } from './output.js';
 import type { ResponseShape } from './response-shapes.js';
@@ -32,6 +33,7 @@ export function createApiClient(options: { baseUrl: string; apiKey: string; time
   const maxErrorBytes = options.maxErrorBytes ?? MAX_ERROR_BYTES;
 
   async function send(method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal, deadline?: AbortSignal): Promise<Dispatcher.ResponseData> {
+    const { request } = await loadUndici();
     const headers: Record<string, string> = {
       authorization: `Bearer ${options.apiKey}`,
       'user-agent': USER_AGENT,

@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { AUDIT_EVENT, type AuditPayload } from '@svc/protocol';
+import type { AuditPayload } from '@svc/protocol';
+import { AUDIT_EVENT } from '@svc/protocol/audit-event';
 import { sign, signWebhook } from '@svc/verify';
-import { request } from 'undici';
 import { describeNetworkError } from './errors.js';
+import { loadUndici } from './load-undici.js';
 import { redirectReason } from './send-delivery.js';
 import { VERSION } from './version.js';
 
@@ -163,6 +164,7 @@ function signedDelivery(body: Buffer, secrets: string[], options: { id?: string;
 }
 
 async function send(url: string, delivery: Delivery, timeoutMs: number): Promise<Answer> {
+  const { request } = await loadUndici();
   const signal = AbortSignal.timeout(timeoutMs);
   try {
     const response = await request(url, {

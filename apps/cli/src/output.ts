@@ -1,4 +1,4 @@
-import { quoted } from '@svc/protocol';
+import { quoted } from '@svc/protocol/quoted';
 import kleur from 'kleur';
 
 /** What a command needs to know of a stream it writes to: whether it is a terminal, and how wide (when known). */

@@ -1,6 +1,6 @@
 import { DUPLICATE_HEADER } from '@svc/verify';
-import { request } from 'undici';
 import { describeNetworkError } from './errors.js';
+import { loadUndici } from './load-undici.js';
 import { clockTime, kleur, printable } from './output.js';
 
 /** Headers a delivery carries to the next receiver: content type, user agent and every X-Svc-* header. */
@@ -40,6 +40,7 @@ const ANSWER_BYTES = 2048;
  * const outcome = await sendDelivery('http://localhost:3000/webhooks', body, deliveryHeaders(req.headers));
  */
 export async function sendDelivery(url: string, body: Uint8Array, headers: Record<string, string>, timeoutMs = 10_000, signal?: AbortSignal): Promise<SendOutcome> {
+  const { request } = await loadUndici();
   const deadline = AbortSignal.timeout(timeoutMs);
   try {
     const response = await request(url, {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { AUDIT_EVENT } from './audit-event.js';
 import { ClaimSchema, FlaggedSpanSchema, UnreadablePartSchema } from './chat-response.js';
 
-export const AUDIT_EVENT = 'llm.request.completed';
+export { AUDIT_EVENT };
 
 /**
  * The audit webhook payload (spec §2.5). `test` is present (and true) only on test deliveries; `sequence` only

@@ -1,4 +1,5 @@
-// No zod here: the delivery list's query parser (a zod-free entry) quotes with it too.
+// No zod here: the delivery list's query parser (a zod-free entry) quotes with it too, and this module is also
+// the `@svc/protocol/quoted` entry the CLI loads without the schemas.
 /** Characters of a request's value an error message quotes (an id or a name is far shorter). */
 const MAX_QUOTED_CHARS = 128;
 
